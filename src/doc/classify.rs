@@ -1,0 +1,1 @@
+//! Which family a path under a skills root belongs to.

@@ -1,0 +1,1 @@
+//! Skill ids, names and their validation.

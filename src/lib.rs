@@ -1,0 +1,4 @@
+//! iii-directory: skills, system prompts and agent profiles served from folders on disk through
+//! an embedded index.
+
+pub mod doc;
