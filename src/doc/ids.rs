@@ -1,1 +1,547 @@
-//! Skill ids, names and their validation.
+//! Skill ids, names and their validation (contract §2.3), turning a caller's id input into an id
+//! (§3.4 step 1), deriving a skill's id from its path (§3.1), and the edit distance behind
+//! "Did you mean" suggestions.
+//!
+//! Messages carry no code and no trailing period: callers wrap them in their own sentence.
+//! Quoted values use Rust's debug quoting, so a hostile id cannot break out of its quotes.
+
+/// Longest segment of a skill id, and longest system prompt name or agent id, in bytes.
+pub const MAX_SEGMENT_BYTES: usize = 64;
+
+/// Longest whole skill id, in bytes.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// The link form `directory::skills::get` accepts in front of an id.
+const III_SCHEME: &str = "iii://";
+
+/// File names that stand for a folder's overview document, `<folder>/index`.
+const OVERVIEW_FILE_NAMES: [&str; 2] = ["SKILL.md", "SKILLS.md"];
+
+const MARKDOWN_EXTENSION: &str = ".md";
+
+/// The id an overview file maps to.
+const INDEX: &str = "index";
+
+/// The characters allowed in id segments, names and (after the first) worker names.
+fn is_id_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
+}
+
+/// Checks a skill id: `/`-separated segments, each 1–64 bytes of `a-z 0-9 - _`, at most 1024
+/// bytes in all.
+pub fn validate_skill_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("id must be non-empty".to_owned());
+    }
+    if id.starts_with('/') || id.ends_with('/') {
+        return Err(format!("id may not have a leading or trailing '/': {id:?}"));
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "id too long ({} chars; max {MAX_ID_BYTES}): {id:?}",
+            id.len()
+        ));
+    }
+    for (index, segment) in id.split('/').enumerate() {
+        if let Err(reason) = validate_segment(segment) {
+            // Segments are numbered from 1 for the person reading the message.
+            return Err(format!(
+                "invalid id (segment {} of {id:?}): {reason}",
+                index + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_segment(segment: &str) -> Result<(), String> {
+    if segment.is_empty() {
+        return Err("segment must be non-empty".to_owned());
+    }
+    if segment.len() > MAX_SEGMENT_BYTES {
+        return Err(format!(
+            "segment too long ({} chars; max {MAX_SEGMENT_BYTES}): {segment:?}",
+            segment.len()
+        ));
+    }
+    if !segment.chars().all(is_id_char) {
+        return Err(format!(
+            "segment may only contain lowercase ASCII letters, digits, '-' and '_': {segment:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a system prompt name or an agent profile id: one segment, 1–64 bytes of `a-z 0-9 - _`.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("name must be non-empty".to_owned());
+    }
+    if name.len() > MAX_SEGMENT_BYTES {
+        return Err(format!(
+            "name too long ({} chars; max {MAX_SEGMENT_BYTES})",
+            name.len()
+        ));
+    }
+    if !name.chars().all(is_id_char) {
+        return Err(format!(
+            "name may only contain lowercase ASCII letters, digits, '-' and '_': {name:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a registry worker name before it goes into a registry URL: it must start with a
+/// lowercase letter or digit (so never `-`, `.` or `/`), then `a-z 0-9 - _` only.
+pub fn validate_worker_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Err("worker name must be non-empty".to_owned());
+    };
+    if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
+        return Err(format!(
+            "worker name must start with a lowercase ASCII letter or digit: {name:?}"
+        ));
+    }
+    if !chars.all(is_id_char) {
+        return Err(format!(
+            "worker name may only contain lowercase letters, digits, '-', '_': {name:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Turns what a caller passed as a skill id into an id to look up: trimmed, an `iii://` prefix
+/// dropped, a path to an overview file (`…/SKILL.md`, `…/SKILLS.md`) mapped to `…/index`, and
+/// one `.md` extension dropped. Only the shape of the input is checked here; the result still
+/// goes through [`validate_skill_id`].
+pub fn normalize_id_input(raw: &str) -> Result<String, String> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err("id must be non-empty".to_owned());
+    }
+    let path = trimmed.strip_prefix(III_SCHEME).unwrap_or(trimmed);
+    // Any other scheme (https://, file://, even a second iii://) is not something we can serve.
+    if path.contains("://") {
+        return Err(format!(
+            "Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): \
+             {trimmed}"
+        ));
+    }
+    for name in OVERVIEW_FILE_NAMES {
+        if path == name {
+            return Ok(INDEX.to_owned());
+        }
+        if let Some(folder) = path
+            .strip_suffix(name)
+            .and_then(|rest| rest.strip_suffix('/'))
+        {
+            return Ok(format!("{folder}/{INDEX}"));
+        }
+    }
+    Ok(path
+        .strip_suffix(MARKDOWN_EXTENSION)
+        .unwrap_or(path)
+        .to_owned())
+}
+
+/// The id of a skill file from its path relative to the skills root (`/` separators, ending in
+/// `.md`): the extension removed, and a file named exactly `SKILL.md` or `SKILLS.md` read as
+/// the folder's `index`. Only the file name is looked at; a folder named `SKILL` stays as it is.
+/// The result is not validated.
+pub fn skill_id_for(rel_path: &str) -> String {
+    let (folder, file) = match rel_path.rsplit_once('/') {
+        Some((folder, file)) => (Some(folder), file),
+        None => (None, rel_path),
+    };
+    let stem = if OVERVIEW_FILE_NAMES.contains(&file) {
+        INDEX
+    } else {
+        file.strip_suffix(MARKDOWN_EXTENSION).unwrap_or(file)
+    };
+    match folder {
+        Some(folder) => format!("{folder}/{stem}"),
+        None => stem.to_owned(),
+    }
+}
+
+/// Edit distance (insertions, deletions, substitutions) between two strings, counted in chars.
+/// Runs over a single row of the classic table, sized by the shorter string.
+pub fn levenshtein(a: &str, b: &str) -> usize {
+    // Shared ends never change the distance; dropping them keeps the table small for the common
+    // case of near-identical ids.
+    let prefix: usize = a
+        .chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let (a, b) = (&a[prefix..], &b[prefix..]);
+    let suffix: usize = a
+        .chars()
+        .rev()
+        .zip(b.chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let (a, b) = (&a[..a.len() - suffix], &b[..b.len() - suffix]);
+
+    let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+    let short_len = short.chars().count();
+    if short_len == 0 {
+        return long.chars().count();
+    }
+    // row[j] = distance between the part of `long` seen so far and the first j chars of `short`.
+    let mut row: Vec<usize> = (0..=short_len).collect();
+    for (i, long_char) in long.chars().enumerate() {
+        let mut diagonal = i;
+        row[0] = i + 1;
+        for (j, short_char) in short.chars().enumerate() {
+            let above = row[j + 1];
+            let substitution = diagonal + usize::from(long_char != short_char);
+            row[j + 1] = substitution.min(above + 1).min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[short_len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ---- validate_skill_id ----
+
+    #[test]
+    fn valid_skill_ids() {
+        for id in [
+            "index",
+            "shell/exec",
+            "resend/emails/send-email",
+            "a_b-c/0/x9",
+            &"a".repeat(MAX_SEGMENT_BYTES),
+        ] {
+            assert_eq!(validate_skill_id(id), Ok(()), "{id}");
+        }
+        let longest = format!("{}/{}", "a".repeat(64), vec!["b".repeat(63); 15].join("/"));
+        assert_eq!(longest.len(), MAX_ID_BYTES);
+        assert_eq!(validate_skill_id(&longest), Ok(()));
+    }
+
+    #[test]
+    fn empty_id() {
+        assert_eq!(
+            validate_skill_id(""),
+            Err("id must be non-empty".to_owned())
+        );
+    }
+
+    #[test]
+    fn leading_or_trailing_slash() {
+        for id in ["/etc/passwd", "shell/", "/"] {
+            assert_eq!(
+                validate_skill_id(id),
+                Err(format!("id may not have a leading or trailing '/': {id:?}")),
+            );
+        }
+    }
+
+    #[test]
+    fn id_too_long() {
+        let id = vec!["a".repeat(64); 16].join("/");
+        assert_eq!(id.len(), 1039);
+        assert_eq!(
+            validate_skill_id(&id),
+            Err(format!("id too long (1039 chars; max 1024): {id:?}"))
+        );
+    }
+
+    #[test]
+    fn bad_segments_name_their_position() {
+        assert_eq!(
+            validate_skill_id("a//b"),
+            Err("invalid id (segment 2 of \"a//b\"): segment must be non-empty".to_owned())
+        );
+        let long = "x".repeat(65);
+        assert_eq!(
+            validate_skill_id(&format!("ok/{long}")),
+            Err(format!(
+                "invalid id (segment 2 of \"ok/{long}\"): segment too long (65 chars; max 64): \
+                 \"{long}\""
+            ))
+        );
+        assert_eq!(
+            validate_skill_id("Shell/exec"),
+            Err(
+                "invalid id (segment 1 of \"Shell/exec\"): segment may only contain lowercase \
+                 ASCII letters, digits, '-' and '_': \"Shell\""
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn hostile_ids_are_rejected() {
+        for id in [
+            "../etc/passwd",
+            "shell/../../etc",
+            "./shell",
+            "..",
+            "/abs/path",
+            "C:/windows",
+            "UPPER",
+            "café",
+            "日本",
+            "sh ell",
+            "shell.md",
+            "a\\b",
+            "shell::exec",
+            "x?admin=1",
+            "x#frag",
+            "a\0b",
+            "trailing/",
+            "double//slash",
+        ] {
+            assert!(validate_skill_id(id).is_err(), "{id:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn quoting_escapes_hostile_text() {
+        let err = validate_skill_id("a\"b").expect_err("quote");
+        assert!(err.ends_with(r#": "a\"b""#), "{err}");
+    }
+
+    // ---- validate_name ----
+
+    #[test]
+    fn names() {
+        assert_eq!(validate_name("reviewer"), Ok(()));
+        assert_eq!(validate_name("release-captain_2"), Ok(()));
+        assert_eq!(validate_name(""), Err("name must be non-empty".to_owned()));
+        assert_eq!(
+            validate_name(&"n".repeat(65)),
+            Err("name too long (65 chars; max 64)".to_owned())
+        );
+        assert_eq!(validate_name(&"n".repeat(64)), Ok(()));
+        for bad in ["a/b", "Reviewer", "a b", "é", "a.md"] {
+            assert_eq!(
+                validate_name(bad),
+                Err(format!(
+                    "name may only contain lowercase ASCII letters, digits, '-' and '_': {bad:?}"
+                ))
+            );
+        }
+    }
+
+    // ---- validate_worker_name ----
+
+    #[test]
+    fn worker_names_accepted() {
+        for name in [
+            "shell",
+            "iii-http",
+            "iii-database",
+            "coder",
+            "x2",
+            "2x",
+            "a_b",
+        ] {
+            assert_eq!(validate_worker_name(name), Ok(()), "{name}");
+        }
+    }
+
+    #[test]
+    fn worker_names_rejected() {
+        assert_eq!(
+            validate_worker_name(""),
+            Err("worker name must be non-empty".to_owned())
+        );
+        for bad in ["-x", "_x", "../../admin", ".hidden", "Shell", "é"] {
+            assert_eq!(
+                validate_worker_name(bad),
+                Err(format!(
+                    "worker name must start with a lowercase ASCII letter or digit: {bad:?}"
+                )),
+                "{bad}"
+            );
+        }
+        for bad in [
+            "shell/../../etc",
+            "x?admin=1",
+            "x#frag",
+            "a/b",
+            "shell name",
+            "x`y`",
+        ] {
+            assert_eq!(
+                validate_worker_name(bad),
+                Err(format!(
+                    "worker name may only contain lowercase letters, digits, '-', '_': {bad:?}"
+                )),
+                "{bad}"
+            );
+        }
+    }
+
+    // ---- normalize_id_input ----
+
+    fn normalized(raw: &str) -> String {
+        match normalize_id_input(raw) {
+            Ok(id) => id,
+            Err(why) => panic!("{raw:?} should normalize: {why}"),
+        }
+    }
+
+    #[test]
+    fn normalize_contract_examples() {
+        assert_eq!(normalized("iii://foo"), "foo");
+        assert_eq!(normalized("hello-worker/index.md"), "hello-worker/index");
+        assert_eq!(normalized("resend/emails/SKILLS.md"), "resend/emails/index");
+        assert_eq!(normalized("resend/emails/SKILL.md"), "resend/emails/index");
+        assert_eq!(normalized("index_md"), "index_md");
+        assert_eq!(normalized("iii://database/index"), "database/index");
+        assert_eq!(normalized("database/index.md"), "database/index");
+        assert_eq!(normalized("database"), "database");
+    }
+
+    #[test]
+    fn normalize_trims_and_handles_bare_overview_names() {
+        assert_eq!(normalized("  shell/exec \n"), "shell/exec");
+        assert_eq!(normalized("SKILL.md"), "index");
+        assert_eq!(normalized("SKILLS.md"), "index");
+        assert_eq!(normalized("iii://SKILL.md"), "index");
+        assert_eq!(normalized("iii://a/SKILLS.md"), "a/index");
+    }
+
+    #[test]
+    fn normalize_strips_one_extension_only() {
+        assert_eq!(normalized("x.md.md"), "x.md");
+        assert_eq!(normalized("x.MD"), "x.MD");
+        // Overview names are case-sensitive and must be a whole file name.
+        assert_eq!(normalized("a/skill.md"), "a/skill");
+        assert_eq!(normalized("a/MYSKILL.md"), "a/MYSKILL");
+    }
+
+    #[test]
+    fn normalize_rejects_empty_and_other_schemes() {
+        assert_eq!(
+            normalize_id_input("   "),
+            Err("id must be non-empty".to_owned())
+        );
+        let err = normalize_id_input(" https://example.com/x.md ").expect_err("scheme");
+        assert_eq!(
+            err,
+            "Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): \
+             https://example.com/x.md"
+        );
+        assert!(err.contains("iii://"));
+        assert!(normalize_id_input("file:///etc/passwd").is_err());
+        assert!(normalize_id_input("iii://https://x").is_err());
+    }
+
+    #[test]
+    fn normalize_does_not_validate() {
+        assert_eq!(normalized("../Etc"), "../Etc");
+        assert_eq!(normalized("iii://"), "");
+        assert_eq!(normalized("database::execute"), "database::execute");
+    }
+
+    // ---- skill_id_for ----
+
+    #[test]
+    fn ids_from_paths() {
+        assert_eq!(skill_id_for("index.md"), "index");
+        assert_eq!(skill_id_for("shell/exec.md"), "shell/exec");
+        assert_eq!(
+            skill_id_for("resend/emails/send-email.md"),
+            "resend/emails/send-email"
+        );
+        assert_eq!(skill_id_for("SKILL.md"), "index");
+        assert_eq!(skill_id_for("SKILLS.md"), "index");
+        assert_eq!(skill_id_for("ns/SKILL.md"), "ns/index");
+        assert_eq!(skill_id_for("ns/deep/SKILLS.md"), "ns/deep/index");
+    }
+
+    #[test]
+    fn only_exact_overview_file_names_are_aliased() {
+        assert_eq!(skill_id_for("ns/skill.md"), "ns/skill");
+        assert_eq!(skill_id_for("ns/Skill.md"), "ns/Skill");
+        assert_eq!(skill_id_for("ns/MY-SKILL.md"), "ns/MY-SKILL");
+        assert_eq!(skill_id_for("SKILL/exec.md"), "SKILL/exec");
+        assert_eq!(skill_id_for("SKILL.md/x.md"), "SKILL.md/x");
+    }
+
+    // ---- levenshtein ----
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(levenshtein("", ""), 0);
+        assert_eq!(levenshtein("abc", ""), 3);
+        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("sitting", "kitten"), 3);
+        assert_eq!(levenshtein("flaw", "lawn"), 2);
+        assert_eq!(levenshtein("shell/exec", "shell/exec"), 0);
+        assert_eq!(
+            levenshtein("sandbox/exec", "sandbox/skills/sandbox/exec"),
+            15
+        );
+        assert_eq!(levenshtein("abc", "xabcx"), 2);
+        assert_eq!(levenshtein("aaaa", "aa"), 2);
+    }
+
+    #[test]
+    fn edit_distance_counts_chars_not_bytes() {
+        assert_eq!(levenshtein("café", "cafe"), 1);
+        assert_eq!(levenshtein("日本語", "日本"), 1);
+        assert_eq!(levenshtein("é", "ü"), 1);
+        assert_eq!(levenshtein("☕a☕", "☕b☕"), 1);
+    }
+
+    #[test]
+    fn edit_distance_matches_a_plain_table() {
+        fn reference(a: &str, b: &str) -> usize {
+            let a: Vec<char> = a.chars().collect();
+            let b: Vec<char> = b.chars().collect();
+            let mut table = vec![vec![0; b.len() + 1]; a.len() + 1];
+            for (i, row) in table.iter_mut().enumerate() {
+                row[0] = i;
+            }
+            for (j, cell) in table[0].iter_mut().enumerate() {
+                *cell = j;
+            }
+            for i in 1..=a.len() {
+                for j in 1..=b.len() {
+                    let cost = usize::from(a[i - 1] != b[j - 1]);
+                    table[i][j] = (table[i - 1][j] + 1)
+                        .min(table[i][j - 1] + 1)
+                        .min(table[i - 1][j - 1] + cost);
+                }
+            }
+            table[a.len()][b.len()]
+        }
+        let words = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "abc",
+            "acb",
+            "database",
+            "databse",
+            "data-base",
+            "é☕x",
+            "x☕é",
+            "index",
+            "iii/index",
+            "sandbox",
+            "iii-sandbox",
+        ];
+        for a in words {
+            for b in words {
+                assert_eq!(levenshtein(a, b), reference(a, b), "{a:?} vs {b:?}");
+            }
+        }
+    }
+}

@@ -115,3 +115,93 @@ pub fn decode(bytes: &[u8]) -> Result<&str, ReadIssue> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     std::str::from_utf8(bytes).map_err(|_| ReadIssue::NotUtf8)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// The shared corpus of real skill files, next to the worktree.
+    const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+
+    /// At least this many corpus documents should yield both a title and a first paragraph; a
+    /// drop below it means title or paragraph extraction broke on real content.
+    const MIN_DOCS_WITH_TITLE_AND_PARAGRAPH: usize = 2_000;
+
+    fn markdown_files(root: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            let entries = std::fs::read_dir(&dir)
+                .unwrap_or_else(|error| panic!("cannot list {}: {error}", dir.display()));
+            for entry in entries {
+                let path = entry
+                    .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
+                    .path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.extension().is_some_and(|ext| ext == "md") {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn parses_the_whole_corpus() {
+        let root = Path::new(CORPUS);
+        assert!(
+            root.is_dir(),
+            "the shared corpus is missing: expected a folder of markdown files at {}",
+            root.display()
+        );
+        let files = markdown_files(root);
+        assert!(!files.is_empty(), "no .md files under {}", root.display());
+        let mut parsed = 0;
+        let mut with_title_and_paragraph = 0;
+        for path in &files {
+            let bytes = std::fs::read(path)
+                .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+            let Ok(content) = decode(&bytes) else {
+                continue;
+            };
+            let doc = ParsedDoc::parse(content);
+            assert!(
+                content.is_char_boundary(doc.body_offset as usize),
+                "{}: body offset {} is not a char boundary",
+                path.display(),
+                doc.body_offset
+            );
+            parsed += 1;
+            if doc.h1.is_some() && !doc.first_paragraph.is_empty() {
+                with_title_and_paragraph += 1;
+            }
+        }
+        assert!(
+            with_title_and_paragraph >= MIN_DOCS_WITH_TITLE_AND_PARAGRAPH,
+            "only {with_title_and_paragraph} of {parsed} corpus documents have both a title and a \
+             first paragraph (expected at least {MIN_DOCS_WITH_TITLE_AND_PARAGRAPH})"
+        );
+    }
+
+    #[test]
+    fn parse_ties_the_pieces_together() {
+        let doc = ParsedDoc::parse("---\ntitle: T\n---\n# Heading\n\nFirst para.\n");
+        assert_eq!(doc.body_offset, 17);
+        assert!(!doc.body_empty);
+        assert_eq!(doc.h1.as_deref(), Some("Heading"));
+        assert_eq!(doc.first_paragraph, "First para.");
+        assert_eq!(doc.fields().and_then(|f| f.title.as_deref()), Some("T"));
+
+        let invalid = ParsedDoc::parse("---\ntitle: [a\n---\n\n\n");
+        assert!(matches!(invalid.frontmatter, Frontmatter::Invalid(_)));
+        assert!(invalid.body_empty);
+        assert_eq!(invalid.fields(), None);
+
+        let absent = ParsedDoc::parse("plain text\n");
+        assert_eq!(absent.frontmatter, Frontmatter::Absent);
+        assert_eq!(absent.body_offset, 0);
+    }
+}
