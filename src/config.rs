@@ -597,15 +597,25 @@ pub fn base_dir() -> PathBuf {
     choose_base(std::env::var_os(COMPOSE_DIR_ENV), std::env::current_dir)
 }
 
-/// [`base_dir`] without the environment, so the rule can be tested. When even the current
-/// directory is unknown (it was deleted), `.` keeps relative paths relative rather than failing.
+/// [`base_dir`] without the environment, so the rule can be tested. A relative
+/// `III_COMPOSE_DIR` is taken from the current directory, so that every resolved path (and the
+/// `path` that `skills::get` returns) is absolute. When even the current directory is unknown
+/// (it was deleted), `.` keeps relative paths relative rather than failing.
 fn choose_base(
     compose_dir: Option<OsString>,
     current_dir: impl FnOnce() -> std::io::Result<PathBuf>,
 ) -> PathBuf {
+    let cwd = || current_dir().unwrap_or_else(|_| PathBuf::from("."));
     match compose_dir {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                resolve_path(&dir.to_string_lossy(), &cwd(), None)
+            }
+        }
+        _ => cwd(),
     }
 }
 

@@ -1,1 +1,413 @@
-fn main() {}
+//! The `iii-directory` command line: offline access to the index (`reindex`, `list`, `get`,
+//! `index`, `check`) with the same configuration file as the worker.
+
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use iii_directory::config::Config;
+use iii_directory::index::reconcile::Progress;
+use iii_directory::{Directory, OpenError, ReadFunction};
+
+const AFTER_HELP: &str = "\
+Folders and the index file come from the configuration (see config.yaml.example); relative
+paths resolve against III_COMPOSE_DIR, else the current directory.
+
+Examples:
+  iii-directory reindex                      build or refresh the index, with a summary
+  iii-directory list skills --prefix resend/ the skills of one namespace
+  iii-directory get skill resend/index       one skill's body
+  iii-directory get agent iii --json         the exact response of directory::agents::get
+  iii-directory check                        every file that is not served, and why
+
+While a worker runs, the read commands answer from its live index; without one, they bring
+the index up to date first.";
+
+#[derive(Parser)]
+#[command(name = "iii-directory", version, about = "Skills, system prompts and agent profiles for the iii engine, served from folders on disk through an embedded index.", after_help = AFTER_HELP)]
+struct Cli {
+    /// YAML configuration (the same file the worker takes); defaults apply without one.
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Log level: error, warn, info, debug or trace (RUST_LOG, when set, takes precedence).
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
+    log_level: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Bring the index up to date with the folders (reading only what changed), and summarize.
+    Reindex {
+        /// Delete the index first and rebuild it from every file.
+        #[arg(long)]
+        from_scratch: bool,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List skills, system prompts or agent profiles.
+    List {
+        #[arg(value_enum)]
+        kind: Kind,
+        /// Only skills whose id starts with this.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Only skills whose id, title or description contains this (any case).
+        #[arg(long)]
+        search: Option<String>,
+        /// Only skills of this frontmatter `type`.
+        #[arg(long = "type")]
+        kind_filter: Option<String>,
+        /// Print the exact response of the matching directory:: function.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one skill, system prompt or agent profile.
+    Get {
+        #[arg(value_enum)]
+        kind: KindOne,
+        /// Skill id (also `iii://…` or a path ending in .md), prompt name or agent id.
+        id: String,
+        /// Include the whole file, frontmatter too.
+        #[arg(long)]
+        raw: bool,
+        /// Print the exact response of the matching directory:: function.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Render the per-worker skills index (directory::skills::index).
+    Index {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every file the index does not serve, with the reason.
+    Check {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Kind {
+    Skills,
+    SystemPrompts,
+    Agents,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KindOne {
+    Skill,
+    SystemPrompt,
+    Agent,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log_level);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let (config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    match cli.command {
+        Command::Reindex { from_scratch, json } => reindex(config, from_scratch, json),
+        Command::List {
+            kind,
+            prefix,
+            search,
+            kind_filter,
+            json,
+        } => {
+            let (function, request) = match kind {
+                Kind::Skills => (
+                    ReadFunction::SkillsList,
+                    json!({ "prefix": prefix, "search": search, "type": kind_filter }),
+                ),
+                Kind::SystemPrompts => (ReadFunction::SystemPromptsList, json!({})),
+                Kind::Agents => (ReadFunction::AgentsList, json!({})),
+            };
+            let response = read(config, function, &request)?;
+            print(&response, json, || render_list(kind, &response))
+        }
+        Command::Get {
+            kind,
+            id,
+            raw,
+            json,
+        } => {
+            let (function, request) = match kind {
+                KindOne::Skill => (ReadFunction::SkillsGet, json!({ "id": id, "raw": raw })),
+                KindOne::SystemPrompt => (
+                    ReadFunction::SystemPromptsGet,
+                    json!({ "name": id, "raw": raw }),
+                ),
+                KindOne::Agent => (ReadFunction::AgentsGet, json!({ "id": id, "raw": raw })),
+            };
+            let response = read(config, function, &request)?;
+            print(&response, json, || render_one(kind, &response, raw))
+        }
+        Command::Index { json } => {
+            let response = read(config, ReadFunction::SkillsIndex, &json!({}))?;
+            print(&response, json, || {
+                response["body"].as_str().unwrap_or_default().to_string()
+            })
+        }
+        Command::Check { json } => {
+            let directory = open_fresh(config)?;
+            let skipped = directory.skipped().map_err(|e| e.to_string())?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&skipped).map_err(|e| e.to_string())?
+                );
+            } else if skipped.is_empty() {
+                println!("every file is served");
+            } else {
+                let rows: Vec<[String; 3]> = skipped
+                    .into_iter()
+                    .map(|s| [s.root.to_string(), s.path, s.reason])
+                    .collect();
+                print_table(["ROOT", "PATH", "REASON"], &rows);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Opens the index to answer reads: a follower of a running worker, or the writer, brought up
+/// to date first.
+fn open_fresh(config: Config) -> Result<Directory, String> {
+    let directory = Directory::open_shared(config).map_err(|e| e.to_string())?;
+    if directory.index().is_writer() {
+        directory.reconcile().map_err(|e| e.to_string())?;
+    } else {
+        tracing::info!("a running worker owns the index; answering from its live copy");
+    }
+    Ok(directory)
+}
+
+fn read(config: Config, function: ReadFunction, request: &Value) -> Result<Value, String> {
+    let directory = open_fresh(config)?;
+    // Offline there is no engine to ask which workers are installed, so nothing is hidden.
+    let installed: Option<&BTreeSet<String>> = None;
+    directory
+        .read(function, request, installed)
+        .map_err(|e| e.to_string())
+}
+
+fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result<(), String> {
+    let text = if json {
+        serde_json::to_string_pretty(response).map_err(|e| e.to_string())?
+    } else {
+        human()
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth reporting.
+    let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
+    Ok(())
+}
+
+fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String> {
+    let index_path = config.paths.index_path.clone();
+    if from_scratch && index_path.exists() {
+        // Only the writer may delete it: opening first proves no worker holds it.
+        drop(Directory::open(config.clone()).map_err(|e| busy_message(e, &index_path))?);
+        std::fs::remove_file(&index_path)
+            .map_err(|e| format!("remove {}: {e}", index_path.display()))?;
+    }
+    let directory = Directory::open(config).map_err(|e| busy_message(e, &index_path))?;
+    let progress = ProgressLine::new(!json && std::io::stderr().is_terminal());
+    let report = directory
+        .reconcile_with_progress(&|p| progress.update(p))
+        .map_err(|e| e.to_string())?;
+    progress.finish();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
+            report.files,
+            report.duration_ms,
+            report.read,
+            report.parsed,
+            report.removed,
+            report.skipped,
+            report.revision,
+            if report.changed {
+                ""
+            } else {
+                " (nothing changed)"
+            },
+        );
+        println!("index: {}", index_path.display());
+    }
+    Ok(())
+}
+
+fn busy_message(error: OpenError, path: &std::path::Path) -> String {
+    match error {
+        OpenError::Busy(_) => format!(
+            "a running iii-directory worker owns the index at {} and keeps it current; stop the worker to reindex offline, or use the read commands (list, get, index, check), which answer from its live index",
+            path.display()
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A one-line progress display on stderr for long reconciles (only on a terminal).
+struct ProgressLine {
+    enabled: bool,
+    last: Mutex<Option<Instant>>,
+}
+
+impl ProgressLine {
+    const EVERY: Duration = Duration::from_millis(200);
+
+    fn new(enabled: bool) -> ProgressLine {
+        ProgressLine {
+            enabled,
+            last: Mutex::new(None),
+        }
+    }
+
+    fn update(&self, progress: Progress) {
+        if !self.enabled {
+            return;
+        }
+        let Ok(mut last) = self.last.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let due = last.is_none_or(|t| now.duration_since(t) >= Self::EVERY);
+        let line = match progress {
+            Progress::Walked { files, to_read } => {
+                format!("found {files} files, {to_read} to read")
+            }
+            Progress::Read { done, total } if due || done == total => {
+                format!("read {done}/{total} files")
+            }
+            Progress::Read { .. } => return,
+        };
+        *last = Some(now);
+        eprint!("\r\x1b[2K{line}");
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+fn render_list(kind: Kind, response: &Value) -> String {
+    let field = |v: &Value, k: &str| match &v[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let (key, headers, columns): (&str, [&str; 3], [&str; 3]) = match kind {
+        Kind::Skills => ("skills", ["ID", "TYPE", "TITLE"], ["id", "type", "title"]),
+        Kind::SystemPrompts => (
+            "prompts",
+            ["NAME", "BUILTIN", "DESCRIPTION"],
+            ["name", "builtin", "description"],
+        ),
+        Kind::Agents => (
+            "agents",
+            ["ID", "NAME", "DESCRIPTION"],
+            ["id", "name", "description"],
+        ),
+    };
+    let rows: Vec<[String; 3]> = response[key]
+        .as_array()
+        .map(|rows| rows.iter().map(|r| columns.map(|c| field(r, c))).collect())
+        .unwrap_or_default();
+    let mut out = table(headers, &rows);
+    out.push_str(&format!("\n{} {key}", rows.len()));
+    out
+}
+
+fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
+    if raw {
+        return response["raw"].as_str().unwrap_or_default().to_string();
+    }
+    let s = |k: &str| response[k].as_str().unwrap_or_default().to_string();
+    match kind {
+        KindOne::Skill => format!(
+            "# {} ({})\npath: {}\n\n{}",
+            s("title"),
+            s("id"),
+            s("path"),
+            s("body")
+        ),
+        KindOne::SystemPrompt => format!("{}: {}\n\n{}", s("name"), s("description"), s("body")),
+        KindOne::Agent => {
+            let mut out = format!("{} ({}): {}\n", s("name"), s("id"), s("description"));
+            if let Some(error) = response["inheritance_error"].as_str() {
+                out.push_str(&format!("inheritance error: {error}\n"));
+            }
+            out.push('\n');
+            out.push_str(&s("system_prompt"));
+            out
+        }
+    }
+}
+
+fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = headers.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count()).min(60);
+        }
+    }
+    let line = |cells: [&str; N]| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let mut out = line(headers);
+    for row in rows {
+        out.push('\n');
+        out.push_str(&line(row.each_ref().map(String::as_str)));
+    }
+    out
+}
+
+fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
+    println!("{}", table(headers, rows));
+}

@@ -35,8 +35,9 @@ pub enum Frontmatter {
     /// A block is there but it is not usable YAML (or not a mapping, or a field has the wrong
     /// shape); the string says why, without a trailing period.
     Invalid(String),
-    /// A block with its recognised fields.
-    Present(Fields),
+    /// A block with its recognised fields (boxed: most documents of a tree have one, and the
+    /// other variants are small).
+    Present(Box<Fields>),
 }
 
 /// The frontmatter keys any family recognises. Values are kept as written (not trimmed) so that
@@ -82,7 +83,7 @@ impl ParsedDoc {
         let frontmatter = match split.yaml {
             None => Frontmatter::Absent,
             Some(yaml) => match frontmatter::parse_fields(yaml) {
-                Ok(fields) => Frontmatter::Present(fields),
+                Ok(fields) => Frontmatter::Present(Box::new(fields)),
                 Err(why) => Frontmatter::Invalid(why),
             },
         };

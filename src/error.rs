@@ -1,0 +1,121 @@
+//! The library's error type. Contract errors carry their `D…` code and are rendered as the
+//! original worker renders them (`D110 not_found: skill "x" does not exist. Did you mean: …`);
+//! the worker sends [`Error::to_string`] on the wire, the CLI prints it.
+
+use std::fmt::Write as _;
+
+/// A follow-up the caller can make, rendered in the `Next:` tail of a coded message.
+#[derive(Clone, Copy, Debug)]
+pub struct Next {
+    pub function: &'static str,
+    pub why: &'static str,
+}
+
+pub const fn next(function: &'static str, why: &'static str) -> Next {
+    Next { function, why }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A contract error with a `D…` code; the string is the whole rendered message.
+    #[error("{message}")]
+    Coded { code: &'static str, message: String },
+    /// A validation error the contract leaves uncoded (bad id syntax, bad request fields).
+    #[error("{0}")]
+    Invalid(String),
+    /// A file could not be read or written.
+    #[error("{0}")]
+    Io(String),
+    /// The index could not be opened, read or written.
+    #[error("index: {0}")]
+    Index(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The contract code (`D110` …) when the error has one.
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            Error::Coded { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// `{CODE} not_found: {kind} "{missed}" does not exist.` with optional suggestions and next
+    /// steps.
+    pub fn not_found(
+        code: &'static str,
+        kind: &str,
+        missed: &str,
+        candidates: &[String],
+        next: &[Next],
+    ) -> Error {
+        let mut message = format!("{code} not_found: {kind} {missed:?} does not exist.");
+        if !candidates.is_empty() {
+            let _ = write!(message, " Did you mean: {}.", candidates.join(", "));
+        }
+        push_next(&mut message, next);
+        Error::Coded { code, message }
+    }
+
+    /// `{CODE} invalid_input: {problem}` with optional next steps; `problem` is a full sentence.
+    pub fn invalid_input(code: &'static str, problem: impl Into<String>, next: &[Next]) -> Error {
+        let mut message = format!("{code} invalid_input: {}", problem.into());
+        push_next(&mut message, next);
+        Error::Coded { code, message }
+    }
+
+    pub(crate) fn index(e: impl std::fmt::Display) -> Error {
+        Error::Index(e.to_string())
+    }
+}
+
+fn push_next(message: &mut String, next: &[Next]) {
+    if next.is_empty() {
+        return;
+    }
+    let steps: Vec<String> = next
+        .iter()
+        .map(|n| format!("call {} to {}", n.function, n.why))
+        .collect();
+    let _ = write!(message, " Next: {}.", steps.join("; or "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_not_found_like_the_contract() {
+        let e = Error::not_found(
+            "D110",
+            "skill",
+            "foo/bar",
+            &["foo".into(), "foo/baz".into()],
+            &[
+                next("directory::skills::list", "browse skill ids"),
+                next("directory::skills::index", "see the per-worker overview"),
+            ],
+        );
+        assert_eq!(
+            e.to_string(),
+            "D110 not_found: skill \"foo/bar\" does not exist. Did you mean: foo, foo/baz. Next: call directory::skills::list to browse skill ids; or call directory::skills::index to see the per-worker overview."
+        );
+        assert_eq!(e.code(), Some("D110"));
+        let bare = Error::not_found("D410", "agent profile", "x", &[], &[]);
+        assert_eq!(
+            bare.to_string(),
+            "D410 not_found: agent profile \"x\" does not exist."
+        );
+    }
+
+    #[test]
+    fn renders_invalid_input() {
+        let e = Error::invalid_input("D113", "content is too large (5 bytes; max 4).", &[]);
+        assert_eq!(
+            e.to_string(),
+            "D113 invalid_input: content is too large (5 bytes; max 4)."
+        );
+    }
+}

@@ -1,0 +1,401 @@
+//! The embedded redb index: a cache of the roots on disk that the read functions answer from.
+//!
+//! Architecture invariant: nothing here reads a file's content outside [`Index::reconcile`],
+//! and reconcile is the only way the index changes. The index can always be deleted and
+//! rebuilt from disk.
+
+pub mod reconcile;
+pub mod records;
+pub mod tables;
+pub mod views;
+pub mod walk;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+
+use crate::config::Paths;
+use crate::{Error, Result};
+use records::{AgentRow, Hash, PromptRow, ReconcileStamp, Root, SkillRow, decode};
+use tables::*;
+
+pub use reconcile::Report;
+
+/// Memory redb may use to cache pages. Reads beyond it come from the file (and the OS cache);
+/// the default of 1 GiB would dominate the worker's footprint.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The four roots' folders, by role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Roots {
+    paths: [PathBuf; 4],
+}
+
+impl Roots {
+    pub fn new(
+        skills: PathBuf,
+        local_skills: PathBuf,
+        agents_skills: PathBuf,
+        agents: PathBuf,
+    ) -> Roots {
+        Roots {
+            paths: [skills, local_skills, agents_skills, agents],
+        }
+    }
+
+    pub fn from_paths(paths: &Paths) -> Roots {
+        Roots::new(
+            paths.skills_folder.clone(),
+            paths.local_skills_folder.clone(),
+            paths.agents_skills_folder.clone(),
+            paths.agents_folder.clone(),
+        )
+    }
+
+    pub fn path(&self, root: Root) -> &Path {
+        &self.paths[root as usize]
+    }
+
+    /// The absolute path of a file given by root and relative path.
+    pub fn file(&self, root: Root, rel: &str) -> PathBuf {
+        self.path(root).join(rel)
+    }
+}
+
+/// Why the index could not be opened for writing.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process (a running worker, usually) is the index's writer.
+    #[error("another process is writing the index at {0}")]
+    Busy(PathBuf),
+    #[error("index at {path}: {why}")]
+    Failed { path: PathBuf, why: String },
+}
+
+enum Handle {
+    Writer(redb::Database),
+    Reader(redb::ReadOnlyDatabase),
+}
+
+/// An open index file: the single writer (which reconciles) or a read-only follower.
+pub struct Index {
+    handle: Handle,
+    path: PathBuf,
+    /// The writer's in-memory copy of what reconcile compares against.
+    mirror: Mutex<reconcile::Mirror>,
+}
+
+fn builder() -> redb::Builder {
+    let mut builder = redb::Builder::new();
+    builder
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .set_cache_size(CACHE_BYTES);
+    builder
+}
+
+impl Index {
+    /// Opens (creating when missing) the index as its writer. A damaged index or one of another
+    /// schema version is rebuilt: it is deleted here and refilled by the next reconcile.
+    pub fn open_writer(path: &Path) -> Result<Index, OpenError> {
+        let failed = |why: String| OpenError::Failed {
+            path: path.to_path_buf(),
+            why,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| failed(format!("create_dir_all {}: {e}", parent.display())))?;
+        }
+        let db = match open_checked(path) {
+            Ok(db) => db,
+            Err(Opened::Busy) => return Err(OpenError::Busy(path.to_path_buf())),
+            Err(Opened::Unusable(why)) => {
+                tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
+                std::fs::remove_file(path)
+                    .map_err(|e| failed(format!("remove damaged index: {e}")))?;
+                match open_checked(path) {
+                    Ok(db) => db,
+                    Err(Opened::Busy) => return Err(OpenError::Busy(path.to_path_buf())),
+                    Err(Opened::Unusable(why)) => return Err(failed(why)),
+                }
+            }
+        };
+        let mirror = reconcile::Mirror::load(&db).map_err(|e| failed(e.to_string()))?;
+        Ok(Index {
+            handle: Handle::Writer(db),
+            path: path.to_path_buf(),
+            mirror: Mutex::new(mirror),
+        })
+    }
+
+    /// Opens an existing index read-only, following a writer in another process.
+    pub fn open_reader(path: &Path) -> Result<Index> {
+        if !path.exists() {
+            return Err(Error::Index(format!(
+                "no index at {}; run `iii-directory reindex` to build it",
+                path.display()
+            )));
+        }
+        let db = builder()
+            .open_read_only(path)
+            .map_err(|e| Error::Index(format!("{}: {e}", path.display())))?;
+        Ok(Index {
+            handle: Handle::Reader(db),
+            path: path.to_path_buf(),
+            mirror: Mutex::new(Default::default()),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_writer(&self) -> bool {
+        matches!(self.handle, Handle::Writer(_))
+    }
+
+    /// How close to a scan a file's change must be for it to be read again next time (see
+    /// [`reconcile::RACY_WINDOW`]). Tests that make sure each edit changes a file's stat lower it.
+    pub fn set_racy_window(&self, window: std::time::Duration) {
+        if let Ok(mut mirror) = self.mirror.lock() {
+            mirror.racy_window = window;
+        }
+    }
+
+    /// A consistent snapshot of the index for reads.
+    pub fn read(&self) -> Result<Reader> {
+        let txn = match &self.handle {
+            Handle::Writer(db) => db.begin_read(),
+            Handle::Reader(db) => db.begin_read(),
+        }
+        .map_err(Error::index)?;
+        Ok(Reader { txn })
+    }
+
+    /// Brings the index up to date with the roots: see [`reconcile`].
+    pub fn reconcile(
+        &self,
+        roots: &Roots,
+        progress: &dyn Fn(reconcile::Progress),
+    ) -> Result<Report> {
+        let Handle::Writer(db) = &self.handle else {
+            return Err(Error::Index("a read-only index cannot reconcile".into()));
+        };
+        let mut mirror = self
+            .mirror
+            .lock()
+            .map_err(|_| Error::Index("index state poisoned by a panic".into()))?;
+        reconcile::run(db, &mut mirror, roots, progress)
+    }
+}
+
+enum Opened {
+    Busy,
+    Unusable(String),
+}
+
+/// Opens the file and checks it is an index this binary can use. redb may panic on a file that
+/// is not a database at all, so the open is isolated.
+fn open_checked(path: &Path) -> Result<redb::Database, Opened> {
+    let attempt = std::panic::catch_unwind(|| -> Result<redb::Database, Opened> {
+        let db = builder().create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen
+            | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
+            other => Opened::Unusable(other.to_string()),
+        })?;
+        prepare(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
+        Ok(db)
+    });
+    attempt.unwrap_or_else(|_| {
+        Err(Opened::Unusable(
+            "the file is not a readable redb database".into(),
+        ))
+    })
+}
+
+/// Checks the schema version of an opened file and creates the tables of a new one.
+fn prepare(db: &redb::Database) -> Result<()> {
+    let version = {
+        let txn = db.begin_read().map_err(Error::index)?;
+        match txn.open_table(META) {
+            Ok(meta) => match meta.get(META_SCHEMA).map_err(Error::index)? {
+                Some(v) => Some(decode::<u64>(v.value())?),
+                None => None,
+            },
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(Error::index(e)),
+        }
+    };
+    match version {
+        Some(SCHEMA_VERSION) => check_tables(db),
+        Some(other) => Err(Error::Index(format!(
+            "schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
+        ))),
+        None => {
+            let fresh = {
+                let txn = db.begin_read().map_err(Error::index)?;
+                txn.list_tables().map_err(Error::index)?.next().is_none()
+            };
+            if !fresh {
+                return Err(Error::Index("tables without a schema version".into()));
+            }
+            create_tables(db)
+        }
+    }
+}
+
+fn create_tables(db: &redb::Database) -> Result<()> {
+    let txn = db.begin_write().map_err(Error::index)?;
+    {
+        txn.open_table(FILES).map_err(Error::index)?;
+        txn.open_table(DOCS).map_err(Error::index)?;
+        txn.open_table(CONTENT).map_err(Error::index)?;
+        txn.open_table(TOP_DIRS).map_err(Error::index)?;
+        txn.open_table(UNREADABLE).map_err(Error::index)?;
+        txn.open_table(SKILLS).map_err(Error::index)?;
+        txn.open_table(PROMPTS).map_err(Error::index)?;
+        txn.open_table(AGENTS).map_err(Error::index)?;
+        txn.open_table(SKIPPED).map_err(Error::index)?;
+        let mut meta = txn.open_table(META).map_err(Error::index)?;
+        meta.insert(META_SCHEMA, records::encode(&SCHEMA_VERSION).as_slice())
+            .map_err(Error::index)?;
+        meta.insert(META_REVISION, records::encode(&0u64).as_slice())
+            .map_err(Error::index)?;
+    }
+    txn.commit().map_err(Error::index)
+}
+
+/// Reads every table once, so that a file damaged past its header is found at open (and
+/// rebuilt) rather than in the middle of serving.
+fn check_tables(db: &redb::Database) -> Result<()> {
+    let txn = db.begin_read().map_err(Error::index)?;
+    fn walk<K: redb::Key + 'static, V: redb::Value + 'static>(
+        txn: &redb::ReadTransaction,
+        def: TableDefinition<K, V>,
+    ) -> Result<()> {
+        let table = txn.open_table(def).map_err(Error::index)?;
+        for entry in table.iter().map_err(Error::index)? {
+            entry.map_err(Error::index)?;
+        }
+        Ok(())
+    }
+    walk(&txn, FILES)?;
+    walk(&txn, DOCS)?;
+    walk(&txn, TOP_DIRS)?;
+    walk(&txn, UNREADABLE)?;
+    walk(&txn, SKILLS)?;
+    walk(&txn, PROMPTS)?;
+    walk(&txn, AGENTS)?;
+    walk(&txn, SKIPPED)?;
+    walk(&txn, META)
+}
+
+/// A consistent read snapshot of the index.
+pub struct Reader {
+    txn: redb::ReadTransaction,
+}
+
+impl Reader {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<redb::ReadOnlyTable<K, V>> {
+        self.txn.open_table(def).map_err(Error::index)
+    }
+
+    fn rows<T: serde::de::DeserializeOwned>(
+        &self,
+        def: TableDefinition<&str, &[u8]>,
+    ) -> Result<Vec<(String, T)>> {
+        let table = self.table(def)?;
+        let mut out = Vec::with_capacity(table.len().map_err(Error::index)? as usize);
+        for entry in table.iter().map_err(Error::index)? {
+            let (k, v) = entry.map_err(Error::index)?;
+            out.push((k.value().to_string(), decode(v.value())?));
+        }
+        Ok(out)
+    }
+
+    fn row<T: serde::de::DeserializeOwned>(
+        &self,
+        def: TableDefinition<&str, &[u8]>,
+        key: &str,
+    ) -> Result<Option<T>> {
+        match self.table(def)?.get(key).map_err(Error::index)? {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Bumped by every reconcile that changed anything.
+    pub fn revision(&self) -> Result<u64> {
+        match self.table(META)?.get(META_REVISION).map_err(Error::index)? {
+            Some(v) => decode(v.value()),
+            None => Ok(0),
+        }
+    }
+
+    pub fn last_reconcile(&self) -> Result<Option<ReconcileStamp>> {
+        match self
+            .table(META)?
+            .get(META_RECONCILE)
+            .map_err(Error::index)?
+        {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every visible skill (before `filter_unregistered`), sorted by on-disk id.
+    pub fn skills(&self) -> Result<Vec<(String, SkillRow)>> {
+        self.rows(SKILLS)
+    }
+
+    pub fn skill(&self, id: &str) -> Result<Option<SkillRow>> {
+        self.row(SKILLS, id)
+    }
+
+    pub fn prompts(&self) -> Result<Vec<(String, PromptRow)>> {
+        self.rows(PROMPTS)
+    }
+
+    pub fn prompt(&self, name: &str) -> Result<Option<PromptRow>> {
+        self.row(PROMPTS, name)
+    }
+
+    pub fn agents(&self) -> Result<Vec<(String, AgentRow)>> {
+        self.rows(AGENTS)
+    }
+
+    pub fn agent(&self, id: &str) -> Result<Option<AgentRow>> {
+        self.row(AGENTS, id)
+    }
+
+    /// The text of a file by content hash.
+    pub fn content(&self, hash: &Hash) -> Result<Option<String>> {
+        Ok(self
+            .table(CONTENT)?
+            .get(hash)
+            .map_err(Error::index)?
+            .map(|v| v.value().to_string()))
+    }
+
+    /// Every file (or folder) that is not served, with why, sorted by root and path.
+    pub fn skipped(&self) -> Result<Vec<(Root, String, String)>> {
+        let table = self.table(SKIPPED)?;
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(Error::index)? {
+            let (k, v) = entry.map_err(Error::index)?;
+            let (root, rel) = k.value();
+            if let Some(root) = Root::from_u8(root) {
+                out.push((root, rel.to_string(), v.value().to_string()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of files the index tracks.
+    pub fn file_count(&self) -> Result<u64> {
+        self.table(FILES)?.len().map_err(Error::index)
+    }
+}

@@ -1,0 +1,488 @@
+//! Reconcile: make the index equal to what a fresh scan of the roots computes, reading only
+//! what changed. Walk and stat every root; read, hash and parse the files whose stat changed
+//! (in parallel, in bounded batches); drop what vanished; recompute the merged views in memory
+//! and write only the rows that differ; all in one write transaction.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use redb::{ReadableTable, WriteTransaction};
+
+use super::Roots;
+use super::records::{FileMeta, Hash, ReconcileStamp, Root, Stat, decode, encode};
+use super::tables::*;
+use super::views::{self, Inputs, Views};
+use super::walk::{Found, walk};
+use crate::doc::{self, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
+use crate::time::Stamp;
+use crate::{Error, Result};
+
+/// Files read per batch: bounds the memory a cold reindex holds at once.
+const BATCH: usize = 1024;
+
+/// A file whose mtime or ctime is this close to the scan is read again next time: a later
+/// write in the same timestamp tick (coarse on many file systems) could leave its stat
+/// unchanged.
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// What one reconcile did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    /// Candidate files found on disk.
+    pub files: usize,
+    /// Files read (new or changed since the last reconcile).
+    pub read: usize,
+    /// Distinct contents parsed (content already known is not parsed again).
+    pub parsed: usize,
+    /// Files that vanished.
+    pub removed: usize,
+    /// Files and folders not served, with a reason (see `check`).
+    pub skipped: usize,
+    /// Whether any answer of the read functions changed (and so the revision was bumped).
+    pub changed: bool,
+    pub revision: u64,
+    pub duration_ms: u64,
+}
+
+/// Reconcile progress, for a progress line on long runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    Walked { files: usize, to_read: usize },
+    Read { done: usize, total: usize },
+}
+
+/// The writer's in-memory copy of the index state reconcile compares against. `docs` and
+/// `views` are loaded on the first reconcile that changes something, so a boot with nothing
+/// changed only loads the file table.
+pub struct Mirror {
+    files: BTreeMap<(Root, String), FileMeta>,
+    top_dirs: BTreeSet<(Root, String)>,
+    unreadable: BTreeMap<(Root, String), String>,
+    docs: Option<HashMap<Hash, ParsedDoc>>,
+    views: Option<Views>,
+    revision: u64,
+    /// See [`RACY_WINDOW`]; tests that control their own timing set it lower.
+    pub racy_window: Duration,
+}
+
+impl Default for Mirror {
+    fn default() -> Mirror {
+        Mirror {
+            files: BTreeMap::new(),
+            top_dirs: BTreeSet::new(),
+            unreadable: BTreeMap::new(),
+            docs: None,
+            views: None,
+            revision: 0,
+            racy_window: RACY_WINDOW,
+        }
+    }
+}
+
+impl Mirror {
+    pub fn load(db: &redb::Database) -> Result<Mirror> {
+        use redb::ReadableDatabase;
+        let txn = db.begin_read().map_err(Error::index)?;
+        let mut mirror = Mirror::default();
+        for entry in txn
+            .open_table(FILES)
+            .map_err(Error::index)?
+            .iter()
+            .map_err(Error::index)?
+        {
+            let (k, v) = entry.map_err(Error::index)?;
+            let (root, rel) = k.value();
+            if let Some(root) = Root::from_u8(root) {
+                mirror
+                    .files
+                    .insert((root, rel.to_string()), decode(v.value())?);
+            }
+        }
+        for entry in txn
+            .open_table(TOP_DIRS)
+            .map_err(Error::index)?
+            .iter()
+            .map_err(Error::index)?
+        {
+            let (k, _) = entry.map_err(Error::index)?;
+            let (root, name) = k.value();
+            if let Some(root) = Root::from_u8(root) {
+                mirror.top_dirs.insert((root, name.to_string()));
+            }
+        }
+        for entry in txn
+            .open_table(UNREADABLE)
+            .map_err(Error::index)?
+            .iter()
+            .map_err(Error::index)?
+        {
+            let (k, v) = entry.map_err(Error::index)?;
+            let (root, rel) = k.value();
+            if let Some(root) = Root::from_u8(root) {
+                mirror
+                    .unreadable
+                    .insert((root, rel.to_string()), v.value().to_string());
+            }
+        }
+        if let Some(v) = txn
+            .open_table(META)
+            .map_err(Error::index)?
+            .get(META_REVISION)
+            .map_err(Error::index)?
+        {
+            mirror.revision = decode(v.value())?;
+        }
+        Ok(mirror)
+    }
+}
+
+/// One file read from disk.
+struct Read {
+    key: (Root, String),
+    meta: FileMeta,
+    /// The text and, when its content was not known yet, its parse.
+    text: Option<(String, Option<ParsedDoc>)>,
+}
+
+pub fn run(
+    db: &redb::Database,
+    mirror: &mut Mirror,
+    roots: &Roots,
+    progress: &dyn Fn(Progress),
+) -> Result<Report> {
+    let started = Instant::now();
+    let scan_start = Stamp::now();
+    let found = walk(roots);
+    let to_read: Vec<(&(Root, String), &Stat)> = found
+        .files
+        .iter()
+        .filter(|(key, stat)| {
+            mirror
+                .files
+                .get(*key)
+                .is_none_or(|m| m.stat != **stat || m.racy)
+        })
+        .collect();
+    let removed: Vec<(Root, String)> = mirror
+        .files
+        .keys()
+        .filter(|k| !found.files.contains_key(*k))
+        .cloned()
+        .collect();
+    progress(Progress::Walked {
+        files: found.files.len(),
+        to_read: to_read.len(),
+    });
+    let mut report = Report {
+        files: found.files.len(),
+        read: to_read.len(),
+        removed: removed.len(),
+        ..Report::default()
+    };
+    let folders_changed =
+        found.top_dirs != mirror.top_dirs || found.unreadable != mirror.unreadable;
+    if to_read.is_empty() && removed.is_empty() && !folders_changed {
+        report.revision = mirror.revision;
+        report.skipped = mirror.views.as_ref().map_or(0, |v| v.skipped.len());
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        return Ok(report);
+    }
+
+    let txn = db.begin_write().map_err(Error::index)?;
+    if mirror.docs.is_none() {
+        mirror.docs = Some(load_docs(&txn)?);
+    }
+    if mirror.views.is_none() {
+        mirror.views = Some(load_views(&txn)?);
+    }
+    {
+        let mut files = txn.open_table(FILES).map_err(Error::index)?;
+        let mut docs_table = txn.open_table(DOCS).map_err(Error::index)?;
+        let mut content = txn.open_table(CONTENT).map_err(Error::index)?;
+        let docs = mirror.docs.as_mut().expect("docs loaded above");
+        let racy_after = scan_start.minus(mirror.racy_window);
+        let mut done = 0;
+        for batch in to_read.chunks(BATCH) {
+            let reads: Vec<Read> = batch
+                .par_iter()
+                .map(|(key, stat)| read_file(roots, key, **stat, racy_after, docs))
+                .collect();
+            for read in reads {
+                if let Some((text, parsed)) = read.text {
+                    if let (Ok(hash), Some(parsed)) = (&read.meta.content, parsed) {
+                        if !docs.contains_key(hash) {
+                            docs_table
+                                .insert(hash, encode(&parsed).as_slice())
+                                .map_err(Error::index)?;
+                            content.insert(hash, text.as_str()).map_err(Error::index)?;
+                            docs.insert(*hash, parsed);
+                            report.parsed += 1;
+                        }
+                    }
+                }
+                if mirror.files.get(&read.key) != Some(&read.meta) {
+                    files
+                        .insert(
+                            (read.key.0 as u8, read.key.1.as_str()),
+                            encode(&read.meta).as_slice(),
+                        )
+                        .map_err(Error::index)?;
+                    mirror.files.insert(read.key, read.meta);
+                }
+            }
+            done += batch.len();
+            progress(Progress::Read {
+                done,
+                total: to_read.len(),
+            });
+        }
+        for key in &removed {
+            files
+                .remove((key.0 as u8, key.1.as_str()))
+                .map_err(Error::index)?;
+            mirror.files.remove(key);
+        }
+        // Drop contents no file refers to any more.
+        let referenced: HashSet<&Hash> = mirror
+            .files
+            .values()
+            .filter_map(|m| m.content.as_ref().ok())
+            .collect();
+        let orphans: Vec<Hash> = docs
+            .keys()
+            .filter(|h| !referenced.contains(h))
+            .copied()
+            .collect();
+        for hash in orphans {
+            docs_table.remove(&hash).map_err(Error::index)?;
+            content.remove(&hash).map_err(Error::index)?;
+            docs.remove(&hash);
+        }
+    }
+    if folders_changed {
+        write_folders(&txn, &found)?;
+        mirror.top_dirs = found.top_dirs.clone();
+        mirror.unreadable = found.unreadable.clone();
+    }
+    let views = views::compute(&Inputs {
+        files: &mirror.files,
+        docs: mirror.docs.as_ref().expect("docs loaded above"),
+        top_dirs: &mirror.top_dirs,
+        unreadable: &mirror.unreadable,
+    });
+    let old = mirror.views.take().unwrap_or_default();
+    let changed_views = write_view_changes(&txn, &old, &views)?;
+    report.skipped = views.skipped.len();
+    mirror.views = Some(views);
+    // The revision tells callers whether answers changed, so file bookkeeping alone (a racy
+    // file read again with the same content) does not bump it.
+    report.changed = changed_views;
+    if report.changed {
+        mirror.revision += 1;
+    }
+    report.revision = mirror.revision;
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    {
+        let mut meta = txn.open_table(META).map_err(Error::index)?;
+        meta.insert(META_REVISION, encode(&mirror.revision).as_slice())
+            .map_err(Error::index)?;
+        let stamp = ReconcileStamp {
+            at: scan_start,
+            duration_ms: report.duration_ms,
+        };
+        meta.insert(META_RECONCILE, encode(&stamp).as_slice())
+            .map_err(Error::index)?;
+    }
+    txn.commit().map_err(Error::index)?;
+    Ok(report)
+}
+
+fn read_file(
+    roots: &Roots,
+    key: &(Root, String),
+    stat: Stat,
+    racy_after: Stamp,
+    known: &HashMap<Hash, ParsedDoc>,
+) -> Read {
+    let racy = stat.mtime >= racy_after || stat.ctime >= racy_after;
+    let meta = |content| FileMeta {
+        stat,
+        content,
+        racy,
+    };
+    if stat.size > MAX_FILE_BYTES {
+        return Read {
+            key: key.clone(),
+            meta: meta(Err(ReadIssue::TooLarge(stat.size))),
+            text: None,
+        };
+    }
+    let bytes = match std::fs::read(roots.file(key.0, &key.1)) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return Read {
+                key: key.clone(),
+                meta: meta(Err(ReadIssue::Io(e.to_string()))),
+                text: None,
+            };
+        }
+    };
+    let text = match doc::decode(&bytes) {
+        Ok(text) => text,
+        Err(issue) => {
+            return Read {
+                key: key.clone(),
+                meta: meta(Err(issue)),
+                text: None,
+            };
+        }
+    };
+    let hash = *blake3::hash(text.as_bytes()).as_bytes();
+    let parsed = (!known.contains_key(&hash)).then(|| ParsedDoc::parse(text));
+    Read {
+        key: key.clone(),
+        meta: meta(Ok(hash)),
+        text: Some((text.to_string(), parsed)),
+    }
+}
+
+fn load_docs(txn: &WriteTransaction) -> Result<HashMap<Hash, ParsedDoc>> {
+    let table = txn.open_table(DOCS).map_err(Error::index)?;
+    let mut docs = HashMap::new();
+    for entry in table.iter().map_err(Error::index)? {
+        let (k, v) = entry.map_err(Error::index)?;
+        docs.insert(*k.value(), decode(v.value())?);
+    }
+    Ok(docs)
+}
+
+fn load_views(txn: &WriteTransaction) -> Result<Views> {
+    fn rows<T: serde::de::DeserializeOwned>(
+        txn: &WriteTransaction,
+        def: redb::TableDefinition<&str, &[u8]>,
+    ) -> Result<BTreeMap<String, T>> {
+        let table = txn.open_table(def).map_err(Error::index)?;
+        let mut out = BTreeMap::new();
+        for entry in table.iter().map_err(Error::index)? {
+            let (k, v) = entry.map_err(Error::index)?;
+            out.insert(k.value().to_string(), decode(v.value())?);
+        }
+        Ok(out)
+    }
+    let mut skipped = BTreeMap::new();
+    for entry in txn
+        .open_table(SKIPPED)
+        .map_err(Error::index)?
+        .iter()
+        .map_err(Error::index)?
+    {
+        let (k, v) = entry.map_err(Error::index)?;
+        let (root, rel) = k.value();
+        if let Some(root) = Root::from_u8(root) {
+            skipped.insert((root, rel.to_string()), v.value().to_string());
+        }
+    }
+    Ok(Views {
+        skills: rows(txn, SKILLS)?,
+        prompts: rows(txn, PROMPTS)?,
+        agents: rows(txn, AGENTS)?,
+        skipped,
+    })
+}
+
+fn write_folders(txn: &WriteTransaction, found: &Found) -> Result<()> {
+    let mut top = txn.open_table(TOP_DIRS).map_err(Error::index)?;
+    top.retain(|_, _| false).map_err(Error::index)?;
+    for (root, name) in &found.top_dirs {
+        top.insert((*root as u8, name.as_str()), ())
+            .map_err(Error::index)?;
+    }
+    let mut unreadable = txn.open_table(UNREADABLE).map_err(Error::index)?;
+    unreadable.retain(|_, _| false).map_err(Error::index)?;
+    for ((root, rel), why) in &found.unreadable {
+        unreadable
+            .insert((*root as u8, rel.as_str()), why.as_str())
+            .map_err(Error::index)?;
+    }
+    Ok(())
+}
+
+/// Writes the rows of `new` that differ from `old` and deletes the ones gone; says whether
+/// anything was written.
+fn write_view_changes(txn: &WriteTransaction, old: &Views, new: &Views) -> Result<bool> {
+    let mut changed = false;
+    changed |= write_rows(txn, SKILLS, &old.skills, &new.skills)?;
+    changed |= write_rows(txn, PROMPTS, &old.prompts, &new.prompts)?;
+    changed |= write_rows(txn, AGENTS, &old.agents, &new.agents)?;
+    let mut table = txn.open_table(SKIPPED).map_err(Error::index)?;
+    for (key, why) in &new.skipped {
+        if old.skipped.get(key) != Some(why) {
+            table
+                .insert((key.0 as u8, key.1.as_str()), why.as_str())
+                .map_err(Error::index)?;
+            changed = true;
+        }
+    }
+    for key in old.skipped.keys().filter(|k| !new.skipped.contains_key(*k)) {
+        table
+            .remove((key.0 as u8, key.1.as_str()))
+            .map_err(Error::index)?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+fn write_rows<T: serde::Serialize + PartialEq>(
+    txn: &WriteTransaction,
+    def: redb::TableDefinition<&str, &[u8]>,
+    old: &BTreeMap<String, T>,
+    new: &BTreeMap<String, T>,
+) -> Result<bool> {
+    let mut table = txn.open_table(def).map_err(Error::index)?;
+    let mut changed = false;
+    for (key, row) in new {
+        if old.get(key) != Some(row) {
+            table
+                .insert(key.as_str(), encode(row).as_slice())
+                .map_err(Error::index)?;
+            changed = true;
+        }
+    }
+    for key in old.keys().filter(|k| !new.contains_key(*k)) {
+        table.remove(key.as_str()).map_err(Error::index)?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Computes the views of the roots from scratch without any index: walk, read and parse every
+/// file. This is what a reconcile must agree with, and what a rescan-on-every-read baseline
+/// pays on each call.
+pub fn fresh_views(roots: &Roots) -> Views {
+    let found = walk(roots);
+    let never = Stamp {
+        secs: i64::MAX,
+        nanos: 0,
+    };
+    let empty = HashMap::new();
+    let reads: Vec<Read> = found
+        .files
+        .par_iter()
+        .map(|(key, stat)| read_file(roots, key, *stat, never, &empty))
+        .collect();
+    let mut files = BTreeMap::new();
+    let mut docs = HashMap::new();
+    for read in reads {
+        if let (Ok(hash), Some((_, Some(parsed)))) = (&read.meta.content, read.text) {
+            docs.insert(*hash, parsed);
+        }
+        files.insert(read.key, read.meta);
+    }
+    views::compute(&Inputs {
+        files: &files,
+        docs: &docs,
+        top_dirs: &found.top_dirs,
+        unreadable: &found.unreadable,
+    })
+}
