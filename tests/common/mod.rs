@@ -1,0 +1,118 @@
+//! Shared test helpers: a temporary base folder laid out with the default roots, and a
+//! `Directory` opened over it.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use iii_directory::config::Config;
+use iii_directory::{Directory, ReadFunction};
+use serde_json::{json, Value};
+
+/// A temporary base folder: `skills/`, `skills/iii/` (local), `.agents/skills/`, `agents/`,
+/// and the index under `data/`.
+pub struct Tree {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tree {
+    pub fn new() -> Tree {
+        Tree { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn base(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.base().join(rel)
+    }
+
+    /// Writes a file (creating its folders), relative to the base folder.
+    pub fn write(&self, rel: &str, text: &str) -> &Tree {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(&path, text).expect("write");
+        self
+    }
+
+    pub fn mkdir(&self, rel: &str) -> &Tree {
+        fs::create_dir_all(self.path(rel)).expect("mkdir");
+        self
+    }
+
+    pub fn remove(&self, rel: &str) -> &Tree {
+        let path = self.path(rel);
+        if path.is_dir() { fs::remove_dir_all(path) } else { fs::remove_file(path) }.expect("remove");
+        self
+    }
+
+    pub fn rename(&self, from: &str, to: &str) -> &Tree {
+        let to = self.path(to);
+        fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        fs::rename(self.path(from), to).expect("rename");
+        self
+    }
+
+    pub fn config(&self) -> Config {
+        Config::for_root(self.base())
+    }
+
+    /// Opens the index as its writer and reconciles it with the tree.
+    pub fn open(&self) -> Directory {
+        self.open_with(self.config())
+    }
+
+    pub fn open_with(&self, config: Config) -> Directory {
+        let directory = Directory::open(config).expect("open index");
+        directory.reconcile().expect("reconcile");
+        directory
+    }
+}
+
+/// The corpus of real skills shipped beside the project (`../shared/corpus`).
+pub fn corpus() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    assert!(path.is_dir(), "the skills corpus is missing at {}: these tests need ../shared/corpus", path.display());
+    path
+}
+
+/// Copies a folder recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("mkdir");
+    for entry in fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+/// Calls a read function with no installed-workers set (nothing hidden by the filter).
+pub fn call(directory: &Directory, function: ReadFunction, request: Value) -> Value {
+    directory.read(function, &request, None).unwrap_or_else(|e| panic!("{} failed: {e}", function.id()))
+}
+
+/// Calls a read function expecting an error, and returns its message.
+pub fn call_err(directory: &Directory, function: ReadFunction, request: Value) -> String {
+    match directory.read(function, &request, None) {
+        Ok(v) => panic!("{} should fail, answered {v}", function.id()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Calls a read function with a known set of installed workers.
+pub fn call_installed(directory: &Directory, function: ReadFunction, request: Value, installed: &[&str]) -> Value {
+    let set: BTreeSet<String> = installed.iter().map(|s| s.to_string()).collect();
+    directory.read(function, &request, Some(&set)).unwrap_or_else(|e| panic!("{} failed: {e}", function.id()))
+}
+
+/// The display ids `skills::list` returns.
+pub fn skill_ids(directory: &Directory) -> Vec<String> {
+    let list = call(directory, ReadFunction::SkillsList, json!({}));
+    list["skills"].as_array().expect("skills").iter().map(|r| r["id"].as_str().expect("id").to_string()).collect()
+}
