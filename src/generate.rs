@@ -228,10 +228,12 @@ pub fn write_tree_with(base: &Path, spec: &TreeSpec, bodies: &Bodies) -> io::Res
         write(skills_root.join(rel), &text, &mut stats)?;
         stats.skills += 1;
     }
-    // Local overrides: whole namespaces under the local root (`skills/iii`).
+    // Local overrides: a few whole namespaces under the local root (`skills/iii`), each
+    // shadowing the namespace of the same name in `skills_folder`.
+    let local_namespaces = (spec.skills / 2000).max(1);
     for i in 0..(spec.skills / 100).max(1) {
-        let ns = ns_name(i * 3 % namespaces);
-        let name = if i % 2 == 0 {
+        let ns = ns_name(i % local_namespaces);
+        let name = if i < local_namespaces {
             "index.md".to_string()
         } else {
             format!("local-{i}.md")

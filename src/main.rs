@@ -182,12 +182,9 @@ fn run(cli: Cli) -> Result<(), String> {
             let directory = open_fresh(config)?;
             let skipped = directory.skipped().map_err(|e| e.to_string())?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&skipped).map_err(|e| e.to_string())?
-                );
+                emit(&serde_json::to_string_pretty(&skipped).map_err(|e| e.to_string())?);
             } else if skipped.is_empty() {
-                println!("every file is served");
+                emit("every file is served");
             } else {
                 let rows: Vec<[String; 3]> = skipped
                     .into_iter()
@@ -227,10 +224,14 @@ fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result
     } else {
         human()
     };
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth reporting.
-    let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
+    emit(&text);
     Ok(())
+}
+
+/// Writes a line to stdout; a closed pipe (`| head`) is not an error worth reporting.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
 }
 
 fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String> {
@@ -248,12 +249,9 @@ fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String>
         .map_err(|e| e.to_string())?;
     progress.finish();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
+        emit(&serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
     } else {
-        println!(
+        emit(&format!(
             "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
             report.files,
             report.duration_ms,
@@ -267,8 +265,8 @@ fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String>
             } else {
                 " (nothing changed)"
             },
-        );
-        println!("index: {}", index_path.display());
+        ));
+        emit(&format!("index: {}", index_path.display()));
     }
     Ok(())
 }
@@ -409,5 +407,5 @@ fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
 }
 
 fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
-    println!("{}", table(headers, rows));
+    emit(&table(headers, rows));
 }

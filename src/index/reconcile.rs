@@ -184,7 +184,10 @@ pub fn run(
         found.top_dirs != mirror.top_dirs || found.unreadable != mirror.unreadable;
     if to_read.is_empty() && removed.is_empty() && !folders_changed {
         report.revision = mirror.revision;
-        report.skipped = mirror.views.as_ref().map_or(0, |v| v.skipped.len());
+        report.skipped = match &mirror.views {
+            Some(views) => views.skipped.len(),
+            None => skipped_count(db)?,
+        };
         report.duration_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     }
@@ -345,6 +348,16 @@ fn read_file(
         meta: meta(Ok(hash)),
         text: Some((text.to_string(), parsed)),
     }
+}
+
+fn skipped_count(db: &redb::Database) -> Result<usize> {
+    use redb::{ReadableDatabase, ReadableTableMetadata};
+    let txn = db.begin_read().map_err(Error::index)?;
+    Ok(txn
+        .open_table(SKIPPED)
+        .map_err(Error::index)?
+        .len()
+        .map_err(Error::index)? as usize)
 }
 
 fn load_docs(txn: &WriteTransaction) -> Result<HashMap<Hash, ParsedDoc>> {
