@@ -98,6 +98,7 @@ impl Index {
     /// Opens (creating when missing) the index as its writer. A damaged index or one of another
     /// schema version is rebuilt: it is deleted here and refilled by the next reconcile.
     pub fn open_writer(path: &Path) -> Result<Index, OpenError> {
+        let started = std::time::Instant::now();
         let failed = |why: String| OpenError::Failed {
             path: path.to_path_buf(),
             why,
@@ -120,7 +121,14 @@ impl Index {
                 }
             }
         };
+        let checked = started.elapsed();
         let mirror = reconcile::Mirror::load(&db).map_err(|e| failed(e.to_string()))?;
+        tracing::debug!(
+            path = %path.display(),
+            open_and_check_ms = checked.as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "index opened as writer"
+        );
         Ok(Index {
             handle: Handle::Writer(db),
             path: path.to_path_buf(),
