@@ -154,7 +154,11 @@ pub fn run(
     let started = Instant::now();
     let scan_start = Stamp::now();
     let found = walk(roots);
-    tracing::debug!(files = found.files.len(), walk_ms = started.elapsed().as_millis() as u64, "roots walked");
+    tracing::debug!(
+        files = found.files.len(),
+        walk_ms = started.elapsed().as_millis() as u64,
+        "roots walked"
+    );
     let to_read: Vec<(&(Root, String), &Stat)> = found
         .files
         .iter()
