@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 pub use error::{Error, Result};
-pub use index::{OpenError, Report, Roots};
+pub use index::{OpenError, Report, Roots, Scope};
 
 use config::Config;
 use index::Index;
@@ -122,14 +122,14 @@ impl Directory {
 
     /// Brings the index up to date with the disk.
     pub fn reconcile(&self) -> Result<Report> {
-        self.index.reconcile(&self.roots, &|_| {})
+        self.index.reconcile(&self.roots, &Scope::All, &|_| {})
     }
 
     pub fn reconcile_with_progress(
         &self,
         progress: &dyn Fn(index::reconcile::Progress),
     ) -> Result<Report> {
-        self.index.reconcile(&self.roots, progress)
+        self.index.reconcile(&self.roots, &Scope::All, progress)
     }
 
     fn visibility<'a>(&self, installed: Option<&'a BTreeSet<String>>) -> Visibility<'a> {

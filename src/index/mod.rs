@@ -20,7 +20,7 @@ use crate::{Error, Result};
 use records::{AgentRow, Hash, PromptRow, ReconcileStamp, Root, SkillRow, decode};
 use tables::*;
 
-pub use reconcile::Report;
+pub use reconcile::{Report, Scope};
 
 /// Memory redb may use to cache pages. Reads beyond it come from the file (and the OS cache);
 /// the default of 1 GiB would dominate the worker's footprint.
@@ -184,6 +184,7 @@ impl Index {
     pub fn reconcile(
         &self,
         roots: &Roots,
+        scope: &reconcile::Scope,
         progress: &dyn Fn(reconcile::Progress),
     ) -> Result<Report> {
         let Handle::Writer(db) = &self.handle else {
@@ -193,7 +194,7 @@ impl Index {
             .mirror
             .lock()
             .map_err(|_| Error::Index("index state poisoned by a panic".into()))?;
-        reconcile::run(db, &mut mirror, roots, progress)
+        reconcile::run(db, &mut mirror, roots, scope, progress)
     }
 }
 

@@ -13,7 +13,7 @@ use super::Roots;
 use super::records::{FileMeta, Hash, ReconcileStamp, Root, Stat, decode, encode};
 use super::tables::*;
 use super::views::{self, Inputs, Views};
-use super::walk::{Found, walk};
+use super::walk::{walk, walk_scoped};
 use crate::doc::{self, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
 use crate::time::Stamp;
 use crate::{Error, Result};
@@ -137,6 +137,16 @@ impl Mirror {
     }
 }
 
+/// What a reconcile looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every root, in full.
+    All,
+    /// Only these paths (files or folders, absolute) and what is under them; paths outside
+    /// every root are ignored. Used for a library write and for watcher events.
+    Paths(Vec<std::path::PathBuf>),
+}
+
 /// One file read from disk.
 struct Read {
     key: (Root, String),
@@ -149,16 +159,24 @@ pub fn run(
     db: &redb::Database,
     mirror: &mut Mirror,
     roots: &Roots,
+    scope: &Scope,
     progress: &dyn Fn(Progress),
 ) -> Result<Report> {
     let started = Instant::now();
     let scan_start = Stamp::now();
-    let found = walk(roots);
+    let found = match scope {
+        Scope::All => walk(roots),
+        Scope::Paths(paths) => walk_scoped(roots, paths),
+    };
     tracing::debug!(
         files = found.files.len(),
         walk_ms = started.elapsed().as_millis() as u64,
         "roots walked"
     );
+    let in_scope = |key: &(Root, String)| match scope {
+        Scope::All => true,
+        Scope::Paths(_) => found.covers(key),
+    };
     let to_read: Vec<(&(Root, String), &Stat)> = found
         .files
         .iter()
@@ -172,7 +190,7 @@ pub fn run(
     let removed: Vec<(Root, String)> = mirror
         .files
         .keys()
-        .filter(|k| !found.files.contains_key(*k))
+        .filter(|k| in_scope(k) && !found.files.contains_key(*k))
         .cloned()
         .collect();
     progress(Progress::Walked {
@@ -180,15 +198,18 @@ pub fn run(
         to_read: to_read.len(),
     });
     let mut report = Report {
-        files: found.files.len(),
         read: to_read.len(),
         removed: removed.len(),
         ..Report::default()
     };
-    let folders_changed =
-        found.top_dirs != mirror.top_dirs || found.unreadable != mirror.unreadable;
+    let (top_dirs, unreadable) = match scope {
+        Scope::All => (found.top_dirs.clone(), found.unreadable.clone()),
+        Scope::Paths(_) => found.merge_folders(&mirror.top_dirs, &mirror.unreadable),
+    };
+    let folders_changed = top_dirs != mirror.top_dirs || unreadable != mirror.unreadable;
     if to_read.is_empty() && removed.is_empty() && !folders_changed {
         report.revision = mirror.revision;
+        report.files = mirror.files.len();
         report.skipped = match &mirror.views {
             Some(views) => views.skipped.len(),
             None => skipped_count(db)?,
@@ -269,9 +290,9 @@ pub fn run(
         }
     }
     if folders_changed {
-        write_folders(&txn, &found)?;
-        mirror.top_dirs = found.top_dirs.clone();
-        mirror.unreadable = found.unreadable.clone();
+        write_folders(&txn, &top_dirs, &unreadable)?;
+        mirror.top_dirs = top_dirs;
+        mirror.unreadable = unreadable;
     }
     let views = views::compute(&Inputs {
         files: &mirror.files,
@@ -290,6 +311,7 @@ pub fn run(
         mirror.revision += 1;
     }
     report.revision = mirror.revision;
+    report.files = mirror.files.len();
     report.duration_ms = started.elapsed().as_millis() as u64;
     {
         let mut meta = txn.open_table(META).map_err(Error::index)?;
@@ -409,17 +431,21 @@ fn load_views(txn: &WriteTransaction) -> Result<Views> {
     })
 }
 
-fn write_folders(txn: &WriteTransaction, found: &Found) -> Result<()> {
+fn write_folders(
+    txn: &WriteTransaction,
+    top_dirs: &BTreeSet<(Root, String)>,
+    unreadable: &BTreeMap<(Root, String), String>,
+) -> Result<()> {
     let mut top = txn.open_table(TOP_DIRS).map_err(Error::index)?;
     top.retain(|_, _| false).map_err(Error::index)?;
-    for (root, name) in &found.top_dirs {
+    for (root, name) in top_dirs {
         top.insert((*root as u8, name.as_str()), ())
             .map_err(Error::index)?;
     }
-    let mut unreadable = txn.open_table(UNREADABLE).map_err(Error::index)?;
-    unreadable.retain(|_, _| false).map_err(Error::index)?;
-    for ((root, rel), why) in &found.unreadable {
-        unreadable
+    let mut table = txn.open_table(UNREADABLE).map_err(Error::index)?;
+    table.retain(|_, _| false).map_err(Error::index)?;
+    for ((root, rel), why) in unreadable {
+        table
             .insert((*root as u8, rel.as_str()), why.as_str())
             .map_err(Error::index)?;
     }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, Metadata};
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Roots;
 use super::records::{Root, Stat};
@@ -23,6 +23,49 @@ pub struct Found {
     pub top_dirs: BTreeSet<(Root, String)>,
     /// Folders that could not be listed, with why.
     pub unreadable: BTreeMap<(Root, String), String>,
+    /// For a scoped walk: the `(root, relative path)` subtrees it looked at (an empty path is
+    /// the whole root). Empty for a full walk.
+    pub scopes: Vec<(Root, String)>,
+}
+
+impl Found {
+    /// Whether a scoped walk looked at the place of this file (or folder) key.
+    pub fn covers(&self, key: &(Root, String)) -> bool {
+        self.scopes.iter().any(|(root, scope)| *root == key.0 && scope_covers(*root, scope, &key.1))
+    }
+
+    /// The complete folder facts after a scoped walk: top-level folders of the roots it looked
+    /// at replace the old ones, and unreadable folders in its scopes replace the old ones there.
+    pub fn merge_folders(
+        &self,
+        top_dirs: &BTreeSet<(Root, String)>,
+        unreadable: &BTreeMap<(Root, String), String>,
+    ) -> (BTreeSet<(Root, String)>, BTreeMap<(Root, String), String>) {
+        let walked: BTreeSet<Root> = self.scopes.iter().map(|(root, _)| *root).collect();
+        let mut dirs: BTreeSet<(Root, String)> =
+            top_dirs.iter().filter(|(root, _)| !walked.contains(root)).cloned().collect();
+        dirs.extend(self.top_dirs.iter().cloned());
+        let mut unreadable: BTreeMap<(Root, String), String> =
+            unreadable.iter().filter(|(key, _)| !self.covers(key)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        unreadable.extend(self.unreadable.iter().map(|(k, v)| (k.clone(), v.clone())));
+        (dirs, unreadable)
+    }
+}
+
+/// Whether the subtree `scope` of a root holds `rel`. The agents skills root is shallow, so
+/// anything under `<dir>` is judged by `<dir>` alone.
+fn scope_covers(root: Root, scope: &str, rel: &str) -> bool {
+    if scope.is_empty() {
+        return true;
+    }
+    if root == Root::AgentsSkills {
+        return first(scope) == first(rel);
+    }
+    rel == scope || rel.strip_prefix(scope).is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn first(rel: &str) -> &str {
+    rel.split('/').next().unwrap_or(rel)
 }
 
 pub fn walk(roots: &Roots) -> Found {
@@ -30,12 +73,90 @@ pub fn walk(roots: &Roots) -> Found {
     for root in Root::ALL {
         let dir = roots.path(root);
         match root {
-            Root::Skills | Root::LocalSkills => walk_tree(root, dir, &mut found),
+            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), &mut found),
             Root::AgentsSkills => walk_agents_skills(dir, &mut found),
             Root::Agents => walk_flat(root, dir, &mut found),
         }
     }
     found
+}
+
+/// Walks only the given absolute paths (files or folders) and what is under them, per root
+/// that holds them; top-level folders are listed again for every root involved.
+pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
+    let mut found = Found::default();
+    for path in paths {
+        for root in Root::ALL {
+            let Ok(rest) = path.strip_prefix(roots.path(root)) else { continue };
+            let rel = rest.to_string_lossy().replace('\\', "/");
+            if !found.scopes.iter().any(|(r, s)| *r == root && scope_covers(root, s, &rel)) {
+                found.scopes.push((root, rel));
+            }
+        }
+    }
+    let scopes = found.scopes.clone();
+    for (root, rel) in &scopes {
+        walk_subtree(roots, *root, rel, &mut found);
+    }
+    let walked: BTreeSet<Root> = scopes.iter().map(|(root, _)| *root).collect();
+    for root in walked {
+        if matches!(root, Root::Skills | Root::LocalSkills) {
+            list_top_dirs(root, roots.path(root), &mut found);
+        }
+    }
+    found
+}
+
+fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
+    let dir = roots.path(root);
+    if rel.is_empty() {
+        match root {
+            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), found),
+            Root::AgentsSkills => walk_agents_skills(dir, found),
+            Root::Agents => walk_flat(root, dir, found),
+        }
+        return;
+    }
+    match root {
+        Root::Skills | Root::LocalSkills => {
+            let path = dir.join(rel);
+            match fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => walk_tree(root, &path, rel.to_string(), found),
+                Ok(meta) if meta.is_file() && is_markdown(rel) => {
+                    found.files.insert((root, rel.to_string()), stat_of(&meta));
+                }
+                _ => {}
+            }
+        }
+        Root::AgentsSkills => {
+            let name = first(rel);
+            let skill = format!("{name}/{AGENTS_SKILL_FILE}");
+            if let Ok(meta) = fs::metadata(dir.join(&skill)) {
+                if meta.is_file() {
+                    found.files.insert((root, skill), stat_of(&meta));
+                }
+            }
+        }
+        Root::Agents => {
+            if !rel.contains('/') && is_markdown(rel) {
+                if let Ok(meta) = fs::metadata(dir.join(rel)) {
+                    if meta.is_file() {
+                        found.files.insert((root, rel.to_string()), stat_of(&meta));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn list_top_dirs(root: Root, dir: &Path, found: &mut Found) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else { continue };
+        if fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            found.top_dirs.insert((root, name));
+        }
+    }
 }
 
 pub fn stat_of(meta: &Metadata) -> Stat {
@@ -59,9 +180,10 @@ pub fn is_markdown(name: &str) -> bool {
 
 /// A recursive walk collecting `**/*.md` files. Symbolic links are followed, but a folder is
 /// entered at most once (by device and inode) so that a link loop ends.
-fn walk_tree(root: Root, dir: &Path, found: &mut Found) {
+/// Top-level folders are recorded when the walk starts at the root (`rel` empty).
+fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
     let mut seen = HashSet::new();
-    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    let mut stack = vec![(dir.to_path_buf(), rel)];
     while let Some((path, rel)) = stack.pop() {
         let Ok(meta) = fs::metadata(&path) else {
             continue;
