@@ -11,14 +11,19 @@ mod bundled_docs;
 pub mod config;
 pub mod doc;
 pub mod error;
+pub mod events;
 pub mod generate;
 pub mod index;
 mod request;
 pub mod skills;
+pub mod store;
 pub mod system_prompts;
 pub mod time;
+mod write;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -26,6 +31,7 @@ pub use error::{Error, Result};
 pub use index::{OpenError, Report, Roots, Scope};
 
 use config::Config;
+use events::{ChangeEvent, Family, Subscriber, Subscribers};
 use index::Index;
 use skills::Visibility;
 
@@ -70,11 +76,64 @@ impl ReadFunction {
     }
 }
 
-/// The folders of a configuration, the index over them, and the functions that read it.
+/// The write functions of the contract that the library answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteFunction {
+    SkillsCreate,
+    SkillsUpdate,
+    SkillsDelete,
+    SystemPromptsCreate,
+    SystemPromptsUpdate,
+    SystemPromptsDelete,
+    AgentsCreate,
+    AgentsUpdate,
+    AgentsDelete,
+}
+
+impl WriteFunction {
+    pub const ALL: [WriteFunction; 9] = [
+        WriteFunction::SkillsCreate,
+        WriteFunction::SkillsUpdate,
+        WriteFunction::SkillsDelete,
+        WriteFunction::SystemPromptsCreate,
+        WriteFunction::SystemPromptsUpdate,
+        WriteFunction::SystemPromptsDelete,
+        WriteFunction::AgentsCreate,
+        WriteFunction::AgentsUpdate,
+        WriteFunction::AgentsDelete,
+    ];
+
+    /// The function id on the engine bus.
+    pub fn id(self) -> &'static str {
+        match self {
+            WriteFunction::SkillsCreate => "directory::skills::create",
+            WriteFunction::SkillsUpdate => "directory::skills::update",
+            WriteFunction::SkillsDelete => "directory::skills::delete",
+            WriteFunction::SystemPromptsCreate => "directory::system-prompts::create",
+            WriteFunction::SystemPromptsUpdate => "directory::system-prompts::update",
+            WriteFunction::SystemPromptsDelete => "directory::system-prompts::delete",
+            WriteFunction::AgentsCreate => "directory::agents::create",
+            WriteFunction::AgentsUpdate => "directory::agents::update",
+            WriteFunction::AgentsDelete => "directory::agents::delete",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<WriteFunction> {
+        WriteFunction::ALL.into_iter().find(|f| f.id() == id)
+    }
+}
+
+/// The folders of a configuration, the index over them, and the functions that read and
+/// write them.
 pub struct Directory {
     config: Config,
     roots: Roots,
     index: Index,
+    /// Held across a write's checks, its disk write and its reconcile, and across every other
+    /// reconcile: a write is never interleaved with another write, and a reconcile never sees
+    /// a write on disk before the write's own reconcile (which would report it as external).
+    write_lock: Mutex<()>,
+    subscribers: Subscribers,
 }
 
 impl Directory {
@@ -105,6 +164,8 @@ impl Directory {
             config,
             roots,
             index,
+            write_lock: Mutex::new(()),
+            subscribers: Subscribers::default(),
         }
     }
 
@@ -120,16 +181,104 @@ impl Directory {
         &self.index
     }
 
-    /// Brings the index up to date with the disk.
+    /// Receives every change event from now on.
+    pub fn subscribe(&self, subscriber: Subscriber) {
+        self.subscribers.add(subscriber);
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, ()>> {
+        self.write_lock
+            .lock()
+            .map_err(|_| Error::Index("write lock poisoned by a panic".into()))
+    }
+
+    /// Brings the index up to date with the disk. Changes found here were made behind the
+    /// library's back: each family whose answers changed gets one `external` event.
     pub fn reconcile(&self) -> Result<Report> {
-        self.index.reconcile(&self.roots, &Scope::All, &|_| {})
+        self.reconcile_scope(&Scope::All, &|_| {})
     }
 
     pub fn reconcile_with_progress(
         &self,
         progress: &dyn Fn(index::reconcile::Progress),
     ) -> Result<Report> {
-        self.index.reconcile(&self.roots, &Scope::All, progress)
+        self.reconcile_scope(&Scope::All, progress)
+    }
+
+    /// Reconciles only these paths (and what is under them), as for a watcher burst.
+    pub fn reconcile_paths(&self, paths: Vec<PathBuf>) -> Result<Report> {
+        self.reconcile_scope(&Scope::Paths(paths), &|_| {})
+    }
+
+    fn reconcile_scope(
+        &self,
+        scope: &Scope,
+        progress: &dyn Fn(index::reconcile::Progress),
+    ) -> Result<Report> {
+        let report = {
+            let _guard = self.lock()?;
+            self.index.reconcile(&self.roots, scope, progress)?
+        };
+        let changed = [
+            (Family::Skills, report.skills_changed),
+            (Family::SystemPrompts, report.system_prompts_changed),
+            (Family::Agents, report.agents_changed),
+        ];
+        for (family, _) in changed.into_iter().filter(|(_, changed)| *changed) {
+            self.subscribers.publish(&ChangeEvent::external(family));
+        }
+        Ok(report)
+    }
+
+    /// Runs a write function: checks, an atomic write on disk, then the index updated in the
+    /// same call (so the next read sees it), then exactly one change event.
+    pub fn write(
+        &self,
+        function: WriteFunction,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Result<Value> {
+        if !self.index.is_writer() {
+            return Err(Error::Index(
+                "this index is open read-only (a running worker owns it); write through the worker"
+                    .into(),
+            ));
+        }
+        let outcome = {
+            let _guard = self.lock()?;
+            let reader = self.index.read()?;
+            let visibility = self.visibility(installed);
+            let roots = &self.roots;
+            let outcome = match function {
+                WriteFunction::SkillsCreate => {
+                    skills::write::create(&reader, roots, visibility, request)
+                }
+                WriteFunction::SkillsUpdate => {
+                    skills::write::update(&reader, roots, visibility, request)
+                }
+                WriteFunction::SkillsDelete => {
+                    skills::write::delete(&reader, roots, visibility, request)
+                }
+                WriteFunction::SystemPromptsCreate => {
+                    system_prompts::write::create(&reader, roots, request)
+                }
+                WriteFunction::SystemPromptsUpdate => {
+                    system_prompts::write::update(&reader, roots, request)
+                }
+                WriteFunction::SystemPromptsDelete => {
+                    system_prompts::write::delete(&reader, roots, request)
+                }
+                WriteFunction::AgentsCreate => agents::write::create(&reader, roots, request),
+                WriteFunction::AgentsUpdate => agents::write::update(&reader, roots, request),
+                WriteFunction::AgentsDelete => agents::write::delete(&reader, roots, request),
+            }?;
+            drop(reader);
+            self.index
+                .reconcile(&self.roots, &Scope::Paths(outcome.touched.clone()), &|_| {})?;
+            outcome
+        };
+        self.subscribers.publish(&outcome.event);
+        Ok(outcome.response)
     }
 
     fn visibility<'a>(&self, installed: Option<&'a BTreeSet<String>>) -> Visibility<'a> {

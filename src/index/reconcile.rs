@@ -41,6 +41,10 @@ pub struct Report {
     pub skipped: usize,
     /// Whether any answer of the read functions changed (and so the revision was bumped).
     pub changed: bool,
+    /// Which families' rows changed (the `external` events a watcher burst sends).
+    pub skills_changed: bool,
+    pub system_prompts_changed: bool,
+    pub agents_changed: bool,
     pub revision: u64,
     pub duration_ms: u64,
 }
@@ -301,7 +305,11 @@ pub fn run(
         unreadable: &mirror.unreadable,
     });
     let old = mirror.views.take().unwrap_or_default();
-    let changed_views = write_view_changes(&txn, &old, &views)?;
+    let changed = write_view_changes(&txn, &old, &views)?;
+    report.skills_changed = changed.skills;
+    report.system_prompts_changed = changed.prompts;
+    report.agents_changed = changed.agents;
+    let changed_views = changed.skills || changed.prompts || changed.agents || changed.skipped;
     report.skipped = views.skipped.len();
     mirror.views = Some(views);
     // The revision tells callers whether answers changed, so file bookkeeping alone (a racy
@@ -452,27 +460,36 @@ fn write_folders(
     Ok(())
 }
 
-/// Writes the rows of `new` that differ from `old` and deletes the ones gone; says whether
-/// anything was written.
-fn write_view_changes(txn: &WriteTransaction, old: &Views, new: &Views) -> Result<bool> {
-    let mut changed = false;
-    changed |= write_rows(txn, SKILLS, &old.skills, &new.skills)?;
-    changed |= write_rows(txn, PROMPTS, &old.prompts, &new.prompts)?;
-    changed |= write_rows(txn, AGENTS, &old.agents, &new.agents)?;
+/// Which tables a reconcile changed.
+struct Changed {
+    skills: bool,
+    prompts: bool,
+    agents: bool,
+    skipped: bool,
+}
+
+/// Writes the rows of `new` that differ from `old` and deletes the ones gone.
+fn write_view_changes(txn: &WriteTransaction, old: &Views, new: &Views) -> Result<Changed> {
+    let mut changed = Changed {
+        skills: write_rows(txn, SKILLS, &old.skills, &new.skills)?,
+        prompts: write_rows(txn, PROMPTS, &old.prompts, &new.prompts)?,
+        agents: write_rows(txn, AGENTS, &old.agents, &new.agents)?,
+        skipped: false,
+    };
     let mut table = txn.open_table(SKIPPED).map_err(Error::index)?;
     for (key, why) in &new.skipped {
         if old.skipped.get(key) != Some(why) {
             table
                 .insert((key.0 as u8, key.1.as_str()), why.as_str())
                 .map_err(Error::index)?;
-            changed = true;
+            changed.skipped = true;
         }
     }
     for key in old.skipped.keys().filter(|k| !new.skipped.contains_key(*k)) {
         table
             .remove((key.0 as u8, key.1.as_str()))
             .map_err(Error::index)?;
-        changed = true;
+        changed.skipped = true;
     }
     Ok(changed)
 }

@@ -13,6 +13,11 @@ use crate::time::Stamp;
 /// The file name that makes a folder of `agents_skills_folder` a skill.
 pub const AGENTS_SKILL_FILE: &str = "SKILL.md";
 
+/// Top-level folder names of the skills roots, by root.
+pub type TopDirs = BTreeSet<(Root, String)>;
+/// Folders that could not be listed, by root and relative path, with why.
+pub type Unreadable = BTreeMap<(Root, String), String>;
+
 /// What a walk of all roots found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Found {
@@ -31,22 +36,30 @@ pub struct Found {
 impl Found {
     /// Whether a scoped walk looked at the place of this file (or folder) key.
     pub fn covers(&self, key: &(Root, String)) -> bool {
-        self.scopes.iter().any(|(root, scope)| *root == key.0 && scope_covers(*root, scope, &key.1))
+        self.scopes
+            .iter()
+            .any(|(root, scope)| *root == key.0 && scope_covers(*root, scope, &key.1))
     }
 
     /// The complete folder facts after a scoped walk: top-level folders of the roots it looked
     /// at replace the old ones, and unreadable folders in its scopes replace the old ones there.
     pub fn merge_folders(
         &self,
-        top_dirs: &BTreeSet<(Root, String)>,
-        unreadable: &BTreeMap<(Root, String), String>,
-    ) -> (BTreeSet<(Root, String)>, BTreeMap<(Root, String), String>) {
+        top_dirs: &TopDirs,
+        unreadable: &Unreadable,
+    ) -> (TopDirs, Unreadable) {
         let walked: BTreeSet<Root> = self.scopes.iter().map(|(root, _)| *root).collect();
-        let mut dirs: BTreeSet<(Root, String)> =
-            top_dirs.iter().filter(|(root, _)| !walked.contains(root)).cloned().collect();
+        let mut dirs: BTreeSet<(Root, String)> = top_dirs
+            .iter()
+            .filter(|(root, _)| !walked.contains(root))
+            .cloned()
+            .collect();
         dirs.extend(self.top_dirs.iter().cloned());
-        let mut unreadable: BTreeMap<(Root, String), String> =
-            unreadable.iter().filter(|(key, _)| !self.covers(key)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut unreadable: BTreeMap<(Root, String), String> = unreadable
+            .iter()
+            .filter(|(key, _)| !self.covers(key))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         unreadable.extend(self.unreadable.iter().map(|(k, v)| (k.clone(), v.clone())));
         (dirs, unreadable)
     }
@@ -61,7 +74,10 @@ fn scope_covers(root: Root, scope: &str, rel: &str) -> bool {
     if root == Root::AgentsSkills {
         return first(scope) == first(rel);
     }
-    rel == scope || rel.strip_prefix(scope).is_some_and(|rest| rest.starts_with('/'))
+    rel == scope
+        || rel
+            .strip_prefix(scope)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 fn first(rel: &str) -> &str {
@@ -87,9 +103,15 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     let mut found = Found::default();
     for path in paths {
         for root in Root::ALL {
-            let Ok(rest) = path.strip_prefix(roots.path(root)) else { continue };
+            let Ok(rest) = path.strip_prefix(roots.path(root)) else {
+                continue;
+            };
             let rel = rest.to_string_lossy().replace('\\', "/");
-            if !found.scopes.iter().any(|(r, s)| *r == root && scope_covers(root, s, &rel)) {
+            if !found
+                .scopes
+                .iter()
+                .any(|(r, s)| *r == root && scope_covers(root, s, &rel))
+            {
                 found.scopes.push((root, rel));
             }
         }
@@ -150,9 +172,13 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
 }
 
 fn list_top_dirs(root: Root, dir: &Path, found: &mut Found) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else { continue };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
         if fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
             found.top_dirs.insert((root, name));
         }

@@ -2,6 +2,8 @@
 //! `agents_folder` plus the bundled `iii` and `iii-minimal` bases (a file shadows a bundled id),
 //! with `extends` chains resolved at read time.
 
+pub mod write;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 

@@ -1,6 +1,8 @@
 //! `directory::skills::*` reads: `list`, `get` and `index`, answered from the index's skill
 //! rows, with `filter_unregistered` applied at read time.
 
+pub mod write;
+
 use std::collections::BTreeSet;
 
 use serde::Deserialize;

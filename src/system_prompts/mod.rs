@@ -1,6 +1,8 @@
 //! `directory::system-prompts::*` reads: `list` and `get`, from the index's prompt rows plus
 //! the prompts bundled with the worker (a file with the same name shadows a bundled prompt).
 
+pub mod write;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 

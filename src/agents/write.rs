@@ -1,0 +1,155 @@
+//! `directory::agents::{create,update,delete}` on direct `<agents_folder>/<id>.md` files. A
+//! bundled profile is shadowed by creating or updating its id, and comes back when that file is
+//! deleted.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::profile_from_doc;
+use crate::bundled_docs;
+use crate::doc::ids::validate_name;
+use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
+use crate::error::{Next, next};
+use crate::events::{ChangeEvent, Family};
+use crate::index::records::{Profile, Root};
+use crate::index::{Reader, Roots};
+use crate::store::{self, Mode};
+use crate::system_prompts::closest;
+use crate::write::{Outcome, file_exists, modified_at, store_error};
+use crate::{Error, Result, request};
+
+const NEXT_ON_CONFLICT: [Next; 2] = [
+    next(
+        "directory::agents::update",
+        "edit the existing agent profile",
+    ),
+    next("directory::agents::list", "browse agent profile ids"),
+];
+const NEXT_ON_MISS: [Next; 1] = [next("directory::agents::list", "browse agent profile ids")];
+
+#[derive(Deserialize)]
+struct ContentRequest {
+    id: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct IdRequest {
+    id: String,
+}
+
+fn target(roots: &Roots, id: &str) -> PathBuf {
+    roots.path(Root::Agents).join(format!("{id}.md"))
+}
+
+/// The scanner's rules for a profile being written (plain messages, not coded).
+fn check(content: &str) -> Result<Profile> {
+    if content.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::Invalid(format!(
+            "content too large ({} bytes; max {MAX_FILE_BYTES})",
+            content.len()
+        )));
+    }
+    profile_from_doc(&ParsedDoc::parse(content)).map_err(Error::Invalid)
+}
+
+fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {
+    json!({
+        "id": id,
+        "name": profile.name,
+        "description": profile.description,
+        "logo": profile.logo,
+        "bytes": content.len(),
+        "modified_at": modified_at(path),
+    })
+}
+
+fn miss(reader: &Reader, id: &str) -> Result<Error> {
+    let mut ids: Vec<String> = reader.agents()?.into_iter().map(|(i, _)| i).collect();
+    ids.extend(bundled_docs::agents().iter().map(|a| a.id.to_string()));
+    Ok(Error::not_found(
+        "D410",
+        "agent profile",
+        id,
+        &closest(id, ids),
+        &NEXT_ON_MISS,
+    ))
+}
+
+/// `directory::agents::create`; creating a bundled id shadows the bundled profile.
+pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
+    let req: ContentRequest = request::parse(request)?;
+    validate_name(&req.id).map_err(Error::Invalid)?;
+    if reader.agent(&req.id)?.is_some() {
+        return Err(Error::invalid_input(
+            "D414",
+            format!("agent profile {:?} already exists.", req.id),
+            &NEXT_ON_CONFLICT,
+        ));
+    }
+    let path = target(roots, &req.id);
+    if path.exists() {
+        return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
+    }
+    let profile = check(&req.content)?;
+    store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
+        .map_err(|e| store_error(e, "D414", &NEXT_ON_CONFLICT))?;
+    Ok(Outcome {
+        response: response(&req.id, &profile, &req.content, &path),
+        touched: vec![path],
+        event: ChangeEvent::named(Family::Agents, "create", &req.id),
+    })
+}
+
+/// `directory::agents::update`: overwrite the file, or copy-on-write a bundled profile.
+pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
+    let req: ContentRequest = request::parse(request)?;
+    validate_name(&req.id).map_err(Error::Invalid)?;
+    let path = target(roots, &req.id);
+    let mode = if reader.agent(&req.id)?.is_some() {
+        Mode::Replace
+    } else if bundled_docs::agents().iter().any(|a| a.id == req.id) {
+        if path.exists() {
+            return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
+        }
+        Mode::CreateNew
+    } else {
+        return Err(miss(reader, &req.id)?);
+    };
+    let profile = check(&req.content)?;
+    store::write_atomic(&path, req.content.as_bytes(), mode)
+        .map_err(|e| store_error(e, "D414", &NEXT_ON_CONFLICT))?;
+    Ok(Outcome {
+        response: response(&req.id, &profile, &req.content, &path),
+        touched: vec![path],
+        event: ChangeEvent::named(Family::Agents, "update", &req.id),
+    })
+}
+
+/// `directory::agents::delete`: only a file can be deleted; a bundled profile then comes back.
+pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
+    let req: IdRequest = request::parse(request)?;
+    validate_name(&req.id).map_err(Error::Invalid)?;
+    if reader.agent(&req.id)?.is_none() {
+        if bundled_docs::agents().iter().any(|a| a.id == req.id) {
+            return Err(Error::invalid_input(
+                "D414",
+                format!(
+                    "agent profile {:?} is bundled with the worker and has no local file to delete.",
+                    req.id
+                ),
+                &NEXT_ON_CONFLICT,
+            ));
+        }
+        return Err(miss(reader, &req.id)?);
+    }
+    let path = target(roots, &req.id);
+    store::remove(&path).map_err(|e| Error::Io(e.to_string()))?;
+    Ok(Outcome {
+        response: json!({ "id": req.id }),
+        touched: vec![path],
+        event: ChangeEvent::named(Family::Agents, "delete", &req.id),
+    })
+}

@@ -1,0 +1,241 @@
+//! `directory::skills::{create,update,delete}`: validation in the contract's order, then an
+//! atomic write. Creates always land in `skills_folder`; updates and deletes act on the file
+//! the id resolves to; read-only skills (agents skills root, bundled) are refused.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Visibility, parse_id, resolve};
+use crate::doc::classify::{PathClass, classify};
+use crate::doc::ids::levenshtein;
+use crate::doc::{Frontmatter, ParsedDoc};
+use crate::error::{Next, next};
+use crate::events::ChangeEvent;
+use crate::index::records::{Root, SkillRow, Source};
+use crate::index::{Reader, Roots};
+use crate::store::{self, Mode};
+use crate::write::{Outcome, check_content, file_exists, modified_at, store_error};
+use crate::{Error, Result, request};
+
+const NEXT_ON_CONFLICT: [Next; 2] = [
+    next("directory::skills::update", "edit the existing skill"),
+    next("directory::skills::list", "browse skill ids"),
+];
+const NEXT_ON_MISS: [Next; 3] = [
+    next("directory::skills::list", "browse skill ids"),
+    next(
+        "directory::skills::download",
+        "materialize a missing bundle first",
+    ),
+    next("directory::skills::create", "author a new skill"),
+];
+
+#[derive(Deserialize)]
+struct ContentRequest {
+    id: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct IdRequest {
+    id: String,
+}
+
+/// `directory::skills::create`.
+pub fn create(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+    request: &Value,
+) -> Result<Outcome> {
+    let req: ContentRequest = request::parse(request)?;
+    let id = parse_id(&req.id)?;
+    check_reserved(&id)?;
+    let agents_namespaces = agents_namespaces(reader)?;
+    let namespace = SkillRow::namespace(&id);
+    if id.contains('/') && agents_namespaces.iter().any(|ns| ns == namespace) {
+        return Err(Error::invalid_input(
+            "D115",
+            format!(
+                "namespace {namespace:?} is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
+                roots.path(Root::AgentsSkills).display()
+            ),
+            &[],
+        ));
+    }
+    if let (true, Some(installed)) = (visibility.filter_unregistered, visibility.installed) {
+        let exempt = !id.contains('/') || ["directory", "iii"].contains(&namespace);
+        if !exempt && !installed.contains(namespace) {
+            return Err(Error::invalid_input(
+                "D115",
+                format!(
+                    "id {id:?} would be hidden by filter_unregistered: its top namespace segment {namespace:?} is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
+                ),
+                &[],
+            ));
+        }
+    }
+    if resolve(reader, visibility, &id)?.is_some() {
+        return Err(Error::invalid_input(
+            "D114",
+            format!("skill {id:?} already exists."),
+            &NEXT_ON_CONFLICT,
+        ));
+    }
+    let path = roots.path(Root::Skills).join(format!("{id}.md"));
+    if path.exists() {
+        return Err(file_exists("D114", &path, &NEXT_ON_CONFLICT));
+    }
+    check_content(&req.content)?;
+    store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
+        .map_err(|e| store_error(e, "D114", &NEXT_ON_CONFLICT))?;
+    Ok(Outcome {
+        response: written(&id, &req.content, &path),
+        touched: vec![path],
+        event: ChangeEvent::skill("create", &id),
+    })
+}
+
+/// `prompts`, `system-prompts` and `agents` segments make a path something other than a skill.
+fn check_reserved(id: &str) -> Result<()> {
+    let problem = match classify(&format!("{id}.md")) {
+        PathClass::Skill => return Ok(()),
+        PathClass::Prompts => {
+            format!(
+                "id {id:?} contains the reserved `prompts` path segment; rename that segment before creating the skill."
+            )
+        }
+        PathClass::SystemPrompt => format!(
+            "id {id:?} contains a `system-prompts` path segment, which the scanner classifies as a prompt — the created file would be invisible to directory::skills::list. Use directory::system-prompts::create for prompt files."
+        ),
+        PathClass::Agents => format!(
+            "id {id:?} contains an `agents` path segment, which the scanner classifies as an agent — the created file would be invisible to directory::skills::list. Use directory::agents::create for agent profiles."
+        ),
+    };
+    Err(Error::invalid_input("D115", problem, &[]))
+}
+
+/// Namespaces served by the agents skills root.
+fn agents_namespaces(reader: &Reader) -> Result<Vec<String>> {
+    Ok(reader
+        .skills()?
+        .into_iter()
+        .filter(|(_, row)| row.agents_skill)
+        .map(|(id, _)| SkillRow::namespace(&id).to_string())
+        .collect())
+}
+
+/// The response of create and update: the new content's identity.
+fn written(id: &str, content: &str, path: &std::path::Path) -> Value {
+    let doc = ParsedDoc::parse(content);
+    let fields = match &doc.frontmatter {
+        Frontmatter::Present(fields) => Some(fields.as_ref()),
+        _ => None,
+    };
+    let text = |v: Option<&String>| {
+        v.map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let title = text(fields.and_then(|f| f.title.as_ref()))
+        .or_else(|| text(fields.and_then(|f| f.name.as_ref())))
+        .or(doc.h1)
+        .unwrap_or_else(|| id.to_string());
+    json!({
+        "id": id,
+        "title": title,
+        "type": text(fields.and_then(|f| f.r#type.as_ref())),
+        "function_id": text(fields.and_then(|f| f.function_id.as_ref())),
+        "bytes": content.len(),
+        "modified_at": modified_at(path),
+    })
+}
+
+/// Finds the file an update or delete acts on, refusing read-only skills.
+fn writable(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+    id: &str,
+) -> Result<(String, Root, std::path::PathBuf)> {
+    let Some((found, row)) = resolve(reader, visibility, id)? else {
+        let mut ids: Vec<String> = reader
+            .skills()?
+            .into_iter()
+            .filter(|(i, r)| visibility.allows(i, r))
+            .map(|(i, _)| i)
+            .collect();
+        let lower = id.to_lowercase();
+        ids.sort_by_key(|candidate| {
+            (
+                levenshtein(&lower, &candidate.to_lowercase()),
+                candidate.clone(),
+            )
+        });
+        ids.truncate(3);
+        return Err(Error::not_found("D110", "skill", id, &ids, &NEXT_ON_MISS));
+    };
+    match row.source {
+        Source::File {
+            root: Root::AgentsSkills,
+            ..
+        } => Err(Error::invalid_input(
+            "D116",
+            format!(
+                "skill {id:?} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
+                roots.path(Root::AgentsSkills).display()
+            ),
+            &[],
+        )),
+        Source::Bundled => Err(Error::invalid_input(
+            "D116",
+            format!(
+                "skill {id:?} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else."
+            ),
+            &[],
+        )),
+        Source::File { root, rel, .. } => Ok((found, root, roots.file(root, &rel))),
+    }
+}
+
+/// `directory::skills::update`: overwrite an existing skill file; never creates.
+pub fn update(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+    request: &Value,
+) -> Result<Outcome> {
+    let req: ContentRequest = request::parse(request)?;
+    let id = parse_id(&req.id)?;
+    check_content(&req.content)?;
+    let (_, _, path) = writable(reader, roots, visibility, &id)?;
+    store::write_atomic(&path, req.content.as_bytes(), Mode::Replace)
+        .map_err(|e| store_error(e, "D114", &[]))?;
+    Ok(Outcome {
+        response: written(&id, &req.content, &path),
+        touched: vec![path],
+        event: ChangeEvent::skill("update", &id),
+    })
+}
+
+/// `directory::skills::delete`: remove the file and the folders it leaves empty (never a
+/// root), so that an emptied namespace stops shadowing lower roots.
+pub fn delete(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+    request: &Value,
+) -> Result<Outcome> {
+    let req: IdRequest = request::parse(request)?;
+    let id = parse_id(&req.id)?;
+    let (found, root, path) = writable(reader, roots, visibility, &id)?;
+    store::remove_with_empty_parents(&path, roots.path(root))
+        .map_err(|e| Error::Io(e.to_string()))?;
+    // A scoped reconcile lists the roots' top-level folders again, so an emptied namespace
+    // folder that was removed stops shadowing too.
+    Ok(Outcome {
+        response: json!({ "id": found }),
+        touched: vec![path],
+        event: ChangeEvent::skill("delete", &found),
+    })
+}

@@ -1,0 +1,210 @@
+//! `directory::system-prompts::{create,update,delete}`. Creates land at
+//! `<skills_folder>/system-prompts/<name>.md`; an update of a bundled prompt writes the file that
+//! shadows it there.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::closest;
+use crate::bundled_docs;
+use crate::doc::ids::validate_name;
+use crate::doc::{Frontmatter, ParsedDoc};
+use crate::error::{Next, next};
+use crate::events::{ChangeEvent, Family};
+use crate::index::records::{Root, Source};
+use crate::index::{Reader, Roots};
+use crate::store::{self, Mode};
+use crate::write::{Outcome, check_content, file_exists, modified_at, store_error};
+use crate::{Error, Result, request};
+
+/// The folder under `skills_folder` where created system prompts go.
+pub const FOLDER: &str = "system-prompts";
+
+const NEXT_ON_CONFLICT: [Next; 2] = [
+    next(
+        "directory::system-prompts::update",
+        "edit the existing system prompt",
+    ),
+    next(
+        "directory::system-prompts::list",
+        "browse system prompt names",
+    ),
+];
+const NEXT_ON_MISS: [Next; 1] = [next(
+    "directory::system-prompts::list",
+    "browse system prompt names",
+)];
+
+#[derive(Deserialize)]
+struct ContentRequest {
+    name: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct NameRequest {
+    name: String,
+}
+
+fn target(roots: &Roots, name: &str) -> PathBuf {
+    roots
+        .path(Root::Skills)
+        .join(FOLDER)
+        .join(format!("{name}.md"))
+}
+
+/// The frontmatter rules of a system prompt being written (D213); returns the declared name
+/// (when there is one) and the description.
+fn check_frontmatter(content: &str) -> Result<(Option<String>, String)> {
+    let doc = ParsedDoc::parse(content);
+    let invalid = |problem: String| Error::invalid_input("D213", problem, &[]);
+    let fields = match &doc.frontmatter {
+        Frontmatter::Absent => return Err(invalid(format!("{}.", super::MISSING_FRONTMATTER))),
+        Frontmatter::Invalid(why) => {
+            return Err(invalid(format!("invalid frontmatter YAML: {why}.")));
+        }
+        Frontmatter::Present(fields) => fields,
+    };
+    let description = fields
+        .description
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or_default();
+    if description.is_empty() {
+        return Err(invalid(
+            "frontmatter is missing a non-empty `description`; the next scan would skip this prompt.".into(),
+        ));
+    }
+    let declared = fields
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string);
+    if let Some(name) = &declared {
+        validate_name(name).map_err(|why| {
+            invalid(format!(
+                "frontmatter `name` is invalid ({why}); the next scan would skip this prompt."
+            ))
+        })?;
+    }
+    Ok((declared, description.to_string()))
+}
+
+/// A declared name must be the requested one when the request names the file.
+fn check_declared(declared: &Option<String>, requested: &str) -> Result<()> {
+    match declared {
+        Some(name) if name != requested => Err(Error::invalid_input(
+            "D213",
+            format!(
+                "frontmatter `name` ({name:?}) must match the requested system prompt name ({requested:?})."
+            ),
+            &[],
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn response(name: &str, description: &str, content: &str, path: &Path) -> Value {
+    json!({ "name": name, "description": description, "bytes": content.len(), "modified_at": modified_at(path) })
+}
+
+/// `directory::system-prompts::create`.
+pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
+    let req: ContentRequest = request::parse(request)?;
+    validate_name(&req.name).map_err(Error::Invalid)?;
+    if reader.prompt(&req.name)?.is_some() {
+        return Err(Error::invalid_input(
+            "D214",
+            format!("system prompt {:?} already exists.", req.name),
+            &NEXT_ON_CONFLICT,
+        ));
+    }
+    let path = target(roots, &req.name);
+    if path.exists() {
+        return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
+    }
+    check_content(&req.content)?;
+    let (declared, description) = check_frontmatter(&req.content)?;
+    check_declared(&declared, &req.name)?;
+    store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
+        .map_err(|e| store_error(e, "D214", &NEXT_ON_CONFLICT))?;
+    Ok(Outcome {
+        response: response(&req.name, &description, &req.content, &path),
+        touched: vec![path],
+        event: ChangeEvent::named(Family::SystemPrompts, "create", &req.name),
+    })
+}
+
+/// `directory::system-prompts::update`: overwrite the file (a declared `name` may rename the
+/// prompt), or shadow a bundled prompt with a new file.
+pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
+    let req: ContentRequest = request::parse(request)?;
+    validate_name(&req.name).map_err(Error::Invalid)?;
+    let (path, mode, stem) = match reader.prompt(&req.name)? {
+        Some(row) => match row.source {
+            Source::File { root, rel, .. } => {
+                let path = roots.file(root, &rel);
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (path, Mode::Replace, stem)
+            }
+            Source::Bundled => {
+                return Err(Error::Index("a system prompt row without a file".into()));
+            }
+        },
+        None if bundled_docs::prompt(&req.name).is_some() => {
+            let path = target(roots, &req.name);
+            if path.exists() {
+                return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
+            }
+            (path, Mode::CreateNew, req.name.clone())
+        }
+        None => return Err(miss(reader, &req.name)?),
+    };
+    check_content(&req.content)?;
+    let (declared, description) = check_frontmatter(&req.content)?;
+    if mode == Mode::CreateNew {
+        check_declared(&declared, &req.name)?;
+    }
+    let name = declared.unwrap_or(stem);
+    store::write_atomic(&path, req.content.as_bytes(), mode)
+        .map_err(|e| store_error(e, "D214", &NEXT_ON_CONFLICT))?;
+    Ok(Outcome {
+        response: response(&name, &description, &req.content, &path),
+        touched: vec![path],
+        event: ChangeEvent::named(Family::SystemPrompts, "update", &name),
+    })
+}
+
+/// `directory::system-prompts::delete`: only files can be deleted (a bundled prompt has none).
+pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
+    let req: NameRequest = request::parse(request)?;
+    validate_name(&req.name).map_err(Error::Invalid)?;
+    let Some(Source::File { root, rel, .. }) = reader.prompt(&req.name)?.map(|row| row.source)
+    else {
+        return Err(miss(reader, &req.name)?);
+    };
+    let path = roots.file(root, &rel);
+    store::remove(&path).map_err(|e| Error::Io(e.to_string()))?;
+    Ok(Outcome {
+        response: json!({ "name": req.name }),
+        touched: vec![path],
+        event: ChangeEvent::named(Family::SystemPrompts, "delete", &req.name),
+    })
+}
+
+fn miss(reader: &Reader, name: &str) -> Result<Error> {
+    let names = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
+    Ok(Error::not_found(
+        "D210",
+        "system prompt",
+        name,
+        &closest(name, names),
+        &NEXT_ON_MISS,
+    ))
+}

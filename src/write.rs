@@ -1,0 +1,77 @@
+//! What the write functions share: the outcome a family's write hands back to [`Directory`]
+//! (which reconciles the touched paths and publishes the event under its write lock), the
+//! content checks, and the rendering of store errors.
+//!
+//! [`Directory`]: crate::Directory
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::doc::{MAX_FILE_BYTES, frontmatter};
+use crate::error::Next;
+use crate::events::ChangeEvent;
+use crate::store::StoreError;
+use crate::time::Stamp;
+use crate::{Error, Result};
+
+/// A write done on disk: its response, the paths to reconcile, and the event to publish.
+pub struct Outcome {
+    pub response: Value,
+    pub touched: Vec<PathBuf>,
+    pub event: ChangeEvent,
+}
+
+/// The contract's checks on full-file content for skills and system prompts (D113).
+pub fn check_content(content: &str) -> Result<()> {
+    if content.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::invalid_input(
+            "D113",
+            format!(
+                "content is too large ({} bytes; max {MAX_FILE_BYTES}).",
+                content.len()
+            ),
+            &[],
+        ));
+    }
+    if content[frontmatter::split(content).body_offset..]
+        .trim()
+        .is_empty()
+    {
+        return Err(Error::invalid_input(
+            "D113",
+            "content has an empty body after the frontmatter block; readers reject empty bodies.",
+            &[],
+        ));
+    }
+    Ok(())
+}
+
+/// The modification time of a file just written, as the contract prints it.
+pub fn modified_at(path: &Path) -> String {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map(|t| Stamp::from_system(t).rfc3339())
+        .unwrap_or_default()
+}
+
+/// A store error as the library reports it; a target that appeared meanwhile is the coded
+/// "file already exists" error of the family.
+pub fn store_error(e: StoreError, code: &'static str, next: &[Next]) -> Error {
+    match e {
+        StoreError::Exists(path) => file_exists(code, &path, next),
+        other => Error::Io(other.to_string()),
+    }
+}
+
+/// `a file already exists at <path> (currently skipped by the scanner); …`
+pub fn file_exists(code: &'static str, path: &Path, next: &[Next]) -> Error {
+    Error::invalid_input(
+        code,
+        format!(
+            "a file already exists at {} (currently skipped by the scanner); edit or remove it on disk.",
+            path.display()
+        ),
+        next,
+    )
+}
