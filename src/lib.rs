@@ -19,6 +19,7 @@ pub mod skills;
 pub mod store;
 pub mod system_prompts;
 pub mod time;
+pub mod watch;
 mod write;
 
 use std::collections::BTreeSet;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use iii_directory::config::Config;
 use iii_directory::{Directory, ReadFunction};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// A temporary base folder: `skills/`, `skills/iii/` (local), `.agents/skills/`, `agents/`,
 /// and the index under `data/`.
@@ -18,7 +18,9 @@ pub struct Tree {
 
 impl Tree {
     pub fn new() -> Tree {
-        Tree { dir: tempfile::tempdir().expect("temp dir") }
+        Tree {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     pub fn base(&self) -> &Path {
@@ -44,7 +46,12 @@ impl Tree {
 
     pub fn remove(&self, rel: &str) -> &Tree {
         let path = self.path(rel);
-        if path.is_dir() { fs::remove_dir_all(path) } else { fs::remove_file(path) }.expect("remove");
+        if path.is_dir() {
+            fs::remove_dir_all(path)
+        } else {
+            fs::remove_file(path)
+        }
+        .expect("remove");
         self
     }
 
@@ -74,7 +81,11 @@ impl Tree {
 /// The corpus of real skills shipped beside the project (`../shared/corpus`).
 pub fn corpus() -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    assert!(path.is_dir(), "the skills corpus is missing at {}: these tests need ../shared/corpus", path.display());
+    assert!(
+        path.is_dir(),
+        "the skills corpus is missing at {}: these tests need ../shared/corpus",
+        path.display()
+    );
     path
 }
 
@@ -94,7 +105,9 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// Calls a read function with no installed-workers set (nothing hidden by the filter).
 pub fn call(directory: &Directory, function: ReadFunction, request: Value) -> Value {
-    directory.read(function, &request, None).unwrap_or_else(|e| panic!("{} failed: {e}", function.id()))
+    directory
+        .read(function, &request, None)
+        .unwrap_or_else(|e| panic!("{} failed: {e}", function.id()))
 }
 
 /// Calls a read function expecting an error, and returns its message.
@@ -106,13 +119,25 @@ pub fn call_err(directory: &Directory, function: ReadFunction, request: Value) -
 }
 
 /// Calls a read function with a known set of installed workers.
-pub fn call_installed(directory: &Directory, function: ReadFunction, request: Value, installed: &[&str]) -> Value {
+pub fn call_installed(
+    directory: &Directory,
+    function: ReadFunction,
+    request: Value,
+    installed: &[&str],
+) -> Value {
     let set: BTreeSet<String> = installed.iter().map(|s| s.to_string()).collect();
-    directory.read(function, &request, Some(&set)).unwrap_or_else(|e| panic!("{} failed: {e}", function.id()))
+    directory
+        .read(function, &request, Some(&set))
+        .unwrap_or_else(|e| panic!("{} failed: {e}", function.id()))
 }
 
 /// The display ids `skills::list` returns.
 pub fn skill_ids(directory: &Directory) -> Vec<String> {
     let list = call(directory, ReadFunction::SkillsList, json!({}));
-    list["skills"].as_array().expect("skills").iter().map(|r| r["id"].as_str().expect("id").to_string()).collect()
+    list["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect()
 }

@@ -1,0 +1,305 @@
+//! The live doorbell: a file-system watcher over the roots whose bursts of events become one
+//! scoped reconcile each, plus a slow safety-net reconcile for anything the watcher missed.
+//!
+//! A burst never carries the changes itself: it only says which paths to look at again. The
+//! reconcile compares disk with the index and publishes one `external` event per family whose
+//! answers changed, so our own writes (already reconciled by the write) and changes to files
+//! that are not documents cause no event.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
+
+use crate::Directory;
+use crate::index::records::Root;
+use crate::time::Stamp;
+
+/// How the watcher batches events and how often the safety net runs.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// A burst ends after this long without a new event.
+    pub quiet: Duration,
+    /// A burst never waits longer than this from its first event, however busy the disk.
+    pub max_delay: Duration,
+    /// Interval of the full reconcile that catches anything missed; `None` disables it.
+    pub safety_net: Option<Duration>,
+    /// Pretend the watch of these roots failed (tests of the degraded mode).
+    pub fail_roots: Vec<Root>,
+}
+
+impl Default for WatchOptions {
+    fn default() -> WatchOptions {
+        WatchOptions {
+            quiet: Duration::from_millis(50),
+            max_delay: Duration::from_millis(500),
+            safety_net: Some(Duration::from_secs(300)),
+            fail_roots: Vec::new(),
+        }
+    }
+}
+
+/// The watcher's health, for `directory::index::status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WatchStatus {
+    /// Some root is not watched (or the event queue overflowed): changes there are seen only by
+    /// the safety-net reconcile.
+    pub degraded: bool,
+    /// Why, one line per problem.
+    pub problems: Vec<String>,
+    /// Folders watched.
+    pub watched: Vec<String>,
+    /// Bursts handled and reconciles they caused.
+    pub bursts: u64,
+    /// When the last safety-net reconcile ran (RFC 3339), if it has.
+    pub last_safety_net: Option<String>,
+}
+
+enum Message {
+    Event(notify::Result<notify::Event>),
+    Stop,
+}
+
+/// A running watcher; stops when dropped.
+pub struct Watcher {
+    sender: Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+    status: Arc<Mutex<WatchStatus>>,
+    // Kept alive for as long as the watch should run.
+    _notify: Option<RecommendedWatcher>,
+}
+
+impl Watcher {
+    /// Creates the writable roots when missing, watches every root that exists, and starts the
+    /// thread that turns bursts into reconciles.
+    pub fn start(directory: Arc<Directory>, options: WatchOptions) -> Watcher {
+        let (sender, receiver) = mpsc::channel();
+        let status = Arc::new(Mutex::new(WatchStatus::default()));
+        let notify = watch_roots(&directory, &options, sender.clone(), &status);
+        let thread_status = status.clone();
+        let thread = std::thread::Builder::new()
+            .name("iii-directory-watch".into())
+            .spawn(move || run(directory, options, receiver, thread_status))
+            .expect("spawning the watcher thread");
+        Watcher {
+            sender,
+            thread: Some(thread),
+            status,
+            _notify: notify,
+        }
+    }
+
+    pub fn status(&self) -> WatchStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Stops watching and waits for a burst in progress to finish.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.sender.send(Message::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn note_problem(status: &Mutex<WatchStatus>, problem: String) {
+    tracing::warn!("{problem}; changes there are picked up by the safety-net reconcile");
+    if let Ok(mut status) = status.lock() {
+        status.degraded = true;
+        status.problems.push(problem);
+    }
+}
+
+/// The folders to watch: the writable roots (created when missing) and the agents skills root
+/// when it exists. A root nested in another watched root is covered by that one's watch.
+fn watch_roots(
+    directory: &Directory,
+    options: &WatchOptions,
+    sender: Sender<Message>,
+    status: &Mutex<WatchStatus>,
+) -> Option<RecommendedWatcher> {
+    let roots = directory.roots();
+    let handler = move |event| {
+        let _ = sender.send(Message::Event(event));
+    };
+    let mut watcher = match notify::recommended_watcher(handler) {
+        Ok(watcher) => watcher,
+        Err(e) => {
+            note_problem(status, format!("the file watcher could not start: {e}"));
+            return None;
+        }
+    };
+    let mut watched: Vec<PathBuf> = Vec::new();
+    for root in [
+        Root::Skills,
+        Root::LocalSkills,
+        Root::Agents,
+        Root::AgentsSkills,
+    ] {
+        let path = roots.path(root);
+        if root != Root::AgentsSkills {
+            if let Err(e) = std::fs::create_dir_all(path) {
+                note_problem(
+                    status,
+                    format!(
+                        "cannot create {} {}: {e}",
+                        root.config_key(),
+                        path.display()
+                    ),
+                );
+                continue;
+            }
+        } else if !path.is_dir() {
+            continue;
+        }
+        if watched.iter().any(|w| path.starts_with(w)) {
+            continue;
+        }
+        let mode = if root == Root::Agents {
+            RecursiveMode::NonRecursive
+        } else {
+            RecursiveMode::Recursive
+        };
+        let result = if options.fail_roots.contains(&root) {
+            Err(notify::Error::generic("watch refused (injected failure)"))
+        } else {
+            watcher.watch(path, mode)
+        };
+        match result {
+            Ok(()) => watched.push(path.to_path_buf()),
+            Err(e) => note_problem(
+                status,
+                format!("cannot watch {} {}: {e}", root.config_key(), path.display()),
+            ),
+        }
+    }
+    if let Ok(mut status) = status.lock() {
+        status.watched = watched.iter().map(|p| p.display().to_string()).collect();
+    }
+    Some(watcher)
+}
+
+/// Paths worth a look: documents, and folders (which carry no extension). Our own temporary
+/// files and other files are not.
+fn relevant(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    if name.ends_with(".tmp") {
+        return false;
+    }
+    match path.extension() {
+        None => true,
+        Some(ext) => ext == "md",
+    }
+}
+
+/// A burst being collected.
+#[derive(Default)]
+struct Burst {
+    paths: BTreeSet<PathBuf>,
+    full: bool,
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl Burst {
+    fn add(&mut self, event: notify::Result<notify::Event>, status: &Mutex<WatchStatus>) {
+        match event {
+            Ok(event) if event.need_rescan() => {
+                note_problem(
+                    status,
+                    "the file watcher lost events (rescan notice)".into(),
+                );
+                self.full = true;
+            }
+            Ok(event) => {
+                if matches!(event.kind, EventKind::Access(_)) {
+                    return;
+                }
+                let paths: Vec<PathBuf> = event.paths.into_iter().filter(|p| relevant(p)).collect();
+                if paths.is_empty() {
+                    return;
+                }
+                self.paths.extend(paths);
+            }
+            Err(e) => {
+                note_problem(status, format!("file watcher error: {e}"));
+                self.full = true;
+            }
+        }
+        let now = Instant::now();
+        self.first.get_or_insert(now);
+        self.last = Some(now);
+    }
+
+    /// When the burst is over, if one is collecting.
+    fn deadline(&self, options: &WatchOptions) -> Option<Instant> {
+        let (first, last) = (self.first?, self.last?);
+        Some((last + options.quiet).min(first + options.max_delay))
+    }
+}
+
+fn run(
+    directory: Arc<Directory>,
+    options: WatchOptions,
+    receiver: Receiver<Message>,
+    status: Arc<Mutex<WatchStatus>>,
+) {
+    let mut burst = Burst::default();
+    let mut next_safety_net = options.safety_net.map(|every| Instant::now() + every);
+    loop {
+        let now = Instant::now();
+        let wake = [burst.deadline(&options), next_safety_net]
+            .into_iter()
+            .flatten()
+            .min();
+        let message = match wake {
+            Some(at) => receiver.recv_timeout(at.saturating_duration_since(now)),
+            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match message {
+            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(Message::Event(event)) => burst.add(event, &status),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        if burst.deadline(&options).is_some_and(|at| at <= now) {
+            let done = std::mem::take(&mut burst);
+            let result = if done.full {
+                directory.reconcile()
+            } else {
+                directory.reconcile_paths(done.paths.into_iter().collect())
+            };
+            if let Err(e) = result {
+                tracing::warn!("reconcile after file changes failed: {e}");
+            }
+            if let Ok(mut status) = status.lock() {
+                status.bursts += 1;
+            }
+        }
+        if next_safety_net.is_some_and(|at| at <= now) {
+            if let Err(e) = directory.reconcile() {
+                tracing::warn!("safety-net reconcile failed: {e}");
+            }
+            if let Ok(mut status) = status.lock() {
+                status.last_safety_net = Some(Stamp::now().rfc3339());
+            }
+            next_safety_net = options.safety_net.map(|every| Instant::now() + every);
+        }
+    }
+}
