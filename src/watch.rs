@@ -43,6 +43,15 @@ impl Default for WatchOptions {
     }
 }
 
+impl WatchOptions {
+    /// The options a worker runs with: the defaults, with the configured safety-net interval
+    /// (`safety_net_interval_ms`, 0 = off).
+    pub fn from_settings(settings: &crate::config::Settings) -> WatchOptions {
+        let every = settings.safety_net_interval_ms;
+        WatchOptions { safety_net: (every > 0).then(|| Duration::from_millis(every)), ..WatchOptions::default() }
+    }
+}
+
 /// The watcher's health, for `directory::index::status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WatchStatus {

@@ -66,6 +66,9 @@ pub struct Mirror {
     docs: Option<HashMap<Hash, ParsedDoc>>,
     views: Option<Views>,
     revision: u64,
+    /// Whether the views were ever computed into this index (a new index has none, and must
+    /// compute them even when the roots are empty: the bundled skills are rows too).
+    computed: bool,
     /// See [`RACY_WINDOW`]; tests that control their own timing set it lower.
     pub racy_window: Duration,
 }
@@ -79,6 +82,7 @@ impl Default for Mirror {
             docs: None,
             views: None,
             revision: 0,
+            computed: false,
             racy_window: RACY_WINDOW,
         }
     }
@@ -129,6 +133,8 @@ impl Mirror {
                     .insert((root, rel.to_string()), v.value().to_string());
             }
         }
+        let meta = txn.open_table(META).map_err(Error::index)?;
+        mirror.computed = meta.get(META_RECONCILE).map_err(Error::index)?.is_some();
         if let Some(v) = txn
             .open_table(META)
             .map_err(Error::index)?
@@ -211,7 +217,7 @@ pub fn run(
         Scope::Paths(_) => found.merge_folders(&mirror.top_dirs, &mirror.unreadable),
     };
     let folders_changed = top_dirs != mirror.top_dirs || unreadable != mirror.unreadable;
-    if to_read.is_empty() && removed.is_empty() && !folders_changed {
+    if mirror.computed && to_read.is_empty() && removed.is_empty() && !folders_changed {
         report.revision = mirror.revision;
         report.files = mirror.files.len();
         report.skipped = match &mirror.views {
@@ -312,6 +318,7 @@ pub fn run(
     let changed_views = changed.skills || changed.prompts || changed.agents || changed.skipped;
     report.skipped = views.skipped.len();
     mirror.views = Some(views);
+    mirror.computed = true;
     // The revision tells callers whether answers changed, so file bookkeeping alone (a racy
     // file read again with the same content) does not bump it.
     report.changed = changed_views;
