@@ -48,7 +48,10 @@ impl WatchOptions {
     /// (`safety_net_interval_ms`, 0 = off).
     pub fn from_settings(settings: &crate::config::Settings) -> WatchOptions {
         let every = settings.safety_net_interval_ms;
-        WatchOptions { safety_net: (every > 0).then(|| Duration::from_millis(every)), ..WatchOptions::default() }
+        WatchOptions {
+            safety_net: (every > 0).then(|| Duration::from_millis(every)),
+            ..WatchOptions::default()
+        }
     }
 }
 

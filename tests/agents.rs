@@ -3,7 +3,6 @@
 //! `iii-minimal` bases.
 
 // `tests/common/mod.rs` is not rustfmt-clean and is not ours to change.
-#[rustfmt::skip]
 mod common;
 
 use std::fs;

@@ -3,7 +3,6 @@
 //! corpus files with the contract's rules, independently of the library.
 
 // `tests/common/mod.rs` is not rustfmt-clean and is not ours to change.
-#[rustfmt::skip]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

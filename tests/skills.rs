@@ -6,7 +6,6 @@
 //! 2.6, reproduced literally). Tests that put files in the local root expect those extra ids.
 
 // `tests/common/mod.rs` is not rustfmt-clean and is not ours to change.
-#[rustfmt::skip]
 mod common;
 
 use std::fs;
@@ -621,7 +620,7 @@ fn bundled_directory_skill_get_has_an_empty_path() {
 }
 
 #[test]
-#[ignore = "BUG: bundled directory/* skills are missing when the roots hold no file at all (reconcile returns before computing views on a fresh index)"]
+
 fn bundled_directory_skills_are_served_on_an_empty_tree() {
     let tree = Tree::new();
     let d = tree.open();
