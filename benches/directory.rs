@@ -128,8 +128,16 @@ fn main() {
             .expect("list");
         std::hint::black_box(serde_json::to_vec(&v).expect("json"));
     });
-    row("skills::list, all rows (Value)", &list, None);
-    row("skills::list, all rows, serialized", &list_json, None);
+    row(
+        "skills::list, all rows, JSON text (the wire)",
+        &list_json,
+        None,
+    );
+    row(
+        "skills::list, all rows, as a serde_json::Value",
+        &list,
+        None,
+    );
     row("baseline: rescan (walk, read, parse)", &baseline_list, None);
     row("floor: serialize the rows to JSON", &floor_json, None);
     println!(

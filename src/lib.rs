@@ -24,7 +24,7 @@ mod write;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -135,6 +135,8 @@ pub struct Directory {
     /// a write on disk before the write's own reconcile (which would report it as external).
     write_lock: Mutex<()>,
     subscribers: Subscribers,
+    /// The decoded skill rows of the last revision `list` served.
+    list_cache: Mutex<Option<Arc<skills::ListCache>>>,
 }
 
 impl Directory {
@@ -167,6 +169,7 @@ impl Directory {
             index,
             write_lock: Mutex::new(()),
             subscribers: Subscribers::default(),
+            list_cache: Mutex::new(None),
         }
     }
 
@@ -300,7 +303,10 @@ impl Directory {
         let reader = self.index.read()?;
         let visibility = self.visibility(installed);
         match function {
-            ReadFunction::SkillsList => skills::list(&reader, visibility, request),
+            ReadFunction::SkillsList => {
+                let text = self.list_cache(&reader)?.list_json(visibility, request)?;
+                serde_json::from_str(&text).map_err(|e| Error::Index(e.to_string()))
+            }
             ReadFunction::SkillsGet => skills::get(&reader, &self.roots, visibility, request),
             ReadFunction::SkillsIndex => skills::index(&reader, visibility),
             ReadFunction::SystemPromptsList => system_prompts::list(&reader),
@@ -308,6 +314,39 @@ impl Directory {
             ReadFunction::AgentsList => agents::list(&reader),
             ReadFunction::AgentsGet => agents::get(&reader, &self.roots, visibility, request),
         }
+    }
+
+    /// Answers a read function with the response's JSON text, as it goes on the wire. `list`,
+    /// which UIs call constantly, is served from rows decoded once per index revision.
+    pub fn read_json(
+        &self,
+        function: ReadFunction,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Result<String> {
+        if function == ReadFunction::SkillsList {
+            let reader = self.index.read()?;
+            return self
+                .list_cache(&reader)?
+                .list_json(self.visibility(installed), request);
+        }
+        let value = self.read(function, request, installed)?;
+        serde_json::to_string(&value).map_err(|e| Error::Index(e.to_string()))
+    }
+
+    /// The list rows of the snapshot's revision, decoded now if the cached ones are older.
+    fn list_cache(&self, reader: &index::Reader) -> Result<Arc<skills::ListCache>> {
+        let revision = reader.revision()?;
+        let mut cache = self
+            .list_cache
+            .lock()
+            .map_err(|_| Error::Index("list cache poisoned by a panic".into()))?;
+        if let Some(cached) = cache.as_ref().filter(|c| c.revision == revision) {
+            return Ok(cached.clone());
+        }
+        let fresh = Arc::new(skills::ListCache::build(reader)?);
+        *cache = Some(fresh.clone());
+        Ok(fresh)
     }
 
     /// Every file (or folder) the index does not serve, with why.

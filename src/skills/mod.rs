@@ -5,7 +5,7 @@ pub mod write;
 
 use std::collections::BTreeSet;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::doc::ParsedDoc;
@@ -98,6 +98,8 @@ pub fn row_for(
     }
 }
 
+/// The filters of `directory::skills::list`, applied in the contract's order: visibility,
+/// `prefix` on the on-disk id, `type`, then `search` over display id, title and description.
 #[derive(Deserialize, Default)]
 struct ListRequest {
     search: Option<String>,
@@ -107,54 +109,117 @@ struct ListRequest {
     include_description: Option<bool>,
 }
 
-/// `directory::skills::list`: `{ skills: [row…] }` sorted by on-disk id.
-pub fn list(reader: &Reader, visibility: Visibility<'_>, request: &Value) -> Result<Value> {
-    let req: ListRequest = request::parse(request)?;
-    let search = req
-        .search
-        .as_deref()
-        .map(str::to_lowercase)
-        .filter(|s| !s.is_empty());
-    let include_description = req.include_description.unwrap_or(true);
-    let mut out = Vec::new();
-    for (id, row) in reader.skills()? {
-        if !visibility.allows(&id, &row) {
-            continue;
-        }
-        if req.prefix.as_deref().is_some_and(|p| !id.starts_with(p)) {
-            continue;
-        }
-        if req
-            .kind
-            .as_deref()
-            .is_some_and(|t| row.r#type.as_deref() != Some(t))
-        {
-            continue;
-        }
-        if let Some(needle) = &search {
-            let hit = [&row.display_id, &row.title, &row.description]
-                .iter()
-                .any(|f| f.to_lowercase().contains(needle.as_str()));
-            if !hit {
-                continue;
-            }
-        }
-        out.push(list_row(row, include_description));
-    }
-    Ok(json!({ "skills": out }))
+/// The rows `list` serves, decoded once per index revision, each with its JSON text ready:
+/// a `list` of every row then costs little more than copying that text.
+pub struct ListCache {
+    pub revision: u64,
+    rows: Vec<Listed>,
 }
 
-fn list_row(row: SkillRow, include_description: bool) -> Value {
-    json!({
-        "id": row.display_id,
-        "title": row.title,
-        "type": row.r#type,
-        "function_id": row.function_id,
-        "disable_model_invocation": row.disable_model_invocation,
-        "description": if include_description { row.description } else { String::new() },
-        "bytes": row.bytes,
-        "modified_at": row.modified_at,
-    })
+struct Listed {
+    id: String,
+    row: SkillRow,
+    /// Lowercase display id, title and description, for `search`.
+    lowercase: [String; 3],
+    /// The row as the response carries it.
+    json: String,
+}
+
+/// A list row on the wire.
+#[derive(Serialize)]
+struct ListRow<'a> {
+    id: &'a str,
+    title: &'a str,
+    #[serde(rename = "type")]
+    kind: Option<&'a str>,
+    function_id: Option<&'a str>,
+    disable_model_invocation: bool,
+    description: &'a str,
+    bytes: u64,
+    modified_at: &'a str,
+}
+
+impl ListRow<'_> {
+    fn of(row: &SkillRow, include_description: bool) -> ListRow<'_> {
+        ListRow {
+            id: &row.display_id,
+            title: &row.title,
+            kind: row.r#type.as_deref(),
+            function_id: row.function_id.as_deref(),
+            disable_model_invocation: row.disable_model_invocation,
+            description: if include_description {
+                &row.description
+            } else {
+                ""
+            },
+            bytes: row.bytes,
+            modified_at: &row.modified_at,
+        }
+    }
+
+    fn json(&self) -> String {
+        serde_json::to_string(self).expect("a list row serializes")
+    }
+}
+
+impl ListCache {
+    /// Decodes every skill row of a snapshot.
+    pub fn build(reader: &Reader) -> Result<ListCache> {
+        let revision = reader.revision()?;
+        let rows = reader
+            .skills()?
+            .into_iter()
+            .map(|(id, row)| Listed {
+                lowercase: [&row.display_id, &row.title, &row.description]
+                    .map(|f| f.to_lowercase()),
+                json: ListRow::of(&row, true).json(),
+                id,
+                row,
+            })
+            .collect();
+        Ok(ListCache { revision, rows })
+    }
+
+    /// `directory::skills::list` as JSON text: `{"skills":[row…]}` sorted by on-disk id.
+    pub fn list_json(&self, visibility: Visibility<'_>, request: &Value) -> Result<String> {
+        let req: ListRequest = request::parse(request)?;
+        let search = req
+            .search
+            .as_deref()
+            .map(str::to_lowercase)
+            .filter(|s| !s.is_empty());
+        let include_description = req.include_description.unwrap_or(true);
+        let mut out =
+            String::with_capacity(self.rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 16);
+        out.push_str("{\"skills\":[");
+        let mut first = true;
+        for listed in &self.rows {
+            let (id, row) = (&listed.id, &listed.row);
+            if !visibility.allows(id, row)
+                || req.prefix.as_deref().is_some_and(|p| !id.starts_with(p))
+                || req
+                    .kind
+                    .as_deref()
+                    .is_some_and(|t| row.r#type.as_deref() != Some(t))
+                || search
+                    .as_deref()
+                    .is_some_and(|needle| !listed.lowercase.iter().any(|f| f.contains(needle)))
+            {
+                continue;
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            if include_description {
+                out.push_str(&listed.json);
+            } else {
+                out.push_str(&ListRow::of(row, false).json());
+            }
+        }
+        out.push_str("]}");
+        Ok(out)
+    }
 }
 
 #[derive(Deserialize)]
