@@ -20,11 +20,12 @@ pub mod store;
 pub mod system_prompts;
 pub mod time;
 pub mod watch;
+pub mod worker;
 mod write;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use serde_json::Value;
 
@@ -137,6 +138,8 @@ pub struct Directory {
     subscribers: Subscribers,
     /// The decoded skill rows of the last revision `list` served.
     list_cache: Mutex<Option<Arc<skills::ListCache>>>,
+    /// The live settings: tunable fields change with the configuration worker.
+    settings: RwLock<config::Settings>,
 }
 
 impl Directory {
@@ -163,6 +166,7 @@ impl Directory {
 
     fn with_index(config: Config, index: Index) -> Directory {
         let roots = Roots::from_paths(&config.paths);
+        let settings = RwLock::new(config.settings.clone());
         Directory {
             config,
             roots,
@@ -170,11 +174,34 @@ impl Directory {
             write_lock: Mutex::new(()),
             subscribers: Subscribers::default(),
             list_cache: Mutex::new(None),
+            settings,
         }
     }
 
+    /// The configuration the directory was opened with (its folders are fixed for its life).
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The live settings.
+    pub fn settings(&self) -> config::Settings {
+        self.settings
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Applies new settings live. Topology fields (folders, index path, `auto_download`) cannot
+    /// change while the directory is open: if any differs, nothing is applied and their names
+    /// are returned.
+    pub fn apply_settings(&self, new: config::Settings) -> Result<(), Vec<&'static str>> {
+        let mut settings = self.settings.write().unwrap_or_else(|p| p.into_inner());
+        let refused = settings.topology_changed(&new);
+        if !refused.is_empty() {
+            return Err(refused);
+        }
+        *settings = new;
+        Ok(())
     }
 
     pub fn roots(&self) -> &Roots {
@@ -287,7 +314,7 @@ impl Directory {
 
     fn visibility<'a>(&self, installed: Option<&'a BTreeSet<String>>) -> Visibility<'a> {
         Visibility {
-            filter_unregistered: self.config.settings.filter_unregistered,
+            filter_unregistered: self.settings().filter_unregistered,
             installed,
         }
     }
@@ -347,6 +374,31 @@ impl Directory {
         let fresh = Arc::new(skills::ListCache::build(reader)?);
         *cache = Some(fresh.clone());
         Ok(fresh)
+    }
+
+    /// `directory::index::status`, beyond the original: the index revision, how many rows each
+    /// family serves, every skipped file with its reason, the last reconcile, and the watcher's
+    /// health when one runs.
+    pub fn status(&self, watcher: Option<&watch::WatchStatus>) -> Result<Value> {
+        let reader = self.index.read()?;
+        let count = |v: Value, key: &str| v[key].as_array().map_or(0, Vec::len);
+        let last = reader.last_reconcile()?;
+        Ok(serde_json::json!({
+            "revision": reader.revision()?,
+            "index_path": self.index.path().display().to_string(),
+            "files": reader.file_count()?,
+            "counts": {
+                "skills": reader.skills()?.len(),
+                "system_prompts": count(system_prompts::list(&reader)?, "prompts"),
+                "agents": count(agents::list(&reader)?, "agents"),
+            },
+            "skipped": self.skipped()?,
+            "last_reconcile": last.map(|l| serde_json::json!({
+                "at": l.at.rfc3339(),
+                "duration_ms": l.duration_ms,
+            })),
+            "watcher": watcher,
+        }))
     }
 
     /// Every file (or folder) the index does not serve, with why.

@@ -13,13 +13,18 @@ use serde_json::{Value, json};
 
 use iii_directory::config::Config;
 use iii_directory::index::reconcile::Progress;
-use iii_directory::{Directory, OpenError, ReadFunction};
+use iii_directory::{Directory, OpenError, ReadFunction, worker};
+
+/// Where the engine listens by default (contract).
+const DEFAULT_URL: &str = "ws://127.0.0.1:49134";
 
 const AFTER_HELP: &str = "\
 Folders and the index file come from the configuration (see config.yaml.example); relative
 paths resolve against III_COMPOSE_DIR, else the current directory.
 
 Examples:
+  iii-directory                              run the worker against ws://127.0.0.1:49134
+  iii-directory serve --url ws://host:49134  run the worker against another engine
   iii-directory reindex                      build or refresh the index, with a summary
   iii-directory list skills --prefix resend/ the skills of one namespace
   iii-directory get skill resend/index       one skill's body
@@ -35,15 +40,24 @@ struct Cli {
     /// YAML configuration (the same file the worker takes); defaults apply without one.
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// Log level: error, warn, info, debug or trace (RUST_LOG, when set, takes precedence).
-    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
-    log_level: String,
+    /// Log level: error, warn, info, debug or trace (RUST_LOG, when set, takes precedence);
+    /// the worker defaults to info, the other commands to warn.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// The engine's WebSocket address (the worker).
+    #[arg(long, global = true, env = "III_URL", default_value = DEFAULT_URL)]
+    url: String,
+    /// Print the functions and trigger types the worker registers, as JSON, and exit.
+    #[arg(long, global = true)]
+    manifest: bool,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the worker on the iii engine bus (the default when no command is given).
+    Serve,
     /// Bring the index up to date with the folders (reading only what changed), and summarize.
     Reindex {
         /// Delete the index first and rebuild it from every file.
@@ -111,7 +125,16 @@ enum KindOne {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.log_level);
+    let serving = matches!(cli.command, None | Some(Command::Serve));
+    let level = cli
+        .log_level
+        .clone()
+        .unwrap_or_else(|| if serving { "info" } else { "warn" }.into());
+    // The SDK retries a missing engine every 2 s and says so each time, and its telemetry
+    // exporter complains too; the worker says it once itself.
+    init_logging(&format!(
+        "{level},iii_sdk=error,iii_helpers=off,opentelemetry=off"
+    ));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -135,7 +158,22 @@ fn run(cli: Cli) -> Result<(), String> {
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    match cli.command {
+    if cli.manifest {
+        emit(
+            &serde_json::to_string_pretty(&worker::surface::manifest())
+                .map_err(|e| e.to_string())?,
+        );
+        return Ok(());
+    }
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            let seed = cli.config.is_some().then(|| config.settings.to_json());
+            worker::serve(worker::ServeOptions {
+                url: cli.url,
+                config,
+                seed,
+            })
+        }
         Command::Reindex { from_scratch, json } => reindex(config, from_scratch, json),
         Command::List {
             kind,

@@ -107,6 +107,10 @@ struct ListRequest {
     #[serde(rename = "type")]
     kind: Option<String>,
     include_description: Option<bool>,
+    /// Beyond the original: the revision the caller already has. When the index is still at
+    /// it, the answer is `{unchanged: true, revision}`; otherwise the usual answer plus
+    /// `revision`.
+    if_revision: Option<u64>,
 }
 
 /// The rows `list` serves, decoded once per index revision, each with its JSON text ready:
@@ -183,6 +187,12 @@ impl ListCache {
     /// `directory::skills::list` as JSON text: `{"skills":[row…]}` sorted by on-disk id.
     pub fn list_json(&self, visibility: Visibility<'_>, request: &Value) -> Result<String> {
         let req: ListRequest = request::parse(request)?;
+        if req.if_revision == Some(self.revision) {
+            return Ok(format!(
+                "{{\"unchanged\":true,\"revision\":{}}}",
+                self.revision
+            ));
+        }
         let search = req
             .search
             .as_deref()
@@ -217,7 +227,11 @@ impl ListCache {
                 out.push_str(&ListRow::of(row, false).json());
             }
         }
-        out.push_str("]}");
+        out.push(']');
+        if req.if_revision.is_some() {
+            out.push_str(&format!(",\"revision\":{}", self.revision));
+        }
+        out.push('}');
         Ok(out)
     }
 }

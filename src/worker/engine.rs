@@ -1,0 +1,163 @@
+//! Calls to the engine and other workers: a timeout and retry policy, the installed-workers
+//! set for `filter_unregistered` (TTL-cached, fail-open), and the `engine::functions::info`
+//! proxy.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use iii_sdk::IIIClient;
+use iii_sdk::protocol::TriggerRequest;
+use serde_json::{Value, json};
+
+/// Calls a function and waits for its answer, for at most `timeout`.
+pub async fn call(
+    iii: &IIIClient,
+    function_id: &str,
+    payload: Value,
+    timeout: Duration,
+) -> Result<Value, iii_sdk::Error> {
+    iii.trigger(TriggerRequest {
+        function_id: function_id.to_string(),
+        payload,
+        action: None,
+        timeout_ms: Some(timeout.as_millis() as u64),
+    })
+    .await
+}
+
+/// Whether an error says the function or entry does not exist (retrying will not help).
+pub fn is_missing(e: &iii_sdk::Error) -> bool {
+    matches!(e, iii_sdk::Error::Remote { code, .. } if code == "function_not_found" || code == "NOT_FOUND")
+}
+
+/// [`call`] with `attempts` tries, sleeping 250 ms × attempt between them; a missing function
+/// or entry is not retried.
+pub async fn call_retrying(
+    iii: &IIIClient,
+    function_id: &str,
+    payload: Value,
+    timeout: Duration,
+    attempts: u32,
+) -> Result<Value, iii_sdk::Error> {
+    let mut attempt = 1;
+    loop {
+        match call(iii, function_id, payload.clone(), timeout).await {
+            Ok(v) => return Ok(v),
+            Err(e) if is_missing(&e) || attempt >= attempts => return Err(e),
+            Err(e) => tracing::debug!(function_id, attempt, "call failed, retrying: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(250 * u64::from(attempt))).await;
+        attempt += 1;
+    }
+}
+
+/// Timeout of `worker::list` (contract: 5 s).
+const WORKER_LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The names of installed workers, from `worker::list`, kept for `registry_cache_ttl_ms`.
+#[derive(Default)]
+pub struct Installed {
+    cached: Mutex<Option<(Instant, Arc<BTreeSet<String>>)>>,
+}
+
+impl Installed {
+    /// The set, refetched when older than `ttl` (or always with `fresh`). On a failed fetch the
+    /// last set is kept; with none ever fetched the answer is `None` and nothing is hidden.
+    pub async fn get(
+        &self,
+        iii: &IIIClient,
+        ttl: Duration,
+        fresh: bool,
+    ) -> Option<Arc<BTreeSet<String>>> {
+        let cached = self.cached.lock().ok().and_then(|c| c.clone());
+        if let Some((at, set)) = &cached {
+            if !fresh && at.elapsed() < ttl {
+                return Some(set.clone());
+            }
+        }
+        match call(iii, "worker::list", json!({}), WORKER_LIST_TIMEOUT).await {
+            Ok(answer) => {
+                let names: BTreeSet<String> = answer["workers"]
+                    .as_array()
+                    .map(|rows| {
+                        rows.iter()
+                            .filter_map(|w| w["name"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let set = Arc::new(names);
+                if let Ok(mut c) = self.cached.lock() {
+                    *c = Some((Instant::now(), set.clone()));
+                }
+                Some(set)
+            }
+            Err(e) => {
+                tracing::debug!(
+                    "worker::list failed; {}: {e}",
+                    if cached.is_some() {
+                        "keeping the last set"
+                    } else {
+                        "hiding nothing"
+                    }
+                );
+                cached.map(|(_, set)| set)
+            }
+        }
+    }
+
+    pub fn clear(&self) {
+        if let Ok(mut c) = self.cached.lock() {
+            *c = None;
+        }
+    }
+}
+
+/// Timeout of the `engine::functions::info` proxy (contract: 10 s).
+const INFO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `directory::engine::functions::info`: one function's contract, from the engine.
+pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, String> {
+    let function_id = request["function_id"]
+        .as_str()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if function_id.is_empty() {
+        return Err("function_id must be non-empty".into());
+    }
+    let info = call(
+        iii,
+        "engine::functions::info",
+        json!({ "function_id": function_id }),
+        INFO_TIMEOUT,
+    )
+    .await
+    .map_err(|e| format!("engine::functions::info proxy: {e}"))?;
+    let pick = |keys: &[&str]| {
+        keys.iter()
+            .map(|k| &info[*k])
+            .find(|v| !v.is_null())
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let worker_name = match &info["worker_name"] {
+        Value::String(name) => json!(name),
+        _ => json!(function_id.split("::").next()),
+    };
+    let triggers: Vec<Value> = info["registered_triggers"]
+        .as_array()
+        .map(|rows| {
+            rows.iter().map(|t| json!({ "id": t["id"], "trigger_type": t["trigger_type"], "config": t["config"] })).collect()
+        })
+        .unwrap_or_default();
+    Ok(json!({
+        "function_id": function_id,
+        "worker_name": worker_name,
+        "description": pick(&["description"]),
+        "request_schema": pick(&["request_format", "request_schema"]),
+        "response_schema": pick(&["response_format", "response_schema"]),
+        "metadata": pick(&["metadata"]),
+        "registered_triggers": triggers,
+    }))
+}
