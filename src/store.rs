@@ -104,12 +104,17 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(io_error("fsync", dir))
 }
 
-/// Removes a file, then each parent folder left empty, up to but never including `root`.
-pub fn remove_with_empty_parents(path: &Path, root: &Path) -> Result<(), StoreError> {
+/// Removes a file, then each parent folder left empty, up to but never including `root` or
+/// any of `keep` (the other configured roots, which may sit inside `root`).
+pub fn remove_with_empty_parents(
+    path: &Path,
+    root: &Path,
+    keep: &[&Path],
+) -> Result<(), StoreError> {
     fs::remove_file(path).map_err(io_error("delete", path))?;
     let mut dir = path.parent();
     while let Some(d) = dir {
-        if d == root || !d.starts_with(root) || fs::remove_dir(d).is_err() {
+        if d == root || keep.contains(&d) || !d.starts_with(root) || fs::remove_dir(d).is_err() {
             break;
         }
         dir = d.parent();
@@ -176,10 +181,10 @@ mod tests {
         let root = dir.path().join("skills");
         write_atomic(&root.join("ns/deep/x.md"), b"x", Mode::Replace).unwrap();
         write_atomic(&root.join("ns/keep.md"), b"k", Mode::Replace).unwrap();
-        remove_with_empty_parents(&root.join("ns/deep/x.md"), &root).unwrap();
+        remove_with_empty_parents(&root.join("ns/deep/x.md"), &root, &[]).unwrap();
         assert!(!root.join("ns/deep").exists());
         assert!(root.join("ns/keep.md").exists());
-        remove_with_empty_parents(&root.join("ns/keep.md"), &root).unwrap();
+        remove_with_empty_parents(&root.join("ns/keep.md"), &root, &[]).unwrap();
         assert!(!root.join("ns").exists());
         assert!(root.exists(), "the root itself stays");
     }

@@ -66,6 +66,12 @@ fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {
     })
 }
 
+/// Whether a profile the index knows is still on disk (disk is the truth: a file removed
+/// behind the index's back is missing, and an update must not re-create it).
+fn has_file(reader: &Reader, roots: &Roots, id: &str) -> Result<bool> {
+    Ok(reader.agent(id)?.is_some() && target(roots, id).is_file())
+}
+
 fn miss(reader: &Reader, id: &str) -> Result<Error> {
     let mut ids: Vec<String> = reader.agents()?.into_iter().map(|(i, _)| i).collect();
     ids.extend(bundled_docs::agents().iter().map(|a| a.id.to_string()));
@@ -108,7 +114,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let req: ContentRequest = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     let path = target(roots, &req.id);
-    let mode = if reader.agent(&req.id)?.is_some() {
+    let mode = if has_file(reader, roots, &req.id)? {
         Mode::Replace
     } else if bundled_docs::agents().iter().any(|a| a.id == req.id) {
         if path.exists() {
@@ -132,7 +138,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: IdRequest = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
-    if reader.agent(&req.id)?.is_none() {
+    if !has_file(reader, roots, &req.id)? {
         if bundled_docs::agents().iter().any(|a| a.id == req.id) {
             return Err(Error::invalid_input(
                 "D414",

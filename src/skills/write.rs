@@ -158,22 +158,34 @@ fn writable(
     visibility: Visibility<'_>,
     id: &str,
 ) -> Result<(String, Root, std::path::PathBuf)> {
-    let Some((found, row)) = resolve(reader, visibility, id)? else {
-        let mut ids: Vec<String> = reader
+    let miss = || -> Result<Error> {
+        let mut rows: Vec<(String, SkillRow)> = reader
             .skills()?
             .into_iter()
             .filter(|(i, r)| visibility.allows(i, r))
-            .map(|(i, _)| i)
             .collect();
         let lower = id.to_lowercase();
-        ids.sort_by_key(|candidate| {
+        rows.sort_by_key(|(candidate, _)| {
             (
                 levenshtein(&lower, &candidate.to_lowercase()),
                 candidate.clone(),
             )
         });
-        ids.truncate(3);
-        return Err(Error::not_found("D110", "skill", id, &ids, &NEXT_ON_MISS));
+        let closest: Vec<String> = rows
+            .into_iter()
+            .take(3)
+            .map(|(_, row)| row.display_id)
+            .collect();
+        Ok(Error::not_found(
+            "D110",
+            "skill",
+            id,
+            &closest,
+            &NEXT_ON_MISS,
+        ))
+    };
+    let Some((found, row)) = resolve(reader, visibility, id)? else {
+        return Err(miss()?);
     };
     match row.source {
         Source::File {
@@ -194,7 +206,11 @@ fn writable(
             ),
             &[],
         )),
-        Source::File { root, rel, .. } => Ok((found, root, roots.file(root, &rel))),
+        // Disk is the truth: a file removed behind the index's back is missing, not writable.
+        Source::File { root, rel, .. } if roots.file(root, &rel).is_file() => {
+            Ok((found, root, roots.file(root, &rel)))
+        }
+        Source::File { .. } => Err(miss()?),
     }
 }
 
@@ -229,7 +245,8 @@ pub fn delete(
     let req: IdRequest = request::parse(request)?;
     let id = parse_id(&req.id)?;
     let (found, root, path) = writable(reader, roots, visibility, &id)?;
-    store::remove_with_empty_parents(&path, roots.path(root))
+    let keep: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
+    store::remove_with_empty_parents(&path, roots.path(root), &keep)
         .map_err(|e| Error::Io(e.to_string()))?;
     // A scoped reconcile lists the roots' top-level folders again, so an emptied namespace
     // folder that was removed stops shadowing too.

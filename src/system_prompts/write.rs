@@ -143,20 +143,14 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: ContentRequest = request::parse(request)?;
     validate_name(&req.name).map_err(Error::Invalid)?;
-    let (path, mode, stem) = match reader.prompt(&req.name)? {
-        Some(row) => match row.source {
-            Source::File { root, rel, .. } => {
-                let path = roots.file(root, &rel);
-                let stem = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                (path, Mode::Replace, stem)
-            }
-            Source::Bundled => {
-                return Err(Error::Index("a system prompt row without a file".into()));
-            }
-        },
+    let (path, mode, stem) = match existing_file(reader, roots, &req.name)? {
+        Some(path) => {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (path, Mode::Replace, stem)
+        }
         None if bundled_docs::prompt(&req.name).is_some() => {
             let path = target(roots, &req.name);
             if path.exists() {
@@ -185,16 +179,25 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: NameRequest = request::parse(request)?;
     validate_name(&req.name).map_err(Error::Invalid)?;
-    let Some(Source::File { root, rel, .. }) = reader.prompt(&req.name)?.map(|row| row.source)
-    else {
+    let Some(path) = existing_file(reader, roots, &req.name)? else {
         return Err(miss(reader, &req.name)?);
     };
-    let path = roots.file(root, &rel);
     store::remove(&path).map_err(|e| Error::Io(e.to_string()))?;
     Ok(Outcome {
         response: json!({ "name": req.name }),
         touched: vec![path],
         event: ChangeEvent::named(Family::SystemPrompts, "delete", &req.name),
+    })
+}
+
+/// The file of a system prompt the index knows, if it is still on disk (disk is the truth: a
+/// file removed behind the index's back is missing, and an update must not re-create it).
+fn existing_file(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<PathBuf>> {
+    Ok(match reader.prompt(name)?.map(|row| row.source) {
+        Some(Source::File { root, rel, .. }) => {
+            Some(roots.file(root, &rel)).filter(|p| p.is_file())
+        }
+        _ => None,
     })
 }
 
