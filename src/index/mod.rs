@@ -107,26 +107,23 @@ impl Index {
             std::fs::create_dir_all(parent)
                 .map_err(|e| failed(format!("create_dir_all {}: {e}", parent.display())))?;
         }
-        let db = match open_checked(path) {
-            Ok(db) => db,
+        let (db, mirror) = match open_checked(path) {
+            Ok(opened) => opened,
             Err(Opened::Busy) => return Err(OpenError::Busy(path.to_path_buf())),
             Err(Opened::Unusable(why)) => {
                 tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
                 std::fs::remove_file(path)
                     .map_err(|e| failed(format!("remove damaged index: {e}")))?;
                 match open_checked(path) {
-                    Ok(db) => db,
+                    Ok(opened) => opened,
                     Err(Opened::Busy) => return Err(OpenError::Busy(path.to_path_buf())),
                     Err(Opened::Unusable(why)) => return Err(failed(why)),
                 }
             }
         };
-        let checked = started.elapsed();
-        let mirror = reconcile::Mirror::load(&db).map_err(|e| failed(e.to_string()))?;
         tracing::debug!(
             path = %path.display(),
-            open_and_check_ms = checked.as_millis() as u64,
-            total_ms = started.elapsed().as_millis() as u64,
+            open_ms = started.elapsed().as_millis() as u64,
             "index opened as writer"
         );
         Ok(Index {
@@ -205,15 +202,18 @@ enum Opened {
 
 /// Opens the file and checks it is an index this binary can use. redb may panic on a file that
 /// is not a database at all, so the open is isolated.
-fn open_checked(path: &Path) -> Result<redb::Database, Opened> {
-    let attempt = std::panic::catch_unwind(|| -> Result<redb::Database, Opened> {
-        let db = builder().create(path).map_err(|e| match e {
+fn open_checked(path: &Path) -> Result<(redb::Database, reconcile::Mirror), Opened> {
+    let attempt = std::panic::catch_unwind(|| {
+        // The writer verifies every page's checksum at open: a damaged file is rebuilt here
+        // rather than trusted (and perhaps served, or panicking) later.
+        let db = builder().set_check_integrity_on_open(true).create(path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen
             | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
             other => Opened::Unusable(other.to_string()),
         })?;
         prepare(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
-        Ok(db)
+        let mirror = reconcile::Mirror::load(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
+        Ok((db, mirror))
     });
     attempt.unwrap_or_else(|_| {
         Err(Opened::Unusable(
@@ -236,7 +236,7 @@ fn prepare(db: &redb::Database) -> Result<()> {
         }
     };
     match version {
-        Some(SCHEMA_VERSION) => check_tables(db),
+        Some(SCHEMA_VERSION) => Ok(()),
         Some(other) => Err(Error::Index(format!(
             "schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
         ))),
@@ -272,31 +272,6 @@ fn create_tables(db: &redb::Database) -> Result<()> {
             .map_err(Error::index)?;
     }
     txn.commit().map_err(Error::index)
-}
-
-/// Reads every table once, so that a file damaged past its header is found at open (and
-/// rebuilt) rather than in the middle of serving.
-fn check_tables(db: &redb::Database) -> Result<()> {
-    let txn = db.begin_read().map_err(Error::index)?;
-    fn walk<K: redb::Key + 'static, V: redb::Value + 'static>(
-        txn: &redb::ReadTransaction,
-        def: TableDefinition<K, V>,
-    ) -> Result<()> {
-        let table = txn.open_table(def).map_err(Error::index)?;
-        for entry in table.iter().map_err(Error::index)? {
-            entry.map_err(Error::index)?;
-        }
-        Ok(())
-    }
-    walk(&txn, FILES)?;
-    walk(&txn, DOCS)?;
-    walk(&txn, TOP_DIRS)?;
-    walk(&txn, UNREADABLE)?;
-    walk(&txn, SKILLS)?;
-    walk(&txn, PROMPTS)?;
-    walk(&txn, AGENTS)?;
-    walk(&txn, SKIPPED)?;
-    walk(&txn, META)
 }
 
 /// A consistent read snapshot of the index.
