@@ -1,7 +1,6 @@
 //! The real `iii-directory` binary on real trees: `reindex`, `list`, `get`, `index`, `check`,
 //! configuration errors, and living beside a process that holds the index as its writer.
 
-#[rustfmt::skip]
 mod common;
 
 use std::fs;
@@ -245,7 +244,6 @@ fn reindex_summarizes_and_then_reads_only_what_is_recent() {
 /// Once nothing is recent, a reindex reads nothing; its summary must still count the files that
 /// are not served.
 #[test]
-#[ignore = "BUG: a reindex with nothing to read reports 0 skipped files (views not loaded after reopen)"]
 fn reindex_with_nothing_to_read_still_counts_skipped_files() {
     let tree = sample_tree();
     backdate(tree.base());
@@ -655,7 +653,6 @@ fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
 /// A damaged index (a few bytes inside one of its pages) is rebuilt by whichever command opens
 /// it as the writer, and `reindex --from-scratch` always recovers. Every page is damaged in turn.
 #[test]
-#[ignore = "BUG: damage inside index pages makes list/get panic (exit 101) and can make even reindex --from-scratch panic"]
 fn any_command_recovers_from_a_damaged_index() {
     let tree = sample_tree();
     let expected = ok_json(&tree, &["list", "skills", "--json"]);

@@ -11,7 +11,6 @@
 //! change is not read again) and make every content change observable in the stat; even seeds
 //! keep the default window.
 
-#[rustfmt::skip]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -1221,7 +1220,6 @@ fn bundled_skill_ids(directory: &Directory) -> Vec<String> {
 /// A first start over roots that hold no file and no folder at all still serves the skills
 /// bundled with the worker, as a fresh scan does.
 #[test]
-#[ignore = "BUG: a new index over roots with no file and no folder serves no bundled skills"]
 fn bundled_skills_are_served_by_a_new_index_over_empty_roots() {
     let tree = Tree::new();
     let directory = tree.open();

@@ -206,11 +206,14 @@ fn open_checked(path: &Path) -> Result<(redb::Database, reconcile::Mirror), Open
     let attempt = std::panic::catch_unwind(|| {
         // The writer verifies every page's checksum at open: a damaged file is rebuilt here
         // rather than trusted (and perhaps served, or panicking) later.
-        let db = builder().set_check_integrity_on_open(true).create(path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen
-            | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
-            other => Opened::Unusable(other.to_string()),
-        })?;
+        let db = builder()
+            .set_check_integrity_on_open(true)
+            .create(path)
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen
+                | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
+                other => Opened::Unusable(other.to_string()),
+            })?;
         prepare(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
         let mirror = reconcile::Mirror::load(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
         Ok((db, mirror))
