@@ -503,3 +503,58 @@ fn two_writers_on_one_skill_leave_one_complete_version() {
         2 * writes
     );
 }
+
+#[test]
+fn a_subscriber_may_read_and_write_from_its_callback() {
+    // Events are published after the write lock is released: a subscriber that reads, or even
+    // writes (here: answering each create with an update), neither deadlocks nor loops.
+    let tree = Tree::new();
+    tree.mkdir("skills/iii").mkdir("agents");
+    let directory = Arc::new(tree.open());
+    let weak = Arc::downgrade(&directory);
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink = seen.clone();
+    directory.subscribe(Arc::new(move |e: &ChangeEvent| {
+        sink.lock().unwrap().push(e.payload.clone());
+        let Some(directory) = weak.upgrade() else {
+            return;
+        };
+        let _ = directory.read(ReadFunction::SkillsList, &json!({}), None);
+        if e.payload["op"] == "create" {
+            let id = e.payload["id"].as_str().unwrap().to_string();
+            directory
+                .write(
+                    WriteFunction::SkillsUpdate,
+                    &json!({"id": id, "content": "# Touched by a subscriber\n\nx\n"}),
+                    None,
+                )
+                .unwrap();
+        }
+    }));
+    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
+    let d = directory.clone();
+    finish_within(
+        Duration::from_secs(30),
+        "writes with a re-entrant subscriber",
+        move || {
+            for i in 0..10 {
+                d.write(
+                    WriteFunction::SkillsCreate,
+                    &json!({"id": format!("re/s{i}"), "content": "# Created\n\nx\n"}),
+                    None,
+                )
+                .unwrap();
+            }
+        },
+    );
+    tree.write("skills/re/external.md", "# External\n\nx\n");
+    std::thread::sleep(Duration::from_millis(600));
+    watcher.stop();
+    let seen = seen.lock().unwrap().clone();
+    let creates = seen.iter().filter(|p| p["op"] == "create").count();
+    let updates = seen.iter().filter(|p| p["op"] == "update").count();
+    let externals = seen.iter().filter(|p| p["op"] == "external").count();
+    assert_eq!((creates, updates, externals), (10, 10, 1), "{seen:?}");
+    let got = common::call(&directory, ReadFunction::SkillsGet, json!({"id": "re/s3"}));
+    assert_eq!(got["title"], "Touched by a subscriber");
+}

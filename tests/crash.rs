@@ -58,6 +58,13 @@ fn header_of(text: &str) -> Option<(String, usize)> {
     Some((token.to_string(), size))
 }
 
+/// Files the parent edits directly between kills.
+const EXTERNAL_IDS: usize = 60;
+
+fn external_id(i: usize) -> String {
+    format!("ext/e{i}")
+}
+
 fn crash_id(i: usize) -> String {
     format!("crash/k{i}")
 }
@@ -145,6 +152,8 @@ struct Totals {
     in_flight_landed: usize,
     in_flight_not_landed: usize,
     killed_before_any_write: usize,
+    /// Cycles that began with a batch of external edits (for the child's boot reconcile).
+    external_batches: usize,
     stray_temp_files: usize,
     index_rebuilt: usize,
     /// Skill states compared with the disk and the index (every id, every cycle).
@@ -175,6 +184,16 @@ fn crash_kill_cycles() {
     for i in 0..CRASH_IDS {
         model.insert(crash_id(i), None);
     }
+    tree.mkdir("skills/ext");
+    for i in 0..EXTERNAL_IDS {
+        let token = format!("ext-{i}");
+        tree.write(
+            &format!("skills/{}.md", external_id(i)),
+            &content_for(&token, 300),
+        );
+        model.insert(external_id(i), Some((token.clone(), 300)));
+        known.insert(token);
+    }
     drop(tree.open());
 
     let exe = std::env::current_exe().unwrap();
@@ -182,6 +201,18 @@ fn crash_kill_cycles() {
     let mut totals = Totals::default();
     let started = Instant::now();
     for cycle in 0..cycles {
+        // Now and then a batch of edits behind the library's back, so the child's boot
+        // reconcile has work to do when an early kill comes.
+        if rng.chance(30) {
+            totals.external_batches += 1;
+            for k in 0..EXTERNAL_IDS {
+                let token = format!("p{cycle}-{k}");
+                let size = 1_000 + 97 * k;
+                fs::write(file_of(&base, &external_id(k)), content_for(&token, size)).unwrap();
+                model.insert(external_id(k), Some((token.clone(), size)));
+                known.insert(token);
+            }
+        }
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
@@ -221,8 +252,8 @@ fn crash_kill_cycles() {
             }
             lines
         });
-        // One cycle in ten kills the child while it opens and reconciles the index.
-        if !rng.chance(10) {
+        // One cycle in five kills the child while it opens and reconciles the index.
+        if !rng.chance(20) {
             ready_rx
                 .recv_timeout(Duration::from_secs(30))
                 .unwrap_or_else(|_| panic!("cycle {cycle}: the child never got ready"));
@@ -359,7 +390,7 @@ fn crash_kill_cycles() {
         drop(directory);
     }
     println!(
-        "crash: {} cycles in {:.1}s; acknowledged writes checked: {} ({} creates/updates, {} deletes); in flight at the kill: {} landed whole, {} not at all; cycles killed before any write: {}; stray temporary files on disk at the end: {}; index rebuilt after a kill: {}; skill states checked against disk and index: {}",
+        "crash: {} cycles in {:.1}s; acknowledged writes checked: {} ({} creates/updates, {} deletes); in flight at the kill: {} landed whole, {} not at all; cycles killed before any write: {}; stray temporary files on disk at the end: {}; index rebuilt after a kill: {}; cycles starting with {EXTERNAL_IDS} external edits: {}; skill states checked against disk and index: {}",
         totals.cycles,
         started.elapsed().as_secs_f64(),
         totals.acknowledged,
@@ -370,6 +401,7 @@ fn crash_kill_cycles() {
         totals.killed_before_any_write,
         totals.stray_temp_files,
         totals.index_rebuilt,
+        totals.external_batches,
         totals.states_checked,
     );
     assert!(
