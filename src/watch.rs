@@ -155,7 +155,9 @@ fn watch_roots(
             return None;
         }
     };
+    // Folders watched recursively: a root inside one of them needs no watch of its own.
     let mut watched: Vec<PathBuf> = Vec::new();
+    let mut listed: Vec<String> = Vec::new();
     for root in [
         Root::Skills,
         Root::LocalSkills,
@@ -181,10 +183,11 @@ fn watch_roots(
         if watched.iter().any(|w| path.starts_with(w)) {
             continue;
         }
-        let mode = if root == Root::Agents {
-            RecursiveMode::NonRecursive
-        } else {
+        let recursive = root != Root::Agents;
+        let mode = if recursive {
             RecursiveMode::Recursive
+        } else {
+            RecursiveMode::NonRecursive
         };
         let result = if options.fail_roots.contains(&root) {
             Err(notify::Error::generic("watch refused (injected failure)"))
@@ -192,7 +195,12 @@ fn watch_roots(
             watcher.watch(path, mode)
         };
         match result {
-            Ok(()) => watched.push(path.to_path_buf()),
+            Ok(()) => {
+                if recursive {
+                    watched.push(path.to_path_buf());
+                }
+                listed.push(path.display().to_string());
+            }
             Err(e) => note_problem(
                 status,
                 format!("cannot watch {} {}: {e}", root.config_key(), path.display()),
@@ -200,7 +208,7 @@ fn watch_roots(
         }
     }
     if let Ok(mut status) = status.lock() {
-        status.watched = watched.iter().map(|p| p.display().to_string()).collect();
+        status.watched = listed;
     }
     Some(watcher)
 }
