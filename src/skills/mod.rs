@@ -53,6 +53,34 @@ impl Visibility<'_> {
     }
 }
 
+/// What a skill's document says about itself.
+pub struct Identity {
+    /// Frontmatter `title`, then `name`, then the first H1, then the fallback (the id).
+    pub title: String,
+    pub r#type: Option<String>,
+    pub function_id: Option<String>,
+}
+
+/// A frontmatter value trimmed, when it is not blank.
+fn trimmed(value: Option<&String>) -> Option<String> {
+    value
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+pub fn identity(doc: Option<&ParsedDoc>, fallback_title: &str) -> Identity {
+    let fields = doc.and_then(ParsedDoc::fields);
+    Identity {
+        title: trimmed(fields.and_then(|f| f.title.as_ref()))
+            .or_else(|| trimmed(fields.and_then(|f| f.name.as_ref())))
+            .or_else(|| doc.and_then(|d| d.h1.clone()))
+            .unwrap_or_else(|| fallback_title.to_string()),
+        r#type: trimmed(fields.and_then(|f| f.r#type.as_ref())),
+        function_id: trimmed(fields.and_then(|f| f.function_id.as_ref())),
+    }
+}
+
 /// Builds a skill row from its parsed document (`None` when the file cannot be served, in which
 /// case the row carries defaults, as the contract asks).
 #[allow(clippy::too_many_arguments)]
@@ -71,22 +99,14 @@ pub fn row_for(
         || ALWAYS_VISIBLE_NAMESPACES.contains(&namespace)
         || agents_namespaces.contains(namespace);
     let fields = doc.and_then(ParsedDoc::fields);
-    let text = |v: Option<&String>| {
-        v.map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let title = text(fields.and_then(|f| f.title.as_ref()))
-        .or_else(|| text(fields.and_then(|f| f.name.as_ref())))
-        .or_else(|| doc.and_then(|d| d.h1.clone()))
-        .unwrap_or_else(|| display_id.clone());
-    let description = text(fields.and_then(|f| f.description.as_ref()))
+    let identity = identity(doc, &display_id);
+    let description = trimmed(fields.and_then(|f| f.description.as_ref()))
         .or_else(|| doc.map(|d| d.first_paragraph.clone()))
         .unwrap_or_default();
     SkillRow {
-        title,
-        r#type: text(fields.and_then(|f| f.r#type.as_ref())),
-        function_id: text(fields.and_then(|f| f.function_id.as_ref())),
+        title: identity.title,
+        r#type: identity.r#type,
+        function_id: identity.function_id,
         disable_model_invocation: fields.is_some_and(|f| f.disable_model_invocation),
         description,
         bytes,

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Visibility, parse_id, resolve};
+use crate::doc::ParsedDoc;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::ids::levenshtein;
-use crate::doc::{Frontmatter, ParsedDoc};
 use crate::error::{Next, next};
 use crate::events::ChangeEvent;
 use crate::index::records::{Root, SkillRow, Source};
@@ -127,25 +127,12 @@ fn agents_namespaces(reader: &Reader) -> Result<Vec<String>> {
 
 /// The response of create and update: the new content's identity.
 fn written(id: &str, content: &str, path: &std::path::Path) -> Value {
-    let doc = ParsedDoc::parse(content);
-    let fields = match &doc.frontmatter {
-        Frontmatter::Present(fields) => Some(fields.as_ref()),
-        _ => None,
-    };
-    let text = |v: Option<&String>| {
-        v.map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let title = text(fields.and_then(|f| f.title.as_ref()))
-        .or_else(|| text(fields.and_then(|f| f.name.as_ref())))
-        .or(doc.h1)
-        .unwrap_or_else(|| id.to_string());
+    let identity = super::identity(Some(&ParsedDoc::parse(content)), id);
     json!({
         "id": id,
-        "title": title,
-        "type": text(fields.and_then(|f| f.r#type.as_ref())),
-        "function_id": text(fields.and_then(|f| f.function_id.as_ref())),
+        "title": identity.title,
+        "type": identity.r#type,
+        "function_id": identity.function_id,
         "bytes": content.len(),
         "modified_at": modified_at(path),
     })
