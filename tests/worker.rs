@@ -1035,8 +1035,10 @@ async fn skills_list_if_revision_answers_unchanged_until_a_write() {
     assert_eq!(keys(&first), set(&["skills", "revision"]));
     let revision = first["revision"].as_u64().expect("revision");
     assert!(revision > 0);
+    // The list revision folds in what decides visibility, so it is its own number, not the
+    // index revision that status reports.
     let status = h.call("directory::index::status", json!({})).await;
-    assert_eq!(status["revision"], revision);
+    assert!(status["revision"].as_u64().expect("index revision") >= 1);
     assert_eq!(
         ids(&first),
         h.skill_ids().await,
@@ -1065,7 +1067,6 @@ async fn skills_list_if_revision_answers_unchanged_until_a_write() {
 /// `if_revision` is a cache token: when the rows a caller would get change, so must the
 /// answer, even if no file changed (here `filter_unregistered` is switched off live).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: skills::list if_revision answers unchanged after a visibility change (filter_unregistered reload)"]
 async fn skills_list_if_revision_sees_a_visibility_change() {
     let h = Harness::start(Installed::Mailer, None).await;
     let first = h

@@ -149,6 +149,19 @@ struct Listed {
     json: String,
 }
 
+/// The revision `list` reports: the index revision combined with what decides visibility (the
+/// filter setting and the installed workers), so that `if_revision` answers "unchanged" only
+/// when the rows really are. It stays below 2^53, safe for JSON numbers in any client.
+fn list_revision(index_revision: u64, visibility: Visibility<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    /// Room for the visibility fingerprint in the low bits.
+    const FINGERPRINT: u64 = 1 << 20;
+    let mut hasher = std::hash::DefaultHasher::new();
+    visibility.filter_unregistered.hash(&mut hasher);
+    visibility.installed.hash(&mut hasher);
+    index_revision * FINGERPRINT + hasher.finish() % FINGERPRINT
+}
+
 /// A list row on the wire.
 #[derive(Serialize)]
 struct ListRow<'a> {
@@ -207,11 +220,9 @@ impl ListCache {
     /// `directory::skills::list` as JSON text: `{"skills":[row…]}` sorted by on-disk id.
     pub fn list_json(&self, visibility: Visibility<'_>, request: &Value) -> Result<String> {
         let req: ListRequest = request::parse(request)?;
-        if req.if_revision == Some(self.revision) {
-            return Ok(format!(
-                "{{\"unchanged\":true,\"revision\":{}}}",
-                self.revision
-            ));
+        let revision = list_revision(self.revision, visibility);
+        if req.if_revision == Some(revision) {
+            return Ok(format!("{{\"unchanged\":true,\"revision\":{}}}", revision));
         }
         let search = req
             .search
@@ -249,7 +260,7 @@ impl ListCache {
         }
         out.push(']');
         if req.if_revision.is_some() {
-            out.push_str(&format!(",\"revision\":{}", self.revision));
+            out.push_str(&format!(",\"revision\":{revision}"));
         }
         out.push('}');
         Ok(out)
