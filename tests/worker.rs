@@ -1817,7 +1817,6 @@ async fn a_stored_configuration_wins_over_the_seed() {
 /// Topology is fixed while the worker runs, and "restart required" says a restart applies it:
 /// so a topology already stored when the worker starts must be the one it serves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: a stored topology (skills_folder) never applies, even at boot; restart required is logged forever"]
 async fn a_stored_topology_applies_at_boot() {
     let mut stored = iii_directory::config::Settings::default().to_json();
     stored["skills_folder"] = json!("stored-skills");

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use iii_sdk::IIIClient;
 use iii_sdk::protocol::RegisterTriggerInput;
+use iii_sdk::runtime::IIIConnectionState;
 use serde_json::{Value, json};
 
 use super::engine::{Installed, call_retrying, is_missing};
@@ -21,6 +22,34 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 const ATTEMPTS: u32 = 3;
 /// The function the `configuration` trigger calls.
 pub const ON_CHANGE: &str = "directory::on-config-change";
+
+/// The settings stored in the configuration worker, when the engine answers within `wait`;
+/// `None` without an engine, without an entry, or with a value that does not parse.
+pub async fn stored(iii: &IIIClient, wait: Duration) -> Option<Settings> {
+    let deadline = tokio::time::Instant::now() + wait;
+    while iii.get_connection_state() != IIIConnectionState::Connected {
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let answer = super::engine::call(
+        iii,
+        "configuration::get",
+        json!({ "id": ENTRY_ID }),
+        TIMEOUT,
+    )
+    .await
+    .ok()?;
+    let value = answer.get("value").filter(|v| !v.is_null())?;
+    match Settings::from_json(value) {
+        Ok((settings, _)) => Some(settings),
+        Err(e) => {
+            tracing::warn!("stored configuration rejected ({e}); using the seed or defaults");
+            None
+        }
+    }
+}
 
 /// Registers the entry, applies its live value and binds the change trigger. Without a
 /// configuration worker the seed (or defaults) stays in force.

@@ -28,7 +28,9 @@ use surface::Handler;
 /// The worker's name on the bus (contract).
 pub const WORKER_NAME: &str = "iii-directory";
 /// How long to wait for the engine before saying so.
-const CONNECT_NOTICE_AFTER: Duration = Duration::from_secs(3);
+const CONNECT_NOTICE_AFTER: Duration = Duration::from_secs(2);
+/// How long boot waits for the engine to ask for a stored configuration.
+const STORED_CONFIG_WAIT: Duration = Duration::from_millis(1500);
 
 /// What `serve` needs.
 pub struct ServeOptions {
@@ -47,8 +49,21 @@ struct Shared {
 
 /// Runs the worker until SIGTERM or Ctrl-C.
 pub fn serve(options: ServeOptions) -> Result<(), String> {
-    let index_path = options.config.paths.index_path.clone();
-    let directory = Arc::new(Directory::open(options.config).map_err(|e| match e {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("iii-directory")
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let iii = connect(&options.url);
+    // A configuration stored in the engine decides the folders too, but only at boot: ask for
+    // it briefly before opening the index, and go on with the seed if the engine is not there.
+    let config = match runtime.block_on(configuration::stored(&iii, STORED_CONFIG_WAIT)) {
+        Some(settings) => Config::from_settings(settings),
+        None => options.config,
+    };
+    let index_path = config.paths.index_path.clone();
+    let directory = Arc::new(Directory::open(config).map_err(|e| match e {
         OpenError::Busy(_) => format!(
             "another process (a running iii-directory worker?) owns the index at {}; stop it first",
             index_path.display()
@@ -73,13 +88,6 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         installed: Installed::default(),
     });
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("iii-directory")
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let iii = connect(&options.url);
     register(&iii, &shared, runtime.handle().clone());
     runtime.block_on(async {
         tokio::spawn(announce_connection(iii.clone(), options.url.clone()));
