@@ -671,7 +671,6 @@ async fn registers_every_manifest_function_with_its_schemas_and_the_trigger_type
 /// should get the same schema, so `engine::triggers::info` can show subscribers what they
 /// receive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: trigger types are registered without the call_request_format the manifest prints"]
 async fn trigger_types_are_registered_with_their_payload_schema() {
     let h = Harness::start(Installed::Mailer, None).await;
     let trigger_types = h.engine.trigger_types();

@@ -18,7 +18,7 @@ use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::events::ChangeEvent;
+use crate::events::{ChangeEvent, Family};
 use crate::watch::{WatchOptions, Watcher};
 use crate::{Directory, OpenError, ReadFunction};
 use engine::Installed;
@@ -182,16 +182,30 @@ async fn shutdown_signal() {
 /// Registers the trigger types, the event fan-out and every function.
 fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Handle) {
     let subscriptions = Arc::new(Subscriptions::default());
-    for (family, description, _payload) in surface::trigger_types() {
+    for (family, description, _) in surface::trigger_types() {
         let provider = Provider {
             family,
             subscriptions: subscriptions.clone(),
         };
-        iii.register_trigger_type(RegisterTriggerType::new(
-            family.trigger_type(),
-            description,
-            provider,
-        ));
+        let trigger_type = RegisterTriggerType::new(family.trigger_type(), description, provider);
+        match family {
+            Family::Skills => {
+                iii.register_trigger_type(
+                    trigger_type.call_request_format::<surface::Payload<{ surface::SKILLS }>>(),
+                );
+            }
+            Family::SystemPrompts => {
+                iii.register_trigger_type(
+                    trigger_type
+                        .call_request_format::<surface::Payload<{ surface::SYSTEM_PROMPTS }>>(),
+                );
+            }
+            Family::Agents => {
+                iii.register_trigger_type(
+                    trigger_type.call_request_format::<surface::Payload<{ surface::AGENTS }>>(),
+                );
+            }
+        }
     }
     let fan_out_iii = iii.clone();
     shared

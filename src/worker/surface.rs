@@ -431,7 +431,53 @@ pub fn manifest() -> Value {
         .collect();
     let triggers: Vec<Value> = trigger_types()
         .into_iter()
-        .map(|(family, description, payload)| json!({ "id": family.trigger_type(), "description": description, "call_request_format": payload }))
+        .map(|(family, description, _)| {
+            json!({ "id": family.trigger_type(), "description": description, "call_request_format": registered_payload(family) })
+        })
         .collect();
     json!({ "name": "iii-directory", "version": env!("CARGO_PKG_VERSION"), "functions": functions, "trigger_types": triggers })
+}
+
+/// The payload schema of a family's trigger type, as a type the SDK can register (it takes
+/// `call_request_format` only from a `JsonSchema` type).
+pub struct Payload<const FAMILY: u8>;
+
+/// `Payload` parameters, one per family.
+pub const SKILLS: u8 = 0;
+pub const SYSTEM_PROMPTS: u8 = 1;
+pub const AGENTS: u8 = 2;
+
+impl<const FAMILY: u8> schemars::JsonSchema for Payload<FAMILY> {
+    fn schema_name() -> String {
+        format!("on-change-payload-{FAMILY}")
+    }
+
+    fn json_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+        let family = match FAMILY {
+            SKILLS => Family::Skills,
+            SYSTEM_PROMPTS => Family::SystemPrompts,
+            _ => Family::Agents,
+        };
+        let payload = trigger_types()
+            .into_iter()
+            .find(|(f, _, _)| *f == family)
+            .map(|(_, _, payload)| payload)
+            .unwrap_or_default();
+        serde_json::from_value(payload).expect("the payload schemas are valid JSON Schema")
+    }
+}
+
+/// A family's payload schema exactly as the SDK registers it (draft-07 root schema).
+pub fn registered_payload(family: Family) -> Value {
+    fn root<T: schemars::JsonSchema>() -> Value {
+        let schema = schemars::r#gen::SchemaSettings::draft07()
+            .into_generator()
+            .into_root_schema_for::<T>();
+        serde_json::to_value(schema).unwrap_or_default()
+    }
+    match family {
+        Family::Skills => root::<Payload<SKILLS>>(),
+        Family::SystemPrompts => root::<Payload<SYSTEM_PROMPTS>>(),
+        Family::Agents => root::<Payload<AGENTS>>(),
+    }
 }
