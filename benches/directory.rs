@@ -8,59 +8,17 @@
 //! Trees are generated once per size under `target/bench-trees/` (bodies from
 //! `../shared/corpus` when present). Each figure is the median (p50) and p99 of repeated calls.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Instant;
+
+use common::{Sample, measure, ms, tree};
 
 use iii_directory::config::Config;
-use iii_directory::generate::{TreeSpec, write_tree};
 use iii_directory::index::reconcile::fresh_views;
 use iii_directory::index::walk::walk;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::json;
-
-struct Sample {
-    p50: Duration,
-    p99: Duration,
-}
-
-fn measure(iterations: usize, mut f: impl FnMut()) -> Sample {
-    f();
-    let mut times: Vec<Duration> = (0..iterations)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    Sample {
-        p50: times[times.len() / 2],
-        p99: times[(times.len() * 99 / 100).min(times.len() - 1)],
-    }
-}
-
-fn tree(skills: usize) -> PathBuf {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/bench-trees/{skills}"));
-    let done = base.join(".complete");
-    if !done.exists() {
-        let _ = std::fs::remove_dir_all(&base);
-        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-        let spec = TreeSpec {
-            skills,
-            seed: 1,
-            corpus: corpus.is_dir().then_some(corpus),
-        };
-        write_tree(&base, &spec).expect("generate tree");
-        std::fs::write(&done, "").expect("marker");
-        // Let the files age past the racy window, so a warm reconcile reads nothing.
-        std::thread::sleep(Duration::from_millis(2100));
-    }
-    base
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1e3)
-}
 
 fn row(name: &str, s: &Sample, baseline: Option<&Sample>) {
     let ratio = baseline.map_or(String::new(), |b| {
