@@ -7,7 +7,6 @@
 
 mod common;
 #[path = "../tests/fake_engine/mod.rs"]
-#[allow(dead_code)]
 mod fake_engine;
 
 use std::process::{Command, Stdio};
