@@ -12,12 +12,15 @@
 //! back as they were at the end, and this benchmark keeps its own index file
 //! (`data/latency.redb`), so the other benchmark's figures are not disturbed.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{env_usize, tree};
 use iii_directory::config::Config;
-use iii_directory::generate::{Rng, TreeSpec, write_tree};
+use iii_directory::generate::Rng;
 use iii_directory::watch::{WatchOptions, Watcher};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::json;
@@ -27,32 +30,6 @@ const GIVE_UP: Duration = Duration::from_secs(10);
 /// Pause between edits, so each edit is a burst of its own (longer than the watcher's quiet
 /// period, so stray late events of the previous edit have been handled).
 const BETWEEN_EDITS: Duration = Duration::from_millis(120);
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn tree(skills: usize) -> PathBuf {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/bench-trees/{skills}"));
-    let done = base.join(".complete");
-    if !done.exists() {
-        let _ = std::fs::remove_dir_all(&base);
-        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-        let spec = TreeSpec {
-            skills,
-            seed: 1,
-            corpus: corpus.is_dir().then_some(corpus),
-        };
-        write_tree(&base, &spec).expect("generate tree");
-        std::fs::write(&done, "").expect("marker");
-        // Let the files age past the racy window, so a warm reconcile reads nothing.
-        std::thread::sleep(Duration::from_millis(2100));
-    }
-    base
-}
 
 struct Figures {
     p50: f64,
