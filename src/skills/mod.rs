@@ -38,11 +38,6 @@ pub struct Visibility<'a> {
 }
 
 impl Visibility<'_> {
-    pub const ALL: Visibility<'static> = Visibility {
-        filter_unregistered: false,
-        installed: None,
-    };
-
     pub fn allows(&self, id: &str, row: &SkillRow) -> bool {
         match (self.filter_unregistered, self.installed) {
             (true, Some(installed)) => {
@@ -291,7 +286,10 @@ pub fn parse_id(raw: &str) -> Result<String> {
 }
 
 /// The visible skills, in on-disk id order.
-fn visible(reader: &Reader, visibility: Visibility<'_>) -> Result<Vec<(String, SkillRow)>> {
+pub(crate) fn visible(
+    reader: &Reader,
+    visibility: Visibility<'_>,
+) -> Result<Vec<(String, SkillRow)>> {
     let mut rows = reader.skills()?;
     rows.retain(|(id, row)| visibility.allows(id, row));
     Ok(rows)

@@ -146,11 +146,7 @@ fn writable(
     id: &str,
 ) -> Result<(String, Root, std::path::PathBuf)> {
     let miss = || -> Result<Error> {
-        let mut rows: Vec<(String, SkillRow)> = reader
-            .skills()?
-            .into_iter()
-            .filter(|(i, r)| visibility.allows(i, r))
-            .collect();
+        let mut rows = super::visible(reader, visibility)?;
         let lower = id.to_lowercase();
         rows.sort_by_key(|(candidate, _)| {
             (
