@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::Tree;
 use iii_directory::generate::Rng;
 use iii_directory::index::records::encode;
+use iii_directory::index::tables::SCHEMA_VERSION;
 use iii_directory::{Directory, OpenError, ReadFunction};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::{Value, json};
@@ -345,7 +346,7 @@ fn real_index_with_a_bumped_schema_version_is_rebuilt() {
             let txn = db.begin_read().expect("read txn");
             let meta = txn.open_table(META).expect("meta");
             let version = meta.get("schema_version").expect("get").expect("present");
-            assert_eq!(version.value(), encode(&1u64).as_slice());
+            assert_eq!(version.value(), encode(&SCHEMA_VERSION).as_slice());
         }
         let txn = db.begin_write().expect("write txn");
         {

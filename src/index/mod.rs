@@ -191,7 +191,15 @@ impl Index {
             .mirror
             .lock()
             .map_err(|_| Error::Index("index state poisoned by a panic".into()))?;
-        reconcile::run(db, &mut mirror, roots, scope, progress)
+        let result = reconcile::run(db, &mut mirror, roots, scope, progress);
+        if result.is_err() {
+            // The failed transaction was rolled back, but the mirror may hold part of it: start
+            // again from what the file holds.
+            let racy_window = mirror.racy_window;
+            *mirror = reconcile::Mirror::load(db)?;
+            mirror.racy_window = racy_window;
+        }
+        result
     }
 }
 
@@ -360,11 +368,11 @@ impl Reader {
 
     /// The text of a file by content hash.
     pub fn content(&self, hash: &Hash) -> Result<Option<String>> {
-        Ok(self
-            .table(CONTENT)?
+        self.table(CONTENT)?
             .get(hash)
             .map_err(Error::index)?
-            .map(|v| v.value().to_string()))
+            .map(|v| records::decompress_text(v.value()))
+            .transpose()
     }
 
     /// Every file (or folder) that is not served, with why, sorted by root and path.

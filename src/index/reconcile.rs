@@ -10,9 +10,9 @@ use rayon::prelude::*;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::Roots;
-use super::records::{FileMeta, Hash, ReconcileStamp, Root, Stat, decode, encode};
+use super::records::{FileMeta, Hash, ReconcileStamp, Root, Stat, compress_text, decode, encode};
 use super::tables::*;
-use super::views::{self, Inputs, Views};
+use super::views::{self, Changes, Inputs, Views};
 use super::walk::{walk, walk_scoped};
 use crate::doc::{self, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
 use crate::time::Stamp;
@@ -161,8 +161,15 @@ pub enum Scope {
 struct Read {
     key: (Root, String),
     meta: FileMeta,
-    /// The text and, when its content was not known yet, its parse.
-    text: Option<(String, Option<ParsedDoc>)>,
+    /// Its content, when that content was not known yet.
+    new: Option<NewContent>,
+}
+
+/// A content seen for the first time: its parse and, for the content table, its compressed
+/// text (compressed on the reading threads, so the single writer thread only inserts).
+struct NewContent {
+    parsed: ParsedDoc,
+    packed: Vec<u8>,
 }
 
 pub fn run(
@@ -216,7 +223,19 @@ pub fn run(
         Scope::All => (found.top_dirs.clone(), found.unreadable.clone()),
         Scope::Paths(_) => found.merge_folders(&mirror.top_dirs, &mirror.unreadable),
     };
-    let folders_changed = top_dirs != mirror.top_dirs || unreadable != mirror.unreadable;
+    let unreadable_changed = unreadable != mirror.unreadable;
+    let folders_changed = top_dirs != mirror.top_dirs || unreadable_changed;
+    // Views are recomputed from scratch for a new index or when folders became (un)listable;
+    // otherwise only the namespaces these files and top-level folders belong to.
+    let full_views = !mirror.computed || unreadable_changed;
+    let dirty = if full_views {
+        BTreeSet::new()
+    } else {
+        views::dirty_namespaces(
+            to_read.iter().map(|(key, _)| *key).chain(&removed),
+            top_dirs.symmetric_difference(&mirror.top_dirs),
+        )
+    };
     if mirror.computed && to_read.is_empty() && removed.is_empty() && !folders_changed {
         report.revision = mirror.revision;
         report.files = mirror.files.len();
@@ -245,19 +264,20 @@ pub fn run(
         for batch in to_read.chunks(BATCH) {
             let reads: Vec<Read> = batch
                 .par_iter()
-                .map(|(key, stat)| read_file(roots, key, **stat, racy_after, docs))
+                .map(|(key, stat)| read_file(roots, key, **stat, racy_after, docs, true))
                 .collect();
             for read in reads {
-                if let Some((text, parsed)) = read.text {
-                    if let (Ok(hash), Some(parsed)) = (&read.meta.content, parsed) {
-                        if !docs.contains_key(hash) {
-                            docs_table
-                                .insert(hash, encode(&parsed).as_slice())
-                                .map_err(Error::index)?;
-                            content.insert(hash, text.as_str()).map_err(Error::index)?;
-                            docs.insert(*hash, parsed);
-                            report.parsed += 1;
-                        }
+                if let (Some(new), Ok(hash)) = (read.new, &read.meta.content) {
+                    // Two files of one batch may share a content that is new to the index.
+                    if !docs.contains_key(hash) {
+                        docs_table
+                            .insert(hash, encode(&new.parsed).as_slice())
+                            .map_err(Error::index)?;
+                        content
+                            .insert(hash, new.packed.as_slice())
+                            .map_err(Error::index)?;
+                        docs.insert(*hash, new.parsed);
+                        report.parsed += 1;
                     }
                 }
                 if mirror.files.get(&read.key) != Some(&read.meta) {
@@ -304,14 +324,22 @@ pub fn run(
         mirror.top_dirs = top_dirs;
         mirror.unreadable = unreadable;
     }
-    let views = views::compute(&Inputs {
+    let inputs = Inputs {
         files: &mirror.files,
         docs: mirror.docs.as_ref().expect("docs loaded above"),
         top_dirs: &mirror.top_dirs,
         unreadable: &mirror.unreadable,
-    });
-    let old = mirror.views.take().unwrap_or_default();
-    let changed = write_view_changes(&txn, &old, &views)?;
+    };
+    let mut views = mirror.views.take().unwrap_or_default();
+    let changes = if full_views {
+        let fresh = views::compute(&inputs);
+        let changes = Changes::between(&views, &fresh);
+        views = fresh;
+        changes
+    } else {
+        views::update(&inputs, &mut views, &dirty)
+    };
+    let changed = write_view_changes(&txn, &views, &changes)?;
     report.skills_changed = changed.skills;
     report.system_prompts_changed = changed.prompts;
     report.agents_changed = changed.agents;
@@ -343,12 +371,14 @@ pub fn run(
     Ok(report)
 }
 
+/// Reads one file; `pack` compresses new content for the content table.
 fn read_file(
     roots: &Roots,
     key: &(Root, String),
     stat: Stat,
     racy_after: Stamp,
     known: &HashMap<Hash, ParsedDoc>,
+    pack: bool,
 ) -> Read {
     let racy = stat.mtime >= racy_after || stat.ctime >= racy_after;
     let meta = |content| FileMeta {
@@ -360,7 +390,7 @@ fn read_file(
         return Read {
             key: key.clone(),
             meta: meta(Err(ReadIssue::TooLarge(stat.size))),
-            text: None,
+            new: None,
         };
     }
     let bytes = match std::fs::read(roots.file(key.0, &key.1)) {
@@ -369,7 +399,7 @@ fn read_file(
             return Read {
                 key: key.clone(),
                 meta: meta(Err(ReadIssue::Io(e.to_string()))),
-                text: None,
+                new: None,
             };
         }
     };
@@ -379,16 +409,23 @@ fn read_file(
             return Read {
                 key: key.clone(),
                 meta: meta(Err(issue)),
-                text: None,
+                new: None,
             };
         }
     };
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
-    let parsed = (!known.contains_key(&hash)).then(|| ParsedDoc::parse(text));
+    let new = (!known.contains_key(&hash)).then(|| NewContent {
+        parsed: ParsedDoc::parse(text),
+        packed: if pack {
+            compress_text(text)
+        } else {
+            Vec::new()
+        },
+    });
     Read {
         key: key.clone(),
         meta: meta(Ok(hash)),
-        text: Some((text.to_string(), parsed)),
+        new,
     }
 }
 
@@ -475,53 +512,43 @@ struct Changed {
     skipped: bool,
 }
 
-/// Writes the rows of `new` that differ from `old` and deletes the ones gone.
-fn write_view_changes(txn: &WriteTransaction, old: &Views, new: &Views) -> Result<Changed> {
-    let mut changed = Changed {
-        skills: write_rows(txn, SKILLS, &old.skills, &new.skills)?,
-        prompts: write_rows(txn, PROMPTS, &old.prompts, &new.prompts)?,
-        agents: write_rows(txn, AGENTS, &old.agents, &new.agents)?,
-        skipped: false,
-    };
+/// Writes the rows of `views` whose keys changed, and deletes the changed keys it no longer has.
+fn write_view_changes(txn: &WriteTransaction, views: &Views, changes: &Changes) -> Result<Changed> {
+    write_rows(txn, SKILLS, &views.skills, &changes.skills)?;
+    write_rows(txn, PROMPTS, &views.prompts, &changes.prompts)?;
+    write_rows(txn, AGENTS, &views.agents, &changes.agents)?;
     let mut table = txn.open_table(SKIPPED).map_err(Error::index)?;
-    for (key, why) in &new.skipped {
-        if old.skipped.get(key) != Some(why) {
-            table
-                .insert((key.0 as u8, key.1.as_str()), why.as_str())
-                .map_err(Error::index)?;
-            changed.skipped = true;
+    for key in &changes.skipped {
+        let stored = (key.0 as u8, key.1.as_str());
+        match views.skipped.get(key) {
+            Some(why) => table.insert(stored, why.as_str()).map(drop),
+            None => table.remove(stored).map(drop),
         }
+        .map_err(Error::index)?;
     }
-    for key in old.skipped.keys().filter(|k| !new.skipped.contains_key(*k)) {
-        table
-            .remove((key.0 as u8, key.1.as_str()))
-            .map_err(Error::index)?;
-        changed.skipped = true;
-    }
-    Ok(changed)
+    Ok(Changed {
+        skills: !changes.skills.is_empty(),
+        prompts: !changes.prompts.is_empty(),
+        agents: !changes.agents.is_empty(),
+        skipped: !changes.skipped.is_empty(),
+    })
 }
 
-fn write_rows<T: serde::Serialize + PartialEq>(
+fn write_rows<T: serde::Serialize>(
     txn: &WriteTransaction,
     def: redb::TableDefinition<&str, &[u8]>,
-    old: &BTreeMap<String, T>,
-    new: &BTreeMap<String, T>,
-) -> Result<bool> {
+    rows: &BTreeMap<String, T>,
+    keys: &BTreeSet<String>,
+) -> Result<()> {
     let mut table = txn.open_table(def).map_err(Error::index)?;
-    let mut changed = false;
-    for (key, row) in new {
-        if old.get(key) != Some(row) {
-            table
-                .insert(key.as_str(), encode(row).as_slice())
-                .map_err(Error::index)?;
-            changed = true;
+    for key in keys {
+        match rows.get(key) {
+            Some(row) => table.insert(key.as_str(), encode(row).as_slice()).map(drop),
+            None => table.remove(key.as_str()).map(drop),
         }
+        .map_err(Error::index)?;
     }
-    for key in old.keys().filter(|k| !new.contains_key(*k)) {
-        table.remove(key.as_str()).map_err(Error::index)?;
-        changed = true;
-    }
-    Ok(changed)
+    Ok(())
 }
 
 /// Computes the views of the roots from scratch without any index: walk, read and parse every
@@ -537,13 +564,13 @@ pub fn fresh_views(roots: &Roots) -> Views {
     let reads: Vec<Read> = found
         .files
         .par_iter()
-        .map(|(key, stat)| read_file(roots, key, *stat, never, &empty))
+        .map(|(key, stat)| read_file(roots, key, *stat, never, &empty, false))
         .collect();
     let mut files = BTreeMap::new();
     let mut docs = HashMap::new();
     for read in reads {
-        if let (Ok(hash), Some((_, Some(parsed)))) = (&read.meta.content, read.text) {
-            docs.insert(*hash, parsed);
+        if let (Ok(hash), Some(new)) = (&read.meta.content, read.new) {
+            docs.insert(*hash, new.parsed);
         }
         files.insert(read.key, read.meta);
     }

@@ -4,14 +4,15 @@
 use redb::TableDefinition;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");
 /// Content hash → postcard [`ParsedDoc`](crate::doc::ParsedDoc), parsed once per distinct content.
 pub const DOCS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("docs");
-/// Content hash → the file's text. Same key set as `DOCS`.
-pub const CONTENT: TableDefinition<&[u8; 32], &str> = TableDefinition::new("content");
+/// Content hash → the file's text, LZ4-compressed (see
+/// [`compress_text`](super::records::compress_text)). Same key set as `DOCS`.
+pub const CONTENT: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("content");
 /// Top-level folder names of the two skills roots: `(root, name)`.
 pub const TOP_DIRS: TableDefinition<(u8, &str), ()> = TableDefinition::new("top_dirs");
 /// Folders that could not be listed: `(root, relative path)` → why.

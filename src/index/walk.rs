@@ -5,6 +5,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
 
 use super::Roots;
 use super::records::{Root, Stat};
@@ -205,49 +208,88 @@ pub fn is_markdown(name: &str) -> bool {
 }
 
 /// A recursive walk collecting `**/*.md` files. Symbolic links are followed, but a folder is
-/// entered at most once (by device and inode) so that a link loop ends.
+/// entered at most once (by device and inode) so that a link loop ends. Sibling folders are
+/// walked in parallel: a walk is mostly `stat` calls, which the kernel serves on every core.
 /// Top-level folders are recorded when the walk starts at the root (`rel` empty).
 fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
-    let mut seen = HashSet::new();
-    let mut stack = vec![(dir.to_path_buf(), rel)];
-    while let Some((path, rel)) = stack.pop() {
-        let Ok(meta) = fs::metadata(&path) else {
-            continue;
-        };
-        if !seen.insert((meta.dev(), meta.ino())) {
-            continue;
+    let Ok(meta) = fs::metadata(dir) else {
+        return;
+    };
+    let seen = Mutex::new(HashSet::new());
+    let part = walk_folder(root, dir.to_path_buf(), rel, &meta, &seen);
+    found.files.extend(part.files);
+    found.top_dirs.extend(part.top_dirs);
+    found.unreadable.extend(part.unreadable);
+}
+
+/// What one folder and everything under it holds; merged upwards by [`walk_folder`].
+#[derive(Default)]
+struct Part {
+    files: Vec<((Root, String), Stat)>,
+    top_dirs: Vec<(Root, String)>,
+    unreadable: Vec<((Root, String), String)>,
+}
+
+impl Part {
+    fn merge(mut self, mut other: Part) -> Part {
+        self.files.append(&mut other.files);
+        self.top_dirs.append(&mut other.top_dirs);
+        self.unreadable.append(&mut other.unreadable);
+        self
+    }
+}
+
+fn walk_folder(
+    root: Root,
+    path: PathBuf,
+    rel: String,
+    meta: &Metadata,
+    seen: &Mutex<HashSet<(u64, u64)>>,
+) -> Part {
+    let mut part = Part::default();
+    let first_visit = seen
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert((meta.dev(), meta.ino()));
+    if !first_visit {
+        return part;
+    }
+    let entries = match fs::read_dir(&path) {
+        Ok(entries) => entries,
+        Err(e) => {
+            if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
+                part.unreadable.push(((root, rel), e.to_string()));
+            }
+            return part;
         }
-        let entries = match fs::read_dir(&path) {
-            Ok(entries) => entries,
-            Err(e) => {
-                if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
-                    found.unreadable.insert((root, rel), e.to_string());
-                }
-                continue;
-            }
+    };
+    let mut folders = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
         };
-        for entry in entries.flatten() {
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            let child_rel = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let Ok(meta) = fs::metadata(entry.path()) else {
-                continue;
-            };
-            if meta.is_dir() {
-                if rel.is_empty() {
-                    found.top_dirs.insert((root, name));
-                }
-                stack.push((entry.path(), child_rel));
-            } else if meta.is_file() && is_markdown(&name) {
-                found.files.insert((root, child_rel), stat_of(&meta));
+        let child_rel = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let Ok(meta) = fs::metadata(entry.path()) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if rel.is_empty() {
+                part.top_dirs.push((root, name));
             }
+            folders.push((entry.path(), child_rel, meta));
+        } else if meta.is_file() && is_markdown(&name) {
+            part.files.push(((root, child_rel), stat_of(&meta)));
         }
     }
+    folders
+        .into_par_iter()
+        .map(|(path, rel, meta)| walk_folder(root, path, rel, &meta, seen))
+        .reduce(Part::default, Part::merge)
+        .merge(part)
 }
 
 /// `agents_skills_folder` is shallow: only `<dir>/SKILL.md` is an entry.
