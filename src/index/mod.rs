@@ -74,8 +74,78 @@ pub enum OpenError {
 }
 
 enum Handle {
-    Writer(redb::Database),
+    Writer(Writer),
     Reader(redb::ReadOnlyDatabase),
+}
+
+/// The writer's database. Closing it cleanly leaves a [`CleanClose`] stamp beside the file, so
+/// the next open can skip verifying every page (seconds on a large tree).
+struct Writer {
+    db: Option<redb::Database>,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Writer {
+    type Target = redb::Database;
+
+    fn deref(&self) -> &redb::Database {
+        self.db
+            .as_ref()
+            .expect("the database is open until the writer is dropped")
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Close first: redb records the clean shutdown in the file, which changes its stat.
+        drop(self.db.take());
+        if !std::thread::panicking() {
+            CleanClose::record(&self.path);
+        }
+    }
+}
+
+/// A sidecar file, `<index>.clean`, holding the index file's size, inode and modification
+/// time right after a clean close. When the file still has exactly that stat at the next open,
+/// nothing has touched it since, and the page-by-page integrity check is skipped. The stamp is
+/// removed at open, so a writer that crashes leaves none, and a file changed while stopped
+/// (damaged, truncated, replaced) no longer matches it: both are verified in full.
+struct CleanClose;
+
+impl CleanClose {
+    fn sidecar(index: &Path) -> PathBuf {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".clean");
+        PathBuf::from(name)
+    }
+
+    fn stat_line(index: &Path) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(index).ok()?;
+        Some(format!(
+            "{} {} {} {}",
+            meta.len(),
+            meta.ino(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ))
+    }
+
+    fn record(index: &Path) {
+        if let Some(line) = CleanClose::stat_line(index) {
+            if let Err(e) = std::fs::write(CleanClose::sidecar(index), line) {
+                tracing::debug!(error = %e, "could not record the index's clean close");
+            }
+        }
+    }
+
+    /// Whether the file is as the last clean close left it; consumes the stamp either way.
+    fn take(index: &Path) -> bool {
+        let sidecar = CleanClose::sidecar(index);
+        let recorded = std::fs::read_to_string(&sidecar).ok();
+        let _ = std::fs::remove_file(&sidecar);
+        recorded.is_some() && recorded == CleanClose::stat_line(index)
+    }
 }
 
 /// An open index file: the single writer (which reconciles) or a read-only follower.
@@ -127,7 +197,10 @@ impl Index {
             "index opened as writer"
         );
         Ok(Index {
-            handle: Handle::Writer(db),
+            handle: Handle::Writer(Writer {
+                db: Some(db),
+                path: path.to_path_buf(),
+            }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
         })
@@ -211,11 +284,13 @@ enum Opened {
 /// Opens the file and checks it is an index this binary can use. redb may panic on a file that
 /// is not a database at all, so the open is isolated.
 fn open_checked(path: &Path) -> Result<(redb::Database, reconcile::Mirror), Opened> {
+    let untouched = CleanClose::take(path);
     let attempt = std::panic::catch_unwind(|| {
-        // The writer verifies every page's checksum at open: a damaged file is rebuilt here
-        // rather than trusted (and perhaps served, or panicking) later.
+        // Unless the file is as a clean close left it, the writer verifies every page's
+        // checksum at open: a damaged file is rebuilt here rather than trusted (and perhaps
+        // served, or panicking) later.
         let db = builder()
-            .set_check_integrity_on_open(true)
+            .set_check_integrity_on_open(!untouched)
             .create(path)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen
@@ -392,5 +467,42 @@ impl Reader {
     /// Number of files the index tracks.
     pub fn file_count(&self) -> Result<u64> {
         self.table(FILES)?.len().map_err(Error::index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_clean_close_leaves_a_stamp_and_an_open_consumes_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index.redb");
+        let sidecar = CleanClose::sidecar(&path);
+
+        let index = Index::open_writer(&path).expect("open");
+        assert!(!sidecar.exists(), "no stamp while the writer is open");
+        drop(index);
+        let stamp = std::fs::read_to_string(&sidecar).expect("a clean close leaves a stamp");
+        assert_eq!(Some(stamp), CleanClose::stat_line(&path));
+
+        // A writer that never closes (a crash) leaves no stamp behind.
+        std::mem::forget(Index::open_writer(&path).expect("open again"));
+        assert!(!sidecar.exists(), "the open consumed the stamp");
+    }
+
+    #[test]
+    fn a_stamp_that_no_longer_matches_the_file_is_not_trusted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index.redb");
+        drop(Index::open_writer(&path).expect("open"));
+        assert!(CleanClose::sidecar(&path).exists());
+        // Any write to the file while stopped changes its stat.
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes.push(0);
+        std::fs::write(&path, bytes).expect("append");
+        assert!(!CleanClose::take(&path), "changed since the clean close");
+        assert!(!CleanClose::sidecar(&path).exists());
+        assert!(!CleanClose::take(&path), "no stamp, no trust");
     }
 }

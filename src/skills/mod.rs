@@ -195,12 +195,14 @@ impl ListRow<'_> {
 }
 
 impl ListCache {
-    /// Decodes every skill row of a snapshot.
+    /// Decodes every skill row of a snapshot (on every core: this runs once per revision, on
+    /// the first list after a change).
     pub fn build(reader: &Reader) -> Result<ListCache> {
+        use rayon::prelude::*;
         let revision = reader.revision()?;
         let rows = reader
             .skills()?
-            .into_iter()
+            .into_par_iter()
             .map(|(id, row)| Listed {
                 lowercase: [&row.display_id, &row.title, &row.description]
                     .map(|f| f.to_lowercase()),
