@@ -39,9 +39,13 @@ pub struct Visibility<'a> {
 
 impl Visibility<'_> {
     pub fn allows(&self, id: &str, row: &SkillRow) -> bool {
+        self.allows_id(id, row.always_visible)
+    }
+
+    fn allows_id(&self, id: &str, always_visible: bool) -> bool {
         match (self.filter_unregistered, self.installed) {
             (true, Some(installed)) => {
-                row.always_visible || installed.contains(SkillRow::namespace(id))
+                always_visible || installed.contains(SkillRow::namespace(id))
             }
             _ => true,
         }
@@ -135,13 +139,65 @@ pub struct ListCache {
     rows: Vec<Listed>,
 }
 
+/// One row of the cache, kept compact (a tree of 50,000 skills holds 50,000 of these): the
+/// response text and only what the filters look at.
 struct Listed {
-    id: String,
-    row: SkillRow,
-    /// Lowercase display id, title and description, for `search`.
-    lowercase: [String; 3],
+    id: Box<str>,
+    always_visible: bool,
+    kind: Option<Box<str>>,
+    /// Lowercase display id, title and description one after another, for `search`; `ends`
+    /// marks where the first two end.
+    lowercase: Box<str>,
+    ends: [usize; 2],
     /// The row as the response carries it.
-    json: String,
+    json: Box<str>,
+    /// Where the description's text sits in `json`, cut out for `include_description: false`.
+    description: std::ops::Range<usize>,
+}
+
+impl Listed {
+    fn new(id: String, row: &SkillRow) -> Listed {
+        let json = ListRow::of(row, true).json();
+        // The description is followed only by `bytes` and `modified_at`, so the last match of
+        // its key is the key itself, never text inside an earlier string.
+        const KEY: &str = "\"description\":\"";
+        let start = json.rfind(KEY).expect("a list row has a description") + KEY.len();
+        let end = start
+            + serde_json::to_string(&row.description)
+                .expect("a string serializes")
+                .len()
+            - 2;
+        let fields = [&row.display_id, &row.title, &row.description].map(|f| f.to_lowercase());
+        Listed {
+            id: id.into(),
+            always_visible: row.always_visible,
+            kind: row.r#type.as_deref().map(Into::into),
+            ends: [fields[0].len(), fields[0].len() + fields[1].len()],
+            lowercase: fields.concat().into(),
+            json: json.into(),
+            description: start..end,
+        }
+    }
+
+    fn matches(&self, needle: &str) -> bool {
+        let [a, b] = self.ends;
+        [
+            &self.lowercase[..a],
+            &self.lowercase[a..b],
+            &self.lowercase[b..],
+        ]
+        .iter()
+        .any(|field| field.contains(needle))
+    }
+
+    fn push_json(&self, out: &mut String, include_description: bool) {
+        if include_description {
+            out.push_str(&self.json);
+        } else {
+            out.push_str(&self.json[..self.description.start]);
+            out.push_str(&self.json[self.description.end..]);
+        }
+    }
 }
 
 /// The revision `list` reports: the index revision combined with what decides visibility (the
@@ -203,13 +259,7 @@ impl ListCache {
         let rows = reader
             .skills()?
             .into_par_iter()
-            .map(|(id, row)| Listed {
-                lowercase: [&row.display_id, &row.title, &row.description]
-                    .map(|f| f.to_lowercase()),
-                json: ListRow::of(&row, true).json(),
-                id,
-                row,
-            })
+            .map(|(id, row)| Listed::new(id, &row))
             .collect();
         Ok(ListCache { revision, rows })
     }
@@ -232,16 +282,18 @@ impl ListCache {
         out.push_str("{\"skills\":[");
         let mut first = true;
         for listed in &self.rows {
-            let (id, row) = (&listed.id, &listed.row);
-            if !visibility.allows(id, row)
-                || req.prefix.as_deref().is_some_and(|p| !id.starts_with(p))
+            if !visibility.allows_id(&listed.id, listed.always_visible)
+                || req
+                    .prefix
+                    .as_deref()
+                    .is_some_and(|p| !listed.id.starts_with(p))
                 || req
                     .kind
                     .as_deref()
-                    .is_some_and(|t| row.r#type.as_deref() != Some(t))
+                    .is_some_and(|t| listed.kind.as_deref() != Some(t))
                 || search
                     .as_deref()
-                    .is_some_and(|needle| !listed.lowercase.iter().any(|f| f.contains(needle)))
+                    .is_some_and(|needle| !listed.matches(needle))
             {
                 continue;
             }
@@ -249,11 +301,7 @@ impl ListCache {
                 out.push(',');
             }
             first = false;
-            if include_description {
-                out.push_str(&listed.json);
-            } else {
-                out.push_str(&ListRow::of(row, false).json());
-            }
+            listed.push_json(&mut out, include_description);
         }
         out.push(']');
         if req.if_revision.is_some() {
