@@ -36,10 +36,7 @@ pub struct Views {
 pub fn compute(inputs: &Inputs<'_>) -> Views {
     let mut views = Views::default();
     for ((root, rel), why) in inputs.unreadable {
-        views.skipped.insert(
-            (*root, rel.clone()),
-            format!("folder cannot be listed: {why}"),
-        );
+        views.skipped.insert((*root, rel.clone()), why.clone());
     }
     let local_ns = top_dirs(inputs, Root::LocalSkills);
     let global_ns = top_dirs(inputs, Root::Skills);
@@ -140,6 +137,12 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
     for (id, (root, rel, meta)) in &skill_files {
         let display = display_id(id, &all_ids);
         let served = served_doc(inputs, meta);
+        // Listed with defaults (contract 3.3), but not served: `check` says why.
+        if let Err(issue) = &served {
+            views
+                .skipped
+                .insert((*root, rel.to_string()), issue.to_string());
+        }
         let row = skills::row_for(
             id,
             display,

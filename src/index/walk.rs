@@ -15,7 +15,8 @@ pub const AGENTS_SKILL_FILE: &str = "SKILL.md";
 
 /// Top-level folder names of the skills roots, by root.
 pub type TopDirs = BTreeSet<(Root, String)>;
-/// Folders that could not be listed, by root and relative path, with why.
+/// Folders that could not be listed and links not followed, by root and relative path, with
+/// the skip reason.
 pub type Unreadable = BTreeMap<(Root, String), String>;
 
 /// What a walk of all roots found.
@@ -26,7 +27,7 @@ pub struct Found {
     /// Top-level folder names of `skills_folder` and `local_skills_folder` (namespace shadowing
     /// looks at folders, even empty ones).
     pub top_dirs: BTreeSet<(Root, String)>,
-    /// Folders that could not be listed, with why.
+    /// Folders that could not be listed and links not followed, with the skip reason.
     pub unreadable: BTreeMap<(Root, String), String>,
     /// For a scoped walk: the `(root, relative path)` subtrees it looked at (an empty path is
     /// the whole root). Empty for a full walk.
@@ -86,15 +87,45 @@ fn first(rel: &str) -> &str {
 
 pub fn walk(roots: &Roots) -> Found {
     let mut found = Found::default();
+    let inside = real_roots(roots);
     for root in Root::ALL {
         let dir = roots.path(root);
         match root {
-            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), &mut found),
-            Root::AgentsSkills => walk_agents_skills(dir, &mut found),
-            Root::Agents => walk_flat(root, dir, &mut found),
+            Root::Skills | Root::LocalSkills => {
+                walk_tree(root, dir, String::new(), &inside, &mut found)
+            }
+            Root::AgentsSkills => walk_agents_skills(dir, &inside, &mut found),
+            Root::Agents => walk_flat(root, dir, &inside, &mut found),
         }
     }
     found
+}
+
+/// The roots' real paths: a symbolic link is followed only to a place under one of them.
+fn real_roots(roots: &Roots) -> Vec<PathBuf> {
+    Root::ALL
+        .iter()
+        .filter_map(|root| fs::canonicalize(roots.path(*root)).ok())
+        .collect()
+}
+
+/// Why the entry at `path` is not followed, when it is a symbolic link to a folder or named
+/// like a document: it is broken or loops, or it leads outside every root (design: bad input
+/// never serves or writes outside the configured roots).
+fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<String> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        return None;
+    }
+    match fs::canonicalize(path) {
+        Err(e) if is_markdown(name) => Some(format!("symbolic link cannot be followed: {e}")),
+        Err(_) => None,
+        Ok(real) if inside.iter().any(|root| real.starts_with(root)) => None,
+        Ok(real) if real.is_dir() || is_markdown(name) => Some(format!(
+            "symbolic link leads outside the roots (to {})",
+            real.display()
+        )),
+        Ok(_) => None,
+    }
 }
 
 /// Walks only the given absolute paths (files or folders) and what is under them, per root
@@ -117,33 +148,48 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
         }
     }
     let scopes = found.scopes.clone();
+    let inside = real_roots(roots);
     for (root, rel) in &scopes {
-        walk_subtree(roots, *root, rel, &mut found);
+        walk_subtree(roots, *root, rel, &inside, &mut found);
     }
     let walked: BTreeSet<Root> = scopes.iter().map(|(root, _)| *root).collect();
     for root in walked {
         if matches!(root, Root::Skills | Root::LocalSkills) {
-            list_top_dirs(root, roots.path(root), &mut found);
+            list_top_dirs(root, roots.path(root), &inside, &mut found);
         }
     }
     found
 }
 
-fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
+fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found: &mut Found) {
     let dir = roots.path(root);
     if rel.is_empty() {
         match root {
-            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), found),
-            Root::AgentsSkills => walk_agents_skills(dir, found),
-            Root::Agents => walk_flat(root, dir, found),
+            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), inside, found),
+            Root::AgentsSkills => walk_agents_skills(dir, inside, found),
+            Root::Agents => walk_flat(root, dir, inside, found),
         }
+        return;
+    }
+    // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
+    let at = if root == Root::AgentsSkills {
+        first(rel)
+    } else {
+        rel
+    };
+    if let Some(why) = refused_link(&dir.join(at), at, inside) {
+        found.unreadable.insert((root, at.to_string()), why);
+        return;
+    }
+    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !inside.iter().any(|r| real.starts_with(r)))
+    {
         return;
     }
     match root {
         Root::Skills | Root::LocalSkills => {
             let path = dir.join(rel);
             match fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => walk_tree(root, &path, rel.to_string(), found),
+                Ok(meta) if meta.is_dir() => walk_tree(root, &path, rel.to_string(), inside, found),
                 Ok(meta) if meta.is_file() && is_markdown(rel) => {
                     found.files.insert((root, rel.to_string()), stat_of(&meta));
                 }
@@ -153,6 +199,10 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
         Root::AgentsSkills => {
             let name = first(rel);
             let skill = format!("{name}/{AGENTS_SKILL_FILE}");
+            if let Some(why) = refused_link(&dir.join(&skill), &skill, inside) {
+                found.unreadable.insert((root, skill), why);
+                return;
+            }
             if let Ok(meta) = fs::metadata(dir.join(&skill)) {
                 if meta.is_file() {
                     found.files.insert((root, skill), stat_of(&meta));
@@ -171,7 +221,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
     }
 }
 
-fn list_top_dirs(root: Root, dir: &Path, found: &mut Found) {
+fn list_top_dirs(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -179,7 +229,10 @@ fn list_top_dirs(root: Root, dir: &Path, found: &mut Found) {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+        let path = entry.path();
+        if fs::metadata(&path).is_ok_and(|m| m.is_dir())
+            && refused_link(&path, &name, inside).is_none()
+        {
             found.top_dirs.insert((root, name));
         }
     }
@@ -207,8 +260,20 @@ pub fn is_markdown(name: &str) -> bool {
 /// A recursive walk collecting `**/*.md` files. Symbolic links are followed, but a folder is
 /// entered at most once (by device and inode) so that a link loop ends.
 /// Top-level folders are recorded when the walk starts at the root (`rel` empty).
-fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
+fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mut Found) {
     let mut seen = HashSet::new();
+    // A scoped walk starts below the root: as in a full walk, a link back to one of the
+    // folders above it is not entered again.
+    let above = if rel.is_empty() {
+        0
+    } else {
+        rel.split('/').count()
+    };
+    for ancestor in dir.ancestors().skip(1).take(above) {
+        if let Ok(meta) = fs::metadata(ancestor) {
+            seen.insert((meta.dev(), meta.ino()));
+        }
+    }
     let mut stack = vec![(dir.to_path_buf(), rel)];
     while let Some((path, rel)) = stack.pop() {
         let Ok(meta) = fs::metadata(&path) else {
@@ -221,7 +286,9 @@ fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
             Ok(entries) => entries,
             Err(e) => {
                 if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
-                    found.unreadable.insert((root, rel), e.to_string());
+                    found
+                        .unreadable
+                        .insert((root, rel), format!("folder cannot be listed: {e}"));
                 }
                 continue;
             }
@@ -235,6 +302,12 @@ fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
             } else {
                 format!("{rel}/{name}")
             };
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                if let Some(why) = refused_link(&entry.path(), &name, inside) {
+                    found.unreadable.insert((root, child_rel), why);
+                    continue;
+                }
+            }
             let Ok(meta) = fs::metadata(entry.path()) else {
                 continue;
             };
@@ -251,7 +324,7 @@ fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
 }
 
 /// `agents_skills_folder` is shallow: only `<dir>/SKILL.md` is an entry.
-fn walk_agents_skills(dir: &Path, found: &mut Found) {
+fn walk_agents_skills(dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -259,7 +332,18 @@ fn walk_agents_skills(dir: &Path, found: &mut Found) {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
+        if let Some(why) = refused_link(&entry.path(), &name, inside) {
+            found.unreadable.insert((Root::AgentsSkills, name), why);
+            continue;
+        }
         let skill = entry.path().join(AGENTS_SKILL_FILE);
+        if let Some(why) = refused_link(&skill, AGENTS_SKILL_FILE, inside) {
+            found.unreadable.insert(
+                (Root::AgentsSkills, format!("{name}/{AGENTS_SKILL_FILE}")),
+                why,
+            );
+            continue;
+        }
         if let Ok(meta) = fs::metadata(&skill) {
             if meta.is_file() {
                 found.files.insert(
@@ -272,7 +356,7 @@ fn walk_agents_skills(dir: &Path, found: &mut Found) {
 }
 
 /// `agents_folder` holds direct `<id>.md` files; nested files are ignored.
-fn walk_flat(root: Root, dir: &Path, found: &mut Found) {
+fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -281,6 +365,10 @@ fn walk_flat(root: Root, dir: &Path, found: &mut Found) {
             continue;
         };
         if !is_markdown(&name) {
+            continue;
+        }
+        if let Some(why) = refused_link(&entry.path(), &name, inside) {
+            found.unreadable.insert((root, name), why);
             continue;
         }
         if let Ok(meta) = fs::metadata(entry.path()) {
