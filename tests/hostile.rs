@@ -456,6 +456,37 @@ fn a_100_mb_file_is_skipped_without_being_read() {
     assert_healthy(&d);
 }
 
+/// A file that grows from a few bytes to 100 MB between the walk (its stat) and the read: the
+/// read stops at the cap instead of loading it whole, and the next reconcile sees its size.
+#[test]
+fn a_file_growing_past_the_cap_mid_scan_is_not_read_whole() {
+    let tree = hostile_tree();
+    tree.write("skills/grows/index.md", "# Small\n\nFor now.\n");
+    let stdout = reconcile_in_a_child_with(
+        &tree,
+        false,
+        &[("HOSTILE_CHILD_GROW", "skills/grows/index.md")],
+    );
+    let read_bytes: u64 = child_says(&stdout, "RECONCILE_READ_BYTES")
+        .parse()
+        .expect("number");
+    assert!(
+        read_bytes < 20 * 1024 * 1024,
+        "the reconcile read {read_bytes} bytes: the grown file was read whole"
+    );
+    assert!(
+        child_says(&stdout, "SKIPPED").contains("too large ("),
+        "{stdout}"
+    );
+    let d = tree.open();
+    assert_eq!(
+        expect_skip(&d, &tree, "skills/grows/index.md"),
+        "too large (104857600 bytes; max 262144)"
+    );
+    assert!(get(&d, "grows").is_err());
+    assert_healthy(&d);
+}
+
 /// Run by [`a_100_mb_file_is_skipped_without_being_read`] in a child process: reconciles the
 /// tree given in `HOSTILE_CHILD_BASE` and prints the bytes this process read meanwhile.
 #[test]
@@ -472,8 +503,18 @@ fn reconcile_in_child() {
             .expect("number")
     };
     let d = Directory::open(iii_directory::config::Config::for_root(&base)).expect("open");
+    // `HOSTILE_CHILD_GROW`: a file that grows to 100 MB between the walk and the reads.
+    let grow = std::env::var("HOSTILE_CHILD_GROW")
+        .ok()
+        .map(|rel| base.join(rel));
     let before = rchar();
-    d.reconcile().expect("reconcile");
+    d.reconcile_with_progress(&|p| {
+        if let (iii_directory::index::reconcile::Progress::Walked { .. }, Some(path)) = (p, &grow) {
+            let file = fs::OpenOptions::new().write(true).open(path).expect("open");
+            file.set_len(100 * 1024 * 1024).expect("set_len");
+        }
+    })
+    .expect("reconcile");
     println!("RECONCILE_READ_BYTES={}", rchar() - before);
     let skipped = serde_json::to_string(&d.skipped().expect("skipped")).expect("json");
     println!("SKIPPED={skipped}");
@@ -483,6 +524,10 @@ fn reconcile_in_child() {
 /// Runs [`reconcile_in_child`] on the tree in a child process, as the user `nobody` when
 /// `as_nobody` (for permission checks when the tests run as root), and returns its output.
 fn reconcile_in_a_child(tree: &Tree, as_nobody: bool) -> String {
+    reconcile_in_a_child_with(tree, as_nobody, &[])
+}
+
+fn reconcile_in_a_child_with(tree: &Tree, as_nobody: bool, env: &[(&str, &str)]) -> String {
     let exe = std::env::current_exe().expect("test binary");
     let mut command = if as_nobody {
         let mut command = std::process::Command::new("setpriv");
@@ -502,6 +547,7 @@ fn reconcile_in_a_child(tree: &Tree, as_nobody: bool) -> String {
             "--test-threads=1",
         ])
         .env("HOSTILE_CHILD_BASE", tree.base())
+        .envs(env.iter().copied())
         .output()
         .expect("run the child");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
