@@ -47,6 +47,38 @@ pub fn check_content(content: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a target that a symbolic link on its way (or a root-relative folder that is a link)
+/// would put outside `root`: a write never lands outside the configured roots (design, bad
+/// input). The nearest existing ancestor of the target is resolved; a missing root is created
+/// by the write itself, so there is nothing to follow.
+pub fn check_inside(root: &Path, target: &Path, code: &'static str, next: &[Next]) -> Result<()> {
+    let Ok(real_root) = root.canonicalize() else {
+        return Ok(());
+    };
+    let mut existing = target.parent();
+    while let Some(dir) = existing {
+        if std::fs::symlink_metadata(dir).is_ok() {
+            break;
+        }
+        existing = dir.parent();
+    }
+    let inside = existing
+        .and_then(|dir| dir.canonicalize().ok())
+        .is_some_and(|real| real.starts_with(&real_root));
+    if inside {
+        return Ok(());
+    }
+    Err(Error::invalid_input(
+        code,
+        format!(
+            "{} would lead outside {} through a symbolic link; writes stay inside the configured folders.",
+            target.display(),
+            root.display()
+        ),
+        next,
+    ))
+}
+
 /// The modification time of a file just written, as the contract prints it.
 pub fn modified_at(path: &Path) -> String {
     std::fs::metadata(path)

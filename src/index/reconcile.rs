@@ -4,6 +4,7 @@
 //! and write only the rows that differ; all in one write transaction.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::Read as _;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -393,7 +394,12 @@ fn read_file(
             new: None,
         };
     }
-    let bytes = match std::fs::read(roots.file(key.0, &key.1)) {
+    // Capped: a file that grew past the cap since its stat is not read whole.
+    let bytes = match std::fs::File::open(roots.file(key.0, &key.1)).and_then(|file| {
+        let mut bytes = Vec::with_capacity(stat.size as usize);
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }) {
         Ok(bytes) => bytes,
         Err(e) => {
             return Read {

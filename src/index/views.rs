@@ -58,10 +58,7 @@ impl Changes {
 pub fn compute(inputs: &Inputs<'_>) -> Views {
     let mut views = Views::default();
     for ((root, rel), why) in inputs.unreadable {
-        views.skipped.insert(
-            (*root, rel.clone()),
-            format!("folder cannot be listed: {why}"),
-        );
+        views.skipped.insert((*root, rel.clone()), why.clone());
     }
     let shadows = Shadows::of(inputs);
     let mut namespaces: BTreeSet<String> = bundled_docs::skills()
@@ -363,6 +360,10 @@ fn namespace_rows(
     for (id, (root, rel, meta)) in &skill_files {
         let display = display_id(id, &all_ids);
         let served = served_doc(inputs, meta);
+        // Listed with defaults (contract 3.3), but not served: `check` says why.
+        if let Err(issue) = &served {
+            skipped.insert((*root, rel.to_string()), issue.to_string());
+        }
         let row = skills::row_for(
             id,
             display,

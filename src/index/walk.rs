@@ -1,7 +1,7 @@
 //! Walking the roots: which candidate files exist and their stat, without reading any content.
 //! This is the part of every reconcile that cannot be skipped, so it does nothing else.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,8 @@ pub const AGENTS_SKILL_FILE: &str = "SKILL.md";
 
 /// Top-level folder names of the skills roots, by root.
 pub type TopDirs = BTreeSet<(Root, String)>;
-/// Folders that could not be listed, by root and relative path, with why.
+/// Folders that could not be listed and links not followed, by root and relative path, with
+/// the skip reason.
 pub type Unreadable = BTreeMap<(Root, String), String>;
 
 /// What a walk of all roots found.
@@ -29,7 +30,7 @@ pub struct Found {
     /// Top-level folder names of `skills_folder` and `local_skills_folder` (namespace shadowing
     /// looks at folders, even empty ones).
     pub top_dirs: BTreeSet<(Root, String)>,
-    /// Folders that could not be listed, with why.
+    /// Folders that could not be listed and links not followed, with the skip reason.
     pub unreadable: BTreeMap<(Root, String), String>,
     /// For a scoped walk: the `(root, relative path)` subtrees it looked at (an empty path is
     /// the whole root). Empty for a full walk.
@@ -89,15 +90,45 @@ fn first(rel: &str) -> &str {
 
 pub fn walk(roots: &Roots) -> Found {
     let mut found = Found::default();
+    let inside = real_roots(roots);
     for root in Root::ALL {
         let dir = roots.path(root);
         match root {
-            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), &mut found),
-            Root::AgentsSkills => walk_agents_skills(dir, &mut found),
-            Root::Agents => walk_flat(root, dir, &mut found),
+            Root::Skills | Root::LocalSkills => {
+                walk_tree(root, dir, String::new(), &inside, &mut found)
+            }
+            Root::AgentsSkills => walk_agents_skills(dir, &inside, &mut found),
+            Root::Agents => walk_flat(root, dir, &inside, &mut found),
         }
     }
     found
+}
+
+/// The roots' real paths: a symbolic link is followed only to a place under one of them.
+fn real_roots(roots: &Roots) -> Vec<PathBuf> {
+    Root::ALL
+        .iter()
+        .filter_map(|root| fs::canonicalize(roots.path(*root)).ok())
+        .collect()
+}
+
+/// Why the entry at `path` is not followed, when it is a symbolic link to a folder or named
+/// like a document: it is broken or loops, or it leads outside every root (design: bad input
+/// never serves or writes outside the configured roots).
+fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<String> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        return None;
+    }
+    match fs::canonicalize(path) {
+        Err(e) if is_markdown(name) => Some(format!("symbolic link cannot be followed: {e}")),
+        Err(_) => None,
+        Ok(real) if inside.iter().any(|root| real.starts_with(root)) => None,
+        Ok(real) if real.is_dir() || is_markdown(name) => Some(format!(
+            "symbolic link leads outside the roots (to {})",
+            real.display()
+        )),
+        Ok(_) => None,
+    }
 }
 
 /// Walks only the given absolute paths (files or folders) and what is under them, per root
@@ -120,33 +151,48 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
         }
     }
     let scopes = found.scopes.clone();
+    let inside = real_roots(roots);
     for (root, rel) in &scopes {
-        walk_subtree(roots, *root, rel, &mut found);
+        walk_subtree(roots, *root, rel, &inside, &mut found);
     }
     let walked: BTreeSet<Root> = scopes.iter().map(|(root, _)| *root).collect();
     for root in walked {
         if matches!(root, Root::Skills | Root::LocalSkills) {
-            list_top_dirs(root, roots.path(root), &mut found);
+            list_top_dirs(root, roots.path(root), &inside, &mut found);
         }
     }
     found
 }
 
-fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
+fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found: &mut Found) {
     let dir = roots.path(root);
     if rel.is_empty() {
         match root {
-            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), found),
-            Root::AgentsSkills => walk_agents_skills(dir, found),
-            Root::Agents => walk_flat(root, dir, found),
+            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), inside, found),
+            Root::AgentsSkills => walk_agents_skills(dir, inside, found),
+            Root::Agents => walk_flat(root, dir, inside, found),
         }
+        return;
+    }
+    // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
+    let at = if root == Root::AgentsSkills {
+        first(rel)
+    } else {
+        rel
+    };
+    if let Some(why) = refused_link(&dir.join(at), at, inside) {
+        found.unreadable.insert((root, at.to_string()), why);
+        return;
+    }
+    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !inside.iter().any(|r| real.starts_with(r)))
+    {
         return;
     }
     match root {
         Root::Skills | Root::LocalSkills => {
             let path = dir.join(rel);
             match fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => walk_tree(root, &path, rel.to_string(), found),
+                Ok(meta) if meta.is_dir() => walk_tree(root, &path, rel.to_string(), inside, found),
                 Ok(meta) if meta.is_file() && is_markdown(rel) => {
                     found.files.insert((root, rel.to_string()), stat_of(&meta));
                 }
@@ -156,6 +202,10 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
         Root::AgentsSkills => {
             let name = first(rel);
             let skill = format!("{name}/{AGENTS_SKILL_FILE}");
+            if let Some(why) = refused_link(&dir.join(&skill), &skill, inside) {
+                found.unreadable.insert((root, skill), why);
+                return;
+            }
             if let Ok(meta) = fs::metadata(dir.join(&skill)) {
                 if meta.is_file() {
                     found.files.insert((root, skill), stat_of(&meta));
@@ -174,7 +224,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, found: &mut Found) {
     }
 }
 
-fn list_top_dirs(root: Root, dir: &Path, found: &mut Found) {
+fn list_top_dirs(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -182,7 +232,10 @@ fn list_top_dirs(root: Root, dir: &Path, found: &mut Found) {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+        let path = entry.path();
+        if fs::metadata(&path).is_ok_and(|m| m.is_dir())
+            && refused_link(&path, &name, inside).is_none()
+        {
             found.top_dirs.insert((root, name));
         }
     }
@@ -207,22 +260,49 @@ pub fn is_markdown(name: &str) -> bool {
     name.len() > 3 && name.ends_with(".md")
 }
 
-/// A recursive walk collecting `**/*.md` files. Symbolic links are followed, but a folder is
-/// entered at most once (by device and inode) so that a link loop ends. Sibling folders are
+/// A recursive walk collecting `**/*.md` files. Symbolic links within the roots are followed,
+/// but never back into a folder above (so a link loop ends). Sibling folders are
 /// walked in parallel: a walk is mostly `stat` calls, which the kernel serves on every core.
 /// Top-level folders are recorded when the walk starts at the root (`rel` empty).
-fn walk_tree(root: Root, dir: &Path, rel: String, found: &mut Found) {
+fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mut Found) {
     let Ok(meta) = fs::metadata(dir) else {
         return;
     };
-    let seen = Mutex::new(HashSet::new());
-    let part = walk_folder(root, dir.to_path_buf(), rel, &meta, &seen);
+    // A scoped walk starts below the root: as in a full walk, a link back to one of the
+    // folders above it is a loop.
+    let above = if rel.is_empty() {
+        0
+    } else {
+        rel.split('/').count()
+    };
+    let mut ancestors: Vec<(u64, u64)> = dir
+        .ancestors()
+        .skip(1)
+        .take(above)
+        .filter_map(|ancestor| fs::metadata(ancestor).ok())
+        .map(|meta| (meta.dev(), meta.ino()))
+        .collect();
+    ancestors.reverse();
+    let walk = Walk {
+        root,
+        inside,
+        visits: Mutex::new(HashMap::new()),
+    };
+    let start = (meta.dev(), meta.ino());
+    walk.enter(start);
+    ancestors.push(start);
+    let start = Pending {
+        path: dir.to_path_buf(),
+        rel,
+        ancestors,
+    };
+    let part = walk.subtree(start, 0);
     found.files.extend(part.files);
     found.top_dirs.extend(part.top_dirs);
     found.unreadable.extend(part.unreadable);
 }
 
-/// What one folder and everything under it holds; merged upwards by [`walk_folder`].
+/// What one folder and everything under it holds; merged upwards by [`Walk::subtree`].
 #[derive(Default)]
 struct Part {
     files: Vec<((Root, String), Stat)>,
@@ -239,61 +319,126 @@ impl Part {
     }
 }
 
-fn walk_folder(
+/// How many paths may lead into one folder (through symbolic links) before the others are
+/// ignored: enough for any real tree, and a bound on trees built to multiply paths.
+const MAX_PATHS_TO_A_FOLDER: u32 = 16;
+
+/// One walk of a tree: what every folder's visit shares.
+struct Walk<'a> {
     root: Root,
+    /// See [`real_roots`].
+    inside: &'a [PathBuf],
+    /// How many times each folder (by device and inode) was entered.
+    visits: Mutex<HashMap<(u64, u64), u32>>,
+}
+
+/// A folder still to list.
+struct Pending {
     path: PathBuf,
     rel: String,
-    meta: &Metadata,
-    seen: &Mutex<HashSet<(u64, u64)>>,
-) -> Part {
-    let mut part = Part::default();
-    let first_visit = seen
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .insert((meta.dev(), meta.ino()));
-    if !first_visit {
-        return part;
-    }
-    let entries = match fs::read_dir(&path) {
-        Ok(entries) => entries,
-        Err(e) => {
-            if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
-                part.unreadable.push(((root, rel), e.to_string()));
+    /// The folders above it on its path, by device and inode, itself last.
+    ancestors: Vec<(u64, u64)>,
+}
+
+/// Folders this close to the start are walked as tasks of their own, in parallel; deeper ones
+/// within their task's loop, so a deep tree needs no deep stack.
+const PARALLEL_DEPTH: usize = 2;
+
+impl Walk<'_> {
+    /// Everything under one folder, its first levels in parallel.
+    fn subtree(&self, start: Pending, depth: usize) -> Part {
+        let mut part = Part::default();
+        let mut stack = vec![(start, depth)];
+        let mut tasks = Vec::new();
+        while let Some((folder, depth)) = stack.pop() {
+            for child in self.list(folder, &mut part) {
+                if depth < PARALLEL_DEPTH {
+                    tasks.push(child);
+                } else {
+                    stack.push((child, depth + 1));
+                }
             }
-            return part;
         }
-    };
-    let mut folders = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        let child_rel = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        let Ok(meta) = fs::metadata(entry.path()) else {
-            continue;
-        };
-        if meta.is_dir() {
-            if rel.is_empty() {
-                part.top_dirs.push((root, name));
-            }
-            folders.push((entry.path(), child_rel, meta));
-        } else if meta.is_file() && is_markdown(&name) {
-            part.files.push(((root, child_rel), stat_of(&meta)));
-        }
+        tasks
+            .into_par_iter()
+            .map(|child| self.subtree(child, depth + 1))
+            .reduce(Part::default, Part::merge)
+            .merge(part)
     }
-    folders
-        .into_par_iter()
-        .map(|(path, rel, meta)| walk_folder(root, path, rel, &meta, seen))
-        .reduce(Part::default, Part::merge)
-        .merge(part)
+
+    /// Lists one folder into `part` and returns the folders in it to enter. A folder reached
+    /// again below itself (a link loop) is not entered; one reached by several paths is walked
+    /// under each, so what a file is listed as depends only on its own path, whatever order
+    /// the parallel walk runs in.
+    fn list(&self, folder: Pending, part: &mut Part) -> Vec<Pending> {
+        let root = self.root;
+        let Pending {
+            path,
+            rel,
+            ancestors,
+        } = folder;
+        let entries = match fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) => {
+                if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
+                    let why = format!("folder cannot be listed: {e}");
+                    part.unreadable.push(((root, rel), why));
+                }
+                return Vec::new();
+            }
+        };
+        let mut folders = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let child_rel = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                if let Some(why) = refused_link(&entry.path(), &name, self.inside) {
+                    part.unreadable.push(((root, child_rel), why));
+                    continue;
+                }
+            }
+            let Ok(meta) = fs::metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                if rel.is_empty() {
+                    part.top_dirs.push((root, name));
+                }
+                let id = (meta.dev(), meta.ino());
+                if !ancestors.contains(&id) && self.enter(id) {
+                    folders.push(Pending {
+                        path: entry.path(),
+                        rel: child_rel,
+                        ancestors: [ancestors.as_slice(), &[id]].concat(),
+                    });
+                }
+            } else if meta.is_file() && is_markdown(&name) {
+                part.files.push(((root, child_rel), stat_of(&meta)));
+            }
+        }
+        folders
+    }
+
+    /// Counts one more path into a folder; false past [`MAX_PATHS_TO_A_FOLDER`].
+    fn enter(&self, id: (u64, u64)) -> bool {
+        let mut visits = self
+            .visits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let count = visits.entry(id).or_insert(0);
+        *count += 1;
+        *count <= MAX_PATHS_TO_A_FOLDER
+    }
 }
 
 /// `agents_skills_folder` is shallow: only `<dir>/SKILL.md` is an entry.
-fn walk_agents_skills(dir: &Path, found: &mut Found) {
+fn walk_agents_skills(dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -301,7 +446,18 @@ fn walk_agents_skills(dir: &Path, found: &mut Found) {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
+        if let Some(why) = refused_link(&entry.path(), &name, inside) {
+            found.unreadable.insert((Root::AgentsSkills, name), why);
+            continue;
+        }
         let skill = entry.path().join(AGENTS_SKILL_FILE);
+        if let Some(why) = refused_link(&skill, AGENTS_SKILL_FILE, inside) {
+            found.unreadable.insert(
+                (Root::AgentsSkills, format!("{name}/{AGENTS_SKILL_FILE}")),
+                why,
+            );
+            continue;
+        }
         if let Ok(meta) = fs::metadata(&skill) {
             if meta.is_file() {
                 found.files.insert(
@@ -314,7 +470,7 @@ fn walk_agents_skills(dir: &Path, found: &mut Found) {
 }
 
 /// `agents_folder` holds direct `<id>.md` files; nested files are ignored.
-fn walk_flat(root: Root, dir: &Path, found: &mut Found) {
+fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -323,6 +479,10 @@ fn walk_flat(root: Root, dir: &Path, found: &mut Found) {
             continue;
         };
         if !is_markdown(&name) {
+            continue;
+        }
+        if let Some(why) = refused_link(&entry.path(), &name, inside) {
+            found.unreadable.insert((root, name), why);
             continue;
         }
         if let Ok(meta) = fs::metadata(entry.path()) {

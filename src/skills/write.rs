@@ -14,7 +14,7 @@ use crate::events::ChangeEvent;
 use crate::index::records::{Root, SkillRow, Source};
 use crate::index::{Reader, Roots};
 use crate::store::{self, Mode};
-use crate::write::{Outcome, check_content, file_exists, modified_at, store_error};
+use crate::write::{Outcome, check_content, check_inside, file_exists, modified_at, store_error};
 use crate::{Error, Result, request};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
@@ -83,6 +83,7 @@ pub fn create(
         ));
     }
     let path = roots.path(Root::Skills).join(format!("{id}.md"));
+    check_inside(roots.path(Root::Skills), &path, "D115", &[])?;
     if path.exists() {
         return Err(file_exists("D114", &path, &NEXT_ON_CONFLICT));
     }

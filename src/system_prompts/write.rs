@@ -16,7 +16,7 @@ use crate::events::{ChangeEvent, Family};
 use crate::index::records::{Root, Source};
 use crate::index::{Reader, Roots};
 use crate::store::{self, Mode};
-use crate::write::{Outcome, check_content, file_exists, modified_at, store_error};
+use crate::write::{Outcome, check_content, check_inside, file_exists, modified_at, store_error};
 use crate::{Error, Result, request};
 
 /// The folder under `skills_folder` where created system prompts go.
@@ -123,6 +123,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         ));
     }
     let path = target(roots, &req.name);
+    check_inside(roots.path(Root::Skills), &path, "D214", &[])?;
     if path.exists() {
         return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
     }
