@@ -58,7 +58,10 @@ fn big(token: &str, head: &str) -> String {
 }
 
 fn bulk_content(i: usize) -> String {
-    format!("---\ntitle: Bulk {i}\n---\n# Bulk {i}\n\n{}\n", "Filler. ".repeat(600))
+    format!(
+        "---\ntitle: Bulk {i}\n---\n# Bulk {i}\n\n{}\n",
+        "Filler. ".repeat(600)
+    )
 }
 
 /// The writes the child makes past the limit: label, function, request.
@@ -99,12 +102,18 @@ fn big_writes() -> Vec<(&'static str, WriteFunction, Value)> {
 
 /// Files of the tree the writes must leave alone, and where the creates would have landed.
 const OLD_FILES: [(&str, &str); 3] = [
-    ("skills/full/old.md", "---\ntitle: Old\n---\n# Old\n\nThe old skill.\n"),
+    (
+        "skills/full/old.md",
+        "---\ntitle: Old\n---\n# Old\n\nThe old skill.\n",
+    ),
     (
         "skills/system-prompts/old-prompt.md",
         "---\ndescription: The old prompt.\n---\nOld prompt.\n",
     ),
-    ("agents/old-agent.md", "---\nname: Old agent\n---\nOld agent.\n"),
+    (
+        "agents/old-agent.md",
+        "---\nname: Old agent\n---\nOld agent.\n",
+    ),
 ];
 const CREATED: [&str; 3] = [
     "skills/full/new.md",
@@ -166,7 +175,8 @@ fn disk_full_child() {
             limit_file_size(None);
             let result = directory.reconcile().map(|r| json!(r.files));
             say(json!({ "label": "lifted", "result": outcome(result) }));
-            let result = directory.read(ReadFunction::SkillsList, &json!({"prefix": "bulk/"}), None);
+            let result =
+                directory.read(ReadFunction::SkillsList, &json!({"prefix": "bulk/"}), None);
             let result = result.map(|l| json!(l["skills"].as_array().map_or(0, Vec::len)));
             say(json!({ "label": "after", "result": outcome(result) }));
         }
@@ -255,7 +265,11 @@ fn writes_on_a_full_disk_fail_cleanly_and_keep_the_old_files() {
             "{label}: {message}"
         );
         assert!(message.contains("File too large"), "{label}: {message}");
-        assert_eq!(result["code"], Value::Null, "{label}: I/O errors are uncoded");
+        assert_eq!(
+            result["code"],
+            Value::Null,
+            "{label}: I/O errors are uncoded"
+        );
     }
     assert!(
         results["after"]["result"]["ok"].is_object(),
@@ -307,7 +321,11 @@ fn an_index_that_cannot_grow_fails_the_reconcile_and_recovers_on_open() {
         "the reconcile after the limit was lifted: {}",
         results["lifted"]
     );
-    assert_eq!(results["after"]["result"]["ok"], BULK, "{}", results["after"]);
+    assert_eq!(
+        results["after"]["result"]["ok"], BULK,
+        "{}",
+        results["after"]
+    );
 
     // The documents are untouched: the old ones and every bulk file, byte for byte.
     for (rel, text) in OLD_FILES {
@@ -315,7 +333,10 @@ fn an_index_that_cannot_grow_fails_the_reconcile_and_recovers_on_open() {
     }
     for i in 0..BULK {
         let rel = format!("skills/bulk/b{i}.md");
-        assert_eq!(fs::read_to_string(tree.path(&rel)).unwrap(), bulk_content(i));
+        assert_eq!(
+            fs::read_to_string(tree.path(&rel)).unwrap(),
+            bulk_content(i)
+        );
     }
     assert_eq!(temps(tree.base()), Vec::<PathBuf>::new());
     let directory = assert_reopens_like_fresh(&tree);

@@ -209,8 +209,7 @@ impl Index {
         let mut slot = slot.write().map_err(|_| poisoned())?;
         // The file lock goes with the old database: it must be closed before the new open.
         drop(slot.take());
-        let (db, fresh) =
-            open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
+        let (db, fresh) = open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
         let racy_window = mirror.racy_window;
         *mirror = fresh;
         mirror.racy_window = racy_window;
@@ -241,8 +240,7 @@ fn open_or_rebuild(path: &Path) -> Result<(redb::Database, reconcile::Mirror), O
         Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
         Err(Opened::Unusable(why)) => {
             tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
-            std::fs::remove_file(path)
-                .map_err(|e| failed(format!("remove damaged index: {e}")))?;
+            std::fs::remove_file(path).map_err(|e| failed(format!("remove damaged index: {e}")))?;
             match open_checked(path) {
                 Ok(opened) => Ok(opened),
                 Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
