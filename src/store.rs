@@ -3,12 +3,15 @@
 //! folder. A failed write removes its temporary file.
 //!
 //! Temporary files are named `<file>.<pid>-<n>.tmp`: they never end in `.md`, so no scan and
-//! no watcher takes them for documents.
+//! no watcher takes them for documents. A process killed mid-write leaves its temporary file
+//! behind; [`sweep_stale_temps`] removes those at the next open.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 /// Whether a write may replace an existing file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,8 +46,14 @@ fn io_error<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// When this process named its first temporary file: a temporary file carrying our pid but
+/// older than this was left by an earlier process that had the same pid (containers reuse
+/// small pids across restarts).
+static FIRST_TEMP_AT: OnceLock<SystemTime> = OnceLock::new();
+
 /// The temporary sibling a write of `dest` goes through.
 pub fn temp_path(dest: &Path) -> PathBuf {
+    FIRST_TEMP_AT.get_or_init(SystemTime::now);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut name = dest.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".{}-{n}.tmp", std::process::id()));
@@ -102,6 +111,105 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_error("fsync", dir))
+}
+
+/// A temporary file older than this is stale whoever named it: a write holds its temporary
+/// file for the time of one write, fsync and rename.
+const STALE_AFTER: Duration = Duration::from_secs(3_600);
+/// Slack for file systems whose timestamps lag the clock (coarse mtime granularity).
+const CLOCK_SLACK: Duration = Duration::from_secs(2);
+
+/// The pid in a name of the form `<file>.<pid>-<n>.tmp` (`<file>` non-empty, `<pid>` and `<n>`
+/// decimal digits), or `None` for any other name: never ours to touch.
+pub fn temp_pid(name: &str) -> Option<u32> {
+    let stem = name.strip_suffix(".tmp")?;
+    let (file, tag) = stem.rsplit_once('.')?;
+    let (pid, n) = tag.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if file.is_empty() || !digits(pid) || !digits(n) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether process `pid` exists, when the platform can say (`/proc`); `None` when it cannot.
+fn pid_alive(pid: u32) -> Option<bool> {
+    let proc = Path::new("/proc");
+    proc.join("self")
+        .exists()
+        .then(|| proc.join(pid.to_string()).exists())
+}
+
+/// Whether a temporary file named by `pid` and last modified at `modified` can no longer be
+/// renamed into place by any writer. Callers hold the index's writer lock, so the only writers
+/// of these folders are this process's own threads.
+fn is_stale(pid: u32, modified: SystemTime, now: SystemTime) -> bool {
+    if now.duration_since(modified).unwrap_or_default() > STALE_AFTER {
+        return true;
+    }
+    if pid == std::process::id() {
+        // Ours only if named since this process's first write.
+        return match FIRST_TEMP_AT.get() {
+            None => true,
+            Some(first) => modified + CLOCK_SLACK < *first,
+        };
+    }
+    pid_alive(pid) == Some(false)
+}
+
+/// What [`sweep_stale_temps`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Stale temporary files removed.
+    pub removed: Vec<PathBuf>,
+    /// Files with our naming pattern that were kept (their writer may still be running).
+    pub kept: usize,
+}
+
+/// Removes the temporary files that killed writers left under `folders` (searched
+/// recursively, symbolic links not followed): files named exactly `<file>.<pid>-<n>.tmp`
+/// whose process is gone, that this process did not name, or that are older than an hour.
+/// Anything else is left alone. Errors (an unreadable folder, a file already gone) are
+/// skipped: the sweep is housekeeping and never stops an open.
+pub fn sweep_stale_temps(folders: &[&Path]) -> Sweep {
+    let mut sweep = Sweep::default();
+    let now = SystemTime::now();
+    let mut pending: Vec<PathBuf> = folders.iter().map(|f| f.to_path_buf()).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(dir) = pending.pop() {
+        // Roots may nest (`skills/iii` under `skills`): visit each folder once.
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(entry.path());
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(temp_pid) else {
+                continue;
+            };
+            let Ok(modified) = entry.metadata().and_then(|m| m.modified()) else {
+                continue;
+            };
+            if is_stale(pid, modified, now) && fs::remove_file(entry.path()).is_ok() {
+                sweep.removed.push(entry.path());
+            } else {
+                sweep.kept += 1;
+            }
+        }
+    }
+    sweep
 }
 
 /// Removes a file, then each parent folder left empty, up to but never including `root` or
@@ -173,6 +281,114 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("x.md")]);
+    }
+
+    #[test]
+    fn temp_names_are_recognised_exactly() {
+        assert_eq!(temp_pid("x.md.123-4.tmp"), Some(123));
+        assert_eq!(temp_pid(".iii-skill-complete.9-0.tmp"), Some(9));
+        for not_ours in [
+            "x.md.tmp",
+            ".123-4.tmp",
+            "x.md.12a-4.tmp",
+            "x.md.123-.tmp",
+            "x.md.-4.tmp",
+            "x.md.123_4.tmp",
+            "x.md.123-4.tmp.md",
+            "x.md.123-4-5.tmp",
+            "x.md",
+            "notes.tmp",
+        ] {
+            assert_eq!(temp_pid(not_ours), None, "{not_ours}");
+        }
+        let dest = Path::new("/r/a/x.md");
+        let name = temp_path(dest);
+        let name = name.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_pid(name), Some(std::process::id()));
+    }
+
+    /// A pid that no process has: a child that ran and was reaped.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn sweep_removes_only_stale_temporary_files_of_ours() {
+        if pid_alive(1).is_none() {
+            return; // no /proc: only the age rule applies, covered below
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("skills");
+        let agents = dir.path().join("agents");
+        let touch = |path: &Path, age: Duration| {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let file = File::create(path).unwrap();
+            file.set_modified(SystemTime::now() - age).unwrap();
+        };
+        let now = Duration::ZERO;
+        let hours = Duration::from_secs(2 * 3_600);
+        let dead = dead_pid();
+        // Ours: this process has named a temporary file before the fresh one below.
+        let own = temp_path(&root.join("ns/own.md"));
+        let gone = [
+            root.join(format!("ns/x.md.{dead}-0.tmp")),
+            agents.join(format!("a.md.{dead}-17.tmp")),
+            // Alive pid, but far too old for any write still in progress.
+            root.join("ns/deep/y.md.1-3.tmp"),
+            // Our pid, named before this process's first write: an earlier life of the pid.
+            root.join(format!("ns/z.md.{}-0.tmp", std::process::id())),
+        ];
+        touch(&gone[0], now);
+        touch(&gone[1], now);
+        touch(&gone[2], hours);
+        touch(&gone[3], Duration::from_secs(600));
+        let kept = [
+            // A live process's fresh temporary file: it may be about to rename it.
+            root.join("ns/w.md.1-5.tmp"),
+            // This process's own write in progress.
+            own,
+        ];
+        touch(&kept[0], now);
+        touch(&kept[1], now);
+        let foreign = [
+            root.join("ns/notes.tmp"),
+            root.join(format!("ns/x.md.{dead}-0.tmp.bak")),
+            root.join(format!("ns/x.md.{dead}-a.tmp")),
+            root.join("ns/doc.md"),
+        ];
+        for path in &foreign {
+            touch(path, hours);
+        }
+        // A folder with our naming pattern is not a file of ours.
+        let folder = root.join(format!("ns/d.md.{dead}-1.tmp"));
+        fs::create_dir_all(&folder).unwrap();
+
+        let sweep = sweep_stale_temps(&[root.as_path(), &root.join("ns"), agents.as_path()]);
+        let mut removed = sweep.removed.clone();
+        removed.sort();
+        let mut expected = gone.to_vec();
+        expected.sort();
+        assert_eq!(removed, expected);
+        assert_eq!(sweep.kept, kept.len());
+        for path in gone {
+            assert!(!path.exists(), "{} should be gone", path.display());
+        }
+        for path in kept.iter().chain(&foreign) {
+            assert!(path.exists(), "{} should stay", path.display());
+        }
+        assert!(folder.is_dir());
+    }
+
+    #[test]
+    fn sweep_of_missing_folders_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            sweep_stale_temps(&[&dir.path().join("nope")]),
+            Sweep::default()
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub mod views;
 pub mod walk;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
@@ -81,26 +81,25 @@ enum Handle {
 /// The writer's database. Closing it cleanly leaves a [`CleanClose`] stamp beside the file, so
 /// the next open can skip verifying every page (seconds on a large tree).
 struct Writer {
-    db: Option<redb::Database>,
+    /// `None` after a reconcile failed and the file could not be reopened (a full disk, say):
+    /// the next reconcile tries again.
+    slot: RwLock<Option<redb::Database>>,
     path: PathBuf,
-}
-
-impl std::ops::Deref for Writer {
-    type Target = redb::Database;
-
-    fn deref(&self) -> &redb::Database {
-        self.db
-            .as_ref()
-            .expect("the database is open until the writer is dropped")
-    }
 }
 
 impl Drop for Writer {
     fn drop(&mut self) {
+        let db = self
+            .slot
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
         // Close first: redb records the clean shutdown in the file, which changes its stat.
-        drop(self.db.take());
-        if !std::thread::panicking() {
-            CleanClose::record(&self.path);
+        if let Some(db) = db {
+            drop(db);
+            if !std::thread::panicking() {
+                CleanClose::record(&self.path);
+            }
         }
     }
 }
@@ -177,20 +176,7 @@ impl Index {
             std::fs::create_dir_all(parent)
                 .map_err(|e| failed(format!("create_dir_all {}: {e}", parent.display())))?;
         }
-        let (db, mirror) = match open_checked(path) {
-            Ok(opened) => opened,
-            Err(Opened::Busy) => return Err(OpenError::Busy(path.to_path_buf())),
-            Err(Opened::Unusable(why)) => {
-                tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
-                std::fs::remove_file(path)
-                    .map_err(|e| failed(format!("remove damaged index: {e}")))?;
-                match open_checked(path) {
-                    Ok(opened) => opened,
-                    Err(Opened::Busy) => return Err(OpenError::Busy(path.to_path_buf())),
-                    Err(Opened::Unusable(why)) => return Err(failed(why)),
-                }
-            }
-        };
+        let (db, mirror) = open_or_rebuild(path)?;
         tracing::debug!(
             path = %path.display(),
             open_ms = started.elapsed().as_millis() as u64,
@@ -198,7 +184,7 @@ impl Index {
         );
         Ok(Index {
             handle: Handle::Writer(Writer {
-                db: Some(db),
+                slot: RwLock::new(Some(db)),
                 path: path.to_path_buf(),
             }),
             path: path.to_path_buf(),
@@ -243,7 +229,10 @@ impl Index {
     /// A consistent snapshot of the index for reads.
     pub fn read(&self) -> Result<Reader> {
         let txn = match &self.handle {
-            Handle::Writer(db) => db.begin_read(),
+            Handle::Writer(writer) => match writer.slot.read().map_err(|_| poisoned())?.as_ref() {
+                Some(db) => db.begin_read(),
+                None => return Err(closed()),
+            },
             Handle::Reader(db) => db.begin_read(),
         }
         .map_err(Error::index)?;
@@ -257,22 +246,77 @@ impl Index {
         scope: &reconcile::Scope,
         progress: &dyn Fn(reconcile::Progress),
     ) -> Result<Report> {
-        let Handle::Writer(db) = &self.handle else {
+        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(Error::Index("a read-only index cannot reconcile".into()));
         };
-        let mut mirror = self
-            .mirror
-            .lock()
-            .map_err(|_| Error::Index("index state poisoned by a panic".into()))?;
-        let result = reconcile::run(db, &mut mirror, roots, scope, progress);
-        if result.is_err() {
-            // The failed transaction was rolled back, but the mirror may hold part of it: start
-            // again from what the file holds.
-            let racy_window = mirror.racy_window;
-            *mirror = reconcile::Mirror::load(db)?;
-            mirror.racy_window = racy_window;
+        let mut mirror = self.mirror.lock().map_err(|_| poisoned())?;
+        if slot.read().map_err(|_| poisoned())?.is_none() {
+            self.reopen(slot, &mut mirror)?;
+        }
+        let result = match slot.read().map_err(|_| poisoned())?.as_ref() {
+            Some(db) => reconcile::run(db, &mut mirror, roots, scope, progress),
+            None => Err(closed()),
+        };
+        if let Err(e) = &result {
+            // redb refuses all work after a failed write to its file (a full disk, say), and
+            // the mirror may be ahead of what was committed: start again from the file, which
+            // holds the last committed state.
+            tracing::warn!(error = %e, "reconcile failed; reopening the index");
+            if let Err(again) = self.reopen(slot, &mut mirror) {
+                tracing::warn!(error = %again, "the index could not be reopened; the next reconcile retries");
+            }
         }
         result
+    }
+
+    /// Closes the writer's database and opens it again (rebuilding it if the file is
+    /// damaged), with the mirror reloaded from it. Callers hold the mirror lock.
+    fn reopen(
+        &self,
+        slot: &RwLock<Option<redb::Database>>,
+        mirror: &mut reconcile::Mirror,
+    ) -> Result<()> {
+        let mut slot = slot.write().map_err(|_| poisoned())?;
+        // The file lock goes with the old database: it must be closed before the new open.
+        drop(slot.take());
+        let (db, fresh) = open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
+        let racy_window = mirror.racy_window;
+        *mirror = fresh;
+        mirror.racy_window = racy_window;
+        *slot = Some(db);
+        Ok(())
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Index("index state poisoned by a panic".into())
+}
+
+fn closed() -> Error {
+    Error::Index(
+        "the index was closed after a failed write to its file; the next reconcile reopens it"
+            .into(),
+    )
+}
+
+/// Opens the writer's file, rebuilding it when it is damaged or of another schema version.
+fn open_or_rebuild(path: &Path) -> Result<(redb::Database, reconcile::Mirror), OpenError> {
+    let failed = |why: String| OpenError::Failed {
+        path: path.to_path_buf(),
+        why,
+    };
+    match open_checked(path) {
+        Ok(opened) => Ok(opened),
+        Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
+        Err(Opened::Unusable(why)) => {
+            tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
+            std::fs::remove_file(path).map_err(|e| failed(format!("remove damaged index: {e}")))?;
+            match open_checked(path) {
+                Ok(opened) => Ok(opened),
+                Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
+                Err(Opened::Unusable(why)) => Err(failed(why)),
+            }
+        }
     }
 }
 

@@ -141,3 +141,55 @@ pub fn skill_ids(directory: &Directory) -> Vec<String> {
         .map(|r| r["id"].as_str().expect("id").to_string())
         .collect()
 }
+
+/// Every answer of the read functions, keyed by call: each list, every listed skill, system
+/// prompt and agent profile (raw), the skills index and the skipped files. Two indexes of the
+/// same disk give equal dumps.
+pub fn dump(directory: &Directory) -> std::collections::BTreeMap<String, Result<Value, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut ask = |function: ReadFunction, request: Value| {
+        let answer = directory
+            .read(function, &request, None)
+            .map_err(|e| e.to_string());
+        let rows = answer.clone().unwrap_or_default();
+        out.insert(format!("{} {request}", function.id()), answer);
+        rows
+    };
+    let lists = [
+        (
+            ReadFunction::SkillsList,
+            "skills",
+            "id",
+            ReadFunction::SkillsGet,
+            "id",
+        ),
+        (
+            ReadFunction::SystemPromptsList,
+            "prompts",
+            "name",
+            ReadFunction::SystemPromptsGet,
+            "name",
+        ),
+        (
+            ReadFunction::AgentsList,
+            "agents",
+            "id",
+            ReadFunction::AgentsGet,
+            "id",
+        ),
+    ];
+    for (list, rows, field, get, key) in lists {
+        let answer = ask(list, json!({}));
+        for row in answer[rows].as_array().cloned().unwrap_or_default() {
+            let id = row[field].clone();
+            ask(get, json!({ key: id, "raw": true }));
+        }
+    }
+    ask(ReadFunction::SkillsIndex, json!({}));
+    let skipped = directory
+        .skipped()
+        .map(|s| serde_json::to_value(s).expect("serialize"))
+        .map_err(|e| e.to_string());
+    out.insert("skipped".into(), skipped);
+    out
+}
