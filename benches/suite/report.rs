@@ -219,7 +219,7 @@ fn headline(f: &Figure) -> String {
         parts.push(format!("p95 {}", show(p95, &f.unit)));
     }
     if let Some(s) = f.speedup() {
-        parts.push(format!("{} faster than baseline", crate::results::ratio(s)));
+        parts.push(format!("{} than the baseline", crate::results::faster(s)));
     }
     if let Some(r) = f.over_floor() {
         parts.push(format!("{} the floor", crate::results::ratio(r)));

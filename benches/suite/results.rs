@@ -142,6 +142,15 @@ pub fn ratio(r: f64) -> String {
     }
 }
 
+/// A speedup as words: `12× faster`, or `1.80× slower` below 1.
+pub fn faster(r: f64) -> String {
+    if r >= 1.0 {
+        format!("{} faster", ratio(r))
+    } else {
+        format!("{} slower", ratio(1.0 / r))
+    }
+}
+
 /// The columns of the table, shared by the terminal and BENCHMARKS.md.
 pub const COLUMNS: [&str; 8] = [
     "figure",
@@ -173,8 +182,7 @@ pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
         show(f.value, &f.unit),
         tails,
         reference(&f.baseline),
-        f.speedup()
-            .map_or(String::new(), |r| format!("{} faster", ratio(r))),
+        f.speedup().map_or(String::new(), faster),
         reference(&f.floor),
         f.over_floor().map_or(String::new(), ratio),
         f.target.as_ref().map_or(String::new(), |t| {

@@ -49,7 +49,7 @@ fn command(tree: &Path, config: &Path) -> Command {
         .arg(config)
         .env("III_COMPOSE_DIR", tree)
         .env("OTEL_ENABLED", "false")
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "error")
         .stdout(Stdio::null());
     command
 }
