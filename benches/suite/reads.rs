@@ -18,8 +18,9 @@ const LIST_MIN_SPEEDUP: f64 = 100.0;
 const LIST_MAX_OVER_FLOOR: f64 = 3.0;
 /// The tree size the issue states most targets for.
 pub const TARGET_SKILLS: usize = 10_000;
-/// The agent with an `extends` chain in generated trees (`agent-3` extends `agent-2`).
-const AGENT_WITH_CHAIN: &str = "agent-3";
+/// The agent with an `extends` chain in generated trees (`agent-3` extends `agent-2`), and the
+/// one small trees have (`agent-0` extends the bundled `iii`).
+const AGENTS_WITH_CHAIN: [&str; 2] = ["agent-3", "agent-0"];
 
 /// The answer in-process (the wire's JSON text).
 fn answer(directory: &Directory, function: ReadFunction, request: &Value) -> String {
@@ -183,12 +184,20 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
     );
 
     // agents::get with an extends chain.
-    let request = json!({ "id": AGENT_WITH_CHAIN });
+    let chained = AGENTS_WITH_CHAIN
+        .into_iter()
+        .find(|id| {
+            directory
+                .read(ReadFunction::AgentsGet, &json!({ "id": id }), None)
+                .is_ok()
+        })
+        .expect("a generated agent with an extends chain");
+    let request = json!({ "id": chained });
     let agent = measure(10, runs * 10, || {
         black_box(answer(directory, ReadFunction::AgentsGet, &request));
     });
     let agent_base = measure(0, base_runs, || {
-        black_box(baseline::agent(&roots, AGENT_WITH_CHAIN));
+        black_box(baseline::agent(&roots, chained));
     });
     let response = directory
         .read(ReadFunction::AgentsGet, &request, None)
@@ -197,7 +206,7 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
     out.push(
         Figure::timing(
             "agent_get",
-            &format!("agents::get, extends chain ({AGENT_WITH_CHAIN})"),
+            &format!("agents::get, extends chain ({chained})"),
             &agent,
         )
         .baseline("rescan + resolve", agent_base.p50)

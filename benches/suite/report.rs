@@ -312,6 +312,8 @@ fn axis_label(ms: f64) -> String {
         format!("{} s", ms / 1000.0)
     } else if ms >= 1.0 {
         format!("{ms} ms")
+    } else if ms < 0.001 {
+        format!("{} ns", (ms * 1e6).round())
     } else {
         format!("{} µs", (ms * 1000.0).round())
     }
