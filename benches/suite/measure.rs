@@ -50,6 +50,30 @@ pub fn measure(warmup: usize, runs: usize, mut f: impl FnMut()) -> Sample {
     )
 }
 
+/// Times `f` and `g` alternately, `runs` times each after `warmup` untimed rounds, so that a
+/// figure and its floor see the same load on a shared machine.
+pub fn measure_pair(
+    warmup: usize,
+    runs: usize,
+    mut f: impl FnMut(),
+    mut g: impl FnMut(),
+) -> (Sample, Sample) {
+    for _ in 0..warmup {
+        f();
+        g();
+    }
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        f();
+        times.0.push(start.elapsed());
+        let start = Instant::now();
+        g();
+        times.1.push(start.elapsed());
+    }
+    (Sample::of(times.0), Sample::of(times.1))
+}
+
 /// The crate's folder: trees, work copies and results live under its `target/`.
 pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
