@@ -221,8 +221,8 @@ fn headline(f: &Figure) -> String {
     if let Some(s) = f.speedup() {
         parts.push(format!("{} than the baseline", crate::results::faster(s)));
     }
-    if let Some(r) = f.over_floor() {
-        parts.push(format!("{} the floor", crate::results::ratio(r)));
+    if let (Some(r), Some(floor)) = (f.over_floor(), f.floor.as_ref()) {
+        parts.push(format!("{} {}", crate::results::ratio(r), floor.name));
     }
     if f.key == "cold_reindex" {
         parts.push(f.note.clone());
