@@ -97,7 +97,7 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
         .and_then(|id| id.split('/').next())
         .unwrap_or("")
         .to_string();
-    let filtered: [(&str, &str, Value, Option<&str>, Option<&str>); 2] = [
+    let filtered = [
         (
             "list_prefix",
             "skills::list, prefix",

@@ -190,7 +190,7 @@ pub fn boot_one_percent(settings: &Settings, config: &Config, floors: &Floors) -
         .collect();
     let mut times = Vec::new();
     let mut read = 0;
-    for run in 0..settings.iterations.min(10).max(1) {
+    for run in 0..settings.iterations.clamp(1, 10) {
         edit(&chosen, run);
         let start = Instant::now();
         let directory = Directory::open(config.clone()).expect("open");
