@@ -1,0 +1,188 @@
+//! The benchmark suite of issue 5, for one tree size: the read functions, reconciles, change to
+//! visible, the worker process's memory and the index size, each beside the rescan-on-every-read
+//! baseline and the physical floor, with the issue's targets.
+//!
+//! ```sh
+//! cargo bench --bench suite                         # 10,000 skills
+//! BENCH_SKILLS=1000 cargo bench --bench suite       # another size
+//! cargo bench --bench suite -- report               # BENCHMARKS.md and bench/plot.svg from saved results
+//! bench/run                                         # all of it for 1,000, 10,000 and 50,000 skills
+//! ```
+//!
+//! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
+//! fast figures), `BENCH_BASELINE_RUNS` (runs of each rescan baseline), `BENCH_COLD_RUNS`,
+//! `BENCH_EDITS` (edits for change to visible), `BENCH_RESULTS` (results folder, default
+//! `target/bench-results`), `BENCH_OUT` (where `report` writes BENCHMARKS.md and
+//! `bench/plot.svg`, default the crate folder), `BENCH_SIZES` (sizes `report` reads).
+//!
+//! Trees: the generated tree `target/bench-trees/<size>` is only read (it may be shared); the
+//! suite keeps its index files, and a copy of the tree that it edits and serves from the
+//! worker, under `target/bench-work/<size>`, recreated on every run.
+
+mod baseline;
+#[path = "../../tests/fake_engine/mod.rs"]
+mod fake_engine;
+mod latency;
+mod measure;
+mod reads;
+mod reindex;
+mod report;
+mod results;
+mod worker;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iii_directory::config::Config;
+use iii_directory::{Directory, Roots};
+
+use measure::{copy_tree, env_usize, load_average, manifest_dir, tree};
+use results::{Figure, Run};
+
+/// What a run measures and how long it tries.
+pub struct Settings {
+    pub skills: usize,
+    pub iterations: usize,
+    pub baseline_runs: usize,
+    pub cold_runs: usize,
+    pub edits: usize,
+    pub results: PathBuf,
+    pub out: PathBuf,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let skills = env_usize("BENCH_SKILLS", 10_000);
+        let path = |name: &str, default: PathBuf| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .map_or(default, |p| manifest_dir().join(p))
+        };
+        Settings {
+            skills,
+            iterations: env_usize("BENCH_ITERATIONS", 30).max(1),
+            baseline_runs: env_usize("BENCH_BASELINE_RUNS", if skills > 10_000 { 2 } else { 3 })
+                .max(1),
+            cold_runs: env_usize("BENCH_COLD_RUNS", if skills > 10_000 { 1 } else { 3 }).max(1),
+            edits: env_usize("BENCH_EDITS", 50).max(1),
+            results: path("BENCH_RESULTS", manifest_dir().join("target/bench-results")),
+            out: path("BENCH_OUT", manifest_dir().to_path_buf()),
+        }
+    }
+}
+
+/// The order of the figures in tables.
+const ORDER: [&str; 19] = [
+    "list_all",
+    "list_value",
+    "list_prefix",
+    "list_search",
+    "get",
+    "index",
+    "agent_get",
+    "cold_reindex",
+    "cli_reindex",
+    "warm_reconcile",
+    "warm_boot",
+    "boot_1pct",
+    "visible",
+    "update",
+    "worker_rss",
+    "cli_reindex_rss",
+    "wire_list",
+    "wire_get",
+    "index_size",
+];
+
+/// Files written within this of a scan are read again by the next one (the racy window, 2 s).
+const AGE_PAST_RACY_WINDOW: Duration = Duration::from_millis(2100);
+
+fn main() {
+    let settings = Settings::from_env();
+    // `cargo bench` adds `--bench`; anything else that is not a flag is a command.
+    let command: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if command.first().map(String::as_str) == Some("report") {
+        report::write(&settings);
+        return;
+    }
+    let run = run(&settings);
+    results::print(&run);
+    std::fs::create_dir_all(&settings.results).expect("results folder");
+    let file = settings.results.join(format!("{}.json", settings.skills));
+    std::fs::write(
+        &file,
+        serde_json::to_string_pretty(&run).expect("serialize"),
+    )
+    .expect("write results");
+    println!("\nresults: {}", file.display());
+}
+
+fn run(settings: &Settings) -> Run {
+    let load_start = load_average();
+    let started = Instant::now();
+    let source = tree(settings.skills);
+    let work = manifest_dir().join(format!("target/bench-work/{}", settings.skills));
+    let _ = std::fs::remove_dir_all(&work);
+    let copy = work.join("tree");
+    copy_tree(&source, &copy);
+    let copied = Instant::now();
+    let mut figures: Vec<Figure> = Vec::new();
+
+    // The generated tree, read only; the index in the work folder.
+    let mut config = Config::for_root(&source);
+    config.paths.index_path = work.join("read.redb");
+    let roots = Roots::from_paths(&config.paths);
+    let (files, content_bytes) = reindex::content(&roots);
+    eprintln!(
+        "{} skills, {files} files: rescan baseline and floors",
+        settings.skills
+    );
+    let floors = reindex::floors(settings, &roots);
+    eprintln!("cold reindex");
+    let (cold, directory) = reindex::cold(settings, &config, &floors);
+    figures.push(cold);
+    figures.push(reindex::warm_reconcile(settings, &directory, &floors));
+    eprintln!("read functions");
+    figures.extend(reads::figures(settings, &directory));
+    drop(directory);
+    eprintln!("warm boot");
+    figures.push(reindex::warm_boot(settings, &config, &floors));
+    figures.push(reindex::index_size(&config.paths.index_path, content_bytes));
+
+    // The suite's own copy, for everything that edits files.
+    let mut config = Config::for_root(&copy);
+    config.paths.index_path = work.join("edit.redb");
+    std::thread::sleep(AGE_PAST_RACY_WINDOW.saturating_sub(copied.elapsed()));
+    Directory::open(config.clone())
+        .expect("open")
+        .reconcile()
+        .expect("index the copy");
+    eprintln!("warm boot with 1% changed");
+    figures.push(reindex::boot_one_percent(settings, &config, &floors));
+    eprintln!("change to visible");
+    let directory = Arc::new(Directory::open(config).expect("open"));
+    directory.reconcile().expect("reconcile");
+    figures.extend(latency::figures(settings, directory, &floors));
+    eprintln!("worker process");
+    figures.extend(worker::figures(settings, &copy, &work));
+
+    figures.sort_by_key(|f| {
+        ORDER
+            .iter()
+            .position(|k| *k == f.key)
+            .unwrap_or(ORDER.len())
+    });
+    Run {
+        skills: settings.skills,
+        files,
+        content_bytes,
+        load_start,
+        load_end: load_average(),
+        seconds: started.elapsed().as_secs_f64(),
+        figures,
+    }
+}

@@ -1,0 +1,423 @@
+//! `report`: BENCHMARKS.md (the machine, the command, the targets, one table per size) and
+//! `bench/plot.svg` (each timed figure beside its baseline and floor, per size, on log scales)
+//! from the results the runs saved.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use crate::Settings;
+use crate::measure::load_average;
+use crate::results::{COLUMNS, Figure, Run, cells, show};
+
+/// The figures the plot shows, with a short title each.
+const PLOTTED: [(&str, &str); 8] = [
+    ("list_all", "skills::list, all rows"),
+    ("get", "skills::get"),
+    ("index", "skills::index"),
+    ("agent_get", "agents::get (extends)"),
+    ("cold_reindex", "cold reindex"),
+    ("warm_boot", "warm boot, nothing changed"),
+    ("boot_1pct", "warm boot, 1% changed"),
+    ("visible", "change to visible"),
+];
+
+/// Bar colours: the index, the rescan baseline, the floor.
+const COLOURS: [(&str, &str); 3] = [
+    ("iii-directory (indexed)", "#2b6cb0"),
+    ("baseline: rescan on every read", "#c53030"),
+    ("floor", "#718096"),
+];
+
+pub fn write(settings: &Settings) {
+    let runs = load_runs(&settings.results);
+    assert!(
+        !runs.is_empty(),
+        "no results in {}: run the suite first",
+        settings.results.display()
+    );
+    let plot = settings.out.join("bench/plot.svg");
+    std::fs::create_dir_all(plot.parent().expect("folder")).expect("create bench/");
+    std::fs::write(&plot, svg(&runs)).expect("write the plot");
+    let markdown = settings.out.join("BENCHMARKS.md");
+    std::fs::write(&markdown, benchmarks_md(&runs)).expect("write BENCHMARKS.md");
+    for run in &runs {
+        crate::results::print(run);
+    }
+    println!("\nwrote {} and {}", markdown.display(), plot.display());
+}
+
+/// The saved runs of the sizes in `BENCH_SIZES` (all saved sizes when unset), smallest first.
+fn load_runs(folder: &Path) -> Vec<Run> {
+    let sizes: Option<Vec<usize>> = std::env::var("BENCH_SIZES").ok().map(|s| {
+        s.split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    });
+    let mut runs: Vec<Run> = std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+        .filter(|run: &Run| sizes.as_ref().is_none_or(|s| s.contains(&run.skills)))
+        .collect();
+    runs.sort_by_key(|r| r.skills);
+    runs
+}
+
+fn shell(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The machine, in one list.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split_once(':')
+                .map(|(_, m)| m.trim())
+        })
+        .unwrap_or("unknown")
+        .to_string();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or("unknown".into(), |kb| {
+            format!("{:.1} GiB", kb / 1024.0 / 1024.0)
+        });
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|k| k.trim().to_string())
+        .unwrap_or_default();
+    format!(
+        "- CPU: {model}; `nproc` = {}\n- memory: {memory}\n- kernel: Linux {kernel}\n- {}\n",
+        shell("nproc", &[]),
+        shell("rustc", &["--version"])
+    )
+}
+
+fn separated(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn command_line(runs: &[Run]) -> String {
+    let sizes: Vec<String> = runs.iter().map(|r| r.skills.to_string()).collect();
+    if sizes == ["1000", "10000", "50000"] {
+        "bench/run".into()
+    } else {
+        format!("BENCH_SIZES=\"{}\" bench/run", sizes.join(" "))
+    }
+}
+
+fn benchmarks_md(runs: &[Run]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Written by `{}` on {} (the suite is `benches/suite/`; see README, \"Benchmarks\"). \
+         Every figure stands beside the rescan-on-every-read baseline (walk, read and parse every \
+         file with the project's parser, then answer) and the physical floor (walk and stat the \
+         tree; serialize the same answer to JSON; …), as ratios. Timings are medians (p50) unless \
+         marked; p95/p99 where a figure is a distribution.\n",
+        command_line(runs),
+        iii_directory::time::Stamp::now().rfc3339()
+    );
+    let _ = writeln!(md, "## Machine\n\n{}", machine());
+    let _ = writeln!(
+        md,
+        "- load average (1, 5, 15 min): {} at the start of the first size, {} at the end of the \
+         report. The machine is shared with other builds: timings are noisy, compare ratios \
+         taken in the same run rather than absolute times across runs.\n",
+        runs.first().map_or("?".into(), |r| r.load_start.clone()),
+        load_average()
+    );
+
+    let _ = writeln!(md, "## Targets (issue 5)\n");
+    let _ = writeln!(
+        md,
+        "| figure | target | at | result |\n| --- | --- | --- | --- |"
+    );
+    let mut any = false;
+    for run in runs {
+        for f in &run.figures {
+            if let Some(t) = f.target.as_ref().filter(|t| t.at_skills == run.skills) {
+                any = true;
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} skills | {} {} |",
+                    f.name,
+                    t.text,
+                    separated(run.skills),
+                    if t.met { "✅ met" } else { "❌ missed" },
+                    headline(f)
+                );
+            }
+        }
+    }
+    if !any {
+        let _ = writeln!(
+            md,
+            "| | the targets are stated for 10,000 and 50,000 skills; neither size was run | | |"
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n## Plot\n\n![Each timed figure beside its baseline and floor, per tree size (log scale)](bench/plot.svg)\n"
+    );
+
+    for run in runs {
+        let _ = writeln!(
+            md,
+            "## {} skills\n\n{} markdown files, {} of markdown; run took {:.0} s; load average {} → {}.\n",
+            separated(run.skills),
+            separated(run.files),
+            show(run.content_bytes as f64, "bytes"),
+            run.seconds,
+            run.load_start,
+            run.load_end
+        );
+        let _ = writeln!(md, "| {} |", COLUMNS.join(" | "));
+        let _ = writeln!(md, "|{}", " --- |".repeat(COLUMNS.len()));
+        for f in &run.figures {
+            let row = cells(f, run.skills);
+            let _ = writeln!(md, "| {} |", row.map(|c| c.replace('|', "\\|")).join(" | "));
+        }
+        let notes: Vec<&Figure> = run.figures.iter().filter(|f| !f.note.is_empty()).collect();
+        if !notes.is_empty() {
+            let _ = writeln!(md);
+            for f in notes {
+                let _ = writeln!(md, "- {}: {}", f.name, f.note);
+            }
+        }
+        let _ = writeln!(md);
+    }
+    md.push_str(WHAT_IS_MEASURED);
+    md
+}
+
+/// A figure with its ratios, for the targets table.
+fn headline(f: &Figure) -> String {
+    let mut parts = vec![show(f.value, &f.unit)];
+    if let (Some(p95), true) = (f.p95, f.key == "visible") {
+        parts.push(format!("p95 {}", show(p95, &f.unit)));
+    }
+    if let Some(s) = f.speedup() {
+        parts.push(format!("{} than the baseline", crate::results::faster(s)));
+    }
+    if let (Some(r), Some(floor)) = (f.over_floor(), f.floor.as_ref()) {
+        parts.push(format!("{} {}", crate::results::ratio(r), floor.name));
+    }
+    if f.key == "cold_reindex" {
+        parts.push(f.note.clone());
+    }
+    parts.join(", ")
+}
+
+const WHAT_IS_MEASURED: &str = "## What is measured
+
+- **Read functions** (`skills::list` all rows, with `prefix`, with `search`; `skills::get`;
+  `skills::index`; `agents::get` of a profile with an `extends` chain): `Directory::read_json`,
+  the JSON text the worker puts on the wire, on an up-to-date index. *Baseline*: a fresh rescan
+  (`fresh_views`: walk, read and parse every file) and then the answer, on every call. *Floor*:
+  `serde_json::to_vec` of the same answer already in memory. `list as a Value` is
+  `Directory::read`, which parses the text back into a `serde_json::Value` (not what the wire
+  pays).
+- **Cold reindex**: delete the index, open, reconcile; CPU time over wall time shows how many
+  cores worked. *Baseline*: the rescan. *Floor*: walk and read every byte (in parallel). Also
+  the real binary, `iii-directory reindex --from-scratch`, with its peak RSS.
+- **Warm boot**: open an existing index and reconcile with nothing changed (a restart), and
+  reconcile alone on an open index; with 1% of the skill files rewritten while nothing ran.
+  *Floor*: walk and stat the tree (what any reconcile must pay).
+- **Change to visible**: the watcher running, a file rewritten on disk, `skills::get` polled every
+  millisecond until the new title shows. *Baseline*: a rescan-on-read worker shows it on the next
+  read, one rescan. *Floor*: the scoped reconcile of that one file (the watcher also waits for
+  its 50 ms quiet period). `skills::update` through the library beside an fsync'd atomic write.
+- **Worker process**: the real `iii-directory` binary against a loopback fake engine, booted on
+  an existing index, after a series of `skills::list` and `skills::get` calls through the
+  engine socket: its peak RSS (`VmHWM`), and `list` over the wire beside in-process.
+- **Index size**: the index file against the bytes of the markdown files it covers.
+
+Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
+`../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy
+under `target/bench-work/<size>`.
+";
+
+/// Log-scale small multiples: one panel per plotted figure, one group of bars per tree size.
+fn svg(runs: &[Run]) -> String {
+    const PANEL_W: f64 = 290.0;
+    const PANEL_H: f64 = 230.0;
+    const COLUMNS_PER_ROW: usize = 4;
+    const TOP: f64 = 70.0;
+    const LEFT: f64 = 20.0;
+    let panels: Vec<(&str, &str)> = PLOTTED
+        .iter()
+        .copied()
+        .filter(|(key, _)| runs.iter().any(|r| r.figures.iter().any(|f| f.key == *key)))
+        .collect();
+    let rows = panels.len().div_ceil(COLUMNS_PER_ROW).max(1);
+    let width = LEFT * 2.0 + PANEL_W * COLUMNS_PER_ROW as f64;
+    let height = TOP + PANEL_H * rows as f64 + 20.0;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">iii-directory: indexed vs rescan-on-every-read baseline vs floor (p50, log scale; lower is better)</text>"#
+    );
+    let mut x = LEFT;
+    for (name, colour) in COLOURS {
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x}" y="36" width="12" height="12" fill="{colour}"/><text x="{}" y="46">{name}</text>"#,
+            x + 16.0
+        );
+        x += 30.0 + name.len() as f64 * 6.2;
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="{x}" y="46" fill="#2b6cb0">N× above a blue bar: baseline ÷ indexed</text>"##
+    );
+    for (i, (key, title)) in panels.iter().enumerate() {
+        let px = LEFT + PANEL_W * (i % COLUMNS_PER_ROW) as f64;
+        let py = TOP + PANEL_H * (i / COLUMNS_PER_ROW) as f64;
+        panel(&mut s, runs, key, title, px, py, PANEL_W, PANEL_H);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A time in ms as a short axis label.
+fn axis_label(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{} s", ms / 1000.0)
+    } else if ms >= 1.0 {
+        format!("{ms} ms")
+    } else if ms < 0.001 {
+        format!("{} ns", (ms * 1e6).round())
+    } else {
+        format!("{} µs", (ms * 1000.0).round())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn panel(s: &mut String, runs: &[Run], key: &str, title: &str, x: f64, y: f64, w: f64, h: f64) {
+    let (left, right, top, bottom) = (x + 48.0, x + w - 12.0, y + 22.0, y + h - 34.0);
+    let bars: Vec<(usize, [Option<f64>; 3])> = runs
+        .iter()
+        .filter_map(|run| {
+            let f = run.figures.iter().find(|f| f.key == key)?;
+            Some((
+                run.skills,
+                [
+                    Some(f.value),
+                    f.baseline.as_ref().map(|b| b.value),
+                    f.floor.as_ref().map(|b| b.value),
+                ],
+            ))
+        })
+        .collect();
+    let values: Vec<f64> = bars
+        .iter()
+        .flat_map(|(_, b)| b.iter().flatten().copied())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    let lo = values
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
+    let hi = values
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max)
+        .log10()
+        .ceil()
+        .max(lo + 1.0);
+    let to_y = |v: f64| bottom - (v.log10() - lo) / (hi - lo) * (bottom - top);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" font-size="12" font-weight="bold" text-anchor="middle">{title}</text>"#,
+        (left + right) / 2.0,
+        y + 12.0
+    );
+    let step = ((hi - lo) / 6.0).ceil().max(1.0) as i32;
+    let mut decade = lo as i32;
+    while decade as f64 <= hi {
+        let v = 10f64.powi(decade);
+        let gy = to_y(v);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{gy:.1}" x2="{right}" y2="{gy:.1}" stroke="#e2e8f0"/><text x="{}" y="{:.1}" text-anchor="end" fill="#4a5568">{}</text>"##,
+            left - 4.0,
+            gy + 4.0,
+            axis_label(v)
+        );
+        decade += step;
+    }
+    let _ = writeln!(
+        s,
+        r##"<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#4a5568"/>"##
+    );
+    let group = (right - left) / bars.len().max(1) as f64;
+    let bar = (group - 16.0) / 3.0;
+    for (g, (skills, values)) in bars.iter().enumerate() {
+        let gx = left + group * g as f64 + 8.0;
+        for (b, value) in values.iter().enumerate() {
+            let Some(v) = value.filter(|v| *v > 0.0 && v.is_finite()) else {
+                continue;
+            };
+            let top_y = to_y(v).min(bottom - 1.0);
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.1}" y="{top_y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} skills, {}: {}</title></rect>"#,
+                gx + bar * b as f64,
+                bar - 2.0,
+                bottom - top_y,
+                COLOURS[b].1,
+                skills,
+                COLOURS[b].0,
+                show(v, "ms")
+            );
+        }
+        if let (Some(indexed), Some(baseline)) = (values[0], values[1]) {
+            let _ = writeln!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10" fill="#2b6cb0">{}</text>"##,
+                gx + bar / 2.0,
+                to_y(indexed).min(bottom - 1.0) - 3.0,
+                crate::results::ratio(baseline / indexed)
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{} skills</text>"#,
+            gx + (group - 16.0) / 2.0,
+            bottom + 14.0,
+            separated(*skills)
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! One figure of the suite with what it is compared against, printed as a table row and saved
+//! as JSON (`target/bench-results/<size>.json`) for the report.
+
+use serde::{Deserialize, Serialize};
+
+/// A measured figure beside its rescan baseline and its physical floor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Figure {
+    /// Stable key, for the report and the plot (`list_all`, `warm_boot`, …).
+    pub key: String,
+    pub name: String,
+    /// `ms`, `MiB` or `bytes`.
+    pub unit: String,
+    /// p50 for timings.
+    pub value: f64,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub runs: usize,
+    pub baseline: Option<Reference>,
+    pub floor: Option<Reference>,
+    pub target: Option<Target>,
+    /// Anything a reader needs to read the figure right (CPU use, files read, …).
+    pub note: String,
+}
+
+/// What a figure is compared with.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Reference {
+    pub name: String,
+    pub value: f64,
+}
+
+/// A goal of the issue, and whether this run met it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Target {
+    pub text: String,
+    /// The tree size the issue states the target for.
+    pub at_skills: usize,
+    pub met: bool,
+}
+
+impl Figure {
+    pub fn new(key: &str, name: &str, unit: &str, value: f64) -> Figure {
+        Figure {
+            key: key.into(),
+            name: name.into(),
+            unit: unit.into(),
+            value,
+            p95: None,
+            p99: None,
+            runs: 1,
+            baseline: None,
+            floor: None,
+            target: None,
+            note: String::new(),
+        }
+    }
+
+    pub fn timing(key: &str, name: &str, sample: &crate::measure::Sample) -> Figure {
+        Figure {
+            p95: Some(sample.p95),
+            p99: Some(sample.p99),
+            runs: sample.runs,
+            ..Figure::new(key, name, "ms", sample.p50)
+        }
+    }
+
+    pub fn baseline(mut self, name: &str, value: f64) -> Figure {
+        self.baseline = Some(Reference {
+            name: name.into(),
+            value,
+        });
+        self
+    }
+
+    pub fn floor(mut self, name: &str, value: f64) -> Figure {
+        self.floor = Some(Reference {
+            name: name.into(),
+            value,
+        });
+        self
+    }
+
+    pub fn target(mut self, text: &str, at_skills: usize, met: bool) -> Figure {
+        self.target = Some(Target {
+            text: text.into(),
+            at_skills,
+            met,
+        });
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Figure {
+        self.note = note.into();
+        self
+    }
+
+    /// How many times faster than the baseline (baseline / figure).
+    pub fn speedup(&self) -> Option<f64> {
+        self.baseline.as_ref().map(|b| b.value / self.value)
+    }
+
+    /// How many times the floor (figure / floor).
+    pub fn over_floor(&self) -> Option<f64> {
+        self.floor.as_ref().map(|f| self.value / f.value)
+    }
+}
+
+/// Everything one run of the suite measured on one tree size.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Run {
+    pub skills: usize,
+    /// Markdown files the index covers, and their bytes.
+    pub files: usize,
+    pub content_bytes: u64,
+    pub load_start: String,
+    pub load_end: String,
+    pub seconds: f64,
+    pub figures: Vec<Figure>,
+}
+
+/// A value with its unit, short.
+pub fn show(value: f64, unit: &str) -> String {
+    match unit {
+        "ms" if value >= 100.0 => format!("{value:.0} ms"),
+        "ms" if value >= 1.0 => format!("{value:.2} ms"),
+        "ms" => format!("{:.1} µs", value * 1e3),
+        "MiB" => format!("{value:.1} MiB"),
+        "bytes" => format!("{:.1} MiB", value / (1024.0 * 1024.0)),
+        _ => format!("{value:.3} {unit}"),
+    }
+}
+
+/// A ratio, short: `1234×`, `12×`, `1.5×`.
+pub fn ratio(r: f64) -> String {
+    if !r.is_finite() {
+        "—".into()
+    } else if r >= 10.0 {
+        format!("{r:.0}×")
+    } else {
+        format!("{r:.2}×")
+    }
+}
+
+/// A speedup as words: `12× faster`, or `1.80× slower` below 1.
+pub fn faster(r: f64) -> String {
+    if r >= 1.0 {
+        format!("{} faster", ratio(r))
+    } else {
+        format!("{} slower", ratio(1.0 / r))
+    }
+}
+
+/// The columns of the table, shared by the terminal and BENCHMARKS.md.
+pub const COLUMNS: [&str; 8] = [
+    "figure",
+    "value (p50)",
+    "p95 / p99",
+    "baseline",
+    "vs baseline",
+    "floor",
+    "vs floor",
+    "target",
+];
+
+/// The cells of a figure's row in a run on `skills` skills. A target stated for another size is
+/// shown for reference, not judged.
+pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
+    let tails = match (f.p95, f.p99) {
+        (Some(p95), Some(p99)) if f.runs > 1 => {
+            format!("{} / {}", show(p95, &f.unit), show(p99, &f.unit))
+        }
+        _ => String::new(),
+    };
+    let reference = |r: &Option<Reference>| {
+        r.as_ref().map_or(String::new(), |r| {
+            format!("{} ({})", show(r.value, &f.unit), r.name)
+        })
+    };
+    [
+        f.name.clone(),
+        show(f.value, &f.unit),
+        tails,
+        reference(&f.baseline),
+        f.speedup().map_or(String::new(), faster),
+        reference(&f.floor),
+        f.over_floor().map_or(String::new(), ratio),
+        f.target.as_ref().map_or(String::new(), |t| {
+            if t.at_skills == skills {
+                format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
+            } else {
+                format!("({} at {})", t.text, t.at_skills)
+            }
+        }),
+    ]
+}
+
+/// Prints a run as a plain-text table.
+pub fn print(run: &Run) {
+    println!(
+        "\n{} skills ({} files, {} of markdown); load {} → {}; {:.0} s",
+        run.skills,
+        run.files,
+        show(run.content_bytes as f64, "bytes"),
+        run.load_start,
+        run.load_end,
+        run.seconds
+    );
+    let rows: Vec<[String; 8]> = run.figures.iter().map(|f| cells(f, run.skills)).collect();
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([COLUMNS[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..COLUMNS.len()).map(width).collect();
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(COLUMNS.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    for f in run.figures.iter().filter(|f| !f.note.is_empty()) {
+        println!("  {}: {}", f.name, f.note);
+    }
+}

@@ -1,0 +1,203 @@
+//! The real `iii-directory` binary: peak memory of the worker process serving the tree (boot on
+//! an existing index, then `skills::list` and `skills::get` calls through the loopback fake
+//! engine, then `VmHWM`), `skills::list` over the wire beside in-process, and a cold
+//! `iii-directory reindex --from-scratch` with its peak memory. Runs on the suite's own copy
+//! of the tree with its own index file.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use iii_directory::config::Config;
+use iii_directory::{Directory, ReadFunction};
+use serde_json::{Value, json};
+
+use crate::Settings;
+use crate::fake_engine::FakeEngine;
+use crate::measure::{measure, status_mib};
+use crate::results::Figure;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_iii-directory");
+/// Peak RSS of the worker serving 50,000 skills stays under this (MiB).
+const RSS_50K_MAX_MIB: f64 = 150.0;
+const LARGE: usize = 50_000;
+/// How long the worker may take to boot and register.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+/// At most this many timed `skills::list` calls over the wire.
+const WIRE_LIST_RUNS: usize = 10;
+/// How often a short-lived process's peak memory is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+
+/// The configuration seed of the worker: the tree's default folders, the index file in the
+/// work folder.
+fn write_config(work: &Path) -> std::path::PathBuf {
+    let path = work.join("worker.yaml");
+    let index = work.join("worker.redb");
+    std::fs::write(
+        &path,
+        format!(
+            "index_path: {}\n",
+            serde_json::to_string(&index.display().to_string()).expect("path")
+        ),
+    )
+    .expect("write the worker configuration");
+    path
+}
+
+fn command(tree: &Path, config: &Path) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .arg("--config")
+        .arg(config)
+        .env("III_COMPOSE_DIR", tree)
+        .env("OTEL_ENABLED", "false")
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null());
+    command
+}
+
+/// Runs `child` to its end, sampling its peak RSS; returns the wall time and the last peak seen.
+fn wait_sampling(mut child: Child, start: Instant) -> (Duration, f64, std::process::Output) {
+    let pid = child.id();
+    let mut peak = 0.0f64;
+    loop {
+        if let Some(hwm) = status_mib(pid, "VmHWM") {
+            peak = peak.max(hwm);
+        }
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    let wall = start.elapsed();
+    let output = child.wait_with_output().expect("output");
+    (wall, peak, output)
+}
+
+pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
+    let config = write_config(work);
+    let mut out = Vec::new();
+
+    // Cold reindex by the command line.
+    let start = Instant::now();
+    let child = command(tree, &config)
+        .args(["reindex", "--from-scratch", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start iii-directory reindex");
+    let (wall, peak, output) = wait_sampling(child, start);
+    assert!(output.status.success(), "iii-directory reindex failed");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("reindex --json");
+    out.push(
+        Figure::new(
+            "cli_reindex",
+            "cold reindex, `iii-directory reindex --from-scratch`",
+            "ms",
+            wall.as_secs_f64() * 1e3,
+        )
+        .note(format!(
+            "process wall time (its own report: {} ms for {} files); peak RSS {peak:.1} MiB (sampled every {} ms)",
+            report["duration_ms"],
+            report["files"],
+            SAMPLE_EVERY.as_millis()
+        )),
+    );
+    out.push(Figure::new(
+        "cli_reindex_rss",
+        "peak RSS, cold `reindex` process",
+        "MiB",
+        peak,
+    ));
+
+    // The worker, booting on the index just built.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = runtime.block_on(FakeEngine::start());
+    // No installed-workers set (the call fails): nothing is hidden, as in-process with `None`.
+    engine.respond_error("worker::list", "function_not_found", "no worker daemon");
+    engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
+    engine.respond("configuration::register", json!({}));
+    let start = Instant::now();
+    let mut worker = command(tree, &config)
+        .args(["--url", engine.url()])
+        .spawn()
+        .expect("start the worker");
+    runtime
+        .block_on(engine.wait_function("directory::skills::list", BOOT_TIMEOUT))
+        .expect("the worker registers");
+    let boot = start.elapsed();
+    // Large answers are slow over the wire: a few calls are enough for the median.
+    let list = measure(1, settings.iterations.min(WIRE_LIST_RUNS), || {
+        let rows = runtime
+            .block_on(engine.invoke("directory::skills::list", json!({})))
+            .expect("list over the wire");
+        std::hint::black_box(rows);
+    });
+    let ids: Vec<String> = runtime
+        .block_on(engine.invoke("directory::skills::list", json!({})))
+        .expect("list")["skills"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect();
+    let mut i = 0;
+    let get = measure(1, settings.iterations * 3, || {
+        i = (i + 7919) % ids.len();
+        let answer = runtime
+            .block_on(engine.invoke("directory::skills::get", json!({ "id": ids[i] })))
+            .expect("get over the wire");
+        std::hint::black_box(answer);
+    });
+    let pid = worker.id();
+    let peak = status_mib(pid, "VmHWM").unwrap_or(f64::NAN);
+    let now = status_mib(pid, "VmRSS").unwrap_or(f64::NAN);
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
+    let _ = worker.wait();
+
+    // In-process over the same index, for the wire's overhead.
+    let mut follower_config = Config::for_root(tree);
+    follower_config.paths.index_path = work.join("worker.redb");
+    let follower = Directory::open(follower_config).expect("open the worker's index");
+    let local = measure(1, settings.iterations, || {
+        std::hint::black_box(
+            follower
+                .read_json(ReadFunction::SkillsList, &json!({}), None)
+                .expect("list"),
+        );
+    });
+
+    out.push(
+        Figure::new("worker_rss", "peak RSS, worker serving the tree", "MiB", peak)
+            .target(
+                "<150 MiB",
+                LARGE,
+                peak < RSS_50K_MAX_MIB,
+            )
+            .note(format!(
+                "VmHWM after a warm boot, {} list and {} get calls; VmRSS then {now:.1} MiB; boot to registered {} ms",
+                list.runs + 2,
+                get.runs + 1,
+                boot.as_millis()
+            )),
+    );
+    out.push(
+        Figure::timing(
+            "wire_list",
+            &format!("skills::list over the engine socket ({} rows)", ids.len()),
+            &list,
+        )
+        .floor("in-process read_json", local.p50),
+    );
+    out.push(
+        Figure::timing("wire_get", "skills::get over the engine socket", &get)
+            .note("fake engine on loopback; includes the engine's own framing"),
+    );
+    out
+}
