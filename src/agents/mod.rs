@@ -417,11 +417,13 @@ mod tests {
     #[test]
     fn eight_hops_resolve_and_nine_are_refused() {
         let eight = line_of(MAX_EXTENDS_HOPS);
-        let chain = resolve(&borrowed(&eight), "p0").expect("8 hops are allowed");
+        let eight = borrowed(&eight);
+        let chain = resolve(&eight, "p0").expect("8 hops are allowed");
         assert_eq!(chain.len(), MAX_EXTENDS_HOPS + 1);
 
         let nine = line_of(MAX_EXTENDS_HOPS + 1);
-        let err = resolve(&borrowed(&nine), "p0").expect_err("9 hops are too many");
+        let nine = borrowed(&nine);
+        let err = resolve(&nine, "p0").expect_err("9 hops are too many");
         assert!(err.starts_with("D415 invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1"), "{err}");
     }
 
