@@ -166,34 +166,53 @@ impl Catalog {
     /// The profile and its ancestors, nearest first; or the D415 text when the chain does not
     /// resolve.
     fn chain<'a>(&'a self, id: &'a str, entry: &'a Entry) -> Result<Vec<&'a Entry>, String> {
-        let mut chain = vec![entry];
-        let mut trail = vec![id];
-        let mut current = entry;
-        while let Some(parent) = current.profile().extends.as_deref() {
-            if trail.contains(&parent) {
-                trail.push(parent);
-                return Err(inheritance_error(
-                    id,
-                    &format!("has an extends loop: {}", trail.join(" → ")),
-                ));
-            }
-            trail.push(parent);
-            if chain.len() > MAX_EXTENDS_HOPS {
-                return Err(inheritance_error(
-                    id,
-                    &format!(
-                        "extends chain is deeper than {MAX_EXTENDS_HOPS} levels: {}",
-                        trail.join(" → ")
-                    ),
-                ));
-            }
-            current = self.get(parent).ok_or_else(|| {
-                inheritance_error(id, &format!("extends unknown agent profile {parent:?}"))
-            })?;
-            chain.push(current);
-        }
-        Ok(chain)
+        extends_chain(
+            id,
+            entry,
+            |entry| entry.profile().extends.as_deref(),
+            |parent| self.get(parent),
+        )
     }
+}
+
+/// Follows `extends` from the profile `start` (whose id is `id`): the profile and its ancestors,
+/// nearest first, each parent found with `lookup`; or the D415 text for a loop, a chain of more
+/// than [`MAX_EXTENDS_HOPS`] hops, or an unknown parent. Pure, so it can be checked (and fuzzed)
+/// without an index.
+#[doc(hidden)]
+pub fn extends_chain<'a, P>(
+    id: &'a str,
+    start: &'a P,
+    parent_of: impl Fn(&'a P) -> Option<&'a str>,
+    lookup: impl Fn(&str) -> Option<&'a P>,
+) -> Result<Vec<&'a P>, String> {
+    let mut chain = vec![start];
+    let mut trail = vec![id];
+    let mut current = start;
+    while let Some(parent) = parent_of(current) {
+        if trail.contains(&parent) {
+            trail.push(parent);
+            return Err(inheritance_error(
+                id,
+                &format!("has an extends loop: {}", trail.join(" → ")),
+            ));
+        }
+        trail.push(parent);
+        if chain.len() > MAX_EXTENDS_HOPS {
+            return Err(inheritance_error(
+                id,
+                &format!(
+                    "extends chain is deeper than {MAX_EXTENDS_HOPS} levels: {}",
+                    trail.join(" → ")
+                ),
+            ));
+        }
+        current = lookup(parent).ok_or_else(|| {
+            inheritance_error(id, &format!("extends unknown agent profile {parent:?}"))
+        })?;
+        chain.push(current);
+    }
+    Ok(chain)
 }
 
 fn inheritance_error(id: &str, problem: &str) -> String {
@@ -357,4 +376,76 @@ pub fn get(
         out.insert("raw".into(), json!(entry.raw(reader, roots)?));
     }
     Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(id, parent)` pairs, resolved the way the catalog resolves its entries.
+    fn resolve<'a>(
+        profiles: &'a [(&'a str, Option<&'a str>)],
+        id: &'a str,
+    ) -> Result<Vec<&'a str>, String> {
+        let lookup = |wanted: &str| profiles.iter().find(|(id, _)| *id == wanted);
+        let start = lookup(id).expect("the start profile exists");
+        extends_chain(id, start, |(_, parent)| *parent, lookup)
+            .map(|chain| chain.iter().map(|(id, _)| *id).collect())
+    }
+
+    /// `p0` extends `p1` … up to `p{hops}`, which extends nothing.
+    fn line_of(hops: usize) -> Vec<(String, Option<String>)> {
+        (0..=hops)
+            .map(|i| (format!("p{i}"), (i < hops).then(|| format!("p{}", i + 1))))
+            .collect()
+    }
+
+    fn borrowed(owned: &[(String, Option<String>)]) -> Vec<(&str, Option<&str>)> {
+        owned
+            .iter()
+            .map(|(id, parent)| (id.as_str(), parent.as_deref()))
+            .collect()
+    }
+
+    #[test]
+    fn chain_follows_extends_nearest_first() {
+        let profiles = [("a", Some("b")), ("b", Some("c")), ("c", None)];
+        assert_eq!(resolve(&profiles, "a"), Ok(vec!["a", "b", "c"]));
+        assert_eq!(resolve(&profiles, "c"), Ok(vec!["c"]));
+    }
+
+    #[test]
+    fn eight_hops_resolve_and_nine_are_refused() {
+        let eight = line_of(MAX_EXTENDS_HOPS);
+        let eight = borrowed(&eight);
+        let chain = resolve(&eight, "p0").expect("8 hops are allowed");
+        assert_eq!(chain.len(), MAX_EXTENDS_HOPS + 1);
+
+        let nine = line_of(MAX_EXTENDS_HOPS + 1);
+        let nine = borrowed(&nine);
+        let err = resolve(&nine, "p0").expect_err("9 hops are too many");
+        assert!(err.starts_with("D415 invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1"), "{err}");
+    }
+
+    #[test]
+    fn loops_and_unknown_parents_are_d415() {
+        let profiles = [
+            ("a", Some("b")),
+            ("b", Some("a")),
+            ("s", Some("s")),
+            ("u", Some("gone")),
+        ];
+        let err = resolve(&profiles, "a").expect_err("loop");
+        assert!(
+            err.contains("\"a\" has an extends loop: a → b → a."),
+            "{err}"
+        );
+        let err = resolve(&profiles, "s").expect_err("self loop");
+        assert!(err.contains("\"s\" has an extends loop: s → s."), "{err}");
+        let err = resolve(&profiles, "u").expect_err("unknown");
+        assert!(
+            err.contains("\"u\" extends unknown agent profile \"gone\"."),
+            "{err}"
+        );
+    }
 }

@@ -9,6 +9,7 @@ pub mod classify;
 pub mod frontmatter;
 pub mod ids;
 pub mod markdown;
+pub mod paths;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,173 @@
+//! Checking a relative path taken from a downloaded bundle before anything is written under the
+//! destination folder. A bundle is untrusted input: a path such as `../../.bashrc`, `/etc/x.md`,
+//! `C:\x.md` or `a\..\..\x.md` must never leave the destination, whatever platform joins it.
+//!
+//! The check is lexical and strict on purpose: it accepts only plain `/`-separated names ending in
+//! `.md`, so joining an accepted path onto a root can only name a file below that root. It does
+//! not look at the disk (symbolic links already under the destination are the writer's concern).
+
+use std::path::PathBuf;
+
+use super::ids::MAX_ID_BYTES;
+
+/// Longest accepted path, in bytes: the longest skill id plus its `.md` extension.
+pub const MAX_BUNDLE_PATH_BYTES: usize = MAX_ID_BYTES + MARKDOWN_EXTENSION.len();
+
+/// Most segments (folders plus the file name) an accepted path may have. Real bundles are a few
+/// folders deep; the cap keeps a hostile bundle from creating absurdly deep trees.
+pub const MAX_BUNDLE_PATH_SEGMENTS: usize = 32;
+
+const MARKDOWN_EXTENSION: &str = ".md";
+
+/// Accepts `rel` when it is a safe relative markdown path and returns it as a relative path built
+/// segment by segment (so the platform's own separator is used when it is joined). Refused, with
+/// the reason: empty or too long paths, too many segments, absolute paths, backslashes, `:`
+/// (drive letters such as `C:`, and NTFS alternate streams), NUL or other control characters,
+/// empty, `.` or `..` segments, segments ending in a dot or a space (Windows drops those, so
+/// `.. ` could name the parent there), and paths not ending in `.md` after a non-empty stem.
+pub fn validate_bundle_path(rel: &str) -> Result<PathBuf, String> {
+    if rel.is_empty() {
+        return Err("bundle path must be non-empty".to_owned());
+    }
+    if rel.len() > MAX_BUNDLE_PATH_BYTES {
+        return Err(format!(
+            "bundle path too long ({} bytes; max {MAX_BUNDLE_PATH_BYTES})",
+            rel.len()
+        ));
+    }
+    if let Some(bad) = rel
+        .chars()
+        .find(|c| c.is_control() || *c == '\\' || *c == ':')
+    {
+        return Err(format!(
+            "bundle path may not contain {bad:?} (backslashes, ':' and control characters are \
+             refused): {rel:?}"
+        ));
+    }
+    if rel.starts_with('/') {
+        return Err(format!("bundle path must be relative: {rel:?}"));
+    }
+    let segments: Vec<&str> = rel.split('/').collect();
+    if segments.len() > MAX_BUNDLE_PATH_SEGMENTS {
+        return Err(format!(
+            "bundle path has too many segments ({}; max {MAX_BUNDLE_PATH_SEGMENTS}): {rel:?}",
+            segments.len()
+        ));
+    }
+    for segment in &segments {
+        validate_segment(segment).map_err(|why| format!("{why}: {rel:?}"))?;
+    }
+    let file = segments.last().copied().unwrap_or_default();
+    if file
+        .strip_suffix(MARKDOWN_EXTENSION)
+        .is_none_or(str::is_empty)
+    {
+        return Err(format!(
+            "bundle path must name a markdown file (`<name>.md`): {rel:?}"
+        ));
+    }
+    Ok(segments.iter().collect())
+}
+
+fn validate_segment(segment: &str) -> Result<(), &'static str> {
+    match segment {
+        "" => Err("bundle path has an empty segment"),
+        "." | ".." => Err("bundle path may not have `.` or `..` segments"),
+        _ if segment.ends_with('.') || segment.ends_with(' ') => {
+            Err("bundle path segments may not end in a dot or a space")
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Component, Path};
+
+    #[test]
+    fn plain_markdown_paths_are_accepted() {
+        for rel in [
+            "index.md",
+            "SKILL.md",
+            "shell/exec.md",
+            "a/b/c/SKILLS.md",
+            "naïve/café.md",
+            "with space/x y.md",
+            ".hidden/a.md",
+            "a/.md.md",
+            "v1.2/notes.md",
+        ] {
+            let path = validate_bundle_path(rel).unwrap_or_else(|why| panic!("{rel:?}: {why}"));
+            assert_eq!(path, Path::new(rel), "{rel:?}");
+            assert!(
+                path.components()
+                    .all(|component| matches!(component, Component::Normal(_))),
+                "{rel:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn escapes_and_absolute_forms_are_refused() {
+        for rel in [
+            "",
+            "..",
+            "../x.md",
+            "a/../../x.md",
+            "a/..",
+            "./x.md",
+            "a/./x.md",
+            "/etc/x.md",
+            "//server/share/x.md",
+            "a//x.md",
+            "a/x.md/",
+            "C:x.md",
+            "C:/x.md",
+            "c:\\x.md",
+            "\\\\server\\share\\x.md",
+            "a\\..\\x.md",
+            "x.md:stream",
+            "a/\0/x.md",
+            "a\u{7}.md",
+            "a\n.md",
+            "a\u{85}.md",
+            ".. /x.md",
+            "... /x.md",
+            "a./x.md",
+        ] {
+            assert!(validate_bundle_path(rel).is_err(), "{rel:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn only_markdown_files_with_a_name() {
+        for rel in ["a", "a/b", "a.txt", "a.MD", "a/.md", ".md", "a.md.txt"] {
+            let err = validate_bundle_path(rel).expect_err(rel);
+            assert!(err.contains("markdown file"), "{rel:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn length_and_depth_are_bounded() {
+        let longest = format!("{}.md", "a".repeat(MAX_BUNDLE_PATH_BYTES - 3));
+        assert!(validate_bundle_path(&longest).is_ok());
+        let too_long = format!("a{longest}");
+        let err = validate_bundle_path(&too_long).expect_err("too long");
+        assert!(err.contains("too long"), "{err}");
+
+        let deepest = format!("{}x.md", "a/".repeat(MAX_BUNDLE_PATH_SEGMENTS - 1));
+        assert!(validate_bundle_path(&deepest).is_ok());
+        let too_deep = format!("a/{deepest}");
+        let err = validate_bundle_path(&too_deep).expect_err("too deep");
+        assert!(err.contains("too many segments"), "{err}");
+    }
+
+    #[test]
+    fn accepted_paths_stay_under_the_root() {
+        let root = Path::new("/dest/root");
+        let joined = root.join(validate_bundle_path("a/b/c.md").expect("valid"));
+        assert!(joined.starts_with(root));
+        assert_eq!(joined, Path::new("/dest/root/a/b/c.md"));
+    }
+}
