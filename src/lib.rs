@@ -146,7 +146,7 @@ impl Directory {
     /// Opens the index as its writer (the worker, or the CLI when no worker runs).
     pub fn open(config: Config) -> Result<Directory, OpenError> {
         let index = Index::open_writer(&config.paths.index_path)?;
-        Ok(Directory::as_writer(config, index))
+        Ok(Directory::with_index(config, index))
     }
 
     /// Opens the index read-only, following the writer of another process.
@@ -158,31 +158,10 @@ impl Directory {
     /// Opens as the writer when no other process is, else as a read-only follower.
     pub fn open_shared(config: Config) -> Result<Directory> {
         match Index::open_writer(&config.paths.index_path) {
-            Ok(index) => Ok(Directory::as_writer(config, index)),
+            Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(_)) => Directory::open_read_only(config),
             Err(e) => Err(Error::Index(e.to_string())),
         }
-    }
-
-    /// The writer's directory. Holding the index's writer lock means no other process writes
-    /// these folders through us, so the temporary files killed writers left behind can go.
-    fn as_writer(config: Config, index: Index) -> Directory {
-        let directory = Directory::with_index(config, index);
-        let roots = &directory.roots;
-        // The agents skills root is read-only to us: nothing of ours is ever written there.
-        let sweep = store::sweep_stale_temps(&[
-            roots.path(index::records::Root::Skills),
-            roots.path(index::records::Root::LocalSkills),
-            roots.path(index::records::Root::Agents),
-        ]);
-        if !sweep.removed.is_empty() {
-            tracing::info!(
-                removed = sweep.removed.len(),
-                kept = sweep.kept,
-                "removed temporary files left by interrupted writes"
-            );
-        }
-        directory
     }
 
     fn with_index(config: Config, index: Index) -> Directory {
@@ -271,6 +250,16 @@ impl Directory {
             let _guard = self.lock()?;
             self.index.reconcile(&self.roots, scope, progress)?
         };
+        // Holding the index's writer lock means no other process writes these folders through
+        // us, so the temporary files killed writers left behind (which a full walk saw) can go.
+        let sweep = store::sweep_found_temps(&report.temps);
+        if !sweep.removed.is_empty() {
+            tracing::info!(
+                removed = sweep.removed.len(),
+                kept = sweep.kept,
+                "removed temporary files left by interrupted writes"
+            );
+        }
         let changed = [
             (Family::Skills, report.skills_changed),
             (Family::SystemPrompts, report.system_prompts_changed),

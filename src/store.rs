@@ -4,7 +4,7 @@
 //!
 //! Temporary files are named `<file>.<pid>-<n>.tmp`: they never end in `.md`, so no scan and
 //! no watcher takes them for documents. A process killed mid-write leaves its temporary file
-//! behind; [`sweep_stale_temps`] removes those at the next open.
+//! behind; the next full reconcile removes those ([`sweep_found_temps`], fed by its walk).
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -190,26 +190,49 @@ pub fn sweep_stale_temps(folders: &[&Path]) -> Sweep {
             };
             if kind.is_dir() {
                 pending.push(entry.path());
-                continue;
-            }
-            if !kind.is_file() {
-                continue;
-            }
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(temp_pid) else {
-                continue;
-            };
-            let Ok(modified) = entry.metadata().and_then(|m| m.modified()) else {
-                continue;
-            };
-            if is_stale(pid, modified, now) && fs::remove_file(entry.path()).is_ok() {
-                sweep.removed.push(entry.path());
-            } else {
-                sweep.kept += 1;
+            } else if kind.is_file() {
+                sweep_one(&entry.path(), now, &mut sweep);
             }
         }
     }
     sweep
+}
+
+/// [`sweep_stale_temps`] for files a walk already found (`is_temp_name`), without walking
+/// again: a full reconcile passes the ones it saw.
+pub fn sweep_found_temps(files: &[PathBuf]) -> Sweep {
+    let mut sweep = Sweep::default();
+    let now = SystemTime::now();
+    for file in files {
+        sweep_one(file, now, &mut sweep);
+    }
+    sweep
+}
+
+/// Whether a file name has our temporary files' pattern (see [`temp_pid`]).
+pub fn is_temp_name(name: &str) -> bool {
+    temp_pid(name).is_some()
+}
+
+fn sweep_one(path: &Path, now: SystemTime, sweep: &mut Sweep) {
+    let Some(pid) = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(temp_pid)
+    else {
+        return;
+    };
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return;
+    };
+    let Ok(modified) = meta.modified() else {
+        return;
+    };
+    if meta.is_file() && is_stale(pid, modified, now) && fs::remove_file(path).is_ok() {
+        sweep.removed.push(path.to_path_buf());
+    } else {
+        sweep.kept += 1;
+    }
 }
 
 /// Removes a file, then each parent folder left empty, up to but never including `root` or

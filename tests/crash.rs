@@ -594,19 +594,19 @@ fn crash_kill_cycles() {
             let base = base.clone();
             std::thread::spawn(move || fresh_index(&base))
         };
-        // Restart: the same tree and index. Opening removes the kill's temporary files; after
-        // a reconcile the index equals a fresh one.
+        // Restart: the same tree and index. The boot reconcile removes the kill's temporary
+        // files, and the index then equals a fresh one.
         let directory = Directory::open(iii_directory::config::Config::for_root(&base))
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen: {e}"));
+        if directory.index().read().unwrap().file_count().unwrap() == 0 {
+            totals.index_rebuilt += 1;
+        }
+        directory.reconcile().unwrap();
         let (_, left) = scan(&base);
         assert!(
             left.is_empty(),
             "cycle {cycle}: temporary files survived the restart: {left:?}"
         );
-        if directory.index().read().unwrap().file_count().unwrap() == 0 {
-            totals.index_rebuilt += 1;
-        }
-        directory.reconcile().unwrap();
         let listed = common::skill_ids(&directory);
         assert!(
             listed.iter().all(|id| !id.contains("tmp")),

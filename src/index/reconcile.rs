@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read as _;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -48,6 +49,10 @@ pub struct Report {
     pub agents_changed: bool,
     pub revision: u64,
     pub duration_ms: u64,
+    /// After a full reconcile: files that look like writers' temporary files (for the sweep
+    /// of the ones killed writers left; see `store::sweep_found_temps`).
+    #[serde(skip)]
+    pub temps: Vec<std::path::PathBuf>,
 }
 
 /// Reconcile progress, for a progress line on long runs.
@@ -218,6 +223,10 @@ pub fn run(
     let mut report = Report {
         read: to_read.len(),
         removed: removed.len(),
+        temps: match scope {
+            Scope::All => found.temps.clone(),
+            Scope::Paths(_) => Vec::new(),
+        },
         ..Report::default()
     };
     let (top_dirs, unreadable) = match scope {
@@ -259,27 +268,28 @@ pub fn run(
         let mut files = txn.open_table(FILES).map_err(Error::index)?;
         let mut docs_table = txn.open_table(DOCS).map_err(Error::index)?;
         let mut content = txn.open_table(CONTENT).map_err(Error::index)?;
-        let docs = mirror.docs.as_mut().expect("docs loaded above");
+        let known = mirror.docs.as_ref().expect("docs loaded above");
+        let claimed = Mutex::new(HashSet::new());
         let racy_after = scan_start.minus(mirror.racy_window);
-        let mut done = 0;
-        for batch in to_read.chunks(BATCH) {
-            let reads: Vec<Read> = batch
+        let read_batch = |batch: &[(&(Root, String), &Stat)]| -> Vec<Read> {
+            batch
                 .par_iter()
-                .map(|(key, stat)| read_file(roots, key, **stat, racy_after, docs, true))
-                .collect();
+                .map(|(key, stat)| read_file(roots, key, **stat, racy_after, known, &claimed, true))
+                .collect()
+        };
+        let mut fresh: HashMap<Hash, ParsedDoc> = HashMap::new();
+        let mut done = 0;
+        let mut store = |reads: Vec<Read>| -> Result<()> {
+            done += reads.len();
             for read in reads {
                 if let (Some(new), Ok(hash)) = (read.new, &read.meta.content) {
-                    // Two files of one batch may share a content that is new to the index.
-                    if !docs.contains_key(hash) {
-                        docs_table
-                            .insert(hash, encode(&new.parsed).as_slice())
-                            .map_err(Error::index)?;
-                        content
-                            .insert(hash, new.packed.as_slice())
-                            .map_err(Error::index)?;
-                        docs.insert(*hash, new.parsed);
-                        report.parsed += 1;
-                    }
+                    docs_table
+                        .insert(hash, encode(&new.parsed).as_slice())
+                        .map_err(Error::index)?;
+                    content
+                        .insert(hash, new.packed.as_slice())
+                        .map_err(Error::index)?;
+                    fresh.insert(*hash, new.parsed);
                 }
                 if mirror.files.get(&read.key) != Some(&read.meta) {
                     files
@@ -291,12 +301,29 @@ pub fn run(
                     mirror.files.insert(read.key, read.meta);
                 }
             }
-            done += batch.len();
             progress(Progress::Read {
                 done,
                 total: to_read.len(),
             });
-        }
+            Ok(())
+        };
+        // A pipeline: the next batch is read and parsed on the pool while this thread stores
+        // the previous one, so storing (single-threaded in redb) does not leave a core idle.
+        std::thread::scope(|scope| -> Result<()> {
+            let mut batches = to_read.chunks(BATCH);
+            let mut current = batches.next().map(read_batch);
+            while let Some(reads) = current.take() {
+                let next = batches
+                    .next()
+                    .map(|batch| scope.spawn(move || read_batch(batch)));
+                store(reads)?;
+                current = next.map(|reading| reading.join().expect("a read batch panicked"));
+            }
+            Ok(())
+        })?;
+        report.parsed = fresh.len();
+        let docs = mirror.docs.as_mut().expect("docs loaded above");
+        docs.extend(fresh);
         for key in &removed {
             files
                 .remove((key.0 as u8, key.1.as_str()))
@@ -320,6 +347,12 @@ pub fn run(
             docs.remove(&hash);
         }
     }
+    tracing::debug!(
+        read = to_read.len(),
+        parsed = report.parsed,
+        read_ms = started.elapsed().as_millis() as u64,
+        "files read and stored"
+    );
     if folders_changed {
         write_folders(&txn, &top_dirs, &unreadable)?;
         mirror.top_dirs = top_dirs;
@@ -341,6 +374,12 @@ pub fn run(
         views::update(&inputs, &mut views, &dirty)
     };
     let changed = write_view_changes(&txn, &views, &changes)?;
+    tracing::debug!(
+        full = full_views,
+        namespaces = dirty.len(),
+        views_ms = started.elapsed().as_millis() as u64,
+        "views updated"
+    );
     report.skills_changed = changed.skills;
     report.system_prompts_changed = changed.prompts;
     report.agents_changed = changed.agents;
@@ -369,16 +408,23 @@ pub fn run(
             .map_err(Error::index)?;
     }
     txn.commit().map_err(Error::index)?;
+    tracing::debug!(
+        commit_ms = started.elapsed().as_millis() as u64,
+        "reconcile committed"
+    );
     Ok(report)
 }
 
-/// Reads one file; `pack` compresses new content for the content table.
+/// Reads one file. Its content is parsed (and, with `pack`, compressed for the content table)
+/// when it is neither `known` nor already `claimed` by another file of this reconcile, so each
+/// new content is parsed once however many files hold it.
 fn read_file(
     roots: &Roots,
     key: &(Root, String),
     stat: Stat,
     racy_after: Stamp,
     known: &HashMap<Hash, ParsedDoc>,
+    claimed: &Mutex<HashSet<Hash>>,
     pack: bool,
 ) -> Read {
     let racy = stat.mtime >= racy_after || stat.ctime >= racy_after;
@@ -420,7 +466,12 @@ fn read_file(
         }
     };
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
-    let new = (!known.contains_key(&hash)).then(|| NewContent {
+    let first = !known.contains_key(&hash)
+        && claimed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(hash);
+    let new = first.then(|| NewContent {
         parsed: ParsedDoc::parse(text),
         packed: if pack {
             compress_text(text)
@@ -567,10 +618,11 @@ pub fn fresh_views(roots: &Roots) -> Views {
         nanos: 0,
     };
     let empty = HashMap::new();
+    let claimed = Mutex::new(HashSet::new());
     let reads: Vec<Read> = found
         .files
         .par_iter()
-        .map(|(key, stat)| read_file(roots, key, *stat, never, &empty, false))
+        .map(|(key, stat)| read_file(roots, key, *stat, never, &empty, &claimed, false))
         .collect();
     let mut files = BTreeMap::new();
     let mut docs = HashMap::new();

@@ -32,6 +32,9 @@ pub struct Found {
     pub top_dirs: BTreeSet<(Root, String)>,
     /// Folders that could not be listed and links not followed, with the skip reason.
     pub unreadable: BTreeMap<(Root, String), String>,
+    /// Files named like a writer's temporary file (`store::is_temp_name`): a full reconcile
+    /// hands them to the sweep of the ones killed writers left.
+    pub temps: Vec<PathBuf>,
     /// For a scoped walk: the `(root, relative path)` subtrees it looked at (an empty path is
     /// the whole root). Empty for a full walk.
     pub scopes: Vec<(Root, String)>,
@@ -300,6 +303,7 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
     found.files.extend(part.files);
     found.top_dirs.extend(part.top_dirs);
     found.unreadable.extend(part.unreadable);
+    found.temps.extend(part.temps);
 }
 
 /// What one folder and everything under it holds; merged upwards by [`Walk::subtree`].
@@ -308,6 +312,7 @@ struct Part {
     files: Vec<((Root, String), Stat)>,
     top_dirs: Vec<(Root, String)>,
     unreadable: Vec<((Root, String), String)>,
+    temps: Vec<PathBuf>,
 }
 
 impl Part {
@@ -315,6 +320,7 @@ impl Part {
         self.files.append(&mut other.files);
         self.top_dirs.append(&mut other.top_dirs);
         self.unreadable.append(&mut other.unreadable);
+        self.temps.append(&mut other.temps);
         self
     }
 }
@@ -420,6 +426,8 @@ impl Walk<'_> {
                 }
             } else if meta.is_file() && is_markdown(&name) {
                 part.files.push(((root, child_rel), stat_of(&meta)));
+            } else if meta.is_file() && crate::store::is_temp_name(&name) {
+                part.temps.push(entry.path());
             }
         }
         folders
@@ -478,6 +486,9 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
+        if crate::store::is_temp_name(&name) {
+            found.temps.push(entry.path());
+        }
         if !is_markdown(&name) {
             continue;
         }
