@@ -157,7 +157,7 @@ fn is_stale(pid: u32, modified: SystemTime, now: SystemTime) -> bool {
     pid_alive(pid) == Some(false)
 }
 
-/// What [`sweep_stale_temps`] did.
+/// What [`sweep_found_temps`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sweep {
     /// Stale temporary files removed.
@@ -166,40 +166,11 @@ pub struct Sweep {
     pub kept: usize,
 }
 
-/// Removes the temporary files that killed writers left under `folders` (searched
-/// recursively, symbolic links not followed): files named exactly `<file>.<pid>-<n>.tmp`
-/// whose process is gone, that this process did not name, or that are older than an hour.
-/// Anything else is left alone. Errors (an unreadable folder, a file already gone) are
-/// skipped: the sweep is housekeeping and never stops an open.
-pub fn sweep_stale_temps(folders: &[&Path]) -> Sweep {
-    let mut sweep = Sweep::default();
-    let now = SystemTime::now();
-    let mut pending: Vec<PathBuf> = folders.iter().map(|f| f.to_path_buf()).collect();
-    let mut seen = std::collections::HashSet::new();
-    while let Some(dir) = pending.pop() {
-        // Roots may nest (`skills/iii` under `skills`): visit each folder once.
-        if !seen.insert(dir.clone()) {
-            continue;
-        }
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() {
-                sweep_one(&entry.path(), now, &mut sweep);
-            }
-        }
-    }
-    sweep
-}
-
-/// [`sweep_stale_temps`] for files a walk already found (`is_temp_name`), without walking
-/// again: a full reconcile passes the ones it saw.
+/// Removes, among files a walk found, the temporary files that killed writers left: files
+/// named exactly `<file>.<pid>-<n>.tmp` whose process is gone, that this process did not
+/// name, or that are older than an hour. Anything else is left alone. Errors (a file already
+/// gone) are skipped: the sweep is housekeeping and never stops a reconcile. A full reconcile
+/// passes the temporary-looking files its walk saw (`is_temp_name`).
 pub fn sweep_found_temps(files: &[PathBuf]) -> Sweep {
     let mut sweep = Sweep::default();
     let now = SystemTime::now();
@@ -225,10 +196,14 @@ fn sweep_one(path: &Path, now: SystemTime, sweep: &mut Sweep) {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return;
     };
+    // A folder (or a link) with our naming pattern is not a file of ours.
+    if !meta.is_file() {
+        return;
+    }
     let Ok(modified) = meta.modified() else {
         return;
     };
-    if meta.is_file() && is_stale(pid, modified, now) && fs::remove_file(path).is_ok() {
+    if is_stale(pid, modified, now) && fs::remove_file(path).is_ok() {
         sweep.removed.push(path.to_path_buf());
     } else {
         sweep.kept += 1;
@@ -389,7 +364,14 @@ mod tests {
         let folder = root.join(format!("ns/d.md.{dead}-1.tmp"));
         fs::create_dir_all(&folder).unwrap();
 
-        let sweep = sweep_stale_temps(&[root.as_path(), &root.join("ns"), agents.as_path()]);
+        let found: Vec<PathBuf> = gone
+            .iter()
+            .chain(&kept)
+            .chain(&foreign)
+            .chain([&folder])
+            .cloned()
+            .collect();
+        let sweep = sweep_found_temps(&found);
         let mut removed = sweep.removed.clone();
         removed.sort();
         let mut expected = gone.to_vec();
@@ -406,12 +388,10 @@ mod tests {
     }
 
     #[test]
-    fn sweep_of_missing_folders_is_empty() {
+    fn sweep_of_files_already_gone_is_empty() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(
-            sweep_stale_temps(&[&dir.path().join("nope")]),
-            Sweep::default()
-        );
+        let gone = dir.path().join(format!("x.md.{}-0.tmp", dead_pid()));
+        assert_eq!(sweep_found_temps(&[gone]), Sweep::default());
     }
 
     #[test]

@@ -95,16 +95,19 @@ pub fn walk(roots: &Roots) -> Found {
     let mut found = Found::default();
     let inside = real_roots(roots);
     for root in Root::ALL {
-        let dir = roots.path(root);
-        match root {
-            Root::Skills | Root::LocalSkills => {
-                walk_tree(root, dir, String::new(), &inside, &mut found)
-            }
-            Root::AgentsSkills => walk_agents_skills(dir, &inside, &mut found),
-            Root::Agents => walk_flat(root, dir, &inside, &mut found),
-        }
+        walk_root(roots, root, &inside, &mut found);
     }
     found
+}
+
+/// One whole root, by its layout.
+fn walk_root(roots: &Roots, root: Root, inside: &[PathBuf], found: &mut Found) {
+    let dir = roots.path(root);
+    match root {
+        Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), inside, found),
+        Root::AgentsSkills => walk_agents_skills(dir, inside, found),
+        Root::Agents => walk_flat(root, dir, inside, found),
+    }
 }
 
 /// The roots' real paths: a symbolic link is followed only to a place under one of them.
@@ -113,6 +116,11 @@ fn real_roots(roots: &Roots) -> Vec<PathBuf> {
         .iter()
         .filter_map(|root| fs::canonicalize(roots.path(*root)).ok())
         .collect()
+}
+
+/// Whether a real path lies under one of the roots' real paths.
+fn within(real: &Path, inside: &[PathBuf]) -> bool {
+    inside.iter().any(|root| real.starts_with(root))
 }
 
 /// Why the entry at `path` is not followed, when it is a symbolic link to a folder or named
@@ -125,7 +133,7 @@ fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<String> {
     match fs::canonicalize(path) {
         Err(e) if is_markdown(name) => Some(format!("symbolic link cannot be followed: {e}")),
         Err(_) => None,
-        Ok(real) if inside.iter().any(|root| real.starts_with(root)) => None,
+        Ok(real) if within(&real, inside) => None,
         Ok(real) if real.is_dir() || is_markdown(name) => Some(format!(
             "symbolic link leads outside the roots (to {})",
             real.display()
@@ -168,15 +176,11 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
 }
 
 fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found: &mut Found) {
-    let dir = roots.path(root);
     if rel.is_empty() {
-        match root {
-            Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), inside, found),
-            Root::AgentsSkills => walk_agents_skills(dir, inside, found),
-            Root::Agents => walk_flat(root, dir, inside, found),
-        }
+        walk_root(roots, root, inside, found);
         return;
     }
+    let dir = roots.path(root);
     // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
     let at = if root == Root::AgentsSkills {
         first(rel)
@@ -187,8 +191,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
         found.unreadable.insert((root, at.to_string()), why);
         return;
     }
-    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !inside.iter().any(|r| real.starts_with(r)))
-    {
+    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !within(&real, inside)) {
         return;
     }
     match root {
