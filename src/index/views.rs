@@ -440,12 +440,12 @@ fn prompt_rows(
                 skipped.insert(key, shadowed_reason(rel));
                 continue;
             }
-            let doc = match &meta.content {
-                Err(issue) => {
-                    skipped.insert(key, ServeIssue::Read(issue.clone()).to_string());
+            let doc = match parsed_doc(inputs, meta) {
+                Ok(doc) => doc,
+                Err(why) => {
+                    skipped.insert(key, why);
                     continue;
                 }
-                Ok(hash) => &inputs.docs[hash],
             };
             match system_prompts::from_doc(doc, file_stem(rel)) {
                 Err(why) => {
@@ -485,12 +485,12 @@ fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
             skipped.insert(key, format!("invalid agent id {id:?}: {why}"));
             continue;
         }
-        let doc = match &meta.content {
-            Err(issue) => {
-                skipped.insert(key, ServeIssue::Read(issue.clone()).to_string());
+        let doc = match parsed_doc(inputs, meta) {
+            Ok(doc) => doc,
+            Err(why) => {
+                skipped.insert(key, why);
                 continue;
             }
-            Ok(hash) => &inputs.docs[hash],
         };
         match agents::profile_from_doc(doc) {
             Err(why) => {
@@ -555,6 +555,14 @@ fn files_of<'a>(
         .files
         .range((root, String::new())..)
         .take_while(move |((r, _), _)| *r == root)
+}
+
+/// The parsed document of a file that could be read, or the skip reason of one that could not.
+fn parsed_doc<'a>(inputs: &'a Inputs<'_>, meta: &FileMeta) -> Result<&'a ParsedDoc, String> {
+    match &meta.content {
+        Ok(hash) => Ok(&inputs.docs[hash]),
+        Err(issue) => Err(ServeIssue::Read(issue.clone()).to_string()),
+    }
 }
 
 /// The parsed document of a file when its content can be served.
