@@ -1,6 +1,6 @@
 //! Markdown compiled into the binary: the bundled system prompts (`iii-minimal`, `iii-runtime`),
 //! the bundled agent profiles (`iii`, `iii-minimal`) and the worker's own skill docs under the
-//! `directory/` namespace.
+//! `iii-directory/` namespace.
 //!
 //! These are served as read-only fallbacks: a file on disk with the same name or id shadows
 //! them, and nothing here is ever written to disk. The texts live as plain files under
@@ -37,23 +37,23 @@ pub const AGENTS: &[BundledFile] = &[
     },
 ];
 
-/// Bundled skills by skill id (e.g. "directory/index", "directory/authoring-skills"), sorted by id.
+/// Bundled skills by skill id (e.g. "iii-directory/index", "iii-directory/authoring-skills"), sorted by id.
 pub const SKILLS: &[BundledFile] = &[
     BundledFile {
-        id: "directory/agent-profiles",
-        raw: include_str!("../skills/directory/agent-profiles.md"),
+        id: "iii-directory/agent-profiles",
+        raw: include_str!("../skills/iii-directory/agent-profiles.md"),
     },
     BundledFile {
-        id: "directory/authoring-skills",
-        raw: include_str!("../skills/directory/authoring-skills.md"),
+        id: "iii-directory/authoring-skills",
+        raw: include_str!("../skills/iii-directory/authoring-skills.md"),
     },
     BundledFile {
-        id: "directory/finding-functions",
-        raw: include_str!("../skills/directory/finding-functions.md"),
+        id: "iii-directory/finding-functions",
+        raw: include_str!("../skills/iii-directory/finding-functions.md"),
     },
     BundledFile {
-        id: "directory/index",
-        raw: include_str!("../skills/directory/index.md"),
+        id: "iii-directory/index",
+        raw: include_str!("../skills/iii-directory/index.md"),
     },
 ];
 
@@ -167,7 +167,7 @@ mod tests {
             assert!(lookup("missing").is_none());
             assert!(lookup("").is_none());
         }
-        assert!(skill("directory/index").is_some());
+        assert!(skill("iii-directory/index").is_some());
     }
 
     #[test]
@@ -216,7 +216,7 @@ mod tests {
             assert!(field(f, "title").is_some_and(|t| !t.trim().is_empty()));
         }
         assert_eq!(
-            skill("directory/index")
+            skill("iii-directory/index")
                 .and_then(|f| field(f, "title"))
                 .as_deref(),
             Some("iii-directory")
@@ -234,22 +234,17 @@ mod tests {
 
     #[test]
     fn runtime_prompt_body_is_the_seed_verbatim() {
-        let seed_path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/seeds/iii-runtime.md"
-        );
-        let seed = std::fs::read_to_string(seed_path).unwrap_or_else(|e| {
-            panic!(
-                "cannot read the iii-runtime seed at {seed_path} ({e}); this test compares the \
-                 bundled prompt with it, so run it from a checkout that has shared/seeds"
-            )
-        });
+        let Some(seed_path) = crate::shared_folder::shared_path("seeds/iii-runtime.md") else {
+            return;
+        };
+        let seed = std::fs::read_to_string(&seed_path).expect("read the iii-runtime seed");
         let Some(prompt) = system_prompt("iii-runtime") else {
             panic!("iii-runtime is bundled");
         };
         assert!(
             split(prompt).1 == seed,
-            "iii-runtime body differs from {seed_path}"
+            "iii-runtime body differs from {}",
+            seed_path.display()
         );
     }
 }

@@ -23,6 +23,11 @@ pub mod watch;
 pub mod worker;
 mod write;
 
+/// Finding the shared seeds and corpus in unit tests (the file the integration tests use too).
+#[cfg(test)]
+#[path = "../tests/common/shared.rs"]
+mod shared_folder;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};

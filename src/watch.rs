@@ -26,8 +26,6 @@ pub struct WatchOptions {
     pub quiet: Duration,
     /// A burst never waits longer than this from its first event, however busy the disk.
     pub max_delay: Duration,
-    /// Interval of the full reconcile that catches anything missed; `None` disables it.
-    pub safety_net: Option<Duration>,
     /// Pretend the watch of these roots failed (tests of the degraded mode).
     pub fail_roots: Vec<Root>,
 }
@@ -37,22 +35,19 @@ impl Default for WatchOptions {
         WatchOptions {
             quiet: Duration::from_millis(50),
             max_delay: Duration::from_millis(500),
-            safety_net: Some(Duration::from_secs(300)),
             fail_roots: Vec::new(),
         }
     }
 }
 
-impl WatchOptions {
-    /// The options a worker runs with: the defaults, with the configured safety-net interval
-    /// (`safety_net_interval_ms`, 0 = off).
-    pub fn from_settings(settings: &crate::config::Settings) -> WatchOptions {
-        let every = settings.safety_net_interval_ms;
-        WatchOptions {
-            safety_net: (every > 0).then(|| Duration::from_millis(every)),
-            ..WatchOptions::default()
-        }
-    }
+/// How often the watcher thread looks at the live settings, at the longest: a change of
+/// `safety_net_interval_ms` takes effect within this.
+const SETTINGS_CHECK: Duration = Duration::from_secs(1);
+
+/// The safety net's interval in the live settings (`safety_net_interval_ms`, 0 = off).
+fn safety_net_interval(directory: &Directory) -> Option<Duration> {
+    let every = directory.settings().safety_net_interval_ms;
+    (every > 0).then(|| Duration::from_millis(every))
 }
 
 /// The watcher's health, for `directory::index::status`.
@@ -281,17 +276,20 @@ fn run(
     status: Arc<Mutex<WatchStatus>>,
 ) {
     let mut burst = Burst::default();
-    let mut next_safety_net = options.safety_net.map(|every| Instant::now() + every);
+    let mut every = safety_net_interval(&directory);
+    let mut next_safety_net = every.map(|every| Instant::now() + every);
     loop {
         let now = Instant::now();
-        let wake = [burst.deadline(&options), next_safety_net]
-            .into_iter()
-            .flatten()
-            .min();
-        let message = match wake {
-            Some(at) => receiver.recv_timeout(at.saturating_duration_since(now)),
-            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        let wake = [
+            burst.deadline(&options),
+            next_safety_net,
+            Some(now + SETTINGS_CHECK),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(now);
+        let message = receiver.recv_timeout(wake.saturating_duration_since(now));
         match message {
             Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
             Ok(Message::Event(event)) => burst.add(event, &status),
@@ -312,6 +310,12 @@ fn run(
                 status.bursts += 1;
             }
         }
+        // The interval is a tunable setting: a new one counts from now.
+        let live = safety_net_interval(&directory);
+        if live != every {
+            every = live;
+            next_safety_net = every.map(|every| now + every);
+        }
         if next_safety_net.is_some_and(|at| at <= now) {
             if let Err(e) = directory.reconcile() {
                 tracing::warn!("safety-net reconcile failed: {e}");
@@ -319,7 +323,7 @@ fn run(
             if let Ok(mut status) = status.lock() {
                 status.last_safety_net = Some(Stamp::now().rfc3339());
             }
-            next_safety_net = options.safety_net.map(|every| Instant::now() + every);
+            next_safety_net = every.map(|every| Instant::now() + every);
         }
     }
 }

@@ -294,6 +294,28 @@ fn invalid_frontmatter_yaml_is_skipped() {
 }
 
 #[test]
+fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
+    let tree = Tree::new();
+    profile(
+        &tree,
+        "colon",
+        "name: Captain: of the ship\nlogo: \"\\uD83D\\uDEA2\"",
+        "Sail.\n",
+    );
+    let d = tree.open();
+    let colon = row(&d, "colon");
+    assert_eq!(
+        (&colon["name"], &colon["logo"]),
+        (&json!("Captain: of the ship"), &json!("🚢"))
+    );
+    let reason = skipped(&d, &abs(&tree, "agents/colon.md")).expect("reported by check");
+    assert!(
+        reason.starts_with("frontmatter is not a YAML mapping ("),
+        "{reason}"
+    );
+}
+
+#[test]
 fn missing_or_blank_name_is_skipped() {
     for text in [
         "---\ndescription: No name.\n---\nBody.\n",
@@ -858,7 +880,7 @@ fn unknown_skills_resolve_with_the_index_alias() {
     profile(
         &tree,
         "base",
-        "name: Base\nskills: [shell, shell/index, shell/exec, solo, ghost, shell/ghost, directory]",
+        "name: Base\nskills: [shell, shell/index, shell/exec, solo, ghost, shell/ghost, iii-directory]",
         "Base.\n",
     );
     chained(&tree, "child", Some("base"), "Child.\n");
@@ -879,7 +901,7 @@ fn unknown_skills_respect_the_visibility_filter() {
     profile(
         &tree,
         "a",
-        "name: A\nskills: [shell, solo, tool, directory/agent-profiles]",
+        "name: A\nskills: [shell, solo, tool, iii-directory/agent-profiles]",
         "Body.\n",
     );
     let d = tree.open();

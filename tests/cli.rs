@@ -400,7 +400,7 @@ fn human_output_names_what_it_lists() {
         "queue",
         "local-ns",
         "helper",
-        "directory",
+        "iii-directory",
     ] {
         assert!(
             skills.lines().any(|l| l.starts_with(id)),

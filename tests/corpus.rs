@@ -15,12 +15,12 @@ use serde_json::{Value, json};
 
 const MAX_FILE_BYTES: u64 = 262_144;
 
-/// On-disk ids of the bundled `directory/*` skills.
+/// On-disk ids of the bundled `iii-directory/*` skills.
 const BUNDLED: [&str; 4] = [
-    "directory/agent-profiles",
-    "directory/authoring-skills",
-    "directory/finding-functions",
-    "directory/index",
+    "iii-directory/agent-profiles",
+    "iii-directory/authoring-skills",
+    "iii-directory/finding-functions",
+    "iii-directory/index",
 ];
 
 /// How many community folders the namespaced test takes (sorted by name).
@@ -162,7 +162,8 @@ fn display_ids(on_disk: &BTreeSet<String>) -> Vec<String> {
 
 #[test]
 fn community_skills_served_from_the_agents_skills_root() {
-    let source = corpus().join("community-skills");
+    let Some(corpus) = corpus() else { return };
+    let source = corpus.join("community-skills");
     let tree = Tree::new();
     copy_dir(&source, &tree.path(".agents/skills"));
     let d = tree.open();
@@ -186,7 +187,7 @@ fn community_skills_served_from_the_agents_skills_root() {
             invalid.insert(dir.clone());
         }
     }
-    let bundled_served = !on_disk.contains("directory/index");
+    let bundled_served = !on_disk.contains("iii-directory/index");
     if bundled_served {
         on_disk.extend(BUNDLED.iter().map(|s| s.to_string()));
     }
@@ -196,14 +197,19 @@ fn community_skills_served_from_the_agents_skills_root() {
     // No support file is a skill: every id is a folder name, bar the bundled ones.
     for id in &expected {
         assert!(
-            !id.contains('/') || id.starts_with("directory/"),
+            !id.contains('/') || id.starts_with("iii-directory/"),
             "support file listed: {id}"
         );
     }
 
-    // Nothing is skipped but folders with invalid names, each with a reason.
+    // Nothing is skipped but folders with invalid names, each with a reason; files whose
+    // frontmatter is not YAML are served, and listed with that problem.
     for s in d.skipped().expect("skipped") {
         assert_eq!(s.root, "agents_skills_folder", "{s:?}");
+        if let Some(problem) = frontmatter_problem(Path::new(&s.path)) {
+            assert_eq!(s.reason, problem);
+            continue;
+        }
         assert!(s.reason.starts_with("invalid id "), "{s:?}");
         let dir = Path::new(&s.path)
             .parent()
@@ -219,7 +225,7 @@ fn community_skills_served_from_the_agents_skills_root() {
     assert_eq!(rows.len(), expected.len());
     for row in rows {
         let id = row["id"].as_str().expect("id");
-        if bundled_served && (id == "directory" || id.starts_with("directory/")) {
+        if bundled_served && (id == "iii-directory" || id.starts_with("iii-directory/")) {
             continue;
         }
         let file = tree.path(&format!(".agents/skills/{id}/SKILL.md"));
@@ -289,7 +295,7 @@ fn expectations(rels: &[String]) -> BTreeMap<String, Expect> {
 
 #[test]
 fn corpus_reshaped_into_namespaces_of_the_skills_root() {
-    let root = corpus();
+    let Some(root) = corpus() else { return };
     let anthropic = root.join("anthropic-skills");
     let community = root.join("community-skills");
 
@@ -354,7 +360,11 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
                     .unwrap_or_else(|| panic!("{rel} is not skipped"));
                 assert!(got.starts_with(reason.as_str()), "{rel}: {got}");
             }
-            Expect::Skill(_) => assert!(!skipped.contains_key(&path), "{rel}"),
+            Expect::Skill(_) => assert_eq!(
+                skipped.get(&path),
+                frontmatter_problem(Path::new(&path)).as_ref(),
+                "{rel}"
+            ),
             Expect::Prompt => {}
         }
     }
@@ -420,12 +430,13 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
         forms["description"],
         "**CRITICAL: You MUST complete these steps in order. Do not skip ahead to writing code.**"
     );
-    // Frontmatter that is not valid YAML: ignored, title and description come from the body.
+    // Frontmatter that is not valid YAML (an unquoted `: ` in the description): its
+    // one-line `key: value` entries are read, so name and description survive.
     let laravel = row(INVALID_YAML_FOLDER);
-    assert_eq!(laravel["title"], "Laravel Doğrulama Döngüsü");
+    assert_eq!(laravel["title"], "laravel-verification");
     assert_eq!(
         laravel["description"],
-        "PR'lardan önce, büyük değişikliklerden sonra ve deployment öncesi çalıştırın."
+        "Verification loop for Laravel projects: env checks, linting, static analysis, tests with coverage, security scans, and deployment readiness."
     );
     assert_eq!(laravel["type"], Value::Null);
     // A placeholder file holding only a path: no title anywhere, so the display id.
@@ -441,4 +452,13 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
         call(&d, ReadFunction::SkillsIndex, json!({}))["workers_count"],
         1
     );
+}
+
+/// What `check` says of a served file whose frontmatter is not usable YAML, if it is so.
+fn frontmatter_problem(path: &Path) -> Option<String> {
+    let bytes = fs::read(path).ok()?;
+    let text = iii_directory::doc::decode(&bytes).ok()?;
+    iii_directory::doc::ParsedDoc::parse(text)
+        .frontmatter
+        .problem()
 }

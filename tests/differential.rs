@@ -123,7 +123,7 @@ fn answers(d: &Directory) -> Answers {
         "a/zz",
         "b/zz",
         "c/zz",
-        "directory/zz",
+        "iii-directory/zz",
         "a",
         "b",
         "c",
@@ -1227,13 +1227,13 @@ fn bundled_skills_are_served_by_a_new_index_over_empty_roots() {
     assert_eq!(
         expected.len(),
         4,
-        "the bundled directory/* skills: {expected:?}"
+        "the bundled iii-directory/* skills: {expected:?}"
     );
     assert_eq!(common::skill_ids(&directory), expected);
     let overview = common::call(
         &directory,
         ReadFunction::SkillsGet,
-        json!({ "id": "directory" }),
+        json!({ "id": "iii-directory" }),
     );
     assert_eq!(overview["title"], "iii-directory");
 }
@@ -1249,7 +1249,7 @@ fn bundled_skills_are_served_by_a_new_index_over_a_bare_folder() {
     assert_eq!(
         expected.len(),
         4,
-        "the bundled directory/* skills: {expected:?}"
+        "the bundled iii-directory/* skills: {expected:?}"
     );
     assert_eq!(common::skill_ids(&directory), expected);
 }

@@ -1189,9 +1189,11 @@ fn extends_loops_and_long_chains_carry_d415() {
 fn a_watch_limit_leaves_the_worker_serving_through_the_safety_net() {
     let tree = hostile_tree();
     let d = Arc::new(tree.open());
+    let mut settings = d.settings();
+    settings.safety_net_interval_ms = 200;
+    d.apply_settings(settings).expect("a tunable setting");
     let options = WatchOptions {
         fail_roots: vec![Root::Skills, Root::LocalSkills, Root::Agents],
-        safety_net: Some(Duration::from_millis(200)),
         ..WatchOptions::default()
     };
     let watcher = Watcher::start(d.clone(), options);

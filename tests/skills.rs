@@ -28,19 +28,19 @@ const NEXT_ON_MISS: &str = " Next: call directory::skills::list to browse skill 
 
 const OMITTED_NOTE: &str = "\n(some descriptions omitted to save space; call directory::skills::get for the full reference)\n";
 
-/// The bundled `directory/*` skills, by display id in on-disk id order.
+/// The bundled `iii-directory/*` skills, by display id in on-disk id order.
 const BUNDLED_IDS: [&str; 4] = [
-    "directory/agent-profiles",
-    "directory/authoring-skills",
-    "directory/finding-functions",
-    "directory",
+    "iii-directory/agent-profiles",
+    "iii-directory/authoring-skills",
+    "iii-directory/finding-functions",
+    "iii-directory",
 ];
 
-/// A tree whose `skills/directory/` folder (empty) shadows the bundled `directory/*` skills, so
+/// A tree whose `skills/iii-directory/` folder (empty) shadows the bundled `iii-directory/*` skills, so
 /// that answers hold only what a test writes.
 fn no_bundled() -> Tree {
     let tree = Tree::new();
-    tree.mkdir("skills/directory");
+    tree.mkdir("skills/iii-directory");
     tree
 }
 
@@ -569,7 +569,7 @@ fn missing_roots_are_empty() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bundled `directory/*` skills
+// Bundled `iii-directory/*` skills
 // ---------------------------------------------------------------------------------------------
 
 #[test]
@@ -580,16 +580,16 @@ fn bundled_directory_skills_are_listed_when_nothing_shadows_them() {
     let mut expected = strings(&BUNDLED_IDS);
     expected.push("solo".into());
     assert_eq!(skill_ids(&d), expected);
-    let raw = asset("skills/directory/index.md");
+    let raw = asset("skills/iii-directory/index.md");
     assert_eq!(
-        row(&d, "directory"),
+        row(&d, "iii-directory"),
         json!({
-            "id": "directory",
+            "id": "iii-directory",
             "title": "iii-directory",
             "type": "index",
             "function_id": null,
             "disable_model_invocation": false,
-            "description": asset_field("skills/directory/index.md", "description"),
+            "description": asset_field("skills/iii-directory/index.md", "description"),
             "bytes": raw.len(),
             "modified_at": "",
         })
@@ -601,12 +601,12 @@ fn bundled_directory_skill_get_has_an_empty_path() {
     let tree = Tree::new();
     tree.write("skills/solo.md", "# Solo\n");
     let d = tree.open();
-    let raw = asset("skills/directory/index.md");
+    let raw = asset("skills/iii-directory/index.md");
     let body_start = raw[4..].find("\n---\n").expect("frontmatter end") + 4 + 5;
     assert_eq!(
-        call(&d, GET, json!({ "id": "directory", "raw": true })),
+        call(&d, GET, json!({ "id": "iii-directory", "raw": true })),
         json!({
-            "id": "directory",
+            "id": "iii-directory",
             "title": "iii-directory",
             "type": "index",
             "function_id": null,
@@ -625,14 +625,14 @@ fn bundled_directory_skills_are_served_on_an_empty_tree() {
     let tree = Tree::new();
     let d = tree.open();
     assert_eq!(skill_ids(&d), strings(&BUNDLED_IDS));
-    assert_eq!(get(&d, "directory")["title"], "iii-directory");
+    assert_eq!(get(&d, "iii-directory")["title"], "iii-directory");
     assert_eq!(call(&d, INDEX, json!({}))["workers_count"], 1);
 }
 
 #[test]
 fn empty_directory_folder_in_the_skills_root_shadows_the_bundled_skills() {
     let tree = Tree::new();
-    tree.mkdir("skills/directory");
+    tree.mkdir("skills/iii-directory");
     tree.write("skills/solo.md", "# Solo\n");
     let d = tree.open();
     assert_eq!(skill_ids(&d), strings(&["solo"]));
@@ -641,25 +641,25 @@ fn empty_directory_folder_in_the_skills_root_shadows_the_bundled_skills() {
 #[test]
 fn directory_folder_in_the_skills_root_replaces_the_whole_bundled_namespace() {
     let tree = Tree::new();
-    tree.write("skills/directory/index.md", "# My directory\n");
+    tree.write("skills/iii-directory/index.md", "# My directory\n");
     let d = tree.open();
-    assert_eq!(skill_ids(&d), strings(&["directory"]));
-    assert_eq!(get(&d, "directory")["title"], "My directory");
-    // The bundled doc is gone: `directory` is always a known worker, so the miss falls back to
+    assert_eq!(skill_ids(&d), strings(&["iii-directory"]));
+    assert_eq!(get(&d, "iii-directory")["title"], "My directory");
+    // The bundled doc is gone: `iii-directory` is always a known worker, so the miss falls back to
     // the (now local) overview with a note.
-    let fallback = get(&d, "directory/authoring-skills");
-    assert_eq!(fallback["id"], "directory");
+    let fallback = get(&d, "iii-directory/authoring-skills");
+    assert_eq!(fallback["id"], "iii-directory");
     assert_recovered(
         &fallback,
         "# My directory\n",
-        &["`directory/authoring-skills`"],
+        &["`iii-directory/authoring-skills`"],
     );
 }
 
 #[test]
 fn directory_folder_in_the_local_root_shadows_the_bundled_skills() {
     let tree = Tree::new();
-    tree.mkdir("skills/iii/directory");
+    tree.mkdir("skills/iii/iii-directory");
     tree.write("skills/solo.md", "# Solo\n");
     let d = tree.open();
     assert_eq!(skill_ids(&d), strings(&["solo"]));
@@ -668,16 +668,19 @@ fn directory_folder_in_the_local_root_shadows_the_bundled_skills() {
 #[test]
 fn agents_skills_directory_shadows_the_bundled_skills() {
     let tree = Tree::new();
-    tree.write(".agents/skills/directory/SKILL.md", "# Agents directory\n");
+    tree.write(
+        ".agents/skills/iii-directory/SKILL.md",
+        "# Agents directory\n",
+    );
     let d = tree.open();
-    assert_eq!(skill_ids(&d), strings(&["directory"]));
-    assert_eq!(get(&d, "directory")["title"], "Agents directory");
+    assert_eq!(skill_ids(&d), strings(&["iii-directory"]));
+    assert_eq!(get(&d, "iii-directory")["title"], "Agents directory");
 }
 
 #[test]
 fn agents_skills_folder_without_skill_md_does_not_shadow_the_bundled_skills() {
     let tree = Tree::new();
-    tree.write(".agents/skills/directory/notes.md", "# Not a skill\n");
+    tree.write(".agents/skills/iii-directory/notes.md", "# Not a skill\n");
     tree.write("skills/solo.md", "# Solo\n");
     let d = tree.open();
     let mut expected = strings(&BUNDLED_IDS);
@@ -783,10 +786,10 @@ fn filter_keeps_installed_worker_namespaces() {
     assert_eq!(
         installed_ids(&d, &["shell"]),
         strings(&[
-            "directory/agent-profiles",
-            "directory/authoring-skills",
-            "directory/finding-functions",
-            "directory",
+            "iii-directory/agent-profiles",
+            "iii-directory/authoring-skills",
+            "iii-directory/finding-functions",
+            "iii-directory",
             "shell/exec",
             "solo",
             "tool",
@@ -815,8 +818,9 @@ fn filter_off_hides_nothing() {
 fn unknown_installed_set_hides_nothing() {
     let tree = filter_tree();
     let d = tree.open();
-    let mut expected = strings(&BUNDLED_IDS);
-    expected.extend(strings(&["ghost/doc", "shell/exec", "solo", "tool"]));
+    let mut expected = strings(&["ghost/doc"]);
+    expected.extend(strings(&BUNDLED_IDS));
+    expected.extend(strings(&["shell/exec", "solo", "tool"]));
     assert_eq!(skill_ids(&d), expected);
 }
 
@@ -1138,35 +1142,101 @@ fn description_is_not_truncated() {
 }
 
 #[test]
-fn description_is_empty_without_a_paragraph() {
+fn a_list_is_text_of_the_description() {
     let tree = no_bundled();
-    tree.write("skills/a.md", "# Only a title\n\n- a list\n- only\n");
+    tree.write("skills/a.md", "# A title\n\n- a list\n- only\n");
+    tree.write(
+        "skills/b.md",
+        "# B\n\nUse this skill when:\n- mail goes out\n- mail comes back\n\nMore.\n",
+    );
+    let d = tree.open();
+    assert_eq!(row(&d, "a")["description"], "- a list - only");
+    assert_eq!(
+        row(&d, "b")["description"],
+        "Use this skill when: - mail goes out - mail comes back"
+    );
+}
+
+#[test]
+fn description_is_empty_without_text() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/a.md",
+        "# Only headings\n\n## Sub\n\n```sh\nand code\n```\n",
+    );
     let d = tree.open();
     assert_eq!(row(&d, "a")["description"], "");
 }
 
 #[test]
-fn invalid_yaml_frontmatter_is_treated_as_absent() {
+fn frontmatter_that_is_not_yaml_is_read_line_by_line_and_reported() {
     let tree = no_bundled();
-    let text = "---\ntitle: [oops\ntype: index\ndescription: Never read.\n---\n# From Body\n\nBody paragraph.\n";
+    let text = "---\ntitle: [oops\ntype: index\ndescription: Read: line by line.\n---\n# From Body\n\nBody paragraph.\n";
     tree.write("skills/a.md", text);
     set_mtime(&tree, "skills/a.md");
     let d = tree.open();
+    // The broken `title` line is left out; the other one-line entries are read.
     assert_eq!(
         row(&d, "a"),
         json!({
             "id": "a",
             "title": "From Body",
-            "type": null,
+            "type": "index",
             "function_id": null,
             "disable_model_invocation": false,
-            "description": "Body paragraph.",
+            "description": "Read: line by line.",
             "bytes": text.len(),
             "modified_at": MTIME_TEXT,
         })
     );
     // The block is still split off the body.
     assert_eq!(get(&d, "a")["body"], "# From Body\n\nBody paragraph.\n");
+    let skipped = d.skipped().expect("check");
+    let reported = skipped
+        .iter()
+        .find(|s| s.path == abs(&tree, "skills/a.md"))
+        .expect("the file is listed by check");
+    assert!(
+        reported
+            .reason
+            .starts_with("frontmatter is not a YAML mapping ("),
+        "{reported:?}"
+    );
+}
+
+#[test]
+fn emoji_written_as_surrogate_pair_escapes_keep_the_frontmatter() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/a.md",
+        "---\nname: Scope\ndescription: \"Looks far \\uD83D\\uDD2D\"\nemoji: \"\\uD83D\\uDD2D\"\n---\n# Body\n",
+    );
+    let d = tree.open();
+    let a = row(&d, "a");
+    assert_eq!(
+        (&a["title"], &a["description"]),
+        (&json!("Scope"), &json!("Looks far 🔭"))
+    );
+    assert!(d.skipped().expect("check").is_empty());
+}
+
+#[test]
+fn badly_shaped_frontmatter_is_ignored_and_reported() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/a.md",
+        "---\ntitle: [a, list]\ndescription: Not read.\n---\n# From Body\n\nBody.\n",
+    );
+    let d = tree.open();
+    let a = row(&d, "a");
+    assert_eq!(
+        (&a["title"], &a["description"]),
+        (&json!("From Body"), &json!("Body."))
+    );
+    assert_eq!(
+        d.skipped().expect("check")[0].reason,
+        "frontmatter ignored: `title` must be a string"
+    );
 }
 
 #[test]
@@ -1974,11 +2044,11 @@ fn index_includes_the_bundled_directory_overview() {
     let tree = Tree::new();
     tree.write("skills/solo.md", "# Solo\n");
     let d = tree.open();
-    let description = asset_field("skills/directory/index.md", "description");
+    let description = asset_field("skills/iii-directory/index.md", "description");
     assert_eq!(
         call(&d, INDEX, json!({})),
         json!({
-            "body": format!("# Skills index\n\n1 worker(s).\n\n## iii-directory\n\n{description}\n\nRead iii://directory/index\n"),
+            "body": format!("# Skills index\n\n1 worker(s).\n\n## iii-directory\n\n{description}\n\nRead iii://iii-directory/index\n"),
             "workers_count": 1,
         })
     );

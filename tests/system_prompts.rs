@@ -235,6 +235,27 @@ fn invalid_yaml_is_skipped_with_a_reason() {
 }
 
 #[test]
+fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
+    let tree = Tree::new();
+    tree.write(
+        "skills/system-prompts/colon.md",
+        "---\ndescription: Reviews code: carefully.\n---\nReview.\n",
+    );
+    let d = tree.open();
+    assert_eq!(row(&d, "colon")["description"], "Reviews code: carefully.");
+    let reason = skipped(
+        &d,
+        "skills_folder",
+        &abs(&tree, "skills/system-prompts/colon.md"),
+    )
+    .expect("reported by check");
+    assert!(
+        reason.starts_with("frontmatter is not a YAML mapping ("),
+        "{reason}"
+    );
+}
+
+#[test]
 fn missing_description_is_skipped_with_a_reason() {
     let tree = Tree::new();
     tree.write(
@@ -554,11 +575,10 @@ fn get_bundled_prompt_raw_is_the_embedded_file() {
 fn iii_runtime_body_is_the_shared_seed_verbatim() {
     let tree = Tree::new();
     let d = tree.open();
-    let seed = fs::read_to_string(format!(
-        "{}/../shared/seeds/iii-runtime.md",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the seed ../shared/seeds/iii-runtime.md");
+    let Some(seed) = common::shared_path("seeds/iii-runtime.md") else {
+        return;
+    };
+    let seed = fs::read_to_string(seed).expect("read the iii-runtime seed");
     assert_eq!(get(&d, "iii-runtime")["body"], seed);
 }
 

@@ -31,10 +31,15 @@ struct Env {
 
 impl Env {
     fn start(setup: impl FnOnce(&Tree)) -> Env {
-        Env::start_with(setup, WatchOptions::default())
+        Env::start_with(setup, WatchOptions::default(), None)
     }
 
-    fn start_with(setup: impl FnOnce(&Tree), options: WatchOptions) -> Env {
+    /// With `safety_net_ms`, the live setting `safety_net_interval_ms` is set to it.
+    fn start_with(
+        setup: impl FnOnce(&Tree),
+        options: WatchOptions,
+        safety_net_ms: Option<u64>,
+    ) -> Env {
         let tree = Tree::new();
         tree.mkdir("skills/iii")
             .mkdir("agents")
@@ -54,6 +59,13 @@ impl Env {
             );
         setup(&tree);
         let directory = Arc::new(tree.open());
+        if let Some(ms) = safety_net_ms {
+            let mut settings = directory.settings();
+            settings.safety_net_interval_ms = ms;
+            directory
+                .apply_settings(settings)
+                .expect("a tunable setting");
+        }
         let events: Arc<Mutex<Vec<ChangeEvent>>> = Arc::default();
         let sink = events.clone();
         directory.subscribe(Arc::new(move |e: &ChangeEvent| {
@@ -599,13 +611,30 @@ fn reads_fire_nothing() {
 }
 
 #[test]
+fn the_safety_net_interval_applies_live() {
+    // Nothing watched and the safety net off: a change on disk stays unseen.
+    let options = WatchOptions {
+        fail_roots: vec![Root::Skills],
+        ..WatchOptions::default()
+    };
+    let env = Env::start_with(|_| {}, options, Some(0));
+    env.tree.write("skills/mailer/late.md", "# Late\n\nx\n");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!has_skill(&env.directory, "mailer/late"));
+    // Turned on through the live settings, it runs within a second or so.
+    let mut settings = env.directory.settings();
+    settings.safety_net_interval_ms = 200;
+    env.directory.apply_settings(settings).expect("tunable");
+    env.wait_for("safety net turned on", |d| has_skill(d, "mailer/late"));
+}
+
+#[test]
 fn a_failed_watch_is_degraded_and_the_safety_net_catches_up() {
     let options = WatchOptions {
         fail_roots: vec![Root::Skills],
-        safety_net: Some(Duration::from_millis(300)),
         ..WatchOptions::default()
     };
-    let env = Env::start_with(|_| {}, options);
+    let env = Env::start_with(|_| {}, options, Some(300));
     let status = env.watcher.as_ref().unwrap().status();
     assert!(status.degraded, "{status:?}");
     assert!(

@@ -508,10 +508,10 @@ fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The ids of the fixture's own skills (the bundled `directory` docs left out).
+/// The ids of the fixture's own skills (the bundled `iii-directory` docs left out).
 fn own(ids: Vec<String>) -> Vec<String> {
     ids.into_iter()
-        .filter(|id| id != "directory" && !id.starts_with("directory/"))
+        .filter(|id| id != "iii-directory" && !id.starts_with("iii-directory/"))
         .collect()
 }
 
@@ -683,6 +683,26 @@ async fn trigger_types_are_registered_with_their_payload_schema() {
             trigger_types[id].call_request_format.as_ref(),
             Some(&entry["call_request_format"]),
             "{id}: call_request_format"
+        );
+        // Every family carries the contract's three payloads: an edit, a download, external.
+        let variants = entry["call_request_format"]["oneOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{id}: a oneOf of payloads"));
+        let ops: Vec<&Value> = variants.iter().map(|v| &v["properties"]["op"]).collect();
+        assert_eq!(
+            ops,
+            [
+                &json!({"enum": ["create", "update", "delete"]}),
+                &json!({"const": "download"}),
+                &json!({"const": "external"}),
+            ],
+            "{id}"
+        );
+        // (schemars sorts the `required` list.)
+        assert_eq!(
+            variants[1]["required"],
+            json!(["namespace", "op", "source"]),
+            "{id}"
         );
     }
     h.stop().await;
@@ -1184,6 +1204,8 @@ async fn handler_errors_arrive_as_invocation_failed_with_their_code() {
             .starts_with("handler error: D110 not_found: skill \"nope\" does not exist."),
         "{err}"
     );
+    // No backtrace: no frames, no build paths (the SDK would capture and symbolize one).
+    assert_eq!(err.stacktrace.as_deref().unwrap_or(""), "", "{err:?}");
 
     let err = h
         .call_err("directory::skills::get", json!({"id": "database::execute"}))
@@ -1202,6 +1224,7 @@ async fn handler_errors_arrive_as_invocation_failed_with_their_code() {
         err.message.starts_with("handler error: invalid request:"),
         "{err}"
     );
+    assert_eq!(err.stacktrace.as_deref().unwrap_or(""), "", "{err:?}");
 
     let err = h
         .call_err("directory::engine::functions::info", json!({}))
@@ -1902,8 +1925,53 @@ async fn a_topology_change_is_refused_and_the_whole_configuration_kept() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 8. No engine
+// 8. No engine, or an engine that refuses the worker
 // ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn it_reports_its_own_version_to_the_engine() {
+    let h = Harness::start(Installed::Mailer, None).await;
+    let ready = h.engine.ready().expect("engine::workers::register");
+    assert_eq!(ready["name"], "iii-directory");
+    assert_eq!(ready["version"], env!("CARGO_PKG_VERSION"));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_worker_of_the_same_name_says_so_and_exits() {
+    let h = Harness::start(Installed::Mailer, None).await;
+    let mut worker = h.worker;
+    // What the engine sends a second `iii-directory` on the same engine, before it closes.
+    h.engine
+        .send_to_worker(json!({
+            "type": "registrationrejected",
+            "code": "WORKER_NAMESPACE_CONFLICT",
+            "namespace": "default",
+            "worker_name": "iii-directory",
+            "owner_worker_id": "00000000-0000-4000-8000-000000000009",
+        }))
+        .expect("send the rejection");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = worker.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker kept running after the rejection; stderr:\n{}",
+            worker.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stderr = worker.stderr();
+    assert!(!status.success(), "exit status {status}; stderr:\n{stderr}");
+    assert!(
+        stderr.contains("another iii-directory worker is already registered")
+            && stderr.contains("WORKER_NAMESPACE_CONFLICT"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("lost the iii engine"), "{stderr}");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_engine_it_says_once_that_it_waits_and_stops_cleanly() {

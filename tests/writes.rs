@@ -572,10 +572,10 @@ fn skills_create_d114_visible_alias_agents_and_skipped_file() {
         ("mailer/send", "mailer/send"),
         ("mailer", "mailer"), // `<id>/index` alias
         ("mailer/index", "mailer/index"),
-        ("kit", "kit"),                         // `kit/SKILL.md`
-        ("impeccable", "impeccable"),           // agents skill, via the alias
-        ("shell", "shell"),                     // the local overview
-        ("directory/index", "directory/index"), // bundled
+        ("kit", "kit"),                                 // `kit/SKILL.md`
+        ("impeccable", "impeccable"),                   // agents skill, via the alias
+        ("shell", "shell"),                             // the local overview
+        ("iii-directory/index", "iii-directory/index"), // bundled
     ] {
         let (code, message) = env.coded(
             WriteFunction::SkillsCreate,
@@ -772,8 +772,12 @@ fn skills_update_d116_agents_skills_and_bundled() {
         assert_eq!(message, expected, "{id}");
     }
     assert!(env.path(".agents/skills/impeccable/SKILL.md").is_file());
-    // Bundled `directory/*` skills are read-only too.
-    for id in ["directory/index", "directory", "directory/authoring-skills"] {
+    // Bundled `iii-directory/*` skills are read-only too.
+    for id in [
+        "iii-directory/index",
+        "iii-directory",
+        "iii-directory/authoring-skills",
+    ] {
         let (code, message) = env.coded(
             WriteFunction::SkillsUpdate,
             json!({"id": id, "content": BODY}),
@@ -1038,7 +1042,7 @@ fn a_fresh_index_of_an_empty_tree_serves_the_bundled_skills() {
     let tree = Tree::new();
     let directory = tree.open();
     let ids = common::skill_ids(&directory);
-    assert!(ids.contains(&"directory".to_string()), "{ids:?}");
+    assert!(ids.contains(&"iii-directory".to_string()), "{ids:?}");
     let index = common::call(&directory, ReadFunction::SkillsIndex, json!({}));
     assert_eq!(index["workers_count"], 1, "{index}");
 }
@@ -1254,6 +1258,11 @@ fn system_prompts_errors() {
         ),
         (
             "---\ndescription: [unclosed\n---\nx\n",
+            "D213 invalid_input: invalid frontmatter YAML: ",
+        ),
+        // The scan would serve this one from its lines, but a write does not create it.
+        (
+            "---\ndescription: Reviews code: carefully.\n---\nx\n",
             "D213 invalid_input: invalid frontmatter YAML: ",
         ),
         (

@@ -51,7 +51,7 @@ fn check_document(content: &str) {
         let skills = fields.skills.as_ref().map_or(0, Vec::len);
         assert!(skills < MAX_YAML_NODES);
     }
-    if let Frontmatter::Invalid(why) = &doc.frontmatter {
+    if let Frontmatter::Invalid(why) | Frontmatter::Salvaged { error: why, .. } = &doc.frontmatter {
         assert!(
             !why.ends_with('.'),
             "messages carry no trailing period: {why:?}"

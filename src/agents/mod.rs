@@ -9,12 +9,12 @@ use serde_json::{Map, Value, json};
 
 use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
-use crate::doc::{Frontmatter, ParsedDoc};
+use crate::doc::{Fields, Frontmatter, ParsedDoc};
 use crate::error::next;
 use crate::index::records::{AgentRow, Profile};
 use crate::index::{Reader, Roots};
 use crate::skills::{self, Visibility, text_of};
-use crate::system_prompts::{MISSING_FRONTMATTER, closest};
+use crate::system_prompts::{closest, required_fields};
 use crate::{Error, Result, bundled_docs, request};
 
 /// Longest `extends` chain, in hops from a profile to its farthest ancestor (contract: 8).
@@ -28,13 +28,22 @@ pub const COLORS: [&str; 7] = [
     "neutral", "blue", "purple", "teal", "green", "amber", "rose",
 ];
 
-/// Validates an agent profile's frontmatter; the same rules apply when scanning and writing.
+/// Validates an agent profile's frontmatter as the scan reads it (a block that is not YAML is
+/// read from its `key: value` lines); writes use [`profile_to_write`].
 pub fn profile_from_doc(doc: &ParsedDoc) -> Result<Profile, String> {
-    let fields = match &doc.frontmatter {
-        Frontmatter::Absent => return Err(MISSING_FRONTMATTER.into()),
-        Frontmatter::Invalid(why) => return Err(format!("invalid frontmatter YAML: {why}")),
-        Frontmatter::Present(fields) => fields,
-    };
+    let fields = required_fields(&doc.frontmatter, true)?;
+    profile_from_fields(fields).map_err(|why| match &doc.frontmatter {
+        Frontmatter::Salvaged { error, .. } => format!("invalid frontmatter YAML: {error}"),
+        _ => why,
+    })
+}
+
+/// Validates the frontmatter of a profile being written: the scan's rules, and YAML that parses.
+pub fn profile_to_write(doc: &ParsedDoc) -> Result<Profile, String> {
+    profile_from_fields(required_fields(&doc.frontmatter, false)?)
+}
+
+fn profile_from_fields(fields: &Fields) -> Result<Profile, String> {
     let trimmed = |v: &Option<String>| {
         v.as_deref()
             .map(str::trim)

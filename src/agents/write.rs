@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::profile_from_doc;
+use super::profile_to_write;
 use crate::bundled_docs;
 use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
@@ -52,7 +52,7 @@ fn check(content: &str) -> Result<Profile> {
             content.len()
         )));
     }
-    profile_from_doc(&ParsedDoc::parse(content)).map_err(Error::Invalid)
+    profile_to_write(&ParsedDoc::parse(content)).map_err(Error::Invalid)
 }
 
 fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {

@@ -2,9 +2,10 @@
 //! YAML into the recognised [`Fields`]. The YAML itself is loaded by [`tree`], which bounds what a
 //! hostile block can cost.
 
+mod salvage;
 mod tree;
 
-use super::Fields;
+use super::{Fields, Frontmatter};
 use tree::Value;
 
 pub use tree::{MAX_DEPTH as MAX_YAML_DEPTH, MAX_NODES as MAX_YAML_NODES};
@@ -64,15 +65,66 @@ pub fn split(content: &str) -> Split<'_> {
     no_block
 }
 
+/// Reads a frontmatter block: its recognised fields when it is a YAML mapping; when it is not
+/// (not YAML, or not a mapping), what its `key: value` lines say, with the reason (see
+/// [`salvage`]). JSON-style surrogate-pair escapes, which YAML refuses, are joined first.
+pub fn read_block(yaml: &str) -> Frontmatter {
+    let error = match parse_fields(yaml) {
+        Ok(fields) => return Frontmatter::Present(Box::new(fields)),
+        Err(FieldsError::Shape(why) | FieldsError::Refused(why)) => {
+            return Frontmatter::Invalid(why);
+        }
+        Err(FieldsError::NotAMapping(why)) => why,
+    };
+    if let Some(joined) = salvage::join_surrogate_escapes(yaml) {
+        match parse_fields(&joined) {
+            Ok(fields) => return Frontmatter::Present(Box::new(fields)),
+            Err(FieldsError::Shape(why) | FieldsError::Refused(why)) => {
+                return Frontmatter::Invalid(why);
+            }
+            Err(FieldsError::NotAMapping(_)) => {}
+        }
+    }
+    Frontmatter::Salvaged {
+        fields: Box::new(salvage::salvage(yaml)),
+        error,
+    }
+}
+
+/// Why a block's recognised fields could not be read. Messages carry no trailing period.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FieldsError {
+    /// The block is not YAML, or its document is not a mapping.
+    NotAMapping(String),
+    /// A mapping whose recognised key has a value of the wrong shape, or is given twice.
+    Shape(String),
+    /// YAML over the loader's budgets (a billion laughs, deep nesting): refused, never read.
+    Refused(String),
+}
+
+impl FieldsError {
+    pub fn message(&self) -> &str {
+        match self {
+            FieldsError::NotAMapping(why) | FieldsError::Shape(why) | FieldsError::Refused(why) => {
+                why
+            }
+        }
+    }
+}
+
 /// Reads the recognised keys out of a frontmatter block. Unknown keys and keys that are not
 /// strings are ignored; a recognised key with a value of the wrong shape is an error naming it.
 /// A recognised key given twice is an error too, since either reading of it would be a guess;
-/// unknown keys may repeat. Errors carry no trailing period.
-pub fn parse_fields(yaml: &str) -> Result<Fields, String> {
+/// unknown keys may repeat.
+pub fn parse_fields(yaml: &str) -> Result<Fields, FieldsError> {
     if yaml.trim().is_empty() {
         return Ok(Fields::default());
     }
-    match tree::load(yaml)?.as_deref() {
+    let loaded = tree::load(yaml).map_err(|e| match e {
+        tree::LoadError::Syntax(why) => FieldsError::NotAMapping(why),
+        tree::LoadError::Limit(why) => FieldsError::Refused(why),
+    })?;
+    match loaded.as_deref() {
         None | Some(Value::Null) => Ok(Fields::default()),
         Some(Value::Map(entries)) => {
             let mut fields = Fields::default();
@@ -81,17 +133,19 @@ pub fn parse_fields(yaml: &str) -> Result<Fields, String> {
                 let Value::Text(key) = &**key else {
                     continue;
                 };
-                if !apply_field(&mut fields, key, value)? {
+                if !apply_field(&mut fields, key, value).map_err(FieldsError::Shape)? {
                     continue;
                 }
                 if seen.contains(&key.as_str()) {
-                    return Err(format!("`{key}` is set more than once"));
+                    return Err(FieldsError::Shape(format!("`{key}` is set more than once")));
                 }
                 seen.push(key);
             }
             Ok(fields)
         }
-        Some(_) => Err("frontmatter is not a mapping".to_owned()),
+        Some(_) => Err(FieldsError::NotAMapping(
+            "frontmatter is not a mapping".to_owned(),
+        )),
     }
 }
 
@@ -279,7 +333,7 @@ mod tests {
     fn fields(yaml: &str) -> Fields {
         match parse_fields(yaml) {
             Ok(fields) => fields,
-            Err(why) => panic!("{yaml:?} should parse: {why}"),
+            Err(why) => panic!("{yaml:?} should parse: {why:?}"),
         }
     }
 
@@ -366,11 +420,13 @@ unknown: [ignored, {deep: true}]
     fn collections_in_string_fields_are_errors_naming_the_key() {
         assert_eq!(
             parse_fields("title: [a, b]"),
-            Err("`title` must be a string".to_owned())
+            Err(FieldsError::Shape("`title` must be a string".to_owned()))
         );
         assert_eq!(
             parse_fields("function_id:\n  a: b\n"),
-            Err("`function_id` must be a string".to_owned())
+            Err(FieldsError::Shape(
+                "`function_id` must be a string".to_owned()
+            ))
         );
     }
 
@@ -385,6 +441,7 @@ unknown: [ignored, {deep: true}]
         for bad in ["'true'", "yes", "1", "[true]", "{a: 1}"] {
             let err = parse_fields(&format!("disable-model-invocation: {bad}"))
                 .expect_err("not a boolean");
+            let err = err.message();
             assert!(err.contains("`disable-model-invocation`"), "{bad}: {err}");
         }
     }
@@ -400,14 +457,18 @@ unknown: [ignored, {deep: true}]
         for bad in ["skills: a", "skills: {a: 1}", "skills: 3"] {
             assert_eq!(
                 parse_fields(bad),
-                Err("`skills` must be a list of strings".to_owned()),
+                Err(FieldsError::Shape(
+                    "`skills` must be a list of strings".to_owned()
+                )),
                 "{bad}"
             );
         }
         for bad in ["skills: [a, [b]]", "skills: [a, {b: c}]", "skills: [a, ~]"] {
             assert_eq!(
                 parse_fields(bad),
-                Err("`skills` entries must be strings".to_owned()),
+                Err(FieldsError::Shape(
+                    "`skills` entries must be strings".to_owned()
+                )),
                 "{bad}"
             );
         }
@@ -418,7 +479,9 @@ unknown: [ignored, {deep: true}]
         for yaml in ["- a\n- b\n", "just text", "42", "[a]"] {
             assert_eq!(
                 parse_fields(yaml),
-                Err("frontmatter is not a mapping".to_owned()),
+                Err(FieldsError::NotAMapping(
+                    "frontmatter is not a mapping".to_owned()
+                )),
                 "{yaml:?}"
             );
         }
@@ -441,7 +504,9 @@ unknown: [ignored, {deep: true}]
     fn repeated_recognised_key_is_an_error_but_unknown_ones_may_repeat() {
         assert_eq!(
             parse_fields("title: a\ntitle: b\n"),
-            Err("`title` is set more than once".to_owned())
+            Err(FieldsError::Shape(
+                "`title` is set more than once".to_owned()
+            ))
         );
         assert_eq!(
             fields("tag: a\ntag: b\ntitle: x\n").title.as_deref(),
@@ -458,6 +523,11 @@ unknown: [ignored, {deep: true}]
             "title: \"open",
         ] {
             let err = parse_fields(yaml).expect_err("syntax error");
+            assert!(
+                matches!(err, FieldsError::NotAMapping(_)),
+                "{yaml:?}: {err:?}"
+            );
+            let err = err.message();
             assert!(!err.is_empty() && !err.ends_with('.'), "{yaml:?}: {err}");
             assert!(err.contains("line"), "{yaml:?}: {err}");
         }
@@ -474,6 +544,7 @@ unknown: [ignored, {deep: true}]
         yaml.push_str("title: boom\n");
         let started = Instant::now();
         let err = parse_fields(&yaml).expect_err("must refuse");
+        let err = err.message();
         assert_eq!(
             err,
             format!("frontmatter YAML is too complex (more than {MAX_YAML_NODES} nodes)")
@@ -487,6 +558,7 @@ unknown: [ignored, {deep: true}]
         let depth = 120_000;
         let flow = format!("title: {}{}", "[".repeat(depth), "]".repeat(depth));
         let err = parse_fields(&flow).expect_err("too deep");
+        let err = err.message();
         assert!(
             err.contains("nested too deeply") || err.contains("recursion limit"),
             "{err}"
@@ -494,6 +566,7 @@ unknown: [ignored, {deep: true}]
 
         let block = format!("{}x\n", "- ".repeat(depth));
         let err = parse_fields(&block).expect_err("too deep");
+        let err = err.message();
         assert!(err.contains("nested too deeply"), "{err}");
 
         let mappings = format!("{{a: {}", "{a: ".repeat(depth));
@@ -503,5 +576,45 @@ unknown: [ignored, {deep: true}]
     #[test]
     fn second_document_in_the_block_is_an_error() {
         assert!(parse_fields("title: a\n--- \ntitle: b\n").is_err());
+    }
+
+    #[test]
+    fn surrogate_pair_escapes_from_json_emitters_parse() {
+        let yaml = "name: scope\ndescription: \"Looks far.\"\nemoji: \"\\uD83D\\uDD2D\"\nlogo: \"\\uD83D\\uDD2D\"";
+        assert!(matches!(
+            parse_fields(yaml),
+            Err(FieldsError::NotAMapping(_))
+        ));
+        let Frontmatter::Present(fields) = read_block(yaml) else {
+            panic!("the joined escapes parse: {:?}", read_block(yaml));
+        };
+        assert_eq!(fields.name.as_deref(), Some("scope"));
+        assert_eq!(fields.description.as_deref(), Some("Looks far."));
+        assert_eq!(fields.logo.as_deref(), Some("🔭"));
+    }
+
+    #[test]
+    fn a_block_that_is_not_yaml_is_salvaged_with_its_error() {
+        let yaml =
+            "name: laravel-verification\ndescription: Verification loop: env checks, tests.\n";
+        let Frontmatter::Salvaged { fields, error } = read_block(yaml) else {
+            panic!("expected a salvaged block: {:?}", read_block(yaml));
+        };
+        assert_eq!(fields.name.as_deref(), Some("laravel-verification"));
+        assert_eq!(
+            fields.description.as_deref(),
+            Some("Verification loop: env checks, tests.")
+        );
+        assert!(error.contains("line"), "{error}");
+        assert!(matches!(
+            read_block("- a\n- b\n"),
+            Frontmatter::Salvaged { error, .. } if error == "frontmatter is not a mapping"
+        ));
+        // A mapping with a badly shaped known key is not salvaged: it is invalid.
+        assert_eq!(
+            read_block("title: [a]"),
+            Frontmatter::Invalid("`title` must be a string".to_owned())
+        );
+        assert!(matches!(read_block("title: x"), Frontmatter::Present(_)));
     }
 }

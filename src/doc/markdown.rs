@@ -1,124 +1,157 @@
-//! Title and first paragraph of a markdown body, read with a CommonMark parser so that what looks
-//! like a heading inside a code block, or a callout in a blockquote, is not mistaken for one.
+//! Title and description of a markdown body, read line by line as the contract does (§3.2):
 //!
-//! Both are taken from the SOURCE text of the block, not its rendering: the contract serves
-//! titles and descriptions with their markup as written (`**bold**`, links, inline code), so
-//! only the block's own syntax (`#`, `===`) and line structure are removed.
+//! - title: the first line whose left-trimmed text starts with `# `, its text trimmed (a line
+//!   whose text is empty does not count);
+//! - description: skipping leading blank lines, headings (`#…`) and blockquote lines (`>…`),
+//!   the trimmed lines up to the next blank line, heading or blockquote line, joined with single
+//!   spaces; no markup is removed and nothing is cut.
+//!
+//! Three refinements keep the rule's spirit where it reads real documents badly:
+//! - a fenced code block (```` ``` ```` or `~~~`, closed by a fence of the same character at
+//!   least as long, or by the end of the body) is not content: a `# comment` inside one is no
+//!   title, and its lines are never part of a description (a fence ends one being collected);
+//! - a setext heading (text lines underlined with `===` or `---`) is a heading: a `===` one can
+//!   be the title, and neither becomes a description;
+//! - a leading byte-order mark is not content (dropped when the file is decoded, see
+//!   [`super::decode`]).
 
-use std::ops::Range;
+/// The fewest fence characters that open a code fence (CommonMark).
+const MIN_FENCE: usize = 3;
 
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
+/// A code fence being read: its character and length.
+#[derive(Clone, Copy)]
+struct Fence {
+    marker: char,
+    len: usize,
+}
 
-/// Tables are recognised so that a leading table is skipped like any other non-paragraph block
-/// instead of being read as a paragraph of pipes. No other extension changes block structure in
-/// a way the contract cares about.
-const PARSER_OPTIONS: Options = Options::ENABLE_TABLES;
+/// What one line of the body is, for the title and description rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line<'a> {
+    /// Blank after trimming.
+    Blank,
+    /// Inside a fenced code block, or one of its fences.
+    Code,
+    /// Starts with `#`; the text after `# ` when it is a non-empty level-1 heading.
+    Heading(Option<&'a str>),
+    /// Starts with `>`.
+    Quote,
+    /// Only `=` (a setext level-1 underline) or only `-` (level 2), when it follows text.
+    Underline { level_one: bool },
+    /// Anything else, trimmed.
+    Text(&'a str),
+}
 
-/// The body's title and first paragraph.
-///
-/// Title: the content of the first level-1 heading (ATX `# x` or setext `x` over `===`) that is
-/// not inside a container (blockquote, list item), lines trimmed and joined with single spaces;
-/// `None` when there is no such heading or it is empty. Containers are excluded because the
-/// contract's rule is line-based (a line starting with `# `), which a `> # x` line never meets.
-///
-/// Paragraph: the source text of the first paragraph that is a top-level block, each line trimmed
-/// and the lines joined with single spaces; `""` when there is none. Headings, blockquotes,
-/// lists, code blocks, HTML blocks, thematic breaks and tables before it are skipped.
-pub fn title_and_paragraph(body: &str) -> (Option<String>, String) {
-    let mut title: Option<Option<String>> = None;
-    let mut paragraph: Option<String> = None;
-    // Blocks (and, inside them, inline elements) currently open.
-    let mut depth = 0usize;
-    // While inside the first top-level H1: the source span its content covers so far.
-    let mut heading: Option<Option<Range<usize>>> = None;
+/// The body's lines, classified; fences are tracked across lines.
+fn lines(body: &str) -> impl Iterator<Item = Line<'_>> {
+    let mut fence: Option<Fence> = None;
+    // Whether the previous line was text (a setext underline must follow text).
+    let mut after_text = false;
+    body.lines().map(move |raw| {
+        let line = classify(raw, &mut fence, after_text);
+        after_text = matches!(line, Line::Text(_));
+        line
+    })
+}
 
-    for (event, range) in Parser::new_ext(body, PARSER_OPTIONS).into_offset_iter() {
-        match event {
-            Event::Start(tag) => {
-                if let Some(span) = heading.as_mut() {
-                    widen(span, range);
-                } else if depth == 0 {
-                    match tag {
-                        Tag::Heading {
-                            level: HeadingLevel::H1,
-                            ..
-                        } if title.is_none() => heading = Some(None),
-                        Tag::Paragraph if paragraph.is_none() => {
-                            paragraph = Some(joined_lines(source(body, range)));
-                        }
-                        _ => {}
-                    }
-                }
-                depth += 1;
-            }
-            Event::End(_) => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    if let Some(span) = heading.take() {
-                        let text = span.map(|span| joined_lines(source(body, span)));
-                        title = Some(text.filter(|text| !text.is_empty()));
-                    }
-                } else if let Some(span) = heading.as_mut() {
-                    widen(span, range);
-                }
-            }
-            _ => {
-                if let Some(span) = heading.as_mut() {
-                    widen(span, range);
-                }
-            }
+fn classify<'a>(raw: &'a str, fence: &mut Option<Fence>, after_text: bool) -> Line<'a> {
+    let start = raw.trim_start();
+    let trimmed = start.trim_end();
+    if let Some(open) = *fence {
+        if closes(trimmed, open) {
+            *fence = None;
         }
-        // Most bodies open with both; the rest of a long document need not be parsed.
-        if title.is_some() && paragraph.is_some() {
-            break;
+        return Line::Code;
+    }
+    if let Some(open) = opens(start) {
+        *fence = Some(open);
+        return Line::Code;
+    }
+    if trimmed.is_empty() {
+        return Line::Blank;
+    }
+    if let Some(rest) = start.strip_prefix('#') {
+        let h1 = rest
+            .strip_prefix(' ')
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        return Line::Heading(h1);
+    }
+    if trimmed.starts_with('>') {
+        return Line::Quote;
+    }
+    if after_text {
+        if trimmed.chars().all(|c| c == '=') {
+            return Line::Underline { level_one: true };
+        }
+        if trimmed.chars().all(|c| c == '-') {
+            return Line::Underline { level_one: false };
         }
     }
-    (title.flatten(), paragraph.unwrap_or_default())
+    Line::Text(trimmed)
 }
 
-fn widen(span: &mut Option<Range<usize>>, range: Range<usize>) {
-    *span = Some(match span.take() {
-        None => range,
-        Some(span) => span.start.min(range.start)..span.end.max(range.end),
-    });
+/// The fence a left-trimmed line opens, if it opens one: at least three backticks or tildes;
+/// after backticks, no backtick may follow (that is inline code, not a fence).
+fn opens(start: &str) -> Option<Fence> {
+    let marker = start.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = start.chars().take_while(|c| *c == marker).count();
+    let info = &start[len * marker.len_utf8()..];
+    (len >= MIN_FENCE && !(marker == '`' && info.contains('`'))).then_some(Fence { marker, len })
 }
 
-/// The source text an event covers. The parser's offsets always fall on char boundaries; should
-/// one ever not, an empty text is a better outcome than a panic while indexing a whole tree.
-fn source(body: &str, range: Range<usize>) -> &str {
-    body.get(range).unwrap_or_default()
+/// Whether a trimmed line closes the open fence: only its character, at least as many.
+fn closes(trimmed: &str, open: Fence) -> bool {
+    trimmed.chars().count() >= open.len && trimmed.chars().all(|c| c == open.marker)
 }
 
-/// Each line trimmed (which also drops a CRLF file's `\r`), blank lines dropped, the rest joined
-/// with single spaces.
-fn joined_lines(text: &str) -> String {
-    let mut joined = String::with_capacity(text.len());
-    for line in text.lines().map(str::trim).filter(|line| !line.is_empty()) {
-        if !joined.is_empty() {
-            joined.push(' ');
+/// The body's title (see the module doc), when it has one.
+pub fn title(body: &str) -> Option<String> {
+    // Text lines since the last line of another kind: the text of a setext heading.
+    let mut run: Vec<&str> = Vec::new();
+    for line in lines(body) {
+        match line {
+            Line::Heading(Some(text)) => return Some(text.to_owned()),
+            Line::Underline { level_one: true } => return Some(run.join(" ")),
+            Line::Text(text) => run.push(text),
+            _ => run.clear(),
         }
-        joined.push_str(line);
     }
-    joined
+    None
+}
+
+/// The body's description (see the module doc); `""` when it has none.
+pub fn description(body: &str) -> String {
+    let mut collected: Vec<&str> = Vec::new();
+    for line in lines(body) {
+        match line {
+            Line::Text(text) => collected.push(text),
+            // The lines collected so far were a heading's text: keep looking after it.
+            Line::Underline { .. } => collected.clear(),
+            Line::Blank | Line::Code | Line::Heading(_) | Line::Quote => {
+                if !collected.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    collected.join(" ")
+}
+
+/// Both, in one call.
+pub fn title_and_description(body: &str) -> (Option<String>, String) {
+    (title(body), description(body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn title(body: &str) -> Option<String> {
-        title_and_paragraph(body).0
-    }
-
-    fn paragraph(body: &str) -> String {
-        title_and_paragraph(body).1
-    }
-
     #[test]
     fn simple_document() {
         let body = "# Shell\n\nRuns commands\non the host.\n\nMore.\n";
         assert_eq!(
-            title_and_paragraph(body),
+            title_and_description(body),
             (
                 Some("Shell".to_owned()),
                 "Runs commands on the host.".to_owned()
@@ -128,150 +161,135 @@ mod tests {
 
     #[test]
     fn empty_body() {
-        assert_eq!(title_and_paragraph(""), (None, String::new()));
-        assert_eq!(title_and_paragraph("\n\n  \n"), (None, String::new()));
+        assert_eq!(title_and_description(""), (None, String::new()));
+        assert_eq!(title_and_description("\n\n  \n"), (None, String::new()));
     }
 
     #[test]
-    fn hash_in_a_code_block_is_not_a_title() {
-        let body = "```sh\n# not a title\necho hi\n```\n\nText.\n\n# Real\n";
-        assert_eq!(title(body).as_deref(), Some("Real"));
-        assert_eq!(paragraph(body), "Text.");
-        let indented = "    # not a title either\n\nText.\n";
-        assert_eq!(title_and_paragraph(indented), (None, "Text.".to_owned()));
-    }
-
-    #[test]
-    fn setext_level_one_heading_counts() {
+    fn a_list_after_the_first_line_belongs_to_the_description() {
+        let body = "# Mailer\n\nUse this skill when:\n- you send mail\n- you queue it\n\nMore.\n";
         assert_eq!(
-            title("Big Title\n=========\n\nBody.\n").as_deref(),
-            Some("Big Title")
+            description(body),
+            "Use this skill when: - you send mail - you queue it"
+        );
+    }
+
+    #[test]
+    fn a_body_that_opens_with_a_list_describes_with_the_list() {
+        assert_eq!(description("- one\n- two\n\nText.\n"), "- one - two");
+        assert_eq!(
+            description("1. First step\n\n   Explained.\n"),
+            "1. First step"
+        );
+    }
+
+    #[test]
+    fn html_blocks_and_tables_are_text() {
+        assert_eq!(
+            description("<div>html block</div>\n\nLater.\n"),
+            "<div>html block</div>"
+        );
+        assert_eq!(
+            description("| a | b |\n|---|---|\n| 1 | 2 |\n"),
+            "| a | b | |---|---| | 1 | 2 |"
+        );
+    }
+
+    #[test]
+    fn headings_and_blockquotes_are_skipped_until_text_then_end_it() {
+        let body =
+            "## Overview\n> **Note:** read this first\n> and this.\n\nThe real text.\n## Next\n";
+        assert_eq!(description(body), "The real text.");
+        assert_eq!(description("First\n> quoted\nafter\n"), "First");
+        assert_eq!(description("First\n# Heading\nafter\n"), "First");
+    }
+
+    #[test]
+    fn a_fenced_block_holding_headings_and_fences_is_not_content() {
+        let body = "```sh\n# not a title\n---\necho hi\n```\n\n# Real\n\nText.\n";
+        assert_eq!(
+            title_and_description(body),
+            (Some("Real".to_owned()), "Text.".to_owned())
+        );
+        let tilde = "~~~~\n# no\n~~~\nstill code\n~~~~~\n# Yes\n";
+        assert_eq!(title(tilde).as_deref(), Some("Yes"));
+        // A fence ends a description being collected; its lines never join it.
+        assert_eq!(
+            description("Run this:\n```\nmake\n```\nthen go.\n"),
+            "Run this:"
+        );
+        // A fence left open runs to the end of the body.
+        assert_eq!(
+            title_and_description("```\n# x\ntext\n"),
+            (None, String::new())
+        );
+        // A backtick fence with a backtick in its info string is inline code, not a fence.
+        assert_eq!(description("```a`b```\nrest\n"), "```a`b``` rest");
+        // A fence is a fence at any indentation (lists indent them).
+        assert_eq!(
+            title("1. Step\n\n    ```bash\n    # comment\n    ```\n# Title\n").as_deref(),
+            Some("Title")
+        );
+    }
+
+    #[test]
+    fn the_title_is_the_first_h1_line_with_text() {
+        assert_eq!(title("#\n\n#   \n# Later\n").as_deref(), Some("Later"));
+        assert_eq!(title("#No space\n").as_deref(), None);
+        assert_eq!(title("## Sub\n# Main\n").as_deref(), Some("Main"));
+        // Text after `# ` as written: inline markup and closing hashes are kept.
+        assert_eq!(
+            title("#    The `exec` **tool** ##  \n").as_deref(),
+            Some("The `exec` **tool** ##")
+        );
+        assert_eq!(title("   # Indented\n").as_deref(), Some("Indented"));
+        assert_eq!(title("> # Quoted\n- # Listed\n"), None);
+    }
+
+    #[test]
+    fn setext_headings() {
+        assert_eq!(
+            title_and_description("Big Title\n=========\n\nBody.\n"),
+            (Some("Big Title".to_owned()), "Body.".to_owned())
         );
         assert_eq!(
             title("Two line\ntitle\n===\n").as_deref(),
             Some("Two line title")
         );
-        // A setext level-2 heading is not a title, and not a paragraph either.
+        // A level-2 setext heading is no title, and no description either.
         assert_eq!(
-            title_and_paragraph("Sub\n---\n\nBody.\n"),
+            title_and_description("Sub\n---\n\nBody.\n"),
             (None, "Body.".to_owned())
         );
+        // Underlines that follow no text are text.
+        assert_eq!(description("===\n"), "===");
+        assert_eq!(description("\n---\nAfter a rule.\n"), "--- After a rule.");
     }
 
     #[test]
-    fn title_is_the_first_level_one_heading_anywhere() {
-        let body = "Intro paragraph.\n\n## Section\n\n# Late Title\n\n# Second\n";
+    fn long_text_is_not_cut_and_lines_are_trimmed() {
+        let long = "word ".repeat(80);
+        assert_eq!(description(&format!("{long}\n")), long.trim());
         assert_eq!(
-            title_and_paragraph(body),
-            (Some("Late Title".to_owned()), "Intro paragraph.".to_owned())
+            description("  first line  \n   second line\nthird\n"),
+            "first line second line third"
         );
-    }
-
-    #[test]
-    fn title_is_trimmed_and_keeps_inline_markup() {
-        assert_eq!(title("#    Spaced out   \n").as_deref(), Some("Spaced out"));
-        assert_eq!(
-            title("# Closing hashes ##\n").as_deref(),
-            Some("Closing hashes")
-        );
-        assert_eq!(
-            title("# The `exec` **tool**\n").as_deref(),
-            Some("The `exec` **tool**")
-        );
-    }
-
-    #[test]
-    fn empty_first_title_means_none() {
-        assert_eq!(title("#\n\n# Later\n"), None);
-        assert_eq!(title("#   \n"), None);
-    }
-
-    #[test]
-    fn headings_inside_containers_are_not_titles() {
-        assert_eq!(title("> # Quoted\n\n- # Listed\n"), None);
-    }
-
-    #[test]
-    fn blockquote_callout_before_the_paragraph_is_skipped() {
-        let body = "# T\n\n> **Note:** read this first\n> and this.\n\nThe real description.\n";
-        assert_eq!(paragraph(body), "The real description.");
-    }
-
-    #[test]
-    fn sub_headings_lists_rules_html_and_tables_are_skipped() {
-        let body = "\
-## Overview
-
-- item one
-- item two
-
----
-
-<div>html block</div>
-
-| a | b |
-|---|---|
-| 1 | 2 |
-
-The first paragraph.
-";
-        assert_eq!(paragraph(body), "The first paragraph.");
-    }
-
-    #[test]
-    fn markup_in_the_paragraph_stays_as_written() {
-        let body = "Use **bold** and [a link](https://example.com) and `code`.\n";
-        assert_eq!(paragraph(body), body.trim_end());
-    }
-
-    #[test]
-    fn long_paragraph_is_not_truncated() {
-        let sentence = "word ".repeat(40);
-        let long = sentence.trim_end();
-        assert_eq!(long.len(), 199);
-        let body = format!("# Title\n\n{long}!\n");
-        assert_eq!(paragraph(&body), format!("{long}!"));
-        assert_eq!(paragraph(&body).len(), 200);
-    }
-
-    #[test]
-    fn lines_are_trimmed_and_joined() {
-        let body = "  first line  \n   second line\nthird\n";
-        assert_eq!(paragraph(body), "first line second line third");
     }
 
     #[test]
     fn crlf_bodies() {
         let body = "# Title\r\n\r\nLine one\r\nline two\r\n\r\nNext.\r\n";
         assert_eq!(
-            title_and_paragraph(body),
+            title_and_description(body),
             (Some("Title".to_owned()), "Line one line two".to_owned())
         );
         assert_eq!(title("Setext\r\n===\r\n").as_deref(), Some("Setext"));
     }
 
     #[test]
-    fn paragraph_without_title_and_title_without_paragraph() {
-        assert_eq!(
-            title_and_paragraph("Just text.\n"),
-            (None, "Just text.".to_owned())
-        );
-        assert_eq!(
-            title_and_paragraph("# Only\n\n## Sub\n"),
-            (Some("Only".to_owned()), String::new())
-        );
-    }
-
-    #[test]
-    fn paragraph_inside_list_item_is_not_top_level() {
-        let body = "1. First step\n\n   Explained here.\n";
-        assert_eq!(paragraph(body), "");
-    }
-
-    #[test]
     fn multibyte_text() {
         assert_eq!(
-            title_and_paragraph("# Café ☕\n\nNaïve — résumé.\n"),
+            title_and_description("# Café ☕\n\nNaïve — résumé.\n"),
             (Some("Café ☕".to_owned()), "Naïve — résumé.".to_owned())
         );
     }

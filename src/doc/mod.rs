@@ -33,12 +33,38 @@ pub enum ReadIssue {
 pub enum Frontmatter {
     /// No `---` block at the start of the file.
     Absent,
-    /// A block is there but it is not usable YAML (or not a mapping, or a field has the wrong
-    /// shape); the string says why, without a trailing period.
+    /// A block that is read but cannot be used: a YAML mapping whose recognised key has the
+    /// wrong shape (or is given twice), or YAML over the loader's budgets; the string says why,
+    /// without a trailing period.
     Invalid(String),
     /// A block with its recognised fields (boxed: most documents of a tree have one, and the
     /// other variants are small).
     Present(Box<Fields>),
+    /// A block that is not YAML (or not a mapping): the fields its top-level `key: value` lines
+    /// give, and the parser's reason, without a trailing period.
+    Salvaged { fields: Box<Fields>, error: String },
+}
+
+impl Frontmatter {
+    /// The recognised fields, when the block is a mapping or could be salvaged.
+    pub fn fields(&self) -> Option<&Fields> {
+        match self {
+            Frontmatter::Present(fields) | Frontmatter::Salvaged { fields, .. } => Some(fields),
+            Frontmatter::Absent | Frontmatter::Invalid(_) => None,
+        }
+    }
+
+    /// What is wrong with a block that is there, as a line for `check`.
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            Frontmatter::Absent | Frontmatter::Present(_) => None,
+            Frontmatter::Invalid(why) => Some(format!("frontmatter ignored: {why}")),
+            Frontmatter::Salvaged { error, .. } => Some(format!(
+                "frontmatter is not a YAML mapping ({error}); only its one-line `key: value` \
+                 entries were read"
+            )),
+        }
+    }
 }
 
 /// The frontmatter keys any family recognises. Values are kept as written (not trimmed) so that
@@ -70,9 +96,9 @@ pub struct ParsedDoc {
     pub body_offset: u32,
     /// The body is empty after trimming `\n` (the read path's rule: such a file is not served).
     pub body_empty: bool,
-    /// Text of the first level-1 heading of the body, trimmed, when non-empty.
+    /// The body's title line (see [`markdown::title`]), when it has one.
     pub h1: Option<String>,
-    /// Source text of the body's first paragraph, lines trimmed and joined with single spaces;
+    /// The body's description by the contract's line rule (see [`markdown::description`]);
     /// empty when there is none.
     pub first_paragraph: String,
 }
@@ -83,13 +109,10 @@ impl ParsedDoc {
         let split = frontmatter::split(content);
         let frontmatter = match split.yaml {
             None => Frontmatter::Absent,
-            Some(yaml) => match frontmatter::parse_fields(yaml) {
-                Ok(fields) => Frontmatter::Present(Box::new(fields)),
-                Err(why) => Frontmatter::Invalid(why),
-            },
+            Some(yaml) => frontmatter::read_block(yaml),
         };
         let body = &content[split.body_offset..];
-        let (h1, first_paragraph) = markdown::title_and_paragraph(body);
+        let (h1, first_paragraph) = markdown::title_and_description(body);
         ParsedDoc {
             frontmatter,
             body_offset: split.body_offset as u32,
@@ -99,12 +122,9 @@ impl ParsedDoc {
         }
     }
 
-    /// The recognised fields, when the frontmatter is present and valid.
+    /// The recognised fields, when the frontmatter is a mapping or could be salvaged.
     pub fn fields(&self) -> Option<&Fields> {
-        match &self.frontmatter {
-            Frontmatter::Present(fields) => Some(fields),
-            _ => None,
-        }
+        self.frontmatter.fields()
     }
 }
 
@@ -122,9 +142,6 @@ pub fn decode(bytes: &[u8]) -> Result<&str, ReadIssue> {
 mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
-
-    /// The shared corpus of real skill files, next to the worktree.
-    const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
 
     /// At least this many corpus documents should yield both a title and a first paragraph; a
     /// drop below it means title or paragraph extraction broke on real content.
@@ -153,13 +170,10 @@ mod tests {
 
     #[test]
     fn parses_the_whole_corpus() {
-        let root = Path::new(CORPUS);
-        assert!(
-            root.is_dir(),
-            "the shared corpus is missing: expected a folder of markdown files at {}",
-            root.display()
-        );
-        let files = markdown_files(root);
+        let Some(root) = crate::shared_folder::shared_path("corpus") else {
+            return;
+        };
+        let files = markdown_files(&root);
         assert!(!files.is_empty(), "no .md files under {}", root.display());
         let mut parsed = 0;
         let mut with_title_and_paragraph = 0;
@@ -197,9 +211,14 @@ mod tests {
         assert_eq!(doc.first_paragraph, "First para.");
         assert_eq!(doc.fields().and_then(|f| f.title.as_deref()), Some("T"));
 
-        let invalid = ParsedDoc::parse("---\ntitle: [a\n---\n\n\n");
+        let salvaged = ParsedDoc::parse("---\ntitle: [a\nname: n\n---\n\n\n");
+        assert!(matches!(salvaged.frontmatter, Frontmatter::Salvaged { .. }));
+        assert!(salvaged.body_empty);
+        assert_eq!(salvaged.fields().and_then(|f| f.name.as_deref()), Some("n"));
+        assert_eq!(salvaged.fields().and_then(|f| f.title.as_deref()), None);
+
+        let invalid = ParsedDoc::parse("---\ntitle: [a]\n---\nx\n");
         assert!(matches!(invalid.frontmatter, Frontmatter::Invalid(_)));
-        assert!(invalid.body_empty);
         assert_eq!(invalid.fields(), None);
 
         let absent = ParsedDoc::parse("plain text\n");

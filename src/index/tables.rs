@@ -4,7 +4,7 @@
 use redb::TableDefinition;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");

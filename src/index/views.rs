@@ -360,9 +360,17 @@ fn namespace_rows(
     for (id, (root, rel, meta)) in &skill_files {
         let display = display_id(id, &all_ids);
         let served = served_doc(inputs, meta);
-        // Listed with defaults (contract 3.3), but not served: `check` says why.
-        if let Err(issue) = &served {
-            skipped.insert((*root, rel.to_string()), issue.to_string());
+        // Listed with defaults (contract 3.3), but not served: `check` says why. A served
+        // file whose frontmatter could not be read as YAML is listed there too.
+        match &served {
+            Err(issue) => {
+                skipped.insert((*root, rel.to_string()), issue.to_string());
+            }
+            Ok(doc) => {
+                if let Some(problem) = doc.frontmatter.problem() {
+                    skipped.insert((*root, rel.to_string()), problem);
+                }
+            }
         }
         let row = skills::row_for(
             id,
@@ -455,6 +463,9 @@ fn prompt_rows(
                     skipped.insert(key, format!("duplicate system prompt name {name:?}"));
                 }
                 Ok((name, description)) => {
+                    if let Some(problem) = doc.frontmatter.problem() {
+                        skipped.insert(key, problem);
+                    }
                     let served = served_doc(inputs, meta);
                     let row = PromptRow {
                         description,
@@ -497,6 +508,9 @@ fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
                 skipped.insert(key, why);
             }
             Ok(profile) => {
+                if let Some(problem) = doc.frontmatter.problem() {
+                    skipped.insert(key, problem);
+                }
                 let row = AgentRow {
                     profile,
                     modified_at: meta.stat.mtime.rfc3339(),

@@ -21,8 +21,9 @@ use crate::{Error, Result, bundled_docs, request};
 pub const INDEX_BUDGET_CHARS: usize = 3_000;
 /// "Did you mean" suggestions on a miss (contract: 3).
 const SUGGESTIONS: usize = 3;
-/// Namespaces `filter_unregistered` never hides: this worker's own and the engine's.
-const ALWAYS_VISIBLE_NAMESPACES: [&str; 2] = ["directory", "iii"];
+/// Namespaces `filter_unregistered` never hides: this worker's (`directory` in the contract,
+/// and `iii-directory`, where its own bundled skills live) and the engine's (`iii`).
+pub const ALWAYS_VISIBLE_NAMESPACES: [&str; 3] = ["directory", "iii-directory", "iii"];
 
 const NEXT_ON_MISS: [Next; 2] = [
     next("directory::skills::list", "browse skill ids"),
@@ -456,7 +457,7 @@ fn recover_miss(
             .installed
             .map(|s| s.iter().map(String::as_str).collect())
             .unwrap_or_default();
-        names.insert("directory");
+        names.extend(["directory", "iii-directory"]);
         if let Some(worker) = resolve_worker(top, &names) {
             let docs: Vec<&(String, SkillRow)> = rows
                 .iter()

@@ -64,7 +64,7 @@ pub fn create(
         ));
     }
     if let (true, Some(installed)) = (visibility.filter_unregistered, visibility.installed) {
-        let exempt = !id.contains('/') || ["directory", "iii"].contains(&namespace);
+        let exempt = !id.contains('/') || super::ALWAYS_VISIBLE_NAMESPACES.contains(&namespace);
         if !exempt && !installed.contains(namespace) {
             return Err(Error::invalid_input(
                 "D115",

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::doc::frontmatter;
 use crate::doc::ids::{levenshtein, validate_name};
-use crate::doc::{Frontmatter, ParsedDoc};
+use crate::doc::{Fields, Frontmatter, ParsedDoc};
 use crate::error::next;
 use crate::index::{Reader, Roots};
 use crate::skills::text_of;
@@ -17,13 +17,32 @@ use crate::{Error, Result, bundled_docs, request};
 pub const MISSING_FRONTMATTER: &str =
     "missing YAML frontmatter (expected --- ... --- block at file start)";
 
+/// The fields of a frontmatter block a family requires, or why there are none: missing, or
+/// not usable. A block that is not YAML is served from its salvaged `key: value` lines when
+/// `salvaged` allows it (the scan does, and `check` reports the file), and is refused otherwise
+/// (a write should not create such a file).
+pub fn required_fields(frontmatter: &Frontmatter, salvaged: bool) -> Result<&Fields, String> {
+    match frontmatter {
+        Frontmatter::Absent => Err(MISSING_FRONTMATTER.into()),
+        Frontmatter::Invalid(why) => Err(format!("invalid frontmatter YAML: {why}")),
+        Frontmatter::Salvaged { fields, .. } if salvaged => Ok(fields),
+        Frontmatter::Salvaged { error, .. } => Err(format!("invalid frontmatter YAML: {error}")),
+        Frontmatter::Present(fields) => Ok(fields),
+    }
+}
+
 /// A system prompt's name and description from its document, or why the scanner skips it.
+/// A salvaged block serves when its lines satisfy the rules; otherwise its YAML error is the
+/// reason, which tells the author more than a missing key would.
 pub fn from_doc(doc: &ParsedDoc, stem: &str) -> Result<(String, String), String> {
-    let fields = match &doc.frontmatter {
-        Frontmatter::Absent => return Err(MISSING_FRONTMATTER.into()),
-        Frontmatter::Invalid(why) => return Err(format!("invalid frontmatter YAML: {why}")),
-        Frontmatter::Present(fields) => fields,
-    };
+    let fields = required_fields(&doc.frontmatter, true)?;
+    from_fields(fields, stem).map_err(|why| match &doc.frontmatter {
+        Frontmatter::Salvaged { error, .. } => format!("invalid frontmatter YAML: {error}"),
+        _ => why,
+    })
+}
+
+fn from_fields(fields: &Fields, stem: &str) -> Result<(String, String), String> {
     let name = fields
         .name
         .as_deref()

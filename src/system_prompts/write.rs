@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::closest;
 use crate::bundled_docs;
+use crate::doc::ParsedDoc;
 use crate::doc::ids::validate_name;
-use crate::doc::{Frontmatter, ParsedDoc};
 use crate::error::{Next, next};
 use crate::events::{ChangeEvent, Family};
 use crate::index::records::{Root, Source};
@@ -60,13 +60,8 @@ fn target(roots: &Roots, name: &str) -> PathBuf {
 fn check_frontmatter(content: &str) -> Result<(Option<String>, String)> {
     let doc = ParsedDoc::parse(content);
     let invalid = |problem: String| Error::invalid_input("D213", problem, &[]);
-    let fields = match &doc.frontmatter {
-        Frontmatter::Absent => return Err(invalid(format!("{}.", super::MISSING_FRONTMATTER))),
-        Frontmatter::Invalid(why) => {
-            return Err(invalid(format!("invalid frontmatter YAML: {why}.")));
-        }
-        Frontmatter::Present(fields) => fields,
-    };
+    let fields = super::required_fields(&doc.frontmatter, false)
+        .map_err(|why| invalid(format!("{why}.")))?;
     let description = fields
         .description
         .as_deref()

@@ -78,10 +78,7 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         duration_ms = report.duration_ms,
         "index reconciled at boot"
     );
-    let watcher = Watcher::start(
-        directory.clone(),
-        WatchOptions::from_settings(&directory.settings()),
-    );
+    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
     let shared = Arc::new(Shared {
         directory,
         watcher,
@@ -89,8 +86,8 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
     });
 
     register(&iii, &shared, runtime.handle().clone());
-    runtime.block_on(async {
-        tokio::spawn(announce_connection(iii.clone(), options.url.clone()));
+    let outcome = runtime.block_on(async {
+        let refused = tokio::spawn(watch_connection(iii.clone(), options.url.clone()));
         let boot_iii = iii.clone();
         let boot_shared = shared.clone();
         tokio::spawn(async move {
@@ -106,17 +103,21 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
             )
             .await;
         });
-        shutdown_signal().await;
+        tokio::select! {
+            _ = shutdown_signal() => Ok(()),
+            refusal = refused => Err(refusal.unwrap_or_else(|e| format!("connection watch failed: {e}"))),
+        }
     });
     tracing::info!("shutting down");
     iii.shutdown();
     drop(runtime);
-    Ok(())
+    outcome
 }
 
 fn connect(url: &str) -> IIIClient {
     let metadata = WorkerMetadata {
         name: WORKER_NAME.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         description: Some(
             "Skills, system prompts and agent profiles served from folders on disk".into(),
         ),
@@ -131,9 +132,20 @@ fn connect(url: &str) -> IIIClient {
     )
 }
 
-/// Says once, clearly, when the engine is not there, and when it is.
-async fn announce_connection(iii: IIIClient, url: String) {
-    tokio::time::sleep(CONNECT_NOTICE_AFTER).await;
+/// Says once, clearly, when the engine is not there, and when it is. Returns (and the worker
+/// stops) only when the engine refused this worker for good: the SDK does not reconnect after a
+/// rejection, so carrying on would serve nothing.
+async fn watch_connection(iii: IIIClient, url: String) -> String {
+    let notice_at = tokio::time::Instant::now() + CONNECT_NOTICE_AFTER;
+    loop {
+        if let Some(refusal) = refusal(&iii, &url) {
+            return refusal;
+        }
+        if tokio::time::Instant::now() >= notice_at {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let mut connected = iii.get_connection_state() == IIIConnectionState::Connected;
     if connected {
         tracing::info!(%url, "connected to the iii engine");
@@ -144,7 +156,10 @@ async fn announce_connection(iii: IIIClient, url: String) {
         );
     }
     loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Some(refusal) = refusal(&iii, &url) {
+            return refusal;
+        }
         let now = iii.get_connection_state() == IIIConnectionState::Connected;
         if now != connected {
             if now {
@@ -154,6 +169,22 @@ async fn announce_connection(iii: IIIClient, url: String) {
             }
             connected = now;
         }
+    }
+}
+
+/// What to tell the operator when the engine rejected this worker for good.
+fn refusal(iii: &IIIClient, url: &str) -> Option<String> {
+    match iii.fatal_error()? {
+        iii_sdk::Error::RegistrationRejected { code, .. }
+            if code == "WORKER_NAMESPACE_CONFLICT" =>
+        {
+            Some(format!(
+                "another {WORKER_NAME} worker is already registered on the engine at {url} \
+                 (WORKER_NAMESPACE_CONFLICT); one engine serves one {WORKER_NAME}: stop the other \
+                 one, or point this one at another engine with --url"
+            ))
+        }
+        other => Some(format!("the engine at {url} refused this worker: {other}")),
     }
 }
 
@@ -223,7 +254,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             async move {
                 handle(&iii, &shared, handler, input)
                     .await
-                    .map_err(iii_sdk::Error::Handler)
+                    .map_err(wire_error)
             }
         })
         .description(function.description)
@@ -233,6 +264,19 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             registration = registration.metadata(json!({ "internal": true }));
         }
         iii.register_function(function.id, registration);
+    }
+}
+
+/// A handler's error as it goes on the wire: the code and message the original worker's
+/// callers read (`invocation_failed`, `handler error: D110 not_found: …`), without a stacktrace.
+/// The SDK attaches a freshly captured and symbolized backtrace to any error that has none
+/// (for its trace span too), which costs milliseconds and megabytes per error and shows the
+/// build machine's paths; an empty one is handed over instead.
+fn wire_error(message: String) -> iii_sdk::Error {
+    iii_sdk::Error::Remote {
+        code: "invocation_failed".into(),
+        message: format!("handler error: {message}"),
+        stacktrace: Some(String::new()),
     }
 }
 

@@ -394,26 +394,37 @@ pub fn functions() -> Vec<Function> {
 
 /// The trigger types this worker provides, with the payload they deliver.
 pub fn trigger_types() -> Vec<(Family, &'static str, Value)> {
-    let edit = |id_key: &str| json!({ "op": { "enum": ["create", "update", "delete"] }, id_key: { "type": "string" } });
+    // Every family has the same `download` and `external` payloads; only an edit's differs.
+    let payload = |edit: Value, edit_keys: &[&str]| {
+        json!({ "oneOf": [
+            object(edit, edit_keys),
+            object(json!({ "op": { "const": "download" }, "namespace": { "type": "string" }, "source": { "enum": ["repo", "registry"] } }), &["op", "namespace", "source"]),
+            object(json!({ "op": { "const": "external" } }), &["op"]),
+        ]})
+    };
+    let edit_op = json!({ "enum": ["create", "update", "delete"] });
+    let named = payload(
+        json!({ "op": edit_op, "name": { "type": "string" } }),
+        &["op", "name"],
+    );
     vec![
         (
             Family::Skills,
-            "Fires after a skill is created, updated or deleted through directory::skills::*, or changed on disk ({ op: external }).",
-            json!({ "oneOf": [
-                object(json!({ "op": { "enum": ["create", "update", "delete"] }, "namespace": { "type": "string" }, "id": { "type": "string" } }), &["op", "namespace", "id"]),
-                object(json!({ "op": { "const": "download" }, "namespace": { "type": "string" }, "source": { "enum": ["repo", "registry"] } }), &["op", "namespace", "source"]),
-                object(json!({ "op": { "const": "external" } }), &["op"]),
-            ]}),
+            "Fires after a skill is created, updated or deleted through directory::skills::*, after a download that wrote skills, or when skills change on disk ({ op: external }).",
+            payload(
+                json!({ "op": edit_op, "namespace": { "type": "string" }, "id": { "type": "string" } }),
+                &["op", "namespace", "id"],
+            ),
         ),
         (
             Family::SystemPrompts,
-            "Fires after a system prompt is created, updated or deleted through directory::system-prompts::*, or changed on disk ({ op: external }).",
-            json!({ "oneOf": [object(edit("name"), &["op", "name"]), object(json!({ "op": { "const": "external" } }), &["op"])] }),
+            "Fires after a system prompt is created, updated or deleted through directory::system-prompts::*, after a download that wrote system prompts, or when they change on disk ({ op: external }).",
+            named.clone(),
         ),
         (
             Family::Agents,
-            "Fires after an agent profile is created, updated or deleted through directory::agents::*, or changed on disk ({ op: external }).",
-            json!({ "oneOf": [object(edit("name"), &["op", "name"]), object(json!({ "op": { "const": "external" } }), &["op"])] }),
+            "Fires after an agent profile is created, updated or deleted through directory::agents::*, after a download that wrote agent profiles, or when they change on disk ({ op: external }).",
+            named,
         ),
     ]
 }

@@ -24,6 +24,9 @@ pub const MAX_NODES: usize = 10_000;
 /// keeps recursive walks and drops of the tree shallow.
 pub const MAX_DEPTH: usize = 64;
 
+/// What yaml-rust2's scanner says when flow collections nest beyond its own limit.
+const SCANNER_NESTING_LIMIT: &str = "recursion limit exceeded";
+
 /// The handle `!!` expands to: tags under it are the YAML core schema's (`!!str`, `!!null`, …).
 const CORE_SCHEMA_TAG_HANDLE: &str = "tag:yaml.org,2002:";
 
@@ -54,14 +57,38 @@ impl Value {
     }
 }
 
+/// Why a block could not be loaded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// It is not (one document of) YAML: what the parser said.
+    Syntax(String),
+    /// It is over a budget, or refers to itself: refused whatever else it says.
+    Limit(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Syntax(why) | LoadError::Limit(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Loads the document in `yaml`. `Ok(None)` when the text holds no document at all (only
 /// comments, say). A second document in the same block is an error: the block is meant to be one
 /// mapping, and silently dropping the rest would hide a mistake.
-pub fn load(yaml: &str) -> Result<Option<Node>, String> {
+pub fn load(yaml: &str) -> Result<Option<Node>, LoadError> {
     let mut parser = Parser::new_from_str(yaml);
     let mut builder = Builder::default();
     loop {
-        let (event, _mark) = parser.next_token().map_err(|error| error.to_string())?;
+        let (event, _mark) = parser.next_token().map_err(|error| {
+            // The scanner's own nesting guard is a budget like ours, not a syntax mistake.
+            if error.info() == SCANNER_NESTING_LIMIT {
+                LoadError::Limit(error.to_string())
+            } else {
+                LoadError::Syntax(error.to_string())
+            }
+        })?;
         if builder.accept(event)? == Step::Finished {
             return Ok(builder.root);
         }
@@ -109,13 +136,15 @@ struct Builder {
 }
 
 impl Builder {
-    fn accept(&mut self, event: Event) -> Result<Step, String> {
+    fn accept(&mut self, event: Event) -> Result<Step, LoadError> {
         match event {
             Event::StreamEnd => return Ok(Step::Finished),
             Event::DocumentStart => {
                 self.documents += 1;
                 if self.documents > 1 {
-                    return Err("frontmatter YAML holds more than one document".to_owned());
+                    return Err(LoadError::Syntax(
+                        "frontmatter YAML holds more than one document".to_owned(),
+                    ));
                 }
             }
             Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
@@ -135,7 +164,9 @@ impl Builder {
                 // The parser only emits aliases to anchors it has seen, so a miss here means the
                 // alias sits inside the very node it names (`&a [*a]`), which has no finite value.
                 let built = self.anchors.get(&anchor).cloned().ok_or_else(|| {
-                    "frontmatter YAML has an alias inside the node it refers to".to_owned()
+                    LoadError::Limit(
+                        "frontmatter YAML has an alias inside the node it refers to".to_owned(),
+                    )
                 })?;
                 self.charge(built.size)?;
                 self.finish(built, 0)?;
@@ -149,17 +180,17 @@ impl Builder {
         Ok(Step::More)
     }
 
-    fn charge(&mut self, nodes: usize) -> Result<(), String> {
+    fn charge(&mut self, nodes: usize) -> Result<(), LoadError> {
         self.nodes = self.nodes.saturating_add(nodes);
         if self.nodes > MAX_NODES {
-            return Err(format!(
+            return Err(LoadError::Limit(format!(
                 "frontmatter YAML is too complex (more than {MAX_NODES} nodes)"
-            ));
+            )));
         }
         Ok(())
     }
 
-    fn open(&mut self, anchor: usize, body: FrameBody) -> Result<(), String> {
+    fn open(&mut self, anchor: usize, body: FrameBody) -> Result<(), LoadError> {
         self.charge(1)?;
         if self.stack.len() >= MAX_DEPTH {
             return Err(too_deep());
@@ -173,11 +204,10 @@ impl Builder {
         Ok(())
     }
 
-    fn close(&mut self) -> Result<(), String> {
-        let frame = self
-            .stack
-            .pop()
-            .ok_or_else(|| "frontmatter YAML closes a collection it never opened".to_owned())?;
+    fn close(&mut self) -> Result<(), LoadError> {
+        let frame = self.stack.pop().ok_or_else(|| {
+            LoadError::Syntax("frontmatter YAML closes a collection it never opened".to_owned())
+        })?;
         let value = match frame.body {
             FrameBody::Seq(items) => Value::Seq(items),
             FrameBody::Map(entries, _) => Value::Map(entries),
@@ -193,7 +223,7 @@ impl Builder {
     }
 
     /// Records a finished node under its anchor and hands it to the collection it belongs to.
-    fn finish(&mut self, built: Built, anchor: usize) -> Result<(), String> {
+    fn finish(&mut self, built: Built, anchor: usize) -> Result<(), LoadError> {
         if anchor != 0 {
             self.anchors.insert(anchor, built.clone());
         }
@@ -220,8 +250,10 @@ impl Builder {
     }
 }
 
-fn too_deep() -> String {
-    format!("frontmatter YAML is nested too deeply (more than {MAX_DEPTH} levels)")
+fn too_deep() -> LoadError {
+    LoadError::Limit(format!(
+        "frontmatter YAML is nested too deeply (more than {MAX_DEPTH} levels)"
+    ))
 }
 
 /// Resolves a scalar the way the YAML 1.2 core schema does, as far as frontmatter cares: quoted
@@ -314,7 +346,9 @@ mod tests {
 
     #[test]
     fn a_second_document_is_refused() {
-        let err = load("a: 1\n--- \nb: 2\n").expect_err("two documents");
+        let err = load("a: 1\n--- \nb: 2\n")
+            .expect_err("two documents")
+            .to_string();
         assert!(err.contains("more than one document"), "{err}");
         // An explicit end marker alone does not start another document.
         assert!(load("a: 1\n...\n").is_ok());
@@ -322,7 +356,9 @@ mod tests {
 
     #[test]
     fn an_alias_inside_its_own_anchor_is_refused() {
-        let err = load("a: &x [1, *x]\n").expect_err("self-reference");
+        let err = load("a: &x [1, *x]\n")
+            .expect_err("self-reference")
+            .to_string();
         assert!(err.contains("alias"), "{err}");
     }
 
@@ -337,7 +373,9 @@ mod tests {
         let err = load(&yaml).expect_err("over budget");
         assert_eq!(
             err,
-            format!("frontmatter YAML is too complex (more than {MAX_NODES} nodes)")
+            LoadError::Limit(format!(
+                "frontmatter YAML is too complex (more than {MAX_NODES} nodes)"
+            ))
         );
     }
 
