@@ -4,7 +4,15 @@
 //!
 //! These are served as read-only fallbacks: a file on disk with the same name or id shadows
 //! them, and nothing here is ever written to disk. The texts live as plain files under
-//! `skills/` and `agents/` at the crate root so they can be read and edited as markdown.
+//! `skills/` and `agents/` at the crate root so they can be read and edited as markdown; each
+//! is parsed once per process, by the same rules the files on disk are read with.
+
+use std::sync::OnceLock;
+
+use crate::doc::ParsedDoc;
+use crate::rules::Reading;
+use crate::rules::agent::{self as agent_rules, Profile};
+use crate::rules::prompt;
 
 /// One bundled file: its name or id, and its full text, frontmatter included.
 #[derive(Debug)]
@@ -65,24 +73,103 @@ fn find(list: &'static [BundledFile], id: &str) -> Option<&'static BundledFile> 
         .and_then(|i| list.get(i))
 }
 
-/// The bundled system prompt with this name.
-pub fn system_prompt(name: &str) -> Option<&'static BundledFile> {
-    find(SYSTEM_PROMPTS, name)
+/// The bundled skill file with this id.
+fn skill_file(id: &str) -> Option<&'static BundledFile> {
+    find(SKILLS, id)
+}
+
+/// Bundled skills with their parse, sorted by id.
+pub fn parsed_skills() -> &'static [(&'static BundledFile, ParsedDoc)] {
+    static PARSED: OnceLock<Vec<(&'static BundledFile, ParsedDoc)>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        SKILLS
+            .iter()
+            .map(|f| (f, ParsedDoc::parse(f.raw)))
+            .collect()
+    })
+}
+
+pub fn skill_raw(id: &str) -> Option<&'static str> {
+    skill_file(id).map(|f| f.raw)
+}
+
+/// A bundled system prompt: name, description, body and whole file.
+pub struct Prompt {
+    pub name: &'static str,
+    pub description: String,
+    pub body: &'static str,
+    pub raw: &'static str,
+}
+
+pub fn prompts() -> &'static [Prompt] {
+    static PARSED: OnceLock<Vec<Prompt>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        SYSTEM_PROMPTS
+            .iter()
+            .map(|f| {
+                let doc = ParsedDoc::parse(f.raw);
+                let read = prompt::read(&doc, f.id, Reading::Write).unwrap_or_else(|why| {
+                    panic!("bundled system prompt {} is invalid: {why:?}", f.id)
+                });
+                let body = f.raw[doc.body_offset as usize..].trim_start_matches(['\n', '\r']);
+                Prompt {
+                    name: f.id,
+                    description: read.description,
+                    body,
+                    raw: f.raw,
+                }
+            })
+            .collect()
+    })
+}
+
+pub fn prompt(name: &str) -> Option<&'static Prompt> {
+    prompts().iter().find(|p| p.name == name)
+}
+
+/// A bundled agent profile: its validated frontmatter, body and whole file.
+pub struct Agent {
+    pub id: &'static str,
+    pub profile: Profile,
+    pub raw: &'static str,
 }
 
 /// The bundled agent profile with this id.
-pub fn agent(id: &str) -> Option<&'static BundledFile> {
-    find(AGENTS, id)
+pub fn agent(id: &str) -> Option<&'static Agent> {
+    agents().iter().find(|a| a.id == id)
 }
 
-/// The bundled skill with this id.
-pub fn skill(id: &str) -> Option<&'static BundledFile> {
-    find(SKILLS, id)
+pub fn agents() -> &'static [Agent] {
+    static PARSED: OnceLock<Vec<Agent>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        AGENTS
+            .iter()
+            .map(|f| {
+                let doc = ParsedDoc::parse(f.raw);
+                let profile = agent_rules::profile(&doc, Reading::Write).unwrap_or_else(|why| {
+                    panic!("bundled agent profile {} is invalid: {why}", f.id)
+                });
+                Agent {
+                    id: f.id,
+                    profile,
+                    raw: f.raw,
+                }
+            })
+            .collect()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn prompt_file(name: &str) -> Option<&'static BundledFile> {
+        find(SYSTEM_PROMPTS, name)
+    }
+
+    fn agent_file(id: &str) -> Option<&'static BundledFile> {
+        find(AGENTS, id)
+    }
     use yaml_rust2::{Yaml, YamlLoader};
 
     const FENCE: &str = "---\n";
@@ -156,10 +243,10 @@ mod tests {
         for (list, lookup) in [
             (
                 SYSTEM_PROMPTS,
-                system_prompt as fn(&str) -> Option<&'static BundledFile>,
+                prompt_file as fn(&str) -> Option<&'static BundledFile>,
             ),
-            (AGENTS, agent),
-            (SKILLS, skill),
+            (AGENTS, agent_file),
+            (SKILLS, skill_file),
         ] {
             for f in list {
                 assert!(lookup(f.id).is_some_and(|found| found.id == f.id && found.raw == f.raw));
@@ -167,7 +254,7 @@ mod tests {
             assert!(lookup("missing").is_none());
             assert!(lookup("").is_none());
         }
-        assert!(skill("iii-directory/index").is_some());
+        assert!(skill_file("iii-directory/index").is_some());
     }
 
     #[test]
@@ -216,7 +303,7 @@ mod tests {
             assert!(field(f, "title").is_some_and(|t| !t.trim().is_empty()));
         }
         assert_eq!(
-            skill("iii-directory/index")
+            skill_file("iii-directory/index")
                 .and_then(|f| field(f, "title"))
                 .as_deref(),
             Some("iii-directory")
@@ -225,7 +312,7 @@ mod tests {
 
     #[test]
     fn minimal_agent_body_is_the_minimal_prompt_body() {
-        let (Some(prompt), Some(agent)) = (system_prompt("iii-minimal"), agent("iii-minimal"))
+        let (Some(prompt), Some(agent)) = (prompt_file("iii-minimal"), agent_file("iii-minimal"))
         else {
             panic!("iii-minimal is bundled as both a system prompt and an agent");
         };
@@ -238,7 +325,7 @@ mod tests {
             return;
         };
         let seed = std::fs::read_to_string(&seed_path).expect("read the iii-runtime seed");
-        let Some(prompt) = system_prompt("iii-runtime") else {
+        let Some(prompt) = prompt_file("iii-runtime") else {
             panic!("iii-runtime is bundled");
         };
         assert!(

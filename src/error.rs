@@ -29,6 +29,15 @@ pub enum Error {
     /// The index could not be opened, read or written.
     #[error("index: {0}")]
     Index(String),
+    /// A write through an index another process owns.
+    #[error("this index is open read-only (a running worker owns it); write through the worker")]
+    ReadOnly,
+    /// A panic in another thread left this lock poisoned.
+    #[error("{0} was poisoned by a panic in another thread; restart the worker")]
+    Poisoned(&'static str),
+    /// A response could not be encoded or decoded as JSON (a bug, not bad input).
+    #[error("json: {0}")]
+    Json(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -68,6 +77,10 @@ impl Error {
 
     pub(crate) fn index(e: impl std::fmt::Display) -> Error {
         Error::Index(e.to_string())
+    }
+
+    pub(crate) fn json(e: serde_json::Error) -> Error {
+        Error::Json(e.to_string())
     }
 }
 

@@ -37,7 +37,7 @@ pub struct ChangeEvent {
 impl ChangeEvent {
     /// A skill written through the library: `{op, namespace, id}`.
     pub fn skill(op: &str, id: &str) -> ChangeEvent {
-        let namespace = id.split('/').next().unwrap_or(id);
+        let namespace = crate::doc::ids::first_segment(id);
         ChangeEvent {
             family: Family::Skills,
             payload: json!({ "op": op, "namespace": namespace, "id": id }),

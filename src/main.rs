@@ -12,8 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use iii_directory::config::Config;
-use iii_directory::index::reconcile::Progress;
-use iii_directory::{Directory, OpenError, ReadFunction, worker};
+use iii_directory::{Directory, OpenError, Progress, ReadFunction, worker};
 
 /// Where the engine listens by default (contract).
 const DEFAULT_URL: &str = "ws://127.0.0.1:49134";
@@ -243,7 +242,7 @@ fn run(cli: Cli) -> Result<(), String> {
 /// to date first.
 fn open_fresh(config: Config) -> Result<Directory, String> {
     let directory = Directory::open_shared(config).map_err(|e| e.to_string())?;
-    if directory.index().is_writer() {
+    if directory.is_writer() {
         directory.reconcile().map_err(|e| e.to_string())?;
     } else {
         tracing::info!("a running worker owns the index; answering from its live copy");

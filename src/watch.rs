@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 use crate::Directory;
-use crate::index::records::Root;
+use crate::roots::Root;
 use crate::time::Stamp;
 
 /// How the watcher batches events and how often the safety net runs.
@@ -27,6 +27,7 @@ pub struct WatchOptions {
     /// A burst never waits longer than this from its first event, however busy the disk.
     pub max_delay: Duration,
     /// Pretend the watch of these roots failed (tests of the degraded mode).
+    #[cfg(any(test, feature = "testing"))]
     pub fail_roots: Vec<Root>,
 }
 
@@ -35,7 +36,21 @@ impl Default for WatchOptions {
         WatchOptions {
             quiet: Duration::from_millis(50),
             max_delay: Duration::from_millis(500),
+            #[cfg(any(test, feature = "testing"))]
             fail_roots: Vec::new(),
+        }
+    }
+}
+
+impl WatchOptions {
+    /// Whether a test asked for the watch of this root to fail.
+    fn refuses(&self, root: Root) -> bool {
+        #[cfg(any(test, feature = "testing"))]
+        return self.fail_roots.contains(&root);
+        #[cfg(not(any(test, feature = "testing")))]
+        {
+            let _ = root;
+            false
         }
     }
 }
@@ -184,7 +199,7 @@ fn watch_roots(
         } else {
             RecursiveMode::NonRecursive
         };
-        let result = if options.fail_roots.contains(&root) {
+        let result = if options.refuses(root) {
             Err(notify::Error::generic("watch refused (injected failure)"))
         } else {
             watcher.watch(path, mode)

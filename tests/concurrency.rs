@@ -17,10 +17,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use common::Tree;
-use iii_directory::events::ChangeEvent;
+use iii_directory::ChangeEvent;
 use iii_directory::generate::Rng;
-use iii_directory::watch::{WatchOptions, Watcher};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
 
 const THREADS: usize = 8;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use common::Tree;
 use iii_directory::config::Config;
 use iii_directory::generate::Rng;
-use iii_directory::index::reconcile::fresh_views;
+use iii_directory::testing::fresh_views;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::Tree;
-use iii_directory::events::{ChangeEvent, Family};
 use iii_directory::generate::Rng;
+use iii_directory::{ChangeEvent, Family};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
 

@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use fake_engine::FakeEngine;
 use iii_directory::generate::{Rng, TreeSpec, write_tree};
-use iii_directory::watch::{WatchOptions, Watcher};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
 
 const CALLERS: usize = 32;

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::Tree;
 use iii_directory::generate::Rng;
-use iii_directory::index::records::encode;
-use iii_directory::index::tables::SCHEMA_VERSION;
+use iii_directory::testing::SCHEMA_VERSION;
+use iii_directory::testing::encode;
 use iii_directory::{Directory, OpenError, ReadFunction};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::{Value, json};
@@ -450,7 +450,7 @@ fn second_writer_in_the_same_process_is_busy() {
     writer.reconcile().expect("reconcile");
     drop(writer);
     let again = Directory::open(tree.config()).expect("open after the writer closed");
-    assert!(again.index().is_writer());
+    assert!(again.is_writer());
     assert_answers_eq(&answers(&again), &recorded, "reopened");
 }
 
@@ -459,7 +459,7 @@ fn open_shared_beside_a_writer_follows_it() {
     let tree = small_tree();
     let writer = tree.open();
     let follower = Directory::open_shared(tree.config()).expect("open shared");
-    assert!(!follower.index().is_writer(), "the writer holds the index");
+    assert!(!follower.is_writer(), "the writer holds the index");
     assert_answers_eq(
         &answers(&follower),
         &answers(&writer),
@@ -507,7 +507,7 @@ fn open_shared_beside_a_writer_follows_it() {
     drop(follower);
     drop(writer);
     let alone = Directory::open_shared(tree.config()).expect("open shared");
-    assert!(alone.index().is_writer());
+    assert!(alone.is_writer());
 }
 
 #[test]

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Tree;
-use iii_directory::events::{ChangeEvent, Family};
-use iii_directory::index::records::Root;
-use iii_directory::watch::{WatchOptions, Watcher};
+use iii_directory::Root;
+use iii_directory::{ChangeEvent, Family};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
 
 /// How long the index may take to catch up with an external change.

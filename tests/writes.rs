@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use common::Tree;
-use iii_directory::events::{ChangeEvent, Family};
+use iii_directory::{ChangeEvent, Family};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
 

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use iii_directory::Roots;
-use iii_directory::index::reconcile::fresh_views;
-use iii_directory::index::records::{SkillRow, Source};
-use iii_directory::skills::render_index;
+use iii_directory::testing::fresh_views;
+use iii_directory::testing::render_index;
+use iii_directory::testing::{SkillRow, Source};
 use serde::Serialize;
 use serde_json::json;
 

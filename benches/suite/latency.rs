@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use iii_directory::Root;
 use iii_directory::generate::Rng;
-use iii_directory::index::records::Root;
-use iii_directory::index::walk::walk;
-use iii_directory::watch::{WatchOptions, Watcher};
+use iii_directory::testing::walk;
 use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{WatchOptions, Watcher};
 use serde_json::json;
 
 use crate::Settings;

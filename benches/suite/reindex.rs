@@ -6,11 +6,11 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use iii_directory::Root;
 use iii_directory::config::Config;
 use iii_directory::generate::Rng;
-use iii_directory::index::reconcile::fresh_views;
-use iii_directory::index::records::Root;
-use iii_directory::index::walk::walk;
+use iii_directory::testing::fresh_views;
+use iii_directory::testing::walk;
 use iii_directory::{Directory, Roots};
 use rayon::prelude::*;
 

@@ -137,7 +137,7 @@ fn benchmarks_md(runs: &[Run]) -> String {
          tree; serialize the same answer to JSON; …), as ratios. Timings are medians (p50) unless \
          marked; p95/p99 where a figure is a distribution.\n",
         command_line(runs),
-        iii_directory::time::Stamp::now().rfc3339()
+        iii_directory::testing::Stamp::now().rfc3339()
     );
     let _ = writeln!(md, "## Machine\n\n{}", machine());
     let _ = writeln!(

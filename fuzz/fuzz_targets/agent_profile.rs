@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use iii_directory::agents::{MAX_EXTENDS_HOPS, extends_chain, profile_from_doc};
+use iii_directory::testing::{MAX_EXTENDS_HOPS, Reading, extends_chain, profile};
 use iii_directory::doc::{ParsedDoc, decode};
-use iii_directory::index::records::Profile;
+use iii_directory::testing::Profile;
 use libfuzzer_sys::fuzz_target;
 
 /// More profiles than an `extends` chain can visit, few enough to keep each run fast.
@@ -22,7 +22,7 @@ fuzz_target!(|bytes: &[u8]| {
             continue;
         };
         let (id, file) = text.split_once('\n').unwrap_or((text, ""));
-        let Ok(profile) = profile_from_doc(&ParsedDoc::parse(file)) else {
+        let Ok(profile) = profile(&ParsedDoc::parse(file), Reading::Scan) else {
             continue;
         };
         check_profile(&profile);

@@ -7,108 +7,21 @@ pub mod write;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::bundled;
+use crate::doc::distance::closest;
 use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
-use crate::doc::{Fields, Frontmatter, ParsedDoc};
-use crate::error::next;
-use crate::index::records::{AgentRow, Profile};
-use crate::index::{Reader, Roots};
-use crate::skills::{self, Visibility, text_of};
-use crate::system_prompts::{closest, required_fields};
-use crate::{Error, Result, bundled_docs, request};
-
-/// Longest `extends` chain, in hops from a profile to its farthest ancestor (contract: 8).
-pub const MAX_EXTENDS_HOPS: usize = 8;
-/// Longest `logo`, in bytes (contract: 16; emoji only).
-pub const MAX_LOGO_BYTES: usize = 16;
-pub const ICONS: [&str; 9] = [
-    "agent", "code", "search", "terminal", "database", "test", "review", "docs", "design",
-];
-pub const COLORS: [&str; 7] = [
-    "neutral", "blue", "purple", "teal", "green", "amber", "rose",
-];
-
-/// Validates an agent profile's frontmatter as the scan reads it (a block that is not YAML is
-/// read from its `key: value` lines); writes use [`profile_to_write`].
-pub fn profile_from_doc(doc: &ParsedDoc) -> Result<Profile, String> {
-    let fields = required_fields(&doc.frontmatter, true)?;
-    profile_from_fields(fields).map_err(|why| match &doc.frontmatter {
-        Frontmatter::Salvaged { error, .. } => format!("invalid frontmatter YAML: {error}"),
-        _ => why,
-    })
-}
-
-/// Validates the frontmatter of a profile being written: the scan's rules, and YAML that parses.
-pub fn profile_to_write(doc: &ParsedDoc) -> Result<Profile, String> {
-    profile_from_fields(required_fields(&doc.frontmatter, false)?)
-}
-
-fn profile_from_fields(fields: &Fields) -> Result<Profile, String> {
-    let trimmed = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let name = trimmed(&fields.name).ok_or("frontmatter missing non-empty `name`")?;
-    let logo = match fields.logo.as_deref().map(str::trim) {
-        None => None,
-        Some("") => return Err("`logo` must be non-empty when present (emoji only)".into()),
-        Some(logo) if logo.len() > MAX_LOGO_BYTES => {
-            return Err(format!(
-                "`logo` too long ({} bytes; max {MAX_LOGO_BYTES}) — emoji only",
-                logo.len()
-            ));
-        }
-        Some(logo)
-            if logo
-                .chars()
-                .any(|c| c == '/' || c == '\\' || c.is_whitespace()) =>
-        {
-            return Err("`logo` may not contain path separators or whitespace — emoji only".into());
-        }
-        Some(logo) => Some(logo.to_string()),
-    };
-    let icon = trimmed(&fields.icon);
-    if let Some(icon) = &icon {
-        if !ICONS.contains(&icon.as_str()) {
-            return Err(format!(
-                "`icon` must be one of {} (got {icon:?})",
-                ICONS.join(", ")
-            ));
-        }
-    }
-    let color = trimmed(&fields.color);
-    if let Some(color) = &color {
-        if !COLORS.contains(&color.as_str()) {
-            return Err(format!(
-                "`color` must be one of {} (got {color:?})",
-                COLORS.join(", ")
-            ));
-        }
-    }
-    Ok(Profile {
-        name,
-        description: fields
-            .description
-            .as_deref()
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_string(),
-        logo,
-        skills: fields.skills.clone().unwrap_or_default(),
-        model: trimmed(&fields.model),
-        reasoning_effort: trimmed(&fields.reasoning_effort),
-        icon,
-        color,
-        extends: trimmed(&fields.extends),
-    })
-}
+use crate::error::{Error, Result, next};
+use crate::index::Reader;
+use crate::request;
+use crate::roots::Roots;
+use crate::rules::agent::{AgentRow, Profile, extends_chain};
+use crate::rules::skill::Visibility;
 
 /// One profile of the catalog.
 enum Entry {
     File(Box<AgentRow>),
-    Bundled(&'static bundled_docs::Agent),
+    Bundled(&'static bundled::Agent),
 }
 
 impl Entry {
@@ -133,7 +46,7 @@ impl Entry {
     /// The whole file.
     fn raw(&self, reader: &Reader, roots: &Roots) -> Result<String> {
         match self {
-            Entry::File(row) => text_of(reader, roots, &row.source, || None),
+            Entry::File(row) => reader.text(roots, &row.source, ""),
             Entry::Bundled(agent) => Ok(agent.raw.to_string()),
         }
     }
@@ -156,7 +69,7 @@ impl Catalog {
             .into_iter()
             .map(|(id, row)| (id, Entry::File(Box::new(row))))
             .collect();
-        for agent in bundled_docs::agents() {
+        for agent in bundled::agents() {
             if !entries.iter().any(|(id, _)| id == agent.id) {
                 entries.push((agent.id.to_string(), Entry::Bundled(agent)));
             }
@@ -182,55 +95,6 @@ impl Catalog {
             |parent| self.get(parent),
         )
     }
-}
-
-/// Follows `extends` from the profile `start` (whose id is `id`): the profile and its ancestors,
-/// nearest first, each parent found with `lookup`; or the D415 text for a loop, a chain of more
-/// than [`MAX_EXTENDS_HOPS`] hops, or an unknown parent. Pure, so it can be checked (and fuzzed)
-/// without an index.
-#[doc(hidden)]
-pub fn extends_chain<'a, P>(
-    id: &'a str,
-    start: &'a P,
-    parent_of: impl Fn(&'a P) -> Option<&'a str>,
-    lookup: impl Fn(&str) -> Option<&'a P>,
-) -> Result<Vec<&'a P>, String> {
-    let mut chain = vec![start];
-    let mut trail = vec![id];
-    let mut current = start;
-    while let Some(parent) = parent_of(current) {
-        if trail.contains(&parent) {
-            trail.push(parent);
-            return Err(inheritance_error(
-                id,
-                &format!("has an extends loop: {}", trail.join(" → ")),
-            ));
-        }
-        trail.push(parent);
-        if chain.len() > MAX_EXTENDS_HOPS {
-            return Err(inheritance_error(
-                id,
-                &format!(
-                    "extends chain is deeper than {MAX_EXTENDS_HOPS} levels: {}",
-                    trail.join(" → ")
-                ),
-            ));
-        }
-        current = lookup(parent).ok_or_else(|| {
-            inheritance_error(id, &format!("extends unknown agent profile {parent:?}"))
-        })?;
-        chain.push(current);
-    }
-    Ok(chain)
-}
-
-fn inheritance_error(id: &str, problem: &str) -> String {
-    Error::invalid_input(
-        "D415",
-        format!("agent profile {id:?} {problem}."),
-        &[next("directory::agents::list", "browse agent profile ids")],
-    )
-    .to_string()
 }
 
 /// What a profile inherits along its chain.
@@ -357,7 +221,7 @@ pub fn get(
     validate_name(&req.id).map_err(Error::Invalid)?;
     let catalog = Catalog::load(reader)?;
     let Some(entry) = catalog.get(&req.id) else {
-        let ids = catalog.entries.iter().map(|(id, _)| id.clone()).collect();
+        let ids: Vec<String> = catalog.entries.iter().map(|(id, _)| id.clone()).collect();
         return Err(Error::not_found(
             "D410",
             "agent profile",
@@ -375,7 +239,7 @@ pub fn get(
     let skills = resolved.skills();
     let mut unknown = Vec::new();
     for skill in skills {
-        if skills::resolve(reader, visibility, skill)?.is_none() {
+        if reader.resolve_skill(visibility, skill)?.is_none() {
             unknown.push(skill.clone());
         }
     }
@@ -385,76 +249,4 @@ pub fn get(
         out.insert("raw".into(), json!(entry.raw(reader, roots)?));
     }
     Ok(Value::Object(out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `(id, parent)` pairs, resolved the way the catalog resolves its entries.
-    fn resolve<'a>(
-        profiles: &'a [(&'a str, Option<&'a str>)],
-        id: &'a str,
-    ) -> Result<Vec<&'a str>, String> {
-        let lookup = |wanted: &str| profiles.iter().find(|(id, _)| *id == wanted);
-        let start = lookup(id).expect("the start profile exists");
-        extends_chain(id, start, |(_, parent)| *parent, lookup)
-            .map(|chain| chain.iter().map(|(id, _)| *id).collect())
-    }
-
-    /// `p0` extends `p1` … up to `p{hops}`, which extends nothing.
-    fn line_of(hops: usize) -> Vec<(String, Option<String>)> {
-        (0..=hops)
-            .map(|i| (format!("p{i}"), (i < hops).then(|| format!("p{}", i + 1))))
-            .collect()
-    }
-
-    fn borrowed(owned: &[(String, Option<String>)]) -> Vec<(&str, Option<&str>)> {
-        owned
-            .iter()
-            .map(|(id, parent)| (id.as_str(), parent.as_deref()))
-            .collect()
-    }
-
-    #[test]
-    fn chain_follows_extends_nearest_first() {
-        let profiles = [("a", Some("b")), ("b", Some("c")), ("c", None)];
-        assert_eq!(resolve(&profiles, "a"), Ok(vec!["a", "b", "c"]));
-        assert_eq!(resolve(&profiles, "c"), Ok(vec!["c"]));
-    }
-
-    #[test]
-    fn eight_hops_resolve_and_nine_are_refused() {
-        let eight = line_of(MAX_EXTENDS_HOPS);
-        let eight = borrowed(&eight);
-        let chain = resolve(&eight, "p0").expect("8 hops are allowed");
-        assert_eq!(chain.len(), MAX_EXTENDS_HOPS + 1);
-
-        let nine = line_of(MAX_EXTENDS_HOPS + 1);
-        let nine = borrowed(&nine);
-        let err = resolve(&nine, "p0").expect_err("9 hops are too many");
-        assert!(err.starts_with("D415 invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1"), "{err}");
-    }
-
-    #[test]
-    fn loops_and_unknown_parents_are_d415() {
-        let profiles = [
-            ("a", Some("b")),
-            ("b", Some("a")),
-            ("s", Some("s")),
-            ("u", Some("gone")),
-        ];
-        let err = resolve(&profiles, "a").expect_err("loop");
-        assert!(
-            err.contains("\"a\" has an extends loop: a → b → a."),
-            "{err}"
-        );
-        let err = resolve(&profiles, "s").expect_err("self loop");
-        assert!(err.contains("\"s\" has an extends loop: s → s."), "{err}");
-        let err = resolve(&profiles, "u").expect_err("unknown");
-        assert!(
-            err.contains("\"u\" extends unknown agent profile \"gone\"."),
-            "{err}"
-        );
-    }
 }

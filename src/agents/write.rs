@@ -7,18 +7,19 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::profile_to_write;
-use crate::bundled_docs;
+use crate::bundled;
+use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
-use crate::error::{Next, next};
+use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
-use crate::index::records::{Profile, Root};
-use crate::index::{Reader, Roots};
+use crate::index::Reader;
+use crate::request;
+use crate::roots::{Root, Roots};
+use crate::rules::Reading;
+use crate::rules::agent::{self, Profile};
 use crate::store::{self, Mode};
-use crate::system_prompts::closest;
 use crate::write::{Outcome, file_exists, modified_at, store_error};
-use crate::{Error, Result, request};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next(
@@ -52,7 +53,7 @@ fn check(content: &str) -> Result<Profile> {
             content.len()
         )));
     }
-    profile_to_write(&ParsedDoc::parse(content)).map_err(Error::Invalid)
+    agent::profile(&ParsedDoc::parse(content), Reading::Write).map_err(Error::Invalid)
 }
 
 fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {
@@ -74,7 +75,7 @@ fn has_file(reader: &Reader, roots: &Roots, id: &str) -> Result<bool> {
 
 fn miss(reader: &Reader, id: &str) -> Result<Error> {
     let mut ids: Vec<String> = reader.agents()?.into_iter().map(|(i, _)| i).collect();
-    ids.extend(bundled_docs::agents().iter().map(|a| a.id.to_string()));
+    ids.extend(bundled::agents().iter().map(|a| a.id.to_string()));
     Ok(Error::not_found(
         "D410",
         "agent profile",
@@ -116,7 +117,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let path = target(roots, &req.id);
     let mode = if has_file(reader, roots, &req.id)? {
         Mode::Replace
-    } else if bundled_docs::agents().iter().any(|a| a.id == req.id) {
+    } else if bundled::agent(&req.id).is_some() {
         if path.exists() {
             return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
         }
@@ -139,7 +140,7 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let req: IdRequest = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     if !has_file(reader, roots, &req.id)? {
-        if bundled_docs::agents().iter().any(|a| a.id == req.id) {
+        if bundled::agent(&req.id).is_some() {
             return Err(Error::invalid_input(
                 "D414",
                 format!(

@@ -3,12 +3,23 @@
 //! hostile block can cost.
 
 mod salvage;
-mod tree;
 
 use super::{Fields, Frontmatter};
-use tree::Value;
+use crate::yaml::{self, Limits, Value};
 
-pub use tree::{MAX_DEPTH as MAX_YAML_DEPTH, MAX_NODES as MAX_YAML_NODES};
+/// Most nodes one frontmatter document may expand to (aliases counted at the size of what they
+/// point to). Real frontmatter has a few dozen; this leaves room for long `skills` lists.
+pub const MAX_YAML_NODES: usize = 10_000;
+
+/// Deepest nesting of sequences and mappings allowed. Frontmatter is flat in practice; the cap
+/// keeps recursive walks and drops of the tree shallow.
+pub const MAX_YAML_DEPTH: usize = 64;
+
+const LIMITS: Limits = Limits {
+    max_nodes: MAX_YAML_NODES,
+    max_depth: MAX_YAML_DEPTH,
+    aliases: true,
+};
 
 /// The opening fence, with either line ending; it must sit at byte 0.
 const OPENERS: [&str; 2] = ["---\n", "---\r\n"];
@@ -120,9 +131,10 @@ pub fn parse_fields(yaml: &str) -> Result<Fields, FieldsError> {
     if yaml.trim().is_empty() {
         return Ok(Fields::default());
     }
-    let loaded = tree::load(yaml).map_err(|e| match e {
-        tree::LoadError::Syntax(why) => FieldsError::NotAMapping(why),
-        tree::LoadError::Limit(why) => FieldsError::Refused(why),
+    let loaded = yaml::load(yaml, &LIMITS).map_err(|e| match e {
+        yaml::LoadError::Syntax(why) => FieldsError::NotAMapping(why),
+        other if other.is_limit() => FieldsError::Refused(format!("frontmatter {other}")),
+        other => FieldsError::NotAMapping(format!("frontmatter {other}")),
     })?;
     match loaded.as_deref() {
         None | Some(Value::Null) => Ok(Fields::default()),
@@ -181,7 +193,7 @@ fn apply_field(fields: &mut Fields, key: &str, value: &Value) -> Result<bool, St
 fn string(key: &str, value: &Value) -> Result<Option<String>, String> {
     match value {
         Value::Null => Ok(None),
-        Value::Bool(_, text) | Value::Text(text) => Ok(Some(text.clone())),
+        Value::Bool(_, text) | Value::Number(text) | Value::Text(text) => Ok(Some(text.clone())),
         Value::Seq(_) | Value::Map(_) => Err(format!("`{key}` must be a string")),
     }
 }
@@ -191,7 +203,7 @@ fn boolean(key: &str, value: &Value) -> Result<bool, String> {
     match value {
         Value::Null => Ok(false),
         Value::Bool(flag, _) => Ok(*flag),
-        Value::Text(_) | Value::Seq(_) | Value::Map(_) => {
+        Value::Number(_) | Value::Text(_) | Value::Seq(_) | Value::Map(_) => {
             Err(format!("`{key}` must be true or false"))
         }
     }
@@ -210,7 +222,7 @@ fn string_list(key: &str, value: &Value) -> Result<Option<Vec<String>>, String> 
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        Value::Bool(..) | Value::Text(_) | Value::Map(_) => {
+        Value::Bool(..) | Value::Number(_) | Value::Text(_) | Value::Map(_) => {
             Err(format!("`{key}` must be a list of strings"))
         }
     }

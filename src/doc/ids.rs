@@ -111,6 +111,12 @@ pub fn validate_worker_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The first `/`-separated segment of an id or relative path: a skill's namespace, the
+/// top-level folder a file sits under.
+pub fn first_segment(path: &str) -> &str {
+    path.split('/').next().unwrap_or(path)
+}
+
 /// Turns what a caller passed as a skill id into an id to look up: trimmed, an `iii://` prefix
 /// dropped, a path to an overview file (`…/SKILL.md`, `…/SKILLS.md`) mapped to `…/index`, and
 /// one `.md` extension dropped. Only the shape of the input is checked here; the result still
@@ -163,47 +169,6 @@ pub fn skill_id_for(rel_path: &str) -> String {
         Some(folder) => format!("{folder}/{stem}"),
         None => stem.to_owned(),
     }
-}
-
-/// Edit distance (insertions, deletions, substitutions) between two strings, counted in chars.
-/// Runs over a single row of the classic table, sized by the shorter string.
-pub fn levenshtein(a: &str, b: &str) -> usize {
-    // Shared ends never change the distance; dropping them keeps the table small for the common
-    // case of near-identical ids.
-    let prefix: usize = a
-        .chars()
-        .zip(b.chars())
-        .take_while(|(x, y)| x == y)
-        .map(|(x, _)| x.len_utf8())
-        .sum();
-    let (a, b) = (&a[prefix..], &b[prefix..]);
-    let suffix: usize = a
-        .chars()
-        .rev()
-        .zip(b.chars().rev())
-        .take_while(|(x, y)| x == y)
-        .map(|(x, _)| x.len_utf8())
-        .sum();
-    let (a, b) = (&a[..a.len() - suffix], &b[..b.len() - suffix]);
-
-    let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-    let short_len = short.chars().count();
-    if short_len == 0 {
-        return long.chars().count();
-    }
-    // row[j] = distance between the part of `long` seen so far and the first j chars of `short`.
-    let mut row: Vec<usize> = (0..=short_len).collect();
-    for (i, long_char) in long.chars().enumerate() {
-        let mut diagonal = i;
-        row[0] = i + 1;
-        for (j, short_char) in short.chars().enumerate() {
-            let above = row[j + 1];
-            let substitution = diagonal + usize::from(long_char != short_char);
-            row[j + 1] = substitution.min(above + 1).min(row[j] + 1);
-            diagonal = above;
-        }
-    }
-    row[short_len]
 }
 
 #[cfg(test)]
@@ -470,78 +435,5 @@ mod tests {
         assert_eq!(skill_id_for("ns/MY-SKILL.md"), "ns/MY-SKILL");
         assert_eq!(skill_id_for("SKILL/exec.md"), "SKILL/exec");
         assert_eq!(skill_id_for("SKILL.md/x.md"), "SKILL.md/x");
-    }
-
-    // ---- levenshtein ----
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(levenshtein("", ""), 0);
-        assert_eq!(levenshtein("abc", ""), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("sitting", "kitten"), 3);
-        assert_eq!(levenshtein("flaw", "lawn"), 2);
-        assert_eq!(levenshtein("shell/exec", "shell/exec"), 0);
-        assert_eq!(
-            levenshtein("sandbox/exec", "sandbox/skills/sandbox/exec"),
-            15
-        );
-        assert_eq!(levenshtein("abc", "xabcx"), 2);
-        assert_eq!(levenshtein("aaaa", "aa"), 2);
-    }
-
-    #[test]
-    fn edit_distance_counts_chars_not_bytes() {
-        assert_eq!(levenshtein("café", "cafe"), 1);
-        assert_eq!(levenshtein("日本語", "日本"), 1);
-        assert_eq!(levenshtein("é", "ü"), 1);
-        assert_eq!(levenshtein("☕a☕", "☕b☕"), 1);
-    }
-
-    #[test]
-    fn edit_distance_matches_a_plain_table() {
-        fn reference(a: &str, b: &str) -> usize {
-            let a: Vec<char> = a.chars().collect();
-            let b: Vec<char> = b.chars().collect();
-            let mut table = vec![vec![0; b.len() + 1]; a.len() + 1];
-            for (i, row) in table.iter_mut().enumerate() {
-                row[0] = i;
-            }
-            for (j, cell) in table[0].iter_mut().enumerate() {
-                *cell = j;
-            }
-            for i in 1..=a.len() {
-                for j in 1..=b.len() {
-                    let cost = usize::from(a[i - 1] != b[j - 1]);
-                    table[i][j] = (table[i - 1][j] + 1)
-                        .min(table[i][j - 1] + 1)
-                        .min(table[i - 1][j - 1] + cost);
-                }
-            }
-            table[a.len()][b.len()]
-        }
-        let words = [
-            "",
-            "a",
-            "ab",
-            "ba",
-            "abc",
-            "acb",
-            "database",
-            "databse",
-            "data-base",
-            "é☕x",
-            "x☕é",
-            "index",
-            "iii/index",
-            "sandbox",
-            "iii-sandbox",
-        ];
-        for a in words {
-            for b in words {
-                assert_eq!(levenshtein(a, b), reference(a, b), "{a:?} vs {b:?}");
-            }
-        }
     }
 }

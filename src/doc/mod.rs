@@ -6,6 +6,7 @@
 //! what depends on where the file sits (its id, its display id) is decided by the caller.
 
 pub mod classify;
+pub mod distance;
 pub mod frontmatter;
 pub mod ids;
 pub mod markdown;
@@ -26,6 +27,48 @@ pub enum ReadIssue {
     NotUtf8,
     /// Reading the file failed.
     Io(String),
+}
+
+/// A blake3 hash of a file's (decoded) content: one parse serves every file with that content.
+pub type Hash = [u8; 32];
+
+/// Why a document's content cannot be served, as shown to callers (with its path).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServeIssue {
+    Read(ReadIssue),
+    /// The body is empty after the frontmatter.
+    EmptyBody,
+}
+
+impl ServeIssue {
+    /// The read path's error for this file, naming it.
+    pub fn message(&self, path: &std::path::Path) -> String {
+        let path = path.display();
+        match self {
+            ServeIssue::Read(ReadIssue::TooLarge(n)) => {
+                format!(
+                    "file {path} is too large ({n} bytes; max {})",
+                    MAX_FILE_BYTES
+                )
+            }
+            ServeIssue::Read(ReadIssue::NotUtf8) => format!("file {path} is not UTF-8 text"),
+            ServeIssue::Read(ReadIssue::Io(e)) => format!("read {path}: {e}"),
+            ServeIssue::EmptyBody => format!("file {path} has empty body"),
+        }
+    }
+}
+
+impl std::fmt::Display for ServeIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeIssue::Read(ReadIssue::TooLarge(n)) => {
+                write!(f, "too large ({n} bytes; max {})", MAX_FILE_BYTES)
+            }
+            ServeIssue::Read(ReadIssue::NotUtf8) => f.write_str("not UTF-8 text"),
+            ServeIssue::Read(ReadIssue::Io(e)) => write!(f, "cannot be read: {e}"),
+            ServeIssue::EmptyBody => f.write_str("empty body"),
+        }
+    }
 }
 
 /// The frontmatter of a document, as found.

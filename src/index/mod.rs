@@ -1,9 +1,15 @@
 //! The embedded redb index: a cache of the roots on disk that the read functions answer from.
+//! This file opens it (rebuilding a damaged or foreign file) and dispatches reconciles;
+//! `reader` answers from a snapshot, `reconcile` brings it up to date, `views` merges the
+//! roots into rows with the family rules, `walk` lists what is on disk.
 //!
-//! Architecture invariant: nothing here reads a file's content outside [`Index::reconcile`],
-//! and reconcile is the only way the index changes. The index can always be deleted and
-//! rebuilt from disk.
+//! Architecture invariants: nothing here reads a file's content outside [`Index::reconcile`],
+//! and reconcile is the only way the index changes. The index never calls a family's read or
+//! write code; it knows the families only through their rules. The index can always be deleted
+//! and rebuilt from disk.
 
+mod clean_close;
+mod reader;
 pub mod reconcile;
 pub mod records;
 pub mod tables;
@@ -13,55 +19,19 @@ pub mod walk;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::ReadableDatabase;
 
-use crate::config::Paths;
-use crate::{Error, Result};
-use records::{AgentRow, Hash, PromptRow, ReconcileStamp, Root, SkillRow, decode};
+use crate::error::{Error, Result};
+use clean_close::CleanClose;
+use records::decode;
 use tables::*;
 
-pub use reconcile::{Report, Scope};
+pub use reader::Reader;
+pub use reconcile::{Progress, Report, Scope};
 
 /// Memory redb may use to cache pages. Reads beyond it come from the file (and the OS cache);
 /// the default of 1 GiB would dominate the worker's footprint.
 const CACHE_BYTES: usize = 32 * 1024 * 1024;
-
-/// The four roots' folders, by role.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Roots {
-    paths: [PathBuf; 4],
-}
-
-impl Roots {
-    pub fn new(
-        skills: PathBuf,
-        local_skills: PathBuf,
-        agents_skills: PathBuf,
-        agents: PathBuf,
-    ) -> Roots {
-        Roots {
-            paths: [skills, local_skills, agents_skills, agents],
-        }
-    }
-
-    pub fn from_paths(paths: &Paths) -> Roots {
-        Roots::new(
-            paths.skills_folder.clone(),
-            paths.local_skills_folder.clone(),
-            paths.agents_skills_folder.clone(),
-            paths.agents_folder.clone(),
-        )
-    }
-
-    pub fn path(&self, root: Root) -> &Path {
-        &self.paths[root as usize]
-    }
-
-    /// The absolute path of a file given by root and relative path.
-    pub fn file(&self, root: Root, rel: &str) -> PathBuf {
-        self.path(root).join(rel)
-    }
-}
 
 /// Why the index could not be opened for writing.
 #[derive(Debug, thiserror::Error)]
@@ -101,49 +71,6 @@ impl Drop for Writer {
                 CleanClose::record(&self.path);
             }
         }
-    }
-}
-
-/// A sidecar file, `<index>.clean`, holding the index file's size, inode and modification
-/// time right after a clean close. When the file still has exactly that stat at the next open,
-/// nothing has touched it since, and the page-by-page integrity check is skipped. The stamp is
-/// removed at open, so a writer that crashes leaves none, and a file changed while stopped
-/// (damaged, truncated, replaced) no longer matches it: both are verified in full.
-struct CleanClose;
-
-impl CleanClose {
-    fn sidecar(index: &Path) -> PathBuf {
-        let mut name = index.as_os_str().to_owned();
-        name.push(".clean");
-        PathBuf::from(name)
-    }
-
-    fn stat_line(index: &Path) -> Option<String> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(index).ok()?;
-        Some(format!(
-            "{} {} {} {}",
-            meta.len(),
-            meta.ino(),
-            meta.mtime(),
-            meta.mtime_nsec()
-        ))
-    }
-
-    fn record(index: &Path) {
-        if let Some(line) = CleanClose::stat_line(index) {
-            if let Err(e) = std::fs::write(CleanClose::sidecar(index), line) {
-                tracing::debug!(error = %e, "could not record the index's clean close");
-            }
-        }
-    }
-
-    /// Whether the file is as the last clean close left it; consumes the stamp either way.
-    fn take(index: &Path) -> bool {
-        let sidecar = CleanClose::sidecar(index);
-        let recorded = std::fs::read_to_string(&sidecar).ok();
-        let _ = std::fs::remove_file(&sidecar);
-        recorded.is_some() && recorded == CleanClose::stat_line(index)
     }
 }
 
@@ -220,6 +147,7 @@ impl Index {
 
     /// How close to a scan a file's change must be for it to be read again next time (see
     /// [`reconcile::RACY_WINDOW`]). Tests that make sure each edit changes a file's stat lower it.
+    #[cfg(any(test, feature = "testing"))]
     pub fn set_racy_window(&self, window: std::time::Duration) {
         if let Ok(mut mirror) = self.mirror.lock() {
             mirror.racy_window = window;
@@ -242,7 +170,7 @@ impl Index {
     /// Brings the index up to date with the roots: see [`reconcile`].
     pub fn reconcile(
         &self,
-        roots: &Roots,
+        roots: &crate::roots::Roots,
         scope: &reconcile::Scope,
         progress: &dyn Fn(reconcile::Progress),
     ) -> Result<Report> {
@@ -402,151 +330,4 @@ fn create_tables(db: &redb::Database) -> Result<()> {
             .map_err(Error::index)?;
     }
     txn.commit().map_err(Error::index)
-}
-
-/// A consistent read snapshot of the index.
-pub struct Reader {
-    txn: redb::ReadTransaction,
-}
-
-impl Reader {
-    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
-        &self,
-        def: TableDefinition<K, V>,
-    ) -> Result<redb::ReadOnlyTable<K, V>> {
-        self.txn.open_table(def).map_err(Error::index)
-    }
-
-    fn rows<T: serde::de::DeserializeOwned>(
-        &self,
-        def: TableDefinition<&str, &[u8]>,
-    ) -> Result<Vec<(String, T)>> {
-        let table = self.table(def)?;
-        let mut out = Vec::with_capacity(table.len().map_err(Error::index)? as usize);
-        for entry in table.iter().map_err(Error::index)? {
-            let (k, v) = entry.map_err(Error::index)?;
-            out.push((k.value().to_string(), decode(v.value())?));
-        }
-        Ok(out)
-    }
-
-    fn row<T: serde::de::DeserializeOwned>(
-        &self,
-        def: TableDefinition<&str, &[u8]>,
-        key: &str,
-    ) -> Result<Option<T>> {
-        match self.table(def)?.get(key).map_err(Error::index)? {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Bumped by every reconcile that changed anything.
-    pub fn revision(&self) -> Result<u64> {
-        match self.table(META)?.get(META_REVISION).map_err(Error::index)? {
-            Some(v) => decode(v.value()),
-            None => Ok(0),
-        }
-    }
-
-    pub fn last_reconcile(&self) -> Result<Option<ReconcileStamp>> {
-        match self
-            .table(META)?
-            .get(META_RECONCILE)
-            .map_err(Error::index)?
-        {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Every visible skill (before `filter_unregistered`), sorted by on-disk id.
-    pub fn skills(&self) -> Result<Vec<(String, SkillRow)>> {
-        self.rows(SKILLS)
-    }
-
-    pub fn skill(&self, id: &str) -> Result<Option<SkillRow>> {
-        self.row(SKILLS, id)
-    }
-
-    pub fn prompts(&self) -> Result<Vec<(String, PromptRow)>> {
-        self.rows(PROMPTS)
-    }
-
-    pub fn prompt(&self, name: &str) -> Result<Option<PromptRow>> {
-        self.row(PROMPTS, name)
-    }
-
-    pub fn agents(&self) -> Result<Vec<(String, AgentRow)>> {
-        self.rows(AGENTS)
-    }
-
-    pub fn agent(&self, id: &str) -> Result<Option<AgentRow>> {
-        self.row(AGENTS, id)
-    }
-
-    /// The text of a file by content hash.
-    pub fn content(&self, hash: &Hash) -> Result<Option<String>> {
-        self.table(CONTENT)?
-            .get(hash)
-            .map_err(Error::index)?
-            .map(|v| records::decompress_text(v.value()))
-            .transpose()
-    }
-
-    /// Every file (or folder) that is not served, with why, sorted by root and path.
-    pub fn skipped(&self) -> Result<Vec<(Root, String, String)>> {
-        let table = self.table(SKIPPED)?;
-        let mut out = Vec::new();
-        for entry in table.iter().map_err(Error::index)? {
-            let (k, v) = entry.map_err(Error::index)?;
-            let (root, rel) = k.value();
-            if let Some(root) = Root::from_u8(root) {
-                out.push((root, rel.to_string(), v.value().to_string()));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Number of files the index tracks.
-    pub fn file_count(&self) -> Result<u64> {
-        self.table(FILES)?.len().map_err(Error::index)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_clean_close_leaves_a_stamp_and_an_open_consumes_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("index.redb");
-        let sidecar = CleanClose::sidecar(&path);
-
-        let index = Index::open_writer(&path).expect("open");
-        assert!(!sidecar.exists(), "no stamp while the writer is open");
-        drop(index);
-        let stamp = std::fs::read_to_string(&sidecar).expect("a clean close leaves a stamp");
-        assert_eq!(Some(stamp), CleanClose::stat_line(&path));
-
-        // A writer that never closes (a crash) leaves no stamp behind.
-        std::mem::forget(Index::open_writer(&path).expect("open again"));
-        assert!(!sidecar.exists(), "the open consumed the stamp");
-    }
-
-    #[test]
-    fn a_stamp_that_no_longer_matches_the_file_is_not_trusted() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("index.redb");
-        drop(Index::open_writer(&path).expect("open"));
-        assert!(CleanClose::sidecar(&path).exists());
-        // Any write to the file while stopped changes its stat.
-        let mut bytes = std::fs::read(&path).expect("read");
-        bytes.push(0);
-        std::fs::write(&path, bytes).expect("append");
-        assert!(!CleanClose::take(&path), "changed since the clean close");
-        assert!(!CleanClose::sidecar(&path).exists());
-        assert!(!CleanClose::take(&path), "no stamp, no trust");
-    }
 }

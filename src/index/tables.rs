@@ -1,7 +1,12 @@
-//! The redb tables and the schema version. Changing any table's key, value encoding or meaning
-//! is a new schema version with a file in `migrations/`.
+//! The redb tables, the schema version, and the decoding of whole tables. Changing any table's
+//! key, value encoding or meaning is a new schema version with a file in `migrations/`.
 
-use redb::TableDefinition;
+use redb::{ReadableTable, TableDefinition};
+use serde::de::DeserializeOwned;
+
+use super::records::decode;
+use crate::error::{Error, Result};
+use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
 pub const SCHEMA_VERSION: u64 = 3;
@@ -17,11 +22,11 @@ pub const CONTENT: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("con
 pub const TOP_DIRS: TableDefinition<(u8, &str), ()> = TableDefinition::new("top_dirs");
 /// Folders that could not be listed: `(root, relative path)` → why.
 pub const UNREADABLE: TableDefinition<(u8, &str), &str> = TableDefinition::new("unreadable");
-/// Visible skill id → postcard [`SkillRow`](super::records::SkillRow).
+/// Visible skill id → postcard [`SkillRow`](crate::rules::skill::SkillRow).
 pub const SKILLS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_skills");
-/// System prompt name → postcard [`PromptRow`](super::records::PromptRow).
+/// System prompt name → postcard [`PromptRow`](crate::rules::prompt::PromptRow).
 pub const PROMPTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_prompts");
-/// Agent id → postcard [`AgentRow`](super::records::AgentRow).
+/// Agent id → postcard [`AgentRow`](crate::rules::agent::AgentRow).
 pub const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_agents");
 /// `(root, relative path)` → why the file is not served.
 pub const SKIPPED: TableDefinition<(u8, &str), &str> = TableDefinition::new("view_skipped");
@@ -31,3 +36,39 @@ pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub const META_SCHEMA: &str = "schema_version";
 pub const META_REVISION: &str = "revision";
 pub const META_RECONCILE: &str = "last_reconcile";
+
+/// Every row of a `name → postcard record` table, in key order. Read and write transactions
+/// both decode through here.
+pub fn decode_rows<T, Table>(table: &Table) -> Result<Vec<(String, T)>>
+where
+    T: DeserializeOwned,
+    Table: ReadableTable<&'static str, &'static [u8]>,
+{
+    let mut out = Vec::new();
+    for entry in table.iter().map_err(Error::index)? {
+        let (k, v) = entry.map_err(Error::index)?;
+        out.push((k.value().to_string(), decode(v.value())?));
+    }
+    Ok(out)
+}
+
+/// Every entry of a `(root, relative path) → value` table, in key order; entries of an unknown
+/// root (a newer schema would not reach this binary) are left out.
+pub fn decode_paths<V, Out, Table>(
+    table: &Table,
+    value: impl Fn(V::SelfType<'_>) -> Result<Out>,
+) -> Result<Vec<((Root, String), Out)>>
+where
+    V: redb::Value + 'static,
+    Table: ReadableTable<(u8, &'static str), V>,
+{
+    let mut out = Vec::new();
+    for entry in table.iter().map_err(Error::index)? {
+        let (k, v) = entry.map_err(Error::index)?;
+        let (root, rel) = k.value();
+        if let Some(root) = Root::from_u8(root) {
+            out.push(((root, rel.to_string()), value(v.value())?));
+        }
+    }
+    Ok(out)
+}

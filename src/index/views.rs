@@ -6,11 +6,16 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::records::{AgentRow, FileMeta, Hash, PromptRow, Root, ServeIssue, SkillRow, Source};
-use crate::doc::ParsedDoc;
+use super::records::FileMeta;
+use crate::bundled;
 use crate::doc::classify::{PathClass, classify};
-use crate::doc::ids::{skill_id_for, validate_name, validate_skill_id};
-use crate::{agents, bundled_docs, skills, system_prompts};
+use crate::doc::ids::{first_segment, skill_id_for, validate_name, validate_skill_id};
+use crate::doc::{Hash, ParsedDoc, ServeIssue};
+use crate::roots::Root;
+use crate::rules::agent::{self, AgentRow};
+use crate::rules::prompt::{self, PromptRow};
+use crate::rules::skill::{Placement, SkillRow, display_id, row_for};
+use crate::rules::{Reading, Source};
 
 /// What reconcile knows about the files of all roots.
 pub struct Inputs<'a> {
@@ -61,7 +66,7 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
         views.skipped.insert((*root, rel.clone()), why.clone());
     }
     let shadows = Shadows::of(inputs);
-    let mut namespaces: BTreeSet<String> = bundled_docs::skills()
+    let mut namespaces: BTreeSet<String> = bundled::parsed_skills()
         .iter()
         .map(|(file, _)| first_segment(file.id).to_string())
         .collect();
@@ -341,16 +346,11 @@ fn namespace_rows(
             skill_files.insert(id, (Root::AgentsSkills, rel, meta));
         }
     }
-    // `row_for` asks whether the row's namespace is served by the agents skills root.
-    let agents_ns: BTreeSet<String> = served_by_agents_skills
-        .then(|| ns.to_string())
-        .into_iter()
-        .collect();
 
     let mut bundled: BTreeMap<String, &'static ParsedDoc> = BTreeMap::new();
     let taken =
         shadows.local.contains(ns) || shadows.global.contains(ns) || served_by_agents_skills;
-    for (file, doc) in bundled_docs::skills() {
+    for (file, doc) in bundled::parsed_skills() {
         if first_segment(file.id) == ns && !taken && !skill_files.contains_key(file.id) {
             bundled.insert(file.id.to_string(), doc);
         }
@@ -372,34 +372,38 @@ fn namespace_rows(
                 }
             }
         }
-        let row = skills::row_for(
+        let row = row_for(
             id,
-            display,
             served.as_ref().ok().copied(),
-            meta.stat.size,
-            meta.stat.mtime.rfc3339(),
-            Source::File {
-                root: *root,
-                rel: rel.to_string(),
-                content: served_hash(meta, &served),
+            Placement {
+                display_id: display,
+                bytes: meta.stat.size,
+                modified_at: meta.stat.mtime.rfc3339(),
+                source: Source::File {
+                    root: *root,
+                    rel: rel.to_string(),
+                    content: served_hash(meta, &served),
+                },
+                agents_skill: *root == Root::AgentsSkills,
+                agents_namespace: served_by_agents_skills,
             },
-            *root == Root::AgentsSkills,
-            &agents_ns,
         );
         rows.insert(id.clone(), row);
     }
     for (id, doc) in bundled {
         let display = display_id(&id, &all_ids);
-        let bytes = bundled_docs::skill_raw(&id).map_or(0, |raw| raw.len() as u64);
-        let row = skills::row_for(
+        let bytes = bundled::skill_raw(&id).map_or(0, |raw| raw.len() as u64);
+        let row = row_for(
             &id,
-            display,
             Some(doc),
-            bytes,
-            String::new(),
-            Source::Bundled,
-            false,
-            &agents_ns,
+            Placement {
+                display_id: display,
+                bytes,
+                modified_at: String::new(),
+                source: Source::Bundled,
+                agents_skill: false,
+                agents_namespace: served_by_agents_skills,
+            },
         );
         rows.insert(id, row);
     }
@@ -455,14 +459,19 @@ fn prompt_rows(
                     continue;
                 }
             };
-            match system_prompts::from_doc(doc, file_stem(rel)) {
-                Err(why) => {
-                    skipped.insert(key, why);
+            match prompt::read(doc, file_stem(rel), Reading::Scan) {
+                Err(problem) => {
+                    skipped.insert(key, problem.skip_reason());
                 }
-                Ok((name, _)) if rows.contains_key(&name) => {
-                    skipped.insert(key, format!("duplicate system prompt name {name:?}"));
+                Ok(found) if rows.contains_key(&found.name) => {
+                    skipped.insert(
+                        key,
+                        format!("duplicate system prompt name {:?}", found.name),
+                    );
                 }
-                Ok((name, description)) => {
+                Ok(prompt::Prompt {
+                    name, description, ..
+                }) => {
                     if let Some(problem) = doc.frontmatter.problem() {
                         skipped.insert(key, problem);
                     }
@@ -503,7 +512,7 @@ fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
                 continue;
             }
         };
-        match agents::profile_from_doc(doc) {
+        match agent::profile(doc, Reading::Scan) {
             Err(why) => {
                 skipped.insert(key, why);
             }
@@ -526,18 +535,6 @@ fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
         }
     }
     (rows, skipped)
-}
-
-/// The id callers see: `<ns>/index` is shown as `<ns>` unless `<ns>` is itself an id.
-pub fn display_id(id: &str, all_ids: &BTreeSet<String>) -> String {
-    match id.strip_suffix("/index") {
-        Some(bare) if !all_ids.contains(bare) => bare.to_string(),
-        _ => id.to_string(),
-    }
-}
-
-pub fn first_segment(path: &str) -> &str {
-    path.split('/').next().unwrap_or(path)
 }
 
 fn file_stem(rel: &str) -> &str {

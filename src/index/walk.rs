@@ -9,8 +9,9 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::Roots;
-use super::records::{Root, Stat};
+use super::records::Stat;
+use crate::doc::ids::first_segment;
+use crate::roots::{Root, Roots};
 use crate::time::Stamp;
 
 /// The file name that makes a folder of `agents_skills_folder` a skill.
@@ -79,16 +80,12 @@ fn scope_covers(root: Root, scope: &str, rel: &str) -> bool {
         return true;
     }
     if root == Root::AgentsSkills {
-        return first(scope) == first(rel);
+        return first_segment(scope) == first_segment(rel);
     }
     rel == scope
         || rel
             .strip_prefix(scope)
             .is_some_and(|rest| rest.starts_with('/'))
-}
-
-fn first(rel: &str) -> &str {
-    rel.split('/').next().unwrap_or(rel)
 }
 
 pub fn walk(roots: &Roots) -> Found {
@@ -183,7 +180,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
     let dir = roots.path(root);
     // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
     let at = if root == Root::AgentsSkills {
-        first(rel)
+        first_segment(rel)
     } else {
         rel
     };
@@ -206,7 +203,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
             }
         }
         Root::AgentsSkills => {
-            let name = first(rel);
+            let name = first_segment(rel);
             let skill = format!("{name}/{AGENTS_SKILL_FILE}");
             if let Some(why) = refused_link(&dir.join(&skill), &skill, inside) {
                 found.unreadable.insert((root, skill), why);

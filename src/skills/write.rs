@@ -5,17 +5,19 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Visibility, parse_id, resolve};
 use crate::doc::ParsedDoc;
 use crate::doc::classify::{PathClass, classify};
-use crate::doc::ids::levenshtein;
-use crate::error::{Next, next};
+use crate::doc::distance::{SUGGESTIONS, closest_by};
+use crate::doc::ids::first_segment;
+use crate::error::{Error, Next, Result, next};
 use crate::events::ChangeEvent;
-use crate::index::records::{Root, SkillRow, Source};
-use crate::index::{Reader, Roots};
+use crate::index::Reader;
+use crate::request;
+use crate::roots::{Root, Roots};
+use crate::rules::Source;
+use crate::rules::skill::{Visibility, identity, parse_id};
 use crate::store::{self, Mode};
 use crate::write::{Outcome, check_content, check_inside, file_exists, modified_at, store_error};
-use crate::{Error, Result, request};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),
@@ -52,7 +54,7 @@ pub fn create(
     let id = parse_id(&req.id)?;
     check_reserved(&id)?;
     let agents_namespaces = agents_namespaces(reader)?;
-    let namespace = SkillRow::namespace(&id);
+    let namespace = first_segment(&id);
     if id.contains('/') && agents_namespaces.iter().any(|ns| ns == namespace) {
         return Err(Error::invalid_input(
             "D115",
@@ -63,19 +65,16 @@ pub fn create(
             &[],
         ));
     }
-    if let (true, Some(installed)) = (visibility.filter_unregistered, visibility.installed) {
-        let exempt = !id.contains('/') || super::ALWAYS_VISIBLE_NAMESPACES.contains(&namespace);
-        if !exempt && !installed.contains(namespace) {
-            return Err(Error::invalid_input(
-                "D115",
-                format!(
-                    "id {id:?} would be hidden by filter_unregistered: its top namespace segment {namespace:?} is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
-                ),
-                &[],
-            ));
-        }
+    if visibility.would_hide(&id) {
+        return Err(Error::invalid_input(
+            "D115",
+            format!(
+                "id {id:?} would be hidden by filter_unregistered: its top namespace segment {namespace:?} is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
+            ),
+            &[],
+        ));
     }
-    if resolve(reader, visibility, &id)?.is_some() {
+    if reader.resolve_skill(visibility, &id)?.is_some() {
         return Err(Error::invalid_input(
             "D114",
             format!("skill {id:?} already exists."),
@@ -122,13 +121,13 @@ fn agents_namespaces(reader: &Reader) -> Result<Vec<String>> {
         .skills()?
         .into_iter()
         .filter(|(_, row)| row.agents_skill)
-        .map(|(id, _)| SkillRow::namespace(&id).to_string())
+        .map(|(id, _)| first_segment(&id).to_string())
         .collect())
 }
 
 /// The response of create and update: the new content's identity.
 fn written(id: &str, content: &str, path: &std::path::Path) -> Value {
-    let identity = super::identity(Some(&ParsedDoc::parse(content)), id);
+    let identity = identity(Some(&ParsedDoc::parse(content)), id);
     json!({
         "id": id,
         "title": identity.title,
@@ -147,18 +146,10 @@ fn writable(
     id: &str,
 ) -> Result<(String, Root, std::path::PathBuf)> {
     let miss = || -> Result<Error> {
-        let mut rows = super::visible(reader, visibility)?;
-        let lower = id.to_lowercase();
-        rows.sort_by_key(|(candidate, _)| {
-            (
-                levenshtein(&lower, &candidate.to_lowercase()),
-                candidate.clone(),
-            )
-        });
-        let closest: Vec<String> = rows
+        let rows = reader.visible_skills(visibility)?;
+        let closest: Vec<String> = closest_by(id, &rows, |(id, _)| id, SUGGESTIONS)
             .into_iter()
-            .take(3)
-            .map(|(_, row)| row.display_id)
+            .map(|(_, (_, row))| row.display_id.clone())
             .collect();
         Ok(Error::not_found(
             "D110",
@@ -168,7 +159,7 @@ fn writable(
             &NEXT_ON_MISS,
         ))
     };
-    let Some((found, row)) = resolve(reader, visibility, id)? else {
+    let Some((found, row)) = reader.resolve_skill(visibility, id)? else {
         return Err(miss()?);
     };
     match row.source {

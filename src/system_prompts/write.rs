@@ -7,17 +7,19 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::closest;
-use crate::bundled_docs;
+use crate::bundled;
 use crate::doc::ParsedDoc;
+use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
-use crate::error::{Next, next};
+use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
-use crate::index::records::{Root, Source};
-use crate::index::{Reader, Roots};
+use crate::index::Reader;
+use crate::request;
+use crate::roots::{Root, Roots};
+use crate::rules::prompt;
+use crate::rules::{Reading, Source};
 use crate::store::{self, Mode};
 use crate::write::{Outcome, check_content, check_inside, file_exists, modified_at, store_error};
-use crate::{Error, Result, request};
 
 /// The folder under `skills_folder` where created system prompts go.
 pub const FOLDER: &str = "system-prompts";
@@ -55,37 +57,12 @@ fn target(roots: &Roots, name: &str) -> PathBuf {
         .join(format!("{name}.md"))
 }
 
-/// The frontmatter rules of a system prompt being written (D213); returns the declared name
-/// (when there is one) and the description.
-fn check_frontmatter(content: &str) -> Result<(Option<String>, String)> {
-    let doc = ParsedDoc::parse(content);
-    let invalid = |problem: String| Error::invalid_input("D213", problem, &[]);
-    let fields = super::required_fields(&doc.frontmatter, false)
-        .map_err(|why| invalid(format!("{why}.")))?;
-    let description = fields
-        .description
-        .as_deref()
-        .map(str::trim)
-        .unwrap_or_default();
-    if description.is_empty() {
-        return Err(invalid(
-            "frontmatter is missing a non-empty `description`; the next scan would skip this prompt.".into(),
-        ));
-    }
-    let declared = fields
-        .name
-        .as_deref()
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_string);
-    if let Some(name) = &declared {
-        validate_name(name).map_err(|why| {
-            invalid(format!(
-                "frontmatter `name` is invalid ({why}); the next scan would skip this prompt."
-            ))
-        })?;
-    }
-    Ok((declared, description.to_string()))
+/// The scan's rules for the prompt being written under `name` (D213): its declared name, when
+/// it declares one, and its description.
+fn check_frontmatter(content: &str, name: &str) -> Result<(Option<String>, String)> {
+    let prompt = prompt::read(&ParsedDoc::parse(content), name, Reading::Write)
+        .map_err(|problem| problem.write_error())?;
+    Ok((prompt.declared, prompt.description))
 }
 
 /// A declared name must be the requested one when the request names the file.
@@ -123,7 +100,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
     }
     check_content(&req.content)?;
-    let (declared, description) = check_frontmatter(&req.content)?;
+    let (declared, description) = check_frontmatter(&req.content, &req.name)?;
     check_declared(&declared, &req.name)?;
     store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
         .map_err(|e| store_error(e, "D214", &NEXT_ON_CONFLICT))?;
@@ -147,7 +124,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
                 .unwrap_or_default();
             (path, Mode::Replace, stem)
         }
-        None if bundled_docs::prompt(&req.name).is_some() => {
+        None if bundled::prompt(&req.name).is_some() => {
             let path = target(roots, &req.name);
             if path.exists() {
                 return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
@@ -157,7 +134,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         None => return Err(miss(reader, &req.name)?),
     };
     check_content(&req.content)?;
-    let (declared, description) = check_frontmatter(&req.content)?;
+    let (declared, description) = check_frontmatter(&req.content, &req.name)?;
     if mode == Mode::CreateNew {
         check_declared(&declared, &req.name)?;
     }
@@ -198,7 +175,7 @@ fn existing_file(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<Pa
 }
 
 fn miss(reader: &Reader, name: &str) -> Result<Error> {
-    let names = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
+    let names: Vec<String> = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
     Ok(Error::not_found(
         "D210",
         "system prompt",

@@ -312,7 +312,10 @@ async fn handle(
         match handler {
             Handler::Read(function) => directory.read(function, &input, installed),
             Handler::Write(function) => directory.write(function, &input, installed),
-            Handler::Status => directory.status(Some(&shared.watcher.status())),
+            Handler::Status => directory.status().map(|mut status| {
+                status["watcher"] = json!(shared.watcher.status());
+                status
+            }),
             Handler::EngineFunctionInfo | Handler::OnConfigChange => unreachable!("answered above"),
         }
         .map_err(|e| e.to_string())

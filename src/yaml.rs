@@ -1,5 +1,7 @@
-//! A bounded YAML loader for frontmatter blocks: it turns the first YAML document into a small
-//! value tree and refuses documents that are too big or too deep once aliases are expanded.
+//! The one YAML loader of the crate, bounded for hostile input: frontmatter blocks and the
+//! configuration seed both go through it, each with its own [`Limits`]. It turns the first
+//! document into a small value tree and refuses documents that are too big or too deep once
+//! aliases are expanded.
 //!
 //! Why not `yaml_rust2::YamlLoader`: it copies the aliased node for every alias, so a few hundred
 //! bytes of nested aliases ("billion laughs") become gigabytes. And why not `Parser::load` with an
@@ -11,37 +13,43 @@
 //! would see.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::rc::Rc;
 
 use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::TScalarStyle;
 
-/// Most nodes one frontmatter document may expand to (aliases counted at the size of what they
-/// point to). Real frontmatter has a few dozen; this leaves room for long `skills` lists.
-pub const MAX_NODES: usize = 10_000;
-
-/// Deepest nesting of sequences and mappings allowed. Frontmatter is flat in practice; the cap
-/// keeps recursive walks and drops of the tree shallow.
-pub const MAX_DEPTH: usize = 64;
-
-/// What yaml-rust2's scanner says when flow collections nest beyond its own limit.
-const SCANNER_NESTING_LIMIT: &str = "recursion limit exceeded";
+/// What one kind of document may cost.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most nodes the document may expand to (aliases counted at the size of what they name).
+    pub max_nodes: usize,
+    /// Deepest nesting of sequences and mappings.
+    pub max_depth: usize,
+    /// Whether aliases (`*name`) are allowed at all.
+    pub aliases: bool,
+}
 
 /// The handle `!!` expands to: tags under it are the YAML core schema's (`!!str`, `!!null`, …).
 const CORE_SCHEMA_TAG_HANDLE: &str = "tag:yaml.org,2002:";
 
+/// What yaml-rust2's scanner says when flow collections nest beyond its own limit (255).
+const SCANNER_NESTING_LIMIT: &str = "recursion limit exceeded";
+
 /// A node of the tree. Shared so that an alias costs a pointer, not a copy.
 pub type Node = Rc<Value>;
 
-/// A YAML value, with scalars resolved just enough for frontmatter: null, boolean or text.
+/// A YAML value, with scalars resolved as the YAML 1.2 core schema resolves them, except that
+/// numbers keep their source text (frontmatter keeps `3.10` as written).
 #[derive(Debug, PartialEq)]
 pub enum Value {
     /// `~`, `null` (any of its three spellings), an empty plain scalar, or a `!!null` scalar.
     Null,
-    /// A plain `true`/`false` (any of its three spellings) or a `!!bool` one; the text is kept
-    /// because string fields keep a boolean as written.
+    /// A plain `true`/`false` (any of its three spellings) or a `!!bool` one, with its text.
     Bool(bool, String),
-    /// Every other scalar: strings as written, numbers as their source text.
+    /// A plain scalar that reads as an integer or a float (`42`, `-1`, `0x1F`, `1.5e3`, `.inf`).
+    Number(String),
+    /// Every other scalar: quoted and block scalars, and plain text, as written.
     Text(String),
     Seq(Vec<Node>),
     Map(Vec<(Node, Node)>),
@@ -51,46 +59,71 @@ impl Value {
     /// The text of a non-null scalar.
     pub fn scalar_text(&self) -> Option<&str> {
         match self {
-            Value::Bool(_, text) | Value::Text(text) => Some(text),
+            Value::Bool(_, text) | Value::Number(text) | Value::Text(text) => Some(text),
             Value::Null | Value::Seq(_) | Value::Map(_) => None,
         }
     }
 }
 
-/// Why a block could not be loaded.
+/// Why a document could not be loaded.
 #[derive(Debug, PartialEq, Eq)]
 pub enum LoadError {
-    /// It is not (one document of) YAML: what the parser said.
+    /// It is not YAML: what the parser said.
     Syntax(String),
-    /// It is over a budget, or refers to itself: refused whatever else it says.
-    Limit(String),
+    /// The text holds more than one document (`count` of them).
+    Documents(usize),
+    /// It expands to more than this many nodes.
+    TooComplex(usize),
+    /// It nests deeper than this many levels (or deeper than the parser allows).
+    TooDeep(usize),
+    /// An alias where [`Limits::aliases`] forbids them.
+    Alias,
+    /// An alias inside the node it names (`&a [*a]`), which has no finite value.
+    SelfAlias,
 }
 
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl LoadError {
+    /// Whether the document was refused for what it would cost rather than for its syntax.
+    pub fn is_limit(&self) -> bool {
+        !matches!(self, LoadError::Syntax(_) | LoadError::Documents(_))
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Syntax(why) | LoadError::Limit(why) => f.write_str(why),
+            LoadError::Syntax(why) => f.write_str(why),
+            LoadError::Documents(count) => write!(f, "YAML holds {count} documents, not one"),
+            LoadError::TooComplex(max) => write!(f, "YAML is too complex (more than {max} nodes)"),
+            LoadError::TooDeep(max) => {
+                write!(f, "YAML is nested too deeply (more than {max} levels)")
+            }
+            LoadError::Alias => f.write_str("YAML aliases (*name) are not supported here"),
+            LoadError::SelfAlias => f.write_str("YAML has an alias inside the node it refers to"),
         }
     }
 }
 
 /// Loads the document in `yaml`. `Ok(None)` when the text holds no document at all (only
-/// comments, say). A second document in the same block is an error: the block is meant to be one
-/// mapping, and silently dropping the rest would hide a mistake.
-pub fn load(yaml: &str) -> Result<Option<Node>, LoadError> {
+/// comments, say). A second document is an error: the text is meant to be one mapping, and
+/// silently dropping the rest would hide a mistake.
+pub fn load(yaml: &str, limits: &Limits) -> Result<Option<Node>, LoadError> {
     let mut parser = Parser::new_from_str(yaml);
-    let mut builder = Builder::default();
+    let mut builder = Builder::new(*limits);
     loop {
         let (event, _mark) = parser.next_token().map_err(|error| {
             // The scanner's own nesting guard is a budget like ours, not a syntax mistake.
             if error.info() == SCANNER_NESTING_LIMIT {
-                LoadError::Limit(error.to_string())
+                LoadError::TooDeep(limits.max_depth)
             } else {
                 LoadError::Syntax(error.to_string())
             }
         })?;
         if builder.accept(event)? == Step::Finished {
-            return Ok(builder.root);
+            return match builder.documents {
+                0 | 1 => Ok(builder.root),
+                count => Err(LoadError::Documents(count)),
+            };
         }
     }
 }
@@ -125,8 +158,8 @@ enum Step {
     Finished,
 }
 
-#[derive(Default)]
 struct Builder {
+    limits: Limits,
     stack: Vec<Frame>,
     /// Finished anchored nodes by the parser's anchor id (ids start at 1; 0 means no anchor).
     anchors: HashMap<usize, Built>,
@@ -136,17 +169,25 @@ struct Builder {
 }
 
 impl Builder {
+    fn new(limits: Limits) -> Builder {
+        Builder {
+            limits,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            nodes: 0,
+            documents: 0,
+            root: None,
+        }
+    }
+
     fn accept(&mut self, event: Event) -> Result<Step, LoadError> {
+        // After the first document only documents are counted: nothing more is built.
+        if self.documents > 1 && !matches!(event, Event::StreamEnd | Event::DocumentStart) {
+            return Ok(Step::More);
+        }
         match event {
             Event::StreamEnd => return Ok(Step::Finished),
-            Event::DocumentStart => {
-                self.documents += 1;
-                if self.documents > 1 {
-                    return Err(LoadError::Syntax(
-                        "frontmatter YAML holds more than one document".to_owned(),
-                    ));
-                }
-            }
+            Event::DocumentStart => self.documents += 1,
             Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
             Event::Scalar(text, style, anchor, tag) => {
                 self.charge(1)?;
@@ -161,13 +202,16 @@ impl Builder {
                 )?;
             }
             Event::Alias(anchor) => {
+                if !self.limits.aliases {
+                    return Err(LoadError::Alias);
+                }
                 // The parser only emits aliases to anchors it has seen, so a miss here means the
-                // alias sits inside the very node it names (`&a [*a]`), which has no finite value.
-                let built = self.anchors.get(&anchor).cloned().ok_or_else(|| {
-                    LoadError::Limit(
-                        "frontmatter YAML has an alias inside the node it refers to".to_owned(),
-                    )
-                })?;
+                // alias sits inside the very node it names.
+                let built = self
+                    .anchors
+                    .get(&anchor)
+                    .cloned()
+                    .ok_or(LoadError::SelfAlias)?;
                 self.charge(built.size)?;
                 self.finish(built, 0)?;
             }
@@ -182,18 +226,16 @@ impl Builder {
 
     fn charge(&mut self, nodes: usize) -> Result<(), LoadError> {
         self.nodes = self.nodes.saturating_add(nodes);
-        if self.nodes > MAX_NODES {
-            return Err(LoadError::Limit(format!(
-                "frontmatter YAML is too complex (more than {MAX_NODES} nodes)"
-            )));
+        if self.nodes > self.limits.max_nodes {
+            return Err(LoadError::TooComplex(self.limits.max_nodes));
         }
         Ok(())
     }
 
     fn open(&mut self, anchor: usize, body: FrameBody) -> Result<(), LoadError> {
         self.charge(1)?;
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(too_deep());
+        if self.stack.len() >= self.limits.max_depth {
+            return Err(LoadError::TooDeep(self.limits.max_depth));
         }
         self.stack.push(Frame {
             anchor,
@@ -206,7 +248,7 @@ impl Builder {
 
     fn close(&mut self) -> Result<(), LoadError> {
         let frame = self.stack.pop().ok_or_else(|| {
-            LoadError::Syntax("frontmatter YAML closes a collection it never opened".to_owned())
+            LoadError::Syntax("YAML closes a collection it never opened".to_owned())
         })?;
         let value = match frame.body {
             FrameBody::Seq(items) => Value::Seq(items),
@@ -234,8 +276,8 @@ impl Builder {
         };
         // An alias can graft a deep node under a deep collection; check the combined depth here
         // rather than only when collections open.
-        if depth + built.height > MAX_DEPTH {
-            return Err(too_deep());
+        if depth + built.height > self.limits.max_depth {
+            return Err(LoadError::TooDeep(self.limits.max_depth));
         }
         parent.size = parent.size.saturating_add(built.size);
         parent.height = parent.height.max(built.height + 1);
@@ -250,15 +292,8 @@ impl Builder {
     }
 }
 
-fn too_deep() -> LoadError {
-    LoadError::Limit(format!(
-        "frontmatter YAML is nested too deeply (more than {MAX_DEPTH} levels)"
-    ))
-}
-
-/// Resolves a scalar the way the YAML 1.2 core schema does, as far as frontmatter cares: quoted
-/// and block scalars are text, plain ones may be null or boolean, and a core-schema tag decides
-/// when there is one. Numbers stay text because every numeric field here is kept as written.
+/// Resolves a scalar the way the YAML 1.2 core schema does: quoted and block scalars are text,
+/// plain ones may be null, boolean or a number, and a core-schema tag decides when there is one.
 fn scalar_value(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Value {
     if let Some(tag) = tag {
         if tag.handle != CORE_SCHEMA_TAG_HANDLE {
@@ -270,6 +305,7 @@ fn scalar_value(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Value {
                 Some(flag) => Value::Bool(flag, text),
                 None => Value::Text(text),
             },
+            "int" | "float" if is_number(&text) => Value::Number(text),
             _ => Value::Text(text),
         };
     }
@@ -279,10 +315,13 @@ fn scalar_value(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Value {
     if matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL") {
         return Value::Null;
     }
-    match plain_bool(&text) {
-        Some(flag) => Value::Bool(flag, text),
-        None => Value::Text(text),
+    if let Some(flag) = plain_bool(&text) {
+        return Value::Bool(flag, text);
     }
+    if is_number(&text) {
+        return Value::Number(text);
+    }
+    Value::Text(text)
 }
 
 fn plain_bool(text: &str) -> Option<bool> {
@@ -293,12 +332,46 @@ fn plain_bool(text: &str) -> Option<bool> {
     }
 }
 
+/// The core schema's integers (`42`, `-1`, `0o17`, `0x1F`) and floats (`1.5`, `-2e3`, `.inf`,
+/// `.nan` in their three spellings).
+fn is_number(text: &str) -> bool {
+    if let Some(hex) = text.strip_prefix("0x") {
+        return !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    }
+    if let Some(octal) = text.strip_prefix("0o") {
+        return !octal.is_empty() && octal.bytes().all(|b| (b'0'..=b'7').contains(&b));
+    }
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if matches!(unsigned, ".inf" | ".Inf" | ".INF") || matches!(text, ".nan" | ".NaN" | ".NAN") {
+        return true;
+    }
+    // Digits with at most one dot, at least one digit, then an optional exponent.
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+    let dots = mantissa.bytes().filter(|b| *b == b'.').count();
+    let mantissa_ok = digits > 0 && dots <= 1 && digits + dots == mantissa.len();
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
+    });
+    mantissa_ok && exponent_ok
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const LIMITS: Limits = Limits {
+        max_nodes: 10_000,
+        max_depth: 64,
+        aliases: true,
+    };
+
     fn root(yaml: &str) -> Node {
-        match load(yaml) {
+        match load(yaml, &LIMITS) {
             Ok(Some(node)) => node,
             other => panic!("expected a document for {yaml:?}, got {other:?}"),
         }
@@ -308,8 +381,12 @@ mod tests {
         Value::Text(value.to_owned())
     }
 
+    fn number(value: &str) -> Value {
+        Value::Number(value.to_owned())
+    }
+
     #[test]
-    fn scalars_resolve_to_null_bool_or_text() {
+    fn scalars_resolve_to_null_bool_number_or_text() {
         assert_eq!(*root("~"), Value::Null);
         assert_eq!(*root("null"), Value::Null);
         assert_eq!(*root("NULL"), Value::Null);
@@ -322,9 +399,17 @@ mod tests {
         assert_eq!(*root("!!str null"), text("null"));
         assert_eq!(*root("!custom null"), text("null"));
         assert_eq!(*root("yes"), text("yes"));
-        assert_eq!(*root("0x1F"), text("0x1F"));
-        assert_eq!(*root("1.50"), text("1.50"));
         assert_eq!(*root("|\n  block\n"), text("block\n"));
+        for n in [
+            "0x1F", "0o17", "1.50", "42", "-1", "+3", "1e3", "-2.5E-4", ".inf", "-.Inf", ".nan",
+        ] {
+            assert_eq!(*root(n), number(n), "{n}");
+        }
+        for t in ["1.2.3", "0x", "1e", "e3", "1-2", ".", "1_000", "v1", "'42'"] {
+            assert!(matches!(*root(t), Value::Text(_)), "{t}");
+        }
+        assert_eq!(*root("!!int 7"), number("7"));
+        assert_eq!(*root("!!int nope"), text("nope"));
     }
 
     #[test]
@@ -339,27 +424,41 @@ mod tests {
     }
 
     #[test]
-    fn comments_only_hold_no_document() {
-        assert_eq!(load("# just a comment\n"), Ok(None));
-        assert_eq!(load(""), Ok(None));
+    fn aliases_can_be_refused() {
+        let no_aliases = Limits {
+            aliases: false,
+            ..LIMITS
+        };
+        assert_eq!(
+            load("a: &x [1]\nb: *x\n", &no_aliases),
+            Err(LoadError::Alias)
+        );
+        assert!(load("a: &x [1]\n", &no_aliases).is_ok());
     }
 
     #[test]
-    fn a_second_document_is_refused() {
-        let err = load("a: 1\n--- \nb: 2\n")
-            .expect_err("two documents")
-            .to_string();
-        assert!(err.contains("more than one document"), "{err}");
+    fn comments_only_hold_no_document() {
+        assert_eq!(load("# just a comment\n", &LIMITS), Ok(None));
+        assert_eq!(load("", &LIMITS), Ok(None));
+    }
+
+    #[test]
+    fn more_documents_are_refused_and_counted() {
+        assert_eq!(
+            load("a: 1\n--- \nb: 2\n", &LIMITS),
+            Err(LoadError::Documents(2))
+        );
+        assert_eq!(
+            load("a: 1\n---\nb: [2]\n---\nc: 3\n", &LIMITS),
+            Err(LoadError::Documents(3))
+        );
         // An explicit end marker alone does not start another document.
-        assert!(load("a: 1\n...\n").is_ok());
+        assert!(load("a: 1\n...\n", &LIMITS).is_ok());
     }
 
     #[test]
     fn an_alias_inside_its_own_anchor_is_refused() {
-        let err = load("a: &x [1, *x]\n")
-            .expect_err("self-reference")
-            .to_string();
-        assert!(err.contains("alias"), "{err}");
+        assert_eq!(load("a: &x [1, *x]\n", &LIMITS), Err(LoadError::SelfAlias));
     }
 
     #[test]
@@ -370,36 +469,34 @@ mod tests {
         yaml.push_str("]\nb: [");
         yaml.push_str(&vec!["*a"; 100].join(", "));
         yaml.push_str("]\n");
-        let err = load(&yaml).expect_err("over budget");
-        assert_eq!(
-            err,
-            LoadError::Limit(format!(
-                "frontmatter YAML is too complex (more than {MAX_NODES} nodes)"
-            ))
-        );
+        assert_eq!(load(&yaml, &LIMITS), Err(LoadError::TooComplex(10_000)));
     }
 
     #[test]
     fn exactly_the_budget_is_accepted() {
-        // One mapping node plus key/value scalar pairs, up to MAX_NODES in total.
-        let pairs = (MAX_NODES - 1) / 2;
+        // One mapping node plus key/value scalar pairs, up to the budget in total.
+        let pairs = (LIMITS.max_nodes - 1) / 2;
         let yaml: String = (0..pairs).map(|i| format!("k{i}: v\n")).collect();
-        assert!(load(&yaml).is_ok());
+        assert!(load(&yaml, &LIMITS).is_ok());
         let one_more = format!("{yaml}extra: [1]\n");
-        assert!(load(&one_more).is_err());
+        assert!(load(&one_more, &LIMITS).is_err());
     }
 
     #[test]
     fn depth_is_capped_for_plain_nesting() {
-        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-        assert!(load(&ok).is_ok());
-        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
-        assert_eq!(load(&deep), Err(too_deep()));
+        let max = LIMITS.max_depth;
+        let ok = format!("{}{}", "[".repeat(max), "]".repeat(max));
+        assert!(load(&ok, &LIMITS).is_ok());
+        let deep = format!("{}{}", "[".repeat(max + 1), "]".repeat(max + 1));
+        assert_eq!(load(&deep, &LIMITS), Err(LoadError::TooDeep(max)));
+        // Deeper than the scanner's own limit is refused the same way.
+        let deeper = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        assert_eq!(load(&deeper, &LIMITS), Err(LoadError::TooDeep(max)));
     }
 
     #[test]
     fn depth_is_capped_through_aliases() {
-        let half = MAX_DEPTH / 2 + 1;
+        let half = LIMITS.max_depth / 2 + 1;
         let yaml = format!(
             "- &d {}{}\n- {}*d{}\n",
             "[".repeat(half),
@@ -407,6 +504,20 @@ mod tests {
             "[".repeat(half),
             "]".repeat(half)
         );
-        assert_eq!(load(&yaml), Err(too_deep()));
+        assert_eq!(
+            load(&yaml, &LIMITS),
+            Err(LoadError::TooDeep(LIMITS.max_depth))
+        );
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        assert!(!LoadError::Syntax("x".into()).is_limit());
+        assert!(!LoadError::Documents(2).is_limit());
+        assert!(LoadError::TooDeep(3).is_limit());
+        assert_eq!(
+            LoadError::TooComplex(10).to_string(),
+            "YAML is too complex (more than 10 nodes)"
+        );
     }
 }

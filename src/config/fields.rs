@@ -1,0 +1,297 @@
+//! The configuration keys: their types, which need a restart, the JSON Schema registered with
+//! the engine's configuration worker, and how a JSON value (from the seed or the engine)
+//! becomes [`Settings`] with per-key errors and warnings.
+
+use serde_json::{Map, Value, json};
+
+use super::{ConfigError, Settings};
+use crate::doc::distance::closest_by;
+
+/// Largest edit distance at which an unknown key is reported as a likely typo of a known one.
+const TYPO_DISTANCE: usize = 2;
+
+/// The JSON type a setting takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A non-empty string.
+    Text,
+    /// A boolean.
+    Flag,
+    /// A non-negative integer.
+    Count,
+}
+
+impl Kind {
+    /// How the expected type reads in an error message.
+    fn expected(self) -> &'static str {
+        match self {
+            Kind::Text => "a non-empty string",
+            Kind::Flag => "a boolean (true or false)",
+            Kind::Count => "a non-negative integer",
+        }
+    }
+
+    pub(super) fn schema_type(self) -> &'static str {
+        match self {
+            Kind::Text => "string",
+            Kind::Flag => "boolean",
+            Kind::Count => "integer",
+        }
+    }
+}
+
+/// One configuration key: its type, whether changing it needs a restart, and its schema text.
+pub(super) struct Field {
+    pub(super) name: &'static str,
+    pub(super) kind: Kind,
+    topology: bool,
+    description: &'static str,
+}
+
+/// Every key, in the order the schema and the example file present them. Validation, the schema
+/// and `topology_changed` all read this table, so a new field is added here and in [`slot`].
+pub(super) const FIELDS: &[Field] = &[
+    Field {
+        name: "skills_folder",
+        kind: Kind::Text,
+        topology: true,
+        description: "Writable root of skills and system prompts. Relative paths resolve against \
+                      III_COMPOSE_DIR, else the current directory. Restart required.",
+    },
+    Field {
+        name: "local_skills_folder",
+        kind: Kind::Text,
+        topology: true,
+        description: "Project-scoped skills root; a top-level namespace here shadows the same \
+                      namespace in skills_folder. Restart required.",
+    },
+    Field {
+        name: "agents_folder",
+        kind: Kind::Text,
+        topology: true,
+        description: "Writable root of agent profiles, one <id>.md file each. Restart required.",
+    },
+    Field {
+        name: "agents_skills_folder",
+        kind: Kind::Text,
+        topology: true,
+        description: "Read-only root of agent skills (<dir>/SKILL.md) installed by other tools; \
+                      never written. Restart required.",
+    },
+    Field {
+        name: "auto_download",
+        kind: Kind::Flag,
+        topology: true,
+        description: "Download a worker's skills when it is added, and reconcile installed \
+                      workers at boot. Restart required.",
+    },
+    Field {
+        name: "index_path",
+        kind: Kind::Text,
+        topology: true,
+        description: "File of the embedded index (a cache of the folders; safe to delete). \
+                      Resolved like the folders. Restart required.",
+    },
+    Field {
+        name: "registry_url",
+        kind: Kind::Text,
+        topology: false,
+        description: "Base URL of the public workers registry.",
+    },
+    Field {
+        name: "download_timeout_ms",
+        kind: Kind::Count,
+        topology: false,
+        description: "Timeout of each git clone or registry request, in milliseconds.",
+    },
+    Field {
+        name: "registry_cache_ttl_ms",
+        kind: Kind::Count,
+        topology: false,
+        description: "How long registry responses and the installed-workers list are cached, \
+                      in milliseconds.",
+    },
+    Field {
+        name: "filter_unregistered",
+        kind: Kind::Flag,
+        topology: false,
+        description: "Hide skills whose namespace is not an installed worker.",
+    },
+    Field {
+        name: "inject_hint",
+        kind: Kind::Flag,
+        topology: false,
+        description: "Bind the directory::pre-generate hook that points models at \
+                      directory::search_functions.",
+    },
+    Field {
+        name: "hint_min_workers",
+        kind: Kind::Count,
+        topology: false,
+        description: "Fewest distinct workers a surface must span before the hint fires \
+                      (0 = always).",
+    },
+    Field {
+        name: "registry_search",
+        kind: Kind::Flag,
+        topology: false,
+        description: "Also return installable registry workers from directory::search_functions.",
+    },
+    Field {
+        name: "safety_net_interval_ms",
+        kind: Kind::Count,
+        topology: false,
+        description: "Interval of the background rescan that catches changes the file watcher \
+                      missed, in milliseconds (0 = off).",
+    },
+];
+
+/// A mutable view of one field of [`Settings`], typed by its [`Kind`].
+pub(super) enum Slot<'a> {
+    Text(&'a mut String),
+    Flag(&'a mut bool),
+    Count(&'a mut u64),
+}
+
+/// The field of `settings` named `name`, or `None` for a key we do not know.
+pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a>> {
+    let s = settings;
+    Some(match name {
+        "skills_folder" => Slot::Text(&mut s.skills_folder),
+        "local_skills_folder" => Slot::Text(&mut s.local_skills_folder),
+        "agents_folder" => Slot::Text(&mut s.agents_folder),
+        "agents_skills_folder" => Slot::Text(&mut s.agents_skills_folder),
+        "auto_download" => Slot::Flag(&mut s.auto_download),
+        "index_path" => Slot::Text(&mut s.index_path),
+        "registry_url" => Slot::Text(&mut s.registry_url),
+        "download_timeout_ms" => Slot::Count(&mut s.download_timeout_ms),
+        "registry_cache_ttl_ms" => Slot::Count(&mut s.registry_cache_ttl_ms),
+        "filter_unregistered" => Slot::Flag(&mut s.filter_unregistered),
+        "inject_hint" => Slot::Flag(&mut s.inject_hint),
+        "hint_min_workers" => Slot::Count(&mut s.hint_min_workers),
+        "registry_search" => Slot::Flag(&mut s.registry_search),
+        "safety_net_interval_ms" => Slot::Count(&mut s.safety_net_interval_ms),
+        _ => return None,
+    })
+}
+
+/// How a JSON value reads in an error message.
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_u64() => "an integer",
+        Value::Number(n) if n.is_i64() => "a negative integer",
+        Value::Number(_) => "a fractional number",
+        Value::String(s) if s.trim().is_empty() => "an empty string",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Store `value` into `slot` when it has the field's type.
+fn assign(field: &Field, slot: Slot<'_>, value: &Value) -> Result<(), ConfigError> {
+    let stored = match slot {
+        // Whitespace-only counts as empty: an unset `${VAR}` expands to nothing, and an empty
+        // folder would silently point a root at the base directory itself.
+        Slot::Text(dst) => value
+            .as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| *dst = s.to_owned()),
+        Slot::Flag(dst) => value.as_bool().map(|b| *dst = b),
+        // `as_u64` is `Some` only for integers that are not negative.
+        Slot::Count(dst) => value.as_u64().map(|n| *dst = n),
+    };
+    stored.ok_or_else(|| ConfigError::InvalidValue {
+        key: field.name,
+        expected: field.kind.expected(),
+        got: describe(value),
+    })
+}
+
+/// The warning for a key we do not know, naming the closest known key when it looks like a typo.
+fn unknown_key_warning(key: &str) -> String {
+    let closest = closest_by(key, FIELDS, |f| f.name, 1)
+        .into_iter()
+        .find(|(distance, _)| *distance <= TYPO_DISTANCE);
+    match closest {
+        Some((_, Field { name: known, .. })) => {
+            format!("unknown configuration key {key:?} ignored (did you mean {known:?}?)")
+        }
+        None => format!("unknown configuration key {key:?} ignored"),
+    }
+}
+
+/// The one place keys are checked, for YAML and JSON alike: starts from the defaults and
+/// overwrites each key that is present.
+pub(super) fn settings_from_value(value: &Value) -> Result<(Settings, Vec<String>), ConfigError> {
+    let mut settings = Settings::default();
+    let mut warnings = Vec::new();
+    let map = match value {
+        Value::Null => return Ok((settings, warnings)),
+        Value::Object(map) => map,
+        other => {
+            return Err(ConfigError::NotAMapping {
+                got: describe(other),
+            });
+        }
+    };
+    for (key, value) in map {
+        let known = FIELDS.iter().find(|f| f.name == key.as_str());
+        match known.and_then(|f| slot(&mut settings, f.name).map(|s| (f, s))) {
+            Some((field, slot)) => assign(field, slot, value)?,
+            None => warnings.push(unknown_key_warning(key)),
+        }
+    }
+    Ok((settings, warnings))
+}
+
+impl Settings {
+    /// The restart-required fields whose values differ between `self` and `other`, in schema
+    /// order. Empty means the change can be applied in place.
+    pub fn topology_changed(&self, other: &Settings) -> Vec<&'static str> {
+        let (mine, theirs) = (self.to_json(), other.to_json());
+        FIELDS
+            .iter()
+            .filter(|f| f.topology && mine.get(f.name) != theirs.get(f.name))
+            .map(|f| f.name)
+            .collect()
+    }
+
+    /// The draft-07 JSON Schema registered with the `configuration` worker, with the defaults as
+    /// its `example`.
+    pub fn json_schema() -> Value {
+        let defaults = Settings::default().to_json();
+        let properties: Map<String, Value> = FIELDS
+            .iter()
+            .map(|f| {
+                let mut property = json!({
+                    "type": f.kind.schema_type(),
+                    "description": f.description,
+                    "default": defaults.get(f.name).cloned().unwrap_or(Value::Null),
+                });
+                let bound = match f.kind {
+                    Kind::Text => Some(("minLength", 1)),
+                    Kind::Count => Some(("minimum", 0)),
+                    Kind::Flag => None,
+                };
+                if let (Some((keyword, limit)), Some(object)) = (bound, property.as_object_mut()) {
+                    object.insert(keyword.to_owned(), Value::from(limit));
+                }
+                (f.name.to_owned(), property)
+            })
+            .collect();
+        json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "iii-directory",
+            "description": "Folders served by iii-directory and how it reaches the workers \
+                            registry. Fields marked 'Restart required' apply only after the \
+                            worker restarts; the others apply immediately.",
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": true,
+            "example": defaults,
+        })
+    }
+}

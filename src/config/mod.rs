@@ -1,0 +1,283 @@
+//! The worker's configuration: the settings model and its defaults, and how the configured
+//! folders become absolute paths. `fields` holds the keys (types, restart rules, schema,
+//! validation); `seed` reads a YAML `--config` file.
+//!
+//! Nothing here talks to the engine or watches files; the worker adapter fetches values and
+//! decides what to do with a topology change, using [`Settings::topology_changed`].
+
+mod fields;
+mod seed;
+#[cfg(test)]
+mod tests;
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use seed::{MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH};
+
+/// Environment variable naming the Compose project folder; relative folders resolve against it
+/// when set (contract: spec 2.6).
+pub const COMPOSE_DIR_ENV: &str = "III_COMPOSE_DIR";
+
+/// Every setting of the worker. Field names are the contract's configuration keys.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    // Topology: fixed for the process lifetime (a change needs a restart).
+    /// Writable root of skills and system prompts.
+    pub skills_folder: String,
+    /// Project-scoped root whose top-level namespaces shadow `skills_folder` wholesale.
+    pub local_skills_folder: String,
+    /// Writable root of direct `<id>.md` agent profiles.
+    pub agents_folder: String,
+    /// Read-only root of agent skills installed by other tools.
+    pub agents_skills_folder: String,
+    /// Subscribe to worker-add events and run the boot reconcile of worker skill bundles.
+    pub auto_download: bool,
+    /// Where the redb index file lives (ours, not in the upstream contract).
+    pub index_path: String,
+
+    // Tunable: applied in place on a configuration update.
+    /// Base URL of the public workers registry.
+    pub registry_url: String,
+    /// Timeout of one git clone or registry HTTP request, in milliseconds.
+    pub download_timeout_ms: u64,
+    /// How long registry responses (and the installed-workers set) are cached, in milliseconds.
+    pub registry_cache_ttl_ms: u64,
+    /// Hide skills whose top namespace is not an installed worker.
+    pub filter_unregistered: bool,
+    /// Bind the `directory::pre-generate` search-hint hook.
+    pub inject_hint: bool,
+    /// Fewest distinct workers in a surface before the hint fires (0 = always).
+    pub hint_min_workers: u64,
+    /// Include installable registry workers in every function search.
+    pub registry_search: bool,
+    /// Interval of the slow reconcile that catches what the watcher missed, in milliseconds;
+    /// 0 disables it (ours, not in the upstream contract).
+    pub safety_net_interval_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            skills_folder: "skills".to_owned(),
+            local_skills_folder: "skills/iii".to_owned(),
+            agents_folder: "agents".to_owned(),
+            agents_skills_folder: ".agents/skills".to_owned(),
+            auto_download: true,
+            index_path: "data/iii-directory/index.redb".to_owned(),
+            registry_url: "https://api.workers.iii.dev".to_owned(),
+            download_timeout_ms: 60_000,
+            registry_cache_ttl_ms: 60_000,
+            filter_unregistered: true,
+            inject_hint: false,
+            hint_min_workers: 2,
+            registry_search: true,
+            safety_net_interval_ms: 300_000,
+        }
+    }
+}
+
+/// Why a configuration could not be used. Each message says where the problem is and what to
+/// change.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "cannot read configuration file {}: {error}; check the path passed to --config",
+        path.display()
+    )]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("in configuration file {}: {error}", path.display())]
+    InFile {
+        path: PathBuf,
+        error: Box<ConfigError>,
+    },
+    #[error(
+        "configuration is too large ({bytes} bytes; max {max}); a settings document needs only \
+         a few lines",
+        max = MAX_CONFIG_BYTES
+    )]
+    TooLarge { bytes: u64 },
+    #[error("configuration is not valid YAML: {0}")]
+    Yaml(String),
+    #[error(
+        "configuration uses a YAML alias (*name); aliases are not supported, write the value out \
+         in full"
+    )]
+    Alias,
+    #[error(
+        "configuration nests collections more than {max} levels deep; settings are plain \
+         key: value pairs",
+        max = MAX_CONFIG_DEPTH
+    )]
+    TooDeep,
+    #[error("configuration holds {count} YAML documents; put every setting in a single document")]
+    MultipleDocuments { count: usize },
+    #[error("configuration must be a mapping of key: value pairs at the top level, got {got}")]
+    NotAMapping { got: &'static str },
+    #[error("configuration key \"{key}\" must be {expected}, got {got}")]
+    InvalidValue {
+        key: &'static str,
+        expected: &'static str,
+        got: &'static str,
+    },
+}
+
+impl Settings {
+    /// Settings from a YAML document (the `--config` seed). An empty document gives the
+    /// defaults; unknown keys come back as warnings; a value of the wrong type is an error.
+    pub fn from_yaml_str(text: &str) -> Result<(Settings, Vec<String>), ConfigError> {
+        fields::settings_from_value(&seed::yaml_value(text)?)
+    }
+
+    /// Settings from the live JSON value held by the engine's `configuration` worker, with the
+    /// same rules as [`Settings::from_yaml_str`]; `null` gives the defaults.
+    pub fn from_json(value: &Value) -> Result<(Settings, Vec<String>), ConfigError> {
+        fields::settings_from_value(value)
+    }
+
+    /// Every field as a JSON object keyed by the configuration keys.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self)
+            .expect("Settings holds only strings, booleans and integers, which always serialize")
+    }
+
+    /// The configured folders and index file as paths: relative ones joined onto `base`, `~`
+    /// expanded with `home`. Resolved literally: the default local folder sits inside the
+    /// default skills folder, as upstream does.
+    pub fn resolve(&self, base: &Path, home: Option<&Path>) -> Paths {
+        let at = |raw: &str| resolve_path(raw, base, home);
+        Paths {
+            skills_folder: at(&self.skills_folder),
+            local_skills_folder: at(&self.local_skills_folder),
+            agents_folder: at(&self.agents_folder),
+            agents_skills_folder: at(&self.agents_skills_folder),
+            index_path: at(&self.index_path),
+        }
+    }
+}
+
+/// Resolve one configured path (contract: spec 2.6). Absolute stays as is; `~` alone is the home
+/// folder and `~/x` is `x` under it (without a home folder both are taken as relative);
+/// anything else has its `.` components dropped and is joined onto `base`.
+pub fn resolve_path(raw: &str, base: &Path, home: Option<&Path>) -> PathBuf {
+    let path = Path::new(raw);
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    if let (Some(home), Some(rest)) = (home, raw.strip_prefix('~')) {
+        if rest.is_empty() {
+            return home.to_path_buf();
+        }
+        let mut chars = rest.chars();
+        if chars.next().is_some_and(std::path::is_separator) {
+            return home.join(chars.as_str());
+        }
+    }
+    path.components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .fold(base.to_path_buf(), |acc, c| acc.join(c))
+}
+
+/// The folder relative paths resolve against: `III_COMPOSE_DIR` when set and non-empty, else
+/// the current directory.
+pub fn base_dir() -> PathBuf {
+    choose_base(std::env::var_os(COMPOSE_DIR_ENV), std::env::current_dir)
+}
+
+/// [`base_dir`] without the environment, so the rule can be tested. A relative
+/// `III_COMPOSE_DIR` is taken from the current directory, so that every resolved path (and the
+/// `path` that `skills::get` returns) is absolute. When even the current directory is unknown
+/// (it was deleted), `.` keeps relative paths relative rather than failing.
+fn choose_base(
+    compose_dir: Option<OsString>,
+    current_dir: impl FnOnce() -> std::io::Result<PathBuf>,
+) -> PathBuf {
+    let cwd = || current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match compose_dir {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                resolve_path(&dir.to_string_lossy(), &cwd(), None)
+            }
+        }
+        _ => cwd(),
+    }
+}
+
+/// The home folder used to expand `~`: `HOME`, then `USERPROFILE` (Windows).
+pub fn home_dir() -> Option<PathBuf> {
+    choose_home(std::env::var_os("HOME"), std::env::var_os("USERPROFILE"))
+}
+
+/// [`home_dir`] without the environment; an empty variable counts as unset.
+fn choose_home(home: Option<OsString>, user_profile: Option<OsString>) -> Option<PathBuf> {
+    [home, user_profile]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The configured locations as absolute (or base-relative) paths.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Paths {
+    pub skills_folder: PathBuf,
+    pub local_skills_folder: PathBuf,
+    pub agents_folder: PathBuf,
+    pub agents_skills_folder: PathBuf,
+    pub index_path: PathBuf,
+}
+
+/// Settings together with the paths they resolve to.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub settings: Settings,
+    pub paths: Paths,
+}
+
+impl Config {
+    /// Resolve `settings` against the process's base and home folders.
+    pub fn from_settings(settings: Settings) -> Config {
+        let paths = settings.resolve(&base_dir(), home_dir().as_deref());
+        Config { settings, paths }
+    }
+
+    /// The defaults (no path) or the YAML file at `path`, with any warnings about it. A missing,
+    /// unreadable, oversized or invalid file is an error naming the file.
+    pub fn load(path: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
+        let Some(path) = path else {
+            return Ok((Config::from_settings(Settings::default()), Vec::new()));
+        };
+        let in_file = |error: ConfigError| ConfigError::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        };
+        let text = seed::read_capped(path).map_err(|e| match e {
+            ConfigError::TooLarge { .. } => in_file(e),
+            other => other,
+        })?;
+        let (settings, warnings) = Settings::from_yaml_str(&text).map_err(in_file)?;
+        let warnings = warnings
+            .into_iter()
+            .map(|w| format!("{}: {w}", path.display()))
+            .collect();
+        Ok((Config::from_settings(settings), warnings))
+    }
+
+    /// The defaults with every relative path resolved against `root` and no `~` expansion, so
+    /// tests get a self-contained tree.
+    pub fn for_root(root: &Path) -> Config {
+        let settings = Settings::default();
+        let paths = settings.resolve(root, None);
+        Config { settings, paths }
+    }
+}

@@ -1,0 +1,464 @@
+//! The configuration's tests: defaults, keys and types, the seed's limits, the schema, paths.
+
+use super::fields::{FIELDS, slot};
+use super::*;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+fn yaml(text: &str) -> Result<(Settings, Vec<String>), ConfigError> {
+    Settings::from_yaml_str(text)
+}
+
+fn yaml_error(text: &str) -> String {
+    match yaml(text) {
+        Ok(parsed) => panic!("expected an error for {text:?}, got {parsed:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn defaults_match_the_contract() {
+    let s = Settings::default();
+    assert_eq!(s.skills_folder, "skills");
+    assert_eq!(s.local_skills_folder, "skills/iii");
+    assert_eq!(s.agents_folder, "agents");
+    assert_eq!(s.agents_skills_folder, ".agents/skills");
+    assert!(s.auto_download);
+    assert_eq!(s.registry_url, "https://api.workers.iii.dev");
+    assert_eq!(s.download_timeout_ms, 60_000);
+    assert_eq!(s.registry_cache_ttl_ms, 60_000);
+    assert!(s.filter_unregistered);
+    assert!(!s.inject_hint);
+    assert_eq!(s.hint_min_workers, 2);
+    assert!(s.registry_search);
+    assert_eq!(s.index_path, "data/iii-directory/index.redb");
+    assert_eq!(s.safety_net_interval_ms, 300_000);
+}
+
+#[test]
+fn field_table_covers_every_serialized_field() {
+    let json = Settings::default().to_json();
+    let Some(object) = json.as_object() else {
+        panic!("settings serialize to an object");
+    };
+    let mut serialized: Vec<&str> = object.keys().map(String::as_str).collect();
+    let mut table: Vec<&str> = FIELDS.iter().map(|f| f.name).collect();
+    serialized.sort_unstable();
+    table.sort_unstable();
+    assert_eq!(serialized, table);
+    let mut s = Settings::default();
+    for f in FIELDS {
+        assert!(slot(&mut s, f.name).is_some(), "{} has no slot", f.name);
+    }
+}
+
+#[test]
+fn empty_documents_give_defaults() {
+    for text in ["", "   \n", "# only a comment\n", "---\n", "~\n", "null"] {
+        let (s, warnings) = yaml(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(s, Settings::default(), "{text:?}");
+        assert!(warnings.is_empty());
+    }
+}
+
+#[test]
+fn every_key_is_read_from_yaml() {
+    let text = "\
+skills_folder: /srv/skills
+local_skills_folder: ./local
+agents_folder: ~/agents
+agents_skills_folder: other/.agents/skills
+auto_download: false
+index_path: cache/index.redb
+registry_url: http://localhost:9000
+download_timeout_ms: 5
+registry_cache_ttl_ms: 0
+filter_unregistered: false
+inject_hint: true
+hint_min_workers: 0
+registry_search: false
+safety_net_interval_ms: 0
+";
+    let (s, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(warnings.is_empty());
+    let expected = Settings {
+        skills_folder: "/srv/skills".into(),
+        local_skills_folder: "./local".into(),
+        agents_folder: "~/agents".into(),
+        agents_skills_folder: "other/.agents/skills".into(),
+        auto_download: false,
+        index_path: "cache/index.redb".into(),
+        registry_url: "http://localhost:9000".into(),
+        download_timeout_ms: 5,
+        registry_cache_ttl_ms: 0,
+        filter_unregistered: false,
+        inject_hint: true,
+        hint_min_workers: 0,
+        registry_search: false,
+        safety_net_interval_ms: 0,
+    };
+    assert_eq!(s, expected);
+}
+
+#[test]
+fn missing_keys_keep_their_defaults() {
+    let (s, _) = yaml("inject_hint: true\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s,
+        Settings {
+            inject_hint: true,
+            ..Settings::default()
+        }
+    );
+}
+
+#[test]
+fn unknown_keys_warn_and_are_ignored() {
+    let (s, warnings) = yaml("skils_folder: x\nwhatever: 1\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s, Settings::default());
+    assert_eq!(
+        warnings,
+        vec![
+            "unknown configuration key \"skils_folder\" ignored (did you mean \
+                 \"skills_folder\"?)"
+                .to_owned(),
+            "unknown configuration key \"whatever\" ignored".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn non_string_keys_are_named_in_warnings() {
+    let (_, warnings) = yaml("1: x\ntrue: y\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        warnings,
+        vec![
+            "unknown configuration key \"1\" ignored".to_owned(),
+            "unknown configuration key \"true\" ignored".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn wrong_types_name_the_key_and_the_expected_type() {
+    let cases = [
+        (
+            "download_timeout_ms: soon",
+            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a string",
+        ),
+        (
+            "download_timeout_ms: -1",
+            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a negative integer",
+        ),
+        (
+            "hint_min_workers: 1.5",
+            "configuration key \"hint_min_workers\" must be a non-negative integer, got a fractional number",
+        ),
+        (
+            "registry_cache_ttl_ms: \"60000\"",
+            "configuration key \"registry_cache_ttl_ms\" must be a non-negative integer, got a string",
+        ),
+        (
+            "skills_folder: 42",
+            "configuration key \"skills_folder\" must be a non-empty string, got an integer",
+        ),
+        (
+            "agents_folder: true",
+            "configuration key \"agents_folder\" must be a non-empty string, got a boolean",
+        ),
+        (
+            "registry_url: \"\"",
+            "configuration key \"registry_url\" must be a non-empty string, got an empty string",
+        ),
+        (
+            "index_path:",
+            "configuration key \"index_path\" must be a non-empty string, got null",
+        ),
+        (
+            "local_skills_folder: [a, b]",
+            "configuration key \"local_skills_folder\" must be a non-empty string, got a list",
+        ),
+        (
+            "auto_download: \"yes\"",
+            "configuration key \"auto_download\" must be a boolean (true or false), got a string",
+        ),
+        (
+            "inject_hint: 1",
+            "configuration key \"inject_hint\" must be a boolean (true or false), got an integer",
+        ),
+        (
+            "registry_search: {on: true}",
+            "configuration key \"registry_search\" must be a boolean (true or false), got a mapping",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(yaml_error(text), expected, "{text}");
+    }
+}
+
+#[test]
+fn top_level_must_be_a_mapping() {
+    assert_eq!(
+        yaml_error("- skills_folder: x\n"),
+        "configuration must be a mapping of key: value pairs at the top level, got a list"
+    );
+    assert_eq!(
+        yaml_error("just some text"),
+        "configuration must be a mapping of key: value pairs at the top level, got a string"
+    );
+}
+
+#[test]
+fn malformed_yaml_is_an_error() {
+    assert!(
+        yaml_error("skills_folder: [unclosed\n").starts_with("configuration is not valid YAML")
+    );
+    assert!(yaml_error("a: 1\na: 2\n").starts_with("configuration is not valid YAML"));
+}
+
+#[test]
+fn aliases_are_refused() {
+    let bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n";
+    assert!(matches!(yaml(bomb), Err(ConfigError::Alias)));
+}
+
+#[test]
+fn deep_nesting_and_large_documents_are_refused() {
+    let deep = format!("x: {}{}", "[".repeat(100), "]".repeat(100));
+    assert!(matches!(yaml(&deep), Err(ConfigError::TooDeep)));
+    let large = format!("# {}\n", "x".repeat(MAX_CONFIG_BYTES));
+    assert!(matches!(yaml(&large), Err(ConfigError::TooLarge { .. })));
+}
+
+#[test]
+fn several_documents_are_refused() {
+    assert!(matches!(
+        yaml("a: 1\n---\nb: 2\n"),
+        Err(ConfigError::MultipleDocuments { count: 2 })
+    ));
+}
+
+#[test]
+fn unknown_keys_may_hold_anything() {
+    let (_, warnings) =
+        yaml("extra: {deep: [1, .inf, !!int nope]}\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(warnings.len(), 1);
+}
+
+#[test]
+fn json_follows_the_same_rules() {
+    assert_eq!(
+        Settings::from_json(&Value::Null).map(|(s, _)| s).ok(),
+        Some(Settings::default())
+    );
+    let (s, warnings) = Settings::from_json(&json!({"hint_min_workers": 7, "colour": "blue"}))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.hint_min_workers, 7);
+    assert_eq!(warnings.len(), 1);
+    let error = Settings::from_json(&json!({"download_timeout_ms": "60000"}))
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        error.as_deref(),
+        Some(
+            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a string"
+        )
+    );
+    assert!(matches!(
+        Settings::from_json(&json!([1, 2])),
+        Err(ConfigError::NotAMapping { got: "a list" })
+    ));
+}
+
+#[test]
+fn json_round_trip() {
+    let original = Settings {
+        skills_folder: "/x".into(),
+        inject_hint: true,
+        hint_min_workers: 9,
+        safety_net_interval_ms: 0,
+        ..Settings::default()
+    };
+    let (back, warnings) =
+        Settings::from_json(&original.to_json()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back, original);
+    assert!(warnings.is_empty());
+    // serde agrees with the hand-written validator on a complete value.
+    let via_serde: Settings =
+        serde_json::from_value(original.to_json()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(via_serde, original);
+}
+
+#[test]
+fn topology_changes_are_named() {
+    let a = Settings::default();
+    assert!(a.topology_changed(&a.clone()).is_empty());
+    let b = Settings {
+        agents_folder: "elsewhere".into(),
+        index_path: "i.redb".into(),
+        auto_download: false,
+        registry_url: "http://x".into(),
+        inject_hint: true,
+        safety_net_interval_ms: 1,
+        ..Settings::default()
+    };
+    assert_eq!(
+        a.topology_changed(&b),
+        vec!["agents_folder", "auto_download", "index_path"]
+    );
+}
+
+#[test]
+fn schema_describes_every_field_with_its_default() {
+    let schema = Settings::json_schema();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], true);
+    assert_eq!(schema["example"], Settings::default().to_json());
+    for f in FIELDS {
+        let p = &schema["properties"][f.name];
+        assert_eq!(p["type"], f.kind.schema_type(), "{}", f.name);
+        assert_eq!(p["default"], Settings::default().to_json()[f.name]);
+        assert!(p["description"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    assert_eq!(schema["properties"]["download_timeout_ms"]["minimum"], 0);
+    assert_eq!(schema["properties"]["skills_folder"]["minLength"], 1);
+}
+
+#[test]
+fn absolute_paths_are_kept() {
+    let base = Path::new("/base");
+    assert_eq!(
+        resolve_path("/srv/skills", base, Some(Path::new("/home/u"))),
+        PathBuf::from("/srv/skills")
+    );
+}
+
+#[test]
+fn tilde_expands_to_home() {
+    let base = Path::new("/base");
+    let home = Some(Path::new("/home/u"));
+    assert_eq!(resolve_path("~", base, home), PathBuf::from("/home/u"));
+    assert_eq!(
+        resolve_path("~/agents/x", base, home),
+        PathBuf::from("/home/u/agents/x")
+    );
+    // `~user` is not expanded: only the caller's own home is known.
+    assert_eq!(
+        resolve_path("~user/x", base, home),
+        PathBuf::from("/base/~user/x")
+    );
+    // Without a home folder the tilde is an ordinary relative name.
+    assert_eq!(resolve_path("~", base, None), PathBuf::from("/base/~"));
+    assert_eq!(resolve_path("~/x", base, None), PathBuf::from("/base/~/x"));
+}
+
+#[test]
+fn relative_paths_drop_dot_components_and_join_the_base() {
+    let base = Path::new("/compose");
+    assert_eq!(
+        resolve_path("skills", base, None),
+        PathBuf::from("/compose/skills")
+    );
+    assert_eq!(
+        resolve_path("./skills/./iii", base, None),
+        PathBuf::from("/compose/skills/iii")
+    );
+    assert_eq!(
+        resolve_path(".agents/skills", base, None),
+        PathBuf::from("/compose/.agents/skills")
+    );
+}
+
+#[test]
+fn defaults_resolve_literally() {
+    let paths = Settings::default().resolve(Path::new("/p"), None);
+    assert_eq!(
+        paths,
+        Paths {
+            skills_folder: PathBuf::from("/p/skills"),
+            local_skills_folder: PathBuf::from("/p/skills/iii"),
+            agents_folder: PathBuf::from("/p/agents"),
+            agents_skills_folder: PathBuf::from("/p/.agents/skills"),
+            index_path: PathBuf::from("/p/data/iii-directory/index.redb"),
+        }
+    );
+    assert_eq!(Config::for_root(Path::new("/p")).paths, paths);
+}
+
+#[test]
+fn base_prefers_a_non_empty_compose_dir() {
+    let cwd = || Ok(PathBuf::from("/cwd"));
+    assert_eq!(
+        choose_base(Some("/compose".into()), cwd),
+        PathBuf::from("/compose")
+    );
+    assert_eq!(choose_base(Some("".into()), cwd), PathBuf::from("/cwd"));
+    assert_eq!(choose_base(None, cwd), PathBuf::from("/cwd"));
+    let gone = || Err(std::io::Error::other("deleted"));
+    assert_eq!(choose_base(None, gone), PathBuf::from("."));
+}
+
+#[test]
+fn home_falls_back_to_userprofile() {
+    assert_eq!(
+        choose_home(Some("/h".into()), Some("/u".into())),
+        Some(PathBuf::from("/h"))
+    );
+    assert_eq!(
+        choose_home(Some("".into()), Some("/u".into())),
+        Some(PathBuf::from("/u"))
+    );
+    assert_eq!(choose_home(None, None), None);
+}
+
+#[test]
+fn load_reads_a_file_and_names_it_in_errors() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let good = dir.path().join("good.yaml");
+    std::fs::write(&good, "hint_min_workers: 4\ntypo: 1\n").unwrap_or_else(|e| panic!("{e}"));
+    let (config, warnings) = Config::load(Some(&good)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.settings.hint_min_workers, 4);
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("good.yaml"));
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "inject_hint: maybe\n").unwrap_or_else(|e| panic!("{e}"));
+    let message = Config::load(Some(&bad))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(message.contains("bad.yaml"), "{message}");
+    assert!(message.contains("\"inject_hint\""), "{message}");
+
+    let missing = dir.path().join("missing.yaml");
+    let message = Config::load(Some(&missing))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(message.contains("missing.yaml"), "{message}");
+    assert!(message.contains("--config"), "{message}");
+
+    let large = dir.path().join("large.yaml");
+    std::fs::write(&large, "#".repeat(MAX_CONFIG_BYTES + 10)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(
+        Config::load(Some(&large)),
+        Err(ConfigError::InFile { .. })
+    ));
+}
+
+#[test]
+fn load_without_a_file_gives_defaults() {
+    let (config, warnings) = Config::load(None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.settings, Settings::default());
+    assert!(warnings.is_empty());
+    assert!(config.paths.skills_folder.ends_with("skills"));
+}
+
+#[test]
+fn example_file_parses_to_the_defaults() {
+    let text = include_str!("../../config.yaml.example");
+    let (settings, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(settings, Settings::default());
+    assert!(warnings.is_empty(), "{warnings:?}");
+}

@@ -1,0 +1,85 @@
+//! The clean-close stamp: what lets a writer skip verifying every page of an index file that
+//! nothing has touched since the last clean close.
+
+use std::path::{Path, PathBuf};
+
+/// A sidecar file, `<index>.clean`, holding the index file's size, inode and modification
+/// time right after a clean close. When the file still has exactly that stat at the next open,
+/// nothing has touched it since, and the page-by-page integrity check is skipped. The stamp is
+/// removed at open, so a writer that crashes leaves none, and a file changed while stopped
+/// (damaged, truncated, replaced) no longer matches it: both are verified in full.
+pub(super) struct CleanClose;
+
+impl CleanClose {
+    pub(super) fn sidecar(index: &Path) -> PathBuf {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".clean");
+        PathBuf::from(name)
+    }
+
+    pub(super) fn stat_line(index: &Path) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(index).ok()?;
+        Some(format!(
+            "{} {} {} {}",
+            meta.len(),
+            meta.ino(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ))
+    }
+
+    pub(super) fn record(index: &Path) {
+        if let Some(line) = CleanClose::stat_line(index) {
+            if let Err(e) = std::fs::write(CleanClose::sidecar(index), line) {
+                tracing::debug!(error = %e, "could not record the index's clean close");
+            }
+        }
+    }
+
+    /// Whether the file is as the last clean close left it; consumes the stamp either way.
+    pub(super) fn take(index: &Path) -> bool {
+        let sidecar = CleanClose::sidecar(index);
+        let recorded = std::fs::read_to_string(&sidecar).ok();
+        let _ = std::fs::remove_file(&sidecar);
+        recorded.is_some() && recorded == CleanClose::stat_line(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+
+    #[test]
+    fn only_a_clean_close_leaves_a_stamp_and_an_open_consumes_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index.redb");
+        let sidecar = CleanClose::sidecar(&path);
+
+        let index = Index::open_writer(&path).expect("open");
+        assert!(!sidecar.exists(), "no stamp while the writer is open");
+        drop(index);
+        let stamp = std::fs::read_to_string(&sidecar).expect("a clean close leaves a stamp");
+        assert_eq!(Some(stamp), CleanClose::stat_line(&path));
+
+        // A writer that never closes (a crash) leaves no stamp behind.
+        std::mem::forget(Index::open_writer(&path).expect("open again"));
+        assert!(!sidecar.exists(), "the open consumed the stamp");
+    }
+
+    #[test]
+    fn a_stamp_that_no_longer_matches_the_file_is_not_trusted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index.redb");
+        drop(Index::open_writer(&path).expect("open"));
+        assert!(CleanClose::sidecar(&path).exists());
+        // Any write to the file while stopped changes its stat.
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes.push(0);
+        std::fs::write(&path, bytes).expect("append");
+        assert!(!CleanClose::take(&path), "changed since the clean close");
+        assert!(!CleanClose::sidecar(&path).exists());
+        assert!(!CleanClose::take(&path), "no stamp, no trust");
+    }
+}

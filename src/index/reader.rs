@@ -1,0 +1,154 @@
+//! A consistent read snapshot of the index: the rows the read functions answer from, the text
+//! of a row's file, and the bookkeeping `status` and `check` show. Nothing here touches the
+//! folders on disk.
+
+use redb::{ReadableTableMetadata, TableDefinition};
+use serde::de::DeserializeOwned;
+
+use super::records::{self, ReconcileStamp, decode};
+use super::tables::*;
+use crate::bundled;
+use crate::doc::Hash;
+use crate::error::{Error, Result};
+use crate::roots::{Root, Roots};
+use crate::rules::Source;
+use crate::rules::agent::AgentRow;
+use crate::rules::prompt::PromptRow;
+use crate::rules::skill::{SkillRow, Visibility};
+
+/// A consistent read snapshot of the index.
+pub struct Reader {
+    pub(super) txn: redb::ReadTransaction,
+}
+
+impl Reader {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<redb::ReadOnlyTable<K, V>> {
+        self.txn.open_table(def).map_err(Error::index)
+    }
+
+    fn row<T: DeserializeOwned>(
+        &self,
+        def: TableDefinition<&str, &[u8]>,
+        key: &str,
+    ) -> Result<Option<T>> {
+        match self.table(def)?.get(key).map_err(Error::index)? {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Bumped by every reconcile that changed anything.
+    pub fn revision(&self) -> Result<u64> {
+        match self.table(META)?.get(META_REVISION).map_err(Error::index)? {
+            Some(v) => decode(v.value()),
+            None => Ok(0),
+        }
+    }
+
+    pub fn last_reconcile(&self) -> Result<Option<ReconcileStamp>> {
+        match self
+            .table(META)?
+            .get(META_RECONCILE)
+            .map_err(Error::index)?
+        {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every visible skill (before `filter_unregistered`), sorted by on-disk id.
+    pub fn skills(&self) -> Result<Vec<(String, SkillRow)>> {
+        decode_rows(&self.table(SKILLS)?)
+    }
+
+    pub fn skill(&self, id: &str) -> Result<Option<SkillRow>> {
+        self.row(SKILLS, id)
+    }
+
+    /// Finds a skill this caller may see by id: the exact id wins, then the `<id>/index`
+    /// overview alias (contract §3.4).
+    pub fn resolve_skill(
+        &self,
+        visibility: Visibility<'_>,
+        id: &str,
+    ) -> Result<Option<(String, SkillRow)>> {
+        for candidate in [id.to_string(), format!("{id}/index")] {
+            if let Some(row) = self.skill(&candidate)? {
+                if visibility.allows(&candidate, &row) {
+                    return Ok(Some((candidate, row)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The skills this caller may see, in on-disk id order.
+    pub fn visible_skills(&self, visibility: Visibility<'_>) -> Result<Vec<(String, SkillRow)>> {
+        let mut rows = self.skills()?;
+        rows.retain(|(id, row)| visibility.allows(id, row));
+        Ok(rows)
+    }
+
+    pub fn prompts(&self) -> Result<Vec<(String, PromptRow)>> {
+        decode_rows(&self.table(PROMPTS)?)
+    }
+
+    pub fn prompt(&self, name: &str) -> Result<Option<PromptRow>> {
+        self.row(PROMPTS, name)
+    }
+
+    pub fn agents(&self) -> Result<Vec<(String, AgentRow)>> {
+        decode_rows(&self.table(AGENTS)?)
+    }
+
+    pub fn agent(&self, id: &str) -> Result<Option<AgentRow>> {
+        self.row(AGENTS, id)
+    }
+
+    /// The text of a file by content hash.
+    pub fn content(&self, hash: &Hash) -> Result<Option<String>> {
+        self.table(CONTENT)?
+            .get(hash)
+            .map_err(Error::index)?
+            .map(|v| records::decompress_text(v.value()))
+            .transpose()
+    }
+
+    /// The whole text of a row's file (a bundled skill's from the binary), or the read path's
+    /// error for a file that cannot be served.
+    pub fn text(&self, roots: &Roots, source: &Source, bundled_id: &str) -> Result<String> {
+        match source {
+            Source::File { root, rel, content } => {
+                let path = roots.file(*root, rel);
+                match content {
+                    Err(issue) => Err(Error::Io(issue.message(&path))),
+                    Ok(hash) => self.content(hash)?.ok_or_else(|| {
+                        Error::Index(format!("content of {} is missing", path.display()))
+                    }),
+                }
+            }
+            Source::Bundled => bundled::skill_raw(bundled_id)
+                .map(str::to_string)
+                .ok_or_else(|| Error::Index(format!("bundled skill {bundled_id} is missing"))),
+        }
+    }
+
+    /// Every file (or folder) that is not served, or served with a problem, with why; sorted
+    /// by root and path.
+    pub fn skipped(&self) -> Result<Vec<(Root, String, String)>> {
+        Ok(
+            decode_paths(&self.table(SKIPPED)?, |why: &str| Ok(why.to_string()))?
+                .into_iter()
+                .map(|((root, rel), why)| (root, rel, why))
+                .collect(),
+        )
+    }
+
+    /// Number of files the index tracks.
+    pub fn file_count(&self) -> Result<u64> {
+        self.table(FILES)?.len().map_err(Error::index)
+    }
+}

@@ -1,0 +1,444 @@
+//! Reconcile: make the index equal to what a fresh scan of the roots computes, reading only
+//! what changed. It runs in named phases, all in one write transaction:
+//!
+//! 1. [`Plan::make`]: walk and stat the roots, and compare with the mirror: which files to read,
+//!    which vanished, which folder facts changed, which skill namespaces are dirty;
+//! 2. [`store_files`]: read, hash and parse the changed files (in parallel, in bounded batches)
+//!    and store them;
+//! 3. [`drop_removed`] and [`collect_garbage`]: forget vanished files and contents no file holds;
+//! 4. [`update_views`]: bring the merged views up to date in memory and write the rows that
+//!    differ;
+//! 5. [`stamp`]: bump the revision when an answer changed, and record the reconcile.
+
+mod mirror;
+mod read;
+mod store;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use redb::WriteTransaction;
+
+use super::records::{ReconcileStamp, Stat, encode};
+use super::tables::*;
+use super::views::{self, Changes, Inputs};
+use super::walk::{Found, TopDirs, Unreadable, walk, walk_scoped};
+use crate::doc::{Hash, ParsedDoc};
+use crate::error::{Error, Result};
+use crate::roots::{Root, Roots};
+use crate::time::Stamp;
+
+pub use mirror::Mirror;
+pub(crate) use read::Reading;
+
+/// Files read per batch: bounds the memory a cold reindex holds at once.
+const BATCH: usize = 1024;
+
+/// A file whose mtime or ctime is this close to the scan is read again next time: a later
+/// write in the same timestamp tick (coarse on many file systems) could leave its stat
+/// unchanged.
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// What one reconcile did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    /// Candidate files found on disk.
+    pub files: usize,
+    /// Files read (new or changed since the last reconcile).
+    pub read: usize,
+    /// Distinct contents parsed (content already known is not parsed again).
+    pub parsed: usize,
+    /// Files that vanished.
+    pub removed: usize,
+    /// Files and folders not served, or served with a problem (see `check`).
+    pub skipped: usize,
+    /// Whether any answer of the read functions changed (and so the revision was bumped).
+    pub changed: bool,
+    /// Which families' rows changed (the `external` events a watcher burst sends).
+    pub skills_changed: bool,
+    pub system_prompts_changed: bool,
+    pub agents_changed: bool,
+    pub revision: u64,
+    pub duration_ms: u64,
+    /// After a full reconcile: files that look like writers' temporary files (for the sweep
+    /// of the ones killed writers left; see `store::sweep_found_temps`).
+    #[serde(skip)]
+    pub temps: Vec<std::path::PathBuf>,
+}
+
+/// Reconcile progress, for a progress line on long runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    Walked { files: usize, to_read: usize },
+    Read { done: usize, total: usize },
+}
+
+/// What a reconcile looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every root, in full.
+    All,
+    /// Only these paths (files or folders, absolute) and what is under them; paths outside
+    /// every root are ignored. Used for a library write and for watcher events.
+    Paths(Vec<std::path::PathBuf>),
+}
+
+pub fn run(
+    db: &redb::Database,
+    mirror: &mut Mirror,
+    roots: &Roots,
+    scope: &Scope,
+    progress: &dyn Fn(Progress),
+) -> Result<Report> {
+    let started = Instant::now();
+    let scan_start = Stamp::now();
+    let plan = Plan::make(mirror, roots, scope);
+    tracing::debug!(
+        to_read = plan.to_read.len(),
+        walk_ms = started.elapsed().as_millis() as u64,
+        "roots walked"
+    );
+    progress(Progress::Walked {
+        files: plan.files,
+        to_read: plan.to_read.len(),
+    });
+    let mut report = Report {
+        read: plan.to_read.len(),
+        removed: plan.removed.len(),
+        temps: plan.temps.clone(),
+        ..Report::default()
+    };
+    if plan.is_noop(mirror) {
+        report.revision = mirror.revision;
+        report.files = mirror.files.len();
+        report.skipped = match &mirror.views {
+            Some(views) => views.skipped.len(),
+            None => store::skipped_count(db)?,
+        };
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        return Ok(report);
+    }
+
+    let txn = db.begin_write().map_err(Error::index)?;
+    mirror.load_rest(&txn)?;
+    let racy_after = scan_start.minus(mirror.racy_window);
+    report.parsed = store_files(&txn, mirror, roots, &plan.to_read, racy_after, progress)?;
+    drop_removed(&txn, mirror, &plan.removed)?;
+    collect_garbage(&txn, mirror)?;
+    tracing::debug!(
+        read = report.read,
+        parsed = report.parsed,
+        read_ms = started.elapsed().as_millis() as u64,
+        "files read and stored"
+    );
+    if plan.folders_changed(mirror) {
+        store::folders(&txn, &plan.top_dirs, &plan.unreadable)?;
+        mirror.top_dirs = plan.top_dirs;
+        mirror.unreadable = plan.unreadable;
+    }
+    let changes = update_views(&txn, mirror, plan.full_views, &plan.dirty)?;
+    tracing::debug!(
+        full = plan.full_views,
+        namespaces = plan.dirty.len(),
+        views_ms = started.elapsed().as_millis() as u64,
+        "views updated"
+    );
+    stamp(&txn, mirror, &mut report, &changes, scan_start, started)?;
+    txn.commit().map_err(Error::index)?;
+    tracing::debug!(
+        commit_ms = started.elapsed().as_millis() as u64,
+        "reconcile committed"
+    );
+    Ok(report)
+}
+
+/// Phase 1: what disk says, compared with what the index knows.
+struct Plan {
+    /// Candidate files found on disk.
+    files: usize,
+    /// Files that are new, changed, or were read too close to a change to trust their stat.
+    to_read: Vec<((Root, String), Stat)>,
+    /// Files the index knows that are gone (within the scope).
+    removed: Vec<(Root, String)>,
+    /// The complete folder facts after this reconcile.
+    top_dirs: TopDirs,
+    unreadable: Unreadable,
+    /// Views are recomputed from scratch: a new index, or a folder became (un)listable.
+    full_views: bool,
+    /// Otherwise, the skill namespaces whose rows may differ.
+    dirty: BTreeSet<String>,
+    /// Writers' temporary files a full walk saw.
+    temps: Vec<std::path::PathBuf>,
+}
+
+impl Plan {
+    fn make(mirror: &Mirror, roots: &Roots, scope: &Scope) -> Plan {
+        let found = match scope {
+            Scope::All => walk(roots),
+            Scope::Paths(paths) => walk_scoped(roots, paths),
+        };
+        let removed: Vec<(Root, String)> = mirror
+            .files
+            .keys()
+            .filter(|key| in_scope(scope, &found, key) && !found.files.contains_key(*key))
+            .cloned()
+            .collect();
+        let (top_dirs, unreadable, temps) = match scope {
+            Scope::All => (found.top_dirs, found.unreadable, found.temps),
+            Scope::Paths(_) => {
+                let (dirs, unreadable) = found.merge_folders(&mirror.top_dirs, &mirror.unreadable);
+                (dirs, unreadable, Vec::new())
+            }
+        };
+        let full_views = !mirror.computed || unreadable != mirror.unreadable;
+        let files = found.files.len();
+        let to_read: Vec<((Root, String), Stat)> = found
+            .files
+            .into_iter()
+            .filter(|(key, stat)| {
+                mirror
+                    .files
+                    .get(key)
+                    .is_none_or(|m| m.stat != *stat || m.racy)
+            })
+            .collect();
+        let dirty = if full_views {
+            BTreeSet::new()
+        } else {
+            views::dirty_namespaces(
+                to_read.iter().map(|(key, _)| key).chain(&removed),
+                top_dirs.symmetric_difference(&mirror.top_dirs),
+            )
+        };
+        Plan {
+            files,
+            to_read,
+            removed,
+            top_dirs,
+            unreadable,
+            full_views,
+            dirty,
+            temps,
+        }
+    }
+
+    fn folders_changed(&self, mirror: &Mirror) -> bool {
+        self.top_dirs != mirror.top_dirs || self.unreadable != mirror.unreadable
+    }
+
+    /// Nothing to read, drop or recompute.
+    fn is_noop(&self, mirror: &Mirror) -> bool {
+        mirror.computed
+            && self.to_read.is_empty()
+            && self.removed.is_empty()
+            && !self.folders_changed(mirror)
+    }
+}
+
+fn in_scope(scope: &Scope, found: &Found, key: &(Root, String)) -> bool {
+    match scope {
+        Scope::All => true,
+        Scope::Paths(_) => found.covers(key),
+    }
+}
+
+/// Phase 2: reads, hashes and parses the files to read, and stores them; returns how many
+/// distinct new contents were parsed. The next batch is read on the pool while this thread
+/// stores the previous one, so storing (single-threaded in redb) does not leave a core idle.
+fn store_files(
+    txn: &WriteTransaction,
+    mirror: &mut Mirror,
+    roots: &Roots,
+    to_read: &[((Root, String), Stat)],
+    racy_after: Stamp,
+    progress: &dyn Fn(Progress),
+) -> Result<usize> {
+    let mut docs = mirror.docs.take().unwrap_or_default();
+    let mut tables = store::FileTables::open(txn)?;
+    let mut fresh: HashMap<Hash, ParsedDoc> = HashMap::new();
+    let result = {
+        let reading = Reading {
+            roots,
+            known: &docs,
+            claimed: Mutex::new(HashSet::new()),
+            racy_after,
+            pack: true,
+        };
+        let read_batch = |batch: &[((Root, String), Stat)]| -> Vec<read::Read> {
+            batch
+                .par_iter()
+                .map(|(key, stat)| reading.read(key, *stat))
+                .collect()
+        };
+        let mut done = 0;
+        std::thread::scope(|scope| -> Result<()> {
+            let mut batches = to_read.chunks(BATCH);
+            let mut current = batches.next().map(read_batch);
+            while let Some(reads) = current.take() {
+                let next = batches
+                    .next()
+                    .map(|batch| scope.spawn(|| read_batch(batch)));
+                done += reads.len();
+                for read in reads {
+                    tables.store(read, &mut mirror.files, &mut fresh)?;
+                }
+                progress(Progress::Read {
+                    done,
+                    total: to_read.len(),
+                });
+                current = next.map(|reading| reading.join().expect("a read batch panicked"));
+            }
+            Ok(())
+        })
+    };
+    let parsed = fresh.len();
+    docs.extend(fresh);
+    mirror.docs = Some(docs);
+    result.map(|()| parsed)
+}
+
+/// Phase 3a: forgets the files that vanished.
+fn drop_removed(
+    txn: &WriteTransaction,
+    mirror: &mut Mirror,
+    removed: &[(Root, String)],
+) -> Result<()> {
+    let mut files = txn.open_table(FILES).map_err(Error::index)?;
+    for key in removed {
+        files
+            .remove((key.0 as u8, key.1.as_str()))
+            .map_err(Error::index)?;
+        mirror.files.remove(key);
+    }
+    Ok(())
+}
+
+/// Phase 3b: drops the parsed documents and texts no file refers to any more.
+fn collect_garbage(txn: &WriteTransaction, mirror: &mut Mirror) -> Result<()> {
+    let referenced: HashSet<&Hash> = mirror
+        .files
+        .values()
+        .filter_map(|m| m.content.as_ref().ok())
+        .collect();
+    let orphans: Vec<Hash> = mirror
+        .docs()
+        .keys()
+        .filter(|h| !referenced.contains(h))
+        .copied()
+        .collect();
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    let mut docs_table = txn.open_table(DOCS).map_err(Error::index)?;
+    let mut content = txn.open_table(CONTENT).map_err(Error::index)?;
+    let docs = mirror.docs.as_mut().expect("loaded by load_rest first");
+    for hash in orphans {
+        docs_table.remove(&hash).map_err(Error::index)?;
+        content.remove(&hash).map_err(Error::index)?;
+        docs.remove(&hash);
+    }
+    Ok(())
+}
+
+/// Phase 4: the views brought up to date (recomputed whole, or per dirty namespace), and the
+/// rows that differ written.
+fn update_views(
+    txn: &WriteTransaction,
+    mirror: &mut Mirror,
+    full: bool,
+    dirty: &BTreeSet<String>,
+) -> Result<store::Changed> {
+    let mut current = mirror.views.take().unwrap_or_default();
+    let inputs = Inputs {
+        files: &mirror.files,
+        docs: mirror.docs(),
+        top_dirs: &mirror.top_dirs,
+        unreadable: &mirror.unreadable,
+    };
+    let changes = if full {
+        let fresh = views::compute(&inputs);
+        let changes = Changes::between(&current, &fresh);
+        current = fresh;
+        changes
+    } else {
+        views::update(&inputs, &mut current, dirty)
+    };
+    let changed = store::view_changes(txn, &current, &changes)?;
+    mirror.views = Some(current);
+    mirror.computed = true;
+    Ok(changed)
+}
+
+/// Phase 5: the revision (bumped when an answer changed; file bookkeeping alone, such as a
+/// racy file read again with the same content, does not bump it) and the reconcile's stamp.
+fn stamp(
+    txn: &WriteTransaction,
+    mirror: &mut Mirror,
+    report: &mut Report,
+    changed: &store::Changed,
+    scan_start: Stamp,
+    started: Instant,
+) -> Result<()> {
+    report.skills_changed = changed.skills;
+    report.system_prompts_changed = changed.prompts;
+    report.agents_changed = changed.agents;
+    report.changed = changed.skills || changed.prompts || changed.agents || changed.skipped;
+    if report.changed {
+        mirror.revision += 1;
+    }
+    report.revision = mirror.revision;
+    report.files = mirror.files.len();
+    report.skipped = mirror.views.as_ref().map_or(0, |v| v.skipped.len());
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    let mut meta = txn.open_table(META).map_err(Error::index)?;
+    meta.insert(META_REVISION, encode(&mirror.revision).as_slice())
+        .map_err(Error::index)?;
+    let stamp = ReconcileStamp {
+        at: scan_start,
+        duration_ms: report.duration_ms,
+    };
+    meta.insert(META_RECONCILE, encode(&stamp).as_slice())
+        .map_err(Error::index)?;
+    Ok(())
+}
+
+/// The views of the roots from scratch, without any index: walk, read and parse every file,
+/// merge. What a reconcile must agree with, and what a rescan on every read pays; tests and
+/// the benchmark baseline use it.
+#[cfg(any(test, feature = "testing"))]
+pub fn fresh_views(roots: &Roots) -> views::Views {
+    let found = walk(roots);
+    let never = Stamp {
+        secs: i64::MAX,
+        nanos: 0,
+    };
+    let known = HashMap::new();
+    let reading = Reading {
+        roots,
+        known: &known,
+        claimed: Mutex::new(HashSet::new()),
+        racy_after: never,
+        pack: false,
+    };
+    let reads: Vec<read::Read> = found
+        .files
+        .par_iter()
+        .map(|(key, stat)| reading.read(key, *stat))
+        .collect();
+    let mut files = std::collections::BTreeMap::new();
+    let mut docs = HashMap::new();
+    for read in reads {
+        if let (Ok(hash), Some(new)) = (&read.meta.content, read.new) {
+            docs.insert(*hash, new.parsed);
+        }
+        files.insert(read.key, read.meta);
+    }
+    views::compute(&Inputs {
+        files: &files,
+        docs: &docs,
+        top_dirs: &found.top_dirs,
+        unreadable: &found.unreadable,
+    })
+}

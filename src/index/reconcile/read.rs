@@ -1,0 +1,91 @@
+//! Reading one file for a reconcile: capped, decoded, hashed, and (when its content is new)
+//! parsed and compressed. Runs on the rayon pool.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read as _;
+use std::sync::Mutex;
+
+use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
+use crate::index::records::{FileMeta, Stat, compress_text};
+use crate::roots::{Root, Roots};
+use crate::time::Stamp;
+
+/// One file read from disk.
+pub struct Read {
+    pub key: (Root, String),
+    pub meta: FileMeta,
+    /// Its content, when that content was not known yet.
+    pub new: Option<NewContent>,
+}
+
+/// A content seen for the first time: its parse and, for the content table, its compressed
+/// text (compressed on the reading threads, so the single writer thread only inserts).
+pub struct NewContent {
+    pub parsed: ParsedDoc,
+    pub packed: Vec<u8>,
+}
+
+/// What the reads of one reconcile share: which contents are already known, and which a read
+/// of this reconcile has claimed, so that each new content is parsed once however many files
+/// hold it.
+pub struct Reading<'a> {
+    pub roots: &'a Roots,
+    pub known: &'a HashMap<Hash, ParsedDoc>,
+    pub claimed: Mutex<HashSet<Hash>>,
+    /// A file changed after this is read again next time (see `RACY_WINDOW`).
+    pub racy_after: Stamp,
+    /// Compress new contents for the content table (a scan without an index does not).
+    pub pack: bool,
+}
+
+impl Reading<'_> {
+    pub fn read(&self, key: &(Root, String), stat: Stat) -> Read {
+        let racy = stat.mtime >= self.racy_after || stat.ctime >= self.racy_after;
+        let done = |content, new| Read {
+            key: key.clone(),
+            meta: FileMeta {
+                stat,
+                content,
+                racy,
+            },
+            new,
+        };
+        let text = match self.load(key, stat) {
+            Ok(bytes) => bytes,
+            Err(issue) => return done(Err(issue), None),
+        };
+        let text = match doc::decode(&text) {
+            Ok(text) => text,
+            Err(issue) => return done(Err(issue), None),
+        };
+        let hash = *blake3::hash(text.as_bytes()).as_bytes();
+        let first = !self.known.contains_key(&hash)
+            && self
+                .claimed
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(hash);
+        let new = first.then(|| NewContent {
+            parsed: ParsedDoc::parse(text),
+            packed: if self.pack {
+                compress_text(text)
+            } else {
+                Vec::new()
+            },
+        });
+        done(Ok(hash), new)
+    }
+
+    /// The file's bytes, capped: a file that grew past the cap since its stat is not read whole.
+    fn load(&self, key: &(Root, String), stat: Stat) -> Result<Vec<u8>, ReadIssue> {
+        if stat.size > MAX_FILE_BYTES {
+            return Err(ReadIssue::TooLarge(stat.size));
+        }
+        let read = std::fs::File::open(self.roots.file(key.0, &key.1)).and_then(|file| {
+            let mut bytes = Vec::with_capacity(stat.size as usize);
+            file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+            Ok(bytes)
+        });
+        read.map_err(|e| ReadIssue::Io(e.to_string()))
+    }
+}

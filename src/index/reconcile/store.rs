@@ -1,0 +1,139 @@
+//! The writes a reconcile makes into its transaction: files and their contents, folder facts,
+//! and the view rows that changed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use redb::{ReadableDatabase, ReadableTableMetadata, Table, WriteTransaction};
+use serde::Serialize;
+
+use super::read::Read;
+use crate::doc::{Hash, ParsedDoc};
+use crate::error::{Error, Result};
+use crate::index::records::{FileMeta, encode};
+use crate::index::tables::*;
+use crate::index::views::{Changes, Views};
+use crate::roots::Root;
+
+/// The tables a file read lands in.
+pub struct FileTables<'txn> {
+    files: Table<'txn, (u8, &'static str), &'static [u8]>,
+    docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
+    content: Table<'txn, &'static [u8; 32], &'static [u8]>,
+}
+
+impl<'txn> FileTables<'txn> {
+    pub fn open(txn: &'txn WriteTransaction) -> Result<FileTables<'txn>> {
+        Ok(FileTables {
+            files: txn.open_table(FILES).map_err(Error::index)?,
+            docs: txn.open_table(DOCS).map_err(Error::index)?,
+            content: txn.open_table(CONTENT).map_err(Error::index)?,
+        })
+    }
+
+    /// Stores one read: its new content (parse and text), and its file entry when that changed.
+    pub fn store(
+        &mut self,
+        read: Read,
+        files: &mut BTreeMap<(Root, String), FileMeta>,
+        fresh: &mut HashMap<Hash, ParsedDoc>,
+    ) -> Result<()> {
+        if let (Some(new), Ok(hash)) = (read.new, &read.meta.content) {
+            self.docs
+                .insert(hash, encode(&new.parsed).as_slice())
+                .map_err(Error::index)?;
+            self.content
+                .insert(hash, new.packed.as_slice())
+                .map_err(Error::index)?;
+            fresh.insert(*hash, new.parsed);
+        }
+        if files.get(&read.key) != Some(&read.meta) {
+            self.files
+                .insert(
+                    (read.key.0 as u8, read.key.1.as_str()),
+                    encode(&read.meta).as_slice(),
+                )
+                .map_err(Error::index)?;
+            files.insert(read.key, read.meta);
+        }
+        Ok(())
+    }
+}
+
+/// Replaces the folder facts: top-level folders and folders that cannot be listed.
+pub fn folders(
+    txn: &WriteTransaction,
+    top_dirs: &BTreeSet<(Root, String)>,
+    unreadable: &BTreeMap<(Root, String), String>,
+) -> Result<()> {
+    let mut top = txn.open_table(TOP_DIRS).map_err(Error::index)?;
+    top.retain(|_, _| false).map_err(Error::index)?;
+    for (root, name) in top_dirs {
+        top.insert((*root as u8, name.as_str()), ())
+            .map_err(Error::index)?;
+    }
+    let mut table = txn.open_table(UNREADABLE).map_err(Error::index)?;
+    table.retain(|_, _| false).map_err(Error::index)?;
+    for ((root, rel), why) in unreadable {
+        table
+            .insert((*root as u8, rel.as_str()), why.as_str())
+            .map_err(Error::index)?;
+    }
+    Ok(())
+}
+
+/// Which tables a reconcile changed.
+pub struct Changed {
+    pub skills: bool,
+    pub prompts: bool,
+    pub agents: bool,
+    pub skipped: bool,
+}
+
+/// Writes the rows of `views` whose keys changed, and deletes the changed keys it no longer has.
+pub fn view_changes(txn: &WriteTransaction, views: &Views, changes: &Changes) -> Result<Changed> {
+    rows(txn, SKILLS, &views.skills, &changes.skills)?;
+    rows(txn, PROMPTS, &views.prompts, &changes.prompts)?;
+    rows(txn, AGENTS, &views.agents, &changes.agents)?;
+    let mut table = txn.open_table(SKIPPED).map_err(Error::index)?;
+    for key in &changes.skipped {
+        let stored = (key.0 as u8, key.1.as_str());
+        match views.skipped.get(key) {
+            Some(why) => table.insert(stored, why.as_str()).map(drop),
+            None => table.remove(stored).map(drop),
+        }
+        .map_err(Error::index)?;
+    }
+    Ok(Changed {
+        skills: !changes.skills.is_empty(),
+        prompts: !changes.prompts.is_empty(),
+        agents: !changes.agents.is_empty(),
+        skipped: !changes.skipped.is_empty(),
+    })
+}
+
+fn rows<T: Serialize>(
+    txn: &WriteTransaction,
+    def: redb::TableDefinition<&str, &[u8]>,
+    rows: &BTreeMap<String, T>,
+    keys: &BTreeSet<String>,
+) -> Result<()> {
+    let mut table = txn.open_table(def).map_err(Error::index)?;
+    for key in keys {
+        match rows.get(key) {
+            Some(row) => table.insert(key.as_str(), encode(row).as_slice()).map(drop),
+            None => table.remove(key.as_str()).map(drop),
+        }
+        .map_err(Error::index)?;
+    }
+    Ok(())
+}
+
+/// Rows in the skip table, read without loading the views.
+pub fn skipped_count(db: &redb::Database) -> Result<usize> {
+    let txn = db.begin_read().map_err(Error::index)?;
+    Ok(txn
+        .open_table(SKIPPED)
+        .map_err(Error::index)?
+        .len()
+        .map_err(Error::index)? as usize)
+}

@@ -1,0 +1,225 @@
+//! What an agent profile is: a direct `<agents_folder>/<id>.md` file whose frontmatter names
+//! it (`name`) and may set a logo, icon, colour, skill filter, model, effort and a parent to
+//! `extends`; and how an `extends` chain resolves.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Reading, Source, trimmed, with_required_fields};
+use crate::doc::{Fields, ParsedDoc};
+use crate::error::{Error, next};
+
+/// The frontmatter of an agent profile, validated.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub logo: Option<String>,
+    pub skills: Vec<String>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+    pub icon: Option<String>,
+    pub color: Option<String>,
+    pub extends: Option<String>,
+}
+
+/// One agent profile found on disk.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRow {
+    pub profile: Profile,
+    pub modified_at: String,
+    pub bytes: u64,
+    pub source: Source,
+}
+
+/// Longest `extends` chain, in hops from a profile to its farthest ancestor (contract: 8).
+pub const MAX_EXTENDS_HOPS: usize = 8;
+/// Longest `logo`, in bytes (contract: 16; emoji only).
+pub const MAX_LOGO_BYTES: usize = 16;
+pub const ICONS: [&str; 9] = [
+    "agent", "code", "search", "terminal", "database", "test", "review", "docs", "design",
+];
+pub const COLORS: [&str; 7] = [
+    "neutral", "blue", "purple", "teal", "green", "amber", "rose",
+];
+
+/// Validates an agent profile's frontmatter; the scan and the writes use the same rules (see
+/// [`Reading`] for the one difference).
+pub fn profile(doc: &ParsedDoc, reading: Reading) -> Result<Profile, String> {
+    with_required_fields(&doc.frontmatter, reading, profile_from_fields)
+}
+
+fn profile_from_fields(fields: &Fields) -> Result<Profile, String> {
+    let name = trimmed(fields.name.as_ref()).ok_or("frontmatter missing non-empty `name`")?;
+    let logo = match fields.logo.as_deref().map(str::trim) {
+        None => None,
+        Some("") => return Err("`logo` must be non-empty when present (emoji only)".into()),
+        Some(logo) if logo.len() > MAX_LOGO_BYTES => {
+            return Err(format!(
+                "`logo` too long ({} bytes; max {MAX_LOGO_BYTES}) — emoji only",
+                logo.len()
+            ));
+        }
+        Some(logo)
+            if logo
+                .chars()
+                .any(|c| c == '/' || c == '\\' || c.is_whitespace()) =>
+        {
+            return Err("`logo` may not contain path separators or whitespace — emoji only".into());
+        }
+        Some(logo) => Some(logo.to_string()),
+    };
+    let icon = trimmed(fields.icon.as_ref());
+    if let Some(icon) = &icon {
+        if !ICONS.contains(&icon.as_str()) {
+            return Err(format!(
+                "`icon` must be one of {} (got {icon:?})",
+                ICONS.join(", ")
+            ));
+        }
+    }
+    let color = trimmed(fields.color.as_ref());
+    if let Some(color) = &color {
+        if !COLORS.contains(&color.as_str()) {
+            return Err(format!(
+                "`color` must be one of {} (got {color:?})",
+                COLORS.join(", ")
+            ));
+        }
+    }
+    Ok(Profile {
+        name,
+        description: fields
+            .description
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_string(),
+        logo,
+        skills: fields.skills.clone().unwrap_or_default(),
+        model: trimmed(fields.model.as_ref()),
+        reasoning_effort: trimmed(fields.reasoning_effort.as_ref()),
+        icon,
+        color,
+        extends: trimmed(fields.extends.as_ref()),
+    })
+}
+
+/// Follows `extends` from the profile `start` (whose id is `id`): the profile and its ancestors,
+/// nearest first, each parent found with `lookup`; or the D415 text for a loop, a chain of more
+/// than [`MAX_EXTENDS_HOPS`] hops, or an unknown parent. Pure, so it can be checked (and fuzzed)
+/// without an index.
+pub fn extends_chain<'a, P>(
+    id: &'a str,
+    start: &'a P,
+    parent_of: impl Fn(&'a P) -> Option<&'a str>,
+    lookup: impl Fn(&str) -> Option<&'a P>,
+) -> Result<Vec<&'a P>, String> {
+    let mut chain = vec![start];
+    let mut trail = vec![id];
+    let mut current = start;
+    while let Some(parent) = parent_of(current) {
+        if trail.contains(&parent) {
+            trail.push(parent);
+            return Err(inheritance_error(
+                id,
+                &format!("has an extends loop: {}", trail.join(" → ")),
+            ));
+        }
+        trail.push(parent);
+        if chain.len() > MAX_EXTENDS_HOPS {
+            return Err(inheritance_error(
+                id,
+                &format!(
+                    "extends chain is deeper than {MAX_EXTENDS_HOPS} levels: {}",
+                    trail.join(" → ")
+                ),
+            ));
+        }
+        current = lookup(parent).ok_or_else(|| {
+            inheritance_error(id, &format!("extends unknown agent profile {parent:?}"))
+        })?;
+        chain.push(current);
+    }
+    Ok(chain)
+}
+
+fn inheritance_error(id: &str, problem: &str) -> String {
+    Error::invalid_input(
+        "D415",
+        format!("agent profile {id:?} {problem}."),
+        &[next("directory::agents::list", "browse agent profile ids")],
+    )
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(id, parent)` pairs, resolved the way the catalog resolves its entries.
+    fn resolve<'a>(
+        profiles: &'a [(&'a str, Option<&'a str>)],
+        id: &'a str,
+    ) -> Result<Vec<&'a str>, String> {
+        let lookup = |wanted: &str| profiles.iter().find(|(id, _)| *id == wanted);
+        let start = lookup(id).expect("the start profile exists");
+        extends_chain(id, start, |(_, parent)| *parent, lookup)
+            .map(|chain| chain.iter().map(|(id, _)| *id).collect())
+    }
+
+    /// `p0` extends `p1` … up to `p{hops}`, which extends nothing.
+    fn line_of(hops: usize) -> Vec<(String, Option<String>)> {
+        (0..=hops)
+            .map(|i| (format!("p{i}"), (i < hops).then(|| format!("p{}", i + 1))))
+            .collect()
+    }
+
+    fn borrowed(owned: &[(String, Option<String>)]) -> Vec<(&str, Option<&str>)> {
+        owned
+            .iter()
+            .map(|(id, parent)| (id.as_str(), parent.as_deref()))
+            .collect()
+    }
+
+    #[test]
+    fn chain_follows_extends_nearest_first() {
+        let profiles = [("a", Some("b")), ("b", Some("c")), ("c", None)];
+        assert_eq!(resolve(&profiles, "a"), Ok(vec!["a", "b", "c"]));
+        assert_eq!(resolve(&profiles, "c"), Ok(vec!["c"]));
+    }
+
+    #[test]
+    fn eight_hops_resolve_and_nine_are_refused() {
+        let eight = line_of(MAX_EXTENDS_HOPS);
+        let eight = borrowed(&eight);
+        let chain = resolve(&eight, "p0").expect("8 hops are allowed");
+        assert_eq!(chain.len(), MAX_EXTENDS_HOPS + 1);
+
+        let nine = line_of(MAX_EXTENDS_HOPS + 1);
+        let nine = borrowed(&nine);
+        let err = resolve(&nine, "p0").expect_err("9 hops are too many");
+        assert!(err.starts_with("D415 invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1"), "{err}");
+    }
+
+    #[test]
+    fn loops_and_unknown_parents_are_d415() {
+        let profiles = [
+            ("a", Some("b")),
+            ("b", Some("a")),
+            ("s", Some("s")),
+            ("u", Some("gone")),
+        ];
+        let err = resolve(&profiles, "a").expect_err("loop");
+        assert!(
+            err.contains("\"a\" has an extends loop: a → b → a."),
+            "{err}"
+        );
+        let err = resolve(&profiles, "s").expect_err("self loop");
+        assert!(err.contains("\"s\" has an extends loop: s → s."), "{err}");
+        let err = resolve(&profiles, "u").expect_err("unknown");
+        assert!(
+            err.contains("\"u\" extends unknown agent profile \"gone\"."),
+            "{err}"
+        );
+    }
+}
