@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub fn parse<T: DeserializeOwned>(request: &Value) -> Result<T> {
     let empty = Value::Object(Default::default());

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 
-use crate::Directory;
+use crate::directory::Directory;
 use crate::roots::Root;
 use crate::time::Stamp;
 

@@ -1,8 +1,6 @@
-//! What the write functions share: the outcome a family's write hands back to [`Directory`]
+//! What the write functions share: the outcome a family's write hands back to the directory
 //! (which reconciles the touched paths and publishes the event under its write lock), the
 //! content checks, and the rendering of store errors.
-//!
-//! [`Directory`]: crate::Directory
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +11,7 @@ use crate::error::Next;
 use crate::events::ChangeEvent;
 use crate::store::StoreError;
 use crate::time::Stamp;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A write done on disk: its response, the paths to reconcile, and the event to publish.
 pub struct Outcome {

@@ -71,7 +71,9 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
         .map(|(file, _)| first_segment(file.id).to_string())
         .collect();
     for root in [Root::LocalSkills, Root::Skills, Root::AgentsSkills] {
-        namespaces.extend(files_of(inputs, root).map(|((_, rel), _)| namespace_of(root, rel)));
+        namespaces.extend(
+            files_of(inputs, root).map(|((_, rel), _)| namespace_of(root, rel).to_string()),
+        );
     }
     for ns in &namespaces {
         let (rows, skipped) = namespace_rows(inputs, &shadows, ns);
@@ -132,24 +134,26 @@ pub fn dirty_namespaces<'a>(
     let mut dirty = BTreeSet::new();
     for (root, rel) in files {
         if *root != Root::Agents {
-            dirty.insert(namespace_of(*root, rel));
+            dirty.insert(namespace_of(*root, rel).to_string());
         }
     }
     // A top-level folder shadows (or stops shadowing) the namespace of its name, and a file of
     // a lower root that sits beside it with the same name.
     for (_, name) in top_dirs {
         dirty.insert(name.clone());
-        dirty.insert(namespace_of(Root::Skills, name));
+        dirty.insert(namespace_of(Root::Skills, name).to_string());
     }
     dirty
 }
 
 /// The skill namespace a file of a skills root or of the agents skills root belongs to: the
 /// first segment of the id it would have.
-fn namespace_of(root: Root, rel: &str) -> String {
-    match root {
-        Root::AgentsSkills => first_segment(rel).to_string(),
-        _ => first_segment(&skill_id_for(rel)).to_string(),
+/// A file at the top of a skills root is its own namespace (`x.md` is `x`, `SKILL.md` is
+/// `index`); anything deeper belongs to its first folder.
+fn namespace_of(root: Root, rel: &str) -> &str {
+    match (root, rel.contains('/')) {
+        (Root::Skills | Root::LocalSkills, false) => top_file_namespace(rel),
+        _ => first_segment(rel),
     }
 }
 
@@ -173,16 +177,12 @@ fn owner<'k>(inputs: &Inputs<'_>, key: &'k (Root, String)) -> Owner<'k> {
         Root::AgentsSkills => Owner::Namespace(first_segment(rel)),
         Root::Skills | Root::LocalSkills => match classify(rel) {
             PathClass::SystemPrompt => Owner::Prompts,
-            _ => match rel.split_once('/') {
-                Some((first, _)) => Owner::Namespace(first),
-                // A file at the top of the root: its namespace is its id, computed below.
-                None => Owner::Namespace(top_file_namespace(rel)),
-            },
+            _ => Owner::Namespace(namespace_of(*root, rel)),
         },
     }
 }
 
-/// The namespace of a file at the top of a skills root (`x.md` is `x`, `SKILL.md` is `index`).
+/// The namespace of a file at the top of a skills root: the id it has.
 fn top_file_namespace(name: &str) -> &str {
     match name {
         "SKILL.md" | "SKILLS.md" => "index",

@@ -12,7 +12,7 @@ use iii_sdk::runtime::IIIConnectionState;
 use serde_json::{Value, json};
 
 use super::engine::{Installed, call_retrying, is_missing};
-use crate::Directory;
+use crate::directory::Directory;
 use crate::config::Settings;
 
 /// The configuration entry id (contract).

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::events::Family;
-use crate::{ReadFunction, WriteFunction};
+use crate::directory::{ReadFunction, WriteFunction};
 
 /// What a registered function does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
