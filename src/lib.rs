@@ -15,6 +15,7 @@ pub mod events;
 pub mod generate;
 pub mod index;
 mod request;
+pub mod search;
 pub mod skills;
 pub mod store;
 pub mod system_prompts;
