@@ -801,6 +801,30 @@ impl FakeEngine {
         metadata: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, ErrorBody> {
+        self.invoke_frame(function_id, data, metadata, None, timeout)
+            .await
+    }
+
+    /// Invoke a worker function with a W3C `baggage` header on the frame (for example
+    /// `iii.session.id=s1`), as the engine forwards a caller's OpenTelemetry baggage.
+    pub async fn invoke_with_baggage(
+        &self,
+        function_id: &str,
+        data: Value,
+        baggage: &str,
+    ) -> Result<Value, ErrorBody> {
+        self.invoke_frame(function_id, data, None, Some(baggage), DEFAULT_TIMEOUT)
+            .await
+    }
+
+    async fn invoke_frame(
+        &self,
+        function_id: &str,
+        data: Value,
+        metadata: Option<Value>,
+        baggage: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value, ErrorBody> {
         let (reply, outcome) = oneshot::channel();
         let invocation_id = {
             let mut st = self.shared.lock();
@@ -822,6 +846,9 @@ impl FakeEngine {
             });
             if let Some(metadata) = metadata {
                 frame["metadata"] = metadata;
+            }
+            if let Some(baggage) = baggage {
+                frame["baggage"] = json!(baggage);
             }
             st.pending.insert(
                 invocation_id.clone(),
