@@ -18,6 +18,8 @@
 //!   `engine::workers::register` marks the connection ready instead and is not a fire.
 //!   A fire whose target is a function registered on an open connection is also delivered
 //!   there (with a fresh id; the reply is dropped), like the engine does.
+//! - [`FakeEngine::invoke_with_baggage`] sends the worker an `invokefunction` carrying a W3C
+//!   `baggage` header, as the engine forwards a caller's OpenTelemetry baggage.
 //! - `invokefunction` with an id is a call out of the worker ([`Call`]). It is answered from a
 //!   canned response ([`FakeEngine::respond`] and friends) if one is set; otherwise it is
 //!   routed to the open connection that registered that function; otherwise it gets
