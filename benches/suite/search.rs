@@ -4,7 +4,9 @@
 //! the network's), and the catalog rebuild (slim, fingerprint, BM25 index) for 2,000 functions.
 //! The baseline is what the original worker does on every call: rebuild the index, then rank.
 //!
-//! Runs in the full suite, or alone: `cargo bench --bench suite -- search`.
+//! Runs in the full suite, or alone: `cargo bench --bench suite -- search`. The catalog does not
+//! depend on the tree size; the targets are judged in runs at the issue's standard size (the
+//! default), as the suite's other targets are.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -20,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::Settings;
 use crate::measure::measure;
+use crate::reads::TARGET_SKILLS;
 use crate::results::Figure;
 
 /// Functions in the generated catalog (issue 13).
@@ -218,7 +221,9 @@ impl Registry for InMemoryRegistry {
 }
 
 pub fn figures(settings: &Settings) -> Vec<Figure> {
-    let runs = settings.iterations.max(200);
+    // Searches are fast: ten times the suite's iteration count of them; rebuilds as many as it.
+    let runs = settings.iterations * 10;
+    let rebuilds = settings.iterations;
     let tools = generated_tools(FUNCTIONS);
     let request = json!({ "capabilities": CAPABILITIES });
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -226,7 +231,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         .build()
         .expect("runtime");
 
-    let rebuild = measure(3, 30, || {
+    let rebuild = measure(1, rebuilds, || {
         black_box(Catalog::build(&tools));
     });
     let search = FunctionSearch::new();
@@ -247,7 +252,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         .unwrap_or(0);
     assert!(candidates > 0, "the generated catalog answers: {answer}");
 
-    let off = measure(20, runs, || {
+    let off = measure(10, runs, || {
         black_box(
             runtime
                 .block_on(search.search(&request, None, None))
@@ -256,7 +261,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
     });
     // The original's way: the index rebuilt from the catalog on every call.
     let capabilities = query::parse(&request).expect("request");
-    let rebuild_per_call = measure(3, 30, || {
+    let rebuild_per_call = measure(1, rebuilds, || {
         let catalog = Catalog::build(&tools);
         black_box(select(&catalog, &capabilities));
     });
@@ -271,7 +276,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         .expect("search")
         .installable
         .len();
-    let on = measure(20, runs, || {
+    let on = measure(10, runs, || {
         black_box(
             runtime
                 .block_on(search.search(&request, None, Some(with_registry)))
@@ -286,7 +291,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
             &off,
         )
         .baseline("index rebuilt per call", rebuild_per_call.p50)
-        .target("p50 <2 ms", settings.skills, off.p50 < SEARCH_P50_MAX_MS)
+        .target("p50 <2 ms", TARGET_SKILLS, off.p50 < SEARCH_P50_MAX_MS)
         .note(format!(
             "registry search off; {candidates} candidates answered; in-process (no wire)"
         )),
@@ -299,7 +304,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
             "in-memory registry (40 workers, no network): the cost of registry search itself; {installable} installable workers answered"
         )),
         Figure::timing("search_rebuild", "search catalog rebuild, 2,000 functions", &rebuild)
-            .target("<50 ms", settings.skills, rebuild.p50 < REBUILD_MAX_MS)
+            .target("<50 ms", TARGET_SKILLS, rebuild.p50 < REBUILD_MAX_MS)
             .note("slim tools, blake3 fingerprint, BM25 index; once per catalog change"),
     ]
 }
