@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod doc;
+
 pub mod worker;
 
 mod agents;
@@ -36,6 +37,12 @@ pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report};
 pub use roots::{Root, Roots};
 pub use watch::{WatchOptions, WatchStatus, Watcher};
+
+/// Function search: public to the tests and benchmarks, which rank golden catalogs with it.
+#[cfg(any(test, feature = "testing"))]
+pub mod search;
+#[cfg(not(any(test, feature = "testing")))]
+mod search;
 
 /// Deterministic skill trees for tests, benchmarks and the `generate_tree` example.
 #[cfg(any(test, feature = "testing"))]

@@ -29,6 +29,7 @@ Examples:
   iii-directory get skill resend/index       one skill's body
   iii-directory get agent iii --json         the exact response of directory::agents::get
   iii-directory check                        every file that is not served, and why
+  iii-directory search 'send an email'       functions for a capability, from a running engine
 
 While a worker runs, the read commands answer from its live index; without one, they bring
 the index up to date first.";
@@ -103,6 +104,16 @@ enum Command {
     },
     /// List every file the index does not serve, with the reason.
     Check {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find functions for one to six capabilities on a running engine
+    /// (directory::search_functions through the iii-directory worker).
+    Search {
+        /// Capabilities, each a short English phrase: "send an email" "store a file".
+        #[arg(required = true, value_name = "CAPABILITY")]
+        capabilities: Vec<String>,
+        /// Print the exact response of directory::search_functions.
         #[arg(long)]
         json: bool,
     },
@@ -218,6 +229,10 @@ fn run(cli: Cli) -> Result<(), String> {
             print(&response, json, || {
                 response["body"].as_str().unwrap_or_default().to_string()
             })
+        }
+        Command::Search { capabilities, json } => {
+            let response = worker::search_over_bus(&cli.url, &capabilities)?;
+            print(&response, json, || render_search(&response))
         }
         Command::Check { json } => {
             let directory = open_fresh(config)?;
@@ -419,6 +434,47 @@ fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
             out
         }
     }
+}
+
+/// Ranked workers with their candidate functions, then installable registry workers.
+fn render_search(response: &Value) -> String {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let functions = |worker: &Value| -> Vec<[String; 2]> {
+        worker["functions"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .map(|f| [format!("  {}", s(f, "function_id")), s(f, "description")])
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    let workers = response["workers"].as_array().cloned().unwrap_or_default();
+    if workers.is_empty() {
+        out.push_str("no installed function matched\n");
+    }
+    for worker in &workers {
+        out.push_str(&format!("{}\n", s(worker, "namespace")));
+        out.push_str(table(["", ""], &functions(worker)).trim_start_matches('\n'));
+        out.push('\n');
+    }
+    for worker in response["installable"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{} {} (not installed; install with compose::add {{\"worker\": \"{}\"}}): {}\n",
+            s(worker, "name"),
+            s(worker, "version"),
+            s(worker, "name"),
+            s(worker, "description")
+        ));
+        out.push_str(table(["", ""], &functions(worker)).trim_start_matches('\n'));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "({:.1} ms)",
+        response["latency_ms"].as_f64().unwrap_or_default()
+    ));
+    out
 }
 
 fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {

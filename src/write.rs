@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use crate::doc::{MAX_FILE_BYTES, frontmatter};
 use crate::error::Next;
+use crate::error::{Error, Result};
 use crate::events::ChangeEvent;
 use crate::store::StoreError;
 use crate::time::Stamp;
-use crate::error::{Error, Result};
 
 /// A write done on disk: its response, the paths to reconcile, and the event to publish.
 pub struct Outcome {

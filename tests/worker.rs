@@ -125,6 +125,29 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["function_id", "registered_triggers"],
     ),
     (ON_CONFIG_CHANGE, &[], &["ok"]),
+    (
+        "directory::search_functions",
+        &["capabilities"],
+        &["guidance", "workers", "latency_ms"],
+    ),
+    ("directory::on-functions-change", &[], &["ok"]),
+    (
+        "directory::pre-generate",
+        &["session_id", "turn_id", "step", "generate"],
+        &["decision", "annotations"],
+    ),
+    ("directory::hint-preview", &[], &["agent_trigger", "native"]),
+];
+
+/// The internal functions (`metadata.internal`), with the metadata each registers.
+const INTERNAL: &[(&str, &str)] = &[
+    (ON_CONFIG_CHANGE, r#"{"internal":true}"#),
+    ("directory::on-functions-change", r#"{"internal":true}"#),
+    (
+        "directory::pre-generate",
+        r#"{"internal":true,"trace_hidden":true}"#,
+    ),
+    ("directory::hint-preview", r#"{"internal":true}"#),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -637,14 +660,21 @@ async fn registers_every_manifest_function_with_its_schemas_and_the_trigger_type
             );
         }
 
-        let internal = id == ON_CONFIG_CHANGE;
+        let expected_metadata: Option<Value> = INTERNAL
+            .iter()
+            .find(|(internal, _)| *internal == id)
+            .map(|(_, metadata)| serde_json::from_str(metadata).expect("metadata JSON"));
         assert_eq!(
             entry["internal"],
-            json!(internal),
+            json!(expected_metadata.is_some()),
             "{id}: manifest internal"
         );
-        let expected_metadata = internal.then(|| json!({ "internal": true }));
         assert_eq!(f.metadata, expected_metadata, "{id}: metadata");
+        assert_eq!(
+            entry["metadata"],
+            expected_metadata.clone().unwrap_or(Value::Null),
+            "{id}: manifest metadata"
+        );
     }
 
     let trigger_types = h.engine.trigger_types();

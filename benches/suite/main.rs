@@ -7,6 +7,7 @@
 //! BENCH_SKILLS=1000 cargo bench --bench suite       # another size
 //! cargo bench --bench suite -- report               # BENCHMARKS.md and bench/plot.svg from saved results
 //! bench/run                                         # all of it for 1,000, 10,000 and 50,000 skills
+//! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
 //! ```
 //!
 //! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
@@ -28,6 +29,7 @@ mod reads;
 mod reindex;
 mod report;
 mod results;
+mod search;
 mod worker;
 
 use std::path::PathBuf;
@@ -73,7 +75,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 19] = [
+const ORDER: [&str; 22] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -93,6 +95,9 @@ const ORDER: [&str; 19] = [
     "wire_list",
     "wire_get",
     "index_size",
+    "search_off",
+    "search_registry",
+    "search_rebuild",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -109,10 +114,44 @@ fn main() {
         report::write(&settings);
         return;
     }
+    if command.first().map(String::as_str) == Some("search") {
+        search_only(&settings);
+        return;
+    }
     let run = run(&settings);
     results::print(&run);
     std::fs::create_dir_all(&settings.results).expect("results folder");
     let file = settings.results.join(format!("{}.json", settings.skills));
+    std::fs::write(
+        &file,
+        serde_json::to_string_pretty(&run).expect("serialize"),
+    )
+    .expect("write results");
+    println!("\nresults: {}", file.display());
+}
+
+/// The function-search section alone (it needs no skills tree).
+fn search_only(settings: &Settings) {
+    let load_start = load_average();
+    let started = Instant::now();
+    eprintln!("function search");
+    let run = Run {
+        skills: settings.skills,
+        files: 0,
+        content_bytes: 0,
+        load_start,
+        load_end: String::new(),
+        seconds: 0.0,
+        figures: search::figures(settings),
+    };
+    let run = Run {
+        load_end: load_average(),
+        seconds: started.elapsed().as_secs_f64(),
+        ..run
+    };
+    results::print(&run);
+    std::fs::create_dir_all(&settings.results).expect("results folder");
+    let file = settings.results.join("search.json");
     std::fs::write(
         &file,
         serde_json::to_string_pretty(&run).expect("serialize"),
@@ -169,6 +208,8 @@ fn run(settings: &Settings) -> Run {
     figures.extend(latency::figures(settings, directory, &floors));
     eprintln!("worker process");
     figures.extend(worker::figures(settings, &copy, &work));
+    eprintln!("function search");
+    figures.extend(search::figures(settings));
 
     figures.sort_by_key(|f| {
         ORDER

@@ -38,7 +38,8 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 }
 
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> crate::error::Result<T> {
-    postcard::from_bytes(bytes).map_err(|e| crate::error::Error::Index(format!("undecodable record: {e}")))
+    postcard::from_bytes(bytes)
+        .map_err(|e| crate::error::Error::Index(format!("undecodable record: {e}")))
 }
 
 /// A file's text as the content table stores it: LZ4 block compression with the length in
@@ -51,7 +52,8 @@ pub fn compress_text(text: &str) -> Vec<u8> {
 /// The inverse of [`compress_text`]. The stated length is checked against the file size cap
 /// before anything is allocated, so a damaged record cannot ask for a huge buffer.
 pub fn decompress_text(bytes: &[u8]) -> crate::error::Result<String> {
-    let undecodable = |why: String| crate::error::Error::Index(format!("undecodable content: {why}"));
+    let undecodable =
+        |why: String| crate::error::Error::Index(format!("undecodable content: {why}"));
     let stated = bytes
         .get(..4)
         .map(|n| u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as u64)

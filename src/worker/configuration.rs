@@ -12,8 +12,8 @@ use iii_sdk::runtime::IIIConnectionState;
 use serde_json::{Value, json};
 
 use super::engine::{Installed, call_retrying, is_missing};
-use crate::directory::Directory;
 use crate::config::Settings;
+use crate::directory::Directory;
 
 /// The configuration entry id (contract).
 pub const ENTRY_ID: &str = "iii-directory";

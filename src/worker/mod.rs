@@ -7,6 +7,7 @@
 
 mod configuration;
 mod engine;
+mod search;
 mod subscriptions;
 pub mod surface;
 
@@ -18,13 +19,15 @@ use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::events::{ChangeEvent, Family};
-use crate::watch::{WatchOptions, Watcher};
 use crate::directory::{Directory, ReadFunction};
+use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
+use crate::watch::{WatchOptions, Watcher};
 use engine::Installed;
 use subscriptions::{Provider, Subscriptions};
 use surface::Handler;
+
+pub use search::search_over_bus;
 
 /// The worker's name on the bus (contract).
 pub const WORKER_NAME: &str = "iii-directory";
@@ -46,6 +49,7 @@ struct Shared {
     directory: Arc<Directory>,
     watcher: Watcher,
     installed: Installed,
+    search: Arc<search::SearchState>,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -84,6 +88,8 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         directory,
         watcher,
         installed: Installed::default(),
+        // The registry client for `installable` plugs in here (None: registry search off).
+        search: Arc::new(search::SearchState::new(runtime.handle().clone(), None)),
     });
 
     register(&iii, &shared, runtime.handle().clone());
@@ -103,6 +109,8 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
                 options.seed,
             )
             .await;
+            let inject_hint = boot_shared.directory.settings().inject_hint;
+            search::boot(&boot_iii, &boot_shared.search, inject_hint).await;
         });
         tokio::select! {
             _ = shutdown_signal() => Ok(()),
@@ -247,6 +255,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         }));
     for function in surface::functions() {
         let handler = function.handler;
+        let metadata = function.metadata();
         let shared = shared.clone();
         let iii_for_handler = iii.clone();
         let mut registration = RegisterFunction::new_async(move |input: Value| {
@@ -261,8 +270,8 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         .description(function.description)
         .request_format(function.request)
         .response_format(function.response);
-        if function.internal {
-            registration = registration.metadata(json!({ "internal": true }));
+        if let Some(metadata) = metadata {
+            registration = registration.metadata(metadata);
         }
         iii.register_function(function.id, registration);
     }
@@ -302,7 +311,15 @@ async fn handle(
         Handler::EngineFunctionInfo => return engine::function_info(iii, input).await,
         Handler::OnConfigChange => {
             configuration::refresh(iii, &shared.directory, &shared.installed).await;
+            let inject_hint = shared.directory.settings().inject_hint;
+            search::reconcile_hint(iii, &shared.search, inject_hint);
             return Ok(json!({ "ok": true }));
+        }
+        Handler::SearchFunctions
+        | Handler::OnFunctionsChange
+        | Handler::PreGenerate
+        | Handler::HintPreview => {
+            return search::handle(iii, &shared.search, handler, input, &settings).await;
         }
         _ => {}
     }
@@ -317,7 +334,12 @@ async fn handle(
                 status["watcher"] = json!(shared.watcher.status());
                 status
             }),
-            Handler::EngineFunctionInfo | Handler::OnConfigChange => unreachable!("answered above"),
+            Handler::EngineFunctionInfo
+            | Handler::OnConfigChange
+            | Handler::SearchFunctions
+            | Handler::OnFunctionsChange
+            | Handler::PreGenerate
+            | Handler::HintPreview => unreachable!("answered above"),
         }
         .map_err(|e| e.to_string())
     })

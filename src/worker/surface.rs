@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::events::Family;
 use crate::directory::{ReadFunction, WriteFunction};
+use crate::events::Family;
 
 /// What a registered function does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +14,10 @@ pub enum Handler {
     Status,
     EngineFunctionInfo,
     OnConfigChange,
+    SearchFunctions,
+    OnFunctionsChange,
+    PreGenerate,
+    HintPreview,
 }
 
 /// One function of the surface.
@@ -25,6 +29,19 @@ pub struct Function {
     pub response: Value,
     /// Internal functions carry `metadata.internal = true` (hidden from search and listings).
     pub internal: bool,
+}
+
+impl Function {
+    /// The metadata registered with the function: internal functions carry `internal: true`
+    /// (hidden from search and listings); the pre-generate hook, which runs on every
+    /// generation, is also kept out of traces.
+    pub fn metadata(&self) -> Option<Value> {
+        match (self.internal, self.handler) {
+            (true, Handler::PreGenerate) => Some(json!({ "internal": true, "trace_hidden": true })),
+            (true, _) => Some(json!({ "internal": true })),
+            (false, _) => None,
+        }
+    }
 }
 
 fn object(properties: Value, required: &[&str]) -> Value {
@@ -54,6 +71,13 @@ fn integer() -> Value {
 
 fn array_of(items: Value) -> Value {
     json!({ "type": "array", "items": items })
+}
+
+fn candidate() -> Value {
+    object(
+        json!({ "function_id": string("function id"), "description": string("first sentence of its description") }),
+        &["function_id", "description"],
+    )
 }
 
 fn skill_row() -> Value {
@@ -389,6 +413,101 @@ pub fn functions() -> Vec<Function> {
             response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
             internal: true,
         },
+        Function {
+            id: crate::search::catalog::SEARCH_FUNCTION_ID,
+            handler: SearchFunctions,
+            description: "Search the engine's functions for one to six external capabilities (short English phrases); returns compact function-id candidates grouped by worker, and registry workers that would match but are not installed.",
+            request: object(
+                json!({
+                    "capabilities": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 6,
+                        "items": { "type": "string", "minLength": 1 },
+                        "description": "One entry per unmet external capability, in English (keep proper names, URLs and function ids as written). Requests to summarize provided text or content are ignored.",
+                    },
+                }),
+                &["capabilities"],
+            ),
+            response: object(
+                json!({
+                    "guidance": string("what to do with the candidates"),
+                    "workers": array_of(object(
+                        json!({ "namespace": string("worker"), "functions": array_of(candidate()) }),
+                        &["namespace", "functions"],
+                    )),
+                    "installable": array_of(object(
+                        json!({
+                            "name": string("registry worker"), "version": string("version"),
+                            "description": string("description"), "functions": array_of(candidate()),
+                            "install": object(
+                                json!({ "function": { "const": "compose::add" }, "payload": object(json!({ "worker": string("registry worker") }), &["worker"]) }),
+                                &["function", "payload"],
+                            ),
+                        }),
+                        &["name", "version", "description", "functions", "install"],
+                    )),
+                    "latency_ms": { "type": "number" },
+                }),
+                &["guidance", "workers", "latency_ms"],
+            ),
+            internal: false,
+        },
+        Function {
+            id: super::search::ON_FUNCTIONS_CHANGE,
+            handler: OnFunctionsChange,
+            description: "Internal: refreshes the function-search catalog when the engine's functions change (engine::functions-available).",
+            request: object(
+                json!({ "event": string("functions_changed"), "functions": array_of(json!({ "type": "object" })) }),
+                &[],
+            ),
+            response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
+            internal: true,
+        },
+        Function {
+            id: super::search::PRE_GENERATE,
+            handler: PreGenerate,
+            description: "Internal: harness pre-generate hook that appends the function-search hint to a generation's system prompt, at most once per turn and only when its gates allow.",
+            request: object(
+                json!({
+                    "session_id": string("harness session"),
+                    "turn_id": string("turn"),
+                    "step": integer(),
+                    "depth": integer(),
+                    "generate": object(
+                        json!({
+                            "system_prompt": string("the generation's system prompt"),
+                            "messages": array_of(json!({ "type": "object" })),
+                            "functions_generation": integer(),
+                            "tools": array_of(object(json!({ "name": string("function id"), "description": string("description"), "parameters": { "type": "object" } }), &["name"])),
+                            "expose": string("agent_trigger (default), native, or another mode"),
+                        }),
+                        &["system_prompt", "messages", "tools"],
+                    ),
+                }),
+                &["session_id", "turn_id", "step", "generate"],
+            ),
+            response: object(
+                json!({
+                    "decision": { "const": "continue" },
+                    "mutations": object(json!({ "system_prompt": string("the prompt with the hint appended") }), &["system_prompt"]),
+                    "annotations": { "type": "object" },
+                }),
+                &["decision", "annotations"],
+            ),
+            internal: true,
+        },
+        Function {
+            id: super::search::HINT_PREVIEW,
+            handler: HintPreview,
+            description: "Internal: the exact function-search hint per exposure mode (agent_trigger, native), as the configuration UI shows it.",
+            request: object(json!({}), &[]),
+            response: object(
+                json!({ "agent_trigger": string("hint for agent_trigger exposure"), "native": string("hint for native exposure") }),
+                &["agent_trigger", "native"],
+            ),
+            internal: true,
+        },
     ]
 }
 
@@ -436,7 +555,7 @@ pub fn manifest() -> Value {
         .map(|f| {
             json!({
                 "id": f.id, "description": f.description, "request_format": f.request,
-                "response_format": f.response, "internal": f.internal,
+                "response_format": f.response, "internal": f.internal, "metadata": f.metadata(),
             })
         })
         .collect();

@@ -18,6 +18,8 @@
 //!   `engine::workers::register` marks the connection ready instead and is not a fire.
 //!   A fire whose target is a function registered on an open connection is also delivered
 //!   there (with a fresh id; the reply is dropped), like the engine does.
+//! - [`FakeEngine::invoke_with_baggage`] sends the worker an `invokefunction` carrying a W3C
+//!   `baggage` header, as the engine forwards a caller's OpenTelemetry baggage.
 //! - `invokefunction` with an id is a call out of the worker ([`Call`]). It is answered from a
 //!   canned response ([`FakeEngine::respond`] and friends) if one is set; otherwise it is
 //!   routed to the open connection that registered that function; otherwise it gets
@@ -801,6 +803,30 @@ impl FakeEngine {
         metadata: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, ErrorBody> {
+        self.invoke_frame(function_id, data, metadata, None, timeout)
+            .await
+    }
+
+    /// Invoke a worker function with a W3C `baggage` header on the frame (for example
+    /// `iii.session.id=s1`), as the engine forwards a caller's OpenTelemetry baggage.
+    pub async fn invoke_with_baggage(
+        &self,
+        function_id: &str,
+        data: Value,
+        baggage: &str,
+    ) -> Result<Value, ErrorBody> {
+        self.invoke_frame(function_id, data, None, Some(baggage), DEFAULT_TIMEOUT)
+            .await
+    }
+
+    async fn invoke_frame(
+        &self,
+        function_id: &str,
+        data: Value,
+        metadata: Option<Value>,
+        baggage: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value, ErrorBody> {
         let (reply, outcome) = oneshot::channel();
         let invocation_id = {
             let mut st = self.shared.lock();
@@ -822,6 +848,9 @@ impl FakeEngine {
             });
             if let Some(metadata) = metadata {
                 frame["metadata"] = metadata;
+            }
+            if let Some(baggage) = baggage {
+                frame["baggage"] = json!(baggage);
             }
             st.pending.insert(
                 invocation_id.clone(),

@@ -1,0 +1,166 @@
+//! Function search and the pre-generate hint (`directory::search_functions`,
+//! `directory::pre-generate`, `directory::hint-preview`, `directory::on-functions-change`).
+//!
+//! A search ranks the live engine catalog with BM25 for each capability the caller lacks and
+//! answers compact `{function_id, description}` candidates grouped by worker, plus, when asked,
+//! registry workers that are not installed but would match. The pieces:
+//!
+//! - `tokenize`: text to terms (camelCase, stopwords, plurals, JSON keys, intrinsic filter);
+//! - `catalog`: engine answers to slim tools, their fingerprint and BM25 index;
+//! - `bm25`: the index, built once per catalog, never per query;
+//! - `rank`: per-capability ranking, the floors, the round-robin merge and the caps;
+//! - `query`: request validation and capability preparation;
+//! - `session`: what each session was already given;
+//! - `registry`: the installable section, against a [`registry::Registry`] client;
+//! - `response`: the answer and its guidance texts;
+//! - `hint`: the pre-generate gates and the hint text;
+//! - `service`: the catalog refresher, against an [`service::Engine`].
+//!
+//! **Architecture invariant:** no I/O here but through the two traits; no engine SDK types.
+
+pub mod bm25;
+pub mod catalog;
+pub mod hint;
+pub mod query;
+pub mod rank;
+pub mod registry;
+pub mod response;
+pub mod service;
+pub mod session;
+pub mod tokenize;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use catalog::Catalog;
+use query::Capability;
+use rank::{
+    MAX_CANDIDATES, MAX_WORKERS, NAMESPACE_FLOOR, coverage_prune, group_by_namespace,
+    limit_workers, namespace_floor, ranked_hits, round_robin,
+};
+use registry::Registry;
+use response::{Candidate, Response, Worker};
+use service::CatalogService;
+use session::Split;
+
+/// The OTel baggage key that carries the caller's session id (contract).
+pub const SESSION_BAGGAGE_KEY: &str = "iii.session.id";
+
+/// Registry search for one call: the client, and how long each phase may take.
+#[derive(Clone, Copy)]
+pub struct RegistrySearch<'a> {
+    pub registry: &'a dyn Registry,
+    pub phase_wait: Duration,
+}
+
+/// Search state shared by every call: the catalog, and the per-session memories.
+#[derive(Default)]
+pub struct FunctionSearch {
+    catalog: CatalogService,
+    delivered: Mutex<session::Memory>,
+    hints: Mutex<hint::Memory>,
+}
+
+impl FunctionSearch {
+    pub fn new() -> FunctionSearch {
+        FunctionSearch::default()
+    }
+
+    /// The catalog service (to refresh it, or to read the catalog in use).
+    pub fn catalog(&self) -> &CatalogService {
+        &self.catalog
+    }
+
+    /// `directory::search_functions`. `session` is the caller's session id, when it sent one;
+    /// `registry` is `None` when registry search is off.
+    pub async fn search(
+        &self,
+        request: &Value,
+        session: Option<&str>,
+        registry: Option<RegistrySearch<'_>>,
+    ) -> Result<Response, String> {
+        let started = Instant::now();
+        let capabilities = query::parse(request)?;
+        let catalog = self.catalog.current();
+        let selected = select(&catalog, &capabilities);
+        let split = match session.filter(|s| !s.is_empty()) {
+            Some(session) => self
+                .delivered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .split(session, catalog.fingerprint(), &selected),
+            None => Split {
+                send: selected,
+                repeated: Vec::new(),
+            },
+        };
+        let workers = workers(&catalog, &split.send);
+        let installable = match registry {
+            Some(search) if !capabilities.is_empty() => {
+                registry::installable(search.registry, search.phase_wait, &catalog, &capabilities)
+                    .await
+            }
+            _ => Vec::new(),
+        };
+        Ok(Response {
+            guidance: response::guidance(
+                !workers.is_empty(),
+                &split.repeated,
+                !installable.is_empty(),
+            ),
+            workers,
+            installable,
+            latency_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// `directory::pre-generate`.
+    pub fn pre_generate(&self, request: &Value, hint_min_workers: u64) -> Value {
+        let mut hints = self.hints.lock().unwrap_or_else(|p| p.into_inner());
+        hint::pre_generate(&mut hints, request, hint_min_workers)
+    }
+}
+
+/// The ids a search selects from the catalog: each capability ranked against its own leader
+/// (coverage prune, namespace floor), merged round-robin up to 12, at most 6 workers.
+pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
+    let rankings: Vec<Vec<&str>> = capabilities
+        .iter()
+        .map(|capability| {
+            let ranked: Vec<(&str, f64)> =
+                coverage_prune(ranked_hits(catalog.index(), &capability.terms))
+                    .into_iter()
+                    .map(|hit| (catalog.tools()[hit.doc].name.as_str(), hit.score))
+                    .collect();
+            namespace_floor(ranked, NAMESPACE_FLOOR)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect()
+        })
+        .collect();
+    limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Candidates grouped by worker, in rank order, with their slim descriptions.
+fn workers(catalog: &Catalog, ids: &[String]) -> Vec<Worker> {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    group_by_namespace(&ids)
+        .into_iter()
+        .map(|(namespace, members)| Worker {
+            namespace: namespace.to_string(),
+            functions: members
+                .into_iter()
+                .filter_map(|id| catalog.get(id))
+                .map(|tool| Candidate {
+                    function_id: tool.name.clone(),
+                    description: tool.description.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}

@@ -1,0 +1,304 @@
+//! The live catalog: fetched from the engine (`engine::functions::list`, then
+//! `engine::functions::info {function_ids}` in parallel batches of at most 32), indexed once,
+//! and swapped in only when its fingerprint changed. Refreshes are serialized; a failed one
+//! keeps the catalog that was there.
+//!
+//! The engine is reached through [`Engine`], so this logic runs without a socket in tests.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+use super::catalog::{Catalog, INFO_ALL_FAILED, Tool, info_entries, parse_list, tools_from_info};
+
+/// Timeout of `engine::functions::list` (contract: 5 s).
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Timeout of each `engine::functions::info` batch (contract: 5 s).
+pub const INFO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Ids per `engine::functions::info` batch (the engine's maximum).
+pub const INFO_BATCH: usize = 32;
+
+/// A call to an engine function, answered or failed (with a message).
+#[async_trait]
+pub trait Engine: Send + Sync {
+    async fn call(
+        &self,
+        function_id: &str,
+        payload: Value,
+        timeout: Duration,
+    ) -> Result<Value, String>;
+}
+
+/// The engine's functions as tools, in listed order (excluded and internal ones left out).
+pub async fn fetch(engine: &dyn Engine) -> Result<Vec<Tool>, String> {
+    let listed = engine
+        .call("engine::functions::list", json!({}), LIST_TIMEOUT)
+        .await
+        .map_err(|e| format!("engine::functions::list: {e}"))?;
+    let ids = parse_list(&listed)?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let answers = join_all(ids.chunks(INFO_BATCH).map(|batch| async move {
+        engine
+            .call(
+                "engine::functions::info",
+                json!({ "function_ids": batch }),
+                INFO_TIMEOUT,
+            )
+            .await
+            .inspect_err(|e| {
+                tracing::warn!(
+                    functions = batch.len(),
+                    "engine::functions::info batch failed; those functions stay out of search: {e}"
+                );
+            })
+            .ok()
+    }))
+    .await;
+    let answered: Vec<Value> = answers.into_iter().flatten().collect();
+    if answered.is_empty() {
+        return Err(INFO_ALL_FAILED.into());
+    }
+    Ok(tools_from_info(
+        &ids,
+        answered.iter().flat_map(info_entries),
+    ))
+}
+
+/// What a refresh did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refresh {
+    /// A new catalog of this many functions is in use.
+    Changed { functions: usize },
+    /// The engine's functions are the ones already indexed.
+    Unchanged,
+}
+
+/// The catalog searches read, and its refresher.
+pub struct CatalogService {
+    current: RwLock<Arc<Catalog>>,
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl Default for CatalogService {
+    fn default() -> Self {
+        CatalogService::new(Catalog::build(&[]))
+    }
+}
+
+impl CatalogService {
+    pub fn new(catalog: Catalog) -> CatalogService {
+        CatalogService {
+            current: RwLock::new(Arc::new(catalog)),
+            refreshing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The catalog in use (a snapshot: a refresh never changes it under a search).
+    pub fn current(&self) -> Arc<Catalog> {
+        self.current
+            .read()
+            .map(|c| c.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Fetches and indexes the engine's functions, and swaps the new catalog in if it differs.
+    /// One refresh at a time; on error the current catalog stays.
+    pub async fn refresh(&self, engine: &dyn Engine) -> Result<Refresh, String> {
+        let _one_at_a_time = self.refreshing.lock().await;
+        let tools = fetch(engine).await?;
+        Ok(self.install(Catalog::build(&tools)))
+    }
+
+    /// Swaps `catalog` in when its fingerprint differs from the current one.
+    pub fn install(&self, catalog: Catalog) -> Refresh {
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if current.fingerprint() == catalog.fingerprint() {
+            return Refresh::Unchanged;
+        }
+        let functions = catalog.len();
+        *current = Arc::new(catalog);
+        Refresh::Changed { functions }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    type InfoAnswer = Box<dyn Fn(&[String]) -> Result<Value, String> + Send + Sync>;
+
+    /// An engine answering from closures, counting calls and the largest concurrency seen.
+    struct Scripted {
+        list: Mutex<Result<Value, String>>,
+        info: InfoAnswer,
+        info_calls: AtomicUsize,
+        in_flight: AtomicUsize,
+        peak: AtomicUsize,
+    }
+
+    impl Scripted {
+        fn new(
+            list: Result<Value, String>,
+            info: impl Fn(&[String]) -> Result<Value, String> + Send + Sync + 'static,
+        ) -> Scripted {
+            Scripted {
+                list: Mutex::new(list),
+                info: Box::new(info),
+                info_calls: AtomicUsize::new(0),
+                in_flight: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl Engine for Scripted {
+        async fn call(
+            &self,
+            function_id: &str,
+            payload: Value,
+            _: Duration,
+        ) -> Result<Value, String> {
+            match function_id {
+                "engine::functions::list" => self
+                    .list
+                    .lock()
+                    .map(|l| l.clone())
+                    .unwrap_or_else(|_| Err("poisoned".into())),
+                "engine::functions::info" => {
+                    self.info_calls.fetch_add(1, Ordering::SeqCst);
+                    let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let ids: Vec<String> =
+                        serde_json::from_value(payload["function_ids"].clone()).unwrap_or_default();
+                    assert!(ids.len() <= INFO_BATCH, "a batch of {}", ids.len());
+                    (self.info)(&ids)
+                }
+                other => Err(format!("unexpected call {other}")),
+            }
+        }
+    }
+
+    fn details(ids: &[String]) -> Result<Value, String> {
+        let functions: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({ "function_id": id, "description": format!("Does {id}.") }))
+            .collect();
+        Ok(json!({ "functions": functions }))
+    }
+
+    fn listing(n: usize) -> Value {
+        let functions: Vec<Value> = (0..n)
+            .map(|i| json!({ "function_id": format!("w{}::f{i}", i % 7) }))
+            .collect();
+        json!({ "functions": functions })
+    }
+
+    #[tokio::test]
+    async fn fetches_in_parallel_batches_of_at_most_32() {
+        let engine = Scripted::new(Ok(listing(100)), details);
+        let tools = fetch(&engine).await.unwrap_or_default();
+        assert_eq!(tools.len(), 100);
+        assert_eq!(tools[0].name, "w0::f0");
+        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 4);
+        assert!(
+            engine.peak.load(Ordering::SeqCst) > 1,
+            "batches ran one at a time"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_empty_listing_is_an_empty_catalog_without_info_calls() {
+        let engine = Scripted::new(Ok(json!({ "functions": [] })), details);
+        assert_eq!(fetch(&engine).await, Ok(Vec::new()));
+        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn failures_are_reported_with_the_contract_texts() {
+        let engine = Scripted::new(Err("timeout".into()), details);
+        assert_eq!(
+            fetch(&engine).await,
+            Err("engine::functions::list: timeout".to_string())
+        );
+        let engine = Scripted::new(Ok(json!({ "nope": 1 })), details);
+        assert_eq!(
+            fetch(&engine).await,
+            Err(super::super::catalog::LIST_MALFORMED.to_string())
+        );
+        let engine = Scripted::new(Ok(listing(40)), |_| Err("forbidden".to_string()));
+        assert_eq!(fetch(&engine).await, Err(INFO_ALL_FAILED.to_string()));
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_leaves_only_its_functions_out() {
+        let engine = Scripted::new(Ok(listing(40)), |ids: &[String]| {
+            if ids.len() == INFO_BATCH {
+                Err("down".to_string())
+            } else {
+                details(ids)
+            }
+        });
+        let tools = fetch(&engine).await.unwrap_or_default();
+        assert_eq!(tools.len(), 40 - INFO_BATCH);
+    }
+
+    #[tokio::test]
+    async fn refresh_swaps_only_on_a_new_fingerprint_and_keeps_the_old_catalog_on_error() {
+        let service = CatalogService::default();
+        let empty = service.current().fingerprint().to_string();
+        let engine = Scripted::new(Ok(listing(10)), details);
+        assert_eq!(
+            service.refresh(&engine).await,
+            Ok(Refresh::Changed { functions: 10 })
+        );
+        let first = service.current();
+        assert_ne!(first.fingerprint(), empty);
+        assert_eq!(service.refresh(&engine).await, Ok(Refresh::Unchanged));
+        assert!(
+            Arc::ptr_eq(&first, &service.current()),
+            "an unchanged catalog is not rebuilt in place"
+        );
+
+        let failing = Scripted::new(Ok(listing(12)), |_| Err("down".to_string()));
+        assert!(service.refresh(&failing).await.is_err());
+        assert!(
+            Arc::ptr_eq(&first, &service.current()),
+            "a failed refresh keeps the catalog"
+        );
+
+        let grown = Scripted::new(Ok(listing(12)), details);
+        assert_eq!(
+            service.refresh(&grown).await,
+            Ok(Refresh::Changed { functions: 12 })
+        );
+    }
+
+    #[tokio::test]
+    async fn refreshes_are_serialized() {
+        let service = Arc::new(CatalogService::default());
+        let engine = Arc::new(Scripted::new(Ok(listing(64)), details));
+        let runs: Vec<_> = (0..3)
+            .map(|_| {
+                let service = service.clone();
+                let engine = engine.clone();
+                tokio::spawn(async move { service.refresh(engine.as_ref()).await })
+            })
+            .collect();
+        for run in runs {
+            assert!(run.await.is_ok_and(|r| r.is_ok()));
+        }
+        // Two batches per refresh, and never two refreshes' batches at once.
+        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 6);
+        assert!(engine.peak.load(Ordering::SeqCst) <= 2);
+    }
+}

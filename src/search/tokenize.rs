@@ -1,0 +1,254 @@
+//! Text to search terms, the same way for catalog documents and capability queries: split on
+//! anything that is not an ASCII letter or digit, add the parts of camelCase tokens, lowercase,
+//! drop the 22 grammatical stopwords, fold plurals conservatively. Also the capability-side
+//! preparation (length cap, JSON-key stripping) and the intrinsic-capability filter.
+//!
+//! Pure functions over strings.
+
+/// The grammatical stoplist (contract: exactly these 22 words).
+pub const STOPWORDS: [&str; 22] = [
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "is", "it", "of", "on",
+    "or", "that", "the", "this", "to", "was", "with",
+];
+
+/// Capability text beyond this many bytes is ignored (contract: 2048, cut on a char boundary).
+pub const MAX_CAPABILITY_BYTES: usize = 2048;
+
+/// The search terms of `text`, in order of appearance (duplicates kept: documents count them).
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for token in text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+    {
+        let parts = camel_parts(token);
+        if parts.len() >= 2 {
+            for part in parts {
+                push_term(&mut out, &part.to_ascii_lowercase());
+            }
+        }
+        push_term(&mut out, &token.to_ascii_lowercase());
+    }
+    out
+}
+
+fn push_term(out: &mut Vec<String>, lowered: &str) {
+    if STOPWORDS.contains(&lowered) {
+        return;
+    }
+    out.push(singularize(lowered));
+}
+
+/// Splits `presignUrl` into `presign`, `Url`: a new part starts at each uppercase letter that
+/// follows a lowercase letter or a digit (so `HTTPServer` stays whole, `s3Bucket` splits).
+fn camel_parts(token: &str) -> Vec<&str> {
+    let bytes = token.as_bytes();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in 1..bytes.len() {
+        let before = bytes[i - 1];
+        if bytes[i].is_ascii_uppercase() && (before.is_ascii_lowercase() || before.is_ascii_digit())
+        {
+            parts.push(&token[start..i]);
+            start = i;
+        }
+    }
+    parts.push(&token[start..]);
+    parts
+}
+
+/// Conservative plural folding: `queries` → `query`, `files` → `file`; words ending in `ss`,
+/// `us` or `is` (`process`, `status`, `analysis`) and short words are left alone.
+pub fn singularize(term: &str) -> String {
+    if term.len() > 4 && term.ends_with("ies") {
+        return format!("{}y", &term[..term.len() - 3]);
+    }
+    if term.len() > 3
+        && term.ends_with('s')
+        && !term.ends_with("ss")
+        && !term.ends_with("us")
+        && !term.ends_with("is")
+    {
+        return term[..term.len() - 1].to_string();
+    }
+    term.to_string()
+}
+
+/// A capability as it is searched: trimmed, capped at [`MAX_CAPABILITY_BYTES`], and with JSON
+/// object keys removed (a model pasting `{"to": "bob@example.com"}` means the value, and the
+/// key `to` would only add noise).
+pub fn prepare_capability(capability: &str) -> String {
+    let trimmed = capability.trim();
+    let capped = truncate_at_char_boundary(trimmed, MAX_CAPABILITY_BYTES);
+    strip_json_keys(capped).trim().to_string()
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
+pub fn truncate_at_char_boundary(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Removes every double-quoted string (backslash escapes honoured) that is followed by optional
+/// whitespace and a colon, together with the colon. Other quoted strings stay.
+pub fn strip_json_keys(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..open]);
+        let quoted = &rest[open..];
+        let Some(close) = closing_quote(quoted) else {
+            // An unterminated string is just text.
+            out.push_str(quoted);
+            return out;
+        };
+        let after = &quoted[close + 1..];
+        let spaced = after.trim_start();
+        if let Some(value) = spaced.strip_prefix(':') {
+            rest = value;
+        } else {
+            out.push_str(&quoted[..=close]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The byte offset of the quote that closes the string opening at byte 0 of `quoted`.
+fn closing_quote(quoted: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in quoted.char_indices().skip(1) {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Summarizing text the caller already has is the model's own work, never a function: such a
+/// capability names a summary and the provided text or content.
+pub fn is_intrinsic(terms: &[String]) -> bool {
+    let summary = terms.iter().any(|t| {
+        matches!(
+            t.as_str(),
+            "summarize" | "summarise" | "summary" | "summarization"
+        )
+    });
+    let given = terms
+        .iter()
+        .any(|t| matches!(t.as_str(), "provided" | "text" | "content"));
+    summary && given
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(text: &str) -> Vec<String> {
+        terms(text)
+    }
+
+    #[test]
+    fn splits_on_anything_not_alphanumeric_and_lowercases() {
+        assert_eq!(
+            t("mailer::send_email-now"),
+            ["mailer", "send", "email", "now"]
+        );
+        assert_eq!(t("  Hello,  WORLD!! "), ["hello", "world"]);
+        assert_eq!(t("été résumé"), ["t", "r", "sum"]);
+        assert!(t("").is_empty());
+        assert!(t(":: -- __").is_empty());
+    }
+
+    #[test]
+    fn camel_case_tokens_add_their_parts_before_the_whole_token() {
+        assert_eq!(t("presignUrl"), ["presign", "url", "presignurl"]);
+        assert_eq!(t("s3Bucket"), ["s3", "bucket", "s3bucket"]);
+        assert_eq!(
+            t("getHTTPResponse"),
+            ["get", "httpresponse", "gethttpresponse"]
+        );
+        // Upper to upper is not a boundary, and one part adds nothing.
+        assert_eq!(t("HTTPServer"), ["httpserver"]);
+        assert_eq!(t("Send"), ["send"]);
+    }
+
+    #[test]
+    fn drops_exactly_the_22_stopwords() {
+        let all = STOPWORDS.join(" ");
+        assert!(t(&all).is_empty(), "{:?}", t(&all));
+        assert_eq!(t("The Queue FOR jobs"), ["queue", "job"]);
+        // Near misses are kept.
+        assert_eq!(t("into onto these"), ["into", "onto", "these"]);
+    }
+
+    #[test]
+    fn folds_plurals_conservatively() {
+        for (word, folded) in [
+            ("queries", "query"),
+            ("entries", "entry"),
+            ("files", "file"),
+            ("emails", "email"),
+            ("buckets", "bucket"),
+            ("status", "status"),
+            ("process", "process"),
+            ("analysis", "analysis"),
+            ("ties", "tie"),
+            ("bus", "bus"),
+            ("gas", "gas"),
+            ("uses", "use"),
+        ] {
+            assert_eq!(singularize(word), folded, "{word}");
+        }
+        assert_eq!(t("sendEmails"), ["send", "email", "sendemail"]);
+    }
+
+    #[test]
+    fn json_keys_are_stripped_with_their_colon() {
+        assert_eq!(
+            strip_json_keys(r#"{"to": "bob@example.com", "subject" : "hi"}"#),
+            r#"{ "bob@example.com",  "hi"}"#
+        );
+        // Escaped quotes inside a key do not end it.
+        assert_eq!(strip_json_keys(r#"{"a\"b": 1}"#), "{ 1}");
+        // A quoted value not followed by a colon stays; an unterminated quote is text.
+        assert_eq!(strip_json_keys(r#"say "hello" now"#), r#"say "hello" now"#);
+        assert_eq!(strip_json_keys(r#"x "open: y"#), r#"x "open: y"#);
+        assert_eq!(
+            t(&prepare_capability(r#"send {"recipient": "ops team"}"#)),
+            ["send", "ops", "team"]
+        );
+    }
+
+    #[test]
+    fn capabilities_are_trimmed_and_capped_on_a_char_boundary() {
+        assert_eq!(prepare_capability("  send mail \n"), "send mail");
+        let long = "é".repeat(MAX_CAPABILITY_BYTES); // 2 bytes each
+        let prepared = prepare_capability(&long);
+        assert_eq!(prepared.len(), MAX_CAPABILITY_BYTES);
+        let odd = format!("x{}", "é".repeat(MAX_CAPABILITY_BYTES));
+        assert_eq!(prepare_capability(&odd).len(), MAX_CAPABILITY_BYTES - 1);
+    }
+
+    #[test]
+    fn intrinsic_needs_a_summary_word_and_a_given_text_word() {
+        let intrinsic = |s: &str| is_intrinsic(&t(&prepare_capability(s)));
+        assert!(intrinsic("summarize the provided text"));
+        assert!(intrinsic("Summarise this content"));
+        assert!(intrinsic("write a summary of the texts"));
+        assert!(intrinsic("summarization of provided contents"));
+        assert!(!intrinsic("summarize a web page"));
+        assert!(!intrinsic("extract text from a pdf"));
+        assert!(!intrinsic("send an email"));
+    }
+}

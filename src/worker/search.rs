@@ -1,0 +1,250 @@
+//! Function search on the bus: the handlers of `directory::search_functions`,
+//! `directory::on-functions-change`, `directory::pre-generate` and `directory::hint-preview`,
+//! and their bindings: the catalog refreshed on `engine::functions-available`, and the
+//! pre-generate hook bound to `harness::hook::pre-generate` only while `inject_hint` is on.
+//!
+//! The caller's session id for search memory is the OTel baggage entry `iii.session.id` of the
+//! incoming call. The SDK does not hand a handler the call's `baggage`, but it runs the handler
+//! future inside the OpenTelemetry context it extracted from it, so the entry is read from the
+//! current context, at the start of the handler, before anything moves to another task.
+//!
+//! Search and refreshes run on the worker's own runtime, never on the SDK's connection thread.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use iii_sdk::IIIClient;
+use iii_sdk::protocol::RegisterTriggerInput;
+use iii_sdk::trigger::Trigger;
+use serde_json::{Value, json};
+
+use super::surface::Handler;
+use crate::config::Settings;
+use crate::search::registry::{DEFAULT_PHASE_WAIT, Registry};
+use crate::search::service::{Engine, Refresh};
+use crate::search::{FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
+
+/// The engine's push when its functions change (contract).
+pub const FUNCTIONS_AVAILABLE: &str = "engine::functions-available";
+/// The harness hook the hint rides on (contract).
+pub const PRE_GENERATE_HOOK: &str = "harness::hook::pre-generate";
+pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
+pub const PRE_GENERATE: &str = "directory::pre-generate";
+pub const HINT_PREVIEW: &str = "directory::hint-preview";
+
+/// The hook binding's config (contract).
+pub fn pre_generate_binding() -> Value {
+    json!({ "priority": 100, "timeout_ms": 5000, "on_error": "fail_open" })
+}
+
+/// Search state of the worker.
+pub struct SearchState {
+    search: Arc<FunctionSearch>,
+    /// The registry client for `installable`; `None` leaves registry search off whatever
+    /// `registry_search` says.
+    registry: Option<Arc<dyn Registry>>,
+    /// The pre-generate hook binding, while `inject_hint` is on.
+    hint_binding: Mutex<Option<Trigger>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl SearchState {
+    pub fn new(
+        runtime: tokio::runtime::Handle,
+        registry: Option<Arc<dyn Registry>>,
+    ) -> SearchState {
+        SearchState {
+            search: Arc::new(FunctionSearch::new()),
+            registry,
+            hint_binding: Mutex::new(None),
+            runtime,
+        }
+    }
+}
+
+/// The engine, for the catalog refresher.
+struct Bus(IIIClient);
+
+#[async_trait]
+impl Engine for Bus {
+    async fn call(
+        &self,
+        function_id: &str,
+        payload: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        super::engine::call(&self.0, function_id, payload, timeout)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The caller's session id, from the baggage of the call being handled.
+fn session_id() -> Option<String> {
+    iii_helpers::observability::get_baggage_entry(SESSION_BAGGAGE_KEY).filter(|s| !s.is_empty())
+}
+
+/// Answers one of the search functions.
+pub async fn handle(
+    iii: &IIIClient,
+    state: &Arc<SearchState>,
+    handler: Handler,
+    input: Value,
+    settings: &Settings,
+) -> Result<Value, String> {
+    match handler {
+        Handler::SearchFunctions => {
+            // Read now: the baggage is in this task's context only.
+            let session = session_id();
+            let registry = state.registry.clone().filter(|_| settings.registry_search);
+            let search = state.search.clone();
+            state
+                .runtime
+                .spawn(async move {
+                    let registry = registry.as_deref().map(|registry| RegistrySearch {
+                        registry,
+                        phase_wait: DEFAULT_PHASE_WAIT,
+                    });
+                    let response = search.search(&input, session.as_deref(), registry).await?;
+                    serde_json::to_value(response).map_err(|e| e.to_string())
+                })
+                .await
+                .map_err(|e| format!("search failed: {e}"))?
+        }
+        Handler::OnFunctionsChange => {
+            let outcome = state
+                .runtime
+                .spawn(refresh(iii.clone(), state.search.clone()))
+                .await
+                .map_err(|e| format!("catalog_refresh_task_failed: {e}"))?;
+            outcome.map(|_| json!({ "ok": true }))
+        }
+        Handler::PreGenerate => Ok(state.search.pre_generate(&input, settings.hint_min_workers)),
+        Handler::HintPreview => Ok(hint::preview()),
+        other => Err(format!("{other:?} is not a search function")),
+    }
+}
+
+/// Refreshes the catalog from the engine; the error carries `catalog_fetch_failed`.
+async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh, String> {
+    match search.catalog().refresh(&Bus(iii)).await {
+        Ok(outcome) => {
+            match outcome {
+                Refresh::Changed { functions } => {
+                    tracing::info!(functions, "function search catalog updated")
+                }
+                Refresh::Unchanged => tracing::debug!("function search catalog unchanged"),
+            }
+            Ok(outcome)
+        }
+        Err(e) => {
+            tracing::warn!("function search catalog not refreshed; keeping the last one: {e}");
+            Err(format!("catalog_fetch_failed: {e}"))
+        }
+    }
+}
+
+/// Once connected: follow `engine::functions-available`, fetch the catalog, and bind the hint
+/// hook if `inject_hint` is on.
+pub async fn boot(iii: &IIIClient, state: &Arc<SearchState>, inject_hint: bool) {
+    let push = RegisterTriggerInput::new(FUNCTIONS_AVAILABLE, ON_FUNCTIONS_CHANGE, json!({}));
+    if let Err(e) = iii.register_trigger(push) {
+        tracing::warn!(
+            "cannot follow {FUNCTIONS_AVAILABLE}; the search catalog stays as fetched at boot: {e}"
+        );
+    }
+    let _ = refresh(iii.clone(), state.search.clone()).await;
+    reconcile_hint(iii, state, inject_hint);
+}
+
+/// Binds or unbinds the pre-generate hook so that it is bound exactly while `inject_hint` is on.
+pub fn reconcile_hint(iii: &IIIClient, state: &SearchState, inject_hint: bool) {
+    let mut binding = state.hint_binding.lock().unwrap_or_else(|p| p.into_inner());
+    match (inject_hint, binding.take()) {
+        (true, Some(bound)) => *binding = Some(bound),
+        (true, None) => {
+            let hook =
+                RegisterTriggerInput::new(PRE_GENERATE_HOOK, PRE_GENERATE, pre_generate_binding());
+            match iii.register_trigger(hook) {
+                Ok(bound) => {
+                    tracing::info!("search hint hook bound ({PRE_GENERATE_HOOK})");
+                    *binding = Some(bound);
+                }
+                Err(e) => tracing::warn!("cannot bind the search hint hook: {e}"),
+            }
+        }
+        (false, Some(bound)) => {
+            bound.unregister();
+            tracing::info!("search hint hook unbound (inject_hint is off)");
+        }
+        (false, None) => {}
+    }
+}
+
+/// How long `iii-directory search` waits for the engine to accept its connection.
+const CLI_CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// How long `iii-directory search` waits for the answer (registry search included).
+const CLI_ANSWER_WAIT: Duration = Duration::from_secs(30);
+
+/// `iii-directory search`: connects to the engine at `url` as a short-lived client, calls
+/// `directory::search_functions` and returns its answer; the error says whether the engine or
+/// the worker is missing.
+pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let metadata = iii_sdk::runtime::WorkerMetadata {
+        name: "iii-directory-search".into(),
+        ..Default::default()
+    };
+    let iii = iii_sdk::register_worker(
+        url,
+        iii_sdk::InitOptions {
+            metadata: Some(metadata),
+            otel: Some(iii_helpers::observability::OtelConfig {
+                enabled: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let answer = runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + CLI_CONNECT_WAIT;
+        while iii.get_connection_state() != iii_sdk::runtime::IIIConnectionState::Connected {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "no iii engine answered at {url} within {} s (start it, or point --url / III_URL at it)",
+                    CLI_CONNECT_WAIT.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let payload = json!({ "capabilities": capabilities });
+        super::engine::call(
+            &iii,
+            crate::search::catalog::SEARCH_FUNCTION_ID,
+            payload,
+            CLI_ANSWER_WAIT,
+        )
+        .await
+        .map_err(|e| match e {
+            e if super::engine::is_missing(&e) => format!(
+                "no iii-directory worker is connected to the engine at {url}; start one with `iii-directory serve --url {url}`"
+            ),
+            // The worker's own error, without the SDK's wrapping.
+            iii_sdk::Error::Remote { message, .. } => message
+                .strip_prefix("handler error: ")
+                .map(str::to_string)
+                .unwrap_or(message),
+            iii_sdk::Error::Timeout => format!(
+                "the iii-directory worker did not answer within {} s",
+                CLI_ANSWER_WAIT.as_secs()
+            ),
+            other => other.to_string(),
+        })
+    });
+    iii.shutdown();
+    answer
+}
