@@ -66,6 +66,10 @@ pub struct Settings {
     pub hint_min_workers: u64,
     /// Include installable registry workers in every function search.
     pub registry_search: bool,
+    /// Most files one downloaded bundle may hold (ours, not in the upstream contract).
+    pub download_max_files: u64,
+    /// Most bytes one downloaded bundle may hold, all files together (ours).
+    pub download_max_bytes: u64,
     /// Interval of the slow reconcile that catches what the watcher missed, in milliseconds;
     /// 0 disables it (ours, not in the upstream contract).
     pub safety_net_interval_ms: u64,
@@ -87,10 +91,18 @@ impl Default for Settings {
             inject_hint: false,
             hint_min_workers: 2,
             registry_search: true,
+            download_max_files: DEFAULT_DOWNLOAD_MAX_FILES,
+            download_max_bytes: DEFAULT_DOWNLOAD_MAX_BYTES,
             safety_net_interval_ms: 300_000,
         }
     }
 }
+
+/// Default of `download_max_files`: far above any real skill bundle (tens of files), far below
+/// what would make a download a denial of service.
+pub const DEFAULT_DOWNLOAD_MAX_FILES: u64 = 2_000;
+/// Default of `download_max_bytes` (64 MiB): a bundle is text and a few small assets.
+pub const DEFAULT_DOWNLOAD_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The JSON type a setting takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,6 +232,20 @@ const FIELDS: &[Field] = &[
         description: "Also return installable registry workers from directory::search_functions.",
     },
     Field {
+        name: "download_max_files",
+        kind: Kind::Count,
+        topology: false,
+        description: "Most files one downloaded skill bundle may hold; a larger bundle is refused \
+                      whole, with nothing written.",
+    },
+    Field {
+        name: "download_max_bytes",
+        kind: Kind::Count,
+        topology: false,
+        description: "Most bytes one downloaded skill bundle may hold, all files together; a \
+                      larger bundle is refused whole, with nothing written.",
+    },
+    Field {
         name: "safety_net_interval_ms",
         kind: Kind::Count,
         topology: false,
@@ -252,6 +278,8 @@ fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a>> {
         "inject_hint" => Slot::Flag(&mut s.inject_hint),
         "hint_min_workers" => Slot::Count(&mut s.hint_min_workers),
         "registry_search" => Slot::Flag(&mut s.registry_search),
+        "download_max_files" => Slot::Count(&mut s.download_max_files),
+        "download_max_bytes" => Slot::Count(&mut s.download_max_bytes),
         "safety_net_interval_ms" => Slot::Count(&mut s.safety_net_interval_ms),
         _ => return None,
     })
@@ -744,6 +772,8 @@ mod tests {
         assert!(!s.inject_hint);
         assert_eq!(s.hint_min_workers, 2);
         assert!(s.registry_search);
+        assert_eq!(s.download_max_files, 2_000);
+        assert_eq!(s.download_max_bytes, 64 * 1024 * 1024);
         assert_eq!(s.index_path, "data/iii-directory/index.redb");
         assert_eq!(s.safety_net_interval_ms, 300_000);
     }
@@ -790,6 +820,8 @@ filter_unregistered: false
 inject_hint: true
 hint_min_workers: 0
 registry_search: false
+download_max_files: 10
+download_max_bytes: 2048
 safety_net_interval_ms: 0
 ";
         let (s, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
@@ -808,6 +840,8 @@ safety_net_interval_ms: 0
             inject_hint: true,
             hint_min_workers: 0,
             registry_search: false,
+            download_max_files: 10,
+            download_max_bytes: 2048,
             safety_net_interval_ms: 0,
         };
         assert_eq!(s, expected);

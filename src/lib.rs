@@ -10,10 +10,12 @@ pub mod bundled;
 mod bundled_docs;
 pub mod config;
 pub mod doc;
+pub mod download;
 pub mod error;
 pub mod events;
 pub mod generate;
 pub mod index;
+pub mod registry;
 mod request;
 pub mod skills;
 pub mod store;
@@ -165,6 +167,10 @@ impl Directory {
     }
 
     fn with_index(config: Config, index: Index) -> Directory {
+        if index.is_writer() {
+            // Before the first reconcile: a download killed mid-landing is finished or undone.
+            download::recover_at_open(&config.paths);
+        }
         let roots = Roots::from_paths(&config.paths);
         let settings = RwLock::new(config.settings.clone());
         Directory {

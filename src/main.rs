@@ -1,5 +1,7 @@
 //! The `iii-directory` command line: offline access to the index (`reindex`, `list`, `get`,
-//! `index`, `check`) with the same configuration file as the worker.
+//! `index`, `check`) and downloads (`download`), with the same configuration file as the worker.
+
+mod cli_download;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -30,6 +32,8 @@ Examples:
   iii-directory get skill resend/index       one skill's body
   iii-directory get agent iii --json         the exact response of directory::agents::get
   iii-directory check                        every file that is not served, and why
+  iii-directory download --worker mailer     a worker's skills bundle from the registry
+  iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
 
 While a worker runs, the read commands answer from its live index; without one, they bring
 the index up to date first.";
@@ -104,6 +108,32 @@ enum Command {
     },
     /// List every file the index does not serve, with the reason.
     Check {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a skill bundle: `--repo URL --skill NAME [--branch B]` (a folder skills/NAME/ of
+    /// a git repository) or `--worker NAME [--version V | --tag T]` (a published worker's
+    /// bundle). Checked whole, landed all or nothing; the index is current when it returns.
+    Download {
+        /// https://, ssh:// or git@ URL of a git repository.
+        #[arg(long, conflicts_with_all = ["worker", "version", "tag"])]
+        repo: Option<String>,
+        /// The folder under the repository's skills/ to copy.
+        #[arg(long, requires = "repo")]
+        skill: Option<String>,
+        /// The branch to clone (default main).
+        #[arg(long, requires = "repo")]
+        branch: Option<String>,
+        /// A worker published in the registry.
+        #[arg(long)]
+        worker: Option<String>,
+        /// An exact published version of the worker.
+        #[arg(long, requires = "worker", conflicts_with = "tag")]
+        version: Option<String>,
+        /// A release tag of the worker (default latest).
+        #[arg(long, requires = "worker")]
+        tag: Option<String>,
+        /// Print the exact response of directory::skills::download.
         #[arg(long)]
         json: bool,
     },
@@ -215,6 +245,27 @@ fn run(cli: Cli) -> Result<(), String> {
             print(&response, json, || {
                 response["body"].as_str().unwrap_or_default().to_string()
             })
+        }
+        Command::Download {
+            repo,
+            skill,
+            branch,
+            worker,
+            version,
+            tag,
+            json,
+        } => {
+            let args = cli_download::Args {
+                repo,
+                skill,
+                branch,
+                worker,
+                version,
+                tag,
+                json,
+            };
+            emit(&cli_download::run(config, args)?);
+            Ok(())
         }
         Command::Check { json } => {
             let directory = open_fresh(config)?;

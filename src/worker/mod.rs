@@ -6,6 +6,7 @@
 //! connection thread (library work runs on the blocking pool).
 
 mod configuration;
+mod downloads;
 mod engine;
 mod subscriptions;
 pub mod surface;
@@ -19,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::events::{ChangeEvent, Family};
+use crate::registry::{Endpoint, Registry};
 use crate::watch::{WatchOptions, Watcher};
 use crate::{Directory, OpenError, ReadFunction};
 use engine::Installed;
@@ -45,6 +47,10 @@ struct Shared {
     directory: Arc<Directory>,
     watcher: Watcher,
     installed: Installed,
+    /// The workers registry client and its cache, read live from the directory's settings.
+    registry: Registry,
+    /// Workers whose skills are being auto-downloaded.
+    in_flight: downloads::InFlight,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -82,10 +88,13 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         directory.clone(),
         WatchOptions::from_settings(&directory.settings()),
     );
+    let live = directory.clone();
     let shared = Arc::new(Shared {
         directory,
         watcher,
         installed: Installed::default(),
+        registry: Registry::new(move || Endpoint::from_settings(&live.settings())),
+        in_flight: downloads::InFlight::default(),
     });
 
     register(&iii, &shared, runtime.handle().clone());
@@ -102,10 +111,22 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
                 &boot_iii,
                 &boot_shared.directory,
                 &boot_shared.installed,
+                &boot_shared.registry,
                 options.seed,
             )
             .await;
         });
+        if shared.directory.settings().auto_download {
+            let auto_iii = iii.clone();
+            let auto_shared = shared.clone();
+            tokio::spawn(async move {
+                while auto_iii.get_connection_state() != IIIConnectionState::Connected {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                downloads::bind_worker_added(&auto_iii).await;
+                downloads::boot_reconcile(&auto_iii, &auto_shared).await;
+            });
+        }
         shutdown_signal().await;
     });
     tracing::info!("shutting down");
@@ -256,9 +277,14 @@ async fn handle(
     match handler {
         Handler::EngineFunctionInfo => return engine::function_info(iii, input).await,
         Handler::OnConfigChange => {
-            configuration::refresh(iii, &shared.directory, &shared.installed).await;
+            configuration::refresh(iii, &shared.directory, &shared.installed, &shared.registry)
+                .await;
             return Ok(json!({ "ok": true }));
         }
+        Handler::Download(function) => return downloads::download(shared, function, input).await,
+        Handler::RegistryList => return downloads::registry_list(shared, input).await,
+        Handler::RegistryInfo => return downloads::registry_info(shared, input).await,
+        Handler::OnWorkerAdded => return Ok(downloads::on_worker_added(shared, input).await),
         _ => {}
     }
     let shared = shared.clone();
@@ -269,7 +295,12 @@ async fn handle(
             Handler::Read(function) => directory.read(function, &input, installed),
             Handler::Write(function) => directory.write(function, &input, installed),
             Handler::Status => directory.status(Some(&shared.watcher.status())),
-            Handler::EngineFunctionInfo | Handler::OnConfigChange => unreachable!("answered above"),
+            Handler::EngineFunctionInfo
+            | Handler::OnConfigChange
+            | Handler::Download(_)
+            | Handler::RegistryList
+            | Handler::RegistryInfo
+            | Handler::OnWorkerAdded => unreachable!("answered above"),
         }
         .map_err(|e| e.to_string())
     })
