@@ -125,7 +125,39 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["function_id", "registered_triggers"],
     ),
     (ON_CONFIG_CHANGE, &[], &["ok"]),
+    ("directory::skills::download", &[], DOWNLOAD_RESPONSE),
+    (
+        "directory::skills::download_from_repo",
+        &["repo", "skill"],
+        DOWNLOAD_RESPONSE,
+    ),
+    (
+        "directory::skills::download_from_registry",
+        &["worker"],
+        DOWNLOAD_RESPONSE,
+    ),
+    (
+        "directory::registry::workers::list",
+        &[],
+        &["workers", "pagination"],
+    ),
+    (
+        "directory::registry::workers::info",
+        &["name"],
+        &["worker", "api_reference", "skills_tree"],
+    ),
+    (ON_WORKER_ADDED, &[], &["ok"]),
 ];
+
+/// The downloads' response keys (README Quickstart).
+const DOWNLOAD_RESPONSE: &[&str] = &[
+    "namespace",
+    "skills_written",
+    "system_prompts_written",
+    "agents_written",
+    "source",
+];
+const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
 
 // ---------------------------------------------------------------------------------------------
 // The fixture tree
@@ -199,6 +231,10 @@ impl Worker {
             .env("OTEL_ENABLED", "false")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
+            // auto_download is on by default: its boot reconcile must never reach the public
+            // registry from a test (a closed loopback port stands in for it).
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("https_proxy", "http://127.0.0.1:9")
             .env_remove("III_URL")
             .env_remove("III_WORKER_NAME")
             .env_remove("III_NAMESPACE")
@@ -637,7 +673,7 @@ async fn registers_every_manifest_function_with_its_schemas_and_the_trigger_type
             );
         }
 
-        let internal = id == ON_CONFIG_CHANGE;
+        let internal = id == ON_CONFIG_CHANGE || id == ON_WORKER_ADDED;
         assert_eq!(
             entry["internal"],
             json!(internal),

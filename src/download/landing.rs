@@ -196,10 +196,12 @@ impl<'a> Txn<'a> {
                 .map_err(io_error("create_dir", &self.staging(dest)))?;
             folders.insert(self.targets.root(dest).to_path_buf());
         }
+        let mut written = Vec::with_capacity(files.len());
         for file in files {
             let staged = self.staged(file.dest, &file.rel);
             create_parents(&staged, &self.staging(file.dest), &mut folders)?;
             write_new(&staged, &file.bytes)?;
+            written.push(staged);
             let target = self.target(file.dest, &file.rel);
             if fs::symlink_metadata(&target).is_ok() {
                 let backup = self.backup(file.dest, &file.rel);
@@ -211,10 +213,11 @@ impl<'a> Txn<'a> {
                     .map_err(io_error("back up", &target))?;
             }
         }
-        for folder in &folders {
-            sync_dir(folder)?;
-        }
-        Ok(())
+        // One fsync per file and folder, many at once: the file system batches concurrent
+        // syncs into shared journal commits, where one after the other each waits for its own.
+        in_parallel(&written, sync_file)?;
+        let folders: Vec<PathBuf> = folders.into_iter().collect();
+        in_parallel(&folders, sync_dir)
     }
 
     /// Step 3: the commit record, written whole or not at all.
@@ -331,14 +334,20 @@ fn create_missing_parents(target: &Path, created: &mut Vec<PathBuf>) -> Result<(
     Ok(())
 }
 
+/// Writes a new file; [`sync_file`] makes it durable later, with the others.
 fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .map_err(io_error("write", path))?;
-    file.write_all(bytes).map_err(io_error("write", path))?;
-    file.sync_all().map_err(io_error("fsync", path))
+    file.write_all(bytes).map_err(io_error("write", path))
+}
+
+fn sync_file(path: &Path) -> Result<()> {
+    File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(io_error("fsync", path))
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -432,11 +441,36 @@ pub fn land(targets: Targets<'_>, files: &[BundleFile]) -> Result<Vec<PathBuf>> 
 
 fn sync_parents(paths: &[PathBuf]) {
     let parents: BTreeSet<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
-    for parent in parents {
-        if let Err(e) = sync_dir(parent) {
-            tracing::warn!("{e}");
-        }
+    let parents: Vec<PathBuf> = parents.into_iter().map(Path::to_path_buf).collect();
+    if let Err(e) = in_parallel(&parents, sync_dir) {
+        tracing::warn!("{e}");
     }
+}
+
+/// Threads that wait on fsyncs at once. Waiting on the disk costs no CPU, so this is not
+/// bounded by the cores.
+const SYNC_THREADS: usize = 16;
+
+/// Runs `sync` on every path from [`SYNC_THREADS`] threads; the first error, if any.
+fn in_parallel(paths: &[PathBuf], sync: impl Fn(&Path) -> Result<()> + Sync) -> Result<()> {
+    if paths.len() <= 1 {
+        return paths.iter().try_for_each(|p| sync(p));
+    }
+    let chunk = paths.len().div_ceil(SYNC_THREADS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().try_for_each(|p| sync(p))))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Error::Io("fsync thread panicked".into())))
+            })
+            .collect::<Result<Vec<()>>>()
+            .map(drop)
+    })
 }
 
 /// What [`recover`] did.
