@@ -24,7 +24,9 @@ fuzz_target!(|bytes: &[u8]| {
     assert!(rel.split('/').all(|s| !s.starts_with('.')), "{rel:?}");
     assert_eq!(
         is_markdown(rel),
-        rel.rsplit('/').next().is_some_and(|f| f.len() > 3 && f.ends_with(".md")),
+        rel.rsplit('/')
+            .next()
+            .is_some_and(|f| f.len() > 3 && f.ends_with(".md")),
         "{rel:?}"
     );
 

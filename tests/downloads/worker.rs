@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::fake_engine::{ErrorBody, FakeEngine, Fire};
+use crate::support::git::{Behaviour, GitServer, Repo};
 use crate::support::registry::FakeRegistry;
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -74,6 +75,8 @@ struct Start<'a> {
     installed: Value,
     files: &'a [(&'a str, &'a str)],
     prepare: &'a dyn Fn(&FakeRegistry),
+    /// A CA file git trusts (`GIT_SSL_CAINFO` in the worker's environment).
+    git_ca: Option<&'a Path>,
 }
 
 impl Default for Start<'_> {
@@ -83,6 +86,7 @@ impl Default for Start<'_> {
             installed: json!({"workers": [{"name": "mailer"}]}),
             files: &[],
             prepare: &|_| {},
+            git_ca: None,
         }
     }
 }
@@ -128,7 +132,7 @@ impl Harness {
             ),
         )
         .expect("seed");
-        let worker = spawn(engine.url(), tree.path(), &seed);
+        let worker = spawn(engine.url(), tree.path(), &seed, options.git_ca);
         let h = Harness {
             engine,
             registry,
@@ -220,10 +224,14 @@ impl Harness {
     }
 }
 
-fn spawn(url: &str, compose: &Path, seed: &Path) -> Worker {
+fn spawn(url: &str, compose: &Path, seed: &Path, git_ca: Option<&Path>) -> Worker {
     let logs = tempfile::tempdir().expect("temp");
     let log = logs.path().join("stderr.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
+    if let Some(ca) = git_ca {
+        command.env("GIT_SSL_CAINFO", ca);
+    }
+    let child = command
         .arg("--url")
         .arg(url)
         .arg("--config")
@@ -232,6 +240,7 @@ fn spawn(url: &str, compose: &Path, seed: &Path) -> Worker {
         .env("OTEL_ENABLED", "false")
         .env("RUST_LOG", "info,iii_directory=debug")
         .env("NO_COLOR", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
         .env_remove("III_URL")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -476,6 +485,7 @@ async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_witho
             r.bundle("overridden", &[("index.md", "# must not land\n")]);
             r.bundle("finished", &[("index.md", "# must not land\n")]);
         },
+        git_ca: None,
     })
     .await;
     h.wait_disk("the boot reconcile", |base| {
@@ -518,4 +528,63 @@ async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_witho
     );
     let got = h.call("directory::skills::get", json!({"id": "iii"})).await;
     assert_eq!(got["title"], "The iii engine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repo_download_over_the_wire_with_git_trusting_the_loopback_certificate() {
+    let repos = tempfile::tempdir().expect("temp");
+    let server = GitServer::start(repos.path(), Behaviour::Serve);
+    let repo = Repo::init(repos.path(), "skills");
+    repo.write(
+        "skills/frontend-design/index.md",
+        "# Frontend design\n\nGrids.\n",
+    )
+    .write(
+        "skills/frontend-design/system-prompts/designer.md",
+        "---\ndescription: Designs.\n---\nYou design.\n",
+    );
+    repo.publish("v1");
+    let h = Harness::start(Start {
+        git_ca: Some(&server.ca_file),
+        ..Start::default()
+    })
+    .await;
+    h.subscribe_all().await;
+    let url = server.url("skills");
+    let response = h
+        .call(
+            "directory::skills::download",
+            json!({"repo": url, "skill": "frontend-design"}),
+        )
+        .await;
+    assert_eq!(
+        response,
+        json!({
+            "namespace": "frontend-design",
+            "skills_written": ["index.md"],
+            "system_prompts_written": ["designer"],
+            "agents_written": [],
+            "source": {"kind": "repo", "repo": url, "skill": "frontend-design", "branch": "main"},
+        })
+    );
+    let prompt = h
+        .call(
+            "directory::system-prompts::get",
+            json!({"name": "designer"}),
+        )
+        .await;
+    assert_eq!(prompt["description"], "Designs.");
+    tokio::time::sleep(SETTLE).await;
+    let payload = json!({"op": "download", "namespace": "frontend-design", "source": "repo"});
+    assert_eq!(h.fires(), [payload.clone(), payload]);
+    let err = h
+        .call_err(
+            "directory::skills::download_from_repo",
+            json!({"repo": url, "skill": "frontend-design", "branch": "gone"}),
+        )
+        .await;
+    assert!(
+        err.message.contains("git clone --branch gone exited with"),
+        "{err}"
+    );
 }
