@@ -102,8 +102,13 @@ pub async fn registry_info(shared: &Arc<Shared>, input: Value) -> Result<Value, 
 }
 
 /// `directory::__on_worker_added {worker?}`: downloads the worker's bundle at `latest` and
-/// answers `{ok: true}` whatever happened (failures are logged).
+/// answers `{ok: true}` whatever happened (failures are logged). With `auto_download` off the
+/// trigger is never bound, and a direct call does nothing.
 pub async fn on_worker_added(shared: &Arc<Shared>, input: Value) -> Value {
+    if !shared.directory.settings().auto_download {
+        tracing::debug!("auto_download is off; a worker add downloads nothing");
+        return json!({ "ok": true });
+    }
     match input.get("worker").and_then(Value::as_str).map(str::trim) {
         Some(worker) if !worker.is_empty() => {
             if install(shared, worker, Release::latest()).await {

@@ -285,6 +285,15 @@ async fn the_surface_lists_the_download_and_registry_functions() {
             .all(|t| t.trigger_type != "worker"),
         "auto_download off: no worker binding"
     );
+    h.registry.bundle("mailer", &[("index.md", "# Mailer\n")]);
+    assert_eq!(
+        h.call(ON_WORKER_ADDED, json!({"worker": "mailer"})).await,
+        json!({"ok": true})
+    );
+    assert!(
+        h.registry.requests().is_empty(),
+        "auto_download off: nothing downloaded"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
