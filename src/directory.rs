@@ -144,6 +144,10 @@ impl Directory {
     }
 
     fn with_index(config: Config, index: Index) -> Directory {
+        if index.is_writer() {
+            // Before the first reconcile: a download killed mid-landing is finished or undone.
+            store::landing::recover_at_open(&config.paths);
+        }
         let roots = Roots::from_paths(&config.paths);
         let settings = RwLock::new(config.settings.clone());
         Directory {
@@ -191,6 +195,16 @@ impl Directory {
     #[cfg(any(test, feature = "testing"))]
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// A read snapshot of the index.
+    pub(crate) fn reader(&self) -> Result<index::Reader> {
+        self.index.read()
+    }
+
+    /// The index revision: bumped by every change of an answer.
+    pub fn revision(&self) -> Result<u64> {
+        self.index.read()?.revision()
     }
 
     /// Whether this directory is the index's writer (else a read-only follower of another
@@ -262,8 +276,7 @@ impl Directory {
         if !self.index.is_writer() {
             return Err(Error::ReadOnly);
         }
-        let outcome = {
-            let _guard = self.lock()?;
+        self.change(|| {
             let reader = self.index.read()?;
             let visibility = self.visibility(installed);
             let roots = &self.roots;
@@ -290,13 +303,32 @@ impl Directory {
                 WriteFunction::AgentsUpdate => agents::write::update(&reader, roots, request),
                 WriteFunction::AgentsDelete => agents::write::delete(&reader, roots, request),
             }?;
-            drop(reader);
-            self.index
-                .reconcile(&self.roots, &Scope::Paths(outcome.touched.clone()), &|_| {})?;
-            outcome
+            Ok(Change {
+                value: outcome.response,
+                touched: outcome.touched,
+                events: vec![outcome.event],
+            })
+        })
+    }
+
+    /// Makes a change on disk under the write lock: `change` writes and says what it touched
+    /// and which events to publish. The index's writer reconciles the touched paths in the
+    /// same call (so the next read sees them, and the watcher's echo of them finds nothing
+    /// new); the events go out once the lock is released. Writes and downloads both land here.
+    pub(crate) fn change<T>(&self, change: impl FnOnce() -> Result<Change<T>>) -> Result<T> {
+        let done = {
+            let _guard = self.lock()?;
+            let done = change()?;
+            if self.index.is_writer() && !done.touched.is_empty() {
+                self.index
+                    .reconcile(&self.roots, &Scope::Paths(done.touched.clone()), &|_| {})?;
+            }
+            done
         };
-        self.subscribers.publish(&outcome.event);
-        Ok(outcome.response)
+        for event in &done.events {
+            self.subscribers.publish(event);
+        }
+        Ok(done.value)
     }
 
     fn visibility<'a>(&self, installed: Option<&'a BTreeSet<String>>) -> Visibility<'a> {
@@ -400,6 +432,13 @@ impl Directory {
             })
             .collect())
     }
+}
+
+/// What a change on disk made: its answer, the paths it touched, the events it publishes.
+pub(crate) struct Change<T> {
+    pub value: T,
+    pub touched: Vec<PathBuf>,
+    pub events: Vec<ChangeEvent>,
 }
 
 /// A file the index does not serve.

@@ -11,7 +11,8 @@
 
 pub mod config;
 pub mod doc;
-
+pub mod download;
+pub mod registry;
 pub mod worker;
 
 mod agents;

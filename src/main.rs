@@ -1,5 +1,7 @@
 //! The `iii-directory` command line: offline access to the index (`reindex`, `list`, `get`,
-//! `index`, `check`) with the same configuration file as the worker.
+//! `index`, `check`) and downloads (`download`), with the same configuration file as the worker.
+
+mod cli_download;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -30,6 +32,8 @@ Examples:
   iii-directory get agent iii --json         the exact response of directory::agents::get
   iii-directory check                        every file that is not served, and why
   iii-directory search 'send an email'       functions for a capability, from a running engine
+  iii-directory download --worker mailer     a worker's skills bundle from the registry
+  iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
 
 While a worker runs, the read commands answer from its live index; without one, they bring
 the index up to date first.";
@@ -114,6 +118,32 @@ enum Command {
         #[arg(required = true, value_name = "CAPABILITY")]
         capabilities: Vec<String>,
         /// Print the exact response of directory::search_functions.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a skill bundle: `--repo URL --skill NAME [--branch B]` (a folder skills/NAME/ of
+    /// a git repository) or `--worker NAME [--version V | --tag T]` (a published worker's
+    /// bundle). Checked whole, landed all or nothing; the index is current when it returns.
+    Download {
+        /// https://, ssh:// or git@ URL of a git repository.
+        #[arg(long, conflicts_with_all = ["worker", "version", "tag"])]
+        repo: Option<String>,
+        /// The folder under the repository's skills/ to copy.
+        #[arg(long, requires = "repo")]
+        skill: Option<String>,
+        /// The branch to clone (default main).
+        #[arg(long, requires = "repo")]
+        branch: Option<String>,
+        /// A worker published in the registry.
+        #[arg(long)]
+        worker: Option<String>,
+        /// An exact published version of the worker.
+        #[arg(long, requires = "worker", conflicts_with = "tag")]
+        version: Option<String>,
+        /// A release tag of the worker (default latest).
+        #[arg(long, requires = "worker")]
+        tag: Option<String>,
+        /// Print the exact response of directory::skills::download.
         #[arg(long)]
         json: bool,
     },
@@ -233,6 +263,27 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Search { capabilities, json } => {
             let response = worker::search_over_bus(&cli.url, &capabilities)?;
             print(&response, json, || render_search(&response))
+        }
+        Command::Download {
+            repo,
+            skill,
+            branch,
+            worker,
+            version,
+            tag,
+            json,
+        } => {
+            let args = cli_download::Args {
+                repo,
+                skill,
+                branch,
+                worker,
+                version,
+                tag,
+                json,
+            };
+            emit(&cli_download::run(config, args)?);
+            Ok(())
         }
         Command::Check { json } => {
             let directory = open_fresh(config)?;

@@ -10,12 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use iii_directory::registry::{Author, FunctionContract, Worker};
 use iii_directory::search::bm25::Hit;
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::rank::{NAMESPACE_FLOOR, namespace_floor, ranked_hits};
-use iii_directory::search::registry::{
-    Registry, RegistryAuthor, RegistryFunction, RegistryWorker, RegistryWorkerInfo,
-};
+use iii_directory::search::registry::Registry;
 use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
 use serde_json::{Value, json};
 
@@ -512,25 +511,27 @@ struct CountingRegistry {
 
 #[async_trait]
 impl Registry for CountingRegistry {
-    async fn list_workers(&self, search: &str) -> Result<Vec<RegistryWorker>, String> {
+    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
         self.calls.lock().expect("calls").push(search.to_string());
-        Ok(vec![RegistryWorker {
+        Ok(vec![Worker {
             name: "pdfkit".into(),
             version: Some("0.4.0".into()),
             description: Some("PDF tools".into()),
-            author: Some(RegistryAuthor { verified: true }),
+            author: Some(Author {
+                verified: true,
+                ..Author::default()
+            }),
+            ..Worker::default()
         }])
     }
 
-    async fn worker_info(&self, _: &str) -> Result<RegistryWorkerInfo, String> {
-        Ok(RegistryWorkerInfo {
-            functions: vec![RegistryFunction {
-                name: "pdfkit::watermark".into(),
-                description: Some("Stamp a watermark on every page of a PDF. Fast.".into()),
-                request_schema: Some(json!({ "properties": { "file": {}, "text": {} } })),
-                metadata: None,
-            }],
-        })
+    async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, String> {
+        Ok(vec![FunctionContract {
+            name: "pdfkit::watermark".into(),
+            description: Some("Stamp a watermark on every page of a PDF. Fast.".into()),
+            request_schema: json!({ "properties": { "file": {}, "text": {} } }),
+            ..FunctionContract::default()
+        }])
     }
 }
 

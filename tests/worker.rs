@@ -137,6 +137,28 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["decision", "annotations"],
     ),
     ("directory::hint-preview", &[], &["agent_trigger", "native"]),
+    ("directory::skills::download", &[], DOWNLOAD_RESPONSE),
+    (
+        "directory::skills::download_from_repo",
+        &["repo", "skill"],
+        DOWNLOAD_RESPONSE,
+    ),
+    (
+        "directory::skills::download_from_registry",
+        &["worker"],
+        DOWNLOAD_RESPONSE,
+    ),
+    (
+        "directory::registry::workers::list",
+        &[],
+        &["workers", "pagination"],
+    ),
+    (
+        "directory::registry::workers::info",
+        &["name"],
+        &["worker", "api_reference", "skills_tree"],
+    ),
+    (ON_WORKER_ADDED, &[], &["ok"]),
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
@@ -148,7 +170,18 @@ const INTERNAL: &[(&str, &str)] = &[
         r#"{"internal":true,"trace_hidden":true}"#,
     ),
     ("directory::hint-preview", r#"{"internal":true}"#),
+    (ON_WORKER_ADDED, r#"{"internal":true}"#),
 ];
+
+/// The downloads' response keys (README Quickstart).
+const DOWNLOAD_RESPONSE: &[&str] = &[
+    "namespace",
+    "skills_written",
+    "system_prompts_written",
+    "agents_written",
+    "source",
+];
+const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
 
 // ---------------------------------------------------------------------------------------------
 // The fixture tree
@@ -222,6 +255,10 @@ impl Worker {
             .env("OTEL_ENABLED", "false")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
+            // auto_download is on by default: its boot reconcile must never reach the public
+            // registry from a test (a closed loopback port stands in for it).
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("https_proxy", "http://127.0.0.1:9")
             .env_remove("III_URL")
             .env_remove("III_WORKER_NAME")
             .env_remove("III_NAMESPACE")

@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use iii_directory::generate::Rng;
+use iii_directory::registry::{Author, FunctionContract, Worker};
 use iii_directory::search::catalog::{Catalog, Tool};
-use iii_directory::search::registry::{
-    Registry, RegistryAuthor, RegistryFunction, RegistryWorker, RegistryWorkerInfo,
-};
+use iii_directory::search::registry::Registry;
 use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
 use serde_json::{Value, json};
 
@@ -155,7 +154,7 @@ fn capitalized(word: &str) -> String {
 
 /// A registry in memory: 40 verified workers, each listing matches on its description words.
 struct InMemoryRegistry {
-    workers: Vec<(RegistryWorker, RegistryWorkerInfo)>,
+    workers: Vec<(Worker, Vec<FunctionContract>)>,
 }
 
 impl InMemoryRegistry {
@@ -171,23 +170,25 @@ impl InMemoryRegistry {
                         let qualifier = *rng.pick(&QUALIFIERS);
                         (f, verb, qualifier)
                     })
-                    .map(|(f, verb, qualifier)| RegistryFunction {
+                    .map(|(f, verb, qualifier)| FunctionContract {
                         name: format!("{name}::{verb}_{f}"),
                         description: Some(format!("{} a {object} {qualifier}.", capitalized(verb))),
-                        request_schema: Some(json!({ "properties": { "id": {} } })),
-                        metadata: None,
+                        request_schema: json!({ "properties": { "id": {} } }),
+                        ..FunctionContract::default()
                     })
                     .collect();
                 (
-                    RegistryWorker {
+                    Worker {
                         name,
                         version: Some("1.0.0".into()),
                         description: Some(format!("Work with {object}s")),
-                        author: Some(RegistryAuthor {
+                        author: Some(Author {
                             verified: w % 4 != 0,
+                            ..Author::default()
                         }),
+                        ..Worker::default()
                     },
-                    RegistryWorkerInfo { functions },
+                    functions,
                 )
             })
             .collect();
@@ -197,7 +198,7 @@ impl InMemoryRegistry {
 
 #[async_trait]
 impl Registry for InMemoryRegistry {
-    async fn list_workers(&self, search: &str) -> Result<Vec<RegistryWorker>, String> {
+    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
         let words: Vec<&str> = search.split_whitespace().collect();
         Ok(self
             .workers
@@ -211,7 +212,7 @@ impl Registry for InMemoryRegistry {
             .collect())
     }
 
-    async fn worker_info(&self, name: &str) -> Result<RegistryWorkerInfo, String> {
+    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String> {
         self.workers
             .iter()
             .find(|(w, _)| w.name == name)

@@ -1,12 +1,12 @@
-//! The bundle path validator: an accepted path joined onto a root names a file below the root,
-//! lexically, whatever the path looked like.
+//! The bundle path validator: an accepted path joined onto a root names a visible file below the
+//! root, lexically, whatever the path looked like; markdown and payload files alike.
 
 #![no_main]
 
 use std::path::{Component, Path};
 
 use iii_directory::doc::paths::{
-    MAX_BUNDLE_PATH_BYTES, MAX_BUNDLE_PATH_SEGMENTS, validate_bundle_path,
+    MAX_BUNDLE_PATH_BYTES, MAX_BUNDLE_PATH_SEGMENTS, is_markdown, validate_bundle_path,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -17,8 +17,18 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(path) = validate_bundle_path(rel) else {
         return;
     };
-    assert!(rel.len() <= MAX_BUNDLE_PATH_BYTES && rel.ends_with(".md"));
-    assert!(!rel.contains('\\') && !rel.chars().any(char::is_control));
+    assert!(rel.len() <= MAX_BUNDLE_PATH_BYTES);
+    assert!(!rel.contains('\\') && !rel.contains(':') && !rel.chars().any(char::is_control));
+    // No hidden name anywhere: the worker's own names (staging folders, completion markers)
+    // start with a dot, so a bundle can never write one.
+    assert!(rel.split('/').all(|s| !s.starts_with('.')), "{rel:?}");
+    assert_eq!(
+        is_markdown(rel),
+        rel.rsplit('/')
+            .next()
+            .is_some_and(|f| f.len() > 3 && f.ends_with(".md")),
+        "{rel:?}"
+    );
 
     let components: Vec<Component<'_>> = path.components().collect();
     assert!(!components.is_empty() && components.len() <= MAX_BUNDLE_PATH_SEGMENTS);

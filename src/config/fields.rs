@@ -138,6 +138,20 @@ pub(super) const FIELDS: &[Field] = &[
         description: "Also return installable registry workers from directory::search_functions.",
     },
     Field {
+        name: "download_max_files",
+        kind: Kind::Count,
+        topology: false,
+        description: "Most files one downloaded skill bundle may hold; a larger bundle is refused \
+                      whole, with nothing written.",
+    },
+    Field {
+        name: "download_max_bytes",
+        kind: Kind::Count,
+        topology: false,
+        description: "Most bytes one downloaded skill bundle may hold, all files together; a \
+                      larger bundle is refused whole, with nothing written.",
+    },
+    Field {
         name: "safety_net_interval_ms",
         kind: Kind::Count,
         topology: false,
@@ -170,6 +184,8 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
         "inject_hint" => Slot::Flag(&mut s.inject_hint),
         "hint_min_workers" => Slot::Count(&mut s.hint_min_workers),
         "registry_search" => Slot::Flag(&mut s.registry_search),
+        "download_max_files" => Slot::Count(&mut s.download_max_files),
+        "download_max_bytes" => Slot::Count(&mut s.download_max_bytes),
         "safety_net_interval_ms" => Slot::Count(&mut s.safety_net_interval_ms),
         _ => return None,
     })

@@ -55,6 +55,10 @@ pub struct Settings {
     pub hint_min_workers: u64,
     /// Include installable registry workers in every function search.
     pub registry_search: bool,
+    /// Most files one downloaded bundle may hold (ours, not in the upstream contract).
+    pub download_max_files: u64,
+    /// Most bytes one downloaded bundle may hold, all files together (ours).
+    pub download_max_bytes: u64,
     /// Interval of the slow reconcile that catches what the watcher missed, in milliseconds;
     /// 0 disables it (ours, not in the upstream contract).
     pub safety_net_interval_ms: u64,
@@ -76,10 +80,18 @@ impl Default for Settings {
             inject_hint: false,
             hint_min_workers: 2,
             registry_search: true,
+            download_max_files: DEFAULT_DOWNLOAD_MAX_FILES,
+            download_max_bytes: DEFAULT_DOWNLOAD_MAX_BYTES,
             safety_net_interval_ms: 300_000,
         }
     }
 }
+
+/// Default of `download_max_files`: far above any real skill bundle (tens of files), far below
+/// what would make a download a denial of service.
+pub const DEFAULT_DOWNLOAD_MAX_FILES: u64 = 2_000;
+/// Default of `download_max_bytes` (64 MiB): a bundle is text and a few small assets.
+pub const DEFAULT_DOWNLOAD_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Why a configuration could not be used. Each message says where the problem is and what to
 /// change.

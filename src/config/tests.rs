@@ -31,6 +31,8 @@ fn defaults_match_the_contract() {
     assert!(!s.inject_hint);
     assert_eq!(s.hint_min_workers, 2);
     assert!(s.registry_search);
+    assert_eq!(s.download_max_files, 2_000);
+    assert_eq!(s.download_max_bytes, 64 * 1024 * 1024);
     assert_eq!(s.index_path, "data/iii-directory/index.redb");
     assert_eq!(s.safety_net_interval_ms, 300_000);
 }
@@ -77,6 +79,8 @@ filter_unregistered: false
 inject_hint: true
 hint_min_workers: 0
 registry_search: false
+download_max_files: 10
+download_max_bytes: 2048
 safety_net_interval_ms: 0
 ";
     let (s, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
@@ -95,6 +99,8 @@ safety_net_interval_ms: 0
         inject_hint: true,
         hint_min_workers: 0,
         registry_search: false,
+        download_max_files: 10,
+        download_max_bytes: 2048,
         safety_net_interval_ms: 0,
     };
     assert_eq!(s, expected);

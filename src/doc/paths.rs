@@ -2,16 +2,18 @@
 //! destination folder. A bundle is untrusted input: a path such as `../../.bashrc`, `/etc/x.md`,
 //! `C:\x.md` or `a\..\..\x.md` must never leave the destination, whatever platform joins it.
 //!
-//! The check is lexical and strict on purpose: it accepts only plain `/`-separated names ending in
-//! `.md`, so joining an accepted path onto a root can only name a file below that root. It does
-//! not look at the disk (symbolic links already under the destination are the writer's concern).
+//! The check is lexical and strict on purpose: it accepts only plain `/`-separated names, none
+//! hidden (a leading `.`), so joining an accepted path onto a root can only name a visible file
+//! below that root. Markdown files are the documents the index serves; any other accepted name
+//! is a skill's payload (`scripts/`, `references/`, `assets/` in the Agent Skills layout), kept
+//! on disk beside its documents and never served. It does not look at the disk (symbolic links
+//! already under the destination are the writer's concern).
 
 use std::path::PathBuf;
 
-use super::ids::MAX_ID_BYTES;
-
-/// Longest accepted path, in bytes: the longest skill id plus its `.md` extension.
-pub const MAX_BUNDLE_PATH_BYTES: usize = MAX_ID_BYTES + MARKDOWN_EXTENSION.len();
+/// Longest accepted path, in bytes. Real bundle paths are a few dozen bytes; 240 leaves room
+/// below the 255-byte name limit of common file systems once a namespace folder is prefixed.
+pub const MAX_BUNDLE_PATH_BYTES: usize = 240;
 
 /// Most segments (folders plus the file name) an accepted path may have. Real bundles are a few
 /// folders deep; the cap keeps a hostile bundle from creating absurdly deep trees.
@@ -19,12 +21,13 @@ pub const MAX_BUNDLE_PATH_SEGMENTS: usize = 32;
 
 const MARKDOWN_EXTENSION: &str = ".md";
 
-/// Accepts `rel` when it is a safe relative markdown path and returns it as a relative path built
-/// segment by segment (so the platform's own separator is used when it is joined). Refused, with
-/// the reason: empty or too long paths, too many segments, absolute paths, backslashes, `:`
-/// (drive letters such as `C:`, and NTFS alternate streams), NUL or other control characters,
-/// empty, `.` or `..` segments, segments ending in a dot or a space (Windows drops those, so
-/// `.. ` could name the parent there), and paths not ending in `.md` after a non-empty stem.
+/// Accepts `rel` when it is a safe relative path and returns it as a relative path built segment
+/// by segment (so the platform's own separator is used when it is joined). Refused, with the
+/// reason: empty or too long paths, too many segments, absolute paths, backslashes, `:` (drive
+/// letters such as `C:`, and NTFS alternate streams), NUL or other control characters, empty,
+/// `.` or `..` segments, segments that start with a dot (hidden files and folders, `.git`, and
+/// the names this worker keeps for itself), and segments ending in a dot or a space (Windows
+/// drops those, so `.. ` could name the parent there).
 pub fn validate_bundle_path(rel: &str) -> Result<PathBuf, String> {
     if rel.is_empty() {
         return Err("bundle path must be non-empty".to_owned());
@@ -57,22 +60,25 @@ pub fn validate_bundle_path(rel: &str) -> Result<PathBuf, String> {
     for segment in &segments {
         validate_segment(segment).map_err(|why| format!("{why}: {rel:?}"))?;
     }
-    let file = segments.last().copied().unwrap_or_default();
-    if file
-        .strip_suffix(MARKDOWN_EXTENSION)
-        .is_none_or(str::is_empty)
-    {
-        return Err(format!(
-            "bundle path must name a markdown file (`<name>.md`): {rel:?}"
-        ));
-    }
     Ok(segments.iter().collect())
+}
+
+/// Whether an accepted bundle path names a markdown document (`<name>.md`), as opposed to a
+/// payload file.
+pub fn is_markdown(rel: &str) -> bool {
+    rel.rsplit('/')
+        .next()
+        .and_then(|file| file.strip_suffix(MARKDOWN_EXTENSION))
+        .is_some_and(|stem| !stem.is_empty())
 }
 
 fn validate_segment(segment: &str) -> Result<(), &'static str> {
     match segment {
         "" => Err("bundle path has an empty segment"),
         "." | ".." => Err("bundle path may not have `.` or `..` segments"),
+        _ if segment.starts_with('.') => {
+            Err("bundle path segments may not start with a dot (hidden names are refused)")
+        }
         _ if segment.ends_with('.') || segment.ends_with(' ') => {
             Err("bundle path segments may not end in a dot or a space")
         }
@@ -86,7 +92,7 @@ mod tests {
     use std::path::{Component, Path};
 
     #[test]
-    fn plain_markdown_paths_are_accepted() {
+    fn plain_paths_are_accepted() {
         for rel in [
             "index.md",
             "SKILL.md",
@@ -94,9 +100,14 @@ mod tests {
             "a/b/c/SKILLS.md",
             "naïve/café.md",
             "with space/x y.md",
-            ".hidden/a.md",
-            "a/.md.md",
+            "a/x.md.md",
             "v1.2/notes.md",
+            "scripts/run.sh",
+            "scripts/run",
+            "references/api.txt",
+            "assets/logo.png",
+            "LICENSE",
+            "a.MD",
         ] {
             let path = validate_bundle_path(rel).unwrap_or_else(|why| panic!("{rel:?}: {why}"));
             assert_eq!(path, Path::new(rel), "{rel:?}");
@@ -135,16 +146,45 @@ mod tests {
             ".. /x.md",
             "... /x.md",
             "a./x.md",
+            "scripts/run.sh:x",
+            "scripts\\run.sh",
         ] {
             assert!(validate_bundle_path(rel).is_err(), "{rel:?} was accepted");
         }
     }
 
     #[test]
-    fn only_markdown_files_with_a_name() {
-        for rel in ["a", "a/b", "a.txt", "a.MD", "a/.md", ".md", "a.md.txt"] {
+    fn hidden_segments_are_refused() {
+        for rel in [
+            ".hidden/a.md",
+            "a/.md",
+            ".md",
+            "a/.md.md",
+            ".git/config",
+            "ns/.iii-skill-complete",
+            "scripts/.env",
+            ".iii-staging-1-2/files/x.md",
+        ] {
             let err = validate_bundle_path(rel).expect_err(rel);
-            assert!(err.contains("markdown file"), "{rel:?}: {err}");
+            assert!(err.contains("start with a dot"), "{rel:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn markdown_is_told_from_payload() {
+        for rel in ["index.md", "a/b.md", "x.md.md"] {
+            assert!(is_markdown(rel), "{rel:?}");
+        }
+        for rel in [
+            "a",
+            "a/b",
+            "a.txt",
+            "a.MD",
+            "a.md.txt",
+            "scripts/run.sh",
+            "a/md",
+        ] {
+            assert!(!is_markdown(rel), "{rel:?}");
         }
     }
 

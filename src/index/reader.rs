@@ -147,6 +147,18 @@ impl Reader {
         )
     }
 
+    /// One file's record as last reconciled (its stat and content hash), if the index tracks it.
+    pub fn file(&self, root: Root, rel: &str) -> Result<Option<records::FileMeta>> {
+        match self
+            .table(FILES)?
+            .get((root as u8, rel))
+            .map_err(Error::index)?
+        {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
     /// Number of files the index tracks.
     pub fn file_count(&self) -> Result<u64> {
         self.table(FILES)?.len().map_err(Error::index)

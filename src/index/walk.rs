@@ -12,6 +12,8 @@ use rayon::prelude::*;
 use super::records::Stat;
 use crate::doc::ids::first_segment;
 use crate::roots::{Root, Roots};
+// A download's staging folder is never walked: its files are not documents until they land.
+use crate::store::is_staging_name;
 use crate::time::Stamp;
 
 /// The file name that makes a folder of `agents_skills_folder` a skill.
@@ -177,6 +179,9 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
         walk_root(roots, root, inside, found);
         return;
     }
+    if rel.split('/').any(is_staging_name) {
+        return;
+    }
     let dir = roots.path(root);
     // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
     let at = if root == Root::AgentsSkills {
@@ -235,6 +240,9 @@ fn list_top_dirs(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) 
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
+        if is_staging_name(&name) {
+            continue;
+        }
         let path = entry.path();
         if fs::metadata(&path).is_ok_and(|m| m.is_dir())
             && refused_link(&path, &name, inside).is_none()
@@ -398,6 +406,9 @@ impl Walk<'_> {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
+            if is_staging_name(&name) {
+                continue;
+            }
             let child_rel = if rel.is_empty() {
                 name.clone()
             } else {

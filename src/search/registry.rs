@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::catalog::{Catalog, Tool, is_excluded};
 use super::query::Capability;
 use super::rank::{coverage_prune, ranked_hits, round_robin};
 use super::response::{Candidate, Install, Installable};
+use crate::registry::{FunctionContract, Release, Worker};
 
 /// List queries per search (contract: 6).
 pub const MAX_QUERIES: usize = 6;
@@ -39,62 +39,30 @@ pub const DEFAULT_PHASE_WAIT: Duration = Duration::from_millis(1500);
 #[async_trait]
 pub trait Registry: Send + Sync {
     /// The first page of `list {search}`: workers matching the free text, best first.
-    async fn list_workers(&self, search: &str) -> Result<Vec<RegistryWorker>, String>;
-    /// `info {name, tag: "latest"}`: the worker's API reference.
-    async fn worker_info(&self, name: &str) -> Result<RegistryWorkerInfo, String>;
+    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String>;
+    /// The functions of `info {name, tag: "latest"}`: the worker's API reference.
+    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String>;
 }
 
 /// A row of the registry's worker list (the fields search reads).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct RegistryWorker {
-    pub name: String,
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub author: Option<RegistryAuthor>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct RegistryAuthor {
-    #[serde(default)]
-    pub verified: bool,
-}
-
-/// The API reference of one registry worker.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct RegistryWorkerInfo {
-    #[serde(default)]
-    pub functions: Vec<RegistryFunction>,
-}
-
-impl RegistryWorkerInfo {
-    /// From a `directory::registry::workers::info` response (`api_reference.functions`);
-    /// entries without a string `name` are skipped.
-    pub fn from_info_response(response: &Value) -> RegistryWorkerInfo {
-        let functions = response["api_reference"]["functions"]
-            .as_array()
-            .map(|rows| {
-                rows.iter()
-                    .filter_map(|row| serde_json::from_value(row.clone()).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        RegistryWorkerInfo { functions }
+/// The shared registry client serves search from its cache: the first page of a `list` by
+/// search text, and the functions of the worker's latest release.
+#[async_trait]
+impl Registry for crate::registry::Registry {
+    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
+        let page = crate::registry::Registry::list_workers(self, Some(search), None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(page.workers.clone())
     }
-}
 
-/// A function of a registry worker's API reference.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct RegistryFunction {
-    pub name: String,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub request_schema: Option<Value>,
-    #[serde(default)]
-    pub metadata: Option<Value>,
+    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String> {
+        let info = self
+            .worker_info(name, &Release::latest())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(info.api_reference.functions.clone())
+    }
 }
 
 /// The list queries: each capability's text, then the capabilities' terms round-robin
@@ -172,7 +140,7 @@ pub async fn installable(
         return Vec::new();
     }
     let infos = join_all(offered.iter().map(|offer| async move {
-        match tokio::time::timeout(phase_wait, registry.worker_info(&offer.name)).await {
+        match tokio::time::timeout(phase_wait, registry.worker_functions(&offer.name)).await {
             Ok(Ok(info)) => Some(info),
             Ok(Err(e)) => {
                 tracing::debug!(worker = %offer.name, "registry search: info failed, skipped: {e}");
@@ -188,8 +156,8 @@ pub async fn installable(
     let mut owners: HashMap<String, usize> = HashMap::new();
     let mut pooled: Vec<Tool> = Vec::new();
     for (index, info) in infos.iter().enumerate() {
-        let Some(info) = info else { continue };
-        for contract in contracts(info, catalog) {
+        let Some(functions) = info else { continue };
+        for contract in contracts(functions, catalog) {
             if !owners.contains_key(&contract.name) {
                 owners.insert(contract.name.clone(), index);
                 pooled.push(contract);
@@ -200,7 +168,7 @@ pub async fn installable(
 }
 
 /// Verified authors' workers, minus those already installed, in the registry's order.
-fn offers(workers: Vec<RegistryWorker>, installed: &HashSet<&str>) -> Vec<Offer> {
+fn offers(workers: Vec<Worker>, installed: &HashSet<&str>) -> Vec<Offer> {
     workers
         .into_iter()
         .filter(|w| w.author.as_ref().is_some_and(|a| a.verified))
@@ -235,11 +203,11 @@ fn round_robin_offers(lists: &[Vec<Offer>], budget: usize) -> Vec<Offer> {
 
 /// What installing the worker would add: its functions that are not internal, not excluded and
 /// not already installed under the same id.
-fn contracts(info: &RegistryWorkerInfo, catalog: &Catalog) -> Vec<Tool> {
-    info.functions
+fn contracts(functions: &[FunctionContract], catalog: &Catalog) -> Vec<Tool> {
+    functions
         .iter()
         .filter(|f| {
-            f.metadata.as_ref().and_then(|m| m["internal"].as_bool()) != Some(true)
+            !f.is_internal()
                 && !f.name.is_empty()
                 && !is_excluded(&f.name)
                 && !catalog.contains(&f.name)
@@ -247,9 +215,7 @@ fn contracts(info: &RegistryWorkerInfo, catalog: &Catalog) -> Vec<Tool> {
         .map(|f| Tool {
             name: f.name.clone(),
             description: f.description.clone().unwrap_or_default(),
-            parameters: f
-                .request_schema
-                .clone()
+            parameters: Some(f.request_schema.clone())
                 .filter(Value::is_object)
                 .unwrap_or_else(|| json!({ "type": "object" })),
         })
@@ -312,27 +278,31 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::registry::Author;
     use crate::search::query::prepare;
 
     fn capabilities(list: &[&str]) -> Vec<Capability> {
         prepare(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
 
-    fn worker(name: &str, verified: bool) -> RegistryWorker {
-        RegistryWorker {
+    fn worker(name: &str, verified: bool) -> Worker {
+        Worker {
             name: name.into(),
             version: Some("1.2.3".into()),
             description: Some(format!("{name}: email delivery")),
-            author: Some(RegistryAuthor { verified }),
+            author: Some(Author {
+                verified,
+                ..Author::default()
+            }),
+            ..Worker::default()
         }
     }
 
-    fn function(name: &str, description: &str) -> RegistryFunction {
-        RegistryFunction {
+    fn function(name: &str, description: &str) -> FunctionContract {
+        FunctionContract {
             name: name.into(),
             description: Some(description.into()),
-            request_schema: None,
-            metadata: None,
+            ..FunctionContract::default()
         }
     }
 
@@ -340,14 +310,14 @@ mod tests {
     /// names and descriptions, in insertion order; every call is recorded.
     #[derive(Default)]
     struct InMemory {
-        workers: Vec<(RegistryWorker, RegistryWorkerInfo)>,
+        workers: Vec<(Worker, Vec<FunctionContract>)>,
         calls: Mutex<Vec<String>>,
         slow_lists: Vec<String>,
     }
 
     impl InMemory {
-        fn with(mut self, w: RegistryWorker, functions: Vec<RegistryFunction>) -> InMemory {
-            self.workers.push((w, RegistryWorkerInfo { functions }));
+        fn with(mut self, w: Worker, functions: Vec<FunctionContract>) -> InMemory {
+            self.workers.push((w, functions));
             self
         }
 
@@ -358,7 +328,7 @@ mod tests {
 
     #[async_trait]
     impl Registry for InMemory {
-        async fn list_workers(&self, search: &str) -> Result<Vec<RegistryWorker>, String> {
+        async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
             if let Ok(mut calls) = self.calls.lock() {
                 calls.push(format!("list {search}"));
             }
@@ -378,7 +348,7 @@ mod tests {
                 .collect())
         }
 
-        async fn worker_info(&self, name: &str) -> Result<RegistryWorkerInfo, String> {
+        async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String> {
             if let Ok(mut calls) = self.calls.lock() {
                 calls.push(format!("info {name}"));
             }
@@ -395,10 +365,10 @@ mod tests {
 
     #[async_trait]
     impl Registry for Silent {
-        async fn list_workers(&self, _: &str) -> Result<Vec<RegistryWorker>, String> {
+        async fn list_workers(&self, _: &str) -> Result<Vec<Worker>, String> {
             std::future::pending().await
         }
-        async fn worker_info(&self, _: &str) -> Result<RegistryWorkerInfo, String> {
+        async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, String> {
             std::future::pending().await
         }
     }
@@ -408,10 +378,10 @@ mod tests {
 
     #[async_trait]
     impl Registry for Down {
-        async fn list_workers(&self, _: &str) -> Result<Vec<RegistryWorker>, String> {
+        async fn list_workers(&self, _: &str) -> Result<Vec<Worker>, String> {
             Err("D320 registry_error: could not reach the registry".into())
         }
-        async fn worker_info(&self, _: &str) -> Result<RegistryWorkerInfo, String> {
+        async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, String> {
             Err("D320 registry_error: could not reach the registry".into())
         }
     }
@@ -468,8 +438,8 @@ mod tests {
                 vec![
                     function("resend::emails::send", "Send an email. Any size."),
                     function("resend::emails::batch", "Send many emails at once."),
-                    RegistryFunction {
-                        metadata: Some(json!({ "internal": true })),
+                    FunctionContract {
+                        metadata: json!({ "internal": true }),
                         ..function("resend::emails::send_internal", "Send an email internally.")
                     },
                     function("engine::email::send", "Send an email from the engine."),
@@ -564,7 +534,7 @@ mod tests {
 
     #[tokio::test]
     async fn at_most_six_functions() {
-        let many: Vec<RegistryFunction> = (0..10)
+        let many: Vec<FunctionContract> = (0..10)
             .map(|i| function(&format!("bulk::send_email_{i}"), "Send an email in bulk."))
             .collect();
         let registry = InMemory::default().with(worker("bulk", true), many);
@@ -631,23 +601,5 @@ mod tests {
         let section = installable(&registry, WAIT, &installed(&[]), &[]).await;
         assert!(section.is_empty());
         assert!(registry.calls().is_empty());
-    }
-
-    #[test]
-    fn info_responses_parse_from_the_proxy_shape() {
-        let info = RegistryWorkerInfo::from_info_response(&json!({
-            "worker": { "name": "resend" },
-            "api_reference": { "functions": [
-                { "name": "resend::send", "description": "Send.", "request_schema": { "type": "object" }, "metadata": null },
-                { "description": "no name" },
-            ], "triggers": [] },
-        }));
-        assert_eq!(info.functions.len(), 1);
-        assert_eq!(info.functions[0].name, "resend::send");
-        let row: RegistryWorker = serde_json::from_value(json!({
-            "name": "resend", "version": null, "author": { "name": "iii", "verified": true }, "total_downloads": 3,
-        }))
-        .unwrap_or_default();
-        assert!(row.author.is_some_and(|a| a.verified));
     }
 }

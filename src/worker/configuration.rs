@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::engine::{Installed, call_retrying, is_missing};
 use crate::config::Settings;
 use crate::directory::Directory;
+use crate::registry::Registry;
 
 /// The configuration entry id (contract).
 pub const ENTRY_ID: &str = "iii-directory";
@@ -57,6 +58,7 @@ pub async fn boot(
     iii: &IIIClient,
     directory: &Arc<Directory>,
     installed: &Installed,
+    registry: &Registry,
     seed: Option<Value>,
 ) {
     let stored = match call_retrying(
@@ -92,7 +94,7 @@ pub async fn boot(
         }
         Err(e) => tracing::warn!("configuration::register failed: {e}"),
     }
-    refresh(iii, directory, installed).await;
+    refresh(iii, directory, installed, registry).await;
     let binding = RegisterTriggerInput::new(
         "configuration",
         ON_CHANGE,
@@ -104,7 +106,12 @@ pub async fn boot(
 }
 
 /// Fetches the live value and applies what may change live.
-pub async fn refresh(iii: &IIIClient, directory: &Arc<Directory>, installed: &Installed) {
+pub async fn refresh(
+    iii: &IIIClient,
+    directory: &Arc<Directory>,
+    installed: &Installed,
+    registry: &Registry,
+) {
     let value = match call_retrying(
         iii,
         "configuration::get",
@@ -120,11 +127,13 @@ pub async fn refresh(iii: &IIIClient, directory: &Arc<Directory>, installed: &In
             return;
         }
     };
-    apply(directory, installed, &value);
+    apply(directory, installed, registry, &value);
 }
 
-/// Applies a configuration value: a topology change keeps everything as it was.
-pub fn apply(directory: &Directory, installed: &Installed, value: &Value) {
+/// Applies a configuration value: a topology change keeps everything as it was. An applied
+/// change forgets the installed-workers set and every cached registry answer (the registry may
+/// have moved).
+pub fn apply(directory: &Directory, installed: &Installed, registry: &Registry, value: &Value) {
     let settings = match Settings::from_json(value) {
         Ok((settings, warnings)) => {
             for warning in warnings {
@@ -140,6 +149,7 @@ pub fn apply(directory: &Directory, installed: &Installed, value: &Value) {
     match directory.apply_settings(settings) {
         Ok(()) => {
             installed.clear();
+            registry.clear_cache();
             tracing::info!("configuration applied");
         }
         Err(fields) => tracing::warn!(

@@ -6,6 +6,7 @@
 //! connection thread (library work runs on the blocking pool).
 
 mod configuration;
+mod downloads;
 mod engine;
 mod search;
 mod subscriptions;
@@ -22,6 +23,7 @@ use crate::config::Config;
 use crate::directory::{Directory, ReadFunction};
 use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
+use crate::registry::{Endpoint, Registry};
 use crate::watch::{WatchOptions, Watcher};
 use engine::Installed;
 use subscriptions::{Provider, Subscriptions};
@@ -50,6 +52,11 @@ struct Shared {
     watcher: Watcher,
     installed: Installed,
     search: Arc<search::SearchState>,
+    /// The workers registry client and its cache, read live from the directory's settings;
+    /// downloads, the registry proxy and function search share it.
+    registry: Arc<Registry>,
+    /// Workers whose skills are being auto-downloaded.
+    in_flight: downloads::InFlight,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -84,12 +91,20 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         "index reconciled at boot"
     );
     let watcher = Watcher::start(directory.clone(), WatchOptions::default());
+    let live = directory.clone();
+    let registry = Arc::new(Registry::new(move || {
+        Endpoint::from_settings(&live.settings())
+    }));
     let shared = Arc::new(Shared {
         directory,
         watcher,
         installed: Installed::default(),
-        // The registry client for `installable` plugs in here (None: registry search off).
-        search: Arc::new(search::SearchState::new(runtime.handle().clone(), None)),
+        search: Arc::new(search::SearchState::new(
+            runtime.handle().clone(),
+            Some(registry.clone()),
+        )),
+        registry,
+        in_flight: downloads::InFlight::default(),
     });
 
     register(&iii, &shared, runtime.handle().clone());
@@ -106,12 +121,24 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
                 &boot_iii,
                 &boot_shared.directory,
                 &boot_shared.installed,
+                &boot_shared.registry,
                 options.seed,
             )
             .await;
             let inject_hint = boot_shared.directory.settings().inject_hint;
             search::boot(&boot_iii, &boot_shared.search, inject_hint).await;
         });
+        if shared.directory.settings().auto_download {
+            let auto_iii = iii.clone();
+            let auto_shared = shared.clone();
+            tokio::spawn(async move {
+                while auto_iii.get_connection_state() != IIIConnectionState::Connected {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                downloads::bind_worker_added(&auto_iii).await;
+                downloads::boot_reconcile(&auto_iii, &auto_shared).await;
+            });
+        }
         tokio::select! {
             _ = shutdown_signal() => Ok(()),
             refusal = refused => Err(refusal.unwrap_or_else(|e| format!("connection watch failed: {e}"))),
@@ -310,7 +337,8 @@ async fn handle(
     match handler {
         Handler::EngineFunctionInfo => return engine::function_info(iii, input).await,
         Handler::OnConfigChange => {
-            configuration::refresh(iii, &shared.directory, &shared.installed).await;
+            configuration::refresh(iii, &shared.directory, &shared.installed, &shared.registry)
+                .await;
             let inject_hint = shared.directory.settings().inject_hint;
             search::reconcile_hint(iii, &shared.search, inject_hint);
             return Ok(json!({ "ok": true }));
@@ -321,6 +349,10 @@ async fn handle(
         | Handler::HintPreview => {
             return search::handle(iii, &shared.search, handler, input, &settings).await;
         }
+        Handler::Download(function) => return downloads::download(shared, function, input).await,
+        Handler::RegistryList => return downloads::registry_list(shared, input).await,
+        Handler::RegistryInfo => return downloads::registry_info(shared, input).await,
+        Handler::OnWorkerAdded => return Ok(downloads::on_worker_added(shared, input).await),
         _ => {}
     }
     let shared = shared.clone();
@@ -339,7 +371,11 @@ async fn handle(
             | Handler::SearchFunctions
             | Handler::OnFunctionsChange
             | Handler::PreGenerate
-            | Handler::HintPreview => unreachable!("answered above"),
+            | Handler::HintPreview
+            | Handler::Download(_)
+            | Handler::RegistryList
+            | Handler::RegistryInfo
+            | Handler::OnWorkerAdded => unreachable!("answered above"),
         }
         .map_err(|e| e.to_string())
     })

@@ -19,7 +19,7 @@ use iii_sdk::protocol::RegisterTriggerInput;
 use iii_sdk::trigger::Trigger;
 use serde_json::{Value, json};
 
-use super::surface::Handler;
+use super::surface::{Handler, ON_FUNCTIONS_CHANGE, PRE_GENERATE};
 use crate::config::Settings;
 use crate::search::registry::{DEFAULT_PHASE_WAIT, Registry};
 use crate::search::service::{Engine, Refresh};
@@ -29,9 +29,6 @@ use crate::search::{FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 pub const FUNCTIONS_AVAILABLE: &str = "engine::functions-available";
 /// The harness hook the hint rides on (contract).
 pub const PRE_GENERATE_HOOK: &str = "harness::hook::pre-generate";
-pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
-pub const PRE_GENERATE: &str = "directory::pre-generate";
-pub const HINT_PREVIEW: &str = "directory::hint-preview";
 
 /// The hook binding's config (contract).
 pub fn pre_generate_binding() -> Value {

@@ -4,7 +4,17 @@
 use serde_json::{Value, json};
 
 use crate::directory::{ReadFunction, WriteFunction};
+use crate::download::DownloadFunction;
 use crate::events::Family;
+use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
+
+/// The internal function the `worker` trigger calls when a worker is added (contract §3.10).
+pub const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
+
+/// The internal functions of function search, by id.
+pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
+pub const PRE_GENERATE: &str = "directory::pre-generate";
+pub const HINT_PREVIEW: &str = "directory::hint-preview";
 
 /// What a registered function does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +28,10 @@ pub enum Handler {
     OnFunctionsChange,
     PreGenerate,
     HintPreview,
+    Download(DownloadFunction),
+    RegistryList,
+    RegistryInfo,
+    OnWorkerAdded,
 }
 
 /// One function of the surface.
@@ -454,7 +468,7 @@ pub fn functions() -> Vec<Function> {
             internal: false,
         },
         Function {
-            id: super::search::ON_FUNCTIONS_CHANGE,
+            id: ON_FUNCTIONS_CHANGE,
             handler: OnFunctionsChange,
             description: "Internal: refreshes the function-search catalog when the engine's functions change (engine::functions-available).",
             request: object(
@@ -465,7 +479,7 @@ pub fn functions() -> Vec<Function> {
             internal: true,
         },
         Function {
-            id: super::search::PRE_GENERATE,
+            id: PRE_GENERATE,
             handler: PreGenerate,
             description: "Internal: harness pre-generate hook that appends the function-search hint to a generation's system prompt, at most once per turn and only when its gates allow.",
             request: object(
@@ -498,7 +512,7 @@ pub fn functions() -> Vec<Function> {
             internal: true,
         },
         Function {
-            id: super::search::HINT_PREVIEW,
+            id: HINT_PREVIEW,
             handler: HintPreview,
             description: "Internal: the exact function-search hint per exposure mode (agent_trigger, native), as the configuration UI shows it.",
             request: object(json!({}), &[]),
@@ -506,6 +520,146 @@ pub fn functions() -> Vec<Function> {
                 json!({ "agent_trigger": string("hint for agent_trigger exposure"), "native": string("hint for native exposure") }),
                 &["agent_trigger", "native"],
             ),
+            internal: true,
+        },
+    ]
+    .into_iter()
+    .chain(download_functions())
+    .collect()
+}
+
+/// `{namespace, skills_written, system_prompts_written, agents_written, source}`.
+fn download_response() -> Value {
+    let names =
+        |what: &str| json!({ "type": "array", "items": { "type": "string" }, "description": what });
+    object(
+        json!({
+            "namespace": string("the skill name (repo) or worker name (registry) the files landed under"),
+            "skills_written": names("paths written under <skills_folder>/<namespace>/, payload files included"),
+            "system_prompts_written": names("names of the system prompts written"),
+            "agents_written": names("ids of the agent profiles written to agents_folder"),
+            "source": object(
+                json!({
+                    "kind": { "enum": ["repo", "registry"] },
+                    "repo": string("repo URL"), "skill": string("skill folder"), "branch": string("branch cloned"),
+                    "worker": string("registry worker"), "version": string("version asked for"), "tag": string("tag asked for"),
+                }),
+                &["kind"],
+            ),
+        }),
+        &[
+            "namespace",
+            "skills_written",
+            "system_prompts_written",
+            "agents_written",
+            "source",
+        ],
+    )
+}
+
+fn repo_fields() -> Value {
+    json!({
+        "repo": string("https://, ssh:// or git@ URL of a git repository"),
+        "skill": string("folder name under the repository's skills/"),
+        "branch": string("branch to clone (default main)"),
+    })
+}
+
+fn registry_fields(key: &str, what: &str) -> Value {
+    json!({
+        key: string(what),
+        "version": string("exact published version (semver); not with tag"),
+        "tag": string("release tag, e.g. latest (the default); not with version"),
+    })
+}
+
+fn registry_worker() -> Value {
+    json!({ "type": "object", "required": ["name"], "properties": {
+        "name": string("worker name"), "description": nullable_string(), "type": nullable_string(),
+        "version": nullable_string(), "repo": nullable_string(), "config": { "type": "object" },
+        "supported_targets": array_of(json!({ "type": "string" })), "image": string("container image"),
+        "total_downloads": integer(), "dependencies": array_of(json!({ "type": "object" })),
+        "author": { "type": ["object", "null"] },
+    }})
+}
+
+/// The downloads, the registry proxy and the worker-added hook.
+fn download_functions() -> Vec<Function> {
+    use Handler::*;
+    let mut alias_fields = repo_fields();
+    if let (Some(alias), Value::Object(registry)) = (
+        alias_fields.as_object_mut(),
+        registry_fields("worker", "registry worker name"),
+    ) {
+        alias.extend(registry);
+    }
+    vec![
+        Function {
+            id: DownloadFunction::Download.id(),
+            handler: Download(DownloadFunction::Download),
+            description: "Download a skill bundle from either source: {repo, skill, branch?} (branch defaults to main) or {worker, version? | tag?} (tag defaults to latest). Checked whole, landed all or nothing; fires the on-change triggers { op: download }. Prefer the explicit forms.",
+            request: object(alias_fields, &[]),
+            response: download_response(),
+            internal: false,
+        },
+        Function {
+            id: DownloadFunction::FromRepo.id(),
+            handler: Download(DownloadFunction::FromRepo),
+            description: "Copy skills/<skill>/ of a git repository (shallow clone of one branch) into <skills_folder>/<skill>/. Paths under prompts/ and agents/ are ignored; re-pulls overwrite file by file and keep other files.",
+            request: object(repo_fields(), &["repo", "skill"]),
+            response: download_response(),
+            internal: false,
+        },
+        Function {
+            id: DownloadFunction::FromRegistry.id(),
+            handler: Download(DownloadFunction::FromRegistry),
+            description: "Install a published worker's skills bundle from the workers registry into <skills_folder>/<worker>/; exact agents/<id>.md entries become agent profiles in agents_folder.",
+            request: object(
+                registry_fields("worker", "registry worker name"),
+                &["worker"],
+            ),
+            response: download_response(),
+            internal: false,
+        },
+        Function {
+            id: REGISTRY_LIST,
+            handler: RegistryList,
+            description: "Browse or search workers published in the workers registry: { workers, pagination: { next_cursor, has_more, page_size } }. Free-text search; opaque cursor for the next page.",
+            request: object(
+                json!({ "search": string("free text matched by the registry"), "cursor": string("next_cursor of the previous page") }),
+                &[],
+            ),
+            response: object(
+                json!({
+                    "workers": array_of(registry_worker()),
+                    "pagination": object(json!({ "next_cursor": nullable_string(), "has_more": boolean("more pages"), "page_size": integer() }), &["next_cursor", "has_more", "page_size"]),
+                }),
+                &["workers", "pagination"],
+            ),
+            internal: false,
+        },
+        Function {
+            id: REGISTRY_INFO,
+            handler: RegistryInfo,
+            description: "One registry worker in full: { worker, readme, api_reference: { functions, triggers }, skills_tree: { skills, prompts } }, at a version or tag (default latest).",
+            request: object(registry_fields("name", "registry worker name"), &["name"]),
+            response: object(
+                json!({
+                    "worker": registry_worker(),
+                    "readme": string("the worker's README (markdown)"),
+                    "api_reference": object(json!({ "functions": array_of(json!({ "type": "object" })), "triggers": array_of(json!({ "type": "object" })) }), &["functions", "triggers"]),
+                    "skills_tree": object(json!({ "skills": array_of(json!({ "type": "object" })), "prompts": array_of(json!({ "type": "object" })) }), &["skills", "prompts"]),
+                }),
+                &["worker", "api_reference", "skills_tree"],
+            ),
+            internal: false,
+        },
+        Function {
+            id: ON_WORKER_ADDED,
+            handler: OnWorkerAdded,
+            description: "Internal: downloads an added worker's skills bundle (tag latest) when auto_download is on; always answers { ok: true }.",
+            request: object(json!({ "worker": string("the worker just added") }), &[]),
+            response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
             internal: true,
         },
     ]

@@ -6,6 +6,8 @@
 //! no watcher takes them for documents. A process killed mid-write leaves its temporary file
 //! behind; the next full reconcile removes those ([`sweep_found_temps`], fed by its walk).
 
+pub mod landing;
+
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -178,6 +180,15 @@ pub fn sweep_found_temps(files: &[PathBuf]) -> Sweep {
         sweep_one(file, now, &mut sweep);
     }
     sweep
+}
+
+/// Every download staging folder's name starts with this (see `download::landing`). A bundle
+/// can never write such a name: bundle paths may not have a segment starting with a dot.
+pub const STAGING_PREFIX: &str = ".iii-staging-";
+
+/// Whether a file or folder name is one of our staging folders (the walk skips them).
+pub fn is_staging_name(name: &str) -> bool {
+    name.starts_with(STAGING_PREFIX)
 }
 
 /// Whether a file name has our temporary files' pattern (see [`temp_pid`]).

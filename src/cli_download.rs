@@ -1,0 +1,181 @@
+//! `iii-directory download`: a download from the command line, answered as the worker answers
+//! it. Without a running worker the command is the index's writer: it brings the index up to
+//! date, lands the bundle and reconciles what it wrote, so the index is current when it
+//! returns. With a worker running (it owns the index), the bundle lands on disk the same safe
+//! way (staged, all or nothing, under the same cross-process lock) and the command follows the
+//! worker's live index read-only until it shows every markdown file written, or says why not.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use iii_directory::Directory;
+use iii_directory::config::Config;
+use iii_directory::download::{self, DownloadFunction, Step};
+use iii_directory::registry::{Endpoint, Registry};
+
+/// How long to wait for a running worker's index to show the files.
+const FOLLOW_TIMEOUT: Duration = Duration::from_secs(30);
+const FOLLOW_POLL: Duration = Duration::from_millis(100);
+/// Entries of a list shown in the summary before "… and N more".
+const SUMMARY_ENTRIES: usize = 12;
+
+/// What the command was given.
+pub struct Args {
+    pub repo: Option<String>,
+    pub skill: Option<String>,
+    pub branch: Option<String>,
+    pub worker: Option<String>,
+    pub version: Option<String>,
+    pub tag: Option<String>,
+    pub json: bool,
+}
+
+pub fn run(config: Config, args: Args) -> Result<String, String> {
+    let request = json!({
+        "repo": args.repo, "skill": args.skill, "branch": args.branch,
+        "worker": args.worker, "version": args.version, "tag": args.tag,
+    });
+    let source = download::request::parse(DownloadFunction::Download, &request)
+        .map_err(|e| e.to_string())?;
+    let directory = Arc::new(Directory::open_shared(config.clone()).map_err(|e| e.to_string())?);
+    let writer = directory.is_writer();
+    if writer {
+        directory.reconcile().map_err(|e| e.to_string())?;
+    }
+    let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
+    let started = Instant::now();
+    let quiet = args.json;
+    let progress = move |step: Step| {
+        if !quiet {
+            eprintln!("{}", describe(&step, started));
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let bundle = runtime
+        .block_on(download::fetch(
+            &directory.settings(),
+            &registry,
+            source,
+            &progress,
+        ))
+        .map_err(|e| e.to_string())?;
+    progress(Step::Landing {
+        files: bundle.files.len(),
+    });
+    let landed = directory.land_download(bundle).map_err(|e| e.to_string())?;
+    let indexed = if writer {
+        let revision = directory.revision().map_err(|e| e.to_string())?;
+        format!("index updated (revision {revision})")
+    } else {
+        follow(&directory, &landed.paths)?
+    };
+    if args.json {
+        return serde_json::to_string_pretty(&landed.response).map_err(|e| e.to_string());
+    }
+    Ok(summary(&landed.response, &indexed, started.elapsed()))
+}
+
+fn describe(step: &Step, started: Instant) -> String {
+    match step {
+        Step::Cloning { repo, branch } => format!("cloning {repo} (branch {branch})…"),
+        Step::Requesting { worker, release } => {
+            format!("requesting the skills bundle of {worker}@{release} from the registry…")
+        }
+        Step::Landing { files } => format!(
+            "bundle checked in {:.1} s: {files} file(s); landing…",
+            started.elapsed().as_secs_f64()
+        ),
+    }
+}
+
+/// Waits until the running worker's index holds every markdown file written, as written.
+fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, String> {
+    let deadline = Instant::now() + FOLLOW_TIMEOUT;
+    let waiting = std::io::stderr().is_terminal();
+    loop {
+        let missing = directory.unindexed(written).map_err(|e| e.to_string())?;
+        if missing == 0 {
+            return Ok("indexed by the running worker".into());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the files are on disk, but the running worker has not indexed {missing} of them within {} s; its file watcher may be off (see directory::index::status), and its safety-net rescan (safety_net_interval_ms) will pick them up",
+                FOLLOW_TIMEOUT.as_secs()
+            ));
+        }
+        if waiting {
+            eprint!("\r\x1b[2Kwaiting for the running worker to index {missing} file(s)…");
+        }
+        std::thread::sleep(FOLLOW_POLL);
+    }
+}
+
+fn summary(response: &Value, indexed: &str, took: Duration) -> String {
+    let list = |key: &str| -> Vec<String> {
+        response[key]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let source = &response["source"];
+    let from = match source["kind"].as_str() {
+        Some("repo") => format!(
+            "{} (skills/{}, branch {})",
+            source["repo"].as_str().unwrap_or_default(),
+            source["skill"].as_str().unwrap_or_default(),
+            source["branch"].as_str().unwrap_or_default()
+        ),
+        _ => {
+            let release = source["version"]
+                .as_str()
+                .or_else(|| source["tag"].as_str())
+                .unwrap_or_default();
+            format!(
+                "the registry ({}@{release})",
+                source["worker"].as_str().unwrap_or_default()
+            )
+        }
+    };
+    let mut out = format!(
+        "downloaded {} from {from} in {:.1} s",
+        response["namespace"].as_str().unwrap_or_default(),
+        took.as_secs_f64()
+    );
+    for (key, label) in [
+        ("skills_written", "skill files"),
+        ("system_prompts_written", "system prompts"),
+        ("agents_written", "agent profiles"),
+    ] {
+        let items = list(key);
+        if items.is_empty() {
+            continue;
+        }
+        let shown: Vec<&str> = items
+            .iter()
+            .take(SUMMARY_ENTRIES)
+            .map(String::as_str)
+            .collect();
+        let more = items.len().saturating_sub(SUMMARY_ENTRIES);
+        out.push_str(&format!(
+            "\n  {label} ({}): {}",
+            items.len(),
+            shown.join(", ")
+        ));
+        if more > 0 {
+            out.push_str(&format!(", … and {more} more"));
+        }
+    }
+    out.push_str(&format!("\n{indexed}"));
+    out
+}

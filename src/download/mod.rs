@@ -1,0 +1,144 @@
+//! Downloads: `directory::skills::download`, `download_from_repo` and `download_from_registry`
+//! (contract §3.9), and the pieces of auto-download that are not about the engine (§3.10).
+//!
+//! A download is two steps. [`fetch`] gets a bundle from its source (a shallow git clone, or
+//! the registry through the shared [`Registry`]) and checks it whole: every path, the limits,
+//! collisions (see [`bundle`]). Nothing is written until the bundle passes. Then
+//! [`Directory::land_download`] lands it all or nothing through a staging folder under the
+//! directory's write lock, reconciles the written paths, and publishes one
+//! `{op: "download", namespace, source}` event per family that got files (`store::landing` says how
+//! a crash at any moment still leaves the old tree or the whole bundle).
+//!
+//! [`Directory::land_download`]: crate::directory::Directory::land_download
+
+pub mod bundle;
+mod directory;
+mod from_registry;
+pub mod marker;
+pub mod repo;
+pub mod request;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::Settings;
+use crate::directory::Directory;
+use crate::doc::ids::validate_worker_name;
+use crate::error::{Error, Result};
+use crate::registry::functions::download_error;
+use crate::registry::{Registry, Release};
+
+pub use crate::store::landing::Recovery;
+pub use bundle::{Bundle, Limits};
+pub use directory::Landed;
+pub use request::{DownloadFunction, Source};
+
+/// What a download is doing, for a progress display.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// `git clone` of this repository is running.
+    Cloning { repo: String, branch: String },
+    /// The registry request for this worker's bundle is running.
+    Requesting { worker: String, release: String },
+    /// The bundle passed its checks; its files are landing.
+    Landing { files: usize },
+}
+
+/// Gets the bundle a source names and checks it whole. Nothing is written.
+pub async fn fetch(
+    settings: &Settings,
+    registry: &Registry,
+    source: Source,
+    progress: &(dyn Fn(Step) + Send + Sync),
+) -> Result<Bundle> {
+    let limits = Limits::from_settings(settings);
+    match &source {
+        Source::Repo { repo, branch, .. } => {
+            repo::check(&source)?;
+            progress(Step::Cloning {
+                repo: repo.clone(),
+                branch: branch.clone(),
+            });
+            let timeout = Duration::from_millis(settings.download_timeout_ms);
+            tokio::task::spawn_blocking(move || repo::fetch(source, timeout, limits))
+                .await
+                .map_err(|e| Error::Io(format!("download task failed: {e}")))?
+        }
+        Source::Registry { worker, release } => {
+            validate_worker_name(worker).map_err(Error::Invalid)?;
+            progress(Step::Requesting {
+                worker: worker.clone(),
+                release: release.value().to_string(),
+            });
+            let published = registry
+                .skills_bundle(worker, release)
+                .await
+                .map_err(|e| download_error(worker, &e))?;
+            let worker = worker.clone();
+            from_registry::plan(source, &worker, published, limits)
+        }
+    }
+}
+
+/// One download function call, from request to response: the request read, the bundle
+/// fetched and checked, then landed on the blocking pool.
+pub async fn run(
+    directory: &Arc<Directory>,
+    registry: &Registry,
+    function: DownloadFunction,
+    request: &Value,
+    progress: &(dyn Fn(Step) + Send + Sync),
+) -> Result<Value> {
+    let source = request::parse(function, request)?;
+    let bundle = fetch(&directory.settings(), registry, source, progress).await?;
+    progress(Step::Landing {
+        files: bundle.files.len(),
+    });
+    let directory = directory.clone();
+    let landed = tokio::task::spawn_blocking(move || directory.land_download(bundle))
+        .await
+        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+    Ok(landed.response)
+}
+
+/// How an automatic download of one worker's bundle ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AutoOutcome {
+    /// The bundle landed and its completion marker was written.
+    Installed { files: usize },
+    /// The registry publishes no bundle for the worker (404): nothing to do.
+    NotPublished,
+}
+
+/// Downloads `worker`'s bundle at `release` as auto-download does: the same checks and landing
+/// (and change events) as an explicit download, then the completion marker. A 404 is not an
+/// error here.
+pub async fn install_worker(
+    directory: &Arc<Directory>,
+    registry: &Registry,
+    worker: &str,
+    release: Release,
+) -> Result<AutoOutcome> {
+    let source = Source::Registry {
+        worker: worker.to_string(),
+        release: release.clone(),
+    };
+    let bundle = match fetch(&directory.settings(), registry, source, &|_| {}).await {
+        Ok(bundle) => bundle,
+        Err(e) if e.code() == Some("D310") => return Ok(AutoOutcome::NotPublished),
+        Err(e) => return Err(e),
+    };
+    let files = bundle.files.len();
+    let landing = directory.clone();
+    tokio::task::spawn_blocking(move || landing.land_download(bundle))
+        .await
+        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+    let skills_folder = directory.config().paths.skills_folder.clone();
+    let worker = worker.to_string();
+    tokio::task::spawn_blocking(move || marker::write_marker(&skills_folder, &worker, &release))
+        .await
+        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+    Ok(AutoOutcome::Installed { files })
+}

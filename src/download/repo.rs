@@ -1,0 +1,517 @@
+//! The repo source (contract §3.9): the guards on the URL, the skill name and the branch, a
+//! shallow `git clone` of one branch into a private temporary folder (bounded by
+//! `download_timeout_ms`, killed with its whole process group on timeout, removed on every
+//! path), and the files of `skills/<skill>/` read into a bundle for `<skills_folder>/<skill>/`.
+//!
+//! git runs from an argument vector (never a shell) with `--` before the URL, only the https and
+//! ssh transports (`protocol.ext` and `protocol.file` never; `GIT_PROTOCOL_FROM_USER=0`), no
+//! terminal prompt, no hooks, no fsmonitor and no submodules. A symbolic link anywhere in the
+//! skill folder refuses the bundle: a link means something else once moved into the skills
+//! folder (which the walk may follow), a link that leaves the clone would copy or point at files
+//! outside it, and no skill needs one (the registry's format cannot even carry one). Entries
+//! whose name starts with `.` are skipped, as are `prompts/` and `agents/` paths; repo downloads
+//! never install agent profiles.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::doc::classify::{PathClass, classify};
+use crate::doc::paths::{is_markdown, validate_bundle_path};
+use crate::error::{Error, Result};
+
+use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
+use super::request::Source;
+
+/// URL forms a clone may use (contract): https, ssh, and scp-like ssh (`git@host:path`).
+const ALLOWED_URL_PREFIXES: [&str; 3] = ["https://", "ssh://", "git@"];
+/// How often the clone's end (or its deadline) is checked.
+const POLL: Duration = Duration::from_millis(20);
+/// The tail of git's stderr kept for an error message.
+const STDERR_TAIL_BYTES: usize = 2048;
+/// How long to wait for git's stderr to close after git itself has ended.
+const STDERR_GRACE: Duration = Duration::from_secs(1);
+/// The folder of a repository holding one folder per skill (contract).
+const SKILLS_DIR: &str = "skills";
+
+/// The contract's URL guard, plus no whitespace or control characters (a URL has none, and
+/// they have no business on a command line).
+pub fn check_repo_url(repo: &str) -> Result<()> {
+    let repo = repo.trim();
+    let refuse = |why: String| Err(Error::Invalid(why));
+    if repo.is_empty() {
+        return refuse("repo URL must be non-empty".into());
+    }
+    if repo.starts_with('-') {
+        return refuse(format!(
+            "repo URL may not start with '-' (argument injection): {repo:?}"
+        ));
+    }
+    if repo.contains("::") {
+        return refuse(format!(
+            "repo URL may not contain '::' (transport trick): {repo:?}"
+        ));
+    }
+    if repo
+        .get(..5)
+        .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+    {
+        return refuse(format!(
+            "repo URL may not use the file: transport: {repo:?}"
+        ));
+    }
+    if repo.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return refuse(format!(
+            "repo URL may not contain whitespace or control characters: {repo:?}"
+        ));
+    }
+    if !ALLOWED_URL_PREFIXES.iter().any(|p| repo.starts_with(p)) {
+        return refuse(format!(
+            "repo URL must start with https://, ssh://, or git@ — got: {repo:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// The contract's skill-name guard: ASCII letters, digits, `-`, `_` and `.`, not starting with
+/// a dot (so never `.` or `..`), no separator.
+pub fn check_skill_name(skill: &str) -> Result<()> {
+    let refuse = |why: String| Err(Error::Invalid(why));
+    if skill.is_empty() {
+        return refuse("skill must be non-empty".into());
+    }
+    if skill.contains('/') || skill.contains('\\') {
+        return refuse(format!("skill may not contain a path separator: {skill:?}"));
+    }
+    if skill.contains("..") {
+        return refuse(format!("skill may not contain '..': {skill:?}"));
+    }
+    if skill.starts_with('.') {
+        return refuse(format!("skill may not start with '.': {skill:?}"));
+    }
+    if !skill
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return refuse(format!(
+            "skill may only contain ASCII letters, digits, '-', '_' and '.': {skill:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A branch git would take as a branch: non-empty (contract), and not an option or a line.
+pub fn check_branch(branch: &str) -> Result<()> {
+    if branch.is_empty() {
+        return Err(Error::Invalid("branch must be non-empty".into()));
+    }
+    if branch.starts_with('-') || branch.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::Invalid(format!(
+            "branch may not start with '-' or contain whitespace or control characters: {branch:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// Every guard of a repo source, before anything runs: the skill name, the URL, the branch.
+pub fn check(source: &Source) -> Result<()> {
+    let Source::Repo {
+        repo,
+        skill,
+        branch,
+    } = source
+    else {
+        return Err(Error::Invalid("not a repo source".into()));
+    };
+    check_skill_name(skill)?;
+    check_repo_url(repo)?;
+    check_branch(branch)
+}
+
+/// Clones the source's branch and reads `skills/<skill>/` into a checked bundle. The clone is
+/// removed before this returns, whatever happens.
+pub fn fetch(source: Source, timeout: Duration, limits: Limits) -> Result<Bundle> {
+    check(&source)?;
+    let Source::Repo {
+        repo,
+        skill,
+        branch,
+    } = &source
+    else {
+        return Err(Error::Invalid("not a repo source".into()));
+    };
+    let clone = CloneDir::create()?;
+    run_git_clone(repo, branch, &clone.checkout(), timeout)?;
+    let (repo, skill) = (repo.clone(), skill.clone());
+    collect(source, &clone.checkout(), &repo, &skill, limits)
+}
+
+/// A private temporary folder for one clone, removed when dropped.
+struct CloneDir {
+    path: PathBuf,
+}
+
+static CLONES: AtomicU64 = AtomicU64::new(0);
+
+impl CloneDir {
+    fn create() -> Result<CloneDir> {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let name = format!(
+            "iii-directory-clone-{}-{}-{nanos}",
+            std::process::id(),
+            CLONES.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| Error::Io(format!("create_dir {}: {e}", path.display())))?;
+        Ok(CloneDir { path })
+    }
+
+    fn checkout(&self) -> PathBuf {
+        self.path.join("checkout")
+    }
+}
+
+impl Drop for CloneDir {
+    fn drop(&mut self) {
+        if let Err(e) = fs::remove_dir_all(&self.path) {
+            tracing::warn!(path = %self.path.display(), "cannot remove a temporary clone: {e}");
+        }
+    }
+}
+
+/// The git command line: one branch, depth 1, quiet, https/ssh only, nothing of the
+/// repository's or the user's configuration that could run a program.
+fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
+    let mut git = Command::new("git");
+    for setting in [
+        "protocol.ext.allow=never",
+        "protocol.file.allow=never",
+        "protocol.allow=never",
+        "protocol.https.allow=always",
+        "protocol.ssh.allow=always",
+        "core.hooksPath=/dev/null",
+        "core.fsmonitor=false",
+        "submodule.recurse=false",
+    ] {
+        git.arg("-c").arg(setting);
+    }
+    git.args([
+        "clone",
+        "--depth",
+        "1",
+        "--no-recurse-submodules",
+        "--branch",
+    ])
+    .arg(branch)
+    .arg("--quiet")
+    .arg("--")
+    .arg(repo)
+    .arg(into)
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_PROTOCOL_FROM_USER", "0")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    // Its own process group, so a timeout ends git's helpers (git-remote-https,
+    // index-pack, ssh) with it.
+    .process_group(0);
+    if std::env::var_os("GIT_SSH_COMMAND").is_none() && std::env::var_os("GIT_SSH").is_none() {
+        // No passphrase or host-key prompt on a terminal the worker does not have.
+        git.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
+    }
+    git
+}
+
+fn run_git_clone(repo: &str, branch: &str, into: &Path, timeout: Duration) -> Result<()> {
+    let mut child = git_command(repo, branch, into)
+        .spawn()
+        .map_err(|e| Error::Io(format!("spawn git: {e}")))?;
+    let stderr = read_stderr(&mut child);
+    let status = wait_with_deadline(&mut child, timeout);
+    let text = stderr.recv_timeout(STDERR_GRACE).unwrap_or_default();
+    match status {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(Error::Invalid(format!(
+            "git clone --branch {branch} exited with {status}: {}",
+            text.trim()
+        ))),
+        None => Err(Error::Invalid(format!(
+            "git clone timed out after {} ms",
+            timeout.as_millis()
+        ))),
+    }
+}
+
+/// The tail of the child's stderr, delivered once it closes.
+fn read_stderr(child: &mut Child) -> mpsc::Receiver<String> {
+    let (sender, receiver) = mpsc::channel();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                all.extend_from_slice(&buf[..n]);
+                if all.len() > STDERR_TAIL_BYTES * 2 {
+                    all.drain(..all.len() - STDERR_TAIL_BYTES);
+                }
+            }
+            let start = all.len().saturating_sub(STDERR_TAIL_BYTES);
+            let _ = sender.send(String::from_utf8_lossy(&all[start..]).into_owned());
+        });
+    }
+    receiver
+}
+
+/// The child's exit status, or `None` when the deadline passed first (the child's process
+/// group is then killed and reaped).
+fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL),
+            Ok(None) | Err(_) => {
+                kill_group(child);
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// SIGKILL to the child's process group (it leads its own, see [`git_command`]).
+fn kill_group(child: &mut Child) {
+    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+        let _ = child.kill();
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals that process group; the group is the child's
+    // own (process_group(0)), created by us and not yet reaped, so it names no other process.
+    let sent = unsafe { libc::kill(-pid, libc::SIGKILL) };
+    if sent != 0 {
+        let _ = child.kill();
+    }
+}
+
+/// Reads `skills/<skill>/` of a checkout into a bundle for `<skills_folder>/<skill>/`.
+fn collect(
+    source: Source,
+    checkout: &Path,
+    repo: &str,
+    skill: &str,
+    limits: Limits,
+) -> Result<Bundle> {
+    let skills_dir = checkout.join(SKILLS_DIR);
+    let folder = skills_dir.join(skill);
+    for step in [&skills_dir, &folder] {
+        match fs::symlink_metadata(step) {
+            Err(_) => {
+                return Err(Error::Invalid(format!(
+                    "repo {repo:?} has no folder skills/{skill}/ (cloned to {})",
+                    checkout.display()
+                )));
+            }
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(link_error(checkout, step, &format!("skills/{skill}")));
+            }
+            Ok(meta) if !meta.is_dir() => {
+                return Err(Error::Invalid(format!(
+                    "skills/{skill} in {repo:?} is not a directory"
+                )));
+            }
+            Ok(_) => {}
+        }
+    }
+    let mut builder = BundleBuilder::new(source, limits);
+    let mut folders = vec![(folder, String::new())];
+    while let Some((dir, rel_dir)) = folders.pop() {
+        let mut entries: Vec<fs::DirEntry> = fs::read_dir(&dir)
+            .map_err(|e| Error::Io(format!("read_dir {}: {e}", dir.display())))?
+            .collect::<std::io::Result<_>>()
+            .map_err(|e| Error::Io(format!("read_dir {}: {e}", dir.display())))?;
+        entries.sort_by_key(fs::DirEntry::file_name);
+        // Folders are taken off the end of the stack: push them in reverse to walk in order.
+        let mut subfolders = Vec::new();
+        for entry in entries {
+            let name = entry.file_name().into_string().map_err(|name| {
+                Error::Invalid(format!(
+                    "skills/{skill}/{rel_dir} holds a file name that is not UTF-8 ({name:?}); nothing was written"
+                ))
+            })?;
+            if name.starts_with('.') {
+                continue;
+            }
+            let rel = if rel_dir.is_empty() {
+                name
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let path = entry.path();
+            let meta = fs::symlink_metadata(&path)
+                .map_err(|e| Error::Io(format!("stat {}: {e}", path.display())))?;
+            if meta.file_type().is_symlink() {
+                return Err(link_error(
+                    checkout,
+                    &path,
+                    &format!("skills/{skill}/{rel}"),
+                ));
+            }
+            if meta.is_dir() {
+                subfolders.push((path, rel));
+                continue;
+            }
+            if !meta.is_file() {
+                return Err(Error::Invalid(format!(
+                    "skills/{skill}/{rel} is not a regular file; nothing was written"
+                )));
+            }
+            builder.count()?;
+            add_file(&mut builder, skill, &path, rel, meta.len())?;
+        }
+        folders.extend(subfolders.into_iter().rev());
+    }
+    builder.finish()
+}
+
+/// One regular file of the skill folder: ignored family paths are skipped, every other file is
+/// checked and read (no further than its size allows).
+fn add_file(
+    builder: &mut BundleBuilder,
+    skill: &str,
+    path: &Path,
+    rel: String,
+    size: u64,
+) -> Result<()> {
+    let listed = match classify(&rel) {
+        PathClass::Prompts | PathClass::Agents => return Ok(()),
+        PathClass::SystemPrompt => is_markdown(&rel).then(|| (Listed::SystemPrompt, stem(&rel))),
+        PathClass::Skill => Some((Listed::Skill, rel.clone())),
+    };
+    validate_bundle_path(&rel).map_err(|why| {
+        Error::Invalid(format!(
+            "invalid file path {rel:?} in skills/{skill}/: {why}; nothing was written"
+        ))
+    })?;
+    builder.check_size(&rel, size)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
+    fs::File::open(path)
+        .and_then(|file| file.take(size.saturating_add(1)).read_to_end(&mut bytes))
+        .map_err(|e| Error::Io(format!("read {}: {e}", path.display())))?;
+    builder.add(Dest::Skills, format!("{skill}/{rel}"), bytes, listed)
+}
+
+fn stem(rel: &str) -> String {
+    let file = rel.rsplit('/').next().unwrap_or(rel);
+    file.strip_suffix(".md").unwrap_or(file).to_string()
+}
+
+/// The refusal of a symbolic link, saying where it points and whether that leaves the clone.
+fn link_error(checkout: &Path, link: &Path, shown: &str) -> Error {
+    let target = fs::read_link(link)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let leaves = match (fs::canonicalize(link), fs::canonicalize(checkout)) {
+        (Ok(real), Ok(root)) => !real.starts_with(root),
+        // A broken link: judged by its text.
+        _ => Path::new(&target).is_absolute() || target.contains(".."),
+    };
+    let where_to = if leaves {
+        "outside the repository"
+    } else {
+        "inside the repository"
+    };
+    Error::Invalid(format!(
+        "{shown} is a symbolic link (to {target}, {where_to}); bundles may not contain links, and nothing was written"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_guard() {
+        for ok in [
+            "https://github.com/anthropics/skills",
+            "ssh://git@github.com/a/b.git",
+            "git@github.com:a/b.git",
+        ] {
+            assert!(check_repo_url(ok).is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "non-empty"),
+            ("   ", "non-empty"),
+            ("--upload-pack=touch /tmp/x", "argument injection"),
+            ("-oProxyCommand=x", "argument injection"),
+            ("ext::sh -c touch% /tmp/pwned", "transport trick"),
+            ("git::https://x", "transport trick"),
+            ("file:///etc", "file:"),
+            ("FILE:///etc", "file:"),
+            ("http://github.com/a/b", "must start with"),
+            ("../../etc", "must start with"),
+            ("/srv/repo", "must start with"),
+            ("https://x/a b", "whitespace"),
+            ("https://x/a\nb", "whitespace"),
+        ] {
+            let err = check_repo_url(bad).expect_err(bad).to_string();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn skill_name_guard() {
+        for ok in ["frontend-design", "Frontend_Design", "v1.2", "x"] {
+            assert!(check_skill_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "a\\b",
+            "a..b",
+            "a b",
+            "ü",
+            "../../etc",
+        ] {
+            assert!(check_skill_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn branch_guard() {
+        assert!(check_branch("main").is_ok());
+        assert!(check_branch("release/1.x").is_ok());
+        for bad in ["", "--upload-pack=x", "a b", "a\nb"] {
+            assert!(check_branch(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_clone_folder_is_private_and_removed() {
+        let clone = CloneDir::create().expect("create");
+        let path = clone.path.clone();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        fs::write(path.join("x"), "x").expect("write");
+        drop(clone);
+        assert!(!path.exists());
+    }
+}

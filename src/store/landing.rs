@@ -1,0 +1,859 @@
+//! Landing a checked bundle all or nothing, and finishing what a killed download left.
+//!
+//! A landing works in a staging folder inside each destination root (so every rename stays on
+//! one file system), named `.iii-staging-<txn>`; the walk never enters it, so nothing in it is
+//! ever listed:
+//!
+//! ```text
+//! <root>/.iii-staging-<txn>/files/<dest>/<path>    the new files, written and fsynced
+//! <root>/.iii-staging-<txn>/backup/<dest>/<path>   hard links to the files they replace
+//! <skills_folder>/.iii-staging-<txn>/commit.json   written (atomically) once all is staged
+//! ```
+//!
+//! 1. Every target is checked first (no folder on the way that is a file or a link leading out
+//!    of the root, no target that is a folder or a link): a refusal writes nothing.
+//! 2. Stage every file and link a backup of every file it replaces; fsync. A failure here
+//!    removes the staging folders: the tree is byte for byte as it was.
+//! 3. Commit: `commit.json` lists the files. From here on the download is decided.
+//! 4. Move each staged file over its target (rename). A failure moves every file already moved
+//!    back into staging and its backup back into place (the old inode, so byte for byte the old
+//!    file), removes the commit record and then the staging folders.
+//! 5. fsync the targets' folders, remove the staging folders (the commit record last).
+//!
+//! A crash (SIGKILL, power loss) can stop this anywhere. [`recover`], run when the index's
+//! writer opens, before its first reconcile, looks at every staging folder: one without a commit
+//! record is removed (the tree never changed); one with a record is rolled forward, moving every
+//! file still staged into place (its other files were moved already). Either way the tree holds
+//! the old files or the whole new bundle, never a mix. A rollback in progress keeps that true:
+//! it moves new files back into staging before it puts a backup in place, so a roll forward
+//! from any point of it still finds every new file.
+//!
+//! Landings and recoveries are serialized across processes by an advisory lock (flock) on a
+//! file beside the index, so a command-line download and a running worker never interleave,
+//! and a recovery never touches a staging folder that a live download is filling.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::{self as store, Mode, STAGING_PREFIX, is_staging_name};
+use crate::config::Paths;
+use crate::error::{Error, Result};
+
+/// The root a file lands under.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Dest {
+    /// `skills_folder`: skills, system prompts and payload files, under the namespace folder.
+    Skills,
+    /// `agents_folder`: agent profiles, `<id>.md`.
+    Agents,
+}
+
+impl Dest {
+    pub const ALL: [Dest; 2] = [Dest::Skills, Dest::Agents];
+
+    /// The name of the dest's folder inside a staging folder.
+    pub fn word(self) -> &'static str {
+        match self {
+            Dest::Skills => "skills",
+            Dest::Agents => "agents",
+        }
+    }
+}
+
+/// One file of a bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileToLand {
+    pub dest: Dest,
+    /// `/`-separated, relative to the dest root (`<namespace>/<path>` or `<id>.md`).
+    pub rel: String,
+    pub bytes: Vec<u8>,
+}
+
+const COMMIT_FILE: &str = "commit.json";
+const FILES_DIR: &str = "files";
+const BACKUP_DIR: &str = "backup";
+/// The commit record's format version.
+const COMMIT_SCHEMA: u32 = 1;
+
+/// The advisory lock that serializes landings across processes: beside the index, which
+/// every process serving the same folders shares.
+pub fn lock_path(index_path: &Path) -> PathBuf {
+    let mut name = index_path.as_os_str().to_owned();
+    name.push(".downloads.lock");
+    PathBuf::from(name)
+}
+
+/// Finishes or removes what killed downloads left in these folders (see [`landing`]); a
+/// failure is logged, never fatal: the staging folders are invisible to the index meanwhile.
+pub fn recover_at_open(paths: &Paths) -> Recovery {
+    let lock = lock_path(&paths.index_path);
+    let targets = Targets {
+        skills: &paths.skills_folder,
+        agents: &paths.agents_folder,
+        lock: &lock,
+    };
+    match recover(targets) {
+        Ok(recovery) => {
+            if recovery != Recovery::default() {
+                tracing::info!(
+                    rolled_forward = recovery.rolled_forward,
+                    discarded = recovery.discarded,
+                    files = recovery.touched.len(),
+                    "finished interrupted downloads"
+                );
+            }
+            recovery
+        }
+        Err(e) => {
+            tracing::warn!("cannot finish interrupted downloads: {e}");
+            Recovery::default()
+        }
+    }
+}
+
+/// The folders a bundle lands in, by destination.
+#[derive(Clone, Copy, Debug)]
+pub struct Targets<'a> {
+    pub skills: &'a Path,
+    pub agents: &'a Path,
+    /// The advisory lock file (beside the index).
+    pub lock: &'a Path,
+}
+
+impl Targets<'_> {
+    fn root(&self, dest: Dest) -> &Path {
+        match dest {
+            Dest::Skills => self.skills,
+            Dest::Agents => self.agents,
+        }
+    }
+}
+
+/// The commit record: which files the download lands.
+#[derive(Serialize, Deserialize)]
+struct Commit {
+    schema: u32,
+    files: Vec<(Dest, String)>,
+}
+
+/// The cross-process landing lock; released when dropped (the file is closed).
+struct DownloadLock {
+    _file: File,
+}
+
+impl DownloadLock {
+    fn acquire(path: &Path) -> Result<DownloadLock> {
+        let fail = |e: io::Error| Error::Io(format!("lock {}: {e}", path.display()));
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(fail)?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(fail)?;
+        loop {
+            // SAFETY: flock(2) on a file descriptor this function owns and keeps open.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(DownloadLock { _file: file });
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(fail(e));
+            }
+        }
+    }
+}
+
+static TXNS: AtomicU64 = AtomicU64::new(0);
+
+/// One landing's staging folders.
+struct Txn<'a> {
+    targets: Targets<'a>,
+    name: String,
+}
+
+fn io_error(step: &str, path: &Path) -> impl FnOnce(io::Error) -> Error {
+    let path = path.display().to_string();
+    let step = step.to_string();
+    move |e| Error::Io(format!("{step} {path}: {e}"))
+}
+
+impl<'a> Txn<'a> {
+    fn new(targets: Targets<'a>) -> Txn<'a> {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let n = TXNS.fetch_add(1, Ordering::Relaxed);
+        Txn {
+            targets,
+            name: format!("{STAGING_PREFIX}{}-{n}-{nanos}", std::process::id()),
+        }
+    }
+
+    fn named(targets: Targets<'a>, name: &str) -> Txn<'a> {
+        Txn {
+            targets,
+            name: name.to_string(),
+        }
+    }
+
+    fn staging(&self, dest: Dest) -> PathBuf {
+        self.targets.root(dest).join(&self.name)
+    }
+
+    /// The staging folder holding the commit record (always in `skills_folder`).
+    fn primary(&self) -> PathBuf {
+        self.staging(Dest::Skills)
+    }
+
+    fn staged(&self, dest: Dest, rel: &str) -> PathBuf {
+        self.staging(dest)
+            .join(FILES_DIR)
+            .join(dest.word())
+            .join(rel)
+    }
+
+    fn backup(&self, dest: Dest, rel: &str) -> PathBuf {
+        self.staging(dest)
+            .join(BACKUP_DIR)
+            .join(dest.word())
+            .join(rel)
+    }
+
+    fn target(&self, dest: Dest, rel: &str) -> PathBuf {
+        self.targets.root(dest).join(rel)
+    }
+
+    fn commit_path(&self) -> PathBuf {
+        self.primary().join(COMMIT_FILE)
+    }
+
+    /// Step 2: every file written under `files/`, every file it replaces linked under
+    /// `backup/`, all of it fsynced.
+    fn stage(&self, files: &[FileToLand]) -> Result<()> {
+        let mut folders = BTreeSet::new();
+        for dest in Dest::ALL {
+            fs::create_dir(self.staging(dest))
+                .or_else(|e| match e.kind() {
+                    // skills_folder and agents_folder may be one folder.
+                    io::ErrorKind::AlreadyExists => Ok(()),
+                    _ => Err(e),
+                })
+                .map_err(io_error("create_dir", &self.staging(dest)))?;
+            folders.insert(self.targets.root(dest).to_path_buf());
+        }
+        let mut written = Vec::with_capacity(files.len());
+        for file in files {
+            let staged = self.staged(file.dest, &file.rel);
+            create_parents(&staged, &self.staging(file.dest), &mut folders)?;
+            write_new(&staged, &file.bytes)?;
+            written.push(staged);
+            let target = self.target(file.dest, &file.rel);
+            if fs::symlink_metadata(&target).is_ok() {
+                let backup = self.backup(file.dest, &file.rel);
+                create_parents(&backup, &self.staging(file.dest), &mut folders)?;
+                // A hard link keeps the very file (content, inode, times) for a rollback; a
+                // copy where the file system has no hard links.
+                fs::hard_link(&target, &backup)
+                    .or_else(|_| fs::copy(&target, &backup).map(drop))
+                    .map_err(io_error("back up", &target))?;
+            }
+        }
+        // One fsync per file and folder, many at once: the file system batches concurrent
+        // syncs into shared journal commits, where one after the other each waits for its own.
+        in_parallel(&written, sync_file)?;
+        let folders: Vec<PathBuf> = folders.into_iter().collect();
+        in_parallel(&folders, sync_dir)
+    }
+
+    /// Step 3: the commit record, written whole or not at all.
+    fn commit(&self, files: &[FileToLand]) -> Result<()> {
+        let record = Commit {
+            schema: COMMIT_SCHEMA,
+            files: files.iter().map(|f| (f.dest, f.rel.clone())).collect(),
+        };
+        let bytes = serde_json::to_vec(&record).map_err(|e| Error::Io(e.to_string()))?;
+        store::write_atomic(&self.commit_path(), &bytes, Mode::CreateNew)
+            .map_err(|e| Error::Io(e.to_string()))
+    }
+
+    /// Step 4: each staged file renamed over its target. `moved` says how far it got, and
+    /// `created` which target folders it made.
+    fn move_in(
+        &self,
+        files: &[FileToLand],
+        moved: &mut Vec<usize>,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<()> {
+        for (i, file) in files.iter().enumerate() {
+            let target = self.target(file.dest, &file.rel);
+            create_missing_parents(&target, created)?;
+            let staged = self.staged(file.dest, &file.rel);
+            fs::rename(&staged, &target).map_err(io_error("rename into", &target))?;
+            moved.push(i);
+        }
+        Ok(())
+    }
+
+    /// Undoes step 4: every moved file back into staging, then its backup (if any) back into
+    /// place, then the folders step 4 created, then the commit record.
+    fn roll_back(&self, files: &[FileToLand], moved: &[usize], created: &[PathBuf]) {
+        for &i in moved.iter().rev() {
+            let file = &files[i];
+            let (target, staged) = (
+                self.target(file.dest, &file.rel),
+                self.staged(file.dest, &file.rel),
+            );
+            if let Err(e) = fs::rename(&target, &staged) {
+                tracing::error!(path = %target.display(), "rollback: cannot take a new file back: {e}");
+                continue;
+            }
+            let backup = self.backup(file.dest, &file.rel);
+            if fs::symlink_metadata(&backup).is_ok() {
+                if let Err(e) = fs::rename(&backup, &target) {
+                    tracing::error!(path = %target.display(), "rollback: cannot restore the old file: {e}");
+                }
+            }
+        }
+        for folder in created.iter().rev() {
+            let _ = fs::remove_dir(folder);
+        }
+        if let Err(e) = fs::remove_file(self.commit_path())
+            .and_then(|()| sync_dir(&self.primary()).map_err(io::Error::other))
+        {
+            tracing::error!("rollback: cannot remove the commit record: {e}");
+        }
+    }
+
+    /// Removes the staging folders; the one holding the commit record last, and the record
+    /// last within it, so a crash meanwhile leaves a record only while files may still be
+    /// staged.
+    fn remove(&self) {
+        let primary = self.primary();
+        for dest in Dest::ALL {
+            let staging = self.staging(dest);
+            if staging != primary {
+                remove_tree(&staging);
+            }
+        }
+        remove_tree(&primary.join(FILES_DIR));
+        remove_tree(&primary.join(BACKUP_DIR));
+        let _ = fs::remove_file(primary.join(COMMIT_FILE));
+        remove_tree(&primary);
+    }
+}
+
+fn remove_tree(path: &Path) {
+    match fs::remove_dir_all(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(path = %path.display(), "cannot remove a staging folder: {e}"),
+    }
+}
+
+/// Creates the folders between `top` (which exists) and `path`'s parent, remembering them.
+fn create_parents(path: &Path, top: &Path, folders: &mut BTreeSet<PathBuf>) -> Result<()> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    fs::create_dir_all(parent).map_err(io_error("create_dir_all", parent))?;
+    for folder in parent.ancestors().take_while(|a| a.starts_with(top)) {
+        folders.insert(folder.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Creates the missing folders on the way to `target`, outermost first, recording each.
+fn create_missing_parents(target: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
+    let Some(parent) = target.parent() else {
+        return Ok(());
+    };
+    let mut missing: Vec<&Path> = parent
+        .ancestors()
+        .take_while(|a| fs::symlink_metadata(a).is_err())
+        .collect();
+    missing.reverse();
+    for folder in missing {
+        fs::create_dir(folder).map_err(io_error("create_dir", folder))?;
+        created.push(folder.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Writes a new file; [`sync_file`] makes it durable later, with the others.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io_error("write", path))?;
+    file.write_all(bytes).map_err(io_error("write", path))
+}
+
+fn sync_file(path: &Path) -> Result<()> {
+    File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(io_error("fsync", path))
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error("fsync", dir))
+}
+
+/// Step 1 for one file: the target may be created or replaced without leaving the root.
+fn check_target(root: &Path, rel: &str) -> Result<()> {
+    let refuse = |why: String| {
+        Err(Error::Invalid(format!(
+            "cannot download into {}: {why}; nothing was written",
+            root.join(rel).display()
+        )))
+    };
+    let real_root = match root.canonicalize() {
+        Ok(real) => real,
+        // No root yet: nothing below it exists, everything will be created.
+        Err(_) => return Ok(()),
+    };
+    let segments: Vec<&str> = rel.split('/').collect();
+    let mut at = root.to_path_buf();
+    for (i, segment) in segments.iter().enumerate() {
+        at.push(segment);
+        let last = i + 1 == segments.len();
+        let meta = match fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return refuse(format!("{} cannot be read ({e})", at.display())),
+        };
+        match (last, meta.file_type()) {
+            (true, t) if t.is_file() => return Ok(()),
+            (true, t) if t.is_symlink() => {
+                return refuse(format!("{} is a symbolic link", at.display()));
+            }
+            (true, _) => return refuse(format!("{} is not a regular file", at.display())),
+            (false, t) if t.is_dir() => {}
+            (false, t) if t.is_symlink() => {
+                let inside = at
+                    .canonicalize()
+                    .is_ok_and(|real| real.is_dir() && real.starts_with(&real_root));
+                if !inside {
+                    return refuse(format!(
+                        "{} is a symbolic link leading outside {}",
+                        at.display(),
+                        root.display()
+                    ));
+                }
+            }
+            (false, _) => {
+                return refuse(format!(
+                    "{} is a file where the bundle needs a folder",
+                    at.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lands `files` all or nothing (see the module doc) and returns the paths written.
+pub fn land(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> {
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    let _lock = DownloadLock::acquire(targets.lock)?;
+    for file in files {
+        check_target(targets.root(file.dest), &file.rel)?;
+    }
+    for dest in Dest::ALL {
+        let root = targets.root(dest);
+        fs::create_dir_all(root).map_err(io_error("create_dir_all", root))?;
+    }
+    let txn = Txn::new(targets);
+    if let Err(e) = txn.stage(files).and_then(|()| txn.commit(files)) {
+        txn.remove();
+        return Err(e);
+    }
+    let (mut moved, mut created) = (Vec::new(), Vec::new());
+    if let Err(e) = txn.move_in(files, &mut moved, &mut created) {
+        txn.roll_back(files, &moved, &created);
+        txn.remove();
+        return Err(e);
+    }
+    let touched: Vec<PathBuf> = files.iter().map(|f| txn.target(f.dest, &f.rel)).collect();
+    sync_parents(&touched);
+    txn.remove();
+    Ok(touched)
+}
+
+fn sync_parents(paths: &[PathBuf]) {
+    let parents: BTreeSet<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
+    let parents: Vec<PathBuf> = parents.into_iter().map(Path::to_path_buf).collect();
+    if let Err(e) = in_parallel(&parents, sync_dir) {
+        tracing::warn!("{e}");
+    }
+}
+
+/// Threads that wait on fsyncs at once. Waiting on the disk costs no CPU, so this is not
+/// bounded by the cores.
+const SYNC_THREADS: usize = 16;
+
+/// Runs `sync` on every path from [`SYNC_THREADS`] threads; the first error, if any.
+fn in_parallel(paths: &[PathBuf], sync: impl Fn(&Path) -> Result<()> + Sync) -> Result<()> {
+    if paths.len() <= 1 {
+        return paths.iter().try_for_each(|p| sync(p));
+    }
+    let chunk = paths.len().div_ceil(SYNC_THREADS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().try_for_each(|p| sync(p))))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Error::Io("fsync thread panicked".into())))
+            })
+            .collect::<Result<Vec<()>>>()
+            .map(drop)
+    })
+}
+
+/// What [`recover`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Committed landings finished.
+    pub rolled_forward: usize,
+    /// Uncommitted landings removed.
+    pub discarded: usize,
+    /// Files moved into place by the roll forwards.
+    pub touched: Vec<PathBuf>,
+}
+
+/// Finishes or removes every staging folder a killed landing left (see the module doc).
+pub fn recover(targets: Targets<'_>) -> Result<Recovery> {
+    let mut recovery = Recovery::default();
+    let mut names = BTreeSet::new();
+    for dest in Dest::ALL {
+        names.extend(staging_names(targets.root(dest)));
+    }
+    if names.is_empty() {
+        return Ok(recovery);
+    }
+    let _lock = DownloadLock::acquire(targets.lock)?;
+    for name in names {
+        let txn = Txn::named(targets, &name);
+        match read_commit(&txn.commit_path()) {
+            Some(commit) => {
+                roll_forward(&txn, &commit, &mut recovery.touched);
+                recovery.rolled_forward += 1;
+            }
+            None => recovery.discarded += 1,
+        }
+        txn.remove();
+    }
+    Ok(recovery)
+}
+
+/// The staging folders (real folders, never links) directly in `root`.
+fn staging_names(root: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(root) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| is_staging_name(name))
+        .collect()
+}
+
+fn read_commit(path: &Path) -> Option<Commit> {
+    let bytes = fs::read(path).ok()?;
+    let commit: Commit = serde_json::from_slice(&bytes).ok()?;
+    (commit.schema == COMMIT_SCHEMA).then_some(commit)
+}
+
+/// Moves every file of a committed landing that is still staged into place.
+fn roll_forward(txn: &Txn<'_>, commit: &Commit, touched: &mut Vec<PathBuf>) {
+    let mut done = Vec::new();
+    for (dest, rel) in &commit.files {
+        // The record is ours, but a record is still data read from disk: only plain relative
+        // paths are followed.
+        if !Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        {
+            continue;
+        }
+        let staged = txn.staged(*dest, rel);
+        if !fs::symlink_metadata(&staged).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let target = txn.target(*dest, rel);
+        let moved = target
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|()| fs::rename(&staged, &target));
+        match moved {
+            Ok(()) => done.push(target),
+            Err(e) => {
+                tracing::error!(path = %target.display(), "cannot finish an interrupted download: {e}")
+            }
+        }
+    }
+    sync_parents(&done);
+    touched.extend(done);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        skills: PathBuf,
+        agents: PathBuf,
+        lock: PathBuf,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().expect("temp");
+            let skills = dir.path().join("skills");
+            let agents = dir.path().join("agents");
+            fs::create_dir_all(&skills).expect("mkdir");
+            fs::create_dir_all(&agents).expect("mkdir");
+            let lock = dir.path().join("data/index.redb.downloads.lock");
+            Fixture {
+                _dir: dir,
+                skills,
+                agents,
+                lock,
+            }
+        }
+
+        fn targets(&self) -> Targets<'_> {
+            Targets {
+                skills: &self.skills,
+                agents: &self.agents,
+                lock: &self.lock,
+            }
+        }
+    }
+
+    fn file(dest: Dest, rel: &str, text: &str) -> FileToLand {
+        FileToLand {
+            dest,
+            rel: rel.into(),
+            bytes: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().into_string().expect("utf8"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn lands_files_and_keeps_siblings() {
+        let f = Fixture::new();
+        fs::create_dir_all(f.skills.join("ns")).expect("mkdir");
+        fs::write(f.skills.join("ns/keep.md"), "keep").expect("write");
+        fs::write(f.skills.join("ns/a.md"), "old").expect("write");
+        let files = [
+            file(Dest::Skills, "ns/a.md", "new a"),
+            file(Dest::Skills, "ns/deep/b.md", "b"),
+            file(Dest::Agents, "captain.md", "c"),
+        ];
+        let touched = land(f.targets(), &files).expect("landed");
+        assert_eq!(touched.len(), 3);
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "new a"
+        );
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/deep/b.md")).expect("b"),
+            "b"
+        );
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/keep.md")).expect("keep"),
+            "keep"
+        );
+        assert_eq!(
+            fs::read_to_string(f.agents.join("captain.md")).expect("c"),
+            "c"
+        );
+        assert_eq!(names(&f.skills), ["ns"], "no staging folder left");
+        assert_eq!(names(&f.agents), ["captain.md"]);
+    }
+
+    #[test]
+    fn a_failed_move_puts_everything_back() {
+        let f = Fixture::new();
+        fs::create_dir_all(f.skills.join("ns")).expect("mkdir");
+        fs::write(f.skills.join("ns/a.md"), "old a").expect("write");
+        let files = [
+            file(Dest::Skills, "ns/a.md", "new a"),
+            file(Dest::Skills, "ns/new/b.md", "b"),
+            file(Dest::Skills, "ns/z.md", "z"),
+        ];
+        let txn = Txn::new(f.targets());
+        txn.stage(&files).expect("staged");
+        txn.commit(&files).expect("committed");
+        // The last target turns into a folder after the checks: its rename fails.
+        fs::create_dir_all(f.skills.join("ns/z.md/x")).expect("mkdir");
+        let (mut moved, mut created) = (Vec::new(), Vec::new());
+        assert!(txn.move_in(&files, &mut moved, &mut created).is_err());
+        assert_eq!(moved, [0, 1]);
+        txn.roll_back(&files, &moved, &created);
+        txn.remove();
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "old a"
+        );
+        assert!(!f.skills.join("ns/new").exists(), "created folders removed");
+        assert_eq!(names(&f.skills), ["ns"]);
+    }
+
+    #[test]
+    fn recovery_rolls_committed_landings_forward_and_discards_the_rest() {
+        let f = Fixture::new();
+        fs::create_dir_all(f.skills.join("ns")).expect("mkdir");
+        fs::write(f.skills.join("ns/a.md"), "old a").expect("write");
+        let files = [
+            file(Dest::Skills, "ns/a.md", "new a"),
+            file(Dest::Skills, "ns/b.md", "new b"),
+            file(Dest::Agents, "x.md", "x"),
+        ];
+        // Committed, killed after moving the first file.
+        let committed = Txn::new(f.targets());
+        committed.stage(&files).expect("staged");
+        committed.commit(&files).expect("committed");
+        let (mut moved, mut created) = (Vec::new(), Vec::new());
+        committed
+            .move_in(&files[..1], &mut moved, &mut created)
+            .expect("first moved");
+        // Staged but never committed.
+        let other = [file(Dest::Skills, "ns/c.md", "c")];
+        let uncommitted = Txn::new(f.targets());
+        uncommitted.stage(&other).expect("staged");
+
+        let recovery = recover(f.targets()).expect("recovered");
+        assert_eq!(recovery.rolled_forward, 1);
+        assert_eq!(recovery.discarded, 1);
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "new a"
+        );
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/b.md")).expect("b"),
+            "new b"
+        );
+        assert_eq!(fs::read_to_string(f.agents.join("x.md")).expect("x"), "x");
+        assert!(!f.skills.join("ns/c.md").exists());
+        assert_eq!(names(&f.skills), ["ns"]);
+        assert_eq!(names(&f.agents), ["x.md"]);
+        assert_eq!(recover(f.targets()).expect("again"), Recovery::default());
+    }
+
+    #[test]
+    fn a_rollback_cut_short_still_rolls_forward_whole() {
+        let f = Fixture::new();
+        fs::create_dir_all(f.skills.join("ns")).expect("mkdir");
+        fs::write(f.skills.join("ns/a.md"), "old a").expect("write");
+        let files = [
+            file(Dest::Skills, "ns/a.md", "new a"),
+            file(Dest::Skills, "ns/b.md", "new b"),
+        ];
+        let txn = Txn::new(f.targets());
+        txn.stage(&files).expect("staged");
+        txn.commit(&files).expect("committed");
+        let (mut moved, mut created) = (Vec::new(), Vec::new());
+        txn.move_in(&files, &mut moved, &mut created)
+            .expect("moved");
+        // The rollback's first step for `b`, then a crash: `b` is back in staging.
+        fs::rename(
+            f.skills.join("ns/b.md"),
+            txn.staged(Dest::Skills, "ns/b.md"),
+        )
+        .expect("back");
+        recover(f.targets()).expect("recovered");
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "new a"
+        );
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/b.md")).expect("b"),
+            "new b"
+        );
+    }
+
+    #[test]
+    fn targets_that_would_leave_the_root_or_clash_are_refused() {
+        let f = Fixture::new();
+        let outside = f.skills.parent().expect("parent").join("outside");
+        fs::create_dir_all(&outside).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, f.skills.join("out")).expect("link");
+        fs::create_dir_all(f.skills.join("ns/dir.md")).expect("mkdir");
+        fs::write(f.skills.join("ns/file"), "x").expect("write");
+        std::os::unix::fs::symlink(f.skills.join("ns/file"), f.skills.join("ns/link.md"))
+            .expect("link");
+        for (rel, why) in [
+            ("out/x.md", "leading outside"),
+            ("ns/dir.md", "not a regular file"),
+            ("ns/file/x.md", "where the bundle needs a folder"),
+            ("ns/link.md", "symbolic link"),
+        ] {
+            let err = land(f.targets(), &[file(Dest::Skills, rel, "x")])
+                .expect_err(rel)
+                .to_string();
+            assert!(err.contains(why), "{rel}: {err}");
+        }
+        assert!(names(&outside).is_empty());
+        // A link that stays inside the root is a folder like any other.
+        std::os::unix::fs::symlink(f.skills.join("ns"), f.skills.join("alias")).expect("link");
+        land(f.targets(), &[file(Dest::Skills, "alias/y.md", "y")]).expect("inside");
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/y.md")).expect("y"),
+            "y"
+        );
+    }
+
+    #[test]
+    fn one_folder_for_both_roots_works() {
+        let f = Fixture::new();
+        let targets = Targets {
+            skills: &f.skills,
+            agents: &f.skills,
+            lock: &f.lock,
+        };
+        land(
+            targets,
+            &[
+                file(Dest::Skills, "x.md/a.md", "a"),
+                file(Dest::Agents, "y.md", "y"),
+            ],
+        )
+        .expect("landed");
+        assert_eq!(names(&f.skills), ["x.md", "y.md"]);
+    }
+}

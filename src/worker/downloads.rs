@@ -1,0 +1,222 @@
+//! The worker's side of downloads: the three download functions and the registry proxy on the
+//! bus, and auto-download (contract §3.10). When `auto_download` is on, the worker binds
+//! `directory::__on_worker_added` to the engine's `worker` trigger type for finished adds, and
+//! reconciles at boot in the background: the engine's own skill `iii` first, then every
+//! installed worker (`worker::list`) that has neither a completion marker nor a local override.
+//! One download per worker at a time; each success invalidates the installed-workers cache
+//! (the new namespace may now pass `filter_unregistered`). Auto-downloads land and fire their
+//! change events like explicit ones.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use iii_sdk::IIIClient;
+use iii_sdk::protocol::RegisterTriggerInput;
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::engine::call;
+use super::surface::ON_WORKER_ADDED;
+use crate::doc::ids::validate_worker_name;
+use crate::download::{self, AutoOutcome, DownloadFunction, marker};
+use crate::registry::{Release, functions as registry_functions};
+
+/// The worker the engine skill comes from; it is not in `worker::list` (contract).
+const ENGINE_SKILL: &str = "iii";
+/// The trigger type announcing worker installs, and the binding (contract).
+const WORKER_TRIGGER_TYPE: &str = "worker";
+/// Attempts at binding the `worker` trigger, sleeping `BIND_BACKOFF` × attempt between.
+const BIND_ATTEMPTS: u32 = 5;
+const BIND_BACKOFF: Duration = Duration::from_secs(2);
+/// How long after boot the reconcile starts (contract).
+const BOOT_DELAY: Duration = Duration::from_secs(2);
+/// `worker::list` at boot: attempts, timeout of each, and backoff × attempt (contract).
+const LIST_ATTEMPTS: u32 = 6;
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+const LIST_BACKOFF: Duration = Duration::from_secs(2);
+
+/// The workers being auto-downloaded right now.
+#[derive(Default)]
+pub struct InFlight {
+    names: Mutex<HashSet<String>>,
+}
+
+/// A claim on one worker's download; released when dropped.
+struct Claim<'a> {
+    in_flight: &'a InFlight,
+    name: String,
+}
+
+impl InFlight {
+    /// Claims `name`, or `None` when its download is already running.
+    fn claim(&self, name: &str) -> Option<Claim<'_>> {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        names.insert(name.to_string()).then(|| Claim {
+            in_flight: self,
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut names = self
+            .in_flight
+            .names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        names.remove(&self.name);
+    }
+}
+
+/// `directory::skills::download`, `download_from_repo`, `download_from_registry`.
+pub async fn download(
+    shared: &Arc<Shared>,
+    function: DownloadFunction,
+    input: Value,
+) -> Result<Value, String> {
+    download::run(
+        &shared.directory,
+        &shared.registry,
+        function,
+        &input,
+        &|step| tracing::debug!(?step, "download"),
+    )
+    .await
+    .map_err(|e| e.to_string())
+}
+
+/// `directory::registry::workers::list`.
+pub async fn registry_list(shared: &Arc<Shared>, input: Value) -> Result<Value, String> {
+    registry_functions::list(&shared.registry, &input)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// `directory::registry::workers::info`.
+pub async fn registry_info(shared: &Arc<Shared>, input: Value) -> Result<Value, String> {
+    registry_functions::info(&shared.registry, &input)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// `directory::__on_worker_added {worker?}`: downloads the worker's bundle at `latest` and
+/// answers `{ok: true}` whatever happened (failures are logged). With `auto_download` off the
+/// trigger is never bound, and a direct call does nothing.
+pub async fn on_worker_added(shared: &Arc<Shared>, input: Value) -> Value {
+    if !shared.directory.settings().auto_download {
+        tracing::debug!("auto_download is off; a worker add downloads nothing");
+        return json!({ "ok": true });
+    }
+    match input.get("worker").and_then(Value::as_str).map(str::trim) {
+        Some(worker) if !worker.is_empty() => {
+            if install(shared, worker, Release::latest()).await {
+                shared.installed.clear();
+            }
+        }
+        _ => tracing::debug!("worker added without a name; nothing to download"),
+    }
+    json!({ "ok": true })
+}
+
+/// One auto-download, guarded and logged; true when files landed.
+async fn install(shared: &Arc<Shared>, worker: &str, release: Release) -> bool {
+    if let Err(why) = validate_worker_name(worker) {
+        tracing::warn!(
+            worker,
+            "not downloading skills for an invalid worker name: {why}"
+        );
+        return false;
+    }
+    let Some(_claim) = shared.in_flight.claim(worker) else {
+        tracing::debug!(worker, "skills download already in progress");
+        return false;
+    };
+    match download::install_worker(&shared.directory, &shared.registry, worker, release).await {
+        Ok(AutoOutcome::Installed { files }) => {
+            tracing::info!(worker, files, "worker skills downloaded");
+            true
+        }
+        Ok(AutoOutcome::NotPublished) => {
+            tracing::debug!(worker, "the registry publishes no skills for this worker");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(worker, "worker skills download failed: {e}");
+            false
+        }
+    }
+}
+
+/// Binds `directory::__on_worker_added` to finished worker adds, with the contract's retries.
+pub async fn bind_worker_added(iii: &IIIClient) {
+    for attempt in 1..=BIND_ATTEMPTS {
+        let binding = RegisterTriggerInput::new(
+            WORKER_TRIGGER_TYPE,
+            ON_WORKER_ADDED,
+            json!({ "operations": ["add"], "stages": ["done"] }),
+        );
+        match iii.register_trigger(binding) {
+            Ok(_) => return,
+            Err(e) if attempt < BIND_ATTEMPTS => {
+                tracing::debug!(attempt, "cannot bind worker adds yet: {e}");
+                tokio::time::sleep(BIND_BACKOFF * attempt).await;
+            }
+            Err(e) => tracing::warn!("cannot bind worker adds; auto-download on add is off: {e}"),
+        }
+    }
+}
+
+/// The boot reconcile: the engine skill, then every installed worker without a completion
+/// marker or a local override, one after the other.
+pub async fn boot_reconcile(iii: &IIIClient, shared: &Arc<Shared>) {
+    tokio::time::sleep(BOOT_DELAY).await;
+    let mut downloaded = install(shared, ENGINE_SKILL, Release::latest()).await;
+    let paths = shared.directory.config().paths.clone();
+    for (name, release) in installed_workers(iii).await {
+        if validate_worker_name(&name).is_err()
+            || paths.local_skills_folder.join(&name).is_dir()
+            || marker::has_marker(&paths.skills_folder, &name)
+        {
+            continue;
+        }
+        downloaded |= install(shared, &name, release).await;
+    }
+    if downloaded {
+        shared.installed.clear();
+    }
+    tracing::info!("worker skills reconciled");
+}
+
+/// `worker::list` with the contract's retries: each worker's name and the release to fetch
+/// (its `version` when it has one, else `latest`). Empty when the list cannot be had.
+async fn installed_workers(iii: &IIIClient) -> Vec<(String, Release)> {
+    for attempt in 1..=LIST_ATTEMPTS {
+        match call(iii, "worker::list", json!({}), LIST_TIMEOUT).await {
+            Ok(answer) => {
+                return answer["workers"]
+                    .as_array()
+                    .map(|rows| rows.iter().filter_map(listed_worker).collect())
+                    .unwrap_or_default();
+            }
+            Err(e) if attempt < LIST_ATTEMPTS => {
+                tracing::debug!(attempt, "worker::list failed, retrying: {e}");
+                tokio::time::sleep(LIST_BACKOFF * attempt).await;
+            }
+            Err(e) => tracing::warn!("worker::list failed; installed workers not reconciled: {e}"),
+        }
+    }
+    Vec::new()
+}
+
+fn listed_worker(row: &Value) -> Option<(String, Release)> {
+    let name = row.get("name")?.as_str()?.to_string();
+    let release = row
+        .get("version")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map_or_else(Release::latest, |v| Release::Version(v.to_string()));
+    Some((name, release))
+}

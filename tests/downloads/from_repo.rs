@@ -1,0 +1,402 @@
+//! `download --repo` through the real binary and real git: repositories made here, served over
+//! loopback HTTPS by `git http-backend` behind a certificate git trusts through its own
+//! environment (`GIT_SSL_CAINFO`), never through a relaxed URL guard.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::Tree;
+use crate::support::git::{Behaviour, GitServer, Repo};
+use crate::support::tree_state;
+
+/// A Compose folder for the binary, a folder of repositories with its HTTPS server, and a
+/// private temporary folder (`TMPDIR`) in which the clones must not outlive a download.
+struct Fixture {
+    compose: Tree,
+    repos: tempfile::TempDir,
+    tmp: tempfile::TempDir,
+    server: GitServer,
+}
+
+impl Fixture {
+    fn new(behaviour: Behaviour) -> Fixture {
+        let compose = Tree::new();
+        compose.mkdir("skills/iii").mkdir("agents");
+        let repos = tempfile::tempdir().expect("temp");
+        let server = GitServer::start(repos.path(), behaviour);
+        Fixture {
+            compose,
+            repos,
+            tmp: tempfile::tempdir().expect("temp"),
+            server,
+        }
+    }
+
+    fn repo(&self, name: &str) -> Repo {
+        Repo::init(self.repos.path(), name)
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+            .args(args)
+            .env("III_COMPOSE_DIR", self.compose.base())
+            .env("GIT_SSL_CAINFO", &self.server.ca_file)
+            .env("TMPDIR", self.tmp.path())
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run iii-directory")
+    }
+
+    /// `download --repo … --json`, expected to succeed.
+    fn download(&self, repo: &str, skill: &str, branch: Option<&str>) -> Value {
+        let mut args = vec!["download", "--repo", repo, "--skill", skill, "--json"];
+        if let Some(branch) = branch {
+            args.extend(["--branch", branch]);
+        }
+        let out = self.cli(&args);
+        assert!(
+            out.status.success(),
+            "download failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("--json prints the response")
+    }
+
+    /// A download that must fail and leave the tree byte for byte as it was; returns stderr.
+    fn refused(&self, args: &[&str]) -> String {
+        let before = tree_state(self.compose.base());
+        let out = self.cli(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert_eq!(
+            tree_state(self.compose.base()),
+            before,
+            "{args:?} changed the tree: {stderr}"
+        );
+        self.assert_no_clone_left();
+        stderr
+    }
+
+    fn assert_no_clone_left(&self) {
+        let left: Vec<PathBuf> = std::fs::read_dir(self.tmp.path())
+            .expect("tmp")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert!(left.is_empty(), "temporary clones left behind: {left:?}");
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.compose.path(rel)).expect(rel)
+    }
+}
+
+fn frontend_design(repo: &Repo) {
+    repo.write("README.md", "# Skills\n")
+        .write(
+            "skills/frontend-design/index.md",
+            "# Frontend design\n\nv1\n",
+        )
+        .write("skills/frontend-design/components.md", "# Components\n")
+        .write("skills/frontend-design/layouts/grid.md", "# Grid\n")
+        .write(
+            "skills/frontend-design/scripts/build.sh",
+            "#!/bin/sh\necho build\n",
+        )
+        .write("skills/frontend-design/.hidden/secret.md", "# hidden\n")
+        .write("skills/frontend-design/.env", "TOKEN=1\n")
+        .write("skills/frontend-design/prompts/say-hello.md", "# hello\n")
+        .write(
+            "skills/frontend-design/agents/helper.md",
+            "---\nname: H\n---\nx\n",
+        )
+        .write(
+            "skills/frontend-design/system-prompts/designer.md",
+            "---\ndescription: Designs.\n---\nYou design.\n",
+        )
+        .write("skills/other/index.md", "# Another skill\n");
+}
+
+#[test]
+fn a_repo_skill_lands_with_its_payload_and_without_ignored_paths() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    let response = f.download(&url, "frontend-design", None);
+    assert_eq!(
+        response,
+        json!({
+            "namespace": "frontend-design",
+            "skills_written": ["components.md", "index.md", "layouts/grid.md", "scripts/build.sh"],
+            "system_prompts_written": ["designer"],
+            "agents_written": [],
+            "source": {"kind": "repo", "repo": url, "skill": "frontend-design", "branch": "main"},
+        })
+    );
+    let ns = f.compose.path("skills/frontend-design");
+    for rel in [
+        "index.md",
+        "components.md",
+        "layouts/grid.md",
+        "scripts/build.sh",
+        "system-prompts/designer.md",
+    ] {
+        assert!(ns.join(rel).is_file(), "{rel}");
+    }
+    for rel in [".hidden", ".env", "prompts", "agents"] {
+        assert!(!ns.join(rel).exists(), "{rel} must not be copied");
+    }
+    assert!(!f.compose.path("skills/other").exists());
+    assert!(
+        !f.compose.path("agents/helper.md").exists(),
+        "repos never install agents"
+    );
+    f.assert_no_clone_left();
+
+    // The index is current when the command returns.
+    let out = f.cli(&["list", "skills", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).expect("list");
+    let ids: Vec<&str> = list["skills"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    for id in [
+        "frontend-design",
+        "frontend-design/components",
+        "frontend-design/layouts/grid",
+    ] {
+        assert!(ids.contains(&id), "{id}: {ids:?}");
+    }
+
+    // A re-pull after an upstream change: overwritten file by file, siblings kept.
+    f.compose
+        .write("skills/frontend-design/mine.md", "# Mine\n");
+    repo.write(
+        "skills/frontend-design/index.md",
+        "# Frontend design\n\nv2\n",
+    )
+    .remove("skills/frontend-design/components.md");
+    repo.publish("v2");
+    let again = f.download(&url, "frontend-design", Some("main"));
+    assert_eq!(
+        again["skills_written"],
+        json!(["index.md", "layouts/grid.md", "scripts/build.sh"])
+    );
+    assert!(f.read("skills/frontend-design/index.md").contains("v2"));
+    assert_eq!(
+        f.read("skills/frontend-design/components.md"),
+        "# Components\n"
+    );
+    assert_eq!(f.read("skills/frontend-design/mine.md"), "# Mine\n");
+}
+
+#[test]
+fn the_summary_says_what_was_written() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let out = f.cli(&[
+        "download",
+        "--repo",
+        &f.server.url("skills"),
+        "--skill",
+        "frontend-design",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cloning https://127.0.0.1:"),
+        "progress: {stderr}"
+    );
+    assert!(
+        stdout.starts_with("downloaded frontend-design from https://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "skill files (4): components.md, index.md, layouts/grid.md, scripts/build.sh"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("system prompts (1): designer"), "{stdout}");
+    assert!(stdout.contains("index updated (revision"), "{stdout}");
+}
+
+#[test]
+fn a_missing_branch_or_skill_folder_changes_nothing() {
+    let f = Fixture::new(Behaviour::Serve);
+    f.compose
+        .write("skills/frontend-design/index.md", "# Existing\n");
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    let err = f.refused(&[
+        "download",
+        "--repo",
+        &url,
+        "--skill",
+        "frontend-design",
+        "--branch",
+        "no-such-branch",
+    ]);
+    assert!(
+        err.contains("git clone --branch no-such-branch exited with"),
+        "{err}"
+    );
+    let err = f.refused(&["download", "--repo", &url, "--skill", "missing-skill"]);
+    assert!(err.contains("has no folder skills/missing-skill/"), "{err}");
+    let err = f.refused(&[
+        "download",
+        "--repo",
+        &f.server.url("nothing-here"),
+        "--skill",
+        "x",
+    ]);
+    assert!(err.contains("exited with"), "{err}");
+}
+
+#[test]
+fn a_symbolic_link_in_the_skill_folder_refuses_the_bundle() {
+    let f = Fixture::new(Behaviour::Serve);
+    f.compose.write("skills/linked/index.md", "# Existing\n");
+    let secret = f.repos.path().join("secret.md");
+    std::fs::write(&secret, "# outside the repository\n").expect("write");
+    let repo = f.repo("linked");
+    repo.write("skills/linked/index.md", "# Linked\n")
+        .symlink("skills/linked/leak.md", secret.to_str().expect("utf8"))
+        .symlink("skills/up/escape.md", "../../../../etc/passwd");
+    repo.publish("links");
+    let url = f.server.url("linked");
+    let err = f.refused(&["download", "--repo", &url, "--skill", "linked"]);
+    assert!(
+        err.contains("skills/linked/leak.md is a symbolic link"),
+        "{err}"
+    );
+    assert!(err.contains("outside the repository"), "{err}");
+    let err = f.refused(&["download", "--repo", &url, "--skill", "up"]);
+    assert!(err.contains("outside the repository"), "{err}");
+    // A link that stays inside the repository is refused too: links are never copied.
+    let inside = f.repo("inside");
+    inside
+        .write("skills/s/index.md", "# S\n")
+        .symlink("skills/s/alias.md", "index.md");
+    inside.publish("inside");
+    let err = f.refused(&[
+        "download",
+        "--repo",
+        &f.server.url("inside"),
+        "--skill",
+        "s",
+    ]);
+    assert!(err.contains("inside the repository"), "{err}");
+    // The skill folder itself a link.
+    let whole = f.repo("whole");
+    whole
+        .write("elsewhere/index.md", "# E\n")
+        .symlink("skills/w", "../elsewhere");
+    whole.publish("whole");
+    let err = f.refused(&["download", "--repo", &f.server.url("whole"), "--skill", "w"]);
+    assert!(err.contains("skills/w is a symbolic link"), "{err}");
+}
+
+#[test]
+fn guards_refuse_before_git_runs() {
+    let f = Fixture::new(Behaviour::Serve);
+    for (repo, skill, why) in [
+        ("ext::sh -c touch% /tmp/pwned", "s", "transport trick"),
+        ("git::https://x/y", "s", "transport trick"),
+        (
+            "http://127.0.0.1/x.git",
+            "s",
+            "must start with https://, ssh://, or git@",
+        ),
+        ("file:///etc", "s", "file:"),
+        ("--upload-pack=touch /tmp/x", "s", "argument injection"),
+        (
+            "https://127.0.0.1/x.git",
+            "../../etc",
+            "skill may not contain",
+        ),
+        ("https://127.0.0.1/x.git", ".hidden", "skill may not"),
+    ] {
+        let (repo_arg, skill_arg) = (format!("--repo={repo}"), format!("--skill={skill}"));
+        let err = f.refused(&["download", &repo_arg, &skill_arg]);
+        assert!(err.contains(why), "{repo} {skill}: {err}");
+        assert!(!err.contains("cloning"), "git ran for {repo}: {err}");
+    }
+}
+
+#[test]
+fn a_clone_that_hangs_is_killed_at_the_timeout_and_removed() {
+    let f = Fixture::new(Behaviour::Hang);
+    let config = f.compose.path("slow.yaml");
+    std::fs::write(&config, "download_timeout_ms: 1500\n").expect("config");
+    let started = Instant::now();
+    let err = f.refused(&[
+        "--config",
+        config.to_str().expect("utf8"),
+        "download",
+        "--repo",
+        &f.server.url("any"),
+        "--skill",
+        "s",
+    ]);
+    assert!(err.contains("git clone timed out after 1500 ms"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A worker (here: a directory in this process, with its watcher) owns the index: the command
+/// lands the files on disk and waits until that live index shows them.
+#[test]
+fn with_a_running_owner_the_command_lands_and_follows_its_index() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let owner = std::sync::Arc::new(f.compose.open());
+    let watcher =
+        iii_directory::Watcher::start(owner.clone(), iii_directory::WatchOptions::default());
+    let out = f.cli(&[
+        "download",
+        "--repo",
+        &f.server.url("skills"),
+        "--skill",
+        "frontend-design",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("indexed by the running worker"), "{stdout}");
+    let ids = crate::common::skill_ids(&owner);
+    assert!(
+        ids.contains(&"frontend-design/layouts/grid".to_string()),
+        "{ids:?}"
+    );
+    watcher.stop();
+    assert_no_staging(f.compose.base());
+}
+
+fn assert_no_staging(base: &Path) {
+    let state = tree_state(base);
+    assert!(
+        state.keys().all(|k| !k.contains(".iii-staging-")),
+        "a staging folder was left: {state:?}"
+    );
+}

@@ -1,0 +1,145 @@
+//! A loopback stand-in for the workers registry: plain HTTP on `127.0.0.1:<port>`, one thread
+//! per connection, canned replies by path, and a record of every request (path, query,
+//! User-Agent) so tests can count requests per leg and check what was sent.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::http::{Request, read_request, write_response};
+
+/// How the fake answers a path.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Json(u16, Value),
+    /// A body as given (malformed JSON, HTML, …).
+    Raw(u16, Vec<u8>),
+    /// Waits, then answers (a client with a shorter timeout gives up first).
+    Slow(Duration, Box<Reply>),
+}
+
+#[derive(Default)]
+struct State {
+    replies: HashMap<String, Reply>,
+    requests: Vec<Request>,
+}
+
+pub struct FakeRegistry {
+    port: u16,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeRegistry {
+    pub fn start() -> FakeRegistry {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake registry");
+        let port = listener.local_addr().expect("address").port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (thread_state, thread_stop) = (state.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if thread_stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let state = thread_state.clone();
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        FakeRegistry {
+            port,
+            state,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>` (what `registry_url` is set to; a trailing `/` is fine too).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn reply(&self, path: &str, reply: Reply) {
+        self.state
+            .lock()
+            .expect("state")
+            .replies
+            .insert(path.to_string(), reply);
+    }
+
+    pub fn json(&self, path: &str, body: Value) {
+        self.reply(path, Reply::Json(200, body));
+    }
+
+    /// Serves `files` (path → content) as worker `name`'s bundle.
+    pub fn bundle(&self, name: &str, files: &[(&str, &str)]) {
+        let skills: Vec<Value> = files
+            .iter()
+            .map(|(path, content)| json!({ "path": path, "content": content }))
+            .collect();
+        self.json(
+            &format!("/w/{name}/skills"),
+            json!({ "name": name, "version": "1.0.0", "skills": skills }),
+        );
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().expect("state").requests.clone()
+    }
+
+    /// Requests to exactly this path.
+    pub fn hits(&self, path: &str) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
+    }
+
+    pub fn clear(&self) {
+        self.state.lock().expect("state").requests.clear();
+    }
+}
+
+impl Drop for FakeRegistry {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, state: &Mutex<State>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(request) = read_request(&mut stream) else {
+        return;
+    };
+    let reply = {
+        let mut state = state.lock().expect("state");
+        state.requests.push(request.clone());
+        state.replies.get(&request.path).cloned()
+    };
+    let mut reply = reply.unwrap_or(Reply::Json(404, json!({ "error": "not found" })));
+    while let Reply::Slow(delay, inner) = reply {
+        std::thread::sleep(delay);
+        reply = *inner;
+    }
+    let json = vec![("Content-Type".to_string(), "application/json".to_string())];
+    let _ = match reply {
+        Reply::Json(status, body) => {
+            write_response(&mut stream, status, &json, body.to_string().as_bytes())
+        }
+        Reply::Raw(status, body) => write_response(&mut stream, status, &json, &body),
+        Reply::Slow(..) => unreachable!("unwrapped above"),
+    };
+    let _ = stream.flush();
+}

@@ -1,0 +1,599 @@
+//! The worker binary on the wire (the loopback fake engine) with the loopback registry: the
+//! download and registry functions, their change events, auto-download on a worker add, the
+//! boot reconcile, and the registry cache cleared by a configuration change.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::fake_engine::{ErrorBody, FakeEngine, Fire};
+use crate::support::git::{Behaviour, GitServer, Repo};
+use crate::support::registry::FakeRegistry;
+
+const WAIT: Duration = Duration::from_secs(15);
+/// Longer than a watcher burst plus a fan-out: "nothing more fired" is checked after it.
+const SETTLE: Duration = Duration::from_millis(1_200);
+const SUBSCRIBER: &str = "sub::fn";
+const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
+const NEW_FUNCTIONS: [&str; 6] = [
+    "directory::skills::download",
+    "directory::skills::download_from_repo",
+    "directory::skills::download_from_registry",
+    "directory::registry::workers::list",
+    "directory::registry::workers::info",
+    ON_WORKER_ADDED,
+];
+
+struct Worker {
+    child: Child,
+    log: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+impl Worker {
+    fn stderr(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status();
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+struct Harness {
+    engine: FakeEngine,
+    registry: FakeRegistry,
+    tree: tempfile::TempDir,
+    stored: Arc<Mutex<Option<Value>>>,
+    worker: Worker,
+}
+
+/// What to lay out and answer before the worker starts.
+struct Start<'a> {
+    auto_download: bool,
+    installed: Value,
+    files: &'a [(&'a str, &'a str)],
+    prepare: &'a dyn Fn(&FakeRegistry),
+    /// A CA file git trusts (`GIT_SSL_CAINFO` in the worker's environment).
+    git_ca: Option<&'a Path>,
+}
+
+impl Default for Start<'_> {
+    fn default() -> Self {
+        Start {
+            auto_download: false,
+            installed: json!({"workers": [{"name": "mailer"}]}),
+            files: &[],
+            prepare: &|_| {},
+            git_ca: None,
+        }
+    }
+}
+
+impl Harness {
+    async fn start(options: Start<'_>) -> Harness {
+        let engine = FakeEngine::start().await;
+        engine.respond("worker::list", options.installed.clone());
+        let stored = Arc::new(Mutex::new(None::<Value>));
+        let for_get = stored.clone();
+        engine.respond_with("configuration::get", move |data| {
+            match for_get.lock().expect("stored").clone() {
+                Some(value) => Ok(json!({ "id": data["id"], "value": value })),
+                None => Err(("NOT_FOUND".into(), "no value".into())),
+            }
+        });
+        let for_register = stored.clone();
+        engine.respond_with("configuration::register", move |data| {
+            let mut value = for_register.lock().expect("stored");
+            if value.is_none() {
+                *value = data.get("initial_value").cloned();
+            }
+            Ok(data)
+        });
+        let registry = FakeRegistry::start();
+        (options.prepare)(&registry);
+        let tree = tempfile::tempdir().expect("temp");
+        for dir in ["skills/iii", "agents"] {
+            fs::create_dir_all(tree.path().join(dir)).expect("mkdir");
+        }
+        for (rel, text) in options.files {
+            let path = tree.path().join(rel);
+            fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            fs::write(path, text).expect("write");
+        }
+        let seed = tree.path().join("seed.yaml");
+        fs::write(
+            &seed,
+            format!(
+                "registry_url: {}\nauto_download: {}\ndownload_timeout_ms: 5000\n",
+                registry.url(),
+                options.auto_download
+            ),
+        )
+        .expect("seed");
+        let worker = spawn(engine.url(), tree.path(), &seed, options.git_ca);
+        let h = Harness {
+            engine,
+            registry,
+            tree,
+            stored,
+            worker,
+        };
+        h.ok("ready", h.engine.wait_ready(WAIT).await);
+        for id in NEW_FUNCTIONS {
+            h.ok(id, h.engine.wait_function(id, WAIT).await);
+        }
+        // The configuration boot ends with the `configuration` binding.
+        h.ok(
+            "configuration bound",
+            h.engine
+                .wait_worker_trigger(|t| t.trigger_type == "configuration", WAIT)
+                .await,
+        );
+        h
+    }
+
+    fn ok<T>(&self, what: &str, waited: Result<T, String>) -> T {
+        waited.unwrap_or_else(|e| panic!("{what}: {e}\nworker stderr:\n{}", self.worker.stderr()))
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.tree.path().join(rel)
+    }
+
+    async fn call(&self, function_id: &str, data: Value) -> Value {
+        match self.engine.invoke(function_id, data.clone()).await {
+            Ok(value) => value,
+            Err(err) => panic!(
+                "{function_id} {data} failed: {err}\nworker stderr:\n{}",
+                self.worker.stderr()
+            ),
+        }
+    }
+
+    async fn call_err(&self, function_id: &str, data: Value) -> ErrorBody {
+        match self.engine.invoke(function_id, data.clone()).await {
+            Ok(value) => panic!("{function_id} {data} should fail, answered {value}"),
+            Err(err) => err,
+        }
+    }
+
+    async fn subscribe_all(&self) {
+        for (i, trigger_type) in [
+            "directory::skills::on-change",
+            "directory::system-prompts::on-change",
+            "directory::agents::on-change",
+        ]
+        .iter()
+        .enumerate()
+        {
+            self.engine
+                .subscribe(
+                    &format!("sub-{i}"),
+                    trigger_type,
+                    SUBSCRIBER,
+                    json!({}),
+                    None,
+                )
+                .await
+                .unwrap_or_else(|e| panic!("subscribe {trigger_type}: {e}"));
+        }
+    }
+
+    fn fires(&self) -> Vec<Value> {
+        self.engine
+            .fires()
+            .into_iter()
+            .filter(|f: &Fire| f.function_id == SUBSCRIBER)
+            .map(|f| f.data)
+            .collect()
+    }
+
+    /// Waits until `check` holds on the tree.
+    async fn wait_disk(&self, what: &str, check: impl Fn(&Path) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        while !check(self.tree.path()) {
+            assert!(
+                Instant::now() < deadline,
+                "{what} never happened; worker stderr:\n{}",
+                self.worker.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn spawn(url: &str, compose: &Path, seed: &Path, git_ca: Option<&Path>) -> Worker {
+    let logs = tempfile::tempdir().expect("temp");
+    let log = logs.path().join("stderr.log");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
+    if let Some(ca) = git_ca {
+        command.env("GIT_SSL_CAINFO", ca);
+    }
+    let child = command
+        .arg("--url")
+        .arg(url)
+        .arg("--config")
+        .arg(seed)
+        .env("III_COMPOSE_DIR", compose)
+        .env("OTEL_ENABLED", "false")
+        .env("RUST_LOG", "info,iii_directory=debug")
+        .env("NO_COLOR", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("III_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&log).expect("log"))
+        .spawn()
+        .expect("start the worker");
+    Worker {
+        child,
+        log,
+        _logs: logs,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_surface_lists_the_download_and_registry_functions() {
+    let h = Harness::start(Start::default()).await;
+    let functions = h.engine.functions();
+    for id in NEW_FUNCTIONS {
+        let f = &functions[id];
+        let internal = f.metadata.as_ref().and_then(|m| m["internal"].as_bool()) == Some(true);
+        assert_eq!(internal, id == ON_WORKER_ADDED, "{id}");
+    }
+    let required =
+        |id: &str| functions[id].request_format.as_ref().expect("request")["required"].clone();
+    assert_eq!(required("directory::skills::download"), json!([]));
+    assert_eq!(
+        required("directory::skills::download_from_repo"),
+        json!(["repo", "skill"])
+    );
+    assert_eq!(
+        required("directory::skills::download_from_registry"),
+        json!(["worker"])
+    );
+    assert_eq!(
+        required("directory::registry::workers::info"),
+        json!(["name"])
+    );
+    assert!(
+        h.engine
+            .worker_triggers()
+            .values()
+            .all(|t| t.trigger_type != "worker"),
+        "auto_download off: no worker binding"
+    );
+    h.registry.bundle("mailer", &[("index.md", "# Mailer\n")]);
+    assert_eq!(
+        h.call(ON_WORKER_ADDED, json!({"worker": "mailer"})).await,
+        json!({"ok": true})
+    );
+    assert!(
+        h.registry.requests().is_empty(),
+        "auto_download off: nothing downloaded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_over_the_wire_fires_one_event_per_family_and_no_external_echo() {
+    let h = Harness::start(Start::default()).await;
+    h.subscribe_all().await;
+    h.registry.bundle(
+        "mailer",
+        &[
+            ("index.md", "# Mailer\n\nSends mail.\n"),
+            ("agents/captain.md", "---\nname: Captain\n---\nShip it.\n"),
+        ],
+    );
+    let response = h
+        .call(
+            "directory::skills::download_from_registry",
+            json!({"worker": "mailer"}),
+        )
+        .await;
+    assert_eq!(response["skills_written"], json!(["index.md"]));
+    assert_eq!(response["agents_written"], json!(["captain"]));
+    let got = h
+        .call("directory::skills::get", json!({"id": "mailer"}))
+        .await;
+    assert_eq!(got["title"], "Mailer");
+    tokio::time::sleep(SETTLE).await;
+    let payload = json!({"op": "download", "namespace": "mailer", "source": "registry"});
+    assert_eq!(
+        h.fires(),
+        [payload.clone(), payload],
+        "skills and agents, nothing else"
+    );
+
+    let err = h
+        .call_err("directory::skills::download", json!({"worker": "ghost"}))
+        .await;
+    assert!(
+        err.message
+            .contains("D310 not_found: registry worker \"ghost\""),
+        "{err}"
+    );
+    assert!(!err.message.contains(&h.registry.url()), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_proxy_answers_and_a_configuration_change_clears_its_cache() {
+    let h = Harness::start(Start::default()).await;
+    h.registry.json("/w", json!({"workers": [{"name": "resend", "version": "1.2.3"}], "pagination": {"next_cursor": null, "has_more": false, "page_size": 1}}));
+    h.registry.json(
+        "/w/resend",
+        json!({"name": "resend", "readme": "# R", "functions": [], "triggers": []}),
+    );
+    h.registry.json(
+        "/w/resend/skills",
+        json!({"skills": [{"path": "index.md", "content": "x"}]}),
+    );
+    let list = h
+        .call(
+            "directory::registry::workers::list",
+            json!({"search": "email"}),
+        )
+        .await;
+    assert_eq!(list["workers"][0]["version"], "1.2.3");
+    assert_eq!(
+        h.registry.hits("/w")[0].param("search").as_deref(),
+        Some("email")
+    );
+    for _ in 0..2 {
+        let info = h
+            .call(
+                "directory::registry::workers::info",
+                json!({"name": "resend"}),
+            )
+            .await;
+        assert_eq!(info["readme"], "# R");
+    }
+    assert_eq!(h.registry.hits("/w/resend").len(), 1, "cached");
+    let err = h
+        .call_err(
+            "directory::registry::workers::info",
+            json!({"name": "Bad Name"}),
+        )
+        .await;
+    assert!(err.message.contains("D311 invalid_input"), "{err}");
+
+    // A configuration change (any tunable field) forgets cached answers.
+    let mut value = h
+        .stored
+        .lock()
+        .expect("stored")
+        .clone()
+        .expect("stored value");
+    value["hint_min_workers"] = json!(5);
+    *h.stored.lock().expect("stored") = Some(value);
+    assert_eq!(
+        h.call("directory::on-config-change", json!({})).await,
+        json!({"ok": true})
+    );
+    h.call(
+        "directory::registry::workers::info",
+        json!({"name": "resend"}),
+    )
+    .await;
+    assert_eq!(
+        h.registry.hits("/w/resend").len(),
+        2,
+        "asked again after the change"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_add_downloads_its_skills_once_and_marks_them() {
+    let h = Harness::start(Start {
+        auto_download: true,
+        installed: json!({"workers": []}),
+        prepare: &|r| {
+            r.bundle("iii", &[("SKILL.md", "# iii engine\n")]);
+            r.bundle(
+                "mailer",
+                &[("index.md", "# Mailer\n"), ("guide.md", "# Guide\n")],
+            );
+        },
+        ..Start::default()
+    })
+    .await;
+    let binding = h.ok(
+        "worker binding",
+        h.engine
+            .wait_worker_trigger(|t| t.trigger_type == "worker", WAIT)
+            .await,
+    );
+    assert_eq!(binding.function_id, ON_WORKER_ADDED);
+    assert_eq!(
+        binding.config,
+        json!({"operations": ["add"], "stages": ["done"]})
+    );
+    h.subscribe_all().await;
+
+    let answer = h
+        .call(
+            ON_WORKER_ADDED,
+            json!({"operation": "add", "worker": "mailer", "stage": "done"}),
+        )
+        .await;
+    assert_eq!(answer, json!({"ok": true}));
+    assert!(h.path("skills/mailer/guide.md").is_file());
+    let marker: Value = serde_json::from_str(
+        &fs::read_to_string(h.path("skills/mailer/.iii-skill-complete")).expect("marker"),
+    )
+    .expect("json");
+    assert_eq!(
+        marker,
+        json!({"worker": "mailer", "source": "registry", "tag_or_version": "latest", "schema": 1})
+    );
+    let request = &h.registry.hits("/w/mailer/skills")[0];
+    assert_eq!(request.param("version").as_deref(), Some("latest"));
+    tokio::time::sleep(SETTLE).await;
+    let payload = json!({"op": "download", "namespace": "mailer", "source": "registry"});
+    assert!(h.fires().contains(&payload), "{:?}", h.fires());
+
+    // Always {ok: true}: no name, a name that cannot be a worker, nothing published.
+    for input in [
+        json!({}),
+        json!({"worker": "../../etc"}),
+        json!({"worker": "ghost"}),
+        json!({"junk": 1}),
+    ] {
+        assert_eq!(h.call(ON_WORKER_ADDED, input).await, json!({"ok": true}));
+    }
+    assert!(!h.path("skills/ghost").exists());
+    assert!(h.registry.hits("/w/../../etc/skills").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_without_overrides() {
+    let h = Harness::start(Start {
+        auto_download: true,
+        installed: json!({"workers": [
+            {"name": "mailer"},
+            {"name": "pinned", "version": "1.2.3"},
+            {"name": "overridden"},
+            {"name": "finished"},
+            {"name": "Not Valid"},
+            {"name": "unpublished"},
+        ]}),
+        files: &[
+            ("skills/iii/overridden/index.md", "# local override\n"),
+            ("skills/finished/index.md", "# downloaded before\n"),
+            (
+                "skills/finished/.iii-skill-complete",
+                "{\"worker\":\"finished\",\"source\":\"registry\",\"tag_or_version\":\"latest\",\"schema\":1}",
+            ),
+        ],
+        prepare: &|r| {
+            r.bundle("iii", &[("SKILL.md", "# The iii engine\n")]);
+            r.bundle("mailer", &[("index.md", "# Mailer\n")]);
+            r.bundle("pinned", &[("index.md", "# Pinned\n")]);
+            r.bundle("overridden", &[("index.md", "# must not land\n")]);
+            r.bundle("finished", &[("index.md", "# must not land\n")]);
+        },
+        git_ca: None,
+    })
+    .await;
+    h.wait_disk("the boot reconcile", |base| {
+        base.join("skills/pinned/.iii-skill-complete").is_file()
+    })
+    .await;
+    h.wait_disk("the engine skill", |base| {
+        base.join("skills/iii/SKILL.md").is_file()
+    })
+    .await;
+    assert!(h.path("skills/iii/.iii-skill-complete").is_file());
+    assert!(h.path("skills/mailer/.iii-skill-complete").is_file());
+    assert_eq!(
+        h.registry.hits("/w/pinned/skills")[0]
+            .param("version")
+            .as_deref(),
+        Some("1.2.3")
+    );
+    let asked: Vec<String> = h.registry.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        asked[0], "/w/iii/skills",
+        "the engine skill first: {asked:?}"
+    );
+    for skipped in ["/w/overridden/skills", "/w/finished/skills"] {
+        assert!(
+            !asked.iter().any(|p| p == skipped),
+            "{skipped} asked: {asked:?}"
+        );
+    }
+    assert!(!asked.iter().any(|p| p.contains("Not")), "{asked:?}");
+    assert!(
+        asked.iter().any(|p| p == "/w/unpublished/skills"),
+        "{asked:?}"
+    );
+    assert!(!h.path("skills/unpublished").exists());
+    assert!(!h.path("skills/overridden").exists());
+    assert_eq!(
+        fs::read_to_string(h.path("skills/finished/index.md")).expect("kept"),
+        "# downloaded before\n"
+    );
+    let got = h.call("directory::skills::get", json!({"id": "iii"})).await;
+    assert_eq!(got["title"], "The iii engine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repo_download_over_the_wire_with_git_trusting_the_loopback_certificate() {
+    let repos = tempfile::tempdir().expect("temp");
+    let server = GitServer::start(repos.path(), Behaviour::Serve);
+    let repo = Repo::init(repos.path(), "skills");
+    repo.write(
+        "skills/frontend-design/index.md",
+        "# Frontend design\n\nGrids.\n",
+    )
+    .write(
+        "skills/frontend-design/system-prompts/designer.md",
+        "---\ndescription: Designs.\n---\nYou design.\n",
+    );
+    repo.publish("v1");
+    let h = Harness::start(Start {
+        git_ca: Some(&server.ca_file),
+        ..Start::default()
+    })
+    .await;
+    h.subscribe_all().await;
+    let url = server.url("skills");
+    let response = h
+        .call(
+            "directory::skills::download",
+            json!({"repo": url, "skill": "frontend-design"}),
+        )
+        .await;
+    assert_eq!(
+        response,
+        json!({
+            "namespace": "frontend-design",
+            "skills_written": ["index.md"],
+            "system_prompts_written": ["designer"],
+            "agents_written": [],
+            "source": {"kind": "repo", "repo": url, "skill": "frontend-design", "branch": "main"},
+        })
+    );
+    let prompt = h
+        .call(
+            "directory::system-prompts::get",
+            json!({"name": "designer"}),
+        )
+        .await;
+    assert_eq!(prompt["description"], "Designs.");
+    tokio::time::sleep(SETTLE).await;
+    let payload = json!({"op": "download", "namespace": "frontend-design", "source": "repo"});
+    assert_eq!(h.fires(), [payload.clone(), payload]);
+    let err = h
+        .call_err(
+            "directory::skills::download_from_repo",
+            json!({"repo": url, "skill": "frontend-design", "branch": "gone"}),
+        )
+        .await;
+    assert!(
+        err.message.contains("git clone --branch gone exited with"),
+        "{err}"
+    );
+}
