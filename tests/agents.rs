@@ -5,37 +5,35 @@
 // `tests/common/mod.rs` is not rustfmt-clean and is not ours to change.
 mod common;
 
-use std::fs;
-use std::time::{Duration, UNIX_EPOCH};
-
-use common::{Tree, call, call_err, call_installed};
+use common::{
+    MTIME_TEXT, Tree, asset, asset_body, asset_field, call, call_err, call_installed, strings,
+};
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 
 const LIST: ReadFunction = ReadFunction::AgentsList;
 const GET: ReadFunction = ReadFunction::AgentsGet;
 
-const MTIME_SECS: u64 = 1_777_926_161;
-const MTIME_NANOS: u32 = 123_456_789;
-const MTIME_TEXT: &str = "2026-05-04T20:22:41.123456789+00:00";
-
 const BUNDLED: [&str; 2] = ["iii", "iii-minimal"];
 const D415_NEXT: &str = " Next: call directory::agents::list to browse agent profile ids.";
 
-fn set_mtime(tree: &Tree, rel: &str) {
-    let file = fs::File::options()
-        .write(true)
-        .open(tree.path(rel))
-        .expect("open for mtime");
-    file.set_modified(UNIX_EPOCH + Duration::new(MTIME_SECS, MTIME_NANOS))
-        .expect("set mtime");
-}
-
-fn abs(tree: &Tree, rel: &str) -> String {
-    tree.path(rel).display().to_string()
-}
-
 /// Writes `agents/<id>.md` with the given frontmatter lines and body.
+fn ids(directory: &Directory) -> Vec<String> {
+    common::names(directory, LIST)
+}
+
+fn row(directory: &Directory, id: &str) -> Value {
+    common::row(directory, LIST, id)
+}
+
+fn get(directory: &Directory, id: &str) -> Value {
+    common::get(directory, GET, id)
+}
+
+fn get_err(directory: &Directory, id: &str) -> String {
+    common::get_err(directory, GET, id)
+}
+
 fn profile(tree: &Tree, id: &str, frontmatter: &str, body: &str) {
     tree.write(
         &format!("agents/{id}.md"),
@@ -49,41 +47,12 @@ fn chained(tree: &Tree, id: &str, extends: Option<&str>, body: &str) {
     profile(tree, id, &format!("name: {id}{extends}"), body);
 }
 
-fn rows(directory: &Directory) -> Vec<Value> {
-    call(directory, LIST, json!({}))["agents"]
-        .as_array()
-        .expect("agents")
-        .clone()
-}
-
-fn ids(directory: &Directory) -> Vec<String> {
-    rows(directory)
-        .iter()
-        .map(|r| r["id"].as_str().expect("id").to_string())
-        .collect()
-}
-
 /// The ids listed besides the bundled ones.
 fn file_ids(directory: &Directory) -> Vec<String> {
     ids(directory)
         .into_iter()
         .filter(|n| !BUNDLED.contains(&n.as_str()))
         .collect()
-}
-
-fn row(directory: &Directory, id: &str) -> Value {
-    rows(directory)
-        .into_iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no row {id}"))
-}
-
-fn get(directory: &Directory, id: &str) -> Value {
-    call(directory, GET, json!({ "id": id }))
-}
-
-fn get_err(directory: &Directory, id: &str) -> String {
-    call_err(directory, GET, json!({ "id": id }))
 }
 
 fn skipped(directory: &Directory, path: &str) -> Option<String> {
@@ -93,32 +62,6 @@ fn skipped(directory: &Directory, path: &str) -> Option<String> {
         .into_iter()
         .find(|s| s.root == "agents_folder" && s.path == path)
         .map(|s| s.reason)
-}
-
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-fn asset(rel: &str) -> String {
-    fs::read_to_string(format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))).expect("asset")
-}
-
-/// A frontmatter key of a bundled asset, read straight from the crate's markdown file.
-fn asset_field(rel: &str, key: &str) -> String {
-    let text = asset(rel);
-    let prefix = format!("{key}: ");
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("{rel} has no {key}"));
-    line[prefix.len()..].trim_matches('"').to_string()
-}
-
-/// What follows the frontmatter block of a bundled asset, verbatim.
-fn asset_body(rel: &str) -> String {
-    let text = asset(rel);
-    let end = text[4..].find("\n---\n").expect("frontmatter end") + 4 + 5;
-    text[end..].to_string()
 }
 
 fn bundled_row(id: &str) -> Value {
@@ -166,7 +109,7 @@ fn list_row_has_exactly_the_contract_fields() {
         "name: Release Captain\ndescription: \"  Ships releases.  \"\nlogo: \"🚀\"\nskills: [shell, git/index]\nmodel: gpt-x\nreasoning_effort: high\nicon: terminal\ncolor: teal\nunknown: ignored",
         "You ship releases.\n",
     );
-    set_mtime(&tree, "agents/release-captain.md");
+    tree.set_mtime("agents/release-captain.md");
     let d = tree.open();
     assert_eq!(
         row(&d, "release-captain"),
@@ -190,7 +133,7 @@ fn list_row_has_exactly_the_contract_fields() {
 fn minimal_profile_row_has_nulls_and_an_empty_description() {
     let tree = Tree::new();
     profile(&tree, "min", "name: Min", "Body.\n");
-    set_mtime(&tree, "agents/min.md");
+    tree.set_mtime("agents/min.md");
     let d = tree.open();
     assert_eq!(
         row(&d, "min"),
@@ -247,13 +190,13 @@ fn invalid_file_id_is_skipped_with_a_reason() {
     let d = tree.open();
     assert_eq!(file_ids(&d), Vec::<String>::new());
     assert_eq!(
-        skipped(&d, &abs(&tree, "agents/Captain.md")).as_deref(),
+        skipped(&d, &tree.abs("agents/Captain.md")).as_deref(),
         Some(
             "invalid agent id \"Captain\": name may only contain lowercase ASCII letters, digits, '-' and '_': \"Captain\""
         )
     );
     assert_eq!(
-        skipped(&d, &abs(&tree, "agents/has space.md")).as_deref(),
+        skipped(&d, &tree.abs("agents/has space.md")).as_deref(),
         Some(
             "invalid agent id \"has space\": name may only contain lowercase ASCII letters, digits, '-' and '_': \"has space\""
         )
@@ -270,7 +213,7 @@ fn skip_reason(text: &str) -> Option<String> {
     tree.write("agents/x.md", text);
     let d = tree.open();
     let listed = file_ids(&d);
-    let reason = skipped(&d, &abs(&tree, "agents/x.md"));
+    let reason = skipped(&d, &tree.abs("agents/x.md"));
     assert_eq!(
         listed.is_empty(),
         reason.is_some(),
@@ -308,7 +251,7 @@ fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
         (&colon["name"], &colon["logo"]),
         (&json!("Captain: of the ship"), &json!("🚢"))
     );
-    let reason = skipped(&d, &abs(&tree, "agents/colon.md")).expect("reported by check");
+    let reason = skipped(&d, &tree.abs("agents/colon.md")).expect("reported by check");
     assert!(
         reason.starts_with("frontmatter is not a YAML mapping ("),
         "{reason}"
@@ -429,7 +372,7 @@ fn get_returns_exactly_the_contract_fields() {
         "name: Release Captain\ndescription: Ships releases.\nlogo: \"🚀\"\nskills: [shell, git/index]\nmodel: gpt-x\nreasoning_effort: high\nicon: terminal\ncolor: teal",
         "You ship releases.\n",
     );
-    set_mtime(&tree, "agents/release-captain.md");
+    tree.set_mtime("agents/release-captain.md");
     let d = tree.open();
     assert_eq!(
         get(&d, "release-captain"),
@@ -518,7 +461,7 @@ fn bundled_iii_minimal_profile_prompt_is_the_bundled_system_prompt() {
 fn local_iii_file_shadows_the_bundled_profile() {
     let tree = Tree::new();
     profile(&tree, "iii", "name: My iii", "Mine.\n");
-    set_mtime(&tree, "agents/iii.md");
+    tree.set_mtime("agents/iii.md");
     let d = tree.open();
     let r = row(&d, "iii");
     assert_eq!(r["name"], "My iii");
@@ -749,7 +692,7 @@ fn unknown_parent_is_a_soft_error() {
         "name: Orphan\nextends: ghost\nmodel: own-model",
         "Own body.\n",
     );
-    set_mtime(&tree, "agents/orphan.md");
+    tree.set_mtime("agents/orphan.md");
     let d = tree.open();
     let error = d415("orphan", "extends unknown agent profile \"ghost\"");
     assert_eq!(

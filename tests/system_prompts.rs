@@ -6,51 +6,35 @@
 mod common;
 
 use std::fs;
-use std::time::{Duration, UNIX_EPOCH};
 
-use common::{Tree, call, call_err};
+use common::{MTIME_TEXT, Tree, asset, asset_body, asset_field, call, call_err, skipped, strings};
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 
 const LIST: ReadFunction = ReadFunction::SystemPromptsList;
 const GET: ReadFunction = ReadFunction::SystemPromptsGet;
 
-const MTIME_SECS: u64 = 1_777_926_161;
-const MTIME_NANOS: u32 = 123_456_789;
-const MTIME_TEXT: &str = "2026-05-04T20:22:41.123456789+00:00";
-
 const BUNDLED: [&str; 2] = ["iii-minimal", "iii-runtime"];
 
-fn set_mtime(tree: &Tree, rel: &str) {
-    let file = fs::File::options()
-        .write(true)
-        .open(tree.path(rel))
-        .expect("open for mtime");
-    file.set_modified(UNIX_EPOCH + Duration::new(MTIME_SECS, MTIME_NANOS))
-        .expect("set mtime");
-}
-
-fn abs(tree: &Tree, rel: &str) -> String {
-    tree.path(rel).display().to_string()
-}
-
 /// A prompt file with the given description and body.
+fn names(directory: &Directory) -> Vec<String> {
+    common::names(directory, LIST)
+}
+
+fn row(directory: &Directory, name: &str) -> Value {
+    common::row(directory, LIST, name)
+}
+
+fn get(directory: &Directory, name: &str) -> Value {
+    common::get(directory, GET, name)
+}
+
+fn get_err(directory: &Directory, name: &str) -> String {
+    common::get_err(directory, GET, name)
+}
+
 fn prompt(description: &str, body: &str) -> String {
     format!("---\ndescription: {description}\n---\n{body}")
-}
-
-fn rows(directory: &Directory) -> Vec<Value> {
-    call(directory, LIST, json!({}))["prompts"]
-        .as_array()
-        .expect("prompts")
-        .clone()
-}
-
-fn names(directory: &Directory) -> Vec<String> {
-    rows(directory)
-        .iter()
-        .map(|r| r["name"].as_str().expect("name").to_string())
-        .collect()
 }
 
 /// The names listed besides the bundled ones.
@@ -59,56 +43,6 @@ fn file_names(directory: &Directory) -> Vec<String> {
         .into_iter()
         .filter(|n| !BUNDLED.contains(&n.as_str()))
         .collect()
-}
-
-fn row(directory: &Directory, name: &str) -> Value {
-    rows(directory)
-        .into_iter()
-        .find(|r| r["name"] == name)
-        .unwrap_or_else(|| panic!("no row {name}"))
-}
-
-fn get(directory: &Directory, name: &str) -> Value {
-    call(directory, GET, json!({ "name": name }))
-}
-
-fn get_err(directory: &Directory, name: &str) -> String {
-    call_err(directory, GET, json!({ "name": name }))
-}
-
-fn skipped(directory: &Directory, root: &str, path: &str) -> Option<String> {
-    directory
-        .skipped()
-        .expect("skipped")
-        .into_iter()
-        .find(|s| s.root == root && s.path == path)
-        .map(|s| s.reason)
-}
-
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-fn asset(rel: &str) -> String {
-    fs::read_to_string(format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))).expect("asset")
-}
-
-/// A frontmatter key of a bundled asset, read straight from the crate's markdown file.
-fn asset_field(rel: &str, key: &str) -> String {
-    let text = asset(rel);
-    let prefix = format!("{key}: ");
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("{rel} has no {key}"));
-    line[prefix.len()..].trim_matches('"').to_string()
-}
-
-/// The body of a bundled asset: what follows its frontmatter block, leading newlines dropped.
-fn asset_body(rel: &str) -> String {
-    let text = asset(rel);
-    let end = text[4..].find("\n---\n").expect("frontmatter end") + 4 + 5;
-    text[end..].trim_start_matches('\n').to_string()
 }
 
 fn bundled_row(name: &str) -> Value {
@@ -132,7 +66,7 @@ fn lists_a_prompt_beside_the_bundled_ones() {
         "skills/system-prompts/reviewer.md",
         &prompt("  Reviews code.  ", "You review.\n"),
     );
-    set_mtime(&tree, "skills/system-prompts/reviewer.md");
+    tree.set_mtime("skills/system-prompts/reviewer.md");
     let d = tree.open();
     assert_eq!(
         call(&d, LIST, json!({ "ignored": 1 })),
@@ -209,7 +143,7 @@ fn missing_frontmatter_is_skipped_with_a_reason() {
         skipped(
             &d,
             "skills_folder",
-            &abs(&tree, "skills/system-prompts/bare.md")
+            &tree.abs("skills/system-prompts/bare.md")
         )
         .as_deref(),
         Some("missing YAML frontmatter (expected --- ... --- block at file start)")
@@ -228,7 +162,7 @@ fn invalid_yaml_is_skipped_with_a_reason() {
     let reason = skipped(
         &d,
         "skills_folder",
-        &abs(&tree, "skills/system-prompts/broken.md"),
+        &tree.abs("skills/system-prompts/broken.md"),
     )
     .expect("skipped");
     assert!(reason.starts_with("invalid frontmatter YAML: "), "{reason}");
@@ -246,7 +180,7 @@ fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
     let reason = skipped(
         &d,
         "skills_folder",
-        &abs(&tree, "skills/system-prompts/colon.md"),
+        &tree.abs("skills/system-prompts/colon.md"),
     )
     .expect("reported by check");
     assert!(
@@ -273,7 +207,7 @@ fn missing_description_is_skipped_with_a_reason() {
         "skills/system-prompts/blank.md",
     ] {
         assert_eq!(
-            skipped(&d, "skills_folder", &abs(&tree, rel)).as_deref(),
+            skipped(&d, "skills_folder", &tree.abs(rel)).as_deref(),
             Some("frontmatter is missing a non-empty `description`"),
             "{rel}"
         );
@@ -342,7 +276,7 @@ fn invalid_name_is_skipped_with_a_reason() {
         ),
     ] {
         assert_eq!(
-            skipped(&d, "skills_folder", &abs(&tree, &rel)),
+            skipped(&d, "skills_folder", &tree.abs(&rel)),
             Some(reason),
             "{rel}"
         );
@@ -364,12 +298,7 @@ fn duplicate_name_first_file_wins() {
     assert_eq!(file_names(&d), strings(&["dup"]));
     assert_eq!(row(&d, "dup")["description"], "From a.");
     assert_eq!(
-        skipped(
-            &d,
-            "skills_folder",
-            &abs(&tree, "skills/system-prompts/b.md")
-        )
-        .as_deref(),
+        skipped(&d, "skills_folder", &tree.abs("skills/system-prompts/b.md")).as_deref(),
         Some("duplicate system prompt name \"dup\"")
     );
 }
@@ -388,7 +317,7 @@ fn too_large_prompt_is_skipped_with_a_reason() {
         skipped(
             &d,
             "skills_folder",
-            &abs(&tree, "skills/system-prompts/big.md")
+            &tree.abs("skills/system-prompts/big.md")
         )
         .as_deref(),
         Some("too large (262145 bytes; max 262144)")
@@ -408,7 +337,7 @@ fn empty_body_prompt_is_listed_but_get_fails_naming_the_file() {
         get_err(&d, "hollow"),
         format!(
             "file {} has empty body",
-            abs(&tree, "skills/system-prompts/hollow.md")
+            tree.abs("skills/system-prompts/hollow.md")
         )
     );
 }
@@ -437,7 +366,7 @@ fn local_prompt_wins_on_a_duplicate_name() {
         skipped(
             &d,
             "skills_folder",
-            &abs(&tree, "skills/system-prompts/pirate.md")
+            &tree.abs("skills/system-prompts/pirate.md")
         )
         .as_deref(),
         Some("duplicate system prompt name \"pirate\"")
@@ -463,7 +392,7 @@ fn local_system_prompts_folder_shadows_the_global_one_wholesale() {
         skipped(
             &d,
             "skills_folder",
-            &abs(&tree, "skills/system-prompts/global-only.md")
+            &tree.abs("skills/system-prompts/global-only.md")
         )
         .as_deref(),
         Some(
@@ -498,7 +427,7 @@ fn local_namespace_folder_shadows_global_prompts_in_that_namespace() {
         skipped(
             &d,
             "skills_folder",
-            &abs(&tree, "skills/team/system-prompts/global.md")
+            &tree.abs("skills/team/system-prompts/global.md")
         )
         .as_deref(),
         Some("shadowed: local_skills_folder has a \"team\" folder, which overrides this namespace")
@@ -516,7 +445,7 @@ fn file_with_a_bundled_name_shadows_the_bundled_prompt() {
         "skills/system-prompts/iii-minimal.md",
         &prompt("Mine.", "My minimal.\n"),
     );
-    set_mtime(&tree, "skills/system-prompts/iii-minimal.md");
+    tree.set_mtime("skills/system-prompts/iii-minimal.md");
     let d = tree.open();
     assert_eq!(
         row(&d, "iii-minimal"),
@@ -593,7 +522,7 @@ fn get_returns_exactly_the_contract_fields() {
         "skills/system-prompts/reviewer.md",
         "---\nname: reviewer\ndescription: Reviews code.\nextra: ignored\n---\n\nYou review.\n\n",
     );
-    set_mtime(&tree, "skills/system-prompts/reviewer.md");
+    tree.set_mtime("skills/system-prompts/reviewer.md");
     let d = tree.open();
     assert_eq!(
         get(&d, "reviewer"),

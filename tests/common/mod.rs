@@ -191,3 +191,119 @@ pub fn dump(directory: &Directory) -> std::collections::BTreeMap<String, Result<
     out.insert("skipped".into(), skipped);
     out
 }
+
+// ---- Shared accessors of the family test files --------------------------------------------
+
+/// The modification time [`Tree::set_mtime`] gives a file, and how the contract prints it.
+pub const MTIME_SECS: u64 = 1_777_926_161;
+pub const MTIME_NANOS: u32 = 123_456_789;
+pub const MTIME_TEXT: &str = "2026-05-04T20:22:41.123456789+00:00";
+
+impl Tree {
+    /// Sets a file's modification time to [`MTIME_TEXT`].
+    pub fn set_mtime(&self, rel: &str) {
+        let file = fs::File::options()
+            .write(true)
+            .open(self.path(rel))
+            .expect("open for mtime");
+        file.set_modified(
+            std::time::UNIX_EPOCH + std::time::Duration::new(MTIME_SECS, MTIME_NANOS),
+        )
+        .expect("set mtime");
+    }
+
+    /// The absolute path of `rel`, as responses and `check` print it.
+    pub fn abs(&self, rel: &str) -> String {
+        self.path(rel).display().to_string()
+    }
+}
+
+/// A list function's answer key and the field that names its rows.
+fn list_shape(list: ReadFunction) -> (&'static str, &'static str) {
+    match list {
+        ReadFunction::SkillsList => ("skills", "id"),
+        ReadFunction::SystemPromptsList => ("prompts", "name"),
+        ReadFunction::AgentsList => ("agents", "id"),
+        other => panic!("{} is not a list function", other.id()),
+    }
+}
+
+/// The rows a list function answers with.
+pub fn rows(directory: &Directory, list: ReadFunction, request: Value) -> Vec<Value> {
+    let (key, _) = list_shape(list);
+    call(directory, list, request)[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{} answers a {key} array", list.id()))
+        .clone()
+}
+
+/// The names (ids) of a list's rows, in order.
+pub fn names(directory: &Directory, list: ReadFunction) -> Vec<String> {
+    let (_, field) = list_shape(list);
+    rows(directory, list, json!({}))
+        .iter()
+        .map(|r| r[field].as_str().expect("row name").to_string())
+        .collect()
+}
+
+/// The row named `name` of a list.
+pub fn row(directory: &Directory, list: ReadFunction, name: &str) -> Value {
+    let (_, field) = list_shape(list);
+    rows(directory, list, json!({}))
+        .into_iter()
+        .find(|r| r[field] == name)
+        .unwrap_or_else(|| panic!("{} has no row {name}", list.id()))
+}
+
+/// A get function's request naming `name` (`{id}` for skills and agents, `{name}` for prompts).
+fn get_request(get: ReadFunction, name: &str) -> Value {
+    match get {
+        ReadFunction::SystemPromptsGet => json!({ "name": name }),
+        _ => json!({ "id": name }),
+    }
+}
+
+pub fn get(directory: &Directory, get: ReadFunction, name: &str) -> Value {
+    call(directory, get, get_request(get, name))
+}
+
+pub fn get_err(directory: &Directory, get: ReadFunction, name: &str) -> String {
+    call_err(directory, get, get_request(get, name))
+}
+
+/// The reason `check` gives for a file under a root (by configuration key), if any.
+pub fn skipped(directory: &Directory, root: &str, path: &str) -> Option<String> {
+    directory
+        .skipped()
+        .expect("skipped")
+        .into_iter()
+        .find(|s| s.root == root && s.path == path)
+        .map(|s| s.reason)
+}
+
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// A file of the crate (a bundled asset), read straight from the repository.
+pub fn asset(rel: &str) -> String {
+    fs::read_to_string(format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))).expect("asset")
+}
+
+/// A frontmatter key of a bundled asset.
+pub fn asset_field(rel: &str, key: &str) -> String {
+    let text = asset(rel);
+    let prefix = format!("{key}: ");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("{rel} has no {key}"));
+    line[prefix.len()..].trim_matches('"').to_string()
+}
+
+/// What follows the frontmatter block of a bundled asset, verbatim.
+pub fn asset_body(rel: &str) -> String {
+    let text = asset(rel);
+    let end = text[4..].find("\n---\n").expect("frontmatter end") + 4 + 5;
+    text[end..].to_string()
+}

@@ -1,0 +1,171 @@
+//! Merge precedence: local > global > agents skills > bundled.
+
+use super::*;
+
+#[test]
+fn default_local_root_is_also_seen_by_the_global_scan() {
+    let tree = no_bundled();
+    tree.write("skills/iii/team/notes.md", "# Notes\n");
+    let d = tree.open();
+    // Local id `team/notes`, and the same file as the global id `iii/team/notes` (spec 2.6).
+    assert_eq!(skill_ids(&d), strings(&["iii/team/notes", "team/notes"]));
+}
+
+#[test]
+fn local_namespace_shadows_the_global_namespace_wholesale() {
+    let tree = no_bundled();
+    tree.write("skills/shell/index.md", "# Global shell\n");
+    tree.write("skills/shell/exec.md", "# Global exec\n");
+    tree.write("skills/iii/shell/index.md", "# Local shell\n");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["iii/shell", "shell"]));
+    let shell = get(&d, "shell");
+    assert_eq!(shell["title"], "Local shell");
+    assert_eq!(shell["path"], tree.abs("skills/iii/shell/index.md"));
+    assert!(get_err(&d, "shell/exec").starts_with("D110 not_found: skill \"shell/exec\""));
+    assert_eq!(
+        skipped(&d, "skills_folder", &tree.abs("skills/shell/exec.md")).as_deref(),
+        Some(
+            "shadowed: local_skills_folder has a \"shell\" folder, which overrides this namespace"
+        )
+    );
+}
+
+#[test]
+fn empty_local_namespace_folder_shadows_the_global_namespace() {
+    let tree = no_bundled();
+    tree.write("skills/shell/exec.md", "# Global exec\n");
+    tree.mkdir("skills/iii/shell");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), Vec::<String>::new());
+}
+
+#[test]
+fn empty_local_root_shadows_nothing() {
+    let tree = no_bundled();
+    tree.write("skills/shell/exec.md", "# Global exec\n");
+    tree.mkdir("skills/iii");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["shell/exec"]));
+}
+
+#[test]
+fn local_file_wins_over_a_global_file_with_the_same_id() {
+    let tree = no_bundled();
+    tree.write("skills/solo.md", "# Global solo\n");
+    tree.write("skills/iii/solo.md", "# Local solo\n");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["iii/solo", "solo"]));
+    let solo = get(&d, "solo");
+    assert_eq!(solo["title"], "Local solo");
+    assert_eq!(solo["path"], tree.abs("skills/iii/solo.md"));
+    assert_eq!(
+        skipped(&d, "skills_folder", &tree.abs("skills/solo.md")).as_deref(),
+        Some("shadowed: local_skills_folder has a skill with the same id")
+    );
+}
+
+#[test]
+fn global_namespace_shadows_the_agents_skills_namespace() {
+    let tree = no_bundled();
+    tree.write("skills/tool/other.md", "# Global other\n");
+    tree.write(".agents/skills/tool/SKILL.md", "# Agents tool\n");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["tool/other"]));
+    assert_eq!(
+        skipped(
+            &d,
+            "agents_skills_folder",
+            &tree.abs(".agents/skills/tool/SKILL.md")
+        )
+        .as_deref(),
+        Some("shadowed: namespace \"tool\" is also a folder of a higher-precedence skills root")
+    );
+}
+
+#[test]
+fn empty_global_folder_shadows_the_agents_skills_namespace() {
+    let tree = no_bundled();
+    tree.mkdir("skills/tool");
+    tree.write(".agents/skills/tool/SKILL.md", "# Agents tool\n");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), Vec::<String>::new());
+}
+
+#[test]
+fn local_folder_shadows_the_agents_skills_namespace() {
+    let tree = no_bundled();
+    tree.write("skills/iii/tool/index.md", "# Local tool\n");
+    tree.write(".agents/skills/tool/SKILL.md", "# Agents tool\n");
+    let d = tree.open();
+    assert_eq!(get(&d, "tool")["title"], "Local tool");
+    assert_eq!(skill_ids(&d), strings(&["iii/tool", "tool"]));
+}
+
+#[test]
+fn agents_skills_scan_is_shallow() {
+    let tree = no_bundled();
+    tree.write(".agents/skills/tool/SKILL.md", "# Tool\n");
+    tree.write(".agents/skills/tool/reference/api.md", "# Ref\n");
+    tree.write(".agents/skills/tool/scripts/run.md", "# Run\n");
+    tree.write(".agents/skills/tool/notes.md", "# Notes\n");
+    tree.write(".agents/skills/tool/sub/SKILL.md", "# Nested skill\n");
+    tree.write(".agents/skills/stray.md", "# Stray\n");
+    tree.write(".agents/skills/nodoc/readme.md", "# No SKILL.md\n");
+    tree.write(".agents/skills/plural/SKILLS.md", "# Plural\n");
+    tree.write(".agents/skills/idx/index.md", "# Index\n");
+    tree.mkdir(".agents/skills/empty");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["tool"]));
+    assert_eq!(d.skipped().expect("skipped"), Vec::new());
+}
+
+#[test]
+fn agents_skills_uppercase_folder_is_skipped_with_a_reason() {
+    let tree = no_bundled();
+    tree.write(".agents/skills/Upper/SKILL.md", "# Upper\n");
+    tree.write(".agents/skills/ok/SKILL.md", "# Ok\n");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["ok"]));
+    assert_eq!(
+        skipped(
+            &d,
+            "agents_skills_folder",
+            &tree.abs(".agents/skills/Upper/SKILL.md")
+        )
+        .as_deref(),
+        Some(
+            "invalid id \"Upper/index\": invalid id (segment 1 of \"Upper/index\"): segment may only contain lowercase ASCII letters, digits, '-' and '_': \"Upper\""
+        )
+    );
+}
+
+#[test]
+fn agents_skill_is_displayed_and_served_as_its_folder_name() {
+    let tree = no_bundled();
+    tree.write(
+        ".agents/skills/tool/SKILL.md",
+        "---\nname: Tool\n---\nUse the tool.\n",
+    );
+    let d = tree.open();
+    for id in ["tool", "tool/index", "iii://tool", "tool/SKILL.md"] {
+        let skill = get(&d, id);
+        assert_eq!(skill["id"], "tool", "{id}");
+        assert_eq!(
+            skill["path"],
+            tree.abs(".agents/skills/tool/SKILL.md"),
+            "{id}"
+        );
+    }
+    assert_eq!(row(&d, "tool")["title"], "Tool");
+}
+
+#[test]
+fn missing_roots_are_empty() {
+    let tree = Tree::new();
+    // Only the agents folder exists; no skills root, no local root, no agents skills root.
+    tree.write("agents/helper.md", "---\nname: Helper\n---\nBody.\n");
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&BUNDLED_IDS));
+    assert_eq!(d.skipped().expect("skipped"), Vec::new());
+}

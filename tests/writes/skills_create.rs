@@ -1,0 +1,387 @@
+//! Skills::create.
+
+use super::*;
+
+#[test]
+fn skills_create_success_response_event_and_read_your_writes() {
+    let env = Env::new(standard);
+    let content = "---\ntitle: '  Fresh title  '\ntype: how-to\nfunction_id: mailer::send\n---\n# H1 ignored\n\nBody.\n";
+    let response = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "mailer/fresh", "content": content}),
+        Family::Skills,
+        skill_event("create", "mailer/fresh"),
+    );
+    assert_eq!(
+        keys(&response),
+        ["bytes", "function_id", "id", "modified_at", "title", "type"]
+    );
+    assert_eq!(response["id"], "mailer/fresh");
+    assert_eq!(response["title"], "Fresh title");
+    assert_eq!(response["type"], "how-to");
+    assert_eq!(response["function_id"], "mailer::send");
+    assert_eq!(response["bytes"], content.len());
+    let path = env.path("skills/mailer/fresh.md");
+    assert_eq!(text(&path), content);
+    // Read your writes: no reconcile in between.
+    let got = env.read(ReadFunction::SkillsGet, json!({"id": "mailer/fresh"}));
+    assert_eq!(got["title"], "Fresh title");
+    assert_eq!(got["body"], "# H1 ignored\n\nBody.\n");
+    assert_eq!(got["path"], path.display().to_string());
+    assert_eq!(got["modified_at"], response["modified_at"]);
+    assert!(!response["modified_at"].as_str().unwrap().is_empty());
+    let listed = env.read(ReadFunction::SkillsList, json!({"prefix": "mailer/fresh"}));
+    assert_eq!(names(&listed, "skills", "id"), ["mailer/fresh"]);
+    assert_eq!(listed["skills"][0]["bytes"], content.len());
+
+    // Title fallbacks in the response: name, then H1, then the id; type/function_id null.
+    let by_name = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "named", "content": "---\nname: By name\n---\n# H1\n\nx\n"}),
+        Family::Skills,
+        skill_event("create", "named"),
+    );
+    assert_eq!(by_name["title"], "By name");
+    assert_eq!(by_name["type"], Value::Null);
+    assert_eq!(by_name["function_id"], Value::Null);
+    let by_h1 = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "headed", "content": "Intro.\n\n# The H1\n\nx\n"}),
+        Family::Skills,
+        skill_event("create", "headed"),
+    );
+    assert_eq!(by_h1["title"], "The H1");
+    let by_id = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "deep/er/plain", "content": "no heading at all\n"}),
+        Family::Skills,
+        skill_event("create", "deep/er/plain"),
+    );
+    assert_eq!(by_id["title"], "deep/er/plain");
+    assert_eq!(
+        env.read(ReadFunction::SkillsGet, json!({"id": "deep/er/plain"}))["title"],
+        "deep/er/plain"
+    );
+
+    // Normalized input forms: `iii://` and `.md` are stripped; a bare namespace creates the
+    // file `<ns>.md` (not `<ns>/index.md`).
+    let normalized = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "iii://fromuri.md", "content": BODY}),
+        Family::Skills,
+        skill_event("create", "fromuri"),
+    );
+    assert_eq!(normalized["id"], "fromuri");
+    assert!(env.path("skills/fromuri.md").is_file());
+    let overview = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "newns/SKILL.md", "content": BODY}),
+        Family::Skills,
+        skill_event("create", "newns/index"),
+    );
+    assert_eq!(overview["id"], "newns/index");
+    assert!(env.path("skills/newns/index.md").is_file());
+    assert_eq!(
+        env.read(ReadFunction::SkillsGet, json!({"id": "newns"}))["id"],
+        "newns"
+    );
+}
+
+#[test]
+fn skills_create_d112_and_plain_id_errors() {
+    let env = Env::new(standard);
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "database::execute", "content": BODY}),
+    );
+    assert_eq!(code, Some("D112"));
+    assert_eq!(
+        message,
+        "D112 invalid_input: \"database::execute\" looks like a FUNCTION id (service::name), not a skill id. Skill ids use '/' (e.g. \"database/index\"). To CALL that function pass the id to agent_trigger; to READ its skill doc, look up the skill id. Next: call directory::skills::list to browse skill ids; or call directory::skills::index to see the per-worker overview."
+    );
+    let plain = [
+        ("", "id must be non-empty"),
+        ("   ", "id must be non-empty"),
+        (
+            "/lead",
+            "id may not have a leading or trailing '/': \"/lead\"",
+        ),
+        (
+            "trail/",
+            "id may not have a leading or trailing '/': \"trail/\"",
+        ),
+        (
+            "a//b",
+            "invalid id (segment 2 of \"a//b\"): segment must be non-empty",
+        ),
+        (
+            "Upper/x",
+            "invalid id (segment 1 of \"Upper/x\"): segment may only contain lowercase ASCII letters, digits, '-' and '_': \"Upper\"",
+        ),
+        (
+            "../etc/passwd",
+            "invalid id (segment 1 of \"../etc/passwd\"): segment may only contain lowercase ASCII letters, digits, '-' and '_': \"..\"",
+        ),
+        (
+            "https://example.com/x",
+            "Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): https://example.com/x",
+        ),
+    ];
+    for (id, expected) in plain {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, None, "{id:?}: {message}");
+        assert_eq!(message, expected, "{id:?}");
+    }
+    let long = "a".repeat(65);
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": long, "content": BODY}),
+    );
+    assert_eq!(code, None);
+    assert!(
+        message.contains("segment too long (65 chars; max 64)"),
+        "{message}"
+    );
+    // Missing fields are a request error, not a panic.
+    let e = env.err(WriteFunction::SkillsCreate, json!({"id": "x"}));
+    assert!(e.to_string().starts_with("invalid request:"), "{e}");
+}
+
+#[test]
+fn skills_create_d115_variants() {
+    let env = Env::new(standard);
+    let root = env.path(".agents/skills");
+    let cases = [
+        (
+            "ns/prompts/foo",
+            "D115 invalid_input: id \"ns/prompts/foo\" contains the reserved `prompts` path segment; rename that segment before creating the skill.",
+        ),
+        (
+            "prompts/foo",
+            "D115 invalid_input: id \"prompts/foo\" contains the reserved `prompts` path segment; rename that segment before creating the skill.",
+        ),
+        (
+            "ns/system-prompts/foo",
+            "D115 invalid_input: id \"ns/system-prompts/foo\" contains a `system-prompts` path segment, which the scanner classifies as a prompt — the created file would be invisible to directory::skills::list. Use directory::system-prompts::create for prompt files.",
+        ),
+        (
+            "agents/foo",
+            "D115 invalid_input: id \"agents/foo\" contains an `agents` path segment, which the scanner classifies as an agent — the created file would be invisible to directory::skills::list. Use directory::agents::create for agent profiles.",
+        ),
+        (
+            "ns/agents/foo",
+            "D115 invalid_input: id \"ns/agents/foo\" contains an `agents` path segment, which the scanner classifies as an agent — the created file would be invisible to directory::skills::list. Use directory::agents::create for agent profiles.",
+        ),
+    ];
+    for (id, expected) in cases {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}");
+        assert_eq!(message, expected, "{id}");
+    }
+    // A multi-segment id under an agents-skills namespace.
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "impeccable/extra", "content": BODY}),
+    );
+    assert_eq!(code, Some("D115"));
+    assert_eq!(
+        message,
+        format!(
+            "D115 invalid_input: namespace \"impeccable\" is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
+            root.display()
+        )
+    );
+    // filter_unregistered with a known installed set hides `ghost/…`.
+    let installed: BTreeSet<String> = ["mailer".to_string()].into();
+    let e = env.err_installed(
+        WriteFunction::SkillsCreate,
+        json!({"id": "ghost/doc", "content": BODY}),
+        Some(&installed),
+    );
+    assert_eq!(e.code(), Some("D115"));
+    assert_eq!(
+        e.to_string(),
+        "D115 invalid_input: id \"ghost/doc\" would be hidden by filter_unregistered: its top namespace segment \"ghost\" is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
+    );
+    // Without a known set nothing is hidden, so the same id is fine.
+    env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "ghost/doc", "content": BODY}),
+        Family::Skills,
+        skill_event("create", "ghost/doc"),
+    );
+    // Exempt or installed namespaces pass with the set.
+    for id in ["solo", "mailer/extra", "iii/note"] {
+        env.ok_installed(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+            Some(&installed),
+            Family::Skills,
+            skill_event("create", id),
+        );
+        let got = env
+            .directory
+            .read(
+                ReadFunction::SkillsGet,
+                &json!({"id": id}),
+                Some(&installed),
+            )
+            .unwrap();
+        assert_eq!(got["body"], BODY, "{id}");
+    }
+}
+
+#[test]
+fn skills_create_in_directory_namespace_passes_the_filter() {
+    let env = Env::new(standard);
+    let installed: BTreeSet<String> = BTreeSet::new();
+    env.ok_installed(
+        WriteFunction::SkillsCreate,
+        json!({"id": "directory/note", "content": BODY}),
+        Some(&installed),
+        Family::Skills,
+        skill_event("create", "directory/note"),
+    );
+    assert!(env.path("skills/directory/note.md").is_file());
+    let got = env
+        .directory
+        .read(
+            ReadFunction::SkillsGet,
+            &json!({"id": "directory/note"}),
+            Some(&installed),
+        )
+        .unwrap();
+    assert_eq!(got["body"], BODY);
+}
+
+#[test]
+fn skills_create_d114_visible_alias_agents_and_skipped_file() {
+    let env = Env::new(|t| {
+        standard(t);
+        // A global file in a namespace the local root shadows: on disk, but skipped.
+        t.write("skills/shell/hidden.md", "# Hidden\n\nx\n");
+    });
+    let next = " Next: call directory::skills::update to edit the existing skill; or call directory::skills::list to browse skill ids.";
+    for (id, shown) in [
+        ("mailer/send", "mailer/send"),
+        ("mailer", "mailer"), // `<id>/index` alias
+        ("mailer/index", "mailer/index"),
+        ("kit", "kit"),                                 // `kit/SKILL.md`
+        ("impeccable", "impeccable"),                   // agents skill, via the alias
+        ("shell", "shell"),                             // the local overview
+        ("iii-directory/index", "iii-directory/index"), // bundled
+    ] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D114"), "{id}: {message}");
+        assert_eq!(
+            message,
+            format!("D114 invalid_input: skill \"{shown}\" already exists.{next}")
+        );
+    }
+    let path = env.path("skills/shell/hidden.md");
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "shell/hidden", "content": BODY}),
+    );
+    assert_eq!(code, Some("D114"));
+    assert_eq!(
+        message,
+        format!(
+            "D114 invalid_input: a file already exists at {} (currently skipped by the scanner); edit or remove it on disk.{next}",
+            path.display()
+        )
+    );
+    assert_eq!(text(&path), "# Hidden\n\nx\n");
+    // D114 comes before the content checks.
+    let (code, _) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "mailer/send", "content": ""}),
+    );
+    assert_eq!(code, Some("D114"));
+}
+
+#[test]
+fn skills_create_d113_too_large_and_empty_body() {
+    let env = Env::new(standard);
+    let big = format!("# Big\n\n{}", "x".repeat(262_144));
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "big", "content": big}),
+    );
+    assert_eq!(code, Some("D113"));
+    assert_eq!(
+        message,
+        format!(
+            "D113 invalid_input: content is too large ({} bytes; max 262144).",
+            big.len()
+        )
+    );
+    // Exactly at the cap is fine.
+    let exact = format!("# Cap\n\n{}", "y".repeat(262_144 - 7));
+    assert_eq!(exact.len(), 262_144);
+    env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "cap", "content": exact}),
+        Family::Skills,
+        skill_event("create", "cap"),
+    );
+    let empty = "D113 invalid_input: content has an empty body after the frontmatter block; readers reject empty bodies.";
+    for content in [
+        "",
+        "\n\n",
+        " \t\n",
+        "---\ntitle: x\n---\n",
+        "---\ntitle: x\n---\n \n\t\n",
+        "---\ntitle: x\n---",
+    ] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": "empty", "content": content}),
+        );
+        assert_eq!(code, Some("D113"), "{content:?}");
+        assert_eq!(message, empty, "{content:?}");
+    }
+    assert!(!env.path("skills/empty.md").exists());
+}
+
+#[test]
+fn skills_create_lands_in_skills_folder_even_in_a_local_namespace() {
+    let env = Env::new(standard);
+    // `shell` is a local namespace (skills/iii/shell): the file still goes to skills_folder,
+    // where the local namespace shadows it.
+    let response = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "shell/newcmd", "content": BODY}),
+        Family::Skills,
+        skill_event("create", "shell/newcmd"),
+    );
+    assert_eq!(response["id"], "shell/newcmd");
+    assert_eq!(text(&env.path("skills/shell/newcmd.md")), BODY);
+    assert!(!env.path("skills/iii/shell/newcmd.md").exists());
+    let skipped = env.directory.skipped().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.path.ends_with("skills/shell/newcmd.md") && s.reason.contains("shadowed")),
+        "{skipped:?}"
+    );
+    // And, being shadowed, a second create of the same id meets the file on disk.
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "shell/newcmd", "content": BODY}),
+    );
+    assert_eq!(code, Some("D114"));
+    assert!(
+        message.contains("currently skipped by the scanner"),
+        "{message}"
+    );
+}
