@@ -41,6 +41,8 @@ const PROMPTS_ON_CHANGE: &str = "directory::system-prompts::on-change";
 const AGENTS_ON_CHANGE: &str = "directory::agents::on-change";
 const TRIGGER_TYPES: [&str; 3] = [SKILLS_ON_CHANGE, PROMPTS_ON_CHANGE, AGENTS_ON_CHANGE];
 const ON_CONFIG_CHANGE: &str = "directory::on-config-change";
+/// The console page's assets (internal; `tests/console.rs` checks it on the wire).
+const UI_CONTENT: &str = "iii-directory::ui-content";
 
 /// Every function with the keys its request and response schemas require (README contract;
 /// `skills::list` answers one of two shapes and is checked apart).
@@ -125,6 +127,7 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["function_id", "registered_triggers"],
     ),
     (ON_CONFIG_CHANGE, &[], &["ok"]),
+    (UI_CONTENT, &["path"], &["content", "content_type"]),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -637,7 +640,7 @@ async fn registers_every_manifest_function_with_its_schemas_and_the_trigger_type
             );
         }
 
-        let internal = id == ON_CONFIG_CHANGE;
+        let internal = id == ON_CONFIG_CHANGE || id == UI_CONTENT;
         assert_eq!(
             entry["internal"],
             json!(internal),

@@ -6,6 +6,7 @@
 //! connection thread (library work runs on the blocking pool).
 
 mod configuration;
+mod console;
 mod engine;
 mod subscriptions;
 pub mod surface;
@@ -234,6 +235,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         }
         iii.register_function(function.id, registration);
     }
+    console::register(iii);
 }
 
 /// Answers one call. Library work runs on the blocking pool, never on the SDK's thread.
@@ -269,6 +271,7 @@ async fn handle(
             Handler::Read(function) => directory.read(function, &input, installed),
             Handler::Write(function) => directory.write(function, &input, installed),
             Handler::Status => directory.status(Some(&shared.watcher.status())),
+            Handler::UiContent => console::content(&input).map_err(crate::Error::Invalid),
             Handler::EngineFunctionInfo | Handler::OnConfigChange => unreachable!("answered above"),
         }
         .map_err(|e| e.to_string())

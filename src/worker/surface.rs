@@ -14,6 +14,8 @@ pub enum Handler {
     Status,
     EngineFunctionInfo,
     OnConfigChange,
+    /// The console page's assets (`console.rs`).
+    UiContent,
 }
 
 /// One function of the surface.
@@ -387,6 +389,20 @@ pub fn functions() -> Vec<Function> {
             description: "Internal: re-reads the iii-directory configuration after configuration:updated.",
             request: object(json!({}), &[]),
             response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
+            internal: true,
+        },
+        Function {
+            id: super::console::UI_CONTENT,
+            handler: UiContent,
+            description: "Internal: the console page's assets for the iii console's injectable UI: { path } (iii-directory/page.js or iii-directory/styles.css) -> { content, content_type }.",
+            request: object(
+                json!({ "path": string("asset path, e.g. iii-directory/page.js") }),
+                &["path"],
+            ),
+            response: object(
+                json!({ "content": string("the asset's text"), "content_type": string("text/javascript or text/css, charset utf-8") }),
+                &["content", "content_type"],
+            ),
             internal: true,
         },
     ]
