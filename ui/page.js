@@ -717,9 +717,17 @@ function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetTo
   const { height } = useElementSize(scroller);
   const [scrollTop, setScrollTop] = useState(0);
 
+  // A new filter shows its first rows, or keeps the open document's row in view.
+  const latest = useRef({ rows, selectedKey });
+  latest.current = { rows, selectedKey };
   useLayoutEffect(() => {
-    if (scroller.current) scroller.current.scrollTop = 0;
-    setScrollTop(0);
+    const element = scroller.current;
+    const { rows: current, selectedKey: key } = latest.current;
+    const at = key == null ? -1 : current.findIndex((row) => row.key === key);
+    const view = element ? element.clientHeight : 0;
+    const top = at < 0 ? 0 : Math.max(0, at * ROW_HEIGHT - Math.floor(view / 2));
+    if (element) element.scrollTop = top;
+    setScrollTop(element ? element.scrollTop : 0);
   }, [resetToken]);
 
   const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN);

@@ -281,6 +281,14 @@ try {
   await waitDisk(SHOWCASE_FILE, (text) => text === edited, 'hold the edit');
   await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'Showcase, edited' }).waitFor();
 
+  // ---- Split view: the preview follows the draft -----------------------------------------
+  await button('Split').click();
+  await editor.fill(edited.replace('# Showcase', '# Draft heading'));
+  await root.locator('.dir-split .dir-md h1', { hasText: 'Draft heading' }).waitFor();
+  await button('Revert').click();
+  await root.locator('.dir-split .dir-md h1', { hasText: 'Showcase' }).waitFor();
+  await button('Edit').click();
+
   // ---- A coded error next to the editor; nothing written -----------------------------------
   step('a coded error');
   await editor.fill('---\ntitle: Empty\n---\n');
@@ -409,9 +417,13 @@ try {
   // ---- Themes: light and dark, from the console's variables ------------------------------------
   step('themes and screenshots');
   await root.getByRole('tab', { name: /Skills/ }).click();
-  await open(SHOWCASE);
+  // A real document for the pictures: one of the worker's bundled skills.
+  await open('directory/authoring-skills');
+  await docTitle.filter({ hasText: 'Authoring skills and system prompts' }).waitFor();
+  await root.locator('.dir-md h2', { hasText: 'Frontmatter' }).waitFor();
   await filter.fill('');
   await page.evaluate(() => document.activeElement && document.activeElement.blur());
+  await page.mouse.move(0, 0);
   mkdirSync(OUT_DIR, { recursive: true });
   const background = () => root.locator('.dir').evaluate((el) => getComputedStyle(el).backgroundColor);
   assert.equal(await root.locator('.dir').getAttribute('data-theme'), 'light');
@@ -423,6 +435,21 @@ try {
   assert.equal(await root.locator('.dir-md').evaluate((el) => getComputedStyle(el).color), 'rgb(223, 228, 234)');
   await page.screenshot({ path: join(OUT_DIR, 'dark.png') });
   await page.evaluate(() => window.__harness.setTheme('light'));
+
+  // ---- A narrow console: the list, or the document with a way back --------------------------
+  step('a narrow layout');
+  await page.setViewportSize({ width: 640, height: 800 });
+  await root.locator('.dir--narrow').waitFor();
+  assert.equal(await root.locator('.dir-pane--list').count(), 0, 'the open document fills a narrow page');
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await root.locator('.dir-pane--doc').count(), 0);
+  await filter.fill('directory/finding-functions');
+  await row('directory/finding-functions').click();
+  await root.locator('.dir-pane--doc .dir-doc-id', { hasText: 'directory/finding-functions' }).waitFor();
+  assert.equal(await root.locator('.dir-pane--list').count(), 0);
+  await page.setViewportSize({ width: 1360, height: 860 });
+  await root.locator('.dir-pane--list').waitFor();
 
   // ---- Teardown: the page goes, and so do its bindings ------------------------------------------
   step('teardown');
