@@ -17,7 +17,6 @@ const {
   createElement: h,
   Fragment,
   useCallback,
-  useDeferredValue,
   useEffect,
   useLayoutEffect,
   useMemo,
@@ -31,8 +30,6 @@ const PAGE = { id: 'directory', title: 'Directory' };
 const ROW_HEIGHT = 30;
 /** Rows rendered above and below the visible window, so fast scrolling shows no gaps. */
 const OVERSCAN = 10;
-/** Lists longer than this filter after the keystroke's frame (`useDeferredValue`). */
-const DEFER_FILTER_ABOVE = 50000;
 /** Below this width the page shows the list or the document, not both. */
 const NARROW_WIDTH = 760;
 /** The browser functions bound to the on-change trigger types: `<prefix>::<family>`. */
@@ -798,10 +795,9 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) 
   const family = FAMILIES[familyKey];
   const [query, setQuery] = useState('');
   const rows = list.rows || [];
-  // Filtering is a few milliseconds at 10,000 rows, so it runs in the keystroke's own frame;
-  // only a list far larger lets the input repaint first.
-  const lateQuery = useDeferredValue(query);
-  const shownQuery = rows.length > DEFER_FILTER_ABOVE ? lateQuery : query;
+  // Filtering 10,000 rows takes a few milliseconds, so it runs in the keystroke's own frame
+  // (a deferred filter, useDeferredValue, costs a second frame before the list repaints).
+  const shownQuery = query;
   const filtered = useMemo(() => filterRows(rows, shownQuery), [rows, shownQuery]);
   const showSize = familyKey === 'skills';
 
