@@ -76,6 +76,9 @@ const FAMILIES = {
     stampOfRow: (row) => `${row.modified}|${row.bytes}`,
     stampOfDoc: (doc) => `${doc.modified_at || ''}|${byteLength(doc.raw || '')}`,
     validate: validateSkillId,
+    /** The list shows `<ns>/index` as `<ns>`; writes answer with the id on disk. */
+    displayKey: (id) => (id.endsWith('/index') ? id.slice(0, -'/index'.length) : id),
+    renames: false,
     idHint: 'segments of a-z 0-9 - _ separated by /, e.g. mailer/retries',
     template: (id) => `# ${titleOf(id.split('/').pop())}\n\nWhat this skill is for, and when to use it.\n`,
   },
@@ -102,6 +105,9 @@ const FAMILIES = {
     stampOfRow: (row) => row.modified,
     stampOfDoc: (doc) => doc.modified_at || '',
     validate: validateName,
+    displayKey: (name) => name,
+    /** An update answers the effective name: a `name:` in the frontmatter renames the prompt. */
+    renames: true,
     idHint: 'a-z 0-9 - _, at most 64 characters',
     template: (name) => `---\ndescription: ${titleOf(name)} identity prompt.\n---\nYou are ${titleOf(name)}.\n`,
   },
@@ -130,6 +136,8 @@ const FAMILIES = {
     stampOfRow: (row) => row.modified,
     stampOfDoc: (doc) => doc.modified_at || '',
     validate: validateName,
+    displayKey: (id) => id,
+    renames: false,
     idHint: 'a-z 0-9 - _, at most 64 characters',
     template: (id) => `---\nname: ${titleOf(id)}\ndescription: \nextends: iii\n---\n`,
   },
@@ -953,8 +961,10 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const text = draft == null ? base : draft;
   const dirty = doc != null && draft != null && draft !== base;
 
+  const latestDraft = useRef(null);
   const setDraft = useCallback(
     (value) => {
+      latestDraft.current = value;
       setDraftState(value);
       store.setDraft(draftKey, value);
     },
@@ -992,7 +1002,8 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
 
   useEffect(() => {
     const saved = store.drafts.get(draftKey);
-    setDraftState(saved == null ? null : saved);
+    latestDraft.current = saved == null ? null : saved;
+    setDraftState(latestDraft.current);
     setDoc(null);
     setNotice(null);
     setError(null);
@@ -1028,9 +1039,10 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setError(null);
     try {
       const answer = await call(host, family.update, { [family.key]: selectedKey, content });
-      const savedKey = answer && answer[family.key];
+      const savedKey = family.renames && answer ? answer[family.key] : null;
       setDoc((current) => ({ ...current, raw: content, stamp: null }));
-      setDraft(null);
+      // What was typed while the save was on its way stays a draft.
+      if (latestDraft.current === content) setDraft(null);
       setNotice(null);
       if (savedKey && savedKey !== selectedKey) onSelect(savedKey);
       else await load(true);
@@ -1157,7 +1169,7 @@ function CreatePane({ host, familyKey, onCreated, onCancel }) {
     setError(null);
     try {
       const answer = await call(host, family.create, { [family.key]: id, content: family.template(id) });
-      onCreated((answer && answer[family.key]) || id);
+      onCreated(family.displayKey((answer && answer[family.key]) || id));
     } catch (failure) {
       setError(errorText(failure));
       setBusy(false);
