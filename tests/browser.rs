@@ -202,15 +202,16 @@ async fn start_http(vendor: PathBuf) -> String {
 // The run
 // ---------------------------------------------------------------------------------------------
 
-/// Runs `run.mjs` to its end (or [`RUN_WITHIN`]); returns (success, stdout, stderr).
-async fn run_browser(envs: Vec<(&'static str, String)>) -> (bool, String, String) {
+/// Runs `run.mjs` to its end (or [`RUN_WITHIN`]); returns (success, stdout, stderr). Its
+/// stderr goes through a file, so that a run stopped at the deadline still says how far it got.
+async fn run_browser(envs: Vec<(&'static str, String)>, log: &Path) -> (bool, String, String) {
     let mut command = Command::new("node");
     command
         .arg(browser_dir().join("run.mjs"))
         .current_dir(browser_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(fs::File::create(log).expect("create the run.mjs log"));
     for (key, value) in envs {
         command.env(key, value);
     }
@@ -223,13 +224,16 @@ async fn run_browser(envs: Vec<(&'static str, String)>) -> (bool, String, String
             (
                 output.status.success(),
                 String::from_utf8_lossy(&output.stdout).into_owned(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
+                fs::read_to_string(log).unwrap_or_default(),
             )
         }
         Err(_) => {
             // Our own child, by its pid.
             let _ = Command::new("kill").arg(pid.to_string()).status();
-            panic!("run.mjs did not finish within {RUN_WITHIN:?}");
+            panic!(
+                "run.mjs did not finish within {RUN_WITHIN:?}; it said:\n{}",
+                fs::read_to_string(log).unwrap_or_default()
+            );
         }
     }
 }
@@ -304,13 +308,16 @@ async fn the_console_page_in_chromium() {
     let out = manifest_dir().join("target/browser-test");
 
     let harness = format!("{http}/?engine={}", engine.url());
-    let (ok, stdout, stderr) = run_browser(vec![
-        ("HARNESS_URL", harness),
-        ("TREE_DIR", tree.display().to_string()),
-        ("OUT_DIR", out.display().to_string()),
-        ("CHROMIUM", chromium.display().to_string()),
-        ("SKILLS", skills.to_string()),
-    ])
+    let (ok, stdout, stderr) = run_browser(
+        vec![
+            ("HARNESS_URL", harness),
+            ("TREE_DIR", tree.display().to_string()),
+            ("OUT_DIR", out.display().to_string()),
+            ("CHROMIUM", chromium.display().to_string()),
+            ("SKILLS", skills.to_string()),
+        ],
+        &work.path().join("run.stderr"),
+    )
     .await;
     assert!(
         ok,

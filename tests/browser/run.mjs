@@ -53,6 +53,12 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 const round = (ms) => Math.round(ms * 10) / 10;
+/** A promise that fails with `what` after `ms` instead of waiting for ever. */
+const within = (promise, ms, what) =>
+  Promise.race([
+    promise,
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)),
+  ]);
 
 /** An edit made behind the worker's back, whole at once (staged outside the watched roots). */
 function writeOnDisk(rel, text) {
@@ -121,7 +127,9 @@ try {
   // ---- Load: the console's asset triggers, setup, the first rows -------------------------
   step('loading the harness');
   await page.goto(HARNESS_URL);
-  figures.setup_to_first_rows_ms = round(await page.evaluate(() => window.__harness.firstRows));
+  figures.setup_to_first_rows_ms = round(
+    await within(page.evaluate(() => window.__harness.firstRows), 4 * WAIT_MS, 'the first list rows'),
+  );
   const total = SKILLS;
   await page.waitForFunction(
     (least) => {
@@ -236,7 +244,7 @@ try {
       window.__measured = window.__measureKey();
     });
     await page.keyboard.press(key);
-    const ms = await page.evaluate(() => window.__measured);
+    const ms = await within(page.evaluate(() => window.__measured), WAIT_MS, 'a keystroke repaint');
     if (ms != null) keystrokes.push(ms);
   }
   assert.ok(keystrokes.length >= 10, `measured ${keystrokes.length} keystrokes`);
@@ -350,7 +358,7 @@ try {
     const before = (await calls()).length;
     const writtenAt = performance.timeOrigin + performance.now();
     writeOnDisk(SHOWCASE_FILE, showcase(title));
-    const seenAt = await page.evaluate(() => window.__seen);
+    const seenAt = await within(page.evaluate(() => window.__seen), WAIT_MS, `the page to show "${title}"`);
     external.push(seenAt - writtenAt);
     await page.waitForTimeout(600);
     const lists = await listCalls(before);
