@@ -494,3 +494,136 @@ async fn otel_socket_is_accepted_and_drained() {
     );
     assert!(engine.frames().is_empty());
 }
+
+fn connect_as(engine: &FakeEngine, name: &str) -> IIIClient {
+    let mut options = InitOptions {
+        metadata: Some(WorkerMetadata {
+            name: name.into(),
+            ..Default::default()
+        }),
+        otel: Some(Default::default()),
+        ..Default::default()
+    };
+    if let Some(otel) = options.otel.as_mut() {
+        otel.enabled = Some(false);
+    }
+    iii_sdk::register_worker(engine.url(), options)
+}
+
+/// A binding made by one connection (here before any provider exists) is forwarded to the
+/// connection that provides its type; the provider's fires reach the subscriber's function; a
+/// refusal goes back to the subscriber; unbinding and disconnecting reach the provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binding_made_by_one_connection_reaches_the_provider_on_another() {
+    let engine = FakeEngine::start().await;
+    let subscriber = connect_as(&engine, "selftest-subscriber");
+    let (tx, mut received) = tokio::sync::mpsc::unbounded_channel();
+    subscriber.register_function(
+        "sub::got",
+        RegisterFunction::new_async(move |payload: Value| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(payload);
+                Ok::<_, Error>(json!(null))
+            }
+        }),
+    );
+    let first = subscriber
+        .register_trigger(RegisterTriggerInput::new(
+            TRIGGER_TYPE,
+            "sub::got",
+            json!({"k": 1}),
+        ))
+        .expect("bind");
+    engine
+        .wait_worker_trigger(|t| t.function_id == "sub::got", WAIT)
+        .await
+        .expect("the binding is recorded");
+
+    // The provider comes later: the parked binding is delivered when it registers the type.
+    let provider = connect_as(&engine, "selftest-provider");
+    let recorder = Recorder::default();
+    provider.register_trigger_type(RegisterTriggerType::new(
+        TRIGGER_TYPE,
+        "Ticks for the self-test",
+        recorder.clone(),
+    ));
+    eventually("the provider to get the binding", || {
+        recorder.registered_ids().len() == 1
+    })
+    .await;
+    let bound = recorder.registered.lock().unwrap()[0].clone();
+    assert_eq!(bound.function_id, "sub::got");
+    assert_eq!(bound.config, json!({"k": 1}));
+
+    // The provider fires; the subscriber's function runs.
+    provider
+        .trigger(TriggerRequest {
+            function_id: "sub::got".into(),
+            payload: json!({"n": 1}),
+            action: Some(TriggerAction::Void),
+            timeout_ms: None,
+        })
+        .await
+        .expect("fire");
+    let got = tokio::time::timeout(WAIT, received.recv())
+        .await
+        .expect("the fire arrives")
+        .expect("a payload");
+    assert_eq!(got, json!({"n": 1}));
+
+    // A refused binding: the error goes back to the connection that made it.
+    let _refused = subscriber
+        .register_trigger(RegisterTriggerInput::new(
+            TRIGGER_TYPE,
+            "sub::got",
+            json!({"bad": true}),
+        ))
+        .expect("bind");
+    let subscriber_conn = engine
+        .connections()
+        .into_iter()
+        .find(|c| {
+            c.ready
+                .as_ref()
+                .is_some_and(|r| r["name"] == "selftest-subscriber")
+        })
+        .expect("the subscriber's connection")
+        .id;
+    eventually("the refusal to reach the subscriber", || {
+        engine.connections().iter().any(|c| {
+            c.id == subscriber_conn
+                && c.sent.iter().any(|f| {
+                    f["type"] == "triggerregistrationresult"
+                        && f["error"]["code"] == "trigger_registration_failed"
+                })
+        })
+    })
+    .await;
+
+    // Unbinding, then disconnecting, reach the provider.
+    first.unregister();
+    eventually("the provider to hear of the unbinding", || {
+        recorder.unregistered_ids() == vec![bound.id.clone()]
+    })
+    .await;
+    let _third = subscriber
+        .register_trigger(RegisterTriggerInput::new(
+            TRIGGER_TYPE,
+            "sub::got",
+            json!({"k": 3}),
+        ))
+        .expect("bind");
+    eventually("the third binding", || recorder.registered_ids().len() == 2).await;
+    let third_id = recorder.registered_ids()[1].clone();
+    tokio::task::spawn_blocking(move || subscriber.shutdown())
+        .await
+        .unwrap();
+    eventually("the provider to hear of the disconnect", || {
+        recorder.unregistered_ids().contains(&third_id)
+    })
+    .await;
+    tokio::task::spawn_blocking(move || provider.shutdown())
+        .await
+        .unwrap();
+}

@@ -6,6 +6,7 @@
 //! connection thread (library work runs on the blocking pool).
 
 mod configuration;
+mod console;
 mod downloads;
 mod engine;
 mod search;
@@ -21,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::directory::{Directory, ReadFunction};
+use crate::error::Error;
 use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
 use crate::registry::{Endpoint, Registry};
@@ -302,6 +304,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         }
         iii.register_function(function.id, registration);
     }
+    console::register(iii);
 }
 
 /// A handler's error as it goes on the wire: the code and message the original worker's
@@ -366,6 +369,7 @@ async fn handle(
                 status["watcher"] = json!(shared.watcher.status());
                 status
             }),
+            Handler::UiContent => console::content(&input).map_err(Error::Invalid),
             Handler::EngineFunctionInfo
             | Handler::OnConfigChange
             | Handler::SearchFunctions

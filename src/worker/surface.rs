@@ -11,6 +11,9 @@ use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
 /// The internal function the `worker` trigger calls when a worker is added (contract §3.10).
 pub const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
 
+/// The console page's assets (internal; see `console.rs`).
+pub const UI_CONTENT: &str = "iii-directory::ui-content";
+
 /// The internal functions of function search, by id.
 pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
 pub const PRE_GENERATE: &str = "directory::pre-generate";
@@ -32,6 +35,8 @@ pub enum Handler {
     RegistryList,
     RegistryInfo,
     OnWorkerAdded,
+    /// The console page's assets (`console.rs`).
+    UiContent,
 }
 
 /// One function of the surface.
@@ -660,6 +665,20 @@ fn download_functions() -> Vec<Function> {
             description: "Internal: downloads an added worker's skills bundle (tag latest) when auto_download is on; always answers { ok: true }.",
             request: object(json!({ "worker": string("the worker just added") }), &[]),
             response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
+            internal: true,
+        },
+        Function {
+            id: UI_CONTENT,
+            handler: UiContent,
+            description: "Internal: the console page's assets for the iii console's injectable UI: { path } (iii-directory/page.js or iii-directory/styles.css) -> { content, content_type }.",
+            request: object(
+                json!({ "path": string("asset path, e.g. iii-directory/page.js") }),
+                &["path"],
+            ),
+            response: object(
+                json!({ "content": string("the asset's text"), "content_type": string("text/javascript or text/css, charset utf-8") }),
+                &["content", "content_type"],
+            ),
             internal: true,
         },
     ]

@@ -28,13 +28,22 @@
 //!   provider. A binding to a type no open connection provides is parked and delivered when a
 //!   connection registers the type (also after a reconnect), like the engine's pending
 //!   bindings. A binding whose ack carries an error is dropped.
+//! - A `registertrigger` sent by a connection (a binding it makes as a subscriber) is recorded
+//!   ([`FakeEngine::worker_triggers`]) and forwarded the same way to the connection that
+//!   provides its type, parked until one does. The provider's error ack is passed back to the
+//!   subscriber (a success ack is not, as in the engine). The subscriber's `unregistertrigger`,
+//!   or its disconnect, sends the provider `unregistertrigger{id, trigger_type}`. So two
+//!   connections, say a worker and a browser page speaking the protocol, can subscribe to each
+//!   other's trigger types and receive each other's fires.
 //! - A `reattach` whose id and token match an earlier connection retires that connection if it
 //!   is still open. Engine→worker invocations pending on a connection that goes away fail with
 //!   `invocation_stopped`.
 //!
 //! Not modelled: namespaces (recorded, never checked), `_caller_worker_id` injection, the
-//! namespace grace timer, the worker-name lease, RBAC, channels and queues, and bindings made
-//! by the worker being forwarded to a provider.
+//! namespace grace timer, the worker-name lease, RBAC, channels and queues.
+//!
+//! [`FakeEngine::keep_history`]`(false)` stops recording frames, calls, fires and results (the
+//! live routing goes on), for long runs that move large answers.
 //!
 //! Waiting never spins: every change to the recorded state bumps a watch channel and the
 //! `wait_*` helpers sleep on it until their condition holds or their deadline passes, and then
@@ -288,6 +297,9 @@ struct Subscription {
     config: Value,
     metadata: Option<Value>,
     delivered_to: Option<u64>,
+    /// The connection that made the binding with its own `registertrigger`; `None` for one
+    /// made by the test through [`FakeEngine::subscribe`].
+    owner: Option<u64>,
 }
 
 impl Subscription {
@@ -342,6 +354,8 @@ struct State {
     subscriptions: BTreeMap<String, Subscription>,
     subscription_waiters: HashMap<String, oneshot::Sender<Option<ErrorBody>>>,
     tasks: Vec<AbortHandle>,
+    /// False after `keep_history(false)`: history is not recorded.
+    forget_history: bool,
 }
 
 impl State {
@@ -391,6 +405,35 @@ impl State {
             .rev()
             .filter(|c| c.info.open)
             .find_map(|c| c.info.ready.clone())
+    }
+
+    /// Forward a binding to the open connection providing its type, if any.
+    fn deliver(&mut self, id: &str) {
+        let Some(subscription) = self.subscriptions.get(id) else {
+            return;
+        };
+        let Some(provider) = self.trigger_type_owner(&subscription.trigger_type) else {
+            return;
+        };
+        let frame = subscription.frame(id);
+        if self.send_to(provider, frame)
+            && let Some(subscription) = self.subscriptions.get_mut(id)
+        {
+            subscription.delivered_to = Some(provider);
+        }
+    }
+
+    /// Remove a binding and tell the provider it was given to, if that one is still open.
+    fn withdraw(&mut self, id: &str) {
+        let Some(subscription) = self.subscriptions.remove(id) else {
+            return;
+        };
+        if let Some(provider) = subscription.delivered_to {
+            self.send_to(
+                provider,
+                json!({"type": "unregistertrigger", "id": id, "trigger_type": subscription.trigger_type}),
+            );
+        }
     }
 
     /// A short description of what the fake has seen, for error messages.
@@ -666,6 +709,16 @@ impl FakeEngine {
         self.shared.bump();
     }
 
+    /// With `false`, stop recording history (frames, fires, calls, results and the frames of
+    /// each connection) and forget what was recorded; the live routing is unchanged. For runs
+    /// that move many large answers, where the copies would only cost memory and time.
+    pub fn keep_history(&self, keep: bool) {
+        self.shared.lock().forget_history = !keep;
+        if !keep {
+            self.clear();
+        }
+    }
+
     // ----- waiting ---------------------------------------------------------------------------
 
     async fn wait_until<T>(
@@ -925,6 +978,7 @@ impl FakeEngine {
                 config,
                 metadata,
                 delivered_to: None,
+                owner: None,
             };
             if let Some(owner) = st.trigger_type_owner(trigger_type)
                 && st.send_to(owner, subscription.frame(id))
@@ -1118,8 +1172,12 @@ where
     S: futures_util::Sink<Message> + Unpin,
 {
     let text = frame.to_string();
-    if let Some(c) = shared.lock().conns.get_mut(&conn) {
-        c.info.sent.push(frame);
+    {
+        let mut st = shared.lock();
+        let record = !st.forget_history;
+        if record && let Some(c) = st.conns.get_mut(&conn) {
+            c.info.sent.push(frame);
+        }
     }
     sink.send(Message::Text(text.into())).await.is_ok()
 }
@@ -1162,6 +1220,16 @@ fn disconnect(shared: &Shared, conn: u64) {
     st.functions.retain(|_, f| f.connection != conn);
     st.trigger_types.retain(|_, t| t.connection != conn);
     st.worker_triggers.retain(|_, t| t.connection != conn);
+    // The engine drops the bindings a connection made and tells their providers.
+    let owned: Vec<String> = st
+        .subscriptions
+        .iter()
+        .filter(|(_, s)| s.owner == Some(conn))
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in owned {
+        st.withdraw(&id);
+    }
     for subscription in st.subscriptions.values_mut() {
         if subscription.delivered_to == Some(conn) {
             subscription.delivered_to = None;
@@ -1216,9 +1284,11 @@ fn handle_text(shared: &Shared, conn: u64, text: &str) {
         serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
     let deferred = {
         let mut st = shared.lock();
-        st.frames.push(frame.clone());
-        if let Some(c) = st.conns.get_mut(&conn) {
-            c.info.frames.push(frame.clone());
+        if !st.forget_history {
+            st.frames.push(frame.clone());
+            if let Some(c) = st.conns.get_mut(&conn) {
+                c.info.frames.push(frame.clone());
+            }
         }
         handle_frame(&mut st, conn, &frame)
     };
@@ -1307,11 +1377,30 @@ fn handle_frame(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
                 namespace: opt_str(frame, "namespace"),
                 trigger_namespace: opt_str(frame, "trigger_namespace"),
             };
-            st.worker_triggers.insert(binding.id.clone(), binding);
+            // As the engine: forward the binding to the provider of its type, or park it.
+            let subscription = Subscription {
+                trigger_type: binding.trigger_type.clone(),
+                function_id: binding.function_id.clone(),
+                config: binding.config.clone(),
+                metadata: binding.metadata.clone(),
+                delivered_to: None,
+                owner: Some(conn),
+            };
+            let id = binding.id.clone();
+            st.worker_triggers.insert(id.clone(), binding);
+            st.subscriptions.insert(id.clone(), subscription);
+            st.deliver(&id);
         }
         "unregistertrigger" => {
             let id = str_field(frame, "id");
             st.worker_triggers.remove(&id);
+            if st
+                .subscriptions
+                .get(&id)
+                .is_some_and(|s| s.owner == Some(conn))
+            {
+                st.withdraw(&id);
+            }
             st.unregistered_triggers.push(UnregisteredTrigger {
                 connection: conn,
                 id,
@@ -1326,8 +1415,21 @@ fn handle_frame(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
                 function_id: str_field(frame, "function_id"),
                 error: opt_value(frame, "error").map(|e| ErrorBody::from_value(&e)),
             };
-            if result.error.is_some() {
-                st.subscriptions.remove(&result.id);
+            if let Some(error) = &result.error
+                && let Some(refused) = st.subscriptions.remove(&result.id)
+                && let Some(subscriber) = refused.owner
+            {
+                // The engine passes a refusal back to the connection that made the binding.
+                st.send_to(
+                    subscriber,
+                    json!({
+                        "type": "triggerregistrationresult",
+                        "id": result.id,
+                        "trigger_type": result.trigger_type,
+                        "function_id": result.function_id,
+                        "error": error.to_value(),
+                    }),
+                );
             }
             if let Some(waiter) = st.subscription_waiters.remove(&result.id) {
                 let _ = waiter.send(result.error.clone());
@@ -1366,13 +1468,15 @@ fn handle_frame(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
             let function_id = str_field(frame, "function_id");
             let result = opt_value(frame, "result");
             let error = opt_value(frame, "error").map(|e| ErrorBody::from_value(&e));
-            st.results.push(InvocationResult {
-                connection: conn,
-                invocation_id: invocation_id.clone(),
-                function_id: function_id.clone(),
-                result: result.clone(),
-                error: error.clone(),
-            });
+            if !st.forget_history {
+                st.results.push(InvocationResult {
+                    connection: conn,
+                    invocation_id: invocation_id.clone(),
+                    function_id: function_id.clone(),
+                    result: result.clone(),
+                    error: error.clone(),
+                });
+            }
             let outcome = match error {
                 Some(error) => Err(error),
                 None => Ok(result.unwrap_or(Value::Null)),
@@ -1424,26 +1528,30 @@ fn handle_invoke(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
                 .insert(delivery_id, Pending::Discard { connection: owner });
             st.send_to(owner, delivery);
         }
-        st.fires.push(Fire {
-            connection: conn,
-            function_id,
-            data,
-            metadata,
-            namespace,
-            action,
-        });
+        if !st.forget_history {
+            st.fires.push(Fire {
+                connection: conn,
+                function_id,
+                data,
+                metadata,
+                namespace,
+                action,
+            });
+        }
         return None;
     };
 
-    st.calls.push(Call {
-        connection: conn,
-        invocation_id: invocation_id.clone(),
-        function_id: function_id.clone(),
-        data: data.clone(),
-        metadata: metadata.clone(),
-        namespace,
-        action,
-    });
+    if !st.forget_history {
+        st.calls.push(Call {
+            connection: conn,
+            invocation_id: invocation_id.clone(),
+            function_id: function_id.clone(),
+            data: data.clone(),
+            metadata: metadata.clone(),
+            namespace,
+            action,
+        });
+    }
 
     let reply = |st: &State, outcome: Result<Value, ErrorBody>| {
         st.send_to(conn, result_frame(&invocation_id, &function_id, outcome));

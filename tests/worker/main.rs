@@ -42,6 +42,8 @@ const PROMPTS_ON_CHANGE: &str = "directory::system-prompts::on-change";
 const AGENTS_ON_CHANGE: &str = "directory::agents::on-change";
 const TRIGGER_TYPES: [&str; 3] = [SKILLS_ON_CHANGE, PROMPTS_ON_CHANGE, AGENTS_ON_CHANGE];
 const ON_CONFIG_CHANGE: &str = "directory::on-config-change";
+/// The console page's assets (internal; `tests/console.rs` checks it on the wire).
+const UI_CONTENT: &str = "iii-directory::ui-content";
 
 /// Every function with the keys its request and response schemas require (README contract;
 /// `skills::list` answers one of two shapes and is checked apart).
@@ -160,6 +162,7 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["worker", "api_reference", "skills_tree"],
     ),
     (ON_WORKER_ADDED, &[], &["ok"]),
+    (UI_CONTENT, &["path"], &["content", "content_type"]),
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
@@ -172,6 +175,7 @@ const INTERNAL: &[(&str, &str)] = &[
     ),
     ("directory::hint-preview", r#"{"internal":true}"#),
     (ON_WORKER_ADDED, r#"{"internal":true}"#),
+    (UI_CONTENT, r#"{"internal":true}"#),
 ];
 
 /// The downloads' response keys (README Quickstart).

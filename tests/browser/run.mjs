@@ -1,0 +1,485 @@
+// Drives headless Chromium (Debian's, through playwright-core) over the harness page for the
+// browser test of the console page. Started by tests/browser.rs, which runs the fake engine,
+// the real worker on a generated 10,000-skill tree, and the loopback HTTP server; this script
+// checks what a person would see and do, checks the files on disk, and prints the figures as
+// one line `FIGURES {json}` on stdout.
+//
+// Environment: HARNESS_URL (the harness page with ?engine=ws://…), TREE_DIR (the worker's
+// Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
+// SKILLS (the generated skill count).
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const HARNESS_URL = need('HARNESS_URL');
+const TREE_DIR = need('TREE_DIR');
+const OUT_DIR = need('OUT_DIR');
+const SKILLS = Number(need('SKILLS'));
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+/** The flags Debian's Chromium needs here: no sandbox as root, no GPU, no network of its own. */
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const WAIT_MS = 20000;
+const ROW_HEIGHT = 30;
+/** Rows a virtualized list may have in the DOM at this viewport (visible + overscan). */
+const MAX_ROWS_IN_DOM = 80;
+const SHOWCASE = 'fixtures/showcase';
+const SHOWCASE_FILE = 'skills/fixtures/showcase.md';
+
+function need(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`run.mjs: ${name} is not set (tests/browser.rs sets it)`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const step = (text) => console.error(`  browser: ${text}`);
+const disk = (rel) => readFileSync(join(TREE_DIR, rel), 'utf8');
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const round = (ms) => Math.round(ms * 10) / 10;
+/** A promise that fails with `what` after `ms` instead of waiting for ever. */
+const within = (promise, ms, what) =>
+  Promise.race([
+    promise,
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)),
+  ]);
+
+/** An edit made behind the worker's back, whole at once (staged outside the watched roots). */
+function writeOnDisk(rel, text) {
+  const staging = join(TREE_DIR, `.staging-${process.pid}-${Date.now()}`);
+  writeFileSync(staging, text);
+  renameSync(staging, join(TREE_DIR, rel));
+}
+
+/** The id of the generated skill whose file name ends in `-<n>.md`. */
+function generatedSkillId(n) {
+  const root = join(TREE_DIR, 'skills');
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (dir === root && entry.name === 'iii') continue;
+        const found = walk(path);
+        if (found) return found;
+      } else if (entry.name.endsWith(`-${n}.md`)) return relative(root, path).slice(0, -3);
+    }
+    return null;
+  };
+  return walk(root);
+}
+
+/** The fixture (tests/browser/showcase.md, laid in the tree by tests/browser.rs) with another title. */
+const SHOWCASE_TEXT = disk(SHOWCASE_FILE);
+const showcase = (title) => SHOWCASE_TEXT.replace(/^title: .*$/m, `title: ${title}`);
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true });
+const figures = {};
+const problems = [];
+const context = await browser.newContext({ viewport: { width: 1360, height: 860 }, deviceScaleFactor: 1 });
+const page = await context.newPage();
+try {
+  page.setDefaultTimeout(WAIT_MS);
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+  });
+
+  const root = page.locator('[data-iii-ui="iii-directory"]');
+  const filter = root.locator('.dir-filter');
+  const count = root.locator('.dir-count');
+  const editor = root.locator('textarea.dir-editor');
+  const docTitle = root.locator('.dir-doc-title h2');
+  const dirtyBadge = root.locator('.dir-badge--dirty');
+  const button = (name) => root.getByRole('button', { name, exact: true });
+  const row = (key) => root.locator(`.dir-row[data-key="${key}"]`);
+  const calls = () => page.evaluate(() => window.__harness.log.calls.map((c) => ({ ...c })));
+  const listCalls = async (since) => (await calls()).slice(since).filter((c) => c.function_id === 'directory::skills::list');
+  const open = async (key) => {
+    await filter.fill(key);
+    await row(key).click();
+    await root.locator(`.dir-doc-id`, { hasText: key }).waitFor();
+    await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
+  };
+  const waitDisk = async (rel, predicate, what) => {
+    const deadline = Date.now() + WAIT_MS;
+    while (!predicate(existsSync(join(TREE_DIR, rel)) ? disk(rel) : null)) {
+      assert.ok(Date.now() < deadline, `timed out waiting for ${rel} to ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  // ---- Load: the console's asset triggers, setup, the first rows -------------------------
+  step('loading the harness');
+  await page.goto(HARNESS_URL);
+  figures.setup_to_first_rows_ms = round(
+    await within(page.evaluate(() => window.__harness.firstRows), 4 * WAIT_MS, 'the first list rows'),
+  );
+  const total = SKILLS;
+  await page.waitForFunction(
+    (least) => {
+      const text = document.querySelector('[data-iii-ui="iii-directory"] .dir-count')?.textContent || '';
+      const match = /^[\d,]+ of ([\d,]+)$/.exec(text);
+      return match && Number(match[1].replace(/,/g, '')) >= least;
+    },
+    total,
+  );
+  const shown = Number((await count.textContent()).split(' of ')[1].replace(/,/g, ''));
+  assert.ok(shown >= total, `the list shows ${shown} skills, the tree has at least ${total}`);
+  figures.rows = shown;
+  const rowsInDom = await root.locator('.dir-row').count();
+  assert.ok(rowsInDom > 10 && rowsInDom <= MAX_ROWS_IN_DOM, `${rowsInDom} rows in the DOM for ${shown} skills`);
+  figures.rows_in_dom = rowsInDom;
+
+  const assets = await page.evaluate(() => window.__harness.assets());
+  assert.deepEqual(
+    assets.map((a) => [a.path, a.kind, a.contentType]).sort(),
+    [
+      ['iii-directory/page.js', 'script', 'text/javascript; charset=utf-8'],
+      ['iii-directory/styles.css', 'style', 'text/css; charset=utf-8'],
+    ],
+  );
+  assert.deepEqual(await page.evaluate(() => window.__harness.log.refused), []);
+
+  // Every stylesheet rule is scoped under the worker's wrapper; no @font-face.
+  const unscoped = await page.evaluate(() => {
+    const sheet = [...document.styleSheets].find((s) => s.ownerNode && s.ownerNode.dataset.asset === 'iii-directory/styles.css');
+    const bad = [];
+    let rules = 0;
+    const visit = (list) => {
+      for (const rule of list) {
+        if (rule instanceof CSSStyleRule) {
+          rules += 1;
+          for (const selector of rule.selectorText.split(',')) {
+            if (!selector.trim().startsWith('[data-iii-ui="iii-directory"]')) bad.push(selector.trim());
+          }
+        } else if (rule instanceof CSSFontFaceRule) bad.push('@font-face');
+        else if (rule.cssRules) visit(rule.cssRules);
+      }
+    };
+    visit(sheet.cssRules);
+    return { bad, rules };
+  });
+  assert.deepEqual(unscoped.bad, [], 'unscoped CSS rules');
+  assert.ok(unscoped.rules > 50, `${unscoped.rules} rules parsed`);
+
+  // Live: one browser function and one binding per family.
+  await root.locator('.dir-live--on').waitFor();
+  const browserId = await page.evaluate(() => window.__harness.browserId);
+  const sent = await page.evaluate(() => window.__harness.log.sent);
+  for (const family of ['skills', 'system-prompts', 'agents']) {
+    const key = family === 'system-prompts' ? 'prompts' : family;
+    const fn = `iii-directory::ui::on-change::${key}::${browserId}`;
+    assert.ok(sent.some((f) => f.type === 'registerfunction' && f.id === fn), `registerfunction ${fn}`);
+    assert.ok(
+      sent.some((f) => f.type === 'registertrigger' && f.trigger_type === `directory::${family}::on-change` && f.function_id === fn),
+      `registertrigger for ${family}`,
+    );
+  }
+  assert.deepEqual(await page.evaluate(() => window.__harness.log.bindingErrors), []);
+
+  // ---- Scrolling: the end of the list, still only the rows in view -------------------------
+  step('scrolling to the end');
+  await root.locator('.dir-list').evaluate((list) => {
+    list.scrollTop = list.scrollHeight;
+    list.dispatchEvent(new Event('scroll'));
+  });
+  await root.locator(`.dir-row[style*="translateY(${(shown - 1) * ROW_HEIGHT}px)"]`).waitFor();
+  assert.ok((await root.locator('.dir-row').count()) <= MAX_ROWS_IN_DOM);
+
+  // ---- Filtering: keystroke to repaint ---------------------------------------------------
+  step('timing filter keystrokes');
+  await page.evaluate(() => {
+    window.__measureKey = () =>
+      new Promise((resolve) => {
+        const host = document.getElementById('page-host');
+        const input = document.querySelector('[data-iii-ui="iii-directory"] .dir-filter');
+        let keyAt = null;
+        let lastMutation = null;
+        let paintedMutation = null;
+        let paintedAt = null;
+        let quietFrames = 0;
+        const started = performance.now();
+        input.addEventListener('keydown', (event) => (keyAt = event.timeStamp), { once: true, capture: true });
+        const observer = new MutationObserver(() => (lastMutation = performance.now()));
+        observer.observe(host, { subtree: true, childList: true, characterData: true, attributes: true });
+        const tick = () => {
+          if (keyAt != null && lastMutation != null) {
+            if (lastMutation !== paintedMutation) {
+              paintedMutation = lastMutation;
+              paintedAt = performance.now();
+              quietFrames = 0;
+            } else quietFrames += 1;
+          }
+          if (quietFrames >= 3 || performance.now() - started > 3000) {
+            observer.disconnect();
+            resolve(paintedAt == null ? null : paintedAt - keyAt);
+            return;
+          }
+          requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick);
+      });
+  });
+  await filter.fill('');
+  await filter.focus();
+  const keystrokes = [];
+  for (const key of [...'stream'].concat(Array(6).fill('Backspace'))) {
+    await page.evaluate(() => {
+      window.__measured = window.__measureKey();
+    });
+    await page.keyboard.press(key);
+    const ms = await within(page.evaluate(() => window.__measured), WAIT_MS, 'a keystroke repaint');
+    if (ms != null) keystrokes.push(ms);
+  }
+  assert.ok(keystrokes.length >= 10, `measured ${keystrokes.length} keystrokes`);
+  figures.filter_keystroke_ms = { median: round(median(keystrokes)), max: round(Math.max(...keystrokes)), samples: keystrokes.length };
+
+  const unique = generatedSkillId(1234);
+  assert.ok(unique, 'the generated tree has skill number 1234');
+  await filter.fill('');
+  for (const key of '-1234') await page.keyboard.press(key);
+  await count.filter({ hasText: /^1 of / }).waitFor();
+  assert.equal(await root.locator('.dir-row').count(), 1);
+  assert.equal(await root.locator('.dir-row').getAttribute('data-key'), unique);
+
+  // ---- Reading: rendered markdown, frontmatter apart, nothing unsafe ------------------------
+  step('opening a skill');
+  await open(SHOWCASE);
+  await docTitle.filter({ hasText: 'Showcase' }).waitFor();
+  const preview = root.locator('.dir-preview');
+  await preview.locator('.dir-front dt', { hasText: 'description' }).waitFor();
+  assert.equal(await preview.locator('.dir-md h1').textContent(), 'Showcase');
+  assert.equal(await preview.locator('.dir-md h2').textContent(), 'A list');
+  assert.equal(await preview.locator('.dir-md strong').first().textContent(), 'bold');
+  assert.equal(await preview.locator('.dir-md a[href="https://example.com/docs"]').getAttribute('rel'), 'noopener noreferrer nofollow');
+  assert.equal(await preview.locator('.dir-md a').count(), 1, 'only the https link is a link');
+  assert.equal(await preview.locator('.dir-md script, .dir-md img').count(), 0);
+  assert.equal(await preview.locator('.dir-md ul ul li').textContent(), 'nested');
+  assert.equal(await preview.locator('.dir-md ol li').count(), 2);
+  assert.equal(await preview.locator('.dir-md td').last().textContent(), '1');
+  assert.equal(await preview.locator('.dir-md pre code').textContent(), 'iii trigger directory::skills::list');
+  assert.match(await preview.locator('.dir-md').textContent(), /<script>window.__pwned = true<\/script> stay text/);
+  assert.match(await preview.locator('.dir-md').textContent(), /snake_case_words/);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+
+  // ---- Editing: save with Ctrl+S, the file on disk changes, the list follows ---------------
+  step('editing and saving');
+  await button('Edit').click();
+  const edited = showcase('Showcase, edited');
+  await editor.fill(edited);
+  await dirtyBadge.waitFor();
+  await editor.press('Control+s');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await waitDisk(SHOWCASE_FILE, (text) => text === edited, 'hold the edit');
+  await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'Showcase, edited' }).waitFor();
+
+  // ---- Split view: the preview follows the draft -----------------------------------------
+  await button('Split').click();
+  await editor.fill(edited.replace('# Showcase', '# Draft heading'));
+  await root.locator('.dir-split .dir-md h1', { hasText: 'Draft heading' }).waitFor();
+  await button('Revert').click();
+  await root.locator('.dir-split .dir-md h1', { hasText: 'Showcase' }).waitFor();
+  await button('Edit').click();
+
+  // ---- A coded error next to the editor; nothing written -----------------------------------
+  step('a coded error');
+  await editor.fill('---\ntitle: Empty\n---\n');
+  await button('Save').click();
+  const error = root.locator('.dir-pane--doc .dir-error');
+  await error.filter({ hasText: /^D113 invalid_input: / }).waitFor();
+  assert.equal(disk(SHOWCASE_FILE), edited, 'a refused save writes nothing');
+  await button('Revert').click();
+  assert.equal(await editor.inputValue(), edited);
+  await dirtyBadge.waitFor({ state: 'detached' });
+
+  // ---- Create (with the id rules) and delete ------------------------------------------------
+  step('creating and deleting');
+  await button('New').click();
+  const newId = root.locator('#dir-new-id');
+  await newId.fill('Bad Id');
+  await root.locator('.dir-field-error').waitFor();
+  assert.equal(await button('Create').isDisabled(), true);
+  await newId.fill(SHOWCASE);
+  await button('Create').click();
+  await root.locator('.dir-pane--doc .dir-error').filter({ hasText: /^D114 invalid_input: / }).waitFor();
+  const created = 'fixtures/made-in-browser';
+  await newId.fill(created);
+  await button('Create').click();
+  await root.locator('.dir-doc-id', { hasText: created }).waitFor();
+  await waitDisk(`skills/${created}.md`, (text) => text != null && text.startsWith('# Made in browser'), 'be created');
+  await count.filter({ hasText: new RegExp(`of ${(shown + 1).toLocaleString('en')}$`) }).waitFor();
+  await root.getByRole('button', { name: 'Delete…' }).click();
+  await root.locator('.dir-confirm').getByRole('button', { name: 'Delete', exact: true }).click();
+  await waitDisk(`skills/${created}.md`, (text) => text == null, 'be deleted');
+  await root.locator('.dir-empty').waitFor();
+  await count.filter({ hasText: new RegExp(`of ${shown.toLocaleString('en')}$`) }).waitFor();
+
+  // ---- Live: an edit on disk appears without a reload; one list call per change --------------
+  step('external edits');
+  await open(SHOWCASE);
+  await button('Preview').click();
+  await page.waitForTimeout(1500);
+  const idleFrom = (await calls()).length;
+  await page.waitForTimeout(1500);
+  assert.equal((await calls()).length, idleFrom, 'an idle page makes no calls');
+  const external = [];
+  const perChange = [];
+  for (let n = 1; n <= 3; n += 1) {
+    const title = `Changed outside ${n}`;
+    await page.evaluate((needle) => {
+      window.__seen = new Promise((resolve) => {
+        const host = document.getElementById('page-host');
+        const observer = new MutationObserver(() => {
+          const heading = host.querySelector('.dir-doc-title h2');
+          if (heading && heading.textContent === needle) {
+            observer.disconnect();
+            window.__harness.afterPaint().then(() => resolve(performance.timeOrigin + performance.now()));
+          }
+        });
+        observer.observe(host, { subtree: true, childList: true, characterData: true });
+      });
+    }, title);
+    const before = (await calls()).length;
+    const writtenAt = performance.timeOrigin + performance.now();
+    writeOnDisk(SHOWCASE_FILE, showcase(title));
+    const seenAt = await within(page.evaluate(() => window.__seen), WAIT_MS, `the page to show "${title}"`);
+    external.push(seenAt - writtenAt);
+    await page.waitForTimeout(600);
+    const lists = await listCalls(before);
+    perChange.push(lists.length);
+    assert.equal(lists.length, 1, `one skills::list per change, saw ${lists.length}`);
+    assert.ok('if_revision' in lists[0].payload, 'the refresh asks with the revision it holds');
+  }
+  figures.external_edit_to_screen_ms = { median: round(median(external)), max: round(Math.max(...external)), samples: external.length };
+  figures.list_calls_per_change = perChange;
+  const allLists = await listCalls(0);
+  figures.list_answer_bytes = allLists[allLists.length - 1].bytes;
+  // The wire part of the figures: the first list call, and the refreshes after an edit.
+  figures.first_list_call_ms = round(allLists[0].ms);
+  figures.refresh_list_call_ms = round(median(allLists.slice(-3).map((c) => c.ms)));
+
+  // ---- A change on disk under an unsaved draft -----------------------------------------------
+  step('a change on disk under a draft');
+  await button('Edit').click();
+  await editor.fill('my unsaved draft\n');
+  await dirtyBadge.waitFor();
+  const underDraft = showcase('Changed under the draft');
+  writeOnDisk(SHOWCASE_FILE, underDraft);
+  await root.locator('.dir-notice', { hasText: 'Changed on disk' }).waitFor();
+  assert.equal(await editor.inputValue(), 'my unsaved draft\n', 'the draft is kept');
+  await button('Load the disk version').click();
+  await page.waitForFunction(
+    (text) => document.querySelector('[data-iii-ui="iii-directory"] textarea.dir-editor')?.value === text,
+    underDraft,
+  );
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await button('Preview').click();
+
+  // ---- The list-refresh seam: deltas merge (the upcoming since_revision protocol) --------------
+  const merged = await page.evaluate(() => {
+    const { mergeListAnswer } = window.__harness.module;
+    const r = (id, title) => ({ id, title, type: null, function_id: null, disable_model_invocation: false, description: '', bytes: 1, modified_at: '' });
+    const state = mergeListAnswer('skills', { rows: null, revision: null }, { skills: [r('a', 'A'), r('b', 'B'), r('c', 'C')], revision: 4 });
+    const same = mergeListAnswer('skills', state, { unchanged: true, revision: 4 });
+    const delta = mergeListAnswer('skills', state, { revision: 5, changed: [r('b', 'B2'), r('d', 'D')], removed: ['a'] });
+    const full = mergeListAnswer('skills', delta, { full: true, skills: [r('z', 'Z')], revision: 6 });
+    return {
+      same: same.rows === state.rows,
+      delta: delta.rows.map((x) => `${x.key}:${x.title}`),
+      revision: delta.revision,
+      full: full.rows.map((x) => x.key),
+    };
+  });
+  assert.deepEqual(merged, { same: true, delta: ['b:B2', 'c:C', 'd:D'], revision: 5, full: ['z'] });
+
+  // ---- System prompts and agent profiles -------------------------------------------------------
+  step('system prompts and agent profiles');
+  await root.getByRole('tab', { name: /System prompts/ }).click();
+  await root.locator('.dir-row[data-key^="prompt-"]').first().click();
+  await root.locator('.dir-front dt', { hasText: 'description' }).waitFor();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+  await open('chain-c');
+  const chain = root.locator('.dir-chain .dir-chip');
+  await chain.nth(3).waitFor();
+  assert.deepEqual(await chain.allTextContents(), ['chain-c', 'chain-b', 'chain-a', 'iii']);
+  await open('broken-x');
+  await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
+  await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
+
+  // ---- Themes: light and dark, from the console's variables ------------------------------------
+  step('themes and screenshots');
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  // A real document for the pictures: one of the worker's bundled skills.
+  await open('iii-directory/authoring-skills');
+  await docTitle.filter({ hasText: 'Authoring skills and system prompts' }).waitFor();
+  await root.locator('.dir-md h2', { hasText: 'Frontmatter' }).waitFor();
+  await filter.fill('');
+  await page.evaluate(() => document.activeElement && document.activeElement.blur());
+  await page.mouse.move(0, 0);
+  mkdirSync(OUT_DIR, { recursive: true });
+  const background = () => root.locator('.dir').evaluate((el) => getComputedStyle(el).backgroundColor);
+  assert.equal(await root.locator('.dir').getAttribute('data-theme'), 'light');
+  assert.equal(await background(), 'rgb(255, 255, 255)');
+  await page.screenshot({ path: join(OUT_DIR, 'light.png') });
+  await page.evaluate(() => window.__harness.setTheme('dark'));
+  await root.locator('.dir[data-theme="dark"]').waitFor();
+  assert.equal(await background(), 'rgb(16, 19, 23)');
+  assert.equal(await root.locator('.dir-md').evaluate((el) => getComputedStyle(el).color), 'rgb(223, 228, 234)');
+  await page.screenshot({ path: join(OUT_DIR, 'dark.png') });
+  await page.evaluate(() => window.__harness.setTheme('light'));
+
+  // ---- A narrow console: the list, or the document with a way back --------------------------
+  step('a narrow layout');
+  await page.setViewportSize({ width: 640, height: 800 });
+  await root.locator('.dir--narrow').waitFor();
+  assert.equal(await root.locator('.dir-pane--list').count(), 0, 'the open document fills a narrow page');
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await root.locator('.dir-pane--doc').count(), 0);
+  await filter.fill('iii-directory/finding-functions');
+  await row('iii-directory/finding-functions').click();
+  await root.locator('.dir-pane--doc .dir-doc-id', { hasText: 'iii-directory/finding-functions' }).waitFor();
+  assert.equal(await root.locator('.dir-pane--list').count(), 0);
+  await page.setViewportSize({ width: 1360, height: 860 });
+  await root.locator('.dir-pane--list').waitFor();
+
+  // ---- Teardown: the page goes, and so do its bindings ------------------------------------------
+  step('teardown');
+  const sentBefore = (await page.evaluate(() => window.__harness.log.sent)).length;
+  await page.evaluate(() => window.__harness.teardown());
+  await root.waitFor({ state: 'detached' });
+  const after = (await page.evaluate(() => window.__harness.log.sent)).slice(sentBefore);
+  assert.deepEqual(
+    after.filter((f) => f.type === 'unregistertrigger').map((f) => f.trigger_type).sort(),
+    ['directory::agents::on-change', 'directory::skills::on-change', 'directory::system-prompts::on-change'],
+  );
+  assert.equal(after.filter((f) => f.type === 'unregisterfunction').length, 3);
+  assert.deepEqual(await page.evaluate(() => window.__harness.log.errors), []);
+  assert.deepEqual(problems, []);
+} catch (error) {
+  console.error(`run.mjs failed: ${error.stack || error}`);
+  mkdirSync(OUT_DIR, { recursive: true });
+  await page.screenshot({ path: join(OUT_DIR, 'failure.png') }).catch(() => {});
+  console.error(`the page at the failure: ${join(OUT_DIR, 'failure.png')}`);
+  if (problems.length) console.error(`also seen in the page:\n${problems.join('\n')}`);
+  await browser.close();
+  process.exit(1);
+}
+await browser.close();
+console.log(`FIGURES ${JSON.stringify(figures)}`);

@@ -1,0 +1,1362 @@
+// iii-directory's page for the iii console (the console's injectable UI protocol).
+//
+// A plain ES module, no build step: React comes from the console through its import map
+// ('react'), and nothing else is imported. The default export `setup(host)` registers one page,
+// "Directory", and returns its teardown. The page browses and edits what this worker serves:
+// skills, system prompts and agent profiles, through the worker's own `directory::*`
+// functions (`host.iii.trigger`), and follows changes live through the three
+// `directory::*::on-change` trigger types (`host.iii.on` + `host.iii.registerTrigger`).
+//
+// Every rule of styles.css is scoped under [data-iii-ui="iii-directory"]; class names here
+// start with `dir-`.
+
+import * as ReactModule from 'react';
+
+const React = typeof ReactModule.createElement === 'function' ? ReactModule : ReactModule.default;
+const {
+  createElement: h,
+  Fragment,
+  useCallback,
+  useEffect,
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} = React;
+
+const PAGE = { id: 'directory', title: 'Directory' };
+/** Row height in pixels; styles.css gives `.dir-row` the same height. */
+const ROW_HEIGHT = 30;
+/** Rows rendered above and below the visible window, so fast scrolling shows no gaps. */
+const OVERSCAN = 10;
+/** Below this width the page shows the list or the document, not both. */
+const NARROW_WIDTH = 760;
+/** The browser functions bound to the on-change trigger types: `<prefix>::<family>`. */
+const LIVE_FUNCTION_PREFIX = 'iii-directory::ui::on-change';
+/** Read and write calls give up after this long (the console's default is longer). */
+const CALL_TIMEOUT_MS = 20000;
+/** Id rules of the contract: a skill id is `/`-separated segments, names are one segment. */
+const SEGMENT = /^[a-z0-9_-]{1,64}$/;
+const MAX_SKILL_ID_BYTES = 1024;
+const MAX_EXTENDS_HOPS = 8;
+
+// -----------------------------------------------------------------------------------------
+// The three families
+// -----------------------------------------------------------------------------------------
+
+const utf8 = new TextEncoder();
+const byteLength = (text) => utf8.encode(text).length;
+
+/**
+ * What differs between skills, system prompts and agent profiles: function ids, the request
+ * key, the list field, the row shape, the id rule, and a starting file for `create`.
+ */
+const FAMILIES = {
+  skills: {
+    label: 'Skills',
+    noun: 'skill',
+    key: 'id',
+    list: 'directory::skills::list',
+    get: 'directory::skills::get',
+    create: 'directory::skills::create',
+    update: 'directory::skills::update',
+    remove: 'directory::skills::delete',
+    trigger: 'directory::skills::on-change',
+    revisioned: true,
+    rowsOf: (answer) => answer.skills,
+    row: (r) => ({
+      key: r.id,
+      title: r.title || r.id,
+      description: r.description || '',
+      bytes: typeof r.bytes === 'number' ? r.bytes : null,
+      modified: r.modified_at || '',
+      tag: r.type || null,
+    }),
+    stampOfRow: (row) => `${row.modified}|${row.bytes}`,
+    stampOfDoc: (doc) => `${doc.modified_at || ''}|${byteLength(doc.raw || '')}`,
+    validate: validateSkillId,
+    /** The list shows `<ns>/index` as `<ns>`; writes answer with the id on disk. */
+    displayKey: (id) => (id.endsWith('/index') ? id.slice(0, -'/index'.length) : id),
+    renames: false,
+    idHint: 'segments of a-z 0-9 - _ separated by /, e.g. mailer/retries',
+    template: (id) => `# ${titleOf(id.split('/').pop())}\n\nWhat this skill is for, and when to use it.\n`,
+  },
+  prompts: {
+    label: 'System prompts',
+    noun: 'system prompt',
+    key: 'name',
+    list: 'directory::system-prompts::list',
+    get: 'directory::system-prompts::get',
+    create: 'directory::system-prompts::create',
+    update: 'directory::system-prompts::update',
+    remove: 'directory::system-prompts::delete',
+    trigger: 'directory::system-prompts::on-change',
+    revisioned: false,
+    rowsOf: (answer) => answer.prompts,
+    row: (r) => ({
+      key: r.name,
+      title: r.name,
+      description: r.description || '',
+      bytes: null,
+      modified: r.modified_at || '',
+      tag: r.builtin ? 'bundled' : null,
+    }),
+    stampOfRow: (row) => row.modified,
+    stampOfDoc: (doc) => doc.modified_at || '',
+    validate: validateName,
+    displayKey: (name) => name,
+    /** An update answers the effective name: a `name:` in the frontmatter renames the prompt. */
+    renames: true,
+    idHint: 'a-z 0-9 - _, at most 64 characters',
+    template: (name) => `---\ndescription: ${titleOf(name)} identity prompt.\n---\nYou are ${titleOf(name)}.\n`,
+  },
+  agents: {
+    label: 'Agent profiles',
+    noun: 'agent profile',
+    key: 'id',
+    list: 'directory::agents::list',
+    get: 'directory::agents::get',
+    create: 'directory::agents::create',
+    update: 'directory::agents::update',
+    remove: 'directory::agents::delete',
+    trigger: 'directory::agents::on-change',
+    revisioned: false,
+    rowsOf: (answer) => answer.agents,
+    row: (r) => ({
+      key: r.id,
+      title: `${r.logo ? `${r.logo} ` : ''}${r.name || r.id}`,
+      description: r.description || '',
+      bytes: null,
+      modified: r.modified_at || '',
+      tag: r.builtin ? 'bundled' : r.inheritance_error ? 'broken extends' : null,
+      extends: r.extends || null,
+      inheritanceError: r.inheritance_error || null,
+    }),
+    stampOfRow: (row) => row.modified,
+    stampOfDoc: (doc) => doc.modified_at || '',
+    validate: validateName,
+    displayKey: (id) => id,
+    renames: false,
+    idHint: 'a-z 0-9 - _, at most 64 characters',
+    template: (id) => `---\nname: ${titleOf(id)}\ndescription: \nextends: iii\n---\n`,
+  },
+};
+const FAMILY_KEYS = Object.keys(FAMILIES);
+
+function titleOf(id) {
+  const words = id.replace(/[-_]+/g, ' ').trim();
+  return words ? words[0].toUpperCase() + words.slice(1) : id;
+}
+
+/** The contract's skill id rule; returns what is wrong, or null. */
+export function validateSkillId(id) {
+  if (!id) return 'the id is empty';
+  if (id.startsWith('/') || id.endsWith('/')) return 'the id may not start or end with /';
+  if (byteLength(id) > MAX_SKILL_ID_BYTES) return `the id is longer than ${MAX_SKILL_ID_BYTES} bytes`;
+  const segments = id.split('/');
+  for (let i = 0; i < segments.length; i += 1) {
+    if (!SEGMENT.test(segments[i])) {
+      return `segment ${i + 1} ("${segments[i]}") must be 1 to 64 of a-z 0-9 - _`;
+    }
+  }
+  return null;
+}
+
+/** The contract's name rule (system prompt names, agent ids); returns what is wrong, or null. */
+export function validateName(name) {
+  if (!name) return 'the name is empty';
+  return SEGMENT.test(name) ? null : 'the name must be 1 to 64 of a-z 0-9 - _';
+}
+
+/** The text to show for a failed call: from the contract's code on (`D113 invalid_input: …`). */
+export function errorText(error) {
+  const message =
+    (error && (error.message || (error.error && error.error.message))) || String(error);
+  const coded = /\bD\d{3} [a-z_]+:/.exec(message);
+  if (coded) return message.slice(coded.index);
+  return message.replace(/^handler error: /, '');
+}
+
+// -----------------------------------------------------------------------------------------
+// Lists: the request and the merge of its answer (one seam for the refresh protocol)
+// -----------------------------------------------------------------------------------------
+
+/** 0 never equals a list revision (the index starts at 1), so the first answer is whole. */
+const NO_REVISION = 0;
+
+/**
+ * The request that refreshes a family's list. Skills ask with the revision the page holds and
+ * get `{unchanged, revision}` when nothing changed. A delta protocol (`since_revision`) is a
+ * change of the key here; `mergeListAnswer` already applies its answers.
+ */
+export function listRequest(familyKey, state) {
+  if (!FAMILIES[familyKey].revisioned) return {};
+  return { if_revision: state.revision == null ? NO_REVISION : state.revision };
+}
+
+/**
+ * Applies a list answer to a family's state `{rows, revision}`, returning the new state (the
+ * same rows array when nothing changed). Understands the whole answer (`{skills, revision}`,
+ * also with `full: true`), `{unchanged, revision}`, and a delta
+ * `{revision, changed: [row], removed: [id]}`.
+ */
+export function mergeListAnswer(familyKey, state, answer) {
+  const family = FAMILIES[familyKey];
+  const revision = typeof answer.revision === 'number' ? answer.revision : null;
+  if (answer.unchanged === true && state.rows) {
+    return { rows: state.rows, revision };
+  }
+  const whole = family.rowsOf(answer);
+  if (Array.isArray(whole)) {
+    return { rows: whole.map(normalize(family)), revision };
+  }
+  if (state.rows && (Array.isArray(answer.changed) || Array.isArray(answer.removed))) {
+    const byKey = new Map(state.rows.map((row) => [row.key, row]));
+    for (const key of answer.removed || []) byKey.delete(key);
+    for (const raw of answer.changed || []) {
+      const row = normalize(family)(raw);
+      byKey.set(row.key, row);
+    }
+    const rows = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return { rows, revision };
+  }
+  throw new Error(`unexpected answer from ${family.list}`);
+}
+
+function normalize(family) {
+  return (raw) => {
+    const row = family.row(raw);
+    row.stamp = family.stampOfRow(row);
+    row.search = `${row.key}\n${row.title}\n${row.description}`.toLowerCase();
+    return row;
+  };
+}
+
+/** Rows matching every word of the query (case-insensitive, on id, title and description). */
+export function filterRows(rows, query) {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return rows;
+  return rows.filter((row) => words.every((word) => row.search.includes(word)));
+}
+
+// -----------------------------------------------------------------------------------------
+// The store: lists of the three families, refreshed on demand and on change events
+// -----------------------------------------------------------------------------------------
+
+function createStore(host) {
+  const empty = () => ({ rows: null, revision: null, error: null, loading: false });
+  let state = { skills: empty(), prompts: empty(), agents: empty(), live: 'off', liveError: null };
+  const listeners = new Set();
+  const running = {};
+  const again = {};
+  /** Unsaved drafts (the editor's text) by `<family>:<key>`, kept while the user moves around. */
+  const drafts = new Map();
+  let disposed = false;
+
+  const publish = (next) => {
+    state = next;
+    for (const listener of listeners) listener();
+  };
+  const patch = (familyKey, fields) => publish({ ...state, [familyKey]: { ...state[familyKey], ...fields } });
+
+  /** One list call at a time per family; a change during a call asks for one more call. */
+  function refresh(familyKey) {
+    if (running[familyKey]) {
+      again[familyKey] = true;
+      return running[familyKey];
+    }
+    running[familyKey] = (async () => {
+      do {
+        again[familyKey] = false;
+        const current = state[familyKey];
+        if (current.rows == null) patch(familyKey, { loading: true });
+        try {
+          const family = FAMILIES[familyKey];
+          const answer = await call(host, family.list, listRequest(familyKey, current));
+          if (disposed) return;
+          const merged = mergeListAnswer(familyKey, state[familyKey], answer);
+          if (merged.rows !== state[familyKey].rows || state[familyKey].error || state[familyKey].loading) {
+            patch(familyKey, { ...merged, error: null, loading: false });
+          } else {
+            // Same rows: the revision is not shown, so keep it without a re-render.
+            state[familyKey].revision = merged.revision;
+          }
+        } catch (error) {
+          if (disposed) return;
+          patch(familyKey, { error: errorText(error), loading: false });
+        }
+      } while (again[familyKey] && !disposed);
+    })().finally(() => {
+      running[familyKey] = null;
+    });
+    return running[familyKey];
+  }
+
+  return {
+    get: () => state,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    refresh,
+    setLive(live, liveError = null) {
+      publish({ ...state, live, liveError });
+    },
+    drafts,
+    /** Keeps (or with `null` drops) a draft; the list hears of it when a key gains or loses one. */
+    setDraft(key, text) {
+      const had = drafts.has(key);
+      if (text == null) drafts.delete(key);
+      else drafts.set(key, text);
+      if (had !== drafts.has(key)) publish({ ...state });
+    },
+    dispose() {
+      disposed = true;
+      listeners.clear();
+    },
+  };
+}
+
+function call(host, functionId, payload) {
+  return host.iii.trigger(functionId, payload, { timeoutMs: CALL_TIMEOUT_MS });
+}
+
+// -----------------------------------------------------------------------------------------
+// Live updates: browser functions bound to the on-change trigger types while the page is open
+// -----------------------------------------------------------------------------------------
+
+function createLive(host, store) {
+  let offs = null;
+  let users = 0;
+
+  function bind() {
+    offs = [];
+    try {
+      for (const familyKey of FAMILY_KEYS) {
+        const local = `${LIVE_FUNCTION_PREFIX}::${familyKey}`;
+        offs.push(host.iii.on(local, () => {
+          store.refresh(familyKey);
+          return null;
+        }));
+        offs.push(
+          host.iii.registerTrigger({
+            type: FAMILIES[familyKey].trigger,
+            function_id: `${local}::${host.iii.browserId}`,
+            config: {},
+          }),
+        );
+      }
+      store.setLive('on');
+    } catch (error) {
+      unbind();
+      store.setLive('failed', errorText(error));
+    }
+  }
+
+  function unbind() {
+    for (const off of (offs || []).reverse()) {
+      try {
+        if (typeof off === 'function') off();
+      } catch {
+        // The connection is already gone; the engine dropped the bindings with it.
+      }
+    }
+    offs = null;
+  }
+
+  return {
+    /** The page calls this when it mounts; the returned function when it unmounts. */
+    use() {
+      users += 1;
+      if (users === 1) bind();
+      return () => {
+        users -= 1;
+        if (users === 0 && offs) {
+          unbind();
+          store.setLive('off');
+        }
+      };
+    },
+    dispose() {
+      users = 0;
+      if (offs) unbind();
+    },
+  };
+}
+
+// -----------------------------------------------------------------------------------------
+// Markdown: a small renderer to React elements. Text is never parsed as HTML (React escapes
+// it), raw HTML in the source shows as text, and only http(s) links become links.
+// -----------------------------------------------------------------------------------------
+
+/** The URL when it is an absolute http(s) URL, else null. */
+export function safeUrl(url) {
+  const trimmed = String(url || '').trim();
+  return /^https?:\/\/[^\s]+$/i.test(trimmed) ? trimmed : null;
+}
+
+/** Splits `---` frontmatter from the body: `{front: string|null, body}`. */
+export function splitFrontmatter(text) {
+  const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
+  if (!match) {
+    const empty = /^---[ \t]*\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
+    return empty ? { front: '', body: text.slice(empty[0].length) } : { front: null, body: text };
+  }
+  return { front: match[1], body: text.slice(match[0].length) };
+}
+
+/** Frontmatter as `[key, value]` pairs (a value keeps its indented or list lines). */
+export function frontmatterPairs(front) {
+  const pairs = [];
+  for (const line of front.split(/\r?\n/)) {
+    const key = /^([A-Za-z0-9_][A-Za-z0-9_.-]*):(?:\s+(.*)|\s*)$/.exec(line);
+    if (key) pairs.push([key[1], key[2] || '']);
+    else if (pairs.length > 0 && line.trim()) {
+      const last = pairs[pairs.length - 1];
+      last[1] = last[1] ? `${last[1]}\n${line.trim()}` : line.trim();
+    }
+  }
+  return pairs;
+}
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$/;
+const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+const QUOTE = /^ {0,3}>[ \t]?/;
+const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|[ \t]*$)/;
+const TABLE_RULE = /^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$/;
+
+function startsBlock(line) {
+  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || ITEM.test(line);
+}
+
+/** Markdown text to a list of block descriptions (pure; rendered by `renderBlocks`). */
+export function parseBlocks(text) {
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  const blocks = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    if (!line.trim()) {
+      i += 1;
+      continue;
+    }
+    const fence = FENCE.exec(line);
+    if (fence) {
+      const marker = fence[1];
+      const body = [];
+      i += 1;
+      while (i < lines.length && !new RegExp(`^ {0,3}${marker[0]}{${marker.length},}[ \\t]*$`).test(lines[i])) {
+        body.push(lines[i]);
+        i += 1;
+      }
+      i += 1;
+      blocks.push({ type: 'code', lang: fence[2] || '', text: body.join('\n') });
+      continue;
+    }
+    const heading = HEADING.exec(line);
+    if (heading) {
+      blocks.push({ type: 'heading', level: heading[1].length, text: heading[2] || '' });
+      i += 1;
+      continue;
+    }
+    if (RULE.test(line)) {
+      blocks.push({ type: 'rule' });
+      i += 1;
+      continue;
+    }
+    if (QUOTE.test(line)) {
+      const inner = [];
+      while (i < lines.length && lines[i].trim() && (QUOTE.test(lines[i]) || !startsBlock(lines[i]))) {
+        inner.push(lines[i].replace(QUOTE, ''));
+        i += 1;
+      }
+      blocks.push({ type: 'quote', blocks: parseBlocks(inner.join('\n')) });
+      continue;
+    }
+    if (ITEM.test(line)) {
+      const list = parseList(lines, i);
+      blocks.push(list.block);
+      i = list.next;
+      continue;
+    }
+    if (line.includes('|') && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+      const table = parseTable(lines, i);
+      blocks.push(table.block);
+      i = table.next;
+      continue;
+    }
+    const para = [];
+    while (i < lines.length && lines[i].trim() && (para.length === 0 || !startsBlock(lines[i]))) {
+      para.push(lines[i].trim());
+      i += 1;
+    }
+    blocks.push({ type: 'paragraph', text: para.join('\n') });
+  }
+  return blocks;
+}
+
+function parseList(lines, start) {
+  const first = ITEM.exec(lines[start]);
+  const ordered = /\d/.test(first[2]);
+  const startNumber = ordered ? parseInt(first[2], 10) : 1;
+  const items = [];
+  let i = start;
+  while (i < lines.length) {
+    const item = ITEM.exec(lines[i]);
+    if (!item || /\d/.test(item[2]) !== ordered) break;
+    const indent = item[1].length + item[2].length + 1;
+    const body = [item[3] || ''];
+    i += 1;
+    while (i < lines.length) {
+      const next = lines[i];
+      if (!next.trim()) {
+        // A blank line ends the item unless content indented under it follows.
+        const after = lines[i + 1];
+        if (after !== undefined && after.trim() && after.search(/\S/) >= indent) {
+          body.push('');
+          i += 1;
+          continue;
+        }
+        break;
+      }
+      if (ITEM.test(next) && next.search(/\S/) < indent) break;
+      if (next.search(/\S/) < 2 && startsBlock(next)) break;
+      body.push(next.slice(Math.min(indent, next.search(/\S/))));
+      i += 1;
+    }
+    items.push(parseBlocks(body.join('\n')));
+    while (i < lines.length && !lines[i].trim() && i + 1 < lines.length && ITEM.test(lines[i + 1])) i += 1;
+  }
+  return { block: { type: 'list', ordered, start: startNumber, items }, next: i };
+}
+
+function splitRow(line) {
+  let text = line.trim();
+  if (text.startsWith('|')) text = text.slice(1);
+  if (text.endsWith('|') && !text.endsWith('\\|')) text = text.slice(0, -1);
+  const cells = [];
+  let cell = '';
+  for (let i = 0; i < text.length; i += 1) {
+    if (text[i] === '\\' && text[i + 1] === '|') {
+      cell += '|';
+      i += 1;
+    } else if (text[i] === '|') {
+      cells.push(cell.trim());
+      cell = '';
+    } else cell += text[i];
+  }
+  cells.push(cell.trim());
+  return cells;
+}
+
+function parseTable(lines, start) {
+  const head = splitRow(lines[start]);
+  const align = splitRow(lines[start + 1]).map((spec) =>
+    spec.startsWith(':') && spec.endsWith(':') ? 'center' : spec.endsWith(':') ? 'right' : null,
+  );
+  const rows = [];
+  let i = start + 2;
+  while (i < lines.length && lines[i].trim() && lines[i].includes('|')) {
+    rows.push(splitRow(lines[i]));
+    i += 1;
+  }
+  return { block: { type: 'table', head, align, rows }, next: i };
+}
+
+/**
+ * Inline syntax, one alternative per group set: 1–2 code span, 3–5 link or image (label, URL
+ * with one level of balanced parentheses), 6 autolink, 7–8 strong, 9–10 emphasis,
+ * 11 strikethrough, 12 backslash escape, 13 hard line break.
+ */
+const INLINE =
+  /(`+)([\s\S]*?[^`])\1(?!`)|(!?)\[((?:\\.|[^\]\\])*)\]\(\s*<?((?:[^\s()<>]|\([^\s()<>]*\))*)>?(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)|<(https?:\/\/[^\s>]+)>|(\*\*|__)(?=\S)([\s\S]*?\S)\7|(\*|_)(?=[^\s*_])([\s\S]*?[^\s\\])\9|~~(?=\S)([\s\S]*?\S)~~|\\([!-/:-@[-`{-~])|( {2,}|\\)\n/g;
+
+/** Inline markdown to React children. */
+export function renderInline(text, keyPrefix = 'i') {
+  const out = [];
+  let last = 0;
+  let n = 0;
+  const key = () => `${keyPrefix}.${(n += 1)}`;
+  const regex = new RegExp(INLINE.source, 'g');
+  let m;
+  while ((m = regex.exec(text)) !== null) {
+    const at = m.index;
+    // `_` emphasis only between word boundaries, so snake_case stays text.
+    const underscored = m[7] === '__' || m[9] === '_';
+    if (underscored && (/\w/.test(text[at - 1] || '') || /\w/.test(text[regex.lastIndex] || ''))) {
+      regex.lastIndex = at + 1;
+      continue;
+    }
+    if (at > last) out.push(text.slice(last, at));
+    if (m[1] !== undefined) {
+      out.push(h('code', { key: key() }, m[2].replace(/^ (.*) $/, '$1')));
+    } else if (m[4] !== undefined) {
+      const image = m[3] === '!';
+      const url = safeUrl(m[5]);
+      const children = renderInline(m[4] || (image ? m[5] : ''), `${keyPrefix}.${n}`);
+      out.push(
+        url
+          ? h('a', { key: key(), href: url, target: '_blank', rel: 'noopener noreferrer nofollow' }, children)
+          : h('span', { key: key(), className: 'dir-md-nolink', title: m[5] }, children),
+      );
+    } else if (m[6] !== undefined) {
+      out.push(h('a', { key: key(), href: m[6], target: '_blank', rel: 'noopener noreferrer nofollow' }, m[6]));
+    } else if (m[8] !== undefined) {
+      out.push(h('strong', { key: key() }, renderInline(m[8], `${keyPrefix}.${n}`)));
+    } else if (m[10] !== undefined) {
+      out.push(h('em', { key: key() }, renderInline(m[10], `${keyPrefix}.${n}`)));
+    } else if (m[11] !== undefined) {
+      out.push(h('del', { key: key() }, renderInline(m[11], `${keyPrefix}.${n}`)));
+    } else if (m[12] !== undefined) {
+      out.push(m[12]);
+    } else if (m[13] !== undefined) {
+      out.push(h('br', { key: key() }));
+    }
+    last = regex.lastIndex;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+function renderBlocks(blocks, keyPrefix = 'b') {
+  return blocks.map((block, index) => {
+    const key = `${keyPrefix}.${index}`;
+    switch (block.type) {
+      case 'heading':
+        return h(`h${block.level}`, { key }, renderInline(block.text, key));
+      case 'paragraph':
+        return h('p', { key }, renderInline(block.text, key));
+      case 'code':
+        return h('pre', { key, className: 'dir-md-code', 'data-lang': block.lang || undefined }, h('code', null, block.text));
+      case 'rule':
+        return h('hr', { key });
+      case 'quote':
+        return h('blockquote', { key }, renderBlocks(block.blocks, key));
+      case 'list':
+        return h(
+          block.ordered ? 'ol' : 'ul',
+          { key, start: block.ordered && block.start !== 1 ? block.start : undefined },
+          block.items.map((item, n) => h('li', { key: n }, renderListItem(item, `${key}.${n}`))),
+        );
+      case 'table':
+        return h(
+          'div',
+          { key, className: 'dir-md-table' },
+          h(
+            'table',
+            null,
+            h('thead', null, h('tr', null, block.head.map((cell, n) => h('th', { key: n, style: cellStyle(block.align[n]) }, renderInline(cell, `${key}.h${n}`))))),
+            h(
+              'tbody',
+              null,
+              block.rows.map((row, r) =>
+                h('tr', { key: r }, block.head.map((_, n) => h('td', { key: n, style: cellStyle(block.align[n]) }, renderInline(row[n] || '', `${key}.${r}.${n}`)))),
+              ),
+            ),
+          ),
+        );
+      default:
+        return null;
+    }
+  });
+}
+
+function cellStyle(align) {
+  return align ? { textAlign: align } : undefined;
+}
+
+/** A list item whose only block is a paragraph renders without the paragraph (tight list). */
+function renderListItem(blocks, key) {
+  if (blocks.length === 1 && blocks[0].type === 'paragraph') return renderInline(blocks[0].text, key);
+  return renderBlocks(blocks, key);
+}
+
+function Markdown({ text }) {
+  const blocks = useMemo(() => parseBlocks(text), [text]);
+  return h('div', { className: 'dir-md' }, renderBlocks(blocks));
+}
+
+// -----------------------------------------------------------------------------------------
+// Small formatting helpers
+// -----------------------------------------------------------------------------------------
+
+function formatBytes(bytes) {
+  if (bytes == null) return '';
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** `2026-11-30T16:13:04.5+00:00` → `2026-11-30 16:13` (UTC, as the worker reports it). */
+function formatModified(modified) {
+  if (!modified) return 'bundled';
+  return modified.slice(0, 16).replace('T', ' ');
+}
+
+const numberFormat = new Intl.NumberFormat('en');
+
+// -----------------------------------------------------------------------------------------
+// The list
+// -----------------------------------------------------------------------------------------
+
+function useElementSize(ref) {
+  const [size, setSize] = useState({ width: 0, height: 0 });
+  useLayoutEffect(() => {
+    const element = ref.current;
+    if (!element) return undefined;
+    const measure = () => setSize({ width: element.clientWidth, height: element.clientHeight });
+    measure();
+    if (typeof ResizeObserver !== 'function') return undefined;
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [ref]);
+  return size;
+}
+
+/** Only the rows in view (plus a margin) are in the document, whatever the list's length. */
+function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetToken }) {
+  const scroller = useRef(null);
+  const { height } = useElementSize(scroller);
+  const [scrollTop, setScrollTop] = useState(0);
+
+  // A new filter shows its first rows, or keeps the open document's row in view.
+  const latest = useRef({ rows, selectedKey });
+  latest.current = { rows, selectedKey };
+  useLayoutEffect(() => {
+    const element = scroller.current;
+    const { rows: current, selectedKey: key } = latest.current;
+    const at = key == null ? -1 : current.findIndex((row) => row.key === key);
+    const view = element ? element.clientHeight : 0;
+    const top = at < 0 ? 0 : Math.max(0, at * ROW_HEIGHT - Math.floor(view / 2));
+    if (element) element.scrollTop = top;
+    setScrollTop(element ? element.scrollTop : 0);
+  }, [resetToken]);
+
+  const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN);
+  const last = Math.min(rows.length, Math.ceil((scrollTop + (height || 600)) / ROW_HEIGHT) + OVERSCAN);
+
+  const move = (delta) => {
+    if (rows.length === 0) return;
+    const at = rows.findIndex((row) => row.key === selectedKey);
+    const next = Math.max(0, Math.min(rows.length - 1, at < 0 ? 0 : at + delta));
+    onSelect(rows[next].key);
+    const element = scroller.current;
+    if (element) {
+      const top = next * ROW_HEIGHT;
+      if (top < element.scrollTop) element.scrollTop = top;
+      else if (top + ROW_HEIGHT > element.scrollTop + element.clientHeight) element.scrollTop = top + ROW_HEIGHT - element.clientHeight;
+    }
+  };
+
+  const onKeyDown = (event) => {
+    const step = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 }[event.key];
+    if (step) {
+      event.preventDefault();
+      move(step);
+    }
+  };
+
+  const visible = [];
+  for (let index = first; index < last; index += 1) {
+    const row = rows[index];
+    const selected = row.key === selectedKey;
+    visible.push(
+      h(
+        'div',
+        {
+          key: row.key,
+          className: `dir-row${selected ? ' dir-row--selected' : ''}`,
+          role: 'option',
+          'aria-selected': selected,
+          'data-key': row.key,
+          style: { transform: `translateY(${index * ROW_HEIGHT}px)` },
+          onClick: () => onSelect(row.key),
+        },
+        h('span', { className: 'dir-cell dir-cell--id', title: row.key }, dirtyKeys.has(row.key) ? h('span', { className: 'dir-dot', title: 'unsaved draft' }) : null, row.key),
+        h('span', { className: 'dir-cell dir-cell--title', title: row.title }, row.title),
+        h('span', { className: 'dir-cell dir-cell--description', title: row.description }, row.description),
+        showSize ? h('span', { className: 'dir-cell dir-cell--size' }, formatBytes(row.bytes)) : null,
+        h('span', { className: 'dir-cell dir-cell--modified', title: row.modified }, formatModified(row.modified)),
+      ),
+    );
+  }
+
+  return h(
+    'div',
+    {
+      className: 'dir-list',
+      ref: scroller,
+      role: 'listbox',
+      tabIndex: 0,
+      'aria-label': 'Documents',
+      onScroll: (event) => setScrollTop(event.currentTarget.scrollTop),
+      onKeyDown,
+    },
+    h('div', { className: 'dir-list-space', style: { height: rows.length * ROW_HEIGHT } }, visible),
+  );
+}
+
+function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) {
+  const family = FAMILIES[familyKey];
+  const [query, setQuery] = useState('');
+  const rows = list.rows || [];
+  // Filtering 10,000 rows takes a few milliseconds, so it runs in the keystroke's own frame
+  // (a deferred filter, useDeferredValue, costs a second frame before the list repaints).
+  const shownQuery = query;
+  const filtered = useMemo(() => filterRows(rows, shownQuery), [rows, shownQuery]);
+  const showSize = familyKey === 'skills';
+
+  return h(
+    'section',
+    { className: 'dir-pane dir-pane--list', 'aria-label': `${family.label} list` },
+    h(
+      'div',
+      { className: 'dir-toolbar' },
+      h('input', {
+        className: 'dir-filter',
+        type: 'search',
+        placeholder: `Filter ${family.label.toLowerCase()}`,
+        'aria-label': `Filter ${family.label.toLowerCase()}`,
+        value: query,
+        onChange: (event) => setQuery(event.target.value),
+        spellCheck: false,
+      }),
+      h('button', { type: 'button', className: 'dir-button', onClick: onNew }, 'New'),
+    ),
+    h(
+      'div',
+      { className: 'dir-count', 'aria-live': 'polite' },
+      list.loading && !list.rows
+        ? 'Loading…'
+        : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}`,
+    ),
+    list.error ? h('div', { className: 'dir-error', role: 'alert' }, list.error) : null,
+    h(
+      'div',
+      { className: `dir-head${showSize ? '' : ' dir-head--nosize'}` },
+      h('span', { className: 'dir-cell dir-cell--id' }, family.key),
+      h('span', { className: 'dir-cell dir-cell--title' }, familyKey === 'agents' ? 'name' : 'title'),
+      h('span', { className: 'dir-cell dir-cell--description' }, 'description'),
+      showSize ? h('span', { className: 'dir-cell dir-cell--size' }, 'size') : null,
+      h('span', { className: 'dir-cell dir-cell--modified' }, 'modified (UTC)'),
+    ),
+    h(
+      'div',
+      { className: `dir-list-wrap${showSize ? '' : ' dir-list-wrap--nosize'}` },
+      h(VirtualList, { rows: filtered, selectedKey, dirtyKeys, onSelect, showSize, resetToken: `${familyKey}\n${shownQuery}` }),
+    ),
+  );
+}
+
+// -----------------------------------------------------------------------------------------
+// Reading and editing one document
+// -----------------------------------------------------------------------------------------
+
+/** The `extends` chain of an agent profile from the list rows: `{chain, problem}`. */
+export function extendsChain(rows, id) {
+  const byKey = new Map(rows.map((row) => [row.key, row]));
+  const chain = [id];
+  let current = byKey.get(id);
+  while (current && current.extends) {
+    const parent = current.extends;
+    if (chain.includes(parent)) return { chain: [...chain, parent], problem: 'loop' };
+    if (chain.length > MAX_EXTENDS_HOPS) return { chain, problem: 'too deep' };
+    chain.push(parent);
+    current = byKey.get(parent);
+    if (!current) return { chain, problem: 'unknown' };
+  }
+  return { chain, problem: null };
+}
+
+function Frontmatter({ front }) {
+  if (front == null) return null;
+  const pairs = frontmatterPairs(front);
+  return h(
+    'div',
+    { className: 'dir-front', 'aria-label': 'Frontmatter' },
+    h('div', { className: 'dir-front-label' }, 'Frontmatter'),
+    pairs.length === 0
+      ? h('pre', { className: 'dir-front-raw' }, front || '(empty)')
+      : h(
+          'dl',
+          null,
+          pairs.map(([key, value], n) =>
+            h(Fragment, { key: n }, h('dt', null, key), h('dd', null, value)),
+          ),
+        ),
+  );
+}
+
+function AgentDetails({ doc, rows }) {
+  const { chain, problem } = extendsChain(rows, doc.id);
+  return h(
+    'div',
+    { className: 'dir-agent' },
+    h(
+      'div',
+      { className: 'dir-chain', 'aria-label': 'extends chain' },
+      h('span', { className: 'dir-chain-label' }, 'Extends chain'),
+      chain.map((id, n) =>
+        h(
+          Fragment,
+          { key: n },
+          n > 0 ? h('span', { className: 'dir-chain-arrow', 'aria-hidden': true }, '→') : null,
+          h('span', { className: `dir-chip${n === 0 ? ' dir-chip--self' : ''}` }, id),
+        ),
+      ),
+      problem ? h('span', { className: 'dir-chip dir-chip--warn' }, problem) : null,
+    ),
+    doc.inheritance_error ? h('div', { className: 'dir-warning' }, doc.inheritance_error) : null,
+    h(
+      'dl',
+      { className: 'dir-facts' },
+      h('dt', null, 'model'),
+      h('dd', null, doc.model || 'decided by the send'),
+      h('dt', null, 'reasoning effort'),
+      h('dd', null, doc.reasoning_effort || '—'),
+      h('dt', null, 'skills'),
+      h('dd', null, doc.skills && doc.skills.length ? doc.skills.join(', ') : 'every skill'),
+      doc.unknown_skills && doc.unknown_skills.length
+        ? h(Fragment, null, h('dt', null, 'unknown skills'), h('dd', { className: 'dir-warn-text' }, doc.unknown_skills.join(', ')))
+        : null,
+    ),
+    h(
+      'details',
+      { className: 'dir-resolved' },
+      h('summary', null, 'Resolved system prompt'),
+      h(Markdown, { text: doc.system_prompt || '' }),
+    ),
+  );
+}
+
+function Preview({ text, familyKey, doc, rows }) {
+  const { front, body } = splitFrontmatter(text);
+  return h(
+    'div',
+    { className: 'dir-preview' },
+    h(Frontmatter, { front }),
+    familyKey === 'agents' && doc ? h(AgentDetails, { doc, rows }) : null,
+    body.trim() ? h(Markdown, { text: body }) : h('p', { className: 'dir-muted' }, 'No body.'),
+  );
+}
+
+function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack }) {
+  const family = FAMILIES[familyKey];
+  const draftKey = `${familyKey}:${selectedKey}`;
+  const [doc, setDoc] = useState(null);
+  const [draft, setDraftState] = useState(null);
+  const [mode, setMode] = useState('preview');
+  const [busy, setBusy] = useState('loading');
+  const [error, setError] = useState(null);
+  const [notice, setNotice] = useState(null);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [keptStamp, setKeptStamp] = useState(null);
+  const sequence = useRef(0);
+  const reloadedFor = useRef(null);
+
+  const base = doc ? doc.raw || '' : '';
+  const text = draft == null ? base : draft;
+  const dirty = doc != null && draft != null && draft !== base;
+
+  const latestDraft = useRef(null);
+  const setDraft = useCallback(
+    (value) => {
+      latestDraft.current = value;
+      setDraftState(value);
+      store.setDraft(draftKey, value);
+    },
+    [store, draftKey],
+  );
+
+  /** Reads the document; `keepDraft` leaves an edit in progress alone. */
+  const load = useCallback(
+    async (keepDraft) => {
+      const mine = (sequence.current += 1);
+      setBusy((b) => b || 'loading');
+      try {
+        const answer = await call(host, family.get, { [family.key]: selectedKey, raw: true });
+        if (mine !== sequence.current) return;
+        const loaded = { ...answer, raw: answer.raw || '' };
+        loaded.stamp = family.stampOfDoc(loaded);
+        setDoc(loaded);
+        setKeptStamp(null);
+        setNotice(null);
+        if (!keepDraft) setDraft(null);
+        else {
+          const saved = store.drafts.get(draftKey);
+          if (saved === loaded.raw) setDraft(null);
+        }
+        setError(null);
+      } catch (failure) {
+        if (mine !== sequence.current) return;
+        setError(errorText(failure));
+      } finally {
+        if (mine === sequence.current) setBusy(null);
+      }
+    },
+    [host, family, selectedKey, setDraft, store, draftKey],
+  );
+
+  useEffect(() => {
+    const saved = store.drafts.get(draftKey);
+    latestDraft.current = saved == null ? null : saved;
+    setDraftState(latestDraft.current);
+    setDoc(null);
+    setNotice(null);
+    setError(null);
+    setConfirmDelete(false);
+    setBusy('loading');
+    load(true);
+  }, [draftKey]); // eslint-disable-line react-hooks/exhaustive-deps
+
+  // The disk changed under the open document (another writer, an editor, git): reload a clean
+  // document; keep a draft and say so.
+  useEffect(() => {
+    if (!doc || busy || rows == null) return;
+    if (!row) {
+      setNotice(dirty ? 'deleted-dirty' : 'deleted');
+      return;
+    }
+    if (row.stamp === doc.stamp || row.stamp === keptStamp) {
+      if (notice === 'deleted' || notice === 'deleted-dirty') setNotice(null);
+      return;
+    }
+    if (dirty) setNotice('changed');
+    else if (reloadedFor.current !== row.stamp) {
+      // Once per new row stamp: if the two stamps disagree for some other reason, no loop.
+      reloadedFor.current = row.stamp;
+      load(false);
+    }
+  }, [row && row.stamp, doc && doc.stamp, busy, dirty, keptStamp, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
+
+  const save = useCallback(async () => {
+    if (!dirty || busy) return;
+    const content = draft;
+    setBusy('saving');
+    setError(null);
+    try {
+      const answer = await call(host, family.update, { [family.key]: selectedKey, content });
+      const savedKey = family.renames && answer ? answer[family.key] : null;
+      setDoc((current) => ({ ...current, raw: content, stamp: null }));
+      // What was typed while the save was on its way stays a draft.
+      if (latestDraft.current === content) setDraft(null);
+      setNotice(null);
+      if (savedKey && savedKey !== selectedKey) onSelect(savedKey);
+      else await load(true);
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(null);
+    }
+  }, [dirty, busy, draft, host, family, selectedKey, setDraft, load, onSelect]);
+
+  const revert = () => {
+    setDraft(null);
+    setError(null);
+  };
+
+  const remove = async () => {
+    setBusy('deleting');
+    setError(null);
+    try {
+      await call(host, family.remove, { [family.key]: selectedKey });
+      setDraft(null);
+      onSelect(null);
+    } catch (failure) {
+      setError(errorText(failure));
+      setBusy(null);
+    }
+    setConfirmDelete(false);
+  };
+
+  const onKeyDown = (event) => {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 's') {
+      event.preventDefault();
+      save();
+    }
+  };
+
+  const editor = h('textarea', {
+    className: 'dir-editor',
+    'aria-label': `${family.noun} file`,
+    value: text,
+    spellCheck: false,
+    onChange: (event) => setDraft(event.target.value === base ? null : event.target.value),
+  });
+
+  const body =
+    mode === 'edit'
+      ? editor
+      : mode === 'split'
+        ? h('div', { className: 'dir-split' }, editor, h(Preview, { text, familyKey, doc, rows: rows || [] }))
+        : h(Preview, { text, familyKey, doc, rows: rows || [] });
+
+  return h(
+    'section',
+    { className: 'dir-pane dir-pane--doc', 'aria-label': `${family.noun} ${selectedKey}`, onKeyDown },
+    h(
+      'div',
+      { className: 'dir-doc-head' },
+      onBack ? h('button', { type: 'button', className: 'dir-button dir-button--quiet', onClick: onBack }, '← List') : null,
+      h(
+        'div',
+        { className: 'dir-doc-title' },
+        h('h2', null, row ? row.title : selectedKey),
+        h('code', { className: 'dir-doc-id' }, selectedKey),
+        dirty ? h('span', { className: 'dir-badge dir-badge--dirty' }, 'unsaved') : null,
+        busy === 'saving' ? h('span', { className: 'dir-badge' }, 'saving…') : null,
+      ),
+      h(
+        'div',
+        { className: 'dir-modes', role: 'group', 'aria-label': 'View' },
+        ['preview', 'edit', 'split'].map((m) =>
+          h('button', { key: m, type: 'button', className: `dir-mode${mode === m ? ' dir-mode--on' : ''}`, 'aria-pressed': mode === m, onClick: () => setMode(m) }, titleOf(m)),
+        ),
+      ),
+    ),
+    h(
+      'div',
+      { className: 'dir-actions' },
+      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: !dirty || !!busy, onClick: save, title: 'Save (Ctrl+S / ⌘S)' }, 'Save'),
+      h('button', { type: 'button', className: 'dir-button', disabled: !dirty || !!busy, onClick: revert }, 'Revert'),
+      confirmDelete
+        ? h(
+            'span',
+            { className: 'dir-confirm' },
+            `Delete ${selectedKey}? The file is removed.`,
+            h('button', { type: 'button', className: 'dir-button dir-button--danger', onClick: remove, disabled: !!busy }, 'Delete'),
+            h('button', { type: 'button', className: 'dir-button', onClick: () => setConfirmDelete(false) }, 'Cancel'),
+          )
+        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc, onClick: () => setConfirmDelete(true) }, 'Delete…'),
+    ),
+    error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
+    notice === 'changed'
+      ? h(
+          'div',
+          { className: 'dir-notice', role: 'alert' },
+          h('strong', null, 'Changed on disk. '),
+          'This file changed on disk while you have unsaved edits. ',
+          h('button', { type: 'button', className: 'dir-button', onClick: () => load(false) }, 'Load the disk version'),
+          h('button', { type: 'button', className: 'dir-button', onClick: () => { setKeptStamp(row ? row.stamp : null); setNotice(null); } }, 'Keep my draft'),
+        )
+      : null,
+    notice === 'deleted' || notice === 'deleted-dirty'
+      ? h(
+          'div',
+          { className: 'dir-notice', role: 'alert' },
+          h('strong', null, 'Deleted on disk. '),
+          notice === 'deleted-dirty' ? 'Your unsaved edits are still here; create it again to keep them.' : 'This document no longer exists.',
+        )
+      : null,
+    doc || draft != null ? h('div', { className: 'dir-doc-body' }, body) : h('div', { className: 'dir-muted dir-doc-body' }, busy === 'loading' ? 'Loading…' : ''),
+  );
+}
+
+function CreatePane({ host, familyKey, onCreated, onCancel }) {
+  const family = FAMILIES[familyKey];
+  const [id, setId] = useState('');
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const problem = id ? family.validate(id) : null;
+
+  const create = async (event) => {
+    event.preventDefault();
+    if (!id || problem || busy) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const answer = await call(host, family.create, { [family.key]: id, content: family.template(id) });
+      onCreated(family.displayKey((answer && answer[family.key]) || id));
+    } catch (failure) {
+      setError(errorText(failure));
+      setBusy(false);
+    }
+  };
+
+  return h(
+    'section',
+    { className: 'dir-pane dir-pane--doc', 'aria-label': `New ${family.noun}` },
+    h('h2', null, `New ${family.noun}`),
+    h(
+      'form',
+      { className: 'dir-create', onSubmit: create },
+      h('label', { htmlFor: 'dir-new-id' }, family.key),
+      h('input', {
+        id: 'dir-new-id',
+        className: 'dir-input',
+        value: id,
+        autoFocus: true,
+        spellCheck: false,
+        'aria-invalid': !!problem,
+        onChange: (event) => setId(event.target.value),
+      }),
+      h('div', { className: problem ? 'dir-field-error' : 'dir-muted' }, problem || family.idHint),
+      h(
+        'div',
+        { className: 'dir-actions' },
+        h('button', { type: 'submit', className: 'dir-button dir-button--primary', disabled: !id || !!problem || busy }, 'Create'),
+        h('button', { type: 'button', className: 'dir-button', onClick: onCancel }, 'Cancel'),
+      ),
+    ),
+    error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
+    h('p', { className: 'dir-muted' }, 'The new file starts from a short template; edit it after creating.'),
+  );
+}
+
+// -----------------------------------------------------------------------------------------
+// The page
+// -----------------------------------------------------------------------------------------
+
+function DirectoryPage({ host, store, live, useTheme }) {
+  const theme = useTheme();
+  const state = useSyncExternalStore(store.subscribe, store.get);
+  const [familyKey, setFamilyKey] = useState('skills');
+  const [selection, setSelection] = useState({ skills: null, prompts: null, agents: null });
+  const [creating, setCreating] = useState(false);
+  const root = useRef(null);
+  const { width } = useElementSize(root);
+  const narrow = width > 0 && width < NARROW_WIDTH;
+
+  useEffect(() => live.use(), [live]);
+  useEffect(() => {
+    store.refresh(familyKey);
+  }, [store, familyKey]);
+
+  const list = state[familyKey];
+  const selectedKey = selection[familyKey];
+  const row = useMemo(
+    () => (list.rows && selectedKey != null ? list.rows.find((r) => r.key === selectedKey) : undefined),
+    [list.rows, selectedKey],
+  );
+  const dirtyKeys = useMemo(() => {
+    const keys = new Set();
+    for (const key of store.drafts.keys()) {
+      if (key.startsWith(`${familyKey}:`)) keys.add(key.slice(familyKey.length + 1));
+    }
+    return keys;
+  }, [store, familyKey, state]);
+
+  const select = useCallback(
+    (key) => {
+      setCreating(false);
+      setSelection((current) => ({ ...current, [familyKey]: key }));
+    },
+    [familyKey],
+  );
+
+  const showList = !narrow || (!creating && selectedKey == null);
+  const showDoc = !narrow || creating || selectedKey != null;
+
+  return h(
+    'div',
+    { className: `dir${narrow ? ' dir--narrow' : ''}`, 'data-theme': theme, ref: root },
+    h(
+      'header',
+      { className: 'dir-header' },
+      h('h1', { className: 'dir-title' }, 'Directory'),
+      h(
+        'nav',
+        { className: 'dir-tabs', role: 'tablist', 'aria-label': 'Family' },
+        FAMILY_KEYS.map((key) =>
+          h(
+            'button',
+            {
+              key,
+              type: 'button',
+              role: 'tab',
+              'aria-selected': key === familyKey,
+              className: `dir-tab${key === familyKey ? ' dir-tab--on' : ''}`,
+              onClick: () => {
+                setCreating(false);
+                setFamilyKey(key);
+              },
+            },
+            FAMILIES[key].label,
+            state[key].rows ? h('span', { className: 'dir-tab-count' }, numberFormat.format(state[key].rows.length)) : null,
+          ),
+        ),
+      ),
+      h(
+        'span',
+        { className: `dir-live dir-live--${state.live}`, title: state.liveError || '' },
+        state.live === 'on' ? 'Live' : state.live === 'failed' ? 'Not live' : 'Offline',
+      ),
+    ),
+    h(
+      'div',
+      { className: 'dir-body' },
+      showList
+        ? h(ListPane, {
+            key: familyKey,
+            familyKey,
+            list,
+            selectedKey,
+            dirtyKeys,
+            onSelect: select,
+            onNew: () => setCreating(true),
+          })
+        : null,
+      showDoc
+        ? creating
+          ? h(CreatePane, {
+              key: `new:${familyKey}`,
+              host,
+              familyKey,
+              onCreated: (key) => {
+                setCreating(false);
+                setSelection((current) => ({ ...current, [familyKey]: key }));
+                store.refresh(familyKey);
+              },
+              onCancel: () => setCreating(false),
+            })
+          : selectedKey != null
+            ? h(DocumentPane, {
+                key: `${familyKey}:${selectedKey}`,
+                host,
+                store,
+                familyKey,
+                selectedKey,
+                row,
+                rows: list.rows,
+                onSelect: select,
+                onBack: narrow ? () => select(null) : null,
+              })
+            : h('section', { className: 'dir-pane dir-pane--doc dir-empty' }, h('p', { className: 'dir-muted' }, `Select a ${FAMILIES[familyKey].noun} to read or edit it.`))
+        : null,
+    ),
+  );
+}
+
+/** The console's theme hook when it offers one, else the light theme. */
+function themeHook(host) {
+  return typeof host.useTheme === 'function' ? host.useTheme : () => 'light';
+}
+
+/**
+ * The module's entry point for the console: registers the page and returns the teardown,
+ * which removes the page and unbinds the live triggers.
+ */
+export default function setup(host) {
+  const store = createStore(host);
+  const live = createLive(host, store);
+  const useTheme = themeHook(host);
+  const render = () => h(DirectoryPage, { host, store, live, useTheme });
+  const removePage = host.pages.register({ id: PAGE.id, title: PAGE.title, render });
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    live.dispose();
+    store.dispose();
+    if (typeof removePage === 'function') {
+      try {
+        removePage();
+      } catch {
+        // The console already removed it.
+      }
+    }
+  };
+}
