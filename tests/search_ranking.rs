@@ -18,6 +18,14 @@ use iii_directory::search::registry::Registry;
 use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
 use serde_json::{Value, json};
 
+/// The downloads' loopback registry, reused for registry search over real HTTP.
+#[allow(dead_code)]
+#[path = "downloads/support/http.rs"]
+mod http;
+#[allow(dead_code)]
+#[path = "downloads/support/registry.rs"]
+mod loopback;
+
 fn fixture() -> Value {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -579,5 +587,112 @@ async fn all_intrinsic_capabilities_ask_the_registry_nothing() {
     assert_eq!(
         *registry.calls.lock().expect("calls"),
         ["watermark a pdf", "watermark", "pdf"]
+    );
+}
+
+/// The shared registry client against a loopback registry: what `installable` offers over real
+/// HTTP, and what a registry that never answers costs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_search_over_http_and_a_registry_that_never_answers() {
+    use iii_directory::registry::{Endpoint, Registry as Client};
+    use iii_directory::search::registry::DEFAULT_PHASE_WAIT;
+    use loopback::{FakeRegistry, Reply};
+
+    let server = FakeRegistry::start();
+    let endpoint = |url: String| Endpoint {
+        base_url: url,
+        timeout: Duration::from_secs(10),
+        cache_ttl: Duration::from_secs(60),
+        max_response_bytes: 1 << 20,
+    };
+    server.json(
+        "/w",
+        json!({
+            "workers": [
+                { "name": "pdfkit", "version": "0.4.0", "description": "PDF tools", "author": { "name": "iii", "verified": true } },
+                { "name": "pdfcopy", "version": "9.9.9", "description": "PDF tools too", "author": { "verified": false } },
+            ],
+            "pagination": { "next_cursor": null, "has_more": false, "page_size": 20 },
+        }),
+    );
+    server.json(
+        "/w/pdfkit",
+        json!({ "worker": { "name": "pdfkit", "version": "0.4.0" }, "functions": [
+            { "name": "pdfkit::watermark", "description": "Stamp a watermark on every page of a PDF. Fast.",
+              "request_schema": { "properties": { "file": {}, "text": {} } } },
+            { "name": "pdfkit::__sync", "description": "Internal watermark sync for PDF pages.", "metadata": { "internal": true } },
+        ] }),
+    );
+    server.json("/w/pdfkit/skills", json!({ "skills": [] }));
+    let client = Client::fixed(endpoint(server.url()));
+    let search = search_with(catalog());
+    let registry = RegistrySearch {
+        registry: &client,
+        phase_wait: DEFAULT_PHASE_WAIT,
+    };
+    let response = search
+        .search(
+            &json!({ "capabilities": ["watermark a pdf"] }),
+            None,
+            Some(registry),
+        )
+        .await
+        .expect("search");
+    let value = serde_json::to_value(&response).expect("serialize");
+    assert_eq!(
+        value["installable"],
+        json!([{
+            "name": "pdfkit", "version": "0.4.0", "description": "PDF tools",
+            "functions": [{ "function_id": "pdfkit::watermark", "description": "Stamp a watermark on every page of a PDF." }],
+            "install": { "function": "compose::add", "payload": { "worker": "pdfkit" } },
+        }]),
+        "verified authors only, internal functions left out"
+    );
+    assert!(
+        server.hits("/w/pdfcopy").is_empty(),
+        "an unverified worker is never looked up"
+    );
+    // Every list query went over the wire with the capability text; info was cached once.
+    assert!(
+        server
+            .hits("/w")
+            .iter()
+            .any(|r| r.query.contains("search=watermark"))
+    );
+    assert_eq!(server.hits("/w/pdfkit").len(), 1);
+
+    // A registry that accepts the connection and never answers: the search still returns,
+    // with its installed candidates, within its bound (one list phase; nothing to look up).
+    let dead = FakeRegistry::start();
+    dead.reply(
+        "/w",
+        Reply::Slow(
+            Duration::from_secs(30),
+            Box::new(Reply::Json(200, json!({}))),
+        ),
+    );
+    let dead_client = Client::fixed(endpoint(dead.url()));
+    let registry = RegistrySearch {
+        registry: &dead_client,
+        phase_wait: DEFAULT_PHASE_WAIT,
+    };
+    let started = std::time::Instant::now();
+    let response = search
+        .search(
+            &json!({ "capabilities": ["send an email"] }),
+            None,
+            Some(registry),
+        )
+        .await
+        .expect("search");
+    let took = started.elapsed();
+    assert!(
+        took < DEFAULT_PHASE_WAIT * 2 + Duration::from_millis(500),
+        "a dead registry cost {took:?}"
+    );
+    assert!(response.installable.is_empty());
+    assert!(
+        !response.workers.is_empty(),
+        "installed candidates are still answered"
     );
 }
