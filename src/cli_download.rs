@@ -24,13 +24,28 @@ const FOLLOW_POLL: Duration = Duration::from_millis(100);
 const SUMMARY_ENTRIES: usize = 12;
 
 /// What the command was given.
+#[derive(clap::Args)]
 pub struct Args {
+    /// https://, ssh:// or git@ URL of a git repository.
+    #[arg(long, conflicts_with_all = ["worker", "version", "tag"])]
     pub repo: Option<String>,
+    /// The folder under the repository's skills/ to copy.
+    #[arg(long, requires = "repo")]
     pub skill: Option<String>,
+    /// The branch to clone (default main).
+    #[arg(long, requires = "repo")]
     pub branch: Option<String>,
+    /// A worker published in the registry.
+    #[arg(long)]
     pub worker: Option<String>,
+    /// An exact published version of the worker.
+    #[arg(long, requires = "worker", conflicts_with = "tag")]
     pub version: Option<String>,
+    /// A release tag of the worker (default latest).
+    #[arg(long, requires = "worker")]
     pub tag: Option<String>,
+    /// Print the exact response of directory::skills::download.
+    #[arg(long)]
     pub json: bool,
 }
 

@@ -124,29 +124,7 @@ enum Command {
     /// Download a skill bundle: `--repo URL --skill NAME [--branch B]` (a folder skills/NAME/ of
     /// a git repository) or `--worker NAME [--version V | --tag T]` (a published worker's
     /// bundle). Checked whole, landed all or nothing; the index is current when it returns.
-    Download {
-        /// https://, ssh:// or git@ URL of a git repository.
-        #[arg(long, conflicts_with_all = ["worker", "version", "tag"])]
-        repo: Option<String>,
-        /// The folder under the repository's skills/ to copy.
-        #[arg(long, requires = "repo")]
-        skill: Option<String>,
-        /// The branch to clone (default main).
-        #[arg(long, requires = "repo")]
-        branch: Option<String>,
-        /// A worker published in the registry.
-        #[arg(long)]
-        worker: Option<String>,
-        /// An exact published version of the worker.
-        #[arg(long, requires = "worker", conflicts_with = "tag")]
-        version: Option<String>,
-        /// A release tag of the worker (default latest).
-        #[arg(long, requires = "worker")]
-        tag: Option<String>,
-        /// Print the exact response of directory::skills::download.
-        #[arg(long)]
-        json: bool,
-    },
+    Download(cli_download::Args),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -264,24 +242,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let response = worker::search_over_bus(&cli.url, &capabilities)?;
             print(&response, json, || render_search(&response))
         }
-        Command::Download {
-            repo,
-            skill,
-            branch,
-            worker,
-            version,
-            tag,
-            json,
-        } => {
-            let args = cli_download::Args {
-                repo,
-                skill,
-                branch,
-                worker,
-                version,
-                tag,
-                json,
-            };
+        Command::Download(args) => {
             emit(&cli_download::run(config, args)?);
             Ok(())
         }

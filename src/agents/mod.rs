@@ -4,7 +4,6 @@
 
 pub mod write;
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::bundled;
@@ -203,13 +202,6 @@ pub fn list(reader: &Reader) -> Result<Value> {
     Ok(json!({ "agents": rows }))
 }
 
-#[derive(Deserialize)]
-struct GetRequest {
-    id: String,
-    #[serde(default)]
-    raw: bool,
-}
-
 /// `directory::agents::get`: the profile with its resolved system prompt and skill filter.
 pub fn get(
     reader: &Reader,
@@ -217,7 +209,7 @@ pub fn get(
     visibility: Visibility<'_>,
     request: &Value,
 ) -> Result<Value> {
-    let req: GetRequest = request::parse(request)?;
+    let req: request::GetById = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     let catalog = Catalog::load(reader)?;
     let Some(entry) = catalog.get(&req.id) else {

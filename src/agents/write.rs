@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::bundled;
@@ -29,17 +28,6 @@ const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::agents::list", "browse agent profile ids"),
 ];
 const NEXT_ON_MISS: [Next; 1] = [next("directory::agents::list", "browse agent profile ids")];
-
-#[derive(Deserialize)]
-struct ContentRequest {
-    id: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-struct IdRequest {
-    id: String,
-}
 
 fn target(roots: &Roots, id: &str) -> PathBuf {
     roots.path(Root::Agents).join(format!("{id}.md"))
@@ -87,7 +75,7 @@ fn miss(reader: &Reader, id: &str) -> Result<Error> {
 
 /// `directory::agents::create`; creating a bundled id shadows the bundled profile.
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: ContentRequest = request::parse(request)?;
+    let req: request::IdContent = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     if reader.agent(&req.id)?.is_some() {
         return Err(Error::invalid_input(
@@ -112,7 +100,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 
 /// `directory::agents::update`: overwrite the file, or copy-on-write a bundled profile.
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: ContentRequest = request::parse(request)?;
+    let req: request::IdContent = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     let path = target(roots, &req.id);
     let mode = if has_file(reader, roots, &req.id)? {
@@ -137,7 +125,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 
 /// `directory::agents::delete`: only a file can be deleted; a bundled profile then comes back.
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: IdRequest = request::parse(request)?;
+    let req: request::ById = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     if !has_file(reader, roots, &req.id)? {
         if bundled::agent(&req.id).is_some() {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::doc::distance::{SUGGESTIONS, levenshtein};
@@ -17,13 +16,6 @@ use crate::roots::Roots;
 use crate::rules::Source;
 use crate::rules::skill::{NEXT_ON_MISS, SkillRow, Visibility, parse_id};
 
-#[derive(Deserialize)]
-struct GetRequest {
-    id: String,
-    #[serde(default)]
-    raw: bool,
-}
-
 /// `directory::skills::get`.
 pub fn get(
     reader: &Reader,
@@ -31,7 +23,7 @@ pub fn get(
     visibility: Visibility<'_>,
     request: &Value,
 ) -> Result<Value> {
-    let req: GetRequest = request::parse(request)?;
+    let req: request::GetById = request::parse(request)?;
     let id = parse_id(&req.id)?;
     if let Some((found, row)) = reader.resolve_skill(visibility, &id)? {
         return serve(reader, roots, &found, row, req.raw, None);

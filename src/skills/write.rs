@@ -2,7 +2,6 @@
 //! atomic write. Creates always land in `skills_folder`; updates and deletes act on the file
 //! the id resolves to; read-only skills (agents skills root, bundled) are refused.
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::doc::ParsedDoc;
@@ -32,17 +31,6 @@ const NEXT_ON_MISS: [Next; 3] = [
     next("directory::skills::create", "author a new skill"),
 ];
 
-#[derive(Deserialize)]
-struct ContentRequest {
-    id: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-struct IdRequest {
-    id: String,
-}
-
 /// `directory::skills::create`.
 pub fn create(
     reader: &Reader,
@@ -50,7 +38,7 @@ pub fn create(
     visibility: Visibility<'_>,
     request: &Value,
 ) -> Result<Outcome> {
-    let req: ContentRequest = request::parse(request)?;
+    let req: request::IdContent = request::parse(request)?;
     let id = parse_id(&req.id)?;
     check_reserved(&id)?;
     let agents_namespaces = agents_namespaces(reader)?;
@@ -196,7 +184,7 @@ pub fn update(
     visibility: Visibility<'_>,
     request: &Value,
 ) -> Result<Outcome> {
-    let req: ContentRequest = request::parse(request)?;
+    let req: request::IdContent = request::parse(request)?;
     let id = parse_id(&req.id)?;
     check_content(&req.content)?;
     let (_, _, path) = writable(reader, roots, visibility, &id)?;
@@ -217,7 +205,7 @@ pub fn delete(
     visibility: Visibility<'_>,
     request: &Value,
 ) -> Result<Outcome> {
-    let req: IdRequest = request::parse(request)?;
+    let req: request::ById = request::parse(request)?;
     let id = parse_id(&req.id)?;
     let (found, root, path) = writable(reader, roots, visibility, &id)?;
     let keep: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();

@@ -3,7 +3,6 @@
 
 pub mod write;
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::bundled;
@@ -35,16 +34,9 @@ pub fn list(reader: &Reader) -> Result<Value> {
     Ok(json!({ "prompts": rows.into_iter().map(|(_, v)| v).collect::<Vec<_>>() }))
 }
 
-#[derive(Deserialize)]
-struct GetRequest {
-    name: String,
-    #[serde(default)]
-    raw: bool,
-}
-
 /// `directory::system-prompts::get`: `{ name, description, body, modified_at, builtin?, raw? }`.
 pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
-    let req: GetRequest = request::parse(request)?;
+    let req: request::GetByName = request::parse(request)?;
     validate_name(&req.name).map_err(Error::Invalid)?;
     let mut out = Map::new();
     out.insert("name".into(), json!(req.name));

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::bundled;
@@ -38,17 +37,6 @@ const NEXT_ON_MISS: [Next; 1] = [next(
     "directory::system-prompts::list",
     "browse system prompt names",
 )];
-
-#[derive(Deserialize)]
-struct ContentRequest {
-    name: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-struct NameRequest {
-    name: String,
-}
 
 fn target(roots: &Roots, name: &str) -> PathBuf {
     roots
@@ -85,7 +73,7 @@ fn response(name: &str, description: &str, content: &str, path: &Path) -> Value 
 
 /// `directory::system-prompts::create`.
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: ContentRequest = request::parse(request)?;
+    let req: request::NameContent = request::parse(request)?;
     validate_name(&req.name).map_err(Error::Invalid)?;
     if reader.prompt(&req.name)?.is_some() {
         return Err(Error::invalid_input(
@@ -114,7 +102,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::system-prompts::update`: overwrite the file (a declared `name` may rename the
 /// prompt), or shadow a bundled prompt with a new file.
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: ContentRequest = request::parse(request)?;
+    let req: request::NameContent = request::parse(request)?;
     validate_name(&req.name).map_err(Error::Invalid)?;
     let (path, mode, stem) = match existing_file(reader, roots, &req.name)? {
         Some(path) => {
@@ -150,7 +138,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 
 /// `directory::system-prompts::delete`: only files can be deleted (a bundled prompt has none).
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: NameRequest = request::parse(request)?;
+    let req: request::ByName = request::parse(request)?;
     validate_name(&req.name).map_err(Error::Invalid)?;
     let Some(path) = existing_file(reader, roots, &req.name)? else {
         return Err(miss(reader, &req.name)?);
