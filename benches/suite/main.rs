@@ -23,7 +23,13 @@
 mod baseline;
 #[path = "../../tests/fake_engine/mod.rs"]
 mod fake_engine;
+#[allow(dead_code)]
+#[path = "../../tests/downloads/support/http.rs"]
+mod http;
 mod latency;
+#[allow(dead_code)]
+#[path = "../../tests/downloads/support/registry.rs"]
+mod loopback;
 mod measure;
 mod reads;
 mod reindex;
@@ -75,7 +81,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 22] = [
+const ORDER: [&str; 23] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -97,6 +103,7 @@ const ORDER: [&str; 22] = [
     "index_size",
     "search_off",
     "search_registry",
+    "search_registry_http",
     "search_rebuild",
 ];
 

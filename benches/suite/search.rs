@@ -1,7 +1,9 @@
 //! Function search: `directory::search_functions` as the worker answers it in-process
 //! (`FunctionSearch::search`, six capabilities) on a generated catalog of 2,000 functions, with
-//! registry search off and on (an in-memory registry, so the figure is search's own work, not
-//! the network's), and the catalog rebuild (slim, fingerprint, BM25 index) for 2,000 functions.
+//! registry search off and on (an in-memory registry, so the figure is search's own work; and
+//! the worker's registry client against a loopback HTTP registry with its cache off, so every
+//! call goes over HTTP), and the catalog rebuild (slim, fingerprint, BM25 index) for 2,000
+//! functions.
 //! The baseline is what the original worker does on every call: rebuild the index, then rank.
 //!
 //! Runs in the full suite, or alone: `cargo bench --bench suite -- search`. The catalog does not
@@ -152,6 +154,34 @@ fn capitalized(word: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A loopback HTTP registry answering what `registry` holds: one list (the registry matches
+/// by free text; this one answers every query with the first ten workers) and every worker's
+/// detail and skills.
+fn loopback_registry(registry: &InMemoryRegistry) -> crate::loopback::FakeRegistry {
+    let server = crate::loopback::FakeRegistry::start();
+    let rows: Vec<Value> = registry
+        .workers
+        .iter()
+        .take(10)
+        .map(|(w, _)| serde_json::to_value(w).expect("worker row"))
+        .collect();
+    server.json(
+        "/w",
+        json!({ "workers": rows, "pagination": { "next_cursor": null, "has_more": false, "page_size": 10 } }),
+    );
+    for (worker, functions) in &registry.workers {
+        server.json(
+            &format!("/w/{}", worker.name),
+            json!({ "worker": worker, "functions": functions }),
+        );
+        server.json(
+            &format!("/w/{}/skills", worker.name),
+            json!({ "skills": [] }),
+        );
+    }
+    server
+}
+
 /// A registry in memory: 40 verified workers, each listing matches on its description words.
 struct InMemoryRegistry {
     workers: Vec<(Worker, Vec<FunctionContract>)>,
@@ -285,6 +315,32 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         );
     });
 
+    // The worker's registry client, cache off, against a loopback registry serving the same
+    // workers: every call pays the HTTP round trips.
+    let server = loopback_registry(&registry);
+    let client = iii_directory::registry::Registry::fixed(iii_directory::registry::Endpoint {
+        base_url: server.url(),
+        timeout: Duration::from_secs(5),
+        cache_ttl: Duration::ZERO,
+        max_response_bytes: 1 << 20,
+    });
+    let over_http = RegistrySearch {
+        registry: &client,
+        phase_wait: Duration::from_millis(1500),
+    };
+    let http_installable = runtime
+        .block_on(search.search(&request, None, Some(over_http)))
+        .expect("search")
+        .installable
+        .len();
+    let http = measure(3, settings.iterations, || {
+        black_box(
+            runtime
+                .block_on(search.search(&request, None, Some(over_http)))
+                .expect("search"),
+        );
+    });
+
     vec![
         Figure::timing(
             "search_off",
@@ -303,6 +359,14 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         )
         .note(format!(
             "in-memory registry (40 workers, no network): the cost of registry search itself; {installable} installable workers answered"
+        )),
+        Figure::timing(
+            "search_registry_http",
+            "search_functions + registry (loopback HTTP, no cache)",
+            &http,
+        )
+        .note(format!(
+            "the worker's registry client against a local HTTP registry, cache off: every list and info request goes over loopback; {http_installable} installable workers answered"
         )),
         Figure::timing("search_rebuild", "search catalog rebuild, 2,000 functions", &rebuild)
             .target("<50 ms", TARGET_SKILLS, rebuild.p50 < REBUILD_MAX_MS)
