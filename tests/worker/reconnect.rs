@@ -560,10 +560,16 @@ async fn a_fast_drop_and_return_is_seen_at_any_log_level() {
     let status = setup_done(&h, 2).await;
     assert_eq!(status["reconnections"], 1, "{status:#}");
     assert_eq!(status["detection"], "sdk_events");
-    assert_eq!(
-        status["last_error"]["message"],
-        "the connection closed (the engine went away or closed it)"
+    // The SDK logs the drop ("websocket receive error: …", "send failed; …") or, when the
+    // close was clean, says nothing and the worker notes it at the return.
+    let message = status["last_error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message == "the connection closed (the engine went away or closed it)"
+            || message.starts_with("websocket receive error")
+            || message.starts_with("send failed"),
+        "{status:#}"
     );
+    assert_timestamp(&status["last_error"]["at"], "last_error.at");
     let registers = h
         .engine
         .calls()
