@@ -570,6 +570,10 @@ async fn a_fast_drop_and_return_is_seen_at_any_log_level() {
         "{status:#}"
     );
     assert_timestamp(&status["last_error"]["at"], "last_error.at");
+    // Said at `warn`, so an operator running at that level sees it.
+    h.worker
+        .wait_stderr("the iii engine connection was lost and is back", WAIT)
+        .await;
     let registers = h
         .engine
         .calls()
