@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
+use tracing_subscriber::prelude::*;
 
 use iii_directory::config::Config;
 use iii_directory::{Directory, OpenError, Progress, ReadFunction, worker};
@@ -168,10 +169,15 @@ fn init_logging(level: &str) {
     // Colour codes only for a person at a terminal: a service manager's journal or a pipe
     // gets plain text (and NO_COLOR is honoured, https://no-color.org).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(colour)
+        .with_filter(filter);
+    // Beside the output, with a filter of its own: the SDK's connection events, whatever the
+    // log level, tell the worker each (re)connection (src/worker/connection.rs).
+    tracing_subscriber::registry()
+        .with(output)
+        .with(worker::connection_layer())
         .init();
 }
 

@@ -1,7 +1,8 @@
-//! The `iii-directory` entry of the engine's configuration worker: registered at boot with its
-//! schema (and the `--config` seed as the initial value when nothing is stored), read live,
-//! and re-read on `configuration:updated`. Tunable changes apply at once; topology changes are
-//! refused until a restart, keeping the whole previous configuration.
+//! The `iii-directory` entry of the engine's configuration worker: registered on every
+//! connection with its schema (and, when nothing is stored, the `--config` seed or the current
+//! settings as the initial value), read live, and re-read on `configuration:updated`. Tunable
+//! changes apply at once; topology changes are refused until a restart, keeping the whole
+//! previous configuration. `setup.rs` runs these on each (re)connection.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,15 +53,21 @@ pub async fn stored(iii: &IIIClient, wait: Duration) -> Option<Settings> {
     }
 }
 
-/// Registers the entry, applies its live value and binds the change trigger. Without a
-/// configuration worker the seed (or defaults) stays in force.
-pub async fn boot(
-    iii: &IIIClient,
-    directory: &Arc<Directory>,
-    installed: &Installed,
-    registry: &Registry,
-    seed: Option<Value>,
-) {
+/// What registering the entry came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// Registered; `offered_initial` when nothing was stored and the initial value was offered.
+    Registered {
+        offered_initial: bool,
+    },
+    /// The engine has no configuration worker: the seed (or defaults) stays in force.
+    NoConfigurationWorker,
+    Failed(String),
+}
+
+/// Registers the entry with its schema. The initial value is offered only when nothing is
+/// stored: re-registering with an `initial_value` would replace the stored value.
+pub async fn register(iii: &IIIClient, initial: Value) -> Registration {
     let stored = match call_retrying(
         iii,
         "configuration::get",
@@ -74,7 +81,7 @@ pub async fn boot(
         Err(e) if is_missing(&e) => None,
         Err(e) => {
             tracing::warn!("configuration worker unreachable ({e}); keeping the seed or defaults");
-            return;
+            return Registration::Failed(format!("configuration::get: {e}"));
         }
     };
     let mut register = json!({
@@ -83,26 +90,31 @@ pub async fn boot(
         "description": "Skills, system prompts and agent profiles served from folders on disk.",
         "schema": Settings::json_schema(),
     });
-    if stored.is_none() {
-        register["initial_value"] = seed.unwrap_or_else(|| directory.settings().to_json());
+    let offered_initial = stored.is_none();
+    if offered_initial {
+        register["initial_value"] = initial;
     }
     match call_retrying(iii, "configuration::register", register, TIMEOUT, ATTEMPTS).await {
-        Ok(_) => {}
+        Ok(_) => Registration::Registered { offered_initial },
         Err(e) if is_missing(&e) => {
             tracing::info!("no configuration worker; the seed or defaults apply");
-            return;
+            Registration::NoConfigurationWorker
         }
-        Err(e) => tracing::warn!("configuration::register failed: {e}"),
+        Err(e) => {
+            tracing::warn!("configuration::register failed: {e}");
+            Registration::Failed(format!("configuration::register: {e}"))
+        }
     }
-    refresh(iii, directory, installed, registry).await;
-    let binding = RegisterTriggerInput::new(
+}
+
+/// The binding that re-reads the entry on `configuration:updated`. The SDK keeps it and
+/// replays it on every reconnect, so it is made once.
+pub fn binding() -> RegisterTriggerInput {
+    RegisterTriggerInput::new(
         "configuration",
         ON_CHANGE,
         json!({ "configuration_id": ENTRY_ID, "event_types": ["configuration:updated"] }),
-    );
-    if let Err(e) = iii.register_trigger(binding) {
-        tracing::warn!("cannot bind configuration changes: {e}");
-    }
+    )
 }
 
 /// Fetches the live value and applies what may change live.
@@ -111,7 +123,7 @@ pub async fn refresh(
     directory: &Arc<Directory>,
     installed: &Installed,
     registry: &Registry,
-) {
+) -> ApplyResult {
     let value = match call_retrying(
         iii,
         "configuration::get",
@@ -124,16 +136,33 @@ pub async fn refresh(
         Ok(answer) => answer.get("value").cloned().unwrap_or(Value::Null),
         Err(e) => {
             tracing::warn!("configuration::get failed ({e}); keeping the current configuration");
-            return;
+            return ApplyResult::NotRead(e.to_string());
         }
     };
-    apply(directory, installed, registry, &value);
+    apply(directory, installed, registry, &value)
+}
+
+/// What became of a configuration value.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ApplyResult {
+    Applied,
+    /// A topology change: nothing applied until a restart.
+    RestartRequired(Vec<&'static str>),
+    /// The value does not parse; nothing applied.
+    Rejected(String),
+    /// The value could not be fetched; nothing applied.
+    NotRead(String),
 }
 
 /// Applies a configuration value: a topology change keeps everything as it was. An applied
 /// change forgets the installed-workers set and every cached registry answer (the registry may
 /// have moved).
-pub fn apply(directory: &Directory, installed: &Installed, registry: &Registry, value: &Value) {
+pub fn apply(
+    directory: &Directory,
+    installed: &Installed,
+    registry: &Registry,
+    value: &Value,
+) -> ApplyResult {
     let settings = match Settings::from_json(value) {
         Ok((settings, warnings)) => {
             for warning in warnings {
@@ -143,7 +172,7 @@ pub fn apply(directory: &Directory, installed: &Installed, registry: &Registry, 
         }
         Err(e) => {
             tracing::warn!("configuration rejected ({e}); keeping the current configuration");
-            return;
+            return ApplyResult::Rejected(e.to_string());
         }
     };
     match directory.apply_settings(settings) {
@@ -151,10 +180,14 @@ pub fn apply(directory: &Directory, installed: &Installed, registry: &Registry, 
             installed.clear();
             registry.clear_cache();
             tracing::info!("configuration applied");
+            ApplyResult::Applied
         }
-        Err(fields) => tracing::warn!(
-            "configuration change of {} needs a restart (restart required); keeping the whole previous configuration",
-            fields.join(", ")
-        ),
+        Err(fields) => {
+            tracing::warn!(
+                "configuration change of {} needs a restart (restart required); keeping the whole previous configuration",
+                fields.join(", ")
+            );
+            ApplyResult::RestartRequired(fields)
+        }
     }
 }

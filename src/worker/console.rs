@@ -129,8 +129,11 @@ fn announce(iii: &IIIClient, asset: &Asset) -> Option<Trigger> {
 }
 
 /// Registers one trigger per asset; in development mode also starts the watch over the folder.
-pub fn register(iii: &IIIClient) {
+/// The SDK keeps the triggers and replays them on every reconnect, so this runs once (from
+/// `setup.rs`). Returns how many assets were announced.
+pub fn register(iii: &IIIClient) -> usize {
     let triggers: Vec<Option<Trigger>> = ASSETS.iter().map(|a| announce(iii, a)).collect();
+    let announced = triggers.iter().flatten().count();
     if let Source::Folder(dir) = source() {
         tracing::info!(folder = %dir.display(), "console page served from {DEV_DIR_ENV}; changes are pushed to the console");
         let iii = iii.clone();
@@ -142,6 +145,7 @@ pub fn register(iii: &IIIClient) {
             tracing::warn!("cannot watch {DEV_DIR_ENV}: {e}");
         }
     }
+    announced
 }
 
 /// The fingerprint of an asset file, or `None` when it cannot be read.

@@ -1,8 +1,9 @@
 //! The worker's side of downloads: the three download functions and the registry proxy on the
 //! bus, and auto-download (contract §3.10). When `auto_download` is on, the worker binds
 //! `directory::__on_worker_added` to the engine's `worker` trigger type for finished adds, and
-//! reconciles at boot in the background: the engine's own skill `iii` first, then every
-//! installed worker (`worker::list`) that has neither a completion marker nor a local override.
+//! reconciles in the background at each connection (`setup.rs`; adds made while the engine was
+//! away were never announced): the engine's own skill `iii` first, then every installed worker
+//! (`worker::list`) that has neither a completion marker nor a local override.
 //! One download per worker at a time; each success invalidates the installed-workers cache
 //! (the new namespace may now pass `filter_unregistered`). Auto-downloads land and fire their
 //! change events like explicit ones.
@@ -150,26 +151,33 @@ async fn install(shared: &Arc<Shared>, worker: &str, release: Release) -> bool {
 }
 
 /// Binds `directory::__on_worker_added` to finished worker adds, with the contract's retries.
-pub async fn bind_worker_added(iii: &IIIClient) {
-    for attempt in 1..=BIND_ATTEMPTS {
+/// The SDK keeps the binding and replays it on every reconnect, so it is made once. Returns
+/// the last error when every attempt failed.
+pub async fn bind_worker_added(iii: &IIIClient) -> Result<(), String> {
+    let mut attempt = 1;
+    loop {
         let binding = RegisterTriggerInput::new(
             WORKER_TRIGGER_TYPE,
             ON_WORKER_ADDED,
             json!({ "operations": ["add"], "stages": ["done"] }),
         );
         match iii.register_trigger(binding) {
-            Ok(_) => return,
+            Ok(_) => return Ok(()),
             Err(e) if attempt < BIND_ATTEMPTS => {
                 tracing::debug!(attempt, "cannot bind worker adds yet: {e}");
                 tokio::time::sleep(BIND_BACKOFF * attempt).await;
+                attempt += 1;
             }
-            Err(e) => tracing::warn!("cannot bind worker adds; auto-download on add is off: {e}"),
+            Err(e) => {
+                tracing::warn!("cannot bind worker adds; auto-download on add is off: {e}");
+                return Err(e.to_string());
+            }
         }
     }
 }
 
-/// The boot reconcile: the engine skill, then every installed worker without a completion
-/// marker or a local override, one after the other.
+/// The reconcile run at each connection: the engine skill, then every installed worker without
+/// a completion marker or a local override, one after the other.
 pub async fn boot_reconcile(iii: &IIIClient, shared: &Arc<Shared>) {
     tokio::time::sleep(BOOT_DELAY).await;
     let mut downloaded = install(shared, ENGINE_SKILL, Release::latest()).await;

@@ -6,10 +6,12 @@
 //! connection thread (library work runs on the blocking pool).
 
 mod configuration;
+mod connection;
 mod console;
 mod downloads;
 mod engine;
 mod search;
+mod setup;
 mod subscriptions;
 pub mod surface;
 
@@ -31,6 +33,7 @@ use engine::Installed;
 use subscriptions::{Provider, Subscriptions};
 use surface::Handler;
 
+pub use connection::layer as connection_layer;
 pub use search::search_over_bus;
 
 /// The worker's name on the bus (contract).
@@ -59,6 +62,10 @@ struct Shared {
     registry: Arc<Registry>,
     /// Workers whose skills are being auto-downloaded.
     in_flight: downloads::InFlight,
+    /// The connection to the engine: each (re)connection, the last error.
+    link: Arc<connection::Link>,
+    /// What is set up on each connection (`setup.rs`), and how it went.
+    setup: setup::Setup,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -69,7 +76,16 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         .thread_name("iii-directory")
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    // Before connecting, so that the first connection is seen too.
+    let link = connection::Link::watch(&options.url);
     let iii = connect(&options.url);
+    if !connection::layer_installed() {
+        tracing::warn!(
+            "the connection layer (iii_directory::worker::connection_layer) is not installed: \
+             a drop shorter than the SDK's 2 s retry goes unnoticed and is not set up again"
+        );
+    }
+    runtime.spawn(connection::poll(iii.clone(), link.clone()));
     // A configuration stored in the engine decides the folders too, but only at boot: ask for
     // it briefly before opening the index, and go on with the seed if the engine is not there.
     let config = match runtime.block_on(configuration::stored(&iii, STORED_CONFIG_WAIT)) {
@@ -107,40 +123,15 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         )),
         registry,
         in_flight: downloads::InFlight::default(),
+        link,
+        setup: setup::Setup::new(options.seed),
     });
 
     register(&iii, &shared, runtime.handle().clone());
     let outcome = runtime.block_on(async {
         let refused = tokio::spawn(watch_connection(iii.clone(), options.url.clone()));
-        let boot_iii = iii.clone();
-        let boot_shared = shared.clone();
-        tokio::spawn(async move {
-            // The configuration worker lives in the engine: wait for it rather than time out.
-            while boot_iii.get_connection_state() != IIIConnectionState::Connected {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            configuration::boot(
-                &boot_iii,
-                &boot_shared.directory,
-                &boot_shared.installed,
-                &boot_shared.registry,
-                options.seed,
-            )
-            .await;
-            let inject_hint = boot_shared.directory.settings().inject_hint;
-            search::boot(&boot_iii, &boot_shared.search, inject_hint).await;
-        });
-        if shared.directory.settings().auto_download {
-            let auto_iii = iii.clone();
-            let auto_shared = shared.clone();
-            tokio::spawn(async move {
-                while auto_iii.get_connection_state() != IIIConnectionState::Connected {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                downloads::bind_worker_added(&auto_iii).await;
-                downloads::boot_reconcile(&auto_iii, &auto_shared).await;
-            });
-        }
+        // Everything the worker sets up on the engine, on this connection and every later one.
+        tokio::spawn(setup::supervise(iii.clone(), shared.clone()));
         tokio::select! {
             _ = shutdown_signal() => Ok(()),
             refusal = refused => Err(refusal.unwrap_or_else(|e| format!("connection watch failed: {e}"))),
@@ -251,6 +242,10 @@ async fn shutdown_signal() {
 /// Registers the trigger types, the event fan-out and every function.
 fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Handle) {
     let subscriptions = Arc::new(Subscriptions::default());
+    // The engine forgets a provider's bindings with its connection and forwards the live ones
+    // again on the next: the set is emptied in between.
+    let forget = subscriptions.clone();
+    shared.link.on_reset(move || forget.forget_all());
     for (family, description, _) in surface::trigger_types() {
         let provider = Provider {
             family,
@@ -304,7 +299,6 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         }
         iii.register_function(function.id, registration);
     }
-    console::register(iii);
 }
 
 /// A handler's error as it goes on the wire: the code and message the original worker's
@@ -358,6 +352,7 @@ async fn handle(
         Handler::OnWorkerAdded => return Ok(downloads::on_worker_added(shared, input).await),
         _ => {}
     }
+    let connection = (handler == Handler::Status).then(|| setup::status(iii, shared));
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
         let directory = &shared.directory;
@@ -367,6 +362,7 @@ async fn handle(
             Handler::Write(function) => directory.write(function, &input, installed),
             Handler::Status => directory.status().map(|mut status| {
                 status["watcher"] = json!(shared.watcher.status());
+                status["connection"] = connection.unwrap_or(Value::Null);
                 status
             }),
             Handler::UiContent => console::content(&input).map_err(Error::Invalid),

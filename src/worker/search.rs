@@ -2,6 +2,7 @@
 //! `directory::on-functions-change`, `directory::pre-generate` and `directory::hint-preview`,
 //! and their bindings: the catalog refreshed on `engine::functions-available`, and the
 //! pre-generate hook bound to `harness::hook::pre-generate` only while `inject_hint` is on.
+//! `setup.rs` makes the bindings and fetches the catalog on each (re)connection.
 //!
 //! The caller's session id for search memory is the OTel baggage entry `iii.session.id` of the
 //! incoming call. The SDK does not hand a handler the call's `baggage`, but it runs the handler
@@ -142,24 +143,44 @@ async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh,
     }
 }
 
-/// Once connected: follow `engine::functions-available`, fetch the catalog, and bind the hint
-/// hook if `inject_hint` is on.
-pub async fn boot(iii: &IIIClient, state: &Arc<SearchState>, inject_hint: bool) {
-    let push = RegisterTriggerInput::new(FUNCTIONS_AVAILABLE, ON_FUNCTIONS_CHANGE, json!({}));
-    if let Err(e) = iii.register_trigger(push) {
-        tracing::warn!(
-            "cannot follow {FUNCTIONS_AVAILABLE}; the search catalog stays as fetched at boot: {e}"
-        );
+/// The binding that refreshes the catalog on `engine::functions-available`. The SDK keeps it
+/// and replays it on every reconnect, so it is made once.
+pub fn follow_binding() -> RegisterTriggerInput {
+    RegisterTriggerInput::new(FUNCTIONS_AVAILABLE, ON_FUNCTIONS_CHANGE, json!({}))
+}
+
+/// Fetches the catalog from the engine now (at each connection: the engine's functions may
+/// have changed while it was away). Returns how many functions it holds, or why not.
+pub async fn refresh_catalog(iii: &IIIClient, state: &Arc<SearchState>) -> Result<String, String> {
+    match refresh(iii.clone(), state.search.clone()).await? {
+        Refresh::Changed { functions } => Ok(format!("catalog updated ({functions} functions)")),
+        Refresh::Unchanged => Ok("catalog unchanged".to_string()),
     }
-    let _ = refresh(iii.clone(), state.search.clone()).await;
-    reconcile_hint(iii, state, inject_hint);
+}
+
+/// What [`reconcile_hint`] did to the pre-generate hook binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HintBinding {
+    /// Bound now.
+    Bound,
+    /// Already bound (the SDK replays the binding on reconnects).
+    Kept,
+    /// Unbound now (`inject_hint` went off).
+    Unbound,
+    /// Off and not bound.
+    Off,
+    /// Should be bound, but binding failed.
+    Failed,
 }
 
 /// Binds or unbinds the pre-generate hook so that it is bound exactly while `inject_hint` is on.
-pub fn reconcile_hint(iii: &IIIClient, state: &SearchState, inject_hint: bool) {
+pub fn reconcile_hint(iii: &IIIClient, state: &SearchState, inject_hint: bool) -> HintBinding {
     let mut binding = state.hint_binding.lock().unwrap_or_else(|p| p.into_inner());
     match (inject_hint, binding.take()) {
-        (true, Some(bound)) => *binding = Some(bound),
+        (true, Some(bound)) => {
+            *binding = Some(bound);
+            HintBinding::Kept
+        }
         (true, None) => {
             let hook =
                 RegisterTriggerInput::new(PRE_GENERATE_HOOK, PRE_GENERATE, pre_generate_binding());
@@ -167,15 +188,20 @@ pub fn reconcile_hint(iii: &IIIClient, state: &SearchState, inject_hint: bool) {
                 Ok(bound) => {
                     tracing::info!("search hint hook bound ({PRE_GENERATE_HOOK})");
                     *binding = Some(bound);
+                    HintBinding::Bound
                 }
-                Err(e) => tracing::warn!("cannot bind the search hint hook: {e}"),
+                Err(e) => {
+                    tracing::warn!("cannot bind the search hint hook: {e}");
+                    HintBinding::Failed
+                }
             }
         }
         (false, Some(bound)) => {
             bound.unregister();
             tracing::info!("search hint hook unbound (inject_hint is off)");
+            HintBinding::Unbound
         }
-        (false, None) => {}
+        (false, None) => HintBinding::Off,
     }
 }
 

@@ -92,6 +92,73 @@ fn array_of(items: Value) -> Value {
     json!({ "type": "array", "items": items })
 }
 
+/// The `connection` object of `directory::index::status` (`connection.rs`, `setup.rs`).
+fn connection_status() -> Value {
+    let nullable = |kind: &str| json!({ "type": [kind, "null"] });
+    let counts = object(
+        json!({ "done": integer(), "replayed": integer(), "skipped": integer(), "failed": integer() }),
+        &["done", "replayed", "skipped", "failed"],
+    );
+    let step = object(
+        json!({
+            "name": string("setup step, e.g. configuration.register"),
+            "outcome": { "type": ["string", "null"], "enum": ["done", "replayed", "skipped", "failed", null], "description": "on the latest run; null if it has not run there" },
+            "detail": nullable_string(),
+            "duration_ms": nullable("integer"),
+            "counts": counts,
+        }),
+        &["name", "outcome", "detail", "duration_ms", "counts"],
+    );
+    let setup = object(
+        json!({
+            "runs": integer(),
+            "connection": nullable("integer"),
+            "state": { "type": "string", "enum": ["pending", "running", "done", "interrupted"] },
+            "started_at": nullable_string(),
+            "finished_at": nullable_string(),
+            "duration_ms": nullable("integer"),
+            "steps": array_of(step),
+        }),
+        &[
+            "runs",
+            "connection",
+            "state",
+            "started_at",
+            "finished_at",
+            "duration_ms",
+            "steps",
+        ],
+    );
+    let mut connection = object(
+        json!({
+            "state": { "type": "string", "enum": ["connecting", "connected", "reconnecting", "disconnected", "failed"] },
+            "url": string("the engine's WebSocket address"),
+            "connected_since": { "type": ["string", "null"], "description": "RFC 3339 UTC start of the current connection; null when not connected" },
+            "connections": integer(),
+            "reconnections": integer(),
+            "last_error": {
+                "type": ["object", "null"],
+                "properties": { "message": string("what failed"), "at": string("RFC 3339 UTC") },
+                "required": ["message", "at"],
+            },
+            "detection": { "type": "string", "enum": ["sdk_events", "state_polling"] },
+            "setup": setup,
+        }),
+        &[
+            "state",
+            "url",
+            "connected_since",
+            "connections",
+            "reconnections",
+            "last_error",
+            "detection",
+            "setup",
+        ],
+    );
+    connection["type"] = json!(["object", "null"]);
+    connection
+}
+
 fn candidate() -> Value {
     object(
         json!({ "function_id": string("function id"), "description": string("first sentence of its description") }),
@@ -391,7 +458,7 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: "directory::index::status",
             handler: Status,
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, and the file watcher's state.",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, and the engine connection (reconnections, last error, what was set up again).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -400,6 +467,7 @@ pub fn functions() -> Vec<Function> {
                     "skipped": array_of(object(json!({ "root": string("configuration key"), "path": string("absolute path"), "reason": string("why") }), &["root", "path", "reason"])),
                     "last_reconcile": { "type": ["object", "null"] },
                     "watcher": { "type": ["object", "null"] },
+                    "connection": connection_status(),
                 }),
                 &["revision", "counts", "skipped"],
             ),

@@ -39,6 +39,16 @@
 //!   is still open. Engine→worker invocations pending on a connection that goes away fail with
 //!   `invocation_stopped`.
 //!
+//! - [`FakeEngine::model_configuration_worker`] turns on a model of the engine's
+//!   `configuration` worker (`configuration.rs`): stored values, schemas known only after a
+//!   registration in the current engine session, and `configuration` events to live bindings.
+//! - [`FakeEngine::go_away`] and [`FakeEngine::come_back`] model an engine restart on the same
+//!   port: the listener closes (connects are refused meanwhile), every socket is dropped, and
+//!   what the engine held in memory is forgotten (the bindings made through
+//!   [`FakeEngine::subscribe`], the configuration schemas, the reattach tokens it issued);
+//!   canned answers and stored configuration values stay. [`ConnectionInfo`] records when each
+//!   connection was accepted and when each of its frames arrived.
+//!
 //! Not modelled: namespaces (recorded, never checked), `_caller_worker_id` injection, the
 //! namespace grace timer, the worker-name lease, RBAC, channels and queues.
 //!
@@ -49,6 +59,8 @@
 //! `wait_*` helpers sleep on it until their condition holds or their deadline passes, and then
 //! return an error that says what they were waiting for and what the fake has seen.
 #![allow(dead_code)]
+
+pub mod configuration;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -247,6 +259,10 @@ pub struct ConnectionInfo {
     pub frames: Vec<Value>,
     /// Frames the fake wrote to this connection.
     pub sent: Vec<Value>,
+    /// When the fake accepted the TCP connection.
+    pub accepted_at: Instant,
+    /// When each of `frames` arrived (same order).
+    pub received_at: Vec<Instant>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,6 +372,13 @@ struct State {
     tasks: Vec<AbortHandle>,
     /// False after `keep_history(false)`: history is not recorded.
     forget_history: bool,
+    /// The configuration worker model, when turned on.
+    configuration: Option<configuration::Store>,
+    /// Connections numbered up to this one belong to an earlier engine session: their
+    /// reattach tokens are unknown to this one.
+    session_floor: u64,
+    /// How many times the engine went away.
+    restarts: u64,
 }
 
 impl State {
@@ -497,12 +520,15 @@ pub struct FakeEngine {
     url: String,
     port: u16,
     shared: Arc<Shared>,
-    accept_task: AbortHandle,
+    /// The accept loop; `None` while the engine is away.
+    accept_task: Mutex<Option<AbortHandle>>,
 }
 
 impl Drop for FakeEngine {
     fn drop(&mut self) {
-        self.accept_task.abort();
+        if let Some(task) = self.accept_task.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
         for task in self.shared.lock().tasks.drain(..) {
             task.abort();
         }
@@ -524,26 +550,12 @@ impl FakeEngine {
             state: Mutex::new(State::default()),
             changed,
         });
-        let accept_shared = shared.clone();
-        let accept_task = tokio::spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((stream, _)) => {
-                        let task = tokio::spawn(serve(accept_shared.clone(), stream));
-                        let mut st = accept_shared.lock();
-                        st.tasks.retain(|t| !t.is_finished());
-                        st.tasks.push(task.abort_handle());
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                }
-            }
-        })
-        .abort_handle();
+        let accept_task = accept_loop(shared.clone(), listener);
         FakeEngine {
             url: format!("ws://127.0.0.1:{port}"),
             port,
             shared,
-            accept_task,
+            accept_task: Mutex::new(Some(accept_task)),
         }
     }
 
@@ -703,6 +715,7 @@ impl FakeEngine {
         st.otel_frames = 0;
         for conn in st.conns.values_mut() {
             conn.info.frames.clear();
+            conn.info.received_at.clear();
             conn.info.sent.clear();
         }
         drop(st);
@@ -1066,6 +1079,186 @@ impl FakeEngine {
         .await?;
         Ok(ids.len())
     }
+
+    // ----- engine restarts -------------------------------------------------------------------
+
+    /// The engine stops, as a process that exits: the listener closes (connects are refused
+    /// until [`FakeEngine::come_back`]), every worker socket is dropped, and what the engine
+    /// held in memory is forgotten: the bindings made with [`FakeEngine::subscribe`] (their
+    /// subscribers must bind again), the configuration schemas (stored values stay, as on
+    /// disk), held configuration reads, and the reattach tokens it issued. Returns how many
+    /// sockets were open.
+    pub async fn go_away(&self) -> Result<usize, String> {
+        let task = self.accept_task.lock().ok().and_then(|mut t| t.take());
+        let Some(task) = task else {
+            return Err("fake engine: already away".to_string());
+        };
+        task.abort();
+        // The listener is closed once the aborted task is gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !task.is_finished() {
+            if Instant::now() >= deadline {
+                return Err("fake engine: the accept loop did not stop".to_string());
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let open = self.connections().iter().filter(|c| c.open).count();
+        if open > 0 {
+            self.close_connection().await?;
+        }
+        {
+            let mut st = self.shared.lock();
+            st.restarts += 1;
+            st.session_floor = st.next_conn;
+            let bound_by_tests: Vec<String> = st
+                .subscriptions
+                .iter()
+                .filter(|(_, s)| s.owner.is_none())
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in bound_by_tests {
+                st.subscriptions.remove(&id);
+            }
+            st.subscription_waiters.clear();
+            if let Some(store) = st.configuration.as_mut() {
+                store.restart();
+            }
+        }
+        self.shared.bump();
+        Ok(open)
+    }
+
+    /// The engine is back on the same port, accepting connections.
+    pub async fn come_back(&self) -> Result<(), String> {
+        let mut slot = self.accept_task.lock().map_err(|e| e.to_string())?;
+        if slot.is_some() {
+            return Err("fake engine: not away".to_string());
+        }
+        let listener = std::net::TcpListener::bind(("127.0.0.1", self.port))
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .and_then(TcpListener::from_std)
+            .map_err(|e| {
+                format!(
+                    "fake engine: cannot listen on port {} again: {e}",
+                    self.port
+                )
+            })?;
+        *slot = Some(accept_loop(self.shared.clone(), listener));
+        Ok(())
+    }
+
+    /// How many times the engine went away.
+    pub fn restarts(&self) -> u64 {
+        self.shared.lock().restarts
+    }
+
+    // ----- the configuration worker ----------------------------------------------------------
+
+    /// Answer `configuration::*` calls from a model of the engine's configuration worker
+    /// (`configuration.rs`) instead of `function_not_found`; canned answers still win.
+    pub fn model_configuration_worker(&self) {
+        let mut st = self.shared.lock();
+        if st.configuration.is_none() {
+            st.configuration = Some(configuration::Store::default());
+        }
+    }
+
+    /// `configuration::set` as an operator calls it (`iii trigger configuration::set`): the
+    /// model's answer, and the `configuration:updated` event to the live bindings.
+    pub fn configuration_set(&self, id: &str, value: Value) -> Result<Value, ErrorBody> {
+        let outcome = {
+            let mut st = self.shared.lock();
+            if st.configuration.is_none() {
+                return Err(ErrorBody::new(
+                    "function_not_found",
+                    "Function configuration::set not found (the model is off)",
+                ));
+            }
+            configuration::set(&mut st, id, Some(value))
+        };
+        self.shared.bump();
+        outcome
+    }
+
+    /// Replace a stored value behind the engine's back, as an edit of `config/<id>.yaml` while
+    /// the engine is stopped: no event, no schema check.
+    pub fn configuration_store(&self, id: &str, value: Value) {
+        let mut st = self.shared.lock();
+        let store = st
+            .configuration
+            .get_or_insert_with(configuration::Store::default);
+        match store.entries.get_mut(id) {
+            Some(entry) => entry.value = value,
+            None => {
+                store.entries.insert(
+                    id.to_string(),
+                    configuration::Entry {
+                        value,
+                        schema: Value::Null,
+                        name: String::new(),
+                        description: String::new(),
+                        metadata: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The model's entry for `id`.
+    pub fn configuration_entry(&self, id: &str) -> Option<configuration::Entry> {
+        self.shared
+            .lock()
+            .configuration
+            .as_ref()
+            .and_then(|store| store.entries.get(id).cloned())
+    }
+
+    /// Every configuration event delivered so far.
+    pub fn configuration_deliveries(&self) -> Vec<configuration::Delivery> {
+        self.shared
+            .lock()
+            .configuration
+            .as_ref()
+            .map(|store| store.deliveries.clone())
+            .unwrap_or_default()
+    }
+
+    /// With `true`, `configuration::get` calls get no answer (a read in flight); with `false`,
+    /// the held ones still on an open connection are answered now.
+    pub fn hold_configuration_reads(&self, hold: bool) {
+        let mut st = self.shared.lock();
+        let Some(store) = st.configuration.as_mut() else {
+            return;
+        };
+        store.hold_reads = hold;
+        if hold {
+            return;
+        }
+        let held = std::mem::take(&mut store.held);
+        for read in held {
+            if let Some(outcome) = configuration::call(
+                &mut st,
+                read.connection,
+                &read.invocation_id,
+                "configuration::get",
+                &read.data,
+            ) {
+                st.send_to(
+                    read.connection,
+                    result_frame(&read.invocation_id, "configuration::get", outcome),
+                );
+            }
+        }
+    }
+
+    /// How many `configuration::get` calls are held right now.
+    pub fn held_configuration_reads(&self) -> usize {
+        self.shared
+            .lock()
+            .configuration
+            .as_ref()
+            .map_or(0, |store| store.held.len())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1076,7 +1269,24 @@ fn is_telemetry(bytes: &[u8]) -> bool {
     bytes.starts_with(b"OTLP") || bytes.starts_with(b"MTRC") || bytes.starts_with(b"LOGS")
 }
 
-async fn serve(shared: Arc<Shared>, stream: TcpStream) {
+fn accept_loop(shared: Arc<Shared>, listener: TcpListener) -> AbortHandle {
+    tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let task = tokio::spawn(serve(shared.clone(), stream, Instant::now()));
+                    let mut st = shared.lock();
+                    st.tasks.retain(|t| !t.is_finished());
+                    st.tasks.push(task.abort_handle());
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    })
+    .abort_handle()
+}
+
+async fn serve(shared: Arc<Shared>, stream: TcpStream, accepted_at: Instant) {
     let _ = stream.set_nodelay(true);
     let mut path = String::from("/");
     // The error type is tungstenite's handshake response, which the callback must return.
@@ -1126,6 +1336,8 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream) {
                     ready: None,
                     frames: Vec::new(),
                     sent: Vec::new(),
+                    accepted_at,
+                    received_at: Vec::new(),
                 },
                 tx,
             },
@@ -1288,6 +1500,7 @@ fn handle_text(shared: &Shared, conn: u64, text: &str) {
             st.frames.push(frame.clone());
             if let Some(c) = st.conns.get_mut(&conn) {
                 c.info.frames.push(frame.clone());
+                c.info.received_at.push(Instant::now());
             }
         }
         handle_frame(&mut st, conn, &frame)
@@ -1444,6 +1657,7 @@ fn handle_frame(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
                 .values()
                 .find(|c| {
                     c.info.id != conn
+                        && c.info.id > st.session_floor
                         && c.info.worker_id == previous_worker_id
                         && Some(&c.info.reattach_token) == reattach_token.as_ref()
                 })
@@ -1574,6 +1788,13 @@ fn handle_invoke(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
             }
             st.ready_history.push(data);
             reply(st, Ok(json!({"success": true})));
+        }
+        None if st.configuration.is_some() && configuration::provides(&function_id) => {
+            if let Some(outcome) =
+                configuration::call(st, conn, &invocation_id, &function_id, &data)
+            {
+                reply(st, outcome);
+            }
         }
         None => match st.function_owner(&function_id) {
             Some(owner) => {

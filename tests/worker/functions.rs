@@ -274,7 +274,8 @@ async fn index_status_reports_revision_counts_skips_and_the_watcher() {
             "counts",
             "skipped",
             "last_reconcile",
-            "watcher"
+            "watcher",
+            "connection"
         ])
     );
     assert!(
@@ -326,6 +327,75 @@ async fn index_status_reports_revision_counts_skips_and_the_watcher() {
     assert_eq!(watched, expected, "{status}");
     assert!(h.path("skills/iii").is_dir());
     assert!(!h.path(".agents/skills").exists());
+
+    // The engine connection: the first one, set up (the setup may still be finishing).
+    let deadline = Instant::now() + WAIT;
+    let connection = loop {
+        let status = h.call("directory::index::status", json!({})).await;
+        if status["connection"]["setup"]["state"] == "done" || Instant::now() >= deadline {
+            break status["connection"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        keys(&connection),
+        set(&[
+            "state",
+            "url",
+            "connected_since",
+            "connections",
+            "reconnections",
+            "last_error",
+            "detection",
+            "setup"
+        ])
+    );
+    assert_eq!(connection["state"], "connected");
+    assert_eq!(connection["url"], h.engine.url());
+    assert_timestamp(&connection["connected_since"], "connected_since");
+    assert_eq!(connection["connections"], 1);
+    assert_eq!(connection["reconnections"], 0);
+    assert_eq!(connection["last_error"], Value::Null);
+    assert_eq!(connection["detection"], "sdk_events");
+    let setup = &connection["setup"];
+    assert_eq!(setup["state"], "done", "{connection:#}");
+    assert_eq!(setup["connection"], 1);
+    assert_eq!(setup["runs"], 1);
+    assert_timestamp(&setup["started_at"], "setup.started_at");
+    assert_timestamp(&setup["finished_at"], "setup.finished_at");
+    let outcomes: Vec<(String, String)> = setup["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            assert_eq!(
+                keys(s),
+                set(&["name", "outcome", "detail", "duration_ms", "counts"])
+            );
+            (
+                s["name"].as_str().expect("name").to_string(),
+                s["outcome"].as_str().expect("outcome").to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("caches", "skipped"),
+        ("configuration.register", "done"),
+        ("configuration.read", "done"),
+        ("configuration.bind", "done"),
+        ("downloads.bind", "done"),
+        ("downloads.reconcile", "done"),
+        ("search.follow", "done"),
+        // The fake engine has no engine::functions::list.
+        ("search.catalog", "failed"),
+        ("search.hint", "skipped"),
+        ("console.assets", "done"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(n, o)| (n.to_string(), o.to_string()))
+        .collect();
+    assert_eq!(outcomes, expected, "{connection:#}");
     h.stop().await;
 }
 

@@ -248,6 +248,16 @@ struct Worker {
 
 impl Worker {
     fn spawn(url: &str, compose: &Path, config: Option<&Path>) -> Worker {
+        Worker::spawn_with_env(url, compose, config, &[])
+    }
+
+    /// [`Worker::spawn`] with more environment variables (set last, so they win).
+    fn spawn_with_env(
+        url: &str,
+        compose: &Path,
+        config: Option<&Path>,
+        env: &[(&str, &str)],
+    ) -> Worker {
         let logs = tempfile::tempdir().expect("temp dir");
         let log = logs.path().join("stderr.log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
@@ -267,6 +277,7 @@ impl Worker {
             .env_remove("III_URL")
             .env_remove("III_WORKER_NAME")
             .env_remove("III_NAMESPACE")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(File::create(&log).expect("create the stderr log"))
