@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use iii_directory::testing::{MAX_EXTENDS_HOPS, Reading, extends_chain, profile};
 use iii_directory::doc::{ParsedDoc, decode};
 use iii_directory::testing::Profile;
+use iii_directory::testing::{MAX_EXTENDS_HOPS, Reading, extends_chain, profile};
 use libfuzzer_sys::fuzz_target;
 
 /// More profiles than an `extends` chain can visit, few enough to keep each run fast.
