@@ -375,6 +375,7 @@ try {
   figures.external_edit_to_screen_ms = { median: round(median(external)), max: round(Math.max(...external)), samples: external.length };
   figures.list_calls_per_change = perChange;
   const allLists = await listCalls(0);
+  figures.first_list_answer_bytes = allLists[0].bytes;
   figures.list_answer_bytes = allLists[allLists.length - 1].bytes;
   // The wire part of the figures: the first list call, and the refreshes after an edit.
   figures.first_list_call_ms = round(allLists[0].ms);
