@@ -8,8 +8,9 @@
 //! change was shown, with the same row, at the earlier revision (the filters and the
 //! visibility depend only on the row, and a visibility change makes the answer whole), so a
 //! client that drops `removed` and sets `changed` holds exactly the current answer. `removed`
-//! may name an id the client never held (a row that was filtered out before and still is);
-//! dropping it is harmless.
+//! may name an id the client never held (a row that was filtered out before and still is, or
+//! the other of a row's two possible ids); dropping it is harmless. Keys outside the request's
+//! `prefix` are left out altogether: the prefix applies to the on-disk id, which never changes.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -25,13 +26,19 @@ pub(super) fn answer(
     keys: &BTreeSet<String>,
     revision: u64,
 ) -> Result<String> {
+    // `prefix` applies to the on-disk id, which a row keeps for life: a key outside it was in
+    // no earlier answer of this request and is in none now.
+    let keys: Vec<&String> = keys
+        .iter()
+        .filter(|k| filter.prefix.is_none_or(|p| k.starts_with(p)))
+        .collect();
     let mut rows = Rows {
         reader,
         decoded: HashMap::new(),
     };
     let mut out = format!("{{\"revision\":{revision},\"changed\":[");
     let mut first = true;
-    for key in keys {
+    for key in &keys {
         if let Some(listed) = rows.get(key)?.filter(|l| filter.admits(l)) {
             if !first {
                 out.push(',');
@@ -42,7 +49,7 @@ pub(super) fn answer(
     }
     out.push_str("],\"removed\":");
     let mut removed = BTreeSet::new();
-    for key in keys {
+    for key in &keys {
         for shown in [Some(key.as_str()), key.strip_suffix("/index")]
             .into_iter()
             .flatten()
