@@ -149,6 +149,7 @@ impl Directory {
             store::landing::recover_at_open(&config.paths);
         }
         let roots = Roots::from_paths(&config.paths);
+        index.set_change_log_revisions(config.settings.change_log_revisions);
         let settings = RwLock::new(config.settings.clone());
         Directory {
             config,
@@ -183,6 +184,8 @@ impl Directory {
         if !refused.is_empty() {
             return Err(refused);
         }
+        self.index
+            .set_change_log_revisions(new.change_log_revisions);
         *settings = new;
         Ok(())
     }
@@ -350,14 +353,14 @@ impl Directory {
         let visibility = self.visibility(installed);
         match function {
             ReadFunction::SkillsList => {
-                let text = self.list_cache(&reader)?.list_json(visibility, request)?;
+                let text = self.skills_list(&reader, visibility, request)?;
                 serde_json::from_str(&text).map_err(Error::json)
             }
             ReadFunction::SkillsGet => skills::get(&reader, &self.roots, visibility, request),
             ReadFunction::SkillsIndex => skills::index(&reader, visibility),
-            ReadFunction::SystemPromptsList => system_prompts::list(&reader),
+            ReadFunction::SystemPromptsList => system_prompts::list_answer(&reader, request),
             ReadFunction::SystemPromptsGet => system_prompts::get(&reader, &self.roots, request),
-            ReadFunction::AgentsList => agents::list(&reader),
+            ReadFunction::AgentsList => agents::list_answer(&reader, request),
             ReadFunction::AgentsGet => agents::get(&reader, &self.roots, visibility, request),
         }
     }
@@ -372,22 +375,35 @@ impl Directory {
     ) -> Result<String> {
         if function == ReadFunction::SkillsList {
             let reader = self.index.read()?;
-            return self
-                .list_cache(&reader)?
-                .list_json(self.visibility(installed), request);
+            return self.skills_list(&reader, self.visibility(installed), request);
         }
         let value = self.read(function, request, installed)?;
         serde_json::to_string(&value).map_err(Error::json)
     }
 
+    /// `directory::skills::list` as JSON text: a whole list from the cached rows, a delta or
+    /// an unchanged answer from the snapshot.
+    fn skills_list(
+        &self,
+        reader: &index::Reader,
+        visibility: Visibility<'_>,
+        request: &Value,
+    ) -> Result<String> {
+        skills::list_json(reader, visibility, request, || self.list_cache(reader))
+    }
+
     /// The list rows of the snapshot's revision, decoded now if the cached ones are older.
     fn list_cache(&self, reader: &index::Reader) -> Result<Arc<skills::ListCache>> {
         let revision = reader.revision()?;
+        let epoch = reader.epoch()?;
         let mut cache = self
             .list_cache
             .lock()
             .map_err(|_| Error::Poisoned("the list cache"))?;
-        if let Some(cached) = cache.as_ref().filter(|c| c.revision == revision) {
+        if let Some(cached) = cache
+            .as_ref()
+            .filter(|c| c.revision == revision && c.epoch == epoch)
+        {
             return Ok(cached.clone());
         }
         let fresh = Arc::new(skills::ListCache::build(reader)?);

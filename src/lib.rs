@@ -21,6 +21,7 @@ mod directory;
 mod error;
 mod events;
 mod index;
+mod list_revision;
 mod request;
 mod roots;
 mod rules;

@@ -29,6 +29,7 @@ Examples:
   iii-directory serve --url ws://host:49134  run the worker against another engine
   iii-directory reindex                      build or refresh the index, with a summary
   iii-directory list skills --prefix resend/ the skills of one namespace
+  iii-directory list skills --since-revision N  only the skills changed since revision N
   iii-directory get skill resend/index       one skill's body
   iii-directory get agent iii --json         the exact response of directory::agents::get
   iii-directory check                        every file that is not served, and why
@@ -85,6 +86,10 @@ enum Command {
         /// Only skills of this frontmatter `type`.
         #[arg(long = "type")]
         kind_filter: Option<String>,
+        /// Only what changed since this revision (from an earlier answer's `revision`; 0 for
+        /// the whole list with its revision).
+        #[arg(long, value_name = "N")]
+        since_revision: Option<u64>,
         /// Print the exact response of the matching directory:: function.
         #[arg(long)]
         json: bool,
@@ -208,9 +213,10 @@ fn run(cli: Cli) -> Result<(), String> {
             prefix,
             search,
             kind_filter,
+            since_revision,
             json,
         } => {
-            let (function, request) = match kind {
+            let (function, mut request) = match kind {
                 Kind::Skills => (
                     ReadFunction::SkillsList,
                     json!({ "prefix": prefix, "search": search, "type": kind_filter }),
@@ -218,6 +224,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 Kind::SystemPrompts => (ReadFunction::SystemPromptsList, json!({})),
                 Kind::Agents => (ReadFunction::AgentsList, json!({})),
             };
+            if let Some(since) = since_revision {
+                request["since_revision"] = json!(since);
+            }
             let response = read(config, function, &request)?;
             print(&response, json, || render_list(kind, &response))
         }
@@ -419,12 +428,36 @@ fn render_list(kind: Kind, response: &Value) -> String {
             ["id", "name", "description"],
         ),
     };
-    let rows: Vec<[String; 3]> = response[key]
+    let revision = response["revision"].as_u64();
+    if response["unchanged"] == json!(true) {
+        return format!("unchanged at revision {}", revision.unwrap_or_default());
+    }
+    let delta = response.get("changed").is_some();
+    let listed = if delta { "changed" } else { key };
+    let rows: Vec<[String; 3]> = response[listed]
         .as_array()
         .map(|rows| rows.iter().map(|r| columns.map(|c| field(r, c))).collect())
         .unwrap_or_default();
     let mut out = table(headers, &rows);
-    out.push_str(&format!("\n{} {key}", rows.len()));
+    if delta {
+        let removed: Vec<&str> = response["removed"]
+            .as_array()
+            .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        out.push_str(&format!("\n{} {key} changed", rows.len()));
+        if !removed.is_empty() {
+            out.push_str(&format!("; removed: {}", removed.join(", ")));
+        }
+    } else {
+        out.push_str(&format!("\n{} {key}", rows.len()));
+    }
+    if let Some(revision) = revision {
+        out.push_str(&format!(" (revision {revision}"));
+        if response["full"] == json!(true) {
+            out.push_str("; the whole list");
+        }
+        out.push(')');
+    }
     out
 }
 

@@ -92,7 +92,7 @@ const FAMILIES = {
     update: 'directory::system-prompts::update',
     remove: 'directory::system-prompts::delete',
     trigger: 'directory::system-prompts::on-change',
-    revisioned: false,
+    revisioned: true,
     rowsOf: (answer) => answer.prompts,
     row: (r) => ({
       key: r.name,
@@ -121,7 +121,7 @@ const FAMILIES = {
     update: 'directory::agents::update',
     remove: 'directory::agents::delete',
     trigger: 'directory::agents::on-change',
-    revisioned: false,
+    revisioned: true,
     rowsOf: (answer) => answer.agents,
     row: (r) => ({
       key: r.id,
@@ -182,17 +182,19 @@ export function errorText(error) {
 // Lists: the request and the merge of its answer (one seam for the refresh protocol)
 // -----------------------------------------------------------------------------------------
 
-/** 0 never equals a list revision (the index starts at 1), so the first answer is whole. */
+/** 0 is never a list revision, so the first answer is the whole list. */
 const NO_REVISION = 0;
 
 /**
- * The request that refreshes a family's list. Skills ask with the revision the page holds and
- * get `{unchanged, revision}` when nothing changed. A delta protocol (`since_revision`) is a
- * change of the key here; `mergeListAnswer` already applies its answers.
+ * The request that refreshes a family's list: the revision the page holds, as
+ * `since_revision`. The answer is `{unchanged, revision}`, what changed since
+ * (`{revision, changed, removed}`), or the whole list with `full: true` (the first call, a
+ * revision the index no longer remembers, a rebuilt index, a change of what is visible);
+ * `mergeListAnswer` applies each.
  */
 export function listRequest(familyKey, state) {
   if (!FAMILIES[familyKey].revisioned) return {};
-  return { if_revision: state.revision == null ? NO_REVISION : state.revision };
+  return { since_revision: state.revision == null ? NO_REVISION : state.revision };
 }
 
 /**
@@ -209,19 +211,29 @@ export function mergeListAnswer(familyKey, state, answer) {
   }
   const whole = family.rowsOf(answer);
   if (Array.isArray(whole)) {
-    return { rows: whole.map(normalize(family)), revision };
+    return { rows: whole.map(normalize(family)).sort(rowOrder), revision };
   }
   if (state.rows && (Array.isArray(answer.changed) || Array.isArray(answer.removed))) {
-    const byKey = new Map(state.rows.map((row) => [row.key, row]));
-    for (const key of answer.removed || []) byKey.delete(key);
+    if (!(answer.changed || []).length && !(answer.removed || []).length) return { rows: state.rows, revision };
+    const held = new Map(state.rows.map((row) => [row.key, row]));
+    for (const key of answer.removed || []) held.delete(key);
     for (const raw of answer.changed || []) {
       const row = normalize(family)(raw);
-      byKey.set(row.key, row);
+      held.set(row.key, row);
     }
-    const rows = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const rows = [...held.values()].sort(rowOrder);
     return { rows, revision };
   }
   throw new Error(`unexpected answer from ${family.list}`);
+}
+
+/**
+ * The page's row order: by the id shown. (The server sorts skills by their id on disk, where
+ * `<ns>/index`, shown as `<ns>`, comes after `<ns>/a`; one order for whole answers and merged
+ * deltas keeps rows from jumping when a delta lands.)
+ */
+function rowOrder(a, b) {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
 
 function normalize(family) {

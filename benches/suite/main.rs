@@ -21,6 +21,7 @@
 //! worker, under `target/bench-work/<size>`, recreated on every run.
 
 mod baseline;
+mod deltas;
 #[path = "../../tests/fake_engine/mod.rs"]
 mod fake_engine;
 #[allow(dead_code)]
@@ -81,11 +82,13 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 23] = [
+const ORDER: [&str; 25] = [
     "list_all",
     "list_value",
     "list_prefix",
     "list_search",
+    "list_delta",
+    "list_unchanged",
     "get",
     "index",
     "agent_get",
@@ -209,9 +212,11 @@ fn run(settings: &Settings) -> Run {
         .expect("index the copy");
     eprintln!("warm boot with 1% changed");
     figures.push(reindex::boot_one_percent(settings, &config, &floors));
-    eprintln!("change to visible");
     let directory = Arc::new(Directory::open(config).expect("open"));
     directory.reconcile().expect("reconcile");
+    eprintln!("list deltas");
+    figures.extend(deltas::figures(settings, &directory));
+    eprintln!("change to visible");
     figures.extend(latency::figures(settings, directory, &floors));
     eprintln!("worker process");
     figures.extend(worker::figures(settings, &copy, &work));

@@ -2,6 +2,7 @@
 //! `agents_folder` plus the bundled `iii` and `iii-minimal` bases (a file shadows a bundled id),
 //! with `extends` chains resolved at read time.
 
+mod delta;
 pub mod write;
 
 use serde_json::{Map, Value, json};
@@ -12,6 +13,8 @@ use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
 use crate::error::{Error, Result, next};
 use crate::index::Reader;
+use crate::index::changelog::Logged;
+use crate::list_revision;
 use crate::request;
 use crate::roots::Roots;
 use crate::rules::agent::{AgentRow, Profile, extends_chain};
@@ -180,12 +183,30 @@ fn common_fields(id: &str, entry: &Entry, resolved: &Resolved<'_>) -> Map<String
 
 /// `directory::agents::list`: `{ agents: [row…] }` sorted by id. Never fails on a bad chain.
 pub fn list(reader: &Reader) -> Result<Value> {
-    let catalog = Catalog::load(reader)?;
-    let rows: Vec<Value> = catalog
+    let rows: Vec<Value> = list_rows(&Catalog::load(reader)?)
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect();
+    Ok(json!({ "agents": rows }))
+}
+
+/// `directory::agents::list` with the revision fields of `list_revision` (the plain answer
+/// without them).
+pub fn list_answer(reader: &Reader, request: &Value) -> Result<Value> {
+    list_revision::answer_keyed(reader, Logged::Agents, request, || {
+        let catalog = Catalog::load(reader)?;
+        let rows = list_rows(&catalog);
+        Ok(delta::Listed { catalog, rows })
+    })
+}
+
+/// The list rows, by id.
+fn list_rows(catalog: &Catalog) -> Vec<(String, Value)> {
+    catalog
         .entries
         .iter()
         .map(|(id, entry)| {
-            let resolved = Resolved::new(&catalog, id, entry);
+            let resolved = Resolved::new(catalog, id, entry);
             let mut row = common_fields(id, entry, &resolved);
             let count = resolved.skills().len();
             row.insert(
@@ -196,10 +217,9 @@ pub fn list(reader: &Reader) -> Result<Value> {
                     json!(count)
                 },
             );
-            Value::Object(row)
+            (id.clone(), Value::Object(row))
         })
-        .collect();
-    Ok(json!({ "agents": rows }))
+        .collect()
 }
 
 /// `directory::agents::get`: the profile with its resolved system prompt and skill filter.

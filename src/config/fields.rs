@@ -158,6 +158,14 @@ pub(super) const FIELDS: &[Field] = &[
         description: "Interval of the background rescan that catches changes the file watcher \
                       missed, in milliseconds (0 = off).",
     },
+    Field {
+        name: "change_log_revisions",
+        kind: Kind::Count,
+        topology: false,
+        description: "Index revisions whose changed rows the index keeps, so that a list called \
+                      with since_revision answers with only the rows that changed (an older \
+                      revision gets the whole list; 0 = keep none).",
+    },
 ];
 
 /// A mutable view of one field of [`Settings`], typed by its [`Kind`].
@@ -187,6 +195,7 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
         "download_max_files" => Slot::Count(&mut s.download_max_files),
         "download_max_bytes" => Slot::Count(&mut s.download_max_bytes),
         "safety_net_interval_ms" => Slot::Count(&mut s.safety_net_interval_ms),
+        "change_log_revisions" => Slot::Count(&mut s.change_log_revisions),
         _ => return None,
     })
 }

@@ -62,6 +62,9 @@ pub struct Settings {
     /// Interval of the slow reconcile that catches what the watcher missed, in milliseconds;
     /// 0 disables it (ours, not in the upstream contract).
     pub safety_net_interval_ms: u64,
+    /// Index revisions whose changed rows the index keeps, so that a `list` with
+    /// `since_revision` can answer with only what changed (ours, not in the upstream contract).
+    pub change_log_revisions: u64,
 }
 
 impl Default for Settings {
@@ -83,6 +86,7 @@ impl Default for Settings {
             download_max_files: DEFAULT_DOWNLOAD_MAX_FILES,
             download_max_bytes: DEFAULT_DOWNLOAD_MAX_BYTES,
             safety_net_interval_ms: 300_000,
+            change_log_revisions: DEFAULT_CHANGE_LOG_REVISIONS,
         }
     }
 }
@@ -92,6 +96,10 @@ impl Default for Settings {
 pub const DEFAULT_DOWNLOAD_MAX_FILES: u64 = 2_000;
 /// Default of `download_max_bytes` (64 MiB): a bundle is text and a few small assets.
 pub const DEFAULT_DOWNLOAD_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Default of `change_log_revisions`: every write is one revision, so this covers about 20
+/// minutes of 8 writes a second, or 3 minutes of 50 (a UI that polls every few seconds never
+/// falls that far behind); the log then holds a few hundred KiB.
+pub const DEFAULT_CHANGE_LOG_REVISIONS: u64 = 10_000;
 
 /// Why a configuration could not be used. Each message says where the problem is and what to
 /// change.

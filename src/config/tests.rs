@@ -82,6 +82,7 @@ registry_search: false
 download_max_files: 10
 download_max_bytes: 2048
 safety_net_interval_ms: 0
+change_log_revisions: 7
 ";
     let (s, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
     assert!(warnings.is_empty());
@@ -102,6 +103,7 @@ safety_net_interval_ms: 0
         download_max_files: 10,
         download_max_bytes: 2048,
         safety_net_interval_ms: 0,
+        change_log_revisions: 7,
     };
     assert_eq!(s, expected);
 }

@@ -8,6 +8,7 @@
 //! write code; it knows the families only through their rules. The index can always be deleted
 //! and rebuilt from disk.
 
+pub mod changelog;
 mod clean_close;
 mod reader;
 pub mod reconcile;
@@ -154,6 +155,14 @@ impl Index {
         }
     }
 
+    /// How many revisions the change log keeps (`change_log_revisions`); applies from the
+    /// next reconcile that changes something.
+    pub fn set_change_log_revisions(&self, keep: u64) {
+        if let Ok(mut mirror) = self.mirror.lock() {
+            mirror.log_keep = keep;
+        }
+    }
+
     /// A consistent snapshot of the index for reads.
     pub fn read(&self) -> Result<Reader> {
         let txn = match &self.handle {
@@ -208,9 +217,10 @@ impl Index {
         // The file lock goes with the old database: it must be closed before the new open.
         drop(slot.take());
         let (db, fresh) = open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
-        let racy_window = mirror.racy_window;
+        let (racy_window, log_keep) = (mirror.racy_window, mirror.log_keep);
         *mirror = fresh;
         mirror.racy_window = racy_window;
+        mirror.log_keep = log_keep;
         *slot = Some(db);
         Ok(())
     }
@@ -323,10 +333,18 @@ fn create_tables(db: &redb::Database) -> Result<()> {
         txn.open_table(PROMPTS).map_err(Error::index)?;
         txn.open_table(AGENTS).map_err(Error::index)?;
         txn.open_table(SKIPPED).map_err(Error::index)?;
+        txn.open_table(CHANGE_LOG).map_err(Error::index)?;
         let mut meta = txn.open_table(META).map_err(Error::index)?;
         meta.insert(META_SCHEMA, records::encode(&SCHEMA_VERSION).as_slice())
             .map_err(Error::index)?;
         meta.insert(META_REVISION, records::encode(&0u64).as_slice())
+            .map_err(Error::index)?;
+        meta.insert(
+            META_EPOCH,
+            records::encode(&changelog::new_epoch()).as_slice(),
+        )
+        .map_err(Error::index)?;
+        meta.insert(META_LOG_FLOOR, records::encode(&0u64).as_slice())
             .map_err(Error::index)?;
     }
     txn.commit().map_err(Error::index)

@@ -2,9 +2,12 @@
 //! of a row's file, and the bookkeeping `status` and `check` show. Nothing here touches the
 //! folders on disk.
 
+use std::collections::BTreeSet;
+
 use redb::{ReadableTableMetadata, TableDefinition};
 use serde::de::DeserializeOwned;
 
+use super::changelog::{self, Logged};
 use super::records::{self, ReconcileStamp, decode};
 use super::tables::*;
 use crate::bundled;
@@ -43,6 +46,25 @@ impl Reader {
     /// Bumped by every reconcile that changed anything.
     pub fn revision(&self) -> Result<u64> {
         match self.table(META)?.get(META_REVISION).map_err(Error::index)? {
+            Some(v) => decode(v.value()),
+            None => Ok(0),
+        }
+    }
+
+    /// The index file's identity, random at its creation (0 for a file that has none).
+    pub fn epoch(&self) -> Result<u64> {
+        self.meta_u64(META_EPOCH)
+    }
+
+    /// The keys of a list table that changed after revision `since`, up to this snapshot's
+    /// revision; `None` when the change log no longer reaches back that far.
+    pub fn changed_since(&self, table: Logged, since: u64) -> Result<Option<BTreeSet<String>>> {
+        let floor = self.meta_u64(META_LOG_FLOOR)?;
+        changelog::changed_since(&self.table(CHANGE_LOG)?, floor, table, since)
+    }
+
+    fn meta_u64(&self, key: &str) -> Result<u64> {
+        match self.table(META)?.get(key).map_err(Error::index)? {
             Some(v) => decode(v.value()),
             None => Ok(0),
         }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");
@@ -30,12 +30,20 @@ pub const PROMPTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_pro
 pub const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_agents");
 /// `(root, relative path)` → why the file is not served.
 pub const SKIPPED: TableDefinition<(u8, &str), &str> = TableDefinition::new("view_skipped");
-/// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`].
+/// `(list table, revision, row key)` → nothing: the keys each revision changed (see
+/// [`changelog`](super::changelog)).
+pub const CHANGE_LOG: TableDefinition<(u8, u64, &str), ()> = TableDefinition::new("change_log");
+/// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`], [`META_EPOCH`],
+/// [`META_LOG_FLOOR`].
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 pub const META_SCHEMA: &str = "schema_version";
 pub const META_REVISION: &str = "revision";
 pub const META_RECONCILE: &str = "last_reconcile";
+/// The index file's identity, random at creation (`u64`).
+pub const META_EPOCH: &str = "epoch";
+/// The oldest revision the change log answers from (`u64`).
+pub const META_LOG_FLOOR: &str = "change_log_floor";
 
 /// Every row of a `name → postcard record` table, in key order. Read and write transactions
 /// both decode through here.

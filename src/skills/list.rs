@@ -1,11 +1,16 @@
 //! `directory::skills::list`, answered from the rows of one index revision decoded once and
-//! kept as JSON text: a list of every row costs little more than copying that text.
+//! kept as JSON text: a list of every row costs little more than copying that text. With
+//! `since_revision`, from the change log and the few rows it names (`delta`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod delta;
+
 use crate::error::Result;
 use crate::index::Reader;
+use crate::index::changelog::Logged;
+use crate::list_revision::{self, ListRevision, Since};
 use crate::request;
 use crate::rules::skill::{SkillRow, Visibility};
 
@@ -22,12 +27,17 @@ struct ListRequest {
     /// it, the answer is `{unchanged: true, revision}`; otherwise the usual answer plus
     /// `revision`.
     if_revision: Option<u64>,
+    /// Beyond the original: the revision the caller already has, answered with what changed
+    /// since (see `list_revision`).
+    since_revision: Option<u64>,
 }
 
 /// The rows `list` serves, decoded once per index revision, each with its JSON text ready:
 /// a `list` of every row then costs little more than copying that text.
 pub struct ListCache {
     pub revision: u64,
+    /// The index file's identity: a rebuilt index starts its revisions again.
+    pub epoch: u64,
     rows: Vec<Listed>,
 }
 
@@ -35,6 +45,8 @@ pub struct ListCache {
 /// response text and only what the filters look at.
 struct Listed {
     id: Box<str>,
+    /// The id the row is shown under, when it is not `id` (`<ns>/index` shown as `<ns>`).
+    display: Option<Box<str>>,
     always_visible: bool,
     kind: Option<Box<str>>,
     /// Lowercase display id, title and description one after another, for `search`; `ends`
@@ -60,8 +72,10 @@ impl Listed {
                 .len()
             - 2;
         let fields = [&row.display_id, &row.title, &row.description].map(|f| f.to_lowercase());
+        let display = (row.display_id != id).then(|| row.display_id.as_str().into());
         Listed {
             id: id.into(),
+            display,
             always_visible: row.always_visible,
             kind: row.r#type.as_deref().map(Into::into),
             ends: [fields[0].len(), fields[0].len() + fields[1].len()],
@@ -69,6 +83,11 @@ impl Listed {
             json: json.into(),
             description: start..end,
         }
+    }
+
+    /// The id the answer shows.
+    fn shown_id(&self) -> &str {
+        self.display.as_deref().unwrap_or(&self.id)
     }
 
     fn matches(&self, needle: &str) -> bool {
@@ -90,19 +109,6 @@ impl Listed {
             out.push_str(&self.json[self.description.end..]);
         }
     }
-}
-
-/// The revision `list` reports: the index revision combined with what decides visibility (the
-/// filter setting and the installed workers), so that `if_revision` answers "unchanged" only
-/// when the rows really are. It stays below 2^53, safe for JSON numbers in any client.
-fn list_revision(index_revision: u64, visibility: Visibility<'_>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    /// Room for the visibility fingerprint in the low bits.
-    const FINGERPRINT: u64 = 1 << 20;
-    let mut hasher = std::hash::DefaultHasher::new();
-    visibility.filter_unregistered.hash(&mut hasher);
-    visibility.installed.hash(&mut hasher);
-    index_revision * FINGERPRINT + hasher.finish() % FINGERPRINT
 }
 
 /// A list row on the wire.
@@ -144,51 +150,30 @@ impl ListRow<'_> {
 
 impl ListCache {
     /// Decodes every skill row of a snapshot (on every core: this runs once per revision, on
-    /// the first list after a change).
+    /// the first whole list after a change).
     pub fn build(reader: &Reader) -> Result<ListCache> {
         use rayon::prelude::*;
         let revision = reader.revision()?;
+        let epoch = reader.epoch()?;
         let rows = reader
             .skills()?
             .into_par_iter()
             .map(|(id, row)| Listed::new(id, &row))
             .collect();
-        Ok(ListCache { revision, rows })
+        Ok(ListCache {
+            revision,
+            epoch,
+            rows,
+        })
     }
 
-    /// `directory::skills::list` as JSON text: `{"skills":[row…]}` sorted by on-disk id.
-    pub fn list_json(&self, visibility: Visibility<'_>, request: &Value) -> Result<String> {
-        let req: ListRequest = request::parse(request)?;
-        let revision = list_revision(self.revision, visibility);
-        if req.if_revision == Some(revision) {
-            return Ok(format!("{{\"unchanged\":true,\"revision\":{}}}", revision));
-        }
-        let search = req
-            .search
-            .as_deref()
-            .map(str::to_lowercase)
-            .filter(|s| !s.is_empty());
-        let include_description = req.include_description.unwrap_or(true);
+    /// `{"skills":[row…]` and `tail` then `}`: every row the filter admits, in on-disk id order.
+    fn rows_json(&self, filter: &Filter<'_>, include_description: bool, tail: &str) -> String {
         let mut out =
-            String::with_capacity(self.rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 16);
+            String::with_capacity(self.rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 64);
         out.push_str("{\"skills\":[");
         let mut first = true;
-        for listed in &self.rows {
-            if !visibility.allows_id(&listed.id, listed.always_visible)
-                || req
-                    .prefix
-                    .as_deref()
-                    .is_some_and(|p| !listed.id.starts_with(p))
-                || req
-                    .kind
-                    .as_deref()
-                    .is_some_and(|t| listed.kind.as_deref() != Some(t))
-                || search
-                    .as_deref()
-                    .is_some_and(|needle| !listed.matches(needle))
-            {
-                continue;
-            }
+        for listed in self.rows.iter().filter(|l| filter.admits(l)) {
             if !first {
                 out.push(',');
             }
@@ -196,10 +181,79 @@ impl ListCache {
             listed.push_json(&mut out, include_description);
         }
         out.push(']');
-        if req.if_revision.is_some() {
-            out.push_str(&format!(",\"revision\":{revision}"));
-        }
+        out.push_str(tail);
         out.push('}');
-        Ok(out)
+        out
+    }
+}
+
+/// What a request's filters keep, in the contract's order: visibility, `prefix` on the on-disk
+/// id, `type`, then `search` over display id, title and description.
+struct Filter<'a> {
+    visibility: Visibility<'a>,
+    prefix: Option<&'a str>,
+    kind: Option<&'a str>,
+    /// Lowercase; `None` when absent or empty.
+    search: Option<String>,
+}
+
+impl<'a> Filter<'a> {
+    fn of(req: &'a ListRequest, visibility: Visibility<'a>) -> Filter<'a> {
+        Filter {
+            visibility,
+            prefix: req.prefix.as_deref(),
+            kind: req.kind.as_deref(),
+            search: req
+                .search
+                .as_deref()
+                .map(str::to_lowercase)
+                .filter(|s| !s.is_empty()),
+        }
+    }
+
+    fn admits(&self, listed: &Listed) -> bool {
+        self.visibility.allows_id(&listed.id, listed.always_visible)
+            && self.prefix.is_none_or(|p| listed.id.starts_with(p))
+            && self.kind.is_none_or(|t| listed.kind.as_deref() == Some(t))
+            && self
+                .search
+                .as_deref()
+                .is_none_or(|needle| listed.matches(needle))
+    }
+}
+
+/// `directory::skills::list` as JSON text: `{"skills":[row…]}` sorted by on-disk id, or with
+/// `if_revision` / `since_revision` one of the answers `list_revision` describes. `cache`
+/// gives the decoded rows of `reader`'s revision; it is called only for a whole list (an
+/// unchanged answer or a delta reads the few rows it needs from the snapshot).
+pub fn list_json(
+    reader: &Reader,
+    visibility: Visibility<'_>,
+    request: &Value,
+    cache: impl FnOnce() -> Result<std::sync::Arc<ListCache>>,
+) -> Result<String> {
+    let req: ListRequest = request::parse(request)?;
+    let filter = Filter::of(&req, visibility);
+    let include_description = req.include_description.unwrap_or(true);
+    if req.if_revision.is_none() && req.since_revision.is_none() {
+        return Ok(cache()?.rows_json(&filter, include_description, ""));
+    }
+    let current = ListRevision::current(reader, Logged::Skills, Some(visibility))?;
+    let revision = current.token;
+    let since = match (req.since_revision, req.if_revision) {
+        (Some(asked), _) => current.since(reader, asked)?,
+        (None, Some(asked)) if asked == revision => Since::Unchanged,
+        (None, _) => {
+            let tail = format!(",\"revision\":{revision}");
+            return Ok(cache()?.rows_json(&filter, include_description, &tail));
+        }
+    };
+    match since {
+        Since::Unchanged => Ok(list_revision::unchanged(revision).to_string()),
+        Since::Full => {
+            let tail = format!(",\"revision\":{revision},\"full\":true");
+            Ok(cache()?.rows_json(&filter, include_description, &tail))
+        }
+        Since::Delta(keys) => delta::answer(reader, &filter, include_description, &keys, revision),
     }
 }

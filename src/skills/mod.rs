@@ -7,7 +7,7 @@ mod overview;
 pub mod write;
 
 pub use get::get;
-pub use list::ListCache;
+pub use list::{ListCache, list_json};
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::render_index;

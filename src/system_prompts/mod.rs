@@ -3,6 +3,8 @@
 
 pub mod write;
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 use crate::bundled;
@@ -11,27 +13,61 @@ use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
 use crate::error::{Error, Result, next};
 use crate::index::Reader;
+use crate::index::changelog::Logged;
+use crate::list_revision::{self, KeyedRows};
 use crate::request;
 use crate::roots::Roots;
 
 /// `directory::system-prompts::list`: `{ prompts: [{ name, description, modified_at, builtin? }] }`.
 pub fn list(reader: &Reader) -> Result<Value> {
-    let mut rows: Vec<(String, Value)> = reader
-        .prompts()?
-        .into_iter()
-        .map(|(name, row)| {
-            let value = json!({ "name": name, "description": row.description, "modified_at": row.modified_at });
-            (name, value)
-        })
-        .collect();
-    for bundled in bundled::prompts() {
-        if !rows.iter().any(|(name, _)| name == bundled.name) {
-            let value = json!({ "name": bundled.name, "description": bundled.description, "modified_at": "", "builtin": true });
-            rows.push((bundled.name.to_string(), value));
+    let prompts = Prompts::load(reader)?;
+    let rows: Vec<&Value> = prompts.rows.iter().map(|(_, v)| v).collect();
+    Ok(json!({ "prompts": rows }))
+}
+
+/// `directory::system-prompts::list` with the revision fields of `list_revision` (the plain
+/// answer without them).
+pub fn list_answer(reader: &Reader, request: &Value) -> Result<Value> {
+    list_revision::answer_keyed(reader, Logged::Prompts, request, || Prompts::load(reader))
+}
+
+/// The listed prompts: files, plus the bundled ones no file shadows, by name.
+struct Prompts {
+    rows: Vec<(String, Value)>,
+}
+
+impl Prompts {
+    fn load(reader: &Reader) -> Result<Prompts> {
+        let mut rows: Vec<(String, Value)> = reader
+            .prompts()?
+            .into_iter()
+            .map(|(name, row)| {
+                let value = json!({ "name": name, "description": row.description, "modified_at": row.modified_at });
+                (name, value)
+            })
+            .collect();
+        for bundled in bundled::prompts() {
+            if !rows.iter().any(|(name, _)| name == bundled.name) {
+                let value = json!({ "name": bundled.name, "description": bundled.description, "modified_at": "", "builtin": true });
+                rows.push((bundled.name.to_string(), value));
+            }
         }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Prompts { rows })
     }
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(json!({ "prompts": rows.into_iter().map(|(_, v)| v).collect::<Vec<_>>() }))
+}
+
+impl KeyedRows for Prompts {
+    const FIELD: &'static str = "prompts";
+
+    fn rows(&self) -> &[(String, Value)] {
+        &self.rows
+    }
+
+    /// A prompt's row is its own file's (or the bundled prompt it stops shadowing).
+    fn touched(&self, key: &str, changed: &BTreeSet<String>) -> bool {
+        changed.contains(key)
+    }
 }
 
 /// `directory::system-prompts::get`: `{ name, description, body, modified_at, builtin?, raw? }`.

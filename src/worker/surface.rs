@@ -247,18 +247,40 @@ fn agent_fields() -> Value {
     })
 }
 
+/// A `list` request: the family's own fields plus the revision fields (beyond the contract).
+fn list_request(mut properties: Value) -> Value {
+    properties["if_revision"] = json!({ "type": "integer", "minimum": 0, "description": "a revision from an earlier answer: { unchanged, revision } while it is current, else the whole list with revision" });
+    properties["since_revision"] = json!({ "type": "integer", "minimum": 0, "description": "a revision from an earlier answer (0 on the first call): { unchanged, revision }, { revision, changed, removed } (what changed since, filters applied), or the whole list with revision and full: true" });
+    object(properties, &[])
+}
+
+/// A `list` response: the whole list (with `revision` and `full` when asked with a revision),
+/// `{unchanged, revision}`, or a delta `{revision, changed, removed}`.
+fn list_response(field: &str, row: Value) -> Value {
+    let mut whole = json!({ "revision": integer(), "full": { "const": true } });
+    whole[field] = array_of(row.clone());
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "oneOf": [
+            object(whole, &[field]),
+            object(json!({ "unchanged": { "const": true }, "revision": integer() }), &["unchanged", "revision"]),
+            object(
+                json!({
+                    "revision": integer(),
+                    "changed": array_of(row),
+                    "removed": array_of(json!({ "type": "string", "description": "an id to drop" })),
+                }),
+                &["revision", "changed", "removed"],
+            ),
+        ],
+    })
+}
+
 /// Every function this worker registers.
 pub fn functions() -> Vec<Function> {
     use Handler::*;
     let read = |f: ReadFunction| Read(f);
     let write = |f: WriteFunction| Write(f);
-    let skills_list_response = json!({
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "oneOf": [
-            object(json!({ "skills": array_of(skill_row()), "revision": integer() }), &["skills"]),
-            object(json!({ "unchanged": { "const": true }, "revision": integer() }), &["unchanged", "revision"]),
-        ],
-    });
     let mut agent_get = agent_fields();
     agent_get["system_prompt"] =
         string("each ancestor's body root-first, then this profile's body");
@@ -271,18 +293,14 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: ReadFunction::SkillsList.id(),
             handler: read(ReadFunction::SkillsList),
-            description: "List skills as rows { id, title, type, function_id, disable_model_invocation, description, bytes, modified_at }, sorted by id. Filters: prefix (on the on-disk id), type, search (id, title, description). Pass if_revision to get { unchanged, revision } when nothing changed.",
-            request: object(
-                json!({
-                    "search": string("case-insensitive substring of id, title or description"),
-                    "prefix": string("on-disk id prefix, e.g. `resend/`"),
-                    "type": string("exact frontmatter type, e.g. `index`"),
-                    "include_description": boolean("false blanks descriptions (default true)"),
-                    "if_revision": integer(),
-                }),
-                &[],
-            ),
-            response: skills_list_response,
+            description: "List skills as rows { id, title, type, function_id, disable_model_invocation, description, bytes, modified_at }, sorted by id. Filters: prefix (on the on-disk id), type, search (id, title, description). Pass since_revision (0 at first) to get only what changed since: { unchanged, revision }, { revision, changed, removed }, or the whole list with full: true.",
+            request: list_request(json!({
+                "search": string("case-insensitive substring of id, title or description"),
+                "prefix": string("on-disk id prefix, e.g. `resend/`"),
+                "type": string("exact frontmatter type, e.g. `index`"),
+                "include_description": boolean("false blanks descriptions (default true)"),
+            })),
+            response: list_response("skills", skill_row()),
             internal: false,
         },
         Function {
@@ -352,11 +370,11 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: ReadFunction::SystemPromptsList.id(),
             handler: read(ReadFunction::SystemPromptsList),
-            description: "List system prompts: { prompts: [{ name, description, modified_at, builtin? }] }, bundled ones included unless a file shadows them.",
-            request: object(json!({}), &[]),
-            response: object(
-                json!({ "prompts": array_of(object(json!({ "name": string("name"), "description": string("description"), "modified_at": string("RFC 3339 UTC"), "builtin": boolean("bundled") }), &["name", "description", "modified_at"])) }),
-                &["prompts"],
+            description: "List system prompts: { prompts: [{ name, description, modified_at, builtin? }] }, bundled ones included unless a file shadows them. Pass since_revision (0 at first) to get only what changed since.",
+            request: list_request(json!({})),
+            response: list_response(
+                "prompts",
+                object(json!({ "name": string("name"), "description": string("description"), "modified_at": string("RFC 3339 UTC"), "builtin": boolean("bundled") }), &["name", "description", "modified_at"]),
             ),
             internal: false,
         },
@@ -401,11 +419,11 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: ReadFunction::AgentsList.id(),
             handler: read(ReadFunction::AgentsList),
-            description: "List agent profiles (files in agents_folder plus the bundled iii and iii-minimal) with skill_count, model and reasoning_effort resolved through extends.",
-            request: object(json!({}), &[]),
-            response: object(
-                json!({ "agents": array_of(object(agent_row, &["id", "name", "description", "modified_at"])) }),
-                &["agents"],
+            description: "List agent profiles (files in agents_folder plus the bundled iii and iii-minimal) with skill_count, model and reasoning_effort resolved through extends. Pass since_revision (0 at first) to get only what changed since.",
+            request: list_request(json!({})),
+            response: list_response(
+                "agents",
+                object(agent_row, &["id", "name", "description", "modified_at"]),
             ),
             internal: false,
         },

@@ -32,7 +32,10 @@ const statusLine = document.getElementById('console-status');
 const log = {
   /** Every frame sent to the engine, by type. */
   sent: [],
-  /** Every call made through host.iii.trigger: {function_id, payload, bytes (of the answer frame), ms, error}. */
+  /**
+   * Every call made through host.iii.trigger: {function_id, payload, bytes (of the answer
+   * frame), ms, error, summary (of a list answer: see `summarize`)}.
+   */
   calls: [],
   /** Asset loads: {path, kind, hash, trigger_id, content_type}. */
   assets: [],
@@ -49,6 +52,23 @@ const log = {
 
 function uuid() {
   return crypto.randomUUID();
+}
+
+
+/**
+ * What a list answer held, small enough to keep in the log: whole (with `full`), unchanged,
+ * or a delta with the keys of its changed rows and the removed ids.
+ */
+function summarize(value) {
+  if (!value || typeof value !== 'object') return null;
+  if (value.unchanged === true) return { kind: 'unchanged' };
+  if (Array.isArray(value.changed)) {
+    return { kind: 'delta', changed: value.changed.map((r) => r.id ?? r.name), removed: value.removed || [] };
+  }
+  for (const field of ['skills', 'prompts', 'agents']) {
+    if (Array.isArray(value[field])) return { kind: value.full === true ? 'full' : 'whole', rows: value[field].length };
+  }
+  return null;
 }
 
 class Engine {
@@ -111,6 +131,7 @@ class Engine {
         resolve: (value, bytes) => {
           clearTimeout(timer);
           entry.bytes = bytes;
+          entry.summary = summarize(value);
           entry.ms = performance.now() - started;
           resolve(value);
         },

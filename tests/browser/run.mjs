@@ -364,11 +364,18 @@ try {
     const lists = await listCalls(before);
     perChange.push(lists.length);
     assert.equal(lists.length, 1, `one skills::list per change, saw ${lists.length}`);
-    assert.ok('if_revision' in lists[0].payload, 'the refresh asks with the revision it holds');
+    assert.ok('since_revision' in lists[0].payload, 'the refresh asks with the revision it holds');
+    // An idle page's refresh after one change receives that one row, not the whole list.
+    assert.deepEqual(
+      lists[0].summary,
+      { kind: 'delta', changed: [SHOWCASE], removed: [] },
+      `the refresh after one change holds only the changed row: ${JSON.stringify(lists[0].summary)}`,
+    );
   }
   figures.external_edit_to_screen_ms = { median: round(median(external)), max: round(Math.max(...external)), samples: external.length };
   figures.list_calls_per_change = perChange;
   const allLists = await listCalls(0);
+  figures.first_list_answer_bytes = allLists[0].bytes;
   figures.list_answer_bytes = allLists[allLists.length - 1].bytes;
   // The wire part of the figures: the first list call, and the refreshes after an edit.
   figures.first_list_call_ms = round(allLists[0].ms);
@@ -391,7 +398,7 @@ try {
   await dirtyBadge.waitFor({ state: 'detached' });
   await button('Preview').click();
 
-  // ---- The list-refresh seam: deltas merge (the upcoming since_revision protocol) --------------
+  // ---- The list-refresh seam: deltas merge (the since_revision protocol) -----------------------
   const merged = await page.evaluate(() => {
     const { mergeListAnswer } = window.__harness.module;
     const r = (id, title) => ({ id, title, type: null, function_id: null, disable_model_invocation: false, description: '', bytes: 1, modified_at: '' });

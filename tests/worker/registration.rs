@@ -72,16 +72,32 @@ async fn registers_every_manifest_function_with_its_schemas_and_the_trigger_type
             set(request_keys),
             "{id}: required request keys"
         );
-        if id == "directory::skills::list" {
+        let lists = [
+            "directory::skills::list",
+            "directory::system-prompts::list",
+            "directory::agents::list",
+        ];
+        if lists.contains(&id) {
+            // The whole list, `{unchanged, revision}`, or a delta (beyond the contract).
             let shapes = response["oneOf"].as_array().expect("list answers oneOf");
             let required: Vec<BTreeSet<String>> = shapes
                 .iter()
-                .map(|s| required_of(s, "skills::list response"))
+                .map(|s| required_of(s, &format!("{id} response")))
                 .collect();
             assert_eq!(
                 required,
-                vec![set(&["skills"]), set(&["unchanged", "revision"])]
+                vec![
+                    set(response_keys),
+                    set(&["unchanged", "revision"]),
+                    set(&["revision", "changed", "removed"])
+                ]
             );
+            for revision_field in ["if_revision", "since_revision"] {
+                assert_eq!(
+                    request["properties"][revision_field]["type"], "integer",
+                    "{id}: {revision_field}"
+                );
+            }
         } else {
             assert_eq!(
                 required_of(response, &format!("{id} response")),

@@ -65,6 +65,11 @@ impl WorkerProcess {
         }
     }
 
+    /// The process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn stderr(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -29,6 +29,8 @@ pub struct Mirror {
     pub computed: bool,
     /// See [`RACY_WINDOW`]; tests that control their own timing set it lower.
     pub racy_window: Duration,
+    /// Revisions the change log keeps (`change_log_revisions`).
+    pub log_keep: u64,
 }
 
 impl Default for Mirror {
@@ -42,6 +44,7 @@ impl Default for Mirror {
             revision: 0,
             computed: false,
             racy_window: RACY_WINDOW,
+            log_keep: crate::config::DEFAULT_CHANGE_LOG_REVISIONS,
         }
     }
 }

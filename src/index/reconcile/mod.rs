@@ -8,7 +8,8 @@
 //! 3. [`drop_removed`] and [`collect_garbage`]: forget vanished files and contents no file holds;
 //! 4. [`update_views`]: bring the merged views up to date in memory and write the rows that
 //!    differ;
-//! 5. [`stamp`]: bump the revision when an answer changed, and record the reconcile.
+//! 5. [`stamp`]: bump the revision when an answer changed, log which keys it changed (see
+//!    [`changelog`](super::changelog)), and record the reconcile.
 
 mod mirror;
 mod read;
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use redb::WriteTransaction;
 
+use super::changelog;
 use super::records::{ReconcileStamp, Stat, encode};
 use super::tables::*;
 use super::views::{self, Changes, Inputs};
@@ -138,14 +140,21 @@ pub fn run(
         mirror.top_dirs = plan.top_dirs;
         mirror.unreadable = plan.unreadable;
     }
-    let changes = update_views(&txn, mirror, plan.full_views, &plan.dirty)?;
+    let (changed, changes) = update_views(&txn, mirror, plan.full_views, &plan.dirty)?;
     tracing::debug!(
         full = plan.full_views,
         namespaces = plan.dirty.len(),
         views_ms = started.elapsed().as_millis() as u64,
         "views updated"
     );
-    stamp(&txn, mirror, &mut report, &changes, scan_start, started)?;
+    stamp(
+        &txn,
+        mirror,
+        &mut report,
+        (&changed, &changes),
+        scan_start,
+        started,
+    )?;
     txn.commit().map_err(Error::index)?;
     tracing::debug!(
         commit_ms = started.elapsed().as_millis() as u64,
@@ -343,13 +352,13 @@ fn collect_garbage(txn: &WriteTransaction, mirror: &mut Mirror) -> Result<()> {
 }
 
 /// Phase 4: the views brought up to date (recomputed whole, or per dirty namespace), and the
-/// rows that differ written.
+/// rows that differ written; returns which tables changed and the keys that did.
 fn update_views(
     txn: &WriteTransaction,
     mirror: &mut Mirror,
     full: bool,
     dirty: &BTreeSet<String>,
-) -> Result<store::Changed> {
+) -> Result<(store::Changed, Changes)> {
     let mut current = mirror.views.take().unwrap_or_default();
     let inputs = Inputs {
         files: &mirror.files,
@@ -368,16 +377,17 @@ fn update_views(
     let changed = store::view_changes(txn, &current, &changes)?;
     mirror.views = Some(current);
     mirror.computed = true;
-    Ok(changed)
+    Ok((changed, changes))
 }
 
 /// Phase 5: the revision (bumped when an answer changed; file bookkeeping alone, such as a
-/// racy file read again with the same content, does not bump it) and the reconcile's stamp.
+/// racy file read again with the same content, does not bump it), the keys it changed in the
+/// change log, and the reconcile's stamp.
 fn stamp(
     txn: &WriteTransaction,
     mirror: &mut Mirror,
     report: &mut Report,
-    changed: &store::Changed,
+    (changed, changes): (&store::Changed, &Changes),
     scan_start: Stamp,
     started: Instant,
 ) -> Result<()> {
@@ -387,6 +397,7 @@ fn stamp(
     report.changed = changed.skills || changed.prompts || changed.agents || changed.skipped;
     if report.changed {
         mirror.revision += 1;
+        changelog::record(txn, mirror.revision, changes, mirror.log_keep)?;
     }
     report.revision = mirror.revision;
     report.files = mirror.files.len();
