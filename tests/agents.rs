@@ -17,7 +17,6 @@ const GET: ReadFunction = ReadFunction::AgentsGet;
 const BUNDLED: [&str; 2] = ["iii", "iii-minimal"];
 const D415_NEXT: &str = " Next: call directory::agents::list to browse agent profile ids.";
 
-/// Writes `agents/<id>.md` with the given frontmatter lines and body.
 fn ids(directory: &Directory) -> Vec<String> {
     common::names(directory, LIST)
 }
@@ -34,6 +33,7 @@ fn get_err(directory: &Directory, id: &str) -> String {
     common::get_err(directory, GET, id)
 }
 
+/// Writes `agents/<id>.md` with the given frontmatter lines and body.
 fn profile(tree: &Tree, id: &str, frontmatter: &str, body: &str) {
     tree.write(
         &format!("agents/{id}.md"),

@@ -73,33 +73,7 @@ fn dump(directory: &Directory) -> BTreeMap<String, Value> {
 }
 
 fn fresh_dump(directory: &Directory) -> BTreeMap<String, Value> {
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let mut config = directory.config().clone();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).unwrap();
-    fresh.reconcile().unwrap();
-    dump(&fresh)
-}
-
-fn diff(a: &BTreeMap<String, Value>, b: &BTreeMap<String, Value>) -> String {
-    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    let mut out = String::new();
-    for key in keys {
-        if a.get(key) != b.get(key) {
-            let show = |v: Option<&Value>| {
-                v.map_or("(absent)".into(), |v| v.to_string())
-                    .chars()
-                    .take(400)
-                    .collect::<String>()
-            };
-            out.push_str(&format!(
-                "\n{key}:\n  index: {}\n  fresh: {}",
-                show(a.get(key)),
-                show(b.get(key))
-            ));
-        }
-    }
-    out
+    dump(&common::fresh_index(directory.config()))
 }
 
 /// Runs `work` on a thread and fails (instead of hanging) if it does not finish in time.
@@ -366,7 +340,7 @@ fn eight_threads_mixed_writes_and_reads_with_the_watcher() {
         if start.elapsed() > Duration::from_secs(3) {
             panic!(
                 "the watched index did not converge to a fresh index:{}",
-                diff(&ours, &fresh)
+                common::dump_diff(&ours, &fresh)
             );
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -378,7 +352,7 @@ fn eight_threads_mixed_writes_and_reads_with_the_watcher() {
     assert!(
         ours == fresh,
         "index != fresh index:{}",
-        diff(&ours, &fresh)
+        common::dump_diff(&ours, &fresh)
     );
     // And the index serves what is on disk.
     for id in common::skill_ids(&directory) {
@@ -496,7 +470,7 @@ fn two_writers_on_one_skill_leave_one_complete_version() {
     assert!(
         ours == fresh,
         "index != fresh index:{}",
-        diff(&ours, &fresh)
+        common::dump_diff(&ours, &fresh)
     );
     println!(
         "two writers: {} updates, {reads} concurrent reads",

@@ -19,12 +19,12 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::child;
 use iii_directory::generate::Rng;
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
@@ -225,18 +225,11 @@ fn crash_child_writer() {
     };
     let seed: u64 = std::env::var(SEED_VAR).unwrap().parse().unwrap();
     let base = PathBuf::from(base);
-    let out = std::io::stdout();
-    let say = |line: String| {
-        let mut out = out.lock();
-        out.write_all(line.as_bytes()).unwrap();
-        out.write_all(b"\n").unwrap();
-        out.flush().unwrap();
-    };
     let directory = Directory::open(iii_directory::config::Config::for_root(&base)).unwrap();
-    say("OPENED".into());
+    child::say("OPENED");
     let started = Instant::now();
     directory.reconcile().unwrap();
-    say(format!("READY {}", started.elapsed().as_micros()));
+    child::say(&format!("READY {}", started.elapsed().as_micros()));
     let mut rng = Rng::new(seed);
     for n in 0.. {
         let family = match rng.below(4) {
@@ -268,12 +261,12 @@ fn crash_child_writer() {
             json!({ key: id, "content": content_for(family, &token, size) })
         };
         let family_word = family.word();
-        say(format!("BEGIN {op} {family_word} {id} {token} {size}"));
+        child::say(&format!("BEGIN {op} {family_word} {id} {token} {size}"));
         match directory.write(family.write(op), &request, None) {
-            Ok(response) => say(format!(
+            Ok(response) => child::say(&format!(
                 "ACK {op} {family_word} {id} {token} {size} {response}"
             )),
-            Err(e) => say(format!("ERR {op} {family_word} {id} {token} {e}")),
+            Err(e) => child::say(&format!("ERR {op} {family_word} {id} {token} {e}")),
         }
     }
 }
@@ -373,7 +366,6 @@ fn crash_kill_cycles() {
     }
     drop(tree.open());
 
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Rng::new(0xC0FFEE);
     let mut totals = Totals::default();
     let mut contents = Contents::default();
@@ -411,50 +403,25 @@ fn crash_kill_cycles() {
             *totals.steps.entry(name).or_default() += step.elapsed();
             step = Instant::now();
         };
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                CHILD,
-                "--nocapture",
-                "--ignored",
-                "--test-threads=1",
-            ])
+        let mut child = child::command(CHILD)
             .env(TREE_VAR, &base)
             .env(SEED_VAR, (cycle + 1).to_string())
-            .env_remove("RUST_LOG")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the child");
         let stdout = child.stdout.take().unwrap();
         let (phase_tx, phase_rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut lines = Vec::new();
-            let mut reader = BufReader::new(stdout);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match reader.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                // A line cut by the kill has no newline: it was never fully printed.
-                if buf.last() != Some(&b'\n') {
-                    break;
-                }
-                let line = String::from_utf8_lossy(&buf[..buf.len() - 1]).into_owned();
-                // The test harness may print before our lines: match the word anywhere.
-                // `Some(phase)` when the child enters a phase, `None` for each acknowledged write.
-                if line.ends_with("OPENED") {
-                    let _ = phase_tx.send(Some(Phase::BootReconcile));
-                } else if line.contains("READY ") {
-                    let _ = phase_tx.send(Some(Phase::Writing));
-                } else if line.starts_with("ACK ") {
-                    let _ = phase_tx.send(None);
-                }
-                lines.push(line);
+        // `Some(phase)` when the child enters a phase, `None` for each acknowledged write (the
+        // harness may print before our lines: the word is matched anywhere).
+        let reader = child::read_lines(stdout, move |line| {
+            if line.ends_with("OPENED") {
+                let _ = phase_tx.send(Some(Phase::BootReconcile));
+            } else if line.contains("READY ") {
+                let _ = phase_tx.send(Some(Phase::Writing));
+            } else if line.starts_with("ACK ") {
+                let _ = phase_tx.send(None);
             }
-            lines
         });
         let wait_for = |signal: Option<Phase>| loop {
             match phase_rx.recv_timeout(PHASE_WAIT) {
@@ -592,7 +559,9 @@ fn crash_kill_cycles() {
         // does not change any more this cycle; its temporary files are not documents).
         let fresh = {
             let base = base.clone();
-            std::thread::spawn(move || fresh_index(&base))
+            std::thread::spawn(move || {
+                common::fresh_index(&iii_directory::config::Config::for_root(&base))
+            })
         };
         // Restart: the same tree and index. The boot reconcile removes the kill's temporary
         // files, and the index then equals a fresh one.
@@ -637,7 +606,7 @@ fn crash_kill_cycles() {
             }
         }
         lap(&mut totals, "4 restart, reconcile, answers");
-        let (fresh, _fresh_dir) = fresh.join().expect("the fresh index");
+        let fresh = fresh.join().expect("the fresh index");
         let theirs = common::dump(&fresh);
         for key in ours.keys().chain(theirs.keys()) {
             assert!(
@@ -752,14 +721,4 @@ fn scan(base: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (mut md, mut tmp) = (Vec::new(), Vec::new());
     walk(base, &mut md, &mut tmp);
     (md, tmp)
-}
-
-/// A fresh index of the tree at `base` (its folder goes away with it).
-fn fresh_index(base: &Path) -> (Directory, tempfile::TempDir) {
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let mut config = iii_directory::config::Config::for_root(base);
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).unwrap();
-    fresh.reconcile().unwrap();
-    (fresh, fresh_dir)
 }

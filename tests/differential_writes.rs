@@ -250,33 +250,7 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn fresh_dump(directory: &Directory) -> BTreeMap<String, Value> {
-    let fresh_dir = scratch();
-    let mut config = directory.config().clone();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).unwrap();
-    fresh.reconcile().unwrap();
-    dump(&fresh)
-}
-
-fn diff(a: &BTreeMap<String, Value>, b: &BTreeMap<String, Value>) -> String {
-    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    let mut out = String::new();
-    for key in keys {
-        if a.get(key) != b.get(key) {
-            let show = |v: Option<&Value>| {
-                v.map_or("(absent)".into(), |v| v.to_string())
-                    .chars()
-                    .take(500)
-                    .collect::<String>()
-            };
-            out.push_str(&format!(
-                "\n  {key}:\n    index: {}\n    fresh: {}",
-                show(a.get(key)),
-                show(b.get(key))
-            ));
-        }
-    }
-    out
+    dump(&common::fresh_index_in(directory.config(), scratch()))
 }
 
 /// Which families' answers differ between two dumps.
@@ -678,7 +652,7 @@ impl Sequence {
                 } else {
                     "reconcile"
                 },
-                diff(&after_dump, &fresh)
+                common::dump_diff(&after_dump, &fresh)
             ));
         }
         // External events: one per family whose answers changed, none for the others.
@@ -697,7 +671,7 @@ impl Sequence {
             if !unique.contains(family) {
                 self.fail(format!(
                     "{family:?} answers changed without an external event (published {published:?}):{}",
-                    diff(&before_dump, &after_dump)
+                    common::dump_diff(&before_dump, &after_dump)
                 ));
             }
         }

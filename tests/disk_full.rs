@@ -15,10 +15,10 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use common::child;
 use iii_directory::config::Config;
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
@@ -122,9 +122,7 @@ const CREATED: [&str; 3] = [
 ];
 
 fn say(value: Value) {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "RESULT {value}").unwrap();
-    out.flush().unwrap();
+    child::say(&format!("RESULT {value}"));
 }
 
 fn outcome(result: iii_directory::Result<Value>) -> Value {
@@ -187,17 +185,9 @@ fn disk_full_child() {
 
 /// Runs the child in `mode` over `base`; returns its results by label.
 fn run_child(base: &Path, mode: &str) -> BTreeMap<String, Value> {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            CHILD,
-            "--nocapture",
-            "--ignored",
-            "--test-threads=1",
-        ])
+    let output = child::command(CHILD)
         .env(TREE_VAR, base)
         .env(MODE_VAR, mode)
-        .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .output()
         .expect("run the child");
@@ -234,11 +224,7 @@ fn temps(dir: &Path) -> Vec<PathBuf> {
 fn assert_reopens_like_fresh(tree: &common::Tree) -> Directory {
     let directory = Directory::open(tree.config()).expect("reopen after the disk was full");
     directory.reconcile().expect("reconcile after reopening");
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let mut config = tree.config();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).unwrap();
-    fresh.reconcile().unwrap();
+    let fresh = common::fresh_index(&tree.config());
     assert_eq!(common::dump(&directory), common::dump(&fresh));
     directory
 }

@@ -214,11 +214,7 @@ fn dump(d: &Directory) -> BTreeMap<String, Value> {
 
 /// The index equals a fresh index of the same disk.
 fn assert_matches_fresh(d: &Directory) {
-    let fresh_dir = tempfile::tempdir().expect("temp dir");
-    let mut config = d.config().clone();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).expect("open fresh");
-    fresh.reconcile().expect("fresh reconcile");
+    let fresh = common::fresh_index(d.config());
     assert_eq!(dump(d), dump(&fresh), "index != fresh index");
 }
 

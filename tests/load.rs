@@ -16,11 +16,11 @@
 
 mod common;
 mod fake_engine;
+mod worker_process;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +30,7 @@ use iii_directory::generate::{Rng, TreeSpec, write_tree};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
+use worker_process::WorkerProcess;
 
 const CALLERS: usize = 32;
 const TREE_SKILLS: usize = 3_000;
@@ -633,11 +634,7 @@ fn load_in_process() {
 
     // The watcher catches up with the last edits on its own; then the index equals a fresh
     // one of the same disk.
-    let fresh_dir = tempfile::tempdir().expect("temp dir");
-    let mut config = directory.config().clone();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).expect("open a fresh index");
-    fresh.reconcile().expect("fresh reconcile");
+    let fresh = common::fresh_index(directory.config());
     let want = common::dump(&fresh);
     let deadline = Instant::now() + SETTLE;
     loop {
@@ -687,39 +684,6 @@ impl Api for Wire {
     }
 }
 
-/// The worker binary, stopped (by its own handle) when dropped.
-struct WorkerProcess(Child);
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// The configuration worker: NOT_FOUND until `register` stores its initial value.
-fn fake_configuration(engine: &FakeEngine) {
-    let stored = Arc::new(Mutex::new(None::<Value>));
-    let for_get = stored.clone();
-    engine.respond_with("configuration::get", move |data| {
-        match for_get.lock().expect("stored").clone() {
-            Some(value) => Ok(json!({ "id": data["id"], "value": value })),
-            None => Err(("NOT_FOUND".to_string(), "not found".to_string())),
-        }
-    });
-    engine.respond_with("configuration::register", move |data| {
-        let mut value = stored.lock().expect("stored");
-        if value.is_none()
-            && let Some(initial) = data.get("initial_value")
-        {
-            *value = Some(initial.clone());
-        }
-        Ok(data)
-    });
-}
-
 #[test]
 fn load_through_the_fake_engine() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -741,24 +705,14 @@ fn load_through_the_fake_engine() {
     let engine = Arc::new(runtime.block_on(FakeEngine::start()));
     let workers: Vec<Value> = installed.iter().map(|n| json!({ "name": n })).collect();
     engine.respond("worker::list", json!({ "workers": workers }));
-    fake_configuration(&engine);
-    let log = tree.path("worker.log");
-    let worker = WorkerProcess(
-        Command::new(env!("CARGO_BIN_EXE_iii-directory"))
-            .arg("--url")
-            .arg(engine.url())
-            .env("III_COMPOSE_DIR", tree.base())
-            .env("OTEL_ENABLED", "false")
-            .env("RUST_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .env_remove("III_URL")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&log).expect("worker log"))
-            .spawn()
-            .expect("start the iii-directory binary"),
+    engine.canned_configuration_worker();
+    let worker = WorkerProcess::spawn(
+        engine.url(),
+        tree.base(),
+        None,
+        &[("RUST_LOG", Some("warn"))],
     );
-    let stderr = || fs::read_to_string(&log).unwrap_or_default();
+    let stderr = || worker.stderr();
     let up = Duration::from_secs(120);
     let functions = MIX.iter().map(|k| {
         format!(
@@ -812,7 +766,7 @@ fn load_through_the_fake_engine() {
         tree_ids.len(),
         boot.elapsed().as_secs_f64()
     );
-    let pid = worker.0.id().to_string();
+    let pid = worker.pid().to_string();
     let load_before = loadavg();
     let api: Arc<dyn Api> = Arc::new(wire);
     // The fake keeps every frame it sees: forget them as the run goes.
@@ -823,11 +777,7 @@ fn load_through_the_fake_engine() {
     report("fake engine", &mut run, &load_before);
 
     // The worker's watcher catches up; then its answers equal a fresh index's.
-    let fresh_dir = tempfile::tempdir().expect("temp dir");
-    let mut config = tree.config();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).expect("open a fresh index");
-    fresh.reconcile().expect("fresh reconcile");
+    let fresh = common::fresh_index(&tree.config());
     let wire_dump = || {
         let mut out = BTreeMap::new();
         for f in [

@@ -12,6 +12,7 @@
 //! This test plays the console and the worker daemon itself: it registers their trigger types
 //! and checks what the engine hands over and what the worker does with it.
 
+mod engine_client;
 #[allow(dead_code)]
 #[path = "downloads/support/http.rs"]
 mod http;
@@ -24,42 +25,22 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use iii_sdk::protocol::{TriggerAction, TriggerRequest};
-use iii_sdk::runtime::WorkerMetadata;
 use iii_sdk::trigger::{TriggerConfig, TriggerHandler};
-use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
+use iii_sdk::{IIIClient, RegisterFunction, RegisterTriggerType};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use engine_client::{client, try_call};
 use loopback::FakeRegistry;
 use worker_process::WorkerProcess;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn client(url: &str, name: String) -> IIIClient {
-    let mut options = InitOptions {
-        metadata: Some(WorkerMetadata {
-            name,
-            ..Default::default()
-        }),
-        otel: Some(Default::default()),
-        ..Default::default()
-    };
-    if let Some(otel) = options.otel.as_mut() {
-        otel.enabled = Some(false);
-    }
-    iii_sdk::register_worker(url, options)
-}
-
 async fn call(iii: &IIIClient, function_id: &str, payload: Value) -> Result<Value, String> {
-    iii.trigger(TriggerRequest {
-        function_id: function_id.into(),
-        payload,
-        action: None,
-        timeout_ms: Some(10_000),
-    })
-    .await
-    .map_err(|e| e.to_string())
+    try_call(iii, function_id, payload)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// A trigger type provider that hands every binding it receives to the test.

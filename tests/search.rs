@@ -10,9 +10,9 @@
 //! the `iii-directory search` command.
 
 mod fake_engine;
+mod worker_process;
 
-use std::fs::File;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,9 +20,9 @@ use fake_engine::{ErrorBody, FakeEngine};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::time::Instant;
+use worker_process::WorkerProcess;
 
 const WAIT: Duration = Duration::from_secs(10);
-const STOP_WITHIN: Duration = Duration::from_secs(5);
 const SEARCH: &str = "directory::search_functions";
 const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
 const PRE_GENERATE: &str = "directory::pre-generate";
@@ -137,80 +137,11 @@ impl Engine {
     }
 }
 
-struct Worker {
-    child: Child,
-    log: std::path::PathBuf,
-    _dir: TempDir,
-}
-
-impl Worker {
-    fn spawn(url: &str) -> Worker {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::create_dir_all(dir.path().join("skills")).expect("mkdir");
-        let log = dir.path().join("stderr.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_iii-directory"))
-            .arg("--url")
-            .arg(url)
-            .env("III_COMPOSE_DIR", dir.path())
-            .env("OTEL_ENABLED", "false")
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .env_remove("III_URL")
-            .env_remove("III_WORKER_NAME")
-            .env_remove("III_NAMESPACE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).expect("log"))
-            .spawn()
-            .expect("start iii-directory");
-        Worker {
-            child,
-            log,
-            _dir: dir,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill").arg("-TERM").arg(&pid).status();
-        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
-        let deadline = Instant::now() + STOP_WITHIN;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(
-                    status.success(),
-                    "exit {status}; stderr:\n{}",
-                    self.stderr()
-                );
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no exit; stderr:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 struct Harness {
     fake: FakeEngine,
     engine: Engine,
-    worker: Worker,
+    worker: WorkerProcess,
+    _tree: TempDir,
 }
 
 impl Harness {
@@ -218,11 +149,15 @@ impl Harness {
     async fn start(config: Value) -> Harness {
         let fake = FakeEngine::start().await;
         let engine = Engine::install(&fake, config);
-        let worker = Worker::spawn(fake.url());
+        // A Compose folder with an empty skills folder.
+        let tree = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
+        let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
         let h = Harness {
             fake,
             engine,
             worker,
+            _tree: tree,
         };
         h.ok("ready", h.fake.wait_ready(WAIT).await);
         for id in [SEARCH, ON_FUNCTIONS_CHANGE, PRE_GENERATE, HINT_PREVIEW] {

@@ -16,7 +16,6 @@ const GET: ReadFunction = ReadFunction::SystemPromptsGet;
 
 const BUNDLED: [&str; 2] = ["iii-minimal", "iii-runtime"];
 
-/// A prompt file with the given description and body.
 fn names(directory: &Directory) -> Vec<String> {
     common::names(directory, LIST)
 }
@@ -33,6 +32,7 @@ fn get_err(directory: &Directory, name: &str) -> String {
     common::get_err(directory, GET, name)
 }
 
+/// A prompt file with the given description and body.
 fn prompt(description: &str, body: &str) -> String {
     format!("---\ndescription: {description}\n---\n{body}")
 }

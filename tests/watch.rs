@@ -172,11 +172,7 @@ fn agent_name(d: &Directory, id: &str) -> Option<String> {
 
 /// After the watcher caught up, the index equals a fresh one.
 fn assert_matches_fresh(directory: &Directory) {
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let mut config = directory.config().clone();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).unwrap();
-    fresh.reconcile().unwrap();
+    let fresh = common::fresh_index(directory.config());
     let dump = |d: &Directory| {
         let mut out = BTreeMap::new();
         for f in [

@@ -2,7 +2,7 @@
 //! `Directory` opened over it.
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -78,6 +78,7 @@ impl Tree {
     }
 }
 
+pub mod child;
 mod shared;
 pub use shared::shared_path;
 
@@ -143,8 +144,8 @@ pub fn skill_ids(directory: &Directory) -> Vec<String> {
 /// Every answer of the read functions, keyed by call: each list, every listed skill, system
 /// prompt and agent profile (raw), the skills index and the skipped files. Two indexes of the
 /// same disk give equal dumps.
-pub fn dump(directory: &Directory) -> std::collections::BTreeMap<String, Result<Value, String>> {
-    let mut out = std::collections::BTreeMap::new();
+pub fn dump(directory: &Directory) -> BTreeMap<String, Result<Value, String>> {
+    let mut out = BTreeMap::new();
     let mut ask = |function: ReadFunction, request: Value| {
         let answer = directory
             .read(function, &request, None)
@@ -189,6 +190,65 @@ pub fn dump(directory: &Directory) -> std::collections::BTreeMap<String, Result<
         .map(|s| serde_json::to_value(s).expect("serialize"))
         .map_err(|e| e.to_string());
     out.insert("skipped".into(), skipped);
+    out
+}
+
+/// A fresh index of the tree `config` describes, opened and reconciled from scratch in a
+/// temporary folder that goes away with it. Derefs to its [`Directory`].
+pub struct FreshIndex {
+    directory: Directory,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for FreshIndex {
+    type Target = Directory;
+
+    fn deref(&self) -> &Directory {
+        &self.directory
+    }
+}
+
+pub fn fresh_index(config: &Config) -> FreshIndex {
+    fresh_index_in(config, tempfile::tempdir().expect("temp dir"))
+}
+
+/// [`fresh_index`] with its index file in `dir`.
+pub fn fresh_index_in(config: &Config, dir: tempfile::TempDir) -> FreshIndex {
+    let mut config = config.clone();
+    config.paths.index_path = dir.path().join("fresh.redb");
+    let directory = Directory::open(config).expect("open a fresh index");
+    directory.reconcile().expect("reconcile a fresh index");
+    FreshIndex {
+        directory,
+        _dir: dir,
+    }
+}
+
+/// For a failure message: each key whose answer differs between two dumps, with both answers
+/// as JSON (cut to 600 characters).
+pub fn dump_diff<V: PartialEq + serde::Serialize>(
+    ours: &BTreeMap<String, V>,
+    fresh: &BTreeMap<String, V>,
+) -> String {
+    let show = |v: Option<&V>| -> String {
+        v.map_or("(absent)".to_string(), |v| {
+            serde_json::to_string(v).expect("serialize")
+        })
+        .chars()
+        .take(600)
+        .collect()
+    };
+    let keys: BTreeSet<&String> = ours.keys().chain(fresh.keys()).collect();
+    let mut out = String::new();
+    for key in keys {
+        if ours.get(key) != fresh.get(key) {
+            out.push_str(&format!(
+                "\n{key}:\n  index: {}\n  fresh: {}",
+                show(ours.get(key)),
+                show(fresh.get(key))
+            ));
+        }
+    }
     out
 }
 

@@ -10,9 +10,8 @@
 //! `DOWNLOAD_CRASH_CYCLES` (default 30) sets the number of kills.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use iii_directory::registry::{Endpoint, Registry};
 use serde_json::json;
 
 use crate::common;
+use crate::common::child;
 use crate::support::registry::FakeRegistry;
 
 const CHILD: &str = "crash::downloads_crash_child";
@@ -104,16 +104,10 @@ fn downloads_crash_child() {
     let server = FakeRegistry::start();
     let mut config = Config::for_root(Path::new(&base));
     config.settings.registry_url = server.url();
-    let say = |line: String| {
-        let mut out = std::io::stdout().lock();
-        out.write_all(line.as_bytes()).expect("stdout");
-        out.write_all(b"\n").expect("stdout");
-        out.flush().expect("stdout");
-    };
     let directory = std::sync::Arc::new(Directory::open(config.clone()).expect("open"));
-    say("OPENED".into());
+    child::say("OPENED");
     directory.reconcile().expect("reconcile");
-    say("READY".into());
+    child::say("READY");
     let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -127,7 +121,7 @@ fn downloads_crash_child() {
             .map(|(p, _, c)| (p.as_str(), c.as_str()))
             .collect();
         server.bundle(WORKER, &served);
-        say(format!("BEGIN {token}"));
+        child::say(&format!("BEGIN {token}"));
         let started = std::time::Instant::now();
         let answer = runtime.block_on(iii_directory::download::run(
             &directory,
@@ -137,8 +131,8 @@ fn downloads_crash_child() {
             &|_| {},
         ));
         match answer {
-            Ok(_) => say(format!("ACK {token} {}", started.elapsed().as_micros())),
-            Err(e) => say(format!("ERR {token} {e}")),
+            Ok(_) => child::say(&format!("ACK {token} {}", started.elapsed().as_micros())),
+            Err(e) => child::say(&format!("ERR {token} {e}")),
         }
     }
 }
@@ -199,46 +193,25 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
     let base = tree.base().to_path_buf();
     drop(tree.open());
     let mut model = disk(&base);
-    let exe = std::env::current_exe().expect("test binary");
     let mut rng = Rng::new(0x0D01_70AD);
     let (mut landed, mut not_landed, mut acknowledged) = (0, 0, 0);
     let (mut staging_seen, mut committed_seen) = (0, 0);
     // The longest download seen, in microseconds: kills are spread over that long.
     let mut longest: u64 = 20_000;
     for cycle in 0..cycles {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                CHILD,
-                "--nocapture",
-                "--ignored",
-                "--test-threads=1",
-            ])
+        let mut child = child::command(CHILD)
             .env(TREE_VAR, &base)
             .env(SEED_VAR, (cycle + 1).to_string())
-            .env_remove("RUST_LOG")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the child");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut lines = Vec::new();
-            let mut reader = BufReader::new(stdout);
-            let mut buf = Vec::new();
-            while reader.read_until(b'\n', &mut buf).unwrap_or(0) > 0 {
-                if buf.last() != Some(&b'\n') {
-                    break;
-                }
-                let line = String::from_utf8_lossy(&buf[..buf.len() - 1]).into_owned();
-                if line.ends_with("READY") || line.contains("ACK ") {
-                    let _ = tx.send(line.clone());
-                }
-                lines.push(line);
-                buf.clear();
+        let reader = child::read_lines(stdout, move |line| {
+            if line.ends_with("READY") || line.contains("ACK ") {
+                let _ = tx.send(line.to_string());
             }
-            lines
         });
         let wait = |what: &str| loop {
             match rx.recv_timeout(PHASE_WAIT) {
@@ -328,11 +301,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
         );
         let ours = common::dump(&directory);
         drop(directory);
-        let fresh_dir = tempfile::tempdir().expect("temp");
-        let mut config = Config::for_root(&base);
-        config.paths.index_path = fresh_dir.path().join("fresh.redb");
-        let fresh = Directory::open(config).expect("fresh");
-        fresh.reconcile().expect("reconcile");
+        let fresh = common::fresh_index(&Config::for_root(&base));
         assert!(
             common::dump(&fresh) == ours,
             "cycle {cycle}: index != fresh index"

@@ -9,6 +9,8 @@
 mod common;
 #[path = "../fake_engine/mod.rs"]
 mod fake_engine;
+#[path = "../worker_process/mod.rs"]
+mod worker_process;
 
 mod crash;
 mod from_registry;

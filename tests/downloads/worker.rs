@@ -2,9 +2,8 @@
 //! download and registry functions, their change events, auto-download on a worker add, the
 //! boot reconcile, and the registry cache cleared by a configuration change.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use tokio::time::Instant;
 use crate::fake_engine::{ErrorBody, FakeEngine, Fire};
 use crate::support::git::{Behaviour, GitServer, Repo};
 use crate::support::registry::FakeRegistry;
+use crate::worker_process::WorkerProcess;
 
 const WAIT: Duration = Duration::from_secs(15);
 /// Longer than a watcher burst plus a fan-out: "nothing more fired" is checked after it.
@@ -29,44 +29,20 @@ const NEW_FUNCTIONS: [&str; 6] = [
     ON_WORKER_ADDED,
 ];
 
-struct Worker {
-    child: Child,
-    log: PathBuf,
-    _logs: tempfile::TempDir,
-}
-
-impl Worker {
-    fn stderr(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(self.child.id().to_string())
-                .status();
-            let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            while std::time::Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 struct Harness {
     engine: FakeEngine,
     registry: FakeRegistry,
     tree: tempfile::TempDir,
     stored: Arc<Mutex<Option<Value>>>,
-    worker: Worker,
+    worker: WorkerProcess,
+}
+
+impl Drop for Harness {
+    /// The tests end without a `stop`: the worker is asked to shut down (SIGTERM) before it is
+    /// killed.
+    fn drop(&mut self) {
+        self.worker.terminate();
+    }
 }
 
 /// What to lay out and answer before the worker starts.
@@ -95,22 +71,7 @@ impl Harness {
     async fn start(options: Start<'_>) -> Harness {
         let engine = FakeEngine::start().await;
         engine.respond("worker::list", options.installed.clone());
-        let stored = Arc::new(Mutex::new(None::<Value>));
-        let for_get = stored.clone();
-        engine.respond_with("configuration::get", move |data| {
-            match for_get.lock().expect("stored").clone() {
-                Some(value) => Ok(json!({ "id": data["id"], "value": value })),
-                None => Err(("NOT_FOUND".into(), "no value".into())),
-            }
-        });
-        let for_register = stored.clone();
-        engine.respond_with("configuration::register", move |data| {
-            let mut value = for_register.lock().expect("stored");
-            if value.is_none() {
-                *value = data.get("initial_value").cloned();
-            }
-            Ok(data)
-        });
+        let stored = engine.canned_configuration_worker();
         let registry = FakeRegistry::start();
         (options.prepare)(&registry);
         let tree = tempfile::tempdir().expect("temp");
@@ -224,34 +185,18 @@ impl Harness {
     }
 }
 
-fn spawn(url: &str, compose: &Path, seed: &Path, git_ca: Option<&Path>) -> Worker {
-    let logs = tempfile::tempdir().expect("temp");
-    let log = logs.path().join("stderr.log");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
+fn spawn(url: &str, compose: &Path, seed: &Path, git_ca: Option<&Path>) -> WorkerProcess {
+    let mut env = vec![
+        ("RUST_LOG", Some("info,iii_directory=debug")),
+        ("NO_PROXY", Some("127.0.0.1,localhost")),
+    ];
     if let Some(ca) = git_ca {
-        command.env("GIT_SSL_CAINFO", ca);
+        env.push((
+            "GIT_SSL_CAINFO",
+            Some(ca.to_str().expect("a UTF-8 CA path")),
+        ));
     }
-    let child = command
-        .arg("--url")
-        .arg(url)
-        .arg("--config")
-        .arg(seed)
-        .env("III_COMPOSE_DIR", compose)
-        .env("OTEL_ENABLED", "false")
-        .env("RUST_LOG", "info,iii_directory=debug")
-        .env("NO_COLOR", "1")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("III_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(File::create(&log).expect("log"))
-        .spawn()
-        .expect("start the worker");
-    Worker {
-        child,
-        log,
-        _logs: logs,
-    }
+    WorkerProcess::spawn(url, compose, Some(seed), &env)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

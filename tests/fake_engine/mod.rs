@@ -1163,6 +1163,36 @@ impl FakeEngine {
         }
     }
 
+    /// The simplest configuration worker, as canned answers (no model): `configuration::get`
+    /// answers NOT_FOUND until a value is stored, then the value; `configuration::register`
+    /// stores its `initial_value` when nothing is stored yet (as the engine does) and echoes
+    /// its input. Returns the stored value, for the test to read or replace.
+    pub fn canned_configuration_worker(&self) -> Arc<Mutex<Option<Value>>> {
+        let stored = Arc::new(Mutex::new(None::<Value>));
+        let for_get = stored.clone();
+        self.respond_with("configuration::get", move |data| {
+            let value = for_get.lock().expect("stored").clone();
+            match value {
+                Some(value) => Ok(json!({ "id": data["id"], "value": value })),
+                None => Err((
+                    "NOT_FOUND".to_string(),
+                    format!("configuration {} not found", data["id"]),
+                )),
+            }
+        });
+        let for_register = stored.clone();
+        self.respond_with("configuration::register", move |data| {
+            let mut value = for_register.lock().expect("stored");
+            if value.is_none()
+                && let Some(initial) = data.get("initial_value")
+            {
+                *value = Some(initial.clone());
+            }
+            Ok(data)
+        });
+        stored
+    }
+
     /// `configuration::set` as an operator calls it (`iii trigger configuration::set`): the
     /// model's answer, and the `configuration:updated` event to the live bindings.
     pub fn configuration_set(&self, id: &str, value: Value) -> Result<Value, ErrorBody> {

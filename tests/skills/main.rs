@@ -34,8 +34,6 @@ const BUNDLED_IDS: [&str; 4] = [
     "iii-directory",
 ];
 
-/// A tree whose `skills/iii-directory/` folder (empty) shadows the bundled `iii-directory/*` skills, so
-/// that answers hold only what a test writes.
 fn rows(directory: &Directory, request: Value) -> Vec<Value> {
     common::rows(directory, LIST, request)
 }
@@ -52,6 +50,8 @@ fn get_err(directory: &Directory, id: &str) -> String {
     common::get_err(directory, GET, id)
 }
 
+/// A tree whose `skills/iii-directory/` folder (empty) shadows the bundled `iii-directory/*` skills, so
+/// that answers hold only what a test writes.
 fn no_bundled() -> Tree {
     let tree = Tree::new();
     tree.mkdir("skills/iii-directory");

@@ -27,7 +27,7 @@ async fn a_second_worker_of_the_same_name_says_so_and_exits() {
         .expect("send the rejection");
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
-        if let Some(status) = worker.child.try_wait().expect("wait") {
+        if let Some(status) = worker.try_wait() {
             break status;
         }
         assert!(
@@ -55,7 +55,7 @@ async fn without_an_engine_it_says_once_that_it_waits_and_stops_cleanly() {
     };
     let url = format!("ws://127.0.0.1:{port}");
     let tree = fixture_tree();
-    let worker = Worker::spawn(&url, tree.path(), None);
+    let worker = spawn_worker(&url, tree.path(), None, &[]);
     let needle = "waiting for the iii engine";
     let stderr = worker.wait_stderr(needle, Duration::from_secs(5)).await;
     let line = stderr

@@ -12,13 +12,17 @@
 //! `against_a_real_engine` runs the registration, read and change-event checks against a real
 //! iii engine when `III_ENGINE_URL` is set; without it, it says so and returns.
 
+#[path = "../engine_client/mod.rs"]
+mod engine_client;
 #[path = "../fake_engine/mod.rs"]
 mod fake_engine;
+#[path = "../worker_process/mod.rs"]
+mod worker_process;
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -26,11 +30,10 @@ use fake_engine::{ErrorBody, FakeEngine, Fire};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::time::Instant;
+use worker_process::WorkerProcess;
 
 /// How long a wait on the wire may take before the test fails.
 const WAIT: Duration = Duration::from_secs(10);
-/// How long a clean shutdown after SIGTERM may take (contract of these tests).
-const STOP_WITHIN: Duration = Duration::from_secs(5);
 /// Longer than the watcher's burst window (50 ms quiet, 500 ms at most) plus a fan-out, so
 /// "nothing more fired" is checked after anything that could fire has.
 const SETTLE: Duration = Duration::from_millis(1_200);
@@ -239,118 +242,23 @@ fn edit_externally(base: &Path, rel: &str, text: &str) {
 // The worker process
 // ---------------------------------------------------------------------------------------------
 
-/// The worker binary, running.
-struct Worker {
-    child: Child,
-    log: PathBuf,
-    _logs: TempDir,
-}
+/// HTTPS through a closed loopback port: auto_download is on by default, and its boot
+/// reconcile must never reach the public registry from a test.
+const NO_REGISTRY: &str = "http://127.0.0.1:9";
 
-impl Worker {
-    fn spawn(url: &str, compose: &Path, config: Option<&Path>) -> Worker {
-        Worker::spawn_with_env(url, compose, config, &[])
-    }
-
-    /// [`Worker::spawn`] with more environment variables (set last, so they win).
-    fn spawn_with_env(
-        url: &str,
-        compose: &Path,
-        config: Option<&Path>,
-        env: &[(&str, &str)],
-    ) -> Worker {
-        let logs = tempfile::tempdir().expect("temp dir");
-        let log = logs.path().join("stderr.log");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
-        command.arg("--url").arg(url);
-        if let Some(config) = config {
-            command.arg("--config").arg(config);
-        }
-        let child = command
-            .env("III_COMPOSE_DIR", compose)
-            .env("OTEL_ENABLED", "false")
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            // auto_download is on by default: its boot reconcile must never reach the public
-            // registry from a test (a closed loopback port stands in for it).
-            .env("HTTPS_PROXY", "http://127.0.0.1:9")
-            .env("https_proxy", "http://127.0.0.1:9")
-            .env_remove("III_URL")
-            .env_remove("III_WORKER_NAME")
-            .env_remove("III_NAMESPACE")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).expect("create the stderr log"))
-            .spawn()
-            .expect("start the iii-directory binary");
-        Worker {
-            child,
-            log,
-            _logs: logs,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn stderr(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits until the worker's stderr contains `needle`; returns the whole stderr.
-    async fn wait_stderr(&self, needle: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let text = self.stderr();
-            if text.contains(needle) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the worker's stderr never said {needle:?} within {timeout:?}; it said:\n{text}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Sends SIGTERM and expects a successful exit within [`STOP_WITHIN`].
-    async fn stop(mut self) {
-        let pid = self.pid().to_string();
-        let sent = Command::new("kill")
-            .arg("-TERM")
-            .arg(&pid)
-            .status()
-            .expect("run kill");
-        assert!(sent.success(), "kill -TERM {pid} failed");
-        let deadline = Instant::now() + STOP_WITHIN;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait for the worker") {
-                assert!(
-                    status.success(),
-                    "the worker exited with {status} after SIGTERM; stderr:\n{}",
-                    self.stderr()
-                );
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the worker did not exit within {STOP_WITHIN:?} of SIGTERM; stderr:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        // A test that failed before `stop`: end the child it started, by its own handle.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// The worker binary against `url`, with `env` set last (so it wins).
+fn spawn_worker(
+    url: &str,
+    compose: &Path,
+    config: Option<&Path>,
+    env: &[(&str, &str)],
+) -> WorkerProcess {
+    let mut all = vec![
+        ("HTTPS_PROXY", Some(NO_REGISTRY)),
+        ("https_proxy", Some(NO_REGISTRY)),
+    ];
+    all.extend(env.iter().map(|&(key, value)| (key, Some(value))));
+    WorkerProcess::spawn(url, compose, config, &all)
 }
 
 /// `iii-directory --manifest`, parsed (run once per test binary).
@@ -398,38 +306,9 @@ enum Installed {
 struct Harness {
     engine: FakeEngine,
     tree: TempDir,
-    worker: Worker,
+    worker: WorkerProcess,
     /// The value the fake configuration worker holds for `iii-directory`.
     stored: Arc<Mutex<Option<Value>>>,
-}
-
-/// The configuration worker: `get` answers NOT_FOUND until a value is stored, then the value;
-/// `register` stores `initial_value` when nothing is stored yet (as the engine does) and
-/// echoes its input.
-fn fake_configuration(engine: &FakeEngine) -> Arc<Mutex<Option<Value>>> {
-    let stored = Arc::new(Mutex::new(None::<Value>));
-    let for_get = stored.clone();
-    engine.respond_with("configuration::get", move |data| {
-        let value = for_get.lock().expect("stored").clone();
-        match value {
-            Some(value) => Ok(json!({ "id": data["id"], "value": value })),
-            None => Err((
-                "NOT_FOUND".to_string(),
-                format!("configuration {} not found", data["id"]),
-            )),
-        }
-    });
-    let for_register = stored.clone();
-    engine.respond_with("configuration::register", move |data| {
-        let mut value = for_register.lock().expect("stored");
-        if value.is_none()
-            && let Some(initial) = data.get("initial_value")
-        {
-            *value = Some(initial.clone());
-        }
-        Ok(data)
-    });
-    stored
 }
 
 fn fake_installed(engine: &FakeEngine, installed: Installed) {
@@ -460,7 +339,7 @@ impl Harness {
     ) -> Harness {
         let engine = FakeEngine::start().await;
         fake_installed(&engine, installed);
-        let stored = fake_configuration(&engine);
+        let stored = engine.canned_configuration_worker();
         *stored.lock().expect("stored") = stored_value;
         let tree = fixture_tree();
         for (rel, text) in files {
@@ -471,7 +350,7 @@ impl Harness {
             fs::write(&path, text).expect("write the seed");
             path
         });
-        let worker = Worker::spawn(engine.url(), tree.path(), seed_path.as_deref());
+        let worker = spawn_worker(engine.url(), tree.path(), seed_path.as_deref(), &[]);
         let harness = Harness {
             engine,
             tree,

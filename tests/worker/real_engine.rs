@@ -2,44 +2,16 @@
 
 use super::*;
 
-use iii_sdk::protocol::{RegisterTriggerInput, TriggerRequest};
-use iii_sdk::runtime::WorkerMetadata;
-use iii_sdk::{IIIClient, InitOptions, RegisterFunction};
+use iii_sdk::protocol::RegisterTriggerInput;
+use iii_sdk::{IIIClient, RegisterFunction};
 use tokio::sync::mpsc;
 
-pub fn client(url: &str, name: String) -> IIIClient {
-    let mut options = InitOptions {
-        metadata: Some(WorkerMetadata {
-            name,
-            ..Default::default()
-        }),
-        otel: Some(Default::default()),
-        ..Default::default()
-    };
-    if let Some(otel) = options.otel.as_mut() {
-        otel.enabled = Some(false);
-    }
-    iii_sdk::register_worker(url, options)
-}
+use crate::engine_client::{client, try_call};
 
 pub async fn call(iii: &IIIClient, function_id: &str, payload: Value) -> Value {
     try_call(iii, function_id, payload.clone())
         .await
         .unwrap_or_else(|e| panic!("{function_id} {payload}: {e}"))
-}
-
-pub async fn try_call(
-    iii: &IIIClient,
-    function_id: &str,
-    payload: Value,
-) -> Result<Value, iii_sdk::Error> {
-    iii.trigger(TriggerRequest {
-        function_id: function_id.into(),
-        payload,
-        action: None,
-        timeout_ms: Some(10_000),
-    })
-    .await
 }
 
 /// Registers a subscriber function and binds it to every on-change type; events arrive as
@@ -92,7 +64,7 @@ async fn against_a_real_engine() {
         return;
     };
     let tree = fixture_tree();
-    let worker = Worker::spawn(&url, tree.path(), None);
+    let worker = spawn_worker(&url, tree.path(), None, &[]);
     let pid = std::process::id();
     let iii = client(&url, format!("iii-directory-e2e-{pid}"));
 

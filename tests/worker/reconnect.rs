@@ -175,7 +175,7 @@ async fn start_over(configuration: bool, seed: Option<&str>, env: &[(&str, &str)
         fs::write(&path, text).expect("write the seed");
         path
     });
-    let worker = Worker::spawn_with_env(engine.url(), tree.path(), seed_path.as_deref(), env);
+    let worker = spawn_worker(engine.url(), tree.path(), seed_path.as_deref(), env);
     let harness = Harness {
         engine,
         tree,

@@ -1,12 +1,12 @@
-//! The real `iii-directory` binary as a child process, for wire tests outside `worker.rs`
-//! (`console.rs`, `browser.rs`): started against a URL on a Compose folder with extra
-//! environment, its stderr kept in a file, stopped with SIGTERM (a clean exit expected), and
-//! killed by its own handle if a test fails first.
+//! The real `iii-directory` binary as a child process, for the wire tests (`worker/`, `search`,
+//! `downloads/`, `console`, `browser`, `load`, `real_engine`): started against a URL on a
+//! Compose folder with extra environment, its stderr kept in a file, stopped with SIGTERM (a
+//! clean exit expected), and killed by its own handle if a test fails first.
 #![allow(dead_code)]
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -23,7 +23,8 @@ pub struct WorkerProcess {
 
 impl WorkerProcess {
     /// `iii-directory --url URL [--config CONFIG]` with `III_COMPOSE_DIR=compose`, telemetry
-    /// off, and `env` on top (a value of `None` removes the variable).
+    /// off, `RUST_LOG=info`, and `env` on top, in order (a value of `None` removes the
+    /// variable).
     pub fn spawn(
         url: &str,
         compose: &Path,
@@ -70,22 +71,38 @@ impl WorkerProcess {
         self.child.id()
     }
 
+    /// The exit status if the worker has exited, without waiting.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("wait for the worker")
+    }
+
     pub fn stderr(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Waits until the worker's stderr contains `needle`; returns the whole stderr.
+    pub async fn wait_stderr(&self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let text = self.stderr();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the worker's stderr never said {needle:?} within {timeout:?}; it said:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Sends SIGTERM and expects a successful exit within [`STOP_WITHIN`].
     pub async fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .arg("-TERM")
-            .arg(&pid)
-            .status()
-            .expect("run kill");
-        assert!(sent.success(), "kill -TERM {pid} failed");
+        let pid = self.pid();
+        assert!(self.sigterm(), "kill -TERM {pid} failed");
         let deadline = Instant::now() + STOP_WITHIN;
         loop {
-            if let Some(status) = self.child.try_wait().expect("wait for the worker") {
+            if let Some(status) = self.try_wait() {
                 assert!(
                     status.success(),
                     "the worker exited with {status} after SIGTERM; stderr:\n{}",
@@ -101,10 +118,37 @@ impl WorkerProcess {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+
+    /// For a `Drop`: if the worker still runs, SIGTERM, up to [`STOP_WITHIN`] for it to exit
+    /// (blocking), then SIGKILL. Checks nothing.
+    pub fn terminate(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.sigterm();
+            let deadline = std::time::Instant::now() + STOP_WITHIN;
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// `kill -TERM <pid>`; whether it was sent.
+    fn sigterm(&self) -> bool {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
 }
 
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
+        // A test that failed before `stop`: end the child it started, by its own handle.
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();

@@ -199,75 +199,13 @@ fn keys(value: &Value) -> Vec<String> {
 
 /// Every read answer of `directory` equals the answer of a fresh index built from scratch.
 fn assert_matches_fresh(_tree: &Tree, directory: &Directory) {
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let mut config = directory.config().clone();
-    config.paths.index_path = fresh_dir.path().join("fresh.redb");
-    let fresh = Directory::open(config).unwrap();
-    fresh.reconcile().unwrap();
-    let (ours, theirs) = (dump(directory), dump(&fresh));
-    if ours != theirs {
-        let keys: BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
-        let mut diff = String::new();
-        for key in keys {
-            if ours.get(key) != theirs.get(key) {
-                let show = |v: Option<&Value>| {
-                    let s = v.map_or("(absent)".to_string(), |v| v.to_string());
-                    s.chars().take(600).collect::<String>()
-                };
-                diff.push_str(&format!(
-                    "\n{key}:\n  index: {}\n  fresh: {}",
-                    show(ours.get(key)),
-                    show(theirs.get(key))
-                ));
-            }
-        }
-        panic!("index != fresh index:{diff}");
-    }
-}
-
-/// Every read answer, keyed by call.
-fn dump(directory: &Directory) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
-    let read = |f: ReadFunction, r: Value| match directory.read(f, &r, None) {
-        Ok(v) => v,
-        Err(e) => json!({ "error": e.to_string() }),
-    };
-    let list = read(ReadFunction::SkillsList, json!({}));
-    for id in names(&list, "skills", "id") {
-        out.insert(
-            format!("skills::get {id}"),
-            read(ReadFunction::SkillsGet, json!({"id": id, "raw": true})),
-        );
-    }
-    out.insert("skills::list".into(), list);
-    out.insert(
-        "skills::index".into(),
-        read(ReadFunction::SkillsIndex, json!({})),
+    let fresh = common::fresh_index(directory.config());
+    let (ours, theirs) = (common::dump(directory), common::dump(&fresh));
+    assert!(
+        ours == theirs,
+        "index != fresh index:{}",
+        common::dump_diff(&ours, &theirs)
     );
-    let prompts = read(ReadFunction::SystemPromptsList, json!({}));
-    for name in names(&prompts, "prompts", "name") {
-        out.insert(
-            format!("system-prompts::get {name}"),
-            read(
-                ReadFunction::SystemPromptsGet,
-                json!({"name": name, "raw": true}),
-            ),
-        );
-    }
-    out.insert("system-prompts::list".into(), prompts);
-    let agents = read(ReadFunction::AgentsList, json!({}));
-    for id in names(&agents, "agents", "id") {
-        out.insert(
-            format!("agents::get {id}"),
-            read(ReadFunction::AgentsGet, json!({"id": id, "raw": true})),
-        );
-    }
-    out.insert("agents::list".into(), agents);
-    out.insert(
-        "skipped".into(),
-        serde_json::to_value(directory.skipped().unwrap()).unwrap(),
-    );
-    out
 }
 
 const BODY: &str = "# Heading\n\nSome body text.\n";
