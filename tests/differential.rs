@@ -539,34 +539,7 @@ fn any_path(rng: &mut Rng) -> String {
 /// Files (and symbolic links) under the base folder, the index's own folder left out, as
 /// paths relative to the base.
 fn list_files(base: &Path) -> Vec<String> {
-    fn visit(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let path = entry.path();
-            let Ok(meta) = fs::symlink_metadata(&path) else {
-                continue;
-            };
-            let rel = path
-                .strip_prefix(base)
-                .expect("under base")
-                .to_string_lossy()
-                .into_owned();
-            if meta.is_dir() {
-                if rel != "data" {
-                    visit(base, &path, out);
-                }
-            } else {
-                out.push(rel);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    visit(base, base, &mut out);
-    out
+    common::files_under(base, base, &|rel| rel == "data")
 }
 
 /// Top-level folders (or links) of the roots whose folders matter: `skills/<x>`,
@@ -1095,11 +1068,7 @@ fn run_sequence(seed: u64, allow_restarts: bool) -> Result<(), String> {
         }
         Ok(Err(why)) => Err(sequence.describe(&why)),
         Err(panic) => {
-            let why = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panic".into());
+            let why = common::panic_message(&*panic);
             Err(sequence.describe(&format!("panicked: {why}")))
         }
     }

@@ -268,27 +268,13 @@ impl Sequence {
     }
 
     fn files(&self) -> Vec<String> {
-        fn visit(base: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
-            let Ok(entries) = fs::read_dir(dir) else {
-                return;
-            };
-            let mut entries: Vec<_> = entries.flatten().collect();
-            entries.sort_by_key(|e| e.file_name());
-            for entry in entries {
-                let path = entry.path();
-                if path.is_dir() {
-                    visit(base, &path, out);
-                } else if path.extension().is_some_and(|e| e == "md") {
-                    let rel = path.strip_prefix(base).expect("under base");
-                    out.push(rel.to_string_lossy().into_owned());
-                }
-            }
-        }
-        let mut out = Vec::new();
-        for root in ["skills", ".agents/skills", "agents"] {
-            visit(self.tree.base(), &self.tree.path(root), &mut out);
-        }
-        out
+        ["skills", ".agents/skills", "agents"]
+            .into_iter()
+            .flat_map(|root| {
+                common::files_under(self.tree.base(), &self.tree.path(root), &|_| false)
+            })
+            .filter(|rel| rel.ends_with(".md"))
+            .collect()
     }
 
     fn library_write(&mut self) {
@@ -622,11 +608,7 @@ fn replaying_deltas_from_any_earlier_revision_gives_the_current_list() {
             Ok(Ok(())) => {}
             Ok(Err(why)) => panic!("{}", sequence.describe(&why)),
             Err(panic) => {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into());
+                let why = common::panic_message(&*panic);
                 panic!("{}", sequence.describe(&format!("panicked: {why}")));
             }
         }

@@ -8,34 +8,14 @@ use std::collections::BTreeSet;
 use iii_directory::Roots;
 use iii_directory::testing::Source;
 use iii_directory::testing::fresh_views;
-use iii_directory::testing::{OverviewEntry, render_index};
-use serde::Serialize;
+use iii_directory::testing::{OverviewEntry, list_row_json, render_index};
 use serde_json::json;
-
-/// A `skills::list` row as the original worker serializes it.
-#[derive(Serialize)]
-struct ListRow<'a> {
-    id: &'a str,
-    title: &'a str,
-    #[serde(rename = "type")]
-    kind: Option<&'a str>,
-    function_id: Option<&'a str>,
-    disable_model_invocation: bool,
-    description: &'a str,
-    bytes: u64,
-    modified_at: &'a str,
-}
-
-#[derive(Serialize)]
-struct ListAnswer<'a> {
-    skills: Vec<ListRow<'a>>,
-}
 
 /// `skills::list` (optionally with `prefix` or `search`) as JSON text.
 pub fn list(roots: &Roots, prefix: Option<&str>, search: Option<&str>) -> String {
     let views = fresh_views(roots);
     let needle = search.map(str::to_lowercase);
-    let skills = views
+    let skills: Vec<String> = views
         .skills
         .iter()
         .filter(|(id, _)| prefix.is_none_or(|p| id.starts_with(p)))
@@ -46,18 +26,9 @@ pub fn list(roots: &Roots, prefix: Option<&str>, search: Option<&str>) -> String
                     .any(|f| f.to_lowercase().contains(n))
             })
         })
-        .map(|(_, row)| ListRow {
-            id: &row.display_id,
-            title: &row.title,
-            kind: row.r#type.as_deref(),
-            function_id: row.function_id.as_deref(),
-            disable_model_invocation: row.disable_model_invocation,
-            description: &row.description,
-            bytes: row.bytes,
-            modified_at: &row.modified_at,
-        })
+        .map(|(_, row)| list_row_json(row))
         .collect();
-    serde_json::to_string(&ListAnswer { skills }).expect("serialize")
+    format!("{{\"skills\":[{}]}}", skills.join(","))
 }
 
 /// `skills::get`: rescan, look the id up, read its file.

@@ -9,7 +9,7 @@ use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
 
 use crate::Settings;
-use crate::measure::{measure, measure_pair};
+use crate::measure::{Sample, measure, measure_pair};
 use crate::results::Figure;
 
 fn answer(directory: &Directory, request: &Value) -> String {
@@ -22,8 +22,33 @@ fn value(directory: &Directory, request: &Value) -> Value {
     serde_json::from_str(&answer(directory, request)).expect("JSON")
 }
 
-pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
+/// `request` timed alternately with the whole list, and the floor of serializing `answered`
+/// (what `request` answers).
+fn timed(
+    settings: &Settings,
+    directory: &Directory,
+    request: &Value,
+    answered: &Value,
+) -> (Sample, Sample, Sample) {
     let runs = settings.iterations;
+    let whole = json!({});
+    let (sample, base) = measure_pair(
+        1,
+        runs,
+        || {
+            black_box(answer(directory, request));
+        },
+        || {
+            black_box(answer(directory, &whole));
+        },
+    );
+    let floor = measure(1, runs * 10, || {
+        black_box(serde_json::to_vec(answered).expect("serialize"));
+    });
+    (sample, base, floor)
+}
+
+pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
     let whole = json!({});
     let first = value(directory, &json!({ "since_revision": 0 }));
     let held = first["revision"].as_u64().expect("a revision");
@@ -41,19 +66,7 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
     let current = json!({ "since_revision": held });
     let unchanged = value(directory, &current);
     assert_eq!(unchanged["unchanged"], true, "{unchanged}");
-    let (sample, base) = measure_pair(
-        1,
-        runs,
-        || {
-            black_box(answer(directory, &current));
-        },
-        || {
-            black_box(answer(directory, &whole));
-        },
-    );
-    let floor = measure(1, runs * 10, || {
-        black_box(serde_json::to_vec(&unchanged).expect("serialize"));
-    });
+    let (sample, base, floor) = timed(settings, directory, &current, &unchanged);
     out.push(
         Figure::timing(
             "list_unchanged",
@@ -80,19 +93,7 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
     );
     // The first whole list after the write decodes the new revision's rows; time the cached one.
     answer(directory, &whole);
-    let (sample, base) = measure_pair(
-        1,
-        runs,
-        || {
-            black_box(answer(directory, &current));
-        },
-        || {
-            black_box(answer(directory, &whole));
-        },
-    );
-    let floor = measure(1, runs * 10, || {
-        black_box(serde_json::to_vec(&delta).expect("serialize"));
-    });
+    let (sample, base, floor) = timed(settings, directory, &current, &delta);
     let bytes = serde_json::to_vec(&delta).expect("serialize").len();
     let whole_bytes = answer(directory, &whole).len();
     out.push(

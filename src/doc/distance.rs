@@ -112,6 +112,30 @@ pub fn closest(missed: &str, names: impl IntoIterator<Item = String>) -> Vec<Str
 mod tests {
     use super::*;
 
+    /// Words close to each other: transpositions, doubled and missing letters, multibyte
+    /// chars, ids with segments.
+    const WORDS: [&str; 19] = [
+        "",
+        "a",
+        "ab",
+        "ba",
+        "abc",
+        "acb",
+        "aabbcc",
+        "database",
+        "databse",
+        "data-base",
+        "é☕x",
+        "x☕é",
+        "index",
+        "iii/index",
+        "sandbox",
+        "iii-sandbox",
+        "ns/cache/memory-1",
+        "ns/cache/memory-1x",
+        "other/cache/memory-2",
+    ];
+
     // ---- levenshtein ----
 
     #[test]
@@ -161,25 +185,8 @@ mod tests {
             }
             table[a.len()][b.len()]
         }
-        let words = [
-            "",
-            "a",
-            "ab",
-            "ba",
-            "abc",
-            "acb",
-            "database",
-            "databse",
-            "data-base",
-            "é☕x",
-            "x☕é",
-            "index",
-            "iii/index",
-            "sandbox",
-            "iii-sandbox",
-        ];
-        for a in words {
-            for b in words {
+        for a in WORDS {
+            for b in WORDS {
                 assert_eq!(levenshtein(a, b), reference(a, b), "{a:?} vs {b:?}");
             }
         }
@@ -187,29 +194,8 @@ mod tests {
 
     #[test]
     fn a_bounded_distance_is_the_distance_below_its_limit() {
-        let words = [
-            "",
-            "a",
-            "ab",
-            "ba",
-            "abc",
-            "acb",
-            "aabbcc",
-            "database",
-            "databse",
-            "data-base",
-            "é☕x",
-            "x☕é",
-            "index",
-            "iii/index",
-            "sandbox",
-            "iii-sandbox",
-            "ns/cache/memory-1",
-            "ns/cache/memory-1x",
-            "other/cache/memory-2",
-        ];
-        for a in words {
-            for b in words {
+        for a in WORDS {
+            for b in WORDS {
                 let distance = levenshtein(a, b);
                 for limit in 0..=25 {
                     let expected = (distance < limit).then_some(distance);

@@ -186,7 +186,7 @@ pub struct Overview {
 
 impl Listed {
     pub fn new(id: String, row: &SkillRow) -> Listed {
-        let json = ListRow::of(row).json();
+        let json = list_row_json(row);
         // The description is followed only by `bytes` and `modified_at`, so the last match of
         // its key is the key itself, never text inside an earlier string.
         const KEY: &str = "\"description\":\"";
@@ -271,6 +271,11 @@ struct ListRow<'a> {
     description: &'a str,
     bytes: u64,
     modified_at: &'a str,
+}
+
+/// A row as `skills::list` answers it, in JSON.
+pub fn list_row_json(row: &SkillRow) -> String {
+    ListRow::of(row).json()
 }
 
 impl ListRow<'_> {

@@ -8,6 +8,8 @@ mod overview;
 pub mod write;
 
 pub use cache::SkillCache;
+#[cfg(any(test, feature = "testing"))]
+pub use cache::list_row_json;
 pub use get::get;
 pub use list::list_json;
 pub use overview::index;

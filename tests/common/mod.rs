@@ -367,3 +367,45 @@ pub fn asset_body(rel: &str) -> String {
     let end = text[4..].find("\n---\n").expect("frontmatter end") + 4 + 5;
     text[end..].to_string()
 }
+
+/// Files (and symbolic links, not followed) under `dir`, in name order, as paths relative to
+/// `base`; folders whose relative path `skip` names are not entered.
+pub fn files_under(base: &Path, dir: &Path, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
+    fn visit(base: &Path, dir: &Path, skip: &dyn Fn(&str) -> bool, out: &mut Vec<String>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let rel = path
+                .strip_prefix(base)
+                .expect("under base")
+                .to_string_lossy()
+                .into_owned();
+            if meta.is_dir() {
+                if !skip(&rel) {
+                    visit(base, &path, skip, out);
+                }
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    visit(base, dir, skip, &mut out);
+    out
+}
+
+/// The message a caught panic carries.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
+}
