@@ -27,6 +27,10 @@ const WARM_50K_MAX_MS: f64 = 1_000.0;
 const COLD_50K_MAX_MS: f64 = 15_000.0;
 /// … using both cores: CPU time over wall time at least this.
 const COLD_MIN_CPU_USE: f64 = 1.5;
+/// Issue 15: a cold reindex of 50,000 skills under this (ms)…
+const COLD_50K_MAX_MS_15: f64 = 4_000.0;
+/// … with CPU time over wall time at least this on 2 cores.
+const COLD_MIN_CPU_USE_15: f64 = 1.7;
 /// The tree size of the absolute targets.
 const LARGE: usize = 50_000;
 /// An index file at most this many times the markdown it indexes.
@@ -82,6 +86,7 @@ pub fn cold(settings: &Settings, config: &Config, floors: &Floors) -> (Figure, D
         black_box(read_every_byte(&roots));
     });
     let met = sample.p50 < COLD_50K_MAX_MS && cpu_use >= COLD_MIN_CPU_USE;
+    let met_15 = sample.p50 < COLD_50K_MAX_MS_15 && cpu_use >= COLD_MIN_CPU_USE_15;
     let figure = Figure::timing(
         "cold_reindex",
         "cold reindex (delete, open, reconcile)",
@@ -90,6 +95,7 @@ pub fn cold(settings: &Settings, config: &Config, floors: &Floors) -> (Figure, D
     .baseline("rescan", floors.rescan.p50)
     .floor("walk + read every byte", read_floor.p50)
     .target("<15 s using both cores", LARGE, met)
+    .target_of(15, "<4 s, CPU time / wall time ≥1.7", LARGE, met_15)
     .note(format!(
         "CPU time / wall time {cpu_use:.2} on {} cores",
         std::thread::available_parallelism().map_or(1, |n| n.get())

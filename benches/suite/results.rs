@@ -18,7 +18,9 @@ pub struct Figure {
     pub runs: usize,
     pub baseline: Option<Reference>,
     pub floor: Option<Reference>,
-    pub target: Option<Target>,
+    /// The goals of the issues this figure is judged against (issue 5's, issue 15's).
+    #[serde(default)]
+    pub targets: Vec<Target>,
     /// Anything a reader needs to read the figure right (CPU use, files read, …).
     pub note: String,
 }
@@ -30,13 +32,20 @@ pub struct Reference {
     pub value: f64,
 }
 
-/// A goal of the issue, and whether this run met it.
+/// A goal of an issue, and whether this run met it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Target {
+    /// The issue that states it.
+    #[serde(default = "issue_5")]
+    pub issue: u32,
     pub text: String,
     /// The tree size the issue states the target for.
     pub at_skills: usize,
     pub met: bool,
+}
+
+fn issue_5() -> u32 {
+    5
 }
 
 impl Figure {
@@ -51,7 +60,7 @@ impl Figure {
             runs: 1,
             baseline: None,
             floor: None,
-            target: None,
+            targets: Vec::new(),
             note: String::new(),
         }
     }
@@ -81,8 +90,15 @@ impl Figure {
         self
     }
 
-    pub fn target(mut self, text: &str, at_skills: usize, met: bool) -> Figure {
-        self.target = Some(Target {
+    /// A target of issue 5 (the first performance issue).
+    pub fn target(self, text: &str, at_skills: usize, met: bool) -> Figure {
+        self.target_of(5, text, at_skills, met)
+    }
+
+    /// A target of issue `issue`.
+    pub fn target_of(mut self, issue: u32, text: &str, at_skills: usize, met: bool) -> Figure {
+        self.targets.push(Target {
+            issue,
             text: text.into(),
             at_skills,
             met,
@@ -185,13 +201,17 @@ pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
         f.speedup().map_or(String::new(), faster),
         reference(&f.floor),
         f.over_floor().map_or(String::new(), ratio),
-        f.target.as_ref().map_or(String::new(), |t| {
-            if t.at_skills == skills {
-                format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
-            } else {
-                format!("({} at {})", t.text, t.at_skills)
-            }
-        }),
+        f.targets
+            .iter()
+            .map(|t| {
+                if t.at_skills == skills {
+                    format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
+                } else {
+                    format!("({} at {})", t.text, t.at_skills)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     ]
 }
 
