@@ -115,8 +115,8 @@ pub struct Directory {
     /// a write on disk before the write's own reconcile (which would report it as external).
     write_lock: Mutex<()>,
     subscribers: Subscribers,
-    /// The decoded skill rows of the last revision `list` served.
-    list_cache: Mutex<Option<Arc<skills::ListCache>>>,
+    /// The decoded skill rows of the latest revision read (see `skills::SkillCache`).
+    skill_cache: Mutex<Option<Arc<skills::SkillCache>>>,
     /// The live settings: tunable fields change with the configuration worker.
     settings: RwLock<config::Settings>,
 }
@@ -157,7 +157,7 @@ impl Directory {
             index,
             write_lock: Mutex::new(()),
             subscribers: Subscribers::default(),
-            list_cache: Mutex::new(None),
+            skill_cache: Mutex::new(None),
             settings,
         }
     }
@@ -356,8 +356,14 @@ impl Directory {
                 let text = self.skills_list(&reader, visibility, request)?;
                 serde_json::from_str(&text).map_err(Error::json)
             }
-            ReadFunction::SkillsGet => skills::get(&reader, &self.roots, visibility, request),
-            ReadFunction::SkillsIndex => skills::index(&reader, visibility),
+            ReadFunction::SkillsGet => {
+                skills::get(&reader, &self.roots, visibility, request, || {
+                    self.skill_cache(&reader)
+                })
+            }
+            ReadFunction::SkillsIndex => {
+                Ok(skills::index(&*self.skill_cache(&reader)?, visibility))
+            }
             ReadFunction::SystemPromptsList => system_prompts::list_answer(&reader, request),
             ReadFunction::SystemPromptsGet => system_prompts::get(&reader, &self.roots, request),
             ReadFunction::AgentsList => agents::list_answer(&reader, request),
@@ -389,24 +395,35 @@ impl Directory {
         visibility: Visibility<'_>,
         request: &Value,
     ) -> Result<String> {
-        skills::list_json(reader, visibility, request, || self.list_cache(reader))
+        skills::list_json(reader, visibility, request, || self.skill_cache(reader))
     }
 
-    /// The list rows of the snapshot's revision, decoded now if the cached ones are older.
-    fn list_cache(&self, reader: &index::Reader) -> Result<Arc<skills::ListCache>> {
+    /// The cached skill rows of the snapshot's revision: the cached ones when they are of it,
+    /// else brought forward from them (or decoded anew) and kept for the next call. A snapshot
+    /// older than the cache (a read that began before a reconcile ended) gets rows of its own.
+    fn skill_cache(&self, reader: &index::Reader) -> Result<Arc<skills::SkillCache>> {
         let revision = reader.revision()?;
         let epoch = reader.epoch()?;
         let mut cache = self
-            .list_cache
+            .skill_cache
             .lock()
-            .map_err(|_| Error::Poisoned("the list cache"))?;
-        if let Some(cached) = cache
-            .as_ref()
-            .filter(|c| c.revision == revision && c.epoch == epoch)
-        {
-            return Ok(cached.clone());
+            .map_err(|_| Error::Poisoned("the skill cache"))?;
+        if let Some(cached) = cache.as_ref() {
+            if cached.epoch == epoch && cached.revision == revision {
+                return Ok(cached.clone());
+            }
+            if cached.epoch == epoch && cached.revision > revision {
+                return Ok(Arc::new(skills::SkillCache::build(reader)?));
+            }
         }
-        let fresh = Arc::new(skills::ListCache::build(reader)?);
+        let advanced = match cache.as_ref() {
+            Some(cached) => cached.advance(reader)?,
+            None => None,
+        };
+        let fresh = Arc::new(match advanced {
+            Some(advanced) => advanced,
+            None => skills::SkillCache::build(reader)?,
+        });
         *cache = Some(fresh.clone());
         Ok(fresh)
     }
@@ -423,7 +440,7 @@ impl Directory {
             "index_path": self.index.path().display().to_string(),
             "files": reader.file_count()?,
             "counts": {
-                "skills": reader.skills()?.len(),
+                "skills": self.skill_cache(&reader)?.rows().len(),
                 "system_prompts": count(system_prompts::list(&reader)?, "prompts"),
                 "agents": count(agents::list(&reader)?, "agents"),
             },

@@ -63,7 +63,7 @@ pub mod testing {
     pub use crate::rules::agent::{MAX_EXTENDS_HOPS, Profile, extends_chain, profile};
     pub use crate::rules::skill::SkillRow;
     pub use crate::rules::{Reading, Source};
-    pub use crate::skills::render_index;
+    pub use crate::skills::{OverviewEntry, render_index};
     pub use crate::time::Stamp;
 }
 

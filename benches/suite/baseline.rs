@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use iii_directory::Roots;
+use iii_directory::testing::Source;
 use iii_directory::testing::fresh_views;
-use iii_directory::testing::render_index;
-use iii_directory::testing::{SkillRow, Source};
+use iii_directory::testing::{OverviewEntry, render_index};
 use serde::Serialize;
 use serde_json::json;
 
@@ -90,10 +90,15 @@ pub fn get(roots: &Roots, id: &str) -> String {
 /// `skills::index`: rescan, then the same rendering of the worker overviews.
 pub fn index(roots: &Roots) -> String {
     let views = fresh_views(roots);
-    let overviews: Vec<(String, SkillRow)> = views
+    let overviews: Vec<OverviewEntry<'_>> = views
         .skills
-        .into_iter()
+        .iter()
         .filter(|(_, row)| !row.agents_skill && row.r#type.as_deref() == Some("index"))
+        .map(|(id, row)| OverviewEntry {
+            id,
+            title: &row.title,
+            description: &row.description,
+        })
         .collect();
     serde_json::to_string(&json!({
         "body": render_index(&overviews),

@@ -31,6 +31,7 @@ mod baseline;
 mod deltas;
 #[path = "../../tests/fake_engine/mod.rs"]
 mod fake_engine;
+mod floor_worker;
 #[allow(dead_code)]
 #[path = "../../tests/downloads/support/http.rs"]
 mod http;
@@ -90,7 +91,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 26] = [
+const ORDER: [&str; 28] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -98,6 +99,7 @@ const ORDER: [&str; 26] = [
     "list_delta",
     "list_unchanged",
     "get",
+    "get_miss",
     "index",
     "agent_get",
     "cold_reindex",
@@ -111,6 +113,7 @@ const ORDER: [&str; 26] = [
     "worker_rss",
     "cli_reindex_rss",
     "wire_list",
+    "wire_unchanged",
     "wire_get",
     "index_size",
     "search_off",
@@ -123,6 +126,9 @@ const ORDER: [&str; 26] = [
 const AGE_PAST_RACY_WINDOW: Duration = Duration::from_millis(2100);
 
 fn main() {
+    if floor_worker::serve_if_asked() {
+        return;
+    }
     let settings = Settings::from_env();
     // `cargo bench` adds `--bench`; anything else that is not a flag is a command.
     let command: Vec<String> = std::env::args()

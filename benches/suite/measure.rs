@@ -2,7 +2,7 @@
 //! the suite's own working copies, and what `/proc` says about a process (CPU time, peak RSS).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use iii_directory::generate::{TreeSpec, write_tree};
@@ -160,4 +160,15 @@ pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// A child process killed when dropped, so that a run that panics leaves no worker behind
+/// (one would hold the run's output open).
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::Settings;
 use crate::baseline;
 use crate::measure::{Sample, measure};
-use crate::results::Figure;
+use crate::results::{Check, Cmp, Figure};
 
 /// `list` with every row: at least this many times faster than the rescan baseline…
 const LIST_MIN_SPEEDUP: f64 = 100.0;
@@ -18,6 +18,13 @@ const LIST_MIN_SPEEDUP: f64 = 100.0;
 const LIST_MAX_OVER_FLOOR: f64 = 3.0;
 /// The tree size the issue states most targets for.
 pub const TARGET_SKILLS: usize = 10_000;
+/// The tree size issue 15 states its read targets for, and the targets (ms; a miss as a
+/// multiple of a hit).
+const LARGE: usize = 50_000;
+const LIST_PREFIX_MAX_MS: f64 = 0.5;
+const INDEX_MAX_MS: f64 = 2.0;
+const AGENT_GET_MAX_MS: f64 = 0.05;
+const GET_MISS_MAX_OVER_HIT: f64 = 2.0;
 /// The agent with an `extends` chain in generated trees (`agent-3` extends `agent-2`), and the
 /// one small trees have (`agent-0` extends the bundled `iii`).
 const AGENTS_WITH_CHAIN: [&str; 2] = ["agent-3", "agent-0"];
@@ -125,12 +132,24 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
             black_box(baseline::list(&roots, prefix, search));
         });
         let floor = json_floor(settings, &response);
-        out.push(
-            Figure::timing(key, &format!("{name} ({rows} rows)"), &sample)
-                .baseline("rescan + filter", base.p50)
-                .floor("to_vec of the rows", floor.p50)
-                .note(format!("request {request}")),
-        );
+        let mut figure = Figure::timing(key, &format!("{name} ({rows} rows)"), &sample)
+            .baseline("rescan + filter", base.p50)
+            .floor("to_vec of the rows", floor.p50)
+            .note(format!("request {request}"));
+        if key == "list_prefix" {
+            figure = figure.check(
+                15,
+                LARGE,
+                Check {
+                    what: "p50",
+                    measured: sample.p50,
+                    cmp: Cmp::AtMost,
+                    limit: LIST_PREFIX_MAX_MS,
+                    unit: "ms",
+                },
+            );
+        }
+        out.push(figure);
     }
 
     // skills::get over many ids.
@@ -162,6 +181,46 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
             .floor("to_vec of one answer", get_floor.p50),
     );
 
+    // skills::get of ids that are not there (D110 with suggestions): each a real id with its
+    // last letter doubled, so it shares segments with many rows and is close to one.
+    let missing: Vec<Value> = ids
+        .iter()
+        .step_by(ids.len().div_ceil(200).max(1))
+        .map(|id| json!({ "id": format!("{id}{}", id.chars().last().unwrap_or('x')) }))
+        .filter(|request| {
+            directory
+                .read(ReadFunction::SkillsGet, request, None)
+                .is_err()
+        })
+        .collect();
+    assert!(!missing.is_empty(), "no missing ids to ask for");
+    let mut k = 0;
+    let miss = measure(10, runs * 10, || {
+        k = (k + 1) % missing.len();
+        let answer = directory.read_json(ReadFunction::SkillsGet, &missing[k], None);
+        black_box(answer.expect_err("a miss"));
+    });
+    let miss_over_hit = miss.p50 / get.p50;
+    out.push(
+        Figure::timing("get_miss", "skills::get, miss (D110)", &miss)
+            .floor("skills::get, hit", get.p50)
+            .check(
+                15,
+                LARGE,
+                Check {
+                    what: "p50 over a hit's",
+                    measured: miss_over_hit,
+                    cmp: Cmp::AtMost,
+                    limit: GET_MISS_MAX_OVER_HIT,
+                    unit: "×",
+                },
+            )
+            .note(format!(
+                "{} missing ids, each a real id with its last letter doubled",
+                missing.len()
+            )),
+    );
+
     // skills::index.
     let index = measure(1, runs, || {
         black_box(answer(directory, ReadFunction::SkillsIndex, &json!({})));
@@ -177,6 +236,17 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
         Figure::timing("index", "skills::index", &index)
             .baseline("rescan + render", index_base.p50)
             .floor("to_vec of the answer", index_floor.p50)
+            .check(
+                15,
+                LARGE,
+                Check {
+                    what: "p50",
+                    measured: index.p50,
+                    cmp: Cmp::AtMost,
+                    limit: INDEX_MAX_MS,
+                    unit: "ms",
+                },
+            )
             .note(format!(
                 "{} worker overviews",
                 response["workers_count"].as_u64().unwrap_or(0)
@@ -210,7 +280,18 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
             &agent,
         )
         .baseline("rescan + resolve", agent_base.p50)
-        .floor("to_vec of the answer", agent_floor.p50),
+        .floor("to_vec of the answer", agent_floor.p50)
+        .check(
+            15,
+            LARGE,
+            Check {
+                what: "p50",
+                measured: agent.p50,
+                cmp: Cmp::AtMost,
+                limit: AGENT_GET_MAX_MS,
+                unit: "ms",
+            },
+        ),
     );
     out
 }

@@ -1,7 +1,7 @@
 //! The real `iii-directory` binary: `skills::list` and `skills::get` over the wire (through the
-//! loopback fake engine) beside in-process, and a cold `iii-directory reindex --from-scratch`
-//! with its peak memory. (The worker's own memory is `memory.rs`.) Runs on the suite's own
-//! copy of the tree with its own index file.
+//! loopback fake engine) beside the minimal worker's floor and in-process, and a cold
+//! `iii-directory reindex --from-scratch` with its peak memory. (The worker's own memory is
+//! `memory.rs`.) Runs on the suite's own copy of the tree with its own index file.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -13,14 +13,21 @@ use serde_json::{Value, json};
 
 use crate::Settings;
 use crate::fake_engine::FakeEngine;
-use crate::measure::{measure, status_mib};
-use crate::results::Figure;
+use crate::floor_worker;
+use crate::measure::{Reaped, Sample, measure, status_mib};
+use crate::results::{Check, Cmp, Figure};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_iii-directory");
 /// How long the worker may take to boot and register.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
 /// At most this many timed `skills::list` calls over the wire.
 const WIRE_LIST_RUNS: usize = 10;
+/// A full `list` over the wire within this many times the minimal worker's (issue 15)…
+const WIRE_LIST_MAX_OVER_FLOOR: f64 = 1.1;
+/// … and an unchanged `if_revision` answer within this many times the cheapest call.
+const WIRE_UNCHANGED_MAX_OVER_FLOOR: f64 = 1.2;
+/// The size issue 15 measured the wire at.
+const WIRE_TARGET_SKILLS: usize = 10_000;
 /// How often a short-lived process's peak memory is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 
@@ -117,10 +124,12 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
     engine.respond("configuration::register", json!({}));
     let start = Instant::now();
-    let mut worker = command(tree, &config)
-        .args(["--url", engine.url()])
-        .spawn()
-        .expect("start the worker");
+    let mut worker = Reaped(
+        command(tree, &config)
+            .args(["--url", engine.url()])
+            .spawn()
+            .expect("start the worker"),
+    );
     runtime
         .block_on(engine.wait_function("directory::skills::list", BOOT_TIMEOUT))
         .expect("the worker registers");
@@ -148,12 +157,13 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             .expect("get over the wire");
         std::hint::black_box(answer);
     });
-    let pid = worker.id();
+    let wire = wire_floor(settings, &runtime, &engine, work);
+    let pid = worker.0.id();
     let _ = Command::new("kill")
         .arg("-TERM")
         .arg(pid.to_string())
         .status();
-    let _ = worker.wait();
+    let _ = worker.0.wait();
 
     // In-process over the same index, for the wire's overhead.
     let mut follower_config = Config::for_root(tree);
@@ -167,13 +177,49 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
         );
     });
 
+    let over_floor = list.p50 / wire.list.p50;
     out.push(
         Figure::timing(
             "wire_list",
             &format!("skills::list over the engine socket ({} rows)", ids.len()),
             &list,
         )
-        .floor("in-process read_json", local.p50),
+        .floor("minimal worker, same list", wire.list.p50)
+        .check(
+            15,
+            WIRE_TARGET_SKILLS,
+            Check {
+                what: "p50 over the floor",
+                measured: over_floor,
+                cmp: Cmp::AtMost,
+                limit: WIRE_LIST_MAX_OVER_FLOOR,
+                unit: "×",
+            },
+        )
+        .note(format!(
+            "in-process read_json of the same list {:.2} ms",
+            local.p50
+        )),
+    );
+    let over_ping = wire.unchanged.p50 / wire.ping.p50;
+    out.push(
+        Figure::timing(
+            "wire_unchanged",
+            "skills::list {if_revision}, unchanged, over the engine socket",
+            &wire.unchanged,
+        )
+        .floor("minimal worker answering {}", wire.ping.p50)
+        .check(
+            15,
+            WIRE_TARGET_SKILLS,
+            Check {
+                what: "p50 over the floor",
+                measured: over_ping,
+                cmp: Cmp::AtMost,
+                limit: WIRE_UNCHANGED_MAX_OVER_FLOOR,
+                unit: "×",
+            },
+        ),
     );
     out.push(
         Figure::timing("wire_get", "skills::get over the engine socket", &get).note(format!(
@@ -182,4 +228,57 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
         )),
     );
     out
+}
+
+/// The wire figures beside the floor: the directory worker's unchanged `if_revision` answer,
+/// and the minimal worker (`floor_worker.rs`) answering the same full list and `{}`, all
+/// through the same engine in this run.
+struct WireFloor {
+    unchanged: Sample,
+    list: Sample,
+    ping: Sample,
+}
+
+fn wire_floor(
+    settings: &Settings,
+    runtime: &tokio::runtime::Runtime,
+    engine: &FakeEngine,
+    work: &Path,
+) -> WireFloor {
+    let call = |function: &str, request: Value| {
+        runtime
+            .block_on(engine.invoke(function, request))
+            .unwrap_or_else(|e| panic!("{function} over the wire: {e:?}"))
+    };
+    let answer = call("directory::skills::list", json!({}));
+    // A plain list carries no revision; one asked about a revision no index has tells it.
+    let revision = call("directory::skills::list", json!({ "if_revision": 0 }))["revision"].clone();
+    let if_revision = json!({ "if_revision": revision });
+    assert_eq!(
+        call("directory::skills::list", if_revision.clone())["unchanged"],
+        true,
+        "an unchanged list answers unchanged"
+    );
+    let unchanged = measure(10, settings.iterations * 3, || {
+        std::hint::black_box(call("directory::skills::list", if_revision.clone()));
+    });
+
+    let stored = work.join("floor-list.json");
+    std::fs::write(&stored, serde_json::to_vec(&answer).expect("serialize")).expect("store");
+    drop(answer);
+    let _floor = floor_worker::start(engine.url(), &stored);
+    runtime
+        .block_on(engine.wait_function(floor_worker::LIST, BOOT_TIMEOUT))
+        .expect("the floor worker registers");
+    let list = measure(1, settings.iterations.min(WIRE_LIST_RUNS), || {
+        std::hint::black_box(call(floor_worker::LIST, json!({})));
+    });
+    let ping = measure(10, settings.iterations * 3, || {
+        std::hint::black_box(call(floor_worker::PING, json!({})));
+    });
+    WireFloor {
+        unchanged,
+        list,
+        ping,
+    }
 }

@@ -4,8 +4,9 @@
 
 #![no_main]
 
+use iii_directory::doc::distance::levenshtein;
 use iii_directory::doc::ids::{
-    MAX_ID_BYTES, MAX_SEGMENT_BYTES, levenshtein, normalize_id_input, skill_id_for, validate_name,
+    MAX_ID_BYTES, MAX_SEGMENT_BYTES, normalize_id_input, skill_id_for, validate_name,
     validate_skill_id, validate_worker_name,
 };
 use libfuzzer_sys::fuzz_target;

@@ -17,7 +17,7 @@ use crate::index::changelog::Logged;
 use crate::list_revision;
 use crate::request;
 use crate::roots::Roots;
-use crate::rules::agent::{AgentRow, Profile, extends_chain};
+use crate::rules::agent::{AgentRow, MAX_EXTENDS_HOPS, Profile, extends_chain};
 use crate::rules::skill::Visibility;
 
 /// One profile of the catalog.
@@ -27,6 +27,17 @@ enum Entry {
 }
 
 impl Entry {
+    /// The profile of `id`: its file, else the bundled profile of that id.
+    fn lookup(reader: &Reader, id: &str) -> Result<Option<Entry>> {
+        Ok(match reader.agent(id)? {
+            Some(row) => Some(Entry::File(Box::new(row))),
+            None => bundled::agents()
+                .iter()
+                .find(|agent| agent.id == id)
+                .map(Entry::Bundled),
+        })
+    }
+
     fn profile(&self) -> &Profile {
         match self {
             Entry::File(row) => &row.profile,
@@ -75,6 +86,27 @@ impl Catalog {
             if !entries.iter().any(|(id, _)| id == agent.id) {
                 entries.push((agent.id.to_string(), Entry::Bundled(agent)));
             }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Catalog { entries })
+    }
+
+    /// Only the profile `id` and the ancestors its `extends` names, looked up one by one: what
+    /// `get` needs, at a cost that does not grow with the number of profiles. A chain that
+    /// loops, runs too deep or names an unknown parent stops where it goes wrong, and
+    /// [`Catalog::chain`] reports it as over the whole catalog.
+    fn of_chain(reader: &Reader, id: &str) -> Result<Catalog> {
+        let mut entries: Vec<(String, Entry)> = Vec::new();
+        let mut next = Some(id.to_string());
+        while let Some(id) = next.take() {
+            if entries.len() > MAX_EXTENDS_HOPS + 1 || entries.iter().any(|(k, _)| *k == id) {
+                break;
+            }
+            let Some(entry) = Entry::lookup(reader, &id)? else {
+                break;
+            };
+            next = entry.profile().extends.clone();
+            entries.push((id, entry));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Catalog { entries })
@@ -231,9 +263,13 @@ pub fn get(
 ) -> Result<Value> {
     let req: request::GetById = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
-    let catalog = Catalog::load(reader)?;
+    let catalog = Catalog::of_chain(reader, &req.id)?;
     let Some(entry) = catalog.get(&req.id) else {
-        let ids: Vec<String> = catalog.entries.iter().map(|(id, _)| id.clone()).collect();
+        let ids: Vec<String> = Catalog::load(reader)?
+            .entries
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         return Err(Error::not_found(
             "D410",
             "agent profile",

@@ -45,6 +45,31 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
     row[short_len]
 }
 
+/// [`levenshtein`] when it is below `limit`, else `None`, usually without filling the table: the
+/// distance is at least the difference in length, and at least the larger side of the
+/// difference between the strings' multisets of characters (checked for ASCII strings).
+pub fn levenshtein_below(a: &str, b: &str, limit: usize) -> Option<usize> {
+    if a.chars().count().abs_diff(b.chars().count()) >= limit {
+        return None;
+    }
+    if a.is_ascii() && b.is_ascii() {
+        let mut counts = [0i32; 128];
+        for byte in a.bytes() {
+            counts[byte as usize] += 1;
+        }
+        for byte in b.bytes() {
+            counts[byte as usize] -= 1;
+        }
+        let only_a: i32 = counts.iter().filter(|c| **c > 0).sum();
+        let only_b: i32 = -counts.iter().filter(|c| **c < 0).sum::<i32>();
+        if only_a.max(only_b) as usize >= limit {
+            return None;
+        }
+    }
+    let distance = levenshtein(a, b);
+    (distance < limit).then_some(distance)
+}
+
 /// The `max` items whose key is closest to `missed` by edit distance, compared in lowercase,
 /// ties broken by key; each with its distance.
 pub fn closest_by<'a, T>(
@@ -156,6 +181,44 @@ mod tests {
         for a in words {
             for b in words {
                 assert_eq!(levenshtein(a, b), reference(a, b), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_bounded_distance_is_the_distance_below_its_limit() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "abc",
+            "acb",
+            "aabbcc",
+            "database",
+            "databse",
+            "data-base",
+            "é☕x",
+            "x☕é",
+            "index",
+            "iii/index",
+            "sandbox",
+            "iii-sandbox",
+            "ns/cache/memory-1",
+            "ns/cache/memory-1x",
+            "other/cache/memory-2",
+        ];
+        for a in words {
+            for b in words {
+                let distance = levenshtein(a, b);
+                for limit in 0..=25 {
+                    let expected = (distance < limit).then_some(distance);
+                    assert_eq!(
+                        levenshtein_below(a, b, limit),
+                        expected,
+                        "{a:?} {b:?} {limit}"
+                    );
+                }
             }
         }
     }

@@ -3,10 +3,12 @@
 //! the closest ids).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::doc::distance::{SUGGESTIONS, levenshtein};
+use super::cache::{Listed, SkillCache};
+use crate::doc::distance::{SUGGESTIONS, levenshtein_below};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
 use crate::error::{Error, Result};
@@ -16,19 +18,21 @@ use crate::roots::Roots;
 use crate::rules::Source;
 use crate::rules::skill::{NEXT_ON_MISS, SkillRow, Visibility, parse_id};
 
-/// `directory::skills::get`.
+/// `directory::skills::get`. `cache` gives the cached rows of `reader`'s revision; it is
+/// called only on a miss, which looks for a worker overview or the closest ids among them.
 pub fn get(
     reader: &Reader,
     roots: &Roots,
     visibility: Visibility<'_>,
     request: &Value,
+    cache: impl FnOnce() -> Result<Arc<SkillCache>>,
 ) -> Result<Value> {
     let req: request::GetById = request::parse(request)?;
     let id = parse_id(&req.id)?;
     if let Some((found, row)) = reader.resolve_skill(visibility, &id)? {
         return serve(reader, roots, &found, row, req.raw, None);
     }
-    recover_miss(reader, roots, visibility, &id, req.raw)
+    recover_miss(reader, roots, &*cache()?, visibility, &id, req.raw)
 }
 
 /// The absolute path of a row's file ("" for bundled content).
@@ -77,11 +81,12 @@ fn serve(
 fn recover_miss(
     reader: &Reader,
     roots: &Roots,
+    cache: &SkillCache,
     visibility: Visibility<'_>,
     missed: &str,
     raw: bool,
 ) -> Result<Value> {
-    let rows = reader.visible_skills(visibility)?;
+    let visible = |row: &&Listed| visibility.allows_id(&row.id, row.always_visible);
     let top = first_segment(missed);
     if top != "iii" && !top.is_empty() {
         let mut names: BTreeSet<&str> = visibility
@@ -90,26 +95,24 @@ fn recover_miss(
             .unwrap_or_default();
         names.extend(["directory", "iii-directory"]);
         if let Some(worker) = resolve_worker(top, &names) {
-            let docs: Vec<&(String, SkillRow)> = rows
-                .iter()
-                .filter(|(id, _)| id == worker || id.starts_with(&format!("{worker}/")))
-                .collect();
+            let docs: Vec<&Listed> = cache.namespace(worker).filter(visible).collect();
             let overview_id = format!("{worker}/index");
-            let overview = docs.iter().find(|(id, _)| *id == overview_id);
-            if let Some((id, row)) = overview {
+            if let Some(overview) = docs.iter().find(|row| *row.id == overview_id) {
                 if !missed.contains('/') || docs.len() == 1 {
+                    let row = stored(reader, &overview.id)?;
                     let note = format!(
                         "> Note: there is no skill `{missed}`; this is `{shown}`, the worker's overview. For its callable functions call `engine::functions::list` with worker={worker}; for the other skills it ships call `directory::skills::list` with prefix=\"{worker}/\".",
                         shown = row.display_id
                     );
-                    return serve(reader, roots, id, row.clone(), raw, Some(note));
+                    return serve(reader, roots, &overview.id, row, raw, Some(note));
                 }
             } else if docs.is_empty() {
-                if let Some((id, engine)) = rows.iter().find(|(id, _)| id == "iii/index") {
+                if cache.row("iii/index").as_ref().is_some_and(visible) {
+                    let engine = stored(reader, "iii/index")?;
                     let note = format!(
                         "> Note: the worker `{worker}` is installed but ships no skill doc, so it has no overview; below is the iii engine overview. For `{worker}`'s own API call `engine::functions::list` with worker={worker}, or `engine::workers::info` with name={worker}."
                     );
-                    return serve(reader, roots, id, engine.clone(), raw, Some(note));
+                    return serve(reader, roots, "iii/index", engine, raw, Some(note));
                 }
                 return Err(Error::Coded {
                     code: "D110",
@@ -124,9 +127,16 @@ fn recover_miss(
         "D110",
         "skill",
         missed,
-        &suggestions(missed, &rows),
+        &suggestions(missed, cache, visibility),
         &NEXT_ON_MISS,
     ))
+}
+
+/// The row of an id the cache of the same snapshot holds.
+fn stored(reader: &Reader, id: &str) -> Result<SkillRow> {
+    reader
+        .skill(id)?
+        .ok_or_else(|| Error::Index(format!("skill row {id} is missing from its snapshot")))
 }
 
 /// Matches a requested top segment to an installed worker: a case-insensitive exact match wins,
@@ -152,30 +162,246 @@ pub fn resolve_worker<'a>(top: &str, names: &BTreeSet<&'a str>) -> Option<&'a st
     }
 }
 
-/// Up to three visible ids closest to a missed one: shared segments count 100 each, minus the
-/// edit distance; non-positive scores are dropped.
-fn suggestions(missed: &str, rows: &[(String, SkillRow)]) -> Vec<String> {
+/// Up to three visible ids closest to a missed one: each segment of the missed id that the id
+/// has counts 100, minus the edit distance of the lowercase ids; non-positive scores are
+/// dropped; equal scores keep id order.
+///
+/// Scoring every row would cost the whole tree per miss. An id sharing no segment scores at
+/// most 0, so the candidates are the rows of the missed segments' postings. The postings are
+/// taken shortest first, and a longer one only when the rows it adds could still make the
+/// cut (a common segment's thousands of rows are mostly never looked at); within a posting the
+/// rows sharing most go first, and a row whose best possible score (the distance is at least
+/// the difference in length) cannot make the cut is never measured.
+fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> Vec<String> {
     let missed_lower = missed.to_lowercase();
-    let missed_segments: Vec<&str> = missed.split('/').collect();
-    let mut scored: Vec<(i64, &SkillRow)> = rows
-        .iter()
-        .map(|(id, row)| {
-            let segments: Vec<&str> = id.split('/').collect();
-            let shared = missed_segments
-                .iter()
-                .filter(|s| segments.contains(s))
-                .count() as i64;
-            (
-                100 * shared - levenshtein(&missed_lower, &id.to_lowercase()) as i64,
+    let missed_chars = missed_lower.chars().count();
+    // Each distinct segment's posting, with how often the missed id repeats the segment.
+    let mut postings: Vec<(&str, &[u32], i64)> = Vec::new();
+    for segment in missed.split('/') {
+        match postings.iter_mut().find(|(s, _, _)| *s == segment) {
+            Some((_, _, times)) => *times += 1,
+            None => postings.push((segment, cache.sharing_segment(segment), 1)),
+        }
+    }
+    postings.sort_by_key(|(_, rows, _)| rows.len());
+    let holds = |rows: &[u32], position: &u32| rows.binary_search(position).is_ok();
+
+    let mut best = Best::default();
+    for (j, &(_, rows, _)) in postings.iter().enumerate() {
+        let (earlier, later) = postings.split_at(j);
+        let most_shared: i64 = later.iter().map(|(_, _, times)| times).sum();
+        if best.beats(100 * most_shared, 0) {
+            break;
+        }
+        // The rows an earlier posting did not already score, each with every segment it shares.
+        let mut fresh: Vec<(i64, u32)> = rows
+            .iter()
+            .filter(|p| !earlier.iter().any(|(_, rows, _)| holds(rows, p)))
+            .map(|&p| {
+                let shared = later
+                    .iter()
+                    .filter(|(_, rows, _)| holds(rows, &p))
+                    .map(|(_, _, times)| times)
+                    .sum();
+                (shared, p)
+            })
+            .collect();
+        fresh.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (shared, position) in fresh {
+            if best.beats(100 * shared, 0) {
+                break;
+            }
+            let Some(limit) = best.distance_limit(shared, position) else {
+                continue;
+            };
+            // The distance is at least the difference in length.
+            if cache.id_chars(position).abs_diff(missed_chars) >= limit {
+                continue;
+            }
+            let row = cache.at(position);
+            if !visibility.allows_id(&row.id, row.always_visible) {
+                continue;
+            }
+            if let Some(distance) = levenshtein_below(&missed_lower, row.lowercase_id(), limit) {
+                best.offer(100 * shared - distance as i64, position, row);
+            }
+        }
+    }
+    best.ids()
+}
+
+/// The best [`SUGGESTIONS`] scored rows so far: highest score first, the earlier id first
+/// among equal scores (what a stable sort of every row by score gives).
+#[derive(Default)]
+struct Best<'a> {
+    kept: Vec<Scored<'a>>,
+}
+
+struct Scored<'a> {
+    score: i64,
+    /// In id order.
+    position: u32,
+    row: &'a Listed,
+}
+
+impl Scored<'_> {
+    fn outranks(&self, score: i64, position: u32) -> bool {
+        self.score > score || (self.score == score && self.position < position)
+    }
+}
+
+impl<'a> Best<'a> {
+    /// Whether a row at `position` scoring `score` would not be kept: it is not positive, or
+    /// every kept row outranks it.
+    fn beats(&self, score: i64, position: u32) -> bool {
+        score <= 0
+            || self.kept.len() == SUGGESTIONS
+                && self.kept[SUGGESTIONS - 1].outranks(score, position)
+    }
+
+    /// The edit distance a row at `position` sharing `shared` segments must stay below to be
+    /// kept; `None` when no distance would do.
+    fn distance_limit(&self, shared: i64, position: u32) -> Option<usize> {
+        let best_possible = 100 * shared;
+        let limit = match self.kept.get(SUGGESTIONS - 1) {
+            // Beat the third's score, or equal it from an earlier id.
+            Some(third) => best_possible - third.score + i64::from(position < third.position),
+            // Any positive score.
+            None => best_possible,
+        };
+        (limit > 0).then_some(limit as usize)
+    }
+
+    fn offer(&mut self, score: i64, position: u32, row: &'a Listed) {
+        if self.beats(score, position) {
+            return;
+        }
+        let at = self.kept.partition_point(|k| k.outranks(score, position));
+        self.kept.insert(
+            at,
+            Scored {
+                score,
+                position,
                 row,
-            )
-        })
-        .collect();
-    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
-    scored
-        .into_iter()
-        .take(SUGGESTIONS)
-        .filter(|(score, _)| *score > 0)
-        .map(|(_, row)| row.display_id.clone())
-        .collect()
+            },
+        );
+        self.kept.truncate(SUGGESTIONS);
+    }
+
+    fn ids(self) -> Vec<String> {
+        self.kept
+            .into_iter()
+            .map(|k| k.row.shown_id().to_string())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::doc::distance::levenshtein;
+
+    /// A small deterministic generator (xorshift), so a failure reproduces.
+    struct Draw(u64);
+
+    impl Draw {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+
+        /// An id of 1 to 4 segments from a few that repeat, so ids share segments, differ by
+        /// case and by a letter, and sometimes repeat a segment.
+        fn id(&mut self) -> String {
+            const SEGMENTS: [&str; 12] = [
+                "a", "b", "ab", "cache", "Cache", "caches", "mem", "memory", "x1", "data", "index",
+                "iii",
+            ];
+            let n = 1 + self.below(4);
+            (0..n)
+                .map(|_| SEGMENTS[self.below(SEGMENTS.len())])
+                .collect::<Vec<_>>()
+                .join("/")
+        }
+    }
+
+    fn listed(id: &str, always_visible: bool) -> Listed {
+        let display = id.strip_suffix("/index").unwrap_or(id);
+        let row = SkillRow {
+            display_id: display.to_string(),
+            title: String::new(),
+            r#type: None,
+            function_id: None,
+            disable_model_invocation: false,
+            description: String::new(),
+            bytes: 0,
+            modified_at: String::new(),
+            source: Source::Bundled,
+            always_visible,
+            agents_skill: false,
+        };
+        Listed::new(id.to_string(), &row)
+    }
+
+    /// The rule as the contract words it, scoring every visible row: each segment of the
+    /// missed id that the id has counts 100, minus the edit distance of the lowercase ids; the
+    /// three best positive scores, earlier ids first among equals.
+    fn every_row_scored(
+        missed: &str,
+        cache: &SkillCache,
+        visibility: Visibility<'_>,
+    ) -> Vec<String> {
+        let missed_lower = missed.to_lowercase();
+        let mut scored: Vec<(i64, &str)> = cache
+            .rows()
+            .iter()
+            .filter(|r| visibility.allows_id(&r.id, r.always_visible))
+            .map(|r| {
+                let segments: Vec<&str> = r.id.split('/').collect();
+                let shared = missed.split('/').filter(|s| segments.contains(s)).count() as i64;
+                let distance = levenshtein(&missed_lower, &r.id.to_lowercase()) as i64;
+                (100 * shared - distance, r.shown_id())
+            })
+            .collect();
+        scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+        scored
+            .into_iter()
+            .filter(|(score, _)| *score > 0)
+            .take(SUGGESTIONS)
+            .map(|(_, id)| id.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn suggestions_are_those_of_scoring_every_row() {
+        let mut draw = Draw(0x5eed_1234_abcd_9876);
+        let installed: BTreeSet<String> = ["a", "cache", "data"].map(String::from).into();
+        for tree in 0..60 {
+            let size = [0, 1, 5, 40, 300][tree % 5];
+            let ids: BTreeSet<String> = (0..size).map(|_| draw.id()).collect();
+            let rows = ids
+                .iter()
+                .map(|id| listed(id, draw.below(4) == 0))
+                .collect();
+            let cache = SkillCache::of_rows(rows);
+            for filter_unregistered in [false, true] {
+                let visibility = Visibility {
+                    filter_unregistered,
+                    installed: Some(&installed),
+                };
+                for _ in 0..40 {
+                    let missed = draw.id();
+                    assert_eq!(
+                        suggestions(&missed, &cache, visibility),
+                        every_row_scored(&missed, &cache, visibility),
+                        "missed {missed:?} among {ids:?}, filter {filter_unregistered}"
+                    );
+                }
+            }
+        }
+    }
 }

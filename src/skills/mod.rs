@@ -1,13 +1,15 @@
 //! `directory::skills::*`: `list`, `get` and `index` answered from the index's skill rows (with
 //! `filter_unregistered` applied at read time), and the writes (`create`, `update`, `delete`).
 
+mod cache;
 mod get;
 mod list;
 mod overview;
 pub mod write;
 
+pub use cache::SkillCache;
 pub use get::get;
-pub use list::{ListCache, list_json};
+pub use list::list_json;
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
-pub use overview::render_index;
+pub use overview::{OverviewEntry, render_index};

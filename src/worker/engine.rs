@@ -58,8 +58,22 @@ const WORKER_LIST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The names of installed workers, from `worker::list`, kept for `registry_cache_ttl_ms`.
 #[derive(Default)]
 pub struct Installed {
-    cached: Mutex<Option<(Instant, Arc<BTreeSet<String>>)>>,
+    cached: Mutex<Option<Fetched>>,
 }
+
+/// The last `worker::list` asked.
+#[derive(Clone)]
+struct Fetched {
+    at: Instant,
+    /// The set it answered, or after a failure the one before (`None`: never fetched).
+    set: Option<Arc<BTreeSet<String>>>,
+    failed: bool,
+}
+
+/// After a failed `worker::list`, the calls within this long (or the TTL, when shorter) use
+/// the last set without asking again: an engine without a worker daemon would otherwise cost
+/// every list, get and write a failed round trip.
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(5);
 
 impl Installed {
     /// The set, refetched when older than `ttl` (or always with `fresh`). On a failed fetch the
@@ -71,12 +85,18 @@ impl Installed {
         fresh: bool,
     ) -> Option<Arc<BTreeSet<String>>> {
         let cached = self.cached.lock().ok().and_then(|c| c.clone());
-        if let Some((at, set)) = &cached {
-            if !fresh && at.elapsed() < ttl {
-                return Some(set.clone());
+        if let Some(last) = &cached {
+            let keep_for = if last.failed {
+                ttl.min(RETRY_FAILED_AFTER)
+            } else {
+                ttl
+            };
+            if !fresh && last.at.elapsed() < keep_for {
+                return last.set.clone();
             }
         }
-        match call(iii, "worker::list", json!({}), WORKER_LIST_TIMEOUT).await {
+        let last_set = cached.and_then(|c| c.set);
+        let fetched = match call(iii, "worker::list", json!({}), WORKER_LIST_TIMEOUT).await {
             Ok(answer) => {
                 let names: BTreeSet<String> = answer["workers"]
                     .as_array()
@@ -86,24 +106,33 @@ impl Installed {
                             .collect()
                     })
                     .unwrap_or_default();
-                let set = Arc::new(names);
-                if let Ok(mut c) = self.cached.lock() {
-                    *c = Some((Instant::now(), set.clone()));
+                Fetched {
+                    at: Instant::now(),
+                    set: Some(Arc::new(names)),
+                    failed: false,
                 }
-                Some(set)
             }
             Err(e) => {
                 tracing::debug!(
                     "worker::list failed; {}: {e}",
-                    if cached.is_some() {
+                    if last_set.is_some() {
                         "keeping the last set"
                     } else {
                         "hiding nothing"
                     }
                 );
-                cached.map(|(_, set)| set)
+                Fetched {
+                    at: Instant::now(),
+                    set: last_set,
+                    failed: true,
+                }
             }
+        };
+        let set = fetched.set.clone();
+        if let Ok(mut c) = self.cached.lock() {
+            *c = Some(fetched);
         }
+        set
     }
 
     pub fn clear(&self) {

@@ -173,8 +173,13 @@ impl Harness {
 
     /// Waits until `check` holds on the tree.
     async fn wait_disk(&self, what: &str, check: impl Fn(&Path) -> bool) {
+        self.wait_for(what, || check(self.tree.path())).await;
+    }
+
+    /// Waits until `check` holds.
+    async fn wait_for(&self, what: &str, check: impl Fn() -> bool) {
         let deadline = Instant::now() + WAIT;
-        while !check(self.tree.path()) {
+        while !check() {
             assert!(
                 Instant::now() < deadline,
                 "{what} never happened; worker stderr:\n{}",
@@ -458,6 +463,11 @@ async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_witho
             .as_deref(),
         Some("1.2.3")
     );
+    // The last worker of the reconcile; the ones before it were asked (or skipped) already.
+    h.wait_for("the unpublished worker asked for", || {
+        !h.registry.hits("/w/unpublished/skills").is_empty()
+    })
+    .await;
     let asked: Vec<String> = h.registry.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(
         asked[0], "/w/iii/skills",

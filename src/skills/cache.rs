@@ -1,0 +1,399 @@
+//! The skill rows of one index revision, decoded once and kept sorted by on-disk id, each with
+//! its list JSON ready: what `list`, `index` and a `get` miss read, instead of decoding every
+//! row of the index per call. A later revision of the same index patches only the rows the
+//! change log names; a rebuilt index, or a log that no longer reaches back, decodes them all.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::index::Reader;
+use crate::index::changelog::Logged;
+use crate::rules::skill::SkillRow;
+
+/// A patch touching more than this share of the rows (1/n) decodes them all instead: one
+/// parallel pass beats that many lookups.
+const PATCH_AT_MOST_ONE_IN: usize = 8;
+
+/// See the module doc.
+pub struct SkillCache {
+    pub revision: u64,
+    /// The index file's identity: a rebuilt index starts its revisions again.
+    pub epoch: u64,
+    /// Sorted by on-disk id; shared with the caches of later revisions where unchanged.
+    rows: Vec<Arc<Listed>>,
+    /// Built on the first `get` miss of the revision.
+    postings: OnceLock<Postings>,
+}
+
+impl SkillCache {
+    /// Decodes every skill row of a snapshot, on every core.
+    pub fn build(reader: &Reader) -> Result<SkillCache> {
+        use rayon::prelude::*;
+        let rows = reader
+            .skills()?
+            .into_par_iter()
+            .map(|(id, row)| Arc::new(Listed::new(id, &row)))
+            .collect();
+        Ok(SkillCache {
+            revision: reader.revision()?,
+            epoch: reader.epoch()?,
+            rows,
+            postings: OnceLock::new(),
+        })
+    }
+
+    /// This cache brought to `reader`'s revision: the rows the change log names since this
+    /// one's revision decoded again, the others shared. `None` when `reader` is not a later
+    /// revision of the same index file, when the log no longer reaches back, or when so much
+    /// changed that [`SkillCache::build`] is cheaper.
+    pub fn advance(&self, reader: &Reader) -> Result<Option<SkillCache>> {
+        let revision = reader.revision()?;
+        if reader.epoch()? != self.epoch || revision < self.revision {
+            return Ok(None);
+        }
+        let Some(changed) = reader.changed_since(Logged::Skills, self.revision)? else {
+            return Ok(None);
+        };
+        if changed.len() > self.rows.len() / PATCH_AT_MOST_ONE_IN {
+            return Ok(None);
+        }
+        let mut rows = self.rows.clone();
+        for id in changed {
+            let at = rows.binary_search_by(|r| (*r.id).cmp(id.as_str()));
+            match (reader.skill(&id)?, at) {
+                (Some(row), Ok(i)) => rows[i] = Arc::new(Listed::new(id, &row)),
+                (Some(row), Err(i)) => rows.insert(i, Arc::new(Listed::new(id, &row))),
+                (None, Ok(i)) => {
+                    rows.remove(i);
+                }
+                (None, Err(_)) => {}
+            }
+        }
+        Ok(Some(SkillCache {
+            revision,
+            epoch: self.epoch,
+            rows,
+            postings: OnceLock::new(),
+        }))
+    }
+
+    /// Every row, in on-disk id order.
+    pub fn rows(&self) -> &[Arc<Listed>] {
+        &self.rows
+    }
+
+    /// The rows whose on-disk id starts with `prefix` (they sit together in id order).
+    pub fn with_prefix(&self, prefix: &str) -> &[Arc<Listed>] {
+        let start = self.rows.partition_point(|r| *r.id < *prefix);
+        let len = self.rows[start..].partition_point(|r| r.id.starts_with(prefix));
+        &self.rows[start..start + len]
+    }
+
+    /// The row of an on-disk id.
+    pub fn row(&self, id: &str) -> Option<&Listed> {
+        self.rows
+            .binary_search_by(|r| (*r.id).cmp(id))
+            .ok()
+            .map(|i| &*self.rows[i])
+    }
+
+    /// The rows of namespace `ns`: the id `ns` itself and every id under `ns/`, in id order.
+    pub fn namespace<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Listed> + 'a {
+        self.row(ns)
+            .into_iter()
+            .chain(self.with_prefix(&format!("{ns}/")).iter().map(|r| &**r))
+    }
+
+    /// The positions (in id order) of the rows whose on-disk id has `segment` as one of its
+    /// `/`-separated parts, ascending.
+    pub fn sharing_segment(&self, segment: &str) -> &[u32] {
+        self.postings()
+            .segments
+            .get(segment)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// How many chars the lowercase on-disk id at `position` has (read without touching the
+    /// row, so that candidates too long or short for a distance are passed over cheaply).
+    pub fn id_chars(&self, position: u32) -> usize {
+        self.postings().id_chars[position as usize] as usize
+    }
+
+    fn postings(&self) -> &Postings {
+        self.postings.get_or_init(|| {
+            let mut segments: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+            let mut id_chars = Vec::with_capacity(self.rows.len());
+            for (i, row) in self.rows.iter().enumerate() {
+                for part in row.id.split('/') {
+                    let rows = segments.entry(part.into()).or_default();
+                    // An id that repeats a segment is listed once under it.
+                    if rows.last() != Some(&(i as u32)) {
+                        rows.push(i as u32);
+                    }
+                }
+                let chars = row.lowercase_id().chars().count();
+                id_chars.push(u16::try_from(chars).unwrap_or(u16::MAX));
+            }
+            Postings { segments, id_chars }
+        })
+    }
+
+    /// The row at a position [`SkillCache::sharing_segment`] gave.
+    pub fn at(&self, position: u32) -> &Listed {
+        &self.rows[position as usize]
+    }
+}
+
+/// What a `get` miss looks candidates up by.
+struct Postings {
+    /// Each `/`-separated segment of the on-disk ids, with the positions of the rows that have it.
+    segments: HashMap<Box<str>, Vec<u32>>,
+    /// Chars of each row's lowercase on-disk id, by position (ids are at most 240 bytes).
+    id_chars: Vec<u16>,
+}
+
+/// One cached row, kept compact (a tree of 50,000 skills holds 50,000 of these): the list
+/// response text and only what the filters, the index page and a miss's suggestions look at.
+pub struct Listed {
+    pub id: Box<str>,
+    /// The id the row is shown under, when it is not `id` (`<ns>/index` shown as `<ns>`).
+    display: Option<Box<str>>,
+    pub always_visible: bool,
+    pub kind: Option<Box<str>>,
+    /// Lowercase display id, title and description one after another, for `search`; `ends`
+    /// marks where the first two end.
+    lowercase: Box<str>,
+    /// The lowercase on-disk id, when the row is shown under another id.
+    lowercase_id: Option<Box<str>>,
+    ends: [usize; 2],
+    /// The row as the list response carries it.
+    json: Box<str>,
+    /// Where the description's text sits in `json`, cut out for `include_description: false`.
+    description: Range<usize>,
+    /// Title and description of a worker overview `skills::index` lists.
+    pub overview: Option<Box<Overview>>,
+}
+
+/// What `skills::index` shows of a worker overview.
+pub struct Overview {
+    pub title: Box<str>,
+    pub description: Box<str>,
+}
+
+impl Listed {
+    pub fn new(id: String, row: &SkillRow) -> Listed {
+        let json = ListRow::of(row).json();
+        // The description is followed only by `bytes` and `modified_at`, so the last match of
+        // its key is the key itself, never text inside an earlier string.
+        const KEY: &str = "\"description\":\"";
+        let start = json.rfind(KEY).expect("a list row has a description") + KEY.len();
+        let end = start
+            + serde_json::to_string(&row.description)
+                .expect("a string serializes")
+                .len()
+            - 2;
+        let fields = [&row.display_id, &row.title, &row.description].map(|f| f.to_lowercase());
+        let display = (row.display_id != id).then(|| row.display_id.as_str().into());
+        let lowercase_id = display.is_some().then(|| id.to_lowercase().into());
+        let overview = (!row.agents_skill && row.r#type.as_deref() == Some("index")).then(|| {
+            Box::new(Overview {
+                title: row.title.as_str().into(),
+                description: row.description.as_str().into(),
+            })
+        });
+        Listed {
+            id: id.into(),
+            display,
+            always_visible: row.always_visible,
+            kind: row.r#type.as_deref().map(Into::into),
+            ends: [fields[0].len(), fields[0].len() + fields[1].len()],
+            lowercase: fields.concat().into(),
+            lowercase_id,
+            json: json.into(),
+            description: start..end,
+            overview,
+        }
+    }
+
+    /// The on-disk id in lowercase, for edit distances.
+    pub fn lowercase_id(&self) -> &str {
+        self.lowercase_id
+            .as_deref()
+            .unwrap_or(&self.lowercase[..self.ends[0]])
+    }
+
+    /// The id the answer shows.
+    pub fn shown_id(&self) -> &str {
+        self.display.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Whether the lowercase `needle` is in the display id, the title or the description.
+    pub fn matches(&self, needle: &str) -> bool {
+        let [a, b] = self.ends;
+        [
+            &self.lowercase[..a],
+            &self.lowercase[a..b],
+            &self.lowercase[b..],
+        ]
+        .iter()
+        .any(|field| field.contains(needle))
+    }
+
+    /// Appends the row's list JSON, with or without the description's text.
+    pub fn push_json(&self, out: &mut String, include_description: bool) {
+        if include_description {
+            out.push_str(&self.json);
+        } else {
+            out.push_str(&self.json[..self.description.start]);
+            out.push_str(&self.json[self.description.end..]);
+        }
+    }
+
+    /// The length of the row's list JSON with its description.
+    pub fn json_len(&self) -> usize {
+        self.json.len()
+    }
+}
+
+/// A list row on the wire.
+#[derive(Serialize)]
+struct ListRow<'a> {
+    id: &'a str,
+    title: &'a str,
+    #[serde(rename = "type")]
+    kind: Option<&'a str>,
+    function_id: Option<&'a str>,
+    disable_model_invocation: bool,
+    description: &'a str,
+    bytes: u64,
+    modified_at: &'a str,
+}
+
+impl ListRow<'_> {
+    fn of(row: &SkillRow) -> ListRow<'_> {
+        ListRow {
+            id: &row.display_id,
+            title: &row.title,
+            kind: row.r#type.as_deref(),
+            function_id: row.function_id.as_deref(),
+            disable_model_invocation: row.disable_model_invocation,
+            description: &row.description,
+            bytes: row.bytes,
+            modified_at: &row.modified_at,
+        }
+    }
+
+    fn json(&self) -> String {
+        serde_json::to_string(self).expect("a list row serializes")
+    }
+}
+
+#[cfg(test)]
+impl SkillCache {
+    /// A cache of hand-made rows, for tests of what reads it.
+    pub fn of_rows(mut rows: Vec<Listed>) -> SkillCache {
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        SkillCache {
+            revision: 0,
+            epoch: 0,
+            rows: rows.into_iter().map(Arc::new).collect(),
+            postings: OnceLock::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+
+    use super::*;
+    use crate::Directory;
+    use crate::config::Config;
+
+    fn write_skill(skills: &Path, id: &str, body: &str) {
+        let file = skills.join(format!("{id}.md"));
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, body).unwrap();
+    }
+
+    /// What a cache answers with: each row's id and list JSON, in order.
+    fn answers(cache: &SkillCache) -> Vec<(String, String)> {
+        cache
+            .rows()
+            .iter()
+            .map(|r| (r.id.to_string(), r.json.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn an_advanced_cache_equals_one_built_at_its_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::for_root(dir.path());
+        let skills = config.paths.skills_folder.clone();
+        for i in 0..64 {
+            write_skill(
+                &skills,
+                &format!("ns{}/skill-{i:02}", i % 4),
+                "# Title\n\nBody.\n",
+            );
+        }
+        write_skill(&skills, "ns1/index", "# Overview\n\nThe ns1 worker.\n");
+        let directory = Directory::open(config).unwrap();
+        directory.reconcile().unwrap();
+        let mut cache = SkillCache::build(&directory.reader().unwrap()).unwrap();
+
+        // Each step changes a few rows: an edit, a new id between existing ones, a new one at
+        // the end, a removal, a namespace overview appearing (which changes the row shown
+        // under the namespace's id) and going.
+        let steps: [&dyn Fn(); 5] = [
+            &|| write_skill(&skills, "ns0/skill-04", "# Edited\n\nNew text.\n"),
+            &|| write_skill(&skills, "ns2/skill-05a", "# Between\n\nInserted.\n"),
+            &|| write_skill(&skills, "zz/last", "---\ntype: index\n---\n# Z\n\nLast.\n"),
+            &|| fs::remove_file(skills.join("ns3/skill-07.md")).unwrap(),
+            &|| {
+                fs::remove_file(skills.join("ns1/index.md")).unwrap();
+                write_skill(&skills, "ns2/index", "# Overview\n\nThe ns2 worker.\n");
+            },
+        ];
+        for step in steps {
+            step();
+            directory.reconcile().unwrap();
+            let reader = directory.reader().unwrap();
+            let advanced = cache
+                .advance(&reader)
+                .unwrap()
+                .expect("a few changes patch the cache");
+            let built = SkillCache::build(&reader).unwrap();
+            assert_eq!(advanced.revision, built.revision);
+            assert_eq!(answers(&advanced), answers(&built));
+            cache = advanced;
+        }
+    }
+
+    #[test]
+    fn a_cache_does_not_advance_into_another_index_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::for_root(dir.path());
+        write_skill(&config.paths.skills_folder, "a/b", "# B\n");
+        let directory = Directory::open(config.clone()).unwrap();
+        directory.reconcile().unwrap();
+        let cache = SkillCache::build(&directory.reader().unwrap()).unwrap();
+        drop(directory);
+
+        let mut other = config;
+        other.paths.index_path = dir.path().join("other.redb");
+        let directory = Directory::open(other).unwrap();
+        directory.reconcile().unwrap();
+        assert!(
+            cache
+                .advance(&directory.reader().unwrap())
+                .unwrap()
+                .is_none()
+        );
+    }
+}
