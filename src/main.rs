@@ -148,6 +148,7 @@ enum KindOne {
 }
 
 fn main() -> ExitCode {
+    tune_malloc();
     let cli = Cli::parse();
     let serving = matches!(cli.command, None | Some(Command::Serve));
     let level = cli
@@ -165,6 +166,30 @@ fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Large buffers (at least this) are mapped on their own and unmapped when freed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_THRESHOLD_BYTES: libc::c_int = 1 << 20;
+/// Arenas glibc's malloc may create (its default is 8 per core).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_ARENAS: libc::c_int = 2;
+
+/// glibc's malloc, tuned for a worker whose blocking pool builds and drops answers of tens of
+/// megabytes (a full `skills::list` of 50,000 skills is about 18 MB of JSON, and several times
+/// that as the `Value` the SDK sends). By default each of those threads gets an arena of its
+/// own that keeps what it frees, and the threshold for mapping a large buffer on its own rises
+/// to the largest one freed, after which such buffers stay in the arenas too: the worker's
+/// resident set settled near its peak (issue 15: 371 MiB at 50,000 skills; 281 MiB with
+/// this, in the benchmark suite's `memory` section). mimalloc, tried instead, peaked at
+/// 337 MiB. Set before any thread starts.
+fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets malloc parameters; no other thread exists yet.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
     }
 }
 

@@ -134,13 +134,7 @@ impl Bus {
 
     /// The worker's high-water mark of resident memory so far (`VmHWM`).
     fn peak_rss(&self) -> u64 {
-        let status =
-            fs::read_to_string(format!("/proc/{}/status", self.worker.pid())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
+        self.worker.memory_bytes("VmHWM")
     }
 }
 

@@ -8,7 +8,14 @@
 //! cargo bench --bench suite -- report               # BENCHMARKS.md and bench/plot.svg from saved results
 //! bench/run                                         # all of it for 1,000, 10,000 and 50,000 skills
 //! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
+//! BENCH_SECTIONS="reindex latency" cargo bench --bench suite   # only these sections
 //! ```
+//!
+//! Sections (`BENCH_SECTIONS`, all by default): `reindex` (cold reindex, warm boots, index
+//! size), `reads` (the read functions), `deltas` (lists since a revision), `latency` (change to
+//! visible, `skills::update` beside the same writes on 1,000 skills), `worker` (the binary:
+//! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates), `search`. A run of
+//! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
 //! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
 //! fast figures), `BENCH_BASELINE_RUNS` (runs of each rescan baseline), `BENCH_COLD_RUNS`,
@@ -33,6 +40,7 @@ mod latency;
 #[path = "../../tests/downloads/support/registry.rs"]
 mod loopback;
 mod measure;
+mod memory;
 mod reads;
 mod reindex;
 mod report;
@@ -83,7 +91,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 27] = [
+const ORDER: [&str; 28] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -101,6 +109,7 @@ const ORDER: [&str; 27] = [
     "boot_1pct",
     "visible",
     "update",
+    "update_small",
     "worker_rss",
     "cli_reindex_rss",
     "wire_list",
@@ -134,16 +143,86 @@ fn main() {
         search_only(&settings);
         return;
     }
-    let run = run(&settings);
+    let sections = Sections::from_env();
+    let file = settings.results.join(format!("{}.json", settings.skills));
+    let mut run = run(&settings, &sections);
+    if !sections.all() {
+        run = keep_other_figures(&file, run);
+    }
     results::print(&run);
     std::fs::create_dir_all(&settings.results).expect("results folder");
-    let file = settings.results.join(format!("{}.json", settings.skills));
     std::fs::write(
         &file,
         serde_json::to_string_pretty(&run).expect("serialize"),
     )
     .expect("write results");
     println!("\nresults: {}", file.display());
+}
+
+/// The sections of the suite a run measures (`BENCH_SECTIONS`, all when unset).
+struct Sections(Option<Vec<String>>);
+
+/// Every section, in the order they run.
+const SECTIONS: [&str; 7] = [
+    "reindex", "reads", "deltas", "latency", "worker", "memory", "search",
+];
+
+impl Sections {
+    fn from_env() -> Sections {
+        let chosen = std::env::var("BENCH_SECTIONS").ok().map(|s| {
+            s.split([' ', ','])
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        });
+        if let Some(chosen) = &chosen {
+            for name in chosen {
+                assert!(
+                    SECTIONS.contains(&name.as_str()),
+                    "unknown section {name:?} in BENCH_SECTIONS (sections: {})",
+                    SECTIONS.join(", ")
+                );
+            }
+        }
+        Sections(chosen)
+    }
+
+    fn all(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|s| s.iter().any(|n| n == name))
+    }
+}
+
+/// A run of some sections, with the figures of the others taken from the saved results of
+/// the same size (if any).
+fn keep_other_figures(file: &std::path::Path, mut run: Run) -> Run {
+    let Some(saved) = std::fs::read(file)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Run>(&bytes).ok())
+    else {
+        return run;
+    };
+    let fresh: Vec<String> = run.figures.iter().map(|f| f.key.clone()).collect();
+    run.figures.extend(
+        saved
+            .figures
+            .into_iter()
+            .filter(|f| !fresh.contains(&f.key)),
+    );
+    sort_figures(&mut run.figures);
+    run
+}
+
+fn sort_figures(figures: &mut [Figure]) {
+    figures.sort_by_key(|f| {
+        ORDER
+            .iter()
+            .position(|k| *k == f.key)
+            .unwrap_or(ORDER.len())
+    });
 }
 
 /// The function-search section alone (it needs no skills tree).
@@ -176,15 +255,11 @@ fn search_only(settings: &Settings) {
     println!("\nresults: {}", file.display());
 }
 
-fn run(settings: &Settings) -> Run {
+fn run(settings: &Settings, sections: &Sections) -> Run {
     let load_start = load_average();
     let started = Instant::now();
     let source = tree(settings.skills);
     let work = manifest_dir().join(format!("target/bench-work/{}", settings.skills));
-    let _ = std::fs::remove_dir_all(&work);
-    let copy = work.join("tree");
-    copy_tree(&source, &copy);
-    let copied = Instant::now();
     let mut figures: Vec<Figure> = Vec::new();
 
     // The generated tree, read only; the index in the work folder.
@@ -192,49 +267,97 @@ fn run(settings: &Settings) -> Run {
     config.paths.index_path = work.join("read.redb");
     let roots = Roots::from_paths(&config.paths);
     let (files, content_bytes) = reindex::content(&roots);
-    eprintln!(
-        "{} skills, {files} files: rescan baseline and floors",
-        settings.skills
-    );
-    let floors = reindex::floors(settings, &roots);
-    eprintln!("cold reindex");
-    let (cold, directory) = reindex::cold(settings, &config, &floors);
-    figures.push(cold);
-    figures.push(reindex::warm_reconcile(settings, &directory, &floors));
-    eprintln!("read functions");
-    figures.extend(reads::figures(settings, &directory));
-    drop(directory);
-    eprintln!("warm boot");
-    figures.push(reindex::warm_boot(settings, &config, &floors));
-    figures.push(reindex::index_size(&config.paths.index_path, content_bytes));
+    let needs_floors = ["reindex", "reads", "latency"]
+        .iter()
+        .any(|s| sections.has(s));
+    let floors = needs_floors.then(|| {
+        eprintln!(
+            "{} skills, {files} files: rescan baseline and floors",
+            settings.skills
+        );
+        reindex::floors(settings, &roots)
+    });
+    if sections.has("reindex") || sections.has("reads") {
+        std::fs::create_dir_all(&work).expect("work folder");
+        let floors = floors.as_ref().expect("floors");
+        let directory = if sections.has("reindex") {
+            eprintln!("cold reindex");
+            let (cold, directory) = reindex::cold(settings, &config, floors);
+            figures.push(cold);
+            figures.push(reindex::warm_reconcile(settings, &directory, floors));
+            directory
+        } else {
+            let directory = Directory::open(config.clone()).expect("open");
+            directory.reconcile().expect("index the tree");
+            directory
+        };
+        if sections.has("reads") {
+            eprintln!("read functions");
+            figures.extend(reads::figures(settings, &directory));
+        }
+        drop(directory);
+        if sections.has("reindex") {
+            eprintln!("warm boot");
+            figures.push(reindex::warm_boot(settings, &config, floors));
+            figures.push(reindex::index_size(&config.paths.index_path, content_bytes));
+        }
+    }
 
     // The suite's own copy, for everything that edits files.
-    let mut config = Config::for_root(&copy);
-    config.paths.index_path = work.join("edit.redb");
-    std::thread::sleep(AGE_PAST_RACY_WINDOW.saturating_sub(copied.elapsed()));
-    Directory::open(config.clone())
-        .expect("open")
-        .reconcile()
-        .expect("index the copy");
-    eprintln!("warm boot with 1% changed");
-    figures.push(reindex::boot_one_percent(settings, &config, &floors));
-    let directory = Arc::new(Directory::open(config).expect("open"));
-    directory.reconcile().expect("reconcile");
-    eprintln!("list deltas");
-    figures.extend(deltas::figures(settings, &directory));
-    eprintln!("change to visible");
-    figures.extend(latency::figures(settings, directory, &floors));
-    eprintln!("worker process");
-    figures.extend(worker::figures(settings, &copy, &work));
-    eprintln!("function search");
-    figures.extend(search::figures(settings));
-
-    figures.sort_by_key(|f| {
-        ORDER
+    let edits = ["reindex", "deltas", "latency", "worker", "memory"]
+        .iter()
+        .any(|s| sections.has(s));
+    if edits {
+        let _ = std::fs::remove_dir_all(work.join("tree"));
+        let copy = work.join("tree");
+        copy_tree(&source, &copy);
+        let copied = Instant::now();
+        let mut config = Config::for_root(&copy);
+        config.paths.index_path = work.join("edit.redb");
+        let _ = std::fs::remove_file(&config.paths.index_path);
+        std::thread::sleep(AGE_PAST_RACY_WINDOW.saturating_sub(copied.elapsed()));
+        if ["reindex", "deltas", "latency"]
             .iter()
-            .position(|k| *k == f.key)
-            .unwrap_or(ORDER.len())
-    });
+            .any(|s| sections.has(s))
+        {
+            Directory::open(config.clone())
+                .expect("open")
+                .reconcile()
+                .expect("index the copy");
+        }
+        if sections.has("reindex") {
+            eprintln!("warm boot with 1% changed");
+            let floors = floors.as_ref().expect("floors");
+            figures.push(reindex::boot_one_percent(settings, &config, floors));
+        }
+        if sections.has("deltas") || sections.has("latency") {
+            let directory = Arc::new(Directory::open(config).expect("open"));
+            directory.reconcile().expect("reconcile");
+            if sections.has("deltas") {
+                eprintln!("list deltas");
+                figures.extend(deltas::figures(settings, &directory));
+            }
+            if sections.has("latency") {
+                eprintln!("change to visible");
+                let floors = floors.as_ref().expect("floors");
+                figures.extend(latency::figures(settings, directory, floors));
+            }
+        }
+        if sections.has("worker") {
+            eprintln!("worker process");
+            figures.extend(worker::figures(settings, &copy, &work));
+        }
+        if sections.has("memory") {
+            eprintln!("worker memory");
+            figures.extend(memory::figures(settings, &copy, &work));
+        }
+    }
+    if sections.has("search") {
+        eprintln!("function search");
+        figures.extend(search::figures(settings));
+    }
+
+    sort_figures(&mut figures);
     Run {
         skills: settings.skills,
         files,

@@ -18,7 +18,9 @@ pub struct Figure {
     pub runs: usize,
     pub baseline: Option<Reference>,
     pub floor: Option<Reference>,
-    pub target: Option<Target>,
+    /// The goals of the issues this figure is judged against (issue 5's, issue 15's).
+    #[serde(default)]
+    pub targets: Vec<Target>,
     /// Anything a reader needs to read the figure right (CPU use, files read, …).
     pub note: String,
 }
@@ -30,13 +32,68 @@ pub struct Reference {
     pub value: f64,
 }
 
-/// A goal of the issue, and whether this run met it.
+/// A goal of an issue, and whether this run met it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Target {
+    /// The issue that states it.
+    #[serde(default = "issue_5")]
+    pub issue: u32,
     pub text: String,
     /// The tree size the issue states the target for.
     pub at_skills: usize,
     pub met: bool,
+}
+
+fn issue_5() -> u32 {
+    5
+}
+
+/// A target as a comparison: what is measured (the figure's p50, its p99, CPU time over wall
+/// time, a ratio to another figure), how, and against what limit.
+pub struct Check<'a> {
+    pub what: &'a str,
+    pub measured: f64,
+    pub cmp: Cmp,
+    pub limit: f64,
+    /// The unit of `measured` and `limit` (`ms`, `MiB`, `×`, or empty for a bare number).
+    pub unit: &'a str,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Cmp {
+    Below,
+    AtMost,
+    AtLeast,
+}
+
+impl Check<'_> {
+    fn met(&self) -> bool {
+        match self.cmp {
+            Cmp::Below => self.measured < self.limit,
+            Cmp::AtMost => self.measured <= self.limit,
+            Cmp::AtLeast => self.measured >= self.limit,
+        }
+    }
+
+    /// `p99 ≤250 ms (was 180 ms)`: the target, then what this run measured.
+    fn text(&self) -> String {
+        let sign = match self.cmp {
+            Cmp::Below => "<",
+            Cmp::AtMost => "≤",
+            Cmp::AtLeast => "≥",
+        };
+        let value = |v: f64| match self.unit {
+            "ms" | "MiB" => show(v, self.unit),
+            "" => format!("{v:.2}"),
+            unit => format!("{v:.2}{unit}"),
+        };
+        format!(
+            "{} {sign}{} (measured {})",
+            self.what,
+            value(self.limit),
+            value(self.measured)
+        )
+    }
 }
 
 impl Figure {
@@ -51,7 +108,7 @@ impl Figure {
             runs: 1,
             baseline: None,
             floor: None,
-            target: None,
+            targets: Vec::new(),
             note: String::new(),
         }
     }
@@ -81,11 +138,24 @@ impl Figure {
         self
     }
 
+    /// A target of issue 5 (the first performance issue), judged by the caller.
     pub fn target(mut self, text: &str, at_skills: usize, met: bool) -> Figure {
-        self.target = Some(Target {
+        self.targets.push(Target {
+            issue: 5,
             text: text.into(),
             at_skills,
             met,
+        });
+        self
+    }
+
+    /// A target of issue `issue`, judged here.
+    pub fn check(mut self, issue: u32, at_skills: usize, check: Check<'_>) -> Figure {
+        self.targets.push(Target {
+            issue,
+            text: check.text(),
+            at_skills,
+            met: check.met(),
         });
         self
     }
@@ -185,13 +255,17 @@ pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
         f.speedup().map_or(String::new(), faster),
         reference(&f.floor),
         f.over_floor().map_or(String::new(), ratio),
-        f.target.as_ref().map_or(String::new(), |t| {
-            if t.at_skills == skills {
-                format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
-            } else {
-                format!("({} at {})", t.text, t.at_skills)
-            }
-        }),
+        f.targets
+            .iter()
+            .map(|t| {
+                if t.at_skills == skills {
+                    format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
+                } else {
+                    format!("({} at {})", t.text, t.at_skills)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     ]
 }
 

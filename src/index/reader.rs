@@ -90,6 +90,14 @@ impl Reader {
         self.row(SKILLS, id)
     }
 
+    /// Whether the agents skills root serves namespace `ns` (its `<ns>/index` row is an agents
+    /// skill): one lookup, where asking every row would grow with the tree.
+    pub fn is_agents_namespace(&self, ns: &str) -> Result<bool> {
+        Ok(self
+            .skill(&format!("{ns}/index"))?
+            .is_some_and(|row| row.agents_skill))
+    }
+
     /// Finds a skill this caller may see by id: the exact id wins, then the `<id>/index`
     /// overview alias (contract §3.4).
     pub fn resolve_skill(

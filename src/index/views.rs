@@ -6,6 +6,8 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use rayon::prelude::*;
+
 use super::records::FileMeta;
 use crate::bundled;
 use crate::doc::classify::{PathClass, classify};
@@ -20,9 +22,23 @@ use crate::rules::{Reading, Source};
 /// What reconcile knows about the files of all roots.
 pub struct Inputs<'a> {
     pub files: &'a BTreeMap<(Root, String), FileMeta>,
+    /// The parsed documents by content hash: at least those of the files the computed parts
+    /// look at (see [`files_needed`]).
     pub docs: &'a HashMap<Hash, ParsedDoc>,
     pub top_dirs: &'a BTreeSet<(Root, String)>,
     pub unreadable: &'a BTreeMap<(Root, String), String>,
+    /// The system prompt files of the two skills roots (see [`prompt_files`]), so that the
+    /// prompts are recomputed without looking at every file.
+    pub prompt_files: &'a BTreeSet<(Root, String)>,
+}
+
+/// The parts of the views a change touched: the skill namespaces whose rows may differ, and
+/// whether the system prompts or the agent profiles may.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Dirty {
+    pub namespaces: BTreeSet<String>,
+    pub prompts: bool,
+    pub agents: bool,
 }
 
 /// Every row the read functions serve, plus every file that is not served and why.
@@ -75,8 +91,7 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
             files_of(inputs, root).map(|((_, rel), _)| namespace_of(root, rel).to_string()),
         );
     }
-    for ns in &namespaces {
-        let (rows, skipped) = namespace_rows(inputs, &shadows, ns);
+    for (rows, skipped) in all_namespace_rows(inputs, &shadows, &namespaces) {
         views.skills.extend(rows);
         views.skipped.extend(skipped);
     }
@@ -89,61 +104,156 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
     views
 }
 
-/// Brings `views` up to date after changes confined to the skill namespaces `dirty` (see
-/// [`dirty_namespaces`]), with the folders that cannot be listed unchanged: the skill rows of
-/// those namespaces are recomputed, the (few) system prompts and agent profiles in full, and
-/// everything else is left as it is. Equal to [`compute`] under those conditions, at a cost
-/// that follows the change rather than the tree.
-pub fn update(inputs: &Inputs<'_>, views: &mut Views, dirty: &BTreeSet<String>) -> Changes {
+/// The rows of the parts `dirty` names, recomputed: the skill rows of its namespaces, the
+/// system prompts and the agent profiles when it names them, and the skip reasons each of
+/// those parts owns (see [`owns`]). With the folders that cannot be listed unchanged, replacing
+/// those parts of the views by these gives what [`compute`] gives, at a cost that follows the
+/// change rather than the tree.
+pub fn compute_parts(inputs: &Inputs<'_>, dirty: &Dirty) -> Views {
     let shadows = Shadows::of(inputs);
-    let mut changes = Changes::default();
-    for ns in dirty {
-        let old_rows = take_namespace_rows(&mut views.skills, ns);
-        let old_skipped: BTreeMap<(Root, String), String> = views
-            .skipped
-            .iter()
-            .filter(|(key, _)| owner(inputs, key) == Owner::Namespace(ns))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let (rows, skipped) = namespace_rows(inputs, &shadows, ns);
-        changes.skills.extend(changed_keys(&old_rows, &rows));
-        replace_skipped(views, &mut changes, old_skipped, skipped);
+    let mut views = Views::default();
+    for (rows, skipped) in all_namespace_rows(inputs, &shadows, &dirty.namespaces) {
         views.skills.extend(rows);
+        views.skipped.extend(skipped);
     }
-
-    let (prompts, skipped) = prompt_rows(inputs, &shadows);
-    changes.prompts = changed_keys(&views.prompts, &prompts);
-    views.prompts = prompts;
-    let old_skipped = owned_skipped(inputs, views, Owner::Prompts);
-    replace_skipped(views, &mut changes, old_skipped, skipped);
-
-    let (agents, skipped) = agent_rows(inputs);
-    changes.agents = changed_keys(&views.agents, &agents);
-    views.agents = agents;
-    let old_skipped = owned_skipped(inputs, views, Owner::Agents);
-    replace_skipped(views, &mut changes, old_skipped, skipped);
-    changes
+    if dirty.prompts {
+        let (prompts, skipped) = prompt_rows(inputs, &shadows);
+        views.prompts = prompts;
+        views.skipped.extend(skipped);
+    }
+    if dirty.agents {
+        let (agents, skipped) = agent_rows(inputs);
+        views.agents = agents;
+        views.skipped.extend(skipped);
+    }
+    views
 }
 
-/// The skill namespaces whose rows may differ after these files (added, changed or removed)
+/// The rows of these namespaces, computed on every core (each namespace is independent).
+fn all_namespace_rows<'n>(
+    inputs: &Inputs<'_>,
+    shadows: &Shadows<'_>,
+    namespaces: impl IntoIterator<Item = &'n String>,
+) -> Vec<(BTreeMap<String, SkillRow>, Skipped)> {
+    let namespaces: Vec<&String> = namespaces.into_iter().collect();
+    namespaces
+        .into_par_iter()
+        .map(|ns| namespace_rows(inputs, shadows, ns))
+        .collect()
+}
+
+/// The parts of the views whose rows may differ after these files (added, changed or removed)
 /// and these top-level folders (added or removed) changed.
-pub fn dirty_namespaces<'a>(
+pub fn dirty_parts<'a>(
     files: impl IntoIterator<Item = &'a (Root, String)>,
     top_dirs: impl IntoIterator<Item = &'a (Root, String)>,
-) -> BTreeSet<String> {
-    let mut dirty = BTreeSet::new();
+) -> Dirty {
+    let mut dirty = Dirty::default();
     for (root, rel) in files {
-        if *root != Root::Agents {
-            dirty.insert(namespace_of(*root, rel).to_string());
+        match root {
+            Root::Agents => dirty.agents = true,
+            Root::Skills | Root::LocalSkills if is_prompt_file(*root, rel) => dirty.prompts = true,
+            _ => {
+                dirty
+                    .namespaces
+                    .insert(namespace_of(*root, rel).to_string());
+            }
         }
     }
     // A top-level folder shadows (or stops shadowing) the namespace of its name, and a file of
-    // a lower root that sits beside it with the same name.
-    for (_, name) in top_dirs {
-        dirty.insert(name.clone());
-        dirty.insert(namespace_of(Root::Skills, name).to_string());
+    // a lower root that sits beside it with the same name; a local one also shadows the
+    // system prompts of the namespace of its name.
+    for (root, name) in top_dirs {
+        dirty.namespaces.insert(name.clone());
+        dirty
+            .namespaces
+            .insert(namespace_of(Root::Skills, name).to_string());
+        if *root == Root::LocalSkills {
+            dirty.prompts = true;
+        }
     }
     dirty
+}
+
+/// Whether a file is a system prompt: under a skills root, with a `system-prompts` segment.
+pub fn is_prompt_file(root: Root, rel: &str) -> bool {
+    matches!(root, Root::Skills | Root::LocalSkills) && classify(rel) == PathClass::SystemPrompt
+}
+
+/// The system prompt files among `files` (for [`Inputs::prompt_files`] when computing from
+/// scratch).
+pub fn prompt_files<'a>(
+    files: impl IntoIterator<Item = &'a (Root, String)>,
+) -> BTreeSet<(Root, String)> {
+    files
+        .into_iter()
+        .filter(|(root, rel)| is_prompt_file(*root, rel))
+        .cloned()
+        .collect()
+}
+
+/// The files whose parsed documents [`compute_parts`] looks at for `dirty` (`files` and
+/// `prompt_files` as in [`Inputs`]).
+pub fn files_needed<'a>(
+    files: &'a BTreeMap<(Root, String), FileMeta>,
+    prompt_files: &BTreeSet<(Root, String)>,
+    dirty: &Dirty,
+) -> Vec<(&'a (Root, String), &'a FileMeta)> {
+    let mut needed = Vec::new();
+    for ns in &dirty.namespaces {
+        for root in [Root::LocalSkills, Root::Skills, Root::AgentsSkills] {
+            needed.extend(namespace_entries(files, root, ns));
+        }
+    }
+    if dirty.prompts {
+        needed.extend(
+            prompt_files
+                .iter()
+                .filter_map(|key| files.get_key_value(key)),
+        );
+    }
+    if dirty.agents {
+        needed.extend(
+            files
+                .range((Root::Agents, String::new())..)
+                .take_while(|((root, _), _)| *root == Root::Agents),
+        );
+    }
+    needed
+}
+
+/// The key ranges of a table keyed by `(root, relative path)` (the skip reasons) that can hold
+/// keys of namespace `ns`, as `(root, from, to)` half-open ranges; what [`owns`] accepts among
+/// them is the namespace's.
+pub fn namespace_key_ranges(ns: &str) -> Vec<(Root, String, String)> {
+    let mut ranges = Vec::new();
+    for root in [Root::LocalSkills, Root::Skills, Root::AgentsSkills] {
+        ranges.push((root, format!("{ns}/"), format!("{ns}0")));
+        if root != Root::AgentsSkills {
+            for top in top_files(ns) {
+                let mut end = top.clone();
+                end.push('\0');
+                ranges.push((root, top, end));
+            }
+        }
+    }
+    ranges
+}
+
+/// The skill ids of namespace `ns` are `ns` itself and the ids in `[from, to)` of this.
+pub fn namespace_id_range(ns: &str) -> (String, String) {
+    (format!("{ns}/"), format!("{ns}0"))
+}
+
+/// Whether the skip reason of `key` belongs to one of the parts `dirty` names (else it
+/// belongs to another part, or to a folder that cannot be listed).
+pub fn owns(inputs: &Inputs<'_>, dirty: &Dirty, key: &(Root, String)) -> bool {
+    match owner(inputs, key) {
+        Owner::Folder => false,
+        Owner::Namespace(ns) => dirty.namespaces.contains(ns),
+        Owner::Prompts => dirty.prompts,
+        Owner::Agents => dirty.agents,
+    }
 }
 
 /// The skill namespace a file of a skills root or of the agents skills root belongs to: the
@@ -190,33 +300,6 @@ fn top_file_namespace(name: &str) -> &str {
     }
 }
 
-fn owned_skipped(
-    inputs: &Inputs<'_>,
-    views: &Views,
-    who: Owner<'_>,
-) -> BTreeMap<(Root, String), String> {
-    views
-        .skipped
-        .iter()
-        .filter(|(key, _)| owner(inputs, key) == who)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-/// Swaps one part's skip reasons for its recomputed ones, noting the keys that changed.
-fn replace_skipped(
-    views: &mut Views,
-    changes: &mut Changes,
-    old: BTreeMap<(Root, String), String>,
-    new: BTreeMap<(Root, String), String>,
-) {
-    changes.skipped.extend(changed_keys(&old, &new));
-    for key in old.keys() {
-        views.skipped.remove(key);
-    }
-    views.skipped.extend(new);
-}
-
 fn changed_keys<K: Ord + Clone, V: PartialEq>(
     old: &BTreeMap<K, V>,
     new: &BTreeMap<K, V>,
@@ -228,27 +311,6 @@ fn changed_keys<K: Ord + Clone, V: PartialEq>(
         .collect();
     keys.extend(old.keys().filter(|k| !new.contains_key(*k)).cloned());
     keys
-}
-
-/// Removes and returns the rows of namespace `ns`: the id `ns` itself and ids under `ns/`.
-fn take_namespace_rows(
-    rows: &mut BTreeMap<String, SkillRow>,
-    ns: &str,
-) -> BTreeMap<String, SkillRow> {
-    let mut taken = BTreeMap::new();
-    if let Some(row) = rows.remove(ns) {
-        taken.insert(ns.to_string(), row);
-    }
-    let under: Vec<String> = rows
-        .range(format!("{ns}/")..format!("{ns}0"))
-        .map(|(id, _)| id.clone())
-        .collect();
-    for id in under {
-        if let Some(row) = rows.remove(&id) {
-            taken.insert(id, row);
-        }
-    }
-    taken
 }
 
 /// Top-level folders of the two skills roots: a local folder shadows the global namespace of
@@ -417,22 +479,33 @@ fn namespace_files<'a>(
     root: Root,
     ns: &str,
 ) -> Vec<(&'a String, &'a FileMeta)> {
-    let mut files: Vec<(&String, &FileMeta)> = inputs
-        .files
-        .range((root, format!("{ns}/"))..(root, format!("{ns}0")))
+    let mut files: Vec<(&String, &FileMeta)> = namespace_entries(inputs.files, root, ns)
         .map(|((_, rel), meta)| (rel, meta))
         .collect();
+    files.sort_by(|a, b| a.0.cmp(b.0));
+    files
+}
+
+/// The entries of [`namespace_files`], unsorted.
+fn namespace_entries<'a>(
+    files: &'a BTreeMap<(Root, String), FileMeta>,
+    root: Root,
+    ns: &str,
+) -> impl Iterator<Item = (&'a (Root, String), &'a FileMeta)> {
+    let under = files.range((root, format!("{ns}/"))..(root, format!("{ns}0")));
+    let tops = top_files(ns)
+        .into_iter()
+        .filter_map(move |top| files.get_key_value(&(root, top)));
+    under.chain(tops)
+}
+
+/// The files at the top of a skills root that belong to namespace `ns`.
+fn top_files(ns: &str) -> Vec<String> {
     let mut tops = vec![format!("{ns}.md")];
     if ns == "index" {
         tops.extend(["SKILL.md".to_string(), "SKILLS.md".to_string()]);
     }
-    for top in tops {
-        if let Some(((_, rel), meta)) = inputs.files.get_key_value(&(root, top)) {
-            files.push((rel, meta));
-        }
-    }
-    files.sort_by(|a, b| a.0.cmp(b.0));
-    files
+    tops
 }
 
 /// System prompts under the two skills roots (local first; the first file of a name wins).
@@ -443,10 +516,12 @@ fn prompt_rows(
     let mut rows = BTreeMap::new();
     let mut skipped = Skipped::new();
     for root in [Root::LocalSkills, Root::Skills] {
-        for ((_, rel), meta) in files_of(inputs, root) {
-            if classify(rel) != PathClass::SystemPrompt {
-                continue;
-            }
+        let prompt_files = inputs
+            .prompt_files
+            .range((root, String::new())..)
+            .take_while(|(r, _)| *r == root)
+            .filter_map(|key| inputs.files.get_key_value(key));
+        for ((_, rel), meta) in prompt_files {
             let key = (root, rel.clone());
             if root == Root::Skills && shadows.local.contains(first_segment(rel)) {
                 skipped.insert(key, shadowed_reason(rel));

@@ -51,19 +51,52 @@ impl Found {
             .any(|(root, scope)| *root == key.0 && scope_covers(*root, scope, &key.1))
     }
 
-    /// The complete folder facts after a scoped walk: top-level folders of the roots it looked
-    /// at replace the old ones, and unreadable folders in its scopes replace the old ones there.
+    /// The keys of `known` (a table by `(root, relative path)`) in the places this scoped walk
+    /// looked at, found by key ranges rather than by looking at every key.
+    pub fn covered<'a, V>(
+        &self,
+        known: &'a BTreeMap<(Root, String), V>,
+    ) -> BTreeSet<&'a (Root, String)> {
+        let mut keys = BTreeSet::new();
+        for (root, scope) in &self.scopes {
+            let (root, scope) = (*root, scope.as_str());
+            // Every key the scope covers sorts between these (`/` sorts before `0`).
+            let from = match root {
+                Root::AgentsSkills => first_segment(scope),
+                _ => scope,
+            };
+            let to = format!("{from}0");
+            let candidates = known
+                .range((root, from.to_string())..)
+                .take_while(|((r, rel), _)| *r == root && (from.is_empty() || *rel < to));
+            keys.extend(
+                candidates
+                    .map(|(key, _)| key)
+                    .filter(|(_, rel)| scope_covers(root, scope, rel)),
+            );
+        }
+        keys
+    }
+
+    /// The complete folder facts after a scoped walk: the top-level folders it looked at (all
+    /// of a root it walked whole, else those its scopes start in) replace the old ones, and
+    /// unreadable folders in its scopes replace the old ones there.
     pub fn merge_folders(
         &self,
         top_dirs: &TopDirs,
         unreadable: &Unreadable,
     ) -> (TopDirs, Unreadable) {
-        let walked: BTreeSet<Root> = self.scopes.iter().map(|(root, _)| *root).collect();
-        let mut dirs: BTreeSet<(Root, String)> = top_dirs
-            .iter()
-            .filter(|(root, _)| !walked.contains(root))
-            .cloned()
-            .collect();
+        let mut dirs = top_dirs.clone();
+        for (root, scope) in &self.scopes {
+            if !matches!(root, Root::Skills | Root::LocalSkills) {
+                continue;
+            }
+            if scope.is_empty() {
+                dirs.retain(|(r, _)| r != root);
+            } else {
+                dirs.remove(&(*root, first_segment(scope).to_string()));
+            }
+        }
         dirs.extend(self.top_dirs.iter().cloned());
         let mut unreadable: BTreeMap<(Root, String), String> = unreadable
             .iter()
@@ -142,7 +175,9 @@ fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<String> {
 }
 
 /// Walks only the given absolute paths (files or folders) and what is under them, per root
-/// that holds them; top-level folders are listed again for every root involved.
+/// that holds them. Of the top-level folders, only those the paths start in are looked at
+/// again (a root given whole is listed whole): a change elsewhere comes with paths of its own,
+/// and listing every namespace folder on every write would cost as much as the tree is wide.
 pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     let mut found = Found::default();
     for path in paths {
@@ -165,10 +200,16 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     for (root, rel) in &scopes {
         walk_subtree(roots, *root, rel, &inside, &mut found);
     }
-    let walked: BTreeSet<Root> = scopes.iter().map(|(root, _)| *root).collect();
-    for root in walked {
-        if matches!(root, Root::Skills | Root::LocalSkills) {
-            list_top_dirs(root, roots.path(root), &inside, &mut found);
+    for (root, rel) in &scopes {
+        // A root walked whole recorded its top-level folders already.
+        if matches!(root, Root::Skills | Root::LocalSkills) && !rel.is_empty() {
+            check_top_dir(
+                *root,
+                roots.path(*root),
+                first_segment(rel),
+                &inside,
+                &mut found,
+            );
         }
     }
     found
@@ -232,23 +273,16 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
     }
 }
 
-fn list_top_dirs(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
-    let Ok(entries) = fs::read_dir(dir) else {
+/// Records `name` as a top-level folder of `root` if it is one (and not a staging folder, or a
+/// link that is not followed).
+fn check_top_dir(root: Root, dir: &Path, name: &str, inside: &[PathBuf], found: &mut Found) {
+    if is_staging_name(name) {
         return;
-    };
-    for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        if is_staging_name(&name) {
-            continue;
-        }
-        let path = entry.path();
-        if fs::metadata(&path).is_ok_and(|m| m.is_dir())
-            && refused_link(&path, &name, inside).is_none()
-        {
-            found.top_dirs.insert((root, name));
-        }
+    }
+    let path = dir.join(name);
+    if fs::metadata(&path).is_ok_and(|m| m.is_dir()) && refused_link(&path, name, inside).is_none()
+    {
+        found.top_dirs.insert((root, name.to_string()));
     }
 }
 

@@ -41,9 +41,8 @@ pub fn create(
     let req: request::IdContent = request::parse(request)?;
     let id = parse_id(&req.id)?;
     check_reserved(&id)?;
-    let agents_namespaces = agents_namespaces(reader)?;
     let namespace = first_segment(&id);
-    if id.contains('/') && agents_namespaces.iter().any(|ns| ns == namespace) {
+    if id.contains('/') && reader.is_agents_namespace(namespace)? {
         return Err(Error::invalid_input(
             "D115",
             format!(
@@ -101,16 +100,6 @@ fn check_reserved(id: &str) -> Result<()> {
         ),
     };
     Err(Error::invalid_input("D115", problem, &[]))
-}
-
-/// Namespaces served by the agents skills root.
-fn agents_namespaces(reader: &Reader) -> Result<Vec<String>> {
-    Ok(reader
-        .skills()?
-        .into_iter()
-        .filter(|(_, row)| row.agents_skill)
-        .map(|(id, _)| first_segment(&id).to_string())
-        .collect())
 }
 
 /// The response of create and update: the new content's identity.

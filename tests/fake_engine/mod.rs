@@ -1316,6 +1316,17 @@ fn accept_loop(shared: Arc<Shared>, listener: TcpListener) -> AbortHandle {
     .abort_handle()
 }
 
+/// The largest frame and message the fake accepts: tungstenite's defaults (16 and 64 MiB)
+/// refuse a full `skills::list` of 50,000 skills (about 18 MB in one frame), which the
+/// benchmark suite sends.
+const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+fn ws_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_frame_size(Some(MAX_MESSAGE_BYTES))
+        .max_message_size(Some(MAX_MESSAGE_BYTES))
+}
+
 async fn serve(shared: Arc<Shared>, stream: TcpStream, accepted_at: Instant) {
     let _ = stream.set_nodelay(true);
     let mut path = String::from("/");
@@ -1325,7 +1336,9 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream, accepted_at: Instant) {
         path = request.uri().path().to_string();
         Ok(response)
     };
-    let Ok(ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await else {
+    let Ok(ws) =
+        tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(ws_config())).await
+    else {
         return;
     };
     if path.starts_with("/otel") {

@@ -71,6 +71,17 @@ impl WorkerProcess {
         self.child.id()
     }
 
+    /// A memory figure of the worker from `/proc/<pid>/status` (`VmRSS`, `VmHWM`, …), in
+    /// bytes; 0 when it cannot be read.
+    pub fn memory_bytes(&self, field: &str) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    }
+
     /// The exit status if the worker has exited, without waiting.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().expect("wait for the worker")

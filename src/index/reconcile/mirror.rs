@@ -1,28 +1,35 @@
-//! The writer's in-memory copy of what reconcile compares disk against: the file table, the
-//! folder facts, and (loaded on the first reconcile that changes something) the parsed
-//! documents and the current views.
+//! The writer's in-memory copy of what reconcile compares disk against: the file table (stat
+//! and content hash per file), how many files hold each content, the folder facts, and which
+//! files are system prompts. Parsed documents and view rows are not kept here: a reconcile
+//! reads the few it needs from its transaction (see `parts`), so the writer's memory follows
+//! the number of files, not their content.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use redb::{ReadableDatabase, ReadableTable, WriteTransaction};
-use serde::de::DeserializeOwned;
+use redb::ReadableDatabase;
 
 use super::RACY_WINDOW;
-use crate::doc::{Hash, ParsedDoc};
+use crate::doc::Hash;
 use crate::error::{Error, Result};
 use crate::index::records::{FileMeta, decode};
 use crate::index::tables::*;
-use crate::index::views::Views;
+use crate::index::views;
 use crate::roots::Root;
 
 /// See the module doc. A boot with nothing changed only loads the file and folder tables.
 pub struct Mirror {
+    /// Change it through [`Mirror::insert_file`] and [`Mirror::remove_file`], which keep
+    /// `prompt_files` in step and note the contents a file took or left.
     pub files: BTreeMap<(Root, String), FileMeta>,
+    /// How many files of `files` hold each content. The docs and content tables hold exactly
+    /// these hashes: a content whose count falls to zero is garbage, found without looking at
+    /// every file (see [`Moves`]).
+    pub contents: HashMap<Hash, u32>,
+    /// The keys of `files` that are system prompts (`views::is_prompt_file`).
+    pub prompt_files: BTreeSet<(Root, String)>,
     pub top_dirs: BTreeSet<(Root, String)>,
     pub unreadable: BTreeMap<(Root, String), String>,
-    pub docs: Option<HashMap<Hash, ParsedDoc>>,
-    pub views: Option<Views>,
     pub revision: u64,
     /// Whether the views were ever computed into this index (a new index has none, and must
     /// compute them even when the roots are empty: the bundled skills are rows too).
@@ -37,10 +44,10 @@ impl Default for Mirror {
     fn default() -> Mirror {
         Mirror {
             files: BTreeMap::new(),
+            contents: HashMap::new(),
+            prompt_files: BTreeSet::new(),
             top_dirs: BTreeSet::new(),
             unreadable: BTreeMap::new(),
-            docs: None,
-            views: None,
             revision: 0,
             computed: false,
             racy_window: RACY_WINDOW,
@@ -69,8 +76,15 @@ impl Mirror {
             Some(v) => decode(v.value())?,
             None => 0,
         };
+        let files: BTreeMap<(Root, String), FileMeta> = files.into_iter().collect();
+        let mut contents = HashMap::new();
+        for hash in files.values().filter_map(|m| m.content.as_ref().ok()) {
+            *contents.entry(*hash).or_insert(0) += 1;
+        }
         Ok(Mirror {
-            files: files.into_iter().collect(),
+            prompt_files: views::prompt_files(files.keys()),
+            contents,
+            files,
             top_dirs: top_dirs.into_iter().map(|(key, ())| key).collect(),
             unreadable: unreadable.into_iter().collect(),
             computed: meta.get(META_RECONCILE).map_err(Error::index)?.is_some(),
@@ -79,42 +93,62 @@ impl Mirror {
         })
     }
 
-    /// Loads the parsed documents and the views, when they are not in memory yet.
-    pub fn load_rest(&mut self, txn: &WriteTransaction) -> Result<()> {
-        if self.docs.is_none() {
-            let table = txn.open_table(DOCS).map_err(Error::index)?;
-            let mut docs = HashMap::new();
-            for entry in table.iter().map_err(Error::index)? {
-                let (k, v) = entry.map_err(Error::index)?;
-                docs.insert(*k.value(), decode(v.value())?);
-            }
-            self.docs = Some(docs);
+    pub fn insert_file(&mut self, key: (Root, String), meta: FileMeta, moves: &mut Moves) {
+        if views::is_prompt_file(key.0, &key.1) {
+            self.prompt_files.insert(key.clone());
         }
-        if self.views.is_none() {
-            let skipped = decode_paths(
-                &txn.open_table(SKIPPED).map_err(Error::index)?,
-                |why: &str| Ok(why.to_string()),
-            )?;
-            self.views = Some(Views {
-                skills: rows(txn, SKILLS)?,
-                prompts: rows(txn, PROMPTS)?,
-                agents: rows(txn, AGENTS)?,
-                skipped: skipped.into_iter().collect(),
-            });
+        moves.took(&meta);
+        if let Some(old) = self.files.insert(key, meta) {
+            moves.left(&old);
         }
-        Ok(())
     }
 
-    /// The parsed documents (loaded by [`Mirror::load_rest`]).
-    pub fn docs(&self) -> &HashMap<Hash, ParsedDoc> {
-        self.docs.as_ref().expect("loaded by load_rest first")
+    pub fn remove_file(&mut self, key: &(Root, String), moves: &mut Moves) {
+        self.prompt_files.remove(key);
+        if let Some(old) = self.files.remove(key) {
+            moves.left(&old);
+        }
+    }
+
+    /// Applies a reconcile's moves to [`Mirror::contents`]; returns the contents no file holds
+    /// any more.
+    pub fn count(&mut self, moves: Moves) -> Vec<Hash> {
+        for hash in moves.taken {
+            *self.contents.entry(hash).or_insert(0) += 1;
+        }
+        let mut orphans = Vec::new();
+        for hash in moves.left {
+            if let Some(count) = self.contents.get_mut(&hash) {
+                *count -= 1;
+                if *count == 0 {
+                    self.contents.remove(&hash);
+                    orphans.push(hash);
+                }
+            }
+        }
+        orphans
     }
 }
 
-fn rows<T: DeserializeOwned>(
-    txn: &WriteTransaction,
-    def: redb::TableDefinition<&str, &[u8]>,
-) -> Result<BTreeMap<String, T>> {
-    let table = txn.open_table(def).map_err(Error::index)?;
-    Ok(decode_rows(&table)?.into_iter().collect())
+/// The contents files took and left during one reconcile, applied to the counts at its end
+/// (all taken first, so a content that moved from one file to another is never counted as
+/// held by none).
+#[derive(Default)]
+pub struct Moves {
+    taken: Vec<Hash>,
+    left: Vec<Hash>,
+}
+
+impl Moves {
+    fn took(&mut self, meta: &FileMeta) {
+        if let Ok(hash) = &meta.content {
+            self.taken.push(*hash);
+        }
+    }
+
+    fn left(&mut self, meta: &FileMeta) {
+        if let Ok(hash) = &meta.content {
+            self.left.push(*hash);
+        }
+    }
 }

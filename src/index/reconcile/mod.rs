@@ -2,20 +2,25 @@
 //! what changed. It runs in named phases, all in one write transaction:
 //!
 //! 1. [`Plan::make`]: walk and stat the roots, and compare with the mirror: which files to read,
-//!    which vanished, which folder facts changed, which skill namespaces are dirty;
-//! 2. [`store_files`]: read, hash and parse the changed files (in parallel, in bounded batches)
-//!    and store them;
-//! 3. [`drop_removed`] and [`collect_garbage`]: forget vanished files and contents no file holds;
-//! 4. [`update_views`]: bring the merged views up to date in memory and write the rows that
-//!    differ;
+//!    which vanished, which folder facts changed, which parts of the views are dirty;
+//! 2. [`store_files`]: read, hash, parse, encode and compress the changed files (in parallel,
+//!    in bounded batches) and store them;
+//! 3. [`drop_removed`] and [`collect_garbage`]: forget vanished files, and the contents no
+//!    file holds any more (those whose count of files in the mirror fell to zero);
+//! 4. [`update_views`]: recompute the dirty parts of the views (from the parses this reconcile
+//!    made and those it reads back, see `parts`) and write the rows that differ from the
+//!    stored ones;
 //! 5. [`stamp`]: bump the revision when an answer changed, log which keys it changed (see
 //!    [`changelog`](super::changelog)), and record the reconcile.
+//!
+//! Each phase costs what the change costs: nothing in a scoped reconcile looks at every file.
 
 mod mirror;
+mod parts;
 mod read;
 mod store;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,14 +30,15 @@ use redb::WriteTransaction;
 use super::changelog;
 use super::records::{ReconcileStamp, Stat, encode};
 use super::tables::*;
-use super::views::{self, Changes, Inputs};
-use super::walk::{Found, TopDirs, Unreadable, walk, walk_scoped};
+use super::views::{self, Changes, Dirty, Inputs};
+use super::walk::{TopDirs, Unreadable, walk, walk_scoped};
 use crate::doc::{Hash, ParsedDoc};
 use crate::error::{Error, Result};
 use crate::roots::{Root, Roots};
 use crate::time::Stamp;
 
 pub use mirror::Mirror;
+use mirror::Moves;
 pub(crate) use read::Reading;
 
 /// Files read per batch: bounds the memory a cold reindex holds at once.
@@ -115,20 +121,25 @@ pub fn run(
     if plan.is_noop(mirror) {
         report.revision = mirror.revision;
         report.files = mirror.files.len();
-        report.skipped = match &mirror.views {
-            Some(views) => views.skipped.len(),
-            None => store::skipped_count(db)?,
-        };
+        report.skipped = store::skipped_count(db)?;
         report.duration_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     }
 
     let txn = db.begin_write().map_err(Error::index)?;
-    mirror.load_rest(&txn)?;
     let racy_after = scan_start.minus(mirror.racy_window);
-    report.parsed = store_files(&txn, mirror, roots, &plan.to_read, racy_after, progress)?;
-    drop_removed(&txn, mirror, &plan.removed)?;
-    collect_garbage(&txn, mirror)?;
+    let mut moves = Moves::default();
+    let fresh = store_files(
+        &txn,
+        mirror,
+        &mut moves,
+        roots,
+        (&plan.to_read, racy_after),
+        progress,
+    )?;
+    report.parsed = fresh.len();
+    drop_removed(&txn, mirror, &mut moves, &plan.removed)?;
+    collect_garbage(&txn, mirror, moves)?;
     tracing::debug!(
         read = report.read,
         parsed = report.parsed,
@@ -140,10 +151,17 @@ pub fn run(
         mirror.top_dirs = plan.top_dirs;
         mirror.unreadable = plan.unreadable;
     }
-    let (changed, changes) = update_views(&txn, mirror, plan.full_views, &plan.dirty)?;
+    let (changed, changes) = update_views(
+        &txn,
+        mirror,
+        plan.full_views,
+        &plan.dirty,
+        &plan.removed,
+        fresh,
+    )?;
     tracing::debug!(
         full = plan.full_views,
-        namespaces = plan.dirty.len(),
+        namespaces = plan.dirty.namespaces.len(),
         views_ms = started.elapsed().as_millis() as u64,
         "views updated"
     );
@@ -163,12 +181,15 @@ pub fn run(
     Ok(report)
 }
 
+/// A file to read: its key and its stat now.
+type ToRead = ((Root, String), Stat);
+
 /// Phase 1: what disk says, compared with what the index knows.
 struct Plan {
     /// Candidate files found on disk.
     files: usize,
     /// Files that are new, changed, or were read too close to a change to trust their stat.
-    to_read: Vec<((Root, String), Stat)>,
+    to_read: Vec<ToRead>,
     /// Files the index knows that are gone (within the scope).
     removed: Vec<(Root, String)>,
     /// The complete folder facts after this reconcile.
@@ -176,8 +197,8 @@ struct Plan {
     unreadable: Unreadable,
     /// Views are recomputed from scratch: a new index, or a folder became (un)listable.
     full_views: bool,
-    /// Otherwise, the skill namespaces whose rows may differ.
-    dirty: BTreeSet<String>,
+    /// Otherwise, the parts of the views whose rows may differ.
+    dirty: Dirty,
     /// Writers' temporary files a full walk saw.
     temps: Vec<std::path::PathBuf>,
 }
@@ -188,12 +209,20 @@ impl Plan {
             Scope::All => walk(roots),
             Scope::Paths(paths) => walk_scoped(roots, paths),
         };
-        let removed: Vec<(Root, String)> = mirror
-            .files
-            .keys()
-            .filter(|key| in_scope(scope, &found, key) && !found.files.contains_key(*key))
-            .cloned()
-            .collect();
+        let removed: Vec<(Root, String)> = match scope {
+            Scope::All => mirror
+                .files
+                .keys()
+                .filter(|key| !found.files.contains_key(*key))
+                .cloned()
+                .collect(),
+            Scope::Paths(_) => found
+                .covered(&mirror.files)
+                .into_iter()
+                .filter(|key| !found.files.contains_key(*key))
+                .cloned()
+                .collect(),
+        };
         let (top_dirs, unreadable, temps) = match scope {
             Scope::All => (found.top_dirs, found.unreadable, found.temps),
             Scope::Paths(_) => {
@@ -203,7 +232,7 @@ impl Plan {
         };
         let full_views = !mirror.computed || unreadable != mirror.unreadable;
         let files = found.files.len();
-        let to_read: Vec<((Root, String), Stat)> = found
+        let to_read: Vec<ToRead> = found
             .files
             .into_iter()
             .filter(|(key, stat)| {
@@ -214,9 +243,9 @@ impl Plan {
             })
             .collect();
         let dirty = if full_views {
-            BTreeSet::new()
+            Dirty::default()
         } else {
-            views::dirty_namespaces(
+            views::dirty_parts(
                 to_read.iter().map(|(key, _)| key).chain(&removed),
                 top_dirs.symmetric_difference(&mirror.top_dirs),
             )
@@ -246,136 +275,120 @@ impl Plan {
     }
 }
 
-fn in_scope(scope: &Scope, found: &Found, key: &(Root, String)) -> bool {
-    match scope {
-        Scope::All => true,
-        Scope::Paths(_) => found.covers(key),
-    }
-}
-
-/// Phase 2: reads, hashes and parses the files to read, and stores them; returns how many
-/// distinct new contents were parsed. The next batch is read on the pool while this thread
-/// stores the previous one, so storing (single-threaded in redb) does not leave a core idle.
+/// Phase 2: reads, hashes, parses, encodes and compresses the files to read (on the pool),
+/// and stores them; returns the new parses by content hash. The next batch is read on the pool
+/// while this thread stores the previous one, so storing (single-threaded in redb) does not
+/// leave a core idle.
 fn store_files(
     txn: &WriteTransaction,
     mirror: &mut Mirror,
+    moves: &mut Moves,
     roots: &Roots,
-    to_read: &[((Root, String), Stat)],
-    racy_after: Stamp,
+    (to_read, racy_after): (&[ToRead], Stamp),
     progress: &dyn Fn(Progress),
-) -> Result<usize> {
-    let mut docs = mirror.docs.take().unwrap_or_default();
+) -> Result<HashMap<Hash, ParsedDoc>> {
     let mut tables = store::FileTables::open(txn)?;
     let mut fresh: HashMap<Hash, ParsedDoc> = HashMap::new();
-    let result = {
-        let reading = Reading {
-            roots,
-            known: &docs,
-            claimed: Mutex::new(HashSet::new()),
-            racy_after,
-            pack: true,
-        };
-        let read_batch = |batch: &[((Root, String), Stat)]| -> Vec<read::Read> {
-            batch
-                .par_iter()
-                .map(|(key, stat)| reading.read(key, *stat))
-                .collect()
-        };
-        let mut done = 0;
-        std::thread::scope(|scope| -> Result<()> {
-            let mut batches = to_read.chunks(BATCH);
-            let mut current = batches.next().map(read_batch);
-            while let Some(reads) = current.take() {
-                let next = batches
-                    .next()
-                    .map(|batch| scope.spawn(|| read_batch(batch)));
-                done += reads.len();
-                for read in reads {
-                    tables.store(read, &mut mirror.files, &mut fresh)?;
-                }
-                progress(Progress::Read {
-                    done,
-                    total: to_read.len(),
-                });
-                current = next.map(|reading| reading.join().expect("a read batch panicked"));
-            }
-            Ok(())
-        })
+    // The counts are read by the reading threads while this one stores; they change only when
+    // the moves are counted, after the last batch.
+    let known = std::mem::take(&mut mirror.contents);
+    let reading = Reading {
+        roots,
+        known: &known,
+        claimed: Mutex::new(HashSet::new()),
+        racy_after,
+        pack: true,
     };
-    let parsed = fresh.len();
-    docs.extend(fresh);
-    mirror.docs = Some(docs);
-    result.map(|()| parsed)
+    let read_batch = |batch: &[ToRead]| -> Vec<read::Read> {
+        batch
+            .par_iter()
+            .map(|(key, stat)| reading.read(key, *stat))
+            .collect()
+    };
+    let mut done = 0;
+    let stored = std::thread::scope(|scope| -> Result<()> {
+        let mut batches = to_read.chunks(BATCH);
+        let mut current = batches.next().map(read_batch);
+        while let Some(reads) = current.take() {
+            let next = batches
+                .next()
+                .map(|batch| scope.spawn(|| read_batch(batch)));
+            done += reads.len();
+            tables.store(reads, mirror, moves, &mut fresh)?;
+            progress(Progress::Read {
+                done,
+                total: to_read.len(),
+            });
+            current = next.map(|reading| reading.join().expect("a read batch panicked"));
+        }
+        Ok(())
+    });
+    drop(reading);
+    mirror.contents = known;
+    stored.map(|()| fresh)
 }
 
 /// Phase 3a: forgets the files that vanished.
 fn drop_removed(
     txn: &WriteTransaction,
     mirror: &mut Mirror,
+    moves: &mut Moves,
     removed: &[(Root, String)],
 ) -> Result<()> {
-    let mut files = txn.open_table(FILES).map_err(Error::index)?;
+    let mut tables = store::FileTables::open(txn)?;
     for key in removed {
-        files
-            .remove((key.0 as u8, key.1.as_str()))
-            .map_err(Error::index)?;
-        mirror.files.remove(key);
+        tables.remove(key, mirror, moves)?;
     }
     Ok(())
 }
 
-/// Phase 3b: drops the parsed documents and texts no file refers to any more.
-fn collect_garbage(txn: &WriteTransaction, mirror: &mut Mirror) -> Result<()> {
-    let referenced: HashSet<&Hash> = mirror
-        .files
-        .values()
-        .filter_map(|m| m.content.as_ref().ok())
-        .collect();
-    let orphans: Vec<Hash> = mirror
-        .docs()
-        .keys()
-        .filter(|h| !referenced.contains(h))
-        .copied()
-        .collect();
+/// Phase 3b: drops the parsed documents and texts no file refers to any more: of the contents
+/// this reconcile's files left, those no other file holds.
+fn collect_garbage(txn: &WriteTransaction, mirror: &mut Mirror, moves: Moves) -> Result<()> {
+    let orphans = mirror.count(moves);
     if orphans.is_empty() {
         return Ok(());
     }
-    let mut docs_table = txn.open_table(DOCS).map_err(Error::index)?;
-    let mut content = txn.open_table(CONTENT).map_err(Error::index)?;
-    let docs = mirror.docs.as_mut().expect("loaded by load_rest first");
-    for hash in orphans {
-        docs_table.remove(&hash).map_err(Error::index)?;
-        content.remove(&hash).map_err(Error::index)?;
-        docs.remove(&hash);
-    }
-    Ok(())
+    store::FileTables::open(txn)?.forget(&orphans)
 }
 
-/// Phase 4: the views brought up to date (recomputed whole, or per dirty namespace), and the
-/// rows that differ written; returns which tables changed and the keys that did.
+/// Phase 4: the dirty parts of the views recomputed (or all of them, `full`), compared with
+/// the stored rows of those parts, and the rows that differ written. The parses the views look
+/// at are this reconcile's `fresh` ones and, for unchanged files, read back from the docs
+/// table.
 fn update_views(
     txn: &WriteTransaction,
     mirror: &mut Mirror,
     full: bool,
-    dirty: &BTreeSet<String>,
+    dirty: &Dirty,
+    removed: &[(Root, String)],
+    fresh: HashMap<Hash, ParsedDoc>,
 ) -> Result<(store::Changed, Changes)> {
-    let mut current = mirror.views.take().unwrap_or_default();
+    let needed: Vec<_> = if full {
+        mirror.files.iter().collect()
+    } else {
+        views::files_needed(&mirror.files, &mirror.prompt_files, dirty)
+    };
+    let docs = parts::docs(txn, &needed, fresh)?;
+    drop(needed);
     let inputs = Inputs {
         files: &mirror.files,
-        docs: mirror.docs(),
+        docs: &docs,
         top_dirs: &mirror.top_dirs,
         unreadable: &mirror.unreadable,
+        prompt_files: &mirror.prompt_files,
     };
-    let changes = if full {
-        let fresh = views::compute(&inputs);
-        let changes = Changes::between(&current, &fresh);
-        current = fresh;
-        changes
+    let (old, new) = if full {
+        (parts::all(txn)?, views::compute(&inputs))
     } else {
-        views::update(&inputs, &mut current, dirty)
+        (
+            parts::stored(txn, &inputs, dirty, removed)?,
+            views::compute_parts(&inputs, dirty),
+        )
     };
-    let changed = store::view_changes(txn, &current, &changes)?;
-    mirror.views = Some(current);
+    let changes = Changes::between(&old, &new);
+    drop(old);
+    let changed = store::view_changes(txn, &new, &changes)?;
     mirror.computed = true;
     Ok((changed, changes))
 }
@@ -401,7 +414,7 @@ fn stamp(
     }
     report.revision = mirror.revision;
     report.files = mirror.files.len();
-    report.skipped = mirror.views.as_ref().map_or(0, |v| v.skipped.len());
+    report.skipped = changed.skipped_rows;
     report.duration_ms = started.elapsed().as_millis() as u64;
     let mut meta = txn.open_table(META).map_err(Error::index)?;
     meta.insert(META_REVISION, encode(&mirror.revision).as_slice())
@@ -451,5 +464,6 @@ pub fn fresh_views(roots: &Roots) -> views::Views {
         docs: &docs,
         top_dirs: &found.top_dirs,
         unreadable: &found.unreadable,
+        prompt_files: &views::prompt_files(files.keys()),
     })
 }

@@ -1,12 +1,13 @@
 //! Reading one file for a reconcile: capped, decoded, hashed, and (when its content is new)
-//! parsed and compressed. Runs on the rayon pool.
+//! parsed, encoded and compressed. Runs on the rayon pool, so that the single thread that
+//! writes the transaction only inserts.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read as _;
 use std::sync::Mutex;
 
 use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
-use crate::index::records::{FileMeta, Stat, compress_text};
+use crate::index::records::{FileMeta, Stat, compress_text, encode};
 use crate::roots::{Root, Roots};
 use crate::time::Stamp;
 
@@ -18,23 +19,26 @@ pub struct Read {
     pub new: Option<NewContent>,
 }
 
-/// A content seen for the first time: its parse and, for the content table, its compressed
-/// text (compressed on the reading threads, so the single writer thread only inserts).
+/// A content seen for the first time: its parse and, for the tables, the parse encoded and the
+/// text compressed (on the reading threads, so the single writer thread only inserts).
 pub struct NewContent {
     pub parsed: ParsedDoc,
+    /// `parsed`, postcard-encoded for the docs table (empty when not packing).
+    pub encoded: Vec<u8>,
+    /// The text, compressed for the content table (empty when not packing).
     pub packed: Vec<u8>,
 }
 
-/// What the reads of one reconcile share: which contents are already known, and which a read
-/// of this reconcile has claimed, so that each new content is parsed once however many files
-/// hold it.
+/// What the reads of one reconcile share: which contents the index holds already (with the
+/// number of files holding each, see `Mirror::contents`), and which a read of this reconcile
+/// has claimed, so that each new content is parsed once however many files hold it.
 pub struct Reading<'a> {
     pub roots: &'a Roots,
-    pub known: &'a HashMap<Hash, ParsedDoc>,
+    pub known: &'a HashMap<Hash, u32>,
     pub claimed: Mutex<HashSet<Hash>>,
     /// A file changed after this is read again next time (see `RACY_WINDOW`).
     pub racy_after: Stamp,
-    /// Compress new contents for the content table (a scan without an index does not).
+    /// Encode and compress new contents for the tables (a scan without an index does not).
     pub pack: bool,
 }
 
@@ -65,13 +69,18 @@ impl Reading<'_> {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .insert(hash);
-        let new = first.then(|| NewContent {
-            parsed: ParsedDoc::parse(text),
-            packed: if self.pack {
-                compress_text(text)
+        let new = first.then(|| {
+            let parsed = ParsedDoc::parse(text);
+            let (encoded, packed) = if self.pack {
+                (encode(&parsed), compress_text(text))
             } else {
-                Vec::new()
-            },
+                (Vec::new(), Vec::new())
+            };
+            NewContent {
+                parsed,
+                encoded,
+                packed,
+            }
         });
         done(Ok(hash), new)
     }

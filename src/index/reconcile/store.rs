@@ -3,18 +3,21 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use rayon::prelude::*;
 use redb::{ReadableDatabase, ReadableTableMetadata, Table, WriteTransaction};
 use serde::Serialize;
 
+use super::mirror::{Mirror, Moves};
 use super::read::Read;
 use crate::doc::{Hash, ParsedDoc};
 use crate::error::{Error, Result};
-use crate::index::records::{FileMeta, encode};
+use crate::index::records::encode;
 use crate::index::tables::*;
 use crate::index::views::{Changes, Views};
 use crate::roots::Root;
 
-/// The tables a file read lands in.
+/// The tables a file read lands in: the file entry by `(root, relative path)`, the parse and
+/// the text by content hash.
 pub struct FileTables<'txn> {
     files: Table<'txn, (u8, &'static str), &'static [u8]>,
     docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
@@ -30,30 +33,69 @@ impl<'txn> FileTables<'txn> {
         })
     }
 
-    /// Stores one read: its new content (parse and text), and its file entry when that changed.
+    /// Stores one batch of reads: the file entries that changed, and the new contents (parse
+    /// and text) in hash order, so that a cold build's inserts into its tables run in key
+    /// order within each batch. New parses are also put in `fresh`, by content hash, for the
+    /// views.
     pub fn store(
         &mut self,
-        read: Read,
-        files: &mut BTreeMap<(Root, String), FileMeta>,
+        reads: Vec<Read>,
+        mirror: &mut Mirror,
+        moves: &mut Moves,
         fresh: &mut HashMap<Hash, ParsedDoc>,
     ) -> Result<()> {
-        if let (Some(new), Ok(hash)) = (read.new, &read.meta.content) {
-            self.docs
-                .insert(hash, encode(&new.parsed).as_slice())
-                .map_err(Error::index)?;
-            self.content
-                .insert(hash, new.packed.as_slice())
-                .map_err(Error::index)?;
-            fresh.insert(*hash, new.parsed);
+        let mut new = Vec::new();
+        for read in reads {
+            if let (Some(content), Ok(hash)) = (read.new, &read.meta.content) {
+                new.push((*hash, content));
+            }
+            if mirror.files.get(&read.key) != Some(&read.meta) {
+                self.files
+                    .insert(
+                        (read.key.0 as u8, read.key.1.as_str()),
+                        encode(&read.meta).as_slice(),
+                    )
+                    .map_err(Error::index)?;
+                mirror.insert_file(read.key, read.meta, moves);
+            }
         }
-        if files.get(&read.key) != Some(&read.meta) {
-            self.files
-                .insert(
-                    (read.key.0 as u8, read.key.1.as_str()),
-                    encode(&read.meta).as_slice(),
-                )
+        new.sort_unstable_by_key(|(hash, _)| *hash);
+        for (hash, content) in &new {
+            self.docs
+                .insert(hash, content.encoded.as_slice())
                 .map_err(Error::index)?;
-            files.insert(read.key, read.meta);
+        }
+        for (hash, content) in &new {
+            self.content
+                .insert(hash, content.packed.as_slice())
+                .map_err(Error::index)?;
+        }
+        fresh.extend(
+            new.into_iter()
+                .map(|(hash, content)| (hash, content.parsed)),
+        );
+        Ok(())
+    }
+
+    /// Forgets a file that vanished.
+    pub fn remove(
+        &mut self,
+        key: &(Root, String),
+        mirror: &mut Mirror,
+        moves: &mut Moves,
+    ) -> Result<()> {
+        self.files
+            .remove((key.0 as u8, key.1.as_str()))
+            .map_err(Error::index)?;
+        mirror.remove_file(key, moves);
+        Ok(())
+    }
+
+    /// Forgets contents no file holds any more.
+    pub fn forget(&mut self, orphans: &[Hash]) -> Result<()> {
+        for hash in orphans {
+            self.docs.remove(hash).map_err(Error::index)?;
+            self.content.remove(hash).map_err(Error::index)?;
         }
         Ok(())
     }
@@ -87,6 +129,8 @@ pub struct Changed {
     pub prompts: bool,
     pub agents: bool,
     pub skipped: bool,
+    /// Rows in the skip table after the change.
+    pub skipped_rows: usize,
 }
 
 /// Writes the rows of `views` whose keys changed, and deletes the changed keys it no longer has.
@@ -108,19 +152,26 @@ pub fn view_changes(txn: &WriteTransaction, views: &Views, changes: &Changes) ->
         prompts: !changes.prompts.is_empty(),
         agents: !changes.agents.is_empty(),
         skipped: !changes.skipped.is_empty(),
+        skipped_rows: table.len().map_err(Error::index)? as usize,
     })
 }
 
-fn rows<T: Serialize>(
+/// Writes the rows of `keys` (encoded on every core first: a cold build writes them all).
+fn rows<T: Serialize + Sync>(
     txn: &WriteTransaction,
     def: redb::TableDefinition<&str, &[u8]>,
     rows: &BTreeMap<String, T>,
     keys: &BTreeSet<String>,
 ) -> Result<()> {
+    let keys: Vec<&String> = keys.iter().collect();
+    let encoded: Vec<(&String, Option<Vec<u8>>)> = keys
+        .into_par_iter()
+        .map(|key| (key, rows.get(key).map(encode)))
+        .collect();
     let mut table = txn.open_table(def).map_err(Error::index)?;
-    for key in keys {
-        match rows.get(key) {
-            Some(row) => table.insert(key.as_str(), encode(row).as_slice()).map(drop),
+    for (key, row) in encoded {
+        match row {
+            Some(row) => table.insert(key.as_str(), row.as_slice()).map(drop),
             None => table.remove(key.as_str()).map(drop),
         }
         .map_err(Error::index)?;

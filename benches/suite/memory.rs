@@ -1,0 +1,211 @@
+//! The worker process's memory (issue 15): the real `iii-directory` binary serving the tree
+//! through the loopback fake engine. It boots on an up-to-date index, then serves rounds of
+//! 20 full `skills::list`, 20 `skills::get` misses (D110) and 20 `skills::update` calls; the
+//! figure is its peak RSS (`VmHWM`) after the first round, and whether that peak stays flat
+//! (within 10%) over two more rounds of the same calls: the resident set right after a round
+//! rises and falls with the answers in flight (freed buffers go back to the system), the peak
+//! grows only if something accumulates. Runs on the suite's own copy of the tree, with its own
+//! index file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use iii_directory::Directory;
+use iii_directory::config::Config;
+use serde_json::{Value, json};
+
+use crate::Settings;
+use crate::fake_engine::FakeEngine;
+use crate::measure::status_mib;
+use crate::results::{Check, Cmp, Figure};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_iii-directory");
+/// Peak RSS of the worker serving 50,000 skills stays under this (MiB), issues 5 and 15.
+const RSS_50K_MAX_MIB: f64 = 150.0;
+/// RSS after each later round within this fraction of the RSS after the first (issue 15).
+const FLAT_WITHIN: f64 = 0.10;
+const LARGE: usize = 50_000;
+/// The calls of one round, per kind (issue 15).
+const CALLS_PER_KIND: usize = 20;
+/// Rounds after the first, for flatness.
+const MORE_ROUNDS: usize = 2;
+/// How long the worker may take to boot and register.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The longest one call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The worker's configuration seed: the tree's default folders, its own index file.
+fn write_config(work: &Path) -> (PathBuf, PathBuf) {
+    let path = work.join("memory.yaml");
+    let index = work.join("memory.redb");
+    std::fs::write(
+        &path,
+        format!(
+            "index_path: {}\n",
+            serde_json::to_string(&index.display().to_string()).expect("path")
+        ),
+    )
+    .expect("write the worker configuration");
+    (path, index)
+}
+
+/// The worker process, stopped (SIGTERM, then waited for) when dropped, also when a round
+/// panics.
+struct Worker(std::process::Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.0.id().to_string())
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// The peak RSS (`VmHWM`) and the RSS of the worker after each round.
+struct Rounds {
+    peaks: Vec<f64>,
+    rss: Vec<f64>,
+    boot: Duration,
+}
+
+pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
+    let (config_file, index) = write_config(work);
+    // The index the worker boots on, brought up to date in this process first: the worker's
+    // boot is then a warm one, as a restarted worker's is.
+    let mut config = Config::for_root(tree);
+    config.paths.index_path = index;
+    Directory::open(config)
+        .expect("open the worker's index")
+        .reconcile()
+        .expect("index the tree");
+
+    let rounds = serve_rounds(tree, &config_file, work);
+    let peak = rounds.peaks[0];
+    let growth = rounds.peaks.last().map_or(0.0, |last| last / peak - 1.0);
+    let show = |mib: &[f64]| -> String {
+        let shown: Vec<String> = mib.iter().map(|r| format!("{r:.1}")).collect();
+        shown.join(", ")
+    };
+    vec![
+        Figure::new(
+            "worker_rss",
+            "peak RSS, worker serving the tree",
+            "MiB",
+            peak,
+        )
+        .target("<150 MiB", LARGE, peak < RSS_50K_MAX_MIB)
+        .check(
+            15,
+            LARGE,
+            Check {
+                what: "peak",
+                measured: peak,
+                cmp: Cmp::Below,
+                limit: RSS_50K_MAX_MIB,
+                unit: "MiB",
+            },
+        )
+        .check(
+            15,
+            LARGE,
+            Check {
+                what: "peak's growth over 2 more rounds",
+                measured: growth * 100.0,
+                cmp: Cmp::AtMost,
+                limit: FLAT_WITHIN * 100.0,
+                unit: "%",
+            },
+        )
+        .note(format!(
+            "VmHWM after a warm boot and {CALLS_PER_KIND} full lists, {CALLS_PER_KIND} misses and \
+             {CALLS_PER_KIND} updates through the fake engine; VmHWM after that round and \
+             {MORE_ROUNDS} more: {} MiB ({:+.1}%); VmRSS after each: {} MiB; boot to registered \
+             {} ms; {} skills",
+            show(&rounds.peaks),
+            growth * 100.0,
+            show(&rounds.rss),
+            rounds.boot.as_millis(),
+            settings.skills
+        )),
+    ]
+}
+
+/// Boots the worker, serves the rounds, and stops it.
+fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = runtime.block_on(FakeEngine::start());
+    // Large answers: keeping copies of every frame would only cost this process memory.
+    engine.keep_history(false);
+    // No installed-workers set (the call fails): nothing is hidden.
+    engine.respond_error("worker::list", "function_not_found", "no worker daemon");
+    engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
+    engine.respond("configuration::register", json!({}));
+    let start = Instant::now();
+    let worker = Command::new(BINARY)
+        .arg("--config")
+        .arg(config)
+        .args(["--url", engine.url()])
+        .env("III_COMPOSE_DIR", tree)
+        .env("OTEL_ENABLED", "false")
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_WORKER_LOG").unwrap_or_else(|_| "error".into()),
+        )
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::File::create(work.join("memory-worker.log")).expect("the worker's log file"),
+        )
+        .spawn()
+        .expect("start the worker");
+    let worker = Worker(worker);
+    runtime
+        .block_on(engine.wait_function("directory::skills::list", BOOT_TIMEOUT))
+        .expect("the worker registers");
+    let boot = start.elapsed();
+    let pid = worker.0.id();
+
+    let call = |function: &str, data: Value| {
+        runtime.block_on(engine.invoke_with(function, data, None, CALL_TIMEOUT))
+    };
+    let ids: Vec<String> = call("directory::skills::list", json!({})).expect("list")["skills"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .filter(|id| id.contains('/') && !id.starts_with("agent-skill") && !id.starts_with("iii"))
+        .collect();
+    assert!(ids.len() >= CALLS_PER_KIND, "too few skills to update");
+    let mut rss = Vec::new();
+    let mut peaks = Vec::new();
+    for round in 0..=MORE_ROUNDS {
+        for i in 0..CALLS_PER_KIND {
+            let rows = call("directory::skills::list", json!({})).expect("list over the wire");
+            std::hint::black_box(rows);
+            let miss = call(
+                "directory::skills::get",
+                json!({ "id": format!("no-such-namespace-{round}/missing-{i}") }),
+            );
+            assert!(miss.is_err(), "a missing skill is a D110 error");
+            let id = &ids[(round * CALLS_PER_KIND + i) * 7919 % ids.len()];
+            let content = format!(
+                "---\ntitle: memory probe {round} {i}\n---\n# Probe\n\nRewritten by the memory figure.\n"
+            );
+            call(
+                "directory::skills::update",
+                json!({ "id": id, "content": content }),
+            )
+            .expect("update over the wire");
+        }
+        peaks.push(status_mib(pid, "VmHWM").unwrap_or(f64::NAN));
+        rss.push(status_mib(pid, "VmRSS").unwrap_or(f64::NAN));
+    }
+    drop(worker);
+    Rounds { peaks, rss, boot }
+}
