@@ -1,10 +1,10 @@
 //! Id input normalization and the validators: whatever they accept can be joined onto a root
 //! without leaving it, and normalizing an accepted id changes nothing. Also the edit distance,
-//! against a plain reference implementation.
+//! its bit-parallel form and its cheap lower bound, against a plain reference implementation.
 
 #![no_main]
 
-use iii_directory::doc::distance::levenshtein;
+use iii_directory::doc::distance::{Pattern, Shape, levenshtein};
 use iii_directory::doc::ids::{
     MAX_ID_BYTES, MAX_SEGMENT_BYTES, normalize_id_input, skill_id_for, validate_name,
     validate_skill_id, validate_worker_name,
@@ -87,6 +87,15 @@ fn check_levenshtein(a: &str, b: &str) {
     assert!(distance >= len_a.abs_diff(len_b));
     assert_eq!(distance == 0, a == b);
     assert_eq!(levenshtein(a, a), 0);
+    assert_eq!(
+        Pattern::new(a).distance(b),
+        distance,
+        "bit-parallel {a:?} {b:?}"
+    );
+    assert!(
+        Shape::of(a).distance_at_least(&Shape::of(b)) <= distance,
+        "bound {a:?} {b:?}"
+    );
     if len_a <= MAX_REFERENCE_CHARS && len_b <= MAX_REFERENCE_CHARS {
         assert_eq!(distance, reference_distance(a, b), "{a:?} {b:?}");
     }

@@ -45,29 +45,102 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
     row[short_len]
 }
 
-/// [`levenshtein`] when it is below `limit`, else `None`, usually without filling the table: the
-/// distance is at least the difference in length, and at least the larger side of the
-/// difference between the strings' multisets of characters (checked for ASCII strings).
-pub fn levenshtein_below(a: &str, b: &str, limit: usize) -> Option<usize> {
-    if a.chars().count().abs_diff(b.chars().count()) >= limit {
-        return None;
+/// One string measured against many (a missed id against candidates): for an ASCII string of at
+/// most 64 bytes, the bit-parallel edit distance (Myers, in Hyyrö's form), which computes a
+/// column of the table in a few word operations instead of one cell at a time.
+pub struct Pattern<'a> {
+    text: &'a str,
+    /// Bit `i` of `positions[c]` is set when byte `i` of the text is `c`; `None` when the text
+    /// is not ASCII or longer than a word.
+    positions: Option<Box<[u64; 128]>>,
+}
+
+impl<'a> Pattern<'a> {
+    pub fn new(text: &'a str) -> Pattern<'a> {
+        let positions = (text.is_ascii() && !text.is_empty() && text.len() <= 64).then(|| {
+            let mut positions = Box::new([0u64; 128]);
+            for (i, byte) in text.bytes().enumerate() {
+                positions[usize::from(byte)] |= 1 << i;
+            }
+            positions
+        });
+        Pattern { text, positions }
     }
-    if a.is_ascii() && b.is_ascii() {
-        let mut counts = [0i32; 128];
-        for byte in a.bytes() {
-            counts[byte as usize] += 1;
+
+    /// [`levenshtein`] between the pattern's text and `other`.
+    pub fn distance(&self, other: &str) -> usize {
+        let Some(positions) = self.positions.as_deref().filter(|_| other.is_ascii()) else {
+            return levenshtein(self.text, other);
+        };
+        let len = self.text.len();
+        let last = 1u64 << (len - 1);
+        let (mut plus, mut minus) = (u64::MAX >> (64 - len), 0u64);
+        let mut distance = len;
+        for byte in other.bytes() {
+            let equal = positions[usize::from(byte)];
+            let vertical = equal | minus;
+            let horizontal = ((equal & plus).wrapping_add(plus) ^ plus) | equal;
+            let mut h_plus = minus | !(horizontal | plus);
+            let mut h_minus = plus & horizontal;
+            if h_plus & last != 0 {
+                distance += 1;
+            }
+            if h_minus & last != 0 {
+                distance -= 1;
+            }
+            // The table's first row grows by one per column.
+            h_plus = (h_plus << 1) | 1;
+            h_minus <<= 1;
+            plus = h_minus | !(vertical | h_plus);
+            minus = h_plus & vertical;
         }
-        for byte in b.bytes() {
-            counts[byte as usize] -= 1;
+        distance
+    }
+}
+
+/// What a cheap lower bound of the edit distance needs of a string, kept beside many candidates
+/// so that most are passed over without reading them: its length in chars and, for an ASCII
+/// string, how many of its bytes fall in each of 32 buckets (byte mod 32).
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    chars: u32,
+    ascii: bool,
+    buckets: [u8; 32],
+}
+
+impl Shape {
+    pub fn of(s: &str) -> Shape {
+        let mut buckets = [0u8; 32];
+        for byte in s.bytes() {
+            let bucket = &mut buckets[usize::from(byte % 32)];
+            *bucket = bucket.saturating_add(1);
         }
-        let only_a: i32 = counts.iter().filter(|c| **c > 0).sum();
-        let only_b: i32 = -counts.iter().filter(|c| **c < 0).sum::<i32>();
-        if only_a.max(only_b) as usize >= limit {
-            return None;
+        Shape {
+            chars: u32::try_from(s.chars().count()).unwrap_or(u32::MAX),
+            ascii: s.is_ascii() && s.len() < 256,
+            buckets,
         }
     }
-    let distance = levenshtein(a, b);
-    (distance < limit).then_some(distance)
+
+    /// A lower bound of [`levenshtein`] between the strings of `self` and `other`: the
+    /// difference in length, and for ASCII strings the larger side of the difference of their
+    /// bucket counts (an edit changes at most one count on each side).
+    pub fn distance_at_least(&self, other: &Shape) -> usize {
+        let length = self.chars.abs_diff(other.chars) as usize;
+        if !(self.ascii && other.ascii) {
+            return length;
+        }
+        // Branch-free, so that it compiles to a few vector instructions.
+        let excess = |a: &[u8; 32], b: &[u8; 32]| -> usize {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| usize::from(x.saturating_sub(*y)))
+                .sum()
+        };
+        let only_self = excess(&self.buckets, &other.buckets);
+        let only_other = excess(&other.buckets, &self.buckets);
+        length.max(only_self).max(only_other)
+    }
 }
 
 /// The `max` items whose key is closest to `missed` by edit distance, compared in lowercase,
@@ -193,20 +266,28 @@ mod tests {
     }
 
     #[test]
-    fn a_bounded_distance_is_the_distance_below_its_limit() {
-        for a in WORDS {
-            for b in WORDS {
-                let distance = levenshtein(a, b);
-                for limit in 0..=25 {
-                    let expected = (distance < limit).then_some(distance);
-                    assert_eq!(
-                        levenshtein_below(a, b, limit),
-                        expected,
-                        "{a:?} {b:?} {limit}"
-                    );
-                }
+    fn a_pattern_measures_the_distance() {
+        let long = "a".repeat(64);
+        let longer = "ab".repeat(40);
+        let extra = [long.as_str(), longer.as_str(), "x", "xa", "aax"];
+        for a in WORDS.iter().chain(&extra) {
+            let pattern = Pattern::new(a);
+            for b in WORDS.iter().chain(&extra) {
+                assert_eq!(pattern.distance(b), levenshtein(a, b), "{a:?} {b:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_shape_bound_never_exceeds_the_distance() {
+        for a in WORDS {
+            for b in WORDS {
+                let bound = Shape::of(a).distance_at_least(&Shape::of(b));
+                assert!(bound <= levenshtein(a, b), "{a:?} {b:?}: {bound}");
+            }
+        }
+        // It is not a trivial bound.
+        assert_eq!(Shape::of("abc").distance_at_least(&Shape::of("xyz")), 3);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
+use crate::doc::distance::Shape;
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
@@ -117,16 +118,27 @@ impl SkillCache {
             .map_or(&[], Vec::as_slice)
     }
 
-    /// How many chars the lowercase on-disk id at `position` has (read without touching the
-    /// row, so that candidates too long or short for a distance are passed over cheaply).
-    pub fn id_chars(&self, position: u32) -> usize {
-        self.postings().id_chars[position as usize] as usize
+    /// The lowercase on-disk id at `position`, read from one contiguous text rather than the
+    /// row (a miss measures thousands of candidates).
+    pub fn lowercase_id_at(&self, position: u32) -> &str {
+        let postings = self.postings();
+        let i = position as usize;
+        let start = if i == 0 { 0 } else { postings.ends[i - 1] } as usize;
+        &postings.ids[start..postings.ends[i] as usize]
+    }
+
+    /// The [`Shape`] of the lowercase on-disk id at `position`: a bound of its edit distance
+    /// that passes most candidates over without reading them.
+    pub fn shape(&self, position: u32) -> &Shape {
+        &self.postings().shapes[position as usize]
     }
 
     fn postings(&self) -> &Postings {
         self.postings.get_or_init(|| {
             let mut segments: HashMap<Box<str>, Vec<u32>> = HashMap::new();
-            let mut id_chars = Vec::with_capacity(self.rows.len());
+            let mut ids = String::new();
+            let mut ends = Vec::with_capacity(self.rows.len());
+            let mut shapes = Vec::with_capacity(self.rows.len());
             for (i, row) in self.rows.iter().enumerate() {
                 for part in row.id.split('/') {
                     let rows = segments.entry(part.into()).or_default();
@@ -135,10 +147,16 @@ impl SkillCache {
                         rows.push(i as u32);
                     }
                 }
-                let chars = row.lowercase_id().chars().count();
-                id_chars.push(u16::try_from(chars).unwrap_or(u16::MAX));
+                ids.push_str(row.lowercase_id());
+                ends.push(u32::try_from(ids.len()).expect("ids under 4 GiB"));
+                shapes.push(Shape::of(row.lowercase_id()));
             }
-            Postings { segments, id_chars }
+            Postings {
+                segments,
+                ids,
+                ends,
+                shapes,
+            }
         })
     }
 
@@ -148,12 +166,14 @@ impl SkillCache {
     }
 }
 
-/// What a `get` miss looks candidates up by.
+/// What a `get` miss looks candidates up by, by position.
 struct Postings {
     /// Each `/`-separated segment of the on-disk ids, with the positions of the rows that have it.
     segments: HashMap<Box<str>, Vec<u32>>,
-    /// Chars of each row's lowercase on-disk id, by position (ids are at most 240 bytes).
-    id_chars: Vec<u16>,
+    /// The lowercase on-disk ids one after another; `ends[i]` is where row `i`'s ends.
+    ids: String,
+    ends: Vec<u32>,
+    shapes: Vec<Shape>,
 }
 
 /// One cached row, kept compact (a tree of 50,000 skills holds 50,000 of these): the list

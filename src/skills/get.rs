@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::cache::{Listed, SkillCache};
-use crate::doc::distance::{SUGGESTIONS, levenshtein_below};
+use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
 use crate::error::{Error, Result};
@@ -170,11 +170,13 @@ pub fn resolve_worker<'a>(top: &str, names: &BTreeSet<&'a str>) -> Option<&'a st
 /// most 0, so the candidates are the rows of the missed segments' postings. The postings are
 /// taken shortest first, and a longer one only when the rows it adds could still make the
 /// cut (a common segment's thousands of rows are mostly never looked at); within a posting the
-/// rows sharing most go first, and a row whose best possible score (the distance is at least
-/// the difference in length) cannot make the cut is never measured.
+/// rows sharing most go first, and a row whose best possible score cannot make the cut is
+/// never measured (its distance is at least what the [`Shape`]s kept beside the postings
+/// bound, read without touching the row).
 fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> Vec<String> {
     let missed_lower = missed.to_lowercase();
-    let missed_chars = missed_lower.chars().count();
+    let missed_shape = Shape::of(&missed_lower);
+    let pattern = Pattern::new(&missed_lower);
     // Each distinct segment's posting, with how often the missed id repeats the segment.
     let mut postings: Vec<(&str, &[u32], i64)> = Vec::new();
     for segment in missed.split('/') {
@@ -184,29 +186,41 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
         }
     }
     postings.sort_by_key(|(_, rows, _)| rows.len());
-    let holds = |rows: &[u32], position: &u32| rows.binary_search(position).is_ok();
 
     let mut best = Best::default();
-    for (j, &(_, rows, _)) in postings.iter().enumerate() {
-        let (earlier, later) = postings.split_at(j);
-        let most_shared: i64 = later.iter().map(|(_, _, times)| times).sum();
+    for (j, &(_, rows, times)) in postings.iter().enumerate() {
+        let (earlier, later) = (&postings[..j], &postings[j + 1..]);
+        let most_shared = times + later.iter().map(|(_, _, t)| t).sum::<i64>();
         if best.beats(100 * most_shared, 0) {
             break;
         }
-        // The rows an earlier posting did not already score, each with every segment it shares.
-        let mut fresh: Vec<(i64, u32)> = rows
+        // The rows an earlier (shorter) posting did not already score, each with every segment
+        // it shares: the earlier rows are skipped in one merged walk, the later postings (each
+        // longer) are searched.
+        let mut scored: Vec<u32> = earlier
             .iter()
-            .filter(|p| !earlier.iter().any(|(_, rows, _)| holds(rows, p)))
-            .map(|&p| {
-                let shared = later
-                    .iter()
-                    .filter(|(_, rows, _)| holds(rows, &p))
-                    .map(|(_, _, times)| times)
-                    .sum();
-                (shared, p)
-            })
+            .flat_map(|(_, r, _)| r.iter().copied())
             .collect();
-        fresh.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.sort_unstable();
+        let mut next_scored = scored.iter().peekable();
+        let mut fresh: Vec<(i64, u32)> = Vec::with_capacity(rows.len());
+        for &position in rows {
+            while next_scored.next_if(|p| **p < position).is_some() {}
+            if next_scored.peek() == Some(&&position) {
+                continue;
+            }
+            let shared = times
+                + later
+                    .iter()
+                    .filter(|(_, rows, _)| rows.binary_search(&position).is_ok())
+                    .map(|(_, _, t)| t)
+                    .sum::<i64>();
+            fresh.push((shared, position));
+        }
+        // Rows sharing most first; without later postings they all share as much, in order.
+        if !later.is_empty() {
+            fresh.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        }
         for (shared, position) in fresh {
             if best.beats(100 * shared, 0) {
                 break;
@@ -214,15 +228,15 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
             let Some(limit) = best.distance_limit(shared, position) else {
                 continue;
             };
-            // The distance is at least the difference in length.
-            if cache.id_chars(position).abs_diff(missed_chars) >= limit {
+            if cache.shape(position).distance_at_least(&missed_shape) >= limit {
+                continue;
+            }
+            let distance = pattern.distance(cache.lowercase_id_at(position));
+            if distance >= limit {
                 continue;
             }
             let row = cache.at(position);
-            if !visibility.allows_id(&row.id, row.always_visible) {
-                continue;
-            }
-            if let Some(distance) = levenshtein_below(&missed_lower, row.lowercase_id(), limit) {
+            if visibility.allows_id(&row.id, row.always_visible) {
                 best.offer(100 * shared - distance as i64, position, row);
             }
         }
