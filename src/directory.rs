@@ -11,10 +11,12 @@ use serde_json::Value;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
+use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
+use crate::list_revision::{ListRevision, RevisionRequest};
 use crate::roots::Roots;
 use crate::rules::skill::Visibility;
-use crate::{agents, skills, store, system_prompts};
+use crate::{agents, request, skills, store, system_prompts};
 
 /// The read functions of the contract that the library answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,25 +351,59 @@ impl Directory {
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Result<Value> {
-        let reader = self.index.read()?;
+        self.read_in(&self.index.read()?, function, request, installed)
+    }
+
+    /// The answer of a `list` call whose caller holds the current revision (`since_revision`,
+    /// else `if_revision`): `{unchanged, revision}`, found from two numbers of a snapshot, so
+    /// cheap enough for an async thread (the worker answers the idle polls of UIs without a
+    /// hop to its blocking pool). `None` for any other call, to be answered by
+    /// [`Directory::read`].
+    pub fn read_if_unchanged(
+        &self,
+        function: ReadFunction,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Option<Result<Value>> {
+        let table = match function {
+            ReadFunction::SkillsList => Logged::Skills,
+            ReadFunction::SystemPromptsList => Logged::Prompts,
+            ReadFunction::AgentsList => Logged::Agents,
+            _ => return None,
+        };
+        let held: RevisionRequest = request::parse(request).ok()?;
+        let held = held.since_revision.or(held.if_revision)?;
+        let reader = self.index.read().ok()?;
+        let visibility = (table == Logged::Skills).then(|| self.visibility(installed));
+        let current = ListRevision::current(&reader, table, visibility).ok()?;
+        // The same read as ever, on the same snapshot: it answers `unchanged` after checking
+        // the request whole.
+        (current.token == held).then(|| self.read_in(&reader, function, request, installed))
+    }
+
+    fn read_in(
+        &self,
+        reader: &index::Reader,
+        function: ReadFunction,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Result<Value> {
         let visibility = self.visibility(installed);
         match function {
             ReadFunction::SkillsList => {
-                let text = self.skills_list(&reader, visibility, request)?;
+                let text = self.skills_list(reader, visibility, request)?;
                 serde_json::from_str(&text).map_err(Error::json)
             }
             ReadFunction::SkillsGet => {
-                skills::get(&reader, &self.roots, visibility, request, || {
-                    self.skill_cache(&reader)
+                skills::get(reader, &self.roots, visibility, request, || {
+                    self.skill_cache(reader)
                 })
             }
-            ReadFunction::SkillsIndex => {
-                Ok(skills::index(&*self.skill_cache(&reader)?, visibility))
-            }
-            ReadFunction::SystemPromptsList => system_prompts::list_answer(&reader, request),
-            ReadFunction::SystemPromptsGet => system_prompts::get(&reader, &self.roots, request),
-            ReadFunction::AgentsList => agents::list_answer(&reader, request),
-            ReadFunction::AgentsGet => agents::get(&reader, &self.roots, visibility, request),
+            ReadFunction::SkillsIndex => Ok(skills::index(&*self.skill_cache(reader)?, visibility)),
+            ReadFunction::SystemPromptsList => system_prompts::list_answer(reader, request),
+            ReadFunction::SystemPromptsGet => system_prompts::get(reader, &self.roots, request),
+            ReadFunction::AgentsList => agents::list_answer(reader, request),
+            ReadFunction::AgentsGet => agents::get(reader, &self.roots, visibility, request),
         }
     }
 

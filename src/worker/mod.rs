@@ -352,6 +352,15 @@ async fn handle(
         Handler::OnWorkerAdded => return Ok(downloads::on_worker_added(shared, input).await),
         _ => {}
     }
+    if let Handler::Read(function) = handler {
+        // A UI's idle poll: answered here, without the hop to the blocking pool.
+        let unchanged = shared
+            .directory
+            .read_if_unchanged(function, &input, installed.as_deref());
+        if let Some(answer) = unchanged {
+            return answer.map_err(|e| e.to_string());
+        }
+    }
     let connection = (handler == Handler::Status).then(|| setup::status(iii, shared));
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {

@@ -546,3 +546,48 @@ async fn engine_functions_info_passes_the_engines_error_on() {
     );
     h.stop().await;
 }
+
+/// An idle poll is answered without the blocking pool (`Directory::read_if_unchanged`), for
+/// each list; the answer, and the error of a request that is wrong beside a current revision,
+/// are those of the ordinary read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_current_revision_is_answered_unchanged_by_every_list() {
+    let h = Harness::start(Installed::Mailer, None).await;
+    for list in [
+        "directory::skills::list",
+        "directory::system-prompts::list",
+        "directory::agents::list",
+    ] {
+        let first = h.call(list, json!({"since_revision": 0})).await;
+        let revision = first["revision"].as_u64().expect("revision");
+        for field in ["since_revision", "if_revision"] {
+            let again = h.call(list, json!({ field: revision })).await;
+            assert_eq!(
+                again,
+                json!({"unchanged": true, "revision": revision}),
+                "{list} {field}"
+            );
+        }
+        // `since_revision` wins over a stale `if_revision`.
+        let both = h
+            .call(list, json!({"since_revision": revision, "if_revision": 1}))
+            .await;
+        assert_eq!(both["unchanged"], true, "{list}: {both}");
+    }
+    let skills = h
+        .call("directory::skills::list", json!({"since_revision": 0}))
+        .await;
+    let revision = skills["revision"].clone();
+    let wrong = h
+        .call_err(
+            "directory::skills::list",
+            json!({"since_revision": revision, "prefix": 5}),
+        )
+        .await;
+    let plain = h
+        .call_err("directory::skills::list", json!({"prefix": 5}))
+        .await;
+    assert!(wrong.message.contains("invalid request"), "{wrong}");
+    assert_eq!(wrong.message, plain.message);
+    h.stop().await;
+}
