@@ -7,8 +7,8 @@
 //! grows only if something accumulates. Runs on the suite's own copy of the tree, with its own
 //! index file.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use iii_directory::Directory;
@@ -19,8 +19,8 @@ use crate::Settings;
 use crate::fake_engine::FakeEngine;
 use crate::measure::status_mib;
 use crate::results::{Check, Cmp, Figure};
+use crate::worker::{command, write_config};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_iii-directory");
 /// Peak RSS of the worker serving 50,000 skills stays under this (MiB), issues 5 and 15.
 const RSS_50K_MAX_MIB: f64 = 150.0;
 /// RSS after each later round within this fraction of the RSS after the first (issue 15).
@@ -34,21 +34,6 @@ const MORE_ROUNDS: usize = 2;
 const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
 /// The longest one call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The worker's configuration seed: the tree's default folders, its own index file.
-fn write_config(work: &Path) -> (PathBuf, PathBuf) {
-    let path = work.join("memory.yaml");
-    let index = work.join("memory.redb");
-    std::fs::write(
-        &path,
-        format!(
-            "index_path: {}\n",
-            serde_json::to_string(&index.display().to_string()).expect("path")
-        ),
-    )
-    .expect("write the worker configuration");
-    (path, index)
-}
 
 /// The worker process, stopped (SIGTERM, then waited for) when dropped, also when a round
 /// panics.
@@ -72,7 +57,7 @@ struct Rounds {
 }
 
 pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
-    let (config_file, index) = write_config(work);
+    let (config_file, index) = write_config(work, "memory");
     // The index the worker boots on, brought up to date in this process first: the worker's
     // boot is then a warm one, as a restarted worker's is.
     let mut config = Config::for_root(tree);
@@ -148,17 +133,8 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
     engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
     engine.respond("configuration::register", json!({}));
     let start = Instant::now();
-    let worker = Command::new(BINARY)
-        .arg("--config")
-        .arg(config)
+    let worker = command(tree, config)
         .args(["--url", engine.url()])
-        .env("III_COMPOSE_DIR", tree)
-        .env("OTEL_ENABLED", "false")
-        .env(
-            "RUST_LOG",
-            std::env::var("BENCH_WORKER_LOG").unwrap_or_else(|_| "error".into()),
-        )
-        .stdout(Stdio::null())
         .stderr(
             std::fs::File::create(work.join("memory-worker.log")).expect("the worker's log file"),
         )

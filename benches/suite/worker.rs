@@ -3,7 +3,7 @@
 //! `iii-directory reindex --from-scratch` with its peak memory. (The worker's own memory is
 //! `memory.rs`.) Runs on the suite's own copy of the tree with its own index file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,11 +31,11 @@ const WIRE_TARGET_SKILLS: usize = 10_000;
 /// How often a short-lived process's peak memory is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 
-/// The configuration seed of the worker: the tree's default folders, the index file in the
-/// work folder.
-fn write_config(work: &Path) -> std::path::PathBuf {
-    let path = work.join("worker.yaml");
-    let index = work.join("worker.redb");
+/// A configuration seed for a worker: the tree's default folders, the index file
+/// `<name>.redb` in the work folder. Returns the seed's path and the index's.
+pub fn write_config(work: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let path = work.join(format!("{name}.yaml"));
+    let index = work.join(format!("{name}.redb"));
     std::fs::write(
         &path,
         format!(
@@ -44,17 +44,22 @@ fn write_config(work: &Path) -> std::path::PathBuf {
         ),
     )
     .expect("write the worker configuration");
-    path
+    (path, index)
 }
 
-fn command(tree: &Path, config: &Path) -> Command {
+/// The real binary on `tree` with the seed `config`, logging errors only (or what
+/// `BENCH_WORKER_LOG` asks for).
+pub fn command(tree: &Path, config: &Path) -> Command {
     let mut command = Command::new(BINARY);
     command
         .arg("--config")
         .arg(config)
         .env("III_COMPOSE_DIR", tree)
         .env("OTEL_ENABLED", "false")
-        .env("RUST_LOG", "error")
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_WORKER_LOG").unwrap_or_else(|_| "error".into()),
+        )
         .stdout(Stdio::null());
     command
 }
@@ -78,7 +83,7 @@ fn wait_sampling(mut child: Child, start: Instant) -> (Duration, f64, std::proce
 }
 
 pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
-    let config = write_config(work);
+    let (config, index) = write_config(work, "worker");
     let mut out = Vec::new();
 
     // Cold reindex by the command line.
@@ -160,7 +165,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
 
     // In-process over the same index, for the wire's overhead.
     let mut follower_config = Config::for_root(tree);
-    follower_config.paths.index_path = work.join("worker.redb");
+    follower_config.paths.index_path = index;
     let follower = Directory::open(follower_config).expect("open the worker's index");
     let local = measure(1, settings.iterations, || {
         std::hint::black_box(
