@@ -16,10 +16,9 @@ use iii_directory::config::Config;
 use serde_json::{Value, json};
 
 use crate::Settings;
-use crate::fake_engine::FakeEngine;
 use crate::measure::status_mib;
 use crate::results::{Check, Cmp, Figure};
-use crate::worker::{command, write_config};
+use crate::worker::{command, engine_for_worker, write_config};
 
 /// Peak RSS of the worker serving 50,000 skills stays under this (MiB), issues 5 and 15.
 const RSS_50K_MAX_MIB: f64 = 150.0;
@@ -120,18 +119,9 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
 
 /// Boots the worker, serves the rounds, and stops it.
 fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let engine = runtime.block_on(FakeEngine::start());
+    let (runtime, engine) = engine_for_worker();
     // Large answers: keeping copies of every frame would only cost this process memory.
     engine.keep_history(false);
-    // No installed-workers set (the call fails): nothing is hidden.
-    engine.respond_error("worker::list", "function_not_found", "no worker daemon");
-    engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
-    engine.respond("configuration::register", json!({}));
     let start = Instant::now();
     let worker = command(tree, config)
         .args(["--url", engine.url()])

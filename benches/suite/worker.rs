@@ -64,6 +64,21 @@ pub fn command(tree: &Path, config: &Path) -> Command {
     command
 }
 
+/// A runtime and a fake engine for the real binary: no worker daemon (`worker::list` fails, so
+/// nothing is hidden, as in process with `None`) and no stored configuration.
+pub fn engine_for_worker() -> (tokio::runtime::Runtime, FakeEngine) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = runtime.block_on(FakeEngine::start());
+    engine.respond_error("worker::list", "function_not_found", "no worker daemon");
+    engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
+    engine.respond("configuration::register", json!({}));
+    (runtime, engine)
+}
+
 /// Runs `child` to its end, sampling its peak RSS; returns the wall time and the last peak seen.
 fn wait_sampling(mut child: Child, start: Instant) -> (Duration, f64, std::process::Output) {
     let pid = child.id();
@@ -118,16 +133,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     ));
 
     // The worker, booting on the index just built.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let engine = runtime.block_on(FakeEngine::start());
-    // No installed-workers set (the call fails): nothing is hidden, as in-process with `None`.
-    engine.respond_error("worker::list", "function_not_found", "no worker daemon");
-    engine.respond_error("configuration::get", "NOT_FOUND", "no entry");
-    engine.respond("configuration::register", json!({}));
+    let (runtime, engine) = engine_for_worker();
     let start = Instant::now();
     let mut worker = Reaped(
         command(tree, &config)
