@@ -302,9 +302,8 @@ async fn the_console_page_in_chromium() {
     // The run moves many full lists (megabytes each): route them, do not keep copies.
     engine.keep_history(false);
     let worker = WorkerProcess::spawn(engine.url(), &tree, Some(&seed), &[]);
-    if let Err(e) = engine.wait_function(UI_CONTENT, WORKER_UP_WITHIN).await {
-        panic!("{e}\nworker stderr:\n{}", worker.stderr());
-    }
+    let registered = engine.wait_function(UI_CONTENT, WORKER_UP_WITHIN).await;
+    worker.expect("the worker registers", registered);
     let http = start_http(vendor).await;
     let out = manifest_dir().join("target/browser-test");
 

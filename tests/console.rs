@@ -67,19 +67,15 @@ impl Running {
     }
 
     fn ok<T>(&self, waited: Result<T, String>) -> T {
-        waited.unwrap_or_else(|e| panic!("{e}\nworker stderr:\n{}", self.worker.stderr()))
+        self.worker.expect("waiting on the engine", waited)
     }
 
     async fn content(&self, path: &str) -> Value {
-        self.engine
+        let answer = self
+            .engine
             .invoke(UI_CONTENT, json!({ "path": path }))
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "ui-content {path}: {e}\nworker stderr:\n{}",
-                    self.worker.stderr()
-                )
-            })
+            .await;
+        self.worker.expect(&format!("ui-content {path}"), answer)
     }
 
     /// The worker's binding on `trigger_type` whose id is not in `except`.

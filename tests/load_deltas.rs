@@ -111,9 +111,7 @@ impl Bus {
                     .await
                     .map(drop),
             ] {
-                if let Err(e) = wait {
-                    panic!("{e}\nworker stderr:\n{}", worker.stderr());
-                }
+                worker.expect("the worker comes up", wait);
             }
         });
         // The answers are large and many: the fake keeps none of them.

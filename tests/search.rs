@@ -177,24 +177,17 @@ impl Harness {
     }
 
     fn ok<T>(&self, what: &str, waited: Result<T, String>) -> T {
-        waited.unwrap_or_else(|e| panic!("{what}: {e}\nworker stderr:\n{}", self.worker.stderr()))
+        self.worker.expect(what, waited)
     }
 
     async fn call(&self, function_id: &str, data: Value) -> Value {
-        match self.fake.invoke(function_id, data.clone()).await {
-            Ok(v) => v,
-            Err(e) => panic!(
-                "{function_id} {data}: {e}\nstderr:\n{}",
-                self.worker.stderr()
-            ),
-        }
+        let what = format!("{function_id} {data}");
+        self.worker
+            .expect(&what, self.fake.invoke(function_id, data).await)
     }
 
     async fn call_err(&self, function_id: &str, data: Value) -> ErrorBody {
-        match self.fake.invoke(function_id, data.clone()).await {
-            Ok(v) => panic!("{function_id} {data} should fail, answered {v}"),
-            Err(e) => e,
-        }
+        self.fake.invoke_err(function_id, data).await
     }
 
     async fn search(&self, capabilities: &[&str]) -> Value {
@@ -204,17 +197,11 @@ impl Harness {
 
     async fn search_in_session(&self, session: &str, capabilities: &[&str]) -> Value {
         let data = json!({ "capabilities": capabilities });
-        match self
+        let answer = self
             .fake
             .invoke_with_baggage(SEARCH, data, &format!("iii.session.id={session}"))
-            .await
-        {
-            Ok(v) => v,
-            Err(e) => panic!(
-                "search in {session}: {e}\nstderr:\n{}",
-                self.worker.stderr()
-            ),
-        }
+            .await;
+        self.worker.expect(&format!("search in {session}"), answer)
     }
 
     async fn eventually<F, Fut>(&self, what: &str, check: F)

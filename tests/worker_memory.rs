@@ -69,9 +69,7 @@ impl Bus {
             }
             _ => self.call("directory::skills::index", json!({})).map(drop),
         };
-        if let Err(e) = result {
-            panic!("call {n}: {e}\nworker stderr:\n{}", self.worker.stderr());
-        }
+        self.worker.expect(&format!("call {n}"), result);
     }
 }
 
@@ -109,12 +107,11 @@ fn the_workers_resident_set_stays_flat_over_mixed_calls() {
         engine,
         worker,
     };
-    if let Err(e) = bus.runtime.block_on(
+    let registered = bus.runtime.block_on(
         bus.engine
             .wait_function("directory::skills::update", UP_WITHIN),
-    ) {
-        panic!("{e}\nworker stderr:\n{}", bus.worker.stderr());
-    }
+    );
+    bus.worker.expect("the worker registers", registered);
     // The worker answers once its boot reconcile is done: list until the tree is served.
     let deadline = std::time::Instant::now() + UP_WITHIN;
     let ids: Vec<String> = loop {

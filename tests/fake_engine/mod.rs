@@ -857,6 +857,14 @@ impl FakeEngine {
             .await
     }
 
+    /// Invokes a call that must fail, and returns its error.
+    pub async fn invoke_err(&self, function_id: &str, data: Value) -> ErrorBody {
+        match self.invoke(function_id, data.clone()).await {
+            Ok(value) => panic!("{function_id} {data} should fail, answered {value}"),
+            Err(err) => err,
+        }
+    }
+
     /// Invoke a worker function with optional per-invocation `metadata` and a deadline.
     ///
     /// Errors: the worker's own error; `function_not_found` if no open connection registered

@@ -389,7 +389,7 @@ impl Harness {
 
     /// The value of a fake-engine wait, or a failure that shows the worker's stderr too.
     fn ok<T>(&self, what: &str, waited: Result<T, String>) -> T {
-        waited.unwrap_or_else(|e| panic!("{what}: {e}\nworker stderr:\n{}", self.worker.stderr()))
+        self.worker.expect(what, waited)
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -397,20 +397,13 @@ impl Harness {
     }
 
     async fn call(&self, function_id: &str, data: Value) -> Value {
-        match self.engine.invoke(function_id, data.clone()).await {
-            Ok(value) => value,
-            Err(err) => panic!(
-                "{function_id} {data} failed: {err}\nworker stderr:\n{}",
-                self.worker.stderr()
-            ),
-        }
+        let what = format!("{function_id} {data} failed");
+        self.worker
+            .expect(&what, self.engine.invoke(function_id, data).await)
     }
 
     async fn call_err(&self, function_id: &str, data: Value) -> ErrorBody {
-        match self.engine.invoke(function_id, data.clone()).await {
-            Ok(value) => panic!("{function_id} {data} should fail, answered {value}"),
-            Err(err) => err,
-        }
+        self.engine.invoke_err(function_id, data).await
     }
 
     async fn skill_ids(&self) -> Vec<String> {

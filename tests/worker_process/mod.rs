@@ -91,6 +91,12 @@ impl WorkerProcess {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// `result`'s value, or a failure that names `what` and shows the worker's stderr (what
+    /// went wrong on the worker's side is usually there).
+    pub fn expect<T, E: std::fmt::Display>(&self, what: &str, result: Result<T, E>) -> T {
+        result.unwrap_or_else(|e| panic!("{what}: {e}\nworker stderr:\n{}", self.stderr()))
+    }
+
     /// Waits until the worker's stderr contains `needle`; returns the whole stderr.
     pub async fn wait_stderr(&self, needle: &str, timeout: Duration) -> String {
         let deadline = Instant::now() + timeout;
