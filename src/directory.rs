@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use serde_json::Value;
 
+use crate::answer::Answer;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
-use crate::list_revision::{ListRevision, RevisionRequest};
+use crate::list_revision::{self, ListRevision, RevisionRequest};
 use crate::roots::Roots;
 use crate::rules::skill::Visibility;
 use crate::{agents, request, skills, store, system_prompts};
@@ -351,20 +352,31 @@ impl Directory {
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Result<Value> {
+        self.read_answer(function, request, installed)?.into_value()
+    }
+
+    /// [`Directory::read`]'s answer before it is written out: the worker hands it to the SDK,
+    /// which serializes it once into the value it sends.
+    pub fn read_answer(
+        &self,
+        function: ReadFunction,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Result<Answer> {
         self.read_in(&self.index.read()?, function, request, installed)
     }
 
     /// The answer of a `list` call whose caller holds the current revision (`since_revision`,
-    /// else `if_revision`): `{unchanged, revision}`, found from two numbers of a snapshot, so
-    /// cheap enough for an async thread (the worker answers the idle polls of UIs without a
-    /// hop to its blocking pool). `None` for any other call, to be answered by
-    /// [`Directory::read`].
+    /// else `if_revision`): `{unchanged, revision}`, found from the index's last commit, with
+    /// no snapshot to read, so cheap enough for an async thread (the worker answers the idle
+    /// polls of UIs without a hop to its blocking pool). `None` for any other call, to be
+    /// answered by [`Directory::read`].
     pub fn read_if_unchanged(
         &self,
         function: ReadFunction,
         request: &Value,
         installed: Option<&BTreeSet<String>>,
-    ) -> Option<Result<Value>> {
+    ) -> Option<Result<Answer>> {
         let table = match function {
             ReadFunction::SkillsList => Logged::Skills,
             ReadFunction::SystemPromptsList => Logged::Prompts,
@@ -373,12 +385,28 @@ impl Directory {
         };
         let held: RevisionRequest = request::parse(request).ok()?;
         let held = held.since_revision.or(held.if_revision)?;
-        let reader = self.index.read().ok()?;
+        let latest = match self.index.latest() {
+            Some(latest) => latest,
+            // A follower: its writer is another process.
+            None => {
+                let reader = self.index.read().ok()?;
+                index::Latest {
+                    epoch: reader.epoch().ok()?,
+                    revision: reader.revision().ok()?,
+                }
+            }
+        };
         let visibility = (table == Logged::Skills).then(|| self.visibility(installed));
-        let current = ListRevision::current(&reader, table, visibility).ok()?;
-        // The same read as ever, on the same snapshot: it answers `unchanged` after checking
-        // the request whole.
-        (current.token == held).then(|| self.read_in(&reader, function, request, installed))
+        let current = ListRevision::of(latest, table, visibility);
+        if current.token != held {
+            return None;
+        }
+        // Checked whole, as the full read would.
+        let checked = match table {
+            Logged::Skills => skills::check_list_request(request),
+            Logged::Prompts | Logged::Agents => Ok(()),
+        };
+        Some(checked.map(|()| Answer::Value(list_revision::unchanged(current.token))))
     }
 
     fn read_in(
@@ -387,12 +415,12 @@ impl Directory {
         function: ReadFunction,
         request: &Value,
         installed: Option<&BTreeSet<String>>,
-    ) -> Result<Value> {
+    ) -> Result<Answer> {
         let visibility = self.visibility(installed);
-        match function {
+        let value = match function {
             ReadFunction::SkillsList => {
-                let text = self.skills_list(reader, visibility, request)?;
-                serde_json::from_str(&text).map_err(Error::json)
+                let cache = || self.skill_cache(reader);
+                return skills::list(reader, visibility, request, cache).map(Answer::from);
             }
             ReadFunction::SkillsGet => {
                 skills::get(reader, &self.roots, visibility, request, || {
@@ -404,34 +432,19 @@ impl Directory {
             ReadFunction::SystemPromptsGet => system_prompts::get(reader, &self.roots, request),
             ReadFunction::AgentsList => agents::list_answer(reader, request),
             ReadFunction::AgentsGet => agents::get(reader, &self.roots, visibility, request),
-        }
+        };
+        value.map(Answer::Value)
     }
 
-    /// Answers a read function with the response's JSON text, as it goes on the wire. `list`,
-    /// which UIs call constantly, is served from rows decoded once per index revision.
+    /// Answers a read function with the response's JSON text. `list`, which UIs call
+    /// constantly, copies the text of rows decoded once per index revision.
     pub fn read_json(
         &self,
         function: ReadFunction,
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Result<String> {
-        if function == ReadFunction::SkillsList {
-            let reader = self.index.read()?;
-            return self.skills_list(&reader, self.visibility(installed), request);
-        }
-        let value = self.read(function, request, installed)?;
-        serde_json::to_string(&value).map_err(Error::json)
-    }
-
-    /// `directory::skills::list` as JSON text: a whole list from the cached rows, a delta or
-    /// an unchanged answer from the snapshot.
-    fn skills_list(
-        &self,
-        reader: &index::Reader,
-        visibility: Visibility<'_>,
-        request: &Value,
-    ) -> Result<String> {
-        skills::list_json(reader, visibility, request, || self.skill_cache(reader))
+        self.read_answer(function, request, installed)?.into_json()
     }
 
     /// The cached skill rows of the snapshot's revision: the cached ones when they are of it,

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod worker;
 
 mod agents;
+mod answer;
 mod bundled;
 mod directory;
 mod error;
@@ -33,6 +34,7 @@ mod watch;
 mod write;
 mod yaml;
 
+pub use answer::Answer;
 pub use directory::{Directory, ReadFunction, Skipped, WriteFunction};
 pub use error::{Error, Result};
 pub use events::{ChangeEvent, Family, Subscriber};

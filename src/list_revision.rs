@@ -26,8 +26,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::Result;
-use crate::index::Reader;
 use crate::index::changelog::Logged;
+use crate::index::{Latest, Reader};
 use crate::request;
 use crate::rules::skill::Visibility;
 
@@ -78,14 +78,21 @@ impl ListRevision {
         table: Logged,
         visibility: Option<Visibility<'_>>,
     ) -> Result<ListRevision> {
-        let epoch = reader.epoch()?;
-        let index_revision = reader.revision()?;
-        let position = position(epoch, index_revision);
-        Ok(ListRevision {
-            token: (position << TAG_BITS) | tag(epoch, table, visibility),
-            index_revision,
+        let latest = Latest {
+            epoch: reader.epoch()?,
+            revision: reader.revision()?,
+        };
+        Ok(ListRevision::of(latest, table, visibility))
+    }
+
+    /// The revision of a list at an index file's `latest` state.
+    pub fn of(latest: Latest, table: Logged, visibility: Option<Visibility<'_>>) -> ListRevision {
+        let Latest { epoch, revision } = latest;
+        ListRevision {
+            token: (position(epoch, revision) << TAG_BITS) | tag(epoch, table, visibility),
+            index_revision: revision,
             table,
-        })
+        }
     }
 
     /// What a caller holding revision `asked` needs.

@@ -5,7 +5,8 @@
 //! and so does a client that polls after every step. Every list with several filters
 //! (`prefix`, `search`, `type`, `include_description`).
 //!
-//! Each answer is also checked for its kind: `unchanged` only when nothing can have changed,
+//! Each answer is also checked against the same answer as text and against the worker's
+//! idle-poll path, and for its kind: `unchanged` only when nothing can have changed,
 //! a delta whenever the log reaches back (same index file, same visibility), `full: true`
 //! only when it must be (another index file, another visibility, a revision older than
 //! `change_log_revisions`).
@@ -408,9 +409,40 @@ impl Sequence {
             request[k] = v.clone();
         }
         let installed = self.seen.installed.as_ref();
-        self.directory()
+        let directory = self.directory();
+        let answer = directory
             .read(variant.list, &request, installed)
-            .map_err(|e| format!("{} {request}: {e}", variant.list.id()))
+            .map_err(|e| format!("{} {request}: {e}", variant.list.id()))?;
+        // The same answer written as text (the command line's) says the same.
+        let text = directory
+            .read_json(variant.list, &request, installed)
+            .map_err(|e| format!("{} {request} (as text): {e}", variant.list.id()))?;
+        let from_text: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        if from_text != answer {
+            return Err(format!(
+                "{} {request}: the text answer {text} differs from the value {answer}",
+                variant.list.id()
+            ));
+        }
+        // The idle-poll path the worker tries first answers only `unchanged`, and only when
+        // the ordinary read does.
+        if let Some(fast) = directory.read_if_unchanged(variant.list, &request, installed) {
+            let fast = fast
+                .and_then(|a| a.into_value())
+                .map_err(|e| format!("{} {request} (unchanged path): {e}", variant.list.id()))?;
+            if fast != answer {
+                return Err(format!(
+                    "{} {request}: the unchanged path answered {fast}, the read {answer}",
+                    variant.list.id()
+                ));
+            }
+        } else if answer["unchanged"] == json!(true) {
+            return Err(format!(
+                "{} {request}: the read answered unchanged, the unchanged path did not",
+                variant.list.id()
+            ));
+        }
+        Ok(answer)
     }
 
     fn rows_of(variant: &Variant, rows: &Value) -> Result<Rows, String> {
@@ -778,4 +810,58 @@ fn an_index_of_the_previous_schema_is_rebuilt_with_a_change_log() {
         "change_log",
     ))
     .expect("the change log table");
+}
+
+/// A subscriber that polls as soon as it hears of a change (as the console page does) is never
+/// told `unchanged`: the revision the idle-poll path answers from is noted before the change
+/// is announced, for a library write and for an edit on disk.
+#[test]
+fn a_poll_on_a_change_event_sees_the_change() {
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    let tree = Tree::new();
+    tree.write("skills/mail/index.md", "# Mail\n\nSend mail.\n");
+    let directory = Arc::new(tree.open());
+    let revision = |d: &Directory| {
+        common::call(d, ReadFunction::SkillsList, json!({ "since_revision": 0 }))["revision"]
+            .as_u64()
+            .expect("revision")
+    };
+    let held = Arc::new(Mutex::new(revision(&directory)));
+    let polls: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let this: Arc<OnceLock<std::sync::Weak<Directory>>> = Arc::default();
+    this.set(Arc::downgrade(&directory)).expect("set once");
+    {
+        let (held, polls, this) = (held.clone(), polls.clone(), this.clone());
+        directory.subscribe(Arc::new(move |_event: &iii_directory::ChangeEvent| {
+            let directory = this.get().and_then(|w| w.upgrade()).expect("the directory");
+            let request = json!({ "since_revision": *held.lock().unwrap() });
+            let fast = directory.read_if_unchanged(ReadFunction::SkillsList, &request, None);
+            let answer = match fast {
+                Some(answer) => answer.and_then(|a| a.into_value()).expect("answer"),
+                None => directory
+                    .read(ReadFunction::SkillsList, &request, None)
+                    .expect("read"),
+            };
+            polls.lock().unwrap().push(answer);
+        }));
+    }
+
+    directory
+        .write(
+            WriteFunction::SkillsUpdate,
+            &json!({ "id": "mail/index", "content": "# Mail v2\n\nSend more mail.\n" }),
+            None,
+        )
+        .expect("update");
+    *held.lock().unwrap() = revision(&directory);
+    tree.write("skills/mail/send.md", "# Send\n\nSend one.\n");
+    directory.reconcile().expect("reconcile");
+
+    let polls = polls.lock().unwrap();
+    assert_eq!(polls.len(), 2, "one poll per change: {polls:?}");
+    for poll in polls.iter() {
+        assert_ne!(poll["unchanged"], json!(true), "{poll}");
+        assert_eq!(poll["changed"].as_array().map(Vec::len), Some(1), "{poll}");
+    }
 }

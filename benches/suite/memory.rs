@@ -5,7 +5,9 @@
 //! (within 10%) over two more rounds of the same calls: the resident set right after a round
 //! rises and falls with the answers in flight (freed buffers go back to the system), the peak
 //! grows only if something accumulates. Runs on the suite's own copy of the tree, with its own
-//! index file.
+//! index file. Beside it, the floor: the minimal worker (`floor_worker.rs`) answering as many
+//! of the same full lists from memory, since the SDK alone holds an answer three times over
+//! while it sends it (the value a handler returns, its JSON text, the WebSocket frame).
 
 use std::path::Path;
 use std::process::Command;
@@ -16,6 +18,7 @@ use iii_directory::config::Config;
 use serde_json::{Value, json};
 
 use crate::Settings;
+use crate::floor_worker;
 use crate::measure::status_mib;
 use crate::results::{Check, Cmp, Figure};
 use crate::worker::{command, engine_for_worker, write_config};
@@ -53,6 +56,11 @@ struct Rounds {
     peaks: Vec<f64>,
     rss: Vec<f64>,
     boot: Duration,
+    /// The worker's RSS when it had booted, before any call.
+    booted: f64,
+    /// The peak RSS of the minimal worker (`floor_worker.rs`) after as many of the same full
+    /// lists, answered from memory: what the SDK alone costs for such answers.
+    floor: f64,
 }
 
 pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
@@ -80,6 +88,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             "MiB",
             peak,
         )
+        .floor("minimal worker, same full lists", rounds.floor)
         .target("<150 MiB", LARGE, peak < RSS_50K_MAX_MIB)
         .check(
             15,
@@ -106,11 +115,14 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
         .note(format!(
             "VmHWM after a warm boot and {CALLS_PER_KIND} full lists, {CALLS_PER_KIND} misses and \
              {CALLS_PER_KIND} updates through the fake engine; VmHWM after that round and \
-             {MORE_ROUNDS} more: {} MiB ({:+.1}%); VmRSS after each: {} MiB; boot to registered \
-             {} ms; {} skills",
+             {MORE_ROUNDS} more: {} MiB ({:+.1}%); VmRSS after each: {} MiB; VmRSS at boot \
+             {:.1} MiB; the minimal worker on the same SDK answering {CALLS_PER_KIND} of the same \
+             full lists from memory peaks at {:.1} MiB; boot to registered {} ms; {} skills",
             show(&rounds.peaks),
             growth * 100.0,
             show(&rounds.rss),
+            rounds.booted,
+            rounds.floor,
             rounds.boot.as_millis(),
             settings.skills
         )),
@@ -136,17 +148,22 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
         .expect("the worker registers");
     let boot = start.elapsed();
     let pid = worker.0.id();
+    let booted = status_mib(pid, "VmRSS").unwrap_or(f64::NAN);
 
     let call = |function: &str, data: Value| {
         runtime.block_on(engine.invoke_with(function, data, None, CALL_TIMEOUT))
     };
-    let ids: Vec<String> = call("directory::skills::list", json!({})).expect("list")["skills"]
+    let first = call("directory::skills::list", json!({})).expect("list");
+    let stored = work.join("memory-floor-list.json");
+    std::fs::write(&stored, serde_json::to_vec(&first).expect("serialize")).expect("store");
+    let ids: Vec<String> = first["skills"]
         .as_array()
         .expect("rows")
         .iter()
         .map(|r| r["id"].as_str().expect("id").to_string())
         .filter(|id| id.contains('/') && !id.starts_with("agent-skill") && !id.starts_with("iii"))
         .collect();
+    drop(first);
     assert!(ids.len() >= CALLS_PER_KIND, "too few skills to update");
     let mut rss = Vec::new();
     let mut peaks = Vec::new();
@@ -173,5 +190,20 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
         rss.push(status_mib(pid, "VmRSS").unwrap_or(f64::NAN));
     }
     drop(worker);
-    Rounds { peaks, rss, boot }
+
+    let floor = floor_worker::start(engine.url(), &stored);
+    runtime
+        .block_on(engine.wait_function(floor_worker::LIST, BOOT_TIMEOUT))
+        .expect("the floor worker registers");
+    for _ in 0..CALLS_PER_KIND {
+        std::hint::black_box(call(floor_worker::LIST, json!({})).expect("the floor's list"));
+    }
+    let floor_peak = status_mib(floor.0.id(), "VmHWM").unwrap_or(f64::NAN);
+    Rounds {
+        peaks,
+        rss,
+        boot,
+        booted,
+        floor: floor_peak,
+    }
 }

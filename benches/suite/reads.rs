@@ -1,6 +1,6 @@
-//! The read functions, each as the worker answers it (`Directory::read_json`, the JSON text that
-//! goes on the wire) beside the rescan baseline and the floor: serializing the same answer,
-//! already in memory as a `serde_json::Value`, to JSON.
+//! The read functions in-process, as JSON text (`Directory::read_json`), beside the rescan
+//! baseline and the floor: serializing the same answer, already in memory as a
+//! `serde_json::Value`, to JSON. (The worker hands the SDK a value instead: `list as a Value`.)
 
 use std::hint::black_box;
 
@@ -94,7 +94,7 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
         Figure::timing("list_value", "skills::list as a Value (read)", &list_value)
             .baseline("rescan + list", list_base.p50)
             .floor("to_vec of the rows", list_floor.p50)
-            .note("Directory::read parses the JSON text back into a Value; the wire uses the text"),
+            .note("Directory::read: the cached rows serialized into a Value, as the worker hands the SDK a whole list"),
     );
 
     // skills::list with a prefix (one namespace) and with a search word.

@@ -81,6 +81,15 @@ pub struct Index {
     path: PathBuf,
     /// The writer's in-memory copy of what reconcile compares against.
     mirror: Mutex<reconcile::Mirror>,
+    /// The writer's last committed state, for [`Index::latest`].
+    latest: Mutex<Option<Latest>>,
+}
+
+/// An index file's identity and revision: what a list revision is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latest {
+    pub epoch: u64,
+    pub revision: u64,
 }
 
 fn builder() -> redb::Builder {
@@ -110,14 +119,17 @@ impl Index {
             open_ms = started.elapsed().as_millis() as u64,
             "index opened as writer"
         );
-        Ok(Index {
+        let index = Index {
             handle: Handle::Writer(Writer {
                 slot: RwLock::new(Some(db)),
                 path: path.to_path_buf(),
             }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
-        })
+            latest: Mutex::new(None),
+        };
+        index.note_latest();
+        Ok(index)
     }
 
     /// Opens an existing index read-only, following a writer in another process.
@@ -135,6 +147,7 @@ impl Index {
             handle: Handle::Reader(db),
             path: path.to_path_buf(),
             mirror: Mutex::new(Default::default()),
+            latest: Mutex::new(None),
         })
     }
 
@@ -203,7 +216,28 @@ impl Index {
                 tracing::warn!(error = %again, "the index could not be reopened; the next reconcile retries");
             }
         }
+        drop(mirror);
+        self.note_latest();
         result
+    }
+
+    /// The epoch and revision of the writer's last commit, kept in memory: the idle poll of a
+    /// UI ("has anything changed since revision N?") is answered from it without a read
+    /// transaction. `None` for a read-only follower, whose writer is another process (read a
+    /// snapshot instead). Noted before [`Index::reconcile`] returns, so before the directory
+    /// announces what the reconcile changed.
+    pub fn latest(&self) -> Option<Latest> {
+        *self.latest.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn note_latest(&self) {
+        let latest = self.read().and_then(|r| {
+            Ok(Latest {
+                epoch: r.epoch()?,
+                revision: r.revision()?,
+            })
+        });
+        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = latest.ok();
     }
 
     /// Closes the writer's database and opens it again (rebuilding it if the file is

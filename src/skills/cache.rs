@@ -3,11 +3,12 @@
 //! row of the index per call. A later revision of the same index patches only the rows the
 //! change log names; a rebuilt index, or a log that no longer reaches back, decodes them all.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::doc::distance::Shape;
 use crate::error::Result;
@@ -89,9 +90,14 @@ impl SkillCache {
 
     /// The rows whose on-disk id starts with `prefix` (they sit together in id order).
     pub fn with_prefix(&self, prefix: &str) -> &[Arc<Listed>] {
+        &self.rows[self.prefix_range(prefix)]
+    }
+
+    /// The positions of the rows whose on-disk id starts with `prefix`.
+    pub fn prefix_range(&self, prefix: &str) -> Range<usize> {
         let start = self.rows.partition_point(|r| *r.id < *prefix);
         let len = self.rows[start..].partition_point(|r| r.id.starts_with(prefix));
-        &self.rows[start..start + len]
+        start..start + len
     }
 
     /// The row of an on-disk id.
@@ -189,11 +195,15 @@ pub struct Listed {
     lowercase: Box<str>,
     /// The lowercase on-disk id, when the row is shown under another id.
     lowercase_id: Option<Box<str>>,
-    ends: [usize; 2],
+    ends: [u32; 2],
     /// The row as the list response carries it.
     json: Box<str>,
-    /// Where the description's text sits in `json`, cut out for `include_description: false`.
-    description: Range<usize>,
+    /// Where each field's JSON literal sits in `json`: a row is written out either by copying
+    /// `json` (text answers) or field by field from these (answers the SDK takes as a value),
+    /// without parsing the text again.
+    spans: [Span; Field::COUNT],
+    bytes: u64,
+    disable_model_invocation: bool,
     /// Title and description of a worker overview `skills::index` lists.
     pub overview: Option<Box<Overview>>,
 }
@@ -204,18 +214,83 @@ pub struct Overview {
     pub description: Box<str>,
 }
 
+/// The text fields of a list row, in the order the row writes them.
+#[derive(Clone, Copy)]
+enum Field {
+    Id,
+    Title,
+    Type,
+    FunctionId,
+    Description,
+    ModifiedAt,
+}
+
+impl Field {
+    const COUNT: usize = 6;
+}
+
+/// A byte range of a row's JSON: one field's literal (`"…"` or `null`).
+#[derive(Clone, Copy, Default)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+/// Writes a list row's JSON, noting where each text field's literal lands.
+struct RowWriter {
+    out: Vec<u8>,
+    spans: [Span; Field::COUNT],
+}
+
+impl RowWriter {
+    fn key(&mut self, key: &str) {
+        self.out.push(if self.out.is_empty() { b'{' } else { b',' });
+        self.value(key);
+        self.out.push(b':');
+    }
+
+    fn value<T: Serialize + ?Sized>(&mut self, value: &T) {
+        serde_json::to_writer(&mut self.out, value).expect("a list field serializes");
+    }
+
+    fn text(&mut self, key: &str, field: Field, value: Option<&str>) {
+        self.key(key);
+        let start = self.out.len();
+        self.value(&value);
+        self.spans[field as usize] = Span {
+            start: start as u32,
+            end: self.out.len() as u32,
+        };
+    }
+}
+
+impl RowWriter {
+    /// A row's list JSON, and where its text fields' literals are in it.
+    fn write(row: &SkillRow) -> (String, [Span; Field::COUNT]) {
+        let mut w = RowWriter {
+            out: Vec::with_capacity(160 + row.title.len() + row.description.len()),
+            spans: [Span::default(); Field::COUNT],
+        };
+        w.text("id", Field::Id, Some(&row.display_id));
+        w.text("title", Field::Title, Some(&row.title));
+        w.text("type", Field::Type, row.r#type.as_deref());
+        w.text("function_id", Field::FunctionId, row.function_id.as_deref());
+        w.key("disable_model_invocation");
+        w.value(&row.disable_model_invocation);
+        w.text("description", Field::Description, Some(&row.description));
+        w.key("bytes");
+        w.value(&row.bytes);
+        w.text("modified_at", Field::ModifiedAt, Some(&row.modified_at));
+        w.out.push(b'}');
+        assert!(w.out.len() <= u32::MAX as usize, "a list row under 4 GiB");
+        let json = String::from_utf8(w.out).expect("serde_json writes UTF-8");
+        (json, w.spans)
+    }
+}
+
 impl Listed {
     pub fn new(id: String, row: &SkillRow) -> Listed {
-        let json = list_row_json(row);
-        // The description is followed only by `bytes` and `modified_at`, so the last match of
-        // its key is the key itself, never text inside an earlier string.
-        const KEY: &str = "\"description\":\"";
-        let start = json.rfind(KEY).expect("a list row has a description") + KEY.len();
-        let end = start
-            + serde_json::to_string(&row.description)
-                .expect("a string serializes")
-                .len()
-            - 2;
+        let (json, spans) = RowWriter::write(row);
         let fields = [&row.display_id, &row.title, &row.description].map(|f| f.to_lowercase());
         let display = (row.display_id != id).then(|| row.display_id.as_str().into());
         let lowercase_id = display.is_some().then(|| id.to_lowercase().into());
@@ -225,16 +300,19 @@ impl Listed {
                 description: row.description.as_str().into(),
             })
         });
+        let ends = [fields[0].len(), fields[0].len() + fields[1].len()];
         Listed {
             id: id.into(),
             display,
             always_visible: row.always_visible,
             kind: row.r#type.as_deref().map(Into::into),
-            ends: [fields[0].len(), fields[0].len() + fields[1].len()],
+            ends: ends.map(|e| u32::try_from(e).expect("fields under 4 GiB")),
             lowercase: fields.concat().into(),
             lowercase_id,
             json: json.into(),
-            description: start..end,
+            spans,
+            bytes: row.bytes,
+            disable_model_invocation: row.disable_model_invocation,
             overview,
         }
     }
@@ -243,7 +321,7 @@ impl Listed {
     pub fn lowercase_id(&self) -> &str {
         self.lowercase_id
             .as_deref()
-            .unwrap_or(&self.lowercase[..self.ends[0]])
+            .unwrap_or(&self.lowercase[..self.ends[0] as usize])
     }
 
     /// The id the answer shows.
@@ -253,7 +331,7 @@ impl Listed {
 
     /// Whether the lowercase `needle` is in the display id, the title or the description.
     pub fn matches(&self, needle: &str) -> bool {
-        let [a, b] = self.ends;
+        let [a, b] = self.ends.map(|e| e as usize);
         [
             &self.lowercase[..a],
             &self.lowercase[a..b],
@@ -268,8 +346,10 @@ impl Listed {
         if include_description {
             out.push_str(&self.json);
         } else {
-            out.push_str(&self.json[..self.description.start]);
-            out.push_str(&self.json[self.description.end..]);
+            let description = self.spans[Field::Description as usize];
+            // Keep the literal's quotes: the description becomes "".
+            out.push_str(&self.json[..description.start as usize + 1]);
+            out.push_str(&self.json[description.end as usize - 1..]);
         }
     }
 
@@ -277,44 +357,60 @@ impl Listed {
     pub fn json_len(&self) -> usize {
         self.json.len()
     }
+
+    /// A text field's value: `None` for `null`; borrowed from the JSON unless it holds an
+    /// escape (rare: a quote, a backslash or a control character in the text).
+    fn text(&self, field: Field) -> Option<Cow<'_, str>> {
+        let Span { start, end } = self.spans[field as usize];
+        let literal = &self.json[start as usize..end as usize];
+        let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+        Some(if inner.contains('\\') {
+            Cow::Owned(serde_json::from_str(literal).expect("a literal serde_json wrote"))
+        } else {
+            Cow::Borrowed(inner)
+        })
+    }
+
+    /// The row as the list response carries it, as a value to serialize (the same fields as
+    /// its JSON), with or without the description's text.
+    pub fn as_row(&self, include_description: bool) -> ListRow<'_> {
+        ListRow {
+            listed: self,
+            include_description,
+        }
+    }
 }
 
-/// A list row on the wire.
-#[derive(Serialize)]
-struct ListRow<'a> {
-    id: &'a str,
-    title: &'a str,
-    #[serde(rename = "type")]
-    kind: Option<&'a str>,
-    function_id: Option<&'a str>,
-    disable_model_invocation: bool,
-    description: &'a str,
-    bytes: u64,
-    modified_at: &'a str,
+/// A cached row written out field by field; see [`Listed::as_row`].
+pub struct ListRow<'a> {
+    listed: &'a Listed,
+    include_description: bool,
+}
+
+impl Serialize for ListRow<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let row = self.listed;
+        let mut out = serializer.serialize_struct("ListRow", 8)?;
+        out.serialize_field("id", &row.text(Field::Id))?;
+        out.serialize_field("title", &row.text(Field::Title))?;
+        out.serialize_field("type", &row.text(Field::Type))?;
+        out.serialize_field("function_id", &row.text(Field::FunctionId))?;
+        out.serialize_field("disable_model_invocation", &row.disable_model_invocation)?;
+        let description = match self.include_description {
+            true => row.text(Field::Description),
+            false => Some(Cow::Borrowed("")),
+        };
+        out.serialize_field("description", &description)?;
+        out.serialize_field("bytes", &row.bytes)?;
+        out.serialize_field("modified_at", &row.text(Field::ModifiedAt))?;
+        out.end()
+    }
 }
 
 /// A row as `skills::list` answers it, in JSON.
+#[cfg(any(test, feature = "testing"))]
 pub fn list_row_json(row: &SkillRow) -> String {
-    ListRow::of(row).json()
-}
-
-impl ListRow<'_> {
-    fn of(row: &SkillRow) -> ListRow<'_> {
-        ListRow {
-            id: &row.display_id,
-            title: &row.title,
-            kind: row.r#type.as_deref(),
-            function_id: row.function_id.as_deref(),
-            disable_model_invocation: row.disable_model_invocation,
-            description: &row.description,
-            bytes: row.bytes,
-            modified_at: &row.modified_at,
-        }
-    }
-
-    fn json(&self) -> String {
-        serde_json::to_string(self).expect("a list row serializes")
-    }
+    RowWriter::write(row).0
 }
 
 #[cfg(test)]
@@ -397,6 +493,53 @@ mod tests {
             assert_eq!(advanced.revision, built.revision);
             assert_eq!(answers(&advanced), answers(&built));
             cache = advanced;
+        }
+    }
+
+    /// A row written out field by field (the wire's value) says what its JSON text says, with
+    /// and without the description, whatever its text holds: quotes, backslashes, control
+    /// characters, non-ASCII, escapes at either end, empty and absent fields.
+    #[test]
+    fn a_row_serialized_by_field_equals_its_json_text() {
+        use crate::rules::Source;
+        let texts = [
+            "",
+            "plain",
+            "say \"hi\"",
+            "back\\slash at the end\\",
+            "\"",
+            "tab\tnew\nline\u{1}bell",
+            "naïve – ünïcödé 🦀",
+            "</script>&<>",
+        ];
+        for (i, text) in texts.iter().enumerate() {
+            let other = texts[(i + 3) % texts.len()];
+            let row = SkillRow {
+                display_id: format!("ns/{text}"),
+                title: text.to_string(),
+                r#type: (i % 2 == 0).then(|| other.to_string()),
+                function_id: (i % 3 == 0).then(|| text.to_string()),
+                disable_model_invocation: i % 2 == 1,
+                description: other.to_string(),
+                bytes: i as u64 * 1_000_003,
+                modified_at: text.to_string(),
+                source: Source::Bundled,
+                always_visible: false,
+                agents_skill: false,
+            };
+            let listed = Listed::new(format!("ns/{i}"), &row);
+            for include_description in [true, false] {
+                let mut text = String::new();
+                listed.push_json(&mut text, include_description);
+                let from_text: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let by_field = serde_json::to_value(listed.as_row(include_description)).unwrap();
+                assert_eq!(by_field, from_text, "{text}");
+                assert_eq!(
+                    from_text["description"],
+                    if include_description { other } else { "" }
+                );
+            }
+            assert_eq!(list_row_json(&row), listed.json.as_ref());
         }
     }
 

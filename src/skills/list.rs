@@ -1,11 +1,13 @@
 //! `directory::skills::list`, answered from the cached rows of the snapshot's revision (see
-//! `cache`), each kept as JSON text: a list of every row costs little more than copying that
-//! text, and a `prefix` only looks at the rows under it. With `since_revision`, from the change
-//! log and the few rows it names (`delta`).
+//! `cache`): a whole list is the rows the filters admit, written out once, by copying each
+//! row's JSON text or serializing its fields into a value, and a `prefix` only looks at the
+//! rows under it. With `since_revision`, from the change log and the few rows it names
+//! (`delta`).
 
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 mod delta;
@@ -36,32 +38,103 @@ struct ListRequest {
     since_revision: Option<u64>,
 }
 
-/// `{"skills":[row…]` and `tail` then `}`: every row of `cache` the filter admits, in on-disk
-/// id order. With a `prefix`, only the rows under it are looked at.
-fn rows_json(
-    cache: &SkillCache,
-    filter: &Filter<'_>,
+/// A `skills::list` answer, written out once, in the form its caller needs: a whole list stays
+/// the cached rows it lists (copied out as JSON text, or serialized straight into the value the
+/// SDK sends, with no text to parse on the way); an unchanged answer or a delta is small text.
+pub enum ListAnswer {
+    Rows(ListRows),
+    Text(String),
+}
+
+/// `{"skills":[row…]}`, with `revision` (and `full`) when the request held a revision: the
+/// rows of a cache a filter admitted, in on-disk id order.
+pub struct ListRows {
+    cache: Arc<SkillCache>,
+    /// Positions in `cache.rows()`.
+    picked: Vec<u32>,
     include_description: bool,
-    tail: &str,
-) -> String {
-    let rows = match filter.prefix {
-        Some(prefix) => cache.with_prefix(prefix),
-        None => cache.rows(),
-    };
-    let mut out = String::with_capacity(rows.iter().map(|r| r.json_len() + 1).sum::<usize>() + 64);
-    out.push_str("{\"skills\":[");
-    let mut first = true;
-    for listed in rows.iter().filter(|l| filter.admits(l)) {
-        if !first {
-            out.push(',');
+    revision: Option<u64>,
+    full: bool,
+}
+
+impl ListRows {
+    /// The rows of `cache` the filter admits. With a `prefix`, only the rows under it are
+    /// looked at.
+    fn pick(
+        cache: Arc<SkillCache>,
+        filter: &Filter<'_>,
+        include_description: bool,
+        revision: Option<u64>,
+        full: bool,
+    ) -> ListRows {
+        let rows = cache.rows();
+        let range = match filter.prefix {
+            Some(prefix) => cache.prefix_range(prefix),
+            None => 0..rows.len(),
+        };
+        let picked = range
+            .filter(|&i| filter.admits(&rows[i]))
+            .map(|i| i as u32)
+            .collect();
+        ListRows {
+            cache,
+            picked,
+            include_description,
+            revision,
+            full,
         }
-        first = false;
-        listed.push_json(&mut out, include_description);
     }
-    out.push(']');
-    out.push_str(tail);
-    out.push('}');
-    out
+
+    fn rows(&self) -> impl ExactSizeIterator<Item = &Listed> {
+        let rows = self.cache.rows();
+        self.picked.iter().map(move |&i| &*rows[i as usize])
+    }
+
+    /// The answer as JSON text: each row's text copied as it is cached.
+    pub fn to_json(&self) -> String {
+        let len: usize = self.rows().map(|r| r.json_len() + 1).sum();
+        let mut out = String::with_capacity(len + 64);
+        out.push_str("{\"skills\":[");
+        for (i, listed) in self.rows().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            listed.push_json(&mut out, self.include_description);
+        }
+        out.push(']');
+        if let Some(revision) = self.revision {
+            out.push_str(&format!(",\"revision\":{revision}"));
+        }
+        if self.full {
+            out.push_str(",\"full\":true");
+        }
+        out.push('}');
+        out
+    }
+}
+
+impl Serialize for ListRows {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(None)?;
+        out.serialize_entry("skills", &Each(self))?;
+        if let Some(revision) = self.revision {
+            out.serialize_entry("revision", &revision)?;
+        }
+        if self.full {
+            out.serialize_entry("full", &true)?;
+        }
+        out.end()
+    }
+}
+
+/// The `skills` array of a [`ListRows`].
+struct Each<'a>(&'a ListRows);
+
+impl Serialize for Each<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let include_description = self.0.include_description;
+        serializer.collect_seq(self.0.rows().map(|r| r.as_row(include_description)))
+    }
 }
 
 /// What a request's filters keep, in the contract's order: visibility, `prefix` on the on-disk
@@ -99,38 +172,45 @@ impl<'a> Filter<'a> {
     }
 }
 
-/// `directory::skills::list` as JSON text: `{"skills":[row…]}` sorted by on-disk id, or with
-/// `if_revision` / `since_revision` one of the answers `list_revision` describes. `cache`
-/// gives the decoded rows of `reader`'s revision; it is called only for a whole list (an
-/// unchanged answer or a delta reads the few rows it needs from the snapshot).
-pub fn list_json(
+/// Whether a `skills::list` request is well formed (the answer to one whose caller holds the
+/// current revision needs nothing else).
+pub fn check_list_request(request: &Value) -> Result<()> {
+    request::parse::<ListRequest>(request).map(drop)
+}
+
+/// `directory::skills::list`: `{"skills":[row…]}` sorted by on-disk id, or with `if_revision` /
+/// `since_revision` one of the answers `list_revision` describes. `cache` gives the decoded
+/// rows of `reader`'s revision; it is called only for a whole list (an unchanged answer or a
+/// delta reads the few rows it needs from the snapshot).
+pub fn list(
     reader: &Reader,
     visibility: Visibility<'_>,
     request: &Value,
     cache: impl FnOnce() -> Result<Arc<SkillCache>>,
-) -> Result<String> {
+) -> Result<ListAnswer> {
     let req: ListRequest = request::parse(request)?;
     let filter = Filter::of(&req, visibility);
     let include_description = req.include_description.unwrap_or(true);
+    let whole = |revision, full| -> Result<ListAnswer> {
+        let rows = ListRows::pick(cache()?, &filter, include_description, revision, full);
+        Ok(ListAnswer::Rows(rows))
+    };
     if req.if_revision.is_none() && req.since_revision.is_none() {
-        return Ok(rows_json(&*cache()?, &filter, include_description, ""));
+        return whole(None, false);
     }
     let current = ListRevision::current(reader, Logged::Skills, Some(visibility))?;
     let revision = current.token;
     let since = match (req.since_revision, req.if_revision) {
         (Some(asked), _) => current.since(reader, asked)?,
         (None, Some(asked)) if asked == revision => Since::Unchanged,
-        (None, _) => {
-            let tail = format!(",\"revision\":{revision}");
-            return Ok(rows_json(&*cache()?, &filter, include_description, &tail));
-        }
+        (None, _) => return whole(Some(revision), false),
     };
     match since {
-        Since::Unchanged => Ok(list_revision::unchanged(revision).to_string()),
-        Since::Full => {
-            let tail = format!(",\"revision\":{revision},\"full\":true");
-            Ok(rows_json(&*cache()?, &filter, include_description, &tail))
-        }
-        Since::Delta(keys) => delta::answer(reader, &filter, include_description, &keys, revision),
+        Since::Unchanged => Ok(ListAnswer::Text(
+            list_revision::unchanged(revision).to_string(),
+        )),
+        Since::Full => whole(Some(revision), true),
+        Since::Delta(keys) => delta::answer(reader, &filter, include_description, &keys, revision)
+            .map(ListAnswer::Text),
     }
 }

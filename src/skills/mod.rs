@@ -11,7 +11,7 @@ pub use cache::SkillCache;
 #[cfg(any(test, feature = "testing"))]
 pub use cache::list_row_json;
 pub use get::get;
-pub use list::list_json;
+pub use list::{ListAnswer, ListRows, check_list_request, list};
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};

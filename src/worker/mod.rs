@@ -22,6 +22,7 @@ use iii_sdk::runtime::{IIIConnectionState, WorkerMetadata};
 use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
 use serde_json::{Value, json};
 
+use crate::answer::Answer;
 use crate::config::Config;
 use crate::directory::{Directory, ReadFunction};
 use crate::error::Error;
@@ -301,6 +302,18 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
     }
 }
 
+/// The SDK asks each handler's answer type for a schema; every function's own, from the
+/// function table (`response_format`), replaces it at registration.
+impl schemars::JsonSchema for Answer {
+    fn schema_name() -> String {
+        "Answer".into()
+    }
+
+    fn json_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+        schemars::schema::Schema::Bool(true)
+    }
+}
+
 /// A handler's error as it goes on the wire: the code and message the original worker's
 /// callers read (`invocation_failed`, `handler error: D110 not_found: …`), without a stacktrace.
 /// The SDK attaches a freshly captured and symbolized backtrace to any error that has none
@@ -320,74 +333,111 @@ async fn handle(
     shared: &Arc<Shared>,
     handler: Handler,
     input: Value,
-) -> Result<Value, String> {
+) -> Result<Answer, String> {
+    if let Handler::Read(function) = handler {
+        return read(iii, shared, function, input).await;
+    }
     let settings = shared.directory.settings();
-    let ttl = Duration::from_millis(settings.registry_cache_ttl_ms);
     let installed = match handler {
-        Handler::Read(ReadFunction::SkillsIndex) => shared.installed.get(iii, ttl, true).await,
-        Handler::Read(
-            ReadFunction::SkillsList | ReadFunction::SkillsGet | ReadFunction::AgentsGet,
-        )
-        | Handler::Write(_) => shared.installed.get(iii, ttl, false).await,
+        Handler::Write(_) => installed(iii, shared, false).await,
         _ => None,
     };
-    match handler {
-        Handler::EngineFunctionInfo => return engine::function_info(iii, input).await,
+    let value = match handler {
+        Handler::EngineFunctionInfo => engine::function_info(iii, input).await,
         Handler::OnConfigChange => {
             configuration::refresh(iii, &shared.directory, &shared.installed, &shared.registry)
                 .await;
             let inject_hint = shared.directory.settings().inject_hint;
             search::reconcile_hint(iii, &shared.search, inject_hint);
-            return Ok(json!({ "ok": true }));
+            Ok(json!({ "ok": true }))
         }
         Handler::SearchFunctions
         | Handler::OnFunctionsChange
         | Handler::PreGenerate
         | Handler::HintPreview => {
-            return search::handle(iii, &shared.search, handler, input, &settings).await;
+            search::handle(iii, &shared.search, handler, input, &settings).await
         }
-        Handler::Download(function) => return downloads::download(shared, function, input).await,
-        Handler::RegistryList => return downloads::registry_list(shared, input).await,
-        Handler::RegistryInfo => return downloads::registry_info(shared, input).await,
-        Handler::OnWorkerAdded => return Ok(downloads::on_worker_added(shared, input).await),
-        _ => {}
+        Handler::Download(function) => downloads::download(shared, function, input).await,
+        Handler::RegistryList => downloads::registry_list(shared, input).await,
+        Handler::RegistryInfo => downloads::registry_info(shared, input).await,
+        Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
+        Handler::Write(function) => {
+            blocking(shared, move |shared| {
+                shared
+                    .directory
+                    .write(function, &input, installed.as_deref())
+            })
+            .await
+        }
+        Handler::Status => {
+            let connection = setup::status(iii, shared);
+            blocking(shared, move |shared| {
+                shared.directory.status().map(|mut status| {
+                    status["watcher"] = json!(shared.watcher.status());
+                    status["connection"] = connection;
+                    status
+                })
+            })
+            .await
+        }
+        Handler::UiContent => {
+            blocking(shared, move |_| {
+                console::content(&input).map_err(Error::Invalid)
+            })
+            .await
+        }
+        Handler::Read(_) => unreachable!("answered above"),
+    };
+    value.map(Answer::Value)
+}
+
+/// Answers a read function: the idle poll of a UI (nothing changed) right here, anything else
+/// on the blocking pool.
+async fn read(
+    iii: &IIIClient,
+    shared: &Arc<Shared>,
+    function: ReadFunction,
+    input: Value,
+) -> Result<Answer, String> {
+    let installed = match function {
+        ReadFunction::SkillsIndex => installed(iii, shared, true).await,
+        ReadFunction::SkillsList | ReadFunction::SkillsGet | ReadFunction::AgentsGet => {
+            installed(iii, shared, false).await
+        }
+        _ => None,
+    };
+    // Without the hop to the blocking pool.
+    let unchanged = shared
+        .directory
+        .read_if_unchanged(function, &input, installed.as_deref());
+    if let Some(answer) = unchanged {
+        return answer.map_err(|e| e.to_string());
     }
-    if let Handler::Read(function) = handler {
-        // A UI's idle poll: answered here, without the hop to the blocking pool.
-        let unchanged = shared
+    blocking(shared, move |shared| {
+        shared
             .directory
-            .read_if_unchanged(function, &input, installed.as_deref());
-        if let Some(answer) = unchanged {
-            return answer.map_err(|e| e.to_string());
-        }
-    }
-    let connection = (handler == Handler::Status).then(|| setup::status(iii, shared));
-    let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let directory = &shared.directory;
-        let installed = installed.as_deref();
-        match handler {
-            Handler::Read(function) => directory.read(function, &input, installed),
-            Handler::Write(function) => directory.write(function, &input, installed),
-            Handler::Status => directory.status().map(|mut status| {
-                status["watcher"] = json!(shared.watcher.status());
-                status["connection"] = connection.unwrap_or(Value::Null);
-                status
-            }),
-            Handler::UiContent => console::content(&input).map_err(Error::Invalid),
-            Handler::EngineFunctionInfo
-            | Handler::OnConfigChange
-            | Handler::SearchFunctions
-            | Handler::OnFunctionsChange
-            | Handler::PreGenerate
-            | Handler::HintPreview
-            | Handler::Download(_)
-            | Handler::RegistryList
-            | Handler::RegistryInfo
-            | Handler::OnWorkerAdded => unreachable!("answered above"),
-        }
-        .map_err(|e| e.to_string())
+            .read_answer(function, &input, installed.as_deref())
     })
     .await
-    .map_err(|e| format!("handler failed: {e}"))?
+}
+
+/// The installed workers for `filter_unregistered`, kept for `registry_cache_ttl_ms`.
+async fn installed(
+    iii: &IIIClient,
+    shared: &Shared,
+    fresh: bool,
+) -> Option<Arc<std::collections::BTreeSet<String>>> {
+    let ttl = Duration::from_millis(shared.directory.settings().registry_cache_ttl_ms);
+    shared.installed.get(iii, ttl, fresh).await
+}
+
+/// Runs library work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    shared: &Arc<Shared>,
+    work: impl FnOnce(&Shared) -> crate::error::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || work(&shared).map_err(|e| e.to_string()))
+        .await
+        .map_err(|e| format!("handler failed: {e}"))?
 }

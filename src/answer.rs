@@ -1,0 +1,55 @@
+//! A read function's answer before it is written out. Most answers are small values; a whole
+//! `skills::list` is tens of megabytes on a large tree, and stays the cached rows it lists until
+//! its one writer (JSON text for the command line, the SDK's value for the wire) takes it, so
+//! no copy of it is ever parsed back or built twice.
+
+use serde::ser::{Serialize, Serializer};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::skills::{ListAnswer, ListRows};
+
+/// See the module doc.
+pub enum Answer {
+    Value(Value),
+    SkillList(ListRows),
+}
+
+impl Answer {
+    /// The answer as a JSON value (what the contract's shapes are written in).
+    pub fn into_value(self) -> Result<Value> {
+        match self {
+            Answer::Value(value) => Ok(value),
+            Answer::SkillList(rows) => serde_json::to_value(&rows).map_err(Error::json),
+        }
+    }
+
+    /// The answer as JSON text.
+    pub fn into_json(self) -> Result<String> {
+        match self {
+            Answer::Value(value) => serde_json::to_string(&value).map_err(Error::json),
+            Answer::SkillList(rows) => Ok(rows.to_json()),
+        }
+    }
+}
+
+impl From<ListAnswer> for Answer {
+    fn from(answer: ListAnswer) -> Answer {
+        match answer {
+            ListAnswer::Rows(rows) => Answer::SkillList(rows),
+            // An unchanged answer or a delta: a few rows.
+            ListAnswer::Text(text) => Answer::Value(
+                serde_json::from_str(&text).expect("a list answer is the JSON this crate wrote"),
+            ),
+        }
+    }
+}
+
+impl Serialize for Answer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Answer::Value(value) => value.serialize(serializer),
+            Answer::SkillList(rows) => rows.serialize(serializer),
+        }
+    }
+}
