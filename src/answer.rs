@@ -24,6 +24,15 @@ impl Answer {
         }
     }
 
+    /// About how long the answer is as JSON: a whole list's rows are counted, a value is
+    /// taken as small.
+    pub fn approximate_len(&self) -> usize {
+        match self {
+            Answer::Value(_) => 0,
+            Answer::SkillList(rows) => rows.approximate_len(),
+        }
+    }
+
     /// The answer as JSON text.
     pub fn into_json(self) -> Result<String> {
         match self {

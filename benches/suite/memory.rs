@@ -34,6 +34,8 @@ const CALLS_PER_KIND: usize = 20;
 const MORE_ROUNDS: usize = 2;
 /// How long the worker may take to boot and register.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long after the last round the resident set is read again, at rest.
+const AT_REST_AFTER: Duration = Duration::from_secs(2);
 /// The longest one call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -58,6 +60,8 @@ struct Rounds {
     boot: Duration,
     /// The worker's RSS when it had booted, before any call.
     booted: f64,
+    /// Its RSS a while after the last round (see `src/worker/trim.rs`).
+    at_rest: f64,
     /// The peak RSS of the minimal worker (`floor_worker.rs`) after as many of the same full
     /// lists, answered from memory: what the SDK alone costs for such answers.
     floor: f64,
@@ -116,12 +120,14 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             "VmHWM after a warm boot and {CALLS_PER_KIND} full lists, {CALLS_PER_KIND} misses and \
              {CALLS_PER_KIND} updates through the fake engine; VmHWM after that round and \
              {MORE_ROUNDS} more: {} MiB ({:+.1}%); VmRSS after each: {} MiB; VmRSS at boot \
-             {:.1} MiB; the minimal worker on the same SDK answering {CALLS_PER_KIND} of the same \
+             {:.1} MiB, {:.1} MiB at rest ({} s after the last round); the minimal worker on the same SDK answering {CALLS_PER_KIND} of the same \
              full lists from memory peaks at {:.1} MiB; boot to registered {} ms; {} skills",
             show(&rounds.peaks),
             growth * 100.0,
             show(&rounds.rss),
             rounds.booted,
+            rounds.at_rest,
+            AT_REST_AFTER.as_secs(),
             rounds.floor,
             rounds.boot.as_millis(),
             settings.skills
@@ -189,6 +195,8 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
         peaks.push(status_mib(pid, "VmHWM").unwrap_or(f64::NAN));
         rss.push(status_mib(pid, "VmRSS").unwrap_or(f64::NAN));
     }
+    std::thread::sleep(AT_REST_AFTER);
+    let at_rest = status_mib(pid, "VmRSS").unwrap_or(f64::NAN);
     drop(worker);
 
     let floor = floor_worker::start(engine.url(), &stored);
@@ -204,6 +212,7 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
         rss,
         boot,
         booted,
+        at_rest,
         floor: floor_peak,
     }
 }

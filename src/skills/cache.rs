@@ -1,20 +1,17 @@
-//! The skill rows of one index revision, decoded once and kept sorted by on-disk id, each with
-//! its list JSON ready: what `list`, `index` and a `get` miss read, instead of decoding every
+//! The skill rows of one index revision, decoded once and kept sorted by on-disk id, each a
+//! compact [`Listed`] ready to be written out: what `list`, `index` and a `get` miss read, instead of decoding every
 //! row of the index per call. A later revision of the same index patches only the rows the
 //! change log names; a rebuilt index, or a log that no longer reaches back, decodes them all.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use serde::ser::{Serialize, SerializeStruct, Serializer};
-
+use super::listed::Listed;
 use crate::doc::distance::Shape;
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
-use crate::rules::skill::SkillRow;
 
 /// A patch touching more than this share of the rows (1/n) decodes them all instead: one
 /// parallel pass beats that many lookups.
@@ -153,9 +150,10 @@ impl SkillCache {
                         rows.push(i as u32);
                     }
                 }
-                ids.push_str(row.lowercase_id());
+                let lowercase = row.id.to_lowercase();
+                ids.push_str(&lowercase);
                 ends.push(u32::try_from(ids.len()).expect("ids under 4 GiB"));
-                shapes.push(Shape::of(row.lowercase_id()));
+                shapes.push(Shape::of(&lowercase));
             }
             Postings {
                 segments,
@@ -180,237 +178,6 @@ struct Postings {
     ids: String,
     ends: Vec<u32>,
     shapes: Vec<Shape>,
-}
-
-/// One cached row, kept compact (a tree of 50,000 skills holds 50,000 of these): the list
-/// response text and only what the filters, the index page and a miss's suggestions look at.
-pub struct Listed {
-    pub id: Box<str>,
-    /// The id the row is shown under, when it is not `id` (`<ns>/index` shown as `<ns>`).
-    display: Option<Box<str>>,
-    pub always_visible: bool,
-    pub kind: Option<Box<str>>,
-    /// Lowercase display id, title and description one after another, for `search`; `ends`
-    /// marks where the first two end.
-    lowercase: Box<str>,
-    /// The lowercase on-disk id, when the row is shown under another id.
-    lowercase_id: Option<Box<str>>,
-    ends: [u32; 2],
-    /// The row as the list response carries it.
-    json: Box<str>,
-    /// Where each field's JSON literal sits in `json`: a row is written out either by copying
-    /// `json` (text answers) or field by field from these (answers the SDK takes as a value),
-    /// without parsing the text again.
-    spans: [Span; Field::COUNT],
-    bytes: u64,
-    disable_model_invocation: bool,
-    /// Title and description of a worker overview `skills::index` lists.
-    pub overview: Option<Box<Overview>>,
-}
-
-/// What `skills::index` shows of a worker overview.
-pub struct Overview {
-    pub title: Box<str>,
-    pub description: Box<str>,
-}
-
-/// The text fields of a list row, in the order the row writes them.
-#[derive(Clone, Copy)]
-enum Field {
-    Id,
-    Title,
-    Type,
-    FunctionId,
-    Description,
-    ModifiedAt,
-}
-
-impl Field {
-    const COUNT: usize = 6;
-}
-
-/// A byte range of a row's JSON: one field's literal (`"…"` or `null`).
-#[derive(Clone, Copy, Default)]
-struct Span {
-    start: u32,
-    end: u32,
-}
-
-/// Writes a list row's JSON, noting where each text field's literal lands.
-struct RowWriter {
-    out: Vec<u8>,
-    spans: [Span; Field::COUNT],
-}
-
-impl RowWriter {
-    fn key(&mut self, key: &str) {
-        self.out.push(if self.out.is_empty() { b'{' } else { b',' });
-        self.value(key);
-        self.out.push(b':');
-    }
-
-    fn value<T: Serialize + ?Sized>(&mut self, value: &T) {
-        serde_json::to_writer(&mut self.out, value).expect("a list field serializes");
-    }
-
-    fn text(&mut self, key: &str, field: Field, value: Option<&str>) {
-        self.key(key);
-        let start = self.out.len();
-        self.value(&value);
-        self.spans[field as usize] = Span {
-            start: start as u32,
-            end: self.out.len() as u32,
-        };
-    }
-}
-
-impl RowWriter {
-    /// A row's list JSON, and where its text fields' literals are in it.
-    fn write(row: &SkillRow) -> (String, [Span; Field::COUNT]) {
-        let mut w = RowWriter {
-            out: Vec::with_capacity(160 + row.title.len() + row.description.len()),
-            spans: [Span::default(); Field::COUNT],
-        };
-        w.text("id", Field::Id, Some(&row.display_id));
-        w.text("title", Field::Title, Some(&row.title));
-        w.text("type", Field::Type, row.r#type.as_deref());
-        w.text("function_id", Field::FunctionId, row.function_id.as_deref());
-        w.key("disable_model_invocation");
-        w.value(&row.disable_model_invocation);
-        w.text("description", Field::Description, Some(&row.description));
-        w.key("bytes");
-        w.value(&row.bytes);
-        w.text("modified_at", Field::ModifiedAt, Some(&row.modified_at));
-        w.out.push(b'}');
-        assert!(w.out.len() <= u32::MAX as usize, "a list row under 4 GiB");
-        let json = String::from_utf8(w.out).expect("serde_json writes UTF-8");
-        (json, w.spans)
-    }
-}
-
-impl Listed {
-    pub fn new(id: String, row: &SkillRow) -> Listed {
-        let (json, spans) = RowWriter::write(row);
-        let fields = [&row.display_id, &row.title, &row.description].map(|f| f.to_lowercase());
-        let display = (row.display_id != id).then(|| row.display_id.as_str().into());
-        let lowercase_id = display.is_some().then(|| id.to_lowercase().into());
-        let overview = (!row.agents_skill && row.r#type.as_deref() == Some("index")).then(|| {
-            Box::new(Overview {
-                title: row.title.as_str().into(),
-                description: row.description.as_str().into(),
-            })
-        });
-        let ends = [fields[0].len(), fields[0].len() + fields[1].len()];
-        Listed {
-            id: id.into(),
-            display,
-            always_visible: row.always_visible,
-            kind: row.r#type.as_deref().map(Into::into),
-            ends: ends.map(|e| u32::try_from(e).expect("fields under 4 GiB")),
-            lowercase: fields.concat().into(),
-            lowercase_id,
-            json: json.into(),
-            spans,
-            bytes: row.bytes,
-            disable_model_invocation: row.disable_model_invocation,
-            overview,
-        }
-    }
-
-    /// The on-disk id in lowercase, for edit distances.
-    pub fn lowercase_id(&self) -> &str {
-        self.lowercase_id
-            .as_deref()
-            .unwrap_or(&self.lowercase[..self.ends[0] as usize])
-    }
-
-    /// The id the answer shows.
-    pub fn shown_id(&self) -> &str {
-        self.display.as_deref().unwrap_or(&self.id)
-    }
-
-    /// Whether the lowercase `needle` is in the display id, the title or the description.
-    pub fn matches(&self, needle: &str) -> bool {
-        let [a, b] = self.ends.map(|e| e as usize);
-        [
-            &self.lowercase[..a],
-            &self.lowercase[a..b],
-            &self.lowercase[b..],
-        ]
-        .iter()
-        .any(|field| field.contains(needle))
-    }
-
-    /// Appends the row's list JSON, with or without the description's text.
-    pub fn push_json(&self, out: &mut String, include_description: bool) {
-        if include_description {
-            out.push_str(&self.json);
-        } else {
-            let description = self.spans[Field::Description as usize];
-            // Keep the literal's quotes: the description becomes "".
-            out.push_str(&self.json[..description.start as usize + 1]);
-            out.push_str(&self.json[description.end as usize - 1..]);
-        }
-    }
-
-    /// The length of the row's list JSON with its description.
-    pub fn json_len(&self) -> usize {
-        self.json.len()
-    }
-
-    /// A text field's value: `None` for `null`; borrowed from the JSON unless it holds an
-    /// escape (rare: a quote, a backslash or a control character in the text).
-    fn text(&self, field: Field) -> Option<Cow<'_, str>> {
-        let Span { start, end } = self.spans[field as usize];
-        let literal = &self.json[start as usize..end as usize];
-        let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
-        Some(if inner.contains('\\') {
-            Cow::Owned(serde_json::from_str(literal).expect("a literal serde_json wrote"))
-        } else {
-            Cow::Borrowed(inner)
-        })
-    }
-
-    /// The row as the list response carries it, as a value to serialize (the same fields as
-    /// its JSON), with or without the description's text.
-    pub fn as_row(&self, include_description: bool) -> ListRow<'_> {
-        ListRow {
-            listed: self,
-            include_description,
-        }
-    }
-}
-
-/// A cached row written out field by field; see [`Listed::as_row`].
-pub struct ListRow<'a> {
-    listed: &'a Listed,
-    include_description: bool,
-}
-
-impl Serialize for ListRow<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let row = self.listed;
-        let mut out = serializer.serialize_struct("ListRow", 8)?;
-        out.serialize_field("id", &row.text(Field::Id))?;
-        out.serialize_field("title", &row.text(Field::Title))?;
-        out.serialize_field("type", &row.text(Field::Type))?;
-        out.serialize_field("function_id", &row.text(Field::FunctionId))?;
-        out.serialize_field("disable_model_invocation", &row.disable_model_invocation)?;
-        let description = match self.include_description {
-            true => row.text(Field::Description),
-            false => Some(Cow::Borrowed("")),
-        };
-        out.serialize_field("description", &description)?;
-        out.serialize_field("bytes", &row.bytes)?;
-        out.serialize_field("modified_at", &row.text(Field::ModifiedAt))?;
-        out.end()
-    }
-}
-
-/// A row as `skills::list` answers it, in JSON.
-#[cfg(any(test, feature = "testing"))]
-pub fn list_row_json(row: &SkillRow) -> String {
-    RowWriter::write(row).0
 }
 
 #[cfg(test)]
@@ -447,7 +214,11 @@ mod tests {
         cache
             .rows()
             .iter()
-            .map(|r| (r.id.to_string(), r.json.to_string()))
+            .map(|r| {
+                let mut json = String::new();
+                r.push_json(&mut json, true);
+                (r.id.to_string(), json)
+            })
             .collect()
     }
 
@@ -493,53 +264,6 @@ mod tests {
             assert_eq!(advanced.revision, built.revision);
             assert_eq!(answers(&advanced), answers(&built));
             cache = advanced;
-        }
-    }
-
-    /// A row written out field by field (the wire's value) says what its JSON text says, with
-    /// and without the description, whatever its text holds: quotes, backslashes, control
-    /// characters, non-ASCII, escapes at either end, empty and absent fields.
-    #[test]
-    fn a_row_serialized_by_field_equals_its_json_text() {
-        use crate::rules::Source;
-        let texts = [
-            "",
-            "plain",
-            "say \"hi\"",
-            "back\\slash at the end\\",
-            "\"",
-            "tab\tnew\nline\u{1}bell",
-            "naïve – ünïcödé 🦀",
-            "</script>&<>",
-        ];
-        for (i, text) in texts.iter().enumerate() {
-            let other = texts[(i + 3) % texts.len()];
-            let row = SkillRow {
-                display_id: format!("ns/{text}"),
-                title: text.to_string(),
-                r#type: (i % 2 == 0).then(|| other.to_string()),
-                function_id: (i % 3 == 0).then(|| text.to_string()),
-                disable_model_invocation: i % 2 == 1,
-                description: other.to_string(),
-                bytes: i as u64 * 1_000_003,
-                modified_at: text.to_string(),
-                source: Source::Bundled,
-                always_visible: false,
-                agents_skill: false,
-            };
-            let listed = Listed::new(format!("ns/{i}"), &row);
-            for include_description in [true, false] {
-                let mut text = String::new();
-                listed.push_json(&mut text, include_description);
-                let from_text: serde_json::Value = serde_json::from_str(&text).unwrap();
-                let by_field = serde_json::to_value(listed.as_row(include_description)).unwrap();
-                assert_eq!(by_field, from_text, "{text}");
-                assert_eq!(
-                    from_text["description"],
-                    if include_description { other } else { "" }
-                );
-            }
-            assert_eq!(list_row_json(&row), listed.json.as_ref());
         }
     }
 

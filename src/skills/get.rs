@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::cache::{Listed, SkillCache};
+use super::cache::SkillCache;
+use super::listed::Listed;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
@@ -343,6 +344,8 @@ mod tests {
         }
     }
 
+    use std::borrow::Cow;
+
     fn listed(id: &str, always_visible: bool) -> Listed {
         let display = id.strip_suffix("/index").unwrap_or(id);
         let row = SkillRow {
@@ -370,7 +373,7 @@ mod tests {
         visibility: Visibility<'_>,
     ) -> Vec<String> {
         let missed_lower = missed.to_lowercase();
-        let mut scored: Vec<(i64, &str)> = cache
+        let mut scored: Vec<(i64, Cow<'_, str>)> = cache
             .rows()
             .iter()
             .filter(|r| visibility.allows_id(&r.id, r.always_visible))

@@ -12,7 +12,8 @@ use serde_json::Value;
 
 mod delta;
 
-use super::cache::{Listed, SkillCache};
+use super::cache::SkillCache;
+use super::listed::{Listed, Search};
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
@@ -90,10 +91,14 @@ impl ListRows {
         self.picked.iter().map(move |&i| &*rows[i as usize])
     }
 
+    /// About how long the answer is as JSON.
+    pub fn approximate_len(&self) -> usize {
+        self.rows().map(|r| r.json_len() + 1).sum::<usize>() + 64
+    }
+
     /// The answer as JSON text: each row's text copied as it is cached.
     pub fn to_json(&self) -> String {
-        let len: usize = self.rows().map(|r| r.json_len() + 1).sum();
-        let mut out = String::with_capacity(len + 64);
+        let mut out = String::with_capacity(self.approximate_len());
         out.push_str("{\"skills\":[");
         for (i, listed) in self.rows().enumerate() {
             if i > 0 {
@@ -143,8 +148,8 @@ struct Filter<'a> {
     visibility: Visibility<'a>,
     prefix: Option<&'a str>,
     kind: Option<&'a str>,
-    /// Lowercase; `None` when absent or empty.
-    search: Option<String>,
+    /// `None` when absent or empty.
+    search: Option<Search>,
 }
 
 impl<'a> Filter<'a> {
@@ -153,22 +158,17 @@ impl<'a> Filter<'a> {
             visibility,
             prefix: req.prefix.as_deref(),
             kind: req.kind.as_deref(),
-            search: req
-                .search
-                .as_deref()
-                .map(str::to_lowercase)
-                .filter(|s| !s.is_empty()),
+            search: req.search.as_deref().and_then(Search::new),
         }
     }
 
     fn admits(&self, listed: &Listed) -> bool {
         self.visibility.allows_id(&listed.id, listed.always_visible)
             && self.prefix.is_none_or(|p| listed.id.starts_with(p))
-            && self.kind.is_none_or(|t| listed.kind.as_deref() == Some(t))
             && self
-                .search
-                .as_deref()
-                .is_none_or(|needle| listed.matches(needle))
+                .kind
+                .is_none_or(|t| listed.kind().as_deref() == Some(t))
+            && self.search.as_ref().is_none_or(|s| s.finds_in(listed))
     }
 }
 

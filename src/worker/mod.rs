@@ -14,6 +14,7 @@ mod search;
 mod setup;
 mod subscriptions;
 pub mod surface;
+mod trim;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +68,7 @@ struct Shared {
     link: Arc<connection::Link>,
     /// What is set up on each connection (`setup.rs`), and how it went.
     setup: setup::Setup,
+    trimmer: Arc<trim::Trimmer>,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -126,6 +128,7 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         in_flight: downloads::InFlight::default(),
         link,
         setup: setup::Setup::new(options.seed),
+        trimmer: Arc::default(),
     });
 
     register(&iii, &shared, runtime.handle().clone());
@@ -413,12 +416,16 @@ async fn read(
     if let Some(answer) = unchanged {
         return answer.map_err(|e| e.to_string());
     }
-    blocking(shared, move |shared| {
+    let answer = blocking(shared, move |shared| {
         shared
             .directory
             .read_answer(function, &input, installed.as_deref())
     })
-    .await
+    .await?;
+    if answer.approximate_len() >= trim::LARGE_ANSWER_BYTES {
+        shared.trimmer.after_large_answer();
+    }
+    Ok(answer)
 }
 
 /// The installed workers for `filter_unregistered`, kept for `registry_cache_ttl_ms`.

@@ -1,0 +1,49 @@
+//! Gives the memory of large answers back to the system once they are sent. A whole
+//! `skills::list` of a large tree becomes a value of tens of megabytes inside the SDK, built
+//! and freed on whichever thread serves it; glibc keeps what each of its arenas freed, so the
+//! resident set would stay near the sum of every arena's largest answer long after the calls
+//! (issue 15: about 200 MiB at rest after lists of 50,000 skills, 125 MiB with this). A trim
+//! costs milliseconds after such an answer and little otherwise, so it runs off the call path,
+//! on the blocking pool, shortly after a large answer went out (the SDK frees it once sent).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Answers at least this large (JSON bytes, about) are worth a trim once freed.
+pub const LARGE_ANSWER_BYTES: usize = 4 << 20;
+/// How long after a large answer the trim runs: time for the SDK to send and free it, and for
+/// a burst of such answers to pass.
+const AFTER: Duration = Duration::from_millis(500);
+
+/// See the module doc.
+#[derive(Default)]
+pub struct Trimmer {
+    scheduled: AtomicBool,
+}
+
+impl Trimmer {
+    /// Notes that a large answer was handed to the SDK: a trim runs shortly after, once for a
+    /// burst of them.
+    pub fn after_large_answer(self: &Arc<Self>) {
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(AFTER).await;
+            // Cleared first: an answer handed over during the trim schedules another.
+            this.scheduled.store(false, Ordering::Release);
+            let _ = tokio::task::spawn_blocking(give_back).await;
+        });
+    }
+}
+
+/// Returns the arenas' free pages to the system.
+fn give_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
