@@ -216,8 +216,9 @@ impl Index {
                 tracing::warn!(error = %again, "the index could not be reopened; the next reconcile retries");
             }
         }
-        drop(mirror);
+        // Under the mirror lock, so that reconciles note their commits in order.
         self.note_latest();
+        drop(mirror);
         result
     }
 

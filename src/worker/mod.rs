@@ -340,9 +340,8 @@ async fn handle(
     if let Handler::Read(function) = handler {
         return read(iii, shared, function, input).await;
     }
-    let settings = shared.directory.settings();
     let installed = match handler {
-        Handler::Write(_) => installed(iii, shared, false).await,
+        Handler::Write(_) => installed_workers(iii, shared, false).await,
         _ => None,
     };
     let value = match handler {
@@ -358,6 +357,7 @@ async fn handle(
         | Handler::OnFunctionsChange
         | Handler::PreGenerate
         | Handler::HintPreview => {
+            let settings = shared.directory.settings();
             search::handle(iii, &shared.search, handler, input, &settings).await
         }
         Handler::Download(function) => downloads::download(shared, function, input).await,
@@ -403,9 +403,9 @@ async fn read(
     input: Value,
 ) -> Result<Answer, String> {
     let installed = match function {
-        ReadFunction::SkillsIndex => installed(iii, shared, true).await,
+        ReadFunction::SkillsIndex => installed_workers(iii, shared, true).await,
         ReadFunction::SkillsList | ReadFunction::SkillsGet | ReadFunction::AgentsGet => {
-            installed(iii, shared, false).await
+            installed_workers(iii, shared, false).await
         }
         _ => None,
     };
@@ -429,7 +429,7 @@ async fn read(
 }
 
 /// The installed workers for `filter_unregistered`, kept for `registry_cache_ttl_ms`.
-async fn installed(
+async fn installed_workers(
     iii: &IIIClient,
     shared: &Shared,
     fresh: bool,
