@@ -243,11 +243,11 @@ const WHAT_IS_MEASURED: &str = "## What is measured
 
 - **Read functions** (`skills::list` all rows, with `prefix`, with `search`; `skills::get`;
   `skills::index`; `agents::get` of a profile with an `extends` chain): `Directory::read_json`,
-  the JSON text the worker puts on the wire, on an up-to-date index. *Baseline*: a fresh rescan
+  the answer as JSON text, on an up-to-date index. *Baseline*: a fresh rescan
   (`fresh_views`: walk, read and parse every file) and then the answer, on every call. *Floor*:
   `serde_json::to_vec` of the same answer already in memory. `list as a Value` is
-  `Directory::read`, which parses the text back into a `serde_json::Value` (not what the wire
-  pays).
+  `Directory::read`: the cached rows serialized into a `serde_json::Value`, which is what the
+  worker hands the SDK for a whole list.
 - **Cold reindex**: delete the index, open, reconcile; CPU time over wall time shows how many
   cores worked. *Baseline*: the rescan. *Floor*: walk and read every byte (in parallel). Also
   the real binary, `iii-directory reindex --from-scratch`, with its peak RSS.
@@ -259,8 +259,10 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   read, one rescan. *Floor*: the scoped reconcile of that one file (the watcher also waits for
   its 50 ms quiet period). `skills::update` through the library beside an fsync'd atomic write.
 - **Worker process**: the real `iii-directory` binary against a loopback fake engine, booted on
-  an existing index, after a series of `skills::list` and `skills::get` calls through the
-  engine socket: its peak RSS (`VmHWM`), and `list` over the wire beside in-process.
+  an existing index: its peak RSS (`VmHWM`) over rounds of full `skills::list`, `skills::get`
+  misses and `skills::update` calls, its RSS at boot and at rest, beside the peak of the
+  minimal worker on the same SDK answering the same full lists from memory; and `list` over
+  the wire (whole, and an unchanged `if_revision` poll) beside that minimal worker.
 - **Index size**: the index file against the bytes of the markdown files it covers.
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
