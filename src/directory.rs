@@ -388,13 +388,7 @@ impl Directory {
         let latest = match self.index.latest() {
             Some(latest) => latest,
             // A follower: its writer is another process.
-            None => {
-                let reader = self.index.read().ok()?;
-                index::Latest {
-                    epoch: reader.epoch().ok()?,
-                    revision: reader.revision().ok()?,
-                }
-            }
+            None => self.index.read().and_then(|r| r.latest()).ok()?,
         };
         let visibility = (table == Logged::Skills).then(|| self.visibility(installed));
         let current = ListRevision::of(latest, table, visibility);

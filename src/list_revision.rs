@@ -78,11 +78,7 @@ impl ListRevision {
         table: Logged,
         visibility: Option<Visibility<'_>>,
     ) -> Result<ListRevision> {
-        let latest = Latest {
-            epoch: reader.epoch()?,
-            revision: reader.revision()?,
-        };
-        Ok(ListRevision::of(latest, table, visibility))
+        Ok(ListRevision::of(reader.latest()?, table, visibility))
     }
 
     /// The revision of a list at an index file's `latest` state.

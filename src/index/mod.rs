@@ -232,12 +232,7 @@ impl Index {
     }
 
     fn note_latest(&self) {
-        let latest = self.read().and_then(|r| {
-            Ok(Latest {
-                epoch: r.epoch()?,
-                revision: r.revision()?,
-            })
-        });
+        let latest = self.read().and_then(|r| r.latest());
         *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = latest.ok();
     }
 

@@ -51,6 +51,14 @@ impl Reader {
         }
     }
 
+    /// The snapshot's index file identity and revision together.
+    pub fn latest(&self) -> Result<super::Latest> {
+        Ok(super::Latest {
+            epoch: self.epoch()?,
+            revision: self.revision()?,
+        })
+    }
+
     /// The index file's identity, random at its creation (0 for a file that has none).
     pub fn epoch(&self) -> Result<u64> {
         self.meta_u64(META_EPOCH)
