@@ -41,10 +41,11 @@ struct ListRequest {
 
 /// A `skills::list` answer, written out once, in the form its caller needs: a whole list stays
 /// the cached rows it lists (copied out as JSON text, or serialized straight into the value the
-/// SDK sends, with no text to parse on the way); an unchanged answer or a delta is small text.
+/// SDK sends, with no text to parse on the way); an unchanged answer or a delta is a small
+/// value.
 pub enum ListAnswer {
     Rows(ListRows),
-    Text(String),
+    Value(Value),
 }
 
 /// `{"skills":[row…]}`, with `revision` (and `full`) when the request held a revision: the
@@ -206,11 +207,9 @@ pub fn list(
         (None, _) => return whole(Some(revision), false),
     };
     match since {
-        Since::Unchanged => Ok(ListAnswer::Text(
-            list_revision::unchanged(revision).to_string(),
-        )),
+        Since::Unchanged => Ok(ListAnswer::Value(list_revision::unchanged(revision))),
         Since::Full => whole(Some(revision), true),
         Since::Delta(keys) => delta::answer(reader, &filter, include_description, &keys, revision)
-            .map(ListAnswer::Text),
+            .map(ListAnswer::Value),
     }
 }

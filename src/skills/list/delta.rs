@@ -14,8 +14,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use serde_json::{Value, json};
+
 use super::{Filter, Listed};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::Reader;
 
 /// `{"revision":…,"changed":[row…],"removed":[id…]}` for the on-disk ids `keys` that changed.
@@ -25,7 +27,7 @@ pub(super) fn answer(
     include_description: bool,
     keys: &BTreeSet<String>,
     revision: u64,
-) -> Result<String> {
+) -> Result<Value> {
     // `prefix` applies to the on-disk id, which a row keeps for life: a key outside it was in
     // no earlier answer of this request and is in none now.
     let keys: Vec<&String> = keys
@@ -36,18 +38,14 @@ pub(super) fn answer(
         reader,
         decoded: HashMap::new(),
     };
-    let mut out = format!("{{\"revision\":{revision},\"changed\":[");
-    let mut first = true;
+    let mut changed = Vec::new();
     for key in &keys {
         if let Some(listed) = rows.get(key)?.filter(|l| filter.admits(l)) {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            listed.push_json(&mut out, include_description);
+            changed.push(
+                serde_json::to_value(listed.as_row(include_description)).map_err(Error::json)?,
+            );
         }
     }
-    out.push_str("],\"removed\":");
     let mut removed = BTreeSet::new();
     for key in &keys {
         for shown in [Some(key.as_str()), key.strip_suffix("/index")]
@@ -59,9 +57,7 @@ pub(super) fn answer(
             }
         }
     }
-    out.push_str(&serde_json::to_string(&removed).map_err(crate::error::Error::json)?);
-    out.push('}');
-    Ok(out)
+    Ok(json!({ "revision": revision, "changed": changed, "removed": removed }))
 }
 
 /// The rows of the snapshot a delta looks at, decoded once each.
