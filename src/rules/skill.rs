@@ -40,6 +40,27 @@ pub struct SkillRow {
     pub agents_skill: bool,
 }
 
+#[cfg(test)]
+impl SkillRow {
+    /// A bundled row shown as `display_id` with every other field empty, for tests that set
+    /// only what they look at.
+    pub fn blank(display_id: &str) -> SkillRow {
+        SkillRow {
+            display_id: display_id.to_string(),
+            title: String::new(),
+            r#type: None,
+            function_id: None,
+            disable_model_invocation: false,
+            description: String::new(),
+            bytes: 0,
+            modified_at: String::new(),
+            source: Source::Bundled,
+            always_visible: false,
+            agents_skill: false,
+        }
+    }
+}
+
 /// Which skills a caller may see: `filter_unregistered` hides a namespace that is not an
 /// installed worker. `installed: None` means the set is unknown, and then nothing is hidden.
 #[derive(Clone, Copy, Debug)]

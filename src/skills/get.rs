@@ -349,17 +349,8 @@ mod tests {
     fn listed(id: &str, always_visible: bool) -> Listed {
         let display = id.strip_suffix("/index").unwrap_or(id);
         let row = SkillRow {
-            display_id: display.to_string(),
-            title: String::new(),
-            r#type: None,
-            function_id: None,
-            disable_model_invocation: false,
-            description: String::new(),
-            bytes: 0,
-            modified_at: String::new(),
-            source: Source::Bundled,
             always_visible,
-            agents_skill: false,
+            ..SkillRow::blank(display)
         };
         Listed::new(id.to_string(), &row)
     }

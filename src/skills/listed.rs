@@ -363,17 +363,8 @@ mod tests {
         ];
         for field in fields {
             let row = SkillRow {
-                display_id: "ns/id".into(),
                 title: field.into(),
-                r#type: None,
-                function_id: None,
-                disable_model_invocation: false,
-                description: String::new(),
-                bytes: 0,
-                modified_at: String::new(),
-                source: Source::Bundled,
-                always_visible: false,
-                agents_skill: false,
+                ..SkillRow::blank("ns/id")
             };
             let listed = Listed::new("ns/id".into(), &row);
             for word in words {
