@@ -92,6 +92,13 @@ fn check_levenshtein(a: &str, b: &str) {
         distance,
         "bit-parallel {a:?} {b:?}"
     );
+    for limit in [distance, distance + 1] {
+        assert_eq!(
+            Pattern::new(a).distance_under(b, limit),
+            (distance < limit).then_some(distance),
+            "cut short at {limit}: {a:?} {b:?}"
+        );
+    }
     assert!(
         Shape::of(a).distance_at_least(&Shape::of(b)) <= distance,
         "bound {a:?} {b:?}"

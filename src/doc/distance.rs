@@ -69,14 +69,27 @@ impl<'a> Pattern<'a> {
 
     /// [`levenshtein`] between the pattern's text and `other`.
     pub fn distance(&self, other: &str) -> usize {
+        self.distance_under(other, usize::MAX)
+            .expect("every distance is under usize::MAX")
+    }
+
+    /// [`levenshtein`] between the pattern's text and `other` when it is under `limit`, else
+    /// `None`, often without reading all of `other`: after each `/` of `other` it stops when
+    /// no way of ending `other` could bring the distance under `limit` (the smallest cell of the
+    /// table's column so far is a lower bound of the last cell). Ids that differ in their
+    /// first segment are told apart there, before the rest is measured.
+    pub fn distance_under(&self, other: &str, limit: usize) -> Option<usize> {
         let Some(positions) = self.positions.as_deref().filter(|_| other.is_ascii()) else {
-            return levenshtein(self.text, other);
+            return Some(levenshtein(self.text, other)).filter(|d| *d < limit);
         };
         let len = self.text.len();
         let last = 1u64 << (len - 1);
-        let (mut plus, mut minus) = (u64::MAX >> (64 - len), 0u64);
+        let mask = u64::MAX >> (64 - len);
+        // Bit i of `plus` (`minus`) is set when the column's cell i+1 is one more (less) than
+        // cell i; the first cell of column j is j.
+        let (mut plus, mut minus) = (mask, 0u64);
         let mut distance = len;
-        for byte in other.bytes() {
+        for (j, byte) in other.bytes().enumerate() {
             let equal = positions[usize::from(byte)];
             let vertical = equal | minus;
             let horizontal = ((equal & plus).wrapping_add(plus) ^ plus) | equal;
@@ -93,10 +106,49 @@ impl<'a> Pattern<'a> {
             h_minus <<= 1;
             plus = h_minus | !(vertical | h_plus);
             minus = h_plus & vertical;
+            if byte == b'/' && column_min(j + 1, plus & mask, minus & mask) >= limit {
+                return None;
+            }
         }
-        distance
+        (distance < limit).then_some(distance)
     }
 }
+
+/// The smallest cell of a column of the edit-distance table whose first cell is `first` and
+/// whose steps down are +1 at the bits of `plus` and -1 at those of `minus`, four rows at a
+/// time.
+fn column_min(first: usize, mut plus: u64, mut minus: u64) -> usize {
+    let (mut cell, mut lowest) = (first as i64, first as i64);
+    while plus | minus != 0 {
+        let (sum, min) = NIBBLE_STEPS[((plus & 0xf) | (minus & 0xf) << 4) as usize];
+        lowest = lowest.min(cell + i64::from(min));
+        cell += i64::from(sum);
+        plus >>= 4;
+        minus >>= 4;
+    }
+    lowest as usize
+}
+
+/// For four rows' steps (the low nibble +1 bits, the high nibble -1 bits): their sum, and the
+/// lowest of their running sums.
+static NIBBLE_STEPS: [(i8, i8); 256] = {
+    let mut table = [(0i8, 0i8); 256];
+    let mut index = 0;
+    while index < 256 {
+        let (mut sum, mut min) = (0i8, 0i8);
+        let mut bit = 0;
+        while bit < 4 {
+            sum += ((index >> bit) & 1) as i8 - ((index >> (bit + 4)) & 1) as i8;
+            if sum < min {
+                min = sum;
+            }
+            bit += 1;
+        }
+        table[index] = (sum, min);
+        index += 1;
+    }
+    table
+};
 
 /// What a cheap lower bound of the edit distance needs of a string, kept beside many candidates
 /// so that most are passed over without reading them: its length in chars and, for an ASCII
@@ -263,6 +315,43 @@ mod tests {
                 assert_eq!(levenshtein(a, b), reference(a, b), "{a:?} vs {b:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_pattern_cut_short_agrees_with_the_distance() {
+        let ids = [
+            "agent-http-296/chart-47796",
+            "agent-http-296/chart-477966",
+            "audio-memory-823/video/stream-495733",
+            "other-ns-12/video/stream-49573",
+            "a/b/c/d/e",
+            "a//b/",
+            "/",
+            "x",
+        ];
+        for a in WORDS.iter().chain(&ids) {
+            let pattern = Pattern::new(a);
+            for b in WORDS.iter().chain(&ids) {
+                let distance = levenshtein(a, b);
+                for limit in 0..=distance + 2 {
+                    let expected = (distance < limit).then_some(distance);
+                    assert_eq!(
+                        pattern.distance_under(b, limit),
+                        expected,
+                        "{a:?} {b:?} {limit}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_column_minimum_is_the_lowest_cell() {
+        // Cells 5, 6, 5, 4, 3, 4 (steps +, -, -, -, +).
+        assert_eq!(column_min(5, 0b10001, 0b01110), 3);
+        assert_eq!(column_min(2, 0, 0), 2);
+        assert_eq!(column_min(0, u64::MAX, 0), 0);
+        assert_eq!(column_min(64, 0, u64::MAX), 0);
     }
 
     #[test]

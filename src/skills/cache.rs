@@ -112,13 +112,13 @@ impl SkillCache {
             .chain(self.with_prefix(&format!("{ns}/")).iter().map(|r| &**r))
     }
 
-    /// The positions (in id order) of the rows whose on-disk id has `segment` as one of its
-    /// `/`-separated parts, ascending.
-    pub fn sharing_segment(&self, segment: &str) -> &[u32] {
-        self.postings()
-            .segments
-            .get(segment)
-            .map_or(&[], Vec::as_slice)
+    /// The rows whose on-disk id has `segment` as one of its `/`-separated parts.
+    pub fn sharing_segment(&self, segment: &str) -> &Posting {
+        static NONE: Posting = Posting {
+            positions: Vec::new(),
+            shapes: Vec::new(),
+        };
+        self.postings().segments.get(segment).unwrap_or(&NONE)
     }
 
     /// The lowercase on-disk id at `position`, read from one contiguous text rather than the
@@ -130,36 +130,29 @@ impl SkillCache {
         &postings.ids[start..postings.ends[i] as usize]
     }
 
-    /// The [`Shape`] of the lowercase on-disk id at `position`: a bound of its edit distance
-    /// that passes most candidates over without reading them.
-    pub fn shape(&self, position: u32) -> &Shape {
-        &self.postings().shapes[position as usize]
-    }
-
     fn postings(&self) -> &Postings {
         self.postings.get_or_init(|| {
-            let mut segments: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+            let mut segments: HashMap<Box<str>, Posting> = HashMap::new();
             let mut ids = String::new();
             let mut ends = Vec::with_capacity(self.rows.len());
-            let mut shapes = Vec::with_capacity(self.rows.len());
             for (i, row) in self.rows.iter().enumerate() {
+                let lowercase = row.id.to_lowercase();
+                let shape = Shape::of(&lowercase);
                 for part in row.id.split('/') {
-                    let rows = segments.entry(part.into()).or_default();
+                    let posting = segments.entry(part.into()).or_default();
                     // An id that repeats a segment is listed once under it.
-                    if rows.last() != Some(&(i as u32)) {
-                        rows.push(i as u32);
+                    if posting.positions.last() != Some(&(i as u32)) {
+                        posting.positions.push(i as u32);
+                        posting.shapes.push(shape);
                     }
                 }
-                let lowercase = row.id.to_lowercase();
                 ids.push_str(&lowercase);
                 ends.push(u32::try_from(ids.len()).expect("ids under 4 GiB"));
-                shapes.push(Shape::of(&lowercase));
             }
             Postings {
                 segments,
                 ids,
                 ends,
-                shapes,
             }
         })
     }
@@ -170,14 +163,24 @@ impl SkillCache {
     }
 }
 
-/// What a `get` miss looks candidates up by, by position.
+/// What a `get` miss looks candidates up by.
 struct Postings {
-    /// Each `/`-separated segment of the on-disk ids, with the positions of the rows that have it.
-    segments: HashMap<Box<str>, Vec<u32>>,
+    /// Each `/`-separated segment of the on-disk ids, with the rows that have it.
+    segments: HashMap<Box<str>, Posting>,
     /// The lowercase on-disk ids one after another; `ends[i]` is where row `i`'s ends.
     ids: String,
     ends: Vec<u32>,
-    shapes: Vec<Shape>,
+}
+
+/// The rows that have one segment: their positions (in id order) ascending, and beside each
+/// the [`Shape`] of its lowercase id, a bound of its edit distance that passes most candidates
+/// over without reading them. The shapes are kept in the posting's order, not the rows', because
+/// a miss walks a posting of thousands of rows spread over the whole tree: one array indexed by
+/// position cost a cache miss per row, which was most of a miss's time.
+#[derive(Default)]
+pub struct Posting {
+    pub positions: Vec<u32>,
+    pub shapes: Vec<Shape>,
 }
 
 #[cfg(test)]

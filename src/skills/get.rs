@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::cache::SkillCache;
+use super::cache::{Posting, SkillCache};
 use super::listed::Listed;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
@@ -172,77 +172,96 @@ pub fn resolve_worker<'a>(top: &str, names: &BTreeSet<&'a str>) -> Option<&'a st
 /// taken shortest first, and a longer one only when the rows it adds could still make the
 /// cut (a common segment's thousands of rows are mostly never looked at); within a posting the
 /// rows sharing most go first, and a row whose best possible score cannot make the cut is
-/// never measured (its distance is at least what the [`Shape`]s kept beside the postings
-/// bound, read without touching the row).
+/// never measured (its distance is at least what the [`Shape`] kept beside it in the posting
+/// bounds, read without touching the row).
 fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> Vec<String> {
     let missed_lower = missed.to_lowercase();
     let missed_shape = Shape::of(&missed_lower);
     let pattern = Pattern::new(&missed_lower);
     // Each distinct segment's posting, with how often the missed id repeats the segment.
-    let mut postings: Vec<(&str, &[u32], i64)> = Vec::new();
+    let mut postings: Vec<(&str, &Posting, i64)> = Vec::new();
     for segment in missed.split('/') {
         match postings.iter_mut().find(|(s, _, _)| *s == segment) {
             Some((_, _, times)) => *times += 1,
             None => postings.push((segment, cache.sharing_segment(segment), 1)),
         }
     }
-    postings.sort_by_key(|(_, rows, _)| rows.len());
+    postings.sort_by_key(|(_, posting, _)| posting.positions.len());
 
     let mut best = Best::default();
-    for (j, &(_, rows, times)) in postings.iter().enumerate() {
+    for (j, &(_, posting, times)) in postings.iter().enumerate() {
         let (earlier, later) = (&postings[..j], &postings[j + 1..]);
-        let most_shared = times + later.iter().map(|(_, _, t)| t).sum::<i64>();
-        if best.beats(100 * most_shared, 0) {
+        let later_times: i64 = later.iter().map(|(_, _, t)| t).sum();
+        if best.beats(100 * (times + later_times), 0) {
             break;
         }
-        // The rows an earlier (shorter) posting did not already score, each with every segment
-        // it shares: the earlier rows are skipped in one merged walk, the later postings (each
-        // longer) are searched.
+        // The rows an earlier (shorter) posting did not already score, grouped by how many
+        // segments they share with the later (longer) postings, each group in id order. All
+        // postings ascend, so one merged walk skips the earlier rows and finds the later ones.
         let mut scored: Vec<u32> = earlier
             .iter()
-            .flat_map(|(_, r, _)| r.iter().copied())
+            .flat_map(|(_, p, _)| p.positions.iter().copied())
             .collect();
         scored.sort_unstable();
         let mut next_scored = scored.iter().peekable();
-        let mut fresh: Vec<(i64, u32)> = Vec::with_capacity(rows.len());
-        for &position in rows {
+        let mut later_from = vec![0; later.len()];
+        let mut by_later: Vec<Vec<(u32, &Shape)>> = vec![Vec::new(); later_times as usize + 1];
+        for (&position, shape) in posting.positions.iter().zip(&posting.shapes) {
             while next_scored.next_if(|p| **p < position).is_some() {}
             if next_scored.peek() == Some(&&position) {
                 continue;
             }
-            let shared = times
-                + later
-                    .iter()
-                    .filter(|(_, rows, _)| rows.binary_search(&position).is_ok())
-                    .map(|(_, _, t)| t)
-                    .sum::<i64>();
-            fresh.push((shared, position));
+            let shared_later: i64 = later
+                .iter()
+                .zip(&mut later_from)
+                .map(|((_, p, t), from)| {
+                    if holds_from(&p.positions, from, position) {
+                        *t
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            by_later[shared_later as usize].push((position, shape));
         }
-        // Rows sharing most first; without later postings they all share as much, in order.
-        if !later.is_empty() {
-            fresh.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        }
-        for (shared, position) in fresh {
-            if best.beats(100 * shared, 0) {
-                break;
-            }
-            let Some(limit) = best.distance_limit(shared, position) else {
-                continue;
-            };
-            if cache.shape(position).distance_at_least(&missed_shape) >= limit {
-                continue;
-            }
-            let distance = pattern.distance(cache.lowercase_id_at(position));
-            if distance >= limit {
-                continue;
-            }
-            let row = cache.at(position);
-            if visibility.allows_id(&row.id, row.always_visible) {
-                best.offer(100 * shared - distance as i64, position, row);
+        // Rows sharing most first.
+        for (shared_later, rows) in by_later.iter().enumerate().rev() {
+            let shared = times + shared_later as i64;
+            for &(position, shape) in rows {
+                if best.beats(100 * shared, 0) {
+                    break;
+                }
+                let Some(limit) = best.distance_limit(shared, position) else {
+                    continue;
+                };
+                if shape.distance_at_least(&missed_shape) >= limit {
+                    continue;
+                }
+                let Some(distance) = pattern.distance_under(cache.lowercase_id_at(position), limit)
+                else {
+                    continue;
+                };
+                let row = cache.at(position);
+                if visibility.allows_id(&row.id, row.always_visible) {
+                    best.offer(100 * shared - distance as i64, position, row);
+                }
             }
         }
     }
     best.ids()
+}
+
+/// Whether the ascending `positions` hold `target`, searched from `*from`, which moves past
+/// every position below `target`. A walk's targets ascend, so each search starts where the last
+/// ended, and gallops (1, 2, 4… ahead) before a binary search of the last stride.
+fn holds_from(positions: &[u32], from: &mut usize, target: u32) -> bool {
+    let rest = &positions[*from..];
+    let mut stride = 1;
+    while stride < rest.len() && rest[stride] < target {
+        stride *= 2;
+    }
+    *from += rest[..stride.min(rest.len())].partition_point(|&p| p < target);
+    positions.get(*from) == Some(&target)
 }
 
 /// The best [`SUGGESTIONS`] scored rows so far: highest score first, the earlier id first
