@@ -404,6 +404,23 @@ mod tests {
     }
 
     #[test]
+    fn a_galloping_search_finds_ascending_targets() {
+        let positions: Vec<u32> = (0..300).map(|i| i * 3).collect();
+        let mut from = 0;
+        for target in 0..900 {
+            let held = holds_from(&positions, &mut from, target);
+            assert_eq!(held, target % 3 == 0, "{target}");
+            // Every position before `from` is below the target.
+            assert!(positions[..from].iter().all(|p| *p < target));
+        }
+        // Past the last position (897), nothing is held and the search stays at the end.
+        assert_eq!(from, positions.len());
+        assert!(!holds_from(&positions, &mut from, 10_000));
+        assert_eq!(from, positions.len());
+        assert!(!holds_from(&[], &mut 0, 1));
+    }
+
+    #[test]
     fn suggestions_are_those_of_scoring_every_row() {
         let mut draw = Draw(0x5eed_1234_abcd_9876);
         let installed: BTreeSet<String> = ["a", "cache", "data"].map(String::from).into();
