@@ -139,12 +139,10 @@ impl SkillCache {
                 let lowercase = row.id.to_lowercase();
                 let shape = Shape::of(&lowercase);
                 for part in row.id.split('/') {
-                    let posting = segments.entry(part.into()).or_default();
-                    // An id that repeats a segment is listed once under it.
-                    if posting.positions.last() != Some(&(i as u32)) {
-                        posting.positions.push(i as u32);
-                        posting.shapes.push(shape);
-                    }
+                    segments
+                        .entry(part.into())
+                        .or_default()
+                        .push(i as u32, shape);
                 }
                 ids.push_str(&lowercase);
                 ends.push(u32::try_from(ids.len()).expect("ids under 4 GiB"));
@@ -179,8 +177,29 @@ struct Postings {
 /// position cost a cache miss per row, which was most of a miss's time.
 #[derive(Default)]
 pub struct Posting {
-    pub positions: Vec<u32>,
-    pub shapes: Vec<Shape>,
+    positions: Vec<u32>,
+    /// `shapes[i]` is the shape of the row at `positions[i]`.
+    shapes: Vec<Shape>,
+}
+
+impl Posting {
+    fn push(&mut self, position: u32, shape: Shape) {
+        // An id that repeats a segment is listed once under it.
+        if self.positions.last() != Some(&position) {
+            self.positions.push(position);
+            self.shapes.push(shape);
+        }
+    }
+
+    /// The positions, ascending.
+    pub fn positions(&self) -> &[u32] {
+        &self.positions
+    }
+
+    /// Each position with its row's shape, in position order.
+    pub fn rows(&self) -> impl Iterator<Item = (u32, &Shape)> {
+        self.positions.iter().copied().zip(&self.shapes)
+    }
 }
 
 #[cfg(test)]

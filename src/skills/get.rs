@@ -186,7 +186,7 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
             None => postings.push((segment, cache.sharing_segment(segment), 1)),
         }
     }
-    postings.sort_by_key(|(_, posting, _)| posting.positions.len());
+    postings.sort_by_key(|(_, posting, _)| posting.positions().len());
 
     let mut best = Best::default();
     for (j, &(_, posting, times)) in postings.iter().enumerate() {
@@ -200,13 +200,13 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
         // postings ascend, so one merged walk skips the earlier rows and finds the later ones.
         let mut scored: Vec<u32> = earlier
             .iter()
-            .flat_map(|(_, p, _)| p.positions.iter().copied())
+            .flat_map(|(_, p, _)| p.positions().iter().copied())
             .collect();
         scored.sort_unstable();
         let mut next_scored = scored.iter().peekable();
         let mut later_from = vec![0; later.len()];
         let mut by_later: Vec<Vec<(u32, &Shape)>> = vec![Vec::new(); later_times as usize + 1];
-        for (&position, shape) in posting.positions.iter().zip(&posting.shapes) {
+        for (position, shape) in posting.rows() {
             while next_scored.next_if(|p| **p < position).is_some() {}
             if next_scored.peek() == Some(&&position) {
                 continue;
@@ -215,7 +215,7 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
                 .iter()
                 .zip(&mut later_from)
                 .map(|((_, p, t), from)| {
-                    if holds_from(&p.positions, from, position) {
+                    if holds_from(p.positions(), from, position) {
                         *t
                     } else {
                         0
