@@ -197,18 +197,17 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
         }
         // The rows an earlier (shorter) posting did not already score, grouped by how many
         // segments they share with the later (longer) postings, each group in id order. All
-        // postings ascend, so one merged walk skips the earlier rows and finds the later ones.
-        let mut scored: Vec<u32> = earlier
-            .iter()
-            .flat_map(|(_, p, _)| p.positions().iter().copied())
-            .collect();
-        scored.sort_unstable();
-        let mut next_scored = scored.iter().peekable();
+        // postings ascend, so each is searched from where the search for the previous row
+        // ended.
+        let mut earlier_from = vec![0; earlier.len()];
         let mut later_from = vec![0; later.len()];
         let mut by_later: Vec<Vec<(u32, &Shape)>> = vec![Vec::new(); later_times as usize + 1];
         for (position, shape) in posting.rows() {
-            while next_scored.next_if(|p| **p < position).is_some() {}
-            if next_scored.peek() == Some(&&position) {
+            let scored = earlier
+                .iter()
+                .zip(&mut earlier_from)
+                .any(|((_, p, _), from)| holds_from(p.positions(), from, position));
+            if scored {
                 continue;
             }
             let shared_later: i64 = later
@@ -253,7 +252,8 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
 
 /// Whether the ascending `positions` hold `target`, searched from `*from`, which moves past
 /// every position below `target`. A walk's targets ascend, so each search starts where the last
-/// ended, and gallops (1, 2, 4… ahead) before a binary search of the last stride.
+/// ended (wherever that is below `target`), and gallops (1, 2, 4… ahead) before a binary search
+/// of the last stride.
 fn holds_from(positions: &[u32], from: &mut usize, target: u32) -> bool {
     let rest = &positions[*from..];
     let mut stride = 1;
