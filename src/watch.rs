@@ -68,8 +68,8 @@ fn safety_net_interval(directory: &Directory) -> Option<Duration> {
 /// The watcher's health, for `directory::index::status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WatchStatus {
-    /// Some root is not watched (or the event queue overflowed): changes there are seen only by
-    /// the safety-net reconcile.
+    /// Some root is not watched, or the watcher failed: changes there are seen only by the
+    /// safety-net reconcile.
     pub degraded: bool,
     /// Why, one line per problem.
     pub problems: Vec<String>,
@@ -77,6 +77,10 @@ pub struct WatchStatus {
     pub watched: Vec<String>,
     /// Bursts handled and reconciles they caused.
     pub bursts: u64,
+    /// Rescan notices: the kernel's event queue overflowed (`fs.inotify.max_queued_events`), so
+    /// the burst reconciled every root instead of the paths it heard of. Nothing is missed, but
+    /// many of these mean the queue is too small for the churn on disk.
+    pub rescans: u64,
     /// When the last safety-net reconcile ran (RFC 3339), if it has.
     pub last_safety_net: Option<String>,
 }
@@ -101,7 +105,12 @@ impl Watcher {
     pub fn start(directory: Arc<Directory>, options: WatchOptions) -> Watcher {
         let (sender, receiver) = mpsc::channel();
         let status = Arc::new(Mutex::new(WatchStatus::default()));
+        let started = Instant::now();
         let notify = watch_roots(&directory, &options, sender.clone(), &status);
+        tracing::debug!(
+            watch_ms = started.elapsed().as_millis() as u64,
+            "roots watched"
+        );
         let thread_status = status.clone();
         let thread = std::thread::Builder::new()
             .name("iii-directory-watch".into())
@@ -155,8 +164,10 @@ fn watch_roots(
     status: &Mutex<WatchStatus>,
 ) -> Option<RecommendedWatcher> {
     let roots = directory.roots();
-    let handler = move |event| {
-        let _ = sender.send(Message::Event(event));
+    let handler = move |event: notify::Result<notify::Event>| {
+        if worth_a_look(&event) {
+            let _ = sender.send(Message::Event(event));
+        }
     };
     let mut watcher = match notify::recommended_watcher(handler) {
         Ok(watcher) => watcher,
@@ -223,6 +234,20 @@ fn watch_roots(
     Some(watcher)
 }
 
+/// Whether an event can matter to a burst, decided on notify's thread so that the rest are
+/// never queued: notify watches for opens too, and every folder a walk opens (notify's own when
+/// it adds its watches, a reconcile's) and every file a reconcile reads is at least one: about a
+/// hundred thousand per walk of a large tree, none of them a change.
+fn worth_a_look(event: &notify::Result<notify::Event>) -> bool {
+    match event {
+        Ok(event) if event.need_rescan() => true,
+        Ok(event) => {
+            !matches!(event.kind, EventKind::Access(_)) && event.paths.iter().any(|p| relevant(p))
+        }
+        Err(_) => true,
+    }
+}
+
 /// Paths worth a look: documents, and folders (which carry no extension). Our own temporary
 /// files and other files are not.
 fn relevant(path: &Path) -> bool {
@@ -251,10 +276,16 @@ impl Burst {
     fn add(&mut self, event: notify::Result<notify::Event>, status: &Mutex<WatchStatus>) {
         match event {
             Ok(event) if event.need_rescan() => {
-                note_problem(
-                    status,
-                    "the file watcher lost events (rescan notice)".into(),
+                // Not degraded: this burst reconciles every root, so nothing is lost. A large
+                // tree overflows the queue once when its watches are added (notify opens each
+                // folder it adds, and a watched folder's open is an event).
+                tracing::info!(
+                    "the kernel's file event queue overflowed; reconciling every root instead \
+                     of the changed paths (raise fs.inotify.max_queued_events if this repeats)"
                 );
+                if let Ok(mut status) = status.lock() {
+                    status.rescans += 1;
+                }
                 self.full = true;
             }
             Ok(event) => {
@@ -340,5 +371,44 @@ fn run(
             }
             next_safety_net = every.map(|every| Instant::now() + every);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, DataChange, Flag, ModifyKind};
+
+    fn event(kind: EventKind, path: &str) -> notify::Result<notify::Event> {
+        Ok(notify::Event::new(kind).add_path(PathBuf::from(path)))
+    }
+
+    #[test]
+    fn opens_and_files_that_are_not_documents_are_dropped_before_the_queue() {
+        let modify = EventKind::Modify(ModifyKind::Data(DataChange::Content));
+        assert!(worth_a_look(&event(modify, "/r/ns/a.md")));
+        assert!(worth_a_look(&event(modify, "/r/ns")));
+        assert!(!worth_a_look(&event(modify, "/r/ns/a.md.tmp")));
+        assert!(!worth_a_look(&event(modify, "/r/ns/picture.png")));
+        assert!(!worth_a_look(&event(
+            EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)),
+            "/r/ns/a.md"
+        )));
+        assert!(worth_a_look(&Err(notify::Error::generic("broken"))));
+    }
+
+    #[test]
+    fn a_rescan_notice_reconciles_everything_and_is_not_a_degraded_watch() {
+        let status = Mutex::new(WatchStatus::default());
+        let notice = Ok(notify::Event::new(EventKind::Other).set_flag(Flag::Rescan));
+        assert!(worth_a_look(&notice));
+        let mut burst = Burst::default();
+        burst.add(notice, &status);
+        assert!(burst.full);
+        assert!(burst.first.is_some(), "the burst is collecting");
+        let status = status.into_inner().unwrap();
+        assert_eq!(status.rescans, 1);
+        assert!(!status.degraded, "{status:?}");
+        assert!(status.problems.is_empty(), "{status:?}");
     }
 }

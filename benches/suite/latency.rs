@@ -110,7 +110,8 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>, floors: &Floors) 
     // opens every folder it adds a watch to, and watches for opens), and the rescan notice
     // costs one full reconcile: a start-up cost, not the steady state the edits measure.
     let settled = Instant::now();
-    while watcher.status().degraded && watcher.status().bursts == 0 && settled.elapsed() < GIVE_UP {
+    let rescan_pending = |s: &iii_directory::WatchStatus| s.rescans > 0 && s.bursts == 0;
+    while rescan_pending(&watcher.status()) && settled.elapsed() < GIVE_UP {
         std::thread::sleep(POLL);
     }
     let mut visible = Vec::with_capacity(targets.len());
@@ -208,8 +209,9 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>, floors: &Floors) 
             },
         )
         .note(format!(
-            "watcher quiet period {quiet} ms; {} bursts; degraded: {}; polled every {} ms",
+            "watcher quiet period {quiet} ms; {} bursts ({} after a rescan notice); degraded: {}; polled every {} ms",
             status.bursts,
+            status.rescans,
             status.degraded,
             POLL.as_millis()
         )),

@@ -103,6 +103,10 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         ),
         other => other.to_string(),
     })?);
+    // Watch first, then reconcile: a change made while the boot reconcile runs is either seen by
+    // it or heard by the watcher. The other way round, one made between the two would wait for
+    // the safety net.
+    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
     let report = directory.reconcile().map_err(|e| e.to_string())?;
     tracing::info!(
         files = report.files,
@@ -111,7 +115,6 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         duration_ms = report.duration_ms,
         "index reconciled at boot"
     );
-    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
     let live = directory.clone();
     let registry = Arc::new(Registry::new(move || {
         Endpoint::from_settings(&live.settings())
