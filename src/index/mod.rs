@@ -31,8 +31,12 @@ pub use reader::Reader;
 pub use reconcile::{Progress, Report, Scope};
 
 /// Memory redb may use to cache pages. Reads beyond it come from the file (and the OS cache);
-/// the default of 1 GiB would dominate the worker's footprint.
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// the default of 1 GiB would dominate the worker's footprint. The answers a worker serves most
+/// come from rows decoded once (the skill cache), so the pages are read rarely after boot: at
+/// 50,000 skills, 8 MiB instead of 32 took 27 MiB off the worker's peak for about 4 µs more
+/// per `skills::get` (the text's page is read from the OS cache) and no change to a cold
+/// reindex (`BENCH_SECTIONS="memory reads"`, issue 15).
+const CACHE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Why the index could not be opened for writing.
 #[derive(Debug, thiserror::Error)]
