@@ -277,8 +277,7 @@ impl Burst {
         match event {
             Ok(event) if event.need_rescan() => {
                 // Not degraded: this burst reconciles every root, so nothing is lost. A large
-                // tree overflows the queue once when its watches are added (notify opens each
-                // folder it adds, and a watched folder's open is an event).
+                // tree overflows the queue once as its watches are added (see `worth_a_look`).
                 tracing::info!(
                     "the kernel's file event queue overflowed; reconciling every root instead \
                      of the changed paths (raise fs.inotify.max_queued_events if this repeats)"

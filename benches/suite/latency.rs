@@ -209,7 +209,7 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>, floors: &Floors) 
             },
         )
         .note(format!(
-            "watcher quiet period {quiet} ms; {} bursts ({} after a rescan notice); degraded: {}; polled every {} ms",
+            "watcher quiet period {quiet} ms; {} bursts; {} rescan notices; degraded: {}; polled every {} ms",
             status.bursts,
             status.rescans,
             status.degraded,
