@@ -273,6 +273,8 @@ struct Burst {
 }
 
 impl Burst {
+    /// Adds an event that passed [`worth_a_look`] (the only way one reaches the queue): a
+    /// change with at least one relevant path, a rescan notice, or an error.
     fn add(&mut self, event: notify::Result<notify::Event>, status: &Mutex<WatchStatus>) {
         match event {
             Ok(event) if event.need_rescan() => {
@@ -287,16 +289,9 @@ impl Burst {
                 }
                 self.full = true;
             }
-            Ok(event) => {
-                if matches!(event.kind, EventKind::Access(_)) {
-                    return;
-                }
-                let paths: Vec<PathBuf> = event.paths.into_iter().filter(|p| relevant(p)).collect();
-                if paths.is_empty() {
-                    return;
-                }
-                self.paths.extend(paths);
-            }
+            Ok(event) => self
+                .paths
+                .extend(event.paths.into_iter().filter(|p| relevant(p))),
             Err(e) => {
                 note_problem(status, format!("file watcher error: {e}"));
                 self.full = true;
