@@ -24,12 +24,16 @@ impl Answer {
         }
     }
 
-    /// About how long the answer is as JSON: a whole list's rows are counted, a value is
-    /// taken as small.
-    pub fn approximate_len(&self) -> usize {
+    /// The length of the answer as compact JSON, exactly, without building it: a list adds up
+    /// its rows, a value is written to a counter.
+    pub fn json_len(&self) -> usize {
         match self {
-            Answer::Value(_) => 0,
-            Answer::SkillList(rows) => rows.approximate_len(),
+            Answer::Value(value) => {
+                let mut counter = ByteCounter(0);
+                serde_json::to_writer(&mut counter, value).expect("a value serializes");
+                counter.0
+            }
+            Answer::SkillList(rows) => rows.json_len(),
         }
     }
 
@@ -57,5 +61,19 @@ impl Serialize for Answer {
             Answer::Value(value) => value.serialize(serializer),
             Answer::SkillList(rows) => rows.serialize(serializer),
         }
+    }
+}
+
+/// A writer that only counts what it is given.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -70,7 +70,13 @@ impl Error {
 
     /// `{CODE} invalid_input: {problem}` with optional next steps; `problem` is a full sentence.
     pub fn invalid_input(code: &'static str, problem: impl Into<String>, next: &[Next]) -> Error {
-        let mut message = format!("{code} invalid_input: {}", problem.into());
+        Error::coded(code, "invalid_input", &problem.into(), next)
+    }
+
+    /// `{CODE} {class}: {problem}` with optional next steps, for a class the builders above do
+    /// not cover; `problem` is a full sentence.
+    pub fn coded(code: &'static str, class: &str, problem: &str, next: &[Next]) -> Error {
+        let mut message = format!("{code} {class}: {problem}");
         push_next(&mut message, next);
         Error::Coded { code, message }
     }

@@ -194,7 +194,18 @@ const NO_REVISION = 0;
  */
 export function listRequest(familyKey, state) {
   if (!FAMILIES[familyKey].revisioned) return {};
-  return { since_revision: state.revision == null ? NO_REVISION : state.revision };
+  const request = { since_revision: state.revision == null ? NO_REVISION : state.revision };
+  if (state.withoutDescriptions) request.include_description = false;
+  return request;
+}
+
+/**
+ * Whether a failed list call is worth asking again without descriptions: the worker refuses
+ * (`D120 too_large`) a whole list longer than the engine carries in one message, and a tree
+ * of tens of thousands of skills gets there mostly through its descriptions.
+ */
+export function retryWithoutDescriptions(familyKey, state, message) {
+  return familyKey === 'skills' && !state.withoutDescriptions && /^D120 too_large:/.test(message);
 }
 
 /**
@@ -296,7 +307,14 @@ function createStore(host) {
           }
         } catch (error) {
           if (disposed) return;
-          patch(familyKey, { error: errorText(error), loading: false });
+          const message = errorText(error);
+          if (retryWithoutDescriptions(familyKey, state[familyKey], message)) {
+            // The whole list again, without descriptions (one opens a skill to read it).
+            patch(familyKey, { withoutDescriptions: true, revision: null });
+            again[familyKey] = true;
+            continue;
+          }
+          patch(familyKey, { error: message, loading: false });
         }
       } while (again[familyKey] && !disposed);
     })().finally(() => {
@@ -846,6 +864,13 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) 
         : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}`,
     ),
     list.error ? h('div', { className: 'dir-error', role: 'alert' }, list.error) : null,
+    list.withoutDescriptions
+      ? h(
+          'div',
+          { className: 'dir-notice dir-notice--list' },
+          'Descriptions are left out: the whole list is longer than the engine carries in one message. Open a skill to read it.',
+        )
+      : null,
     h(
       'div',
       { className: `dir-head${showSize ? '' : ' dir-head--nosize'}` },

@@ -13,7 +13,7 @@ use serde_json::Value;
 mod delta;
 
 use super::cache::SkillCache;
-use super::listed::{Listed, Search};
+use super::listed::{Listed, Search, decimal_len};
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
@@ -92,14 +92,21 @@ impl ListRows {
         self.picked.iter().map(move |&i| &*rows[i as usize])
     }
 
-    /// About how long the answer is as JSON.
-    pub fn approximate_len(&self) -> usize {
-        self.rows().map(|r| r.json_len() + 1).sum::<usize>() + 64
+    /// The length of the answer as JSON, exactly, without writing it.
+    pub fn json_len(&self) -> usize {
+        let include_description = self.include_description;
+        let rows: usize = self.rows().map(|r| r.json_len(include_description)).sum();
+        let commas = self.picked.len().saturating_sub(1);
+        let revision = self
+            .revision
+            .map_or(0, |r| ",\"revision\":".len() + decimal_len(r));
+        let full = if self.full { ",\"full\":true".len() } else { 0 };
+        "{\"skills\":[]}".len() + rows + commas + revision + full
     }
 
     /// The answer as JSON text: each row's text copied as it is cached.
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(self.approximate_len());
+        let mut out = String::with_capacity(self.json_len());
         out.push_str("{\"skills\":[");
         for (i, listed) in self.rows().enumerate() {
             if i > 0 {

@@ -174,9 +174,30 @@ impl Listed {
         out.push_str("\"}");
     }
 
-    /// About the length of the row's list JSON with its description (for a buffer's capacity).
-    pub fn json_len(&self) -> usize {
-        self.text.len() + 140
+    /// The length of what [`Listed::push_json`] appends, exactly: the wire's limit on one
+    /// answer is checked with it before any of the answer is built.
+    pub fn json_len(&self, include_description: bool) -> usize {
+        /// The keys and punctuation of a row whose nullable fields hold strings, with
+        /// `disable_model_invocation: true`: `{"id":"","title":"","type":"","function_id":"",
+        /// "disable_model_invocation":true,"description":"","bytes":,"modified_at":""}`.
+        const FRAME: usize = 122;
+        let nullable = |field| match self.escaped(field) {
+            Some(text) => text.len(),
+            // `null` in place of the two quotes.
+            None => 2,
+        };
+        let mut len = FRAME
+            + self.escaped(Field::Id).unwrap_or_default().len()
+            + self.escaped(Field::Title).unwrap_or_default().len()
+            + nullable(Field::Type)
+            + nullable(Field::FunctionId)
+            + usize::from(!self.disable_model_invocation)
+            + decimal_len(self.bytes)
+            + self.escaped(Field::ModifiedAt).unwrap_or_default().len();
+        if include_description {
+            len += self.escaped(Field::Description).unwrap_or_default().len();
+        }
+        len
     }
 
     /// The row as the list response carries it, as a value to serialize (the same fields as
@@ -202,6 +223,11 @@ fn push_decimal(out: &mut String, mut n: u64) {
         }
     }
     out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+}
+
+/// The number of decimal digits of `n`.
+pub(crate) fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// Whether serde_json escapes something in `text`: a quote, a backslash or a control character.
@@ -329,6 +355,7 @@ mod tests {
                 });
                 let mut text = String::new();
                 listed.push_json(&mut text, include_description);
+                assert_eq!(listed.json_len(include_description), text.len(), "{text}");
                 let from_text: serde_json::Value = serde_json::from_str(&text).unwrap();
                 assert_eq!(from_text, expected, "{text}");
                 let by_field = serde_json::to_value(listed.as_row(include_description)).unwrap();

@@ -15,6 +15,7 @@ mod setup;
 mod subscriptions;
 pub mod surface;
 mod trim;
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -285,7 +286,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             subscriptions.fan_out(&fan_out_iii, &runtime, event);
         }));
     for function in surface::functions() {
-        let handler = function.handler;
+        let (id, handler) = (function.id, function.handler);
         let metadata = function.metadata();
         let shared = shared.clone();
         let iii_for_handler = iii.clone();
@@ -293,8 +294,9 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             let shared = shared.clone();
             let iii = iii_for_handler.clone();
             async move {
-                handle(&iii, &shared, handler, input)
-                    .await
+                let answer = handle(&iii, &shared, handler, input).await;
+                answer
+                    .and_then(|answer| deliverable(&shared, id, answer))
                     .map_err(wire_error)
             }
         })
@@ -331,6 +333,17 @@ fn wire_error(message: String) -> iii_sdk::Error {
         message: format!("handler error: {message}"),
         stacktrace: Some(String::new()),
     }
+}
+
+/// `answer` if the engine can carry it (`wire.rs`), measured before the SDK builds any of it; a
+/// large one schedules a trim for when it is gone.
+fn deliverable(shared: &Shared, function: &str, answer: Answer) -> Result<Answer, String> {
+    let len = answer.json_len();
+    wire::check(function, len).map_err(|e| e.to_string())?;
+    if len >= trim::LARGE_ANSWER_BYTES {
+        shared.trimmer.after_large_answer();
+    }
+    Ok(answer)
 }
 
 /// Answers one call. Library work runs on the blocking pool, never on the SDK's thread.
@@ -419,16 +432,12 @@ async fn read(
     if let Some(answer) = unchanged {
         return answer.map_err(|e| e.to_string());
     }
-    let answer = blocking(shared, move |shared| {
+    blocking(shared, move |shared| {
         shared
             .directory
             .read_answer(function, &input, installed.as_deref())
     })
-    .await?;
-    if answer.approximate_len() >= trim::LARGE_ANSWER_BYTES {
-        shared.trimmer.after_large_answer();
-    }
-    Ok(answer)
+    .await
 }
 
 /// The installed workers for `filter_unregistered`, kept for `registry_cache_ttl_ms`.

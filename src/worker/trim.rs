@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Answers at least this large (JSON bytes, about) are worth a trim once freed.
+/// Answers at least this large (JSON bytes) are worth a trim once freed.
 pub const LARGE_ANSWER_BYTES: usize = 4 << 20;
 /// How long after a large answer the trim runs: time for the SDK to send and free it, and for
 /// a burst of such answers to pass.

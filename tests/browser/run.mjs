@@ -415,6 +415,30 @@ try {
   });
   assert.deepEqual(merged, { same: true, delta: ['b:B2', 'c:C', 'd:D'], revision: 5, full: ['z'] });
 
+  // ---- A whole list longer than the engine carries: asked again without descriptions ----------
+  const fallback = await page.evaluate(() => {
+    const { listRequest, retryWithoutDescriptions } = window.__harness.module;
+    const refused = 'D120 too_large: the answer is 17682351 bytes of JSON, more than the 16760832 the iii engine carries in one message.';
+    return {
+      first: retryWithoutDescriptions('skills', { revision: null }, refused),
+      again: retryWithoutDescriptions('skills', { revision: null, withoutDescriptions: true }, refused),
+      other: retryWithoutDescriptions('skills', { revision: null }, 'D110 not_found: skill "x" does not exist.'),
+      agents: retryWithoutDescriptions('agents', { revision: null }, refused),
+      request: listRequest('skills', { revision: null, withoutDescriptions: true }),
+      later: listRequest('skills', { revision: 7, withoutDescriptions: true }),
+      usual: listRequest('skills', { revision: 7 }),
+    };
+  });
+  assert.deepEqual(fallback, {
+    first: true,
+    again: false,
+    other: false,
+    agents: false,
+    request: { since_revision: 0, include_description: false },
+    later: { since_revision: 7, include_description: false },
+    usual: { since_revision: 7 },
+  });
+
   // ---- System prompts and agent profiles -------------------------------------------------------
   step('system prompts and agent profiles');
   await root.getByRole('tab', { name: /System prompts/ }).click();
@@ -465,6 +489,28 @@ try {
   assert.equal(await root.locator('.dir-pane--list').count(), 0);
   await page.setViewportSize({ width: 1360, height: 860 });
   await root.locator('.dir-pane--list').waitFor();
+
+  // ---- A whole list longer than the engine carries (16 MiB in one message) ---------------------
+  // 70 skills with descriptions of 250,000 bytes: the change's delta and the whole list are
+  // refused (D120); the page asks for the whole list again without descriptions, and says so.
+  step('a list longer than the engine carries');
+  await filter.fill('');
+  const listed = async () => Number((await root.locator('.dir-count').textContent()).split(' of ')[1].replace(/\D/g, ''));
+  const before = await listed();
+  const longDescription = 'd'.repeat(250000);
+  for (let i = 0; i < 70; i++) {
+    const n = String(i).padStart(2, '0');
+    writeOnDisk(`skills/long-${n}.md`, `---\ndescription: ${longDescription}\n---\n# Long ${n}\n`);
+  }
+  await root.locator('.dir-notice--list', { hasText: 'Descriptions are left out' }).waitFor();
+  await filter.fill('long-69');
+  await row('long-69').waitFor();
+  assert.equal(await row('long-69').locator('.dir-cell--description').textContent(), '');
+  await filter.fill('');
+  await page.waitForFunction(
+    (count) => document.querySelector('[data-iii-ui="iii-directory"] .dir-count')?.textContent.replace(/\D/g, '').endsWith(String(count)),
+    before + 70,
+  );
 
   // ---- Teardown: the page goes, and so do its bindings ------------------------------------------
   step('teardown');

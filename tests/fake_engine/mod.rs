@@ -14,6 +14,8 @@
 //!   state owned by the connection that sent them. `unregisterfunction` / `unregistertrigger`
 //!   remove an entry, and a disconnect removes everything the connection owned, as the real
 //!   engine does. `unregistertriggertype` is only recorded: engine 0.23 ignores that frame.
+//! - A frame over 16 MiB ends the connection, as the engine's frame limit does (the worker
+//!   must refuse an answer that long rather than send it).
 //! - `invokefunction` without an `invocation_id` is a fire ([`Fire`]); the one to
 //!   `engine::workers::register` marks the connection ready instead and is not a fire.
 //!   A fire whose target is a function registered on an open connection is also delivered
@@ -1324,14 +1326,15 @@ fn accept_loop(shared: Arc<Shared>, listener: TcpListener) -> AbortHandle {
     .abort_handle()
 }
 
-/// The largest frame and message the fake accepts: tungstenite's defaults (16 and 64 MiB)
-/// refuse a full `skills::list` of 50,000 skills (about 18 MB in one frame), which the
-/// benchmark suite sends.
-const MAX_MESSAGE_BYTES: usize = 256 << 20;
+/// The largest frame the fake accepts, as the engine: it reads worker sockets with
+/// tungstenite's defaults, and drops a connection that sends a longer frame.
+pub const MAX_FRAME_BYTES: usize = 16 << 20;
+/// The largest message, likewise.
+const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
 fn ws_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
     tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-        .max_frame_size(Some(MAX_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
         .max_message_size(Some(MAX_MESSAGE_BYTES))
 }
 

@@ -540,3 +540,63 @@ fn modified_at_is_rfc3339_utc() {
     assert_eq!(&fresh[4..5], "-");
     assert_eq!(&fresh[10..11], "T");
 }
+
+/// The worker checks an answer's length against what the engine carries before building it, so
+/// `json_len` must be exact: for a whole list (with and without descriptions, revision and
+/// `full`), a prefix, an empty list, a delta and a plain value, whatever the rows' text holds.
+#[test]
+fn an_answers_json_len_is_the_length_of_its_json() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/quotes/index.md",
+        "---\ndescription: \"say \\\"hi\\\" \\\\ back\\tslash\"\ntype: index\n---\n# Quotes\n",
+    );
+    tree.write(
+        "skills/quotes/unicode.md",
+        "---\nfunction_id: q::u\ndisable-model-invocation: true\n---\n# Naïve 🦀\n\nÜnïcödé \u{2028} line.\n",
+    );
+    tree.write("skills/plain.md", "# Plain\n\nJust text.\n");
+    let d = tree.open();
+    let requests = [
+        json!({}),
+        json!({ "include_description": false }),
+        json!({ "since_revision": 0 }),
+        json!({ "since_revision": 0, "include_description": false }),
+        json!({ "if_revision": 0 }),
+        json!({ "prefix": "quotes/" }),
+        json!({ "prefix": "nothing/" }),
+        json!({ "search": "hi" }),
+    ];
+    for request in requests {
+        let answer = d.read_answer(LIST, &request, None).expect("list");
+        let len = answer.json_len();
+        let text = d
+            .read_answer(LIST, &request, None)
+            .unwrap()
+            .into_json()
+            .unwrap();
+        assert_eq!(len, text.len(), "{request}: {text}");
+        let value = answer.into_value().expect("value");
+        assert_eq!(
+            len,
+            serde_json::to_string(&value).unwrap().len(),
+            "{request}"
+        );
+    }
+    let revision = call(&d, LIST, json!({ "since_revision": 0 }))["revision"].clone();
+    tree.write("skills/plain.md", "# Plain\n\nOther text.\n");
+    d.reconcile().expect("reconcile");
+    for request in [
+        json!({ "since_revision": revision }),
+        json!({ "if_revision": revision }),
+    ] {
+        let answer = d.read_answer(LIST, &request, None).expect("list");
+        let len = answer.json_len();
+        assert_eq!(len, answer.into_json().unwrap().len(), "{request}");
+    }
+    let answer = d
+        .read_answer(GET, &json!({ "id": "quotes" }), None)
+        .expect("get");
+    let len = answer.json_len();
+    assert_eq!(len, answer.into_json().unwrap().len());
+}
