@@ -176,14 +176,16 @@ const MMAP_THRESHOLD_BYTES: libc::c_int = 1 << 20;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENAS: libc::c_int = 2;
 
-/// glibc's malloc, tuned for a worker whose threads build and drop answers of tens of
-/// megabytes (a full `skills::list` of 50,000 skills is about 18 MB of JSON, and three times
-/// that as the value the SDK sends). By default each thread gets an arena of its own that keeps
+/// glibc's malloc, tuned for a worker whose threads build and drop answers of up to 16 MiB of
+/// JSON (the most the engine carries in one message, `worker/wire.rs`), and several times that
+/// as the value the SDK sends. By default each thread gets an arena of its own that keeps
 /// what it frees, and the threshold for mapping a large buffer on its own rises to the largest
 /// one freed, after which such buffers stay in the arenas too: the worker's resident set
 /// settled near its peak (issue 15: 371 MiB at 50,000 skills in the benchmark suite's `memory`
 /// section). Two arenas, not one: a single arena peaked about 20 MiB lower, but under the load
-/// test every thread then waited on its lock (`list` p50 44 ms instead of 1.5 ms). mimalloc,
+/// test every thread then waited on its lock (`list` p50 44 ms instead of 1.5 ms). Measured
+/// again with the skill cache (issue 15): one arena was 3 to 10 MiB lower at 50,000 skills,
+/// and the wire load test's reads took 1.4 to 1.8 times as long. mimalloc,
 /// tried instead, peaked higher (273 MiB against 211). `worker/trim.rs` gives the arenas'
 /// free pages back after large answers. Set before any thread starts.
 fn tune_malloc() {

@@ -34,9 +34,10 @@ pub use reconcile::{Progress, Report, Scope};
 /// the default of 1 GiB would dominate the worker's footprint. The answers a worker serves most
 /// come from rows decoded once (the skill cache), so the pages are read rarely after boot: at
 /// 50,000 skills, 8 MiB instead of 32 took 27 MiB off the worker's peak for about 4 µs more
-/// per `skills::get` (the text's page is read from the OS cache) and no change to a cold
-/// reindex (`BENCH_SECTIONS="memory reads"`, issue 15).
-const CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// per `skills::get` (the text's page is read from the OS cache), and 4 MiB instead of 8 took
+/// about 4 MiB more off with no change to `get` or to a cold reindex
+/// (`BENCH_SECTIONS="memory reads reindex"`, issue 15).
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why the index could not be opened for writing.
 #[derive(Debug, thiserror::Error)]

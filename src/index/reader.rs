@@ -94,6 +94,12 @@ impl Reader {
         decode_rows(&self.table(SKILLS)?)
     }
 
+    /// Every skill row, in on-disk id order, each turned into what `f` makes of it as it is
+    /// decoded (a whole tree's decoded rows are never all alive at once).
+    pub fn map_skills<Out>(&self, f: impl FnMut(String, SkillRow) -> Out) -> Result<Vec<Out>> {
+        map_rows(&self.table(SKILLS)?, f)
+    }
+
     pub fn skill(&self, id: &str) -> Result<Option<SkillRow>> {
         self.row(SKILLS, id)
     }

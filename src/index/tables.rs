@@ -52,10 +52,24 @@ where
     T: DeserializeOwned,
     Table: ReadableTable<&'static str, &'static [u8]>,
 {
-    let mut out = Vec::new();
+    map_rows(table, |name, row| (name, row))
+}
+
+/// Every row of a `name → postcard record` table, in key order, each turned into what `f`
+/// makes of it as it is decoded: only one decoded record is alive at a time.
+pub fn map_rows<T, Out, Table>(
+    table: &Table,
+    mut f: impl FnMut(String, T) -> Out,
+) -> Result<Vec<Out>>
+where
+    T: DeserializeOwned,
+    Table: ReadableTable<&'static str, &'static [u8]>,
+{
+    let len = table.len().map_err(Error::index)?;
+    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     for entry in table.iter().map_err(Error::index)? {
         let (k, v) = entry.map_err(Error::index)?;
-        out.push((k.value().to_string(), decode(v.value())?));
+        out.push(f(k.value().to_string(), decode(v.value())?));
     }
     Ok(out)
 }

@@ -29,14 +29,10 @@ pub struct SkillCache {
 }
 
 impl SkillCache {
-    /// Decodes every skill row of a snapshot, on every core.
+    /// Decodes every skill row of a snapshot, each into its compact row as it is read: on a
+    /// large tree the decoded rows would take more memory than the cache itself.
     pub fn build(reader: &Reader) -> Result<SkillCache> {
-        use rayon::prelude::*;
-        let rows = reader
-            .skills()?
-            .into_par_iter()
-            .map(|(id, row)| Arc::new(Listed::new(id, &row)))
-            .collect();
+        let rows = reader.map_skills(|id, row| Arc::new(Listed::new(id, &row)))?;
         Ok(SkillCache {
             revision: reader.revision()?,
             epoch: reader.epoch()?,
