@@ -1,6 +1,7 @@
 //! The worker process's memory (issue 15): the real `iii-directory` binary serving the tree
 //! through the loopback fake engine. It boots on an up-to-date index, then serves rounds of
-//! 20 full `skills::list`, 20 `skills::get` misses (D110) and 20 `skills::update` calls; the
+//! 20 full `skills::list` (without descriptions where the engine could not carry them), 20
+//! `skills::get` misses (D110) and 20 `skills::update` calls; the
 //! figure is its peak RSS (`VmHWM`) after the first round, and whether that peak stays flat
 //! (within 10%) over two more rounds of the same calls: the resident set right after a round
 //! rises and falls with the answers in flight (freed buffers go back to the system), the peak
@@ -21,7 +22,7 @@ use crate::Settings;
 use crate::floor_worker;
 use crate::measure::status_mib;
 use crate::results::{Check, Cmp, Figure};
-use crate::worker::{command, engine_for_worker, write_config};
+use crate::worker::{WholeList, command, engine_for_worker, write_config};
 
 /// Peak RSS of the worker serving 50,000 skills stays under this (MiB), issues 5 and 15.
 const RSS_50K_MAX_MIB: f64 = 150.0;
@@ -65,6 +66,9 @@ struct Rounds {
     /// The peak RSS of the minimal worker (`floor_worker.rs`) after as many of the same full
     /// lists, answered from memory: what the SDK alone costs for such answers.
     floor: f64,
+    /// The whole list the rounds asked for, and its length as JSON.
+    list: WholeList,
+    list_bytes: usize,
 }
 
 pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
@@ -117,11 +121,13 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             },
         )
         .note(format!(
-            "VmHWM after a warm boot and {CALLS_PER_KIND} full lists, {CALLS_PER_KIND} misses and \
-             {CALLS_PER_KIND} updates through the fake engine; VmHWM after that round and \
+            "VmHWM after a warm boot and {CALLS_PER_KIND} full lists{} ({:.1} MB each), {CALLS_PER_KIND} \
+             misses and {CALLS_PER_KIND} updates through the fake engine; VmHWM after that round and \
              {MORE_ROUNDS} more: {} MiB ({:+.1}%); VmRSS after each: {} MiB; VmRSS at boot \
              {:.1} MiB, {:.1} MiB at rest ({} s after the last round); the minimal worker on the same SDK answering {CALLS_PER_KIND} of the same \
              full lists from memory peaks at {:.1} MiB; boot to registered {} ms; {} skills",
+            rounds.list.said(),
+            rounds.list_bytes as f64 / 1e6,
             show(&rounds.peaks),
             growth * 100.0,
             show(&rounds.rss),
@@ -159,9 +165,11 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
     let call = |function: &str, data: Value| {
         runtime.block_on(engine.invoke_with(function, data, None, CALL_TIMEOUT))
     };
-    let first = call("directory::skills::list", json!({})).expect("list");
+    let (list, first) = WholeList::fetch(&runtime, &engine, CALL_TIMEOUT);
     let stored = work.join("memory-floor-list.json");
-    std::fs::write(&stored, serde_json::to_vec(&first).expect("serialize")).expect("store");
+    let list_bytes = serde_json::to_vec(&first).expect("serialize");
+    std::fs::write(&stored, &list_bytes).expect("store");
+    let list_bytes = list_bytes.len();
     let ids: Vec<String> = first["skills"]
         .as_array()
         .expect("rows")
@@ -175,7 +183,7 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
     let mut peaks = Vec::new();
     for round in 0..=MORE_ROUNDS {
         for i in 0..CALLS_PER_KIND {
-            let rows = call("directory::skills::list", json!({})).expect("list over the wire");
+            let rows = call("directory::skills::list", list.request()).expect("list over the wire");
             std::hint::black_box(rows);
             let miss = call(
                 "directory::skills::get",
@@ -214,5 +222,7 @@ fn serve_rounds(tree: &Path, config: &Path, work: &Path) -> Rounds {
         booted,
         at_rest,
         floor: floor_peak,
+        list,
+        list_bytes,
     }
 }

@@ -145,9 +145,8 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
         .block_on(engine.wait_function("directory::skills::list", BOOT_TIMEOUT))
         .expect("the worker registers");
     let boot = start.elapsed();
-    let ids: Vec<String> = runtime
-        .block_on(engine.invoke("directory::skills::list", json!({})))
-        .expect("list")["skills"]
+    let (whole, first) = WholeList::fetch(&runtime, &engine, BOOT_TIMEOUT);
+    let ids: Vec<String> = first["skills"]
         .as_array()
         .expect("rows")
         .iter()
@@ -161,7 +160,8 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             .expect("get over the wire");
         std::hint::black_box(answer);
     });
-    let wire = wire_floor(settings, &runtime, &engine, work);
+    drop(first);
+    let wire = wire_floor(settings, &runtime, &engine, work, whole);
     let pid = worker.0.id();
     let _ = Command::new("kill")
         .arg("-TERM")
@@ -176,7 +176,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     let local = measure(1, settings.iterations, || {
         std::hint::black_box(
             follower
-                .read_json(ReadFunction::SkillsList, &json!({}), None)
+                .read_json(ReadFunction::SkillsList, &whole.request(), None)
                 .expect("list"),
         );
     });
@@ -185,7 +185,11 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     out.push(
         Figure::timing(
             "wire_list",
-            &format!("skills::list over the engine socket ({} rows)", ids.len()),
+            &format!(
+                "skills::list over the engine socket ({} rows{})",
+                ids.len(),
+                whole.said()
+            ),
             &wire.list,
         )
         .floor("minimal worker, same list", wire.floor_list.p50)
@@ -249,13 +253,14 @@ fn wire_floor(
     runtime: &tokio::runtime::Runtime,
     engine: &FakeEngine,
     work: &Path,
+    whole: WholeList,
 ) -> WireFloor {
     let call = |function: &str, request: Value| {
         runtime
             .block_on(engine.invoke(function, request))
             .unwrap_or_else(|e| panic!("{function} over the wire: {e:?}"))
     };
-    let answer = call("directory::skills::list", json!({}));
+    let answer = call("directory::skills::list", whole.request());
     let stored = work.join("floor-list.json");
     std::fs::write(&stored, serde_json::to_vec(&answer).expect("serialize")).expect("store");
     drop(answer);
@@ -269,7 +274,7 @@ fn wire_floor(
         1,
         settings.iterations.min(WIRE_LIST_RUNS),
         || {
-            std::hint::black_box(call("directory::skills::list", json!({})));
+            std::hint::black_box(call("directory::skills::list", whole.request()));
         },
         || {
             std::hint::black_box(call(floor_worker::LIST, json!({})));
@@ -277,7 +282,9 @@ fn wire_floor(
     );
 
     // A plain list carries no revision; one asked about a revision no index has tells it.
-    let revision = call("directory::skills::list", json!({ "if_revision": 0 }))["revision"].clone();
+    let mut any_revision = whole.request();
+    any_revision["if_revision"] = json!(0);
+    let revision = call("directory::skills::list", any_revision)["revision"].clone();
     let if_revision = json!({ "if_revision": revision });
     assert_eq!(
         call("directory::skills::list", if_revision.clone())["unchanged"],
@@ -299,5 +306,58 @@ fn wire_floor(
         floor_list,
         unchanged,
         ping,
+    }
+}
+
+/// The whole list as the console page asks for it: with descriptions, or without them when
+/// that is longer than the engine carries in one message (refused with D120, see
+/// `src/worker/wire.rs`), as the page then asks.
+#[derive(Clone, Copy)]
+pub enum WholeList {
+    WithDescriptions,
+    WithoutDescriptions,
+}
+
+impl WholeList {
+    /// Asks for the whole list: which one the worker answered, and its answer.
+    pub fn fetch(
+        runtime: &tokio::runtime::Runtime,
+        engine: &FakeEngine,
+        timeout: Duration,
+    ) -> (WholeList, Value) {
+        let call = |list: WholeList| {
+            runtime.block_on(engine.invoke_with(
+                "directory::skills::list",
+                list.request(),
+                None,
+                timeout,
+            ))
+        };
+        match call(WholeList::WithDescriptions) {
+            Ok(answer) => (WholeList::WithDescriptions, answer),
+            Err(e) if e.message.contains("D120 too_large") => {
+                let answer = call(WholeList::WithoutDescriptions).expect("list");
+                (WholeList::WithoutDescriptions, answer)
+            }
+            Err(e) => panic!("list: {e}"),
+        }
+    }
+
+    pub fn request(self) -> Value {
+        match self {
+            WholeList::WithDescriptions => json!({}),
+            WholeList::WithoutDescriptions => json!({ "include_description": false }),
+        }
+    }
+
+    /// What a figure's text adds about the list.
+    pub fn said(self) -> &'static str {
+        match self {
+            WholeList::WithDescriptions => "",
+            WholeList::WithoutDescriptions => {
+                " without descriptions (with them, the list is longer than the 16 MiB the engine \
+                 carries in one message, and refused with D120)"
+            }
+        }
     }
 }
