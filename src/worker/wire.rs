@@ -10,12 +10,12 @@ use crate::error::{Error, next};
 
 /// The largest frame the engine accepts from a worker (tungstenite's default
 /// `max_frame_size`, which the engine does not change).
-pub const ENGINE_FRAME_BYTES: usize = 16 << 20;
+const ENGINE_FRAME_BYTES: usize = 16 << 20;
 /// Room in that frame for the invocation result's envelope: the message type, invocation and
 /// function ids, and the trace and baggage headers the SDK adds.
 const ENVELOPE_BYTES: usize = 16 << 10;
 /// The longest answer (compact JSON) the worker hands to the SDK.
-pub const MAX_ANSWER_BYTES: usize = ENGINE_FRAME_BYTES - ENVELOPE_BYTES;
+const MAX_ANSWER_BYTES: usize = ENGINE_FRAME_BYTES - ENVELOPE_BYTES;
 
 /// `Ok` when an answer of `len` bytes fits one engine message, else the coded refusal for
 /// `function` (`D120 too_large`).
@@ -28,16 +28,10 @@ pub fn check(function: &str, len: usize) -> Result<(), Error> {
          carries in one message."
     );
     let narrower: &[_] = match function {
-        "directory::skills::list" => &[
-            next(
-                "directory::skills::list",
-                "ask for less: one namespace at a time with prefix, or search, type, or include_description: false",
-            ),
-            next(
-                "directory::skills::list",
-                "keep a list current with since_revision, which answers only what changed",
-            ),
-        ],
+        "directory::skills::list" => &[next(
+            "directory::skills::list",
+            "ask for less: one namespace at a time with prefix, or search, type, or include_description: false",
+        )],
         _ => &[],
     };
     Err(Error::coded("D120", "too_large", &problem, narrower))
