@@ -149,6 +149,7 @@ enum KindOne {
 
 fn main() -> ExitCode {
     tune_malloc();
+    leave_payloads_out_of_traces();
     let cli = Cli::parse();
     let serving = matches!(cli.command, None | Some(Command::Serve));
     let level = cli
@@ -175,6 +176,23 @@ const MMAP_THRESHOLD_BYTES: libc::c_int = 1 << 20;
 /// Arenas glibc's malloc may create (its default is 8 per core).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENAS: libc::c_int = 2;
+
+/// The SDK's variable that keeps call payloads out of its trace spans.
+const TRACE_PAYLOADS_OFF: &str = "III_DISABLE_TRACE_PAYLOADS";
+
+/// With OpenTelemetry on (the SDK's default), the SDK copies every call's request and answer
+/// into its trace spans unless `III_DISABLE_TRACE_PAYLOADS` says not to: a full copy of the
+/// value, then its JSON text, held until the span is exported to the engine. This worker's
+/// answers are whole lists of up to 16 MiB, so that doubled its memory per call: at 50,000
+/// skills the benchmark's peak was 235 MiB with payloads in the spans and 147 MiB without
+/// (issue 15). Left out unless the operator set the variable (`0` keeps them). Set before any
+/// thread starts.
+fn leave_payloads_out_of_traces() {
+    if std::env::var_os(TRACE_PAYLOADS_OFF).is_none() {
+        // SAFETY: no other thread exists yet, so nothing reads the environment meanwhile.
+        unsafe { std::env::set_var(TRACE_PAYLOADS_OFF, "1") };
+    }
+}
 
 /// glibc's malloc, tuned for a worker whose threads build and drop answers of up to 16 MiB of
 /// JSON (the most the engine carries in one message, `worker/wire.rs`), and several times that

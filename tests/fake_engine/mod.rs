@@ -3,7 +3,7 @@
 //! Include it with `mod fake_engine;`. [`FakeEngine::start`] binds `127.0.0.1:0` and speaks
 //! the engine side of the worker protocol over WebSocket:
 //!
-//! - `/otel` sockets are accepted and drained (their frames are only counted);
+//! - `/otel` sockets are accepted and drained (their frames are kept, for a test to search);
 //! - every other path is a worker session: the fake sends `workerregistered` at once, keeps
 //!   reading (so tungstenite answers WS pings), answers JSON `ping` with `pong`, and records
 //!   every frame the worker sends.
@@ -352,7 +352,8 @@ struct State {
     next_id: u64,
     conns: BTreeMap<u64, Conn>,
     otel_connections: usize,
-    otel_frames: usize,
+    /// Every telemetry frame received (OTLP spans, metrics, logs), as sent.
+    telemetry: Vec<Vec<u8>>,
     frames: Vec<Value>,
     functions: BTreeMap<String, RegisteredFunction>,
     registration_counts: BTreeMap<String, usize>,
@@ -698,6 +699,18 @@ impl FakeEngine {
         self.shared.lock().otel_connections
     }
 
+    /// How many telemetry frames came (on `/otel` or a worker socket), and how many of them
+    /// hold `needle`.
+    pub fn telemetry_holding(&self, needle: &[u8]) -> (usize, usize) {
+        let st = self.shared.lock();
+        let holding = st
+            .telemetry
+            .iter()
+            .filter(|frame| frame.windows(needle.len()).any(|w| w == needle))
+            .count();
+        (st.telemetry.len(), holding)
+    }
+
     /// Forget the history (frames, fires, calls, results, acks, unregistrations, reattaches,
     /// registration counts). Live state stays: connections, registered functions, trigger
     /// types, bindings, subscriptions, canned answers and pending invocations.
@@ -714,7 +727,7 @@ impl FakeEngine {
         st.fires.clear();
         st.calls.clear();
         st.results.clear();
-        st.otel_frames = 0;
+        st.telemetry.clear();
         for conn in st.conns.values_mut() {
             conn.info.frames.clear();
             conn.info.received_at.clear();
@@ -1358,7 +1371,8 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream, accepted_at: Instant) {
         let mut ws = ws;
         while let Some(frame) = ws.next().await {
             match frame {
-                Ok(Message::Binary(_) | Message::Text(_)) => shared.lock().otel_frames += 1,
+                Ok(Message::Binary(bytes)) => shared.lock().telemetry.push(bytes.to_vec()),
+                Ok(Message::Text(text)) => shared.lock().telemetry.push(text.as_bytes().to_vec()),
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -1417,7 +1431,7 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream, accepted_at: Instant) {
                 Some(Ok(Message::Text(text))) => handle_text(&shared, conn, text.as_str()),
                 Some(Ok(Message::Binary(bytes))) => {
                     if is_telemetry(&bytes) {
-                        shared.lock().otel_frames += 1;
+                        shared.lock().telemetry.push(bytes.to_vec());
                     } else {
                         handle_text(&shared, conn, &String::from_utf8_lossy(&bytes));
                     }

@@ -502,3 +502,4 @@ mod functions;
 mod real_engine;
 mod reconnect;
 mod registration;
+mod telemetry;
