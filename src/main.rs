@@ -205,7 +205,7 @@ fn leave_payloads_out_of_traces() {
 /// again with the skill cache (issue 15): one arena was 3 to 10 MiB lower at 50,000 skills,
 /// and the wire load test's reads took 1.4 to 1.8 times as long. mimalloc,
 /// tried instead, peaked higher (273 MiB against 211). `worker/trim.rs` gives the arenas'
-/// free pages back after large answers. Set before any thread starts.
+/// free pages back around large answers. Set before any thread starts.
 fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets malloc parameters; no other thread exists yet.

@@ -160,8 +160,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             .expect("get over the wire");
         std::hint::black_box(answer);
     });
-    drop(first);
-    let wire = wire_floor(settings, &runtime, &engine, work, whole);
+    let wire = wire_floor(settings, &runtime, &engine, work, whole, first);
     let pid = worker.0.id();
     let _ = Command::new("kill")
         .arg("-TERM")
@@ -254,13 +253,14 @@ fn wire_floor(
     engine: &FakeEngine,
     work: &Path,
     whole: WholeList,
+    answer: Value,
 ) -> WireFloor {
     let call = |function: &str, request: Value| {
         runtime
             .block_on(engine.invoke(function, request))
             .unwrap_or_else(|e| panic!("{function} over the wire: {e:?}"))
     };
-    let answer = call("directory::skills::list", whole.request());
+    // The floor answers the very list the worker gave.
     let stored = work.join("floor-list.json");
     std::fs::write(&stored, serde_json::to_vec(&answer).expect("serialize")).expect("store");
     drop(answer);

@@ -295,6 +295,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             let iii = iii_for_handler.clone();
             async move {
                 let answer = handle(&iii, &shared, handler, input).await;
+                let answer = answer.map_err(wire_error)?;
                 deliverable(&shared, id, answer).await.map_err(wire_error)
             }
         })
@@ -335,12 +336,7 @@ fn wire_error(message: String) -> iii_sdk::Error {
 
 /// `answer` if the engine can carry it (`wire.rs`), measured before the SDK builds any of it; a
 /// large one is built on trimmed arenas, and trims again once it is gone (`trim.rs`).
-async fn deliverable(
-    shared: &Shared,
-    function: &str,
-    answer: Result<Answer, String>,
-) -> Result<Answer, String> {
-    let answer = answer?;
+async fn deliverable(shared: &Shared, function: &str, answer: Answer) -> Result<Answer, String> {
     let len = answer.json_len();
     wire::check(function, len).map_err(|e| e.to_string())?;
     if len >= trim::LARGE_ANSWER_BYTES {

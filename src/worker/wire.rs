@@ -6,6 +6,7 @@
 //! read with the same limit. An answer that cannot fit is refused here, before the SDK builds
 //! any of it, with an error that says how to ask for less.
 
+use crate::directory::ReadFunction;
 use crate::error::{Error, next};
 
 /// The largest frame the engine accepts from a worker (tungstenite's default
@@ -27,14 +28,16 @@ pub fn check(function: &str, len: usize) -> Result<(), Error> {
         "the answer is {len} bytes of JSON, more than the {MAX_ANSWER_BYTES} the iii engine \
          carries in one message."
     );
-    let narrower: &[_] = match function {
-        "directory::skills::list" => &[next(
-            "directory::skills::list",
+    let list = ReadFunction::SkillsList.id();
+    let narrower = if function == list {
+        vec![next(
+            list,
             "ask for less: one namespace at a time with prefix, or search, type, or include_description: false",
-        )],
-        _ => &[],
+        )]
+    } else {
+        Vec::new()
     };
-    Err(Error::coded("D120", "too_large", &problem, narrower))
+    Err(Error::coded("D120", "too_large", &problem, &narrower))
 }
 
 #[cfg(test)]
