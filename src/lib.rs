@@ -38,7 +38,7 @@ pub use answer::Answer;
 pub use directory::{Directory, ReadFunction, Skipped, WriteFunction};
 pub use error::{Error, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
-pub use index::{OpenError, Progress, Report};
+pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};
 pub use watch::{WatchOptions, WatchStatus, Watcher};
 

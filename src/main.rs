@@ -148,10 +148,15 @@ enum KindOne {
 }
 
 fn main() -> ExitCode {
-    tune_malloc();
     leave_payloads_out_of_traces();
     let cli = Cli::parse();
     let serving = matches!(cli.command, None | Some(Command::Serve));
+    if serving {
+        // Only the long-lived worker: a command that runs to its end (a cold `reindex`, whose
+        // reading, storing and texts threads would wait on two arenas' locks) keeps glibc's
+        // defaults. Parsing the command line starts no thread.
+        tune_malloc();
+    }
     let level = cli
         .log_level
         .clone()
@@ -369,7 +374,7 @@ fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String>
     if from_scratch && index_path.exists() {
         // Only the writer may delete it: opening first proves no worker holds it.
         drop(Directory::open(config.clone()).map_err(|e| busy_message(e, &index_path))?);
-        std::fs::remove_file(&index_path)
+        iii_directory::remove_index(&index_path)
             .map_err(|e| format!("remove {}: {e}", index_path.display()))?;
     }
     let directory = Directory::open(config).map_err(|e| busy_message(e, &index_path))?;

@@ -739,31 +739,41 @@ fn a_client_keeps_the_skills_list_current_with_small_answers() {
     );
 }
 
-/// An index of schema 3 (before the change log) is rebuilt at open with the log's table, an
-/// epoch and a floor, and the lists answer deltas from then on.
+/// An index of an earlier schema (3: before the change log; 4: texts inside the index file) is
+/// rebuilt at open with the log's table, an epoch, a floor and a texts store, and the lists
+/// answer deltas from then on.
 #[test]
-fn an_index_of_the_previous_schema_is_rebuilt_with_a_change_log() {
+fn an_index_of_an_earlier_schema_is_rebuilt_with_a_change_log() {
     use iii_directory::testing::{SCHEMA_VERSION, encode};
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
+    for earlier in [3u64, 4] {
+        rebuilt_from(earlier, encode);
+    }
+}
+
+fn rebuilt_from(earlier: u64, encode: fn(&u64) -> Vec<u8>) {
     let tree = Tree::new();
     tree.write("skills/a/index.md", "# A\n\nAn a.\n");
     let config = tree.config();
     let path = config.paths.index_path.clone();
     fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     {
-        // What a schema 3 file holds: its tables, without `change_log`, and no epoch.
+        // What an earlier file holds: its tables (without `change_log` before 4), texts in
+        // the index (`content`), no texts store.
         let db = redb::Database::create(&path).expect("create");
         let txn = db.begin_write().expect("write");
         {
             let mut meta = txn
                 .open_table(redb::TableDefinition::<&str, &[u8]>::new("meta"))
                 .expect("meta");
-            meta.insert("schema_version", encode(&3u64).as_slice())
+            meta.insert("schema_version", encode(&earlier).as_slice())
                 .expect("insert");
             meta.insert("revision", encode(&41u64).as_slice())
                 .expect("insert");
             txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("view_skills"))
                 .expect("view_skills");
+            txn.open_table(redb::TableDefinition::<&[u8; 32], &[u8]>::new("content"))
+                .expect("content");
         }
         txn.commit().expect("commit");
     }
@@ -799,9 +809,19 @@ fn an_index_of_the_previous_schema_is_rebuilt_with_a_change_log() {
             .expect("get")
             .expect("version")
             .value(),
-        encode(&4u64).as_slice()
+        encode(&5u64).as_slice()
     );
     assert!(meta.get("epoch").expect("get").is_some(), "an epoch");
+    assert!(
+        txn.list_tables()
+            .expect("tables")
+            .all(|table| redb::TableHandle::name(&table) != "content"),
+        "the texts left the index (schema {earlier})"
+    );
+    assert!(
+        iii_directory::index_files(&path)[1].is_file(),
+        "a texts store beside it"
+    );
     assert!(
         meta.get("change_log_floor").expect("get").is_some(),
         "a floor"

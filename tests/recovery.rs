@@ -134,6 +134,13 @@ fn index_path(tree: &Tree) -> PathBuf {
     tree.config().paths.index_path
 }
 
+/// The index's texts store, beside it.
+fn texts_path(tree: &Tree) -> PathBuf {
+    let [index, texts] = iii_directory::index_files(&index_path(tree));
+    assert_ne!(index, texts);
+    texts
+}
+
 /// Builds the index of the tree and records every answer; the index is closed on return.
 fn record(tree: &Tree) -> Answers {
     let directory = tree.open();
@@ -395,6 +402,56 @@ fn redb_file_without_a_schema_version_is_rebuilt() {
 }
 
 #[test]
+fn deleted_texts_store_is_rebuilt() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    fs::remove_file(texts_path(&tree)).expect("delete");
+    assert_recovers(&tree, &recorded, "deleted texts store");
+}
+
+#[test]
+fn texts_store_truncated_to_half_is_rebuilt() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    let path = texts_path(&tree);
+    let len = fs::metadata(&path).expect("stat").len();
+    truncate(&path, len / 2);
+    assert_recovers(&tree, &recorded, "texts store truncated to half its length");
+}
+
+#[test]
+fn texts_store_with_garbage_in_the_middle_is_rebuilt() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    let path = texts_path(&tree);
+    let len = fs::metadata(&path).expect("stat").len() as usize;
+    overwrite(&path, len / 2 / PAGE * PAGE, &garbage(3, PAGE));
+    assert_recovers(
+        &tree,
+        &recorded,
+        "a 4 KiB chunk of the texts store overwritten",
+    );
+}
+
+/// A texts store that belongs to another index file (restored from a backup of another
+/// machine, say) holds texts under another epoch: the pair is rebuilt, not trusted.
+#[test]
+fn texts_store_of_another_index_is_rebuilt() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    let mut other = tree.config();
+    other.paths.index_path = tree.base().join("other.redb");
+    drop(tree.open_with(other.clone()));
+    // The same texts, but the other index's.
+    fs::copy(
+        &iii_directory::index_files(&other.paths.index_path)[1],
+        texts_path(&tree),
+    )
+    .expect("copy");
+    assert_recovers(&tree, &recorded, "the texts store of another index file");
+}
+
+#[test]
 fn text_file_instead_of_an_index_is_rebuilt() {
     let tree = small_tree();
     let recorded = record(&tree);
@@ -412,19 +469,21 @@ fn damaged_record_bytes_are_not_served() {
         "---\ntitle: Titlealpha\n---\n# Heading\n\nFirst paragraph.\n\nMarkerbody here.\n",
     );
     let recorded = record(&tree);
-    let path = index_path(&tree);
-    let mut data = fs::read(&path).expect("read index");
     let mut hits = 0;
-    for marker in [&b"Titlealpha"[..], b"Markerbody"] {
-        for i in 0..data.len() - marker.len() {
-            if &data[i..i + marker.len()] == marker {
-                data[i] = b'X';
-                hits += 1;
+    // The title is in the index, the body in its texts store.
+    for path in iii_directory::index_files(&index_path(&tree)) {
+        let mut data = fs::read(&path).expect("read index");
+        for marker in [&b"Titlealpha"[..], b"Markerbody"] {
+            for i in 0..data.len() - marker.len() {
+                if &data[i..i + marker.len()] == marker {
+                    data[i] = b'X';
+                    hits += 1;
+                }
             }
         }
+        fs::write(&path, data).expect("write index");
     }
     assert!(hits >= 2, "the markers are stored in the index");
-    fs::write(&path, data).expect("write index");
     assert_recovers(&tree, &recorded, "record bytes changed in place");
 }
 

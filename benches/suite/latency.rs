@@ -286,7 +286,7 @@ fn small_directory(settings: &Settings) -> Directory {
     let copied = Instant::now();
     let mut config = iii_directory::config::Config::for_root(&copy);
     config.paths.index_path = work.join("small.redb");
-    let _ = std::fs::remove_file(&config.paths.index_path);
+    let _ = iii_directory::remove_index(&config.paths.index_path);
     std::thread::sleep(AGE_PAST_RACY_WINDOW.saturating_sub(copied.elapsed()));
     let directory = Directory::open(config).expect("open the small tree");
     directory.reconcile().expect("index the small tree");

@@ -314,7 +314,7 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
         let copied = Instant::now();
         let mut config = Config::for_root(&copy);
         config.paths.index_path = work.join("edit.redb");
-        let _ = std::fs::remove_file(&config.paths.index_path);
+        let _ = iii_directory::remove_index(&config.paths.index_path);
         std::thread::sleep(AGE_PAST_RACY_WINDOW.saturating_sub(copied.elapsed()));
         if ["reindex", "deltas", "latency"]
             .iter()

@@ -69,7 +69,7 @@ pub fn cold(settings: &Settings, config: &Config, floors: &Floors) -> (Figure, D
     let mut last = None;
     for _ in 0..runs {
         drop(last.take());
-        let _ = std::fs::remove_file(&config.paths.index_path);
+        let _ = iii_directory::remove_index(&config.paths.index_path);
         let (wall0, cpu0) = (Instant::now(), cpu_seconds());
         let directory = Directory::open(config.clone()).expect("open");
         let report = directory.reconcile().expect("cold reconcile");
@@ -245,9 +245,12 @@ fn edit(files: &[(PathBuf, String)], run: usize) {
     }
 }
 
-/// The index file against the markdown it indexes.
+/// The index's files (the index and its texts store) against the markdown they index.
 pub fn index_size(index_path: &Path, content_bytes: u64) -> Figure {
-    let size = std::fs::metadata(index_path).map_or(0, |m| m.len());
+    let size: u64 = iii_directory::index_files(index_path)
+        .iter()
+        .map(|file| std::fs::metadata(file).map_or(0, |m| m.len()))
+        .sum();
     let ratio = size as f64 / content_bytes.max(1) as f64;
     Figure::new("index_size", "index file size", "bytes", size as f64)
         .floor("markdown bytes", content_bytes as f64)

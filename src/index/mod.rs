@@ -14,6 +14,7 @@ mod reader;
 pub mod reconcile;
 pub mod records;
 pub mod tables;
+mod texts;
 pub mod views;
 pub mod walk;
 
@@ -51,30 +52,41 @@ pub enum OpenError {
 
 enum Handle {
     Writer(Writer),
-    Reader(redb::ReadOnlyDatabase),
+    Reader {
+        index: redb::ReadOnlyDatabase,
+        texts: redb::ReadOnlyDatabase,
+    },
+}
+
+/// The writer's two files: the index, and the texts store it refers to (see [`texts`]).
+pub(crate) struct Stores {
+    index: redb::Database,
+    texts: redb::Database,
 }
 
 /// The writer's database. Closing it cleanly leaves a [`CleanClose`] stamp beside the file, so
 /// the next open can skip verifying every page (seconds on a large tree).
 struct Writer {
-    /// `None` after a reconcile failed and the file could not be reopened (a full disk, say):
+    /// `None` after a reconcile failed and the files could not be reopened (a full disk, say):
     /// the next reconcile tries again.
-    slot: RwLock<Option<redb::Database>>,
+    slot: RwLock<Option<Stores>>,
     path: PathBuf,
 }
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        let db = self
+        let stores = self
             .slot
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .take();
         // Close first: redb records the clean shutdown in the file, which changes its stat.
-        if let Some(db) = db {
-            drop(db);
+        if let Some(Stores { index, texts }) = stores {
+            drop(index);
+            drop(texts);
             if !std::thread::panicking() {
                 CleanClose::record(&self.path);
+                CleanClose::record(&texts::path(&self.path));
             }
         }
     }
@@ -88,6 +100,10 @@ pub struct Index {
     mirror: Mutex<reconcile::Mirror>,
     /// The writer's last committed state, for [`Index::latest`].
     latest: Mutex<Option<Latest>>,
+    /// Held (shared) while a snapshot of both files is taken, and (exclusively) while a commit
+    /// that removes texts becomes visible: a snapshot never pairs an index that still refers to
+    /// a text with a texts store that no longer holds it.
+    gate: RwLock<()>,
 }
 
 /// An index file's identity and revision: what a list revision is made of.
@@ -97,11 +113,11 @@ pub struct Latest {
     pub revision: u64,
 }
 
-fn builder() -> redb::Builder {
+fn builder(cache_bytes: usize) -> redb::Builder {
     let mut builder = redb::Builder::new();
     builder
         .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
-        .set_cache_size(CACHE_BYTES);
+        .set_cache_size(cache_bytes);
     builder
 }
 
@@ -118,7 +134,7 @@ impl Index {
             std::fs::create_dir_all(parent)
                 .map_err(|e| failed(format!("create_dir_all {}: {e}", parent.display())))?;
         }
-        let (db, mirror) = open_or_rebuild(path)?;
+        let (stores, mirror) = open_or_rebuild(path)?;
         tracing::debug!(
             path = %path.display(),
             open_ms = started.elapsed().as_millis() as u64,
@@ -126,12 +142,13 @@ impl Index {
         );
         let index = Index {
             handle: Handle::Writer(Writer {
-                slot: RwLock::new(Some(db)),
+                slot: RwLock::new(Some(stores)),
                 path: path.to_path_buf(),
             }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
             latest: Mutex::new(None),
+            gate: RwLock::new(()),
         };
         index.note_latest();
         Ok(index)
@@ -139,20 +156,25 @@ impl Index {
 
     /// Opens an existing index read-only, following a writer in another process.
     pub fn open_reader(path: &Path) -> Result<Index> {
-        if !path.exists() {
+        if let Some(missing) = files(path).into_iter().find(|file| !file.exists()) {
             return Err(Error::Index(format!(
                 "no index at {}; run `iii-directory reindex` to build it",
-                path.display()
+                missing.display()
             )));
         }
-        let db = builder()
-            .open_read_only(path)
-            .map_err(|e| Error::Index(format!("{}: {e}", path.display())))?;
+        let open = |path: &Path, cache_bytes| {
+            builder(cache_bytes)
+                .open_read_only(path)
+                .map_err(|e| Error::Index(format!("{}: {e}", path.display())))
+        };
+        let index = open(path, CACHE_BYTES)?;
+        let texts = open(&texts::path(path), texts::CACHE_BYTES)?;
         Ok(Index {
-            handle: Handle::Reader(db),
+            handle: Handle::Reader { index, texts },
             path: path.to_path_buf(),
             mirror: Mutex::new(Default::default()),
             latest: Mutex::new(None),
+            gate: RwLock::new(()),
         })
     }
 
@@ -181,17 +203,20 @@ impl Index {
         }
     }
 
-    /// A consistent snapshot of the index for reads.
+    /// A consistent snapshot of the index for reads: of both files, taken together.
     pub fn read(&self) -> Result<Reader> {
-        let txn = match &self.handle {
+        let _open = self.gate.read().map_err(|_| poisoned())?;
+        let (txn, texts) = match &self.handle {
             Handle::Writer(writer) => match writer.slot.read().map_err(|_| poisoned())?.as_ref() {
-                Some(db) => db.begin_read(),
+                Some(stores) => (stores.index.begin_read(), stores.texts.begin_read()),
                 None => return Err(closed()),
             },
-            Handle::Reader(db) => db.begin_read(),
-        }
-        .map_err(Error::index)?;
-        Ok(Reader { txn })
+            Handle::Reader { index, texts } => (index.begin_read(), texts.begin_read()),
+        };
+        Ok(Reader {
+            txn: txn.map_err(Error::index)?,
+            texts: texts.map_err(Error::index)?,
+        })
     }
 
     /// Brings the index up to date with the roots: see [`reconcile`].
@@ -209,7 +234,14 @@ impl Index {
             self.reopen(slot, &mut mirror)?;
         }
         let result = match slot.read().map_err(|_| poisoned())?.as_ref() {
-            Some(db) => reconcile::run(db, &mut mirror, roots, scope, progress),
+            Some(stores) => {
+                let target = reconcile::Target {
+                    index: &stores.index,
+                    texts: &stores.texts,
+                    gate: &self.gate,
+                };
+                reconcile::run(target, &mut mirror, roots, scope, progress)
+            }
             None => Err(closed()),
         };
         if let Err(e) = &result {
@@ -243,20 +275,17 @@ impl Index {
 
     /// Closes the writer's database and opens it again (rebuilding it if the file is
     /// damaged), with the mirror reloaded from it. Callers hold the mirror lock.
-    fn reopen(
-        &self,
-        slot: &RwLock<Option<redb::Database>>,
-        mirror: &mut reconcile::Mirror,
-    ) -> Result<()> {
+    fn reopen(&self, slot: &RwLock<Option<Stores>>, mirror: &mut reconcile::Mirror) -> Result<()> {
         let mut slot = slot.write().map_err(|_| poisoned())?;
-        // The file lock goes with the old database: it must be closed before the new open.
+        // The file locks go with the old databases: they must be closed before the new open.
         drop(slot.take());
-        let (db, fresh) = open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
+        let (stores, fresh) =
+            open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
         let (racy_window, log_keep) = (mirror.racy_window, mirror.log_keep);
         *mirror = fresh;
         mirror.racy_window = racy_window;
         mirror.log_keep = log_keep;
-        *slot = Some(db);
+        *slot = Some(stores);
         Ok(())
     }
 }
@@ -272,8 +301,9 @@ fn closed() -> Error {
     )
 }
 
-/// Opens the writer's file, rebuilding it when it is damaged or of another schema version.
-fn open_or_rebuild(path: &Path) -> Result<(redb::Database, reconcile::Mirror), OpenError> {
+/// Opens the writer's files, rebuilding both when either is damaged, of another schema version,
+/// or (the texts store) made for another index file.
+fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError> {
     let failed = |why: String| OpenError::Failed {
         path: path.to_path_buf(),
         why,
@@ -283,7 +313,7 @@ fn open_or_rebuild(path: &Path) -> Result<(redb::Database, reconcile::Mirror), O
         Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
         Err(Opened::Unusable(why)) => {
             tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
-            std::fs::remove_file(path).map_err(|e| failed(format!("remove damaged index: {e}")))?;
+            remove_files(path).map_err(|e| failed(format!("remove damaged index: {e}")))?;
             match open_checked(path) {
                 Ok(opened) => Ok(opened),
                 Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
@@ -293,20 +323,52 @@ fn open_or_rebuild(path: &Path) -> Result<(redb::Database, reconcile::Mirror), O
     }
 }
 
+/// The files of the index at `path`: the index itself and its texts store.
+pub fn files(path: &Path) -> [PathBuf; 2] {
+    [path.to_path_buf(), texts::path(path)]
+}
+
+/// Deletes the index at `path` and its texts store (what is missing already is fine).
+pub fn remove_files(path: &Path) -> std::io::Result<()> {
+    for file in files(path) {
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 enum Opened {
     Busy,
     Unusable(String),
 }
 
-/// Opens the file and checks it is an index this binary can use. redb may panic on a file that
-/// is not a database at all, so the open is isolated.
-fn open_checked(path: &Path) -> Result<(redb::Database, reconcile::Mirror), Opened> {
+/// Opens both files and checks they are an index (and its texts) this binary can use.
+fn open_checked(path: &Path) -> Result<(Stores, reconcile::Mirror), Opened> {
+    let (index, (mirror, epoch, new)) = open_file(path, CACHE_BYTES, |db| {
+        let new = prepare(db)?;
+        Ok((reconcile::Mirror::load(db)?, epoch_of(db)?, new))
+    })?;
+    let (texts, ()) = open_file(&texts::path(path), texts::CACHE_BYTES, |db| {
+        texts::check(db, epoch, new)
+    })?;
+    Ok((Stores { index, texts }, mirror))
+}
+
+/// Opens one file as its writer, then `prepare`s it. redb may panic on a file that is not a
+/// database at all, so the open is isolated.
+fn open_file<T>(
+    path: &Path,
+    cache_bytes: usize,
+    prepare: impl FnOnce(&redb::Database) -> Result<T> + std::panic::UnwindSafe,
+) -> Result<(redb::Database, T), Opened> {
     let untouched = CleanClose::take(path);
     let attempt = std::panic::catch_unwind(|| {
         // Unless the file is as a clean close left it, the writer verifies every page's
         // checksum at open: a damaged file is rebuilt here rather than trusted (and perhaps
         // served, or panicking) later.
-        let db = builder()
+        let db = builder(cache_bytes)
             .set_check_integrity_on_open(!untouched)
             .create(path)
             .map_err(|e| match e {
@@ -314,9 +376,8 @@ fn open_checked(path: &Path) -> Result<(redb::Database, reconcile::Mirror), Open
                 | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
                 other => Opened::Unusable(other.to_string()),
             })?;
-        prepare(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
-        let mirror = reconcile::Mirror::load(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
-        Ok((db, mirror))
+        let prepared = prepare(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
+        Ok((db, prepared))
     });
     attempt.unwrap_or_else(|_| {
         Err(Opened::Unusable(
@@ -325,8 +386,19 @@ fn open_checked(path: &Path) -> Result<(redb::Database, reconcile::Mirror), Open
     })
 }
 
-/// Checks the schema version of an opened file and creates the tables of a new one.
-fn prepare(db: &redb::Database) -> Result<()> {
+/// The index file's identity (`meta.epoch`).
+fn epoch_of(db: &redb::Database) -> Result<u64> {
+    let txn = db.begin_read().map_err(Error::index)?;
+    let meta = txn.open_table(META).map_err(Error::index)?;
+    match meta.get(META_EPOCH).map_err(Error::index)? {
+        Some(v) => decode(v.value()),
+        None => Err(Error::Index("no epoch in meta".into())),
+    }
+}
+
+/// Checks the schema version of an opened file and creates the tables of a new one; returns
+/// whether it was new.
+fn prepare(db: &redb::Database) -> Result<bool> {
     let version = {
         let txn = db.begin_read().map_err(Error::index)?;
         match txn.open_table(META) {
@@ -339,7 +411,7 @@ fn prepare(db: &redb::Database) -> Result<()> {
         }
     };
     match version {
-        Some(SCHEMA_VERSION) => Ok(()),
+        Some(SCHEMA_VERSION) => Ok(false),
         Some(other) => Err(Error::Index(format!(
             "schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
         ))),
@@ -351,7 +423,7 @@ fn prepare(db: &redb::Database) -> Result<()> {
             if !fresh {
                 return Err(Error::Index("tables without a schema version".into()));
             }
-            create_tables(db)
+            create_tables(db).map(|()| true)
         }
     }
 }
@@ -361,7 +433,7 @@ fn create_tables(db: &redb::Database) -> Result<()> {
     {
         txn.open_table(FILES).map_err(Error::index)?;
         txn.open_table(DOCS).map_err(Error::index)?;
-        txn.open_table(CONTENT).map_err(Error::index)?;
+        txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?;
         txn.open_table(TOP_DIRS).map_err(Error::index)?;
         txn.open_table(UNREADABLE).map_err(Error::index)?;
         txn.open_table(SKILLS).map_err(Error::index)?;

@@ -22,6 +22,8 @@ use crate::rules::skill::{SkillRow, Visibility};
 /// A consistent read snapshot of the index.
 pub struct Reader {
     pub(super) txn: redb::ReadTransaction,
+    /// The texts store, as of the same moment (see [`super::texts`]).
+    pub(super) texts: redb::ReadTransaction,
 }
 
 impl Reader {
@@ -154,11 +156,13 @@ impl Reader {
 
     /// The text of a file by content hash.
     pub fn content(&self, hash: &Hash) -> Result<Option<String>> {
-        self.table(CONTENT)?
-            .get(hash)
-            .map_err(Error::index)?
-            .map(|v| records::decompress_text(v.value()))
-            .transpose()
+        super::texts::get(&self.texts, hash)
+    }
+
+    /// How many texts the texts store holds.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn texts_held(&self) -> Result<u64> {
+        super::texts::count(&self.texts)
     }
 
     /// The whole text of a row's file (a bundled skill's from the binary), or the read path's

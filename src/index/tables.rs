@@ -9,15 +9,15 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");
 /// Content hash → postcard [`ParsedDoc`](crate::doc::ParsedDoc), parsed once per distinct content.
 pub const DOCS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("docs");
-/// Content hash → the file's text, LZ4-compressed (see
-/// [`compress_text`](super::records::compress_text)). Same key set as `DOCS`.
-pub const CONTENT: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("content");
+/// Content hashes the index stopped referring to, whose texts the next reconcile removes from
+/// the texts store (see [`texts`](super::texts)).
+pub const TEXTS_GARBAGE: TableDefinition<&[u8; 32], ()> = TableDefinition::new("texts_garbage");
 /// Top-level folder names of the two skills roots: `(root, name)`.
 pub const TOP_DIRS: TableDefinition<(u8, &str), ()> = TableDefinition::new("top_dirs");
 /// Folders that could not be listed: `(root, relative path)` → why.

@@ -1,10 +1,12 @@
 //! Reconcile: make the index equal to what a fresh scan of the roots computes, reading only
-//! what changed. It runs in named phases, all in one write transaction:
+//! what changed. It runs in named phases, all in one write transaction of the index, beside one
+//! of the texts store (see [`texts`](super::texts)) that a thread of its own writes and commits
+//! first:
 //!
 //! 1. [`Plan::make`]: walk and stat the roots, and compare with the mirror: which files to read,
 //!    which vanished, which folder facts changed, which parts of the views are dirty;
 //! 2. [`store_files`]: read, hash, parse, encode and compress the changed files (in parallel,
-//!    in bounded batches) and store them;
+//!    in bounded batches) and store them, their new texts in the texts store;
 //! 3. [`drop_removed`] and [`collect_garbage`]: forget vanished files, and the contents no
 //!    file holds any more (those whose count of files in the mirror fell to zero);
 //! 4. [`update_views`]: recompute the dirty parts of the views (from the parses this reconcile
@@ -21,7 +23,8 @@ mod read;
 mod store;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::mpsc::SyncSender;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -30,6 +33,7 @@ use redb::WriteTransaction;
 use super::changelog;
 use super::records::{ReconcileStamp, Stat, encode};
 use super::tables::*;
+use super::texts;
 use super::views::{self, Changes, Dirty, Inputs};
 use super::walk::{TopDirs, Unreadable, walk, walk_scoped};
 use crate::doc::{Hash, ParsedDoc};
@@ -43,6 +47,13 @@ pub(crate) use read::Reading;
 
 /// Files read per batch: bounds the memory a cold reindex holds at once.
 const BATCH: usize = 1024;
+/// Batches read but not yet stored, at most: what keeps the pool busy while the thread that
+/// writes the index stores, and bounds the memory a cold reindex holds.
+const READ_AHEAD: usize = 3;
+/// Batches of new texts handed to the texts store's writer but not yet stored, at most: room for
+/// it to catch up after a pause (redb syncs the file each time it grows it) without a backlog
+/// at the end.
+const TEXTS_AHEAD: usize = 2;
 
 /// A file whose mtime or ctime is this close to the scan is read again next time: a later
 /// write in the same timestamp tick (coarse on many file systems) could leave its stat
@@ -93,8 +104,17 @@ pub enum Scope {
     Paths(Vec<std::path::PathBuf>),
 }
 
+/// What a reconcile writes to: the index, its texts store (see [`super::texts`]), and the gate
+/// that readers take a snapshot of both through.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub index: &'a redb::Database,
+    pub texts: &'a redb::Database,
+    pub gate: &'a RwLock<()>,
+}
+
 pub fn run(
-    db: &redb::Database,
+    target: Target<'_>,
     mirror: &mut Mirror,
     roots: &Roots,
     scope: &Scope,
@@ -121,64 +141,121 @@ pub fn run(
     if plan.is_noop(mirror) {
         report.revision = mirror.revision;
         report.files = mirror.files.len();
-        report.skipped = store::skipped_count(db)?;
+        report.skipped = store::skipped_count(target.index)?;
         report.duration_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     }
 
-    let txn = db.begin_write().map_err(Error::index)?;
-    let racy_after = scan_start.minus(mirror.racy_window);
-    let mut moves = Moves::default();
-    let fresh = store_files(
-        &txn,
-        mirror,
-        &mut moves,
-        roots,
-        (&plan.to_read, racy_after),
-        progress,
-    )?;
-    report.parsed = fresh.len();
-    drop_removed(&txn, mirror, &mut moves, &plan.removed)?;
-    collect_garbage(&txn, mirror, moves)?;
-    tracing::debug!(
-        read = report.read,
-        parsed = report.parsed,
-        read_ms = started.elapsed().as_millis() as u64,
-        "files read and stored"
-    );
-    if plan.folders_changed(mirror) {
-        store::folders(&txn, &plan.top_dirs, &plan.unreadable)?;
-        mirror.top_dirs = plan.top_dirs;
-        mirror.unreadable = plan.unreadable;
-    }
-    let (changed, changes) = update_views(
-        &txn,
-        mirror,
-        plan.full_views,
-        &plan.dirty,
-        &plan.removed,
-        fresh,
-    )?;
-    tracing::debug!(
-        full = plan.full_views,
-        namespaces = plan.dirty.namespaces.len(),
-        views_ms = started.elapsed().as_millis() as u64,
-        "views updated"
-    );
-    stamp(
-        &txn,
-        mirror,
-        &mut report,
-        (&changed, &changes),
-        scan_start,
-        started,
-    )?;
+    let txn = target.index.begin_write().map_err(Error::index)?;
+    // Texts an earlier commit stopped referring to: removed from the texts store by this
+    // reconcile's write to it, and from the list by this commit.
+    let garbage = store::take_garbage(&txn)?;
+    std::thread::scope(|threads| {
+        let (to_texts, texts_in) = std::sync::mpsc::sync_channel(TEXTS_AHEAD);
+        let texts = threads.spawn(|| texts::write(target.texts, &garbage, texts_in, target.gate));
+        let indexed = Phases {
+            txn: &txn,
+            mirror,
+            roots,
+            started,
+            scan_start,
+        }
+        .run(plan, &mut report, to_texts, progress);
+        // The texts are durable before the index commits anything that refers to them.
+        texts.join().expect("the texts store's writer panicked")?;
+        indexed
+    })?;
     txn.commit().map_err(Error::index)?;
     tracing::debug!(
         commit_ms = started.elapsed().as_millis() as u64,
         "reconcile committed"
     );
     Ok(report)
+}
+
+/// Phases 2 to 5, in the index's write transaction; new texts go to the texts store's writer.
+struct Phases<'a, 'txn> {
+    txn: &'txn WriteTransaction,
+    mirror: &'a mut Mirror,
+    roots: &'a Roots,
+    started: Instant,
+    scan_start: Stamp,
+}
+
+impl Phases<'_, '_> {
+    fn run(
+        self,
+        plan: Plan,
+        report: &mut Report,
+        to_texts: SyncSender<texts::Sent>,
+        progress: &dyn Fn(Progress),
+    ) -> Result<()> {
+        let Phases {
+            txn,
+            mirror,
+            roots,
+            started,
+            scan_start,
+        } = self;
+        let racy_after = scan_start.minus(mirror.racy_window);
+        let mut moves = Moves::default();
+        let fresh = store_files(
+            txn,
+            mirror,
+            &mut moves,
+            roots,
+            (&plan.to_read, racy_after),
+            &to_texts,
+            progress,
+        )?;
+        // The texts store commits while the views are computed here. (Without this, the
+        // sender's drop on an error tells it to commit nothing.)
+        if to_texts.send(texts::Sent::Commit).is_err() {
+            return Err(texts_stopped());
+        }
+        drop(to_texts);
+        report.parsed = fresh.len();
+        drop_removed(txn, mirror, &mut moves, &plan.removed)?;
+        collect_garbage(txn, mirror, moves)?;
+        tracing::debug!(
+            read = report.read,
+            parsed = report.parsed,
+            read_ms = started.elapsed().as_millis() as u64,
+            "files read and stored"
+        );
+        if plan.folders_changed(mirror) {
+            store::folders(txn, &plan.top_dirs, &plan.unreadable)?;
+            mirror.top_dirs = plan.top_dirs;
+            mirror.unreadable = plan.unreadable;
+        }
+        let (changed, changes) = update_views(
+            txn,
+            mirror,
+            plan.full_views,
+            &plan.dirty,
+            &plan.removed,
+            fresh,
+        )?;
+        tracing::debug!(
+            full = plan.full_views,
+            namespaces = plan.dirty.namespaces.len(),
+            views_ms = started.elapsed().as_millis() as u64,
+            "views updated"
+        );
+        stamp(
+            txn,
+            mirror,
+            report,
+            (&changed, &changes),
+            scan_start,
+            started,
+        )
+    }
+}
+
+/// The texts store's writer stopped early; its own error says why (see [`run`]).
+fn texts_stopped() -> Error {
+    Error::Index("the texts store stopped taking texts".into())
 }
 
 /// A file to read: its key and its stat now.
@@ -276,15 +353,17 @@ impl Plan {
 }
 
 /// Phase 2: reads, hashes, parses, encodes and compresses the files to read (on the pool),
-/// and stores them; returns the new parses by content hash. The next batch is read on the pool
-/// while this thread stores the previous one, so storing (single-threaded in redb) does not
-/// leave a core idle.
+/// and stores them; returns the new parses by content hash. Reading runs ahead of storing by up
+/// to `READ_AHEAD` batches, so that neither waits for the other batch by batch; this thread
+/// stores the files and parses, and hands the new texts to the texts store's writer, so that
+/// redb's one writer per file does not leave a core idle.
 fn store_files(
     txn: &WriteTransaction,
     mirror: &mut Mirror,
     moves: &mut Moves,
     roots: &Roots,
     (to_read, racy_after): (&[ToRead], Stamp),
+    to_texts: &SyncSender<texts::Sent>,
     progress: &dyn Fn(Progress),
 ) -> Result<HashMap<Hash, ParsedDoc>> {
     let mut tables = store::FileTables::open(txn)?;
@@ -307,19 +386,25 @@ fn store_files(
     };
     let mut done = 0;
     let stored = std::thread::scope(|scope| -> Result<()> {
-        let mut batches = to_read.chunks(BATCH);
-        let mut current = batches.next().map(read_batch);
-        while let Some(reads) = current.take() {
-            let next = batches
-                .next()
-                .map(|batch| scope.spawn(|| read_batch(batch)));
+        let (sender, batches) = std::sync::mpsc::sync_channel(READ_AHEAD);
+        scope.spawn(move || {
+            for batch in to_read.chunks(BATCH) {
+                // The receiver is gone only when storing failed: stop reading then.
+                if sender.send(read_batch(batch)).is_err() {
+                    break;
+                }
+            }
+        });
+        for reads in batches {
             done += reads.len();
-            tables.store(reads, mirror, moves, &mut fresh)?;
+            let texts = tables.store(reads, mirror, moves, &mut fresh)?;
+            if to_texts.send(texts::Sent::Batch(texts)).is_err() {
+                return Err(texts_stopped());
+            }
             progress(Progress::Read {
                 done,
                 total: to_read.len(),
             });
-            current = next.map(|reading| reading.join().expect("a read batch panicked"));
         }
         Ok(())
     });
@@ -390,6 +475,10 @@ fn update_views(
     drop(old);
     let changed = store::view_changes(txn, &new, &changes)?;
     mirror.computed = true;
+    if full {
+        // Tens of thousands of parses and rows: freed on the pool, off the commit's path.
+        rayon::spawn(move || drop((docs, new)));
+    }
     Ok((changed, changes))
 }
 

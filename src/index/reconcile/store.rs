@@ -13,15 +13,16 @@ use crate::doc::{Hash, ParsedDoc};
 use crate::error::{Error, Result};
 use crate::index::records::encode;
 use crate::index::tables::*;
+use crate::index::texts;
 use crate::index::views::{Changes, Views};
 use crate::roots::Root;
 
-/// The tables a file read lands in: the file entry by `(root, relative path)`, the parse and
-/// the text by content hash.
+/// The index tables a file read lands in: the file entry by `(root, relative path)`, the parse
+/// by content hash. (Its text goes to the texts store, see [`crate::index::texts`].)
 pub struct FileTables<'txn> {
     files: Table<'txn, (u8, &'static str), &'static [u8]>,
     docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
-    content: Table<'txn, &'static [u8; 32], &'static [u8]>,
+    garbage: Table<'txn, &'static [u8; 32], ()>,
 }
 
 impl<'txn> FileTables<'txn> {
@@ -29,21 +30,21 @@ impl<'txn> FileTables<'txn> {
         Ok(FileTables {
             files: txn.open_table(FILES).map_err(Error::index)?,
             docs: txn.open_table(DOCS).map_err(Error::index)?,
-            content: txn.open_table(CONTENT).map_err(Error::index)?,
+            garbage: txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?,
         })
     }
 
-    /// Stores one batch of reads: the file entries that changed, and the new contents (parse
-    /// and text) in hash order, so that a cold build's inserts into its tables run in key
-    /// order within each batch. New parses are also put in `fresh`, by content hash, for the
-    /// views.
+    /// Stores one batch of reads: the file entries that changed, and the new parses in hash
+    /// order, so that a cold build's inserts run in key order within each batch. Returns the
+    /// new texts, in the same order, for the texts store. New parses are also put in `fresh`,
+    /// by content hash, for the views.
     pub fn store(
         &mut self,
         reads: Vec<Read>,
         mirror: &mut Mirror,
         moves: &mut Moves,
         fresh: &mut HashMap<Hash, ParsedDoc>,
-    ) -> Result<()> {
+    ) -> Result<texts::Batch> {
         let mut new = Vec::new();
         for read in reads {
             if let (Some(content), Ok(hash)) = (read.new, &read.meta.content) {
@@ -65,16 +66,12 @@ impl<'txn> FileTables<'txn> {
                 .insert(hash, content.encoded.as_slice())
                 .map_err(Error::index)?;
         }
-        for (hash, content) in &new {
-            self.content
-                .insert(hash, content.packed.as_slice())
-                .map_err(Error::index)?;
+        let mut texts = Vec::with_capacity(new.len());
+        for (hash, content) in new {
+            texts.push((hash, content.packed));
+            fresh.insert(hash, content.parsed);
         }
-        fresh.extend(
-            new.into_iter()
-                .map(|(hash, content)| (hash, content.parsed)),
-        );
-        Ok(())
+        Ok(texts)
     }
 
     /// Forgets a file that vanished.
@@ -91,14 +88,29 @@ impl<'txn> FileTables<'txn> {
         Ok(())
     }
 
-    /// Forgets contents no file holds any more.
+    /// Forgets contents no file holds any more: their parses now, their texts at the next
+    /// reconcile (listed for it, see [`take_garbage`]).
     pub fn forget(&mut self, orphans: &[Hash]) -> Result<()> {
         for hash in orphans {
             self.docs.remove(hash).map_err(Error::index)?;
-            self.content.remove(hash).map_err(Error::index)?;
+            self.garbage.insert(hash, ()).map_err(Error::index)?;
         }
         Ok(())
     }
+}
+
+/// The texts earlier commits stopped referring to, taken off the list in this transaction (the
+/// caller removes them from the texts store before this transaction commits).
+pub fn take_garbage(txn: &WriteTransaction) -> Result<Vec<Hash>> {
+    let mut table = txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?;
+    let mut taken = Vec::new();
+    table
+        .retain(|hash, ()| {
+            taken.push(*hash);
+            false
+        })
+        .map_err(Error::index)?;
+    Ok(taken)
 }
 
 /// Replaces the folder facts: top-level folders and folders that cannot be listed.
