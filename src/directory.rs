@@ -172,10 +172,16 @@ impl Directory {
 
     /// The live settings.
     pub fn settings(&self) -> config::Settings {
-        self.settings
-            .read()
-            .map(|s| s.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
+        self.setting(config::Settings::clone)
+    }
+
+    /// What `read` takes from the live settings, without copying them all (the reads ask on
+    /// every call).
+    pub fn setting<T>(&self, read: impl FnOnce(&config::Settings) -> T) -> T {
+        match self.settings.read() {
+            Ok(settings) => read(&settings),
+            Err(poisoned) => read(&poisoned.into_inner()),
+        }
     }
 
     /// Applies new settings live. Topology fields (folders, index path, `auto_download`) cannot
@@ -339,7 +345,7 @@ impl Directory {
 
     fn visibility<'a>(&self, installed: Option<&'a BTreeSet<String>>) -> Visibility<'a> {
         Visibility {
-            filter_unregistered: self.settings().filter_unregistered,
+            filter_unregistered: self.setting(|s| s.filter_unregistered),
             installed,
         }
     }

@@ -61,7 +61,7 @@ const SETTINGS_CHECK: Duration = Duration::from_secs(1);
 
 /// The safety net's interval in the live settings (`safety_net_interval_ms`, 0 = off).
 fn safety_net_interval(directory: &Directory) -> Option<Duration> {
-    let every = directory.settings().safety_net_interval_ms;
+    let every = directory.setting(|s| s.safety_net_interval_ms);
     (every > 0).then(|| Duration::from_millis(every))
 }
 

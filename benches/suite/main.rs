@@ -82,7 +82,7 @@ impl Settings {
             iterations: env_usize("BENCH_ITERATIONS", 30).max(1),
             baseline_runs: env_usize("BENCH_BASELINE_RUNS", if skills > 10_000 { 2 } else { 3 })
                 .max(1),
-            cold_runs: env_usize("BENCH_COLD_RUNS", if skills > 10_000 { 1 } else { 3 }).max(1),
+            cold_runs: env_usize("BENCH_COLD_RUNS", 3).max(1),
             edits: env_usize("BENCH_EDITS", 50).max(1),
             results: path("BENCH_RESULTS", manifest_dir().join("target/bench-results")),
             out: path("BENCH_OUT", manifest_dir().to_path_buf()),

@@ -106,7 +106,7 @@ pub async fn registry_info(shared: &Arc<Shared>, input: Value) -> Result<Value, 
 /// answers `{ok: true}` whatever happened (failures are logged). With `auto_download` off the
 /// trigger is never bound, and a direct call does nothing.
 pub async fn on_worker_added(shared: &Arc<Shared>, input: Value) -> Value {
-    if !shared.directory.settings().auto_download {
+    if !shared.directory.setting(|s| s.auto_download) {
         tracing::debug!("auto_download is off; a worker add downloads nothing");
         return json!({ "ok": true });
     }

@@ -365,7 +365,7 @@ async fn handle(
         Handler::OnConfigChange => {
             configuration::refresh(iii, &shared.directory, &shared.installed, &shared.registry)
                 .await;
-            let inject_hint = shared.directory.settings().inject_hint;
+            let inject_hint = shared.directory.setting(|s| s.inject_hint);
             search::reconcile_hint(iii, &shared.search, inject_hint);
             Ok(json!({ "ok": true }))
         }
@@ -446,7 +446,7 @@ async fn installed_workers(
     shared: &Shared,
     fresh: bool,
 ) -> Option<Arc<std::collections::BTreeSet<String>>> {
-    let ttl = Duration::from_millis(shared.directory.settings().registry_cache_ttl_ms);
+    let ttl = Duration::from_millis(shared.directory.setting(|s| s.registry_cache_ttl_ms));
     shared.installed.get(iii, ttl, fresh).await
 }
 

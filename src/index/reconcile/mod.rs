@@ -380,20 +380,23 @@ fn store_files(
     };
     let read_batch = |batch: &[ToRead]| -> Vec<read::Read> {
         batch
-            .par_iter()
+            .iter()
             .map(|(key, stat)| reading.read(key, *stat))
             .collect()
     };
+    // Each batch is read whole by one thread of the pool, so that its threads go from batch to
+    // batch without waiting for each other; a small change still spreads over all of them.
+    let batch_len = BATCH
+        .min(to_read.len().div_ceil(rayon::current_num_threads() * 4))
+        .max(1);
     let mut done = 0;
     let stored = std::thread::scope(|scope| -> Result<()> {
         let (sender, batches) = std::sync::mpsc::sync_channel(READ_AHEAD);
         scope.spawn(move || {
-            for batch in to_read.chunks(BATCH) {
-                // The receiver is gone only when storing failed: stop reading then.
-                if sender.send(read_batch(batch)).is_err() {
-                    break;
-                }
-            }
+            // An error means the receiver is gone (storing failed): reading stops.
+            let _ = to_read
+                .par_chunks(batch_len)
+                .try_for_each_with(sender, |sender, batch| sender.send(read_batch(batch)));
         });
         for reads in batches {
             done += reads.len();
