@@ -59,13 +59,13 @@ enum Handle {
 }
 
 /// The writer's two files: the index, and the texts store it refers to (see [`texts`]).
-pub(crate) struct Stores {
+struct Stores {
     index: redb::Database,
     texts: redb::Database,
 }
 
-/// The writer's database. Closing it cleanly leaves a [`CleanClose`] stamp beside the file, so
-/// the next open can skip verifying every page (seconds on a large tree).
+/// The writer's databases. Closing them cleanly leaves a [`CleanClose`] stamp beside each file,
+/// so the next open can skip verifying every page (seconds on a large tree).
 struct Writer {
     /// `None` after a reconcile failed and the files could not be reopened (a full disk, say):
     /// the next reconcile tries again.

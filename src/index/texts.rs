@@ -14,6 +14,11 @@
 //! A crash between the two commits leaves at most texts nobody refers to (space, never a wrong
 //! answer); a texts file that is missing, damaged, or made for another index file (its epoch
 //! differs) has the pair rebuilt from disk, like a damaged index.
+//!
+//! The writer's process takes a snapshot of both files through a gate that a removal closes
+//! (`Index::read`). A read-only follower in another process cannot: a removal that lands
+//! between its two snapshots fails that one `get` with "content … is missing"; asking again
+//! answers.
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
@@ -36,7 +41,9 @@ const META_EPOCH: &str = "epoch";
 const SCHEMA_VERSION: u64 = 1;
 
 /// Memory redb may use to cache this file's pages. A text is read once per `skills::get` of a
-/// row, from the OS cache when not from here.
+/// row, from the OS cache when not from here. In a cold build a larger cache only moves the
+/// writing of the pages to the commit, where nothing else runs: at 50,000 skills the commit
+/// took 0.37 s with 8 MiB, 0.44 s with 64 and 0.54 s with 256.
 pub const CACHE_BYTES: usize = 8 * 1024 * 1024;
 
 /// The texts store of the index at `index`.
