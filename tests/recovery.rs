@@ -210,13 +210,23 @@ fn index_truncated_to_zero_bytes_is_rebuilt() {
     assert_recovers(&tree, &recorded, "index truncated to 0 bytes");
 }
 
+/// Cuts the file to half its length.
+fn truncate_to_half(path: &Path) {
+    let len = fs::metadata(path).expect("stat").len();
+    truncate(path, len / 2);
+}
+
+/// Overwrites the page in the middle of the file with garbage.
+fn garbage_in_the_middle(path: &Path, seed: u64) {
+    let len = fs::metadata(path).expect("stat").len() as usize;
+    overwrite(path, len / 2 / PAGE * PAGE, &garbage(seed, PAGE));
+}
+
 #[test]
 fn index_truncated_to_half_is_rebuilt() {
     let tree = small_tree();
     let recorded = record(&tree);
-    let path = index_path(&tree);
-    let len = fs::metadata(&path).expect("stat").len();
-    truncate(&path, len / 2);
+    truncate_to_half(&index_path(&tree));
     assert_recovers(&tree, &recorded, "index truncated to half its length");
 }
 
@@ -232,10 +242,7 @@ fn index_with_a_garbage_header_is_rebuilt() {
 fn index_with_garbage_in_the_middle_is_rebuilt() {
     let tree = small_tree();
     let recorded = record(&tree);
-    let path = index_path(&tree);
-    let len = fs::metadata(&path).expect("stat").len() as usize;
-    let middle = len / 2 / PAGE * PAGE;
-    overwrite(&path, middle, &garbage(2, PAGE));
+    garbage_in_the_middle(&index_path(&tree), 2);
     assert_recovers(&tree, &recorded, "a 4 KiB chunk in the middle overwritten");
 }
 
@@ -413,9 +420,7 @@ fn deleted_texts_store_is_rebuilt() {
 fn texts_store_truncated_to_half_is_rebuilt() {
     let tree = small_tree();
     let recorded = record(&tree);
-    let path = texts_path(&tree);
-    let len = fs::metadata(&path).expect("stat").len();
-    truncate(&path, len / 2);
+    truncate_to_half(&texts_path(&tree));
     assert_recovers(&tree, &recorded, "texts store truncated to half its length");
 }
 
@@ -423,9 +428,7 @@ fn texts_store_truncated_to_half_is_rebuilt() {
 fn texts_store_with_garbage_in_the_middle_is_rebuilt() {
     let tree = small_tree();
     let recorded = record(&tree);
-    let path = texts_path(&tree);
-    let len = fs::metadata(&path).expect("stat").len() as usize;
-    overwrite(&path, len / 2 / PAGE * PAGE, &garbage(3, PAGE));
+    garbage_in_the_middle(&texts_path(&tree), 3);
     assert_recovers(
         &tree,
         &recorded,
