@@ -12,9 +12,7 @@ pub(super) struct CleanClose;
 
 impl CleanClose {
     pub(super) fn sidecar(index: &Path) -> PathBuf {
-        let mut name = index.as_os_str().to_owned();
-        name.push(".clean");
-        PathBuf::from(name)
+        crate::store::beside(index, ".clean")
     }
 
     pub(super) fn stat_line(index: &Path) -> Option<String> {

@@ -25,7 +25,6 @@ use redb::ReadableDatabase;
 
 use crate::error::{Error, Result};
 use clean_close::CleanClose;
-use records::decode;
 use tables::*;
 
 pub use reader::Reader;
@@ -389,42 +388,20 @@ fn open_file<T>(
 /// The index file's identity (`meta.epoch`).
 fn epoch_of(db: &redb::Database) -> Result<u64> {
     let txn = db.begin_read().map_err(Error::index)?;
-    let meta = txn.open_table(META).map_err(Error::index)?;
-    match meta.get(META_EPOCH).map_err(Error::index)? {
-        Some(v) => decode(v.value()),
-        None => Err(Error::Index("no epoch in meta".into())),
-    }
+    stored_u64(&txn, META_EPOCH)?.ok_or_else(|| Error::Index("no epoch in meta".into()))
 }
 
 /// Checks the schema version of an opened file and creates the tables of a new one; returns
 /// whether it was new.
 fn prepare(db: &redb::Database) -> Result<bool> {
-    let version = {
-        let txn = db.begin_read().map_err(Error::index)?;
-        match txn.open_table(META) {
-            Ok(meta) => match meta.get(META_SCHEMA).map_err(Error::index)? {
-                Some(v) => Some(decode::<u64>(v.value())?),
-                None => None,
-            },
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
-            Err(e) => return Err(Error::index(e)),
-        }
-    };
+    let version = stored_u64(&db.begin_read().map_err(Error::index)?, META_SCHEMA)?;
     match version {
         Some(SCHEMA_VERSION) => Ok(false),
         Some(other) => Err(Error::Index(format!(
             "schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
         ))),
-        None => {
-            let fresh = {
-                let txn = db.begin_read().map_err(Error::index)?;
-                txn.list_tables().map_err(Error::index)?.next().is_none()
-            };
-            if !fresh {
-                return Err(Error::Index("tables without a schema version".into()));
-            }
-            create_tables(db).map(|()| true)
-        }
+        None if holds_no_table(db)? => create_tables(db).map(|()| true),
+        None => Err(Error::Index("tables without a schema version".into())),
     }
 }
 

@@ -45,6 +45,27 @@ pub const META_EPOCH: &str = "epoch";
 /// The oldest revision the change log answers from (`u64`).
 pub const META_LOG_FLOOR: &str = "change_log_floor";
 
+/// The postcard `u64` under `key` in a file's [`META`] table: `None` when the table or the key
+/// is missing (the index and its texts store both keep their schema version and epoch there).
+pub fn stored_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>> {
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(Error::index(e)),
+    };
+    match meta.get(key).map_err(Error::index)? {
+        Some(v) => decode(v.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Whether a file holds no table at all: a new file, which a schema may take.
+pub fn holds_no_table(db: &redb::Database) -> Result<bool> {
+    use redb::ReadableDatabase;
+    let txn = db.begin_read().map_err(Error::index)?;
+    Ok(txn.list_tables().map_err(Error::index)?.next().is_none())
+}
+
 /// Every row of a `name → postcard record` table, in key order. Read and write transactions
 /// both decode through here.
 pub fn decode_rows<T, Table>(table: &Table) -> Result<Vec<(String, T)>>

@@ -26,18 +26,16 @@ use std::sync::mpsc::Receiver;
 
 use redb::{ReadableDatabase, TableDefinition};
 
-use super::records::{decode, encode};
+use super::records::encode;
+use super::tables::{META, META_EPOCH, META_SCHEMA, holds_no_table, stored_u64};
 use crate::doc::Hash;
 use crate::error::{Error, Result};
 
 /// Content hash → the file's text, LZ4-compressed (see
 /// [`compress_text`](super::records::compress_text)).
 pub const TEXTS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("content");
-/// `schema_version` and `epoch` (the index file's, which this store belongs to).
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const META_SCHEMA: &str = "schema_version";
-const META_EPOCH: &str = "epoch";
-/// Version of this file's layout; see `migrations/`.
+/// Version of this file's layout, in its `meta` table beside the `epoch` of the index file it
+/// belongs to; see `migrations/`.
 const SCHEMA_VERSION: u64 = 1;
 
 /// Memory redb may use to cache this file's pages. A text is read once per `skills::get` of a
@@ -48,43 +46,33 @@ pub const CACHE_BYTES: usize = 8 * 1024 * 1024;
 
 /// The texts store of the index at `index`.
 pub fn path(index: &Path) -> PathBuf {
-    let mut name = index.as_os_str().to_owned();
-    name.push(".texts");
-    PathBuf::from(name)
+    crate::store::beside(index, ".texts")
 }
 
 /// Checks that an opened texts file belongs to the index of `epoch`, or makes a new one its
 /// store when the index is `new` too. An empty texts file beside an index that is not new is
 /// refused: the texts that index refers to are gone.
 pub fn check(db: &redb::Database, epoch: u64, new: bool) -> Result<()> {
-    let txn = db.begin_read().map_err(Error::index)?;
-    let meta = match txn.open_table(META) {
-        Ok(meta) => meta,
-        Err(redb::TableError::TableDoesNotExist(_)) => {
-            let empty = txn.list_tables().map_err(Error::index)?.next().is_none();
-            drop(txn);
-            return match (empty, new) {
-                (true, true) => create(db, epoch),
-                (true, false) => Err(Error::Index("the texts store is missing".into())),
-                (false, _) => Err(Error::Index("texts store without a schema version".into())),
-            };
-        }
-        Err(e) => return Err(Error::index(e)),
+    let (schema, stored_epoch) = {
+        let txn = db.begin_read().map_err(Error::index)?;
+        (
+            stored_u64(&txn, META_SCHEMA)?,
+            stored_u64(&txn, META_EPOCH)?,
+        )
     };
-    let value = |key: &str| -> Result<Option<u64>> {
-        match meta.get(key).map_err(Error::index)? {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
-    };
-    match (value(META_SCHEMA)?, value(META_EPOCH)?) {
+    match (schema, stored_epoch) {
         (Some(SCHEMA_VERSION), Some(e)) if e == epoch => Ok(()),
         (Some(SCHEMA_VERSION), _) => Err(Error::Index(
             "the texts store belongs to another index file".into(),
         )),
-        (other, _) => Err(Error::Index(format!(
-            "texts store schema version {other:?} is not {SCHEMA_VERSION} (see migrations/)"
+        (Some(other), _) => Err(Error::Index(format!(
+            "texts store schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
         ))),
+        (None, _) if !holds_no_table(db)? => {
+            Err(Error::Index("texts store without a schema version".into()))
+        }
+        (None, _) if new => create(db, epoch),
+        (None, _) => Err(Error::Index("the texts store is missing".into())),
     }
 }
 

@@ -88,9 +88,7 @@ const COMMIT_SCHEMA: u32 = 1;
 /// The advisory lock that serializes landings across processes: beside the index, which
 /// every process serving the same folders shares.
 pub fn lock_path(index_path: &Path) -> PathBuf {
-    let mut name = index_path.as_os_str().to_owned();
-    name.push(".downloads.lock");
-    PathBuf::from(name)
+    super::beside(index_path, ".downloads.lock")
 }
 
 /// Finishes or removes what killed downloads left in these folders (see [`landing`]); a

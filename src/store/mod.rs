@@ -53,6 +53,14 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// small pids across restarts).
 static FIRST_TEMP_AT: OnceLock<SystemTime> = OnceLock::new();
 
+/// The file beside `path` whose name is `path`'s with `suffix` after it (the index's own
+/// siblings: its texts store, its clean-close stamp, the downloads' lock).
+pub fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// The temporary sibling a write of `dest` goes through.
 pub fn temp_path(dest: &Path) -> PathBuf {
     FIRST_TEMP_AT.get_or_init(SystemTime::now);
