@@ -107,3 +107,65 @@ fn a_reader_never_misses_a_text_while_versions_come_and_go() {
     assert_eq!(raw(&d, "a/x"), version(150));
     assert_eq!(held(&d), 2, "the last version, and the one before it");
 }
+
+/// Texts under keys the index never handed out (what a reconcile that failed after the texts
+/// store committed, or a crash before the index committed, leaves) are removed by the next
+/// reconcile that writes, and never served.
+#[test]
+fn texts_a_failed_reconcile_left_are_removed() {
+    let tree = Tree::new();
+    tree.write("skills/a/one.md", "# One\n\nFirst.\n");
+    let d = tree.open();
+    let index_path = d.config().paths.index_path.clone();
+    drop(d);
+    {
+        let texts = iii_directory::index_files(&index_path)[1].clone();
+        let db = redb::Database::create(&texts).expect("open the texts store");
+        let txn = db.begin_write().expect("write");
+        {
+            let mut table = txn
+                .open_table(redb::TableDefinition::<u64, &[u8]>::new("texts"))
+                .expect("texts");
+            for key in [1, 2, 1_000] {
+                table.insert(key, b"left over".as_slice()).expect("insert");
+            }
+        }
+        txn.commit().expect("commit");
+    }
+    let d = tree.open();
+    tree.write("skills/a/two.md", "# Two\n\nSecond.\n");
+    d.reconcile().expect("reconcile");
+    assert_eq!(held(&d), 2, "the left-over texts are gone");
+    assert_eq!(raw(&d, "a/one"), "# One\n\nFirst.\n");
+    assert_eq!(raw(&d, "a/two"), "# Two\n\nSecond.\n");
+}
+
+/// A build whose texts outgrow one of the texts store's commits (it commits as it goes) stores
+/// and serves every text.
+#[test]
+fn a_build_larger_than_one_texts_commit_serves_every_text() {
+    let tree = Tree::new();
+    // Text that does not compress: about 12 MiB stored, over the 8 MiB of one commit.
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut noise = |len: usize| -> String {
+        (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(b'a' + (seed % 26) as u8)
+            })
+            .collect()
+    };
+    let texts: Vec<String> = (0..1_500)
+        .map(|n| format!("# Skill {n}\n\n{}\n", noise(8_000)))
+        .collect();
+    for (n, text) in texts.iter().enumerate() {
+        tree.write(&format!("skills/big/s{n}.md"), text);
+    }
+    let d = tree.open();
+    assert_eq!(held(&d), texts.len() as u64);
+    for (n, text) in texts.iter().enumerate() {
+        assert_eq!(raw(&d, &format!("big/s{n}")), text.as_str(), "s{n}");
+    }
+}

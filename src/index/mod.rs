@@ -410,6 +410,7 @@ fn create_tables(db: &redb::Database) -> Result<()> {
     {
         txn.open_table(FILES).map_err(Error::index)?;
         txn.open_table(DOCS).map_err(Error::index)?;
+        txn.open_table(TEXT_IDS).map_err(Error::index)?;
         txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?;
         txn.open_table(TOP_DIRS).map_err(Error::index)?;
         txn.open_table(UNREADABLE).map_err(Error::index)?;
@@ -429,6 +430,8 @@ fn create_tables(db: &redb::Database) -> Result<()> {
         )
         .map_err(Error::index)?;
         meta.insert(META_LOG_FLOOR, records::encode(&0u64).as_slice())
+            .map_err(Error::index)?;
+        meta.insert(META_NEXT_TEXT, records::encode(&0u64).as_slice())
             .map_err(Error::index)?;
     }
     txn.commit().map_err(Error::index)

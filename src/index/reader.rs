@@ -156,7 +156,11 @@ impl Reader {
 
     /// The text of a file by content hash.
     pub fn content(&self, hash: &Hash) -> Result<Option<String>> {
-        super::texts::get(&self.texts, hash)
+        let key = self.table(TEXT_IDS)?.get(hash).map_err(Error::index)?;
+        match key {
+            Some(key) => super::texts::get(&self.texts, key.value()),
+            None => Ok(None),
+        }
     }
 
     /// How many texts the texts store holds.

@@ -9,15 +9,19 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");
 /// Content hash → postcard [`ParsedDoc`](crate::doc::ParsedDoc), parsed once per distinct content.
 pub const DOCS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("docs");
-/// Content hashes the index stopped referring to, whose texts the next reconcile removes from
-/// the texts store (see [`texts`](super::texts)).
-pub const TEXTS_GARBAGE: TableDefinition<&[u8; 32], ()> = TableDefinition::new("texts_garbage");
+/// Content hash → the key of its text in the texts store (see [`texts`](super::texts)). Keys are
+/// handed out in order, from [`META_NEXT_TEXT`] up, so that new texts are appended to the
+/// texts store.
+pub const TEXT_IDS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("text_ids");
+/// Texts store keys the index stopped referring to, whose texts the next reconcile removes from
+/// the texts store.
+pub const TEXTS_GARBAGE: TableDefinition<u64, ()> = TableDefinition::new("texts_garbage");
 /// Top-level folder names of the two skills roots: `(root, name)`.
 pub const TOP_DIRS: TableDefinition<(u8, &str), ()> = TableDefinition::new("top_dirs");
 /// Folders that could not be listed: `(root, relative path)` → why.
@@ -34,7 +38,7 @@ pub const SKIPPED: TableDefinition<(u8, &str), &str> = TableDefinition::new("vie
 /// [`changelog`](super::changelog)).
 pub const CHANGE_LOG: TableDefinition<(u8, u64, &str), ()> = TableDefinition::new("change_log");
 /// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`], [`META_EPOCH`],
-/// [`META_LOG_FLOOR`].
+/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`].
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 pub const META_SCHEMA: &str = "schema_version";
@@ -44,6 +48,9 @@ pub const META_RECONCILE: &str = "last_reconcile";
 pub const META_EPOCH: &str = "epoch";
 /// The oldest revision the change log answers from (`u64`).
 pub const META_LOG_FLOOR: &str = "change_log_floor";
+/// The texts store key the next new text gets (`u64`). Texts stored at or above it belong to
+/// a reconcile whose index commit never came; the next reconcile removes them.
+pub const META_NEXT_TEXT: &str = "next_text";
 
 /// The postcard `u64` under `key` in a file's [`META`] table: `None` when the table or the key
 /// is missing (the index and its texts store both keep their schema version and epoch there).

@@ -1,48 +1,59 @@
-//! The texts store: the files' texts by content hash, in a redb file of its own beside the index
+//! The texts store: the files' texts, in a redb file of its own beside the index
 //! (`<index>.texts`), so that a reconcile stores them on a thread of its own while the index's
 //! writer stores everything else. A redb file has one writer at a time, and the texts are most of
 //! a cold build's bytes: in one file, one thread wrote them all while the other core waited
-//! (issue 15).
+//! (issue 15). Texts are stored under keys the index hands out in order (its `text_ids` table
+//! maps each content hash to one), so new texts are appended.
 //!
 //! The two files commit separately, so their order is what keeps them agreeing:
-//! - **texts are added before** the index commit that refers to them: every content hash in the
-//!   index's `docs` table has its text here;
-//! - **texts are removed after** the index commit that dropped them: that commit lists them in
-//!   the index's `texts_garbage` table, and the next reconcile removes them here, then clears
-//!   the list in its own index commit.
+//! - **texts are added before** the index commit that refers to them: every key in the index's
+//!   `text_ids` table has its text here;
+//! - **texts are removed after** the index commit that dropped them: that commit lists their
+//!   keys in the index's `texts_garbage` table, and the next reconcile removes them here, then
+//!   clears the list in its own index commit.
 //!
-//! A crash between the two commits leaves at most texts nobody refers to (space, never a wrong
-//! answer); a texts file that is missing, damaged, or made for another index file (its epoch
-//! differs) has the pair rebuilt from disk, like a damaged index.
+//! A write commits as it goes (see [`COMMIT_BYTES`]), so a reconcile that fails, or a crash
+//! before the index commits, leaves texts under keys the index never handed out (at or above
+//! its `next_text`): the next reconcile removes them before it adds any (see [`Removals`]). A
+//! texts file that is missing, damaged, or made for another index file (its epoch differs) has
+//! the pair rebuilt from disk, like a damaged index.
 //!
-//! The writer's process takes a snapshot of both files through a gate that a removal closes
-//! (`Index::read`). A read-only follower in another process cannot: a removal that lands
-//! between its two snapshots fails that one `get` with "content … is missing"; asking again
-//! answers.
+//! The writer's process takes a snapshot of both files through a gate that a removal of
+//! garbage closes (`Index::read`). A read-only follower in another process cannot: a removal
+//! that lands between its two snapshots fails that one `get` with "content … is missing";
+//! asking again answers.
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::sync::mpsc::Receiver;
 
-use redb::{ReadableDatabase, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::records::encode;
 use super::tables::{META, META_EPOCH, META_SCHEMA, holds_no_table, stored_u64};
-use crate::doc::Hash;
 use crate::error::{Error, Result};
 
-/// Content hash → the file's text, LZ4-compressed (see
-/// [`compress_text`](super::records::compress_text)).
-pub const TEXTS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("content");
+/// Texts store key → the file's text, LZ4-compressed (see
+/// [`compress_text`](super::records::compress_text)). The index maps each content hash to its
+/// key (`text_ids`) and hands keys out in increasing order (`next_text`), so new texts are
+/// appended: a cold build fills each page once instead of reaching back into pages it has
+/// already written (content hashes are random).
+pub const TEXTS: TableDefinition<u64, &[u8]> = TableDefinition::new("texts");
 /// Version of this file's layout, in its `meta` table beside the `epoch` of the index file it
 /// belongs to; see `migrations/`.
-const SCHEMA_VERSION: u64 = 1;
+const SCHEMA_VERSION: u64 = 2;
 
 /// Memory redb may use to cache this file's pages. A text is read once per `skills::get` of a
-/// row, from the OS cache when not from here. In a cold build a larger cache only moves the
-/// writing of the pages to the commit, where nothing else runs: at 50,000 skills the commit
-/// took 0.37 s with 8 MiB, 0.44 s with 64 and 0.54 s with 256.
+/// row, from the OS cache when not from here. Half of it is redb's write buffer, which holds
+/// about one commit's pages (see [`COMMIT_BYTES`]): 32 MiB with commits of 8 built no faster.
 pub const CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// A write commits each time it has stored this many bytes of texts, and at its end. A commit
+/// computes the checksums of the pages it wrote: while they are still in the write buffer that
+/// is cheap, and it runs beside the reading of the next files. A cold build committed only at
+/// its end re-read and rewrote every page of the store while nothing else ran (0.4 s at 50,000
+/// skills). What such a commit leaves when its reconcile fails is removed by the next one (see
+/// [`Removals`]).
+const COMMIT_BYTES: usize = 3 * 1024 * 1024;
 
 /// The texts store of the index at `index`.
 pub fn path(index: &Path) -> PathBuf {
@@ -89,38 +100,42 @@ fn create(db: &redb::Database, epoch: u64) -> Result<()> {
     txn.commit().map_err(Error::index)
 }
 
-/// New texts of one batch of reads, in hash order.
-pub type Batch = Vec<(Hash, Vec<u8>)>;
+/// New texts of one batch of reads, by key, in key order.
+pub type Batch = Vec<(u64, Vec<u8>)>;
 
 /// What a reconcile sends the texts store's writer.
 pub enum Sent {
     Batch(Batch),
-    /// Every batch is sent: commit. A writer whose sender goes away without this commits
-    /// nothing (the reconcile failed).
+    /// Every batch is sent: commit. A writer whose sender goes away without this does not
+    /// commit what it holds (the reconcile failed).
     Commit,
 }
 
-/// One reconcile's write to the texts store, run on a thread of its own: removes `garbage`
-/// (texts the index stopped referring to in an earlier commit), then stores each batch as it
-/// arrives, and commits on [`Sent::Commit`]. The commit is durable before this returns, so the
-/// index may then commit references to these texts. `gate` is held while a commit that removes
-/// texts becomes visible (see [`super::Index::read`]). With nothing to remove or store,
-/// nothing is written.
+/// What a reconcile's write removes from the texts store before it adds texts.
+pub struct Removals {
+    /// Keys an earlier index commit stopped referring to (the index's `texts_garbage`).
+    pub garbage: Vec<u64>,
+    /// The first key the index has not handed out (`next_text`): texts at or above it were
+    /// stored by a reconcile whose index commit never came (it failed, or the process died).
+    pub next: u64,
+}
+
+/// One reconcile's write to the texts store, run on a thread of its own: removes what
+/// `removals` names, then stores each batch as it arrives, committing every [`COMMIT_BYTES`]
+/// and on [`Sent::Commit`]. The last commit is durable before this returns, so the index may
+/// then commit references to these texts. `gate` is held while a commit that removes garbage
+/// becomes visible (see [`super::Index::read`]). With nothing to remove or store, nothing is
+/// written.
 pub fn write(
     db: &redb::Database,
-    garbage: &[Hash],
+    removals: &Removals,
     received: Receiver<Sent>,
     gate: &RwLock<()>,
 ) -> Result<()> {
-    let mut txn = None;
-    if !garbage.is_empty() {
-        let mut table = begun(&mut txn, db)?
-            .open_table(TEXTS)
-            .map_err(Error::index)?;
-        for hash in garbage {
-            table.remove(hash).map_err(Error::index)?;
-        }
-    }
+    let mut txn = remove(db, removals)?;
+    // Whether `txn` removes texts an index commit referred to.
+    let mut removes_garbage = txn.is_some() && !removals.garbage.is_empty();
+    let mut uncommitted = 0;
     for sent in received {
         match sent {
             Sent::Batch(batch) if batch.is_empty() => {}
@@ -128,27 +143,63 @@ pub fn write(
                 let mut table = begun(&mut txn, db)?
                     .open_table(TEXTS)
                     .map_err(Error::index)?;
-                for (hash, packed) in &batch {
-                    table
-                        .insert(hash, packed.as_slice())
-                        .map_err(Error::index)?;
+                for (key, packed) in &batch {
+                    table.insert(key, packed.as_slice()).map_err(Error::index)?;
+                    uncommitted += packed.len();
+                }
+                drop(table);
+                if uncommitted >= COMMIT_BYTES {
+                    commit(txn.take(), removes_garbage, gate)?;
+                    (removes_garbage, uncommitted) = (false, 0);
                 }
             }
-            Sent::Commit => {
-                let Some(txn) = txn else { return Ok(()) };
-                let _closed =
-                    (!garbage.is_empty()).then(|| gate.write().unwrap_or_else(|p| p.into_inner()));
-                let started = std::time::Instant::now();
-                let committed = txn.commit().map_err(Error::index);
-                tracing::debug!(
-                    commit_ms = started.elapsed().as_millis() as u64,
-                    "texts committed"
-                );
-                return committed;
-            }
+            Sent::Commit => return commit(txn.take(), removes_garbage, gate),
         }
     }
     Ok(())
+}
+
+/// A write transaction holding the removals, or `None` when there is nothing to remove.
+fn remove(db: &redb::Database, removals: &Removals) -> Result<Option<redb::WriteTransaction>> {
+    let left_over = {
+        let txn = db.begin_read().map_err(Error::index)?;
+        let table = txn.open_table(TEXTS).map_err(Error::index)?;
+        let last = table.last().map_err(Error::index)?;
+        last.is_some_and(|(key, _)| key.value() >= removals.next)
+    };
+    if removals.garbage.is_empty() && !left_over {
+        return Ok(None);
+    }
+    let txn = db.begin_write().map_err(Error::index)?;
+    {
+        let mut table = txn.open_table(TEXTS).map_err(Error::index)?;
+        for key in &removals.garbage {
+            table.remove(key).map_err(Error::index)?;
+        }
+        if left_over {
+            table
+                .retain_in(removals.next.., |_, _| false)
+                .map_err(Error::index)?;
+        }
+    }
+    Ok(Some(txn))
+}
+
+/// Commits `txn`, if any, with the gate closed when it `removes_garbage`.
+fn commit(
+    txn: Option<redb::WriteTransaction>,
+    removes_garbage: bool,
+    gate: &RwLock<()>,
+) -> Result<()> {
+    let Some(txn) = txn else { return Ok(()) };
+    let _closed = removes_garbage.then(|| gate.write().unwrap_or_else(|p| p.into_inner()));
+    let started = std::time::Instant::now();
+    let committed = txn.commit().map_err(Error::index);
+    tracing::debug!(
+        commit_ms = started.elapsed().as_millis() as u64,
+        "texts committed"
+    );
+    committed
 }
 
 /// The write transaction, begun at the first thing to write.
@@ -172,11 +223,11 @@ pub fn count(txn: &redb::ReadTransaction) -> Result<u64> {
         .map_err(Error::index)
 }
 
-/// The text of `hash` in a snapshot of the store.
-pub fn get(txn: &redb::ReadTransaction, hash: &Hash) -> Result<Option<String>> {
+/// The text under `key` in a snapshot of the store.
+pub fn get(txn: &redb::ReadTransaction, key: u64) -> Result<Option<String>> {
     txn.open_table(TEXTS)
         .map_err(Error::index)?
-        .get(hash)
+        .get(key)
         .map_err(Error::index)?
         .map(|v| super::records::decompress_text(v.value()))
         .transpose()

@@ -22,7 +22,7 @@ pub struct Mirror {
     /// Change it through [`Mirror::insert_file`] and [`Mirror::remove_file`], which keep
     /// `prompt_files` in step and note the contents a file took or left.
     pub files: BTreeMap<(Root, String), FileMeta>,
-    /// How many files of `files` hold each content. The docs and content tables hold exactly
+    /// How many files of `files` hold each content. The docs and text ids tables hold exactly
     /// these hashes: a content whose count falls to zero is garbage, found without looking at
     /// every file (see [`Moves`]).
     pub contents: HashMap<Hash, u32>,
@@ -31,6 +31,8 @@ pub struct Mirror {
     pub top_dirs: BTreeSet<(Root, String)>,
     pub unreadable: BTreeMap<(Root, String), String>,
     pub revision: u64,
+    /// The texts store key the next new text gets ([`META_NEXT_TEXT`]).
+    pub next_text: u64,
     /// Whether the views were ever computed into this index (a new index has none, and must
     /// compute them even when the roots are empty: the bundled skills are rows too).
     pub computed: bool,
@@ -49,6 +51,7 @@ impl Default for Mirror {
             top_dirs: BTreeSet::new(),
             unreadable: BTreeMap::new(),
             revision: 0,
+            next_text: 0,
             computed: false,
             racy_window: RACY_WINDOW,
             log_keep: crate::config::DEFAULT_CHANGE_LOG_REVISIONS,
@@ -72,10 +75,13 @@ impl Mirror {
             |why: &str| Ok(why.to_string()),
         )?;
         let meta = txn.open_table(META).map_err(Error::index)?;
-        let revision = match meta.get(META_REVISION).map_err(Error::index)? {
-            Some(v) => decode(v.value())?,
-            None => 0,
+        let stored = |key| -> Result<u64> {
+            match meta.get(key).map_err(Error::index)? {
+                Some(v) => decode(v.value()),
+                None => Ok(0),
+            }
         };
+        let (revision, next_text) = (stored(META_REVISION)?, stored(META_NEXT_TEXT)?);
         let files: BTreeMap<(Root, String), FileMeta> = files.into_iter().collect();
         let mut contents = HashMap::new();
         for hash in files.values().filter_map(|m| m.content.as_ref().ok()) {
@@ -89,6 +95,7 @@ impl Mirror {
             unreadable: unreadable.into_iter().collect(),
             computed: meta.get(META_RECONCILE).map_err(Error::index)?.is_some(),
             revision,
+            next_text,
             ..Mirror::default()
         })
     }

@@ -18,11 +18,13 @@ use crate::index::views::{Changes, Views};
 use crate::roots::Root;
 
 /// The index tables a file read lands in: the file entry by `(root, relative path)`, the parse
-/// by content hash. (Its text goes to the texts store, see [`crate::index::texts`].)
+/// and the key of the text by content hash. (The text goes to the texts store, see
+/// [`crate::index::texts`].)
 pub struct FileTables<'txn> {
     files: Table<'txn, (u8, &'static str), &'static [u8]>,
     docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
-    garbage: Table<'txn, &'static [u8; 32], ()>,
+    text_ids: Table<'txn, &'static [u8; 32], u64>,
+    garbage: Table<'txn, u64, ()>,
 }
 
 impl<'txn> FileTables<'txn> {
@@ -30,14 +32,16 @@ impl<'txn> FileTables<'txn> {
         Ok(FileTables {
             files: txn.open_table(FILES).map_err(Error::index)?,
             docs: txn.open_table(DOCS).map_err(Error::index)?,
+            text_ids: txn.open_table(TEXT_IDS).map_err(Error::index)?,
             garbage: txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?,
         })
     }
 
     /// Stores one batch of reads: the file entries that changed, and the new parses in hash
-    /// order, so that a cold build's inserts run in key order within each batch. Returns the
-    /// new texts, in the same order, for the texts store. New parses are also put in `fresh`,
-    /// by content hash, for the views.
+    /// order, so that a cold build's inserts run in key order within each batch. Each new text
+    /// gets the next texts store key (`mirror.next_text`); returns them with their keys, in
+    /// key order, for the texts store. New parses are also put in `fresh`, by content hash, for
+    /// the views.
     pub fn store(
         &mut self,
         reads: Vec<Read>,
@@ -68,7 +72,10 @@ impl<'txn> FileTables<'txn> {
         }
         let mut texts = Vec::with_capacity(new.len());
         for (hash, content) in new {
-            texts.push((hash, content.packed));
+            let key = mirror.next_text;
+            mirror.next_text += 1;
+            self.text_ids.insert(&hash, key).map_err(Error::index)?;
+            texts.push((key, content.packed));
             fresh.insert(hash, content.parsed);
         }
         Ok(texts)
@@ -93,7 +100,10 @@ impl<'txn> FileTables<'txn> {
     pub fn forget(&mut self, orphans: &[Hash]) -> Result<()> {
         for hash in orphans {
             self.docs.remove(hash).map_err(Error::index)?;
-            self.garbage.insert(hash, ()).map_err(Error::index)?;
+            let key = self.text_ids.remove(hash).map_err(Error::index)?;
+            if let Some(key) = key.map(|key| key.value()) {
+                self.garbage.insert(key, ()).map_err(Error::index)?;
+            }
         }
         Ok(())
     }
@@ -101,12 +111,12 @@ impl<'txn> FileTables<'txn> {
 
 /// The texts earlier commits stopped referring to, taken off the list in this transaction (the
 /// caller removes them from the texts store before this transaction commits).
-pub fn take_garbage(txn: &WriteTransaction) -> Result<Vec<Hash>> {
+pub fn take_garbage(txn: &WriteTransaction) -> Result<Vec<u64>> {
     let mut table = txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?;
     let mut taken = Vec::new();
     table
-        .retain(|hash, ()| {
-            taken.push(*hash);
+        .retain(|key, ()| {
+            taken.push(key);
             false
         })
         .map_err(Error::index)?;
