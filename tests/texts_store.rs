@@ -145,7 +145,7 @@ fn texts_a_failed_reconcile_left_are_removed() {
 #[test]
 fn a_build_larger_than_one_texts_commit_serves_every_text() {
     let tree = Tree::new();
-    // Text that does not compress: about 12 MiB stored, over the 8 MiB of one commit.
+    // Text that does not compress: about 12 MiB stored, several of the texts store's commits.
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut noise = |len: usize| -> String {
         (0..len)
