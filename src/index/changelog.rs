@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::records::{decode, encode};
-use super::tables::{CHANGE_LOG, META, META_LOG_FLOOR};
+use super::records::encode;
+use super::tables::{CHANGE_LOG, META, META_LOG_FLOOR, meta_u64};
 use super::views::Changes;
 use crate::error::{Error, Result};
 
@@ -51,10 +51,7 @@ impl Logged {
 /// when the revision was bumped, inside the reconcile's write transaction.
 pub fn record(txn: &WriteTransaction, revision: u64, changes: &Changes, keep: u64) -> Result<()> {
     let mut meta = txn.open_table(META).map_err(Error::index)?;
-    let mut floor = match meta.get(META_LOG_FLOOR).map_err(Error::index)? {
-        Some(v) => decode::<u64>(v.value())?,
-        None => 0,
-    };
+    let mut floor = meta_u64(&meta, META_LOG_FLOOR)?.unwrap_or(0);
     let count: usize = Logged::ALL.iter().map(|t| t.keys(changes).len()).sum();
     let mut log = txn.open_table(CHANGE_LOG).map_err(Error::index)?;
     if count > MAX_KEYS_PER_REVISION || keep == 0 {
@@ -161,13 +158,9 @@ mod tests {
     fn state(db: &redb::Database) -> (u64, Vec<(u8, u64, String)>) {
         let txn = db.begin_read().expect("read");
         let meta = txn.open_table(META).expect("meta");
-        let floor = decode::<u64>(
-            meta.get(META_LOG_FLOOR)
-                .expect("get")
-                .expect("floor")
-                .value(),
-        )
-        .expect("decode");
+        let floor = meta_u64(&meta, META_LOG_FLOOR)
+            .expect("decode")
+            .expect("floor");
         let log = txn.open_table(CHANGE_LOG).expect("log");
         let entries = log
             .iter()

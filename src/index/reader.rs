@@ -47,10 +47,7 @@ impl Reader {
 
     /// Bumped by every reconcile that changed anything.
     pub fn revision(&self) -> Result<u64> {
-        match self.table(META)?.get(META_REVISION).map_err(Error::index)? {
-            Some(v) => decode(v.value()),
-            None => Ok(0),
-        }
+        self.meta_u64(META_REVISION)
     }
 
     /// The snapshot's index file identity and revision together.
@@ -74,10 +71,7 @@ impl Reader {
     }
 
     fn meta_u64(&self, key: &str) -> Result<u64> {
-        match self.table(META)?.get(key).map_err(Error::index)? {
-            Some(v) => decode(v.value()),
-            None => Ok(0),
-        }
+        Ok(meta_u64(&self.table(META)?, key)?.unwrap_or(0))
     }
 
     pub fn last_reconcile(&self) -> Result<Option<ReconcileStamp>> {

@@ -60,6 +60,14 @@ pub fn stored_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>>
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
         Err(e) => return Err(Error::index(e)),
     };
+    meta_u64(&meta, key)
+}
+
+/// The postcard `u64` under `key` in an open [`META`] table, `None` when the key is missing.
+pub fn meta_u64(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<u64>> {
     match meta.get(key).map_err(Error::index)? {
         Some(v) => decode(v.value()).map(Some),
         None => Ok(None),

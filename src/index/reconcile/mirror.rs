@@ -75,13 +75,8 @@ impl Mirror {
             |why: &str| Ok(why.to_string()),
         )?;
         let meta = txn.open_table(META).map_err(Error::index)?;
-        let stored = |key| -> Result<u64> {
-            match meta.get(key).map_err(Error::index)? {
-                Some(v) => decode(v.value()),
-                None => Ok(0),
-            }
-        };
-        let (revision, next_text) = (stored(META_REVISION)?, stored(META_NEXT_TEXT)?);
+        let revision = meta_u64(&meta, META_REVISION)?.unwrap_or(0);
+        let next_text = meta_u64(&meta, META_NEXT_TEXT)?.unwrap_or(0);
         let files: BTreeMap<(Root, String), FileMeta> = files.into_iter().collect();
         let mut contents = HashMap::new();
         for hash in files.values().filter_map(|m| m.content.as_ref().ok()) {
