@@ -1,7 +1,7 @@
 //! Reconcile: make the index equal to what a fresh scan of the roots computes, reading only
-//! what changed. It runs in named phases, all in one write transaction of the index, beside one
-//! of the texts store (see [`texts`](super::texts)) that a thread of its own writes and commits
-//! first:
+//! what changed. It runs in named phases, all in one write transaction of the index, beside the
+//! texts store's writes (see [`texts`](super::texts)), which a thread of its own makes and
+//! commits as it goes, the last commit before the index's:
 //!
 //! 1. [`Plan::make`]: walk and stat the roots, and compare with the mirror: which files to read,
 //!    which vanished, which folder facts changed, which parts of the views are dirty;
@@ -213,8 +213,8 @@ impl Phases<'_, '_> {
             &to_texts,
             progress,
         )?;
-        // The texts store commits while the views are computed here. (Without this, the
-        // sender's drop on an error tells it to commit nothing.)
+        // The texts store makes its last commit while the views are computed here. (Without
+        // this, the sender's drop on an error tells it not to commit what it holds.)
         if to_texts.send(texts::Sent::Commit).is_err() {
             return Err(texts_stopped());
         }
