@@ -122,6 +122,22 @@ pub struct Directory {
     skill_cache: Mutex<Option<Arc<skills::SkillCache>>>,
     /// The live settings: tunable fields change with the configuration worker.
     settings: RwLock<config::Settings>,
+    /// What brings the index up to date with changes on disk before each read: the watcher's
+    /// queue, once a watcher runs (see [`CatchUp`]).
+    catch_up: RwLock<Option<Arc<dyn CatchUp>>>,
+}
+
+/// Brings the index up to date with every change the disk reported before a read began: the
+/// watcher implements it over its inotify queue (`watch/fresh.rs`), so that every read, write
+/// and status is as fresh as a rescan at the cost of what changed. Without one installed, a
+/// writer's reads answer from the last reconcile, and a follower's ask the writer's watcher
+/// through a sync cookie (`sync_cookie.rs`).
+pub trait CatchUp: Send + Sync {
+    /// Whether a change may be waiting (cheap: no reading of the queue, no reconcile).
+    fn behind(&self) -> bool;
+    /// Takes in every change reported so far, without announcing it (the watcher's burst
+    /// announces what changed, once).
+    fn catch_up(&self, directory: &Directory) -> Result<()>;
 }
 
 impl Directory {
@@ -162,6 +178,7 @@ impl Directory {
             subscribers: Subscribers::default(),
             skill_cache: Mutex::new(None),
             settings,
+            catch_up: RwLock::new(None),
         }
     }
 
@@ -236,10 +253,65 @@ impl Directory {
             .map_err(|_| Error::Poisoned("the write lock"))
     }
 
+    /// Installs (or, with `None`, removes) what catches reads up with the disk first.
+    pub(crate) fn set_catch_up(&self, catch_up: Option<Arc<dyn CatchUp>>) {
+        *self.catch_up.write().unwrap_or_else(|p| p.into_inner()) = catch_up;
+    }
+
+    fn catcher(&self) -> Option<Arc<dyn CatchUp>> {
+        self.catch_up
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Takes in every change made on disk before this call, before a read answers: through
+    /// the watcher's queue in the writer, through the writer's watcher in a follower. A
+    /// failure to catch up is logged, and the read answers from the index as it is.
+    fn catch_up(&self) {
+        match self.catcher() {
+            Some(catcher) => {
+                if let Err(e) = catcher.catch_up(self) {
+                    tracing::warn!("catching up with changes on disk failed: {e}");
+                }
+            }
+            None if !self.index.is_writer() => {
+                crate::sync_cookie::sync_with_writer(&self.config.paths.index_path)
+            }
+            None => {}
+        }
+    }
+
+    /// Whether a read may have to catch up first (see [`CatchUp::behind`]); a follower always
+    /// may.
+    fn maybe_behind(&self) -> bool {
+        match self.catcher() {
+            Some(catcher) => catcher.behind(),
+            None => !self.index.is_writer(),
+        }
+    }
+
     /// Brings the index up to date with the disk. Changes found here were made behind the
     /// library's back: each family whose answers changed gets one `external` event.
     pub fn reconcile(&self) -> Result<Report> {
         self.reconcile_scope(&Scope::All, &|_| {})
+    }
+
+    /// A full reconcile whose changes the caller announces (the watcher's bursts).
+    pub(crate) fn reconcile_unannounced(&self) -> Result<Report> {
+        self.reconcile_quietly(&Scope::All, &|_| {})
+    }
+
+    /// A scoped reconcile whose changes the caller announces (the watcher's bursts).
+    pub(crate) fn reconcile_paths_unannounced(&self, paths: Vec<PathBuf>) -> Result<Report> {
+        self.reconcile_quietly(&Scope::Paths(paths), &|_| {})
+    }
+
+    /// One `external` event for each of these families.
+    pub(crate) fn announce_external(&self, families: &[Family]) {
+        for family in families {
+            self.subscribers.publish(&ChangeEvent::external(*family));
+        }
     }
 
     pub fn reconcile_with_progress(&self, progress: &dyn Fn(Progress)) -> Result<Report> {
@@ -252,6 +324,12 @@ impl Directory {
     }
 
     fn reconcile_scope(&self, scope: &Scope, progress: &dyn Fn(Progress)) -> Result<Report> {
+        let report = self.reconcile_quietly(scope, progress)?;
+        self.announce_external(&report.families_changed());
+        Ok(report)
+    }
+
+    fn reconcile_quietly(&self, scope: &Scope, progress: &dyn Fn(Progress)) -> Result<Report> {
         let report = {
             let _guard = self.lock()?;
             self.index.reconcile(&self.roots, scope, progress)?
@@ -265,14 +343,6 @@ impl Directory {
                 kept = sweep.kept,
                 "removed temporary files left by interrupted writes"
             );
-        }
-        let changed = [
-            (Family::Skills, report.skills_changed),
-            (Family::SystemPrompts, report.system_prompts_changed),
-            (Family::Agents, report.agents_changed),
-        ];
-        for (family, _) in changed.into_iter().filter(|(_, changed)| *changed) {
-            self.subscribers.publish(&ChangeEvent::external(family));
         }
         Ok(report)
     }
@@ -288,6 +358,8 @@ impl Directory {
         if !self.index.is_writer() {
             return Err(Error::ReadOnly);
         }
+        // The write's checks see what is on disk now, as the reads do.
+        self.catch_up();
         self.change(|| {
             let reader = self.index.read()?;
             let visibility = self.visibility(installed);
@@ -369,6 +441,7 @@ impl Directory {
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Result<Answer> {
+        self.catch_up();
         self.read_in(&self.index.read()?, function, request, installed)
     }
 
@@ -391,6 +464,10 @@ impl Directory {
         };
         let held: RevisionRequest = request::parse(request).ok()?;
         let held = held.since_revision.or(held.if_revision)?;
+        // A change on disk waiting to be taken in is caught up by the full read.
+        if self.maybe_behind() {
+            return None;
+        }
         let latest = match self.index.latest() {
             Some(latest) => latest,
             // A follower: its writer is another process.
@@ -481,6 +558,7 @@ impl Directory {
     /// family serves, every skipped file with its reason, and the last reconcile. (The worker
     /// adds the watcher's health and its connection.)
     pub fn status(&self) -> Result<Value> {
+        self.catch_up();
         let reader = self.index.read()?;
         let count = |v: Value, key: &str| v[key].as_array().map_or(0, Vec::len);
         let last = reader.last_reconcile()?;
@@ -503,6 +581,7 @@ impl Directory {
 
     /// Every file (or folder) the index does not serve, or serves with a problem, with why.
     pub fn skipped(&self) -> Result<Vec<Skipped>> {
+        self.catch_up();
         let reader = self.index.read()?;
         Ok(reader
             .skipped()?

@@ -28,6 +28,7 @@ mod roots;
 mod rules;
 mod skills;
 mod store;
+mod sync_cookie;
 mod system_prompts;
 mod time;
 mod watch;
@@ -40,7 +41,7 @@ pub use error::{Error, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};
-pub use watch::{WatchOptions, WatchStatus, Watcher};
+pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Function search: public to the tests and benchmarks, which rank golden catalogs with it.
 #[cfg(any(test, feature = "testing"))]

@@ -89,6 +89,21 @@ pub struct Report {
     pub temps: Vec<std::path::PathBuf>,
 }
 
+impl Report {
+    /// The families whose answers changed, in order.
+    pub fn families_changed(&self) -> Vec<crate::events::Family> {
+        use crate::events::Family;
+        [
+            (Family::Skills, self.skills_changed),
+            (Family::SystemPrompts, self.system_prompts_changed),
+            (Family::Agents, self.agents_changed),
+        ]
+        .into_iter()
+        .filter_map(|(family, changed)| changed.then_some(family))
+        .collect()
+    }
+}
+
 /// Reconcile progress, for a progress line on long runs.
 #[derive(Clone, Copy, Debug)]
 pub enum Progress {

@@ -1,0 +1,260 @@
+//! Reads as fresh as a rescan, at the index's speed. Every read first drains the watcher's
+//! inotify queue itself and reconciles exactly the paths it names (nothing at all when it is
+//! empty, the common case: one `ioctl`), so a change completed before the read began is in its
+//! answer. The watcher's thread drains the same queue when it wakes; whoever drains first
+//! reconciles, under one lock, so a path is taken in once.
+//!
+//! Events stay exact: a catch-up reconciles without announcing, and the families it changed
+//! are added to the burst in progress, which announces one `external` per family when it ends
+//! (50 ms after its last event, at most 500 ms after its first), as before.
+//!
+//! Another process reading the same index (a read-only follower, the command line while a
+//! worker runs) cannot drain this process's queue: it leaves a sync cookie, an empty file in
+//! the folder beside the index that this watcher watches too. The kernel queues the cookie's
+//! event after every event before it, so when the watcher has seen it, it has seen them all:
+//! it catches up, then removes the cookie, which is what the follower waits for.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use super::inotify::{Event, Inotify};
+use super::tree::{Changes, Tree};
+use super::{WatchOptions, WatchStatus};
+use crate::directory::{CatchUp, Directory};
+use crate::error::Result;
+use crate::events::Family;
+
+/// The queue, the watched tree and the burst being collected.
+pub struct Tracker {
+    inotify: Inotify,
+    state: Mutex<State>,
+    status: Arc<Mutex<WatchStatus>>,
+    options: WatchOptions,
+}
+
+struct State {
+    tree: Tree,
+    burst: Burst,
+    events: Vec<Event>,
+}
+
+/// What the queue asked for since the last announcement.
+#[derive(Default)]
+struct Burst {
+    /// Paths not reconciled yet.
+    paths: BTreeSet<PathBuf>,
+    /// Everything is to be reconciled (the queue overflowed).
+    full: bool,
+    /// Sync cookies to remove once caught up.
+    cookies: Vec<PathBuf>,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    /// Families whose answers the burst changed so far (announced when it ends).
+    touched: BTreeSet<Family>,
+}
+
+impl Burst {
+    fn pending(&self) -> bool {
+        self.full || !self.paths.is_empty() || !self.cookies.is_empty()
+    }
+
+    fn add(&mut self, changes: Changes) {
+        let now = Instant::now();
+        if !changes.paths.is_empty() || changes.full {
+            self.first.get_or_insert(now);
+            self.last = Some(now);
+        }
+        self.paths.extend(changes.paths);
+        self.full |= changes.full;
+        self.cookies.extend(changes.cookies);
+    }
+
+    /// When the burst is over, if one is collecting.
+    fn deadline(&self, options: &WatchOptions) -> Option<Instant> {
+        let (first, last) = (self.first?, self.last?);
+        Some((last + options.quiet).min(first + options.max_delay))
+    }
+}
+
+impl Tracker {
+    pub fn new(
+        inotify: Inotify,
+        tree: Tree,
+        status: Arc<Mutex<WatchStatus>>,
+        options: WatchOptions,
+    ) -> Tracker {
+        Tracker {
+            inotify,
+            state: Mutex::new(State {
+                tree,
+                burst: Burst::default(),
+                events: Vec::new(),
+            }),
+            status,
+            options,
+        }
+    }
+
+    pub fn inotify(&self) -> &Inotify {
+        &self.inotify
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Moves what the kernel queued into the burst, watching new folders on the way.
+    fn drain(&self, state: &mut State) {
+        if !self.inotify.has_queued() {
+            return;
+        }
+        state.events.clear();
+        if let Err(e) = self.inotify.read_queued(&mut state.events) {
+            tracing::warn!("reading the file watcher's queue failed: {e}");
+        }
+        let events = std::mem::take(&mut state.events);
+        let changes = state.tree.translate(&self.inotify, &events);
+        state.events = events;
+        if changes.full {
+            tracing::info!(
+                "the kernel's file event queue overflowed; reconciling every root instead of \
+                 the changed paths (raise fs.inotify.max_queued_events if this repeats)"
+            );
+            if let Ok(mut status) = self.status.lock() {
+                status.rescans += 1;
+            }
+        }
+        let opened = state.burst.first.is_none();
+        state.burst.add(changes);
+        if opened && state.burst.first.is_some() {
+            // A reader may have drained what woke the watcher's thread: tell it a burst began,
+            // so that it ends on time.
+            self.inotify.wake();
+        }
+    }
+
+    /// Reconciles what the burst holds and has not been reconciled, without announcing it.
+    fn take_in(&self, directory: &Directory, state: &mut State) {
+        if state.burst.full {
+            // Watches lost with the overflowed events are added first, so that nothing made
+            // after the walk below goes unheard (what was made meanwhile joins the burst).
+            state.tree.rewatch(&self.inotify);
+            self.drain(state);
+        }
+        let burst = &mut state.burst;
+        if burst.full || !burst.paths.is_empty() {
+            let result = if burst.full {
+                directory.reconcile_unannounced()
+            } else {
+                directory.reconcile_paths_unannounced(burst.paths.iter().cloned().collect())
+            };
+            match result {
+                Ok(report) => {
+                    burst.touched.extend(report.families_changed());
+                    burst.paths.clear();
+                    burst.full = false;
+                }
+                // Kept for the next read or the end of the burst to try again.
+                Err(e) => tracing::warn!("reconcile after file changes failed: {e}"),
+            }
+        }
+        for cookie in burst.cookies.drain(..) {
+            let _ = std::fs::remove_file(cookie);
+        }
+        self.publish_status(state);
+    }
+
+    fn publish_status(&self, state: &State) {
+        if let Ok(mut status) = self.status.lock() {
+            status.roots = state.tree.roots();
+            status.watched = state.tree.watched();
+            status.problems = state.tree.problems();
+            status.degraded = !status.problems.is_empty();
+        }
+    }
+
+    /// One turn of the watcher's thread: drain, answer cookies at once, end the burst when
+    /// it is due. Returns the families to announce and when to wake next.
+    pub fn turn(&self, directory: &Directory) -> (Vec<Family>, Option<Instant>) {
+        let mut state = self.lock();
+        self.drain(&mut state);
+        if !state.burst.cookies.is_empty() {
+            self.take_in(directory, &mut state);
+        }
+        let now = Instant::now();
+        let due = state
+            .burst
+            .deadline(&self.options)
+            .is_some_and(|at| at <= now);
+        if !due {
+            return (Vec::new(), state.burst.deadline(&self.options));
+        }
+        self.take_in(directory, &mut state);
+        if state.burst.pending() {
+            // The reconcile failed: try again after another quiet period.
+            state.burst.last = Some(now);
+            state.burst.first = Some(now);
+            return (Vec::new(), state.burst.deadline(&self.options));
+        }
+        let done = std::mem::take(&mut state.burst);
+        if let Ok(mut status) = self.status.lock() {
+            status.bursts += 1;
+        }
+        (done.touched.into_iter().collect(), None)
+    }
+
+    /// The safety net's full reconcile, announced with the burst in progress if there is one.
+    /// Returns the families to announce now.
+    pub fn safety_net(&self, directory: &Directory) -> Vec<Family> {
+        let mut state = self.lock();
+        state.tree.rewatch(&self.inotify);
+        self.drain(&mut state);
+        let changed = match directory.reconcile_unannounced() {
+            Ok(report) => report.families_changed(),
+            Err(e) => {
+                tracing::warn!("safety-net reconcile failed: {e}");
+                Vec::new()
+            }
+        };
+        state.burst.paths.clear();
+        state.burst.full = false;
+        for cookie in state.burst.cookies.drain(..) {
+            let _ = std::fs::remove_file(cookie);
+        }
+        self.publish_status(&state);
+        if state.burst.first.is_some() {
+            state.burst.touched.extend(changed);
+            Vec::new()
+        } else {
+            changed
+        }
+    }
+
+    pub fn publish_initial_status(&self) {
+        self.publish_status(&self.lock());
+    }
+}
+
+impl CatchUp for Tracker {
+    fn behind(&self) -> bool {
+        if self.inotify.has_queued() {
+            return true;
+        }
+        match self.state.try_lock() {
+            Ok(state) => state.burst.full || !state.burst.paths.is_empty(),
+            // Someone is catching up right now.
+            Err(_) => true,
+        }
+    }
+
+    fn catch_up(&self, directory: &Directory) -> Result<()> {
+        let mut state = self.lock();
+        self.drain(&mut state);
+        if state.burst.pending() {
+            self.take_in(directory, &mut state);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,271 @@
+//! The watcher: an inotify queue over the roots (`inotify.rs`, `tree.rs`) that every read
+//! drains before it answers (`fresh.rs`), so reads are as fresh as a rescan; bursts of events
+//! become one announcement each; and a slow safety-net reconcile for what the kernel does not
+//! report (network mounts, a watch limit reached).
+//!
+//! A burst never carries the changes itself: it only says which paths to look at again. The
+//! reconcile compares disk with the index, and each burst announces one `external` event per
+//! family whose answers changed, so our own writes (already reconciled by the write) and
+//! changes to files that are not documents cause no event.
+
+mod fresh;
+mod inotify;
+mod tree;
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::directory::Directory;
+use crate::roots::Root;
+use crate::sync_cookie::sync_folder;
+use crate::time::Stamp;
+use fresh::Tracker;
+pub use tree::{RootState, RootWatch};
+
+/// How the watcher batches events and how often the safety net runs.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// A burst ends after this long without a new event.
+    pub quiet: Duration,
+    /// A burst never waits longer than this from its first event, however busy the disk.
+    pub max_delay: Duration,
+    /// Pretend the watch of these roots failed (tests of the degraded mode).
+    #[cfg(any(test, feature = "testing"))]
+    pub fail_roots: Vec<Root>,
+}
+
+impl Default for WatchOptions {
+    fn default() -> WatchOptions {
+        WatchOptions {
+            quiet: Duration::from_millis(50),
+            max_delay: Duration::from_millis(500),
+            #[cfg(any(test, feature = "testing"))]
+            fail_roots: Vec::new(),
+        }
+    }
+}
+
+impl WatchOptions {
+    /// Whether a test asked for the watch of this root to fail.
+    fn refuses(&self, root: Root) -> bool {
+        #[cfg(any(test, feature = "testing"))]
+        return self.fail_roots.contains(&root);
+        #[cfg(not(any(test, feature = "testing")))]
+        {
+            let _ = root;
+            false
+        }
+    }
+}
+
+/// How often the watcher thread looks at the live settings, at the longest: a change of
+/// `safety_net_interval_ms` takes effect within this.
+const SETTINGS_CHECK: Duration = Duration::from_secs(1);
+
+/// The safety net's interval in the live settings (`safety_net_interval_ms`, 0 = off).
+fn safety_net_interval(directory: &Directory) -> Option<Duration> {
+    let every = directory.setting(|s| s.safety_net_interval_ms);
+    (every > 0).then(|| Duration::from_millis(every))
+}
+
+/// The watcher's health, for `directory::index::status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WatchStatus {
+    /// Some root is not wholly watched, or the watcher failed: changes there are seen only by
+    /// the safety-net reconcile.
+    pub degraded: bool,
+    /// Why, one line per problem.
+    pub problems: Vec<String>,
+    /// Roots watched.
+    pub watched: Vec<String>,
+    /// Each root: watched, absent (served as soon as it appears) or not wholly watched, and
+    /// whether reads there are as fresh as a rescan.
+    pub roots: Vec<RootWatch>,
+    /// Bursts handled.
+    pub bursts: u64,
+    /// Rescan notices: the kernel's event queue overflowed (`fs.inotify.max_queued_events`), so
+    /// the burst reconciled every root instead of the paths it heard of. Nothing is missed, but
+    /// many of these mean the queue is too small for the churn on disk.
+    pub rescans: u64,
+    /// When the last safety-net reconcile ran (RFC 3339), if it has.
+    pub last_safety_net: Option<String>,
+}
+
+/// A running watcher; stops when dropped.
+pub struct Watcher {
+    directory: Arc<Directory>,
+    tracker: Option<Arc<Tracker>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    status: Arc<Mutex<WatchStatus>>,
+}
+
+impl Watcher {
+    /// Creates the writable roots when missing, watches every root that exists (and waits for
+    /// the others to appear), makes every read of `directory` catch up with the queue first,
+    /// and starts the thread that announces bursts and runs the safety net.
+    pub fn start(directory: Arc<Directory>, options: WatchOptions) -> Watcher {
+        let status = Arc::new(Mutex::new(WatchStatus::default()));
+        let started = Instant::now();
+        let tracker = track(&directory, &options, &status).map(Arc::new);
+        if let Some(tracker) = &tracker {
+            directory.set_catch_up(Some(tracker.clone()));
+        }
+        tracing::debug!(
+            watch_ms = started.elapsed().as_millis() as u64,
+            "roots watched"
+        );
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let (directory, tracker, stop) = (directory.clone(), tracker.clone(), stop.clone());
+            let status = status.clone();
+            std::thread::Builder::new()
+                .name("iii-directory-watch".into())
+                .spawn(move || run(&directory, tracker.as_deref(), &stop, &status))
+                .expect("spawning the watcher thread")
+        };
+        Watcher {
+            directory,
+            tracker,
+            stop,
+            thread: Some(thread),
+            status,
+        }
+    }
+
+    pub fn status(&self) -> WatchStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Stops watching and waits for a burst in progress to finish.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(tracker) = self.tracker.take() {
+            tracker.inotify().wake();
+            self.directory.set_catch_up(None);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_dir_all(sync_folder(&self.directory.config().paths.index_path));
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn note_problem(status: &Mutex<WatchStatus>, problem: String) {
+    tracing::warn!("{problem}; changes there are picked up by the safety-net reconcile");
+    if let Ok(mut status) = status.lock() {
+        status.degraded = true;
+        status.problems.push(problem);
+    }
+}
+
+/// The queue over the roots: the writable roots are created when missing, every root that
+/// exists is watched, and the sync folder beside the index (for other processes' reads) too.
+fn track(
+    directory: &Directory,
+    options: &WatchOptions,
+    status: &Arc<Mutex<WatchStatus>>,
+) -> Option<Tracker> {
+    let roots = directory.roots();
+    for root in [Root::Skills, Root::LocalSkills, Root::Agents] {
+        let path = roots.path(root);
+        if let Err(e) = std::fs::create_dir_all(path) {
+            tracing::warn!(
+                "cannot create {} {}: {e}; it is served as soon as it exists",
+                root.config_key(),
+                path.display()
+            );
+        }
+    }
+    let inotify = match inotify::Inotify::new() {
+        Ok(inotify) => inotify,
+        Err(e) => {
+            note_problem(status, format!("the file watcher could not start: {e}"));
+            return None;
+        }
+    };
+    let sync = sync_folder(&directory.config().paths.index_path);
+    let sync = directory.is_writer().then(|| {
+        // Cookies a killed worker left would never be answered.
+        let _ = std::fs::remove_dir_all(&sync);
+        let _ = std::fs::create_dir_all(&sync);
+        sync
+    });
+    let tree = tree::Tree::new(&inotify, roots, &|root| options.refuses(root), sync);
+    for problem in tree.problems() {
+        tracing::warn!("{problem}; changes there are picked up by the safety-net reconcile");
+    }
+    tracing::debug!(folders = tree.folders(), "folders watched");
+    let tracker = Tracker::new(inotify, tree, status.clone(), options.clone());
+    tracker.publish_initial_status();
+    Some(tracker)
+}
+
+fn run(
+    directory: &Directory,
+    tracker: Option<&Tracker>,
+    stop: &std::sync::atomic::AtomicBool,
+    status: &Mutex<WatchStatus>,
+) {
+    let mut every = safety_net_interval(directory);
+    let mut next_safety_net = every.map(|every| Instant::now() + every);
+    let mut burst_due: Option<Instant> = None;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let now = Instant::now();
+        let wake = [burst_due, next_safety_net, Some(now + SETTINGS_CHECK)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now);
+        let timeout = wake.saturating_duration_since(now);
+        match tracker {
+            Some(tracker) => {
+                tracker.inotify().wait(timeout);
+            }
+            None => std::thread::sleep(timeout.min(Duration::from_millis(100))),
+        }
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Some(tracker) = tracker {
+            let (announce, due) = tracker.turn(directory);
+            burst_due = due;
+            directory.announce_external(&announce);
+        }
+        // The interval is a tunable setting: a new one counts from now.
+        let now = Instant::now();
+        let live = safety_net_interval(directory);
+        if live != every {
+            every = live;
+            next_safety_net = every.map(|every| now + every);
+        }
+        if next_safety_net.is_some_and(|at| at <= now) {
+            let announce = match tracker {
+                Some(tracker) => tracker.safety_net(directory),
+                None => directory
+                    .reconcile_unannounced()
+                    .map(|report| report.families_changed())
+                    .unwrap_or_else(|e| {
+                        tracing::warn!("safety-net reconcile failed: {e}");
+                        Vec::new()
+                    }),
+            };
+            directory.announce_external(&announce);
+            if let Ok(mut status) = status.lock() {
+                status.last_safety_net = Some(Stamp::now().rfc3339());
+            }
+            next_safety_net = every.map(|every| Instant::now() + every);
+        }
+    }
+}

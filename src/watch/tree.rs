@@ -1,0 +1,555 @@
+//! The watched folders: which folder each inotify descriptor stands for, which roots exist,
+//! and what a batch of events means for the index (the paths to look at again).
+//!
+//! inotify watches one folder at a time, so a tree is watched folder by folder, and a folder
+//! that appears is watched as its creation event is translated, before the reconcile that
+//! walks it: a file made in it before its watch existed is found by that walk, one made after
+//! has an event of its own. A root that does not exist yet is waited for through the nearest
+//! folder above it that does.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::inotify::{Event, Inotify, Wd};
+use crate::roots::{Root, Roots};
+use crate::store::is_staging_name;
+
+/// How a root is watched, for `directory::index::status`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootState {
+    /// Every folder of it is watched: reads are as fresh as a rescan.
+    Watched,
+    /// It does not exist (nothing is served from it); the folder above it is watched, so it
+    /// is served as soon as it appears.
+    Absent,
+    /// Some of it could not be watched (the reason says why): changes there are picked up by
+    /// the safety net.
+    Partial(String),
+    /// It could not be watched at all.
+    Unwatched(String),
+}
+
+/// One root as the watch sees it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RootWatch {
+    pub root: &'static str,
+    pub path: String,
+    pub state: RootState,
+    /// Whether reads reflect every change made to it before they began. False where the
+    /// watch is partial or missing, and on file systems where changes made by other machines
+    /// are never reported (network mounts): there the safety net bounds how stale a read is.
+    pub fresh_reads: bool,
+}
+
+/// What a batch of events asks of the index.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Paths to reconcile (files or folders, with what is under them).
+    pub paths: BTreeSet<PathBuf>,
+    /// Reconcile everything: the kernel's queue overflowed, so events were lost.
+    pub full: bool,
+    /// Sync cookies that arrived (see `fresh.rs`): they ask for a catch-up now.
+    pub cookies: Vec<PathBuf>,
+}
+
+impl Changes {
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty() && !self.full && self.cookies.is_empty()
+    }
+}
+
+/// A configured root and how deep its layout goes.
+struct Spec {
+    root: Root,
+    path: PathBuf,
+    /// How many folder levels below the root hold documents: `None` for no limit.
+    depth: Option<usize>,
+    state: RootState,
+    /// The file system does not report other machines' changes.
+    remote: bool,
+}
+
+pub struct Tree {
+    specs: Vec<Spec>,
+    /// The folder sync cookies are made in, watched on its own.
+    sync: Option<PathBuf>,
+    by_wd: HashMap<Wd, PathBuf>,
+    by_path: BTreeMap<PathBuf, Wd>,
+}
+
+impl Tree {
+    /// Watches every root that exists (and waits for those that do not); `refused` roots are
+    /// not watched at all (tests of the degraded mode).
+    pub fn new(
+        inotify: &Inotify,
+        roots: &Roots,
+        refused: &dyn Fn(Root) -> bool,
+        sync: Option<PathBuf>,
+    ) -> Tree {
+        let specs = [
+            Root::Skills,
+            Root::LocalSkills,
+            Root::Agents,
+            Root::AgentsSkills,
+        ]
+        .into_iter()
+        .map(|root| Spec {
+            root,
+            path: roots.path(root).to_path_buf(),
+            depth: match root {
+                Root::Skills | Root::LocalSkills => None,
+                // `<dir>/SKILL.md`.
+                Root::AgentsSkills => Some(1),
+                // `<id>.md` directly in the folder.
+                Root::Agents => Some(0),
+            },
+            state: if refused(root) {
+                RootState::Unwatched("watch refused (injected failure)".into())
+            } else {
+                RootState::Absent
+            },
+            remote: false,
+        })
+        .collect();
+        let mut tree = Tree {
+            specs,
+            sync: None,
+            by_wd: HashMap::new(),
+            by_path: BTreeMap::new(),
+        };
+        if let Some(sync) = sync {
+            match inotify.add(&sync) {
+                Ok(wd) => {
+                    tree.note(wd, sync.clone());
+                    tree.sync = Some(sync);
+                }
+                Err(e) => tracing::warn!(
+                    "cannot watch {} for sync cookies: {e}; other processes' reads wait for \
+                     the watcher's next burst instead",
+                    sync.display()
+                ),
+            }
+        }
+        tree.recheck_roots(inotify, &mut Changes::default());
+        tree
+    }
+
+    /// Each root's watch, for status.
+    pub fn roots(&self) -> Vec<RootWatch> {
+        self.specs
+            .iter()
+            .map(|spec| RootWatch {
+                root: spec.root.config_key(),
+                path: spec.path.display().to_string(),
+                fresh_reads: !spec.remote
+                    && matches!(spec.state, RootState::Watched | RootState::Absent),
+                state: spec.state.clone(),
+            })
+            .collect()
+    }
+
+    /// Problems worth a line in status, one per root that is not wholly watched.
+    pub fn problems(&self) -> Vec<String> {
+        self.specs
+            .iter()
+            .filter_map(|spec| match &spec.state {
+                RootState::Partial(why) | RootState::Unwatched(why) => Some(format!(
+                    "cannot watch {} {}: {why}",
+                    spec.root.config_key(),
+                    spec.path.display()
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The roots watched (their paths), for status.
+    pub fn watched(&self) -> Vec<String> {
+        self.specs
+            .iter()
+            .filter(|s| matches!(s.state, RootState::Watched | RootState::Partial(_)))
+            .map(|s| s.path.display().to_string())
+            .collect()
+    }
+
+    /// Folders watched, of all roots (and the folders above absent roots).
+    pub fn folders(&self) -> usize {
+        self.by_wd.len()
+    }
+
+    /// What `events` mean, with the watches brought up to date on the way: folders that
+    /// appeared are watched, folders that went are forgotten, roots that appeared or went
+    /// are looked at again.
+    pub fn translate(&mut self, inotify: &Inotify, events: &[Event]) -> Changes {
+        let mut changes = Changes::default();
+        let mut recheck = false;
+        for event in events {
+            if event.is(libc::IN_Q_OVERFLOW) {
+                changes.full = true;
+                continue;
+            }
+            let Some(folder) = self.by_wd.get(&event.wd).cloned() else {
+                continue;
+            };
+            if event.is(libc::IN_IGNORED) {
+                self.forget_wd(event.wd);
+                recheck |= self.holds_a_root(&folder);
+                continue;
+            }
+            if event.is(libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) {
+                // Its parent reports the entry; only a root (or a folder above one) going
+                // changes what is watched beyond that.
+                recheck |= self.holds_a_root(&folder);
+                continue;
+            }
+            let Some(name) = event.name() else { continue };
+            let path = folder.join(name);
+            let is_dir = event.is(libc::IN_ISDIR);
+            if self.sync.as_deref() == Some(folder.as_path()) {
+                if event.is(libc::IN_CREATE | libc::IN_MOVED_TO) && !is_dir {
+                    changes.cookies.push(path);
+                }
+                continue;
+            }
+            if is_dir && event.is(libc::IN_MOVED_FROM | libc::IN_DELETE) {
+                self.unwatch_under(inotify, &path);
+            }
+            if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
+                if let Some(depth) = self.depth_left(&path) {
+                    if let Err(why) = self.watch_tree(inotify, &path, depth) {
+                        self.partial_at(&path, why);
+                    }
+                }
+            }
+            recheck |= self.holds_a_root(&path);
+            if self.in_a_root(&path) && relevant(&path, is_dir) {
+                changes.paths.insert(path);
+            }
+        }
+        if recheck {
+            self.recheck_roots(inotify, &mut changes);
+        }
+        changes
+    }
+
+    /// Adds watches for every folder of every watched root again (those already watched keep
+    /// theirs): after an overflow, events that would have added some were lost.
+    pub fn rewatch(&mut self, inotify: &Inotify) {
+        let mut changes = Changes::default();
+        self.recheck_roots(inotify, &mut changes);
+        for i in 0..self.specs.len() {
+            if matches!(self.specs[i].state, RootState::Watched) {
+                let (path, depth) = (self.specs[i].path.clone(), self.specs[i].depth);
+                if let Err(why) = self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
+                    self.specs[i].state = RootState::Partial(why);
+                }
+            }
+        }
+    }
+
+    /// Looks at every root again: a root that appeared is watched (and reconciled whole), one
+    /// that went is forgotten (and reconciled, which drops its rows), and an absent one is
+    /// waited for through the nearest folder above it.
+    fn recheck_roots(&mut self, inotify: &Inotify, changes: &mut Changes) {
+        for i in 0..self.specs.len() {
+            let spec = &self.specs[i];
+            if matches!(spec.state, RootState::Unwatched(_)) {
+                continue;
+            }
+            let path = spec.path.clone();
+            let depth = spec.depth.unwrap_or(usize::MAX);
+            let exists = path.is_dir();
+            let was_there = !matches!(spec.state, RootState::Absent);
+            if exists && !was_there {
+                let state = match self.watch_tree(inotify, &path, depth) {
+                    Ok(()) => RootState::Watched,
+                    Err(why) => RootState::Partial(why),
+                };
+                self.specs[i].remote = remote_file_system(&path);
+                self.specs[i].state = state;
+                changes.paths.insert(path);
+            } else if exists && self.by_path.get(&path).is_none() {
+                // Replaced by another folder under the same name: watch the new one.
+                if let Err(why) = self.watch_tree(inotify, &path, depth) {
+                    self.specs[i].state = RootState::Partial(why);
+                }
+                changes.paths.insert(path);
+            } else if !exists {
+                if was_there {
+                    self.unwatch_under(inotify, &path);
+                    changes.paths.insert(path.clone());
+                }
+                self.specs[i].state = RootState::Absent;
+                self.wait_for(inotify, &path);
+            }
+        }
+    }
+
+    /// Watches the nearest existing folder above `path`, to hear of the next folder on the way
+    /// to it being made.
+    fn wait_for(&mut self, inotify: &Inotify, path: &Path) {
+        let Some(above) = path.ancestors().skip(1).find(|a| a.is_dir()) else {
+            return;
+        };
+        if self.by_path.contains_key(above) {
+            return;
+        }
+        if let Ok(wd) = inotify.add(above) {
+            self.note(wd, above.to_path_buf());
+        }
+    }
+
+    /// Watches `top` and the folders under it, `depth` levels down. Folder links are not
+    /// followed (their targets inside the roots are watched where they are), nor are staging
+    /// folders entered. Stops at the first watch the kernel refuses for lack of room, with why.
+    fn watch_tree(&mut self, inotify: &Inotify, top: &Path, depth: usize) -> Result<(), String> {
+        let mut stack = vec![(top.to_path_buf(), 0usize)];
+        while let Some((folder, level)) = stack.pop() {
+            match inotify.add(&folder) {
+                Ok(wd) => self.note(wd, folder.clone()),
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                    return Err(format!(
+                        "the kernel's limit on watches was reached at {} \
+                         (raise fs.inotify.max_user_watches)",
+                        folder.display()
+                    ));
+                }
+                // Gone already, not a folder, or unreadable: nothing to watch there.
+                Err(_) => continue,
+            }
+            if level >= depth {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                let name = entry.file_name();
+                if is_dir && !name.to_str().is_some_and(is_staging_name) {
+                    stack.push((entry.path(), level + 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the watches of `top` and every folder under it (it was removed or renamed; a
+    /// rename inside the tree is watched again under its new name by its own event).
+    fn unwatch_under(&mut self, inotify: &Inotify, top: &Path) {
+        let under: Vec<(PathBuf, Wd)> = self
+            .by_path
+            .range(top.to_path_buf()..)
+            .take_while(|(path, _)| path.starts_with(top))
+            .map(|(path, wd)| (path.clone(), *wd))
+            .collect();
+        for (path, wd) in under {
+            inotify.remove(wd);
+            self.by_path.remove(&path);
+            self.by_wd.remove(&wd);
+        }
+    }
+
+    /// The roots holding `path` are no longer wholly watched.
+    fn partial_at(&mut self, path: &Path, why: String) {
+        for spec in &mut self.specs {
+            if path.starts_with(&spec.path) && spec.state == RootState::Watched {
+                tracing::warn!(
+                    "{why}: changes in {} are picked up by the safety-net reconcile",
+                    spec.root.config_key()
+                );
+                spec.state = RootState::Partial(why.clone());
+            }
+        }
+    }
+
+    fn note(&mut self, wd: Wd, path: PathBuf) {
+        if let Some(old) = self.by_wd.insert(wd, path.clone()) {
+            if old != path {
+                self.by_path.remove(&old);
+            }
+        }
+        self.by_path.insert(path, wd);
+    }
+
+    fn forget_wd(&mut self, wd: Wd) {
+        if let Some(path) = self.by_wd.remove(&wd) {
+            if self.by_path.get(&path) == Some(&wd) {
+                self.by_path.remove(&path);
+            }
+        }
+    }
+
+    /// Whether `path` is a root or a folder above one (so its coming or going changes a root).
+    fn holds_a_root(&self, path: &Path) -> bool {
+        self.specs
+            .iter()
+            .any(|s| s.path.starts_with(path) && !matches!(s.state, RootState::Unwatched(_)))
+    }
+
+    fn in_a_root(&self, path: &Path) -> bool {
+        self.specs
+            .iter()
+            .any(|s| path.starts_with(&s.path) && !matches!(s.state, RootState::Unwatched(_)))
+    }
+
+    /// How many levels under `path` are to be watched, when `path` is a folder inside a root
+    /// deep enough to hold documents there.
+    fn depth_left(&self, path: &Path) -> Option<usize> {
+        self.specs
+            .iter()
+            .filter(|s| !matches!(s.state, RootState::Unwatched(_)))
+            .filter_map(|s| {
+                let level = path.strip_prefix(&s.path).ok()?.components().count();
+                match s.depth {
+                    None => Some(usize::MAX),
+                    Some(depth) => depth.checked_sub(level),
+                }
+            })
+            .max()
+    }
+}
+
+/// Paths worth a look: documents, and folders or links to them (names without an extension
+/// are taken as such). Our own temporary files and staging folders are not.
+fn relevant(path: &Path, is_dir: bool) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    if name.ends_with(".tmp") || is_staging_name(name) {
+        return false;
+    }
+    is_dir || path.extension().is_none_or(|ext| ext == "md")
+}
+
+/// Whether `path` is on a file system that does not report changes made elsewhere: network
+/// file systems and FUSE mounts.
+fn remote_file_system(path: &Path) -> bool {
+    const REMOTE: [i64; 7] = [
+        0x6969,                 // NFS
+        0x517B,                 // SMB
+        0xFF53_4D42_u32 as i64, // CIFS
+        0xFE53_4D42_u32 as i64, // SMB2
+        0x6573_5546,            // FUSE
+        0x0102_1997,            // 9P
+        0x00C3_6400,            // Ceph
+    ];
+    statfs_type(path).is_ok_and(|kind| REMOTE.contains(&kind))
+}
+
+fn statfs_type(path: &Path) -> io::Result<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statfs writes one struct through the pointer; `c` is NUL-terminated.
+    unsafe {
+        let mut fs: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c.as_ptr(), &mut fs) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        #[allow(clippy::unnecessary_cast)]
+        Ok(fs.f_type as i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roots(base: &Path) -> Roots {
+        Roots::new(
+            base.join("skills"),
+            base.join("skills/iii"),
+            base.join(".agents/skills"),
+            base.join("agents"),
+        )
+    }
+
+    fn drain(inotify: &Inotify, tree: &mut Tree) -> Changes {
+        let mut events = Vec::new();
+        inotify.read_queued(&mut events).unwrap();
+        tree.translate(inotify, &events)
+    }
+
+    #[test]
+    fn a_new_folder_is_watched_before_it_is_walked_and_renames_follow_it() {
+        let base = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(base.path().join("skills")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        let ns = base.path().join("skills/ns");
+        std::fs::create_dir_all(ns.join("deep")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([ns.clone()]));
+        // Watched now, below too.
+        std::fs::write(ns.join("deep/a.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([ns.join("deep/a.md")]));
+        // A folder renamed inside the tree is heard under its new name.
+        let moved = base.path().join("skills/moved");
+        std::fs::rename(&ns, &moved).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([ns.clone(), moved.clone()]));
+        std::fs::write(moved.join("deep/b.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([moved.join("deep/b.md")]));
+        // Temporary files, other files and staging folders are not worth a look.
+        std::fs::write(moved.join("deep/b.md.1-2.tmp"), "x").unwrap();
+        std::fs::write(moved.join("deep/picture.png"), "x").unwrap();
+        std::fs::create_dir(base.path().join("skills/.iii-staging-x")).unwrap();
+        assert!(drain(&inotify, &mut tree).is_empty());
+    }
+
+    #[test]
+    fn a_root_made_later_is_served_then_dropped_then_served_again() {
+        let base = tempfile::tempdir().unwrap();
+        let inotify = Inotify::new().unwrap();
+        let roots = roots(base.path());
+        let mut tree = Tree::new(&inotify, &roots, &|_| false, None);
+        let state = |tree: &Tree, key: &str| {
+            tree.roots()
+                .into_iter()
+                .find(|r| r.root == key)
+                .unwrap()
+                .state
+        };
+        assert_eq!(state(&tree, "agents_skills_folder"), RootState::Absent);
+        let agents_skills = roots.path(Root::AgentsSkills).to_path_buf();
+        std::fs::create_dir_all(agents_skills.join("polish")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&agents_skills), "{changes:?}");
+        assert_eq!(state(&tree, "agents_skills_folder"), RootState::Watched);
+        std::fs::write(agents_skills.join("polish/SKILL.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(
+            changes
+                .paths
+                .contains(&agents_skills.join("polish/SKILL.md")),
+            "{changes:?}"
+        );
+        std::fs::remove_dir_all(base.path().join(".agents")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&agents_skills), "{changes:?}");
+        assert_eq!(state(&tree, "agents_skills_folder"), RootState::Absent);
+        std::fs::create_dir_all(&agents_skills).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&agents_skills), "{changes:?}");
+        assert_eq!(state(&tree, "agents_skills_folder"), RootState::Watched);
+    }
+
+    #[test]
+    fn an_overflow_asks_for_everything() {
+        let base = tempfile::tempdir().unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        let overflow = Event {
+            wd: -1,
+            mask: libc::IN_Q_OVERFLOW,
+            name: None,
+        };
+        assert!(tree.translate(&inotify, &[overflow]).full);
+    }
+}

@@ -1,0 +1,448 @@
+//! Fresh reads: a change made on disk by anyone (here `std::fs`, with no call to the library in
+//! between) is in the very next read, for every family, every kind of change, and roots that
+//! appear and go; concurrent reads are linearizable against a writer; and catching up costs no
+//! subscriber its `external` event, nor sends one twice.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::Tree;
+use iii_directory::{ChangeEvent, Directory, Family, ReadFunction, WatchOptions, Watcher};
+use serde_json::{Value, json};
+
+/// Longer than the watcher's burst window (50 ms quiet, 500 ms at most).
+const SETTLE: Duration = Duration::from_millis(700);
+
+struct Env {
+    tree: Tree,
+    directory: Arc<Directory>,
+    events: Arc<Mutex<Vec<ChangeEvent>>>,
+    watcher: Option<Watcher>,
+}
+
+impl Env {
+    fn start(setup: impl FnOnce(&Tree)) -> Env {
+        let tree = Tree::new();
+        tree.mkdir("skills/iii").mkdir("agents");
+        setup(&tree);
+        let directory = Arc::new(tree.open());
+        let events: Arc<Mutex<Vec<ChangeEvent>>> = Arc::default();
+        let sink = events.clone();
+        directory.subscribe(Arc::new(move |e: &ChangeEvent| {
+            sink.lock().unwrap().push(e.clone())
+        }));
+        let watcher = Watcher::start(directory.clone(), WatchOptions::default());
+        directory.reconcile().expect("boot reconcile");
+        Env {
+            tree,
+            directory,
+            events,
+            watcher: Some(watcher),
+        }
+    }
+
+    fn read(&self, function: ReadFunction, request: Value) -> Result<Value, String> {
+        self.directory
+            .read(function, &request, None)
+            .map_err(|e| e.to_string())
+    }
+
+    fn skill_title(&self, id: &str) -> Option<String> {
+        let got = self
+            .read(ReadFunction::SkillsGet, json!({ "id": id }))
+            .ok()?;
+        got["title"].as_str().map(str::to_string)
+    }
+
+    fn prefix_ids(&self, prefix: &str) -> Vec<String> {
+        let list = self
+            .read(ReadFunction::SkillsList, json!({ "prefix": prefix }))
+            .expect("list");
+        list["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn prompt_description(&self, name: &str) -> Option<String> {
+        let got = self
+            .read(ReadFunction::SystemPromptsGet, json!({ "name": name }))
+            .ok()?;
+        got["description"].as_str().map(str::to_string)
+    }
+
+    fn agent_name(&self, id: &str) -> Option<String> {
+        let got = self
+            .read(ReadFunction::AgentsGet, json!({ "id": id }))
+            .ok()?;
+        got["name"].as_str().map(str::to_string)
+    }
+
+    fn since(&self, mark: usize) -> Vec<ChangeEvent> {
+        self.events.lock().unwrap()[mark..].to_vec()
+    }
+
+    fn mark(&self) -> usize {
+        self.events.lock().unwrap().len()
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(w) = self.watcher.take() {
+            w.stop();
+        }
+    }
+}
+
+fn skill(title: &str) -> String {
+    format!("# {title}\n\nAbout {title}.\n")
+}
+
+/// A tree of `namespaces` × 20 skills.
+fn wide(tree: &Tree, namespaces: usize) {
+    for ns in 0..namespaces {
+        for s in 0..20 {
+            tree.write(
+                &format!("skills/ns{ns}/s{s}.md"),
+                &skill(&format!("ns{ns} s{s}")),
+            );
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift), so a failing round can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// 1,000 rounds of random changes made with `std::fs` on a tree of 2,000 skills, each read at
+/// once: every read shows its change (0 stale), for skills, system prompts and agent profiles.
+#[test]
+fn a_random_change_on_disk_is_in_the_very_next_read() {
+    let rounds: usize = std::env::var("FRESH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+    let env = Env::start(|tree| wide(tree, 100));
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // What the test made, so that changes target things that exist.
+    let mut files: Vec<String> = Vec::new(); // skill ids of loose files under `made/`
+    let mut folders: Vec<String> = Vec::new(); // namespace folders made by the test
+    let mut prompts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut agents: BTreeMap<String, u64> = BTreeMap::new();
+    let mut stale: Vec<String> = Vec::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for round in 0..rounds {
+        let op = rng.below(12);
+        let v = rng.next() % 1_000_000;
+        let name = match op {
+            0 => {
+                let id = format!("made/f{round}");
+                env.tree
+                    .write(&format!("skills/{id}.md"), &skill(&format!("t{v}")));
+                files.push(id.clone());
+                if env.skill_title(&id) != Some(format!("t{v}")) {
+                    stale.push(format!("round {round}: create {id}"));
+                }
+                "create a skill file"
+            }
+            1 if !files.is_empty() => {
+                let id = files[rng.below(files.len())].clone();
+                env.tree
+                    .write(&format!("skills/{id}.md"), &skill(&format!("o{v}")));
+                if env.skill_title(&id) != Some(format!("o{v}")) {
+                    stale.push(format!("round {round}: overwrite {id}"));
+                }
+                "overwrite a skill file"
+            }
+            2 if !files.is_empty() => {
+                let id = files.swap_remove(rng.below(files.len()));
+                env.tree.remove(&format!("skills/{id}.md"));
+                if env.skill_title(&id).is_some() {
+                    stale.push(format!("round {round}: delete {id}"));
+                }
+                "delete a skill file"
+            }
+            3 if !files.is_empty() => {
+                let from = files.swap_remove(rng.below(files.len()));
+                let to = format!("made/r{round}");
+                env.tree
+                    .rename(&format!("skills/{from}.md"), &format!("skills/{to}.md"));
+                let listed = env.prefix_ids("made/");
+                if !listed.contains(&to) || listed.contains(&from) {
+                    stale.push(format!("round {round}: rename {from} to {to}"));
+                }
+                files.push(to);
+                "rename a skill file"
+            }
+            4 => {
+                let ns = format!("fold{round}");
+                for s in 0..3 {
+                    env.tree
+                        .write(&format!("skills/{ns}/deep/s{s}.md"), &skill("in a folder"));
+                }
+                if env.prefix_ids(&format!("{ns}/")).len() != 3 {
+                    stale.push(format!("round {round}: new folder {ns}"));
+                }
+                folders.push(ns);
+                "make a folder with skills"
+            }
+            5 if !folders.is_empty() => {
+                let from = folders.swap_remove(rng.below(folders.len()));
+                let to = format!("moved{round}");
+                env.tree
+                    .rename(&format!("skills/{from}"), &format!("skills/{to}"));
+                if env.prefix_ids(&format!("{to}/")).len() != 3
+                    || !env.prefix_ids(&format!("{from}/")).is_empty()
+                {
+                    stale.push(format!("round {round}: rename folder {from} to {to}"));
+                }
+                folders.push(to);
+                "rename a folder"
+            }
+            6 if !folders.is_empty() => {
+                let ns = folders.swap_remove(rng.below(folders.len()));
+                env.tree.remove(&format!("skills/{ns}"));
+                if !env.prefix_ids(&format!("{ns}/")).is_empty() {
+                    stale.push(format!("round {round}: remove folder {ns}"));
+                }
+                "remove a folder"
+            }
+            7 => {
+                let id = format!("ns{}/s{}", rng.below(100), rng.below(20));
+                let before = env.skill_title(&id);
+                env.tree.set_mtime(&format!("skills/{id}.md"));
+                if env.skill_title(&id) != before {
+                    stale.push(format!("round {round}: touch {id}"));
+                }
+                "touch without change"
+            }
+            8 | 9 => {
+                let name = format!("p{}", rng.below(30));
+                let path = format!("skills/prompts/system-prompts/{name}.md");
+                if prompts.contains_key(&name) && op == 9 {
+                    env.tree.remove(&path);
+                    prompts.remove(&name);
+                    if env.prompt_description(&name).is_some() {
+                        stale.push(format!("round {round}: delete prompt {name}"));
+                    }
+                    "delete a system prompt"
+                } else {
+                    env.tree
+                        .write(&path, &format!("---\ndescription: d{v}\n---\nSpeak {v}.\n"));
+                    prompts.insert(name.clone(), v);
+                    if env.prompt_description(&name) != Some(format!("d{v}")) {
+                        stale.push(format!("round {round}: write prompt {name}"));
+                    }
+                    "write a system prompt"
+                }
+            }
+            _ => {
+                let id = format!("a{}", rng.below(30));
+                let path = format!("agents/{id}.md");
+                if agents.contains_key(&id) && op == 10 {
+                    env.tree.remove(&path);
+                    agents.remove(&id);
+                    if env.agent_name(&id).is_some() {
+                        stale.push(format!("round {round}: delete agent {id}"));
+                    }
+                    "delete an agent profile"
+                } else {
+                    env.tree
+                        .write(&path, &format!("---\nname: n{v}\n---\nHelp {v}.\n"));
+                    agents.insert(id.clone(), v);
+                    if env.agent_name(&id) != Some(format!("n{v}")) {
+                        stale.push(format!("round {round}: write agent {id}"));
+                    }
+                    "write an agent profile"
+                }
+            }
+        };
+        *counts.entry(name).or_default() += 1;
+    }
+    eprintln!(
+        "fresh reads: {rounds} rounds, {} stale; {counts:?}",
+        stale.len()
+    );
+    assert!(stale.is_empty(), "{} stale reads: {stale:#?}", stale.len());
+    // And the index is what a fresh scan gives.
+    let fresh = common::fresh_index(&env.tree.config());
+    let diff = common::dump_diff(&common::dump(&fresh), &common::dump(&env.directory));
+    assert!(diff.is_empty(), "{diff:#?}");
+}
+
+/// A configured root absent at start is served as soon as it exists, dropped when it goes,
+/// and served again when it comes back; status says which state it is in.
+#[test]
+fn a_root_made_after_start_is_served_then_gone_then_served_again() {
+    let env = Env::start(|_| {});
+    let state = || {
+        env.watcher
+            .as_ref()
+            .unwrap()
+            .status()
+            .roots
+            .into_iter()
+            .find(|r| r.root == "agents_skills_folder")
+            .unwrap()
+    };
+    assert_eq!(state().state, iii_directory::RootState::Absent);
+    assert!(state().fresh_reads);
+    let polish = ".agents/skills/polish/SKILL.md";
+    let text = "---\nname: polish\ndescription: Polish things.\n---\nPolish.\n";
+    for round in 0..3 {
+        env.tree.write(polish, text);
+        assert!(
+            env.skill_title("polish").is_some(),
+            "round {round}: the new root is served at once"
+        );
+        assert_eq!(state().state, iii_directory::RootState::Watched);
+        env.tree.remove(".agents");
+        assert!(
+            env.skill_title("polish").is_none(),
+            "round {round}: the removed root is dropped at once"
+        );
+        assert_eq!(state().state, iii_directory::RootState::Absent);
+    }
+    // A writable root removed and made again, too.
+    env.tree.remove("skills");
+    assert!(
+        env.prefix_ids("")
+            .iter()
+            .all(|id| id.starts_with("iii-directory"))
+    );
+    env.tree.write("skills/back/index.md", &skill("Back"));
+    assert_eq!(env.skill_title("back").as_deref(), Some("Back"));
+    env.tree.write("skills/back/more.md", &skill("More"));
+    assert_eq!(env.skill_title("back/more").as_deref(), Some("More"));
+}
+
+/// A writer thread replaces files (atomically, by rename) while reader threads read: every
+/// answer is what disk held at some moment between the read's start and its end.
+#[test]
+fn concurrent_reads_see_disk_as_it_was_during_the_read() {
+    let env = Arc::new(Env::start(|tree| {
+        wide(tree, 10);
+        for f in 0..4 {
+            tree.write(&format!("skills/race/f{f}.md"), &skill("v0"));
+        }
+    }));
+    // Per file: the last version whose write completed, and the last one begun.
+    let completed: Arc<Vec<AtomicU64>> = Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
+    let begun: Arc<Vec<AtomicU64>> = Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (env, completed, begun, stop) =
+            (env.clone(), completed.clone(), begun.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut version = 0u64;
+            while !stop.load(Ordering::SeqCst) && version < 3_000 {
+                version += 1;
+                let f = (version % 4) as usize;
+                begun[f].store(version, Ordering::SeqCst);
+                let path = env.tree.path(&format!("skills/race/f{f}.md"));
+                let tmp = env.tree.path(&format!("race-f{f}.part"));
+                fs::write(&tmp, skill(&format!("v{version}"))).unwrap();
+                fs::rename(&tmp, &path).unwrap();
+                completed[f].store(version, Ordering::SeqCst);
+            }
+        })
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|r| {
+            let (env, completed, begun) = (env.clone(), completed.clone(), begun.clone());
+            std::thread::spawn(move || {
+                let mut checked = 0;
+                let mut wrong = Vec::new();
+                for i in 0..400 {
+                    let f = (i + r) % 4;
+                    let low = completed[f].load(Ordering::SeqCst);
+                    let title = env.skill_title(&format!("race/f{f}")).expect("a race file");
+                    let high = begun[f].load(Ordering::SeqCst);
+                    let seen: u64 = title.trim_start_matches('v').parse().unwrap();
+                    if seen < low || seen > high {
+                        wrong.push(format!("f{f}: saw v{seen}, disk held v{low}..=v{high}"));
+                    }
+                    checked += 1;
+                }
+                (checked, wrong)
+            })
+        })
+        .collect();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for reader in readers {
+        let (n, w) = reader.join().unwrap();
+        checked += n;
+        wrong.extend(w);
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    eprintln!(
+        "concurrent reads: {checked} checked, {} outside their window",
+        wrong.len()
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// A burst made on disk while reads catch up with it, change by change, still announces one
+/// `external` per family it touched, once.
+#[test]
+fn catching_up_keeps_one_external_per_family_per_burst() {
+    let env = Env::start(|tree| wide(tree, 5));
+    std::thread::sleep(SETTLE);
+    let mark = env.mark();
+    for i in 0..10 {
+        env.tree
+            .write(&format!("skills/ns1/burst{i}.md"), &skill(&format!("b{i}")));
+        assert_eq!(
+            env.skill_title(&format!("ns1/burst{i}")),
+            Some(format!("b{i}"))
+        );
+        env.tree.write(
+            &format!("skills/ns1/system-prompts/p{i}.md"),
+            "---\ndescription: p\n---\nP.\n",
+        );
+        assert!(env.prompt_description(&format!("p{i}")).is_some());
+        env.tree
+            .write(&format!("agents/b{i}.md"), "---\nname: B\n---\nB.\n");
+        assert!(env.agent_name(&format!("b{i}")).is_some());
+    }
+    std::thread::sleep(SETTLE);
+    let mut got = env.since(mark);
+    got.sort_by_key(|e| e.family);
+    assert_eq!(
+        got,
+        vec![
+            ChangeEvent::external(Family::Skills),
+            ChangeEvent::external(Family::SystemPrompts),
+            ChangeEvent::external(Family::Agents),
+        ]
+    );
+    // Reads with nothing changed announce nothing.
+    let mark = env.mark();
+    for _ in 0..20 {
+        env.skill_title("ns1/burst3");
+    }
+    std::thread::sleep(SETTLE);
+    assert_eq!(env.since(mark), vec![]);
+}
