@@ -650,6 +650,53 @@ fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
     assert_eq!(number(&summary, "files"), SAMPLE_FILES as u64 + 1);
 }
 
+/// Beside a running writer that watches (a worker), a read command is as fresh as a rescan: a
+/// change made on disk a moment before is in its answer (the command leaves a sync cookie,
+/// and the writer's watcher takes every earlier change in before it answers the cookie).
+#[test]
+fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
+    let tree = sample_tree();
+    let writer = std::sync::Arc::new(Directory::open(tree.config()).expect("open as writer"));
+    writer.reconcile().expect("reconcile");
+    let watcher = iii_directory::Watcher::start(writer.clone(), Default::default());
+    for round in 0..5 {
+        let id = format!("fresh{round}");
+        tree.write(
+            &format!("skills/{id}/index.md"),
+            &format!("# Fresh {round}\n\nNew skill.\n"),
+        );
+        let got = ok_json(&tree, &["get", "skill", &id, "--json"]);
+        assert_eq!(got["title"], format!("Fresh {round}"), "{got}");
+        let list = ok_json(
+            &tree,
+            &["list", "skills", "--prefix", &format!("{id}/"), "--json"],
+        );
+        assert_eq!(
+            list,
+            common::call(
+                &writer,
+                ReadFunction::SkillsList,
+                json!({"prefix": format!("{id}/")})
+            )
+        );
+        tree.write(
+            &format!("skills/{id}/broken.md"),
+            "---\ntitle: [unclosed\n---\n",
+        );
+        tree.remove(&format!("skills/{id}/index.md"));
+        let stderr = fails(&tree, &["get", "skill", &id]);
+        assert!(stderr.contains("D110"), "{stderr}");
+    }
+    tree.write("agents/late.md", "---\nname: Late\n---\nHi.\n");
+    let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
+    assert_eq!(agent["name"], "Late");
+    watcher.stop();
+    // Without a watching writer there is no cookie to answer, and no wait.
+    let started = std::time::Instant::now();
+    ok(&tree, &["list", "skills"]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
 /// A damaged index (a few bytes inside one of its pages) is rebuilt by whichever command opens
 /// it as the writer, and `reindex --from-scratch` always recovers. Every page is damaged in turn.
 #[test]

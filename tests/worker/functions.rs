@@ -318,15 +318,37 @@ async fn index_status_reports_revision_counts_skips_and_the_watcher() {
         .iter()
         .map(|w| w.as_str().expect("folder").to_string())
         .collect();
-    // `skills/iii` (local_skills_folder) is created and covered by the recursive watch of
-    // `skills`; `.agents/skills` does not exist, so it is neither created nor watched.
-    let expected: BTreeSet<String> = ["skills", "agents"]
+    // `skills/iii` (local_skills_folder) is created and watched (inside the watch of `skills`);
+    // `.agents/skills` does not exist, so it is not created, and it is waited for.
+    let expected: BTreeSet<String> = ["skills", "skills/iii", "agents"]
         .iter()
         .map(|rel| h.path(rel).display().to_string())
         .collect();
     assert_eq!(watched, expected, "{status}");
     assert!(h.path("skills/iii").is_dir());
     assert!(!h.path(".agents/skills").exists());
+    let states: Vec<(String, String, bool)> = watcher["roots"]
+        .as_array()
+        .expect("roots")
+        .iter()
+        .map(|r| {
+            (
+                r["root"].as_str().expect("root").to_string(),
+                r["state"].as_str().expect("state").to_string(),
+                r["fresh_reads"] == json!(true),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("skills_folder", "watched"),
+            ("local_skills_folder", "watched"),
+            ("agents_folder", "watched"),
+            ("agents_skills_folder", "absent"),
+        ]
+        .map(|(root, state)| (root.to_string(), state.to_string(), true))
+    );
 
     // The engine connection: the first one, set up (the setup may still be finishing).
     let deadline = Instant::now() + WAIT;

@@ -498,6 +498,7 @@ mod connection;
 mod errors;
 mod events;
 mod filter;
+mod fresh;
 mod functions;
 mod real_engine;
 mod reconnect;
