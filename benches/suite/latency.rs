@@ -105,15 +105,6 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>, floors: &Floors) 
     let run = std::process::id();
 
     let watcher = Watcher::start(directory.clone(), WatchOptions::default());
-    std::thread::sleep(Duration::from_millis(300));
-    // On a large tree the watcher's own start overflows the kernel's event queue (notify
-    // opens every folder it adds a watch to, and watches for opens), and the rescan notice
-    // costs one full reconcile: a start-up cost, not the steady state the edits measure.
-    let settled = Instant::now();
-    let rescan_pending = |s: &iii_directory::WatchStatus| s.rescans > 0 && s.bursts == 0;
-    while rescan_pending(&watcher.status()) && settled.elapsed() < GIVE_UP {
-        std::thread::sleep(POLL);
-    }
     let mut visible = Vec::with_capacity(targets.len());
     let mut missed = 0;
     for (i, (id, path, original)) in targets.iter().enumerate() {

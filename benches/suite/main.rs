@@ -13,7 +13,8 @@
 //!
 //! Sections (`BENCH_SECTIONS`, all by default): `reindex` (cold reindex, warm boots, index
 //! size), `reads` (the read functions), `deltas` (lists since a revision), `latency` (change to
-//! visible, `skills::update` beside the same writes on 1,000 skills), `worker` (the binary:
+//! visible, `skills::update` beside the same writes on 1,000 skills), `fresh` (what catching
+//! up with the disk costs a read), `worker` (the binary:
 //! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates), `search`. A run of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
@@ -32,6 +33,7 @@ mod deltas;
 #[path = "../../tests/fake_engine/mod.rs"]
 mod fake_engine;
 mod floor_worker;
+mod fresh;
 #[allow(dead_code)]
 #[path = "../../tests/downloads/support/http.rs"]
 mod http;
@@ -163,8 +165,8 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 7] = [
-    "reindex", "reads", "deltas", "latency", "worker", "memory", "search",
+const SECTIONS: [&str; 8] = [
+    "reindex", "reads", "deltas", "latency", "fresh", "worker", "memory", "search",
 ];
 
 impl Sections {
@@ -304,7 +306,7 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
     }
 
     // The suite's own copy, for everything that edits files.
-    let edits = ["reindex", "deltas", "latency", "worker", "memory"]
+    let edits = ["reindex", "deltas", "latency", "fresh", "worker", "memory"]
         .iter()
         .any(|s| sections.has(s));
     if edits {
@@ -316,7 +318,7 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
         config.paths.index_path = work.join("edit.redb");
         let _ = iii_directory::remove_index(&config.paths.index_path);
         std::thread::sleep(AGE_PAST_RACY_WINDOW.saturating_sub(copied.elapsed()));
-        if ["reindex", "deltas", "latency"]
+        if ["reindex", "deltas", "latency", "fresh"]
             .iter()
             .any(|s| sections.has(s))
         {
@@ -330,12 +332,16 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
             let floors = floors.as_ref().expect("floors");
             figures.push(reindex::boot_one_percent(settings, &config, floors));
         }
-        if sections.has("deltas") || sections.has("latency") {
+        if sections.has("deltas") || sections.has("latency") || sections.has("fresh") {
             let directory = Arc::new(Directory::open(config).expect("open"));
             directory.reconcile().expect("reconcile");
             if sections.has("deltas") {
                 eprintln!("list deltas");
                 figures.extend(deltas::figures(settings, &directory));
+            }
+            if sections.has("fresh") {
+                eprintln!("fresh reads");
+                figures.extend(fresh::figures(settings, directory.clone()));
             }
             if sections.has("latency") {
                 eprintln!("change to visible");

@@ -271,7 +271,7 @@ impl Tree {
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
                 changes.paths.insert(path);
-            } else if exists && self.by_path.get(&path).is_none() {
+            } else if exists && !self.by_path.contains_key(&path) {
                 // Replaced by another folder under the same name: watch the new one.
                 if let Err(why) = self.watch_tree(inotify, &path, depth) {
                     self.specs[i].state = RootState::Partial(why);
