@@ -285,8 +285,13 @@ impl<'a> Txn<'a> {
             files: files.iter().map(|f| (f.dest, f.rel.clone())).collect(),
         };
         let bytes = serde_json::to_vec(&record).map_err(|e| Error::Io(e.to_string()))?;
-        store::write_atomic(&self.commit_path(), &bytes, Mode::CreateNew)
-            .map_err(|e| Error::Io(e.to_string()))
+        store::write_atomic(
+            &[self.targets.skills],
+            &self.commit_path(),
+            &bytes,
+            Mode::CreateNew,
+        )
+        .map_err(|e| Error::Io(e.to_string()))
     }
 
     /// Step 4: each staged file renamed over its target. `moved` says how far it got, and
