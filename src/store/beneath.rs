@@ -48,6 +48,18 @@ impl From<io::Error> for Refusal {
     }
 }
 
+impl From<Refusal> for io::Error {
+    fn from(refusal: Refusal) -> io::Error {
+        match refusal {
+            Refusal::Io(e) => e,
+            Refusal::NotBeneath(_) => {
+                io::Error::new(io::ErrorKind::InvalidInput, refusal.to_string())
+            }
+            Refusal::Link(_) => io::Error::other(format!("{refusal}; links are not followed")),
+        }
+    }
+}
+
 /// An open folder reached without following links.
 #[derive(Debug)]
 pub struct Dir {
@@ -152,6 +164,30 @@ impl Dir {
             }
         }
         self.walk(&parts, create)
+    }
+
+    /// The folder at `rel` beneath this one, component by component, creating the missing ones
+    /// and recording (in `made`, as paths relative to this folder, outermost first) each folder
+    /// it made, for a rollback.
+    pub fn create_dirs(&self, rel: &Path, made: &mut Vec<PathBuf>) -> Result<Dir, Refusal> {
+        let parts = plain(rel).ok_or_else(|| Refusal::NotBeneath(rel.to_path_buf()))?;
+        let mut at = PathBuf::new();
+        let mut current = self.try_clone()?;
+        for part in parts {
+            at.push(part);
+            if current.kind(part)?.is_none() {
+                match current.mkdir(part) {
+                    Ok(()) => made.push(at.clone()),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(Refusal::Io(e)),
+                }
+            }
+            current = match current.open_child_dir(part) {
+                Ok(dir) => dir,
+                Err(e) => return Err(current.explain(part, &at, e)),
+            };
+        }
+        Ok(current)
     }
 
     /// One `openat2` beneath this folder that follows no link at all.

@@ -42,6 +42,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::beneath::{self, Dir};
 use super::{self as store, Mode, STAGING_PREFIX, is_staging_name};
 use crate::config::Paths;
 use crate::error::{Error, Result};
@@ -304,12 +305,32 @@ impl<'a> Txn<'a> {
     ) -> Result<()> {
         for (i, file) in files.iter().enumerate() {
             let target = self.target(file.dest, &file.rel);
-            create_missing_parents(&target, created)?;
-            let staged = self.staged(file.dest, &file.rel);
-            fs::rename(&staged, &target).map_err(io_error("rename into", &target))?;
+            let root = self.targets.root(file.dest);
+            rename_beneath(
+                (root, &self.staged_rel(file.dest, &file.rel)),
+                (root, Path::new(&file.rel)),
+                created,
+            )
+            .map_err(io_error("rename into", &target))?;
             moved.push(i);
         }
         Ok(())
+    }
+
+    /// [`Txn::staged`] relative to the dest's root.
+    fn staged_rel(&self, dest: Dest, rel: &str) -> PathBuf {
+        Path::new(&self.name)
+            .join(FILES_DIR)
+            .join(dest.word())
+            .join(rel)
+    }
+
+    /// [`Txn::backup`] relative to the dest's root.
+    fn backup_rel(&self, dest: Dest, rel: &str) -> PathBuf {
+        Path::new(&self.name)
+            .join(BACKUP_DIR)
+            .join(dest.word())
+            .join(rel)
     }
 
     /// Undoes step 4: every moved file back into staging, then its backup (if any) back into
@@ -317,17 +338,18 @@ impl<'a> Txn<'a> {
     fn roll_back(&self, files: &[FileToLand], moved: &[usize], created: &[PathBuf]) {
         for &i in moved.iter().rev() {
             let file = &files[i];
-            let (target, staged) = (
-                self.target(file.dest, &file.rel),
-                self.staged(file.dest, &file.rel),
-            );
-            if let Err(e) = fs::rename(&target, &staged) {
+            let root = self.targets.root(file.dest);
+            let target = self.target(file.dest, &file.rel);
+            let rel = Path::new(&file.rel);
+            let staged = self.staged_rel(file.dest, &file.rel);
+            if let Err(e) = rename_beneath((root, rel), (root, &staged), &mut Vec::new()) {
                 tracing::error!(path = %target.display(), "rollback: cannot take a new file back: {e}");
                 continue;
             }
             let backup = self.backup(file.dest, &file.rel);
             if fs::symlink_metadata(&backup).is_ok() {
-                if let Err(e) = fs::rename(&backup, &target) {
+                let backup = self.backup_rel(file.dest, &file.rel);
+                if let Err(e) = rename_beneath((root, &backup), (root, rel), &mut Vec::new()) {
                     tracing::error!(path = %target.display(), "rollback: cannot restore the old file: {e}");
                 }
             }
@@ -380,21 +402,29 @@ fn create_parents(path: &Path, top: &Path, folders: &mut BTreeSet<PathBuf>) -> R
     Ok(())
 }
 
-/// Creates the missing folders on the way to `target`, outermost first, recording each.
-fn create_missing_parents(target: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
-    let Some(parent) = target.parent() else {
-        return Ok(());
-    };
-    let mut missing: Vec<&Path> = parent
-        .ancestors()
-        .take_while(|a| fs::symlink_metadata(a).is_err())
-        .collect();
-    missing.reverse();
-    for folder in missing {
-        fs::create_dir(folder).map_err(io_error("create_dir", folder))?;
-        created.push(folder.to_path_buf());
-    }
-    Ok(())
+/// Renames `from` to `to`, both relative to `root`, through folder descriptors opened from the
+/// root's without following links; the missing folders on the way to `to` are made
+/// (`mkdirat`) and recorded in `made` (absolute, outermost first).
+///
+/// A target inside the root is first located as the store's writes locate theirs: a link on its
+/// way that stays inside the root (which [`check_target`] allows) is resolved once into where
+/// it leads; a link swapped in after that makes the rename fail, never land outside.
+fn rename_beneath(
+    (from_root, from): (&Path, &Path),
+    (to_root, to): (&Path, &Path),
+    made: &mut Vec<PathBuf>,
+) -> io::Result<()> {
+    let (from_root, from) = store::locate(&[from_root], &from_root.join(from))
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let (to_root, to) = store::locate(&[to_root], &to_root.join(to))
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let (from_dir, from_name) = beneath::split(&from)?;
+    let (to_dir, to_name) = beneath::split(&to)?;
+    let source = Dir::root(&from_root, false)?.open_dir(from_dir, false)?;
+    let mut made_here = Vec::new();
+    let dest = Dir::root(&to_root, false)?.create_dirs(to_dir, &mut made_here);
+    made.extend(made_here.into_iter().map(|m| to_root.join(m)));
+    source.rename(from_name, &dest?, to_name)
 }
 
 /// Writes a new file; [`sync_file`] makes it durable later, with the others.
@@ -608,10 +638,12 @@ fn roll_forward(txn: &Txn<'_>, commit: &Commit, touched: &mut Vec<PathBuf>) {
             continue;
         }
         let target = txn.target(*dest, rel);
-        let moved = target
-            .parent()
-            .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| fs::rename(&staged, &target));
+        let root = txn.targets.root(*dest);
+        let moved = rename_beneath(
+            (root, &txn.staged_rel(*dest, rel)),
+            (root, Path::new(rel)),
+            &mut Vec::new(),
+        );
         match moved {
             Ok(()) => done.push(target),
             Err(e) => {

@@ -97,7 +97,7 @@ fn temp_path(dest: &Path) -> PathBuf {
 /// allowed); a target whose folders lead anywhere else is [`StoreError::Link`]. This is only
 /// the plan: the write then opens that path from the root's descriptor without following any
 /// link ([`beneath`]), so a link swapped in meanwhile makes it fail, never escape.
-fn locate(roots: &[&Path], dest: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
+pub(crate) fn locate(roots: &[&Path], dest: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
     let not_beneath = || StoreError::Io {
         step: "write",
         path: dest.to_path_buf(),
@@ -437,6 +437,35 @@ mod tests {
             vec![std::ffi::OsString::from("x.md")],
             "no temporary file left behind"
         );
+    }
+
+    #[test]
+    fn a_link_on_the_way_is_refused_and_nothing_lands_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(root.join("ns")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("ns"), root.join("alias")).unwrap();
+        for mode in [Mode::CreateNew, Mode::Replace] {
+            for dest in ["out/x.md", "out/deep/x.md"] {
+                let e = write_atomic(&[&root], &root.join(dest), b"x", mode).unwrap_err();
+                assert!(matches!(e, StoreError::Link { .. }), "{dest}: {e}");
+            }
+        }
+        assert!(matches!(
+            remove_beneath(&[&root], &root.join("out/x.md"), true, &[]),
+            Err(StoreError::Link { .. })
+        ));
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+        // A link that stays inside the root is resolved once, and the write lands where it
+        // leads, through descriptors.
+        write_atomic(&[&root], &root.join("alias/y.md"), b"y", Mode::CreateNew).unwrap();
+        assert_eq!(fs::read(root.join("ns/y.md")).unwrap(), b"y");
+        // A path outside every root is not written at all.
+        assert!(write_atomic(&[&root], &outside.join("z.md"), b"z", Mode::Replace).is_err());
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
     }
 
     #[test]

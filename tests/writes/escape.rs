@@ -78,7 +78,7 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
                 n += 1;
                 swaps.store(n, Ordering::Relaxed);
                 // Hold each state a little while, so creates meet both and every moment between.
-                std::thread::sleep(Duration::from_micros(50 + (n as u64 * 37) % 400));
+                std::thread::sleep(Duration::from_micros(200 + (n as u64 * 397) % 2_000));
             }
             // Leave `ns` as the real folder.
             if n % 2 == 1 {
@@ -100,6 +100,9 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
                     text.contains("symbolic link") || text.contains("already exists"),
                     "{id}: unexpected failure: {text}"
                 );
+                if failed.len() < 5 {
+                    eprintln!("{id}: {text}");
+                }
                 failed.push(id);
             }
         }
@@ -123,7 +126,11 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
 
     let escaped = files_under(&outside);
     assert_eq!(escaped, Vec::<PathBuf>::new(), "files outside the root");
-    assert_eq!(temp_files(tree.base()), Vec::<String>::new());
+    let temps: Vec<PathBuf> = files_under(tree.base())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert_eq!(temps, Vec::<PathBuf>::new(), "temporary files left");
     for id in &answered_ok {
         assert!(
             tree.path(&format!("skills/{id}.md")).is_file(),
@@ -147,24 +154,6 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
     // And the index agrees with the disk once it looks again.
     directory.reconcile().expect("reconcile");
     assert_matches_fresh(&tree, &directory);
-}
-
-#[test]
-fn a_create_through_a_link_swapped_in_after_the_check_is_refused_with_the_coded_error() {
-    // The same refusal as the up-front check gives, from the write itself: `ns` is a link to
-    // outside by the time the write resolves its folder (simulated here by making it one before
-    // the call; the up-front check and the write agree on the message).
-    let env = Env::new(|tree| {
-        tree.mkdir("outside");
-        symlink(tree.path("outside"), tree.path("skills/ns")).expect("link");
-    });
-    let (code, message) = env.coded(
-        WriteFunction::SkillsCreate,
-        json!({"id": "ns/x", "content": BODY}),
-    );
-    assert_eq!(code, Some("D115"), "{message}");
-    assert!(message.contains("symbolic link"), "{message}");
-    assert!(files_under(&env.path("outside")).is_empty());
 }
 
 fn mkfifo(path: &Path) {
