@@ -175,14 +175,18 @@ impl Dir {
         let mut current = self.try_clone()?;
         for part in parts {
             at.push(part);
-            if current.kind(part)?.is_none() {
-                match current.mkdir(part) {
-                    Ok(()) => made.push(at.clone()),
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(Refusal::Io(e)),
+            let next = match current.open_child_dir(part) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    match current.mkdir(part) {
+                        Ok(()) => made.push(at.clone()),
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(Refusal::Io(e)),
+                    }
+                    current.open_child_dir(part)
                 }
-            }
-            current = match current.open_child_dir(part) {
+                other => other,
+            };
+            current = match next {
                 Ok(dir) => dir,
                 Err(e) => return Err(current.explain(part, &at, e)),
             };
