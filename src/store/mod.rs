@@ -298,7 +298,7 @@ pub struct Sweep {
     /// Stale temporary files removed.
     pub removed: Vec<PathBuf>,
     /// Files with our naming pattern that were kept (their writer may still be running).
-    pub kept: usize,
+    pub kept: Vec<PathBuf>,
 }
 
 /// Removes, among files a walk found, the temporary files that killed writers left: files
@@ -356,7 +356,7 @@ fn sweep_one(roots: &[&Path], path: &Path, now: SystemTime, sweep: &mut Sweep) {
     if is_stale(pid, modified, now) && dir.unlink(&name).is_ok() {
         sweep.removed.push(path.to_path_buf());
     } else {
-        sweep.kept += 1;
+        sweep.kept.push(path.to_path_buf());
     }
 }
 
@@ -577,7 +577,7 @@ mod tests {
         let mut expected = gone.to_vec();
         expected.sort();
         assert_eq!(removed, expected);
-        assert_eq!(sweep.kept, kept.len());
+        assert_eq!(sweep.kept.len(), kept.len());
         for path in gone {
             assert!(!path.exists(), "{} should be gone", path.display());
         }

@@ -296,8 +296,10 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
     let paths: Vec<std::path::PathBuf> = found.temps.iter().map(|(_, p)| p.clone()).collect();
     let allowed: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
     let sweep = crate::store::sweep_found_temps(&allowed, &paths);
+    let kept: HashSet<&std::path::PathBuf> = sweep.kept.iter().collect();
     for (key, path) in std::mem::take(&mut found.temps) {
-        if sweep.removed.contains(&path) {
+        // Removed, or gone meanwhile (another writer's sweep, a write that finished): not left.
+        if !kept.contains(&path) {
             continue;
         }
         let pid = path
