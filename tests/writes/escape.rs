@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use super::*;
 
-/// Creates the folder-swap race runs (the attack used 800).
+/// Creates the folder-swap race runs at least (the attack used 800), the swaps it
+/// waits for at least, and the creates that got through it waits for.
 const RACE_CREATES: usize = 600;
+const RACE_SWAPS: usize = 1_000;
+const RACE_OK: usize = 100;
 
 fn c_path(path: &Path) -> CString {
     CString::new(path.as_os_str().as_bytes()).expect("no NUL in a temp path")
@@ -78,7 +81,7 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
                 n += 1;
                 swaps.store(n, Ordering::Relaxed);
                 // Hold each state a little while, so creates meet both and every moment between.
-                std::thread::sleep(Duration::from_micros(200 + (n as u64 * 397) % 2_000));
+                std::thread::sleep(Duration::from_micros(20 + (n as u64 * 97) % 500));
             }
             // Leave `ns` as the real folder.
             if n % 2 == 1 {
@@ -89,7 +92,16 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
 
     let mut answered_ok = Vec::new();
     let mut failed = Vec::new();
-    for i in 0..RACE_CREATES {
+    // At least RACE_CREATES creates, and on until the race has had its chances: enough swaps
+    // and enough creates that got through (a create that gets through is slower than one that
+    // is refused). Bounded in time.
+    let started = std::time::Instant::now();
+    let mut i = 0;
+    while i < RACE_CREATES
+        || ((swaps.load(Ordering::Relaxed) < RACE_SWAPS || answered_ok.len() < RACE_OK)
+            && started.elapsed() < Duration::from_secs(120))
+    {
+        i += 1;
         let id = format!("ns/x{i}");
         let request = json!({"id": id, "content": format!("# X{i}\n\nCreated under a race.\n")});
         match directory.write(WriteFunction::SkillsCreate, &request, None) {
@@ -111,7 +123,7 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
     swapper.join().expect("swapper");
     let swaps = swaps.load(Ordering::Relaxed);
     eprintln!(
-        "{RACE_CREATES} creates under {swaps} swaps: {} answered OK, {} failed",
+        "{i} creates under {swaps} swaps: {} answered OK, {} failed",
         answered_ok.len(),
         failed.len()
     );
@@ -121,6 +133,7 @@ fn folder_swapped_for_a_link_during_creates_never_lets_a_write_escape() {
             .is_dir(),
         "ns is the real folder again"
     );
+    assert!(i >= RACE_CREATES);
     assert!(swaps >= 100, "the swapper ran ({swaps} swaps)");
     assert!(!answered_ok.is_empty(), "some creates got through");
 
