@@ -334,13 +334,10 @@ impl Directory {
             let _guard = self.lock()?;
             self.index.reconcile(&self.roots, scope, progress)?
         };
-        // Holding the index's writer lock means no other process writes these folders through
-        // us, so the temporary files killed writers left behind (which a full walk saw) can go.
-        let sweep = store::sweep_found_temps(&report.temps);
-        if !sweep.removed.is_empty() {
+        // The reconcile removed the temporary files killed writers left (see `store`).
+        if !report.temps.is_empty() {
             tracing::info!(
-                removed = sweep.removed.len(),
-                kept = sweep.kept,
+                removed = report.temps.len(),
                 "removed temporary files left by interrupted writes"
             );
         }

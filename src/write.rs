@@ -10,6 +10,7 @@ use crate::doc::{MAX_FILE_BYTES, frontmatter};
 use crate::error::Next;
 use crate::error::{Error, Result};
 use crate::events::ChangeEvent;
+use crate::roots::{Root, Roots};
 use crate::store::StoreError;
 use crate::time::Stamp;
 
@@ -48,7 +49,9 @@ pub fn check_content(content: &str) -> Result<()> {
 /// Refuses a target that a symbolic link on its way (or a root-relative folder that is a link)
 /// would put outside `root`: a write never lands outside the configured roots (design, bad
 /// input). The nearest existing ancestor of the target is resolved; a missing root is created
-/// by the write itself, so there is nothing to follow.
+/// by the write itself, so there is nothing to follow. This check gives the coded message; the
+/// guarantee is the write's own (`store::beneath`): a link swapped in after this check makes
+/// the write fail with the same refusal, never land outside.
 pub fn check_inside(root: &Path, target: &Path, code: &'static str, next: &[Next]) -> Result<()> {
     let Ok(real_root) = root.canonicalize() else {
         return Ok(());
@@ -66,15 +69,7 @@ pub fn check_inside(root: &Path, target: &Path, code: &'static str, next: &[Next
     if inside {
         return Ok(());
     }
-    Err(Error::invalid_input(
-        code,
-        format!(
-            "{} would lead outside {} through a symbolic link; writes stay inside the configured folders.",
-            target.display(),
-            root.display()
-        ),
-        next,
-    ))
+    Err(outside(code, target, root, next))
 }
 
 /// The modification time of a file just written, as the contract prints it.
@@ -86,12 +81,40 @@ pub fn modified_at(path: &Path) -> String {
 }
 
 /// A store error as the library reports it; a target that appeared meanwhile is the coded
-/// "file already exists" error of the family.
-pub fn store_error(e: StoreError, code: &'static str, next: &[Next]) -> Error {
+/// "file already exists" error of the family (`code`), and a link on the way (found, or
+/// swapped in while the write ran) its coded refusal to write outside the root (`link_code`).
+pub fn store_error(
+    e: StoreError,
+    code: &'static str,
+    link_code: &'static str,
+    next: &[Next],
+) -> Error {
     match e {
         StoreError::Exists(path) => file_exists(code, &path, next),
+        StoreError::Link { path, root } => outside(link_code, &path, &root, &[]),
         other => Error::Io(other.to_string()),
     }
+}
+
+/// The roots an update or delete may act in: the file the index resolved may have been reached
+/// through a link from one of them into another (the agents skills root is read-only).
+pub fn writable_roots(roots: &Roots) -> Vec<&Path> {
+    [Root::Skills, Root::LocalSkills, Root::Agents]
+        .into_iter()
+        .map(|root| roots.path(root))
+        .collect()
+}
+
+fn outside(code: &'static str, target: &Path, root: &Path, next: &[Next]) -> Error {
+    Error::invalid_input(
+        code,
+        format!(
+            "{} would lead outside {} through a symbolic link; writes stay inside the configured folders.",
+            target.display(),
+            root.display()
+        ),
+        next,
+    )
 }
 
 /// `a file already exists at <path> (currently skipped by the scanner); …`

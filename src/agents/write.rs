@@ -89,8 +89,13 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
     }
     let profile = check(&req.content)?;
-    store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
-        .map_err(|e| store_error(e, "D414", &NEXT_ON_CONFLICT))?;
+    store::write_atomic(
+        &[roots.path(Root::Agents)],
+        &path,
+        req.content.as_bytes(),
+        Mode::CreateNew,
+    )
+    .map_err(|e| store_error(e, "D414", "D414", &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -114,8 +119,13 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         return Err(miss(reader, &req.id)?);
     };
     let profile = check(&req.content)?;
-    store::write_atomic(&path, req.content.as_bytes(), mode)
-        .map_err(|e| store_error(e, "D414", &NEXT_ON_CONFLICT))?;
+    store::write_atomic(
+        &[roots.path(Root::Agents)],
+        &path,
+        req.content.as_bytes(),
+        mode,
+    )
+    .map_err(|e| store_error(e, "D414", "D414", &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -141,7 +151,8 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         return Err(miss(reader, &req.id)?);
     }
     let path = target(roots, &req.id);
-    store::remove(&path).map_err(|e| Error::Io(e.to_string()))?;
+    store::remove(&[roots.path(Root::Agents)], &path)
+        .map_err(|e| store_error(e, "D414", "D414", &[]))?;
     Ok(Outcome {
         response: json!({ "id": req.id }),
         touched: vec![path],

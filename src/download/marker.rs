@@ -36,6 +36,7 @@ pub fn write_marker(skills_folder: &Path, worker: &str, release: &Release) -> Re
     });
     let text = serde_json::to_string_pretty(&record).map_err(|e| Error::Io(e.to_string()))?;
     store::write_atomic(
+        &[skills_folder],
         &marker_path(skills_folder, worker),
         text.as_bytes(),
         Mode::Replace,

@@ -35,9 +35,9 @@ pub struct Found {
     pub top_dirs: BTreeSet<(Root, String)>,
     /// Folders that could not be listed and links not followed, with the skip reason.
     pub unreadable: BTreeMap<(Root, String), String>,
-    /// Files named like a writer's temporary file (`store::is_temp_name`): a full reconcile
-    /// hands them to the sweep of the ones killed writers left.
-    pub temps: Vec<PathBuf>,
+    /// Files named like a writer's temporary file (`store::is_temp_name`), by key and path: a
+    /// reconcile hands them to the sweep of the ones killed writers left, and lists the others.
+    pub temps: Vec<((Root, String), PathBuf)>,
     /// For a scoped walk: the `(root, relative path)` subtrees it looked at (an empty path is
     /// the whole root). Empty for a full walk.
     pub scopes: Vec<(Root, String)>,
@@ -164,6 +164,10 @@ fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<String> {
     }
     match fs::canonicalize(path) {
         Err(e) if is_markdown(name) => Some(format!("symbolic link cannot be followed: {e}")),
+        // Links that lead to each other never reach a folder: a folder-link loop.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            Some(format!("symbolic link loops and is not followed: {e}"))
+        }
         Err(_) => None,
         Ok(real) if within(&real, inside) => None,
         Ok(real) if real.is_dir() || is_markdown(name) => Some(format!(
@@ -240,12 +244,20 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
     match root {
         Root::Skills | Root::LocalSkills => {
             let path = dir.join(rel);
-            match fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => walk_tree(root, &path, rel.to_string(), inside, found),
-                Ok(meta) if meta.is_file() && is_markdown(rel) => {
-                    found.files.insert((root, rel.to_string()), stat_of(&meta));
-                }
-                _ => {}
+            let Ok(meta) = fs::metadata(&path) else {
+                return;
+            };
+            let key = (root, rel.to_string());
+            if let Some(why) = special(&meta, rel) {
+                found.unreadable.insert(key, why);
+            } else if meta.is_dir() {
+                walk_tree(root, &path, rel.to_string(), inside, found);
+            } else if meta.is_file() && is_markdown(rel) {
+                found.files.insert(key, stat_of(&meta));
+            } else if meta.is_file()
+                && crate::store::is_temp_name(rel.rsplit('/').next().unwrap_or(rel))
+            {
+                found.temps.push((key, path));
             }
         }
         Root::AgentsSkills => {
@@ -256,7 +268,9 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                 return;
             }
             if let Ok(meta) = fs::metadata(dir.join(&skill)) {
-                if meta.is_file() {
+                if let Some(why) = special(&meta, &skill) {
+                    found.unreadable.insert((root, skill), why);
+                } else if meta.is_file() {
                     found.files.insert((root, skill), stat_of(&meta));
                 }
             }
@@ -264,9 +278,17 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
         Root::Agents => {
             if !rel.contains('/') && is_markdown(rel) {
                 if let Ok(meta) = fs::metadata(dir.join(rel)) {
-                    if meta.is_file() {
+                    if let Some(why) = special(&meta, rel) {
+                        found.unreadable.insert((root, rel.to_string()), why);
+                    } else if meta.is_file() {
                         found.files.insert((root, rel.to_string()), stat_of(&meta));
                     }
+                }
+            }
+            if !rel.contains('/') && crate::store::is_temp_name(rel) {
+                let path = dir.join(rel);
+                if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                    found.temps.push(((root, rel.to_string()), path));
                 }
             }
         }
@@ -284,6 +306,28 @@ fn check_top_dir(root: Root, dir: &Path, name: &str, inside: &[PathBuf], found: 
     {
         found.top_dirs.insert((root, name.to_string()));
     }
+}
+
+/// The skip reason of a folder reached again below itself through a link.
+const LOOP: &str = "symbolic link loops back to a folder above it; not followed";
+
+/// Why an entry named like a document (or a folder) is neither: a FIFO, a socket or a device.
+/// Only its `stat` is ever looked at; it is never opened (opening a FIFO blocks).
+fn special(meta: &Metadata, name: &str) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        return None;
+    };
+    let name = name.rsplit('/').next().unwrap_or(name);
+    (is_markdown(name) || crate::store::is_temp_name(name))
+        .then(|| format!("{what}, not a regular file; never opened"))
 }
 
 pub fn stat_of(meta: &Metadata) -> Stat {
@@ -328,12 +372,17 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
         .map(|meta| (meta.dev(), meta.ino()))
         .collect();
     ancestors.reverse();
+    let start = (meta.dev(), meta.ino());
+    if ancestors.contains(&start) {
+        // A scoped walk of a link back to a folder above it: as the full walk, a loop.
+        found.unreadable.insert((root, rel), LOOP.to_string());
+        return;
+    }
     let walk = Walk {
         root,
         inside,
         visits: Mutex::new(HashMap::new()),
     };
-    let start = (meta.dev(), meta.ino());
     walk.enter(start);
     ancestors.push(start);
     let start = Pending {
@@ -354,7 +403,7 @@ struct Part {
     files: Vec<((Root, String), Stat)>,
     top_dirs: Vec<(Root, String)>,
     unreadable: Vec<((Root, String), String)>,
-    temps: Vec<PathBuf>,
+    temps: Vec<((Root, String), PathBuf)>,
 }
 
 impl Part {
@@ -454,15 +503,22 @@ impl Walk<'_> {
                     continue;
                 }
             }
+            // `stat` only: nothing here opens a file, so a FIFO never blocks the walk.
             let Ok(meta) = fs::metadata(entry.path()) else {
                 continue;
             };
+            if let Some(why) = special(&meta, &name) {
+                part.unreadable.push(((root, child_rel), why));
+                continue;
+            }
             if meta.is_dir() {
                 if rel.is_empty() {
                     part.top_dirs.push((root, name));
                 }
                 let id = (meta.dev(), meta.ino());
-                if !ancestors.contains(&id) && self.enter(id) {
+                if ancestors.contains(&id) {
+                    part.unreadable.push(((root, child_rel), LOOP.to_string()));
+                } else if self.enter(id) {
                     folders.push(Pending {
                         path: entry.path(),
                         rel: child_rel,
@@ -472,7 +528,7 @@ impl Walk<'_> {
             } else if meta.is_file() && is_markdown(&name) {
                 part.files.push(((root, child_rel), stat_of(&meta)));
             } else if meta.is_file() && crate::store::is_temp_name(&name) {
-                part.temps.push(entry.path());
+                part.temps.push(((root, child_rel), entry.path()));
             }
         }
         folders
@@ -512,11 +568,11 @@ fn walk_agents_skills(dir: &Path, inside: &[PathBuf], found: &mut Found) {
             continue;
         }
         if let Ok(meta) = fs::metadata(&skill) {
-            if meta.is_file() {
-                found.files.insert(
-                    (Root::AgentsSkills, format!("{name}/{AGENTS_SKILL_FILE}")),
-                    stat_of(&meta),
-                );
+            let key = (Root::AgentsSkills, format!("{name}/{AGENTS_SKILL_FILE}"));
+            if let Some(why) = special(&meta, AGENTS_SKILL_FILE) {
+                found.unreadable.insert(key, why);
+            } else if meta.is_file() {
+                found.files.insert(key, stat_of(&meta));
             }
         }
     }
@@ -531,8 +587,8 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if crate::store::is_temp_name(&name) {
-            found.temps.push(entry.path());
+        if crate::store::is_temp_name(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            found.temps.push(((root, name.clone()), entry.path()));
         }
         if !is_markdown(&name) {
             continue;
@@ -542,7 +598,9 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
             continue;
         }
         if let Ok(meta) = fs::metadata(entry.path()) {
-            if meta.is_file() {
+            if let Some(why) = special(&meta, &name) {
+                found.unreadable.insert((root, name), why);
+            } else if meta.is_file() {
                 found.files.insert((root, name), stat_of(&meta));
             }
         }

@@ -16,7 +16,9 @@ use crate::roots::{Root, Roots};
 use crate::rules::Source;
 use crate::rules::skill::{Visibility, identity, parse_id};
 use crate::store::{self, Mode};
-use crate::write::{Outcome, check_content, check_inside, file_exists, modified_at, store_error};
+use crate::write::{
+    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),
@@ -74,8 +76,13 @@ pub fn create(
         return Err(file_exists("D114", &path, &NEXT_ON_CONFLICT));
     }
     check_content(&req.content)?;
-    store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
-        .map_err(|e| store_error(e, "D114", &NEXT_ON_CONFLICT))?;
+    store::write_atomic(
+        &[roots.path(Root::Skills)],
+        &path,
+        req.content.as_bytes(),
+        Mode::CreateNew,
+    )
+    .map_err(|e| store_error(e, "D114", "D115", &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: written(&id, &req.content, &path),
         touched: vec![path],
@@ -177,8 +184,13 @@ pub fn update(
     let id = parse_id(&req.id)?;
     check_content(&req.content)?;
     let (_, _, path) = writable(reader, roots, visibility, &id)?;
-    store::write_atomic(&path, req.content.as_bytes(), Mode::Replace)
-        .map_err(|e| store_error(e, "D114", &[]))?;
+    store::write_atomic(
+        &writable_roots(roots),
+        &path,
+        req.content.as_bytes(),
+        Mode::Replace,
+    )
+    .map_err(|e| store_error(e, "D114", "D115", &[]))?;
     Ok(Outcome {
         response: written(&id, &req.content, &path),
         touched: vec![path],
@@ -196,10 +208,10 @@ pub fn delete(
 ) -> Result<Outcome> {
     let req: request::ById = request::parse(request)?;
     let id = parse_id(&req.id)?;
-    let (found, root, path) = writable(reader, roots, visibility, &id)?;
+    let (found, _, path) = writable(reader, roots, visibility, &id)?;
     let keep: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
-    store::remove_with_empty_parents(&path, roots.path(root), &keep)
-        .map_err(|e| Error::Io(e.to_string()))?;
+    store::remove_beneath(&writable_roots(roots), &path, true, &keep)
+        .map_err(|e| store_error(e, "D114", "D115", &[]))?;
     // A scoped reconcile lists the roots' top-level folders again, so an emptied namespace
     // folder that was removed stops shadowing too.
     Ok(Outcome {

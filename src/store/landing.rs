@@ -33,6 +33,7 @@
 //! and a recovery never touches a staging folder that a live download is filling.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::io::AsRawFd;
@@ -42,6 +43,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::beneath::{self, Dir};
 use super::{self as store, Mode, STAGING_PREFIX, is_staging_name};
 use crate::config::Paths;
 use crate::error::{Error, Result};
@@ -244,30 +246,46 @@ impl<'a> Txn<'a> {
     /// `backup/`, all of it fsynced.
     fn stage(&self, files: &[FileToLand]) -> Result<()> {
         let mut folders = BTreeSet::new();
+        let mut roots = Vec::with_capacity(Dest::ALL.len());
         for dest in Dest::ALL {
-            fs::create_dir(self.staging(dest))
+            let root = self.targets.root(dest);
+            let root_dir = Dir::root(root, false).map_err(io_error("open", root))?;
+            root_dir
+                .mkdir(OsStr::new(&self.name))
                 .or_else(|e| match e.kind() {
                     // skills_folder and agents_folder may be one folder.
                     io::ErrorKind::AlreadyExists => Ok(()),
                     _ => Err(e),
                 })
                 .map_err(io_error("create_dir", &self.staging(dest)))?;
-            folders.insert(self.targets.root(dest).to_path_buf());
+            folders.insert(root.to_path_buf());
+            roots.push(root_dir);
         }
+        let root_dir = |dest: Dest| &roots[Dest::ALL.iter().position(|d| *d == dest).unwrap_or(0)];
         let mut written = Vec::with_capacity(files.len());
         for file in files {
             let staged = self.staged(file.dest, &file.rel);
-            create_parents(&staged, &self.staging(file.dest), &mut folders)?;
-            write_new(&staged, &file.bytes)?;
+            let dir = staging_dir(
+                root_dir(file.dest),
+                &self.staged_rel(file.dest, &file.rel),
+                &staged,
+            )?;
+            note_folders(&staged, &self.staging(file.dest), &mut folders);
+            let name = staged.file_name().unwrap_or_default().to_os_string();
+            let mut new = dir.create_new(&name).map_err(io_error("write", &staged))?;
+            new.write_all(&file.bytes)
+                .map_err(io_error("write", &staged))?;
             written.push(staged);
             let target = self.target(file.dest, &file.rel);
             if fs::symlink_metadata(&target).is_ok() {
                 let backup = self.backup(file.dest, &file.rel);
-                create_parents(&backup, &self.staging(file.dest), &mut folders)?;
-                // A hard link keeps the very file (content, inode, times) for a rollback; a
-                // copy where the file system has no hard links.
-                fs::hard_link(&target, &backup)
-                    .or_else(|_| fs::copy(&target, &backup).map(drop))
+                let backup_dir = staging_dir(
+                    root_dir(file.dest),
+                    &self.backup_rel(file.dest, &file.rel),
+                    &backup,
+                )?;
+                note_folders(&backup, &self.staging(file.dest), &mut folders);
+                back_up(self.targets.root(file.dest), &target, &backup_dir, &name)
                     .map_err(io_error("back up", &target))?;
             }
         }
@@ -285,8 +303,13 @@ impl<'a> Txn<'a> {
             files: files.iter().map(|f| (f.dest, f.rel.clone())).collect(),
         };
         let bytes = serde_json::to_vec(&record).map_err(|e| Error::Io(e.to_string()))?;
-        store::write_atomic(&self.commit_path(), &bytes, Mode::CreateNew)
-            .map_err(|e| Error::Io(e.to_string()))
+        store::write_atomic(
+            &[self.targets.skills],
+            &self.commit_path(),
+            &bytes,
+            Mode::CreateNew,
+        )
+        .map_err(|e| Error::Io(e.to_string()))
     }
 
     /// Step 4: each staged file renamed over its target. `moved` says how far it got, and
@@ -299,12 +322,52 @@ impl<'a> Txn<'a> {
     ) -> Result<()> {
         for (i, file) in files.iter().enumerate() {
             let target = self.target(file.dest, &file.rel);
-            create_missing_parents(&target, created)?;
-            let staged = self.staged(file.dest, &file.rel);
-            fs::rename(&staged, &target).map_err(io_error("rename into", &target))?;
+            let root = self.targets.root(file.dest);
+            rename_beneath(
+                (root, &self.staged_rel(file.dest, &file.rel)),
+                (root, Path::new(&file.rel)),
+                created,
+            )
+            .map_err(io_error("rename into", &target))?;
             moved.push(i);
         }
         Ok(())
+    }
+
+    /// Removes a folder step 4 made (an absolute path under a root's real path), if empty,
+    /// through its parent's descriptor.
+    fn remove_empty(&self, folder: &Path) {
+        for dest in Dest::ALL {
+            let root = self.targets.root(dest);
+            let Ok(real) = root.canonicalize() else {
+                continue;
+            };
+            let Ok(rel) = folder.strip_prefix(&real) else {
+                continue;
+            };
+            if let Ok((parent, name)) = beneath::split(rel) {
+                let _ = Dir::root(&real, false)
+                    .and_then(|r| Ok(r.open_dir(parent, false)?))
+                    .and_then(|dir| dir.rmdir(name));
+            }
+            return;
+        }
+    }
+
+    /// [`Txn::staged`] relative to the dest's root.
+    fn staged_rel(&self, dest: Dest, rel: &str) -> PathBuf {
+        Path::new(&self.name)
+            .join(FILES_DIR)
+            .join(dest.word())
+            .join(rel)
+    }
+
+    /// [`Txn::backup`] relative to the dest's root.
+    fn backup_rel(&self, dest: Dest, rel: &str) -> PathBuf {
+        Path::new(&self.name)
+            .join(BACKUP_DIR)
+            .join(dest.word())
+            .join(rel)
     }
 
     /// Undoes step 4: every moved file back into staging, then its backup (if any) back into
@@ -312,23 +375,24 @@ impl<'a> Txn<'a> {
     fn roll_back(&self, files: &[FileToLand], moved: &[usize], created: &[PathBuf]) {
         for &i in moved.iter().rev() {
             let file = &files[i];
-            let (target, staged) = (
-                self.target(file.dest, &file.rel),
-                self.staged(file.dest, &file.rel),
-            );
-            if let Err(e) = fs::rename(&target, &staged) {
+            let root = self.targets.root(file.dest);
+            let target = self.target(file.dest, &file.rel);
+            let rel = Path::new(&file.rel);
+            let staged = self.staged_rel(file.dest, &file.rel);
+            if let Err(e) = rename_beneath((root, rel), (root, &staged), &mut Vec::new()) {
                 tracing::error!(path = %target.display(), "rollback: cannot take a new file back: {e}");
                 continue;
             }
             let backup = self.backup(file.dest, &file.rel);
             if fs::symlink_metadata(&backup).is_ok() {
-                if let Err(e) = fs::rename(&backup, &target) {
+                let backup = self.backup_rel(file.dest, &file.rel);
+                if let Err(e) = rename_beneath((root, &backup), (root, rel), &mut Vec::new()) {
                     tracing::error!(path = %target.display(), "rollback: cannot restore the old file: {e}");
                 }
             }
         }
         for folder in created.iter().rev() {
-            let _ = fs::remove_dir(folder);
+            self.remove_empty(folder);
         }
         if let Err(e) = fs::remove_file(self.commit_path())
             .and_then(|()| sync_dir(&self.primary()).map_err(io::Error::other))
@@ -348,10 +412,36 @@ impl<'a> Txn<'a> {
                 remove_tree(&staging);
             }
         }
-        remove_tree(&primary.join(FILES_DIR));
-        remove_tree(&primary.join(BACKUP_DIR));
-        let _ = fs::remove_file(primary.join(COMMIT_FILE));
+        // Inside the staging folder, through its descriptor: a staging folder swapped for a
+        // link never makes these removals act elsewhere.
+        let root = self.targets.root(Dest::Skills);
+        if let Ok(staging) =
+            Dir::root(root, false).and_then(|r| Ok(r.open_dir(Path::new(&self.name), false)?))
+        {
+            for sub in [FILES_DIR, BACKUP_DIR] {
+                self.remove_sub(root, &staging, sub);
+            }
+            let _ = staging.unlink(OsStr::new(COMMIT_FILE));
+        }
         remove_tree(&primary);
+    }
+}
+
+impl Txn<'_> {
+    /// Removes the folder `sub` of the primary staging folder: moved (through descriptors) to
+    /// a staging-named folder directly in the root first, so that the removal of the whole
+    /// tree only ever resolves the root's own path and a name of ours.
+    fn remove_sub(&self, root: &Path, staging: &Dir, sub: &str) {
+        let n = TXNS.fetch_add(1, Ordering::Relaxed);
+        let trash = format!("{}.{sub}-{n}", self.name);
+        let Ok(root_dir) = Dir::root(root, false) else {
+            return;
+        };
+        match staging.rename(OsStr::new(sub), &root_dir, OsStr::new(&trash)) {
+            Ok(()) => remove_tree(&root.join(trash)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(folder = sub, "cannot remove a staging folder: {e}"),
+        }
     }
 }
 
@@ -363,43 +453,62 @@ fn remove_tree(path: &Path) {
     }
 }
 
-/// Creates the folders between `top` (which exists) and `path`'s parent, remembering them.
-fn create_parents(path: &Path, top: &Path, folders: &mut BTreeSet<PathBuf>) -> Result<()> {
-    let Some(parent) = path.parent() else {
-        return Ok(());
-    };
-    fs::create_dir_all(parent).map_err(io_error("create_dir_all", parent))?;
-    for folder in parent.ancestors().take_while(|a| a.starts_with(top)) {
-        folders.insert(folder.to_path_buf());
-    }
-    Ok(())
+/// The folder of a staged file (`rel` relative to the root), made beneath the root's
+/// descriptor without following links.
+fn staging_dir(root: &Dir, rel: &Path, path: &Path) -> Result<Dir> {
+    let folder = rel.parent().unwrap_or(Path::new(""));
+    root.create_dirs(folder, &mut Vec::new())
+        .map_err(|e| io_error("create_dir_all", path)(e.into()))
 }
 
-/// Creates the missing folders on the way to `target`, outermost first, recording each.
-fn create_missing_parents(target: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
-    let Some(parent) = target.parent() else {
-        return Ok(());
-    };
-    let mut missing: Vec<&Path> = parent
-        .ancestors()
-        .take_while(|a| fs::symlink_metadata(a).is_err())
-        .collect();
-    missing.reverse();
-    for folder in missing {
-        fs::create_dir(folder).map_err(io_error("create_dir", folder))?;
-        created.push(folder.to_path_buf());
+/// Remembers the folders between `top` and `path`'s parent, for their fsync.
+fn note_folders(path: &Path, top: &Path, folders: &mut BTreeSet<PathBuf>) {
+    if let Some(parent) = path.parent() {
+        for folder in parent.ancestors().take_while(|a| a.starts_with(top)) {
+            folders.insert(folder.to_path_buf());
+        }
     }
-    Ok(())
 }
 
-/// Writes a new file; [`sync_file`] makes it durable later, with the others.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(io_error("write", path))?;
-    file.write_all(bytes).map_err(io_error("write", path))
+/// Keeps the file `target` (inside `root`) as `name` in the backup folder: a hard link keeps
+/// the very file (content, inode, times) for a rollback; a copy where the file system has no
+/// hard links. The target is reached through descriptors, never through a link.
+fn back_up(root: &Path, target: &Path, backup: &Dir, name: &OsStr) -> io::Result<()> {
+    let (root, rel) =
+        store::locate(&[root], target).map_err(|e| io::Error::other(e.to_string()))?;
+    let (folder, target_name) = beneath::split(&rel)?;
+    let dir = Dir::root(&root, false)?.open_dir(folder, false)?;
+    if dir.link(target_name, backup, name).is_ok() {
+        return Ok(());
+    }
+    let mut from = dir.open_file(target_name)?;
+    let mut to = backup.create_new(name)?;
+    io::copy(&mut from, &mut to).map(drop)
+}
+
+/// Renames `from` to `to`, both relative to `root`, through folder descriptors opened from the
+/// root's without following links; the missing folders on the way to `to` are made
+/// (`mkdirat`) and recorded in `made` (absolute, outermost first).
+///
+/// A target inside the root is first located as the store's writes locate theirs: a link on its
+/// way that stays inside the root (which [`check_target`] allows) is resolved once into where
+/// it leads; a link swapped in after that makes the rename fail, never land outside.
+fn rename_beneath(
+    (from_root, from): (&Path, &Path),
+    (to_root, to): (&Path, &Path),
+    made: &mut Vec<PathBuf>,
+) -> io::Result<()> {
+    let (from_root, from) = store::locate(&[from_root], &from_root.join(from))
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let (to_root, to) = store::locate(&[to_root], &to_root.join(to))
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let (from_dir, from_name) = beneath::split(&from)?;
+    let (to_dir, to_name) = beneath::split(&to)?;
+    let source = Dir::root(&from_root, false)?.open_dir(from_dir, false)?;
+    let mut made_here = Vec::new();
+    let dest = Dir::root(&to_root, false)?.create_dirs(to_dir, &mut made_here);
+    made.extend(made_here.into_iter().map(|m| to_root.join(m)));
+    source.rename(from_name, &dest?, to_name)
 }
 
 fn sync_file(path: &Path) -> Result<()> {
@@ -603,10 +712,12 @@ fn roll_forward(txn: &Txn<'_>, commit: &Commit, touched: &mut Vec<PathBuf>) {
             continue;
         }
         let target = txn.target(*dest, rel);
-        let moved = target
-            .parent()
-            .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| fs::rename(&staged, &target));
+        let root = txn.targets.root(*dest);
+        let moved = rename_beneath(
+            (root, &txn.staged_rel(*dest, rel)),
+            (root, Path::new(rel)),
+            &mut Vec::new(),
+        );
         match moved {
             Ok(()) => done.push(target),
             Err(e) => {

@@ -2,18 +2,27 @@
 //! folder, fsync, rename (or link, to refuse an existing target) over the target, fsync of the
 //! folder. A failed write removes its temporary file.
 //!
+//! Every step is done through folder descriptors opened from the root's descriptor without
+//! following links ([`beneath`]): a write, a delete or a sweep can never land outside the root
+//! it was planned in, even when a folder on its way is swapped for a link while it runs.
+//!
 //! Temporary files are named `<file>.<pid>-<n>.tmp`: they never end in `.md`, so no scan and
 //! no watcher takes them for documents. A process killed mid-write leaves its temporary file
-//! behind; the next full reconcile removes those ([`sweep_found_temps`], fed by its walk).
+//! behind; the next reconcile that walks it removes those ([`sweep_found_temps`], fed by its
+//! walk), and `check` lists any that remain.
 
+pub mod beneath;
 pub mod landing;
 
-use std::fs::{self, File};
+use std::ffi::{OsStr, OsString};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
+
+use beneath::{Dir, Refusal};
 
 /// Whether a write may replace an existing file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +39,10 @@ pub enum Mode {
 pub enum StoreError {
     #[error("{0} already exists")]
     Exists(PathBuf),
+    /// The target is not beneath a root it may be written in: a symbolic link on its way
+    /// leads elsewhere (or was swapped in while the write ran). Nothing was written.
+    #[error("{} would lead outside {} through a symbolic link", path.display(), root.display())]
+    Link { path: PathBuf, root: PathBuf },
     #[error("{step} {path}: {source}")]
     Io {
         step: &'static str,
@@ -61,66 +74,178 @@ pub fn beside(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The temporary sibling a write of `dest` goes through.
-pub fn temp_path(dest: &Path) -> PathBuf {
+/// The name of the temporary sibling a write of the file `name` goes through.
+fn temp_name(name: &OsStr) -> OsString {
     FIRST_TEMP_AT.get_or_init(SystemTime::now);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut name = dest.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}-{n}.tmp", std::process::id()));
-    dest.with_file_name(name)
+    let mut temp = name.to_os_string();
+    temp.push(format!(".{}-{n}.tmp", std::process::id()));
+    temp
 }
 
-/// Writes `bytes` to `dest` atomically, creating its folders.
-pub fn write_atomic(dest: &Path, bytes: &[u8], mode: Mode) -> Result<(), StoreError> {
-    let dir = dest.parent().ok_or_else(|| StoreError::Io {
+/// The temporary sibling a write of `dest` goes through.
+#[cfg(test)]
+fn temp_path(dest: &Path) -> PathBuf {
+    dest.with_file_name(temp_name(dest.file_name().unwrap_or_default()))
+}
+
+/// Where a write of `dest` lands: the real path of the root it stays beneath, and its path
+/// relative to that root with no link in it.
+///
+/// `dest` must lie (as written) under one of `roots`. Links inside the roots are resolved
+/// here, once, into the path they lead to (a link from one allowed root into another is
+/// allowed); a target whose folders lead anywhere else is [`StoreError::Link`]. This is only
+/// the plan: the write then opens that path from the root's descriptor without following any
+/// link ([`beneath`]), so a link swapped in meanwhile makes it fail, never escape.
+pub(crate) fn locate(roots: &[&Path], dest: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
+    let not_beneath = || StoreError::Io {
         step: "write",
         path: dest.to_path_buf(),
-        source: io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"),
-    })?;
-    fs::create_dir_all(dir).map_err(io_error("create_dir_all", dir))?;
-    let temp = temp_path(dest);
-    let result = write_temp(&temp, bytes).and_then(|()| publish(&temp, dest, mode));
+        source: io::Error::new(io::ErrorKind::InvalidInput, "not under a configured folder"),
+    };
+    let root = roots
+        .iter()
+        .filter(|root| dest.starts_with(root) && dest != **root)
+        .max_by_key(|root| root.as_os_str().len())
+        .ok_or_else(not_beneath)?;
+    let rel = dest.strip_prefix(root).map_err(|_| not_beneath())?;
+    beneath::split(rel).map_err(|_| not_beneath())?;
+    let Ok(real_root) = root.canonicalize() else {
+        // No root yet: nothing below it exists, the write creates it all.
+        return Ok((root.to_path_buf(), rel.to_path_buf()));
+    };
+    // The nearest folder on the way that exists, and what is missing below it.
+    let mut existing = dest.parent();
+    let mut missing = Vec::new();
+    while let Some(dir) = existing {
+        if fs::symlink_metadata(dir).is_ok() || dir == *root {
+            break;
+        }
+        missing.push(dir.file_name().unwrap_or_default());
+        existing = dir.parent();
+    }
+    let name = dest.file_name().unwrap_or_default();
+    let escape = || StoreError::Link {
+        path: dest.to_path_buf(),
+        root: root.to_path_buf(),
+    };
+    let real = existing
+        .and_then(|dir| dir.canonicalize().ok())
+        .ok_or_else(escape)?;
+    let real_roots = std::iter::once(real_root).chain(
+        roots
+            .iter()
+            .filter(|other| *other != root)
+            .filter_map(|other| other.canonicalize().ok()),
+    );
+    for real_root in real_roots {
+        if let Ok(inside) = real.strip_prefix(&real_root) {
+            let mut rel = inside.to_path_buf();
+            rel.extend(missing.iter().rev());
+            rel.push(name);
+            return Ok((real_root, rel));
+        }
+    }
+    Err(escape())
+}
+
+/// The folder of a located target, opened beneath its root without following links.
+fn open_parent(
+    root: &Path,
+    rel: &Path,
+    dest: &Path,
+    create: bool,
+) -> Result<(Dir, OsString), StoreError> {
+    let (folder, name) = beneath::split(rel).map_err(|e| refusal(e, dest, root, "write"))?;
+    let root_dir = Dir::root(root, create).map_err(io_error("open", root))?;
+    let dir = root_dir
+        .open_dir(folder, create)
+        .map_err(|e| refusal(e, dest, root, "create_dir_all"))?;
+    Ok((dir, name.to_os_string()))
+}
+
+fn refusal(e: Refusal, dest: &Path, root: &Path, step: &'static str) -> StoreError {
+    match e {
+        Refusal::Link(_) | Refusal::NotBeneath(_) => StoreError::Link {
+            path: dest.to_path_buf(),
+            root: root.to_path_buf(),
+        },
+        Refusal::Io(source) => StoreError::Io {
+            step,
+            path: dest.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
+/// lies under one of them as written; see [`locate`]). Every step goes through folder
+/// descriptors reached without following links, and a failed write removes its temporary
+/// file.
+pub fn write_atomic(
+    roots: &[&Path],
+    dest: &Path,
+    bytes: &[u8],
+    mode: Mode,
+) -> Result<(), StoreError> {
+    let (root, rel) = locate(roots, dest)?;
+    let (dir, name) = open_parent(&root, &rel, dest, true)?;
+    let temp = temp_name(&name);
+    let temp_path = dest.with_file_name(&temp);
+    let result = write_temp(&dir, &temp, &temp_path, bytes)
+        .and_then(|()| publish(&dir, &temp, &name, dest, mode));
     if result.is_err() {
-        let _ = fs::remove_file(&temp);
+        // Through the very folder it was made in, whatever became of the path meanwhile.
+        let _ = dir.unlink(&temp);
     }
     result?;
-    sync_dir(dir)
+    dir.sync().map_err(io_error("fsync", dest))
 }
 
-fn write_temp(temp: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(temp)
-        .map_err(io_error("write", temp))?;
-    file.write_all(bytes).map_err(io_error("write", temp))?;
-    file.sync_all().map_err(io_error("fsync", temp))
+fn write_temp(dir: &Dir, temp: &OsStr, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut file = dir.create_new(temp).map_err(io_error("write", path))?;
+    file.write_all(bytes).map_err(io_error("write", path))?;
+    file.sync_all().map_err(io_error("fsync", path))
 }
 
-fn publish(temp: &Path, dest: &Path, mode: Mode) -> Result<(), StoreError> {
+fn publish(
+    dir: &Dir,
+    temp: &OsStr,
+    name: &OsStr,
+    dest: &Path,
+    mode: Mode,
+) -> Result<(), StoreError> {
     match mode {
-        Mode::Replace => fs::rename(temp, dest).map_err(io_error("rename", dest)),
-        Mode::CreateNew => match fs::hard_link(temp, dest) {
+        Mode::Replace => dir
+            .rename(temp, dir, name)
+            .map_err(io_error("rename", dest)),
+        Mode::CreateNew => match dir.link(temp, dir, name) {
             Ok(()) => {
-                fs::remove_file(temp).map_err(io_error("remove", temp))?;
+                // The target is in place: a temporary name that cannot be removed now is
+                // housekeeping for the next sweep, not a failed create.
+                if let Err(e) = dir.unlink(temp) {
+                    tracing::warn!(path = %dest.display(), "cannot remove a temporary file: {e}");
+                }
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Err(StoreError::Exists(dest.to_path_buf()))
             }
-            // File systems without hard links: the caller's lock makes check-then-rename safe
-            // against this process's own writers.
-            Err(_) if !dest.exists() => fs::rename(temp, dest).map_err(io_error("rename", dest)),
-            Err(_) => Err(StoreError::Exists(dest.to_path_buf())),
+            // File systems without hard links: a rename that refuses an existing target, or
+            // where even that is missing, check-then-rename (the caller's lock makes it safe
+            // against this process's own writers).
+            Err(_) => match dir.rename_noreplace(temp, dir, name) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    Err(StoreError::Exists(dest.to_path_buf()))
+                }
+                Err(_) if dir.kind(name).ok() == Some(None) => dir
+                    .rename(temp, dir, name)
+                    .map_err(io_error("rename", dest)),
+                Err(_) => Err(StoreError::Exists(dest.to_path_buf())),
+            },
         },
     }
-}
-
-/// Makes a rename or removal in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error("fsync", dir))
 }
 
 /// A temporary file older than this is stale whoever named it: a write holds its temporary
@@ -173,19 +298,20 @@ pub struct Sweep {
     /// Stale temporary files removed.
     pub removed: Vec<PathBuf>,
     /// Files with our naming pattern that were kept (their writer may still be running).
-    pub kept: usize,
+    pub kept: Vec<PathBuf>,
 }
 
 /// Removes, among files a walk found, the temporary files that killed writers left: files
 /// named exactly `<file>.<pid>-<n>.tmp` whose process is gone, that this process did not
 /// name, or that are older than an hour. Anything else is left alone. Errors (a file already
-/// gone) are skipped: the sweep is housekeeping and never stops a reconcile. A full reconcile
-/// passes the temporary-looking files its walk saw (`is_temp_name`).
-pub fn sweep_found_temps(files: &[PathBuf]) -> Sweep {
+/// gone) are skipped: the sweep is housekeeping and never stops a reconcile. A reconcile
+/// passes the temporary-looking files its walk saw (`is_temp_name`) under `roots`; each is
+/// looked at and removed through its folder's descriptor, never through a link.
+pub fn sweep_found_temps(roots: &[&Path], files: &[PathBuf]) -> Sweep {
     let mut sweep = Sweep::default();
     let now = SystemTime::now();
     for file in files {
-        sweep_one(file, now, &mut sweep);
+        sweep_one(roots, file, now, &mut sweep);
     }
     sweep
 }
@@ -204,7 +330,7 @@ pub fn is_temp_name(name: &str) -> bool {
     temp_pid(name).is_some()
 }
 
-fn sweep_one(path: &Path, now: SystemTime, sweep: &mut Sweep) {
+fn sweep_one(roots: &[&Path], path: &Path, now: SystemTime, sweep: &mut Sweep) {
     let Some(pid) = path
         .file_name()
         .and_then(|name| name.to_str())
@@ -212,51 +338,77 @@ fn sweep_one(path: &Path, now: SystemTime, sweep: &mut Sweep) {
     else {
         return;
     };
-    let Ok(meta) = fs::symlink_metadata(path) else {
+    let Ok((root, rel)) = locate(roots, path) else {
         return;
     };
-    // A folder (or a link) with our naming pattern is not a file of ours.
-    if !meta.is_file() {
-        return;
-    }
-    let Ok(modified) = meta.modified() else {
+    let Ok((dir, name)) = open_parent(&root, &rel, path, false) else {
         return;
     };
-    if is_stale(pid, modified, now) && fs::remove_file(path).is_ok() {
+    // A folder, a link or a FIFO with our naming pattern is not a file of ours (`open_file`
+    // opens regular files only, without following a link or blocking).
+    let Ok(modified) = dir
+        .open_file(&name)
+        .and_then(|file| file.metadata())
+        .and_then(|meta| meta.modified())
+    else {
+        return;
+    };
+    if is_stale(pid, modified, now) && dir.unlink(&name).is_ok() {
         sweep.removed.push(path.to_path_buf());
     } else {
-        sweep.kept += 1;
+        sweep.kept.push(path.to_path_buf());
     }
 }
 
-/// Removes a file, then each parent folder left empty, up to but never including `root` or
-/// any of `keep` (the other configured roots, which may sit inside `root`).
-pub fn remove_with_empty_parents(
+/// Removes a file beneath one of `roots` (see [`locate`]), then, with `cleanup`, each parent
+/// folder left empty, up to but never including its root or any of `keep` (the other
+/// configured roots, which may sit inside it). Every step goes through folder descriptors
+/// reached without following links.
+pub fn remove_beneath(
+    roots: &[&Path],
     path: &Path,
-    root: &Path,
+    cleanup: bool,
     keep: &[&Path],
 ) -> Result<(), StoreError> {
-    fs::remove_file(path).map_err(io_error("delete", path))?;
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if d == root || keep.contains(&d) || !d.starts_with(root) || fs::remove_dir(d).is_err() {
-            break;
+    let (root, rel) = locate(roots, path)?;
+    let (folder, name) = beneath::split(&rel).map_err(|e| refusal(e, path, &root, "delete"))?;
+    let mut dirs = vec![Dir::root(&root, false).map_err(io_error("open", &root))?];
+    let parts: Vec<&OsStr> = folder.iter().collect();
+    for part in &parts {
+        let next = dirs[dirs.len() - 1]
+            .open_dir(Path::new(part), false)
+            .map_err(|e| refusal(e, path, &root, "delete"))?;
+        dirs.push(next);
+    }
+    let last = dirs.len() - 1;
+    dirs[last].unlink(name).map_err(io_error("delete", path))?;
+    let mut changed = last;
+    if cleanup {
+        let kept: Vec<(u64, u64)> = keep
+            .iter()
+            .filter_map(|k| fs::metadata(k).ok())
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            })
+            .collect();
+        // dirs[i] is the folder named parts[i - 1] in dirs[i - 1]; dirs[0] is the root.
+        for i in (1..=last).rev() {
+            if dirs[i].id().is_ok_and(|id| kept.contains(&id)) {
+                break;
+            }
+            if dirs[i - 1].rmdir(parts[i - 1]).is_err() {
+                break;
+            }
+            changed = i - 1;
         }
-        dir = d.parent();
     }
-    if let Some(parent) = dir {
-        sync_dir(parent)?;
-    }
-    Ok(())
+    dirs[changed].sync().map_err(io_error("fsync", path))
 }
 
-/// Removes a file (no folder cleanup).
-pub fn remove(path: &Path) -> Result<(), StoreError> {
-    fs::remove_file(path).map_err(io_error("delete", path))?;
-    match path.parent() {
-        Some(dir) => sync_dir(dir),
-        None => Ok(()),
-    }
+/// Removes a file beneath one of `roots` (no folder cleanup).
+pub fn remove(roots: &[&Path], path: &Path) -> Result<(), StoreError> {
+    remove_beneath(roots, path, false, &[])
 }
 
 #[cfg(test)]
@@ -267,14 +419,14 @@ mod tests {
     fn replace_and_create_new() {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("a/b/x.md");
-        write_atomic(&dest, b"one", Mode::CreateNew).unwrap();
+        write_atomic(&[dir.path()], &dest, b"one", Mode::CreateNew).unwrap();
         assert_eq!(fs::read(&dest).unwrap(), b"one");
         assert!(matches!(
-            write_atomic(&dest, b"two", Mode::CreateNew),
+            write_atomic(&[dir.path()], &dest, b"two", Mode::CreateNew),
             Err(StoreError::Exists(_))
         ));
         assert_eq!(fs::read(&dest).unwrap(), b"one");
-        write_atomic(&dest, b"three", Mode::Replace).unwrap();
+        write_atomic(&[dir.path()], &dest, b"three", Mode::Replace).unwrap();
         assert_eq!(fs::read(&dest).unwrap(), b"three");
         let names: Vec<_> = fs::read_dir(dest.parent().unwrap())
             .unwrap()
@@ -288,11 +440,40 @@ mod tests {
     }
 
     #[test]
+    fn a_link_on_the_way_is_refused_and_nothing_lands_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(root.join("ns")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("ns"), root.join("alias")).unwrap();
+        for mode in [Mode::CreateNew, Mode::Replace] {
+            for dest in ["out/x.md", "out/deep/x.md"] {
+                let e = write_atomic(&[&root], &root.join(dest), b"x", mode).unwrap_err();
+                assert!(matches!(e, StoreError::Link { .. }), "{dest}: {e}");
+            }
+        }
+        assert!(matches!(
+            remove_beneath(&[&root], &root.join("out/x.md"), true, &[]),
+            Err(StoreError::Link { .. })
+        ));
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+        // A link that stays inside the root is resolved once, and the write lands where it
+        // leads, through descriptors.
+        write_atomic(&[&root], &root.join("alias/y.md"), b"y", Mode::CreateNew).unwrap();
+        assert_eq!(fs::read(root.join("ns/y.md")).unwrap(), b"y");
+        // A path outside every root is not written at all.
+        assert!(write_atomic(&[&root], &outside.join("z.md"), b"z", Mode::Replace).is_err());
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
     fn failed_write_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("x.md");
         fs::create_dir(&dest).unwrap(); // a folder where the file should go: rename fails
-        assert!(write_atomic(&dest, b"x", Mode::Replace).is_err());
+        assert!(write_atomic(&[dir.path()], &dest, b"x", Mode::Replace).is_err());
         let names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -342,7 +523,7 @@ mod tests {
         let agents = dir.path().join("agents");
         let touch = |path: &Path, age: Duration| {
             fs::create_dir_all(path.parent().unwrap()).unwrap();
-            let file = File::create(path).unwrap();
+            let file = fs::File::create(path).unwrap();
             file.set_modified(SystemTime::now() - age).unwrap();
         };
         let now = Duration::ZERO;
@@ -390,13 +571,13 @@ mod tests {
             .chain([&folder])
             .cloned()
             .collect();
-        let sweep = sweep_found_temps(&found);
+        let sweep = sweep_found_temps(&[dir.path()], &found);
         let mut removed = sweep.removed.clone();
         removed.sort();
         let mut expected = gone.to_vec();
         expected.sort();
         assert_eq!(removed, expected);
-        assert_eq!(sweep.kept, kept.len());
+        assert_eq!(sweep.kept.len(), kept.len());
         for path in gone {
             assert!(!path.exists(), "{} should be gone", path.display());
         }
@@ -410,19 +591,19 @@ mod tests {
     fn sweep_of_files_already_gone_is_empty() {
         let dir = tempfile::tempdir().unwrap();
         let gone = dir.path().join(format!("x.md.{}-0.tmp", dead_pid()));
-        assert_eq!(sweep_found_temps(&[gone]), Sweep::default());
+        assert_eq!(sweep_found_temps(&[dir.path()], &[gone]), Sweep::default());
     }
 
     #[test]
     fn removes_empty_parents_but_never_the_root() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("skills");
-        write_atomic(&root.join("ns/deep/x.md"), b"x", Mode::Replace).unwrap();
-        write_atomic(&root.join("ns/keep.md"), b"k", Mode::Replace).unwrap();
-        remove_with_empty_parents(&root.join("ns/deep/x.md"), &root, &[]).unwrap();
+        write_atomic(&[&root], &root.join("ns/deep/x.md"), b"x", Mode::Replace).unwrap();
+        write_atomic(&[&root], &root.join("ns/keep.md"), b"k", Mode::Replace).unwrap();
+        remove_beneath(&[&root], &root.join("ns/deep/x.md"), true, &[]).unwrap();
         assert!(!root.join("ns/deep").exists());
         assert!(root.join("ns/keep.md").exists());
-        remove_with_empty_parents(&root.join("ns/keep.md"), &root, &[]).unwrap();
+        remove_beneath(&[&root], &root.join("ns/keep.md"), true, &[]).unwrap();
         assert!(!root.join("ns").exists());
         assert!(root.exists(), "the root itself stays");
     }

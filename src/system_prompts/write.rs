@@ -18,7 +18,9 @@ use crate::roots::{Root, Roots};
 use crate::rules::prompt;
 use crate::rules::{Reading, Source};
 use crate::store::{self, Mode};
-use crate::write::{Outcome, check_content, check_inside, file_exists, modified_at, store_error};
+use crate::write::{
+    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+};
 
 /// The folder under `skills_folder` where created system prompts go.
 pub const FOLDER: &str = "system-prompts";
@@ -90,8 +92,13 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     check_content(&req.content)?;
     let (declared, description) = check_frontmatter(&req.content, &req.name)?;
     check_declared(&declared, &req.name)?;
-    store::write_atomic(&path, req.content.as_bytes(), Mode::CreateNew)
-        .map_err(|e| store_error(e, "D214", &NEXT_ON_CONFLICT))?;
+    store::write_atomic(
+        &[roots.path(Root::Skills)],
+        &path,
+        req.content.as_bytes(),
+        Mode::CreateNew,
+    )
+    .map_err(|e| store_error(e, "D214", "D214", &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.name, &description, &req.content, &path),
         touched: vec![path],
@@ -127,8 +134,8 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         check_declared(&declared, &req.name)?;
     }
     let name = declared.unwrap_or(stem);
-    store::write_atomic(&path, req.content.as_bytes(), mode)
-        .map_err(|e| store_error(e, "D214", &NEXT_ON_CONFLICT))?;
+    store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
+        .map_err(|e| store_error(e, "D214", "D214", &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&name, &description, &req.content, &path),
         touched: vec![path],
@@ -143,7 +150,8 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let Some(path) = existing_file(reader, roots, &req.name)? else {
         return Err(miss(reader, &req.name)?);
     };
-    store::remove(&path).map_err(|e| Error::Io(e.to_string()))?;
+    store::remove(&writable_roots(roots), &path)
+        .map_err(|e| store_error(e, "D214", "D214", &[]))?;
     Ok(Outcome {
         response: json!({ "name": req.name }),
         touched: vec![path],

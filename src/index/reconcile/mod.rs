@@ -83,8 +83,8 @@ pub struct Report {
     pub agents_changed: bool,
     pub revision: u64,
     pub duration_ms: u64,
-    /// After a full reconcile: files that look like writers' temporary files (for the sweep
-    /// of the ones killed writers left; see `store::sweep_found_temps`).
+    /// Temporary files killed writers left that this reconcile's walk found and removed (see
+    /// `store::sweep_found_temps`); the others it found are listed as skipped.
     #[serde(skip)]
     pub temps: Vec<std::path::PathBuf>,
 }
@@ -296,16 +296,49 @@ struct Plan {
     full_views: bool,
     /// Otherwise, the parts of the views whose rows may differ.
     dirty: Dirty,
-    /// Writers' temporary files a full walk saw.
+    /// Writers' temporary files the walk saw and the sweep removed.
     temps: Vec<std::path::PathBuf>,
+}
+
+/// Removes the temporary files killed writers left among those the walk found, and lists the
+/// others as skipped (a write in progress elsewhere, or one that could not clean up). Only the
+/// index's writer reconciles, and it holds the write lock meanwhile, so none of them is a write
+/// of this process in progress.
+fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::PathBuf> {
+    if found.temps.is_empty() {
+        return Vec::new();
+    }
+    let paths: Vec<std::path::PathBuf> = found.temps.iter().map(|(_, p)| p.clone()).collect();
+    let allowed: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
+    let sweep = crate::store::sweep_found_temps(&allowed, &paths);
+    let kept: HashSet<&std::path::PathBuf> = sweep.kept.iter().collect();
+    for (key, path) in std::mem::take(&mut found.temps) {
+        // Removed, or gone meanwhile (another writer's sweep, a write that finished): not left.
+        if !kept.contains(&path) {
+            continue;
+        }
+        let pid = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(crate::store::temp_pid)
+            .unwrap_or_default();
+        found.unreadable.insert(
+            key,
+            format!(
+                "temporary file of an unfinished write (process {pid}); removed once that process is gone or after an hour"
+            ),
+        );
+    }
+    sweep.removed
 }
 
 impl Plan {
     fn make(mirror: &Mirror, roots: &Roots, scope: &Scope) -> Plan {
-        let found = match scope {
+        let mut found = match scope {
             Scope::All => walk(roots),
             Scope::Paths(paths) => walk_scoped(roots, paths),
         };
+        let temps = sweep_temps(roots, &mut found);
         let removed: Vec<(Root, String)> = match scope {
             Scope::All => mirror
                 .files
@@ -320,12 +353,9 @@ impl Plan {
                 .cloned()
                 .collect(),
         };
-        let (top_dirs, unreadable, temps) = match scope {
-            Scope::All => (found.top_dirs, found.unreadable, found.temps),
-            Scope::Paths(_) => {
-                let (dirs, unreadable) = found.merge_folders(&mirror.top_dirs, &mirror.unreadable);
-                (dirs, unreadable, Vec::new())
-            }
+        let (top_dirs, unreadable) = match scope {
+            Scope::All => (found.top_dirs, found.unreadable),
+            Scope::Paths(_) => found.merge_folders(&mirror.top_dirs, &mirror.unreadable),
         };
         let full_views = !mirror.computed || unreadable != mirror.unreadable;
         let files = found.files.len();

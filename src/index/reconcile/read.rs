@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::sync::Mutex;
 
 use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
@@ -90,7 +91,19 @@ impl Reading<'_> {
         if stat.size > MAX_FILE_BYTES {
             return Err(ReadIssue::TooLarge(stat.size));
         }
-        let read = std::fs::File::open(self.roots.file(key.0, &key.1)).and_then(|file| {
+        // Never blocking on a FIFO swapped in since the walk's `stat`: `O_NONBLOCK` (no effect
+        // on a regular file), and anything but a regular file is not read.
+        let open = std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.roots.file(key.0, &key.1));
+        let read = open.and_then(|file| {
+            if !file.metadata()?.is_file() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a regular file",
+                ));
+            }
             let mut bytes = Vec::with_capacity(stat.size as usize);
             file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
             Ok(bytes)
