@@ -56,6 +56,9 @@ pub enum OpenError {
         path.display()
     )]
     NotOurs { path: PathBuf, why: String },
+    /// The configured folders break a layout rule (`config::layout`): nothing was opened.
+    #[error("{0}")]
+    Unsafe(String),
 }
 
 enum Handle {
