@@ -687,7 +687,8 @@ fn layout_the_index_lives_outside_every_root() {
 #[test]
 fn layout_roots_overlap_only_as_the_defaults_do() {
     let base = Path::new("/p");
-    let cases: [(&str, fn(&mut Paths)); 5] = [
+    type Edit = fn(&mut Paths);
+    let cases: [(&str, Edit); 5] = [
         ("same folder", |p| {
             p.local_skills_folder = p.skills_folder.clone()
         }),

@@ -31,7 +31,7 @@ pub enum Stored {
     /// No engine within the wait, no entry, or no value.
     Nothing,
     /// A value that parses, with the warnings reading it gave (numbers brought into range).
-    Settings(Settings, Vec<String>),
+    Settings(Box<Settings>, Vec<String>),
     /// A value that does not parse: the seed or defaults apply.
     Refused(String),
 }
@@ -60,7 +60,7 @@ pub async fn stored(iii: &IIIClient, wait: Duration) -> Stored {
         return Stored::Nothing;
     };
     match Settings::from_json(&value) {
-        Ok((settings, warnings)) => Stored::Settings(settings, warnings),
+        Ok((settings, warnings)) => Stored::Settings(Box::new(settings), warnings),
         Err(e) => Stored::Refused(e.to_string()),
     }
 }
@@ -84,7 +84,7 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
             for warning in warnings {
                 refusals.note(format!("stored configuration: {warning}"));
             }
-            let config = Config::from_settings(settings);
+            let config = Config::from_settings(*settings);
             match config.check() {
                 Ok(()) => (config, true),
                 Err(e) => refused(e.to_string()),
