@@ -20,9 +20,28 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::{ConfigError, Paths};
-use crate::roots::Root;
 
-/// The configured paths by configuration key, roots first.
+/// A root, by its configuration key (this leaf does not reach `roots`, which builds on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Root {
+    Skills,
+    LocalSkills,
+    AgentsSkills,
+    Agents,
+}
+
+impl Root {
+    fn config_key(self) -> &'static str {
+        match self {
+            Root::Skills => "skills_folder",
+            Root::LocalSkills => "local_skills_folder",
+            Root::AgentsSkills => "agents_skills_folder",
+            Root::Agents => "agents_folder",
+        }
+    }
+}
+
+/// The configured roots.
 fn roots(paths: &Paths) -> [(Root, &Path); 4] {
     [
         (Root::Skills, &paths.skills_folder),
