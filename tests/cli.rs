@@ -741,3 +741,90 @@ fn any_command_recovers_from_a_damaged_index() {
         failures.join("\n")
     );
 }
+
+/// Issue 33: `reindex` with an `index_path` inside a skills folder overwrote a skill. The
+/// layout is refused before anything is opened, with the skill untouched.
+#[test]
+fn reindex_with_an_index_path_inside_a_root_refuses_and_overwrites_nothing() {
+    let tree = sample_tree();
+    let skill = "# Mine\n\nMy skill, not an index.\n";
+    tree.write("skills/mine/index.md", skill);
+    for (rel, root) in [
+        ("skills/mine/index.md", "skills_folder"),
+        ("skills/iii/x.redb", "local_skills_folder"),
+        ("agents/index.redb", "agents_folder"),
+    ] {
+        tree.write("unsafe.yaml", &format!("index_path: {rel}\n"));
+        let config = tree.path("unsafe.yaml");
+        let config = config.to_str().expect("utf-8 path");
+        for args in [
+            vec!["--config", config, "reindex"],
+            vec!["--config", config, "reindex", "--from-scratch"],
+            vec!["--config", config, "list", "skills"],
+        ] {
+            let stderr = fails(&tree, &args);
+            assert!(stderr.contains("index_path"), "{stderr}");
+            assert!(stderr.contains(root), "{rel}: {stderr}");
+        }
+        let [_, texts] = iii_directory::index_files(&tree.path(rel));
+        assert!(!texts.exists(), "{rel}: no texts store was made");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.path("skills/mine/index.md")).expect("read"),
+        skill
+    );
+    assert!(!tree.path("skills/iii/x.redb").exists());
+}
+
+/// A user's file given as `index_path` (outside every root) is refused by the index's own
+/// check: not an index of ours, left byte for byte.
+#[test]
+fn reindex_onto_a_users_file_refuses_and_leaves_it() {
+    let tree = sample_tree();
+    let notes = "line one\nline two\n".repeat(100);
+    tree.write("notes.txt", &notes);
+    tree.write("unsafe.yaml", "index_path: notes.txt\n");
+    let config = tree.path("unsafe.yaml");
+    let config = config.to_str().expect("utf-8 path");
+    for args in [
+        vec!["--config", config, "reindex"],
+        vec!["--config", config, "reindex", "--from-scratch"],
+    ] {
+        let stderr = fails(&tree, &args);
+        assert!(stderr.contains("index_path"), "{stderr}");
+        assert!(stderr.contains("notes.txt"), "{stderr}");
+        assert!(stderr.contains("left untouched"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.path("notes.txt")).expect("read"),
+        notes
+    );
+}
+
+/// `--config` at a file that is not a configuration (a system file, say): one error that
+/// quotes none of its lines, never a warning per line.
+#[test]
+fn config_that_is_not_a_configuration_is_one_error() {
+    let tree = sample_tree();
+    tree.write(
+        "shadow",
+        "root:*:19000:0:99999:7:::\nmail:*:19000:0:99999:7:::\nsecretuser:!:19000::::::\n",
+    );
+    let config = tree.path("shadow");
+    let stderr = fails(
+        &tree,
+        &["--config", config.to_str().expect("path"), "list", "skills"],
+    );
+    assert!(!stderr.contains("secretuser"), "{stderr}");
+    assert!(!stderr.contains("unknown configuration key"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // A registry that is not reached over HTTP is refused the same way.
+    tree.write("file-registry.yaml", "registry_url: file:///etc/passwd\n");
+    let config = tree.path("file-registry.yaml");
+    let stderr = fails(
+        &tree,
+        &["--config", config.to_str().expect("path"), "list", "skills"],
+    );
+    assert!(stderr.contains("registry_url"), "{stderr}");
+    assert!(stderr.contains("http"), "{stderr}");
+}

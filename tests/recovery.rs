@@ -581,3 +581,115 @@ fn read_only_open_without_an_index_says_how_to_build_it() {
     };
     assert!(error.contains("iii-directory reindex"), "{error}");
 }
+
+/// Opens `config` expecting the refusal of a file that is not an index of ours: the error names
+/// the setting and the file.
+fn assert_not_ours(config: iii_directory::config::Config, file: &Path) -> String {
+    let message = match Directory::open(config) {
+        Err(e @ OpenError::NotOurs { .. }) => e.to_string(),
+        Err(other) => panic!("expected a refusal of {}, got {other}", file.display()),
+        Ok(_) => panic!("{} was taken as an index", file.display()),
+    };
+    assert!(message.contains("index_path"), "{message}");
+    assert!(message.contains(&file.display().to_string()), "{message}");
+    message
+}
+
+/// Issue 33: a stored `index_path` pointing at a user's file made the next start replace it
+/// (and add `<file>.texts`). Such a file is refused, byte for byte untouched, with nothing
+/// created beside it.
+#[test]
+fn user_file_at_index_path_is_refused_and_left_untouched() {
+    let tree = small_tree();
+    let user = tree.base().join("notes.txt");
+    let bytes = "my notes\nroot:x:0:0::/root:/bin/sh\n".repeat(200);
+    fs::write(&user, &bytes).expect("write");
+    let mut config = tree.config();
+    config.paths.index_path = user.clone();
+    assert_not_ours(config.clone(), &user);
+    assert_eq!(fs::read_to_string(&user).expect("read"), bytes);
+    let [_, texts] = iii_directory::index_files(&user);
+    assert!(!texts.exists(), "nothing is created beside it");
+    // A second start (a restart loop, say) refuses the same way.
+    assert_not_ours(config, &user);
+    assert_eq!(fs::read_to_string(&user).expect("read"), bytes);
+}
+
+/// A user's file where the texts store would go, beside an `index_path` that does not exist:
+/// refused before the index is created.
+#[test]
+fn user_file_at_the_texts_path_is_refused_and_left_untouched() {
+    let tree = small_tree();
+    let index = tree.base().join("notes");
+    let [_, texts] = iii_directory::index_files(&index);
+    fs::write(&texts, "my texts\n").expect("write");
+    let mut config = tree.config();
+    config.paths.index_path = index.clone();
+    assert_not_ours(config, &texts);
+    assert_eq!(fs::read_to_string(&texts).expect("read"), "my texts\n");
+    assert!(!index.exists(), "the index was not created");
+}
+
+/// Another program's redb database is a redb file without our marker: refused, untouched.
+#[test]
+fn another_programs_redb_database_is_refused_and_left_untouched() {
+    let tree = small_tree();
+    let other = tree.base().join("other-app.redb");
+    {
+        let db = redb::Database::create(&other).expect("create redb");
+        let txn = db.begin_write().expect("write txn");
+        {
+            let table: TableDefinition<&str, u64> = TableDefinition::new("accounts");
+            txn.open_table(table)
+                .expect("table")
+                .insert("alice", 7)
+                .expect("insert");
+        }
+        txn.commit().expect("commit");
+    }
+    let before = fs::read(&other).expect("read");
+    let mut config = tree.config();
+    config.paths.index_path = other.clone();
+    assert_not_ours(config, &other);
+    assert_eq!(
+        fs::read(&other).expect("read"),
+        before,
+        "not a byte changed"
+    );
+    let db = redb::Database::open(&other).expect("still a database");
+    let txn = db.begin_read().expect("read txn");
+    let table: TableDefinition<&str, u64> = TableDefinition::new("accounts");
+    let value = txn
+        .open_table(table)
+        .expect("table")
+        .get("alice")
+        .expect("get");
+    assert_eq!(value.map(|v| v.value()), Some(7));
+}
+
+/// A device, a folder, a link to nothing: never opened, created through or replaced.
+#[test]
+fn a_file_that_is_not_a_regular_file_is_refused() {
+    let tree = small_tree();
+    let folder = tree.base().join("a-folder");
+    fs::create_dir(&folder).expect("mkdir");
+    let dangling = tree.base().join("dangling");
+    std::os::unix::fs::symlink(tree.base().join("nowhere/index.redb"), &dangling).expect("link");
+    for path in [PathBuf::from("/dev/null"), folder, dangling] {
+        let mut config = tree.config();
+        config.paths.index_path = path.clone();
+        assert_not_ours(config, &path);
+    }
+    assert!(!tree.base().join("nowhere").exists());
+}
+
+/// An empty file is taken (there is nothing in it to lose), and the index built in it.
+#[test]
+fn an_empty_file_at_index_path_becomes_the_index() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    fs::remove_file(index_path(&tree)).expect("delete");
+    fs::remove_file(texts_path(&tree)).expect("delete");
+    fs::write(index_path(&tree), "").expect("empty file");
+    assert_recovers(&tree, &recorded, "an empty file at index_path");
+}

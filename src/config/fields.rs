@@ -200,6 +200,83 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
     })
 }
 
+/// The range a number setting must lie in. A value out of range is refused by the registered
+/// schema at `configuration::set`, and brought to the nearest bound when it is read (a stored
+/// value may predate the schema, and a seed file has no schema), with a warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub min: u64,
+    pub max: u64,
+    /// 0 is allowed below `min`, meaning "off".
+    pub zero_is_off: bool,
+}
+
+/// Bounds of every number setting, by key (`None` for the other keys).
+pub fn bounds(name: &str) -> Option<Bounds> {
+    const HOUR_MS: u64 = 3_600_000;
+    const DAY_MS: u64 = 24 * HOUR_MS;
+    let range = |min, max| Bounds {
+        min,
+        max,
+        zero_is_off: false,
+    };
+    Some(match name {
+        "download_timeout_ms" => range(1_000, HOUR_MS),
+        "registry_cache_ttl_ms" => range(0, DAY_MS),
+        "hint_min_workers" => range(0, 10_000),
+        "download_max_files" => range(1, 1_000_000),
+        "download_max_bytes" => range(1, 16 * 1024 * 1024 * 1024),
+        // A full reconcile walks every root: not more often than once a second.
+        "safety_net_interval_ms" => Bounds {
+            min: 1_000,
+            max: DAY_MS,
+            zero_is_off: true,
+        },
+        "change_log_revisions" => range(0, 1_000_000),
+        _ => return None,
+    })
+}
+
+impl Bounds {
+    /// `value` brought into range: below the floor it is the floor (0 stays 0 where 0 is off),
+    /// above the ceiling the ceiling.
+    pub fn apply(self, value: u64) -> u64 {
+        if value == 0 && self.zero_is_off {
+            0
+        } else {
+            value.clamp(self.min, self.max)
+        }
+    }
+
+    /// The JSON Schema keywords that refuse what [`Bounds::apply`] would change.
+    fn schema(self) -> Value {
+        if self.zero_is_off {
+            json!({ "anyOf": [
+                { "const": 0 },
+                { "minimum": self.min, "maximum": self.max },
+            ] })
+        } else {
+            json!({ "minimum": self.min, "maximum": self.max })
+        }
+    }
+}
+
+/// Whether `url` is an `http://` or `https://` URL with a host: the registry is reached over
+/// HTTP and nothing else (`file:`, `ftp:`, a bare path are refused).
+pub fn is_http_url(url: &str) -> bool {
+    reqwest::Url::parse(url.trim()).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
+}
+
+/// The pattern the schema gives `registry_url` (with `format: uri`).
+const HTTP_URL_PATTERN: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
+
+/// Most unknown keys named one by one in warnings; the rest are counted.
+const MAX_UNKNOWN_WARNINGS: usize = 8;
+/// Longest unknown key quoted in a warning, in characters.
+const MAX_KEY_SHOWN: usize = 64;
+
 /// How a JSON value reads in an error message.
 fn describe(value: &Value) -> &'static str {
     match value {
@@ -237,6 +314,13 @@ fn assign(field: &Field, slot: Slot<'_>, value: &Value) -> Result<(), ConfigErro
 
 /// The warning for a key we do not know, naming the closest known key when it looks like a typo.
 fn unknown_key_warning(key: &str) -> String {
+    let shown: String = key.chars().take(MAX_KEY_SHOWN).collect();
+    let key = if shown.len() < key.len() {
+        format!("{shown}…")
+    } else {
+        shown
+    };
+    let key = key.as_str();
     let closest = closest_by(key, FIELDS, |f| f.name, 1)
         .into_iter()
         .find(|(distance, _)| *distance <= TYPO_DISTANCE);
@@ -249,7 +333,8 @@ fn unknown_key_warning(key: &str) -> String {
 }
 
 /// The one place keys are checked, for YAML and JSON alike: starts from the defaults and
-/// overwrites each key that is present.
+/// overwrites each key that is present. Numbers are brought into their [`bounds`] and
+/// `registry_url` must be an http(s) URL.
 pub(super) fn settings_from_value(value: &Value) -> Result<(Settings, Vec<String>), ConfigError> {
     let mut settings = Settings::default();
     let mut warnings = Vec::new();
@@ -262,12 +347,61 @@ pub(super) fn settings_from_value(value: &Value) -> Result<(Settings, Vec<String
             });
         }
     };
+    let mut unknown = 0usize;
     for (key, value) in map {
         let known = FIELDS.iter().find(|f| f.name == key.as_str());
         match known.and_then(|f| slot(&mut settings, f.name).map(|s| (f, s))) {
-            Some((field, slot)) => assign(field, slot, value)?,
-            None => warnings.push(unknown_key_warning(key)),
+            Some((field, slot)) => {
+                assign(field, slot, value)?;
+                if let (Some(bounds), Some(Slot::Count(n))) =
+                    (bounds(field.name), self::slot(&mut settings, field.name))
+                {
+                    let applied = bounds.apply(*n);
+                    if applied != *n {
+                        warnings.push(format!(
+                            "configuration key {:?} is {}, out of its range ({}{}..={}); using {applied}",
+                            field.name,
+                            *n,
+                            if bounds.zero_is_off { "0 = off, or " } else { "" },
+                            bounds.min,
+                            bounds.max,
+                        ));
+                        *n = applied;
+                    }
+                }
+            }
+            None => {
+                unknown += 1;
+                if unknown <= MAX_UNKNOWN_WARNINGS {
+                    warnings.push(unknown_key_warning(key));
+                }
+            }
         }
+    }
+    if unknown > MAX_UNKNOWN_WARNINGS {
+        warnings.push(format!(
+            "and {} more unknown configuration keys ignored",
+            unknown - MAX_UNKNOWN_WARNINGS
+        ));
+    }
+    // A file of other lines (`--config /etc/shadow`): no key is a setting, and some are not
+    // even names. One error, which quotes none of them.
+    let plausible = |key: &str| {
+        !key.is_empty()
+            && key.len() <= MAX_KEY_SHOWN
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if unknown == map.len() && map.keys().any(|key| !plausible(key)) {
+        return Err(ConfigError::NoKnownKey { unknown });
+    }
+    if !is_http_url(&settings.registry_url) {
+        return Err(ConfigError::InvalidValue {
+            key: "registry_url",
+            expected: "an http:// or https:// URL",
+            got: "another kind of URL",
+        });
     }
     Ok((settings, warnings))
 }
@@ -296,13 +430,19 @@ impl Settings {
                     "description": f.description,
                     "default": defaults.get(f.name).cloned().unwrap_or(Value::Null),
                 });
-                let bound = match f.kind {
-                    Kind::Text => Some(("minLength", 1)),
-                    Kind::Count => Some(("minimum", 0)),
-                    Kind::Flag => None,
+                let extra = match (f.kind, bounds(f.name)) {
+                    (Kind::Count, Some(bounds)) => bounds.schema(),
+                    (Kind::Count, None) => json!({ "minimum": 0 }),
+                    (Kind::Text, _) if f.name == "registry_url" => json!({
+                        "minLength": 1,
+                        "format": "uri",
+                        "pattern": HTTP_URL_PATTERN,
+                    }),
+                    (Kind::Text, _) => json!({ "minLength": 1 }),
+                    (Kind::Flag, _) => json!({}),
                 };
-                if let (Some((keyword, limit)), Some(object)) = (bound, property.as_object_mut()) {
-                    object.insert(keyword.to_owned(), Value::from(limit));
+                if let (Some(extra), Some(object)) = (extra.as_object(), property.as_object_mut()) {
+                    object.extend(extra.clone());
                 }
                 (f.name.to_owned(), property)
             })

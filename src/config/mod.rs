@@ -6,6 +6,7 @@
 //! decides what to do with a topology change, using [`Settings::topology_changed`].
 
 mod fields;
+pub mod layout;
 mod seed;
 #[cfg(test)]
 mod tests;
@@ -139,8 +140,23 @@ pub enum ConfigError {
     TooDeep,
     #[error("configuration holds {count} YAML documents; put every setting in a single document")]
     MultipleDocuments { count: usize },
+    /// A mapping of which no key is a setting: not a configuration file at all (a `--config`
+    /// pointed at the wrong file), refused with one error rather than a warning per line.
+    #[error(
+        "configuration holds no known key ({unknown} unknown); is this an iii-directory \
+         configuration file? (see config.yaml.example)"
+    )]
+    NoKnownKey { unknown: usize },
     #[error("configuration must be a mapping of key: value pairs at the top level, got {got}")]
     NotAMapping { got: &'static str },
+    /// A value that would let the worker walk, serve or overwrite what is not its own (see
+    /// [`layout`]).
+    #[error("configuration key \"{key}\" refused: {} {why}", path.display())]
+    Unsafe {
+        key: &'static str,
+        path: PathBuf,
+        why: String,
+    },
     #[error("configuration key \"{key}\" must be {expected}, got {got}")]
     InvalidValue {
         key: &'static str,
@@ -265,6 +281,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// Checks the layout rules of [`layout`]: no root is `/`, the index is inside no root, and
+    /// roots overlap only as the contract's defaults do.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        layout::check(&self.paths)
+    }
+
     /// Resolve `settings` against the process's base and home folders.
     pub fn from_settings(settings: Settings) -> Config {
         let paths = settings.resolve(&base_dir(), home_dir().as_deref());

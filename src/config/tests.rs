@@ -73,7 +73,7 @@ agents_skills_folder: other/.agents/skills
 auto_download: false
 index_path: cache/index.redb
 registry_url: http://localhost:9000
-download_timeout_ms: 5
+download_timeout_ms: 1500
 registry_cache_ttl_ms: 0
 filter_unregistered: false
 inject_hint: true
@@ -94,7 +94,7 @@ change_log_revisions: 7
         auto_download: false,
         index_path: "cache/index.redb".into(),
         registry_url: "http://localhost:9000".into(),
-        download_timeout_ms: 5,
+        download_timeout_ms: 1500,
         registry_cache_ttl_ms: 0,
         filter_unregistered: false,
         inject_hint: true,
@@ -329,7 +329,7 @@ fn schema_describes_every_field_with_its_default() {
         assert_eq!(p["default"], Settings::default().to_json()[f.name]);
         assert!(p["description"].as_str().is_some_and(|d| !d.is_empty()));
     }
-    assert_eq!(schema["properties"]["download_timeout_ms"]["minimum"], 0);
+    assert_eq!(schema["properties"]["download_timeout_ms"]["minimum"], 1000);
     assert_eq!(schema["properties"]["skills_folder"]["minLength"], 1);
 }
 
@@ -469,4 +469,245 @@ fn example_file_parses_to_the_defaults() {
     let (settings, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(settings, Settings::default());
     assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+// Issue 33: bounds, URL schemes, files that are not configurations, and the layout rules.
+
+#[test]
+fn numbers_out_of_range_are_brought_to_their_bounds_with_a_warning() {
+    let (s, warnings) = yaml(
+        "safety_net_interval_ms: 1
+download_timeout_ms: 1
+",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.safety_net_interval_ms, 1_000,
+        "a reconcile at most once a second"
+    );
+    assert_eq!(s.download_timeout_ms, 1_000);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("safety_net_interval_ms") && w.contains("using 1000")),
+        "{warnings:?}"
+    );
+    // 0 is "off" for the safety net, and stays 0.
+    let (s, warnings) = yaml(
+        "safety_net_interval_ms: 0
+",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.safety_net_interval_ms, 0);
+    assert!(warnings.is_empty());
+    // Stored values (JSON) get the same floors and ceilings.
+    let (s, warnings) = Settings::from_json(&json!({
+        "safety_net_interval_ms": 1,
+        "download_max_files": 0,
+        "download_max_bytes": u64::MAX,
+        "change_log_revisions": u64::MAX,
+        "registry_cache_ttl_ms": u64::MAX,
+        "hint_min_workers": u64::MAX,
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.safety_net_interval_ms, 1_000);
+    assert_eq!(s.download_max_files, 1);
+    assert_eq!(s.download_max_bytes, 16 * 1024 * 1024 * 1024);
+    assert_eq!(s.change_log_revisions, 1_000_000);
+    assert_eq!(s.registry_cache_ttl_ms, 86_400_000);
+    assert_eq!(s.hint_min_workers, 10_000);
+    assert_eq!(warnings.len(), 6, "{warnings:?}");
+    // Every number setting has bounds, and the defaults lie within them.
+    let defaults = Settings::default().to_json();
+    for f in FIELDS.iter().filter(|f| f.kind == fields::Kind::Count) {
+        let b = fields::bounds(f.name).unwrap_or_else(|| panic!("{} has no bounds", f.name));
+        let default = defaults[f.name].as_u64().expect("a number");
+        assert_eq!(b.apply(default), default, "{}", f.name);
+    }
+}
+
+#[test]
+fn registry_url_must_be_http_or_https() {
+    for bad in [
+        "file:///etc/passwd",
+        "ftp://example.com/",
+        "/etc/passwd",
+        "javascript:alert(1)",
+        "https://",
+        "gopher://x",
+    ] {
+        let err = Settings::from_json(&json!({ "registry_url": bad }))
+            .map(|(s, _)| s.registry_url)
+            .expect_err(bad)
+            .to_string();
+        assert!(err.contains("registry_url"), "{bad}: {err}");
+    }
+    for good in [
+        "https://api.workers.iii.dev",
+        "http://localhost:9000",
+        "https://[::1]:8443/x",
+        "http://127.0.0.1:1",
+    ] {
+        let (s, _) = Settings::from_json(&json!({ "registry_url": good }))
+            .unwrap_or_else(|e| panic!("{good}: {e}"));
+        assert_eq!(s.registry_url, good);
+    }
+}
+
+/// `--config /etc/shadow` logged each line as an unknown key: a file with no known key is one
+/// clear error, and never echoes its lines.
+#[test]
+fn a_file_that_is_not_a_configuration_is_one_error_without_its_lines() {
+    let shadow = "root:$6$secrethash$abcdef:19000:0:99999:7:::\nbin:x:19000:0:99999:7:::\n";
+    for text in [
+        shadow,
+        "root:x:0:0:root:/root:/bin/bash\nbin:x:1:1::/:\n",
+        "root:*:19000:0:99999:7:::\n",
+        "root:*:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n",
+    ] {
+        let err = yaml_error(text);
+        assert!(
+            err.contains("no known key") || err.contains("not valid YAML"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("root"),
+            "the file's lines are not echoed: {err}"
+        );
+        assert!(!err.contains("secrethash"), "{err}");
+    }
+    // A real configuration with many typos names a few and counts the rest.
+    let mut text = String::from("inject_hint: true\n");
+    for i in 0..50 {
+        text.push_str(&format!("unknown_{i}: 1\n"));
+    }
+    let (_, warnings) = yaml(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(warnings.len(), 9, "{warnings:?}");
+    assert!(warnings[8].contains("42 more"), "{warnings:?}");
+    // A long key is cut.
+    let long = format!("{}: 1\ninject_hint: true\n", "k".repeat(500));
+    let (_, warnings) = yaml(&long).unwrap_or_else(|e| panic!("{e}"));
+    assert!(warnings[0].len() < 200, "{}", warnings[0].len());
+}
+
+#[test]
+fn schema_bounds_every_number_and_the_registry_url() {
+    let schema = Settings::json_schema();
+    let p = &schema["properties"];
+    assert_eq!(
+        p["safety_net_interval_ms"]["anyOf"],
+        json!([{ "const": 0 }, { "minimum": 1000, "maximum": 86_400_000 }])
+    );
+    for f in FIELDS.iter().filter(|f| f.kind == fields::Kind::Count) {
+        let property = &p[f.name];
+        let bounded = property.get("maximum").is_some() || property.get("anyOf").is_some();
+        assert!(bounded, "{} has no maximum: {property}", f.name);
+    }
+    assert_eq!(p["registry_url"]["format"], "uri");
+    let pattern = p["registry_url"]["pattern"].as_str().expect("a pattern");
+    assert!(
+        pattern.starts_with("^[Hh][Tt][Tt][Pp][Ss]?://"),
+        "{pattern}"
+    );
+}
+
+fn paths(base: &Path, edit: impl FnOnce(&mut Paths)) -> Paths {
+    let mut paths = Settings::default().resolve(base, None);
+    edit(&mut paths);
+    paths
+}
+
+fn layout_error(paths: &Paths) -> String {
+    match layout::check(paths) {
+        Ok(()) => panic!("expected a refusal of {paths:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn layout_the_defaults_and_separate_folders_are_fine() {
+    let base = Path::new("/p");
+    layout::check(&paths(base, |_| {})).unwrap_or_else(|e| panic!("{e}"));
+    // A shallow root may hold another root (its folders are not its files).
+    layout::check(&paths(base, |p| {
+        p.agents_skills_folder = PathBuf::from("/p/agents/skills");
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn layout_no_root_is_the_filesystem_root() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let link = dir.path().join("to-root");
+    std::os::unix::fs::symlink("/", &link).expect("link");
+    for root in [
+        PathBuf::from("/"),
+        PathBuf::from("/."),
+        PathBuf::from("/srv/.."),
+        PathBuf::from("/../.."),
+        link,
+    ] {
+        for key in ["skills_folder", "local_skills_folder", "agents_folder"] {
+            let p = paths(Path::new("/p"), |p| match key {
+                "skills_folder" => p.skills_folder = root.clone(),
+                "local_skills_folder" => p.local_skills_folder = root.clone(),
+                _ => p.agents_folder = root.clone(),
+            });
+            let err = layout_error(&p);
+            assert!(err.contains(key), "{root:?}: {err}");
+            assert!(err.contains("filesystem root"), "{root:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn layout_the_index_lives_outside_every_root() {
+    let base = Path::new("/p");
+    for (index, key) in [
+        ("/p/skills/a/index.md", "skills_folder"),
+        ("/p/skills/iii/x.redb", "local_skills_folder"),
+        ("/p/agents/index.redb", "agents_folder"),
+        ("/p/.agents/skills/i.redb", "agents_skills_folder"),
+        ("/p/skills/../skills/a/b.md", "skills_folder"),
+    ] {
+        let err = layout_error(&paths(base, |p| p.index_path = PathBuf::from(index)));
+        assert!(err.contains("index_path"), "{index}: {err}");
+        assert!(err.contains(key), "{index}: {err}");
+    }
+    // A root that is the index's folder, or above it.
+    let err = layout_error(&paths(base, |p| {
+        p.agents_folder = PathBuf::from("/p/data/iii-directory")
+    }));
+    assert!(err.contains("index_path"), "{err}");
+    let err = layout_error(&paths(base, |p| p.skills_folder = PathBuf::from("/p")));
+    assert!(err.contains("index_path"), "{err}");
+}
+
+#[test]
+fn layout_roots_overlap_only_as_the_defaults_do() {
+    let base = Path::new("/p");
+    type Edit = fn(&mut Paths);
+    let cases: [(&str, Edit); 5] = [
+        ("same folder", |p| {
+            p.local_skills_folder = p.skills_folder.clone()
+        }),
+        ("same folder", |p| {
+            p.agents_folder = p.skills_folder.join("iii")
+        }),
+        ("inside skills_folder", |p| {
+            p.agents_folder = PathBuf::from("/p/skills/agents")
+        }),
+        ("lies inside local_skills_folder", |p| {
+            p.agents_skills_folder = PathBuf::from("/p/skills/iii/x")
+        }),
+        ("inside local_skills_folder", |p| {
+            p.skills_folder = PathBuf::from("/p/local/skills");
+            p.local_skills_folder = PathBuf::from("/p/local");
+        }),
+    ];
+    for (want, edit) in cases {
+        let err = layout_error(&paths(base, edit));
+        assert!(err.contains(want), "{want}: {err}");
+    }
 }

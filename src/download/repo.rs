@@ -53,7 +53,7 @@ pub fn check_repo_url(repo: &str) -> Result<()> {
             "repo URL may not start with '-' (argument injection): {repo:?}"
         ));
     }
-    if repo.contains("::") {
+    if names_a_remote_helper(repo) {
         return refuse(format!(
             "repo URL may not contain '::' (transport trick): {repo:?}"
         ));
@@ -77,6 +77,22 @@ pub fn check_repo_url(repo: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether git would hand `repo` to a remote helper (`<transport>::<address>`: `ext::`, `fd::`,
+/// `git::https://…`). git's rule (`transport_get`): a scheme-like run at the start (a letter,
+/// then letters, digits, `+`, `-`, `.`) followed by `::`. A `::` elsewhere, as in the IPv6
+/// literal of `https://[::1]:8443/x`, is no transport.
+fn names_a_remote_helper(repo: &str) -> bool {
+    let scheme_len = repo
+        .char_indices()
+        .find(|&(i, c)| {
+            let scheme_char = c.is_ascii_alphabetic()
+                || (i > 0 && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.')));
+            !scheme_char
+        })
+        .map_or(repo.len(), |(i, _)| i);
+    repo[scheme_len..].starts_with("::")
 }
 
 /// The contract's skill-name guard: ASCII letters, digits, `-`, `_` and `.`, not starting with
@@ -450,6 +466,10 @@ mod tests {
             "https://github.com/anthropics/skills",
             "ssh://git@github.com/a/b.git",
             "git@github.com:a/b.git",
+            // IPv6 literals are hosts, not transports (issue 33).
+            "https://[::1]:8443/x",
+            "https://[2001:db8::1]/a/b.git",
+            "ssh://git@[::1]:22/a/b.git",
         ] {
             assert!(check_repo_url(ok).is_ok(), "{ok}");
         }
@@ -460,6 +480,8 @@ mod tests {
             ("-oProxyCommand=x", "argument injection"),
             ("ext::sh -c touch% /tmp/pwned", "transport trick"),
             ("git::https://x", "transport trick"),
+            ("fd::17", "transport trick"),
+            ("my-helper.v2::x", "transport trick"),
             ("file:///etc", "file:"),
             ("FILE:///etc", "file:"),
             ("http://github.com/a/b", "must start with"),

@@ -38,8 +38,22 @@ impl CleanClose {
     /// Whether the file is as the last clean close left it; consumes the stamp either way.
     pub(super) fn take(index: &Path) -> bool {
         let sidecar = CleanClose::sidecar(index);
-        let recorded = std::fs::read_to_string(&sidecar).ok();
-        let _ = std::fs::remove_file(&sidecar);
+        // Read capped, and removed only when it is a stamp: `index_path` is configuration, and a
+        // file of someone else's that happens to sit at `<index>.clean` is not ours to delete.
+        let recorded = std::fs::File::open(&sidecar).ok().and_then(|file| {
+            use std::io::Read;
+            let mut text = String::new();
+            file.take(128).read_to_string(&mut text).ok()?;
+            Some(text)
+        });
+        let is_stamp = |text: &String| {
+            let fields: Vec<&str> = text.split(' ').collect();
+            fields.len() == 4 && fields.iter().all(|f| f.parse::<i128>().is_ok())
+        };
+        let recorded = recorded.filter(is_stamp);
+        if recorded.is_some() {
+            let _ = std::fs::remove_file(&sidecar);
+        }
         recorded.is_some() && recorded == CleanClose::stat_line(index)
     }
 }

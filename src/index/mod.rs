@@ -10,6 +10,7 @@
 
 pub mod changelog;
 mod clean_close;
+mod owned;
 mod reader;
 pub mod reconcile;
 pub mod records;
@@ -47,6 +48,17 @@ pub enum OpenError {
     Busy(PathBuf),
     #[error("index at {path}: {why}")]
     Failed { path: PathBuf, why: String },
+    /// A file at `index_path` (or its texts store) that is not an index this worker made: it is
+    /// left untouched (see `owned.rs` for the rule).
+    #[error(
+        "index_path: {} is {why}; it is left untouched. Set index_path to a file of its own \
+         (or delete this one if it is a damaged index)",
+        path.display()
+    )]
+    NotOurs { path: PathBuf, why: String },
+    /// The configured folders break a layout rule (`config::layout`): nothing was opened.
+    #[error("{0}")]
+    Unsafe(String),
 }
 
 enum Handle {
@@ -301,16 +313,31 @@ fn closed() -> Error {
 }
 
 /// Opens the writer's files, rebuilding both when either is damaged, of another schema version,
-/// or (the texts store) made for another index file.
+/// or (the texts store) made for another index file, and when both are this worker's to
+/// replace: a file at `index_path` that is not recognisably an index of ours (or its damaged
+/// form) is refused, untouched (`owned.rs`).
 fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError> {
     let failed = |why: String| OpenError::Failed {
         path: path.to_path_buf(),
         why,
     };
+    let not_ours = |refused: owned::NotOurs| OpenError::NotOurs {
+        path: refused.path,
+        why: refused.why,
+    };
+    // What was there before this open wrote anything: the open itself creates a new index's
+    // tables, which must not count as a marker that makes the file beside it ours.
+    let found = owned::Pair::inspect(path);
+    if found.doubtful() {
+        found.may_replace().map_err(not_ours)?;
+    } else if let Some(refused) = found.untouchable() {
+        return Err(not_ours(refused));
+    }
     match open_checked(path) {
         Ok(opened) => Ok(opened),
         Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
         Err(Opened::Unusable(why)) => {
+            found.may_replace().map_err(not_ours)?;
             tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
             remove_files(path).map_err(|e| failed(format!("remove damaged index: {e}")))?;
             match open_checked(path) {

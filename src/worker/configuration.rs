@@ -4,7 +4,8 @@
 //! changes apply at once; topology changes are refused until a restart, keeping the whole
 //! previous configuration. `setup.rs` runs these on each (re)connection.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iii_sdk::IIIClient;
@@ -13,7 +14,7 @@ use iii_sdk::runtime::IIIConnectionState;
 use serde_json::{Value, json};
 
 use super::engine::{Installed, call_retrying, is_missing};
-use crate::config::Settings;
+use crate::config::{Config, Settings};
 use crate::directory::Directory;
 use crate::registry::Registry;
 
@@ -25,13 +26,22 @@ const ATTEMPTS: u32 = 3;
 /// The function the `configuration` trigger calls.
 pub const ON_CHANGE: &str = "directory::on-config-change";
 
-/// The settings stored in the configuration worker, when the engine answers within `wait`;
-/// `None` without an engine, without an entry, or with a value that does not parse.
-pub async fn stored(iii: &IIIClient, wait: Duration) -> Option<Settings> {
+/// What the configuration worker held at boot.
+pub enum Stored {
+    /// No engine within the wait, no entry, or no value.
+    Nothing,
+    /// A value that parses, with the warnings reading it gave (numbers brought into range).
+    Settings(Box<Settings>, Vec<String>),
+    /// A value that does not parse: the seed or defaults apply.
+    Refused(String),
+}
+
+/// The settings stored in the configuration worker, when the engine answers within `wait`.
+pub async fn stored(iii: &IIIClient, wait: Duration) -> Stored {
     let deadline = tokio::time::Instant::now() + wait;
     while iii.get_connection_state() != IIIConnectionState::Connected {
         if tokio::time::Instant::now() >= deadline {
-            return None;
+            return Stored::Nothing;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -41,15 +51,73 @@ pub async fn stored(iii: &IIIClient, wait: Duration) -> Option<Settings> {
         json!({ "id": ENTRY_ID }),
         TIMEOUT,
     )
-    .await
-    .ok()?;
-    let value = answer.get("value").filter(|v| !v.is_null())?;
-    match Settings::from_json(value) {
-        Ok((settings, _)) => Some(settings),
-        Err(e) => {
-            tracing::warn!("stored configuration rejected ({e}); using the seed or defaults");
-            None
+    .await;
+    let Some(value) = answer
+        .ok()
+        .and_then(|answer| answer.get("value").cloned())
+        .filter(|v| !v.is_null())
+    else {
+        return Stored::Nothing;
+    };
+    match Settings::from_json(&value) {
+        Ok((settings, warnings)) => Stored::Settings(Box::new(settings), warnings),
+        Err(e) => Stored::Refused(e.to_string()),
+    }
+}
+
+/// The configuration the worker boots with: the stored one when it parses and keeps the layout
+/// rules (`config::layout`), else the seed (or defaults), with why in `refusals` and the log.
+/// Never an error: a stored value any caller could have set must not stop the worker, or send
+/// it into a restart loop.
+pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Config, bool) {
+    let refused = |why: String| {
+        refusals.note(format!(
+            "stored configuration refused at boot: {why}; serving the --config seed or the \
+             defaults instead"
+        ));
+        (seed.clone(), false)
+    };
+    match stored {
+        Stored::Nothing => (seed.clone(), false),
+        Stored::Refused(why) => refused(why),
+        Stored::Settings(settings, warnings) => {
+            for warning in warnings {
+                refusals.note(format!("stored configuration: {warning}"));
+            }
+            let config = Config::from_settings(*settings);
+            match config.check() {
+                Ok(()) => (config, true),
+                Err(e) => refused(e.to_string()),
+            }
         }
+    }
+}
+
+/// The last refusals of configuration values (at boot, or live), for the log and for
+/// `directory::index::status` (`configuration.refused`).
+#[derive(Default)]
+pub struct Refusals {
+    last: Mutex<VecDeque<Value>>,
+}
+
+/// How many refusals `index::status` shows.
+const REFUSALS_KEPT: usize = 8;
+
+impl Refusals {
+    /// Logs `what` and keeps it for the status.
+    pub fn note(&self, what: String) {
+        tracing::warn!("{what}");
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.len() == REFUSALS_KEPT {
+            last.pop_front();
+        }
+        last.push_back(json!({ "at": crate::time::Stamp::now().rfc3339(), "what": what }));
+    }
+
+    /// The `configuration` object of `directory::index::status`.
+    pub fn status(&self) -> Value {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        json!({ "refused": last.iter().cloned().collect::<Vec<_>>() })
     }
 }
 
@@ -123,6 +191,7 @@ pub async fn refresh(
     directory: &Arc<Directory>,
     installed: &Installed,
     registry: &Registry,
+    refusals: &Refusals,
 ) -> ApplyResult {
     let value = match call_retrying(
         iii,
@@ -139,7 +208,7 @@ pub async fn refresh(
             return ApplyResult::NotRead(e.to_string());
         }
     };
-    apply(directory, installed, registry, &value)
+    apply(directory, installed, registry, refusals, &value)
 }
 
 /// What became of a configuration value.
@@ -161,20 +230,31 @@ pub fn apply(
     directory: &Directory,
     installed: &Installed,
     registry: &Registry,
+    refusals: &Refusals,
     value: &Value,
 ) -> ApplyResult {
     let settings = match Settings::from_json(value) {
         Ok((settings, warnings)) => {
             for warning in warnings {
-                tracing::warn!("{warning}");
+                refusals.note(format!("configuration: {warning}"));
             }
             settings
         }
         Err(e) => {
-            tracing::warn!("configuration rejected ({e}); keeping the current configuration");
+            refusals.note(format!(
+                "configuration rejected ({e}); keeping the current configuration"
+            ));
             return ApplyResult::Rejected(e.to_string());
         }
     };
+    // Folders that break the layout rules are refused here too, not only at the next start.
+    if let Err(e) = Config::from_settings(settings.clone()).check() {
+        refusals.note(format!(
+            "configuration rejected ({e}); keeping the current configuration, and the next \
+             start refuses it too"
+        ));
+        return ApplyResult::Rejected(e.to_string());
+    }
     match directory.apply_settings(settings) {
         Ok(()) => {
             installed.clear();

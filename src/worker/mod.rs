@@ -70,6 +70,8 @@ struct Shared {
     /// What is set up on each connection (`setup.rs`), and how it went.
     setup: setup::Setup,
     trimmer: Arc<trim::Trimmer>,
+    /// Configuration values refused (at boot or live), for the log and `index::status`.
+    refusals: Arc<configuration::Refusals>,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -92,18 +94,33 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
     runtime.spawn(connection::poll(iii.clone(), link.clone()));
     // A configuration stored in the engine decides the folders too, but only at boot: ask for
     // it briefly before opening the index, and go on with the seed if the engine is not there.
-    let config = match runtime.block_on(configuration::stored(&iii, STORED_CONFIG_WAIT)) {
-        Some(settings) => Config::from_settings(settings),
-        None => options.config,
-    };
-    let index_path = config.paths.index_path.clone();
-    let directory = Arc::new(Directory::open(config).map_err(|e| match e {
-        OpenError::Busy(_) => format!(
+    // A stored value that is unsafe (a root at `/`, an index path on someone's file) leaves the
+    // worker on the seed, with the refusal in `index::status`: it never stops the worker.
+    let refusals = Arc::new(configuration::Refusals::default());
+    let stored = runtime.block_on(configuration::stored(&iii, STORED_CONFIG_WAIT));
+    let (config, from_store) = configuration::boot_config(stored, &options.config, &refusals);
+    let busy = |index_path: &std::path::Path| {
+        format!(
             "another process (a running iii-directory worker?) owns the index at {}; stop it first",
             index_path.display()
-        ),
-        other => other.to_string(),
-    })?);
+        )
+    };
+    let directory = match Directory::open(config.clone()) {
+        Ok(directory) => directory,
+        Err(OpenError::Busy(_)) => return Err(busy(&config.paths.index_path)),
+        Err(e) if from_store => {
+            refusals.note(format!(
+                "stored configuration refused at boot: {e}; serving the --config seed or the \
+                 defaults instead"
+            ));
+            Directory::open(options.config.clone()).map_err(|e| match e {
+                OpenError::Busy(_) => busy(&options.config.paths.index_path),
+                other => other.to_string(),
+            })?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let directory = Arc::new(directory);
     // Watch first, then reconcile: a change made while the boot reconcile runs is either seen by
     // it or heard by the watcher. The other way round, one made between the two would wait for
     // the safety net.
@@ -133,6 +150,7 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         link,
         setup: setup::Setup::new(options.seed),
         trimmer: Arc::default(),
+        refusals,
     });
 
     register(&iii, &shared, runtime.handle().clone());
@@ -363,8 +381,14 @@ async fn handle(
     let value = match handler {
         Handler::EngineFunctionInfo => engine::function_info(iii, input).await,
         Handler::OnConfigChange => {
-            configuration::refresh(iii, &shared.directory, &shared.installed, &shared.registry)
-                .await;
+            configuration::refresh(
+                iii,
+                &shared.directory,
+                &shared.installed,
+                &shared.registry,
+                &shared.refusals,
+            )
+            .await;
             let inject_hint = shared.directory.setting(|s| s.inject_hint);
             search::reconcile_hint(iii, &shared.search, inject_hint);
             Ok(json!({ "ok": true }))
@@ -394,6 +418,7 @@ async fn handle(
                 shared.directory.status().map(|mut status| {
                     status["watcher"] = json!(shared.watcher.status());
                     status["connection"] = connection;
+                    status["configuration"] = shared.refusals.status();
                     status
                 })
             })

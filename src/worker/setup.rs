@@ -338,6 +338,7 @@ fn configuration_read(run: &Run) -> StepFuture<'_> {
             &shared.directory,
             &shared.installed,
             &shared.registry,
+            &shared.refusals,
         )
         .await
         {

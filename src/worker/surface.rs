@@ -490,7 +490,7 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: "directory::index::status",
             handler: Status,
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, and the engine connection (reconnections, last error, what was set up again).",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), and the configuration values refused at boot or live.",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -500,6 +500,10 @@ pub fn functions() -> Vec<Function> {
                     "last_reconcile": { "type": ["object", "null"] },
                     "watcher": { "type": ["object", "null"] },
                     "connection": connection_status(),
+                    "configuration": object(
+                        json!({ "refused": array_of(object(json!({ "at": string("RFC 3339 time"), "what": string("the value refused, and why") }), &["at", "what"])) }),
+                        &["refused"],
+                    ),
                 }),
                 &["revision", "counts", "skipped"],
             ),

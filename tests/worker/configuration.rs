@@ -240,3 +240,188 @@ async fn a_topology_change_is_refused_and_the_whole_configuration_kept() {
     assert!(!h.path("elsewhere").exists());
     h.stop().await;
 }
+
+// Issue 33: what a stored configuration may do. Any caller on the bus can `configuration::set`
+// a value, which the configuration worker stores; the next start reads it.
+
+/// The refusals `index::status` shows (`configuration.refused[].what`).
+async fn refusals(h: &Harness) -> Vec<String> {
+    let status = h.call("directory::index::status", json!({})).await;
+    status["configuration"]["refused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("configuration.refused in the status: {status}"))
+        .iter()
+        .map(|r| r["what"].as_str().expect("what").to_string())
+        .collect()
+}
+
+/// A stored `skills_folder: "/"` walked the whole filesystem at the next start, and a create
+/// under `tmp/` wrote into the system's `/tmp`. Now the worker starts on its defaults, says why
+/// in the status and the log, and serves and writes its own tree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_skills_folder_at_the_filesystem_root_is_refused_at_boot() {
+    let mut stored = iii_directory::config::Settings::default().to_json();
+    stored["skills_folder"] = json!("/");
+    let mut h = Harness::start_with(Installed::Mailer, None, &[], Some(stored)).await;
+    assert_eq!(
+        own(h.skill_ids().await),
+        ["hello", "mailer/guide", "mailer"],
+        "the defaults' tree is served; stderr:\n{}",
+        h.worker.stderr()
+    );
+    let refused = refusals(&h).await;
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("skills_folder") && r.contains("filesystem root")),
+        "{refused:?}"
+    );
+    assert!(
+        h.worker
+            .stderr()
+            .contains("stored configuration refused at boot")
+    );
+    let id = format!("mailer/issue33-{}", std::process::id());
+    h.call(
+        "directory::skills::create",
+        json!({"id": id, "content": "# Mine\n\nBody.\n"}),
+    )
+    .await;
+    assert!(h.path(&format!("skills/{id}.md")).is_file());
+    assert!(!Path::new(&format!("/{id}.md")).exists(), "nothing under /");
+    assert!(h.worker.try_wait().is_none(), "the worker is still running");
+    h.stop().await;
+}
+
+/// A stored `index_path` at a user's file made the next start replace it (and add
+/// `<file>.texts`). Now the worker refuses it, leaves the file byte for byte, starts on its
+/// defaults, and does the same at every later start (no restart loop, no damage).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_index_path_at_a_users_file_is_refused_across_restarts() {
+    let engine = FakeEngine::start().await;
+    fake_installed(&engine, Installed::Mailer);
+    let stored = engine.canned_configuration_worker();
+    let tree = fixture_tree();
+    let notes = "my notes, not an index\n".repeat(300);
+    write_file(tree.path(), "notes.txt", &notes);
+    let mut value = iii_directory::config::Settings::default().to_json();
+    value["index_path"] = json!(tree.path().join("notes.txt"));
+    *stored.lock().expect("stored") = Some(value);
+    let (mut engine, mut tree) = (engine, tree);
+    for start in ["first start", "second start"] {
+        let worker = spawn_worker(engine.url(), tree.path(), None, &[]);
+        let h = Harness {
+            engine,
+            tree,
+            worker,
+            stored: stored.clone(),
+        };
+        h.wait_up().await;
+        assert_eq!(
+            own(h.skill_ids().await),
+            ["hello", "mailer/guide", "mailer"],
+            "{start}: served from the default index"
+        );
+        let refused = refusals(&h).await;
+        assert!(
+            refused
+                .iter()
+                .any(|r| r.contains("index_path") && r.contains("notes.txt")),
+            "{start}: {refused:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(h.path("notes.txt")).expect("read"),
+            notes,
+            "{start}"
+        );
+        assert!(!h.path("notes.txt.texts").exists(), "{start}");
+        assert!(h.path("data/iii-directory/index.redb").is_file(), "{start}");
+        let Harness {
+            engine: e,
+            tree: t,
+            worker,
+            ..
+        } = h;
+        worker.stop().await;
+        (engine, tree) = (e, t);
+    }
+}
+
+/// An `index_path` inside a root (a skill's file) is refused the same way, with the skill kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_index_path_inside_a_root_is_refused_at_boot() {
+    let mut stored = iii_directory::config::Settings::default().to_json();
+    stored["index_path"] = json!("skills/mailer/guide.md");
+    let h = Harness::start_with(Installed::Mailer, None, &[], Some(stored)).await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("index_path") && r.contains("skills_folder")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        fs::read_to_string(h.path("skills/mailer/guide.md")).expect("read"),
+        MAILER_GUIDE
+    );
+    assert!(own(h.skill_ids().await).contains(&"mailer/guide".to_string()));
+    h.stop().await;
+}
+
+/// Floors apply to stored values (which may predate the schema): `safety_net_interval_ms: 1`
+/// becomes 1000, said in the status; a live value of `skills_folder: "/"` is rejected at once
+/// (not only at the next start); and the registered schema carries the bounds the
+/// configuration worker refuses hostile values with at `set`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_numbers_get_their_floors_and_unsafe_live_values_are_rejected() {
+    let mut stored = iii_directory::config::Settings::default().to_json();
+    stored["safety_net_interval_ms"] = json!(1);
+    let h = Harness::start_with(Installed::Mailer, None, &[], Some(stored.clone())).await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("safety_net_interval_ms") && r.contains("using 1000")),
+        "{refused:?}"
+    );
+    let register = h.ok(
+        "configuration::register",
+        h.engine
+            .wait_call(|c| c.function_id == "configuration::register", WAIT)
+            .await,
+    );
+    let schema = &register.data["schema"]["properties"];
+    assert_eq!(
+        schema["safety_net_interval_ms"]["anyOf"][1]["minimum"], 1000,
+        "{schema}"
+    );
+    assert_eq!(schema["registry_url"]["format"], "uri");
+
+    let mut rooted = stored.clone();
+    rooted["skills_folder"] = json!("/");
+    *h.stored.lock().expect("stored") = Some(rooted.clone());
+    h.call(ON_CONFIG_CHANGE, updated_event(&stored, &rooted))
+        .await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("rejected") && r.contains("filesystem root")),
+        "{refused:?}"
+    );
+    let mut file_registry = stored.clone();
+    file_registry["registry_url"] = json!("file:///etc/passwd");
+    *h.stored.lock().expect("stored") = Some(file_registry.clone());
+    h.call(ON_CONFIG_CHANGE, updated_event(&rooted, &file_registry))
+        .await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused.iter().any(|r| r.contains("registry_url")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        own(h.skill_ids().await),
+        ["hello", "mailer/guide", "mailer"]
+    );
+    h.stop().await;
+}

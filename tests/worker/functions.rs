@@ -275,7 +275,8 @@ async fn index_status_reports_revision_counts_skips_and_the_watcher() {
             "skipped",
             "last_reconcile",
             "watcher",
-            "connection"
+            "connection",
+            "configuration"
         ])
     );
     assert!(

@@ -1,0 +1,178 @@
+//! The layout rules the configured folders must keep, checked at every open (the worker at
+//! boot, every command of the CLI), whatever the settings came from (the `--config` seed, the
+//! defaults, or a value stored in the engine's configuration worker, which any caller on the
+//! bus may have set):
+//!
+//! 1. No root is the filesystem root `/`: a root is walked whole and written to.
+//! 2. The index (and the files beside it: its texts store, its stamps, the landing folder) is
+//!    inside no root: it would be listed as that root's files, and a write there would land on
+//!    the index, or the index's rebuild on a skill.
+//! 3. Roots overlap only as the contract's defaults do: `local_skills_folder` may lie inside
+//!    `skills_folder` (by default it is `skills/iii`). No two roots are the same folder, and no
+//!    other root lies inside `skills_folder` or `local_skills_folder`, which are walked
+//!    recursively (its files would be served twice, under two roles). The shallow roots
+//!    (`agents_folder`, `agents_skills_folder`) read only their direct entries, so a folder
+//!    inside them is not theirs to serve and may be another root.
+//!
+//! Paths are compared after `.` and `..` are resolved and links are followed as far as the
+//! path exists, so `/srv/..`, or a link to `/`, is `/`.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::{ConfigError, Paths};
+
+/// A root, by its configuration key (this leaf does not reach `roots`, which builds on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Root {
+    Skills,
+    LocalSkills,
+    AgentsSkills,
+    Agents,
+}
+
+impl Root {
+    fn config_key(self) -> &'static str {
+        match self {
+            Root::Skills => "skills_folder",
+            Root::LocalSkills => "local_skills_folder",
+            Root::AgentsSkills => "agents_skills_folder",
+            Root::Agents => "agents_folder",
+        }
+    }
+}
+
+/// The configured roots.
+fn roots(paths: &Paths) -> [(Root, &Path); 4] {
+    [
+        (Root::Skills, &paths.skills_folder),
+        (Root::LocalSkills, &paths.local_skills_folder),
+        (Root::AgentsSkills, &paths.agents_skills_folder),
+        (Root::Agents, &paths.agents_folder),
+    ]
+    .map(|(root, path)| (root, path.as_path()))
+}
+
+/// Whether the root is walked recursively (anything under it is its file).
+fn recursive(root: Root) -> bool {
+    matches!(root, Root::Skills | Root::LocalSkills)
+}
+
+/// Checks the rules above; the first broken one is the error.
+pub fn check(paths: &Paths) -> Result<(), ConfigError> {
+    let roots: Vec<(Root, PathBuf)> = roots(paths)
+        .into_iter()
+        .map(|(root, path)| (root, normalize(path)))
+        .collect();
+    let unsafe_value = |key: &'static str, path: &Path, why: String| ConfigError::Unsafe {
+        key,
+        path: path.to_path_buf(),
+        why,
+    };
+    for (root, path) in &roots {
+        if path.parent().is_none() {
+            return Err(unsafe_value(
+                root.config_key(),
+                path,
+                "is the filesystem root; a root is walked whole and written to".into(),
+            ));
+        }
+    }
+    let index = normalize(&paths.index_path);
+    if index.parent().is_none() {
+        return Err(unsafe_value(
+            "index_path",
+            &index,
+            "is the filesystem root".into(),
+        ));
+    }
+    // The innermost root first, so that a message names the folder closest to the file.
+    let mut by_depth: Vec<&(Root, PathBuf)> = roots.iter().collect();
+    by_depth.sort_by_key(|(_, path)| std::cmp::Reverse(path.components().count()));
+    for (root, path) in by_depth.iter().copied() {
+        if index.starts_with(path) {
+            return Err(unsafe_value(
+                "index_path",
+                &paths.index_path,
+                format!(
+                    "lies inside {} ({}); the index must live outside every root, or it would \
+                     be served and overwritten as that root's files",
+                    root.config_key(),
+                    path.display()
+                ),
+            ));
+        }
+    }
+    for (i, (a, a_path)) in roots.iter().enumerate() {
+        if let Some((b, _)) = roots[i + 1..].iter().find(|(_, b_path)| b_path == a_path) {
+            return Err(unsafe_value(
+                b.config_key(),
+                a_path,
+                format!(
+                    "is the same folder as {}; each root needs a folder of its own",
+                    a.config_key()
+                ),
+            ));
+        }
+    }
+    for (outer, outer_path) in by_depth
+        .iter()
+        .copied()
+        .filter(|(root, _)| recursive(*root))
+    {
+        for (inner, inner_path) in &roots {
+            let allowed = *outer == Root::Skills && *inner == Root::LocalSkills;
+            if outer == inner || allowed || !inner_path.starts_with(outer_path) {
+                continue;
+            }
+            return Err(unsafe_value(
+                inner.config_key(),
+                inner_path,
+                format!(
+                    "lies inside {} ({}); only local_skills_folder may lie inside skills_folder",
+                    outer.config_key(),
+                    outer_path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `path` with `.` and `..` resolved and links followed as far as it exists.
+pub fn normalize(path: &Path) -> PathBuf {
+    let written = lexical(path);
+    // The deepest existing ancestor, with its links resolved, then the rest as written.
+    let mut existing = written.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let joined = rest.iter().rev().fold(real, |acc: PathBuf, c| acc.join(c));
+            return lexical(&joined);
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return written,
+        }
+    }
+}
+
+/// `.` dropped and `..` applied to what precedes it, without touching the disk.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                // `/..` is `/`; a relative path keeps a leading `..`.
+                if !out.pop() && !out.has_root() {
+                    out.push(component);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
