@@ -444,8 +444,10 @@ async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_witho
         base.join("skills/pinned/.iii-skill-complete").is_file()
     })
     .await;
+    // The default layout: `<skills_folder>/iii` is `local_skills_folder`, so the engine skill
+    // lands one level down, where both roots read it as namespace `iii`.
     h.wait_disk("the engine skill", |base| {
-        base.join("skills/iii/SKILL.md").is_file()
+        base.join("skills/iii/iii/SKILL.md").is_file()
     })
     .await;
     assert!(h.path("skills/iii/.iii-skill-complete").is_file());
