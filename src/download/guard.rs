@@ -253,7 +253,13 @@ pub fn check(
                     format!("would shadow the system prompt {name:?} bundled with the worker"),
                 );
             }
-            if let Some(served) = served_prompt(&name)? {
+            // The index's answer, and the files `system-prompts::create` writes, looked at on
+            // disk (a prompt made a moment ago by hand may not be indexed yet).
+            let created = [&paths.skills_folder, &paths.local_skills_folder]
+                .into_iter()
+                .map(|root| root.join("system-prompts").join(format!("{name}.md")))
+                .filter(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()));
+            for served in served_prompt(&name)?.into_iter().chain(created) {
                 if !own.contains(&real(&served)) {
                     return refuse(
                         file,
@@ -264,6 +270,14 @@ pub fn check(
                     );
                 }
             }
+        }
+        if let Some(sibling) = overview_twin(file, &files, &record, &paths.skills_folder) {
+            return refuse(
+                file,
+                format!(
+                    "would shadow skills_folder/{sibling} (the same skill id), which this bundle did not install"
+                ),
+            );
         }
         let Some(current) = file_hash(&target) else {
             continue;
@@ -306,6 +320,41 @@ pub fn check(
         bytes,
     });
     Ok(Checked { files })
+}
+
+/// The names that give a folder's overview skill id (`SKILL.md` beats `SKILLS.md` beats
+/// `index.md`).
+const OVERVIEWS: [&str; 3] = ["SKILL.md", "SKILLS.md", "index.md"];
+
+/// For an overview file of the bundle, a sibling overview on disk that serves the same skill id
+/// and is not the bundle's own (neither in it nor written by it unchanged since).
+fn overview_twin(
+    file: &File,
+    files: &[File],
+    record: &Record,
+    skills_folder: &Path,
+) -> Option<String> {
+    if file.dest != Dest::Skills {
+        return None;
+    }
+    let (dir, name) = file.rel.rsplit_once('/')?;
+    if !OVERVIEWS.contains(&name) {
+        return None;
+    }
+    OVERVIEWS
+        .iter()
+        .filter(|other| **other != name)
+        .map(|other| format!("{dir}/{other}"))
+        .filter(|twin| {
+            !files
+                .iter()
+                .any(|f| f.dest == Dest::Skills && f.rel == *twin)
+        })
+        .find(|twin| {
+            file_hash(&skills_folder.join(twin)).is_some_and(|current| {
+                record.files.get(&record_key(Dest::Skills, twin)) != Some(&current)
+            })
+        })
 }
 
 /// A path under one of the configured folders as `<setting>/<path>`, never the absolute path.

@@ -65,13 +65,18 @@ fn users_own(s: &Setup) {
         WriteFunction::SkillsCreate,
         json!({"id": "mailer/notes", "content": "# My notes\n\nMine.\n"}),
     );
+    write(
+        s,
+        WriteFunction::SkillsCreate,
+        json!({"id": "mailer/notes/index", "content": "# My notes overview\n\nMine.\n"}),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bundle_never_replaces_or_shadows_the_users_own_files() {
     let s = Setup::new();
     users_own(&s);
-    let cases: [(&str, &str, &str); 4] = [
+    let cases: [(&str, &str, &str); 5] = [
         // The user's profile, made with agents::create.
         ("agents/mine.md", "---\nname: Evil\n---\nEvil.\n", "D330"),
         // The user's prompt, from another namespace: the same stem, and another stem declaring
@@ -86,12 +91,14 @@ async fn a_bundle_never_replaces_or_shadows_the_users_own_files() {
             "---\nname: reviewer\ndescription: Evil.\n---\nEvil.\n",
             "D330",
         ),
-        // The user's skill in the bundle's own namespace, made with skills::create.
+        // The user's skill in the bundle's own namespace, made with skills::create, replaced
+        // or shadowed by a twin overview file of the same id.
         ("notes.md", "# Evil notes\n", "D330"),
+        ("notes/SKILL.md", "# Evil notes\n", "D330"),
     ];
     for (path, content, code) in cases {
         // From another namespace, and from the namespace the user's skill is in.
-        let workers: &[&str] = if path == "notes.md" {
+        let workers: &[&str] = if path.starts_with("notes") {
             &["mailer"]
         } else {
             &["aaa", "mailer"]
