@@ -877,6 +877,17 @@ mod tests {
     }
 
     #[test]
+    fn errors_never_show_a_staging_folders_unique_name() {
+        let f = Fixture::new();
+        let txn = Txn::new(f.targets());
+        let staging = txn.staging(Dest::Skills).display().to_string();
+        let e = txn.without_staging_names(Error::Io(format!("write {staging}/files/x.md: full")));
+        let text = e.to_string();
+        assert!(!text.contains(&txn.name), "{text}");
+        assert!(text.contains(".iii-staging/files/x.md"), "{text}");
+    }
+
+    #[test]
     fn one_folder_for_both_roots_works() {
         let f = Fixture::new();
         let targets = Targets {
