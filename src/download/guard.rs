@@ -422,6 +422,15 @@ impl Reals {
         };
         match dest {
             Dest::Skills => {
+                // Through a link inside the root, the namespace folder may be another one.
+                if let Some(rel) = under(&self.skills) {
+                    let ns = first_segment(&rel);
+                    if ns != namespace {
+                        return Some(format!(
+                            "would land at skills_folder/{rel} (through a link), where it reads as namespace {ns:?}, not {namespace:?}"
+                        ));
+                    }
+                }
                 if let Some(rel) = under(&self.local) {
                     let ns = first_segment(&rel);
                     if ns != namespace {

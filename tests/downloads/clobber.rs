@@ -418,6 +418,14 @@ async fn a_bundle_file_another_root_would_read_as_another_namespace_is_refused()
     );
     let err = refused(&s, "mailer", "D330", "local/other/x.md").await;
     assert!(err.contains("reads as namespace \"other\""), "{err}");
+    // A namespace folder that is a link to another namespace's folder inside the root.
+    let s = Setup::new();
+    s.tree.write("skills/other/index.md", "# Other\n");
+    std::os::unix::fs::symlink("other", s.tree.path("skills/mailer")).expect("link");
+    s.directory.reconcile().expect("reconcile");
+    s.server.bundle("mailer", &[("send.md", "# Send\n")]);
+    let err = refused(&s, "mailer", "D330", "send.md").await;
+    assert!(err.contains("(through a link)"), "{err}");
     // An agents folder inside the skills folder: a profile would be read as a skill.
     let s = Setup::with(|c| c.paths.agents_folder = c.paths.skills_folder.join("crew"));
     s.server.bundle(
