@@ -12,6 +12,8 @@ use crate::events::{ChangeEvent, Family};
 use crate::roots::Root;
 
 use super::bundle::Bundle;
+use super::guard;
+use crate::rules::Source;
 use crate::store::landing::{self, Targets, lock_path};
 
 /// A landed download: the function's response and the paths of the files written.
@@ -58,10 +60,27 @@ impl Directory {
         .filter(|(_, names)| !names.is_empty())
         .map(|(family, _)| event(family))
         .collect();
+        let namespace = source.namespace().to_string();
+        let served_prompt = |name: &str| -> Result<Option<PathBuf>> {
+            Ok(match self.reader()?.prompt(name)?.map(|row| row.source) {
+                Some(Source::File { root, rel, .. }) => Some(self.roots().file(root, &rel)),
+                _ => None,
+            })
+        };
         let paths = self.change(|| {
-            let touched = landing::land(targets, &bundle.files)?;
+            // Checked under the landing's lock, so that what the checks saw is what lands.
+            let touched = landing::land_with(targets, || {
+                guard::check(folders, &namespace, bundle.files, &served_prompt)
+                    .map(|checked| checked.files)
+            })?;
+            // The bundle's files; its record (also landed, and reconciled) is not one.
+            let files = touched
+                .iter()
+                .filter(|p| p.file_name().is_none_or(|n| n != guard::RECORD_FILE))
+                .cloned()
+                .collect();
             Ok(Change {
-                value: touched.clone(),
+                value: files,
                 touched,
                 events,
             })

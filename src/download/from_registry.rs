@@ -1,7 +1,8 @@
 //! A registry bundle routed to where its files land (contract §3.9, registry source): one
 //! leading `skills/` stripped from each path, `SKILL.md` preferred over `index.md` for the
-//! namespace's overview, `prompts/` paths skipped, exact `agents/<id>.md` entries installed as
-//! agent profiles, other `agents/` paths skipped, and everything else (system prompts and
+//! namespace's overview, `prompts/` paths skipped, exact `agents/<id>.md` entries with a valid
+//! id installed as agent profiles, any other `agents` path refused (`D332`: it could never be
+//! served, and dropping it would be silent), and everything else (system prompts and
 //! payload files included) under `<skills_folder>/<worker>/`. Any path the bundle validator
 //! refuses refuses the whole bundle.
 
@@ -11,7 +12,9 @@ use crate::error::{Error, Result};
 use crate::registry::SkillsBundle;
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
+use super::guard::UNSERVABLE;
 use super::request::Source;
+use crate::doc::ids::validate_name;
 
 const SKILLS_PREFIX: &str = "skills/";
 const OVERVIEW: &str = "SKILL.md";
@@ -41,10 +44,17 @@ pub fn plan(source: Source, worker: &str, bundle: SkillsBundle, limits: Limits) 
         match classify(&rel) {
             PathClass::Prompts => {}
             PathClass::Agents => {
-                if let Some(id) = agent_id(&rel) {
-                    let listed = Some((Listed::Agent, id.to_string()));
-                    builder.add(Dest::Agents, format!("{id}.md"), bytes, listed)?;
-                }
+                let id = agent_id(&rel).ok_or_else(|| unservable(&file.path, NOT_A_PROFILE))?;
+                validate_name(id).map_err(|why| {
+                    unservable(
+                        &file.path,
+                        &format!(
+                            "is not a valid agent profile id ({why}) and could never be served"
+                        ),
+                    )
+                })?;
+                let listed = Some((Listed::Agent, id.to_string()));
+                builder.add(Dest::Agents, format!("{id}.md"), bytes, listed)?;
             }
             PathClass::SystemPrompt => {
                 let listed = is_markdown(&rel).then(|| (Listed::SystemPrompt, stem(&rel)));
@@ -57,6 +67,17 @@ pub fn plan(source: Source, worker: &str, bundle: SkillsBundle, limits: Limits) 
         }
     }
     builder.finish()
+}
+
+const NOT_A_PROFILE: &str = "is under an agents folder but is not an agent profile (only agents/<id>.md is), so it could never be served";
+
+/// The refusal of a bundle file that could never be served as what its path says it is.
+fn unservable(path: &str, why: &str) -> Error {
+    Error::invalid_input(
+        UNSERVABLE,
+        format!("bundle file {path:?} {why}; the bundle was refused and nothing was written."),
+        &[],
+    )
 }
 
 /// The id of an entry shaped exactly `agents/<id>.md`.
@@ -113,7 +134,6 @@ mod tests {
             "emails/send.md",
             "prompts/old.md",
             "agents/captain.md",
-            "agents/nested/x.md",
             "system-prompts/reviewer.md",
             "system-prompts/notes.txt",
             "scripts/run.sh",
@@ -137,6 +157,20 @@ mod tests {
         );
         assert_eq!(b.written.system_prompts, ["reviewer"]);
         assert_eq!(b.written.agents, ["captain"]);
+    }
+
+    #[test]
+    fn agents_paths_that_could_never_be_served_refuse_the_bundle() {
+        for path in [
+            "agents/UPPER.md",
+            "agents/a/b.md",
+            "x/agents/y.md",
+            "agents/notes.txt",
+        ] {
+            let err = route(&["ok.md", path]).expect_err(path);
+            assert_eq!(err.code(), Some(UNSERVABLE), "{path}: {err}");
+            assert!(err.to_string().contains(&format!("{path:?}")), "{err}");
+        }
     }
 
     #[test]

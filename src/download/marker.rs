@@ -3,6 +3,8 @@
 //! tag_or_version, schema: 1}`, written atomically once a worker's bundle has landed. The boot
 //! reconcile skips workers that have one. Its name starts with a dot and does not end in `.md`,
 //! so the index never serves it, and no bundle can write it (bundle paths have no dot names).
+//! Beside it in the namespace folder, `guard::RECORD_FILE` (`.iii-bundle-files`) records what the
+//! bundle wrote, by the same rules.
 
 use std::path::{Path, PathBuf};
 

@@ -4,8 +4,9 @@
 //! A download is two steps. [`fetch`] gets a bundle from its source (a shallow git clone, or
 //! the registry through the shared [`Registry`]) and checks it whole: every path, the limits,
 //! collisions (see [`bundle`]). Nothing is written until the bundle passes. Then
-//! [`Directory::land_download`] lands it all or nothing through a staging folder under the
-//! directory's write lock, reconciles the written paths, and publishes one
+//! [`Directory::land_download`] checks it against the tree (what a bundle may touch, see
+//! [`guard`]) and lands it all or nothing through a staging folder under the directory's
+//! write lock, reconciles the written paths, and publishes one
 //! `{op: "download", namespace, source}` event per family that got files (`store::landing` says how
 //! a crash at any moment still leaves the old tree or the whole bundle).
 //!
@@ -14,6 +15,7 @@
 pub mod bundle;
 mod directory;
 mod from_registry;
+pub mod guard;
 pub mod marker;
 pub mod repo;
 pub mod request;
@@ -57,6 +59,7 @@ pub async fn fetch(
     match &source {
         Source::Repo { repo, branch, .. } => {
             repo::check(&source)?;
+            guard::check_namespace(source.namespace())?;
             progress(Step::Cloning {
                 repo: repo.clone(),
                 branch: branch.clone(),
@@ -68,6 +71,7 @@ pub async fn fetch(
         }
         Source::Registry { worker, release } => {
             validate_worker_name(worker).map_err(Error::Invalid)?;
+            guard::check_namespace(worker)?;
             progress(Step::Requesting {
                 worker: worker.clone(),
                 release: release.value().to_string(),

@@ -163,9 +163,10 @@ pub fn fetch(source: Source, timeout: Duration, limits: Limits) -> Result<Bundle
         return Err(Error::Invalid("not a repo source".into()));
     };
     let clone = CloneDir::create()?;
-    run_git_clone(repo, branch, &clone.checkout(), timeout)?;
     let (repo, skill) = (repo.clone(), skill.clone());
-    collect(source, &clone.checkout(), &repo, &skill, limits)
+    run_git_clone(&repo, branch, &clone.checkout(), timeout)
+        .and_then(|()| collect(source, &clone.checkout(), &repo, &skill, limits))
+        .map_err(|e| clone.scrub(e))
 }
 
 /// A private temporary folder for one clone, removed when dropped.
@@ -190,12 +191,34 @@ impl CloneDir {
         fs::DirBuilder::new()
             .mode(0o700)
             .create(&path)
-            .map_err(|e| Error::Io(format!("create_dir {}: {e}", path.display())))?;
+            .map_err(|e| {
+                Error::Io(format!(
+                    "cannot create a temporary folder for the clone: {e}"
+                ))
+            })?;
         Ok(CloneDir { path })
     }
 
     fn checkout(&self) -> PathBuf {
         self.path.join("checkout")
+    }
+
+    /// `e` with the clone's path (and so the process id in its name) taken out: git's own
+    /// messages and the file errors name files inside it.
+    fn scrub(&self, e: Error) -> Error {
+        let scrub = |text: String| {
+            let checkout = self.checkout().display().to_string();
+            let path = self.path.display().to_string();
+            text.replace(&format!("{checkout}/"), "")
+                .replace(&checkout, "the clone")
+                .replace(&format!("{path}/"), "")
+                .replace(&path, "the clone")
+        };
+        match e {
+            Error::Io(text) => Error::Io(scrub(text)),
+            Error::Invalid(text) => Error::Invalid(scrub(text)),
+            other => other,
+        }
     }
 }
 
@@ -337,9 +360,10 @@ fn collect(
     for step in [&skills_dir, &folder] {
         match fs::symlink_metadata(step) {
             Err(_) => {
+                // The contract's text ends with `(cloned to <tmp>)`; no answer shows a
+                // temporary path (and the process id in its name).
                 return Err(Error::Invalid(format!(
-                    "repo {repo:?} has no folder skills/{skill}/ (cloned to {})",
-                    checkout.display()
+                    "repo {repo:?} has no folder skills/{skill}/"
                 )));
             }
             Ok(meta) if meta.file_type().is_symlink() => {

@@ -211,6 +211,27 @@ impl<'a> Txn<'a> {
         }
     }
 
+    /// `e` with the staging folders' paths (which carry the process id and a unique name)
+    /// replaced by `<root>/.iii-staging`: no answer shows a temporary path.
+    fn without_staging_names(&self, e: Error) -> Error {
+        let scrub = |mut text: String| {
+            for dest in Dest::ALL {
+                let staging = self.staging(dest).display().to_string();
+                let shown = self
+                    .targets
+                    .root(dest)
+                    .join(STAGING_PREFIX.trim_end_matches('-'));
+                text = text.replace(&staging, &shown.display().to_string());
+            }
+            text
+        };
+        match e {
+            Error::Io(text) => Error::Io(scrub(text)),
+            Error::Invalid(text) => Error::Invalid(scrub(text)),
+            other => other,
+        }
+    }
+
     fn staging(&self, dest: Dest) -> PathBuf {
         self.targets.root(dest).join(&self.name)
     }
@@ -577,11 +598,30 @@ fn check_target(root: &Path, rel: &str) -> Result<()> {
 }
 
 /// Lands `files` all or nothing (see the module doc) and returns the paths written.
+#[cfg(test)]
 pub fn land(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> {
     if files.is_empty() {
         return Ok(Vec::new());
     }
     let _lock = DownloadLock::acquire(targets.lock)?;
+    land_locked(targets, files)
+}
+
+/// Lands the files `prepare` gives, all or nothing, with `prepare` run under the landing lock:
+/// checks it makes against the tree (what a bundle may replace) hold when the files land.
+pub fn land_with(
+    targets: Targets<'_>,
+    prepare: impl FnOnce() -> Result<Vec<FileToLand>>,
+) -> Result<Vec<PathBuf>> {
+    let _lock = DownloadLock::acquire(targets.lock)?;
+    let files = prepare()?;
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    land_locked(targets, &files)
+}
+
+fn land_locked(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> {
     for file in files {
         check_target(targets.root(file.dest), &file.rel)?;
     }
@@ -592,7 +632,7 @@ pub fn land(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> 
     let txn = Txn::new(targets);
     if let Err(e) = txn.stage(files).and_then(|()| txn.commit(files)) {
         txn.remove();
-        return Err(e);
+        return Err(txn.without_staging_names(e));
     }
     let (mut moved, mut created) = (Vec::new(), Vec::new());
     if let Err(e) = txn.move_in(files, &mut moved, &mut created) {
@@ -945,6 +985,17 @@ mod tests {
             fs::read_to_string(f.skills.join("ns/y.md")).expect("y"),
             "y"
         );
+    }
+
+    #[test]
+    fn errors_never_show_a_staging_folders_unique_name() {
+        let f = Fixture::new();
+        let txn = Txn::new(f.targets());
+        let staging = txn.staging(Dest::Skills).display().to_string();
+        let e = txn.without_staging_names(Error::Io(format!("write {staging}/files/x.md: full")));
+        let text = e.to_string();
+        assert!(!text.contains(&txn.name), "{text}");
+        assert!(text.contains(".iii-staging/files/x.md"), "{text}");
     }
 
     #[test]

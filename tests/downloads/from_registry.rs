@@ -26,7 +26,6 @@ fn full_bundle(s: &Setup) {
             ("emails/send-email.md", "# Send email\n\nHow to send.\n"),
             ("prompts/old.md", "# An old command prompt\n"),
             ("agents/captain.md", CAPTAIN),
-            ("agents/nested/deep.md", "# not a profile\n"),
             ("system-prompts/reviewer.md", REVIEWER),
             ("scripts/send.sh", "#!/bin/sh\necho sent\n"),
         ],
@@ -275,7 +274,7 @@ async fn every_hostile_path_refuses_the_whole_bundle() {
         ),
         (
             vec![("agents/One.md", "x"), ("agents/one.md", "y")],
-            "differ only by case",
+            "is not a valid agent profile id",
         ),
         (vec![("n.md.123-4.tmp", "x")], "temporary file"),
     ];
@@ -309,7 +308,7 @@ async fn targets_on_disk_that_would_leave_the_root_are_refused() {
     std::fs::create_dir_all(s.tree.path("skills/mailer/b.md")).expect("mkdir");
     s.directory.reconcile().expect("reconcile");
     s.server
-        .bundle("mailer", &[("a.md", "# new a\n"), ("b.md", "# b\n")]);
+        .bundle("mailer", &[("new.md", "# new\n"), ("b.md", "# b\n")]);
     let err = refused(&s, FromRegistry, json!({"worker": "mailer"})).await;
     assert!(err.contains("not a regular file"), "{err}");
 }

@@ -265,6 +265,61 @@ fn a_missing_branch_or_skill_folder_changes_nothing() {
     assert!(err.contains("exited with"), "{err}");
 }
 
+/// No answer shows the temporary clone's path (or the process id in its name).
+#[test]
+fn errors_never_show_the_temporary_clone() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    let tmp = f.tmp.path().display().to_string();
+    for args in [
+        vec!["download", "--repo", &url, "--skill", "missing-skill"],
+        vec![
+            "download", "--repo", &url, "--skill", "x", "--branch", "nope",
+        ],
+    ] {
+        let err = f.refused(&args);
+        assert!(
+            !err.contains(&tmp) && !err.contains("iii-directory-clone"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A repo bundle lands only where nothing that is not its own would be replaced or shadowed:
+/// the user's file in the namespace, the user's system prompt of the same name elsewhere.
+#[test]
+fn a_repo_bundle_never_replaces_or_shadows_what_is_not_its_own() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    f.compose
+        .write("skills/frontend-design/layouts/grid.md", "# My grid\n");
+    let err = f.refused(&["download", "--repo", &url, "--skill", "frontend-design"]);
+    assert!(
+        err.contains("D330 conflict: bundle file \"layouts/grid.md\" would replace"),
+        "{err}"
+    );
+    f.compose.remove("skills/frontend-design");
+    f.compose.write(
+        "skills/system-prompts/designer.md",
+        "---\ndescription: The user's designer.\n---\nMine.\n",
+    );
+    let err = f.refused(&["download", "--repo", &url, "--skill", "frontend-design"]);
+    assert!(
+        err.contains(
+            "bundle file \"system-prompts/designer.md\" is the system prompt \"designer\""
+        ),
+        "{err}"
+    );
+    let err = f.refused(&["download", "--repo", &url, "--skill", "system-prompts"]);
+    assert!(err.contains("D331 invalid_input"), "{err}");
+}
+
 #[test]
 fn a_symbolic_link_in_the_skill_folder_refuses_the_bundle() {
     let f = Fixture::new(Behaviour::Serve);

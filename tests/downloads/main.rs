@@ -12,6 +12,7 @@ mod fake_engine;
 #[path = "../worker_process/mod.rs"]
 mod worker_process;
 
+mod clobber;
 mod crash;
 mod from_registry;
 mod from_repo;

@@ -444,8 +444,10 @@ async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_witho
         base.join("skills/pinned/.iii-skill-complete").is_file()
     })
     .await;
+    // The default layout: `<skills_folder>/iii` is `local_skills_folder`, so the engine skill
+    // lands one level down, where both roots read it as namespace `iii`.
     h.wait_disk("the engine skill", |base| {
-        base.join("skills/iii/SKILL.md").is_file()
+        base.join("skills/iii/iii/SKILL.md").is_file()
     })
     .await;
     assert!(h.path("skills/iii/.iii-skill-complete").is_file());
@@ -544,4 +546,74 @@ async fn a_repo_download_over_the_wire_with_git_trusting_the_loopback_certificat
         err.message.contains("git clone --branch gone exited with"),
         "{err}"
     );
+}
+
+/// Adding a worker (auto-download on, the default) can no more replace or shadow what is not
+/// the bundle's own than an explicit download: the user's profile, the user's prompt from
+/// another namespace, a reserved namespace. Each add answers `{ok: true}` and writes nothing,
+/// not even a completion marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_add_never_clobbers_what_is_not_its_own() {
+    const PROFILE: &str = "---\nname: Mine\n---\nThe user's.\n";
+    const PROMPT: &str = "---\ndescription: The user's reviewer.\n---\nMine.\n";
+    let h = Harness::start(Start {
+        auto_download: true,
+        installed: json!({"workers": []}),
+        files: &[
+            ("agents/mine.md", PROFILE),
+            ("skills/system-prompts/reviewer.md", PROMPT),
+        ],
+        prepare: &|r| {
+            let evil = "---\nname: Evil\ndescription: Evil.\n---\nEvil.\n";
+            r.bundle(
+                "profiles",
+                &[("index.md", "# x\n"), ("agents/mine.md", evil)],
+            );
+            r.bundle("bundled", &[("index.md", "# x\n"), ("agents/iii.md", evil)]);
+            r.bundle(
+                "aaa",
+                &[
+                    ("index.md", "# x\n"),
+                    (
+                        "system-prompts/reviewer.md",
+                        "---\ndescription: Evil.\n---\nEvil.\n",
+                    ),
+                ],
+            );
+            r.bundle("system-prompts", &[("reviewer.md", evil)]);
+        },
+        ..Start::default()
+    })
+    .await;
+    h.ok(
+        "worker binding",
+        h.engine
+            .wait_worker_trigger(|t| t.trigger_type == "worker", WAIT)
+            .await,
+    );
+    let before = crate::support::tree_state(h.tree.path());
+    for worker in ["profiles", "bundled", "aaa", "system-prompts"] {
+        let answer = h
+            .call(
+                ON_WORKER_ADDED,
+                json!({"operation": "add", "worker": worker, "stage": "done"}),
+            )
+            .await;
+        assert_eq!(answer, json!({"ok": true}));
+    }
+    assert_eq!(crate::support::tree_state(h.tree.path()), before);
+    assert!(h.registry.hits("/w/system-prompts/skills").is_empty());
+    let agent = h
+        .call("directory::agents::get", json!({"id": "mine"}))
+        .await;
+    assert_eq!(agent["name"], "Mine");
+    let agent = h.call("directory::agents::get", json!({"id": "iii"})).await;
+    assert_eq!(agent["builtin"], true);
+    let prompt = h
+        .call(
+            "directory::system-prompts::get",
+            json!({"name": "reviewer"}),
+        )
+        .await;
+    assert_eq!(prompt["description"], "The user's reviewer.");
 }

@@ -1,0 +1,523 @@
+//! What a bundle may touch (SECURITY.md, "What a bundle may do"). A bundle may create files,
+//! and may change the files it installed itself; everything else it would touch refuses the
+//! whole bundle, with a coded error naming the file, before anything is written:
+//!
+//! - **Reserved namespaces** (`D331`): a bundle never lands in a folder the routing or the
+//!   writes give a meaning of their own: `system-prompts` (where `system-prompts::create`
+//!   writes), `prompts` and `agents` (folder words the scan classifies), and the namespaces of
+//!   the skills compiled into the binary (`iii-directory`). Compared without case, so a
+//!   case-insensitive file system cannot be used to reach them.
+//! - **What is not its own** (`D330`): an existing file is replaced only when the bundle's
+//!   record lists it with the hash of the bytes it has now, that is, when this bundle wrote
+//!   it and nobody changed it since; or when it already holds exactly the bytes the bundle
+//!   brings, inside the bundle's own namespace folder (a re-pull of a bundle landed before
+//!   records existed). An agent profile or system prompt named like a bundled one (`iii`,
+//!   `iii-minimal`, `iii-runtime`, …), and a system prompt whose name is already served from a
+//!   file that is not the bundle's own (the user's, another namespace's), are refused too.
+//! - **Read as something else** (`D330`): a file is refused when a root that also sees it
+//!   (roots may be nested: the default `local_skills_folder`, `skills/iii`, sits inside
+//!   `skills_folder`) would read it as another namespace, as an agent profile, or as an agents
+//!   skill. And the one overlap the contract's defaults make, `<skills_folder>/<namespace>` being
+//!   `local_skills_folder` itself (the engine skill `iii` in the default layout), is resolved
+//!   by landing that bundle one level down, in `<local_skills_folder>/<namespace>/`, where both
+//!   roots read it as the bundle's own namespace ([`namespace_folder`]).
+//!
+//! The record of what a bundle wrote is `<namespace folder>/.iii-bundle-files` (JSON: each
+//! landed file's root and path with the blake3 of the bytes it wrote). It lands in the same
+//! all-or-nothing landing as the files it describes, so it never disagrees with them, and like
+//! the completion marker its name starts with a dot and does not end in `.md`: the index never
+//! serves it, and no bundle can write it (bundle paths have no dot names).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundled;
+use crate::config::Paths;
+use crate::doc::ParsedDoc;
+use crate::doc::classify::{PathClass, classify};
+use crate::doc::ids::first_segment;
+use crate::doc::paths::is_markdown;
+use crate::error::{Error, Result};
+use crate::rules::Reading;
+use crate::rules::prompt;
+
+use super::bundle::{Dest, File};
+
+/// The per-namespace record of what the bundle wrote.
+pub const RECORD_FILE: &str = ".iii-bundle-files";
+/// The record's format version.
+const RECORD_SCHEMA: u32 = 1;
+/// The largest record read; a bundle of `download_max_files` files needs far less.
+const MAX_RECORD_BYTES: u64 = 16 << 20;
+
+/// A bundle that would touch what is not its own.
+pub const CONFLICT: &str = "D330";
+/// A namespace no bundle may land in.
+pub const RESERVED: &str = "D331";
+/// A bundle file that could never be served as what it claims to be.
+pub const UNSERVABLE: &str = "D332";
+
+/// Namespace names the routing or the writes give a meaning of their own.
+const RESERVED_WORDS: [&str; 3] = ["system-prompts", "prompts", "agents"];
+
+/// Every reserved namespace: [`RESERVED_WORDS`] and the bundled skills' namespaces.
+pub fn reserved_namespaces() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = RESERVED_WORDS.to_vec();
+    for file in bundled::SKILLS {
+        let ns = first_segment(file.id);
+        if !names.contains(&ns) {
+            names.push(ns);
+        }
+    }
+    names
+}
+
+/// Refuses a namespace no bundle may land in (compared without case).
+pub fn check_namespace(namespace: &str) -> Result<()> {
+    let folded = namespace.to_ascii_lowercase();
+    if let Some(word) = reserved_namespaces().into_iter().find(|w| *w == folded) {
+        let why = if RESERVED_WORDS.contains(&word) {
+            "a folder the worker gives a meaning of its own"
+        } else {
+            "the namespace of the skills bundled with the worker"
+        };
+        return Err(Error::invalid_input(
+            RESERVED,
+            format!(
+                "namespace {namespace:?} is reserved ({why}); no bundle may be downloaded into it, and nothing was written."
+            ),
+            &[],
+        ));
+    }
+    Ok(())
+}
+
+/// The folder, relative to `skills_folder`, that `namespace`'s bundle lands in:
+/// `<namespace>`, or `<namespace>/<namespace>` when `<skills_folder>/<namespace>` is
+/// `local_skills_folder` itself (the default layout's `skills/iii`), so that both roots read
+/// the bundle as its own namespace.
+pub fn namespace_folder(paths: &Paths, namespace: &str) -> String {
+    if real(&paths.skills_folder.join(namespace)) == real(&paths.local_skills_folder) {
+        format!("{namespace}/{namespace}")
+    } else {
+        namespace.to_string()
+    }
+}
+
+/// The record of what a bundle wrote, by `<dest word>/<path under the dest root>`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    schema: u32,
+    namespace: String,
+    files: BTreeMap<String, String>,
+}
+
+fn record_key(dest: Dest, rel: &str) -> String {
+    format!("{}/{rel}", dest.word())
+}
+
+fn hash_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// The record at `path`, or an empty one when there is none or it cannot be used (then the
+/// bundle owns nothing, which refuses more, never less).
+fn read_record(path: &Path, namespace: &str) -> Record {
+    let read = || -> Option<Record> {
+        if !fs::symlink_metadata(path).ok()?.is_file() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        fs::File::open(path)
+            .ok()?
+            .take(MAX_RECORD_BYTES)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        let record: Record = serde_json::from_slice(&bytes).ok()?;
+        (record.schema == RECORD_SCHEMA && record.namespace == namespace).then_some(record)
+    };
+    read().unwrap_or_default()
+}
+
+/// What a file on disk holds: its blake3, or `None` when it is not a regular file (the
+/// landing's own checks refuse folders and links in the way).
+fn file_hash(path: &Path) -> Option<String> {
+    if !fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut hasher = blake3::Hasher::new();
+    let mut file = fs::File::open(path).ok()?;
+    std::io::copy(&mut file, &mut hasher).ok()?;
+    Some(hasher.finalize().to_hex().to_string())
+}
+
+/// The file the system prompt of a name is served from, as the index knows it (`None` when no
+/// file serves it).
+pub type ServedPrompt<'a> = &'a dyn Fn(&str) -> Result<Option<PathBuf>>;
+
+/// A bundle's files, placed and checked against the tree, ready to land.
+pub struct Checked {
+    pub files: Vec<File>,
+}
+
+/// Places `files` (routed for `<skills_folder>/<namespace>/`) in the namespace's folder,
+/// checks every one against what is on disk and in the index (see the module doc), and adds
+/// the bundle's updated record. Nothing is written.
+pub fn check(
+    paths: &Paths,
+    namespace: &str,
+    files: Vec<File>,
+    served_prompt: ServedPrompt<'_>,
+) -> Result<Checked> {
+    check_namespace(namespace)?;
+    if files.is_empty() {
+        return Ok(Checked { files });
+    }
+    let folder = namespace_folder(paths, namespace);
+    let files: Vec<File> = files
+        .into_iter()
+        .map(|mut file| {
+            if file.dest == Dest::Skills && folder != namespace {
+                let rest = file
+                    .rel
+                    .strip_prefix(namespace)
+                    .and_then(|r| r.strip_prefix('/'))
+                    .unwrap_or(&file.rel);
+                file.rel = format!("{folder}/{rest}");
+            }
+            file
+        })
+        .collect();
+    let record_rel = format!("{folder}/{RECORD_FILE}");
+    let mut record = read_record(&paths.skills_folder.join(&record_rel), namespace);
+    let own_prefix = format!("{folder}/");
+    let shown = |file: &File| match file.dest {
+        Dest::Agents => format!("agents/{}", file.rel),
+        Dest::Skills => file
+            .rel
+            .strip_prefix(&own_prefix)
+            .unwrap_or(&file.rel)
+            .to_string(),
+    };
+    let refuse = |file: &File, why: String| {
+        Err(Error::coded(
+            CONFLICT,
+            "conflict",
+            &format!(
+                "bundle file {:?} {why}; the bundle was refused and nothing was written.",
+                shown(file)
+            ),
+            &[],
+        ))
+    };
+    let roots = Reals::of(paths);
+    // The files that are the bundle's own: the ones it lands now and the ones it landed before.
+    let own: BTreeSet<PathBuf> = files
+        .iter()
+        .filter(|f| f.dest == Dest::Skills)
+        .map(|f| f.rel.as_str())
+        .chain(
+            record
+                .files
+                .keys()
+                .filter_map(|k| k.strip_prefix("skills/")),
+        )
+        .map(|rel| real(&paths.skills_folder.join(rel)))
+        .collect();
+    for file in &files {
+        let root = match file.dest {
+            Dest::Skills => &paths.skills_folder,
+            Dest::Agents => &paths.agents_folder,
+        };
+        let target = root.join(&file.rel);
+        if let Some(why) = roots.read_elsewhere(file.dest, &target, namespace) {
+            return refuse(file, why);
+        }
+        if file.dest == Dest::Agents {
+            let id = file.rel.strip_suffix(".md").unwrap_or(&file.rel);
+            if bundled::AGENTS.iter().any(|a| a.id == id) {
+                return refuse(
+                    file,
+                    format!("would shadow the agent profile {id:?} bundled with the worker"),
+                );
+            }
+        }
+        if let Some(name) = prompt_name(file) {
+            if bundled::SYSTEM_PROMPTS.iter().any(|p| p.id == name) {
+                return refuse(
+                    file,
+                    format!("would shadow the system prompt {name:?} bundled with the worker"),
+                );
+            }
+            // The index's answer, and the files `system-prompts::create` writes, looked at on
+            // disk (a prompt made a moment ago by hand may not be indexed yet).
+            let created = [&paths.skills_folder, &paths.local_skills_folder]
+                .into_iter()
+                .map(|root| root.join("system-prompts").join(format!("{name}.md")))
+                .filter(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()));
+            for served in served_prompt(&name)?.into_iter().chain(created) {
+                if !own.contains(&real(&served)) {
+                    return refuse(
+                        file,
+                        format!(
+                            "is the system prompt {name:?}, which {} already serves and this bundle did not install",
+                            shown_path(paths, &served)
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(sibling) = overview_twin(file, &files, &record, &paths.skills_folder) {
+            return refuse(
+                file,
+                format!(
+                    "would shadow skills_folder/{sibling} (the same skill id), which this bundle did not install"
+                ),
+            );
+        }
+        let Some(current) = file_hash(&target) else {
+            continue;
+        };
+        let key = record_key(file.dest, &file.rel);
+        let owned = record.files.get(&key) == Some(&current);
+        let same = current == hash_hex(&file.bytes) && file.dest == Dest::Skills;
+        if owned || same {
+            continue;
+        }
+        let what = match file.dest {
+            Dest::Agents => format!(
+                "would replace the agent profile {:?} (agents_folder/{}), which this bundle did not install",
+                file.rel.strip_suffix(".md").unwrap_or(&file.rel),
+                file.rel
+            ),
+            Dest::Skills if record.files.contains_key(&key) => format!(
+                "would replace skills_folder/{}, which changed since this bundle installed it",
+                file.rel
+            ),
+            Dest::Skills => format!(
+                "would replace skills_folder/{}, which this bundle did not install",
+                file.rel
+            ),
+        };
+        return refuse(file, what);
+    }
+    record.schema = RECORD_SCHEMA;
+    record.namespace = namespace.to_string();
+    for file in &files {
+        record
+            .files
+            .insert(record_key(file.dest, &file.rel), hash_hex(&file.bytes));
+    }
+    let bytes = serde_json::to_vec_pretty(&record).map_err(Error::json)?;
+    let mut files = files;
+    files.push(File {
+        dest: Dest::Skills,
+        rel: record_rel,
+        bytes,
+    });
+    Ok(Checked { files })
+}
+
+/// The names that give a folder's overview skill id (`SKILL.md` beats `SKILLS.md` beats
+/// `index.md`).
+const OVERVIEWS: [&str; 3] = ["SKILL.md", "SKILLS.md", "index.md"];
+
+/// For an overview file of the bundle, a sibling overview on disk that serves the same skill id
+/// and is not the bundle's own (neither in it nor written by it unchanged since).
+fn overview_twin(
+    file: &File,
+    files: &[File],
+    record: &Record,
+    skills_folder: &Path,
+) -> Option<String> {
+    if file.dest != Dest::Skills {
+        return None;
+    }
+    let (dir, name) = file.rel.rsplit_once('/')?;
+    if !OVERVIEWS.contains(&name) {
+        return None;
+    }
+    OVERVIEWS
+        .iter()
+        .filter(|other| **other != name)
+        .map(|other| format!("{dir}/{other}"))
+        .filter(|twin| {
+            !files
+                .iter()
+                .any(|f| f.dest == Dest::Skills && f.rel == *twin)
+        })
+        .find(|twin| {
+            file_hash(&skills_folder.join(twin)).is_some_and(|current| {
+                record.files.get(&record_key(Dest::Skills, twin)) != Some(&current)
+            })
+        })
+}
+
+/// A path under one of the configured folders as `<setting>/<path>`, never the absolute path.
+fn shown_path(paths: &Paths, path: &Path) -> String {
+    [
+        (&paths.local_skills_folder, "local_skills_folder"),
+        (&paths.skills_folder, "skills_folder"),
+    ]
+    .into_iter()
+    .find_map(|(root, key)| {
+        let rel = path.strip_prefix(root).ok()?;
+        Some(format!("{key}/{}", rel.display()))
+    })
+    .unwrap_or_else(|| "another file".to_string())
+}
+
+/// The name a bundle's system prompt file would be served under, when it would be one.
+fn prompt_name(file: &File) -> Option<String> {
+    if file.dest != Dest::Skills
+        || !is_markdown(&file.rel)
+        || classify(&file.rel) != PathClass::SystemPrompt
+    {
+        return None;
+    }
+    let text = std::str::from_utf8(&file.bytes).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let stem = file.rel.rsplit('/').next()?.strip_suffix(".md")?;
+    let doc = ParsedDoc::parse(text);
+    prompt::read(&doc, stem, Reading::Scan).ok().map(|p| p.name)
+}
+
+/// The four roots as real paths, to see which of them also sees a target.
+struct Reals {
+    skills: PathBuf,
+    local: PathBuf,
+    agents: PathBuf,
+    agents_skills: PathBuf,
+}
+
+impl Reals {
+    fn of(paths: &Paths) -> Reals {
+        Reals {
+            skills: real(&paths.skills_folder),
+            local: real(&paths.local_skills_folder),
+            agents: real(&paths.agents_folder),
+            agents_skills: real(&paths.agents_skills_folder),
+        }
+    }
+
+    /// Why another root would read `target` as something the bundle did not mean, if it
+    /// would: a skills file as another namespace, an agent profile or an agents skill; an
+    /// agent profile as a skill or a system prompt.
+    fn read_elsewhere(&self, dest: Dest, target: &Path, namespace: &str) -> Option<String> {
+        let target = real(target);
+        let under = |root: &Path| -> Option<String> {
+            let rel = target.strip_prefix(root).ok()?;
+            let parts: Option<Vec<&str>> = rel
+                .components()
+                .map(|c| match c {
+                    Component::Normal(s) => s.to_str(),
+                    _ => None,
+                })
+                .collect();
+            Some(parts?.join("/"))
+        };
+        match dest {
+            Dest::Skills => {
+                // Through a link inside the root, the namespace folder may be another one.
+                if let Some(rel) = under(&self.skills) {
+                    let ns = first_segment(&rel);
+                    if ns != namespace {
+                        return Some(format!(
+                            "would land at skills_folder/{rel} (through a link), where it reads as namespace {ns:?}, not {namespace:?}"
+                        ));
+                    }
+                }
+                if let Some(rel) = under(&self.local) {
+                    let ns = first_segment(&rel);
+                    if ns != namespace {
+                        return Some(format!(
+                            "would land at local_skills_folder/{rel}, where it reads as namespace {ns:?}, not {namespace:?}"
+                        ));
+                    }
+                }
+                if let Some(rel) = under(&self.agents) {
+                    if !rel.contains('/') {
+                        return Some(format!(
+                            "would land at agents_folder/{rel}, where it reads as an agent profile"
+                        ));
+                    }
+                }
+                if let Some(rel) = under(&self.agents_skills) {
+                    return Some(format!(
+                        "would land at agents_skills_folder/{rel}, a read-only root"
+                    ));
+                }
+                None
+            }
+            Dest::Agents => [
+                (&self.skills, "skills_folder"),
+                (&self.local, "local_skills_folder"),
+            ]
+            .into_iter()
+            .find_map(|(root, key)| {
+                let rel = under(root)?;
+                matches!(classify(&rel), PathClass::Skill | PathClass::SystemPrompt).then(|| {
+                    format!(
+                        "would land at {key}/{rel}, where it reads as a skill, not an agent profile"
+                    )
+                })
+            }),
+        }
+    }
+}
+
+/// `path` with its longest existing part resolved (links, `..`) and the rest appended as is.
+fn real(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(resolved) = at.canonicalize() {
+            let mut out = resolved;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_names_are_refused_without_case() {
+        for name in [
+            "system-prompts",
+            "agents",
+            "prompts",
+            "iii-directory",
+            "System-Prompts",
+        ] {
+            let err = check_namespace(name).expect_err(name);
+            assert_eq!(err.code(), Some(RESERVED), "{name}");
+        }
+        for name in ["iii", "mailer", "agentsx", "directory"] {
+            check_namespace(name).expect(name);
+        }
+    }
+
+    #[test]
+    fn the_default_layout_lands_the_iii_bundle_one_level_down() {
+        let dir = tempfile::tempdir().expect("temp");
+        let paths = crate::config::Settings::default().resolve(dir.path(), None);
+        assert_eq!(namespace_folder(&paths, "iii"), "iii/iii");
+        assert_eq!(namespace_folder(&paths, "mailer"), "mailer");
+    }
+}
