@@ -502,4 +502,5 @@ mod functions;
 mod real_engine;
 mod reconnect;
 mod registration;
+mod soak;
 mod telemetry;
