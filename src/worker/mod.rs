@@ -16,6 +16,7 @@ mod setup;
 mod subscriptions;
 pub mod surface;
 mod trim;
+mod watchdog;
 mod wire;
 
 use std::sync::Arc;
@@ -295,10 +296,14 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             let shared = shared.clone();
             let iii = iii_for_handler.clone();
             async move {
-                screen::screen(id, &input).map_err(|e| wire_error(e.to_string()))?;
-                let answer = handle(&iii, &shared, handler, input).await;
-                let answer = answer.map_err(wire_error)?;
-                deliverable(&shared, id, answer).await.map_err(wire_error)
+                let work = async {
+                    screen::screen(id, &input).map_err(|e| e.to_string())?;
+                    let answer = handle(&iii, &shared, handler, input).await?;
+                    deliverable(&shared, id, answer).await
+                };
+                watchdog::answered(id, handler, work)
+                    .await
+                    .map_err(wire_error)
             }
         })
         .description(function.description)
