@@ -10,6 +10,8 @@ mod connection;
 mod console;
 mod downloads;
 mod engine;
+#[cfg(any(test, feature = "testing"))]
+pub mod local;
 pub mod screen;
 mod search;
 mod setup;
