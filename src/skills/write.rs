@@ -93,16 +93,16 @@ fn check_reserved(id: &str) -> Result<()> {
         PathClass::Prompts => {
             format!(
                 "id {id} contains the reserved `prompts` path segment; rename that segment before creating the skill.",
-                id = quoted(&id)
+                id = quoted(id)
             )
         }
         PathClass::SystemPrompt => format!(
             "id {id} contains a `system-prompts` path segment, which the scanner classifies as a prompt — the created file would be invisible to directory::skills::list. Use directory::system-prompts::create for prompt files.",
-            id = quoted(&id)
+            id = quoted(id)
         ),
         PathClass::Agents => format!(
             "id {id} contains an `agents` path segment, which the scanner classifies as an agent — the created file would be invisible to directory::skills::list. Use directory::agents::create for agent profiles.",
-            id = quoted(&id)
+            id = quoted(id)
         ),
     };
     Err(Error::invalid_input("D115", problem, &[]))
@@ -154,7 +154,7 @@ fn writable(
             format!(
                 "skill {id} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
                 roots.path(Root::AgentsSkills).display(),
-                id = quoted(&id)
+                id = quoted(id)
             ),
             &[],
         )),
@@ -162,7 +162,7 @@ fn writable(
             "D116",
             format!(
                 "skill {id} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else.",
-                id = quoted(&id)
+                id = quoted(id)
             ),
             &[],
         )),
