@@ -3,7 +3,8 @@
 //! calls sent and the calls answered (each answer checked against what that call must answer)
 //! and fails on any call left without an answer, a wrong answer, or a reconnection.
 //!
-//! `SOAK_CALLS` sets the size (20,000 by default, a few seconds); the million calls of the issue
+//! `SOAK_OTEL=1` turns the SDK's telemetry on (spans to the fake's `/otel` socket), as a
+//! deployed worker runs. `SOAK_CALLS` sets the size (20,000 by default, a few seconds); the million calls of the issue
 //! run with `cargo test --test worker soak -- --ignored` (or `SOAK_CALLS=1000000`).
 
 use futures_util::StreamExt;
@@ -94,7 +95,14 @@ struct Tally {
 }
 
 async fn soak(calls: u64) {
-    let h = Harness::start(Installed::Mailer, None).await;
+    // `SOAK_OTEL=1`: with the SDK's telemetry on, as a deployed worker runs.
+    let otel = std::env::var("SOAK_OTEL").is_ok_and(|v| v == "1");
+    let env: &[(&str, &str)] = if otel {
+        &[("OTEL_ENABLED", "true")]
+    } else {
+        &[]
+    };
+    let h = Harness::start_with_env(Installed::Mailer, None, &[], None, env).await;
     // A million calls' frames would otherwise all be kept.
     h.engine.keep_history(false);
     let connections = h.engine.connections().len();
@@ -156,12 +164,13 @@ async fn soak(calls: u64) {
     drop(outcomes);
     let elapsed = started.elapsed();
     eprintln!(
-        "soak: {} calls sent, {} answered ({} wrong), {} lost, in {elapsed:.1?} ({:.0} calls/s, {IN_FLIGHT} in flight)",
+        "soak: {} calls sent, {} answered ({} wrong), {} lost, in {elapsed:.1?} ({:.0} calls/s, {IN_FLIGHT} in flight, telemetry {})",
         tally.sent,
         tally.answered,
         tally.wrong,
         tally.lost,
-        tally.sent as f64 / elapsed.as_secs_f64()
+        tally.sent as f64 / elapsed.as_secs_f64(),
+        if otel { "on" } else { "off" }
     );
     assert_eq!(
         (tally.sent, tally.answered, tally.lost, tally.wrong),
