@@ -403,6 +403,13 @@ async fn requests_that_are_not_objects_are_refused() {
     assert!(!h.path("skills/system-prompts/p.md").exists());
     assert!(!h.path("agents/a.md").exists());
 
+    // The worker-added hook answers `{ok: true}` whatever it is sent (contract).
+    let huge = "\u{80}".repeat(1_000_000);
+    for request in [json!(["w"]), json!({ "worker": huge })] {
+        let ok = h.call(ON_WORKER_ADDED, request).await;
+        assert_eq!(ok, json!({"ok": true}));
+    }
+
     // Nothing is an empty request.
     let index = h.call("directory::skills::index", Value::Null).await;
     assert!(index["body"].is_string(), "{index}");
