@@ -5,8 +5,7 @@
 use std::fmt::{self, Write as _};
 
 /// How many characters of a caller's string an error echoes; a longer one is cut there and
-/// ends in "…". Every valid id, name and path the contract reads is far shorter than a
-/// message is long, but a caller may send megabytes.
+/// ends in "…". Names, segments and ordinary ids are far shorter; a caller may send megabytes.
 pub const MAX_ECHO_CHARS: usize = 256;
 
 /// The longest message of any error the worker hands to the SDK, whatever built it (see
@@ -14,10 +13,10 @@ pub const MAX_ECHO_CHARS: usize = 256;
 pub const MAX_ERROR_BYTES: usize = 64 << 10;
 
 /// A caller's string as every error echoes it: in double quotes, in display form (each
-/// character as itself, so `é` or `\u{80}`'s neighbours cost what they cost in the request),
-/// with only the quote, the backslash and control characters escaped as `{:?}` would (so the
-/// message stays one line and its quotes unambiguous), and cut after [`MAX_ECHO_CHARS`]
-/// characters with "…". A short, ordinary id renders exactly as `{:?}` renders it
+/// printable character as itself, `é` or `日` included), with only the quote, the backslash and
+/// control characters escaped as `{:?}` would (so the message stays one line and its quotes
+/// unambiguous), and cut after [`MAX_ECHO_CHARS`] characters with "…". So an echo is at most a
+/// few KiB whatever was sent, and a short, ordinary id renders exactly as `{:?}` renders it
 /// (`"foo/bar"`).
 #[derive(Clone, Copy)]
 pub struct Quoted<'a>(pub &'a str);

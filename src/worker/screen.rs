@@ -84,10 +84,7 @@ pub fn screen(function: &str, request: &Value) -> Result<(), Error> {
         other => {
             return Err(Error::invalid_input(
                 code,
-                format!(
-                    "the request must be a JSON object, not {}.",
-                    kind(other).article
-                ),
+                format!("the request must be a JSON object, not {}.", kind(other)),
                 &[],
             ));
         }
@@ -182,20 +179,16 @@ fn type_article(json_type: &str) -> Option<&'static str> {
     })
 }
 
-struct Kind {
-    article: &'static str,
-}
-
-fn kind(value: &Value) -> Kind {
-    let article = match value {
+/// What a JSON value is, with its article ("an array").
+fn kind(value: &Value) -> &'static str {
+    match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    };
-    Kind { article }
+    }
 }
 
 #[cfg(test)]
