@@ -2,7 +2,69 @@
 //! original worker renders them (`D110 not_found: skill "x" does not exist. Did you mean: …`);
 //! the worker sends [`Error::to_string`] on the wire, the CLI prints it.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+
+/// How many characters of a caller's string an error echoes; a longer one is cut there and
+/// ends in "…". Names, segments and ordinary ids are far shorter; a caller may send megabytes.
+pub const MAX_ECHO_CHARS: usize = 256;
+
+/// The longest message of any error the worker hands to the SDK, whatever built it (see
+/// `worker::wire::bounded_error`).
+pub const MAX_ERROR_BYTES: usize = 64 << 10;
+
+/// A caller's string as every error echoes it: in double quotes, in display form (each
+/// printable character as itself, `é` or `日` included), with only the quote, the backslash and
+/// control characters escaped as `{:?}` would (so the message stays one line and its quotes
+/// unambiguous), and cut after [`MAX_ECHO_CHARS`] characters with "…". So an echo is at most a
+/// few KiB whatever was sent, and a short, ordinary id renders exactly as `{:?}` renders it
+/// (`"foo/bar"`).
+#[derive(Clone, Copy)]
+pub struct Quoted<'a>(pub &'a str);
+
+/// [`Quoted`] for `s`: `format!("skill {} …", quoted(id))`.
+pub fn quoted(s: &str) -> Quoted<'_> {
+    Quoted(s)
+}
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_char('"')?;
+        for (n, c) in self.0.chars().enumerate() {
+            if n == MAX_ECHO_CHARS {
+                f.write_char('…')?;
+                break;
+            }
+            match c {
+                '"' => f.write_str("\\\"")?,
+                '\\' => f.write_str("\\\\")?,
+                c if c.is_control() => write!(f, "{}", c.escape_debug())?,
+                c => f.write_char(c)?,
+            }
+        }
+        f.write_char('"')
+    }
+}
+
+impl fmt::Debug for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// `message` cut to at most `max` bytes on a character boundary, ending in "…" when cut.
+pub fn bounded(mut message: String, max: usize) -> String {
+    if message.len() <= max {
+        return message;
+    }
+    let ellipsis = '…'.len_utf8();
+    let mut end = max.saturating_sub(ellipsis);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.truncate(end);
+    message.push('…');
+    message
+}
 
 /// A follow-up the caller can make, rendered in the `Next:` tail of a coded message.
 #[derive(Clone, Copy, Debug)]
@@ -60,7 +122,10 @@ impl Error {
         candidates: &[String],
         next: &[Next],
     ) -> Error {
-        let mut message = format!("{code} not_found: {kind} {missed:?} does not exist.");
+        let mut message = format!(
+            "{code} not_found: {kind} {} does not exist.",
+            quoted(missed)
+        );
         if !candidates.is_empty() {
             let _ = write!(message, " Did you mean: {}.", candidates.join(", "));
         }
@@ -127,6 +192,47 @@ mod tests {
             bare.to_string(),
             "D410 not_found: agent profile \"x\" does not exist."
         );
+    }
+
+    #[test]
+    fn quotes_caller_input_in_display_form_and_cuts_it() {
+        for id in [
+            "foo/bar",
+            "x",
+            "a-b_c/d",
+            "",
+            "é/ü",
+            "say \"hi\"",
+            "back\\slash",
+            "tab\there",
+        ] {
+            assert_eq!(quoted(id).to_string(), format!("{id:?}"), "{id:?}");
+        }
+        // A C1 control costs its escape, but only up to the cut.
+        let long = "\u{80}".repeat(2_500_000);
+        let shown = quoted(&long).to_string();
+        assert_eq!(shown, format!("\"{}…\"", "\\u{80}".repeat(MAX_ECHO_CHARS)));
+        assert!(shown.len() < 2 * 1024, "{}", shown.len());
+        // Printable characters are shown as themselves.
+        let wide = "日".repeat(1000);
+        let shown = quoted(&wide).to_string();
+        assert_eq!(shown, format!("\"{}…\"", "日".repeat(MAX_ECHO_CHARS)));
+        let exact = "a".repeat(MAX_ECHO_CHARS);
+        assert_eq!(quoted(&exact).to_string(), format!("{exact:?}"));
+        let e = Error::not_found("D110", "skill", &long, &[], &[]);
+        assert!(e.to_string().len() < 2 * 1024);
+        assert!(e.to_string().starts_with("D110 not_found: skill \"\\u{80}"));
+    }
+
+    #[test]
+    fn bounded_cuts_on_a_character_boundary() {
+        assert_eq!(bounded("short".into(), 10), "short");
+        let cut = bounded("ééééé".into(), 6);
+        assert_eq!(cut, "é…");
+        assert!(cut.len() <= 6);
+        let big = bounded("x".repeat(1 << 20), MAX_ERROR_BYTES);
+        assert_eq!(big.len(), MAX_ERROR_BYTES);
+        assert!(big.ends_with('…'));
     }
 
     #[test]

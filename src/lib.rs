@@ -37,7 +37,7 @@ mod yaml;
 
 pub use answer::Answer;
 pub use directory::{Directory, ReadFunction, Skipped, WriteFunction};
-pub use error::{Error, Result};
+pub use error::{Error, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};

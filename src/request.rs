@@ -5,12 +5,38 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, bounded};
 
+/// The longest message a request's own parse error may have: serde's messages quote what they
+/// refused in full (`invalid type: string "…"`); the worker screens each field first
+/// (`worker::screen`), and this bounds what is left.
+const MAX_PARSE_ERROR_BYTES: usize = 1024;
+
+/// Reads a request. It must be a JSON object (or nothing, an empty request): an array would
+/// otherwise fill the fields in order (`["a/b", "# x"]` as `{id, content}`).
 pub fn parse<T: DeserializeOwned>(request: &Value) -> Result<T> {
     let empty = Value::Object(Default::default());
-    let request = if request.is_null() { &empty } else { request };
-    T::deserialize(request).map_err(|e| Error::Invalid(format!("invalid request: {e}")))
+    let request = match request {
+        Value::Null => &empty,
+        Value::Object(_) => request,
+        other => {
+            let kind = match other {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                _ => "a boolean",
+            };
+            return Err(Error::Invalid(format!(
+                "invalid request: the request must be a JSON object, not {kind}"
+            )));
+        }
+    };
+    T::deserialize(request).map_err(|e| {
+        Error::Invalid(bounded(
+            format!("invalid request: {e}"),
+            MAX_PARSE_ERROR_BYTES,
+        ))
+    })
 }
 
 /// `{id, raw?}`: what `skills::get` and `agents::get` take.

@@ -10,7 +10,7 @@ use crate::bundled;
 use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
-use crate::error::{Error, Next, Result, next};
+use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
 use crate::index::Reader;
 use crate::request;
@@ -80,7 +80,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if reader.agent(&req.id)?.is_some() {
         return Err(Error::invalid_input(
             "D414",
-            format!("agent profile {:?} already exists.", req.id),
+            format!("agent profile {} already exists.", quoted(&req.id)),
             &NEXT_ON_CONFLICT,
         ));
     }
@@ -142,8 +142,8 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
             return Err(Error::invalid_input(
                 "D414",
                 format!(
-                    "agent profile {:?} is bundled with the worker and has no local file to delete.",
-                    req.id
+                    "agent profile {} is bundled with the worker and has no local file to delete.",
+                    quoted(&req.id)
                 ),
                 &NEXT_ON_CONFLICT,
             ));

@@ -10,6 +10,7 @@ pub const MAX_SEGMENT_BYTES: usize = 64;
 
 /// Longest whole skill id, in bytes.
 pub const MAX_ID_BYTES: usize = 1024;
+use crate::error::quoted;
 
 /// The link form `directory::skills::get` accepts in front of an id.
 const III_SCHEME: &str = "iii://";
@@ -34,20 +35,25 @@ pub fn validate_skill_id(id: &str) -> Result<(), String> {
         return Err("id must be non-empty".to_owned());
     }
     if id.starts_with('/') || id.ends_with('/') {
-        return Err(format!("id may not have a leading or trailing '/': {id:?}"));
+        return Err(format!(
+            "id may not have a leading or trailing '/': {id}",
+            id = quoted(id)
+        ));
     }
     if id.len() > MAX_ID_BYTES {
         return Err(format!(
-            "id too long ({} chars; max {MAX_ID_BYTES}): {id:?}",
-            id.len()
+            "id too long ({} chars; max {MAX_ID_BYTES}): {id}",
+            id.len(),
+            id = quoted(id)
         ));
     }
     for (index, segment) in id.split('/').enumerate() {
         if let Err(reason) = validate_segment(segment) {
             // Segments are numbered from 1 for the person reading the message.
             return Err(format!(
-                "invalid id (segment {} of {id:?}): {reason}",
-                index + 1
+                "invalid id (segment {} of {id}): {reason}",
+                index + 1,
+                id = quoted(id)
             ));
         }
     }
@@ -60,13 +66,15 @@ fn validate_segment(segment: &str) -> Result<(), String> {
     }
     if segment.len() > MAX_SEGMENT_BYTES {
         return Err(format!(
-            "segment too long ({} chars; max {MAX_SEGMENT_BYTES}): {segment:?}",
-            segment.len()
+            "segment too long ({} chars; max {MAX_SEGMENT_BYTES}): {segment}",
+            segment.len(),
+            segment = quoted(segment)
         ));
     }
     if !segment.chars().all(is_id_char) {
         return Err(format!(
-            "segment may only contain lowercase ASCII letters, digits, '-' and '_': {segment:?}"
+            "segment may only contain lowercase ASCII letters, digits, '-' and '_': {segment}",
+            segment = quoted(segment)
         ));
     }
     Ok(())
@@ -85,7 +93,8 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     }
     if !name.chars().all(is_id_char) {
         return Err(format!(
-            "name may only contain lowercase ASCII letters, digits, '-' and '_': {name:?}"
+            "name may only contain lowercase ASCII letters, digits, '-' and '_': {name}",
+            name = quoted(name)
         ));
     }
     Ok(())
@@ -100,12 +109,14 @@ pub fn validate_worker_name(name: &str) -> Result<(), String> {
     };
     if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
         return Err(format!(
-            "worker name must start with a lowercase ASCII letter or digit: {name:?}"
+            "worker name must start with a lowercase ASCII letter or digit: {name}",
+            name = quoted(name)
         ));
     }
     if !chars.all(is_id_char) {
         return Err(format!(
-            "worker name may only contain lowercase letters, digits, '-', '_': {name:?}"
+            "worker name may only contain lowercase letters, digits, '-', '_': {name}",
+            name = quoted(name)
         ));
     }
     Ok(())
@@ -217,7 +228,10 @@ mod tests {
         assert_eq!(id.len(), 1039);
         assert_eq!(
             validate_skill_id(&id),
-            Err(format!("id too long (1039 chars; max 1024): {id:?}"))
+            Err(format!(
+                "id too long (1039 chars; max 1024): \"{}…\"",
+                &id[..crate::error::MAX_ECHO_CHARS]
+            ))
         );
     }
 

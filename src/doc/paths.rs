@@ -9,6 +9,7 @@
 //! on disk beside its documents and never served. It does not look at the disk (symbolic links
 //! already under the destination are the writer's concern).
 
+use crate::error::quoted;
 use std::path::PathBuf;
 
 /// Longest accepted path, in bytes. Real bundle paths are a few dozen bytes; 240 leaves room
@@ -44,21 +45,26 @@ pub fn validate_bundle_path(rel: &str) -> Result<PathBuf, String> {
     {
         return Err(format!(
             "bundle path may not contain {bad:?} (backslashes, ':' and control characters are \
-             refused): {rel:?}"
+             refused): {rel}",
+            rel = quoted(rel)
         ));
     }
     if rel.starts_with('/') {
-        return Err(format!("bundle path must be relative: {rel:?}"));
+        return Err(format!(
+            "bundle path must be relative: {rel}",
+            rel = quoted(rel)
+        ));
     }
     let segments: Vec<&str> = rel.split('/').collect();
     if segments.len() > MAX_BUNDLE_PATH_SEGMENTS {
         return Err(format!(
-            "bundle path has too many segments ({}; max {MAX_BUNDLE_PATH_SEGMENTS}): {rel:?}",
-            segments.len()
+            "bundle path has too many segments ({}; max {MAX_BUNDLE_PATH_SEGMENTS}): {rel}",
+            segments.len(),
+            rel = quoted(rel)
         ));
     }
     for segment in &segments {
-        validate_segment(segment).map_err(|why| format!("{why}: {rel:?}"))?;
+        validate_segment(segment).map_err(|why| format!("{why}: {rel}", rel = quoted(rel)))?;
     }
     Ok(segments.iter().collect())
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::paths::{is_markdown, validate_bundle_path};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, quoted};
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
 use super::request::Source;
@@ -50,12 +50,14 @@ pub fn check_repo_url(repo: &str) -> Result<()> {
     }
     if repo.starts_with('-') {
         return refuse(format!(
-            "repo URL may not start with '-' (argument injection): {repo:?}"
+            "repo URL may not start with '-' (argument injection): {repo}",
+            repo = quoted(repo)
         ));
     }
     if names_a_remote_helper(repo) {
         return refuse(format!(
-            "repo URL may not contain '::' (transport trick): {repo:?}"
+            "repo URL may not contain '::' (transport trick): {repo}",
+            repo = quoted(repo)
         ));
     }
     if repo
@@ -63,17 +65,20 @@ pub fn check_repo_url(repo: &str) -> Result<()> {
         .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
     {
         return refuse(format!(
-            "repo URL may not use the file: transport: {repo:?}"
+            "repo URL may not use the file: transport: {repo}",
+            repo = quoted(repo)
         ));
     }
     if repo.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return refuse(format!(
-            "repo URL may not contain whitespace or control characters: {repo:?}"
+            "repo URL may not contain whitespace or control characters: {repo}",
+            repo = quoted(repo)
         ));
     }
     if !ALLOWED_URL_PREFIXES.iter().any(|p| repo.starts_with(p)) {
         return refuse(format!(
-            "repo URL must start with https://, ssh://, or git@ — got: {repo:?}"
+            "repo URL must start with https://, ssh://, or git@ — got: {repo}",
+            repo = quoted(repo)
         ));
     }
     Ok(())
@@ -103,20 +108,30 @@ pub fn check_skill_name(skill: &str) -> Result<()> {
         return refuse("skill must be non-empty".into());
     }
     if skill.contains('/') || skill.contains('\\') {
-        return refuse(format!("skill may not contain a path separator: {skill:?}"));
+        return refuse(format!(
+            "skill may not contain a path separator: {skill}",
+            skill = quoted(skill)
+        ));
     }
     if skill.contains("..") {
-        return refuse(format!("skill may not contain '..': {skill:?}"));
+        return refuse(format!(
+            "skill may not contain '..': {skill}",
+            skill = quoted(skill)
+        ));
     }
     if skill.starts_with('.') {
-        return refuse(format!("skill may not start with '.': {skill:?}"));
+        return refuse(format!(
+            "skill may not start with '.': {skill}",
+            skill = quoted(skill)
+        ));
     }
     if !skill
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
         return refuse(format!(
-            "skill may only contain ASCII letters, digits, '-', '_' and '.': {skill:?}"
+            "skill may only contain ASCII letters, digits, '-', '_' and '.': {skill}",
+            skill = quoted(skill)
         ));
     }
     Ok(())
@@ -129,7 +144,8 @@ pub fn check_branch(branch: &str) -> Result<()> {
     }
     if branch.starts_with('-') || branch.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(Error::Invalid(format!(
-            "branch may not start with '-' or contain whitespace or control characters: {branch:?}"
+            "branch may not start with '-' or contain whitespace or control characters: {branch}",
+            branch = quoted(branch)
         )));
     }
     Ok(())
@@ -363,7 +379,8 @@ fn collect(
                 // The contract's text ends with `(cloned to <tmp>)`; no answer shows a
                 // temporary path (and the process id in its name).
                 return Err(Error::Invalid(format!(
-                    "repo {repo:?} has no folder skills/{skill}/"
+                    "repo {repo} has no folder skills/{skill}/",
+                    repo = quoted(repo)
                 )));
             }
             Ok(meta) if meta.file_type().is_symlink() => {
@@ -371,7 +388,8 @@ fn collect(
             }
             Ok(meta) if !meta.is_dir() => {
                 return Err(Error::Invalid(format!(
-                    "skills/{skill} in {repo:?} is not a directory"
+                    "skills/{skill} in {repo} is not a directory",
+                    repo = quoted(repo)
                 )));
             }
             Ok(_) => {}
@@ -444,7 +462,8 @@ fn add_file(
     };
     validate_bundle_path(&rel).map_err(|why| {
         Error::Invalid(format!(
-            "invalid file path {rel:?} in skills/{skill}/: {why}; nothing was written"
+            "invalid file path {rel} in skills/{skill}/: {why}; nothing was written",
+            rel = quoted(&rel)
         ))
     })?;
     builder.check_size(&rel, size)?;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Registry, RegistryError, Release};
 use crate::doc::ids::validate_worker_name;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, quoted};
 use crate::error::{Next, next};
 use crate::request;
 
@@ -132,7 +132,8 @@ pub fn download_error(worker: &str, e: &RegistryError) -> Error {
         RegistryError::NotFound => Error::Coded {
             code: "D310",
             message: format!(
-                "D310 not_found: registry worker {worker:?} has no published skills bundle. Next: call {LIST} to browse worker names."
+                "D310 not_found: registry worker {worker} has no published skills bundle. Next: call {LIST} to browse worker names.",
+                worker = quoted(worker)
             ),
         },
         other => registry_error(other),

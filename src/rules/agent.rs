@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Reading, Source, trimmed, with_required_fields};
 use crate::doc::{Fields, ParsedDoc};
-use crate::error::{Error, next};
+use crate::error::{Error, next, quoted};
 
 /// The frontmatter of an agent profile, validated.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,8 +72,9 @@ fn profile_from_fields(fields: &Fields) -> Result<Profile, String> {
     if let Some(icon) = &icon {
         if !ICONS.contains(&icon.as_str()) {
             return Err(format!(
-                "`icon` must be one of {} (got {icon:?})",
-                ICONS.join(", ")
+                "`icon` must be one of {} (got {icon})",
+                ICONS.join(", "),
+                icon = quoted(icon)
             ));
         }
     }
@@ -81,8 +82,9 @@ fn profile_from_fields(fields: &Fields) -> Result<Profile, String> {
     if let Some(color) = &color {
         if !COLORS.contains(&color.as_str()) {
             return Err(format!(
-                "`color` must be one of {} (got {color:?})",
-                COLORS.join(", ")
+                "`color` must be one of {} (got {color})",
+                COLORS.join(", "),
+                color = quoted(color)
             ));
         }
     }
@@ -136,7 +138,13 @@ pub fn extends_chain<'a, P>(
             ));
         }
         current = lookup(parent).ok_or_else(|| {
-            inheritance_error(id, &format!("extends unknown agent profile {parent:?}"))
+            inheritance_error(
+                id,
+                &format!(
+                    "extends unknown agent profile {parent}",
+                    parent = quoted(parent)
+                ),
+            )
         })?;
         chain.push(current);
     }
@@ -146,7 +154,7 @@ pub fn extends_chain<'a, P>(
 fn inheritance_error(id: &str, problem: &str) -> String {
     Error::invalid_input(
         "D415",
-        format!("agent profile {id:?} {problem}."),
+        format!("agent profile {id} {problem}.", id = quoted(id)),
         &[next("directory::agents::list", "browse agent profile ids")],
     )
     .to_string()

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{Reading, Source, required_fields, trimmed};
 use crate::doc::ids::validate_name;
 use crate::doc::{Frontmatter, ParsedDoc};
-use crate::error::Error;
+use crate::error::{Error, quoted};
 
 /// One system prompt found on disk.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +47,10 @@ impl Problem {
             Problem::Frontmatter(why) => why.clone(),
             Problem::NoDescription => "frontmatter is missing a non-empty `description`".into(),
             Problem::InvalidName { name, why } => {
-                format!("invalid system prompt name {name:?}: {why}")
+                format!(
+                    "invalid system prompt name {name}: {why}",
+                    name = quoted(name)
+                )
             }
         }
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Source, trimmed};
 use crate::doc::ParsedDoc;
 use crate::doc::ids::{first_segment, normalize_id_input, validate_skill_id};
-use crate::error::{Error, Next, Result, next};
+use crate::error::{Error, Next, Result, next, quoted};
 
 /// Namespaces `filter_unregistered` never hides: this worker's (`directory` in the contract,
 /// and `iii-directory`, where its own bundled skills live) and the engine's (`iii`).
@@ -163,7 +163,8 @@ pub fn parse_id(raw: &str) -> Result<String> {
         return Err(Error::invalid_input(
             "D112",
             format!(
-                "{id:?} looks like a FUNCTION id (service::name), not a skill id. Skill ids use '/' (e.g. \"database/index\"). To CALL that function pass the id to agent_trigger; to READ its skill doc, look up the skill id."
+                "{id} looks like a FUNCTION id (service::name), not a skill id. Skill ids use '/' (e.g. \"database/index\"). To CALL that function pass the id to agent_trigger; to READ its skill doc, look up the skill id.",
+                id = quoted(&id)
             ),
             &NEXT_ON_MISS,
         ));

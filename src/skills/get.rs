@@ -12,7 +12,7 @@ use super::listed::Listed;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, quoted};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::Roots;
@@ -118,7 +118,8 @@ fn recover_miss(
                 return Err(Error::Coded {
                     code: "D110",
                     message: format!(
-                        "D110 not_found: {missed:?} does not exist; the worker `{worker}` is installed but ships no skill doc. Next: call engine::functions::list with worker={worker} to list its functions; or engine::workers::info with name={worker}."
+                        "D110 not_found: {missed} does not exist; the worker `{worker}` is installed but ships no skill doc. Next: call engine::functions::list with worker={worker} to list its functions; or engine::workers::info with name={worker}.",
+                        missed = quoted(missed)
                     ),
                 });
             }

@@ -8,7 +8,7 @@ use crate::doc::ParsedDoc;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::distance::{SUGGESTIONS, closest_by};
 use crate::doc::ids::first_segment;
-use crate::error::{Error, Next, Result, next};
+use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::index::Reader;
 use crate::request;
@@ -48,8 +48,9 @@ pub fn create(
         return Err(Error::invalid_input(
             "D115",
             format!(
-                "namespace {namespace:?} is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
-                roots.path(Root::AgentsSkills).display()
+                "namespace {namespace} is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
+                roots.path(Root::AgentsSkills).display(),
+                namespace = quoted(namespace)
             ),
             &[],
         ));
@@ -58,7 +59,9 @@ pub fn create(
         return Err(Error::invalid_input(
             "D115",
             format!(
-                "id {id:?} would be hidden by filter_unregistered: its top namespace segment {namespace:?} is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
+                "id {id} would be hidden by filter_unregistered: its top namespace segment {namespace} is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false.",
+                id = quoted(&id),
+                namespace = quoted(namespace)
             ),
             &[],
         ));
@@ -66,7 +69,7 @@ pub fn create(
     if reader.resolve_skill(visibility, &id)?.is_some() {
         return Err(Error::invalid_input(
             "D114",
-            format!("skill {id:?} already exists."),
+            format!("skill {id} already exists.", id = quoted(&id)),
             &NEXT_ON_CONFLICT,
         ));
     }
@@ -96,14 +99,17 @@ fn check_reserved(id: &str) -> Result<()> {
         PathClass::Skill => return Ok(()),
         PathClass::Prompts => {
             format!(
-                "id {id:?} contains the reserved `prompts` path segment; rename that segment before creating the skill."
+                "id {id} contains the reserved `prompts` path segment; rename that segment before creating the skill.",
+                id = quoted(id)
             )
         }
         PathClass::SystemPrompt => format!(
-            "id {id:?} contains a `system-prompts` path segment, which the scanner classifies as a prompt — the created file would be invisible to directory::skills::list. Use directory::system-prompts::create for prompt files."
+            "id {id} contains a `system-prompts` path segment, which the scanner classifies as a prompt — the created file would be invisible to directory::skills::list. Use directory::system-prompts::create for prompt files.",
+            id = quoted(id)
         ),
         PathClass::Agents => format!(
-            "id {id:?} contains an `agents` path segment, which the scanner classifies as an agent — the created file would be invisible to directory::skills::list. Use directory::agents::create for agent profiles."
+            "id {id} contains an `agents` path segment, which the scanner classifies as an agent — the created file would be invisible to directory::skills::list. Use directory::agents::create for agent profiles.",
+            id = quoted(id)
         ),
     };
     Err(Error::invalid_input("D115", problem, &[]))
@@ -153,15 +159,17 @@ fn writable(
         } => Err(Error::invalid_input(
             "D116",
             format!(
-                "skill {id:?} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
-                roots.path(Root::AgentsSkills).display()
+                "skill {id} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
+                roots.path(Root::AgentsSkills).display(),
+                id = quoted(id)
             ),
             &[],
         )),
         Source::Bundled => Err(Error::invalid_input(
             "D116",
             format!(
-                "skill {id:?} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else."
+                "skill {id} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else.",
+                id = quoted(id)
             ),
             &[],
         )),

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::surface::UI_CONTENT;
+use crate::error::quoted;
 use iii_sdk::IIIClient;
 use iii_sdk::protocol::RegisterTriggerInput;
 use iii_sdk::triggers::Trigger;
@@ -81,8 +82,9 @@ pub fn content(input: &Value) -> Result<Value, String> {
     let asset = ASSETS.iter().find(|a| a.path == path).ok_or_else(|| {
         let known: Vec<&str> = ASSETS.iter().map(|a| a.path).collect();
         format!(
-            "unknown UI asset path {path:?}; this worker serves {}",
-            known.join(", ")
+            "unknown UI asset path {path}; this worker serves {}",
+            known.join(", "),
+            path = quoted(path)
         )
     })?;
     let content = match source() {

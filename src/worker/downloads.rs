@@ -125,7 +125,7 @@ pub async fn on_worker_added(shared: &Arc<Shared>, input: Value) -> Value {
 async fn install(shared: &Arc<Shared>, worker: &str, release: Release) -> bool {
     if let Err(why) = validate_worker_name(worker) {
         tracing::warn!(
-            worker,
+            worker = %crate::error::quoted(worker),
             "not downloading skills for an invalid worker name: {why}"
         );
         return false;

@@ -10,11 +10,15 @@ mod connection;
 mod console;
 mod downloads;
 mod engine;
+#[cfg(any(test, feature = "testing"))]
+pub mod local;
+pub mod screen;
 mod search;
 mod setup;
 mod subscriptions;
 pub mod surface;
 mod trim;
+mod watchdog;
 mod wire;
 
 use std::sync::Arc;
@@ -312,9 +316,14 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             let shared = shared.clone();
             let iii = iii_for_handler.clone();
             async move {
-                let answer = handle(&iii, &shared, handler, input).await;
-                let answer = answer.map_err(wire_error)?;
-                deliverable(&shared, id, answer).await.map_err(wire_error)
+                let work = async {
+                    screen::screen(id, &input).map_err(|e| e.to_string())?;
+                    let answer = handle(&iii, &shared, handler, input).await?;
+                    deliverable(&shared, id, answer).await
+                };
+                watchdog::answered(id, handler, work)
+                    .await
+                    .map_err(wire_error)
             }
         })
         .description(function.description)
@@ -343,11 +352,13 @@ impl schemars::JsonSchema for Answer {
 /// callers read (`invocation_failed`, `handler error: D110 not_found: …`), without a stacktrace.
 /// The SDK attaches a freshly captured and symbolized backtrace to any error that has none
 /// (for its trace span too), which costs milliseconds and megabytes per error and shows the
-/// build machine's paths; an empty one is handed over instead.
+/// build machine's paths; an empty one is handed over instead. The message is measured like
+/// an answer, and cut to what always fits the engine's frame (`wire::bounded_error`), whatever
+/// built it.
 fn wire_error(message: String) -> iii_sdk::Error {
     iii_sdk::Error::Remote {
         code: "invocation_failed".into(),
-        message: format!("handler error: {message}"),
+        message: wire::bounded_error(format!("handler error: {message}")),
         stacktrace: Some(String::new()),
     }
 }

@@ -7,7 +7,7 @@
 //! any of it, with an error that says how to ask for less.
 
 use crate::directory::ReadFunction;
-use crate::error::{Error, next};
+use crate::error::{Error, MAX_ERROR_BYTES, bounded, next};
 
 /// The largest frame the engine accepts from a worker (tungstenite's default
 /// `max_frame_size`, which the engine does not change).
@@ -40,9 +40,39 @@ pub fn check(function: &str, len: usize) -> Result<(), Error> {
     Err(Error::coded("D120", "too_large", &problem, &narrower))
 }
 
+/// An error's message as the worker hands it to the SDK: at most [`MAX_ERROR_BYTES`] (64 KiB,
+/// far inside the frame with its envelope), cut on a character boundary and ending in "…" when
+/// longer. Every error that echoes a caller's string quotes it cut (`error::quoted`) and every
+/// request is screened first (`screen.rs`), so this only ever cuts what a bug built; but it
+/// holds whatever built the message, so no error can end the connection.
+pub fn bounded_error(message: String) -> String {
+    const _: () = assert!(MAX_ERROR_BYTES + ENVELOPE_BYTES < ENGINE_FRAME_BYTES);
+    bounded(message, MAX_ERROR_BYTES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_of_any_length_fits_the_frame() {
+        assert_eq!(
+            bounded_error("D110 not_found: x".into()),
+            "D110 not_found: x"
+        );
+        for len in [MAX_ERROR_BYTES, MAX_ERROR_BYTES + 1, 20 << 20] {
+            let message = bounded_error("\u{80}".repeat(len / 2 + 1));
+            assert!(message.len() <= MAX_ERROR_BYTES, "{}", message.len());
+            assert!(message.ends_with('…'));
+            // Escaped as JSON (a C1 control becomes \u0080, 6 bytes for each 2), still in one frame.
+            let json = serde_json::to_string(&message).expect("json");
+            assert!(
+                json.len() + ENVELOPE_BYTES < ENGINE_FRAME_BYTES,
+                "{}",
+                json.len()
+            );
+        }
+    }
 
     #[test]
     fn an_answer_fits_up_to_the_limit_and_is_refused_past_it() {

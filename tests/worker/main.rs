@@ -337,6 +337,17 @@ impl Harness {
         files: &[(&str, &str)],
         stored_value: Option<Value>,
     ) -> Harness {
+        Harness::start_with_env(installed, seed, files, stored_value, &[]).await
+    }
+
+    /// [`Harness::start_with`] with more environment for the worker.
+    async fn start_with_env(
+        installed: Installed,
+        seed: Option<&str>,
+        files: &[(&str, &str)],
+        stored_value: Option<Value>,
+        env: &[(&str, &str)],
+    ) -> Harness {
         let engine = FakeEngine::start().await;
         fake_installed(&engine, installed);
         let stored = engine.canned_configuration_worker();
@@ -350,7 +361,7 @@ impl Harness {
             fs::write(&path, text).expect("write the seed");
             path
         });
-        let worker = spawn_worker(engine.url(), tree.path(), seed_path.as_deref(), &[]);
+        let worker = spawn_worker(engine.url(), tree.path(), seed_path.as_deref(), env);
         let harness = Harness {
             engine,
             tree,
@@ -503,4 +514,5 @@ mod functions;
 mod real_engine;
 mod reconnect;
 mod registration;
+mod soak;
 mod telemetry;

@@ -1,0 +1,178 @@
+//! The worker's dispatch without an engine, for the fuzz target and tests: a call goes through
+//! the same screen (`screen.rs`), the same library functions, the same answer measure
+//! (`wire::check`) and the same error bound (`wire::bounded_error`) as on the bus. What needs
+//! the engine or the network is left out: downloads are read and checked but not fetched,
+//! the registry is an unreachable loopback port, and the engine's own functions (function
+//! search, `engine::functions::info`, the hooks) are screened only.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::surface::{self, Handler};
+use super::{console, screen, wire};
+use crate::directory::Directory;
+use crate::download;
+use crate::error::Error;
+use crate::registry::{Endpoint, Registry, functions as registry_functions};
+
+/// A directory answering calls as the worker would.
+pub struct Local {
+    directory: Arc<Directory>,
+    registry: Registry,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Local {
+    pub fn new(directory: Arc<Directory>) -> Local {
+        let registry = Registry::new(|| Endpoint {
+            base_url: "http://127.0.0.1:9".into(),
+            timeout: Duration::from_secs(2),
+            cache_ttl: Duration::ZERO,
+            max_response_bytes: 1 << 20,
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a current-thread runtime");
+        Local {
+            directory,
+            registry,
+            runtime,
+        }
+    }
+
+    /// Calls `function` with `request`: the answer as the JSON text the worker would hand the
+    /// SDK, or the error message it would send (`handler error: …`).
+    pub fn call(&self, function: &str, request: &Value) -> Result<String, String> {
+        self.answer(function, request)
+            .map_err(|message| wire::bounded_error(format!("handler error: {message}")))
+    }
+
+    fn answer(&self, function: &str, request: &Value) -> Result<String, String> {
+        let handler = surface::functions()
+            .into_iter()
+            .find(|f| f.id == function)
+            .map(|f| f.handler)
+            .ok_or_else(|| format!("function_not_found: {function}"))?;
+        screen::screen(function, request).map_err(|e| e.to_string())?;
+        let text = |e: Error| e.to_string();
+        let json = match handler {
+            Handler::Read(read) => self
+                .directory
+                .read_answer(read, request, None)
+                .and_then(|answer| answer.into_json())
+                .map_err(text)?,
+            Handler::Write(write) => {
+                let value = self.directory.write(write, request, None).map_err(text)?;
+                value.to_string()
+            }
+            Handler::Status => self.directory.status().map_err(text)?.to_string(),
+            Handler::UiContent => console::content(request)?.to_string(),
+            Handler::Download(download_function) => {
+                let source = download::request::parse(download_function, request).map_err(text)?;
+                if let download::Source::Repo { .. } = source {
+                    download::repo::check(&source).map_err(text)?;
+                }
+                // Checked, not fetched.
+                Value::Null.to_string()
+            }
+            Handler::RegistryList => self
+                .runtime
+                .block_on(registry_functions::list(&self.registry, request))
+                .map_err(text)?
+                .to_string(),
+            Handler::RegistryInfo => self
+                .runtime
+                .block_on(registry_functions::info(&self.registry, request))
+                .map_err(text)?
+                .to_string(),
+            Handler::EngineFunctionInfo
+            | Handler::OnConfigChange
+            | Handler::SearchFunctions
+            | Handler::OnFunctionsChange
+            | Handler::PreGenerate
+            | Handler::HintPreview
+            | Handler::OnWorkerAdded => Value::Null.to_string(),
+        };
+        wire::check(function, json.len()).map_err(text)?;
+        Ok(json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Config;
+    use crate::error::MAX_ERROR_BYTES;
+
+    /// The fuzz target's property on fixed cases, for every function: oversized fields,
+    /// wrongly typed fields and requests that are not objects all answer, and every error
+    /// is short.
+    #[test]
+    fn every_function_answers_hostile_payloads_with_short_errors() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let skill = root.path().join("skills/mailer/guide.md");
+        std::fs::create_dir_all(skill.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&skill, "# Guide\n\nSend mail.\n").expect("write");
+        let directory = Directory::open(Config::for_root(root.path())).expect("open");
+        directory.reconcile().expect("reconcile");
+        let local = Local::new(Arc::new(directory));
+        let huge = "\u{80}".repeat(2_500_000);
+        let wrong = [
+            json!(huge),
+            json!(5),
+            json!(true),
+            json!([huge]),
+            json!({"x": huge}),
+        ];
+        let mut calls = 0;
+        for function in surface::functions() {
+            let keys: Vec<String> = function.request["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            let mut requests = vec![json!([huge]), json!(huge), json!(7)];
+            for value in &wrong {
+                requests.push(Value::Object(
+                    keys.iter().map(|k| (k.clone(), value.clone())).collect(),
+                ));
+                for key in &keys {
+                    requests.push(json!({ key: value }));
+                }
+            }
+            for request in &requests {
+                calls += 1;
+                if let Err(message) = local.call(function.id, request) {
+                    assert!(
+                        message.len() < 8 << 10,
+                        "{}: {} bytes",
+                        function.id,
+                        message.len()
+                    );
+                    assert!(message.len() <= MAX_ERROR_BYTES);
+                }
+            }
+        }
+        assert!(calls > 200, "{calls}");
+        // Nothing was created from an array.
+        let refused = local
+            .call(
+                "directory::skills::create",
+                &json!(["arr/x", "# x\n\nbody"]),
+            )
+            .expect_err("refused");
+        assert_eq!(
+            refused,
+            "handler error: D117 invalid_input: the request must be a JSON object, not an array."
+        );
+        assert!(!root.path().join("skills/arr/x.md").exists());
+        let guide = local
+            .call("directory::skills::get", &json!({"id": "mailer/guide"}))
+            .expect("a normal call");
+        assert!(guide.contains("\"id\":\"mailer/guide\""), "{guide}");
+    }
+}

@@ -1,0 +1,322 @@
+//! The gate every call passes before its handler runs: a request is a JSON object (or nothing),
+//! each field the function reads has a type its schema allows where a string would otherwise be
+//! echoed, and no string is longer than the contract can use. What fails is refused at once with
+//! a short error that echoes nothing long, so no request of any size or character class can
+//! build an error the engine cannot carry (the last guard is `wire::bounded_error`).
+//!
+//! The fields and their types come from the registered request schemas (`surface.rs`), so a
+//! field added there is screened too; the bounds are per field name, below.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::surface;
+use crate::error::{Error, quoted};
+
+/// The longest id, prefix, path, URL or cursor a request may carry: a skill id is at most 1024
+/// bytes (contract), and `get` also takes it as `iii://<id>` or as a path to its file, which
+/// the system caps at 4096 (`PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// The longest name, search, type, function id, branch or worker name: names are at most 64
+/// bytes (contract), worker and function names are short, a search is a few words.
+pub const MAX_NAME_BYTES: usize = 1024;
+/// The longest version or tag.
+pub const MAX_VERSION_BYTES: usize = 256;
+
+/// The bound of a string field, by its name; `None` for fields the screen leaves to their own
+/// checks (`content` has the contract's 262144-byte cap, `system_prompt`, descriptions and the
+/// search capabilities are read, never echoed).
+fn bound(key: &str) -> Option<usize> {
+    match key {
+        "id" | "prefix" | "path" | "repo" | "cursor" => Some(MAX_PATH_BYTES),
+        "name" | "search" | "type" | "function_id" | "skill" | "branch" | "worker"
+        | "session_id" | "turn_id" | "event" | "expose" => Some(MAX_NAME_BYTES),
+        "version" | "tag" => Some(MAX_VERSION_BYTES),
+        _ => None,
+    }
+}
+
+/// The code of a refusal: the family's invalid-input code (skills `D117`, system prompts
+/// `D212`, agent profiles `D412`, downloads and the registry `D312`), else `D121` for the
+/// worker's own functions.
+pub fn code(function: &str) -> &'static str {
+    if function.starts_with("directory::skills::download")
+        || function.starts_with("directory::registry::")
+        || function == surface::ON_WORKER_ADDED
+    {
+        "D312"
+    } else if function.starts_with("directory::skills::") {
+        "D117"
+    } else if function.starts_with("directory::system-prompts::") {
+        "D212"
+    } else if function.starts_with("directory::agents::") {
+        "D412"
+    } else {
+        "D121"
+    }
+}
+
+/// Every function's request schema, by id (built once).
+fn schemas() -> &'static HashMap<&'static str, Value> {
+    static SCHEMAS: OnceLock<HashMap<&'static str, Value>> = OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        surface::functions()
+            .into_iter()
+            .map(|f| (f.id, f.request))
+            .collect()
+    })
+}
+
+/// `Ok` when `request` may go to `function`'s handler; else the refusal to answer with.
+///
+/// The hooks the engine and the harness call are not screened: they read what they can and
+/// never refuse (the worker-added hook answers `{ok: true}` whatever it is sent, the
+/// pre-generate hook answers `continue`, the functions-changed hook refreshes its catalog),
+/// and they echo nothing (a bad worker name is logged, cut).
+pub fn screen(function: &str, request: &Value) -> Result<(), Error> {
+    if [
+        surface::ON_WORKER_ADDED,
+        surface::PRE_GENERATE,
+        surface::ON_FUNCTIONS_CHANGE,
+    ]
+    .contains(&function)
+    {
+        return Ok(());
+    }
+    let code = code(function);
+    match request {
+        Value::Null => return Ok(()),
+        Value::Object(_) => {}
+        other => {
+            return Err(Error::invalid_input(
+                code,
+                format!("the request must be a JSON object, not {}.", kind(other)),
+                &[],
+            ));
+        }
+    }
+    match schemas().get(function) {
+        Some(schema) => walk(function, code, schema, request, None),
+        None => Ok(()),
+    }
+}
+
+/// Checks `value` against the part of a request schema that describes it; `key` is the name of
+/// the field it is the value of.
+fn walk(
+    function: &str,
+    code: &'static str,
+    schema: &Value,
+    value: &Value,
+    key: Option<&str>,
+) -> Result<(), Error> {
+    if value.is_null() {
+        // Absent and null are the same to every field (serde's own message for a required one
+        // echoes nothing).
+        return Ok(());
+    }
+    let allowed = allowed_types(schema);
+    if let Value::String(text) = value {
+        if !allowed.is_empty() && !allowed.contains(&"string") {
+            let expected = allowed
+                .iter()
+                .find_map(|t| type_article(t))
+                .unwrap_or("another type");
+            return Err(Error::Invalid(format!(
+                "invalid request: invalid type: string {}, expected {expected}{}",
+                quoted(text),
+                key.map(|k| format!(" for `{k}`")).unwrap_or_default()
+            )));
+        }
+        if let Some(max) = key.and_then(bound)
+            && text.len() > max
+        {
+            return Err(Error::invalid_input(
+                code,
+                format!(
+                    "`{}` is {} bytes long; {function} reads at most {max}.",
+                    key.unwrap_or_default(),
+                    text.len()
+                ),
+                &[],
+            ));
+        }
+        return Ok(());
+    }
+    match value {
+        Value::Object(fields) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    if let Some(field) = fields.get(name) {
+                        walk(function, code, property, field, Some(name))?;
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for value in items {
+                    walk(function, code, item, value, key)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The `type` of a schema as a list (`"string"` or `["string", "null"]`); empty when it has none.
+fn allowed_types(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn type_article(json_type: &str) -> Option<&'static str> {
+    Some(match json_type {
+        "boolean" => "a boolean",
+        "integer" => "an integer",
+        "number" => "a number",
+        "object" => "an object",
+        "array" => "an array",
+        _ => return None,
+    })
+}
+
+/// What a JSON value is, with its article ("an array").
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn refusal(function: &str, request: Value) -> String {
+        screen(function, &request).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn objects_and_nothing_pass_everything_else_is_refused_with_the_family_code() {
+        assert!(screen("directory::skills::get", &Value::Null).is_ok());
+        assert!(screen("directory::skills::get", &json!({"id": "a/b"})).is_ok());
+        let huge = "x".repeat(1 << 20);
+        assert!(screen(surface::ON_WORKER_ADDED, &json!([huge])).is_ok());
+        for (function, code) in [
+            ("directory::skills::create", "D117"),
+            ("directory::system-prompts::create", "D212"),
+            ("directory::agents::create", "D412"),
+            ("directory::skills::download_from_registry", "D312"),
+            ("directory::registry::workers::info", "D312"),
+            ("directory::index::status", "D121"),
+            (surface::UI_CONTENT, "D121"),
+        ] {
+            for (request, what) in [
+                (json!(["arr/x", "# x\n\nbody"]), "an array"),
+                (json!("arr/x"), "a string"),
+                (json!(5), "a number"),
+                (json!(true), "a boolean"),
+            ] {
+                assert_eq!(
+                    refusal(function, request),
+                    format!("{code} invalid_input: the request must be a JSON object, not {what}.")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_function_has_a_schema_and_every_echoed_field_a_bound() {
+        for function in surface::functions() {
+            assert!(schemas().contains_key(function.id), "{}", function.id);
+            let Some(properties) = function.request["properties"].as_object() else {
+                continue;
+            };
+            for (key, property) in properties {
+                let strings = allowed_types(property).contains(&"string");
+                let unbounded = ["content", "capabilities"].contains(&key.as_str());
+                if strings && !unbounded {
+                    assert!(
+                        bound(key).is_some(),
+                        "{}: `{key}` has no bound",
+                        function.id
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_past_their_bound_are_refused_without_echo() {
+        let huge = "\u{80}".repeat(2_500_000);
+        for (function, key, code) in [
+            ("directory::skills::get", "id", "D117"),
+            ("directory::skills::delete", "id", "D117"),
+            ("directory::skills::list", "prefix", "D117"),
+            ("directory::skills::list", "search", "D117"),
+            ("directory::system-prompts::get", "name", "D212"),
+            ("directory::agents::delete", "id", "D412"),
+            ("directory::skills::download_from_repo", "repo", "D312"),
+            ("directory::skills::download_from_repo", "branch", "D312"),
+            (
+                "directory::skills::download_from_registry",
+                "worker",
+                "D312",
+            ),
+            ("directory::registry::workers::info", "name", "D312"),
+            (surface::UI_CONTENT, "path", "D121"),
+            ("directory::engine::functions::info", "function_id", "D121"),
+        ] {
+            let message = refusal(function, json!({ key: huge }));
+            assert_eq!(
+                message,
+                format!(
+                    "{code} invalid_input: `{key}` is 5000000 bytes long; {function} reads at most {}.",
+                    bound(key).expect("bounded")
+                )
+            );
+        }
+        // At the bound it passes to the handler's own checks.
+        let id = "a".repeat(MAX_PATH_BYTES);
+        assert!(screen("directory::skills::get", &json!({ "id": id })).is_ok());
+        // Content is left to the contract's cap (D113).
+        let content = "x".repeat(1 << 20);
+        assert!(
+            screen(
+                "directory::skills::create",
+                &json!({"id": "a", "content": content})
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_string_where_another_type_belongs_is_refused_in_display_form_and_cut() {
+        let message = refusal("directory::skills::get", json!({"id": "a", "raw": "yes"}));
+        assert_eq!(
+            message,
+            "invalid request: invalid type: string \"yes\", expected a boolean for `raw`"
+        );
+        let huge = "\u{80}".repeat(2_500_000);
+        let message = refusal("directory::skills::list", json!({"if_revision": huge}));
+        assert!(message.len() < 2048, "{}", message.len());
+        assert!(message.contains("…\", expected an integer"), "{message}");
+        // The lenient hooks take anything.
+        let odd = json!({"step": huge, "generate": {"tools": [{"name": "x", "parameters": huge}]}});
+        assert!(screen(surface::PRE_GENERATE, &odd).is_ok());
+        assert!(screen(surface::ON_FUNCTIONS_CHANGE, &json!([huge])).is_ok());
+    }
+}

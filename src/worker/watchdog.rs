@@ -1,0 +1,150 @@
+//! Every call gets an answer. The SDK runs each handler in a task of its own and sends the
+//! result when the task ends; a task that panics ends without a result, and one that waits on
+//! something that never comes (an engine call whose answer was lost, a lock) keeps its caller
+//! waiting out the caller's whole timeout (the SDK's default is 30 s). Both are answered here:
+//! a panic becomes `D123 internal`, and a call still running at the deadline becomes
+//! `D122 timeout`, sent before the caller's default timeout, so the caller hears why instead
+//! of waiting.
+//!
+//! Downloads and the worker-added hook are not cut: a clone or a bundle has its own timeouts,
+//! and callers of a download wait longer than 30 s.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+
+use super::surface::Handler;
+use crate::error::Error;
+
+/// How long a call may run before it is answered `D122`: inside the SDK's default caller
+/// timeout (30 s) with room for the answer's way back.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(25);
+
+/// Sets the deadline in milliseconds (`0` turns it off), for callers whose own timeouts are
+/// shorter than the SDK's default (and for tests).
+pub const DEADLINE_ENV: &str = "III_DIRECTORY_CALL_DEADLINE_MS";
+
+fn deadline() -> Option<Duration> {
+    static DEADLINE: OnceLock<Option<Duration>> = OnceLock::new();
+    *DEADLINE.get_or_init(|| {
+        match std::env::var(DEADLINE_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            Some(0) => None,
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => Some(DEFAULT_DEADLINE),
+        }
+    })
+}
+
+/// The deadline of a call to `handler`, if it has one.
+fn deadline_of(handler: Handler) -> Option<Duration> {
+    match handler {
+        Handler::Download(_) | Handler::OnWorkerAdded => None,
+        _ => deadline(),
+    }
+}
+
+/// `work`'s outcome, or the coded error that answers the call when `work` panics or is still
+/// running at the deadline.
+pub async fn answered<T>(
+    function: &str,
+    handler: Handler,
+    work: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    answered_within(function, deadline_of(handler), work).await
+}
+
+async fn answered_within<T>(
+    function: &str,
+    deadline: Option<Duration>,
+    work: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    let work = AssertUnwindSafe(work).catch_unwind();
+    let outcome = match deadline {
+        Some(limit) => match tokio::time::timeout(limit, work).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::warn!(
+                    function,
+                    deadline_ms = limit.as_millis() as u64,
+                    "a call ran past its deadline; answered D122"
+                );
+                return Err(timed_out(function, limit).to_string());
+            }
+        },
+        None => work.await,
+    };
+    outcome.unwrap_or_else(|_| {
+        tracing::error!(function, "a handler panicked; answered D123");
+        Err(panicked(function).to_string())
+    })
+}
+
+fn timed_out(function: &str, limit: Duration) -> Error {
+    Error::coded(
+        "D122",
+        "timeout",
+        &format!(
+            "{function} did not finish within {} ms; the worker answers now rather than leave \
+             the caller waiting out its own timeout. Retry; if it keeps happening, see the \
+             worker's log.",
+            limit.as_millis()
+        ),
+        &[],
+    )
+}
+
+fn panicked(function: &str) -> Error {
+    Error::coded(
+        "D123",
+        "internal",
+        &format!(
+            "{function} failed unexpectedly (a panic in the worker; see its log); the worker \
+             goes on serving."
+        ),
+        &[],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::directory::ReadFunction;
+
+    #[tokio::test]
+    async fn a_panic_is_answered_d123() {
+        let outcome: Result<(), String> =
+            answered("directory::skills::get", Handler::Status, async {
+                panic!("boom")
+            })
+            .await;
+        let message = outcome.expect_err("answered");
+        assert!(message.starts_with("D123 internal: directory::skills::get failed unexpectedly"));
+    }
+
+    #[tokio::test]
+    async fn a_call_past_the_deadline_is_answered_d122_and_downloads_are_not_cut() {
+        let limit = Some(Duration::from_millis(50));
+        let outcome: Result<(), String> =
+            answered_within("directory::skills::get", limit, std::future::pending()).await;
+        let message = outcome.expect_err("answered");
+        assert!(
+            message.starts_with("D122 timeout: directory::skills::get did not finish within 50 ms"),
+            "{message}"
+        );
+        let quick = async { Ok(7) };
+        assert_eq!(answered_within("f", limit, quick).await, Ok(7));
+        let download = Handler::Download(crate::download::DownloadFunction::FromRepo);
+        assert_eq!(deadline_of(download), None);
+        assert_eq!(deadline_of(Handler::OnWorkerAdded), None);
+        assert_eq!(
+            deadline_of(Handler::Read(ReadFunction::SkillsGet)),
+            Some(DEFAULT_DEADLINE)
+        );
+    }
+}
