@@ -772,6 +772,10 @@ fn rebuilt_from(earlier: u64, encode: fn(&u64) -> Vec<u8>) {
                 .expect("insert");
             txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("view_skills"))
                 .expect("view_skills");
+            // Every schema had the file table (which, with `schema_version`, marks the file
+            // as an index of ours, so it may be rebuilt).
+            txn.open_table(redb::TableDefinition::<&[u8], &[u8]>::new("files"))
+                .expect("files");
             txn.open_table(redb::TableDefinition::<&[u8; 32], &[u8]>::new("content"))
                 .expect("content");
         }

@@ -353,10 +353,15 @@ fn sweep_one(roots: &[&Path], path: &Path, now: SystemTime, sweep: &mut Sweep) {
     else {
         return;
     };
-    if is_stale(pid, modified, now) && dir.unlink(&name).is_ok() {
-        sweep.removed.push(path.to_path_buf());
-    } else {
+    if !is_stale(pid, modified, now) {
         sweep.kept.push(path.to_path_buf());
+        return;
+    }
+    match dir.unlink(&name) {
+        Ok(()) => sweep.removed.push(path.to_path_buf()),
+        // Another writer's sweep (a fresh index over the same folders) took it first.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => sweep.kept.push(path.to_path_buf()),
     }
 }
 
