@@ -134,7 +134,15 @@ impl Watcher {
         }
     }
 
+    /// The watcher's health, after taking in what the queue holds (a root that appeared or
+    /// went a moment ago shows as such).
     pub fn status(&self) -> WatchStatus {
+        if let Some(tracker) = &self.tracker {
+            use crate::directory::CatchUp as _;
+            if let Err(e) = tracker.catch_up(&self.directory) {
+                tracing::warn!("catching up with changes on disk failed: {e}");
+            }
+        }
         self.status.lock().map(|s| s.clone()).unwrap_or_default()
     }
 

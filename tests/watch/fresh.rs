@@ -3,60 +3,16 @@
 //! appear and go; concurrent reads are linearizable against a writer; and catching up costs no
 //! subscriber its `external` event, nor sends one twice.
 
-mod common;
-
 use std::collections::BTreeMap;
-use std::fs;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use common::Tree;
-use iii_directory::{ChangeEvent, Directory, Family, ReadFunction, WatchOptions, Watcher};
-use serde_json::{Value, json};
-
-/// Longer than the watcher's burst window (50 ms quiet, 500 ms at most).
-const SETTLE: Duration = Duration::from_millis(700);
-
-struct Env {
-    tree: Tree,
-    directory: Arc<Directory>,
-    events: Arc<Mutex<Vec<ChangeEvent>>>,
-    watcher: Option<Watcher>,
-}
+use super::*;
 
 impl Env {
-    fn start(setup: impl FnOnce(&Tree)) -> Env {
-        let tree = Tree::new();
-        tree.mkdir("skills/iii").mkdir("agents");
-        setup(&tree);
-        let directory = Arc::new(tree.open());
-        let events: Arc<Mutex<Vec<ChangeEvent>>> = Arc::default();
-        let sink = events.clone();
-        directory.subscribe(Arc::new(move |e: &ChangeEvent| {
-            sink.lock().unwrap().push(e.clone())
-        }));
-        let watcher = Watcher::start(directory.clone(), WatchOptions::default());
-        directory.reconcile().expect("boot reconcile");
-        Env {
-            tree,
-            directory,
-            events,
-            watcher: Some(watcher),
-        }
-    }
-
     fn read(&self, function: ReadFunction, request: Value) -> Result<Value, String> {
         self.directory
             .read(function, &request, None)
             .map_err(|e| e.to_string())
-    }
-
-    fn skill_title(&self, id: &str) -> Option<String> {
-        let got = self
-            .read(ReadFunction::SkillsGet, json!({ "id": id }))
-            .ok()?;
-        got["title"].as_str().map(str::to_string)
     }
 
     fn prefix_ids(&self, prefix: &str) -> Vec<String> {
@@ -76,29 +32,6 @@ impl Env {
             .read(ReadFunction::SystemPromptsGet, json!({ "name": name }))
             .ok()?;
         got["description"].as_str().map(str::to_string)
-    }
-
-    fn agent_name(&self, id: &str) -> Option<String> {
-        let got = self
-            .read(ReadFunction::AgentsGet, json!({ "id": id }))
-            .ok()?;
-        got["name"].as_str().map(str::to_string)
-    }
-
-    fn since(&self, mark: usize) -> Vec<ChangeEvent> {
-        self.events.lock().unwrap()[mark..].to_vec()
-    }
-
-    fn mark(&self) -> usize {
-        self.events.lock().unwrap().len()
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if let Some(w) = self.watcher.take() {
-            w.stop();
-        }
     }
 }
 
@@ -160,7 +93,7 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
                 env.tree
                     .write(&format!("skills/{id}.md"), &skill(&format!("t{v}")));
                 files.push(id.clone());
-                if env.skill_title(&id) != Some(format!("t{v}")) {
+                if env.title(&id) != Some(format!("t{v}")) {
                     stale.push(format!("round {round}: create {id}"));
                 }
                 "create a skill file"
@@ -169,7 +102,7 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
                 let id = files[rng.below(files.len())].clone();
                 env.tree
                     .write(&format!("skills/{id}.md"), &skill(&format!("o{v}")));
-                if env.skill_title(&id) != Some(format!("o{v}")) {
+                if env.title(&id) != Some(format!("o{v}")) {
                     stale.push(format!("round {round}: overwrite {id}"));
                 }
                 "overwrite a skill file"
@@ -177,7 +110,7 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
             2 if !files.is_empty() => {
                 let id = files.swap_remove(rng.below(files.len()));
                 env.tree.remove(&format!("skills/{id}.md"));
-                if env.skill_title(&id).is_some() {
+                if env.title(&id).is_some() {
                     stale.push(format!("round {round}: delete {id}"));
                 }
                 "delete a skill file"
@@ -229,9 +162,9 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
             }
             7 => {
                 let id = format!("ns{}/s{}", rng.below(100), rng.below(20));
-                let before = env.skill_title(&id);
+                let before = env.title(&id);
                 env.tree.set_mtime(&format!("skills/{id}.md"));
-                if env.skill_title(&id) != before {
+                if env.title(&id) != before {
                     stale.push(format!("round {round}: touch {id}"));
                 }
                 "touch without change"
@@ -262,7 +195,7 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
                 if agents.contains_key(&id) && op == 10 {
                     env.tree.remove(&path);
                     agents.remove(&id);
-                    if env.agent_name(&id).is_some() {
+                    if agent_name(&env.directory, &id).is_some() {
                         stale.push(format!("round {round}: delete agent {id}"));
                     }
                     "delete an agent profile"
@@ -270,7 +203,7 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
                     env.tree
                         .write(&path, &format!("---\nname: n{v}\n---\nHelp {v}.\n"));
                     agents.insert(id.clone(), v);
-                    if env.agent_name(&id) != Some(format!("n{v}")) {
+                    if agent_name(&env.directory, &id) != Some(format!("n{v}")) {
                         stale.push(format!("round {round}: write agent {id}"));
                     }
                     "write an agent profile"
@@ -295,6 +228,8 @@ fn a_random_change_on_disk_is_in_the_very_next_read() {
 #[test]
 fn a_root_made_after_start_is_served_then_gone_then_served_again() {
     let env = Env::start(|_| {});
+    // The fixture has the agents skills folder: it goes away first.
+    env.tree.remove(".agents");
     let state = || {
         env.watcher
             .as_ref()
@@ -312,13 +247,13 @@ fn a_root_made_after_start_is_served_then_gone_then_served_again() {
     for round in 0..3 {
         env.tree.write(polish, text);
         assert!(
-            env.skill_title("polish").is_some(),
+            env.title("polish").is_some(),
             "round {round}: the new root is served at once"
         );
         assert_eq!(state().state, iii_directory::RootState::Watched);
         env.tree.remove(".agents");
         assert!(
-            env.skill_title("polish").is_none(),
+            env.title("polish").is_none(),
             "round {round}: the removed root is dropped at once"
         );
         assert_eq!(state().state, iii_directory::RootState::Absent);
@@ -331,9 +266,9 @@ fn a_root_made_after_start_is_served_then_gone_then_served_again() {
             .all(|id| id.starts_with("iii-directory"))
     );
     env.tree.write("skills/back/index.md", &skill("Back"));
-    assert_eq!(env.skill_title("back").as_deref(), Some("Back"));
+    assert_eq!(env.title("back").as_deref(), Some("Back"));
     env.tree.write("skills/back/more.md", &skill("More"));
-    assert_eq!(env.skill_title("back/more").as_deref(), Some("More"));
+    assert_eq!(env.title("back/more").as_deref(), Some("More"));
 }
 
 /// A writer thread replaces files (atomically, by rename) while reader threads read: every
@@ -376,7 +311,7 @@ fn concurrent_reads_see_disk_as_it_was_during_the_read() {
                 for i in 0..400 {
                     let f = (i + r) % 4;
                     let low = completed[f].load(Ordering::SeqCst);
-                    let title = env.skill_title(&format!("race/f{f}")).expect("a race file");
+                    let title = env.title(&format!("race/f{f}")).expect("a race file");
                     let high = begun[f].load(Ordering::SeqCst);
                     let seen: u64 = title.trim_start_matches('v').parse().unwrap();
                     if seen < low || seen > high {
@@ -414,10 +349,7 @@ fn catching_up_keeps_one_external_per_family_per_burst() {
     for i in 0..10 {
         env.tree
             .write(&format!("skills/ns1/burst{i}.md"), &skill(&format!("b{i}")));
-        assert_eq!(
-            env.skill_title(&format!("ns1/burst{i}")),
-            Some(format!("b{i}"))
-        );
+        assert_eq!(env.title(&format!("ns1/burst{i}")), Some(format!("b{i}")));
         env.tree.write(
             &format!("skills/ns1/system-prompts/p{i}.md"),
             "---\ndescription: p\n---\nP.\n",
@@ -425,7 +357,7 @@ fn catching_up_keeps_one_external_per_family_per_burst() {
         assert!(env.prompt_description(&format!("p{i}")).is_some());
         env.tree
             .write(&format!("agents/b{i}.md"), "---\nname: B\n---\nB.\n");
-        assert!(env.agent_name(&format!("b{i}")).is_some());
+        assert!(agent_name(&env.directory, &format!("b{i}")).is_some());
     }
     std::thread::sleep(SETTLE);
     let mut got = env.since(mark);
@@ -441,7 +373,7 @@ fn catching_up_keeps_one_external_per_family_per_burst() {
     // Reads with nothing changed announce nothing.
     let mark = env.mark();
     for _ in 0..20 {
-        env.skill_title("ns1/burst3");
+        env.title("ns1/burst3");
     }
     std::thread::sleep(SETTLE);
     assert_eq!(env.since(mark), vec![]);

@@ -2,7 +2,9 @@
 //! publishes exactly one `external` per family whose answers changed, and nothing else fires
 //! (our own writes, non-documents, temporary files, reads, nested agent files).
 
+#[path = "../common/mod.rs"]
 mod common;
+mod fresh;
 
 use std::collections::BTreeMap;
 use std::fs;
