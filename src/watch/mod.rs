@@ -88,7 +88,7 @@ pub struct WatchStatus {
     /// the burst reconciled every root instead of the paths it heard of. Nothing is missed, but
     /// many of these mean the queue is too small for the churn on disk.
     pub rescans: u64,
-    /// When the last safety-net reconcile ran (RFC 3339), if it has.
+    /// When the last safety-net reconcile started (RFC 3339), if one has.
     pub last_safety_net: Option<String>,
 }
 
@@ -259,6 +259,10 @@ fn run(
             next_safety_net = every.map(|every| now + every);
         }
         if next_safety_net.is_some_and(|at| at <= now) {
+            // Stamped as it starts: what it finds is visible to reads before it returns.
+            if let Ok(mut status) = status.lock() {
+                status.last_safety_net = Some(Stamp::now().rfc3339());
+            }
             let announce = match tracker {
                 Some(tracker) => tracker.safety_net(directory),
                 None => directory
@@ -270,9 +274,6 @@ fn run(
                     }),
             };
             directory.announce_external(&announce);
-            if let Ok(mut status) = status.lock() {
-                status.last_safety_net = Some(Stamp::now().rfc3339());
-            }
             next_safety_net = every.map(|every| Instant::now() + every);
         }
     }
