@@ -343,7 +343,14 @@ fn concurrent_reads_see_disk_as_it_was_during_the_read() {
 /// `external` per family it touched, once.
 #[test]
 fn catching_up_keeps_one_external_per_family_per_burst() {
-    let env = Env::start(|tree| wide(tree, 5));
+    // A burst long enough to hold the whole loop on a loaded machine: the point is that reads
+    // catching up inside one burst neither add announcements nor take them away.
+    let options = WatchOptions {
+        quiet: Duration::from_millis(400),
+        max_delay: Duration::from_secs(20),
+        ..WatchOptions::default()
+    };
+    let env = Env::start_with(|tree| wide(tree, 5), options, None);
     std::thread::sleep(SETTLE);
     let mark = env.mark();
     for i in 0..10 {
@@ -359,7 +366,7 @@ fn catching_up_keeps_one_external_per_family_per_burst() {
             .write(&format!("agents/b{i}.md"), "---\nname: B\n---\nB.\n");
         assert!(agent_name(&env.directory, &format!("b{i}")).is_some());
     }
-    std::thread::sleep(SETTLE);
+    std::thread::sleep(SETTLE + Duration::from_millis(400));
     let mut got = env.since(mark);
     got.sort_by_key(|e| e.family);
     assert_eq!(
@@ -375,6 +382,6 @@ fn catching_up_keeps_one_external_per_family_per_burst() {
     for _ in 0..20 {
         env.title("ns1/burst3");
     }
-    std::thread::sleep(SETTLE);
+    std::thread::sleep(SETTLE + Duration::from_millis(400));
     assert_eq!(env.since(mark), vec![]);
 }
