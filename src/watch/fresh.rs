@@ -71,6 +71,14 @@ impl Burst {
         self.cookies.extend(changes.cookies);
     }
 
+    /// Tells the processes waiting on their cookies that every change before them is taken in
+    /// (see `sync_cookie.rs`).
+    fn answer_cookies(&mut self) {
+        for cookie in self.cookies.drain(..) {
+            let _ = std::fs::remove_file(cookie);
+        }
+    }
+
     /// When the burst is over, if one is collecting.
     fn deadline(&self, options: &WatchOptions) -> Option<Instant> {
         let (first, last) = (self.first?, self.last?);
@@ -160,9 +168,7 @@ impl Tracker {
                 Err(e) => tracing::warn!("reconcile after file changes failed: {e}"),
             }
         }
-        for cookie in burst.cookies.drain(..) {
-            let _ = std::fs::remove_file(cookie);
-        }
+        burst.answer_cookies();
         self.publish_status(state);
     }
 
@@ -220,9 +226,7 @@ impl Tracker {
         };
         state.burst.paths.clear();
         state.burst.full = false;
-        for cookie in state.burst.cookies.drain(..) {
-            let _ = std::fs::remove_file(cookie);
-        }
+        state.burst.answer_cookies();
         self.publish_status(&state);
         if state.burst.first.is_some() {
             state.burst.touched.extend(changed);

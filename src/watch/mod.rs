@@ -160,7 +160,10 @@ impl Watcher {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        let _ = std::fs::remove_dir_all(sync_folder(&self.directory.config().paths.index_path));
+        if self.directory.is_writer() {
+            // Only the writer's watcher made it (and answers its cookies).
+            let _ = std::fs::remove_dir_all(sync_folder(&self.directory.config().paths.index_path));
+        }
     }
 }
 
