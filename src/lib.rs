@@ -58,6 +58,7 @@ pub mod generate;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing {
     pub use crate::bundled::parsed_skills as bundled_skills;
+    pub use crate::error::quoted;
     pub use crate::index::reconcile::fresh_views;
     pub use crate::index::records::encode;
     pub use crate::index::tables::SCHEMA_VERSION;

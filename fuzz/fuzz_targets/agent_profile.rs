@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use iii_directory::doc::{ParsedDoc, decode};
 use iii_directory::testing::Profile;
-use iii_directory::testing::{MAX_EXTENDS_HOPS, Reading, extends_chain, profile};
+use iii_directory::testing::{MAX_EXTENDS_HOPS, Reading, extends_chain, profile, quoted};
 use libfuzzer_sys::fuzz_target;
 
 /// More profiles than an `extends` chain can visit, few enough to keep each run fast.
@@ -69,7 +69,7 @@ fn check_chain(catalog: &BTreeMap<&str, Profile>, id: &str, profile: &Profile) {
             }
         }
         Err(error) => {
-            let head = format!("D415 invalid_input: agent profile {id:?} ");
+            let head = format!("D415 invalid_input: agent profile {} ", quoted(id));
             assert!(error.starts_with(&head), "{error}");
             assert!(
                 [
