@@ -105,9 +105,7 @@ async fn an_answer_longer_than_the_engine_carries_is_refused_and_the_worker_stay
         Some(250_000)
     );
 
-    let now = h.engine.connections();
-    assert_eq!(now.len(), connections, "the worker reconnected");
-    assert!(now.iter().all(|c| c.open), "a connection was dropped");
+    assert_same_connections(&h, connections);
     h.stop().await;
 }
 
@@ -134,9 +132,7 @@ async fn a_five_megabyte_id_is_refused_briefly_and_the_connection_stays_up() {
         .call("directory::skills::get", json!({"id": "mailer/guide"}))
         .await;
     assert_eq!(guide["id"], "mailer/guide");
-    let now = h.engine.connections();
-    assert_eq!(now.len(), connections, "the worker reconnected");
-    assert!(now.iter().all(|c| c.open), "a connection was dropped");
+    assert_same_connections(&h, connections);
     h.stop().await;
 }
 
@@ -334,9 +330,7 @@ async fn oversized_strings_are_refused_on_every_function_that_echoes_them() {
         .call("directory::skills::get", json!({"id": "mailer/guide"}))
         .await;
     assert_eq!(guide["id"], "mailer/guide");
-    let now = h.engine.connections();
-    assert_eq!(now.len(), connections, "the worker reconnected");
-    assert!(now.iter().all(|c| c.open), "a connection was dropped");
+    assert_same_connections(&h, connections);
     h.stop().await;
 }
 
@@ -492,4 +486,12 @@ async fn a_call_that_cannot_finish_is_answered_before_the_callers_timeout() {
         .await;
     assert_eq!(guide["id"], "mailer/guide");
     h.stop().await;
+}
+
+/// The worker is still on the connections it had (`connections` of them), every one open:
+/// nothing it was sent made the engine drop it.
+fn assert_same_connections(h: &Harness, connections: usize) {
+    let now = h.engine.connections();
+    assert_eq!(now.len(), connections, "the worker reconnected");
+    assert!(now.iter().all(|c| c.open), "a connection was dropped");
 }
