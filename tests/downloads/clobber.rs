@@ -49,6 +49,16 @@ fn write(s: &Setup, function: WriteFunction, request: Value) {
 
 /// The user's own profile `mine`, prompt `reviewer` and skill `mailer/notes`, made through the
 /// worker's create functions.
+/// The system prompt [`users_own`] made is still the one served.
+fn assert_users_prompt_is_theirs(s: &Setup) {
+    let prompt = common::call(
+        &s.directory,
+        ReadFunction::SystemPromptsGet,
+        json!({"name": "reviewer"}),
+    );
+    assert_eq!(prompt["description"], "The user's reviewer.");
+}
+
 fn users_own(s: &Setup) {
     write(
         s,
@@ -112,12 +122,7 @@ async fn a_bundle_never_replaces_or_shadows_the_users_own_files() {
     // What the user made is still what they get.
     let agent = common::call(&s.directory, ReadFunction::AgentsGet, json!({"id": "mine"}));
     assert_eq!(agent["name"], "Mine");
-    let prompt = common::call(
-        &s.directory,
-        ReadFunction::SystemPromptsGet,
-        json!({"name": "reviewer"}),
-    );
-    assert_eq!(prompt["description"], "The user's reviewer.");
+    assert_users_prompt_is_theirs(&s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -322,12 +327,7 @@ async fn reserved_namespaces_are_refused_as_workers_and_skills() {
             .expect_err(skill);
         assert!(err.starts_with("D331"), "{skill}: {err}");
     }
-    let prompt = common::call(
-        &s.directory,
-        ReadFunction::SystemPromptsGet,
-        json!({"name": "reviewer"}),
-    );
-    assert_eq!(prompt["description"], "The user's reviewer.");
+    assert_users_prompt_is_theirs(&s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
