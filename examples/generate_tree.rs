@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use iii_directory::generate::{TreeSpec, write_tree};
+use test_support::generate::{TreeSpec, write_tree};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

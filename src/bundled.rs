@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn runtime_prompt_body_is_the_seed_verbatim() {
-        let Some(seed_path) = crate::shared_folder::shared_path("seeds/iii-runtime.md") else {
+        let Some(seed_path) = test_support::common::shared_path("seeds/iii-runtime.md") else {
             return;
         };
         let seed = std::fs::read_to_string(&seed_path).expect("read the iii-runtime seed");

@@ -49,10 +49,6 @@ pub mod search;
 #[cfg(not(any(test, feature = "testing")))]
 mod search;
 
-/// Deterministic skill trees for tests, benchmarks and the `generate_tree` example.
-#[cfg(any(test, feature = "testing"))]
-pub mod generate;
-
 /// What the tests, the benchmarks and the fuzz targets reach inside the crate (the `testing`
 /// feature, which the crate's own dev-dependency on itself turns on; never in a release build).
 #[cfg(any(test, feature = "testing"))]
@@ -70,8 +66,3 @@ pub mod testing {
     pub use crate::skills::{OverviewEntry, list_row_json, render_index};
     pub use crate::time::Stamp;
 }
-
-/// Finding the shared seeds and corpus in unit tests (the file the integration tests use too).
-#[cfg(test)]
-#[path = "../tests/common/shared.rs"]
-mod shared_folder;

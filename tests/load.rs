@@ -14,9 +14,7 @@
 //! LOAD_SECONDS=120 cargo test --release --test load -- --nocapture --test-threads=1
 //! ```
 
-mod common;
-mod fake_engine;
-mod worker_process;
+use test_support::{common, fake_engine, worker_process};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -26,10 +24,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fake_engine::FakeEngine;
-use iii_directory::generate::{Rng, TreeSpec, write_tree};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
+use test_support::generate::{Rng, TreeSpec, write_tree};
 use worker_process::WorkerProcess;
 
 const CALLERS: usize = 32;

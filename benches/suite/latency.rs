@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iii_directory::Root;
-use iii_directory::generate::Rng;
 use iii_directory::testing::walk;
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use iii_directory::{WatchOptions, Watcher};
 use serde_json::json;
+use test_support::generate::Rng;
 
 use crate::Settings;
 use crate::measure::{Sample, copy_tree, manifest_dir, tree};

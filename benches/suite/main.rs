@@ -30,17 +30,9 @@
 
 mod baseline;
 mod deltas;
-#[path = "../../tests/fake_engine/mod.rs"]
-mod fake_engine;
 mod floor_worker;
 mod fresh;
-#[allow(dead_code)]
-#[path = "../../tests/downloads/support/http.rs"]
-mod http;
 mod latency;
-#[allow(dead_code)]
-#[path = "../../tests/downloads/support/registry.rs"]
-mod loopback;
 mod measure;
 mod memory;
 mod reads;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use iii_directory::generate::{TreeSpec, write_tree};
+use test_support::generate::{TreeSpec, write_tree};
 
 /// Percentiles of repeated runs, in milliseconds.
 #[derive(Clone, Copy, Debug)]

@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use iii_directory::Root;
 use iii_directory::config::Config;
-use iii_directory::generate::Rng;
 use iii_directory::testing::fresh_views;
 use iii_directory::testing::walk;
 use iii_directory::{Directory, Roots};
 use rayon::prelude::*;
+use test_support::generate::Rng;
 
 use crate::Settings;
 use crate::measure::{Sample, cpu_seconds, measure, measure_pair};

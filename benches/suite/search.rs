@@ -14,12 +14,13 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use iii_directory::generate::Rng;
 use iii_directory::registry::{Author, FunctionContract, Worker};
 use iii_directory::search::catalog::{Catalog, Tool};
 use iii_directory::search::registry::Registry;
 use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
 use serde_json::{Value, json};
+use test_support::generate::Rng;
+use test_support::loopback::registry::FakeRegistry;
 
 use crate::Settings;
 use crate::measure::measure;
@@ -157,8 +158,8 @@ fn capitalized(word: &str) -> String {
 /// A loopback HTTP registry answering what `registry` holds: one list (the registry matches
 /// by free text; this one answers every query with the first ten workers) and every worker's
 /// detail and skills.
-fn loopback_registry(registry: &InMemoryRegistry) -> crate::loopback::FakeRegistry {
-    let server = crate::loopback::FakeRegistry::start();
+fn loopback_registry(registry: &InMemoryRegistry) -> FakeRegistry {
+    let server = FakeRegistry::start();
     let rows: Vec<Value> = registry
         .workers
         .iter()

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use iii_directory::config::Config;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
+use test_support::fake_engine::FakeEngine;
 
 use crate::Settings;
-use crate::fake_engine::FakeEngine;
 use crate::floor_worker;
 use crate::measure::{Reaped, Sample, measure, measure_pair, status_mib};
 use crate::results::{Check, Cmp, Figure};

@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn parses_the_whole_corpus() {
-        let Some(root) = crate::shared_folder::shared_path("corpus") else {
+        let Some(root) = test_support::common::shared_path("corpus") else {
             return;
         };
         let files = markdown_files(&root);

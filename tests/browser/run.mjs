@@ -1,8 +1,8 @@
 // Drives headless Chromium (Debian's, through playwright-core) over the harness page for the
-// browser test of the console page. Started by tests/browser.rs, which runs the fake engine,
-// the real worker on a generated 10,000-skill tree, and the loopback HTTP server; this script
-// checks what a person would see and do, checks the files on disk, and prints the figures as
-// one line `FIGURES {json}` on stdout.
+// browser test of the console page. Started by tests/worker/browser.rs, which runs the fake
+// engine, the real worker on a generated 10,000-skill tree, and the loopback HTTP server; this
+// script checks what a person would see and do, checks the files on disk, and prints the
+// figures as one line `FIGURES {json}` on stdout.
 //
 // Environment: HARNESS_URL (the harness page with ?engine=ws://…), TREE_DIR (the worker's
 // Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
@@ -39,7 +39,7 @@ const SHOWCASE_FILE = 'skills/fixtures/showcase.md';
 function need(name) {
   const value = process.env[name];
   if (!value) {
-    console.error(`run.mjs: ${name} is not set (tests/browser.rs sets it)`);
+    console.error(`run.mjs: ${name} is not set (tests/worker/browser.rs sets it)`);
     process.exit(2);
   }
   return value;
@@ -84,7 +84,7 @@ function generatedSkillId(n) {
   return walk(root);
 }
 
-/** The fixture (tests/browser/showcase.md, laid in the tree by tests/browser.rs) with another title. */
+/** The fixture (tests/browser/showcase.md, laid in the tree by tests/worker/browser.rs) with another title. */
 const SHOWCASE_TEXT = disk(SHOWCASE_FILE);
 const showcase = (title) => SHOWCASE_TEXT.replace(/^title: .*$/m, `title: ${title}`);
 

@@ -19,15 +19,15 @@ use iii_directory::Directory;
 use iii_directory::Roots;
 use iii_directory::config::Config;
 use iii_directory::download::DownloadFunction;
-use iii_directory::generate::Rng;
 use iii_directory::registry::{Endpoint, Registry};
 use serde_json::json;
+use test_support::generate::Rng;
 
 use crate::common;
 use crate::common::child;
-use crate::support::registry::FakeRegistry;
+use test_support::loopback::registry::FakeRegistry;
 
-const CHILD: &str = "crash::downloads_crash_child";
+const CHILD: &str = "downloads_crash_child";
 const TREE_VAR: &str = "III_DIRECTORY_DOWNLOAD_CRASH_TREE";
 const SEED_VAR: &str = "III_DIRECTORY_DOWNLOAD_CRASH_SEED";
 const WORKER: &str = "dl";
@@ -199,7 +199,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
     // The longest download seen, in microseconds: kills are spread over that long.
     let mut longest: u64 = 20_000;
     for cycle in 0..cycles {
-        let mut child = child::command(CHILD)
+        let mut child = child::command(&child::test_path(module_path!(), CHILD))
             .env(TREE_VAR, &base)
             .env(SEED_VAR, (cycle + 1).to_string())
             .stdout(Stdio::piped())

@@ -8,8 +8,8 @@ use iii_directory::ReadFunction;
 use iii_directory::download::DownloadFunction::{self, Download, FromRegistry};
 use serde_json::{Value, json};
 
-use crate::support::registry::Reply;
 use crate::{Setup, common};
+use test_support::loopback::registry::Reply;
 
 const REVIEWER: &str = "---\ndescription: Reviews code.\n---\nYou review code.\n";
 const CAPTAIN: &str = "---\nname: Captain\ndescription: Ships releases.\n---\nYou ship releases.\n";

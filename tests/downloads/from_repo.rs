@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::Tree;
-use crate::support::git::{Behaviour, GitServer, Repo};
-use crate::support::tree_state;
+use crate::common::tree_state;
+use test_support::loopback::git::{Behaviour, GitServer, Repo};
 
 /// A Compose folder for the binary, a folder of repositories with its HTTPS server, and a
 /// private temporary folder (`TMPDIR`) in which the clones must not outlive a download.

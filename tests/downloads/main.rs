@@ -5,12 +5,7 @@
 //! worker's surface and auto-download through the fake engine (`worker`), SIGKILL during
 //! downloads (`crash`), and the time to land and index a 1,000-file bundle (`measure`).
 
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../fake_engine/mod.rs"]
-mod fake_engine;
-#[path = "../worker_process/mod.rs"]
-mod worker_process;
+use test_support::{common, fake_engine, worker_process};
 
 mod clobber;
 mod crash;
@@ -18,7 +13,6 @@ mod from_registry;
 mod from_repo;
 mod measure;
 mod registry;
-mod support;
 mod worker;
 
 use std::sync::{Arc, Mutex};
@@ -30,6 +24,7 @@ use iii_directory::config::Config;
 use iii_directory::download::{self, DownloadFunction};
 use iii_directory::registry::{Endpoint, Registry};
 use serde_json::Value;
+use test_support::loopback::registry::FakeRegistry;
 
 /// A tree, a directory over it (writer, reconciled), a registry client pointed at a fake
 /// registry, and the change events the directory published.
@@ -37,7 +32,7 @@ pub struct Setup {
     pub tree: common::Tree,
     pub directory: Arc<Directory>,
     pub registry: Registry,
-    pub server: support::registry::FakeRegistry,
+    pub server: FakeRegistry,
     pub events: Arc<Mutex<Vec<ChangeEvent>>>,
 }
 
@@ -54,7 +49,7 @@ impl Setup {
 
     /// [`Setup::new`] with settings changed by `edit` before the directory opens.
     pub fn with(edit: impl FnOnce(&mut Config)) -> Setup {
-        let server = support::registry::FakeRegistry::start();
+        let server = FakeRegistry::start();
         let tree = common::Tree::new();
         tree.mkdir("skills/iii").mkdir("agents");
         let mut config = tree.config();
@@ -97,7 +92,7 @@ impl Setup {
     }
 
     pub fn state(&self) -> std::collections::BTreeMap<String, String> {
-        support::tree_state(self.tree.base())
+        common::tree_state(self.tree.base())
     }
 }
 

@@ -7,7 +7,7 @@ use iii_directory::registry::functions;
 use serde_json::{Value, json};
 
 use crate::Setup;
-use crate::support::registry::Reply;
+use test_support::loopback::registry::Reply;
 
 fn resend() -> Value {
     json!({
@@ -280,7 +280,7 @@ async fn the_ttl_and_the_url_are_read_live() {
     assert_eq!(s.server.hits("/w/live").len(), 2, "ttl 0: no cache");
 
     // A new registry_url applies to the next request.
-    let other = crate::support::registry::FakeRegistry::start();
+    let other = test_support::loopback::registry::FakeRegistry::start();
     other.json("/w", json!({"workers": [{"name": "elsewhere"}]}));
     let mut settings = s.directory.settings();
     settings.registry_url = other.url();

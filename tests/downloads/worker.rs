@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::fake_engine::{ErrorBody, FakeEngine, Fire};
-use crate::support::git::{Behaviour, GitServer, Repo};
-use crate::support::registry::FakeRegistry;
 use crate::worker_process::WorkerProcess;
+use test_support::loopback::git::{Behaviour, GitServer, Repo};
+use test_support::loopback::registry::FakeRegistry;
 
 const WAIT: Duration = Duration::from_secs(15);
 /// Longer than a watcher burst plus a fan-out: "nothing more fired" is checked after it.
@@ -591,7 +591,7 @@ async fn a_worker_add_never_clobbers_what_is_not_its_own() {
             .wait_worker_trigger(|t| t.trigger_type == "worker", WAIT)
             .await,
     );
-    let before = crate::support::tree_state(h.tree.path());
+    let before = crate::common::tree_state(h.tree.path());
     for worker in ["profiles", "bundled", "aaa", "system-prompts"] {
         let answer = h
             .call(
@@ -601,7 +601,7 @@ async fn a_worker_add_never_clobbers_what_is_not_its_own() {
             .await;
         assert_eq!(answer, json!({"ok": true}));
     }
-    assert_eq!(crate::support::tree_state(h.tree.path()), before);
+    assert_eq!(crate::common::tree_state(h.tree.path()), before);
     assert!(h.registry.hits("/w/system-prompts/skills").is_empty());
     let agent = h
         .call("directory::agents::get", json!({"id": "mine"}))

@@ -1,5 +1,6 @@
 //! Wire tests of the `iii-directory` worker: the real binary, started as a child process and
-//! connected to the loopback fake engine (`tests/fake_engine`), driven only through the wire.
+//! connected to the loopback fake engine (`test_support::fake_engine`), driven only through
+//! the wire.
 //!
 //! Each test lays out a temporary Compose folder (`III_COMPOSE_DIR`), gives the fake its canned
 //! answers (`worker::list`, the configuration worker), starts the worker, waits until it has
@@ -11,13 +12,14 @@
 //!
 //! `against_a_real_engine` runs the registration, read and change-event checks against a real
 //! iii engine when `III_ENGINE_URL` is set; without it, it says so and returns.
+//!
+//! Beside them, modules with a harness of their own: the console's injectable UI on the wire
+//! (`console`) and in headless Chromium (`browser`), live UIs polling a busy tree
+//! (`load_deltas`), the worker's memory over many calls (`memory`), what only a real engine
+//! shows (`real_engine_only`), and the fake engine's own checks against the SDK
+//! (`fake_engine_selftest`). `cargo test --test worker <module>::` runs one module.
 
-#[path = "../engine_client/mod.rs"]
-mod engine_client;
-#[path = "../fake_engine/mod.rs"]
-mod fake_engine;
-#[path = "../worker_process/mod.rs"]
-mod worker_process;
+use test_support::{engine_client, fake_engine, worker_process};
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -45,7 +47,7 @@ const PROMPTS_ON_CHANGE: &str = "directory::system-prompts::on-change";
 const AGENTS_ON_CHANGE: &str = "directory::agents::on-change";
 const TRIGGER_TYPES: [&str; 3] = [SKILLS_ON_CHANGE, PROMPTS_ON_CHANGE, AGENTS_ON_CHANGE];
 const ON_CONFIG_CHANGE: &str = "directory::on-config-change";
-/// The console page's assets (internal; `tests/console.rs` checks it on the wire).
+/// The console page's assets (internal; `console` checks it on the wire).
 const UI_CONTENT: &str = "iii-directory::ui-content";
 
 /// Every function with the keys its request and response schemas require (README contract;
@@ -516,3 +518,11 @@ mod reconnect;
 mod registration;
 mod soak;
 mod telemetry;
+
+// With a harness of their own (each was a test binary before).
+mod browser;
+mod console;
+mod fake_engine_selftest;
+mod load_deltas;
+mod memory;
+mod real_engine_only;

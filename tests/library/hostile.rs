@@ -1,0 +1,1315 @@
+//! Hostile input (issue 6, "Reliability and security"): files that are not UTF-8, carry a BOM
+//! or CRLF line ends, huge lines, a 100 MB file, deep nesting, very many files in one folder,
+//! invalid names, symbolic links that leave a root or loop, a root that is a link, files that
+//! vanish mid-scan, unreadable files and folders, YAML bombs, frontmatter that is not a
+//! mapping, `extends` loops and long chains, edits racing a reconcile, a watcher that cannot
+//! watch (the inotify limit, injected), and writes with hostile ids.
+//!
+//! Each case checks three things: the hostile file gets the right skip reason (`check`,
+//! `Directory::skipped`) or the right error, a healthy neighbour is still listed and served
+//! with its exact content, and nothing was written outside the roots.
+//!
+//! The suite runs in CI at a reduced size. The full-size run (100,000 files in one folder):
+//!
+//! ```text
+//! HOSTILE_MANY_FILES=100000 cargo test --test library hostile::many_files -- --nocapture
+//! ```
+//!
+//! Measured on a shared 2-core machine under heavy load (debug build): 20,000 files index in
+//! about 6 s (the whole suite takes about 20 s); 100,000 files index in about 90 s, list in
+//! about 16 s, with a peak RSS of about 450 MB.
+//!
+//! When the tests run as root (which ignores file permissions), the permission-denied case runs
+//! its scan in a child process as the user `nobody` (through `setpriv`).
+
+use test_support::common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::Tree;
+use iii_directory::Root;
+use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{WatchOptions, Watcher};
+use serde_json::{Value, json};
+
+/// The healthy neighbour every case keeps beside its hostile file.
+const HEALTHY_ID: &str = "healthy";
+const HEALTHY_REL: &str = "skills/healthy/index.md";
+const HEALTHY_TEXT: &str = "---\ntitle: Healthy\ntype: index\ndescription: Still served.\n---\n# Healthy\n\nStill served.\n";
+const HEALTHY_BODY: &str = "# Healthy\n\nStill served.\n";
+
+/// Default number of files in the one-folder case; `HOSTILE_MANY_FILES` overrides it.
+const MANY_FILES_DEFAULT: usize = 20_000;
+
+/// Time a parse-heavy hostile case may take in a debug build before it counts as a hang.
+const QUICK: Duration = Duration::from_secs(5);
+
+/// A tree with the healthy neighbour (a skill, a system prompt, an agent profile) and a
+/// folder outside every root for link targets.
+fn hostile_tree() -> Tree {
+    let tree = Tree::new();
+    tree.mkdir("skills/iii")
+        .mkdir(".agents/skills")
+        .mkdir("agents")
+        .mkdir("outside")
+        .write(HEALTHY_REL, HEALTHY_TEXT)
+        .write(
+            "skills/system-prompts/calm.md",
+            "---\ndescription: Calm voice.\n---\nStay calm.\n",
+        )
+        .write(
+            "agents/steady.md",
+            "---\nname: Steady\ndescription: Steady.\n---\nBe steady.\n",
+        );
+    tree
+}
+
+/// The healthy neighbours are listed and served with their exact content.
+fn assert_healthy(d: &Directory) {
+    let list = common::call(d, ReadFunction::SkillsList, json!({}));
+    let row = list["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .find(|r| r["id"] == HEALTHY_ID)
+        .unwrap_or_else(|| panic!("{HEALTHY_ID} is not listed: {list}"));
+    assert_eq!(row["title"], "Healthy");
+    assert_eq!(row["description"], "Still served.");
+    let got = common::call(
+        d,
+        ReadFunction::SkillsGet,
+        json!({"id": HEALTHY_ID, "raw": true}),
+    );
+    assert_eq!(got["body"], HEALTHY_BODY);
+    assert_eq!(got["raw"], HEALTHY_TEXT);
+    let prompt = common::call(d, ReadFunction::SystemPromptsGet, json!({"name": "calm"}));
+    assert_eq!(prompt["body"], "Stay calm.\n", "{prompt}");
+    let agent = common::call(d, ReadFunction::AgentsGet, json!({"id": "steady"}));
+    assert_eq!(agent["name"], "Steady", "{agent}");
+}
+
+/// Every entry under `dir` (links not followed) with its kind and content, the index's own
+/// folder left out: what "nothing was written" is checked against.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&path) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.ends_with("data") && path.parent() == Some(dir) {
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path).expect("lstat");
+            let what = if meta.is_symlink() {
+                format!(
+                    "link -> {}",
+                    fs::read_link(&path).expect("readlink").display()
+                )
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                "dir".to_string()
+            } else {
+                let bytes = fs::read(&path).unwrap_or_default();
+                format!("file {} {}", bytes.len(), blake3::hash(&bytes))
+            };
+            out.insert(path, what);
+        }
+    }
+    out
+}
+
+/// The recorded skip reason of a file (path relative to the tree's base), if any.
+fn skip_reason(d: &Directory, tree: &Tree, rel: &str) -> Option<String> {
+    let path = tree.path(rel).display().to_string();
+    d.skipped()
+        .expect("skipped")
+        .into_iter()
+        .find(|s| s.path == path)
+        .map(|s| s.reason)
+}
+
+fn expect_skip(d: &Directory, tree: &Tree, rel: &str) -> String {
+    skip_reason(d, tree, rel).unwrap_or_else(|| {
+        panic!(
+            "{rel} has no skip reason; skipped: {:?}",
+            d.skipped().expect("skipped")
+        )
+    })
+}
+
+fn get(d: &Directory, id: &str) -> Result<Value, String> {
+    d.read(
+        ReadFunction::SkillsGet,
+        &json!({"id": id, "raw": true}),
+        None,
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn listed(d: &Directory, id: &str) -> Option<Value> {
+    let list = common::call(d, ReadFunction::SkillsList, json!({}));
+    list["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .find(|r| r["id"] == id)
+        .cloned()
+}
+
+fn prompt_names(d: &Directory) -> Vec<String> {
+    let list = common::call(d, ReadFunction::SystemPromptsList, json!({}));
+    list["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .map(|r| r["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+fn agent_row(d: &Directory, id: &str) -> Option<Value> {
+    let list = common::call(d, ReadFunction::AgentsList, json!({}));
+    list["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .find(|r| r["id"] == id)
+        .cloned()
+}
+
+/// Every read answer of the index, to compare with a fresh index of the same disk.
+fn dump(d: &Directory) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for f in [
+        ReadFunction::SkillsList,
+        ReadFunction::SkillsIndex,
+        ReadFunction::SystemPromptsList,
+        ReadFunction::AgentsList,
+    ] {
+        out.insert(f.id().to_string(), common::call(d, f, json!({})));
+    }
+    let ids: Vec<String> = out["directory::skills::list"]["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect();
+    for id in ids {
+        out.insert(format!("get {id}"), json!(get(d, &id)));
+    }
+    out.insert(
+        "skipped".into(),
+        serde_json::to_value(d.skipped().expect("skipped")).expect("json"),
+    );
+    out
+}
+
+/// The index equals a fresh index of the same disk.
+fn assert_matches_fresh(d: &Directory) {
+    let fresh = common::fresh_index(d.config());
+    assert_eq!(dump(d), dump(&fresh), "index != fresh index");
+}
+
+/// Polls `check` until it holds or `limit` passes.
+fn wait_for(what: &str, limit: Duration, check: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        if check() {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Lets every user read, write and enter everything under `dir` (and `dir` itself).
+fn open_to_everyone(dir: &Path) {
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o777)).expect("chmod");
+    for entry in fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        let meta = fs::symlink_metadata(&path).expect("lstat");
+        if meta.is_dir() {
+            open_to_everyone(&path);
+        } else if meta.is_file() {
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).expect("chmod");
+        }
+    }
+}
+
+/// Whether this process ignores file permissions (root): permission-denied cases cannot be
+/// produced with `chmod` then.
+fn permissions_ignored(tree: &Tree) -> bool {
+    let probe = tree.path("outside/probe");
+    fs::write(&probe, "x").expect("write probe");
+    fs::set_permissions(&probe, fs::Permissions::from_mode(0o000)).expect("chmod");
+    let readable = fs::read(&probe).is_ok();
+    fs::remove_file(&probe).expect("remove probe");
+    readable
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encodings and line ends
+
+#[test]
+fn non_utf8_files_are_skipped_with_a_reason() {
+    let tree = hostile_tree();
+    tree.write("skills/latin/index.md", "");
+    fs::write(tree.path("skills/latin/index.md"), b"# Caf\xe9\n\nText.\n").expect("write");
+    tree.write("skills/system-prompts/latin.md", "");
+    fs::write(
+        tree.path("skills/system-prompts/latin.md"),
+        b"---\ndescription: caf\xe9\n---\nBody\n",
+    )
+    .expect("write");
+    tree.write("agents/latin.md", "");
+    fs::write(
+        tree.path("agents/latin.md"),
+        b"---\nname: Caf\xe9\n---\nBody\n",
+    )
+    .expect("write");
+    // A file name that is not UTF-8 cannot be an id; it must not disturb the scan.
+    fs::write(
+        tree.path("skills/latin")
+            .join(std::ffi::OsStr::from_bytes(b"n\xe9.md")),
+        "# Name\n\nx\n",
+    )
+    .expect("write");
+    let before = snapshot(tree.base());
+    let d = tree.open();
+
+    for rel in [
+        "skills/latin/index.md",
+        "skills/system-prompts/latin.md",
+        "agents/latin.md",
+    ] {
+        assert_eq!(expect_skip(&d, &tree, rel), "not UTF-8 text", "{rel}");
+    }
+    // The contract keeps a row for a skill file that cannot be read, with defaults; `get` names
+    // the file.
+    let row = listed(&d, "latin").expect("row");
+    assert_eq!(row["title"], "latin");
+    assert_eq!(
+        get(&d, "latin").expect_err("not served"),
+        format!(
+            "file {} is not UTF-8 text",
+            tree.path("skills/latin/index.md").display()
+        )
+    );
+    assert!(!prompt_names(&d).contains(&"latin".to_string()));
+    assert!(agent_row(&d, "latin").is_none());
+    assert_healthy(&d);
+    assert_eq!(snapshot(tree.base()), before);
+}
+
+#[test]
+fn a_byte_order_mark_is_dropped_and_the_file_served() {
+    let tree = hostile_tree();
+    let skill = "---\ntitle: Marked\ntype: how-to\n---\n# H\n\nMarked text.\n";
+    tree.write("skills/bom/index.md", &format!("\u{feff}{skill}"));
+    tree.write(
+        "skills/system-prompts/bom.md",
+        "\u{feff}---\ndescription: With a mark.\n---\nMarked prompt.\n",
+    );
+    tree.write(
+        "agents/bom.md",
+        "\u{feff}---\nname: Marked\n---\nMarked agent.\n",
+    );
+    let d = tree.open();
+    let got = get(&d, "bom").expect("served");
+    assert_eq!(got["title"], "Marked");
+    assert_eq!(got["type"], "how-to");
+    assert_eq!(got["body"], "# H\n\nMarked text.\n");
+    assert_eq!(got["raw"], skill);
+    let prompt = common::call(&d, ReadFunction::SystemPromptsGet, json!({"name": "bom"}));
+    assert_eq!(prompt["body"], "Marked prompt.\n");
+    assert_eq!(agent_row(&d, "bom").expect("agent")["name"], "Marked");
+    for rel in [
+        "skills/bom/index.md",
+        "skills/system-prompts/bom.md",
+        "agents/bom.md",
+    ] {
+        assert_eq!(skip_reason(&d, &tree, rel), None, "{rel}");
+    }
+    assert_healthy(&d);
+}
+
+#[test]
+fn crlf_frontmatter_parses_and_bodies_are_byte_exact() {
+    let tree = hostile_tree();
+    let skill = "---\r\ntitle: Windows\r\ntype: index\r\ndescription: Crlf lines.\r\n---\r\n# W\r\n\r\nBody.\r\n";
+    tree.write("skills/crlf/index.md", skill);
+    tree.write(
+        "skills/system-prompts/crlf.md",
+        "---\r\ndescription: Crlf prompt.\r\n---\r\nPrompt.\r\n",
+    );
+    tree.write(
+        "agents/crlf.md",
+        "---\r\nname: Crlf\r\ndescription: Crlf agent.\r\nextends: steady\r\n---\r\nAgent.\r\n",
+    );
+    let d = tree.open();
+    let row = listed(&d, "crlf").expect("row");
+    assert_eq!(row["title"], "Windows");
+    assert_eq!(row["type"], "index");
+    assert_eq!(row["description"], "Crlf lines.");
+    let got = get(&d, "crlf").expect("served");
+    assert_eq!(got["body"], "# W\r\n\r\nBody.\r\n");
+    assert_eq!(got["raw"], skill);
+    let prompts = common::call(&d, ReadFunction::SystemPromptsList, json!({}));
+    let prompt = prompts["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .find(|p| p["name"] == "crlf")
+        .cloned()
+        .expect("crlf prompt");
+    assert_eq!(prompt["description"], "Crlf prompt.");
+    let agent = agent_row(&d, "crlf").expect("agent");
+    assert_eq!(agent["name"], "Crlf");
+    assert_eq!(agent["extends"], "steady");
+    assert!(agent.get("inheritance_error").is_none(), "{agent}");
+    assert_healthy(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes
+
+#[test]
+fn a_huge_single_line_is_served_under_the_cap_and_skipped_over_it() {
+    let tree = hostile_tree();
+    let head = "# Long\n\n";
+    let under = format!("{head}{}\n", "y".repeat(250_000));
+    tree.write("skills/long/under.md", &under);
+    let over = "z".repeat(300_000);
+    tree.write("skills/long/over.md", &over);
+    let started = Instant::now();
+    let d = tree.open();
+    assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+    let got = get(&d, "long/under").expect("served");
+    assert_eq!(got["raw"], under);
+    assert_eq!(got["title"], "Long");
+    assert_eq!(
+        expect_skip(&d, &tree, "skills/long/over.md"),
+        "too large (300000 bytes; max 262144)"
+    );
+    assert!(
+        get(&d, "long/over")
+            .expect_err("too large")
+            .contains("is too large")
+    );
+    assert_healthy(&d);
+}
+
+/// A 100 MB file (sparse, so the test costs no disk): skipped by its size, without being read.
+/// The reconcile runs in a child process so that the bytes it reads can be counted.
+#[test]
+fn a_100_mb_file_is_skipped_without_being_read() {
+    let tree = hostile_tree();
+    let big = tree.path("skills/big/index.md");
+    fs::create_dir_all(big.parent().expect("parent")).expect("mkdir");
+    let file = fs::File::create(&big).expect("create");
+    file.set_len(100 * 1024 * 1024).expect("set_len");
+    drop(file);
+    let big_prompt = tree.path("skills/system-prompts/big.md");
+    fs::File::create(&big_prompt)
+        .expect("create")
+        .set_len(100 * 1024 * 1024)
+        .expect("set_len");
+
+    let stdout = reconcile_in_a_child(&tree, false);
+    let read_bytes: u64 = child_says(&stdout, "RECONCILE_READ_BYTES")
+        .parse()
+        .expect("number");
+    assert!(
+        read_bytes < 20 * 1024 * 1024,
+        "the reconcile read {read_bytes} bytes: the 100 MB files were read"
+    );
+
+    // The child built the index; open it again here and check what it recorded.
+    let d = tree.open();
+    assert_eq!(
+        expect_skip(&d, &tree, "skills/big/index.md"),
+        "too large (104857600 bytes; max 262144)"
+    );
+    assert_eq!(
+        expect_skip(&d, &tree, "skills/system-prompts/big.md"),
+        "too large (104857600 bytes; max 262144)"
+    );
+    assert_eq!(listed(&d, "big").expect("row")["bytes"], 104_857_600u64);
+    assert!(
+        get(&d, "big")
+            .expect_err("too large")
+            .contains("is too large")
+    );
+    assert!(!prompt_names(&d).contains(&"big".to_string()));
+    assert_healthy(&d);
+}
+
+/// A file that grows from a few bytes to 100 MB between the walk (its stat) and the read: the
+/// read stops at the cap instead of loading it whole, and the next reconcile sees its size.
+#[test]
+fn a_file_growing_past_the_cap_mid_scan_is_not_read_whole() {
+    let tree = hostile_tree();
+    tree.write("skills/grows/index.md", "# Small\n\nFor now.\n");
+    let stdout = reconcile_in_a_child_with(
+        &tree,
+        false,
+        &[("HOSTILE_CHILD_GROW", "skills/grows/index.md")],
+    );
+    let read_bytes: u64 = child_says(&stdout, "RECONCILE_READ_BYTES")
+        .parse()
+        .expect("number");
+    assert!(
+        read_bytes < 20 * 1024 * 1024,
+        "the reconcile read {read_bytes} bytes: the grown file was read whole"
+    );
+    assert!(
+        child_says(&stdout, "SKIPPED").contains("too large ("),
+        "{stdout}"
+    );
+    let d = tree.open();
+    assert_eq!(
+        expect_skip(&d, &tree, "skills/grows/index.md"),
+        "too large (104857600 bytes; max 262144)"
+    );
+    assert!(get(&d, "grows").is_err());
+    assert_healthy(&d);
+}
+
+/// Run by [`a_100_mb_file_is_skipped_without_being_read`] in a child process: reconciles the
+/// tree given in `HOSTILE_CHILD_BASE` and prints the bytes this process read meanwhile.
+#[test]
+#[ignore = "run by a_100_mb_file_is_skipped_without_being_read"]
+fn reconcile_in_child() {
+    let base = PathBuf::from(std::env::var("HOSTILE_CHILD_BASE").expect("HOSTILE_CHILD_BASE"));
+    let rchar = || -> u64 {
+        let io = fs::read_to_string("/proc/self/io").expect("/proc/self/io");
+        io.lines()
+            .find_map(|l| l.strip_prefix("rchar:"))
+            .expect("rchar")
+            .trim()
+            .parse()
+            .expect("number")
+    };
+    let d = Directory::open(iii_directory::config::Config::for_root(&base)).expect("open");
+    // `HOSTILE_CHILD_GROW`: a file that grows to 100 MB between the walk and the reads.
+    let grow = std::env::var("HOSTILE_CHILD_GROW")
+        .ok()
+        .map(|rel| base.join(rel));
+    let before = rchar();
+    d.reconcile_with_progress(&|p| {
+        if let (iii_directory::Progress::Walked { .. }, Some(path)) = (p, &grow) {
+            let file = fs::OpenOptions::new().write(true).open(path).expect("open");
+            file.set_len(100 * 1024 * 1024).expect("set_len");
+        }
+    })
+    .expect("reconcile");
+    println!("RECONCILE_READ_BYTES={}", rchar() - before);
+    let skipped = serde_json::to_string(&d.skipped().expect("skipped")).expect("json");
+    println!("SKIPPED={skipped}");
+    assert_healthy(&d);
+}
+
+/// Runs [`reconcile_in_child`] on the tree in a child process, as the user `nobody` when
+/// `as_nobody` (for permission checks when the tests run as root), and returns its output.
+fn reconcile_in_a_child(tree: &Tree, as_nobody: bool) -> String {
+    reconcile_in_a_child_with(tree, as_nobody, &[])
+}
+
+fn reconcile_in_a_child_with(tree: &Tree, as_nobody: bool, env: &[(&str, &str)]) -> String {
+    let exe = std::env::current_exe().expect("test binary");
+    let mut command = if as_nobody {
+        let mut command = std::process::Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe);
+        command
+    } else {
+        std::process::Command::new(&exe)
+    };
+    let output = command
+        .arg(common::child::test_path(
+            module_path!(),
+            "reconcile_in_child",
+        ))
+        .args(["--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("HOSTILE_CHILD_BASE", tree.base())
+        .envs(env.iter().copied())
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The value the child printed as `KEY=value` (the test harness may print its own text first).
+fn child_says<'a>(stdout: &'a str, key: &str) -> &'a str {
+    stdout
+        .lines()
+        .find_map(|l| l.split_once(&format!("{key}=")).map(|(_, value)| value))
+        .unwrap_or_else(|| panic!("the child did not print {key}: {stdout}"))
+        .trim()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes of the tree
+
+#[test]
+fn deep_nesting_is_walked_and_over_long_ids_are_skipped() {
+    let tree = hostile_tree();
+    // 200 levels: a valid id of 403 bytes.
+    let deep = format!("deep/{}leaf", "a/".repeat(200));
+    tree.write(&format!("skills/{deep}.md"), "# Deep\n\nAt the bottom.\n");
+    // 600 levels: an id over the 1024-byte limit.
+    let deeper = format!("deeper/{}leaf", "b/".repeat(600));
+    tree.write(&format!("skills/{deeper}.md"), "# Deeper\n\nToo deep.\n");
+    let started = Instant::now();
+    let d = tree.open();
+    assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+    assert_eq!(get(&d, &deep).expect("served")["title"], "Deep");
+    let reason = expect_skip(&d, &tree, &format!("skills/{deeper}.md"));
+    assert!(
+        reason.starts_with(&format!("invalid id {deeper:?}: id too long (")),
+        "{reason}"
+    );
+    assert!(listed(&d, &deeper).is_none());
+    assert_healthy(&d);
+}
+
+#[test]
+fn many_files_in_one_folder_are_indexed() {
+    let count: usize = std::env::var("HOSTILE_MANY_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MANY_FILES_DEFAULT);
+    let tree = hostile_tree();
+    let dir = tree.path("skills/crowd");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let started = Instant::now();
+    for i in 0..count {
+        fs::write(
+            dir.join(format!("s{i:06}.md")),
+            format!("# S{i}\n\nNumber {i}.\n"),
+        )
+        .expect("write");
+    }
+    let written = started.elapsed();
+    let started = Instant::now();
+    let d = Directory::open(tree.config()).expect("open");
+    let report = d.reconcile().expect("reconcile");
+    let indexed = started.elapsed();
+    let started = Instant::now();
+    let list = common::call(&d, ReadFunction::SkillsList, json!({"prefix": "crowd/"}));
+    let listed_in = started.elapsed();
+    let started = Instant::now();
+    let again = d.reconcile().expect("second reconcile");
+    let rescan = started.elapsed();
+    println!(
+        "many_files: {count} files written in {written:?}, indexed in {indexed:?} \
+         ({} read), listed in {listed_in:?}, unchanged reconcile in {rescan:?}",
+        report.read
+    );
+    assert_eq!(list["skills"].as_array().expect("skills").len(), count);
+    let last = count - 1;
+    let got = get(&d, &format!("crowd/s{last:06}")).expect("served");
+    assert_eq!(got["raw"], format!("# S{last}\n\nNumber {last}.\n"));
+    assert!(!again.changed);
+    assert!(d.skipped().expect("skipped").is_empty());
+    assert_healthy(&d);
+}
+
+#[test]
+fn invalid_names_are_skipped_with_the_validator_reason() {
+    let tree = hostile_tree();
+    let long = "x".repeat(65);
+    let cases = [
+        ("skills/ns/Upper.md", "invalid id \"ns/Upper\": "),
+        ("skills/ns/has space.md", "invalid id \"ns/has space\": "),
+        ("skills/ns/dot.ted.md", "invalid id \"ns/dot.ted\": "),
+        ("skills/ns/.hidden.md", "invalid id \"ns/.hidden\": "),
+        ("skills/ns/café.md", "invalid id \"ns/café\": "),
+        (
+            "skills/ns/back\\slash.md",
+            "invalid id \"ns/back\\\\slash\": ",
+        ),
+        ("skills/Bad Ns/x.md", "invalid id \"Bad Ns/x\": "),
+        ("agents/Bad.md", "invalid agent id \"Bad\": "),
+        ("agents/a.b.md", "invalid agent id \"a.b\": "),
+    ];
+    for (rel, _) in &cases {
+        tree.write(rel, "# Named\n\nx\n");
+    }
+    let long_rel = format!("skills/ns/{long}.md");
+    tree.write(&long_rel, "# Long\n\nx\n");
+    tree.write("skills/ns/fine.md", "# Fine\n\nx\n");
+    let d = tree.open();
+    for (rel, prefix) in cases {
+        let reason = expect_skip(&d, &tree, rel);
+        assert!(reason.starts_with(prefix), "{rel}: {reason}");
+    }
+    let reason = expect_skip(&d, &tree, &long_rel);
+    assert!(
+        reason.contains("segment too long (65 chars; max 64)"),
+        "{reason}"
+    );
+    assert_eq!(get(&d, "ns/fine").expect("served")["title"], "Fine");
+    assert_healthy(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Symbolic links
+
+#[test]
+fn symlinks_out_of_the_roots_are_not_followed() {
+    let tree = hostile_tree();
+    tree.write("outside/secret.md", "# Secret\n\nOutside the roots.\n")
+        .write("outside/dir/leak.md", "# Leak\n\nOutside the roots.\n")
+        .write("outside/agent.md", "---\nname: Leak\n---\nOutside.\n")
+        .write("outside/askill/SKILL.md", "# Leak\n\nOutside.\n");
+    let outside = tree.path("outside");
+    symlink(outside.join("secret.md"), tree.path("skills/secret.md")).expect("link");
+    symlink(outside.join("dir"), tree.path("skills/escape")).expect("link");
+    symlink(outside.join("agent.md"), tree.path("agents/leak.md")).expect("link");
+    symlink(outside.join("askill"), tree.path(".agents/skills/leak")).expect("link");
+    // A relative link climbing out of the root.
+    symlink(
+        "../../outside/secret.md",
+        tree.path("skills/healthy/climb.md"),
+    )
+    .expect("link");
+    // A link that stays inside the roots is followed.
+    symlink(tree.path(HEALTHY_REL), tree.path("skills/alias.md")).expect("link");
+    let before = snapshot(tree.base());
+    let d = tree.open();
+
+    for rel in [
+        "skills/secret.md",
+        "skills/escape",
+        "agents/leak.md",
+        ".agents/skills/leak",
+        "skills/healthy/climb.md",
+    ] {
+        let reason = expect_skip(&d, &tree, rel);
+        assert!(reason.contains("outside the roots"), "{rel}: {reason}");
+    }
+    for id in ["secret", "escape/leak", "leak", "healthy/climb"] {
+        assert!(get(&d, id).is_err(), "{id} served from outside the roots");
+        assert!(listed(&d, id).is_none(), "{id} listed");
+    }
+    assert!(agent_row(&d, "leak").is_none());
+    let all = serde_json::to_string(&dump(&d)).expect("json");
+    assert!(!all.contains("Outside the roots"), "outside content served");
+    assert_eq!(get(&d, "alias").expect("served")["raw"], HEALTHY_TEXT);
+    assert_healthy(&d);
+
+    // A write through a link out of the roots is refused, and writes nothing.
+    for (function, request) in [
+        (
+            WriteFunction::SkillsCreate,
+            json!({"id": "escape/planted", "content": "# Planted\n\nx\n"}),
+        ),
+        (
+            WriteFunction::SkillsCreate,
+            json!({"id": "escape/deeper/planted", "content": "# Planted\n\nx\n"}),
+        ),
+    ] {
+        let err = d
+            .write(function, &request, None)
+            .expect_err("write through a link out of the roots");
+        assert!(err.to_string().starts_with("D115 "), "{err}");
+    }
+    assert_eq!(snapshot(tree.base()), before);
+
+    // The same after a watcher-style scoped reconcile of the links.
+    d.reconcile_paths(vec![
+        tree.path("skills/secret.md"),
+        tree.path("skills/escape"),
+        tree.path("skills/escape/leak.md"),
+        tree.path("agents/leak.md"),
+    ])
+    .expect("scoped reconcile");
+    assert!(get(&d, "secret").is_err());
+    assert!(get(&d, "escape/leak").is_err());
+    assert_matches_fresh(&d);
+}
+
+#[test]
+fn symlink_loops_end() {
+    let tree = hostile_tree();
+    tree.write("skills/loop/index.md", "# Loop\n\nInside a loop.\n");
+    symlink("..", tree.path("skills/loop/up")).expect("link");
+    symlink(".", tree.path("skills/loop/here")).expect("link");
+    symlink(tree.path("skills"), tree.path("skills/loop/root")).expect("link");
+    symlink("self.md", tree.path("skills/loop/self.md")).expect("link");
+    symlink("pong.md", tree.path("skills/loop/ping.md")).expect("link");
+    symlink("ping.md", tree.path("skills/loop/pong.md")).expect("link");
+    symlink("b", tree.path("skills/loop/a")).expect("link");
+    symlink("a", tree.path("skills/loop/b")).expect("link");
+    let started = Instant::now();
+    let d = tree.open();
+    assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+    assert_eq!(get(&d, "loop").expect("served")["title"], "Loop");
+    for rel in [
+        "skills/loop/self.md",
+        "skills/loop/ping.md",
+        "skills/loop/pong.md",
+    ] {
+        let reason = expect_skip(&d, &tree, rel);
+        assert!(reason.contains("symbolic link"), "{rel}: {reason}");
+    }
+    for id in [
+        "loop/self",
+        "loop/ping",
+        "loop/up/loop",
+        "loop/root/healthy",
+    ] {
+        assert!(listed(&d, id).is_none(), "{id} listed");
+    }
+    assert_healthy(&d);
+    d.reconcile_paths(vec![tree.path("skills/loop")])
+        .expect("scoped reconcile");
+    assert_matches_fresh(&d);
+}
+
+#[test]
+fn a_root_that_is_a_symlink_works() {
+    let tree = hostile_tree();
+    fs::rename(tree.path("skills"), tree.path("real-skills")).expect("move");
+    symlink(tree.path("real-skills"), tree.path("skills")).expect("link");
+    fs::rename(tree.path("agents"), tree.path("real-agents")).expect("move");
+    symlink("real-agents", tree.path("agents")).expect("link");
+    let d = tree.open();
+    assert_healthy(&d);
+    assert!(
+        d.skipped().expect("skipped").is_empty(),
+        "{:?}",
+        d.skipped()
+    );
+    let created = d
+        .write(
+            WriteFunction::SkillsCreate,
+            &json!({"id": "healthy/added", "content": "# Added\n\nThrough the link.\n"}),
+            None,
+        )
+        .expect("create");
+    assert_eq!(created["title"], "Added");
+    assert!(tree.path("real-skills/healthy/added.md").is_file());
+    assert!(
+        fs::symlink_metadata(tree.path("skills"))
+            .expect("lstat")
+            .is_symlink(),
+        "the root link was replaced"
+    );
+    assert_eq!(get(&d, "healthy/added").expect("served")["title"], "Added");
+    assert_matches_fresh(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The disk changing under the scan
+
+#[test]
+fn files_vanishing_mid_scan_cause_no_error() {
+    let tree = hostile_tree();
+    for i in 0..50 {
+        tree.write(
+            &format!("skills/gone/g{i:02}.md"),
+            &format!("# G{i}\n\nx\n"),
+        );
+    }
+    tree.write(
+        "skills/system-prompts/gone.md",
+        "---\ndescription: Gone.\n---\nx\n",
+    );
+    tree.write("agents/gone.md", "---\nname: Gone\n---\nx\n");
+    let d = Directory::open(tree.config()).expect("open");
+    let base = tree.base().to_path_buf();
+    // Between the walk and the reads: everything just listed disappears.
+    d.reconcile_with_progress(&|p| {
+        if let iii_directory::Progress::Walked { .. } = p {
+            let _ = fs::remove_dir_all(base.join("skills/gone"));
+            let _ = fs::remove_file(base.join("skills/system-prompts/gone.md"));
+            let _ = fs::remove_file(base.join("agents/gone.md"));
+        }
+    })
+    .expect("a reconcile racing deletions succeeds");
+    for i in 0..50 {
+        assert!(get(&d, &format!("gone/g{i:02}")).is_err());
+    }
+    assert!(!prompt_names(&d).contains(&"gone".to_string()));
+    assert!(agent_row(&d, "gone").is_none());
+    assert_healthy(&d);
+    d.reconcile().expect("reconcile");
+    assert_matches_fresh(&d);
+}
+
+#[test]
+fn edits_racing_a_reconcile_end_equal_to_a_fresh_scan() {
+    let tree = hostile_tree();
+    for i in 0..40 {
+        tree.write(
+            &format!("skills/race/r{i:02}.md"),
+            &format!("# R{i}\n\nv0\n"),
+        );
+    }
+    let d = Arc::new(Directory::open(tree.config()).expect("open"));
+    d.reconcile().expect("reconcile");
+    let base = tree.base().to_path_buf();
+    // Deterministic interleaving: each reconcile's files change between its walk and its reads
+    // (same size and new size, deletions and creations).
+    for round in 1..=5u32 {
+        let base = base.clone();
+        d.reconcile_with_progress(&move |p| {
+            if let iii_directory::Progress::Walked { .. } = p {
+                for i in 0..40 {
+                    let path = base.join(format!("skills/race/r{i:02}.md"));
+                    let text = match (i + round as usize) % 4 {
+                        0 => format!("# R{i}\n\nv{round}\n"),
+                        1 => format!("# R{i} round {round}\n\nlonger v{round}\n"),
+                        2 => {
+                            let _ = fs::remove_file(&path);
+                            continue;
+                        }
+                        _ => format!("# X{i}\n\nw{round}\n"),
+                    };
+                    let _ = fs::write(&path, text);
+                }
+            }
+        })
+        .expect("reconcile");
+    }
+    // Free-running: a thread edits while reconciles run.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let editor = {
+        let stop = stop.clone();
+        let base = base.clone();
+        std::thread::spawn(move || {
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let i = n % 40;
+                let path = base.join(format!("skills/race/r{i:02}.md"));
+                if n % 7 == 0 {
+                    let _ = fs::remove_file(&path);
+                } else {
+                    let _ = fs::write(&path, format!("# E{n}\n\n{}\n", "e".repeat(n % 13)));
+                }
+                n += 1;
+            }
+        })
+    };
+    for _ in 0..10 {
+        d.reconcile().expect("reconcile during edits");
+        assert_healthy(&d);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    editor.join().expect("editor");
+    d.reconcile().expect("reconcile after the edits");
+    assert_matches_fresh(&d);
+    assert_healthy(&d);
+}
+
+#[test]
+fn unreadable_files_and_folders_are_skipped_and_the_scan_goes_on() {
+    let tree = hostile_tree();
+    tree.write("skills/locked/index.md", "# Locked\n\nx\n")
+        .write("skills/closed/inner.md", "# Inner\n\nx\n")
+        .write(
+            "skills/system-prompts/locked.md",
+            "---\ndescription: L.\n---\nx\n",
+        )
+        .write("skills/zz-after/index.md", "# After\n\nScanned after.\n");
+    let as_root = permissions_ignored(&tree);
+    let chmod = |rel: &str, mode: u32| {
+        fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    // Root ignores permissions: the scan then runs in a child process as `nobody`, on a tree
+    // everyone may read and write but for the locked entries.
+    if as_root {
+        let setpriv = std::process::Command::new("setpriv")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !setpriv {
+            println!(
+                "note: running as root without setpriv: permissions cannot be enforced, so the \
+                 permission-denied skip reasons are not checked in this run"
+            );
+            let d = tree.open();
+            assert_healthy(&d);
+            return;
+        }
+        open_to_everyone(tree.base());
+    }
+    chmod("skills/locked/index.md", 0o000);
+    chmod("skills/system-prompts/locked.md", 0o000);
+    chmod("skills/closed", 0o000);
+    let skipped: BTreeMap<String, String> = if as_root {
+        let stdout = reconcile_in_a_child(&tree, true);
+        let rows: Vec<Value> =
+            serde_json::from_str(child_says(&stdout, "SKIPPED")).expect("skipped json");
+        rows.iter()
+            .map(|r| {
+                let text = |k: &str| r[k].as_str().expect("text").to_string();
+                (text("path"), text("reason"))
+            })
+            .collect()
+    } else {
+        let d = tree.open();
+        // The scan went on and served the rest.
+        assert_eq!(get(&d, "zz-after").expect("served")["title"], "After");
+        assert_healthy(&d);
+        assert!(get(&d, "locked").is_err());
+        assert!(listed(&d, "closed/inner").is_none());
+        d.skipped()
+            .expect("skipped")
+            .into_iter()
+            .map(|s| (s.path, s.reason))
+            .collect()
+    };
+    let reason = |rel: &str| {
+        skipped
+            .get(&tree.path(rel).display().to_string())
+            .unwrap_or_else(|| panic!("{rel} not skipped: {skipped:?}"))
+            .clone()
+    };
+    let locked = reason("skills/locked/index.md");
+    assert!(
+        locked.starts_with("cannot be read: ") && locked.contains("ermission denied"),
+        "{locked}"
+    );
+    let prompt = reason("skills/system-prompts/locked.md");
+    assert!(prompt.starts_with("cannot be read: "), "{prompt}");
+    let closed = reason("skills/closed");
+    assert!(
+        closed.starts_with("folder cannot be listed: ") && closed.contains("ermission denied"),
+        "{closed}"
+    );
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    let d = tree.open();
+    assert_eq!(get(&d, "zz-after").expect("served")["title"], "After");
+    chmod("skills/closed", 0o755);
+    chmod("skills/locked/index.md", 0o644);
+    chmod("skills/system-prompts/locked.md", 0o644);
+    d.reconcile().expect("reconcile");
+    assert_eq!(get(&d, "locked").expect("served")["title"], "Locked");
+    assert_eq!(get(&d, "closed/inner").expect("served")["title"], "Inner");
+    assert!(
+        d.skipped().expect("skipped").is_empty(),
+        "{:?}",
+        d.skipped()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML
+
+/// Nine levels of nine aliases: 9^9 nodes if expanded.
+fn billion_laughs() -> String {
+    let mut yaml = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for level in 1..9 {
+        let items = vec![format!("*a{}", level - 1); 9].join(", ");
+        yaml.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+    }
+    yaml
+}
+
+#[test]
+fn yaml_bombs_are_refused_quickly_with_a_reason() {
+    let tree = hostile_tree();
+    let bomb = billion_laughs();
+    let deep = format!("x: {}{}\n", "[".repeat(50_000), "]".repeat(50_000));
+    tree.write(
+        "skills/system-prompts/bomb.md",
+        &format!("---\n{bomb}description: Boom.\n---\nBody.\n"),
+    )
+    .write(
+        "agents/bomb.md",
+        &format!("---\n{bomb}name: Boom\n---\nBody.\n"),
+    )
+    .write(
+        "skills/system-prompts/deep.md",
+        &format!("---\n{deep}description: Deep.\n---\nBody.\n"),
+    )
+    .write(
+        "agents/deep.md",
+        &format!("---\n{deep}name: Deep\n---\nBody.\n"),
+    )
+    .write(
+        "skills/bomb/index.md",
+        &format!("---\n{bomb}title: Boom\n---\n# Bomb heading\n\nBody.\n"),
+    );
+    let started = Instant::now();
+    let d = tree.open();
+    assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+    for rel in ["skills/system-prompts/bomb.md", "agents/bomb.md"] {
+        let reason = expect_skip(&d, &tree, rel);
+        assert!(
+            reason.contains("invalid frontmatter YAML") && reason.contains("too complex"),
+            "{rel}: {reason}"
+        );
+    }
+    for rel in ["skills/system-prompts/deep.md", "agents/deep.md"] {
+        let reason = expect_skip(&d, &tree, rel);
+        assert!(
+            reason.contains("invalid frontmatter YAML")
+                && (reason.contains("nested too deeply") || reason.contains("recursion limit")),
+            "{rel}: {reason}"
+        );
+    }
+    assert!(!prompt_names(&d).iter().any(|n| n == "bomb" || n == "deep"));
+    assert!(agent_row(&d, "bomb").is_none());
+    // Skill frontmatter is lenient (contract 2.4): unusable YAML counts as absent, so the skill
+    // is served with its heading for a title.
+    let got = get(&d, "bomb").expect("served");
+    assert_eq!(got["title"], "Bomb heading");
+    assert_healthy(&d);
+}
+
+#[test]
+fn frontmatter_that_is_not_a_mapping_is_skipped_with_a_reason() {
+    let tree = hostile_tree();
+    let shapes = [
+        ("list", "- a\n- b\n"),
+        ("scalar", "just a string\n"),
+        ("number", "42\n"),
+    ];
+    for (name, yaml) in shapes {
+        tree.write(
+            &format!("skills/system-prompts/{name}.md"),
+            &format!("---\n{yaml}---\nBody.\n"),
+        )
+        .write(
+            &format!("agents/{name}.md"),
+            &format!("---\n{yaml}---\nBody.\n"),
+        )
+        .write(
+            &format!("skills/{name}/index.md"),
+            &format!("---\n{yaml}---\n# Heading {name}\n\nBody.\n"),
+        );
+    }
+    let d = tree.open();
+    for (name, _) in shapes {
+        for rel in [
+            format!("skills/system-prompts/{name}.md"),
+            format!("agents/{name}.md"),
+        ] {
+            let reason = expect_skip(&d, &tree, &rel);
+            assert!(reason.contains("mapping"), "{rel}: {reason}");
+        }
+        assert!(agent_row(&d, name).is_none());
+        assert!(!prompt_names(&d).contains(&name.to_string()));
+        let got = get(&d, name).expect("served");
+        assert_eq!(got["title"], format!("Heading {name}"));
+    }
+    assert_healthy(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent inheritance
+
+#[test]
+fn extends_loops_and_long_chains_carry_d415() {
+    let tree = hostile_tree();
+    let agent = |id: &str, parent: &str| {
+        tree.write(
+            &format!("agents/{id}.md"),
+            &format!("---\nname: {id}\nextends: {parent}\n---\nBody of {id}.\n"),
+        );
+    };
+    agent("l1", "l2");
+    agent("l2", "l3");
+    agent("l3", "l1");
+    // A chain of 200 profiles: c0 → c1 → … → c199.
+    for i in 0..199 {
+        agent(&format!("c{i}"), &format!("c{}", i + 1));
+    }
+    tree.write("agents/c199.md", "---\nname: c199\n---\nEnd.\n");
+    // Eight hops is fine (ok8 → c192 → … → c199), nine are not.
+    tree.write("agents/ok8.md", "---\nname: ok8\nextends: c192\n---\nOk.\n");
+    let started = Instant::now();
+    let d = tree.open();
+    let list = common::call(&d, ReadFunction::AgentsList, json!({}));
+    assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
+    let error_of = |id: &str| -> Option<String> {
+        list["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed"))
+            .get("inheritance_error")
+            .and_then(|e| e.as_str())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        error_of("l1").expect("loop"),
+        "D415 invalid_input: agent profile \"l1\" has an extends loop: l1 → l2 → l3 → l1. \
+         Next: call directory::agents::list to browse agent profile ids."
+    );
+    let deep = error_of("c0").expect("too deep");
+    assert!(
+        deep.starts_with(
+            "D415 invalid_input: agent profile \"c0\" extends chain is deeper than 8 levels: c0 → c1"
+        ),
+        "{deep}"
+    );
+    assert_eq!(error_of("c191"), None);
+    assert_eq!(error_of("ok8"), None);
+    assert!(error_of("c190").is_some_and(|e| e.contains("deeper than 8 levels")));
+    let got = common::call(&d, ReadFunction::AgentsGet, json!({"id": "l2"}));
+    assert!(
+        got["inheritance_error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("D415 ")),
+        "{got}"
+    );
+    assert_healthy(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The watcher cannot watch (the inotify watch limit, injected)
+
+#[test]
+fn a_watch_limit_leaves_the_worker_serving_through_the_safety_net() {
+    let tree = hostile_tree();
+    let d = Arc::new(tree.open());
+    let mut settings = d.settings();
+    settings.safety_net_interval_ms = 200;
+    d.apply_settings(settings).expect("a tunable setting");
+    let options = WatchOptions {
+        fail_roots: vec![Root::Skills, Root::LocalSkills, Root::Agents],
+        ..WatchOptions::default()
+    };
+    let watcher = Watcher::start(d.clone(), options);
+    let status = watcher.status();
+    assert!(status.degraded, "{status:?}");
+    let problems = &status.problems;
+    for key in ["skills_folder", "agents_folder"] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains(key) && p.contains("injected failure")),
+            "{key}: {status:?}"
+        );
+    }
+    assert_healthy(&d);
+
+    tree.write(
+        "skills/healthy/late.md",
+        "# Late\n\nSeen by the safety net.\n",
+    )
+    .write("agents/late.md", "---\nname: Late\n---\nLate.\n");
+    wait_for(
+        "the safety net picks up the new files",
+        Duration::from_secs(5),
+        || get(&d, "healthy/late").is_ok() && agent_row(&d, "late").is_some(),
+    );
+    let status = watcher.status();
+    assert!(status.degraded, "{status:?}");
+    assert!(status.last_safety_net.is_some(), "{status:?}");
+    assert_eq!(
+        get(&d, "healthy/late").expect("served")["raw"],
+        "# Late\n\nSeen by the safety net.\n"
+    );
+    assert_healthy(&d);
+    watcher.stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes with hostile ids
+
+#[test]
+fn writes_with_hostile_ids_are_refused_and_write_nothing() {
+    let tree = hostile_tree();
+    let d = tree.open();
+    let before = snapshot(tree.base());
+    let long = "a".repeat(5000);
+    let long_segment = format!("ns/{}", "b".repeat(65));
+    let ids = [
+        "../x",
+        "../../outside/x",
+        "ns/../../x",
+        "..",
+        ".",
+        "/etc/passwd",
+        "/tmp/x",
+        "a\0b",
+        "ns/a\0b",
+        "a\\b",
+        "..\\x",
+        "C:\\x",
+        "~/x",
+        "ns//x",
+        "ns/",
+        "/ns",
+        "Upper",
+        "ns/has space",
+        "ns/x.md.tmp",
+        "%2e%2e/x",
+        "",
+        long.as_str(),
+        long_segment.as_str(),
+        "file:///etc/passwd",
+        "ns::fn",
+    ];
+    let content = "---\nname: x\ndescription: x\n---\n# X\n\nx\n";
+    for id in ids {
+        for (function, request) in [
+            (
+                WriteFunction::SkillsCreate,
+                json!({"id": id, "content": content}),
+            ),
+            (
+                WriteFunction::SkillsUpdate,
+                json!({"id": id, "content": content}),
+            ),
+            (WriteFunction::SkillsDelete, json!({"id": id})),
+            (
+                WriteFunction::SystemPromptsCreate,
+                json!({"name": id, "content": content}),
+            ),
+            (
+                WriteFunction::SystemPromptsUpdate,
+                json!({"name": id, "content": content}),
+            ),
+            (WriteFunction::SystemPromptsDelete, json!({"name": id})),
+            (
+                WriteFunction::AgentsCreate,
+                json!({"id": id, "content": content}),
+            ),
+            (
+                WriteFunction::AgentsUpdate,
+                json!({"id": id, "content": content}),
+            ),
+            (WriteFunction::AgentsDelete, json!({"id": id})),
+        ] {
+            let result = d.write(function, &request, None);
+            let err = match result {
+                Ok(v) => panic!("{} {id:?} succeeded: {v}", function.id()),
+                Err(e) => e.to_string(),
+            };
+            assert!(!err.is_empty(), "{} {id:?}", function.id());
+            assert!(
+                !err.contains("os error"),
+                "{} {id:?} reached the disk: {err}",
+                function.id()
+            );
+        }
+    }
+    assert_eq!(
+        snapshot(tree.base()),
+        before,
+        "a hostile write changed the disk"
+    );
+    assert_healthy(&d);
+}

@@ -1,0 +1,830 @@
+//! The real `iii-directory` binary on real trees: `reindex`, `list`, `get`, `index`, `check`,
+//! configuration errors, and living beside a process that holds the index as its writer.
+
+use test_support::common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::Tree;
+use iii_directory::{Directory, ReadFunction};
+use serde_json::{Value, json};
+
+/// How recent a file's mtime or ctime must be for reconcile to read it again next time
+/// (`index::reconcile::RACY_WINDOW`).
+const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// The binary with `III_COMPOSE_DIR` pointing at the tree, run from an unrelated folder so
+/// that nothing resolves against the current directory by accident.
+fn iii(tree: &Tree) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
+    command
+        .env("III_COMPOSE_DIR", tree.base())
+        .env_remove("RUST_LOG")
+        .current_dir(std::env::temp_dir());
+    command
+}
+
+fn run(tree: &Tree, args: &[&str]) -> Output {
+    iii(tree).args(args).output().expect("run iii-directory")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn ok(tree: &Tree, args: &[&str]) -> String {
+    let output = run(tree, args);
+    assert!(
+        output.status.success(),
+        "iii-directory {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+/// Runs a command that must succeed and print JSON.
+fn ok_json(tree: &Tree, args: &[&str]) -> Value {
+    let stdout = ok(tree, args);
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("iii-directory {args:?} printed invalid JSON ({e}): {stdout}"))
+}
+
+/// Runs a command that must fail and returns its stderr.
+fn fails(tree: &Tree, args: &[&str]) -> String {
+    let output = run(tree, args);
+    assert!(
+        !output.status.success(),
+        "iii-directory {args:?} should fail:\nstdout: {}\nstderr: {}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stderr)
+}
+
+const SKIPPED_FILES: usize = 3;
+
+/// A tree with skills in every root, prompts, agents, and `SKIPPED_FILES` files not served.
+fn sample_tree() -> Tree {
+    let tree = Tree::new();
+    tree.write(
+        "skills/mailer/index.md",
+        "---\ntitle: Mailer\ntype: index\ndescription: Sends email.\n---\n# Mailer\n\nSends email.\n",
+    )
+    .write(
+        "skills/mailer/send-email.md",
+        "---\ntype: how-to\n---\n# Send an email\n\nCall mailer::send.\n",
+    )
+    .write("skills/queue/SKILL.md", "# Queue\n\nQueues work.\n")
+    .write("skills/iii/local-ns/index.md", "# Local\n\nA local override.\n")
+    .write(
+        ".agents/skills/helper/SKILL.md",
+        "---\nname: Helper\ndescription: Helps.\n---\nHelper body.\n",
+    )
+    .write(
+        "skills/system-prompts/reviewer.md",
+        "---\ndescription: Reviews code.\n---\nYou review code.\n",
+    )
+    .write(
+        "agents/captain.md",
+        "---\nname: Captain\ndescription: Ships releases.\nextends: iii\nskills: [mailer, nope]\n---\nYou ship releases.\n",
+    )
+    // Not served: an invalid id, a prompt without frontmatter, an agent without a name.
+    .write("skills/mailer/Bad-Name.md", "invalid id\n")
+    .write("skills/system-prompts/broken.md", "no frontmatter\n")
+    .write("agents/nameless.md", "---\ndescription: no name\n---\nbody\n");
+    tree
+}
+
+/// Files the walk counts in the sample tree: the local override under `skills/iii/` counts
+/// twice, as it sits in both the global and the local root (spec 2.6).
+const SAMPLE_FILES: usize = 11;
+/// Distinct contents among them.
+const SAMPLE_CONTENTS: usize = 10;
+
+/// Sets every file's mtime 10 s in the past (its ctime stays recent).
+fn backdate(dir: &Path) {
+    for entry in fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            backdate(&path);
+        } else {
+            let past = SystemTime::now() - Duration::from_secs(10);
+            fs::File::options()
+                .write(true)
+                .open(&path)
+                .expect("open")
+                .set_modified(past)
+                .expect("set_modified");
+        }
+    }
+}
+
+fn number(summary: &Value, key: &str) -> u64 {
+    summary[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("summary field {key} is not a number: {summary}"))
+}
+
+/// Parses the human summary: `indexed N files in T ms: R read, P parsed, D removed, S skipped`.
+fn human_counts(stdout: &str) -> [u64; 5] {
+    let line = stdout.lines().next().expect("a summary line");
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ':')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let before = |word: &str| -> u64 {
+        let at = words
+            .iter()
+            .position(|w| *w == word)
+            .unwrap_or_else(|| panic!("no {word:?} in {line:?}"));
+        words[at - 1]
+            .parse()
+            .unwrap_or_else(|_| panic!("no count before {word:?} in {line:?}"))
+    };
+    [
+        before("files"),
+        before("read"),
+        before("parsed"),
+        before("removed"),
+        before("skipped"),
+    ]
+}
+
+#[test]
+fn reindex_summarizes_and_then_reads_only_what_is_recent() {
+    let tree = sample_tree();
+    let backdating = Instant::now();
+    backdate(tree.base());
+    let backdated = Instant::now();
+
+    let first = ok(&tree, &["reindex"]);
+    assert!(first.starts_with("indexed "), "{first}");
+    assert_eq!(
+        human_counts(&first),
+        [
+            SAMPLE_FILES as u64,
+            SAMPLE_FILES as u64,
+            SAMPLE_CONTENTS as u64,
+            0,
+            SKIPPED_FILES as u64
+        ],
+        "{first}"
+    );
+    assert!(first.contains("revision 1"), "{first}");
+    let index_path = tree.config().paths.index_path;
+    assert!(
+        first.contains(&format!("index: {}", index_path.display())),
+        "{first}"
+    );
+    assert!(index_path.is_file());
+
+    // The mtimes are old, but setting them made every ctime recent: within the racy window
+    // the files are read again (nothing parsed: their contents are known), and nothing changed.
+    let second = ok_json(&tree, &["reindex", "--json"]);
+    // Whether that reindex surely scanned within the window of every ctime (on a slow machine
+    // it may not have, and then it read nothing).
+    let second_was_racy = backdating.elapsed() < RACY_WINDOW - Duration::from_millis(100);
+    for key in [
+        "files",
+        "read",
+        "parsed",
+        "removed",
+        "skipped",
+        "revision",
+        "duration_ms",
+    ] {
+        number(&second, key);
+    }
+    assert_eq!(number(&second, "files"), SAMPLE_FILES as u64);
+    assert_eq!(number(&second, "parsed"), 0);
+    assert_eq!(number(&second, "removed"), 0);
+    assert_eq!(number(&second, "skipped"), SKIPPED_FILES as u64);
+    assert_eq!(number(&second, "revision"), 1);
+    assert_eq!(second["changed"], false);
+    if second_was_racy {
+        assert_eq!(number(&second, "read"), SAMPLE_FILES as u64, "{second}");
+    }
+
+    // Past the window, the files are read once more (they were recent when last read), and
+    // from then on not at all.
+    std::thread::sleep(
+        (RACY_WINDOW + Duration::from_millis(200)).saturating_sub(backdated.elapsed()),
+    );
+    let third = ok_json(&tree, &["reindex", "--json"]);
+    if second_was_racy {
+        assert_eq!(number(&third, "read"), SAMPLE_FILES as u64, "{third}");
+    }
+    assert_eq!(number(&third, "parsed"), 0, "{third}");
+    assert_eq!(third["changed"], false);
+    let fourth = ok(&tree, &["reindex"]);
+    let [files, read, parsed, removed, _] = human_counts(&fourth);
+    assert_eq!(
+        [files, read, parsed, removed],
+        [SAMPLE_FILES as u64, 0, 0, 0],
+        "{fourth}"
+    );
+    assert!(fourth.contains("(nothing changed)"), "{fourth}");
+    assert!(fourth.contains("revision 1"), "{fourth}");
+
+    // A change is read and bumps the revision.
+    tree.write("skills/queue/SKILL.md", "# Queue v2\n\nQueues more work.\n");
+    let fifth = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(number(&fifth, "read"), 1, "{fifth}");
+    assert_eq!(number(&fifth, "parsed"), 1, "{fifth}");
+    assert_eq!(fifth["changed"], true);
+    assert_eq!(number(&fifth, "revision"), 2);
+}
+
+/// Once nothing is recent, a reindex reads nothing; its summary must still count the files that
+/// are not served.
+#[test]
+fn reindex_with_nothing_to_read_still_counts_skipped_files() {
+    let tree = sample_tree();
+    backdate(tree.base());
+    let backdated = Instant::now();
+    ok(&tree, &["reindex"]);
+    std::thread::sleep(
+        (RACY_WINDOW + Duration::from_millis(200)).saturating_sub(backdated.elapsed()),
+    );
+    ok(&tree, &["reindex"]);
+    let quiet = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(number(&quiet, "read"), 0, "{quiet}");
+    let check = ok_json(&tree, &["check", "--json"]);
+    assert_eq!(check.as_array().expect("array").len(), SKIPPED_FILES);
+    assert_eq!(number(&quiet, "skipped"), SKIPPED_FILES as u64, "{quiet}");
+}
+
+#[test]
+fn reindex_from_scratch_rebuilds_the_index() {
+    let tree = sample_tree();
+    ok(&tree, &["reindex"]);
+    tree.write("skills/queue/SKILL.md", "# Queue v2\n\nQueues more work.\n");
+    ok(&tree, &["reindex"]);
+    let rebuilt = ok_json(&tree, &["reindex", "--from-scratch", "--json"]);
+    assert_eq!(number(&rebuilt, "files"), SAMPLE_FILES as u64, "{rebuilt}");
+    assert_eq!(number(&rebuilt, "read"), SAMPLE_FILES as u64, "{rebuilt}");
+    assert_eq!(
+        number(&rebuilt, "parsed"),
+        SAMPLE_CONTENTS as u64,
+        "{rebuilt}"
+    );
+    assert_eq!(number(&rebuilt, "removed"), 0, "{rebuilt}");
+    assert_eq!(
+        number(&rebuilt, "skipped"),
+        SKIPPED_FILES as u64,
+        "{rebuilt}"
+    );
+    assert_eq!(
+        number(&rebuilt, "revision"),
+        1,
+        "a new index starts over: {rebuilt}"
+    );
+    assert_eq!(rebuilt["changed"], true);
+
+    // Also over an index file that is not an index at all.
+    fs::write(tree.config().paths.index_path, "garbage").expect("write");
+    let rebuilt = ok_json(&tree, &["reindex", "--from-scratch", "--json"]);
+    assert_eq!(number(&rebuilt, "read"), SAMPLE_FILES as u64, "{rebuilt}");
+    let list = ok_json(&tree, &["list", "skills", "--json"]);
+    let directory = tree.open();
+    assert_eq!(
+        list,
+        common::call(&directory, ReadFunction::SkillsList, json!({}))
+    );
+}
+
+/// Every `--json` read prints exactly what the library answers.
+#[test]
+fn json_output_is_the_library_answer() {
+    let tree = sample_tree();
+    let cases: Vec<(Vec<&str>, ReadFunction, Value)> = vec![
+        (vec!["list", "skills"], ReadFunction::SkillsList, json!({})),
+        (
+            vec!["list", "skills", "--prefix", "mailer/"],
+            ReadFunction::SkillsList,
+            json!({ "prefix": "mailer/" }),
+        ),
+        (
+            vec!["list", "skills", "--search", "QUEUE"],
+            ReadFunction::SkillsList,
+            json!({ "search": "QUEUE" }),
+        ),
+        (
+            vec!["list", "skills", "--type", "how-to"],
+            ReadFunction::SkillsList,
+            json!({ "type": "how-to" }),
+        ),
+        (
+            vec!["list", "system-prompts"],
+            ReadFunction::SystemPromptsList,
+            json!({}),
+        ),
+        (vec!["list", "agents"], ReadFunction::AgentsList, json!({})),
+        (
+            vec!["get", "skill", "mailer"],
+            ReadFunction::SkillsGet,
+            json!({ "id": "mailer" }),
+        ),
+        (
+            vec!["get", "skill", "iii://mailer/send-email.md", "--raw"],
+            ReadFunction::SkillsGet,
+            json!({ "id": "iii://mailer/send-email.md", "raw": true }),
+        ),
+        (
+            vec!["get", "skill", "helper"],
+            ReadFunction::SkillsGet,
+            json!({ "id": "helper" }),
+        ),
+        (
+            vec!["get", "system-prompt", "reviewer", "--raw"],
+            ReadFunction::SystemPromptsGet,
+            json!({ "name": "reviewer", "raw": true }),
+        ),
+        (
+            vec!["get", "system-prompt", "iii-minimal"],
+            ReadFunction::SystemPromptsGet,
+            json!({ "name": "iii-minimal" }),
+        ),
+        (
+            vec!["get", "agent", "iii"],
+            ReadFunction::AgentsGet,
+            json!({ "id": "iii" }),
+        ),
+        (
+            vec!["get", "agent", "captain", "--raw"],
+            ReadFunction::AgentsGet,
+            json!({ "id": "captain", "raw": true }),
+        ),
+        (vec!["index"], ReadFunction::SkillsIndex, json!({})),
+    ];
+    // The binary first (it is the index's writer and brings it up to date), then the library.
+    let printed: Vec<Value> = cases
+        .iter()
+        .map(|(args, _, _)| {
+            let mut args = args.clone();
+            args.push("--json");
+            ok_json(&tree, &args)
+        })
+        .collect();
+    let directory = tree.open();
+    for ((args, function, request), printed) in cases.iter().zip(printed) {
+        let answer = common::call(&directory, *function, request.clone());
+        assert_eq!(printed, answer, "iii-directory {args:?} --json");
+    }
+    let ids = common::skill_ids(&directory);
+    for id in [
+        "mailer",
+        "mailer/send-email",
+        "queue",
+        "local-ns",
+        "helper",
+        "iii/local-ns",
+    ] {
+        assert!(ids.contains(&id.to_string()), "{id} in {ids:?}");
+    }
+}
+
+#[test]
+fn human_output_names_what_it_lists() {
+    let tree = sample_tree();
+    let skills = ok(&tree, &["list", "skills"]);
+    for id in [
+        "mailer",
+        "mailer/send-email",
+        "queue",
+        "local-ns",
+        "helper",
+        "iii-directory",
+    ] {
+        assert!(
+            skills.lines().any(|l| l.starts_with(id)),
+            "{id} in:\n{skills}"
+        );
+    }
+    assert!(skills.contains("how-to"), "{skills}");
+    let prefixed = ok(&tree, &["list", "skills", "--prefix", "mailer/"]);
+    assert!(prefixed.contains("mailer/send-email"), "{prefixed}");
+    assert!(!prefixed.contains("queue"), "{prefixed}");
+    let prompts = ok(&tree, &["list", "system-prompts"]);
+    for name in ["reviewer", "iii-minimal"] {
+        assert!(prompts.contains(name), "{name} in:\n{prompts}");
+    }
+    let agents = ok(&tree, &["list", "agents"]);
+    for id in ["captain", "iii", "iii-minimal"] {
+        assert!(
+            agents.lines().any(|l| l.starts_with(id)),
+            "{id} in:\n{agents}"
+        );
+    }
+    let skill = ok(&tree, &["get", "skill", "mailer/send-email"]);
+    assert!(skill.contains("Send an email"), "{skill}");
+    assert!(skill.contains("Call mailer::send."), "{skill}");
+    let path = tree.path("skills/mailer/send-email.md");
+    assert!(skill.contains(&path.display().to_string()), "{skill}");
+    let raw = ok(&tree, &["get", "skill", "mailer/send-email", "--raw"]);
+    assert_eq!(
+        raw,
+        "---\ntype: how-to\n---\n# Send an email\n\nCall mailer::send.\n"
+    );
+    let agent = ok(&tree, &["get", "agent", "captain"]);
+    assert!(agent.contains("Captain (captain)"), "{agent}");
+    assert!(agent.contains("You ship releases."), "{agent}");
+    let index = ok(&tree, &["index"]);
+    assert!(index.contains("# Skills index"), "{index}");
+    assert!(index.contains("## Mailer"), "{index}");
+}
+
+#[test]
+fn missing_skill_fails_with_d110() {
+    let tree = sample_tree();
+    let output = run(&tree, &["get", "skill", "mailer/nope"]);
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("D110 not_found: skill \"mailer/nope\" does not exist."),
+        "{stderr}"
+    );
+    let stderr = fails(&tree, &["get", "skill", "missing", "--json"]);
+    assert!(stderr.contains("D110 not_found"), "{stderr}");
+    let stderr = fails(&tree, &["get", "agent", "nobody"]);
+    assert!(stderr.contains("D410 not_found"), "{stderr}");
+    let stderr = fails(&tree, &["get", "system-prompt", "nothing"]);
+    assert!(stderr.contains("D210 not_found"), "{stderr}");
+}
+
+#[test]
+fn check_lists_skipped_files_with_reasons() {
+    let tree = sample_tree();
+    let human = ok(&tree, &["check"]);
+    let bad = tree.path("skills/mailer/Bad-Name.md").display().to_string();
+    let line = human
+        .lines()
+        .find(|l| l.contains(&bad))
+        .unwrap_or_else(|| panic!("{bad} in:\n{human}"));
+    assert!(line.starts_with("skills_folder"), "{line}");
+    assert!(line.contains("invalid id \"mailer/Bad-Name\""), "{line}");
+    assert!(human.contains("agents_folder"), "{human}");
+
+    let json = ok_json(&tree, &["check", "--json"]);
+    let rows = json.as_array().expect("an array");
+    assert_eq!(rows.len(), SKIPPED_FILES, "{json}");
+    for row in rows {
+        let keys: Vec<&String> = row.as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["path", "reason", "root"], "{row}");
+    }
+    let bad_row = rows
+        .iter()
+        .find(|r| r["path"] == bad.as_str())
+        .expect("Bad-Name row");
+    assert_eq!(bad_row["root"], "skills_folder");
+    assert!(
+        bad_row["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("invalid id")
+    );
+    let directory = tree.open();
+    let skipped = serde_json::to_value(directory.skipped().expect("skipped")).expect("json");
+    assert_eq!(json, skipped);
+
+    // A tree with nothing skipped says so.
+    let clean = Tree::new();
+    clean.write("skills/a/index.md", "# A\n\nbody\n");
+    assert_eq!(ok(&clean, &["check"]).trim(), "every file is served");
+    assert_eq!(ok_json(&clean, &["check", "--json"]), json!([]));
+}
+
+#[test]
+fn help_mentions_the_subcommands() {
+    let tree = Tree::new();
+    let help = ok(&tree, &["--help"]);
+    for word in [
+        "reindex",
+        "list",
+        "get",
+        "index",
+        "check",
+        "--config",
+        "III_COMPOSE_DIR",
+    ] {
+        assert!(help.contains(word), "{word} in:\n{help}");
+    }
+    let help = ok(&tree, &["list", "--help"]);
+    for word in ["skills", "system-prompts", "agents", "--prefix", "--json"] {
+        assert!(help.contains(word), "{word} in:\n{help}");
+    }
+    let stderr = fails(&tree, &["frobnicate"]);
+    assert!(stderr.contains("frobnicate"), "{stderr}");
+}
+
+#[test]
+fn config_file_sets_the_folders() {
+    let tree = Tree::new();
+    tree.write("my-skills/team/index.md", "# Team\n\nTeam body.\n")
+        .write("my-agents/lead.md", "---\nname: Lead\n---\nYou lead.\n")
+        .write("skills/ignored/index.md", "# Not configured\n\nbody\n");
+    let config = tree.path("conf/iii.yaml");
+    tree.write(
+        "conf/iii.yaml",
+        "skills_folder: my-skills\nlocal_skills_folder: my-skills/local\nagents_folder: my-agents\nindex_path: cache/idx.redb\n",
+    );
+    let config = config.to_str().expect("utf-8 path");
+    let list = ok_json(&tree, &["--config", config, "list", "skills", "--json"]);
+    let ids: Vec<&str> = list["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id"))
+        .collect();
+    assert!(ids.contains(&"team"), "{ids:?}");
+    assert!(!ids.contains(&"ignored"), "{ids:?}");
+    assert!(tree.path("cache/idx.redb").is_file());
+    assert!(
+        !tree.path("data").exists(),
+        "the default index path is not used"
+    );
+    let lead = ok_json(
+        &tree,
+        &["get", "agent", "lead", "--json", "--config", config],
+    );
+    assert_eq!(lead["name"], "Lead");
+}
+
+#[test]
+fn bad_config_names_the_key() {
+    let tree = sample_tree();
+    tree.write(
+        "bad.yaml",
+        "skills_folder: skills\nsafety_net_interval_ms: soon\n",
+    );
+    let config = tree.path("bad.yaml");
+    let config = config.to_str().expect("utf-8 path");
+    for args in [
+        vec!["--config", config, "list", "skills"],
+        vec!["--config", config, "reindex"],
+    ] {
+        let stderr = fails(&tree, &args);
+        assert!(stderr.contains("safety_net_interval_ms"), "{stderr}");
+        assert!(
+            stderr.contains("must be a non-negative integer"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("bad.yaml"), "{stderr}");
+    }
+    tree.write("bad2.yaml", "filter_unregistered: [1, 2]\n");
+    let stderr = fails(
+        &tree,
+        &[
+            "--config",
+            tree.path("bad2.yaml").to_str().expect("path"),
+            "check",
+        ],
+    );
+    assert!(stderr.contains("filter_unregistered"), "{stderr}");
+    let stderr = fails(
+        &tree,
+        &["--config", "/nonexistent/iii.yaml", "list", "skills"],
+    );
+    assert!(stderr.contains("/nonexistent/iii.yaml"), "{stderr}");
+}
+
+/// A running worker holds the index as its writer: the read commands answer from its live
+/// index (and see what it reconciles later); `reindex` refuses and says why.
+#[test]
+fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
+    let tree = sample_tree();
+    let writer = Directory::open(tree.config()).expect("open as writer");
+    writer.reconcile().expect("reconcile");
+
+    let list = ok_json(&tree, &["list", "skills", "--json"]);
+    assert_eq!(
+        list,
+        common::call(&writer, ReadFunction::SkillsList, json!({}))
+    );
+    let agent = ok_json(&tree, &["get", "agent", "captain", "--json"]);
+    assert_eq!(
+        agent,
+        common::call(&writer, ReadFunction::AgentsGet, json!({ "id": "captain" }))
+    );
+    let check = ok_json(&tree, &["check", "--json"]);
+    assert_eq!(check.as_array().expect("array").len(), SKIPPED_FILES);
+
+    for args in [
+        &["reindex"][..],
+        &["reindex", "--json"],
+        &["reindex", "--from-scratch"],
+    ] {
+        let stderr = fails(&tree, args);
+        assert!(
+            stderr.contains("a running iii-directory worker owns the index"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(
+        tree.config().paths.index_path.is_file(),
+        "--from-scratch left the index alone"
+    );
+
+    // A change the writer has not reconciled yet is not visible; once it has, it is.
+    tree.write("skills/fresh/index.md", "# Fresh\n\nNew skill.\n");
+    let before = ok_json(&tree, &["list", "skills", "--json"]);
+    assert_eq!(before, list, "the follower does not reconcile");
+    writer.reconcile().expect("reconcile");
+    let after = ok_json(&tree, &["list", "skills", "--json"]);
+    assert_eq!(
+        after,
+        common::call(&writer, ReadFunction::SkillsList, json!({}))
+    );
+    assert!(after.to_string().contains("\"fresh\""), "{after}");
+
+    // Without the writer the binary is the writer again.
+    drop(writer);
+    let summary = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(number(&summary, "files"), SAMPLE_FILES as u64 + 1);
+}
+
+/// Beside a running writer that watches (a worker), a read command is as fresh as a rescan: a
+/// change made on disk a moment before is in its answer (the command leaves a sync cookie,
+/// and the writer's watcher takes every earlier change in before it answers the cookie).
+#[test]
+fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
+    let tree = sample_tree();
+    let writer = std::sync::Arc::new(Directory::open(tree.config()).expect("open as writer"));
+    writer.reconcile().expect("reconcile");
+    let watcher = iii_directory::Watcher::start(writer.clone(), Default::default());
+    for round in 0..5 {
+        let id = format!("fresh{round}");
+        tree.write(
+            &format!("skills/{id}/index.md"),
+            &format!("# Fresh {round}\n\nNew skill.\n"),
+        );
+        let got = ok_json(&tree, &["get", "skill", &id, "--json"]);
+        assert_eq!(got["title"], format!("Fresh {round}"), "{got}");
+        let list = ok_json(
+            &tree,
+            &["list", "skills", "--prefix", &format!("{id}/"), "--json"],
+        );
+        assert_eq!(
+            list,
+            common::call(
+                &writer,
+                ReadFunction::SkillsList,
+                json!({"prefix": format!("{id}/")})
+            )
+        );
+        tree.write(
+            &format!("skills/{id}/broken.md"),
+            "---\ntitle: [unclosed\n---\n",
+        );
+        tree.remove(&format!("skills/{id}/index.md"));
+        let stderr = fails(&tree, &["get", "skill", &id]);
+        assert!(stderr.contains("D110"), "{stderr}");
+    }
+    tree.write("agents/late.md", "---\nname: Late\n---\nHi.\n");
+    let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
+    assert_eq!(agent["name"], "Late");
+    watcher.stop();
+    // Without a watching writer there is no cookie to answer, and no wait.
+    let started = std::time::Instant::now();
+    ok(&tree, &["list", "skills"]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// A damaged index (a few bytes inside one of its pages) is rebuilt by whichever command opens
+/// it as the writer, and `reindex --from-scratch` always recovers. Every page is damaged in turn.
+#[test]
+fn any_command_recovers_from_a_damaged_index() {
+    let tree = sample_tree();
+    let expected = ok_json(&tree, &["list", "skills", "--json"]);
+    let path = tree.config().paths.index_path;
+    let original = fs::read(&path).expect("read index");
+    let mut rng = test_support::generate::Rng::new(5);
+    let mut failures = Vec::new();
+    for page in 0..original.len() / 4096 {
+        for (offset, len) in [(16, 64), (100, 8)] {
+            let mut damaged = original.clone();
+            for byte in &mut damaged[page * 4096 + offset..page * 4096 + offset + len] {
+                *byte = rng.next_u64() as u8;
+            }
+            for args in [
+                &["list", "skills", "--json"][..],
+                &["reindex", "--from-scratch"],
+            ] {
+                fs::write(&path, &damaged).expect("write index");
+                let output = run(&tree, args);
+                let stdout = text(&output.stdout);
+                let answered = args[0] != "list"
+                    || serde_json::from_str::<Value>(&stdout).ok().as_ref() == Some(&expected);
+                if !output.status.success() || !answered {
+                    let stderr = text(&output.stderr);
+                    failures.push(format!(
+                        "page {page}, bytes {offset}..{}: iii-directory {args:?} exited with {:?}: {}",
+                        offset + len,
+                        output.status.code(),
+                        stderr.lines().find(|l| l.contains("panicked") || l.starts_with("error")).unwrap_or(stderr.trim())
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Issue 33: `reindex` with an `index_path` inside a skills folder overwrote a skill. The
+/// layout is refused before anything is opened, with the skill untouched.
+#[test]
+fn reindex_with_an_index_path_inside_a_root_refuses_and_overwrites_nothing() {
+    let tree = sample_tree();
+    let skill = "# Mine\n\nMy skill, not an index.\n";
+    tree.write("skills/mine/index.md", skill);
+    for (rel, root) in [
+        ("skills/mine/index.md", "skills_folder"),
+        ("skills/iii/x.redb", "local_skills_folder"),
+        ("agents/index.redb", "agents_folder"),
+    ] {
+        tree.write("unsafe.yaml", &format!("index_path: {rel}\n"));
+        let config = tree.path("unsafe.yaml");
+        let config = config.to_str().expect("utf-8 path");
+        for args in [
+            vec!["--config", config, "reindex"],
+            vec!["--config", config, "reindex", "--from-scratch"],
+            vec!["--config", config, "list", "skills"],
+        ] {
+            let stderr = fails(&tree, &args);
+            assert!(stderr.contains("index_path"), "{stderr}");
+            assert!(stderr.contains(root), "{rel}: {stderr}");
+        }
+        let [_, texts] = iii_directory::index_files(&tree.path(rel));
+        assert!(!texts.exists(), "{rel}: no texts store was made");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.path("skills/mine/index.md")).expect("read"),
+        skill
+    );
+    assert!(!tree.path("skills/iii/x.redb").exists());
+}
+
+/// A user's file given as `index_path` (outside every root) is refused by the index's own
+/// check: not an index of ours, left byte for byte.
+#[test]
+fn reindex_onto_a_users_file_refuses_and_leaves_it() {
+    let tree = sample_tree();
+    let notes = "line one\nline two\n".repeat(100);
+    tree.write("notes.txt", &notes);
+    tree.write("unsafe.yaml", "index_path: notes.txt\n");
+    let config = tree.path("unsafe.yaml");
+    let config = config.to_str().expect("utf-8 path");
+    for args in [
+        vec!["--config", config, "reindex"],
+        vec!["--config", config, "reindex", "--from-scratch"],
+    ] {
+        let stderr = fails(&tree, &args);
+        assert!(stderr.contains("index_path"), "{stderr}");
+        assert!(stderr.contains("notes.txt"), "{stderr}");
+        assert!(stderr.contains("left untouched"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.path("notes.txt")).expect("read"),
+        notes
+    );
+}
+
+/// `--config` at a file that is not a configuration (a system file, say): one error that
+/// quotes none of its lines, never a warning per line.
+#[test]
+fn config_that_is_not_a_configuration_is_one_error() {
+    let tree = sample_tree();
+    tree.write(
+        "shadow",
+        "root:*:19000:0:99999:7:::\nmail:*:19000:0:99999:7:::\nsecretuser:!:19000::::::\n",
+    );
+    let config = tree.path("shadow");
+    let stderr = fails(
+        &tree,
+        &["--config", config.to_str().expect("path"), "list", "skills"],
+    );
+    assert!(!stderr.contains("secretuser"), "{stderr}");
+    assert!(!stderr.contains("unknown configuration key"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // A registry that is not reached over HTTP is refused the same way.
+    tree.write("file-registry.yaml", "registry_url: file:///etc/passwd\n");
+    let config = tree.path("file-registry.yaml");
+    let stderr = fails(
+        &tree,
+        &["--config", config.to_str().expect("path"), "list", "skills"],
+    );
+    assert!(stderr.contains("registry_url"), "{stderr}");
+    assert!(stderr.contains("http"), "{stderr}");
+}

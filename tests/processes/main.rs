@@ -1,0 +1,10 @@
+//! The library and the binary as processes: the command line on real trees (`cli`), SIGKILL
+//! of a process in the middle of writes and reconciles (`crash`), and a process whose file-size
+//! limit stands in for a full disk (`disk_full`). `crash` and `disk_full` run their child as
+//! this binary again, limited to one ignored test (`test_support::common::child`).
+//!
+//! `cargo test --test processes <module>::` runs one module.
+
+mod cli;
+mod crash;
+mod disk_full;

@@ -1,0 +1,677 @@
+//! Wire tests of function search: the real `iii-directory` binary against the loopback fake
+//! engine (`test_support::fake_engine`). The fake plays the engine's `engine::functions::list` and
+//! `engine::functions::info` from a catalog the test edits, and the configuration worker from a
+//! value the test edits.
+//!
+//! Covered: the catalog fetched at boot and after an `engine::functions-available` push
+//! (`directory::on-functions-change`), a failing `functions::info` keeping the old catalog,
+//! session memory keyed by the caller's baggage `iii.session.id`, each gate of the
+//! pre-generate hint, the hook bound and unbound as `inject_hint` changes, `hint-preview`, and
+//! the `iii-directory search` command.
+
+use test_support::{fake_engine, worker_process};
+
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fake_engine::{ErrorBody, FakeEngine};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::time::Instant;
+use worker_process::WorkerProcess;
+
+const WAIT: Duration = Duration::from_secs(10);
+const SEARCH: &str = "directory::search_functions";
+const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
+const PRE_GENERATE: &str = "directory::pre-generate";
+const HINT_PREVIEW: &str = "directory::hint-preview";
+const ON_CONFIG_CHANGE: &str = "directory::on-config-change";
+const HOOK: &str = "harness::hook::pre-generate";
+const PUSH: &str = "engine::functions-available";
+
+/// A function as `engine::functions::info` describes it.
+fn function(id: &str, description: &str, args: &[&str]) -> Value {
+    let properties: serde_json::Map<String, Value> = args
+        .iter()
+        .map(|a| (a.to_string(), json!({ "type": "string" })))
+        .collect();
+    json!({
+        "function_id": id,
+        "description": description,
+        "request_schema": { "type": "object", "properties": properties },
+    })
+}
+
+fn base_catalog() -> Vec<Value> {
+    vec![
+        function(
+            "mailer::send",
+            "Send an email message over SMTP.",
+            &["to", "subject", "body"],
+        ),
+        function(
+            "storage::put",
+            "Store a file in a bucket.",
+            &["bucket", "key", "content"],
+        ),
+        function(
+            "storage::get",
+            "Read a stored file from a bucket.",
+            &["bucket", "key"],
+        ),
+        function(
+            "queue::enqueue",
+            "Put a job on a named queue.",
+            &["queue", "payload"],
+        ),
+        function(
+            "engine::functions::list",
+            "List functions registered with the engine.",
+            &[],
+        ),
+        json!({ "function_id": "mailer::internal::flush", "description": "Flush the outbox.", "metadata": { "internal": true } }),
+    ]
+}
+
+/// The engine side the test controls: the catalog and whether `functions::info` answers.
+#[derive(Clone)]
+struct Engine {
+    catalog: Arc<Mutex<Vec<Value>>>,
+    info_fails: Arc<Mutex<bool>>,
+    config: Arc<Mutex<Value>>,
+}
+
+impl Engine {
+    fn install(fake: &FakeEngine, config: Value) -> Engine {
+        let engine = Engine {
+            catalog: Arc::new(Mutex::new(base_catalog())),
+            info_fails: Arc::new(Mutex::new(false)),
+            config: Arc::new(Mutex::new(config)),
+        };
+        let catalog = engine.catalog.clone();
+        fake.respond_with("engine::functions::list", move |_| {
+            let functions: Vec<Value> = catalog
+                .lock()
+                .expect("catalog")
+                .iter()
+                .map(
+                    |f| json!({ "function_id": f["function_id"], "description": f["description"] }),
+                )
+                .collect();
+            Ok(json!({ "functions": functions }))
+        });
+        let catalog = engine.catalog.clone();
+        let info_fails = engine.info_fails.clone();
+        fake.respond_with("engine::functions::info", move |data| {
+            if *info_fails.lock().expect("flag") {
+                return Err(("invocation_failed".into(), "info is down".into()));
+            }
+            let wanted: Vec<String> =
+                serde_json::from_value(data["function_ids"].clone()).unwrap_or_default();
+            let functions: Vec<Value> = catalog
+                .lock()
+                .expect("catalog")
+                .iter()
+                .filter(|f| wanted.iter().any(|w| f["function_id"] == json!(w)))
+                .cloned()
+                .collect();
+            Ok(json!({ "functions": functions }))
+        });
+        let config = engine.config.clone();
+        fake.respond_with("configuration::get", move |data| {
+            Ok(json!({ "id": data["id"], "value": config.lock().expect("config").clone() }))
+        });
+        fake.respond_with("configuration::register", Ok);
+        fake.respond("worker::list", json!({ "workers": [] }));
+        engine
+    }
+
+    fn set_catalog(&self, functions: Vec<Value>) {
+        *self.catalog.lock().expect("catalog") = functions;
+    }
+
+    fn set(&self, key: &str, value: Value) {
+        self.config.lock().expect("config")[key] = value;
+    }
+}
+
+struct Harness {
+    fake: FakeEngine,
+    engine: Engine,
+    worker: WorkerProcess,
+    _tree: TempDir,
+}
+
+impl Harness {
+    /// The worker up, its catalog fetched (a search finds `mailer::send`).
+    async fn start(config: Value) -> Harness {
+        let fake = FakeEngine::start().await;
+        let engine = Engine::install(&fake, config);
+        // A Compose folder with an empty skills folder.
+        let tree = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
+        let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
+        let h = Harness {
+            fake,
+            engine,
+            worker,
+            _tree: tree,
+        };
+        h.ok("ready", h.fake.wait_ready(WAIT).await);
+        for id in [SEARCH, ON_FUNCTIONS_CHANGE, PRE_GENERATE, HINT_PREVIEW] {
+            h.ok(id, h.fake.wait_function(id, WAIT).await);
+        }
+        h.ok(
+            "the push binding",
+            h.fake
+                .wait_worker_trigger(|t| t.trigger_type == PUSH, WAIT)
+                .await,
+        );
+        h.eventually("the boot catalog", || async {
+            ids(&h.search(&["send an email"]).await) == ["mailer::send"]
+        })
+        .await;
+        h
+    }
+
+    fn ok<T>(&self, what: &str, waited: Result<T, String>) -> T {
+        self.worker.expect(what, waited)
+    }
+
+    async fn call(&self, function_id: &str, data: Value) -> Value {
+        let what = format!("{function_id} {data}");
+        self.worker
+            .expect(&what, self.fake.invoke(function_id, data).await)
+    }
+
+    async fn call_err(&self, function_id: &str, data: Value) -> ErrorBody {
+        self.fake.invoke_err(function_id, data).await
+    }
+
+    async fn search(&self, capabilities: &[&str]) -> Value {
+        self.call(SEARCH, json!({ "capabilities": capabilities }))
+            .await
+    }
+
+    async fn search_in_session(&self, session: &str, capabilities: &[&str]) -> Value {
+        let data = json!({ "capabilities": capabilities });
+        let answer = self
+            .fake
+            .invoke_with_baggage(SEARCH, data, &format!("iii.session.id={session}"))
+            .await;
+        self.worker.expect(&format!("search in {session}"), answer)
+    }
+
+    async fn eventually<F, Fut>(&self, what: &str, check: F)
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = Instant::now() + WAIT;
+        while !check().await {
+            assert!(
+                Instant::now() < deadline,
+                "never: {what}\nworker stderr:\n{}",
+                self.worker.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The hook binding the worker holds, if any.
+    fn hook_binding(&self) -> Option<fake_engine::WorkerTrigger> {
+        self.fake
+            .worker_triggers()
+            .into_values()
+            .find(|t| t.trigger_type == HOOK)
+    }
+
+    async fn stop(self) {
+        self.worker.stop().await;
+    }
+}
+
+/// Every candidate id of an answer, in order.
+fn ids(answer: &Value) -> Vec<String> {
+    answer["workers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|w| w["functions"].as_array().cloned().unwrap_or_default())
+        .map(|f| f["function_id"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn settings(inject_hint: bool, hint_min_workers: u64) -> Value {
+    json!({ "inject_hint": inject_hint, "hint_min_workers": hint_min_workers, "registry_search": false })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_that_adds_and_removes_functions_changes_the_next_answer() {
+    let h = Harness::start(settings(false, 2)).await;
+    let push = h
+        .fake
+        .worker_triggers()
+        .into_values()
+        .find(|t| t.trigger_type == PUSH)
+        .expect("bound");
+    assert_eq!(push.function_id, ON_FUNCTIONS_CHANGE);
+    assert_eq!(push.config, json!({}));
+
+    let first = h.search(&["send an email", "store a file"]).await;
+    assert_eq!(ids(&first), ["mailer::send", "storage::put"]);
+    assert_eq!(
+        first["workers"][0],
+        json!({ "namespace": "mailer", "functions": [{ "function_id": "mailer::send", "description": "Send an email message over SMTP." }] })
+    );
+    assert!(first.get("installable").is_none());
+    assert!(first["latency_ms"].is_number());
+    // Never the engine's own functions, internal ones, or the search.
+    let catalog_words = h.search(&["list functions registered engine"]).await;
+    assert!(ids(&catalog_words).is_empty(), "{catalog_words}");
+    assert!(ids(&h.search(&["flush the outbox"]).await).is_empty());
+
+    let mut functions = base_catalog();
+    functions.retain(|f| f["function_id"] != "mailer::send");
+    functions.push(function(
+        "resend::emails::send",
+        "Send a transactional email through Resend. Any size.",
+        &["from", "to", "subject", "html"],
+    ));
+    h.engine.set_catalog(functions);
+    // Until the push, the indexed catalog answers.
+    assert_eq!(ids(&h.search(&["send an email"]).await), ["mailer::send"]);
+    h.fake.clear();
+    let ack = h
+        .call(
+            ON_FUNCTIONS_CHANGE,
+            json!({ "event": "functions_changed", "functions": [] }),
+        )
+        .await;
+    assert_eq!(ack, json!({ "ok": true }));
+    let info_calls: Vec<_> = h
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.function_id == "engine::functions::info")
+        .collect();
+    assert_eq!(info_calls.len(), 1, "one batch for a small catalog");
+    let asked: Vec<String> =
+        serde_json::from_value(info_calls[0].data["function_ids"].clone()).unwrap_or_default();
+    assert!(
+        !asked.iter().any(|id| id.starts_with("engine::")),
+        "{asked:?}"
+    );
+
+    let after = h.search(&["send an email", "store a file"]).await;
+    assert_eq!(ids(&after), ["resend::emails::send", "storage::put"]);
+    assert_eq!(
+        after["workers"][0]["functions"][0]["description"],
+        "Send a transactional email through Resend."
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_functions_info_keeps_the_old_catalog() {
+    let h = Harness::start(settings(false, 2)).await;
+    let mut functions = base_catalog();
+    functions.retain(|f| f["function_id"] != "mailer::send");
+    h.engine.set_catalog(functions);
+    *h.engine.info_fails.lock().expect("flag") = true;
+    let error = h
+        .call_err(ON_FUNCTIONS_CHANGE, json!({ "event": "functions_changed" }))
+        .await;
+    assert!(
+        error
+            .message
+            .contains("catalog_fetch_failed: catalog info failed for every function"),
+        "{error}"
+    );
+    assert_eq!(ids(&h.search(&["send an email"]).await), ["mailer::send"]);
+
+    // A malformed listing is refused the same way.
+    h.fake
+        .respond("engine::functions::list", json!({ "unexpected": true }));
+    let error = h.call_err(ON_FUNCTIONS_CHANGE, json!({})).await;
+    assert!(
+        error
+            .message
+            .contains("catalog list response was malformed"),
+        "{error}"
+    );
+    assert_eq!(ids(&h.search(&["send an email"]).await), ["mailer::send"]);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_memory_follows_the_callers_baggage() {
+    let h = Harness::start(settings(false, 2)).await;
+    let first = h.search_in_session("s-1", &["send an email"]).await;
+    assert_eq!(ids(&first), ["mailer::send"]);
+    let second = h
+        .search_in_session("s-1", &["send an email", "store a file"])
+        .await;
+    assert_eq!(ids(&second), ["storage::put"]);
+    let guidance = second["guidance"].as_str().unwrap_or_default();
+    assert!(
+        guidance.contains("Already provided earlier in this session (candidates unchanged — reuse the earlier result): mailer::send."),
+        "{guidance}"
+    );
+    // Another session, and a call without baggage, get everything.
+    let other = h
+        .search_in_session("s-2", &["send an email", "store a file"])
+        .await;
+    assert_eq!(ids(&other), ["mailer::send", "storage::put"]);
+    for _ in 0..2 {
+        let anonymous = h.search(&["send an email", "store a file"]).await;
+        assert_eq!(ids(&anonymous), ["mailer::send", "storage::put"]);
+    }
+    // Everything repeated: all of it again.
+    let again = h.search_in_session("s-1", &["store a file"]).await;
+    assert_eq!(ids(&again), ["storage::put"]);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_errors_arrive_with_the_contract_texts() {
+    let h = Harness::start(settings(false, 2)).await;
+    for (data, text) in [
+        (
+            json!({ "capabilities": [] }),
+            "provide at least one capability",
+        ),
+        (
+            json!({ "capabilities": ["a", "b", "c", "d", "e", "f", "g"] }),
+            "provide at most 6 capabilities",
+        ),
+        (
+            json!({ "capabilities": ["send mail", "  "] }),
+            "capabilities must not be blank",
+        ),
+    ] {
+        let error = h.call_err(SEARCH, data).await;
+        assert_eq!(error.code, "invocation_failed");
+        assert_eq!(error.message, format!("handler error: {text}"));
+    }
+    assert!(
+        h.call_err(SEARCH, json!({ "query": "send mail" }))
+            .await
+            .message
+            .contains("capabilities")
+    );
+    h.stop().await;
+}
+
+fn tools(names: &[&str]) -> Vec<Value> {
+    names
+        .iter()
+        .map(|n| json!({ "name": n, "description": "d", "parameters": { "type": "object" } }))
+        .collect()
+}
+
+fn generation(turn: &str, step: u64, tools_on_surface: &[&str], messages: Vec<Value>) -> Value {
+    json!({
+        "session_id": "hs-1", "turn_id": turn, "step": step, "depth": 0,
+        "generate": {
+            "system_prompt": "Base prompt.",
+            "messages": messages,
+            "functions_generation": 4,
+            "tools": tools(tools_on_surface),
+        },
+    })
+}
+
+fn user(text: &str) -> Value {
+    json!({ "role": "user", "content": [{ "type": "text", "text": text }], "timestamp": 1 })
+}
+
+fn result(function_id: &str) -> Value {
+    json!({ "role": "function_result", "function_call_id": "c", "function_id": function_id, "content": [], "details": {}, "is_error": false, "timestamp": 2 })
+}
+
+const WIDE: &[&str] = &[
+    SEARCH,
+    "mailer::send",
+    "storage::put",
+    "queue::enqueue",
+    "engine::functions::info",
+];
+
+/// The reason a generation was skipped, or `None` when the hint went in.
+async fn hook(h: &Harness, request: Value) -> Option<String> {
+    let answer = h.call(PRE_GENERATE, request).await;
+    assert_eq!(answer["decision"], "continue");
+    let data = &answer["annotations"]["directory"]["data"];
+    match data["outcome"].as_str() {
+        Some("hint_injected") => {
+            let prompt = answer["mutations"]["system_prompt"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                prompt.starts_with("Base prompt.\n\n<discovery_assist functions_generation=4>"),
+                "{prompt}"
+            );
+            None
+        }
+        _ => Some(data["reason"].as_str().unwrap_or_default().to_string()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_hint_gate_through_the_wire() {
+    let h = Harness::start(settings(true, 3)).await;
+    let task = || vec![user("email the quarterly report to the team")];
+    assert_eq!(
+        hook(
+            &h,
+            generation("t0", 0, &["mailer::send", "storage::put"], task())
+        )
+        .await
+        .as_deref(),
+        Some("search_unavailable")
+    );
+    let mut searched = task();
+    searched.push(result(SEARCH));
+    assert_eq!(
+        hook(&h, generation("t0", 0, WIDE, searched))
+            .await
+            .as_deref(),
+        Some("already_searched")
+    );
+    // hint_min_workers is 3 (from the configuration): two workers are too narrow.
+    assert_eq!(
+        hook(
+            &h,
+            generation("t0", 0, &[SEARCH, "mailer::send", "storage::put"], task())
+        )
+        .await
+        .as_deref(),
+        Some("narrow_surface")
+    );
+    let mut operating = task();
+    operating.push(result("storage::put"));
+    assert_eq!(
+        hook(&h, generation("t0", 0, WIDE, operating))
+            .await
+            .as_deref(),
+        Some("already_operating")
+    );
+    assert_eq!(
+        hook(
+            &h,
+            generation("t0", 0, WIDE, vec![user("call `mailer::send` please")])
+        )
+        .await
+        .as_deref(),
+        Some("task_guided")
+    );
+    // Every gate clear: the hint, once per turn.
+    assert_eq!(hook(&h, generation("t1", 1, WIDE, task())).await, None);
+    assert_eq!(
+        hook(&h, generation("t1", 1, WIDE, task())).await,
+        None,
+        "a replay of the same step"
+    );
+    assert_eq!(
+        hook(&h, generation("t1", 2, WIDE, task())).await.as_deref(),
+        Some("hint_already_sent")
+    );
+    assert_eq!(hook(&h, generation("t2", 3, WIDE, task())).await, None);
+
+    let preview = h.call(HINT_PREVIEW, json!({})).await;
+    for mode in ["agent_trigger", "native"] {
+        let text = preview[mode].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with("<discovery_assist functions_generation=0>"),
+            "{mode}: {text}"
+        );
+    }
+    assert!(
+        preview["agent_trigger"]
+            .as_str()
+            .is_some_and(|t| t.contains("\"payload\": {\"capabilities\""))
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hook_is_bound_only_while_inject_hint_is_on() {
+    let h = Harness::start(settings(false, 2)).await;
+    assert!(h.hook_binding().is_none(), "off by default");
+
+    h.engine.set("inject_hint", json!(true));
+    assert_eq!(
+        h.call(ON_CONFIG_CHANGE, json!({})).await,
+        json!({ "ok": true })
+    );
+    let bound = h.ok(
+        "the hook binding",
+        h.fake
+            .wait_worker_trigger(|t| t.trigger_type == HOOK, WAIT)
+            .await,
+    );
+    assert_eq!(bound.function_id, PRE_GENERATE);
+    assert_eq!(
+        bound.config,
+        json!({ "priority": 100, "timeout_ms": 5000, "on_error": "fail_open" })
+    );
+    // A reload that keeps it on binds nothing more.
+    h.call(ON_CONFIG_CHANGE, json!({})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let hooks = h
+        .fake
+        .frames()
+        .iter()
+        .filter(|f| f["type"] == "registertrigger" && f["trigger_type"] == HOOK)
+        .count();
+    assert_eq!(hooks, 1);
+
+    h.engine.set("inject_hint", json!(false));
+    h.call(ON_CONFIG_CHANGE, json!({})).await;
+    h.eventually("the hook unbound", || async { h.hook_binding().is_none() })
+        .await;
+    assert!(
+        h.fake
+            .unregistered_triggers()
+            .iter()
+            .any(|u| u.id == bound.id)
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inject_hint_on_at_boot_binds_the_hook_at_boot() {
+    let h = Harness::start(settings(true, 2)).await;
+    let bound = h.ok(
+        "the hook binding",
+        h.fake
+            .wait_worker_trigger(|t| t.trigger_type == HOOK, WAIT)
+            .await,
+    );
+    assert_eq!(bound.function_id, PRE_GENERATE);
+    h.stop().await;
+}
+
+fn cli(args: &[&str], url: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+        .args(args)
+        .arg("--url")
+        .arg(url)
+        .env("OTEL_ENABLED", "false")
+        .env("NO_COLOR", "1")
+        .env_remove("III_URL")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run iii-directory search")
+}
+
+async fn cli_async(args: &'static [&'static str], url: String) -> Output {
+    tokio::task::spawn_blocking(move || cli(args, &url))
+        .await
+        .expect("cli task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_command_prints_workers_and_functions() {
+    let h = Harness::start(settings(false, 2)).await;
+    let url = h.fake.url().to_string();
+    let out = cli_async(
+        &["search", "send an email", "store a file", "--json"],
+        url.clone(),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    assert_eq!(ids(&answer), ["mailer::send", "storage::put"]);
+
+    let out = cli_async(&["search", "send an email", "store a file"], url.clone()).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mailer = text.find("mailer").expect("the mailer worker");
+    let send = text.find("mailer::send").expect("mailer::send");
+    let storage = text.find("storage::put").expect("storage::put");
+    assert!(mailer <= send && send < storage, "{text}");
+    assert!(text.contains("Send an email message over SMTP."), "{text}");
+
+    let out = cli_async(&["search", "a", "b", "c", "d", "e", "f", "g"], url).await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("provide at most 6 capabilities"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_command_says_when_no_worker_or_no_engine_answers() {
+    let fake = FakeEngine::start().await;
+    let out = cli_async(&["search", "send an email"], fake.url().to_string()).await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no iii-directory worker"), "{stderr}");
+
+    // A port nothing listens on.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let out = cli_async(
+        &["search", "send an email"],
+        format!("ws://127.0.0.1:{closed}"),
+    )
+    .await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no iii engine answered"), "{stderr}");
+}
