@@ -8,6 +8,10 @@
 //! memory (RSS sampled over the run), and at the end the index equals a fresh one. Prints
 //! ops/s and p50/p95/p99 per operation.
 //!
+//! A test binary of its own, not a module of `library` or `worker`: the in-process mode samples
+//! this process's RSS, which the other tests of a shared binary would move, and both modes
+//! want the machine to themselves ([`SERIAL`] keeps them apart from each other).
+//!
 //! The defaults fit CI (`LOAD_SECONDS`, 4 per mode). A longer run:
 //!
 //! ```sh
