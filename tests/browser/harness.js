@@ -1,7 +1,7 @@
 // The console, played for the browser test (../shared/spec/console-ui.md §2–3).
 //
-// It connects to the engine (the loopback fake engine of crates/test-support/src/fake_engine)
-// over a WebSocket and speaks the engine's worker protocol, as the console's proxy does: it provides the
+// It connects to the engine (the loopback fake engine of test_support) over a WebSocket
+// and speaks the engine's worker protocol, as the console's proxy does: it provides the
 // trigger types `console:script` and `console:style`, so the engine forwards it the worker's
 // asset triggers; for each one it calls the trigger's function (`iii-directory::ui-content`)
 // with the trigger's config, checks and keeps the asset, injects the stylesheet and imports

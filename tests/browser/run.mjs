@@ -1,8 +1,8 @@
 // Drives headless Chromium (Debian's, through playwright-core) over the harness page for the
-// browser test of the console page. Started by tests/worker/browser.rs, which runs the fake
-// engine, the real worker on a generated 10,000-skill tree, and the loopback HTTP server; this
-// script checks what a person would see and do, checks the files on disk, and prints the
-// figures as one line `FIGURES {json}` on stdout.
+// browser test of the console page. Started by tests/worker/browser.rs, which runs the fake engine,
+// the real worker on a generated 10,000-skill tree, and the loopback HTTP server; this script
+// checks what a person would see and do, checks the files on disk, and prints the figures as
+// one line `FIGURES {json}` on stdout.
 //
 // Environment: HARNESS_URL (the harness page with ?engine=ws://…), TREE_DIR (the worker's
 // Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
