@@ -18,6 +18,7 @@ pub mod worker;
 mod agents;
 mod answer;
 mod bundled;
+mod code;
 mod directory;
 mod error;
 mod events;
@@ -36,6 +37,7 @@ mod write;
 mod yaml;
 
 pub use answer::Answer;
+pub use code::{Class, Code};
 pub use directory::{Directory, ReadFunction, Skipped, WriteFunction};
 pub use error::{Error, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::code::Code;
 use crate::doc::{MAX_FILE_BYTES, frontmatter};
 use crate::error::Next;
 use crate::error::{Error, Result};
@@ -24,8 +25,8 @@ pub struct Outcome {
 /// The contract's checks on full-file content for skills and system prompts (D113).
 pub fn check_content(content: &str) -> Result<()> {
     if content.len() as u64 > MAX_FILE_BYTES {
-        return Err(Error::invalid_input(
-            "D113",
+        return Err(Error::coded(
+            Code::ContentRefused,
             format!(
                 "content is too large ({} bytes; max {MAX_FILE_BYTES}).",
                 content.len()
@@ -37,8 +38,8 @@ pub fn check_content(content: &str) -> Result<()> {
         .trim()
         .is_empty()
     {
-        return Err(Error::invalid_input(
-            "D113",
+        return Err(Error::coded(
+            Code::ContentRefused,
             "content has an empty body after the frontmatter block; readers reject empty bodies.",
             &[],
         ));
@@ -52,7 +53,7 @@ pub fn check_content(content: &str) -> Result<()> {
 /// by the write itself, so there is nothing to follow. This check gives the coded message; the
 /// guarantee is the write's own (`store::beneath`): a link swapped in after this check makes
 /// the write fail with the same refusal, never land outside.
-pub fn check_inside(root: &Path, target: &Path, code: &'static str, next: &[Next]) -> Result<()> {
+pub fn check_inside(root: &Path, target: &Path, code: Code, next: &[Next]) -> Result<()> {
     let Ok(real_root) = root.canonicalize() else {
         return Ok(());
     };
@@ -83,12 +84,7 @@ pub fn modified_at(path: &Path) -> String {
 /// A store error as the library reports it; a target that appeared meanwhile is the coded
 /// "file already exists" error of the family (`code`), and a link on the way (found, or
 /// swapped in while the write ran) its coded refusal to write outside the root (`link_code`).
-pub fn store_error(
-    e: StoreError,
-    code: &'static str,
-    link_code: &'static str,
-    next: &[Next],
-) -> Error {
+pub fn store_error(e: StoreError, code: Code, link_code: Code, next: &[Next]) -> Error {
     match e {
         StoreError::Exists(path) => file_exists(code, &path, next),
         StoreError::Link { path, root } => outside(link_code, &path, &root, &[]),
@@ -105,8 +101,8 @@ pub fn writable_roots(roots: &Roots) -> Vec<&Path> {
         .collect()
 }
 
-fn outside(code: &'static str, target: &Path, root: &Path, next: &[Next]) -> Error {
-    Error::invalid_input(
+fn outside(code: Code, target: &Path, root: &Path, next: &[Next]) -> Error {
+    Error::coded(
         code,
         format!(
             "{} would lead outside {} through a symbolic link; writes stay inside the configured folders.",
@@ -118,8 +114,8 @@ fn outside(code: &'static str, target: &Path, root: &Path, next: &[Next]) -> Err
 }
 
 /// `a file already exists at <path> (currently skipped by the scanner); …`
-pub fn file_exists(code: &'static str, path: &Path, next: &[Next]) -> Error {
-    Error::invalid_input(
+pub fn file_exists(code: Code, path: &Path, next: &[Next]) -> Error {
+    Error::coded(
         code,
         format!(
             "a file already exists at {} (currently skipped by the scanner); edit or remove it on disk.",

@@ -8,6 +8,7 @@ pub mod write;
 use serde_json::{Map, Value, json};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::doc::distance::closest;
 use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
@@ -271,7 +272,7 @@ pub fn get(
             .map(|(id, _)| id)
             .collect();
         return Err(Error::not_found(
-            "D410",
+            Code::AgentNotFound,
             "agent profile",
             &req.id,
             &closest(&req.id, ids),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
@@ -65,7 +66,7 @@ fn miss(reader: &Reader, id: &str) -> Result<Error> {
     let mut ids: Vec<String> = reader.agents()?.into_iter().map(|(i, _)| i).collect();
     ids.extend(bundled::agents().iter().map(|a| a.id.to_string()));
     Ok(Error::not_found(
-        "D410",
+        Code::AgentNotFound,
         "agent profile",
         id,
         &closest(id, ids),
@@ -78,15 +79,15 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let req: request::IdContent = request::parse(request)?;
     validate_name(&req.id).map_err(Error::Invalid)?;
     if reader.agent(&req.id)?.is_some() {
-        return Err(Error::invalid_input(
-            "D414",
+        return Err(Error::coded(
+            Code::AgentExists,
             format!("agent profile {} already exists.", quoted(&req.id)),
             &NEXT_ON_CONFLICT,
         ));
     }
     let path = target(roots, &req.id);
     if path.exists() {
-        return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
+        return Err(file_exists(Code::AgentExists, &path, &NEXT_ON_CONFLICT));
     }
     let profile = check(&req.content)?;
     store::write_atomic(
@@ -95,7 +96,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         req.content.as_bytes(),
         Mode::CreateNew,
     )
-    .map_err(|e| store_error(e, "D414", "D414", &NEXT_ON_CONFLICT))?;
+    .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -112,7 +113,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         Mode::Replace
     } else if bundled::agent(&req.id).is_some() {
         if path.exists() {
-            return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
+            return Err(file_exists(Code::AgentExists, &path, &NEXT_ON_CONFLICT));
         }
         Mode::CreateNew
     } else {
@@ -125,7 +126,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         req.content.as_bytes(),
         mode,
     )
-    .map_err(|e| store_error(e, "D414", "D414", &NEXT_ON_CONFLICT))?;
+    .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -139,8 +140,8 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     validate_name(&req.id).map_err(Error::Invalid)?;
     if !has_file(reader, roots, &req.id)? {
         if bundled::agent(&req.id).is_some() {
-            return Err(Error::invalid_input(
-                "D414",
+            return Err(Error::coded(
+                Code::AgentExists,
                 format!(
                     "agent profile {} is bundled with the worker and has no local file to delete.",
                     quoted(&req.id)
@@ -152,7 +153,7 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     }
     let path = target(roots, &req.id);
     store::remove(&[roots.path(Root::Agents)], &path)
-        .map_err(|e| store_error(e, "D414", "D414", &[]))?;
+        .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &[]))?;
     Ok(Outcome {
         response: json!({ "id": req.id }),
         touched: vec![path],

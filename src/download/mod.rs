@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::code::Code;
 use crate::config::Settings;
 use crate::directory::Directory;
 use crate::doc::ids::validate_worker_name;
@@ -131,7 +132,9 @@ pub async fn install_worker(
     };
     let bundle = match fetch(&directory.settings(), registry, source, &|_| {}).await {
         Ok(bundle) => bundle,
-        Err(e) if e.code() == Some("D310") => return Ok(AutoOutcome::NotPublished),
+        Err(e) if e.code() == Some(Code::RegistryWorkerNotFound) => {
+            return Ok(AutoOutcome::NotPublished);
+        }
         Err(e) => return Err(e),
     };
     let files = bundle.files.len();

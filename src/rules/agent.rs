@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Reading, Source, trimmed, with_required_fields};
+use crate::code::Code;
 use crate::doc::{Fields, ParsedDoc};
 use crate::error::{Error, next, quoted};
 
@@ -152,8 +153,8 @@ pub fn extends_chain<'a, P>(
 }
 
 fn inheritance_error(id: &str, problem: &str) -> String {
-    Error::invalid_input(
-        "D415",
+    Error::coded(
+        Code::AgentInheritance,
         format!("agent profile {id} {problem}.", id = quoted(id)),
         &[next("directory::agents::list", "browse agent profile ids")],
     )

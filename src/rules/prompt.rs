@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Reading, Source, required_fields, trimmed};
+use crate::code::Code;
 use crate::doc::ids::validate_name;
 use crate::doc::{Frontmatter, ParsedDoc};
 use crate::error::{Error, quoted};
@@ -65,7 +66,7 @@ impl Problem {
                 "frontmatter `name` is invalid ({why}); the next scan would skip this prompt."
             ),
         };
-        Error::invalid_input("D213", problem, &[])
+        Error::coded(Code::PromptFrontmatterRefused, problem, &[])
     }
 }
 

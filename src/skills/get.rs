@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::cache::{Posting, SkillCache};
 use super::listed::Listed;
+use crate::code::Code;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
@@ -115,18 +116,19 @@ fn recover_miss(
                     );
                     return serve(reader, roots, "iii/index", engine, raw, Some(note));
                 }
-                return Err(Error::Coded {
-                    code: "D110",
-                    message: format!(
-                        "D110 not_found: {missed} does not exist; the worker `{worker}` is installed but ships no skill doc. Next: call engine::functions::list with worker={worker} to list its functions; or engine::workers::info with name={worker}.",
+                return Err(Error::coded(
+                    Code::SkillNotFound,
+                    format!(
+                        "{missed} does not exist; the worker `{worker}` is installed but ships no skill doc. Next: call engine::functions::list with worker={worker} to list its functions; or engine::workers::info with name={worker}.",
                         missed = quoted(missed)
                     ),
-                });
+                    &[],
+                ));
             }
         }
     }
     Err(Error::not_found(
-        "D110",
+        Code::SkillNotFound,
         "skill",
         missed,
         &suggestions(missed, cache, visibility),

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use common::Tree;
-use iii_directory::{ChangeEvent, Family};
+use iii_directory::{ChangeEvent, Code, Family};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
 
@@ -131,7 +131,7 @@ impl Env {
     /// The error's code and its whole message.
     fn coded(&self, function: WriteFunction, request: Value) -> (Option<&'static str>, String) {
         let e = self.err(function, request);
-        (e.code(), e.to_string())
+        (e.code().map(Code::text), e.to_string())
     }
 
     fn read(&self, function: ReadFunction, request: Value) -> Value {

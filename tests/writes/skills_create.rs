@@ -204,7 +204,7 @@ fn skills_create_d115_variants() {
         json!({"id": "ghost/doc", "content": BODY}),
         Some(&installed),
     );
-    assert_eq!(e.code(), Some("D115"));
+    assert_eq!(e.code(), Some(Code::SkillPlacementRefused));
     assert_eq!(
         e.to_string(),
         "D115 invalid_input: id \"ghost/doc\" would be hidden by filter_unregistered: its top namespace segment \"ghost\" is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
