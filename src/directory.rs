@@ -17,6 +17,7 @@ use crate::index::{self, Index, OpenError, Progress, Report, Scope};
 use crate::list_revision::{self, ListRevision, RevisionRequest};
 use crate::roots::Roots;
 use crate::rules::skill::Visibility;
+use crate::rules::skip::SkipReason;
 use crate::{agents, request, skills, store, system_prompts};
 
 /// The read functions of the contract that the library answers.
@@ -604,11 +605,17 @@ pub(crate) struct Change<T> {
     pub events: Vec<ChangeEvent>,
 }
 
-/// A file the index does not serve.
+/// A file the index does not serve, or serves with a problem.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
     /// The configuration key of the root it sits under.
     pub root: &'static str,
     pub path: String,
-    pub reason: String,
+    /// Why; in JSON (`check --json`, `index::status`), its sentence.
+    #[serde(serialize_with = "as_sentence")]
+    pub reason: SkipReason,
+}
+
+fn as_sentence<S: serde::Serializer>(reason: &SkipReason, out: S) -> Result<S::Ok, S::Error> {
+    out.collect_str(reason)
 }

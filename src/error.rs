@@ -141,6 +141,11 @@ impl Error {
         Error::Coded { code, problem }
     }
 
+    /// An uncoded validation error: the validator's own message (`Error::Invalid`).
+    pub(crate) fn invalid(problem: impl fmt::Display) -> Error {
+        Error::Invalid(problem.to_string())
+    }
+
     pub(crate) fn index(e: impl std::fmt::Display) -> Error {
         Error::Index(e.to_string())
     }

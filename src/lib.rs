@@ -43,6 +43,11 @@ pub use error::{Error, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};
+/// Why `check` lists a file: a [`SkipReason`] and the problems it carries.
+pub use rules::FrontmatterProblem;
+pub use rules::agent::ProfileProblem;
+pub use rules::prompt::Problem as PromptProblem;
+pub use rules::skip::{SkipReason, Special};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Function search: public to the tests and benchmarks, which rank golden catalogs with it.

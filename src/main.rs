@@ -323,7 +323,7 @@ fn run(cli: Cli) -> Result<(), String> {
             } else {
                 let rows: Vec<[String; 3]> = skipped
                     .into_iter()
-                    .map(|s| [s.root.to_string(), s.path, s.reason])
+                    .map(|s| [s.root.to_string(), s.path, s.reason.to_string()])
                     .collect();
                 print_table(["ROOT", "PATH", "REASON"], &rows);
             }

@@ -42,7 +42,7 @@ fn check(content: &str) -> Result<Profile> {
             content.len()
         )));
     }
-    agent::profile(&ParsedDoc::parse(content), Reading::Write).map_err(Error::Invalid)
+    agent::profile(&ParsedDoc::parse(content), Reading::Write).map_err(Error::invalid)
 }
 
 fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {
@@ -77,7 +77,7 @@ fn miss(reader: &Reader, id: &str) -> Result<Error> {
 /// `directory::agents::create`; creating a bundled id shadows the bundled profile.
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::IdContent = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     if reader.agent(&req.id)?.is_some() {
         return Err(Error::coded(
             Code::AgentExists,
@@ -107,7 +107,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::agents::update`: overwrite the file, or copy-on-write a bundled profile.
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::IdContent = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     let path = target(roots, &req.id);
     let mode = if has_file(reader, roots, &req.id)? {
         Mode::Replace
@@ -137,7 +137,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::agents::delete`: only a file can be deleted; a bundled profile then comes back.
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::ById = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     if !has_file(reader, roots, &req.id)? {
         if bundled::agent(&req.id).is_some() {
             return Err(Error::coded(

@@ -71,7 +71,7 @@ pub async fn fetch(
                 .map_err(|e| Error::Io(format!("download task failed: {e}")))?
         }
         Source::Registry { worker, release } => {
-            validate_worker_name(worker).map_err(Error::Invalid)?;
+            validate_worker_name(worker).map_err(Error::invalid)?;
             guard::check_namespace(worker)?;
             progress(Step::Requesting {
                 worker: worker.clone(),

@@ -18,6 +18,7 @@ use crate::rules::Source;
 use crate::rules::agent::AgentRow;
 use crate::rules::prompt::PromptRow;
 use crate::rules::skill::{SkillRow, Visibility};
+use crate::rules::skip::SkipReason;
 
 /// A consistent read snapshot of the index.
 pub struct Reader {
@@ -184,9 +185,9 @@ impl Reader {
 
     /// Every file (or folder) that is not served, or served with a problem, with why; sorted
     /// by root and path.
-    pub fn skipped(&self) -> Result<Vec<(Root, String, String)>> {
+    pub fn skipped(&self) -> Result<Vec<(Root, String, SkipReason)>> {
         Ok(
-            decode_paths(&self.table(SKIPPED)?, |why: &str| Ok(why.to_string()))?
+            decode_paths(&self.table(SKIPPED)?, |why: &[u8]| decode(why))?
                 .into_iter()
                 .map(|((root, rel), why)| (root, rel, why))
                 .collect(),

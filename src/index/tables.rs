@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 6;
+pub const SCHEMA_VERSION: u64 = 7;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");
@@ -24,16 +24,18 @@ pub const TEXT_IDS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("text
 pub const TEXTS_GARBAGE: TableDefinition<u64, ()> = TableDefinition::new("texts_garbage");
 /// Top-level folder names of the two skills roots: `(root, name)`.
 pub const TOP_DIRS: TableDefinition<(u8, &str), ()> = TableDefinition::new("top_dirs");
-/// Folders that could not be listed: `(root, relative path)` → why.
-pub const UNREADABLE: TableDefinition<(u8, &str), &str> = TableDefinition::new("unreadable");
+/// Folders that could not be listed and links not followed: `(root, relative path)` → postcard
+/// [`SkipReason`](crate::rules::skip::SkipReason).
+pub const UNREADABLE: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("unreadable");
 /// Visible skill id → postcard [`SkillRow`](crate::rules::skill::SkillRow).
 pub const SKILLS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_skills");
 /// System prompt name → postcard [`PromptRow`](crate::rules::prompt::PromptRow).
 pub const PROMPTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_prompts");
 /// Agent id → postcard [`AgentRow`](crate::rules::agent::AgentRow).
 pub const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_agents");
-/// `(root, relative path)` → why the file is not served.
-pub const SKIPPED: TableDefinition<(u8, &str), &str> = TableDefinition::new("view_skipped");
+/// `(root, relative path)` → postcard [`SkipReason`](crate::rules::skip::SkipReason): why the
+/// file is not served, or is served with a problem.
+pub const SKIPPED: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("view_skipped");
 /// `(list table, revision, row key)` → nothing: the keys each revision changed (see
 /// [`changelog`](super::changelog)).
 pub const CHANGE_LOG: TableDefinition<(u8, u64, &str), ()> = TableDefinition::new("change_log");

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Registry, RegistryError, Release};
 use crate::code::Code;
-use crate::doc::ids::validate_worker_name;
+use crate::doc::ids::{WorkerNameError, validate_worker_name};
 use crate::error::{Error, Result, quoted};
 use crate::error::{Next, next};
 use crate::request;
@@ -65,7 +65,7 @@ pub async fn list(registry: &Registry, request: &Value) -> Result<Value> {
         .list_workers(search.as_deref(), cursor.as_deref())
         .await
         .map_err(|e| registry_error(&e))?;
-    serde_json::to_value(&*page).map_err(|e| Error::Index(e.to_string()))
+    serde_json::to_value(&*page).map_err(Error::json)
 }
 
 /// `directory::registry::workers::info {name, version? | tag?}` →
@@ -82,11 +82,11 @@ pub async fn info(registry: &Registry, request: &Value) -> Result<Value> {
         .worker_info(&name, &release)
         .await
         .map_err(|e| info_error(&name, &release, &e))?;
-    serde_json::to_value(&*info).map_err(|e| Error::Index(e.to_string()))
+    serde_json::to_value(&*info).map_err(Error::json)
 }
 
 /// `D311 invalid_input: <validator reason>. Next: …`
-fn invalid_name(why: &str) -> Error {
+fn invalid_name(why: &WorkerNameError) -> Error {
     Error::coded(
         Code::RegistryWorkerNameInvalid,
         format!("{why}."),
@@ -98,7 +98,7 @@ fn invalid_name(why: &str) -> Error {
 pub fn registry_error(e: &RegistryError) -> Error {
     let problem = match e {
         RegistryError::Decode => "could not decode the registry response.".to_string(),
-        RegistryError::InvalidName(why) => return Error::Invalid(why.clone()),
+        RegistryError::InvalidName(why) => return Error::invalid(why),
         other => format!("{other}. Next: retry shortly."),
     };
     Error::coded(Code::RegistryUnavailable, problem, &[])

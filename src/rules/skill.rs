@@ -159,7 +159,7 @@ pub fn display_id(id: &str, all_ids: &BTreeSet<String>) -> String {
 
 /// Normalizes and checks an id as `get`, `update`, `create` and `delete` take it.
 pub fn parse_id(raw: &str) -> Result<String> {
-    let id = normalize_id_input(raw).map_err(Error::Invalid)?;
+    let id = normalize_id_input(raw).map_err(Error::invalid)?;
     if id.contains("::") {
         return Err(Error::coded(
             Code::FunctionIdForSkill,
@@ -170,7 +170,7 @@ pub fn parse_id(raw: &str) -> Result<String> {
             &NEXT_ON_MISS,
         ));
     }
-    validate_skill_id(&id).map_err(Error::Invalid)?;
+    validate_skill_id(&id).map_err(Error::invalid)?;
     Ok(id)
 }
 

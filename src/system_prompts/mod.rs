@@ -74,7 +74,7 @@ impl KeyedRows for Prompts {
 /// `directory::system-prompts::get`: `{ name, description, body, modified_at, builtin?, raw? }`.
 pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
     let req: request::GetByName = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     let mut out = Map::new();
     out.insert("name".into(), json!(req.name));
     if let Some(row) = reader.prompt(&req.name)? {

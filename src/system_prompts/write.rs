@@ -77,7 +77,7 @@ fn response(name: &str, description: &str, content: &str, path: &Path) -> Value 
 /// `directory::system-prompts::create`.
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::NameContent = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     if reader.prompt(&req.name)?.is_some() {
         return Err(Error::coded(
             Code::PromptExists,
@@ -111,7 +111,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// prompt), or shadow a bundled prompt with a new file.
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::NameContent = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     let (path, mode, stem) = match existing_file(reader, roots, &req.name)? {
         Some(path) => {
             let stem = path
@@ -147,7 +147,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::system-prompts::delete`: only files can be deleted (a bundled prompt has none).
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::ByName = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     let Some(path) = existing_file(reader, roots, &req.name)? else {
         return Err(miss(reader, &req.name)?);
     };

@@ -7,7 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use iii_directory::config::Config;
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::doc::ids::{IdError, SegmentError};
+use iii_directory::{Directory, ReadFunction, SkipReason};
 use serde_json::{Value, json};
 
 /// A temporary base folder: `skills/`, `skills/iii/` (local), `.agents/skills/`, `agents/`,
@@ -332,13 +333,32 @@ pub fn get_err(directory: &Directory, get: ReadFunction, name: &str) -> String {
 }
 
 /// The reason `check` gives for a file under a root (by configuration key), if any.
-pub fn skipped(directory: &Directory, root: &str, path: &str) -> Option<String> {
+pub fn skipped(directory: &Directory, root: &str, path: &str) -> Option<SkipReason> {
     directory
         .skipped()
         .expect("skipped")
         .into_iter()
         .find(|s| s.root == root && s.path == path)
         .map(|s| s.reason)
+}
+
+/// The reason `check` gives a skill file whose id has an invalid segment: the segment at
+/// `position` (from 1) breaks `problem`.
+pub fn invalid_segment(id: &str, position: usize, problem: SegmentError) -> SkipReason {
+    SkipReason::InvalidId {
+        id: id.to_string(),
+        problem: IdError::Segment {
+            id: id.to_string(),
+            position,
+            problem,
+        },
+    }
+}
+
+/// [`invalid_segment`] for a segment with characters an id may not hold.
+pub fn bad_characters(id: &str, position: usize) -> SkipReason {
+    let segment = id.split('/').nth(position - 1).expect("segment");
+    invalid_segment(id, position, SegmentError::Characters(segment.to_string()))
 }
 
 pub fn strings(items: &[&str]) -> Vec<String> {

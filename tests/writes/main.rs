@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use common::Tree;
-use iii_directory::{ChangeEvent, Code, Family};
+use iii_directory::{ChangeEvent, Code, Family, SkipReason, Special};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
 

@@ -371,7 +371,8 @@ fn skills_create_lands_in_skills_folder_even_in_a_local_namespace() {
     assert!(
         skipped
             .iter()
-            .any(|s| s.path.ends_with("skills/shell/newcmd.md") && s.reason.contains("shadowed")),
+            .any(|s| s.path.ends_with("skills/shell/newcmd.md")
+                && matches!(s.reason, SkipReason::NamespaceShadowed { .. })),
         "{skipped:?}"
     );
     // And, being shadowed, a second create of the same id meets the file on disk.

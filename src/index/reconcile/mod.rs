@@ -39,6 +39,7 @@ use super::walk::{TopDirs, Unreadable, walk, walk_scoped};
 use crate::doc::{Hash, ParsedDoc};
 use crate::error::{Error, Result};
 use crate::roots::{Root, Roots};
+use crate::rules::skip::SkipReason;
 use crate::time::Stamp;
 
 pub use mirror::Mirror;
@@ -322,12 +323,9 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
             .and_then(|n| n.to_str())
             .and_then(crate::store::temp_pid)
             .unwrap_or_default();
-        found.unreadable.insert(
-            key,
-            format!(
-                "temporary file of an unfinished write (process {pid}); removed once that process is gone or after an hour"
-            ),
-        );
+        found
+            .unreadable
+            .insert(key, SkipReason::UnfinishedWrite { pid });
     }
     sweep.removed
 }

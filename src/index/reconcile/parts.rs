@@ -41,7 +41,7 @@ pub fn docs(
 pub fn all(txn: &WriteTransaction) -> Result<Views> {
     let skipped = decode_paths(
         &txn.open_table(SKIPPED).map_err(Error::index)?,
-        |why: &str| Ok(why.to_string()),
+        |why: &[u8]| decode(why),
     )?;
     Ok(Views {
         skills: whole(txn, SKILLS)?,
@@ -85,18 +85,19 @@ pub fn stored(
     }
 
     let skipped = txn.open_table(SKIPPED).map_err(Error::index)?;
-    let mut keep = |root: Root, rel: &str, why: &str| {
+    let mut keep = |root: Root, rel: &str, why: &[u8]| -> Result<()> {
         let key = (root, rel.to_string());
         if views::owns(inputs, dirty, &key) {
-            views.skipped.insert(key, why.to_string());
+            views.skipped.insert(key, decode(why)?);
         }
+        Ok(())
     };
     for ns in &dirty.namespaces {
         for (root, from, to) in views::namespace_key_ranges(ns) {
             let range = (root as u8, from.as_str())..(root as u8, to.as_str());
             for entry in skipped.range(range).map_err(Error::index)? {
                 let (key, why) = entry.map_err(Error::index)?;
-                keep(root, key.value().1, why.value());
+                keep(root, key.value().1, why.value())?;
             }
         }
     }
@@ -108,7 +109,7 @@ pub fn stored(
             if root != agents {
                 break;
             }
-            keep(Root::Agents, rel, why.value());
+            keep(Root::Agents, rel, why.value())?;
         }
     }
     if dirty.prompts {
@@ -122,7 +123,7 @@ pub fn stored(
                 .get((*root as u8, rel.as_str()))
                 .map_err(Error::index)?
             {
-                keep(*root, rel, why.value());
+                keep(*root, rel, why.value())?;
             }
         }
     }
