@@ -144,27 +144,25 @@ pub trait CatchUp: Send + Sync {
 impl Directory {
     /// Opens the index as its writer (the worker, or the CLI when no worker runs).
     pub fn open(config: Config) -> Result<Directory, OpenError> {
-        config
-            .check()
-            .map_err(|e| OpenError::Unsafe(e.to_string()))?;
+        config.check()?;
         let index = Index::open_writer(&config.paths.index_path)?;
         Ok(Directory::with_index(config, index))
     }
 
     /// Opens the index read-only, following the writer of another process.
-    pub fn open_read_only(config: Config) -> Result<Directory> {
-        config.check().map_err(|e| Error::Invalid(e.to_string()))?;
+    pub fn open_read_only(config: Config) -> Result<Directory, OpenError> {
+        config.check()?;
         let index = Index::open_reader(&config.paths.index_path)?;
         Ok(Directory::with_index(config, index))
     }
 
     /// Opens as the writer when no other process is, else as a read-only follower.
-    pub fn open_shared(config: Config) -> Result<Directory> {
-        config.check().map_err(|e| Error::Invalid(e.to_string()))?;
+    pub fn open_shared(config: Config) -> Result<Directory, OpenError> {
+        config.check()?;
         match Index::open_writer(&config.paths.index_path) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(_)) => Directory::open_read_only(config),
-            Err(e) => Err(Error::Index(e.to_string())),
+            Err(e) => Err(e),
         }
     }
 

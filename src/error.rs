@@ -2,7 +2,13 @@
 //! original worker renders them (`D110 not_found: skill "x" does not exist. Did you mean: …`);
 //! the worker sends [`Error::to_string`] on the wire, the CLI prints it.
 
+mod index;
+mod io;
+
 use std::fmt::{self, Write as _};
+
+pub use index::{ContentError, IndexError};
+pub use io::{IoError, io_error};
 
 use crate::code::{Class, Code};
 
@@ -88,21 +94,33 @@ pub enum Error {
     /// A validation error the contract leaves uncoded (bad id syntax, bad request fields).
     #[error("{0}")]
     Invalid(String),
-    /// A file could not be read or written.
+    /// A file-system step failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// A file the scan recorded as not servable (too large, not UTF-8, unreadable, an empty
+    /// body): the recorded reason, naming the file.
     #[error("{0}")]
-    Io(String),
+    Unservable(String),
     /// The index could not be opened, read or written.
     #[error("index: {0}")]
-    Index(String),
+    Index(#[from] IndexError),
     /// A write through an index another process owns.
     #[error("this index is open read-only (a running worker owns it); write through the worker")]
     ReadOnly,
     /// A panic in another thread left this lock poisoned.
     #[error("{0} was poisoned by a panic in another thread; restart the worker")]
     Poisoned(&'static str),
-    /// A response could not be encoded or decoded as JSON (a bug, not bad input).
+    /// A response or record could not be encoded or decoded as JSON (a bug, not bad input).
     #[error("json: {0}")]
-    Json(String),
+    Json(#[from] serde_json::Error),
+    /// A task the library ran on another thread ended without an answer (a panic, a
+    /// shutdown).
+    #[error("{task} failed: {source}")]
+    Task {
+        task: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -146,12 +164,18 @@ impl Error {
         Error::Invalid(problem.to_string())
     }
 
-    pub(crate) fn index(e: impl std::fmt::Display) -> Error {
-        Error::Index(e.to_string())
+    /// redb's error of any operation, as an index error (for `map_err`).
+    pub(crate) fn index(e: impl Into<redb::Error>) -> Error {
+        Error::Index(IndexError::Database(e.into()))
     }
 
     pub(crate) fn json(e: serde_json::Error) -> Error {
-        Error::Json(e.to_string())
+        Error::Json(e)
+    }
+
+    /// A `Task` error of `task`, for `map_err` on a join.
+    pub(crate) fn task(task: &'static str) -> impl FnOnce(tokio::task::JoinError) -> Error {
+        move |source| Error::Task { task, source }
     }
 }
 

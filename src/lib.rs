@@ -39,7 +39,7 @@ mod yaml;
 pub use answer::Answer;
 pub use code::{Class, Code};
 pub use directory::{Directory, ReadFunction, Skipped, WriteFunction};
-pub use error::{Error, MAX_ERROR_BYTES, Result};
+pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};

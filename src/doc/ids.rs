@@ -225,21 +225,21 @@ pub fn skill_id_for(rel_path: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The validators' answers with their errors as the messages callers see.
-    fn skill_id(id: &str) -> Result<(), String> {
-        validate_skill_id(id).map_err(|e| e.to_string())
+    /// The message a validator refuses with, as callers see it; `None` when it accepts.
+    fn refusal<T>(checked: Result<T, impl std::fmt::Display>) -> Option<String> {
+        checked.err().map(|e| e.to_string())
     }
 
-    fn name(name: &str) -> Result<(), String> {
-        validate_name(name).map_err(|e| e.to_string())
+    fn skill_id(id: &str) -> Option<String> {
+        refusal(validate_skill_id(id))
     }
 
-    fn worker_name(name: &str) -> Result<(), String> {
-        validate_worker_name(name).map_err(|e| e.to_string())
+    fn name(name: &str) -> Option<String> {
+        refusal(validate_name(name))
     }
 
-    fn normalize(raw: &str) -> Result<String, String> {
-        normalize_id_input(raw).map_err(|e| e.to_string())
+    fn worker_name(name: &str) -> Option<String> {
+        refusal(validate_worker_name(name))
     }
 
     // ---- validate_skill_id ----
@@ -253,16 +253,16 @@ mod tests {
             "a_b-c/0/x9",
             &"a".repeat(MAX_SEGMENT_BYTES),
         ] {
-            assert_eq!(skill_id(id), Ok(()), "{id}");
+            assert_eq!(skill_id(id), None, "{id}");
         }
         let longest = format!("{}/{}", "a".repeat(64), vec!["b".repeat(63); 15].join("/"));
         assert_eq!(longest.len(), MAX_ID_BYTES);
-        assert_eq!(skill_id(&longest), Ok(()));
+        assert_eq!(skill_id(&longest), None);
     }
 
     #[test]
     fn empty_id() {
-        assert_eq!(skill_id(""), Err("id must be non-empty".to_owned()));
+        assert_eq!(skill_id(""), Some("id must be non-empty".to_owned()));
     }
 
     #[test]
@@ -270,7 +270,7 @@ mod tests {
         for id in ["/etc/passwd", "shell/", "/"] {
             assert_eq!(
                 skill_id(id),
-                Err(format!("id may not have a leading or trailing '/': {id:?}")),
+                Some(format!("id may not have a leading or trailing '/': {id:?}")),
             );
         }
     }
@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(id.len(), 1039);
         assert_eq!(
             skill_id(&id),
-            Err(format!(
+            Some(format!(
                 "id too long (1039 chars; max 1024): \"{}…\"",
                 &id[..crate::error::MAX_ECHO_CHARS]
             ))
@@ -292,19 +292,19 @@ mod tests {
     fn bad_segments_name_their_position() {
         assert_eq!(
             skill_id("a//b"),
-            Err("invalid id (segment 2 of \"a//b\"): segment must be non-empty".to_owned())
+            Some("invalid id (segment 2 of \"a//b\"): segment must be non-empty".to_owned())
         );
         let long = "x".repeat(65);
         assert_eq!(
             skill_id(&format!("ok/{long}")),
-            Err(format!(
+            Some(format!(
                 "invalid id (segment 2 of \"ok/{long}\"): segment too long (65 chars; max 64): \
                  \"{long}\""
             ))
         );
         assert_eq!(
             skill_id("Shell/exec"),
-            Err(
+            Some(
                 "invalid id (segment 1 of \"Shell/exec\"): segment may only contain lowercase \
                  ASCII letters, digits, '-' and '_': \"Shell\""
                     .to_owned()
@@ -334,13 +334,13 @@ mod tests {
             "trailing/",
             "double//slash",
         ] {
-            assert!(skill_id(id).is_err(), "{id:?} should be rejected");
+            assert!(skill_id(id).is_some(), "{id:?} should be rejected");
         }
     }
 
     #[test]
     fn quoting_escapes_hostile_text() {
-        let err = skill_id("a\"b").expect_err("quote");
+        let err = skill_id("a\"b").expect("quote");
         assert!(err.ends_with(r#": "a\"b""#), "{err}");
     }
 
@@ -348,18 +348,18 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(name("reviewer"), Ok(()));
-        assert_eq!(name("release-captain_2"), Ok(()));
-        assert_eq!(name(""), Err("name must be non-empty".to_owned()));
+        assert_eq!(name("reviewer"), None);
+        assert_eq!(name("release-captain_2"), None);
+        assert_eq!(name(""), Some("name must be non-empty".to_owned()));
         assert_eq!(
             name(&"n".repeat(65)),
-            Err("name too long (65 chars; max 64)".to_owned())
+            Some("name too long (65 chars; max 64)".to_owned())
         );
-        assert_eq!(name(&"n".repeat(64)), Ok(()));
+        assert_eq!(name(&"n".repeat(64)), None);
         for bad in ["a/b", "Reviewer", "a b", "é", "a.md"] {
             assert_eq!(
                 name(bad),
-                Err(format!(
+                Some(format!(
                     "name may only contain lowercase ASCII letters, digits, '-' and '_': {bad:?}"
                 ))
             );
@@ -379,7 +379,7 @@ mod tests {
             "2x",
             "a_b",
         ] {
-            assert_eq!(worker_name(name), Ok(()), "{name}");
+            assert_eq!(worker_name(name), None, "{name}");
         }
     }
 
@@ -387,12 +387,12 @@ mod tests {
     fn worker_names_rejected() {
         assert_eq!(
             worker_name(""),
-            Err("worker name must be non-empty".to_owned())
+            Some("worker name must be non-empty".to_owned())
         );
         for bad in ["-x", "_x", "../../admin", ".hidden", "Shell", "é"] {
             assert_eq!(
                 worker_name(bad),
-                Err(format!(
+                Some(format!(
                     "worker name must start with a lowercase ASCII letter or digit: {bad:?}"
                 )),
                 "{bad}"
@@ -408,7 +408,7 @@ mod tests {
         ] {
             assert_eq!(
                 worker_name(bad),
-                Err(format!(
+                Some(format!(
                     "worker name may only contain lowercase letters, digits, '-', '_': {bad:?}"
                 )),
                 "{bad}"
@@ -419,7 +419,7 @@ mod tests {
     // ---- normalize_id_input ----
 
     fn normalized(raw: &str) -> String {
-        match normalize(raw) {
+        match normalize_id_input(raw) {
             Ok(id) => id,
             Err(why) => panic!("{raw:?} should normalize: {why}"),
         }
@@ -457,16 +457,16 @@ mod tests {
 
     #[test]
     fn normalize_rejects_empty_and_other_schemes() {
-        assert_eq!(normalize("   "), Err("id must be non-empty".to_owned()));
-        let err = normalize(" https://example.com/x.md ").expect_err("scheme");
+        assert_eq!(normalize_id_input("   "), Err(IdError::Empty));
+        let err = refusal(normalize_id_input(" https://example.com/x.md ")).expect("scheme");
         assert_eq!(
             err,
             "Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): \
              https://example.com/x.md"
         );
         assert!(err.contains("iii://"));
-        assert!(normalize("file:///etc/passwd").is_err());
-        assert!(normalize("iii://https://x").is_err());
+        assert!(normalize_id_input("file:///etc/passwd").is_err());
+        assert!(normalize_id_input("iii://https://x").is_err());
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub async fn fetch(
             let timeout = Duration::from_millis(settings.download_timeout_ms);
             tokio::task::spawn_blocking(move || repo::fetch(source, timeout, limits))
                 .await
-                .map_err(|e| Error::Io(format!("download task failed: {e}")))?
+                .map_err(Error::task("download task"))?
         }
         Source::Registry { worker, release } => {
             validate_worker_name(worker).map_err(Error::invalid)?;
@@ -104,7 +104,7 @@ pub async fn run(
     let directory = directory.clone();
     let landed = tokio::task::spawn_blocking(move || directory.land_download(bundle))
         .await
-        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+        .map_err(Error::task("download task"))??;
     Ok(landed.response)
 }
 
@@ -141,11 +141,11 @@ pub async fn install_worker(
     let landing = directory.clone();
     tokio::task::spawn_blocking(move || landing.land_download(bundle))
         .await
-        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+        .map_err(Error::task("download task"))??;
     let skills_folder = directory.config().paths.skills_folder.clone();
     let worker = worker.to_string();
     tokio::task::spawn_blocking(move || marker::write_marker(&skills_folder, &worker, &release))
         .await
-        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+        .map_err(Error::task("download task"))??;
     Ok(AutoOutcome::Installed { files })
 }

@@ -12,7 +12,7 @@ use super::records::{self, ReconcileStamp, decode};
 use super::tables::*;
 use crate::bundled;
 use crate::doc::Hash;
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
 use crate::roots::{Root, Roots};
 use crate::rules::Source;
 use crate::rules::agent::AgentRow;
@@ -171,15 +171,15 @@ impl Reader {
             Source::File { root, rel, content } => {
                 let path = roots.file(*root, rel);
                 match content {
-                    Err(issue) => Err(Error::Io(issue.message(&path))),
+                    Err(issue) => Err(Error::Unservable(issue.message(&path))),
                     Ok(hash) => self.content(hash)?.ok_or_else(|| {
-                        Error::Index(format!("content of {} is missing", path.display()))
+                        IndexError::Missing(format!("the content of {}", path.display())).into()
                     }),
                 }
             }
             Source::Bundled => bundled::skill_raw(bundled_id)
                 .map(str::to_string)
-                .ok_or_else(|| Error::Index(format!("bundled skill {bundled_id} is missing"))),
+                .ok_or_else(|| IndexError::Missing(format!("bundled skill {bundled_id}")).into()),
         }
     }
 

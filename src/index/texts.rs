@@ -31,7 +31,11 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::records::encode;
 use super::tables::{META, META_EPOCH, META_SCHEMA, holds_no_table, stored_u64};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
+
+fn layout(why: impl Into<String>) -> Error {
+    IndexError::Layout(why.into()).into()
+}
 
 /// Texts store key → the file's text, LZ4-compressed (see
 /// [`compress_text`](super::records::compress_text)). The index maps each content hash to its
@@ -73,17 +77,13 @@ pub fn check(db: &redb::Database, epoch: u64, new: bool) -> Result<()> {
     };
     match (schema, stored_epoch) {
         (Some(SCHEMA_VERSION), Some(e)) if e == epoch => Ok(()),
-        (Some(SCHEMA_VERSION), _) => Err(Error::Index(
-            "the texts store belongs to another index file".into(),
-        )),
-        (Some(other), _) => Err(Error::Index(format!(
+        (Some(SCHEMA_VERSION), _) => Err(layout("the texts store belongs to another index file")),
+        (Some(other), _) => Err(layout(format!(
             "texts store schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
         ))),
-        (None, _) if !holds_no_table(db)? => {
-            Err(Error::Index("texts store without a schema version".into()))
-        }
+        (None, _) if !holds_no_table(db)? => Err(layout("texts store without a schema version")),
         (None, _) if new => create(db, epoch),
-        (None, _) => Err(Error::Index("the texts store is missing".into())),
+        (None, _) => Err(IndexError::Missing("the texts store".into()).into()),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::code::Code;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
-use crate::error::{Error, Result, quoted};
+use crate::error::{Error, IndexError, Result, quoted};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::Roots;
@@ -140,7 +140,7 @@ fn recover_miss(
 fn stored(reader: &Reader, id: &str) -> Result<SkillRow> {
     reader
         .skill(id)?
-        .ok_or_else(|| Error::Index(format!("skill row {id} is missing from its snapshot")))
+        .ok_or_else(|| IndexError::Missing(format!("skill row {id} in its snapshot")).into())
 }
 
 /// Matches a requested top segment to an installed worker: a case-insensitive exact match wins,

@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use super::beneath::{self, Dir};
 use super::{self as store, Mode, STAGING_PREFIX, is_staging_name};
 use crate::config::Paths;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoError, Result, io_error};
 
 /// The root a file lands under.
 #[derive(
@@ -153,7 +153,7 @@ struct DownloadLock {
 
 impl DownloadLock {
     fn acquire(path: &Path) -> Result<DownloadLock> {
-        let fail = |e: io::Error| Error::Io(format!("lock {}: {e}", path.display()));
+        let fail = |e: io::Error| Error::Io(io_error("lock", path)(e));
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(fail)?;
         }
@@ -185,12 +185,6 @@ struct Txn<'a> {
     name: String,
 }
 
-fn io_error(step: &str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    let path = path.display().to_string();
-    let step = step.to_string();
-    move |e| Error::Io(format!("{step} {path}: {e}"))
-}
-
 impl<'a> Txn<'a> {
     fn new(targets: Targets<'a>) -> Txn<'a> {
         let nanos = SystemTime::now()
@@ -214,19 +208,34 @@ impl<'a> Txn<'a> {
     /// `e` with the staging folders' paths (which carry the process id and a unique name)
     /// replaced by `<root>/.iii-staging`: no answer shows a temporary path.
     fn without_staging_names(&self, e: Error) -> Error {
+        let shown = |dest: Dest| {
+            let staging = self.staging(dest);
+            let shown = self
+                .targets
+                .root(dest)
+                .join(STAGING_PREFIX.trim_end_matches('-'));
+            (staging, shown)
+        };
         let scrub = |mut text: String| {
             for dest in Dest::ALL {
-                let staging = self.staging(dest).display().to_string();
-                let shown = self
-                    .targets
-                    .root(dest)
-                    .join(STAGING_PREFIX.trim_end_matches('-'));
-                text = text.replace(&staging, &shown.display().to_string());
+                let (staging, shown) = shown(dest);
+                text = text.replace(&staging.display().to_string(), &shown.display().to_string());
             }
             text
         };
+        let scrub_path = |path: PathBuf| {
+            Dest::ALL
+                .into_iter()
+                .map(shown)
+                .find_map(|(staging, shown)| {
+                    path.strip_prefix(&staging)
+                        .ok()
+                        .map(|rest| shown.join(rest))
+                })
+                .unwrap_or(path)
+        };
         match e {
-            Error::Io(text) => Error::Io(scrub(text)),
+            Error::Io(e) => Error::Io(e.map_path(scrub_path)),
             Error::Invalid(text) => Error::Invalid(scrub(text)),
             other => other,
         }
@@ -312,9 +321,9 @@ impl<'a> Txn<'a> {
         }
         // One fsync per file and folder, many at once: the file system batches concurrent
         // syncs into shared journal commits, where one after the other each waits for its own.
-        in_parallel(&written, sync_file)?;
+        in_parallel(&written, store::sync_file)?;
         let folders: Vec<PathBuf> = folders.into_iter().collect();
-        in_parallel(&folders, sync_dir)
+        Ok(in_parallel(&folders, store::sync_dir)?)
     }
 
     /// Step 3: the commit record, written whole or not at all.
@@ -323,14 +332,14 @@ impl<'a> Txn<'a> {
             schema: COMMIT_SCHEMA,
             files: files.iter().map(|f| (f.dest, f.rel.clone())).collect(),
         };
-        let bytes = serde_json::to_vec(&record).map_err(|e| Error::Io(e.to_string()))?;
+        let bytes = serde_json::to_vec(&record).map_err(Error::json)?;
         store::write_atomic(
             &[self.targets.skills],
             &self.commit_path(),
             &bytes,
             Mode::CreateNew,
         )
-        .map_err(|e| Error::Io(e.to_string()))
+        .map_err(Error::from)
     }
 
     /// Step 4: each staged file renamed over its target. `moved` says how far it got, and
@@ -416,7 +425,7 @@ impl<'a> Txn<'a> {
             self.remove_empty(folder);
         }
         if let Err(e) = fs::remove_file(self.commit_path())
-            .and_then(|()| sync_dir(&self.primary()).map_err(io::Error::other))
+            .and_then(|()| store::sync_dir(&self.primary()).map_err(io::Error::other))
         {
             tracing::error!("rollback: cannot remove the commit record: {e}");
         }
@@ -478,8 +487,8 @@ fn remove_tree(path: &Path) {
 /// descriptor without following links.
 fn staging_dir(root: &Dir, rel: &Path, path: &Path) -> Result<Dir> {
     let folder = rel.parent().unwrap_or(Path::new(""));
-    root.create_dirs(folder, &mut Vec::new())
-        .map_err(|e| io_error("create_dir_all", path)(e.into()))
+    let made = root.create_dirs(folder, &mut Vec::new());
+    Ok(made.map_err(|e| io_error("create_dir_all", path)(e.into()))?)
 }
 
 /// Remembers the folders between `top` and `path`'s parent, for their fsync.
@@ -530,18 +539,6 @@ fn rename_beneath(
     let dest = Dir::root(&to_root, false)?.create_dirs(to_dir, &mut made_here);
     made.extend(made_here.into_iter().map(|m| to_root.join(m)));
     source.rename(from_name, &dest?, to_name)
-}
-
-fn sync_file(path: &Path) -> Result<()> {
-    File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(io_error("fsync", path))
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error("fsync", dir))
 }
 
 /// Step 1 for one file: the target may be created or replaced without leaving the root.
@@ -649,7 +646,7 @@ fn land_locked(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf
 fn sync_parents(paths: &[PathBuf]) {
     let parents: BTreeSet<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
     let parents: Vec<PathBuf> = parents.into_iter().map(Path::to_path_buf).collect();
-    if let Err(e) = in_parallel(&parents, sync_dir) {
+    if let Err(e) = in_parallel(&parents, store::sync_dir) {
         tracing::warn!("{e}");
     }
 }
@@ -659,7 +656,10 @@ fn sync_parents(paths: &[PathBuf]) {
 const SYNC_THREADS: usize = 16;
 
 /// Runs `sync` on every path from [`SYNC_THREADS`] threads; the first error, if any.
-fn in_parallel(paths: &[PathBuf], sync: impl Fn(&Path) -> Result<()> + Sync) -> Result<()> {
+fn in_parallel(
+    paths: &[PathBuf],
+    sync: impl Fn(&Path) -> Result<(), IoError> + Sync,
+) -> Result<(), IoError> {
     if paths.len() <= 1 {
         return paths.iter().try_for_each(|p| sync(p));
     }
@@ -672,10 +672,12 @@ fn in_parallel(paths: &[PathBuf], sync: impl Fn(&Path) -> Result<()> + Sync) -> 
         workers
             .into_iter()
             .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Error::Io("fsync thread panicked".into())))
+                w.join().unwrap_or_else(|_| {
+                    let panicked = io::Error::other("the fsync thread panicked");
+                    Err(io_error("fsync", &paths[0])(panicked))
+                })
             })
-            .collect::<Result<Vec<()>>>()
+            .collect::<Result<Vec<()>, IoError>>()
             .map(drop)
     })
 }
@@ -992,7 +994,11 @@ mod tests {
         let f = Fixture::new();
         let txn = Txn::new(f.targets());
         let staging = txn.staging(Dest::Skills).display().to_string();
-        let e = txn.without_staging_names(Error::Io(format!("write {staging}/files/x.md: full")));
+        let full = io::Error::other("full");
+        let e = txn.without_staging_names(Error::Io(io_error(
+            "write",
+            &Path::new(&staging).join("files/x.md"),
+        )(full)));
         let text = e.to_string();
         assert!(!text.contains(&txn.name), "{text}");
         assert!(text.contains(".iii-staging/files/x.md"), "{text}");

@@ -10,6 +10,7 @@ mod connection;
 mod console;
 mod downloads;
 mod engine;
+mod error;
 #[cfg(any(test, feature = "testing"))]
 pub mod local;
 pub mod screen;
@@ -31,7 +32,6 @@ use serde_json::{Value, json};
 use crate::answer::Answer;
 use crate::config::Config;
 use crate::directory::{Directory, ReadFunction};
-use crate::error::Error;
 use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
 use crate::registry::{Endpoint, Registry};
@@ -41,7 +41,7 @@ use subscriptions::{Provider, Subscriptions};
 use surface::Handler;
 
 pub use connection::layer as connection_layer;
-pub use search::search_over_bus;
+pub use search::{BusSearchError, search_over_bus};
 
 /// The worker's name on the bus (contract).
 pub const WORKER_NAME: &str = "iii-directory";
@@ -390,7 +390,7 @@ async fn handle(
         _ => None,
     };
     let value = match handler {
-        Handler::EngineFunctionInfo => engine::function_info(iii, input).await,
+        Handler::EngineFunctionInfo => said(engine::function_info(iii, input).await),
         Handler::OnConfigChange => {
             configuration::refresh(
                 iii,
@@ -409,11 +409,11 @@ async fn handle(
         | Handler::PreGenerate
         | Handler::HintPreview => {
             let settings = shared.directory.settings();
-            search::handle(iii, &shared.search, handler, input, &settings).await
+            said(search::handle(iii, &shared.search, handler, input, &settings).await)
         }
-        Handler::Download(function) => downloads::download(shared, function, input).await,
-        Handler::RegistryList => downloads::registry_list(shared, input).await,
-        Handler::RegistryInfo => downloads::registry_info(shared, input).await,
+        Handler::Download(function) => said(downloads::download(shared, function, input).await),
+        Handler::RegistryList => said(downloads::registry_list(shared, input).await),
+        Handler::RegistryInfo => said(downloads::registry_info(shared, input).await),
         Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
         Handler::Write(function) => {
             blocking(shared, move |shared| {
@@ -435,12 +435,7 @@ async fn handle(
             })
             .await
         }
-        Handler::UiContent => {
-            blocking(shared, move |_| {
-                console::content(&input).map_err(Error::Invalid)
-            })
-            .await
-        }
+        Handler::UiContent => blocking(shared, move |_| console::content(&input)).await,
         Handler::Read(_) => unreachable!("answered above"),
     };
     value.map(Answer::Value)
@@ -484,6 +479,11 @@ async fn installed_workers(
 ) -> Option<Arc<std::collections::BTreeSet<String>>> {
     let ttl = Duration::from_millis(shared.directory.setting(|s| s.registry_cache_ttl_ms));
     shared.installed.get(iii, ttl, fresh).await
+}
+
+/// A handler's answer with its error as the message the caller reads.
+fn said<E: std::fmt::Display>(answer: Result<Value, E>) -> Result<Value, String> {
+    answer.map_err(|e| e.to_string())
 }
 
 /// Runs library work on the blocking pool.

@@ -144,10 +144,11 @@ impl Setup {
     }
 
     /// Runs `bind` unless this step's binding was already made (the SDK replays it).
-    async fn once<F, Fut>(&self, step: &'static str, what: &str, bind: F) -> Outcome
+    async fn once<F, Fut, E>(&self, step: &'static str, what: &str, bind: F) -> Outcome
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(), String>>,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
     {
         if lock(&self.bound).contains(step) {
             return Outcome::Replayed(format!("{what}: replayed by the SDK"));
@@ -364,9 +365,7 @@ fn configuration_bind(run: &Run) -> StepFuture<'_> {
         run.shared
             .setup
             .once("configuration.bind", "configuration:updated", || async {
-                iii.register_trigger(configuration::binding())
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                iii.register_trigger(configuration::binding()).map(drop)
             })
             .await
     })
@@ -412,9 +411,7 @@ fn search_follow(run: &Run) -> StepFuture<'_> {
         run.shared
             .setup
             .once("search.follow", search::FUNCTIONS_AVAILABLE, || async {
-                iii.register_trigger(search::follow_binding())
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                iii.register_trigger(search::follow_binding()).map(drop)
             })
             .await
     })
@@ -424,7 +421,7 @@ fn search_catalog(run: &Run) -> StepFuture<'_> {
     Box::pin(async move {
         match search::refresh_catalog(&run.iii, &run.shared.search).await {
             Ok(detail) => Outcome::Done(detail),
-            Err(e) => Outcome::Failed(e),
+            Err(e) => Outcome::Failed(e.to_string()),
         }
     })
 }

@@ -37,7 +37,7 @@ use super::texts;
 use super::views::{self, Changes, Dirty, Inputs};
 use super::walk::{TopDirs, Unreadable, walk, walk_scoped};
 use crate::doc::{Hash, ParsedDoc};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
 use crate::roots::{Root, Roots};
 use crate::rules::skip::SkipReason;
 use crate::time::Stamp;
@@ -276,7 +276,7 @@ impl Phases<'_, '_> {
 
 /// The texts store's writer stopped early; its own error says why (see [`run`]).
 fn texts_stopped() -> Error {
-    Error::Index("the texts store stopped taking texts".into())
+    IndexError::Unavailable("the texts store stopped taking texts").into()
 }
 
 /// A file to read: its key and its stat now.

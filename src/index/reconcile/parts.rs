@@ -9,7 +9,7 @@ use redb::{ReadableTable, WriteTransaction};
 use serde::de::DeserializeOwned;
 
 use crate::doc::{Hash, ParsedDoc};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
 use crate::index::records::{FileMeta, decode};
 use crate::index::tables::*;
 use crate::index::views::{self, Dirty, Inputs, Views};
@@ -31,7 +31,7 @@ pub fn docs(
         let stored = table
             .get(hash)
             .map_err(Error::index)?
-            .ok_or_else(|| Error::Index(format!("no stored parse for {rel} of {root:?}")))?;
+            .ok_or_else(|| IndexError::Missing(format!("the stored parse of {rel} in {root:?}")))?;
         fresh.insert(*hash, decode(stored.value())?);
     }
     Ok(fresh)
