@@ -55,7 +55,7 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
         "repo": args.repo, "skill": args.skill, "branch": args.branch,
         "worker": args.worker, "version": args.version, "tag": args.tag,
     });
-    let source = download::request::parse(DownloadFunction::Download, &request)?;
+    let source = download::source::parse(DownloadFunction::Download, &request)?;
     let directory = Arc::new(Directory::open_shared(config.clone())?);
     let writer = directory.is_writer();
     if writer {
@@ -82,7 +82,7 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     progress(Step::Landing {
         files: bundle.files.len(),
     });
-    let landed = directory.land_download(bundle)?;
+    let landed = download::land(&directory, bundle)?;
     let indexed = if writer {
         let revision = directory.revision()?;
         format!("index updated (revision {revision})")
@@ -113,7 +113,7 @@ fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError
     let deadline = Instant::now() + FOLLOW_TIMEOUT;
     let waiting = std::io::stderr().is_terminal();
     loop {
-        let missing = directory.unindexed(written)?;
+        let missing = download::unindexed(directory, written)?;
         if missing == 0 {
             return Ok("indexed by the running worker".into());
         }

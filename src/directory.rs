@@ -15,6 +15,7 @@ use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
 use crate::list_revision::{self, ListRevision, RevisionRequest};
+use crate::locks;
 use crate::roots::Roots;
 use crate::rules::skill::Visibility;
 use crate::rules::skip::SkipReason;
@@ -199,17 +200,14 @@ impl Directory {
     /// What `read` takes from the live settings, without copying them all (the reads ask on
     /// every call).
     pub fn setting<T>(&self, read: impl FnOnce(&config::Settings) -> T) -> T {
-        match self.settings.read() {
-            Ok(settings) => read(&settings),
-            Err(poisoned) => read(&poisoned.into_inner()),
-        }
+        read(&locks::read(&self.settings))
     }
 
     /// Applies new settings live. Topology fields (folders, index path, `auto_download`) cannot
     /// change while the directory is open: if any differs, nothing is applied and their names
     /// are returned.
     pub fn apply_settings(&self, new: config::Settings) -> Result<(), Vec<&'static str>> {
-        let mut settings = self.settings.write().unwrap_or_else(|p| p.into_inner());
+        let mut settings = locks::write(&self.settings);
         let refused = settings.topology_changed(&new);
         if !refused.is_empty() {
             return Err(refused);
@@ -259,14 +257,11 @@ impl Directory {
 
     /// Installs (or, with `None`, removes) what catches reads up with the disk first.
     pub(crate) fn set_catch_up(&self, catch_up: Option<Arc<dyn CatchUp>>) {
-        *self.catch_up.write().unwrap_or_else(|p| p.into_inner()) = catch_up;
+        *locks::write(&self.catch_up) = catch_up;
     }
 
     fn catcher(&self) -> Option<Arc<dyn CatchUp>> {
-        self.catch_up
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        locks::read(&self.catch_up).clone()
     }
 
     /// Takes in every change made on disk before this call, before a read answers: through

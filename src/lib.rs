@@ -22,8 +22,10 @@ mod code;
 mod directory;
 mod error;
 mod events;
+mod family_writes;
 mod index;
 mod list_revision;
+mod locks;
 mod request;
 mod roots;
 mod rules;
@@ -33,7 +35,6 @@ mod sync_cookie;
 mod system_prompts;
 mod time;
 mod watch;
-mod write;
 mod yaml;
 
 pub use answer::Answer;

@@ -205,7 +205,7 @@ fn the_index_knows_the_families_only_through_their_rules() {
         "system_prompts",
         "agents",
         "directory.rs",
-        "write.rs",
+        "family_writes.rs",
     ]
     .map(|f| src.join(f));
     for (file, deps) in &edges {

@@ -13,13 +13,13 @@ use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
+use crate::family_writes::{Outcome, file_exists, modified_at, store_error};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
 use crate::rules::Reading;
 use crate::rules::agent::{self, Profile};
 use crate::store::{self, Mode};
-use crate::write::{Outcome, file_exists, modified_at, store_error};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next(

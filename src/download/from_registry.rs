@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::registry::SkillsBundle;
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
-use super::request::Source;
+use super::source::Source;
 use crate::doc::ids::validate_name;
 
 const SKILLS_PREFIX: &str = "skills/";

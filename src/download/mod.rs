@@ -4,21 +4,19 @@
 //! A download is two steps. [`fetch`] gets a bundle from its source (a shallow git clone, or
 //! the registry through the shared [`Registry`]) and checks it whole: every path, the limits,
 //! collisions (see [`bundle`]). Nothing is written until the bundle passes. Then
-//! [`Directory::land_download`] checks it against the tree (what a bundle may touch, see
+//! [`land`] checks it against the tree (what a bundle may touch, see
 //! [`guard`]) and lands it all or nothing through a staging folder under the directory's
 //! write lock, reconciles the written paths, and publishes one
 //! `{op: "download", namespace, source}` event per family that got files (`store::landing` says how
 //! a crash at any moment still leaves the old tree or the whole bundle).
-//!
-//! [`Directory::land_download`]: crate::directory::Directory::land_download
 
 pub mod bundle;
-mod directory;
 mod from_registry;
 pub mod guard;
+mod land;
 pub mod marker;
 pub mod repo;
-pub mod request;
+pub mod source;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +33,8 @@ use crate::registry::{Registry, Release};
 
 pub use crate::store::landing::Recovery;
 pub use bundle::{Bundle, Limits};
-pub use directory::Landed;
-pub use request::{DownloadFunction, Source};
+pub use land::{Landed, land, unindexed};
+pub use source::{DownloadFunction, Source};
 
 /// What a download is doing, for a progress display.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,13 +94,13 @@ pub async fn run(
     request: &Value,
     progress: &(dyn Fn(Step) + Send + Sync),
 ) -> Result<Value> {
-    let source = request::parse(function, request)?;
+    let source = source::parse(function, request)?;
     let bundle = fetch(&directory.settings(), registry, source, progress).await?;
     progress(Step::Landing {
         files: bundle.files.len(),
     });
     let directory = directory.clone();
-    let landed = tokio::task::spawn_blocking(move || directory.land_download(bundle))
+    let landed = tokio::task::spawn_blocking(move || land(&directory, bundle))
         .await
         .map_err(Error::task("download task"))??;
     Ok(landed.response)
@@ -139,7 +137,7 @@ pub async fn install_worker(
     };
     let files = bundle.files.len();
     let landing = directory.clone();
-    tokio::task::spawn_blocking(move || landing.land_download(bundle))
+    tokio::task::spawn_blocking(move || land(&landing, bundle))
         .await
         .map_err(Error::task("download task"))??;
     let skills_folder = directory.config().paths.skills_folder.clone();

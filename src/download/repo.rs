@@ -27,7 +27,7 @@ use crate::doc::paths::{is_markdown, validate_bundle_path};
 use crate::error::{Error, Result, io_error, quoted};
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
-use super::request::Source;
+use super::source::Source;
 
 /// URL forms a clone may use (contract): https, ssh, and scp-like ssh (`git@host:path`).
 const ALLOWED_URL_PREFIXES: [&str; 3] = ["https://", "ssh://", "git@"];

@@ -26,6 +26,7 @@ use redb::ReadableDatabase;
 
 use crate::config::ConfigError;
 use crate::error::{Error, IndexError, IoError, Result, io_error};
+use crate::locks;
 use clean_close::CleanClose;
 use tables::*;
 
@@ -96,11 +97,7 @@ struct Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        let stores = self
-            .slot
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
+        let stores = locks::get_mut(&mut self.slot).take();
         // Close first: redb records the clean shutdown in the file, which changes its stat.
         if let Some(Stores { index, texts }) = stores {
             drop(index);
@@ -284,12 +281,12 @@ impl Index {
     /// snapshot instead). Noted before [`Index::reconcile`] returns, so before the directory
     /// announces what the reconcile changed.
     pub fn latest(&self) -> Option<Latest> {
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner())
+        *locks::lock(&self.latest)
     }
 
     fn note_latest(&self) {
         let latest = self.read().and_then(|r| r.latest());
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = latest.ok();
+        *locks::lock(&self.latest) = latest.ok();
     }
 
     /// Closes the writer's database and opens it again (rebuilding it if the file is

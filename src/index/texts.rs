@@ -32,6 +32,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use super::records::encode;
 use super::tables::{META, META_EPOCH, META_SCHEMA, holds_no_table, stored_u64};
 use crate::error::{Error, IndexError, Result};
+use crate::locks;
 
 fn layout(why: impl Into<String>) -> Error {
     IndexError::Layout(why.into()).into()
@@ -192,7 +193,7 @@ fn commit(
     gate: &RwLock<()>,
 ) -> Result<()> {
     let Some(txn) = txn else { return Ok(()) };
-    let _closed = removes_garbage.then(|| gate.write().unwrap_or_else(|p| p.into_inner()));
+    let _closed = removes_garbage.then(|| locks::write(gate));
     let started = std::time::Instant::now();
     let committed = txn.commit().map_err(Error::index);
     tracing::debug!(

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::records::Stat;
 use crate::doc::ids::first_segment;
+use crate::locks;
 use crate::roots::{Root, Roots};
 use crate::rules::skip::{SkipReason, Special};
 // A download's staging folder is never walked: its files are not documents until they land.
@@ -535,10 +536,7 @@ impl Walk<'_> {
 
     /// Counts one more path into a folder; false past [`MAX_PATHS_TO_A_FOLDER`].
     fn enter(&self, id: (u64, u64)) -> bool {
-        let mut visits = self
-            .visits
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut visits = locks::lock(&self.visits);
         let count = visits.entry(id).or_insert(0);
         *count += 1;
         *count <= MAX_PATHS_TO_A_FOLDER

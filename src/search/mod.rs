@@ -30,6 +30,7 @@ pub mod service;
 pub mod session;
 pub mod tokenize;
 
+use crate::locks;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -118,11 +119,9 @@ impl FunctionSearch {
         let catalog = self.catalog.current();
         let selected = select(&catalog, &capabilities);
         let split = match session.filter(|s| !s.is_empty()) {
-            Some(session) => self
-                .delivered
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .split(session, catalog.fingerprint(), &selected),
+            Some(session) => {
+                locks::lock(&self.delivered).split(session, catalog.fingerprint(), &selected)
+            }
             None => Split {
                 send: selected,
                 repeated: Vec::new(),
@@ -150,7 +149,7 @@ impl FunctionSearch {
 
     /// `directory::pre-generate`.
     pub fn pre_generate(&self, request: &Value, hint_min_workers: u64) -> Value {
-        let mut hints = self.hints.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hints = locks::lock(&self.hints);
         hint::pre_generate(&mut hints, request, hint_min_workers)
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! The engine is reached through [`Engine`], so this logic runs without a socket in tests.
 
+use crate::locks;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -106,10 +107,7 @@ impl CatalogService {
 
     /// The catalog in use (a snapshot: a refresh never changes it under a search).
     pub fn current(&self) -> Arc<Catalog> {
-        self.current
-            .read()
-            .map(|c| c.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
+        locks::read(&self.current).clone()
     }
 
     /// Fetches and indexes the engine's functions, and swaps the new catalog in if it differs.
@@ -122,7 +120,7 @@ impl CatalogService {
 
     /// Swaps `catalog` in when its fingerprint differs from the current one.
     pub fn install(&self, catalog: Catalog) -> Refresh {
-        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = locks::write(&self.current);
         if current.fingerprint() == catalog.fingerprint() {
             return Refresh::Unchanged;
         }

@@ -11,15 +11,15 @@ use crate::doc::distance::{SUGGESTIONS, closest_by};
 use crate::doc::ids::first_segment;
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
+use crate::family_writes::{
+    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
 use crate::rules::Source;
 use crate::rules::skill::{Visibility, identity, parse_id};
 use crate::store::{self, Mode};
-use crate::write::{
-    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
-};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),

@@ -44,6 +44,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::beneath::{self, Dir};
+use super::way;
 use super::{self as store, Mode, STAGING_PREFIX, is_staging_name};
 use crate::config::Paths;
 use crate::error::{Error, IoError, Result, io_error};
@@ -541,7 +542,9 @@ fn rename_beneath(
     source.rename(from_name, &dest?, to_name)
 }
 
-/// Step 1 for one file: the target may be created or replaced without leaving the root.
+/// Step 1 for one file: the target may be created or replaced without leaving the root. The
+/// way to it follows the writes' rule (`store::way`); the target itself must be absent or a
+/// regular file, since a bundle replaces only files (never a link, a folder or a device).
 fn check_target(root: &Path, rel: &str) -> Result<()> {
     let refuse = |why: String| {
         Err(Error::Invalid(format!(
@@ -549,49 +552,19 @@ fn check_target(root: &Path, rel: &str) -> Result<()> {
             root.join(rel).display()
         )))
     };
-    let real_root = match root.canonicalize() {
-        Ok(real) => real,
-        // No root yet: nothing below it exists, everything will be created.
-        Err(_) => return Ok(()),
-    };
-    let segments: Vec<&str> = rel.split('/').collect();
-    let mut at = root.to_path_buf();
-    for (i, segment) in segments.iter().enumerate() {
-        at.push(segment);
-        let last = i + 1 == segments.len();
-        let meta = match fs::symlink_metadata(&at) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return refuse(format!("{} cannot be read ({e})", at.display())),
-        };
-        match (last, meta.file_type()) {
-            (true, t) if t.is_file() => return Ok(()),
-            (true, t) if t.is_symlink() => {
-                return refuse(format!("{} is a symbolic link", at.display()));
-            }
-            (true, _) => return refuse(format!("{} is not a regular file", at.display())),
-            (false, t) if t.is_dir() => {}
-            (false, t) if t.is_symlink() => {
-                let inside = at
-                    .canonicalize()
-                    .is_ok_and(|real| real.is_dir() && real.starts_with(&real_root));
-                if !inside {
-                    return refuse(format!(
-                        "{} is a symbolic link leading outside {}",
-                        at.display(),
-                        root.display()
-                    ));
-                }
-            }
-            (false, _) => {
-                return refuse(format!(
-                    "{} is a file where the bundle needs a folder",
-                    at.display()
-                ));
-            }
-        }
+    if let Err(blocked) = way::check_way(root, Path::new(rel)) {
+        return refuse(blocked.to_string());
     }
-    Ok(())
+    let target = root.join(rel);
+    match fs::symlink_metadata(&target) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => refuse(format!("{} cannot be read ({e})", target.display())),
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            refuse(format!("{} is a symbolic link", target.display()))
+        }
+        Ok(_) => refuse(format!("{} is not a regular file", target.display())),
+    }
 }
 
 /// Lands `files` all or nothing (see the module doc) and returns the paths written.

@@ -13,6 +13,7 @@
 
 pub mod beneath;
 pub mod landing;
+pub mod way;
 
 use std::ffi::{OsStr, OsString};
 use std::fs;

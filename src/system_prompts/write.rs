@@ -13,15 +13,15 @@ use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
+use crate::family_writes::{
+    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
 use crate::rules::prompt;
 use crate::rules::{Reading, Source};
 use crate::store::{self, Mode};
-use crate::write::{
-    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
-};
 
 /// The folder under `skills_folder` where created system prompts go.
 pub const FOLDER: &str = "system-prompts";

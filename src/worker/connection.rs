@@ -34,6 +34,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::Context;
 
+use crate::locks;
 use crate::time::Stamp;
 
 /// The SDK's log target, and the message it logs each time a WebSocket session opens.
@@ -121,7 +122,7 @@ impl Link {
             newest: watch::channel(0).0,
             on_reset: Mutex::new(Vec::new()),
         });
-        let mut links = LINKS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut links = locks::lock(&LINKS);
         links.retain(|l| l.strong_count() > 0);
         links.push(Arc::downgrade(&link));
         link
@@ -202,11 +203,11 @@ impl Link {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Facts> {
-        self.facts.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.facts)
     }
 
     fn hooks(&self) -> std::sync::MutexGuard<'_, Vec<Hook>> {
-        self.on_reset.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.on_reset)
     }
 }
 
@@ -227,7 +228,7 @@ fn state_name(state: IIIConnectionState) -> &'static str {
 
 /// The links an SDK event about `address` concerns (all of them when it names none).
 fn links_for(address: Option<&str>) -> Vec<Arc<Link>> {
-    let links = LINKS.lock().unwrap_or_else(|p| p.into_inner());
+    let links = locks::lock(&LINKS);
     links
         .iter()
         .filter_map(Weak::upgrade)

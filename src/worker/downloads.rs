@@ -22,6 +22,7 @@ use super::surface::ON_WORKER_ADDED;
 use crate::doc::ids::validate_worker_name;
 use crate::download::{self, AutoOutcome, DownloadFunction, marker};
 use crate::error::Result;
+use crate::locks;
 use crate::registry::{Release, functions as registry_functions};
 
 /// The worker the engine skill comes from; it is not in `worker::list` (contract).
@@ -53,7 +54,7 @@ struct Claim<'a> {
 impl InFlight {
     /// Claims `name`, or `None` when its download is already running.
     fn claim(&self, name: &str) -> Option<Claim<'_>> {
-        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names = locks::lock(&self.names);
         names.insert(name.to_string()).then(|| Claim {
             in_flight: self,
             name: name.to_string(),
@@ -63,11 +64,7 @@ impl InFlight {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        let mut names = self
-            .in_flight
-            .names
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut names = locks::lock(&self.in_flight.names);
         names.remove(&self.name);
     }
 }

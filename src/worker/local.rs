@@ -73,7 +73,7 @@ impl Local {
                 .map_err(|e| e.to_string())?
                 .to_string(),
             Handler::Download(download_function) => {
-                let source = download::request::parse(download_function, request).map_err(text)?;
+                let source = download::source::parse(download_function, request).map_err(text)?;
                 if let download::Source::Repo { .. } = source {
                     download::repo::check(&source).map_err(text)?;
                 }

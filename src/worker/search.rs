@@ -24,6 +24,7 @@ use super::error::WorkerError;
 use super::surface::{Handler, ON_FUNCTIONS_CHANGE, PRE_GENERATE};
 use crate::config::Settings;
 use crate::error::Error;
+use crate::locks;
 use crate::search::registry::{DEFAULT_PHASE_WAIT, WorkerSource};
 use crate::search::service::{Engine, Refresh};
 use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
@@ -180,7 +181,7 @@ pub enum HintBinding {
 
 /// Binds or unbinds the pre-generate hook so that it is bound exactly while `inject_hint` is on.
 pub fn reconcile_hint(iii: &IIIClient, state: &SearchState, inject_hint: bool) -> HintBinding {
-    let mut binding = state.hint_binding.lock().unwrap_or_else(|p| p.into_inner());
+    let mut binding = locks::lock(&state.hint_binding);
     match (inject_hint, binding.take()) {
         (true, Some(bound)) => {
             *binding = Some(bound);

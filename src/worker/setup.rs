@@ -29,6 +29,7 @@ use super::Shared;
 use super::configuration::{self, ApplyResult, Registration};
 use super::search::{self, HintBinding};
 use super::{console, downloads};
+use crate::locks;
 use crate::time::Stamp;
 
 /// What a step came to.
@@ -140,7 +141,7 @@ impl Setup {
     }
 
     fn record(&self) -> MutexGuard<'_, Record> {
-        self.record.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.record)
     }
 
     /// Runs `bind` unless this step's binding was already made (the SDK replays it).
@@ -150,12 +151,12 @@ impl Setup {
         Fut: Future<Output = Result<(), E>>,
         E: std::fmt::Display,
     {
-        if lock(&self.bound).contains(step) {
+        if locks::lock(&self.bound).contains(step) {
             return Outcome::Replayed(format!("{what}: replayed by the SDK"));
         }
         match bind().await {
             Ok(()) => {
-                lock(&self.bound).insert(step);
+                locks::lock(&self.bound).insert(step);
                 Outcome::Done(format!("{what}: bound"))
             }
             Err(e) => Outcome::Failed(format!("{what}: {e}")),
@@ -173,10 +174,6 @@ pub fn status(iii: &IIIClient, shared: &Shared) -> Value {
     let mut status = shared.link.status(iii.get_connection_state());
     status["setup"] = shared.setup.status();
     status
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One run of the list, for one connection.
@@ -303,13 +300,13 @@ fn caches(run: &Run) -> StepFuture<'_> {
 fn configuration_register(run: &Run) -> StepFuture<'_> {
     Box::pin(async move {
         let setup = &run.shared.setup;
-        let seed = lock(&setup.seed).clone();
+        let seed = locks::lock(&setup.seed).clone();
         let initial = seed
             .clone()
             .unwrap_or_else(|| run.directory_settings().to_json());
         match configuration::register(&run.iii, initial).await {
             Registration::Registered { offered_initial } => {
-                lock(&setup.seed).take();
+                locks::lock(&setup.seed).take();
                 Outcome::Done(
                     match (offered_initial, seed.is_some()) {
                         (true, true) => "registered with the --config seed as initial value",

@@ -1,4 +1,5 @@
-//! What the write functions share: the outcome a family's write hands back to the directory
+//! What the three families' write functions (`skills/write.rs`, `system_prompts/write.rs`,
+//! `agents/write.rs`) share: the outcome a family's write hands back to the directory
 //! (which reconciles the touched paths and publishes the event under its write lock), the
 //! content checks, and the rendering of store errors.
 
@@ -13,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::events::ChangeEvent;
 use crate::roots::{Root, Roots};
 use crate::store::StoreError;
+use crate::store::way::{Blocked, check_way};
 use crate::time::Stamp;
 
 /// A write done on disk: its response, the paths to reconcile, and the event to publish.
@@ -47,30 +49,20 @@ pub fn check_content(content: &str) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a target that a symbolic link on its way (or a root-relative folder that is a link)
-/// would put outside `root`: a write never lands outside the configured roots (design, bad
-/// input). The nearest existing ancestor of the target is resolved; a missing root is created
-/// by the write itself, so there is nothing to follow. This check gives the coded message; the
-/// guarantee is the write's own (`store::beneath`): a link swapped in after this check makes
-/// the write fail with the same refusal, never land outside.
+/// Refuses, with the family's coded message, a target that a symbolic link on its way would
+/// put outside `root`: the rule of `store::way`, which the downloads follow too. A write never
+/// lands outside the configured roots (design, bad input); anything else in the way (a file
+/// where a folder is needed) is left to the atomic write, which fails with the system's error.
+/// The guarantee is the write's own (`store::beneath`): a link swapped in after this check
+/// makes the write fail with the same refusal, never land outside.
 pub fn check_inside(root: &Path, target: &Path, code: Code, next: &[Next]) -> Result<()> {
-    let Ok(real_root) = root.canonicalize() else {
+    let Ok(rel) = target.strip_prefix(root) else {
         return Ok(());
     };
-    let mut existing = target.parent();
-    while let Some(dir) = existing {
-        if std::fs::symlink_metadata(dir).is_ok() {
-            break;
-        }
-        existing = dir.parent();
+    match check_way(root, rel) {
+        Err(Blocked::LinkOutside { .. }) => Err(outside(code, target, root, next)),
+        Ok(()) | Err(Blocked::NotAFolder { .. } | Blocked::Unreadable { .. }) => Ok(()),
     }
-    let inside = existing
-        .and_then(|dir| dir.canonicalize().ok())
-        .is_some_and(|real| real.starts_with(&real_root));
-    if inside {
-        return Ok(());
-    }
-    Err(outside(code, target, root, next))
 }
 
 /// The modification time of a file just written, as the contract prints it.
@@ -123,4 +115,38 @@ pub fn file_exists(code: Code, path: &Path, next: &[Next]) -> Error {
         ),
         next,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    /// The writes follow the landing's rule for links (`store::way`), and differ on what else
+    /// is in the way: a file where a folder is needed is left to the write's own error, which
+    /// the landing refuses up front ("a file where the bundle needs a folder").
+    #[test]
+    fn only_a_link_leading_out_is_refused_before_the_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("skills");
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(root.join("ns")).expect("mkdir");
+        fs::create_dir_all(&outside).expect("mkdir");
+        fs::write(root.join("file"), "x").expect("write");
+        std::os::unix::fs::symlink(&outside, root.join("out")).expect("link");
+        let check =
+            |rel: &str| check_inside(&root, &root.join(rel), Code::SkillPlacementRefused, &[]);
+        let refused = check("out/x.md").expect_err("a link out");
+        assert_eq!(refused.code(), Some(Code::SkillPlacementRefused));
+        assert!(
+            refused.to_string().contains("through a symbolic link"),
+            "{refused}"
+        );
+        for rel in ["ns/x.md", "new/x.md", "file/x.md"] {
+            assert!(check(rel).is_ok(), "{rel}");
+        }
+        let landing = check_way(&root, Path::new("file/x.md")).expect_err("a file");
+        assert!(matches!(landing, Blocked::NotAFolder { .. }), "{landing}");
+    }
 }
