@@ -9,6 +9,10 @@
 //! document is to each family) → `index` (walk, reconcile, views, reader) → the families' read
 //! and write functions → [`Directory`] → `watch`, [`worker`] and the command line.
 
+// No `unwrap()` on input, I/O or lock results in library code (an `expect` documents an
+// invariant); unit tests may unwrap (`clippy.toml`).
+#![warn(clippy::unwrap_used)]
+
 pub mod config;
 pub mod doc;
 pub mod download;

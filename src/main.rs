@@ -1,6 +1,8 @@
 //! The `iii-directory` command line: offline access to the index (`reindex`, `list`, `get`,
 //! `index`, `check`) and downloads (`download`), with the same configuration file as the worker.
 
+#![warn(clippy::unwrap_used)]
+
 mod cli_download;
 mod cli_error;
 

@@ -239,8 +239,8 @@ impl Index {
     pub fn reconcile(
         &self,
         roots: &crate::roots::Roots,
-        scope: &reconcile::Scope,
-        progress: &dyn Fn(reconcile::Progress),
+        scope: &Scope,
+        progress: &dyn Fn(Progress),
     ) -> Result<Report> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(IndexError::Unavailable("a read-only index cannot reconcile").into());

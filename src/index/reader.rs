@@ -30,14 +30,14 @@ pub struct Reader {
 impl Reader {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
-        def: TableDefinition<K, V>,
+        def: TableDefinition<'_, K, V>,
     ) -> Result<redb::ReadOnlyTable<K, V>> {
         self.txn.open_table(def).map_err(Error::index)
     }
 
     fn row<T: DeserializeOwned>(
         &self,
-        def: TableDefinition<&str, &[u8]>,
+        def: TableDefinition<'_, &str, &[u8]>,
         key: &str,
     ) -> Result<Option<T>> {
         match self.table(def)?.get(key).map_err(Error::index)? {

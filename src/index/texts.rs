@@ -43,7 +43,7 @@ fn layout(why: impl Into<String>) -> Error {
 /// key (`text_ids`) and hands keys out in increasing order (`next_text`), so new texts are
 /// appended: a cold build fills each page once instead of reaching back into pages it has
 /// already written (content hashes are random).
-pub const TEXTS: TableDefinition<u64, &[u8]> = TableDefinition::new("texts");
+pub const TEXTS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("texts");
 /// Version of this file's layout, in its `meta` table beside the `epoch` of the index file it
 /// belongs to; see `migrations/`.
 const SCHEMA_VERSION: u64 = 2;

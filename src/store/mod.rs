@@ -372,7 +372,7 @@ fn sweep_one(roots: &[&Path], path: &Path, now: SystemTime, sweep: &mut Sweep) {
     match dir.unlink(&name) {
         Ok(()) => sweep.removed.push(path.to_path_buf()),
         // Another writer's sweep (a fresh index over the same folders) took it first.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(_) => sweep.kept.push(path.to_path_buf()),
     }
 }
@@ -451,7 +451,7 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            vec![std::ffi::OsString::from("x.md")],
+            vec![OsString::from("x.md")],
             "no temporary file left behind"
         );
     }
@@ -495,7 +495,7 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("x.md")]);
+        assert_eq!(names, vec![OsString::from("x.md")]);
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn stored(
 
 fn whole<T: DeserializeOwned>(
     txn: &WriteTransaction,
-    def: redb::TableDefinition<&str, &[u8]>,
+    def: redb::TableDefinition<'_, &str, &[u8]>,
 ) -> Result<BTreeMap<String, T>> {
     let table = txn.open_table(def).map_err(Error::index)?;
     Ok(decode_rows(&table)?.into_iter().collect())

@@ -182,7 +182,7 @@ pub fn view_changes(txn: &WriteTransaction, views: &Views, changes: &Changes) ->
 /// Writes the rows of `keys` (encoded on every core first: a cold build writes them all).
 fn rows<T: Serialize + Sync>(
     txn: &WriteTransaction,
-    def: redb::TableDefinition<&str, &[u8]>,
+    def: redb::TableDefinition<'_, &str, &[u8]>,
     rows: &BTreeMap<String, T>,
     keys: &BTreeSet<String>,
 ) -> Result<()> {
