@@ -135,7 +135,10 @@ fn named_paths(code: &str, me: &[String], is_mod_file: bool) -> Vec<Vec<String>>
 
 /// The binary's own files: `main.rs` and the `cli_*` modules beside it.
 fn is_binary(src: &Path, file: &Path) -> bool {
-    let name = file.strip_prefix(src).map(Path::to_path_buf).unwrap_or_default();
+    let name = file
+        .strip_prefix(src)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let name = name.to_string_lossy();
     name == "main.rs" || (name.starts_with("cli_") && !name.contains('/'))
 }
@@ -268,7 +271,10 @@ fn documented_layers() -> BTreeMap<String, usize> {
             );
         }
     }
-    assert!(layers.len() > 10, "too few modules in the layers: {layers:?}");
+    assert!(
+        layers.len() > 10,
+        "too few modules in the layers: {layers:?}"
+    );
     layers
 }
 

@@ -390,7 +390,9 @@ async fn handle(
         _ => None,
     };
     let value = match handler {
-        Handler::EngineFunctionInfo => said(engine::function_info(iii, input).await),
+        Handler::EngineFunctionInfo => engine::function_info(iii, input)
+            .await
+            .map_err(|e| e.to_string()),
         Handler::OnConfigChange => {
             configuration::refresh(
                 iii,
@@ -409,11 +411,19 @@ async fn handle(
         | Handler::PreGenerate
         | Handler::HintPreview => {
             let settings = shared.directory.settings();
-            said(search::handle(iii, &shared.search, handler, input, &settings).await)
+            search::handle(iii, &shared.search, handler, input, &settings)
+                .await
+                .map_err(|e| e.to_string())
         }
-        Handler::Download(function) => said(downloads::download(shared, function, input).await),
-        Handler::RegistryList => said(downloads::registry_list(shared, input).await),
-        Handler::RegistryInfo => said(downloads::registry_info(shared, input).await),
+        Handler::Download(function) => downloads::download(shared, function, input)
+            .await
+            .map_err(|e| e.to_string()),
+        Handler::RegistryList => downloads::registry_list(shared, input)
+            .await
+            .map_err(|e| e.to_string()),
+        Handler::RegistryInfo => downloads::registry_info(shared, input)
+            .await
+            .map_err(|e| e.to_string()),
         Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
         Handler::Write(function) => {
             blocking(shared, move |shared| {
@@ -479,11 +489,6 @@ async fn installed_workers(
 ) -> Option<Arc<std::collections::BTreeSet<String>>> {
     let ttl = Duration::from_millis(shared.directory.setting(|s| s.registry_cache_ttl_ms));
     shared.installed.get(iii, ttl, fresh).await
-}
-
-/// A handler's answer with its error as the message the caller reads.
-fn said<E: std::fmt::Display>(answer: Result<Value, E>) -> Result<Value, String> {
-    answer.map_err(|e| e.to_string())
 }
 
 /// Runs library work on the blocking pool.
