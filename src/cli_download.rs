@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::cli_error::CliError;
 use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::{self, DownloadFunction, Step};
@@ -49,17 +50,16 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(config: Config, args: Args) -> Result<String, String> {
+pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     let request = json!({
         "repo": args.repo, "skill": args.skill, "branch": args.branch,
         "worker": args.worker, "version": args.version, "tag": args.tag,
     });
-    let source = download::request::parse(DownloadFunction::Download, &request)
-        .map_err(|e| e.to_string())?;
-    let directory = Arc::new(Directory::open_shared(config.clone()).map_err(|e| e.to_string())?);
+    let source = download::source::parse(DownloadFunction::Download, &request)?;
+    let directory = Arc::new(Directory::open_shared(config.clone())?);
     let writer = directory.is_writer();
     if writer {
-        directory.reconcile().map_err(|e| e.to_string())?;
+        directory.reconcile()?;
     }
     let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
     let started = Instant::now();
@@ -72,27 +72,25 @@ pub fn run(config: Config, args: Args) -> Result<String, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let bundle = runtime
-        .block_on(download::fetch(
-            &directory.settings(),
-            &registry,
-            source,
-            &progress,
-        ))
-        .map_err(|e| e.to_string())?;
+        .map_err(CliError::Runtime)?;
+    let bundle = runtime.block_on(download::fetch(
+        &directory.settings(),
+        &registry,
+        source,
+        &progress,
+    ))?;
     progress(Step::Landing {
         files: bundle.files.len(),
     });
-    let landed = directory.land_download(bundle).map_err(|e| e.to_string())?;
+    let landed = download::land(&directory, bundle)?;
     let indexed = if writer {
-        let revision = directory.revision().map_err(|e| e.to_string())?;
+        let revision = directory.revision()?;
         format!("index updated (revision {revision})")
     } else {
         follow(&directory, &landed.paths)?
     };
     if args.json {
-        return serde_json::to_string_pretty(&landed.response).map_err(|e| e.to_string());
+        return Ok(serde_json::to_string_pretty(&landed.response)?);
     }
     Ok(summary(&landed.response, &indexed, started.elapsed()))
 }
@@ -111,19 +109,19 @@ fn describe(step: &Step, started: Instant) -> String {
 }
 
 /// Waits until the running worker's index holds every markdown file written, as written.
-fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, String> {
+fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError> {
     let deadline = Instant::now() + FOLLOW_TIMEOUT;
     let waiting = std::io::stderr().is_terminal();
     loop {
-        let missing = directory.unindexed(written).map_err(|e| e.to_string())?;
+        let missing = download::unindexed(directory, written)?;
         if missing == 0 {
             return Ok("indexed by the running worker".into());
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "the files are on disk, but the running worker has not indexed {missing} of them within {} s; its file watcher may be off (see directory::index::status), and its safety-net rescan (safety_net_interval_ms) will pick them up",
-                FOLLOW_TIMEOUT.as_secs()
-            ));
+            return Err(CliError::NotIndexed {
+                missing,
+                waited: FOLLOW_TIMEOUT,
+            });
         }
         if waiting {
             eprint!("\r\x1b[2Kwaiting for the running worker to index {missing} file(s)…");

@@ -15,8 +15,10 @@ use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
 use crate::list_revision::{self, ListRevision, RevisionRequest};
+use crate::locks;
 use crate::roots::Roots;
 use crate::rules::skill::Visibility;
+use crate::rules::skip::SkipReason;
 use crate::{agents, request, skills, store, system_prompts};
 
 /// The read functions of the contract that the library answers.
@@ -143,27 +145,25 @@ pub trait CatchUp: Send + Sync {
 impl Directory {
     /// Opens the index as its writer (the worker, or the CLI when no worker runs).
     pub fn open(config: Config) -> Result<Directory, OpenError> {
-        config
-            .check()
-            .map_err(|e| OpenError::Unsafe(e.to_string()))?;
+        config.check()?;
         let index = Index::open_writer(&config.paths.index_path)?;
         Ok(Directory::with_index(config, index))
     }
 
     /// Opens the index read-only, following the writer of another process.
-    pub fn open_read_only(config: Config) -> Result<Directory> {
-        config.check().map_err(|e| Error::Invalid(e.to_string()))?;
+    pub fn open_read_only(config: Config) -> Result<Directory, OpenError> {
+        config.check()?;
         let index = Index::open_reader(&config.paths.index_path)?;
         Ok(Directory::with_index(config, index))
     }
 
     /// Opens as the writer when no other process is, else as a read-only follower.
-    pub fn open_shared(config: Config) -> Result<Directory> {
-        config.check().map_err(|e| Error::Invalid(e.to_string()))?;
+    pub fn open_shared(config: Config) -> Result<Directory, OpenError> {
+        config.check()?;
         match Index::open_writer(&config.paths.index_path) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(_)) => Directory::open_read_only(config),
-            Err(e) => Err(Error::Index(e.to_string())),
+            Err(e) => Err(e),
         }
     }
 
@@ -200,17 +200,14 @@ impl Directory {
     /// What `read` takes from the live settings, without copying them all (the reads ask on
     /// every call).
     pub fn setting<T>(&self, read: impl FnOnce(&config::Settings) -> T) -> T {
-        match self.settings.read() {
-            Ok(settings) => read(&settings),
-            Err(poisoned) => read(&poisoned.into_inner()),
-        }
+        read(&locks::read(&self.settings))
     }
 
     /// Applies new settings live. Topology fields (folders, index path, `auto_download`) cannot
     /// change while the directory is open: if any differs, nothing is applied and their names
     /// are returned.
     pub fn apply_settings(&self, new: config::Settings) -> Result<(), Vec<&'static str>> {
-        let mut settings = self.settings.write().unwrap_or_else(|p| p.into_inner());
+        let mut settings = locks::write(&self.settings);
         let refused = settings.topology_changed(&new);
         if !refused.is_empty() {
             return Err(refused);
@@ -260,14 +257,11 @@ impl Directory {
 
     /// Installs (or, with `None`, removes) what catches reads up with the disk first.
     pub(crate) fn set_catch_up(&self, catch_up: Option<Arc<dyn CatchUp>>) {
-        *self.catch_up.write().unwrap_or_else(|p| p.into_inner()) = catch_up;
+        *locks::write(&self.catch_up) = catch_up;
     }
 
     fn catcher(&self) -> Option<Arc<dyn CatchUp>> {
-        self.catch_up
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        locks::read(&self.catch_up).clone()
     }
 
     /// Takes in every change made on disk before this call, before a read answers: through
@@ -604,11 +598,17 @@ pub(crate) struct Change<T> {
     pub events: Vec<ChangeEvent>,
 }
 
-/// A file the index does not serve.
+/// A file the index does not serve, or serves with a problem.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
     /// The configuration key of the root it sits under.
     pub root: &'static str,
     pub path: String,
-    pub reason: String,
+    /// Why; in JSON (`check --json`, `index::status`), its sentence.
+    #[serde(serialize_with = "as_sentence")]
+    pub reason: SkipReason,
+}
+
+fn as_sentence<S: serde::Serializer>(reason: &SkipReason, out: S) -> Result<S::Ok, S::Error> {
+    out.collect_str(reason)
 }

@@ -2,7 +2,15 @@
 //! original worker renders them (`D110 not_found: skill "x" does not exist. Did you mean: …`);
 //! the worker sends [`Error::to_string`] on the wire, the CLI prints it.
 
+mod index;
+mod io;
+
 use std::fmt::{self, Write as _};
+
+pub use index::{ContentError, IndexError};
+pub use io::{IoError, io_error};
+
+use crate::code::{Class, Code};
 
 /// How many characters of a caller's string an error echoes; a longer one is cut there and
 /// ends in "…". Names, segments and ordinary ids are far shorter; a caller may send megabytes.
@@ -79,36 +87,49 @@ pub const fn next(function: &'static str, why: &'static str) -> Next {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A contract error with a `D…` code; the string is the whole rendered message.
-    #[error("{message}")]
-    Coded { code: &'static str, message: String },
+    /// An error with a code (`D110` …), rendered `{code} {class}: {problem}`; the problem is
+    /// one or more full sentences, with the `Next:` steps when there are any.
+    #[error("{code} {class}: {problem}", class = code.class())]
+    Coded { code: Code, problem: String },
     /// A validation error the contract leaves uncoded (bad id syntax, bad request fields).
     #[error("{0}")]
     Invalid(String),
-    /// A file could not be read or written.
+    /// A file-system step failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// A file the scan recorded as not servable (too large, not UTF-8, unreadable, an empty
+    /// body): the recorded reason, naming the file.
     #[error("{0}")]
-    Io(String),
+    Unservable(String),
     /// The index could not be opened, read or written.
     #[error("index: {0}")]
-    Index(String),
+    Index(#[from] IndexError),
     /// A write through an index another process owns.
     #[error("this index is open read-only (a running worker owns it); write through the worker")]
     ReadOnly,
     /// A panic in another thread left this lock poisoned.
     #[error("{0} was poisoned by a panic in another thread; restart the worker")]
     Poisoned(&'static str),
-    /// A response could not be encoded or decoded as JSON (a bug, not bad input).
+    /// A response or record could not be encoded or decoded as JSON (a bug, not bad input).
     #[error("json: {0}")]
-    Json(String),
+    Json(#[from] serde_json::Error),
+    /// A task the library ran on another thread ended without an answer (a panic, a
+    /// shutdown).
+    #[error("{task} failed: {source}")]
+    Task {
+        task: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// The contract code (`D110` …) when the error has one.
-    pub fn code(&self) -> Option<&'static str> {
+    /// The error's code, when it has one.
+    pub fn code(&self) -> Option<Code> {
         match self {
-            Error::Coded { code, .. } => Some(code),
+            Error::Coded { code, .. } => Some(*code),
             _ => None,
         }
     }
@@ -116,42 +137,45 @@ impl Error {
     /// `{CODE} not_found: {kind} "{missed}" does not exist.` with optional suggestions and next
     /// steps.
     pub fn not_found(
-        code: &'static str,
+        code: Code,
         kind: &str,
         missed: &str,
         candidates: &[String],
         next: &[Next],
     ) -> Error {
-        let mut message = format!(
-            "{code} not_found: {kind} {} does not exist.",
-            quoted(missed)
-        );
+        debug_assert_eq!(code.class(), Class::NotFound, "{code:?}");
+        let mut problem = format!("{kind} {} does not exist.", quoted(missed));
         if !candidates.is_empty() {
-            let _ = write!(message, " Did you mean: {}.", candidates.join(", "));
+            let _ = write!(problem, " Did you mean: {}.", candidates.join(", "));
         }
-        push_next(&mut message, next);
-        Error::Coded { code, message }
+        push_next(&mut problem, next);
+        Error::Coded { code, problem }
     }
 
-    /// `{CODE} invalid_input: {problem}` with optional next steps; `problem` is a full sentence.
-    pub fn invalid_input(code: &'static str, problem: impl Into<String>, next: &[Next]) -> Error {
-        Error::coded(code, "invalid_input", &problem.into(), next)
+    /// `{CODE} {class}: {problem}` with optional next steps; `problem` is a full sentence.
+    pub fn coded(code: Code, problem: impl Into<String>, next: &[Next]) -> Error {
+        let mut problem = problem.into();
+        push_next(&mut problem, next);
+        Error::Coded { code, problem }
     }
 
-    /// `{CODE} {class}: {problem}` with optional next steps, for a class the builders above do
-    /// not cover; `problem` is a full sentence.
-    pub fn coded(code: &'static str, class: &str, problem: &str, next: &[Next]) -> Error {
-        let mut message = format!("{code} {class}: {problem}");
-        push_next(&mut message, next);
-        Error::Coded { code, message }
+    /// An uncoded validation error: the validator's own message (`Error::Invalid`).
+    pub(crate) fn invalid(problem: impl fmt::Display) -> Error {
+        Error::Invalid(problem.to_string())
     }
 
-    pub(crate) fn index(e: impl std::fmt::Display) -> Error {
-        Error::Index(e.to_string())
+    /// redb's error of any operation, as an index error (for `map_err`).
+    pub(crate) fn index(e: impl Into<redb::Error>) -> Error {
+        Error::Index(IndexError::Database(e.into()))
     }
 
     pub(crate) fn json(e: serde_json::Error) -> Error {
-        Error::Json(e.to_string())
+        Error::Json(e)
+    }
+
+    /// A `Task` error of `task`, for `map_err` on a join.
+    pub(crate) fn task(task: &'static str) -> impl FnOnce(tokio::task::JoinError) -> Error {
+        move |source| Error::Task { task, source }
     }
 }
 
@@ -173,7 +197,7 @@ mod tests {
     #[test]
     fn renders_not_found_like_the_contract() {
         let e = Error::not_found(
-            "D110",
+            Code::SkillNotFound,
             "skill",
             "foo/bar",
             &["foo".into(), "foo/baz".into()],
@@ -186,8 +210,8 @@ mod tests {
             e.to_string(),
             "D110 not_found: skill \"foo/bar\" does not exist. Did you mean: foo, foo/baz. Next: call directory::skills::list to browse skill ids; or call directory::skills::index to see the per-worker overview."
         );
-        assert_eq!(e.code(), Some("D110"));
-        let bare = Error::not_found("D410", "agent profile", "x", &[], &[]);
+        assert_eq!(e.code(), Some(Code::SkillNotFound));
+        let bare = Error::not_found(Code::AgentNotFound, "agent profile", "x", &[], &[]);
         assert_eq!(
             bare.to_string(),
             "D410 not_found: agent profile \"x\" does not exist."
@@ -219,7 +243,7 @@ mod tests {
         assert_eq!(shown, format!("\"{}…\"", "日".repeat(MAX_ECHO_CHARS)));
         let exact = "a".repeat(MAX_ECHO_CHARS);
         assert_eq!(quoted(&exact).to_string(), format!("{exact:?}"));
-        let e = Error::not_found("D110", "skill", &long, &[], &[]);
+        let e = Error::not_found(Code::SkillNotFound, "skill", &long, &[], &[]);
         assert!(e.to_string().len() < 2 * 1024);
         assert!(e.to_string().starts_with("D110 not_found: skill \"\\u{80}"));
     }
@@ -237,7 +261,11 @@ mod tests {
 
     #[test]
     fn renders_invalid_input() {
-        let e = Error::invalid_input("D113", "content is too large (5 bytes; max 4).", &[]);
+        let e = Error::coded(
+            Code::ContentRefused,
+            "content is too large (5 bytes; max 4).",
+            &[],
+        );
         assert_eq!(
             e.to_string(),
             "D113 invalid_input: content is too large (5 bytes; max 4)."

@@ -9,6 +9,10 @@
 //! document is to each family) → `index` (walk, reconcile, views, reader) → the families' read
 //! and write functions → [`Directory`] → `watch`, [`worker`] and the command line.
 
+// No `unwrap()` on input, I/O or lock results in library code (an `expect` documents an
+// invariant); unit tests may unwrap (`clippy.toml`).
+#![warn(clippy::unwrap_used)]
+
 pub mod config;
 pub mod doc;
 pub mod download;
@@ -18,11 +22,14 @@ pub mod worker;
 mod agents;
 mod answer;
 mod bundled;
+mod code;
 mod directory;
 mod error;
 mod events;
+mod family_writes;
 mod index;
 mod list_revision;
+mod locks;
 mod request;
 mod roots;
 mod rules;
@@ -32,15 +39,20 @@ mod sync_cookie;
 mod system_prompts;
 mod time;
 mod watch;
-mod write;
 mod yaml;
 
 pub use answer::Answer;
+pub use code::{Class, Code};
 pub use directory::{Directory, ReadFunction, Skipped, WriteFunction};
-pub use error::{Error, MAX_ERROR_BYTES, Result};
+pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};
+/// Why `check` lists a file: a [`SkipReason`] and the problems it carries.
+pub use rules::FrontmatterProblem;
+pub use rules::agent::ProfileProblem;
+pub use rules::prompt::Problem as PromptProblem;
+pub use rules::skip::{SkipReason, Special};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Function search: public to the tests and benchmarks, which rank golden catalogs with it.

@@ -1,7 +1,10 @@
 //! The `iii-directory` command line: offline access to the index (`reindex`, `list`, `get`,
 //! `index`, `check`) and downloads (`download`), with the same configuration file as the worker.
 
+#![warn(clippy::unwrap_used)]
+
 mod cli_download;
+mod cli_error;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -14,8 +17,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use tracing_subscriber::prelude::*;
 
+use cli_error::CliError;
 use iii_directory::config::Config;
-use iii_directory::{Directory, OpenError, Progress, ReadFunction, worker};
+use iii_directory::{Directory, Progress, ReadFunction, worker};
 
 /// Where the engine listens by default (contract).
 const DEFAULT_URL: &str = "ws://127.0.0.1:49134";
@@ -238,16 +242,13 @@ fn init_logging(level: &str) {
         .init();
 }
 
-fn run(cli: Cli) -> Result<(), String> {
-    let (config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
+fn run(cli: Cli) -> Result<(), CliError> {
+    let (config, warnings) = Config::load(cli.config.as_deref())?;
     for warning in warnings {
         tracing::warn!("{warning}");
     }
     if cli.manifest {
-        emit(
-            &serde_json::to_string_pretty(&worker::surface::manifest())
-                .map_err(|e| e.to_string())?,
-        );
+        emit(&serde_json::to_string_pretty(&worker::surface::manifest())?);
         return Ok(());
     }
     match cli.command.unwrap_or(Command::Serve) {
@@ -258,6 +259,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 config,
                 seed,
             })
+            .map_err(CliError::Serve)
         }
         Command::Reindex { from_scratch, json } => reindex(config, from_scratch, json),
         Command::List {
@@ -315,15 +317,15 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Check { json } => {
             let directory = open_fresh(config)?;
-            let skipped = directory.skipped().map_err(|e| e.to_string())?;
+            let skipped = directory.skipped()?;
             if json {
-                emit(&serde_json::to_string_pretty(&skipped).map_err(|e| e.to_string())?);
+                emit(&serde_json::to_string_pretty(&skipped)?);
             } else if skipped.is_empty() {
                 emit("every file is served");
             } else {
                 let rows: Vec<[String; 3]> = skipped
                     .into_iter()
-                    .map(|s| [s.root.to_string(), s.path, s.reason])
+                    .map(|s| [s.root.to_string(), s.path, s.reason.to_string()])
                     .collect();
                 print_table(["ROOT", "PATH", "REASON"], &rows);
             }
@@ -334,28 +336,26 @@ fn run(cli: Cli) -> Result<(), String> {
 
 /// Opens the index to answer reads: a follower of a running worker, or the writer, brought up
 /// to date first.
-fn open_fresh(config: Config) -> Result<Directory, String> {
-    let directory = Directory::open_shared(config).map_err(|e| e.to_string())?;
+fn open_fresh(config: Config) -> Result<Directory, CliError> {
+    let directory = Directory::open_shared(config)?;
     if directory.is_writer() {
-        directory.reconcile().map_err(|e| e.to_string())?;
+        directory.reconcile()?;
     } else {
         tracing::info!("a running worker owns the index; answering from its live copy");
     }
     Ok(directory)
 }
 
-fn read(config: Config, function: ReadFunction, request: &Value) -> Result<Value, String> {
+fn read(config: Config, function: ReadFunction, request: &Value) -> Result<Value, CliError> {
     let directory = open_fresh(config)?;
     // Offline there is no engine to ask which workers are installed, so nothing is hidden.
     let installed: Option<&BTreeSet<String>> = None;
-    directory
-        .read(function, request, installed)
-        .map_err(|e| e.to_string())
+    Ok(directory.read(function, request, installed)?)
 }
 
-fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result<(), String> {
+fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result<(), CliError> {
     let text = if json {
-        serde_json::to_string_pretty(response).map_err(|e| e.to_string())?
+        serde_json::to_string_pretty(response)?
     } else {
         human()
     };
@@ -369,22 +369,20 @@ fn emit(text: &str) {
     let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
 }
 
-fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String> {
+fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), CliError> {
     let index_path = config.paths.index_path.clone();
+    let as_writer = |e| CliError::open_as_writer(e, &index_path);
     if from_scratch && index_path.exists() {
         // Only the writer may delete it: opening first proves no worker holds it.
-        drop(Directory::open(config.clone()).map_err(|e| busy_message(e, &index_path))?);
-        iii_directory::remove_index(&index_path)
-            .map_err(|e| format!("remove {}: {e}", index_path.display()))?;
+        drop(Directory::open(config.clone()).map_err(as_writer)?);
+        iii_directory::remove_index(&index_path)?;
     }
-    let directory = Directory::open(config).map_err(|e| busy_message(e, &index_path))?;
+    let directory = Directory::open(config).map_err(as_writer)?;
     let progress = ProgressLine::new(!json && std::io::stderr().is_terminal());
-    let report = directory
-        .reconcile_with_progress(&|p| progress.update(p))
-        .map_err(|e| e.to_string())?;
+    let report = directory.reconcile_with_progress(&|p| progress.update(p))?;
     progress.finish();
     if json {
-        emit(&serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+        emit(&serde_json::to_string_pretty(&report)?);
     } else {
         emit(&format!(
             "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
@@ -404,16 +402,6 @@ fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), String>
         emit(&format!("index: {}", index_path.display()));
     }
     Ok(())
-}
-
-fn busy_message(error: OpenError, path: &std::path::Path) -> String {
-    match error {
-        OpenError::Busy(_) => format!(
-            "a running iii-directory worker owns the index at {} and keeps it current; stop the worker to reindex offline, or use the read commands (list, get, index, check), which answer from its live index",
-            path.display()
-        ),
-        other => other.to_string(),
-    }
 }
 
 /// A one-line progress display on stderr for long reconciles (only on a terminal).

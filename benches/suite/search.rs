@@ -14,9 +14,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use iii_directory::registry::RegistryError;
 use iii_directory::registry::{Author, FunctionContract, Worker};
 use iii_directory::search::catalog::{Catalog, Tool};
-use iii_directory::search::registry::Registry;
+use iii_directory::search::registry::WorkerSource;
 use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
 use serde_json::{Value, json};
 use test_support::generate::Rng;
@@ -228,8 +229,8 @@ impl InMemoryRegistry {
 }
 
 #[async_trait]
-impl Registry for InMemoryRegistry {
-    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
+impl WorkerSource for InMemoryRegistry {
+    async fn find_workers(&self, search: &str) -> Result<Vec<Worker>, RegistryError> {
         let words: Vec<&str> = search.split_whitespace().collect();
         Ok(self
             .workers
@@ -243,12 +244,12 @@ impl Registry for InMemoryRegistry {
             .collect())
     }
 
-    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String> {
+    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, RegistryError> {
         self.workers
             .iter()
             .find(|(w, _)| w.name == name)
             .map(|(_, info)| info.clone())
-            .ok_or_else(|| format!("{name} not found"))
+            .ok_or(RegistryError::NotFound)
     }
 }
 

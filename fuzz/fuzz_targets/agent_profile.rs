@@ -69,6 +69,7 @@ fn check_chain(catalog: &BTreeMap<&str, Profile>, id: &str, profile: &Profile) {
             }
         }
         Err(error) => {
+            let error = error.to_string();
             let head = format!("D415 invalid_input: agent profile {} ", quoted(id));
             assert!(error.starts_with(&head), "{error}");
             assert!(

@@ -8,6 +8,7 @@ pub mod write;
 use serde_json::{Map, Value, json};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::doc::distance::closest;
 use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
@@ -119,9 +120,9 @@ impl Catalog {
             .map(|i| &self.entries[i].1)
     }
 
-    /// The profile and its ancestors, nearest first; or the D415 text when the chain does not
+    /// The profile and its ancestors, nearest first; or the D415 error when the chain does not
     /// resolve.
-    fn chain<'a>(&'a self, id: &'a str, entry: &'a Entry) -> Result<Vec<&'a Entry>, String> {
+    fn chain<'a>(&'a self, id: &'a str, entry: &'a Entry) -> Result<Vec<&'a Entry>> {
         extends_chain(
             id,
             entry,
@@ -134,7 +135,8 @@ impl Catalog {
 /// What a profile inherits along its chain.
 struct Resolved<'a> {
     chain: Vec<&'a Entry>,
-    error: Option<String>,
+    /// The D415 error, carried as `inheritance_error`.
+    error: Option<Error>,
 }
 
 impl<'a> Resolved<'a> {
@@ -207,7 +209,7 @@ fn common_fields(id: &str, entry: &Entry, resolved: &Resolved<'_>) -> Map<String
         out.insert("builtin".into(), json!(true));
     }
     if let Some(error) = &resolved.error {
-        out.insert("inheritance_error".into(), json!(error));
+        out.insert("inheritance_error".into(), json!(error.to_string()));
     }
     out.insert("modified_at".into(), json!(entry.modified_at()));
     out
@@ -262,7 +264,7 @@ pub fn get(
     request: &Value,
 ) -> Result<Value> {
     let req: request::GetById = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     let catalog = Catalog::of_chain(reader, &req.id)?;
     let Some(entry) = catalog.get(&req.id) else {
         let ids: Vec<String> = Catalog::load(reader)?
@@ -271,7 +273,7 @@ pub fn get(
             .map(|(id, _)| id)
             .collect();
         return Err(Error::not_found(
-            "D410",
+            Code::AgentNotFound,
             "agent profile",
             &req.id,
             &closest(&req.id, ids),

@@ -7,18 +7,19 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
+use crate::family_writes::{Outcome, file_exists, modified_at, store_error};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
 use crate::rules::Reading;
 use crate::rules::agent::{self, Profile};
 use crate::store::{self, Mode};
-use crate::write::{Outcome, file_exists, modified_at, store_error};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next(
@@ -41,7 +42,7 @@ fn check(content: &str) -> Result<Profile> {
             content.len()
         )));
     }
-    agent::profile(&ParsedDoc::parse(content), Reading::Write).map_err(Error::Invalid)
+    agent::profile(&ParsedDoc::parse(content), Reading::Write).map_err(Error::invalid)
 }
 
 fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {
@@ -65,7 +66,7 @@ fn miss(reader: &Reader, id: &str) -> Result<Error> {
     let mut ids: Vec<String> = reader.agents()?.into_iter().map(|(i, _)| i).collect();
     ids.extend(bundled::agents().iter().map(|a| a.id.to_string()));
     Ok(Error::not_found(
-        "D410",
+        Code::AgentNotFound,
         "agent profile",
         id,
         &closest(id, ids),
@@ -76,17 +77,17 @@ fn miss(reader: &Reader, id: &str) -> Result<Error> {
 /// `directory::agents::create`; creating a bundled id shadows the bundled profile.
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::IdContent = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     if reader.agent(&req.id)?.is_some() {
-        return Err(Error::invalid_input(
-            "D414",
+        return Err(Error::coded(
+            Code::AgentExists,
             format!("agent profile {} already exists.", quoted(&req.id)),
             &NEXT_ON_CONFLICT,
         ));
     }
     let path = target(roots, &req.id);
     if path.exists() {
-        return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
+        return Err(file_exists(Code::AgentExists, &path, &NEXT_ON_CONFLICT));
     }
     let profile = check(&req.content)?;
     store::write_atomic(
@@ -95,7 +96,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         req.content.as_bytes(),
         Mode::CreateNew,
     )
-    .map_err(|e| store_error(e, "D414", "D414", &NEXT_ON_CONFLICT))?;
+    .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -106,13 +107,13 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::agents::update`: overwrite the file, or copy-on-write a bundled profile.
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::IdContent = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     let path = target(roots, &req.id);
     let mode = if has_file(reader, roots, &req.id)? {
         Mode::Replace
     } else if bundled::agent(&req.id).is_some() {
         if path.exists() {
-            return Err(file_exists("D414", &path, &NEXT_ON_CONFLICT));
+            return Err(file_exists(Code::AgentExists, &path, &NEXT_ON_CONFLICT));
         }
         Mode::CreateNew
     } else {
@@ -125,7 +126,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         req.content.as_bytes(),
         mode,
     )
-    .map_err(|e| store_error(e, "D414", "D414", &NEXT_ON_CONFLICT))?;
+    .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -136,11 +137,11 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::agents::delete`: only a file can be deleted; a bundled profile then comes back.
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::ById = request::parse(request)?;
-    validate_name(&req.id).map_err(Error::Invalid)?;
+    validate_name(&req.id).map_err(Error::invalid)?;
     if !has_file(reader, roots, &req.id)? {
         if bundled::agent(&req.id).is_some() {
-            return Err(Error::invalid_input(
-                "D414",
+            return Err(Error::coded(
+                Code::AgentExists,
                 format!(
                     "agent profile {} is bundled with the worker and has no local file to delete.",
                     quoted(&req.id)
@@ -152,7 +153,7 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     }
     let path = target(roots, &req.id);
     store::remove(&[roots.path(Root::Agents)], &path)
-        .map_err(|e| store_error(e, "D414", "D414", &[]))?;
+        .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &[]))?;
     Ok(Outcome {
         response: json!({ "id": req.id }),
         touched: vec![path],

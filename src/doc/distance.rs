@@ -387,7 +387,7 @@ mod tests {
         // counts cut at 15 show 15 of them.
         let (a, b) = ("a".repeat(20), "b".repeat(20));
         assert_eq!(Shape::of(&a).distance_at_least(&Shape::of(&b)), 15);
-        assert_eq!(std::mem::size_of::<Shape>(), 20);
+        assert_eq!(size_of::<Shape>(), 20);
     }
 
     #[test]

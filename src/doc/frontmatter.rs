@@ -82,18 +82,14 @@ pub fn split(content: &str) -> Split<'_> {
 pub fn read_block(yaml: &str) -> Frontmatter {
     let error = match parse_fields(yaml) {
         Ok(fields) => return Frontmatter::Present(Box::new(fields)),
-        Err(FieldsError::Shape(why) | FieldsError::Refused(why)) => {
-            return Frontmatter::Invalid(why);
-        }
         Err(FieldsError::NotAMapping(why)) => why,
+        Err(unusable) => return Frontmatter::Invalid(unusable.message()),
     };
     if let Some(joined) = salvage::join_surrogate_escapes(yaml) {
         match parse_fields(&joined) {
             Ok(fields) => return Frontmatter::Present(Box::new(fields)),
-            Err(FieldsError::Shape(why) | FieldsError::Refused(why)) => {
-                return Frontmatter::Invalid(why);
-            }
             Err(FieldsError::NotAMapping(_)) => {}
+            Err(unusable) => return Frontmatter::Invalid(unusable.message()),
         }
     }
     Frontmatter::Salvaged {
@@ -108,17 +104,32 @@ pub enum FieldsError {
     /// The block is not YAML, or its document is not a mapping.
     NotAMapping(String),
     /// A mapping whose recognised key has a value of the wrong shape, or is given twice.
-    Shape(String),
+    Shape(ShapeError),
     /// YAML over the loader's budgets (a billion laughs, deep nesting): refused, never read.
     Refused(String),
 }
 
+/// A recognised key whose value has the wrong shape, or that is given twice.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("`{0}` must be a string")]
+    NotAString(String),
+    #[error("`{0}` must be true or false")]
+    NotABoolean(String),
+    #[error("`{0}` must be a list of strings")]
+    NotAList(String),
+    #[error("`{0}` entries must be strings")]
+    EntryNotAString(String),
+    #[error("`{0}` is set more than once")]
+    Repeated(String),
+}
+
 impl FieldsError {
-    pub fn message(&self) -> &str {
+    /// Why, as the frontmatter's reason (no trailing period).
+    pub fn message(&self) -> String {
         match self {
-            FieldsError::NotAMapping(why) | FieldsError::Shape(why) | FieldsError::Refused(why) => {
-                why
-            }
+            FieldsError::NotAMapping(why) | FieldsError::Refused(why) => why.clone(),
+            FieldsError::Shape(shape) => shape.to_string(),
         }
     }
 }
@@ -149,7 +160,7 @@ pub fn parse_fields(yaml: &str) -> Result<Fields, FieldsError> {
                     continue;
                 }
                 if seen.contains(&key.as_str()) {
-                    return Err(FieldsError::Shape(format!("`{key}` is set more than once")));
+                    return Err(FieldsError::Shape(ShapeError::Repeated(key.clone())));
                 }
                 seen.push(key);
             }
@@ -162,7 +173,7 @@ pub fn parse_fields(yaml: &str) -> Result<Fields, FieldsError> {
 }
 
 /// Stores one entry when its key is recognised; returns whether it was.
-fn apply_field(fields: &mut Fields, key: &str, value: &Value) -> Result<bool, String> {
+fn apply_field(fields: &mut Fields, key: &str, value: &Value) -> Result<bool, ShapeError> {
     let slot = match key {
         "title" => &mut fields.title,
         "name" => &mut fields.name,
@@ -190,27 +201,27 @@ fn apply_field(fields: &mut Fields, key: &str, value: &Value) -> Result<bool, St
 }
 
 /// A string field: any non-null scalar, as its text.
-fn string(key: &str, value: &Value) -> Result<Option<String>, String> {
+fn string(key: &str, value: &Value) -> Result<Option<String>, ShapeError> {
     match value {
         Value::Null => Ok(None),
         Value::Bool(_, text) | Value::Number(text) | Value::Text(text) => Ok(Some(text.clone())),
-        Value::Seq(_) | Value::Map(_) => Err(format!("`{key}` must be a string")),
+        Value::Seq(_) | Value::Map(_) => Err(ShapeError::NotAString(key.to_owned())),
     }
 }
 
 /// A boolean field: absent or null means false.
-fn boolean(key: &str, value: &Value) -> Result<bool, String> {
+fn boolean(key: &str, value: &Value) -> Result<bool, ShapeError> {
     match value {
         Value::Null => Ok(false),
         Value::Bool(flag, _) => Ok(*flag),
         Value::Number(_) | Value::Text(_) | Value::Seq(_) | Value::Map(_) => {
-            Err(format!("`{key}` must be true or false"))
+            Err(ShapeError::NotABoolean(key.to_owned()))
         }
     }
 }
 
 /// A list of strings: every entry a non-null scalar, kept as its text.
-fn string_list(key: &str, value: &Value) -> Result<Option<Vec<String>>, String> {
+fn string_list(key: &str, value: &Value) -> Result<Option<Vec<String>>, ShapeError> {
     match value {
         Value::Null => Ok(None),
         Value::Seq(items) => items
@@ -218,12 +229,12 @@ fn string_list(key: &str, value: &Value) -> Result<Option<Vec<String>>, String> 
             .map(|item| {
                 item.scalar_text()
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("`{key}` entries must be strings"))
+                    .ok_or_else(|| ShapeError::EntryNotAString(key.to_owned()))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         Value::Bool(..) | Value::Number(_) | Value::Text(_) | Value::Map(_) => {
-            Err(format!("`{key}` must be a list of strings"))
+            Err(ShapeError::NotAList(key.to_owned()))
         }
     }
 }
@@ -432,13 +443,13 @@ unknown: [ignored, {deep: true}]
     fn collections_in_string_fields_are_errors_naming_the_key() {
         assert_eq!(
             parse_fields("title: [a, b]"),
-            Err(FieldsError::Shape("`title` must be a string".to_owned()))
+            Err(FieldsError::Shape(ShapeError::NotAString("title".into())))
         );
         assert_eq!(
             parse_fields("function_id:\n  a: b\n"),
-            Err(FieldsError::Shape(
-                "`function_id` must be a string".to_owned()
-            ))
+            Err(FieldsError::Shape(ShapeError::NotAString(
+                "function_id".into()
+            )))
         );
     }
 
@@ -469,18 +480,16 @@ unknown: [ignored, {deep: true}]
         for bad in ["skills: a", "skills: {a: 1}", "skills: 3"] {
             assert_eq!(
                 parse_fields(bad),
-                Err(FieldsError::Shape(
-                    "`skills` must be a list of strings".to_owned()
-                )),
+                Err(FieldsError::Shape(ShapeError::NotAList("skills".into()))),
                 "{bad}"
             );
         }
         for bad in ["skills: [a, [b]]", "skills: [a, {b: c}]", "skills: [a, ~]"] {
             assert_eq!(
                 parse_fields(bad),
-                Err(FieldsError::Shape(
-                    "`skills` entries must be strings".to_owned()
-                )),
+                Err(FieldsError::Shape(ShapeError::EntryNotAString(
+                    "skills".into()
+                ))),
                 "{bad}"
             );
         }
@@ -516,9 +525,7 @@ unknown: [ignored, {deep: true}]
     fn repeated_recognised_key_is_an_error_but_unknown_ones_may_repeat() {
         assert_eq!(
             parse_fields("title: a\ntitle: b\n"),
-            Err(FieldsError::Shape(
-                "`title` is set more than once".to_owned()
-            ))
+            Err(FieldsError::Shape(ShapeError::Repeated("title".into())))
         );
         assert_eq!(
             fields("tag: a\ntag: b\ntitle: x\n").title.as_deref(),

@@ -10,6 +10,8 @@ pub const MAX_SEGMENT_BYTES: usize = 64;
 
 /// Longest whole skill id, in bytes.
 pub const MAX_ID_BYTES: usize = 1024;
+use serde::{Deserialize, Serialize};
+
 use crate::error::quoted;
 
 /// The link form `directory::skills::get` accepts in front of an id.
@@ -28,96 +30,136 @@ fn is_id_char(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
 }
 
+/// Why a string is not a skill id. The messages carry no code and no trailing period; an id
+/// or segment is echoed quoted and cut ([`quoted`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum IdError {
+    #[error("id must be non-empty")]
+    Empty,
+    #[error("id may not have a leading or trailing '/': {}", quoted(.0))]
+    EdgeSlash(String),
+    #[error("id too long ({} chars; max {MAX_ID_BYTES}): {}", .0.len(), quoted(.0))]
+    TooLong(String),
+    /// Segment `position` (from 1, for the person reading it) breaks a segment rule.
+    #[error("invalid id (segment {position} of {}): {problem}", quoted(id))]
+    Segment {
+        id: String,
+        position: usize,
+        problem: SegmentError,
+    },
+    /// A caller's id input that is no path at all (another scheme than `iii://`).
+    #[error("Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): {0}")]
+    NotAPath(String),
+}
+
+/// Why one `/`-separated segment of a skill id is not valid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum SegmentError {
+    #[error("segment must be non-empty")]
+    Empty,
+    #[error("segment too long ({} chars; max {MAX_SEGMENT_BYTES}): {}", .0.len(), quoted(.0))]
+    TooLong(String),
+    #[error(
+        "segment may only contain lowercase ASCII letters, digits, '-' and '_': {}",
+        quoted(.0)
+    )]
+    Characters(String),
+}
+
+/// Why a string is not a system prompt name or an agent profile id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum NameError {
+    #[error("name must be non-empty")]
+    Empty,
+    #[error("name too long ({0} chars; max {MAX_SEGMENT_BYTES})")]
+    TooLong(usize),
+    #[error(
+        "name may only contain lowercase ASCII letters, digits, '-' and '_': {}",
+        quoted(.0)
+    )]
+    Characters(String),
+}
+
+/// Why a string is not a registry worker name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerNameError {
+    #[error("worker name must be non-empty")]
+    Empty,
+    #[error(
+        "worker name must start with a lowercase ASCII letter or digit: {}",
+        quoted(.0)
+    )]
+    Start(String),
+    #[error(
+        "worker name may only contain lowercase letters, digits, '-', '_': {}",
+        quoted(.0)
+    )]
+    Characters(String),
+}
+
 /// Checks a skill id: `/`-separated segments, each 1–64 bytes of `a-z 0-9 - _`, at most 1024
 /// bytes in all.
-pub fn validate_skill_id(id: &str) -> Result<(), String> {
+pub fn validate_skill_id(id: &str) -> Result<(), IdError> {
     if id.is_empty() {
-        return Err("id must be non-empty".to_owned());
+        return Err(IdError::Empty);
     }
     if id.starts_with('/') || id.ends_with('/') {
-        return Err(format!(
-            "id may not have a leading or trailing '/': {id}",
-            id = quoted(id)
-        ));
+        return Err(IdError::EdgeSlash(id.to_owned()));
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(format!(
-            "id too long ({} chars; max {MAX_ID_BYTES}): {id}",
-            id.len(),
-            id = quoted(id)
-        ));
+        return Err(IdError::TooLong(id.to_owned()));
     }
     for (index, segment) in id.split('/').enumerate() {
-        if let Err(reason) = validate_segment(segment) {
-            // Segments are numbered from 1 for the person reading the message.
-            return Err(format!(
-                "invalid id (segment {} of {id}): {reason}",
-                index + 1,
-                id = quoted(id)
-            ));
+        if let Err(problem) = validate_segment(segment) {
+            return Err(IdError::Segment {
+                id: id.to_owned(),
+                position: index + 1,
+                problem,
+            });
         }
     }
     Ok(())
 }
 
-fn validate_segment(segment: &str) -> Result<(), String> {
+fn validate_segment(segment: &str) -> Result<(), SegmentError> {
     if segment.is_empty() {
-        return Err("segment must be non-empty".to_owned());
+        return Err(SegmentError::Empty);
     }
     if segment.len() > MAX_SEGMENT_BYTES {
-        return Err(format!(
-            "segment too long ({} chars; max {MAX_SEGMENT_BYTES}): {segment}",
-            segment.len(),
-            segment = quoted(segment)
-        ));
+        return Err(SegmentError::TooLong(segment.to_owned()));
     }
     if !segment.chars().all(is_id_char) {
-        return Err(format!(
-            "segment may only contain lowercase ASCII letters, digits, '-' and '_': {segment}",
-            segment = quoted(segment)
-        ));
+        return Err(SegmentError::Characters(segment.to_owned()));
     }
     Ok(())
 }
 
 /// Checks a system prompt name or an agent profile id: one segment, 1–64 bytes of `a-z 0-9 - _`.
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn validate_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() {
-        return Err("name must be non-empty".to_owned());
+        return Err(NameError::Empty);
     }
     if name.len() > MAX_SEGMENT_BYTES {
-        return Err(format!(
-            "name too long ({} chars; max {MAX_SEGMENT_BYTES})",
-            name.len()
-        ));
+        return Err(NameError::TooLong(name.len()));
     }
     if !name.chars().all(is_id_char) {
-        return Err(format!(
-            "name may only contain lowercase ASCII letters, digits, '-' and '_': {name}",
-            name = quoted(name)
-        ));
+        return Err(NameError::Characters(name.to_owned()));
     }
     Ok(())
 }
 
 /// Checks a registry worker name before it goes into a registry URL: it must start with a
 /// lowercase letter or digit (so never `-`, `.` or `/`), then `a-z 0-9 - _` only.
-pub fn validate_worker_name(name: &str) -> Result<(), String> {
+pub fn validate_worker_name(name: &str) -> Result<(), WorkerNameError> {
     let mut chars = name.chars();
     let Some(first) = chars.next() else {
-        return Err("worker name must be non-empty".to_owned());
+        return Err(WorkerNameError::Empty);
     };
     if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
-        return Err(format!(
-            "worker name must start with a lowercase ASCII letter or digit: {name}",
-            name = quoted(name)
-        ));
+        return Err(WorkerNameError::Start(name.to_owned()));
     }
     if !chars.all(is_id_char) {
-        return Err(format!(
-            "worker name may only contain lowercase letters, digits, '-', '_': {name}",
-            name = quoted(name)
-        ));
+        return Err(WorkerNameError::Characters(name.to_owned()));
     }
     Ok(())
 }
@@ -132,18 +174,15 @@ pub fn first_segment(path: &str) -> &str {
 /// dropped, a path to an overview file (`…/SKILL.md`, `…/SKILLS.md`) mapped to `…/index`, and
 /// one `.md` extension dropped. Only the shape of the input is checked here; the result still
 /// goes through [`validate_skill_id`].
-pub fn normalize_id_input(raw: &str) -> Result<String, String> {
+pub fn normalize_id_input(raw: &str) -> Result<String, IdError> {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
-        return Err("id must be non-empty".to_owned());
+        return Err(IdError::Empty);
     }
     let path = trimmed.strip_prefix(III_SCHEME).unwrap_or(trimmed);
     // Any other scheme (https://, file://, even a second iii://) is not something we can serve.
     if path.contains("://") {
-        return Err(format!(
-            "Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): \
-             {trimmed}"
-        ));
+        return Err(IdError::NotAPath(trimmed.to_owned()));
     }
     for name in OVERVIEW_FILE_NAMES {
         if path == name {
@@ -186,6 +225,23 @@ pub fn skill_id_for(rel_path: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The message a validator refuses with, as callers see it; `None` when it accepts.
+    fn refusal<T>(checked: Result<T, impl std::fmt::Display>) -> Option<String> {
+        checked.err().map(|e| e.to_string())
+    }
+
+    fn skill_id(id: &str) -> Option<String> {
+        refusal(validate_skill_id(id))
+    }
+
+    fn name(name: &str) -> Option<String> {
+        refusal(validate_name(name))
+    }
+
+    fn worker_name(name: &str) -> Option<String> {
+        refusal(validate_worker_name(name))
+    }
+
     // ---- validate_skill_id ----
 
     #[test]
@@ -197,27 +253,24 @@ mod tests {
             "a_b-c/0/x9",
             &"a".repeat(MAX_SEGMENT_BYTES),
         ] {
-            assert_eq!(validate_skill_id(id), Ok(()), "{id}");
+            assert_eq!(skill_id(id), None, "{id}");
         }
         let longest = format!("{}/{}", "a".repeat(64), vec!["b".repeat(63); 15].join("/"));
         assert_eq!(longest.len(), MAX_ID_BYTES);
-        assert_eq!(validate_skill_id(&longest), Ok(()));
+        assert_eq!(skill_id(&longest), None);
     }
 
     #[test]
     fn empty_id() {
-        assert_eq!(
-            validate_skill_id(""),
-            Err("id must be non-empty".to_owned())
-        );
+        assert_eq!(skill_id(""), Some("id must be non-empty".to_owned()));
     }
 
     #[test]
     fn leading_or_trailing_slash() {
         for id in ["/etc/passwd", "shell/", "/"] {
             assert_eq!(
-                validate_skill_id(id),
-                Err(format!("id may not have a leading or trailing '/': {id:?}")),
+                skill_id(id),
+                Some(format!("id may not have a leading or trailing '/': {id:?}")),
             );
         }
     }
@@ -227,8 +280,8 @@ mod tests {
         let id = vec!["a".repeat(64); 16].join("/");
         assert_eq!(id.len(), 1039);
         assert_eq!(
-            validate_skill_id(&id),
-            Err(format!(
+            skill_id(&id),
+            Some(format!(
                 "id too long (1039 chars; max 1024): \"{}…\"",
                 &id[..crate::error::MAX_ECHO_CHARS]
             ))
@@ -238,20 +291,20 @@ mod tests {
     #[test]
     fn bad_segments_name_their_position() {
         assert_eq!(
-            validate_skill_id("a//b"),
-            Err("invalid id (segment 2 of \"a//b\"): segment must be non-empty".to_owned())
+            skill_id("a//b"),
+            Some("invalid id (segment 2 of \"a//b\"): segment must be non-empty".to_owned())
         );
         let long = "x".repeat(65);
         assert_eq!(
-            validate_skill_id(&format!("ok/{long}")),
-            Err(format!(
+            skill_id(&format!("ok/{long}")),
+            Some(format!(
                 "invalid id (segment 2 of \"ok/{long}\"): segment too long (65 chars; max 64): \
                  \"{long}\""
             ))
         );
         assert_eq!(
-            validate_skill_id("Shell/exec"),
-            Err(
+            skill_id("Shell/exec"),
+            Some(
                 "invalid id (segment 1 of \"Shell/exec\"): segment may only contain lowercase \
                  ASCII letters, digits, '-' and '_': \"Shell\""
                     .to_owned()
@@ -281,13 +334,13 @@ mod tests {
             "trailing/",
             "double//slash",
         ] {
-            assert!(validate_skill_id(id).is_err(), "{id:?} should be rejected");
+            assert!(skill_id(id).is_some(), "{id:?} should be rejected");
         }
     }
 
     #[test]
     fn quoting_escapes_hostile_text() {
-        let err = validate_skill_id("a\"b").expect_err("quote");
+        let err = skill_id("a\"b").expect("quote");
         assert!(err.ends_with(r#": "a\"b""#), "{err}");
     }
 
@@ -295,18 +348,18 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(validate_name("reviewer"), Ok(()));
-        assert_eq!(validate_name("release-captain_2"), Ok(()));
-        assert_eq!(validate_name(""), Err("name must be non-empty".to_owned()));
+        assert_eq!(name("reviewer"), None);
+        assert_eq!(name("release-captain_2"), None);
+        assert_eq!(name(""), Some("name must be non-empty".to_owned()));
         assert_eq!(
-            validate_name(&"n".repeat(65)),
-            Err("name too long (65 chars; max 64)".to_owned())
+            name(&"n".repeat(65)),
+            Some("name too long (65 chars; max 64)".to_owned())
         );
-        assert_eq!(validate_name(&"n".repeat(64)), Ok(()));
+        assert_eq!(name(&"n".repeat(64)), None);
         for bad in ["a/b", "Reviewer", "a b", "é", "a.md"] {
             assert_eq!(
-                validate_name(bad),
-                Err(format!(
+                name(bad),
+                Some(format!(
                     "name may only contain lowercase ASCII letters, digits, '-' and '_': {bad:?}"
                 ))
             );
@@ -326,20 +379,20 @@ mod tests {
             "2x",
             "a_b",
         ] {
-            assert_eq!(validate_worker_name(name), Ok(()), "{name}");
+            assert_eq!(worker_name(name), None, "{name}");
         }
     }
 
     #[test]
     fn worker_names_rejected() {
         assert_eq!(
-            validate_worker_name(""),
-            Err("worker name must be non-empty".to_owned())
+            worker_name(""),
+            Some("worker name must be non-empty".to_owned())
         );
         for bad in ["-x", "_x", "../../admin", ".hidden", "Shell", "é"] {
             assert_eq!(
-                validate_worker_name(bad),
-                Err(format!(
+                worker_name(bad),
+                Some(format!(
                     "worker name must start with a lowercase ASCII letter or digit: {bad:?}"
                 )),
                 "{bad}"
@@ -354,8 +407,8 @@ mod tests {
             "x`y`",
         ] {
             assert_eq!(
-                validate_worker_name(bad),
-                Err(format!(
+                worker_name(bad),
+                Some(format!(
                     "worker name may only contain lowercase letters, digits, '-', '_': {bad:?}"
                 )),
                 "{bad}"
@@ -404,11 +457,8 @@ mod tests {
 
     #[test]
     fn normalize_rejects_empty_and_other_schemes() {
-        assert_eq!(
-            normalize_id_input("   "),
-            Err("id must be non-empty".to_owned())
-        );
-        let err = normalize_id_input(" https://example.com/x.md ").expect_err("scheme");
+        assert_eq!(normalize_id_input("   "), Err(IdError::Empty));
+        let err = refusal(normalize_id_input(" https://example.com/x.md ")).expect("scheme");
         assert_eq!(
             err,
             "Invalid id (must be a bare skill path, a path ending in .md, or an iii:// URI): \

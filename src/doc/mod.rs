@@ -96,18 +96,6 @@ impl Frontmatter {
             Frontmatter::Absent | Frontmatter::Invalid(_) => None,
         }
     }
-
-    /// What is wrong with a block that is there, as a line for `check`.
-    pub fn problem(&self) -> Option<String> {
-        match self {
-            Frontmatter::Absent | Frontmatter::Present(_) => None,
-            Frontmatter::Invalid(why) => Some(format!("frontmatter ignored: {why}")),
-            Frontmatter::Salvaged { error, .. } => Some(format!(
-                "frontmatter is not a YAML mapping ({error}); only its one-line `key: value` \
-                 entries were read"
-            )),
-        }
-    }
 }
 
 /// The frontmatter keys any family recognises. Values are kept as written (not trimmed) so that

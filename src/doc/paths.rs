@@ -29,44 +29,77 @@ const MARKDOWN_EXTENSION: &str = ".md";
 /// `.` or `..` segments, segments that start with a dot (hidden files and folders, `.git`, and
 /// the names this worker keeps for itself), and segments ending in a dot or a space (Windows
 /// drops those, so `.. ` could name the parent there).
-pub fn validate_bundle_path(rel: &str) -> Result<PathBuf, String> {
+pub fn validate_bundle_path(rel: &str) -> Result<PathBuf, BundlePathError> {
+    let owned = || rel.to_owned();
     if rel.is_empty() {
-        return Err("bundle path must be non-empty".to_owned());
+        return Err(BundlePathError::Empty);
     }
     if rel.len() > MAX_BUNDLE_PATH_BYTES {
-        return Err(format!(
-            "bundle path too long ({} bytes; max {MAX_BUNDLE_PATH_BYTES})",
-            rel.len()
-        ));
+        return Err(BundlePathError::TooLong(rel.len()));
     }
     if let Some(bad) = rel
         .chars()
         .find(|c| c.is_control() || *c == '\\' || *c == ':')
     {
-        return Err(format!(
-            "bundle path may not contain {bad:?} (backslashes, ':' and control characters are \
-             refused): {rel}",
-            rel = quoted(rel)
-        ));
+        return Err(BundlePathError::Character { bad, rel: owned() });
     }
     if rel.starts_with('/') {
-        return Err(format!(
-            "bundle path must be relative: {rel}",
-            rel = quoted(rel)
-        ));
+        return Err(BundlePathError::Absolute(owned()));
     }
     let segments: Vec<&str> = rel.split('/').collect();
     if segments.len() > MAX_BUNDLE_PATH_SEGMENTS {
-        return Err(format!(
-            "bundle path has too many segments ({}; max {MAX_BUNDLE_PATH_SEGMENTS}): {rel}",
-            segments.len(),
-            rel = quoted(rel)
-        ));
+        return Err(BundlePathError::TooDeep {
+            segments: segments.len(),
+            rel: owned(),
+        });
     }
     for segment in &segments {
-        validate_segment(segment).map_err(|why| format!("{why}: {rel}", rel = quoted(rel)))?;
+        validate_segment(segment).map_err(|problem| BundlePathError::Segment {
+            problem,
+            rel: owned(),
+        })?;
     }
     Ok(segments.iter().collect())
+}
+
+/// Why a bundle path is refused; the path is echoed quoted and cut.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BundlePathError {
+    #[error("bundle path must be non-empty")]
+    Empty,
+    #[error("bundle path too long ({0} bytes; max {MAX_BUNDLE_PATH_BYTES})")]
+    TooLong(usize),
+    #[error(
+        "bundle path may not contain {bad:?} (backslashes, ':' and control characters are \
+         refused): {}",
+        quoted(rel)
+    )]
+    Character { bad: char, rel: String },
+    #[error("bundle path must be relative: {}", quoted(.0))]
+    Absolute(String),
+    #[error(
+        "bundle path has too many segments ({segments}; max {MAX_BUNDLE_PATH_SEGMENTS}): {}",
+        quoted(rel)
+    )]
+    TooDeep { segments: usize, rel: String },
+    #[error("{problem}: {}", quoted(rel))]
+    Segment {
+        problem: SegmentProblem,
+        rel: String,
+    },
+}
+
+/// Why one segment of a bundle path is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SegmentProblem {
+    #[error("bundle path has an empty segment")]
+    Empty,
+    #[error("bundle path may not have `.` or `..` segments")]
+    Dots,
+    #[error("bundle path segments may not start with a dot (hidden names are refused)")]
+    Hidden,
+    #[error("bundle path segments may not end in a dot or a space")]
+    TrailingDotOrSpace,
 }
 
 /// Whether an accepted bundle path names a markdown document (`<name>.md`), as opposed to a
@@ -78,15 +111,13 @@ pub fn is_markdown(rel: &str) -> bool {
         .is_some_and(|stem| !stem.is_empty())
 }
 
-fn validate_segment(segment: &str) -> Result<(), &'static str> {
+fn validate_segment(segment: &str) -> Result<(), SegmentProblem> {
     match segment {
-        "" => Err("bundle path has an empty segment"),
-        "." | ".." => Err("bundle path may not have `.` or `..` segments"),
-        _ if segment.starts_with('.') => {
-            Err("bundle path segments may not start with a dot (hidden names are refused)")
-        }
+        "" => Err(SegmentProblem::Empty),
+        "." | ".." => Err(SegmentProblem::Dots),
+        _ if segment.starts_with('.') => Err(SegmentProblem::Hidden),
         _ if segment.ends_with('.') || segment.ends_with(' ') => {
-            Err("bundle path segments may not end in a dot or a space")
+            Err(SegmentProblem::TrailingDotOrSpace)
         }
         _ => Ok(()),
     }
@@ -172,7 +203,16 @@ mod tests {
             ".iii-staging-1-2/files/x.md",
         ] {
             let err = validate_bundle_path(rel).expect_err(rel);
-            assert!(err.contains("start with a dot"), "{rel:?}: {err}");
+            assert!(
+                matches!(
+                    err,
+                    BundlePathError::Segment {
+                        problem: SegmentProblem::Hidden,
+                        ..
+                    }
+                ),
+                "{rel:?}: {err}"
+            );
         }
     }
 
@@ -200,13 +240,14 @@ mod tests {
         assert!(validate_bundle_path(&longest).is_ok());
         let too_long = format!("a{longest}");
         let err = validate_bundle_path(&too_long).expect_err("too long");
-        assert!(err.contains("too long"), "{err}");
+        assert_eq!(err, BundlePathError::TooLong(MAX_BUNDLE_PATH_BYTES + 1));
+        assert!(err.to_string().contains("too long"), "{err}");
 
         let deepest = format!("{}x.md", "a/".repeat(MAX_BUNDLE_PATH_SEGMENTS - 1));
         assert!(validate_bundle_path(&deepest).is_ok());
         let too_deep = format!("a/{deepest}");
         let err = validate_bundle_path(&too_deep).expect_err("too deep");
-        assert!(err.contains("too many segments"), "{err}");
+        assert!(err.to_string().contains("too many segments"), "{err}");
     }
 
     #[test]

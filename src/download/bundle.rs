@@ -12,7 +12,7 @@ use crate::doc::MAX_FILE_BYTES;
 use crate::doc::paths::is_markdown;
 use crate::error::{Error, Result};
 
-use super::request::Source;
+use super::source::Source;
 
 pub use crate::store::landing::{Dest, FileToLand as File};
 

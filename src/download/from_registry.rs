@@ -6,14 +6,14 @@
 //! payload files included) under `<skills_folder>/<worker>/`. Any path the bundle validator
 //! refuses refuses the whole bundle.
 
+use crate::code::Code;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::paths::{is_markdown, validate_bundle_path};
 use crate::error::{Error, Result};
 use crate::registry::SkillsBundle;
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
-use super::guard::UNSERVABLE;
-use super::request::Source;
+use super::source::Source;
 use crate::doc::ids::validate_name;
 
 const SKILLS_PREFIX: &str = "skills/";
@@ -73,8 +73,8 @@ const NOT_A_PROFILE: &str = "is under an agents folder but is not an agent profi
 
 /// The refusal of a bundle file that could never be served as what its path says it is.
 fn unservable(path: &str, why: &str) -> Error {
-    Error::invalid_input(
-        UNSERVABLE,
+    Error::coded(
+        Code::BundleFileUnservable,
         format!("bundle file {path:?} {why}; the bundle was refused and nothing was written."),
         &[],
     )
@@ -168,7 +168,11 @@ mod tests {
             "agents/notes.txt",
         ] {
             let err = route(&["ok.md", path]).expect_err(path);
-            assert_eq!(err.code(), Some(UNSERVABLE), "{path}: {err}");
+            assert_eq!(
+                err.code(),
+                Some(Code::BundleFileUnservable),
+                "{path}: {err}"
+            );
             assert!(err.to_string().contains(&format!("{path:?}")), "{err}");
         }
     }

@@ -36,6 +36,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::config::Paths;
 use crate::doc::ParsedDoc;
 use crate::doc::classify::{PathClass, classify};
@@ -53,13 +54,6 @@ pub const RECORD_FILE: &str = ".iii-bundle-files";
 const RECORD_SCHEMA: u32 = 1;
 /// The largest record read; a bundle of `download_max_files` files needs far less.
 const MAX_RECORD_BYTES: u64 = 16 << 20;
-
-/// A bundle that would touch what is not its own.
-pub const CONFLICT: &str = "D330";
-/// A namespace no bundle may land in.
-pub const RESERVED: &str = "D331";
-/// A bundle file that could never be served as what it claims to be.
-pub const UNSERVABLE: &str = "D332";
 
 /// Namespace names the routing or the writes give a meaning of their own.
 const RESERVED_WORDS: [&str; 3] = ["system-prompts", "prompts", "agents"];
@@ -85,8 +79,8 @@ pub fn check_namespace(namespace: &str) -> Result<()> {
         } else {
             "the namespace of the skills bundled with the worker"
         };
-        return Err(Error::invalid_input(
-            RESERVED,
+        return Err(Error::coded(
+            Code::BundleNamespaceReserved,
             format!(
                 "namespace {namespace:?} is reserved ({why}); no bundle may be downloaded into it, and nothing was written."
             ),
@@ -205,9 +199,8 @@ pub fn check(
     };
     let refuse = |file: &File, why: String| {
         Err(Error::coded(
-            CONFLICT,
-            "conflict",
-            &format!(
+            Code::BundleConflict,
+            format!(
                 "bundle file {:?} {why}; the bundle was refused and nothing was written.",
                 shown(file)
             ),
@@ -506,7 +499,7 @@ mod tests {
             "System-Prompts",
         ] {
             let err = check_namespace(name).expect_err(name);
-            assert_eq!(err.code(), Some(RESERVED), "{name}");
+            assert_eq!(err.code(), Some(Code::BundleNamespaceReserved), "{name}");
         }
         for name in ["iii", "mailer", "agentsx", "directory"] {
             check_namespace(name).expect(name);

@@ -36,14 +36,14 @@ pub fn write_marker(skills_folder: &Path, worker: &str, release: &Release) -> Re
         "tag_or_version": release.value(),
         "schema": MARKER_SCHEMA,
     });
-    let text = serde_json::to_string_pretty(&record).map_err(|e| Error::Io(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&record).map_err(Error::json)?;
     store::write_atomic(
         &[skills_folder],
         &marker_path(skills_folder, worker),
         text.as_bytes(),
         Mode::Replace,
     )
-    .map_err(|e| Error::Io(e.to_string()))
+    .map_err(Error::from)
 }
 
 #[cfg(test)]

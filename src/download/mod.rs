@@ -4,27 +4,26 @@
 //! A download is two steps. [`fetch`] gets a bundle from its source (a shallow git clone, or
 //! the registry through the shared [`Registry`]) and checks it whole: every path, the limits,
 //! collisions (see [`bundle`]). Nothing is written until the bundle passes. Then
-//! [`Directory::land_download`] checks it against the tree (what a bundle may touch, see
+//! [`land`] checks it against the tree (what a bundle may touch, see
 //! [`guard`]) and lands it all or nothing through a staging folder under the directory's
 //! write lock, reconciles the written paths, and publishes one
 //! `{op: "download", namespace, source}` event per family that got files (`store::landing` says how
 //! a crash at any moment still leaves the old tree or the whole bundle).
-//!
-//! [`Directory::land_download`]: crate::directory::Directory::land_download
 
 pub mod bundle;
-mod directory;
 mod from_registry;
 pub mod guard;
+mod land;
 pub mod marker;
 pub mod repo;
-pub mod request;
+pub mod source;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::code::Code;
 use crate::config::Settings;
 use crate::directory::Directory;
 use crate::doc::ids::validate_worker_name;
@@ -34,8 +33,8 @@ use crate::registry::{Registry, Release};
 
 pub use crate::store::landing::Recovery;
 pub use bundle::{Bundle, Limits};
-pub use directory::Landed;
-pub use request::{DownloadFunction, Source};
+pub use land::{Landed, land, unindexed};
+pub use source::{DownloadFunction, Source};
 
 /// What a download is doing, for a progress display.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,10 +66,10 @@ pub async fn fetch(
             let timeout = Duration::from_millis(settings.download_timeout_ms);
             tokio::task::spawn_blocking(move || repo::fetch(source, timeout, limits))
                 .await
-                .map_err(|e| Error::Io(format!("download task failed: {e}")))?
+                .map_err(Error::task("download task"))?
         }
         Source::Registry { worker, release } => {
-            validate_worker_name(worker).map_err(Error::Invalid)?;
+            validate_worker_name(worker).map_err(Error::invalid)?;
             guard::check_namespace(worker)?;
             progress(Step::Requesting {
                 worker: worker.clone(),
@@ -95,15 +94,15 @@ pub async fn run(
     request: &Value,
     progress: &(dyn Fn(Step) + Send + Sync),
 ) -> Result<Value> {
-    let source = request::parse(function, request)?;
+    let source = source::parse(function, request)?;
     let bundle = fetch(&directory.settings(), registry, source, progress).await?;
     progress(Step::Landing {
         files: bundle.files.len(),
     });
     let directory = directory.clone();
-    let landed = tokio::task::spawn_blocking(move || directory.land_download(bundle))
+    let landed = tokio::task::spawn_blocking(move || land(&directory, bundle))
         .await
-        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+        .map_err(Error::task("download task"))??;
     Ok(landed.response)
 }
 
@@ -131,18 +130,20 @@ pub async fn install_worker(
     };
     let bundle = match fetch(&directory.settings(), registry, source, &|_| {}).await {
         Ok(bundle) => bundle,
-        Err(e) if e.code() == Some("D310") => return Ok(AutoOutcome::NotPublished),
+        Err(e) if e.code() == Some(Code::RegistryWorkerNotFound) => {
+            return Ok(AutoOutcome::NotPublished);
+        }
         Err(e) => return Err(e),
     };
     let files = bundle.files.len();
     let landing = directory.clone();
-    tokio::task::spawn_blocking(move || landing.land_download(bundle))
+    tokio::task::spawn_blocking(move || land(&landing, bundle))
         .await
-        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+        .map_err(Error::task("download task"))??;
     let skills_folder = directory.config().paths.skills_folder.clone();
     let worker = worker.to_string();
     tokio::task::spawn_blocking(move || marker::write_marker(&skills_folder, &worker, &release))
         .await
-        .map_err(|e| Error::Io(format!("download task failed: {e}")))??;
+        .map_err(Error::task("download task"))??;
     Ok(AutoOutcome::Installed { files })
 }

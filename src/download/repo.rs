@@ -24,10 +24,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::paths::{is_markdown, validate_bundle_path};
-use crate::error::{Error, Result, quoted};
+use crate::error::{Error, Result, io_error, quoted};
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
-use super::request::Source;
+use super::source::Source;
 
 /// URL forms a clone may use (contract): https, ssh, and scp-like ssh (`git@host:path`).
 const ALLOWED_URL_PREFIXES: [&str; 3] = ["https://", "ssh://", "git@"];
@@ -207,11 +207,7 @@ impl CloneDir {
         fs::DirBuilder::new()
             .mode(0o700)
             .create(&path)
-            .map_err(|e| {
-                Error::Io(format!(
-                    "cannot create a temporary folder for the clone: {e}"
-                ))
-            })?;
+            .map_err(io_error("create the folder of the clone", &path))?;
         Ok(CloneDir { path })
     }
 
@@ -231,7 +227,9 @@ impl CloneDir {
                 .replace(&path, "the clone")
         };
         match e {
-            Error::Io(text) => Error::Io(scrub(text)),
+            Error::Io(e) => {
+                Error::Io(e.map_path(|path| PathBuf::from(scrub(path.display().to_string()))))
+            }
             Error::Invalid(text) => Error::Invalid(scrub(text)),
             other => other,
         }
@@ -292,7 +290,7 @@ fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
 fn run_git_clone(repo: &str, branch: &str, into: &Path, timeout: Duration) -> Result<()> {
     let mut child = git_command(repo, branch, into)
         .spawn()
-        .map_err(|e| Error::Io(format!("spawn git: {e}")))?;
+        .map_err(io_error("spawn", Path::new("git")))?;
     let stderr = read_stderr(&mut child);
     let status = wait_with_deadline(&mut child, timeout);
     let text = stderr.recv_timeout(STDERR_GRACE).unwrap_or_default();
@@ -399,9 +397,8 @@ fn collect(
     let mut folders = vec![(folder, String::new())];
     while let Some((dir, rel_dir)) = folders.pop() {
         let mut entries: Vec<fs::DirEntry> = fs::read_dir(&dir)
-            .map_err(|e| Error::Io(format!("read_dir {}: {e}", dir.display())))?
-            .collect::<std::io::Result<_>>()
-            .map_err(|e| Error::Io(format!("read_dir {}: {e}", dir.display())))?;
+            .and_then(|entries| entries.collect::<std::io::Result<_>>())
+            .map_err(io_error("read_dir", &dir))?;
         entries.sort_by_key(fs::DirEntry::file_name);
         // Folders are taken off the end of the stack: push them in reverse to walk in order.
         let mut subfolders = Vec::new();
@@ -420,8 +417,7 @@ fn collect(
                 format!("{rel_dir}/{name}")
             };
             let path = entry.path();
-            let meta = fs::symlink_metadata(&path)
-                .map_err(|e| Error::Io(format!("stat {}: {e}", path.display())))?;
+            let meta = fs::symlink_metadata(&path).map_err(io_error("stat", &path))?;
             if meta.file_type().is_symlink() {
                 return Err(link_error(
                     checkout,
@@ -470,7 +466,7 @@ fn add_file(
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
     fs::File::open(path)
         .and_then(|file| file.take(size.saturating_add(1)).read_to_end(&mut bytes))
-        .map_err(|e| Error::Io(format!("read {}: {e}", path.display())))?;
+        .map_err(io_error("read", path))?;
     builder.add(Dest::Skills, format!("{skill}/{rel}"), bytes, listed)
 }
 

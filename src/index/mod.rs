@@ -24,7 +24,9 @@ use std::sync::{Mutex, RwLock};
 
 use redb::ReadableDatabase;
 
-use crate::error::{Error, Result};
+use crate::config::ConfigError;
+use crate::error::{Error, IndexError, IoError, Result, io_error};
+use crate::locks;
 use clean_close::CleanClose;
 use tables::*;
 
@@ -40,14 +42,20 @@ pub use reconcile::{Progress, Report, Scope};
 /// (`BENCH_SECTIONS="memory reads reindex"`, issue 15).
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Why the index could not be opened for writing.
+/// Why the index could not be opened: for writing (`Directory::open`), or at all
+/// (`open_read_only`, `open_shared`).
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// Another process (a running worker, usually) is the index's writer.
-    #[error("another process is writing the index at {0}")]
+    #[error("another process is writing the index at {}", .0.display())]
     Busy(PathBuf),
-    #[error("index at {path}: {why}")]
-    Failed { path: PathBuf, why: String },
+    /// The writer's files could not be opened, made or rebuilt.
+    #[error("index at {}: {source}", path.display())]
+    Failed {
+        path: PathBuf,
+        #[source]
+        source: Error,
+    },
     /// A file at `index_path` (or its texts store) that is not an index this worker made: it is
     /// left untouched (see `owned.rs` for the rule).
     #[error(
@@ -57,8 +65,11 @@ pub enum OpenError {
     )]
     NotOurs { path: PathBuf, why: String },
     /// The configured folders break a layout rule (`config::layout`): nothing was opened.
-    #[error("{0}")]
-    Unsafe(String),
+    #[error(transparent)]
+    Unsafe(#[from] ConfigError),
+    /// A read-only follower of another process's writer could not open the index.
+    #[error(transparent)]
+    Follow(#[from] IndexError),
 }
 
 enum Handle {
@@ -86,11 +97,7 @@ struct Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        let stores = self
-            .slot
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
+        let stores = locks::get_mut(&mut self.slot).take();
         // Close first: redb records the clean shutdown in the file, which changes its stat.
         if let Some(Stores { index, texts }) = stores {
             drop(index);
@@ -137,13 +144,11 @@ impl Index {
     /// schema version is rebuilt: it is deleted here and refilled by the next reconcile.
     pub fn open_writer(path: &Path) -> Result<Index, OpenError> {
         let started = std::time::Instant::now();
-        let failed = |why: String| OpenError::Failed {
-            path: path.to_path_buf(),
-            why,
-        };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| failed(format!("create_dir_all {}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent).map_err(|e| OpenError::Failed {
+                path: path.to_path_buf(),
+                source: io_error("create_dir_all", parent)(e).into(),
+            })?;
         }
         let (stores, mirror) = open_or_rebuild(path)?;
         tracing::debug!(
@@ -166,17 +171,17 @@ impl Index {
     }
 
     /// Opens an existing index read-only, following a writer in another process.
-    pub fn open_reader(path: &Path) -> Result<Index> {
+    pub fn open_reader(path: &Path) -> Result<Index, IndexError> {
         if let Some(missing) = files(path).into_iter().find(|file| !file.exists()) {
-            return Err(Error::Index(format!(
-                "no index at {}; run `iii-directory reindex` to build it",
-                missing.display()
-            )));
+            return Err(IndexError::NotBuilt(missing));
         }
         let open = |path: &Path, cache_bytes| {
             builder(cache_bytes)
                 .open_read_only(path)
-                .map_err(|e| Error::Index(format!("{}: {e}", path.display())))
+                .map_err(|source| IndexError::Follow {
+                    path: path.to_path_buf(),
+                    source,
+                })
         };
         let index = open(path, CACHE_BYTES)?;
         let texts = open(&texts::path(path), texts::CACHE_BYTES)?;
@@ -234,11 +239,11 @@ impl Index {
     pub fn reconcile(
         &self,
         roots: &crate::roots::Roots,
-        scope: &reconcile::Scope,
-        progress: &dyn Fn(reconcile::Progress),
+        scope: &Scope,
+        progress: &dyn Fn(Progress),
     ) -> Result<Report> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
-            return Err(Error::Index("a read-only index cannot reconcile".into()));
+            return Err(IndexError::Unavailable("a read-only index cannot reconcile").into());
         };
         let mut mirror = self.mirror.lock().map_err(|_| poisoned())?;
         if slot.read().map_err(|_| poisoned())?.is_none() {
@@ -276,12 +281,12 @@ impl Index {
     /// snapshot instead). Noted before [`Index::reconcile`] returns, so before the directory
     /// announces what the reconcile changed.
     pub fn latest(&self) -> Option<Latest> {
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner())
+        *locks::lock(&self.latest)
     }
 
     fn note_latest(&self) {
         let latest = self.read().and_then(|r| r.latest());
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = latest.ok();
+        *locks::lock(&self.latest) = latest.ok();
     }
 
     /// Closes the writer's database and opens it again (rebuilding it if the file is
@@ -291,7 +296,7 @@ impl Index {
         // The file locks go with the old databases: they must be closed before the new open.
         drop(slot.take());
         let (stores, fresh) =
-            open_or_rebuild(&self.path).map_err(|e| Error::Index(e.to_string()))?;
+            open_or_rebuild(&self.path).map_err(|e| IndexError::Reopen(Box::new(e)))?;
         let (racy_window, log_keep) = (mirror.racy_window, mirror.log_keep);
         *mirror = fresh;
         mirror.racy_window = racy_window;
@@ -302,14 +307,14 @@ impl Index {
 }
 
 fn poisoned() -> Error {
-    Error::Index("index state poisoned by a panic".into())
+    IndexError::Unavailable("index state poisoned by a panic").into()
 }
 
 fn closed() -> Error {
-    Error::Index(
-        "the index was closed after a failed write to its file; the next reconcile reopens it"
-            .into(),
+    IndexError::Unavailable(
+        "the index was closed after a failed write to its file; the next reconcile reopens it",
     )
+    .into()
 }
 
 /// Opens the writer's files, rebuilding both when either is damaged, of another schema version,
@@ -317,9 +322,9 @@ fn closed() -> Error {
 /// replace: a file at `index_path` that is not recognisably an index of ours (or its damaged
 /// form) is refused, untouched (`owned.rs`).
 fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError> {
-    let failed = |why: String| OpenError::Failed {
+    let failed = |source: Error| OpenError::Failed {
         path: path.to_path_buf(),
-        why,
+        source,
     };
     let not_ours = |refused: owned::NotOurs| OpenError::NotOurs {
         path: refused.path,
@@ -339,7 +344,7 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
         Err(Opened::Unusable(why)) => {
             found.may_replace().map_err(not_ours)?;
             tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
-            remove_files(path).map_err(|e| failed(format!("remove damaged index: {e}")))?;
+            remove_files(path).map_err(|e| failed(e.into()))?;
             match open_checked(path) {
                 Ok(opened) => Ok(opened),
                 Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
@@ -355,10 +360,12 @@ pub fn files(path: &Path) -> [PathBuf; 2] {
 }
 
 /// Deletes the index at `path` and its texts store (what is missing already is fine).
-pub fn remove_files(path: &Path) -> std::io::Result<()> {
+pub fn remove_files(path: &Path) -> Result<(), IoError> {
     for file in files(path) {
         match std::fs::remove_file(&file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io_error("remove", &file)(e));
+            }
             _ => {}
         }
     }
@@ -367,7 +374,7 @@ pub fn remove_files(path: &Path) -> std::io::Result<()> {
 
 enum Opened {
     Busy,
-    Unusable(String),
+    Unusable(Error),
 }
 
 /// Opens both files and checks they are an index (and its texts) this binary can use.
@@ -400,22 +407,22 @@ fn open_file<T>(
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen
                 | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
-                other => Opened::Unusable(other.to_string()),
+                other => Opened::Unusable(Error::index(other)),
             })?;
-        let prepared = prepare(&db).map_err(|e| Opened::Unusable(e.to_string()))?;
+        let prepared = prepare(&db).map_err(Opened::Unusable)?;
         Ok((db, prepared))
     });
     attempt.unwrap_or_else(|_| {
-        Err(Opened::Unusable(
-            "the file is not a readable redb database".into(),
-        ))
+        let unreadable = IndexError::Layout("the file is not a readable redb database".into());
+        Err(Opened::Unusable(unreadable.into()))
     })
 }
 
 /// The index file's identity (`meta.epoch`).
 fn epoch_of(db: &redb::Database) -> Result<u64> {
     let txn = db.begin_read().map_err(Error::index)?;
-    stored_u64(&txn, META_EPOCH)?.ok_or_else(|| Error::Index("no epoch in meta".into()))
+    stored_u64(&txn, META_EPOCH)?
+        .ok_or_else(|| IndexError::Missing("the epoch in meta".into()).into())
 }
 
 /// Checks the schema version of an opened file and creates the tables of a new one; returns
@@ -424,11 +431,12 @@ fn prepare(db: &redb::Database) -> Result<bool> {
     let version = stored_u64(&db.begin_read().map_err(Error::index)?, META_SCHEMA)?;
     match version {
         Some(SCHEMA_VERSION) => Ok(false),
-        Some(other) => Err(Error::Index(format!(
+        Some(other) => Err(IndexError::Layout(format!(
             "schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
-        ))),
+        ))
+        .into()),
         None if holds_no_table(db)? => create_tables(db).map(|()| true),
-        None => Err(Error::Index("tables without a schema version".into())),
+        None => Err(IndexError::Layout("tables without a schema version".into()).into()),
     }
 }
 

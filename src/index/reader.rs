@@ -12,12 +12,13 @@ use super::records::{self, ReconcileStamp, decode};
 use super::tables::*;
 use crate::bundled;
 use crate::doc::Hash;
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
 use crate::roots::{Root, Roots};
 use crate::rules::Source;
 use crate::rules::agent::AgentRow;
 use crate::rules::prompt::PromptRow;
 use crate::rules::skill::{SkillRow, Visibility};
+use crate::rules::skip::SkipReason;
 
 /// A consistent read snapshot of the index.
 pub struct Reader {
@@ -29,14 +30,14 @@ pub struct Reader {
 impl Reader {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
-        def: TableDefinition<K, V>,
+        def: TableDefinition<'_, K, V>,
     ) -> Result<redb::ReadOnlyTable<K, V>> {
         self.txn.open_table(def).map_err(Error::index)
     }
 
     fn row<T: DeserializeOwned>(
         &self,
-        def: TableDefinition<&str, &[u8]>,
+        def: TableDefinition<'_, &str, &[u8]>,
         key: &str,
     ) -> Result<Option<T>> {
         match self.table(def)?.get(key).map_err(Error::index)? {
@@ -170,23 +171,23 @@ impl Reader {
             Source::File { root, rel, content } => {
                 let path = roots.file(*root, rel);
                 match content {
-                    Err(issue) => Err(Error::Io(issue.message(&path))),
+                    Err(issue) => Err(Error::Unservable(issue.message(&path))),
                     Ok(hash) => self.content(hash)?.ok_or_else(|| {
-                        Error::Index(format!("content of {} is missing", path.display()))
+                        IndexError::Missing(format!("the content of {}", path.display())).into()
                     }),
                 }
             }
             Source::Bundled => bundled::skill_raw(bundled_id)
                 .map(str::to_string)
-                .ok_or_else(|| Error::Index(format!("bundled skill {bundled_id} is missing"))),
+                .ok_or_else(|| IndexError::Missing(format!("bundled skill {bundled_id}")).into()),
         }
     }
 
     /// Every file (or folder) that is not served, or served with a problem, with why; sorted
     /// by root and path.
-    pub fn skipped(&self) -> Result<Vec<(Root, String, String)>> {
+    pub fn skipped(&self) -> Result<Vec<(Root, String, SkipReason)>> {
         Ok(
-            decode_paths(&self.table(SKIPPED)?, |why: &str| Ok(why.to_string()))?
+            decode_paths(&self.table(SKIPPED)?, |why: &[u8]| decode(why))?
                 .into_iter()
                 .map(|((root, rel), why)| (root, rel, why))
                 .collect(),

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::doc::{Hash, ReadIssue};
+use crate::error::{ContentError, Error, IndexError, Result};
 use crate::time::Stamp;
 
 /// What identifies a version of a file without reading it. Any difference means "read again".
@@ -37,9 +38,8 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     postcard::to_stdvec(value).expect("serializing an index record to memory cannot fail")
 }
 
-pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> crate::error::Result<T> {
-    postcard::from_bytes(bytes)
-        .map_err(|e| crate::error::Error::Index(format!("undecodable record: {e}")))
+pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| IndexError::Record(e).into())
 }
 
 /// A file's text as the content table stores it: LZ4 block compression with the length in
@@ -51,19 +51,18 @@ pub fn compress_text(text: &str) -> Vec<u8> {
 
 /// The inverse of [`compress_text`]. The stated length is checked against the file size cap
 /// before anything is allocated, so a damaged record cannot ask for a huge buffer.
-pub fn decompress_text(bytes: &[u8]) -> crate::error::Result<String> {
-    let undecodable =
-        |why: String| crate::error::Error::Index(format!("undecodable content: {why}"));
+pub fn decompress_text(bytes: &[u8]) -> Result<String> {
+    let undecodable = |why: ContentError| Error::Index(IndexError::Content(why));
     let stated = bytes
         .get(..4)
         .map(|n| u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as u64)
-        .ok_or_else(|| undecodable("shorter than its length prefix".into()))?;
+        .ok_or_else(|| undecodable(ContentError::Truncated))?;
     if stated > crate::doc::MAX_FILE_BYTES {
-        return Err(undecodable(format!("states {stated} bytes")));
+        return Err(undecodable(ContentError::TooLong(stated)));
     }
-    let raw = lz4_flex::block::decompress_size_prepended(bytes)
-        .map_err(|e| undecodable(e.to_string()))?;
-    String::from_utf8(raw).map_err(|e| undecodable(e.to_string()))
+    let raw =
+        lz4_flex::block::decompress_size_prepended(bytes).map_err(|e| undecodable(e.into()))?;
+    String::from_utf8(raw).map_err(|e| undecodable(e.into()))
 }
 
 #[cfg(test)]

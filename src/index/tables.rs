@@ -9,37 +9,42 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 6;
+pub const SCHEMA_VERSION: u64 = 7;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
-pub const FILES: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("files");
+pub const FILES: TableDefinition<'static, (u8, &str), &[u8]> = TableDefinition::new("files");
 /// Content hash → postcard [`ParsedDoc`](crate::doc::ParsedDoc), parsed once per distinct content.
-pub const DOCS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("docs");
+pub const DOCS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("docs");
 /// Content hash → the key of its text in the texts store (see [`texts`](super::texts)). Keys are
 /// handed out in order, from [`META_NEXT_TEXT`] up, so that new texts are appended to the
 /// texts store.
-pub const TEXT_IDS: TableDefinition<&[u8; 32], u64> = TableDefinition::new("text_ids");
+pub const TEXT_IDS: TableDefinition<'static, &[u8; 32], u64> = TableDefinition::new("text_ids");
 /// Texts store keys the index stopped referring to, whose texts the next reconcile removes from
 /// the texts store.
-pub const TEXTS_GARBAGE: TableDefinition<u64, ()> = TableDefinition::new("texts_garbage");
+pub const TEXTS_GARBAGE: TableDefinition<'static, u64, ()> = TableDefinition::new("texts_garbage");
 /// Top-level folder names of the two skills roots: `(root, name)`.
-pub const TOP_DIRS: TableDefinition<(u8, &str), ()> = TableDefinition::new("top_dirs");
-/// Folders that could not be listed: `(root, relative path)` → why.
-pub const UNREADABLE: TableDefinition<(u8, &str), &str> = TableDefinition::new("unreadable");
+pub const TOP_DIRS: TableDefinition<'static, (u8, &str), ()> = TableDefinition::new("top_dirs");
+/// Folders that could not be listed and links not followed: `(root, relative path)` → postcard
+/// [`SkipReason`](crate::rules::skip::SkipReason).
+pub const UNREADABLE: TableDefinition<'static, (u8, &str), &[u8]> =
+    TableDefinition::new("unreadable");
 /// Visible skill id → postcard [`SkillRow`](crate::rules::skill::SkillRow).
-pub const SKILLS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_skills");
+pub const SKILLS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("view_skills");
 /// System prompt name → postcard [`PromptRow`](crate::rules::prompt::PromptRow).
-pub const PROMPTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_prompts");
+pub const PROMPTS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("view_prompts");
 /// Agent id → postcard [`AgentRow`](crate::rules::agent::AgentRow).
-pub const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("view_agents");
-/// `(root, relative path)` → why the file is not served.
-pub const SKIPPED: TableDefinition<(u8, &str), &str> = TableDefinition::new("view_skipped");
+pub const AGENTS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("view_agents");
+/// `(root, relative path)` → postcard [`SkipReason`](crate::rules::skip::SkipReason): why the
+/// file is not served, or is served with a problem.
+pub const SKIPPED: TableDefinition<'static, (u8, &str), &[u8]> =
+    TableDefinition::new("view_skipped");
 /// `(list table, revision, row key)` → nothing: the keys each revision changed (see
 /// [`changelog`](super::changelog)).
-pub const CHANGE_LOG: TableDefinition<(u8, u64, &str), ()> = TableDefinition::new("change_log");
+pub const CHANGE_LOG: TableDefinition<'static, (u8, u64, &str), ()> =
+    TableDefinition::new("change_log");
 /// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`], [`META_EPOCH`],
 /// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`].
-pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
 
 pub const META_SCHEMA: &str = "schema_version";
 pub const META_REVISION: &str = "revision";

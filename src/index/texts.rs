@@ -31,14 +31,19 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::records::encode;
 use super::tables::{META, META_EPOCH, META_SCHEMA, holds_no_table, stored_u64};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
+use crate::locks;
+
+fn layout(why: impl Into<String>) -> Error {
+    IndexError::Layout(why.into()).into()
+}
 
 /// Texts store key → the file's text, LZ4-compressed (see
 /// [`compress_text`](super::records::compress_text)). The index maps each content hash to its
 /// key (`text_ids`) and hands keys out in increasing order (`next_text`), so new texts are
 /// appended: a cold build fills each page once instead of reaching back into pages it has
 /// already written (content hashes are random).
-pub const TEXTS: TableDefinition<u64, &[u8]> = TableDefinition::new("texts");
+pub const TEXTS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("texts");
 /// Version of this file's layout, in its `meta` table beside the `epoch` of the index file it
 /// belongs to; see `migrations/`.
 const SCHEMA_VERSION: u64 = 2;
@@ -73,17 +78,13 @@ pub fn check(db: &redb::Database, epoch: u64, new: bool) -> Result<()> {
     };
     match (schema, stored_epoch) {
         (Some(SCHEMA_VERSION), Some(e)) if e == epoch => Ok(()),
-        (Some(SCHEMA_VERSION), _) => Err(Error::Index(
-            "the texts store belongs to another index file".into(),
-        )),
-        (Some(other), _) => Err(Error::Index(format!(
+        (Some(SCHEMA_VERSION), _) => Err(layout("the texts store belongs to another index file")),
+        (Some(other), _) => Err(layout(format!(
             "texts store schema version {other} is not {SCHEMA_VERSION} (see migrations/)"
         ))),
-        (None, _) if !holds_no_table(db)? => {
-            Err(Error::Index("texts store without a schema version".into()))
-        }
+        (None, _) if !holds_no_table(db)? => Err(layout("texts store without a schema version")),
         (None, _) if new => create(db, epoch),
-        (None, _) => Err(Error::Index("the texts store is missing".into())),
+        (None, _) => Err(IndexError::Missing("the texts store".into()).into()),
     }
 }
 
@@ -192,7 +193,7 @@ fn commit(
     gate: &RwLock<()>,
 ) -> Result<()> {
     let Some(txn) = txn else { return Ok(()) };
-    let _closed = removes_garbage.then(|| gate.write().unwrap_or_else(|p| p.into_inner()));
+    let _closed = removes_garbage.then(|| locks::write(gate));
     let started = std::time::Instant::now();
     let committed = txn.commit().map_err(Error::index);
     tracing::debug!(

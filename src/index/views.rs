@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rayon::prelude::*;
 
 use super::records::FileMeta;
+use super::walk::Unreadable;
 use crate::bundled;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::ids::{first_segment, skill_id_for, validate_name, validate_skill_id};
@@ -17,6 +18,7 @@ use crate::roots::Root;
 use crate::rules::agent::{self, AgentRow};
 use crate::rules::prompt::{self, PromptRow};
 use crate::rules::skill::{Placement, SkillRow, display_id, row_for};
+use crate::rules::skip::SkipReason;
 use crate::rules::{Reading, Source};
 
 /// What reconcile knows about the files of all roots.
@@ -26,7 +28,7 @@ pub struct Inputs<'a> {
     /// look at (see [`files_needed`]).
     pub docs: &'a HashMap<Hash, ParsedDoc>,
     pub top_dirs: &'a BTreeSet<(Root, String)>,
-    pub unreadable: &'a BTreeMap<(Root, String), String>,
+    pub unreadable: &'a Unreadable,
     /// The system prompt files of the two skills roots (see [`prompt_files`]), so that the
     /// prompts are recomputed without looking at every file.
     pub prompt_files: &'a BTreeSet<(Root, String)>,
@@ -50,8 +52,8 @@ pub struct Views {
     pub prompts: BTreeMap<String, PromptRow>,
     /// Agent profiles found on disk, by id (bundled ones are added at read time).
     pub agents: BTreeMap<String, AgentRow>,
-    /// Files (or folders) that are not served, with why.
-    pub skipped: BTreeMap<(Root, String), String>,
+    /// Files (or folders) that are not served, or served with a problem, with why.
+    pub skipped: Skipped,
 }
 
 /// Which keys of each table an update changed (inserted, replaced or removed).
@@ -327,149 +329,218 @@ impl<'a> Shadows<'a> {
             global: top_dirs(inputs, Root::Skills),
         }
     }
+
+    /// Whether either skills root has a top-level folder of this name.
+    fn has_folder(&self, name: &str) -> bool {
+        self.local.contains(name) || self.global.contains(name)
+    }
 }
 
-type Skipped = BTreeMap<(Root, String), String>;
+/// Skip reasons by `(root, relative path)`.
+pub type Skipped = BTreeMap<(Root, String), SkipReason>;
 
-/// The skill rows of one namespace, and the skip reasons of its files.
+/// The file chosen for each skill id of a namespace: its root, relative path and record.
+type SkillFiles<'a> = BTreeMap<String, (Root, &'a str, &'a FileMeta)>;
+
+/// The skill rows of one namespace, and the skip reasons of its files. Precedence, highest
+/// first: `local_skills_folder`, `skills_folder`, `agents_skills_folder`, the bundled skills;
+/// each step below takes what the steps before it left.
 fn namespace_rows(
     inputs: &Inputs<'_>,
     shadows: &Shadows<'_>,
     ns: &str,
 ) -> (BTreeMap<String, SkillRow>, Skipped) {
-    let mut rows = BTreeMap::new();
     let mut skipped = Skipped::new();
-    let mut skill_files: BTreeMap<String, (Root, &str, &FileMeta)> = BTreeMap::new();
-    // Local first: its whole namespaces win, and a local file wins over a global one with the
-    // same id.
-    for root in [Root::LocalSkills, Root::Skills] {
-        let shadowing = (root == Root::Skills).then_some(&shadows.local);
-        let mut own_ids: BTreeMap<String, &str> = BTreeMap::new();
-        for (rel, meta) in namespace_files(inputs, root, ns) {
-            let shadowed = shadowing.is_some_and(|local| local.contains(first_segment(rel)));
-            match classify(rel) {
-                PathClass::SystemPrompt => {}
-                PathClass::Prompts => {
-                    skipped.insert(
-                        (root, rel.clone()),
-                        "ignored: paths with a `prompts` segment hold neither skills nor system prompts".into(),
-                    );
-                }
-                PathClass::Agents => {
-                    skipped.insert(
-                        (root, rel.clone()),
-                        "ignored: `agents` is a reserved path segment under a skills root (agent profiles live in agents_folder)".into(),
-                    );
-                }
-                PathClass::Skill => {
-                    let id = skill_id_for(rel);
-                    if let Err(why) = validate_skill_id(&id) {
-                        skipped.insert((root, rel.clone()), format!("invalid id {id:?}: {why}"));
-                    } else if let Some(first) = own_ids.get(&id) {
-                        skipped.insert(
-                            (root, rel.clone()),
-                            format!("duplicate id {id:?} also produced by {first}"),
-                        );
-                    } else {
-                        own_ids.insert(id.clone(), rel);
-                        if shadowed {
-                            skipped.insert((root, rel.clone()), shadowed_reason(rel));
-                        } else if let Entry::Vacant(slot) = skill_files.entry(id) {
-                            slot.insert((root, rel, meta));
-                        } else {
-                            skipped.insert(
-                                (root, rel.clone()),
-                                "shadowed: local_skills_folder has a skill with the same id".into(),
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    let mut served_by_agents_skills = false;
-    for (rel, meta) in namespace_files(inputs, Root::AgentsSkills, ns) {
-        let id = format!("{ns}/index");
-        if let Err(why) = validate_skill_id(&id) {
-            skipped.insert(
-                (Root::AgentsSkills, rel.clone()),
-                format!("invalid id {id:?}: {why}"),
-            );
-        } else if shadows.local.contains(ns) || shadows.global.contains(ns) {
-            skipped.insert(
-                (Root::AgentsSkills, rel.clone()),
-                format!(
-                    "shadowed: namespace {ns:?} is also a folder of a higher-precedence skills root"
-                ),
-            );
-        } else {
-            served_by_agents_skills = true;
-            skill_files.insert(id, (Root::AgentsSkills, rel, meta));
-        }
-    }
-
-    let mut bundled: BTreeMap<String, &'static ParsedDoc> = BTreeMap::new();
-    let taken =
-        shadows.local.contains(ns) || shadows.global.contains(ns) || served_by_agents_skills;
-    for (file, doc) in bundled::parsed_skills() {
-        if first_segment(file.id) == ns && !taken && !skill_files.contains_key(file.id) {
-            bundled.insert(file.id.to_string(), doc);
-        }
-    }
-
-    let all_ids: BTreeSet<String> = skill_files.keys().chain(bundled.keys()).cloned().collect();
-    for (id, (root, rel, meta)) in &skill_files {
-        let display = display_id(id, &all_ids);
-        let served = served_doc(inputs, meta);
-        // Listed with defaults (contract 3.3), but not served: `check` says why. A served
-        // file whose frontmatter could not be read as YAML is listed there too.
-        match &served {
-            Err(issue) => {
-                skipped.insert((*root, rel.to_string()), issue.to_string());
-            }
-            Ok(doc) => {
-                if let Some(problem) = doc.frontmatter.problem() {
-                    skipped.insert((*root, rel.to_string()), problem);
-                }
-            }
-        }
-        let row = row_for(
-            id,
-            served.as_ref().ok().copied(),
-            Placement {
-                display_id: display,
-                bytes: meta.stat.size,
-                modified_at: meta.stat.mtime.rfc3339(),
-                source: Source::File {
-                    root: *root,
-                    rel: rel.to_string(),
-                    content: served_hash(meta, &served),
-                },
-                agents_skill: *root == Root::AgentsSkills,
-                agents_namespace: served_by_agents_skills,
-            },
-        );
+    let mut files = skills_root_files(inputs, shadows, ns, &mut skipped);
+    let agents_namespace = add_agents_skill(inputs, shadows, ns, &mut files, &mut skipped);
+    let bundled = bundled_fallbacks(shadows, ns, agents_namespace, &files);
+    let all_ids: BTreeSet<String> = files.keys().chain(bundled.keys()).cloned().collect();
+    let mut rows = BTreeMap::new();
+    for (id, file) in &files {
+        let row = file_row(inputs, id, *file, &all_ids, agents_namespace, &mut skipped);
         rows.insert(id.clone(), row);
     }
     for (id, doc) in bundled {
-        let display = display_id(&id, &all_ids);
-        let bytes = bundled::skill_raw(&id).map_or(0, |raw| raw.len() as u64);
-        let row = row_for(
-            &id,
-            Some(doc),
-            Placement {
-                display_id: display,
-                bytes,
-                modified_at: String::new(),
-                source: Source::Bundled,
-                agents_skill: false,
-                agents_namespace: served_by_agents_skills,
-            },
-        );
+        let row = bundled_row(&id, doc, &all_ids, agents_namespace);
         rows.insert(id, row);
     }
     (rows, skipped)
+}
+
+/// What one file of a skills root is to its namespace, before the roots are merged.
+enum Verdict {
+    /// A system prompt: the prompts' part of the views looks at it.
+    NotASkill,
+    Skipped(SkipReason),
+    /// A skill with this id, the first file of its root to give it.
+    Skill(String),
+}
+
+/// Step 1: the skill files of the two skills roots, local first: a local folder shadows the
+/// whole global namespace of its name, and a local file wins over a global one with the same
+/// id. Within a root, the first file (in path order) of an id wins.
+fn skills_root_files<'a>(
+    inputs: &'a Inputs<'_>,
+    shadows: &Shadows<'_>,
+    ns: &str,
+    skipped: &mut Skipped,
+) -> SkillFiles<'a> {
+    let mut chosen = SkillFiles::new();
+    for root in [Root::LocalSkills, Root::Skills] {
+        let mut own_ids: BTreeMap<String, &str> = BTreeMap::new();
+        for (rel, meta) in namespace_files(inputs, root, ns) {
+            let shadowed = root == Root::Skills && shadows.local.contains(first_segment(rel));
+            let id = match verdict(rel, shadowed, &mut own_ids) {
+                Verdict::NotASkill => continue,
+                Verdict::Skipped(reason) => {
+                    skipped.insert((root, rel.clone()), reason);
+                    continue;
+                }
+                Verdict::Skill(id) => id,
+            };
+            match chosen.entry(id) {
+                Entry::Vacant(slot) => {
+                    slot.insert((root, rel, meta));
+                }
+                Entry::Occupied(_) => {
+                    skipped.insert((root, rel.clone()), SkipReason::SkillShadowed);
+                }
+            }
+        }
+    }
+    chosen
+}
+
+/// One file of a skills root: what its path makes it, and whether an earlier file of its root
+/// (`own_ids`, which this adds it to) or a local folder (`shadowed`) takes its place.
+fn verdict<'a>(rel: &'a str, shadowed: bool, own_ids: &mut BTreeMap<String, &'a str>) -> Verdict {
+    match classify(rel) {
+        PathClass::SystemPrompt => Verdict::NotASkill,
+        PathClass::Prompts => Verdict::Skipped(SkipReason::PromptsSegment),
+        PathClass::Agents => Verdict::Skipped(SkipReason::AgentsSegment),
+        PathClass::Skill => {
+            let id = skill_id_for(rel);
+            if let Err(problem) = validate_skill_id(&id) {
+                return Verdict::Skipped(SkipReason::InvalidId { id, problem });
+            }
+            if let Some(first) = own_ids.get(&id) {
+                let first = first.to_string();
+                return Verdict::Skipped(SkipReason::DuplicateId { id, first });
+            }
+            own_ids.insert(id.clone(), rel);
+            if shadowed {
+                Verdict::Skipped(SkipReason::namespace_shadowed(rel))
+            } else {
+                Verdict::Skill(id)
+            }
+        }
+    }
+}
+
+/// Step 2: the agents skills root's `<ns>/SKILL.md`, served as `<ns>/index` unless a folder of
+/// either skills root has the namespace's name. Returns whether it serves the namespace (the
+/// rows then say so, and the bundled skills stay out).
+fn add_agents_skill<'a>(
+    inputs: &'a Inputs<'_>,
+    shadows: &Shadows<'_>,
+    ns: &str,
+    files: &mut SkillFiles<'a>,
+    skipped: &mut Skipped,
+) -> bool {
+    let mut served = false;
+    for (rel, meta) in namespace_files(inputs, Root::AgentsSkills, ns) {
+        let id = format!("{ns}/index");
+        let reason = if let Err(problem) = validate_skill_id(&id) {
+            SkipReason::InvalidId { id, problem }
+        } else if shadows.has_folder(ns) {
+            SkipReason::AgentsSkillShadowed {
+                namespace: ns.to_string(),
+            }
+        } else {
+            served = true;
+            files.insert(id, (Root::AgentsSkills, rel, meta));
+            continue;
+        };
+        skipped.insert((Root::AgentsSkills, rel.clone()), reason);
+    }
+    served
+}
+
+/// Step 3: the bundled skills of the namespace, when no folder on disk and no agents skill
+/// claims it; a file with a bundled skill's id shadows that one skill.
+fn bundled_fallbacks(
+    shadows: &Shadows<'_>,
+    ns: &str,
+    agents_namespace: bool,
+    files: &SkillFiles<'_>,
+) -> BTreeMap<String, &'static ParsedDoc> {
+    if shadows.has_folder(ns) || agents_namespace {
+        return BTreeMap::new();
+    }
+    bundled::parsed_skills()
+        .iter()
+        .filter(|(file, _)| first_segment(file.id) == ns && !files.contains_key(file.id))
+        .map(|(file, doc)| (file.id.to_string(), doc))
+        .collect()
+}
+
+/// Step 4, for a file: its row, listed with defaults when its content cannot be served
+/// (contract 3.3; `check` says why), and served with a note in `check` when its frontmatter
+/// could not be read as YAML.
+fn file_row(
+    inputs: &Inputs<'_>,
+    id: &str,
+    (root, rel, meta): (Root, &str, &FileMeta),
+    all_ids: &BTreeSet<String>,
+    agents_namespace: bool,
+    skipped: &mut Skipped,
+) -> SkillRow {
+    let served = served_doc(inputs, meta);
+    let problem = match &served {
+        Err(issue) => Some(SkipReason::Unservable(issue.clone())),
+        Ok(doc) => SkipReason::of_frontmatter(&doc.frontmatter),
+    };
+    if let Some(problem) = problem {
+        skipped.insert((root, rel.to_string()), problem);
+    }
+    row_for(
+        id,
+        served.as_ref().ok().copied(),
+        Placement {
+            display_id: display_id(id, all_ids),
+            bytes: meta.stat.size,
+            modified_at: meta.stat.mtime.rfc3339(),
+            source: Source::File {
+                root,
+                rel: rel.to_string(),
+                content: served_hash(meta, &served),
+            },
+            agents_skill: root == Root::AgentsSkills,
+            agents_namespace,
+        },
+    )
+}
+
+/// Step 4, for a bundled skill: its row.
+fn bundled_row(
+    id: &str,
+    doc: &ParsedDoc,
+    all_ids: &BTreeSet<String>,
+    agents_namespace: bool,
+) -> SkillRow {
+    let bytes = bundled::skill_raw(id).map_or(0, |raw| raw.len() as u64);
+    row_for(
+        id,
+        Some(doc),
+        Placement {
+            display_id: display_id(id, all_ids),
+            bytes,
+            modified_at: String::new(),
+            source: Source::Bundled,
+            agents_skill: false,
+            agents_namespace,
+        },
+    )
 }
 
 /// The files of `root` whose skill id falls in namespace `ns`, in path order: everything under
@@ -524,7 +595,7 @@ fn prompt_rows(
         for ((_, rel), meta) in prompt_files {
             let key = (root, rel.clone());
             if root == Root::Skills && shadows.local.contains(first_segment(rel)) {
-                skipped.insert(key, shadowed_reason(rel));
+                skipped.insert(key, SkipReason::namespace_shadowed(rel));
                 continue;
             }
             let doc = match parsed_doc(inputs, meta) {
@@ -536,18 +607,15 @@ fn prompt_rows(
             };
             match prompt::read(doc, file_stem(rel), Reading::Scan) {
                 Err(problem) => {
-                    skipped.insert(key, problem.skip_reason());
+                    skipped.insert(key, SkipReason::NotAPrompt(problem));
                 }
                 Ok(found) if rows.contains_key(&found.name) => {
-                    skipped.insert(
-                        key,
-                        format!("duplicate system prompt name {:?}", found.name),
-                    );
+                    skipped.insert(key, SkipReason::DuplicatePromptName { name: found.name });
                 }
                 Ok(prompt::Prompt {
                     name, description, ..
                 }) => {
-                    if let Some(problem) = doc.frontmatter.problem() {
+                    if let Some(problem) = SkipReason::of_frontmatter(&doc.frontmatter) {
                         skipped.insert(key, problem);
                     }
                     let served = served_doc(inputs, meta);
@@ -576,8 +644,9 @@ fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
     for ((_, rel), meta) in files_of(inputs, Root::Agents) {
         let id = file_stem(rel);
         let key = (Root::Agents, rel.clone());
-        if let Err(why) = validate_name(id) {
-            skipped.insert(key, format!("invalid agent id {id:?}: {why}"));
+        if let Err(problem) = validate_name(id) {
+            let id = id.to_string();
+            skipped.insert(key, SkipReason::InvalidAgentId { id, problem });
             continue;
         }
         let doc = match parsed_doc(inputs, meta) {
@@ -588,11 +657,11 @@ fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
             }
         };
         match agent::profile(doc, Reading::Scan) {
-            Err(why) => {
-                skipped.insert(key, why);
+            Err(problem) => {
+                skipped.insert(key, SkipReason::NotAProfile(problem));
             }
             Ok(profile) => {
-                if let Some(problem) = doc.frontmatter.problem() {
+                if let Some(problem) = SkipReason::of_frontmatter(&doc.frontmatter) {
                     skipped.insert(key, problem);
                 }
                 let row = AgentRow {
@@ -617,13 +686,6 @@ fn file_stem(rel: &str) -> &str {
     name.strip_suffix(".md").unwrap_or(name)
 }
 
-fn shadowed_reason(rel: &str) -> String {
-    format!(
-        "shadowed: local_skills_folder has a {:?} folder, which overrides this namespace",
-        first_segment(rel)
-    )
-}
-
 fn top_dirs<'a>(inputs: &'a Inputs<'_>, root: Root) -> BTreeSet<&'a str> {
     inputs
         .top_dirs
@@ -644,10 +706,10 @@ fn files_of<'a>(
 }
 
 /// The parsed document of a file that could be read, or the skip reason of one that could not.
-fn parsed_doc<'a>(inputs: &'a Inputs<'_>, meta: &FileMeta) -> Result<&'a ParsedDoc, String> {
+fn parsed_doc<'a>(inputs: &'a Inputs<'_>, meta: &FileMeta) -> Result<&'a ParsedDoc, SkipReason> {
     match &meta.content {
         Ok(hash) => Ok(&inputs.docs[hash]),
-        Err(issue) => Err(ServeIssue::Read(issue.clone()).to_string()),
+        Err(issue) => Err(SkipReason::Unservable(ServeIssue::Read(issue.clone()))),
     }
 }
 

@@ -11,7 +11,9 @@ use rayon::prelude::*;
 
 use super::records::Stat;
 use crate::doc::ids::first_segment;
+use crate::locks;
 use crate::roots::{Root, Roots};
+use crate::rules::skip::{SkipReason, Special};
 // A download's staging folder is never walked: its files are not documents until they land.
 use crate::store::is_staging_name;
 use crate::time::Stamp;
@@ -23,7 +25,7 @@ pub const AGENTS_SKILL_FILE: &str = "SKILL.md";
 pub type TopDirs = BTreeSet<(Root, String)>;
 /// Folders that could not be listed and links not followed, by root and relative path, with
 /// the skip reason.
-pub type Unreadable = BTreeMap<(Root, String), String>;
+pub type Unreadable = BTreeMap<(Root, String), SkipReason>;
 
 /// What a walk of all roots found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -34,7 +36,7 @@ pub struct Found {
     /// looks at folders, even empty ones).
     pub top_dirs: BTreeSet<(Root, String)>,
     /// Folders that could not be listed and links not followed, with the skip reason.
-    pub unreadable: BTreeMap<(Root, String), String>,
+    pub unreadable: Unreadable,
     /// Files named like a writer's temporary file (`store::is_temp_name`), by key and path: a
     /// reconcile hands them to the sweep of the ones killed writers left, and lists the others.
     pub temps: Vec<((Root, String), PathBuf)>,
@@ -98,7 +100,7 @@ impl Found {
             }
         }
         dirs.extend(self.top_dirs.iter().cloned());
-        let mut unreadable: BTreeMap<(Root, String), String> = unreadable
+        let mut unreadable: Unreadable = unreadable
             .iter()
             .filter(|(key, _)| !self.covers(key))
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -158,22 +160,21 @@ fn within(real: &Path, inside: &[PathBuf]) -> bool {
 /// Why the entry at `path` is not followed, when it is a symbolic link to a folder or named
 /// like a document: it is broken or loops, or it leads outside every root (design: bad input
 /// never serves or writes outside the configured roots).
-fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<String> {
+fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<SkipReason> {
     if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
         return None;
     }
     match fs::canonicalize(path) {
-        Err(e) if is_markdown(name) => Some(format!("symbolic link cannot be followed: {e}")),
+        Err(e) if is_markdown(name) => Some(SkipReason::LinkBroken(e.to_string())),
         // Links that lead to each other never reach a folder: a folder-link loop.
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            Some(format!("symbolic link loops and is not followed: {e}"))
+            Some(SkipReason::LinkLoops(e.to_string()))
         }
         Err(_) => None,
         Ok(real) if within(&real, inside) => None,
-        Ok(real) if real.is_dir() || is_markdown(name) => Some(format!(
-            "symbolic link leads outside the roots (to {})",
-            real.display()
-        )),
+        Ok(real) if real.is_dir() || is_markdown(name) => {
+            Some(SkipReason::LinkOutside(real.display().to_string()))
+        }
         Ok(_) => None,
     }
 }
@@ -308,26 +309,22 @@ fn check_top_dir(root: Root, dir: &Path, name: &str, inside: &[PathBuf], found: 
     }
 }
 
-/// The skip reason of a folder reached again below itself through a link.
-const LOOP: &str = "symbolic link loops back to a folder above it; not followed";
-
 /// Why an entry named like a document (or a folder) is neither: a FIFO, a socket or a device.
 /// Only its `stat` is ever looked at; it is never opened (opening a FIFO blocks).
-fn special(meta: &Metadata, name: &str) -> Option<String> {
+fn special(meta: &Metadata, name: &str) -> Option<SkipReason> {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     let what = if t.is_fifo() {
-        "a FIFO (named pipe)"
+        Special::Fifo
     } else if t.is_socket() {
-        "a socket"
+        Special::Socket
     } else if t.is_block_device() || t.is_char_device() {
-        "a device"
+        Special::Device
     } else {
         return None;
     };
     let name = name.rsplit('/').next().unwrap_or(name);
-    (is_markdown(name) || crate::store::is_temp_name(name))
-        .then(|| format!("{what}, not a regular file; never opened"))
+    (is_markdown(name) || crate::store::is_temp_name(name)).then_some(SkipReason::NotRegular(what))
 }
 
 pub fn stat_of(meta: &Metadata) -> Stat {
@@ -375,7 +372,9 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
     let start = (meta.dev(), meta.ino());
     if ancestors.contains(&start) {
         // A scoped walk of a link back to a folder above it: as the full walk, a loop.
-        found.unreadable.insert((root, rel), LOOP.to_string());
+        found
+            .unreadable
+            .insert((root, rel), SkipReason::LinkToAncestor);
         return;
     }
     let walk = Walk {
@@ -402,7 +401,7 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
 struct Part {
     files: Vec<((Root, String), Stat)>,
     top_dirs: Vec<(Root, String)>,
-    unreadable: Vec<((Root, String), String)>,
+    unreadable: Vec<((Root, String), SkipReason)>,
     temps: Vec<((Root, String), PathBuf)>,
 }
 
@@ -478,8 +477,8 @@ impl Walk<'_> {
             Ok(entries) => entries,
             Err(e) => {
                 if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
-                    let why = format!("folder cannot be listed: {e}");
-                    part.unreadable.push(((root, rel), why));
+                    part.unreadable
+                        .push(((root, rel), SkipReason::Unlistable(e.to_string())));
                 }
                 return Vec::new();
             }
@@ -517,7 +516,8 @@ impl Walk<'_> {
                 }
                 let id = (meta.dev(), meta.ino());
                 if ancestors.contains(&id) {
-                    part.unreadable.push(((root, child_rel), LOOP.to_string()));
+                    part.unreadable
+                        .push(((root, child_rel), SkipReason::LinkToAncestor));
                 } else if self.enter(id) {
                     folders.push(Pending {
                         path: entry.path(),
@@ -536,10 +536,7 @@ impl Walk<'_> {
 
     /// Counts one more path into a folder; false past [`MAX_PATHS_TO_A_FOLDER`].
     fn enter(&self, id: (u64, u64)) -> bool {
-        let mut visits = self
-            .visits
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut visits = locks::lock(&self.visits);
         let count = visits.entry(id).or_insert(0);
         *count += 1;
         *count <= MAX_PATHS_TO_A_FOLDER

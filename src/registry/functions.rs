@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Registry, RegistryError, Release};
-use crate::doc::ids::validate_worker_name;
+use crate::code::Code;
+use crate::doc::ids::{WorkerNameError, validate_worker_name};
 use crate::error::{Error, Result, quoted};
 use crate::error::{Next, next};
 use crate::request;
@@ -64,7 +65,7 @@ pub async fn list(registry: &Registry, request: &Value) -> Result<Value> {
         .list_workers(search.as_deref(), cursor.as_deref())
         .await
         .map_err(|e| registry_error(&e))?;
-    serde_json::to_value(&*page).map_err(|e| Error::Index(e.to_string()))
+    serde_json::to_value(&*page).map_err(Error::json)
 }
 
 /// `directory::registry::workers::info {name, version? | tag?}` →
@@ -81,27 +82,26 @@ pub async fn info(registry: &Registry, request: &Value) -> Result<Value> {
         .worker_info(&name, &release)
         .await
         .map_err(|e| info_error(&name, &release, &e))?;
-    serde_json::to_value(&*info).map_err(|e| Error::Index(e.to_string()))
+    serde_json::to_value(&*info).map_err(Error::json)
 }
 
 /// `D311 invalid_input: <validator reason>. Next: …`
-fn invalid_name(why: &str) -> Error {
-    Error::invalid_input("D311", format!("{why}."), &[BROWSE_VALID_NAMES])
+fn invalid_name(why: &WorkerNameError) -> Error {
+    Error::coded(
+        Code::RegistryWorkerNameInvalid,
+        format!("{why}."),
+        &[BROWSE_VALID_NAMES],
+    )
 }
 
 /// A `D320` error with one of the contract's fixed texts (list and downloads).
 pub fn registry_error(e: &RegistryError) -> Error {
-    let message = match e {
-        RegistryError::Decode => {
-            "D320 registry_error: could not decode the registry response.".to_string()
-        }
-        RegistryError::InvalidName(why) => return Error::Invalid(why.clone()),
-        other => format!("D320 registry_error: {other}. Next: retry shortly."),
+    let problem = match e {
+        RegistryError::Decode => "could not decode the registry response.".to_string(),
+        RegistryError::InvalidName(why) => return Error::invalid(why),
+        other => format!("{other}. Next: retry shortly."),
     };
-    Error::Coded {
-        code: "D320",
-        message,
-    }
+    Error::coded(Code::RegistryUnavailable, problem, &[])
 }
 
 /// The errors of `info`: `D310` for a 404 on either leg (the worker at that release), `D311`
@@ -109,19 +109,18 @@ pub fn registry_error(e: &RegistryError) -> Error {
 fn info_error(name: &str, release: &Release, e: &RegistryError) -> Error {
     match e {
         RegistryError::NotFound => Error::not_found(
-            "D310",
+            Code::RegistryWorkerNotFound,
             "registry worker",
             &format!("{name}@{}", release.value()),
             &[],
             &[BROWSE_NAMES],
         ),
         RegistryError::InvalidName(why) => invalid_name(why),
-        other => Error::Coded {
-            code: "D320",
-            message: format!(
-                "D320 registry_error: {other}. Next: retry shortly, or call {LIST} to browse worker names."
-            ),
-        },
+        other => Error::coded(
+            Code::RegistryUnavailable,
+            format!("{other}. Next: retry shortly, or call {LIST} to browse worker names."),
+            &[],
+        ),
     }
 }
 
@@ -129,13 +128,14 @@ fn info_error(name: &str, release: &Release, e: &RegistryError) -> Error {
 /// the fixed `D320` texts otherwise.
 pub fn download_error(worker: &str, e: &RegistryError) -> Error {
     match e {
-        RegistryError::NotFound => Error::Coded {
-            code: "D310",
-            message: format!(
-                "D310 not_found: registry worker {worker} has no published skills bundle. Next: call {LIST} to browse worker names.",
+        RegistryError::NotFound => Error::coded(
+            Code::RegistryWorkerNotFound,
+            format!(
+                "registry worker {worker} has no published skills bundle. Next: call {LIST} to browse worker names.",
                 worker = quoted(worker)
             ),
-        },
+            &[],
+        ),
         other => registry_error(other),
     }
 }
@@ -203,7 +203,7 @@ mod tests {
         ] {
             let why = validate_worker_name(name).expect_err(name);
             let e = invalid_name(&why);
-            assert_eq!(e.code(), Some("D311"), "{name}");
+            assert_eq!(e.code(), Some(Code::RegistryWorkerNameInvalid), "{name}");
             assert!(e.to_string().ends_with("browse valid worker names."), "{e}");
         }
         for name in ["shell", "iii-http", "iii-database", "coder", "x2"] {

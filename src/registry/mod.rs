@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Settings;
-use crate::doc::ids::validate_worker_name;
+use crate::doc::ids::{WorkerNameError, validate_worker_name};
 use cache::{Cache, Cached, Key};
 pub use model::{
     ApiReference, Author, BundleFile, Dependency, FunctionContract, Pagination, PromptEntry,
@@ -109,8 +109,8 @@ impl Release {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
     /// The worker name cannot be sent (the validator's reason); nothing was requested.
-    #[error("{0}")]
-    InvalidName(String),
+    #[error(transparent)]
+    InvalidName(#[from] WorkerNameError),
     /// No answer: DNS, connection, TLS, or the timeout.
     #[error("could not reach the registry")]
     Unreachable,

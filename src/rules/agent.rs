@@ -4,9 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Reading, Source, trimmed, with_required_fields};
+use super::{FrontmatterProblem, Reading, Source, trimmed, with_required_fields};
+use crate::code::Code;
 use crate::doc::{Fields, ParsedDoc};
-use crate::error::{Error, next, quoted};
+use crate::error::{Error, Result, next, quoted};
 
 /// The frontmatter of an agent profile, validated.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,50 +43,59 @@ pub const COLORS: [&str; 7] = [
     "neutral", "blue", "purple", "teal", "green", "amber", "rose",
 ];
 
+/// Why a file is not an agent profile; `Display` gives the reason the scan records, and the
+/// (uncoded) message a write refuses with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum ProfileProblem {
+    #[error(transparent)]
+    Frontmatter(#[from] FrontmatterProblem),
+    #[error("frontmatter missing non-empty `name`")]
+    NoName,
+    #[error("`logo` must be non-empty when present (emoji only)")]
+    EmptyLogo,
+    #[error("`logo` too long ({0} bytes; max {MAX_LOGO_BYTES}) — emoji only")]
+    LogoTooLong(usize),
+    #[error("`logo` may not contain path separators or whitespace — emoji only")]
+    LogoCharacters,
+    #[error("`icon` must be one of {} (got {})", ICONS.join(", "), quoted(.0))]
+    Icon(String),
+    #[error("`color` must be one of {} (got {})", COLORS.join(", "), quoted(.0))]
+    Color(String),
+}
+
 /// Validates an agent profile's frontmatter; the scan and the writes use the same rules (see
 /// [`Reading`] for the one difference).
-pub fn profile(doc: &ParsedDoc, reading: Reading) -> Result<Profile, String> {
+pub fn profile(doc: &ParsedDoc, reading: Reading) -> Result<Profile, ProfileProblem> {
     with_required_fields(&doc.frontmatter, reading, profile_from_fields)
 }
 
-fn profile_from_fields(fields: &Fields) -> Result<Profile, String> {
-    let name = trimmed(fields.name.as_ref()).ok_or("frontmatter missing non-empty `name`")?;
+fn profile_from_fields(fields: &Fields) -> Result<Profile, ProfileProblem> {
+    let name = trimmed(fields.name.as_ref()).ok_or(ProfileProblem::NoName)?;
     let logo = match fields.logo.as_deref().map(str::trim) {
         None => None,
-        Some("") => return Err("`logo` must be non-empty when present (emoji only)".into()),
+        Some("") => return Err(ProfileProblem::EmptyLogo),
         Some(logo) if logo.len() > MAX_LOGO_BYTES => {
-            return Err(format!(
-                "`logo` too long ({} bytes; max {MAX_LOGO_BYTES}) — emoji only",
-                logo.len()
-            ));
+            return Err(ProfileProblem::LogoTooLong(logo.len()));
         }
         Some(logo)
             if logo
                 .chars()
                 .any(|c| c == '/' || c == '\\' || c.is_whitespace()) =>
         {
-            return Err("`logo` may not contain path separators or whitespace — emoji only".into());
+            return Err(ProfileProblem::LogoCharacters);
         }
         Some(logo) => Some(logo.to_string()),
     };
     let icon = trimmed(fields.icon.as_ref());
     if let Some(icon) = &icon {
         if !ICONS.contains(&icon.as_str()) {
-            return Err(format!(
-                "`icon` must be one of {} (got {icon})",
-                ICONS.join(", "),
-                icon = quoted(icon)
-            ));
+            return Err(ProfileProblem::Icon(icon.clone()));
         }
     }
     let color = trimmed(fields.color.as_ref());
     if let Some(color) = &color {
         if !COLORS.contains(&color.as_str()) {
-            return Err(format!(
-                "`color` must be one of {} (got {color})",
-                COLORS.join(", "),
-                color = quoted(color)
-            ));
+            return Err(ProfileProblem::Color(color.clone()));
         }
     }
     Ok(Profile {
@@ -115,7 +125,7 @@ pub fn extends_chain<'a, P>(
     start: &'a P,
     parent_of: impl Fn(&'a P) -> Option<&'a str>,
     lookup: impl Fn(&str) -> Option<&'a P>,
-) -> Result<Vec<&'a P>, String> {
+) -> Result<Vec<&'a P>> {
     let mut chain = vec![start];
     let mut trail = vec![id];
     let mut current = start;
@@ -151,13 +161,12 @@ pub fn extends_chain<'a, P>(
     Ok(chain)
 }
 
-fn inheritance_error(id: &str, problem: &str) -> String {
-    Error::invalid_input(
-        "D415",
+fn inheritance_error(id: &str, problem: &str) -> Error {
+    Error::coded(
+        Code::AgentInheritance,
         format!("agent profile {id} {problem}.", id = quoted(id)),
         &[next("directory::agents::list", "browse agent profile ids")],
     )
-    .to_string()
 }
 
 #[cfg(test)]
@@ -168,7 +177,7 @@ mod tests {
     fn resolve<'a>(
         profiles: &'a [(&'a str, Option<&'a str>)],
         id: &'a str,
-    ) -> Result<Vec<&'a str>, String> {
+    ) -> Result<Vec<&'a str>> {
         let lookup = |wanted: &str| profiles.iter().find(|(id, _)| *id == wanted);
         let start = lookup(id).expect("the start profile exists");
         extends_chain(id, start, |(_, parent)| *parent, lookup)
@@ -192,8 +201,8 @@ mod tests {
     #[test]
     fn chain_follows_extends_nearest_first() {
         let profiles = [("a", Some("b")), ("b", Some("c")), ("c", None)];
-        assert_eq!(resolve(&profiles, "a"), Ok(vec!["a", "b", "c"]));
-        assert_eq!(resolve(&profiles, "c"), Ok(vec!["c"]));
+        assert_eq!(resolve(&profiles, "a").expect("a"), ["a", "b", "c"]);
+        assert_eq!(resolve(&profiles, "c").expect("c"), ["c"]);
     }
 
     #[test]
@@ -205,7 +214,9 @@ mod tests {
 
         let nine = line_of(MAX_EXTENDS_HOPS + 1);
         let nine = borrowed(&nine);
-        let err = resolve(&nine, "p0").expect_err("9 hops are too many");
+        let err = resolve(&nine, "p0")
+            .expect_err("9 hops are too many")
+            .to_string();
         assert!(err.starts_with("D415 invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1"), "{err}");
     }
 
@@ -217,14 +228,14 @@ mod tests {
             ("s", Some("s")),
             ("u", Some("gone")),
         ];
-        let err = resolve(&profiles, "a").expect_err("loop");
+        let err = resolve(&profiles, "a").expect_err("loop").to_string();
         assert!(
             err.contains("\"a\" has an extends loop: a → b → a."),
             "{err}"
         );
-        let err = resolve(&profiles, "s").expect_err("self loop");
+        let err = resolve(&profiles, "s").expect_err("self loop").to_string();
         assert!(err.contains("\"s\" has an extends loop: s → s."), "{err}");
-        let err = resolve(&profiles, "u").expect_err("unknown");
+        let err = resolve(&profiles, "u").expect_err("unknown").to_string();
         assert!(
             err.contains("\"u\" extends unknown agent profile \"gone\"."),
             "{err}"

@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod prompt;
 pub mod skill;
+pub mod skip;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,9 +29,16 @@ pub enum Source {
     Bundled,
 }
 
-/// The reason system prompts and agent profiles without a frontmatter block are skipped.
-pub const MISSING_FRONTMATTER: &str =
-    "missing YAML frontmatter (expected --- ... --- block at file start)";
+/// Why a document has no frontmatter fields a family can use (system prompts and agent
+/// profiles require them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum FrontmatterProblem {
+    #[error("missing YAML frontmatter (expected --- ... --- block at file start)")]
+    Missing,
+    /// The block is not YAML the family can read: the parser's reason, without a period.
+    #[error("invalid frontmatter YAML: {0}")]
+    InvalidYaml(String),
+}
 
 /// How a block that is not YAML is taken: the scan serves it from its salvaged `key: value`
 /// lines (and `check` reports the file); a write refuses it, so that a write never creates
@@ -42,32 +50,33 @@ pub enum Reading {
 }
 
 /// The fields of a frontmatter block a family requires, or why there are none.
-pub fn required_fields(frontmatter: &Frontmatter, reading: Reading) -> Result<&Fields, String> {
+pub fn required_fields(
+    frontmatter: &Frontmatter,
+    reading: Reading,
+) -> Result<&Fields, FrontmatterProblem> {
     match frontmatter {
-        Frontmatter::Absent => Err(MISSING_FRONTMATTER.into()),
-        Frontmatter::Invalid(why) => Err(invalid_yaml(why)),
+        Frontmatter::Absent => Err(FrontmatterProblem::Missing),
+        Frontmatter::Invalid(why) => Err(FrontmatterProblem::InvalidYaml(why.clone())),
         Frontmatter::Salvaged { fields, .. } if reading == Reading::Scan => Ok(fields),
-        Frontmatter::Salvaged { error, .. } => Err(invalid_yaml(error)),
+        Frontmatter::Salvaged { error, .. } => Err(FrontmatterProblem::InvalidYaml(error.clone())),
         Frontmatter::Present(fields) => Ok(fields),
     }
 }
 
 /// Checks required fields with `check`; when a salvaged block fails it, its YAML error is the
 /// reason given, which tells the author more than a missing key would.
-pub fn with_required_fields<T>(
+pub fn with_required_fields<T, E: From<FrontmatterProblem>>(
     frontmatter: &Frontmatter,
     reading: Reading,
-    check: impl FnOnce(&Fields) -> Result<T, String>,
-) -> Result<T, String> {
+    check: impl FnOnce(&Fields) -> Result<T, E>,
+) -> Result<T, E> {
     let fields = required_fields(frontmatter, reading)?;
     check(fields).map_err(|why| match frontmatter {
-        Frontmatter::Salvaged { error, .. } => invalid_yaml(error),
+        Frontmatter::Salvaged { error, .. } => {
+            FrontmatterProblem::InvalidYaml(error.clone()).into()
+        }
         _ => why,
     })
-}
-
-fn invalid_yaml(why: &str) -> String {
-    format!("invalid frontmatter YAML: {why}")
 }
 
 /// A frontmatter value trimmed, when it is not blank.

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Reading, Source, required_fields, trimmed};
-use crate::doc::ids::validate_name;
+use super::{FrontmatterProblem, Reading, Source, required_fields, trimmed};
+use crate::code::Code;
+use crate::doc::ids::{NameError, validate_name};
 use crate::doc::{Frontmatter, ParsedDoc};
 use crate::error::{Error, quoted};
 
@@ -28,33 +29,20 @@ pub struct Prompt {
     pub description: String,
 }
 
-/// Why a file is not a system prompt.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a file is not a system prompt; `Display` gives the reason the scan records when it
+/// skips the file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum Problem {
-    /// No frontmatter, or none that can be used; the reason as [`required_fields`] gives it.
-    Frontmatter(String),
+    /// No frontmatter, or none that can be used.
+    #[error(transparent)]
+    Frontmatter(#[from] FrontmatterProblem),
+    #[error("frontmatter is missing a non-empty `description`")]
     NoDescription,
-    InvalidName {
-        name: String,
-        why: String,
-    },
+    #[error("invalid system prompt name {}: {why}", quoted(name))]
+    InvalidName { name: String, why: NameError },
 }
 
 impl Problem {
-    /// The reason the scan records when it skips the file.
-    pub fn skip_reason(&self) -> String {
-        match self {
-            Problem::Frontmatter(why) => why.clone(),
-            Problem::NoDescription => "frontmatter is missing a non-empty `description`".into(),
-            Problem::InvalidName { name, why } => {
-                format!(
-                    "invalid system prompt name {name}: {why}",
-                    name = quoted(name)
-                )
-            }
-        }
-    }
-
     /// The error a write answers with (`D213`): the same rule, said as what the next scan
     /// would do.
     pub fn write_error(&self) -> Error {
@@ -65,14 +53,14 @@ impl Problem {
                 "frontmatter `name` is invalid ({why}); the next scan would skip this prompt."
             ),
         };
-        Error::invalid_input("D213", problem, &[])
+        Error::coded(Code::PromptFrontmatterRefused, problem, &[])
     }
 }
 
 /// Reads a system prompt's frontmatter. `stem` is the file stem (for a write, the requested
 /// name, which the caller has validated).
 pub fn read(doc: &ParsedDoc, stem: &str, reading: Reading) -> Result<Prompt, Problem> {
-    let fields = required_fields(&doc.frontmatter, reading).map_err(Problem::Frontmatter)?;
+    let fields = required_fields(&doc.frontmatter, reading)?;
     let checked = (|| {
         let declared = trimmed(fields.name.as_ref());
         let name = declared.clone().unwrap_or_else(|| stem.to_string());
@@ -89,9 +77,9 @@ pub fn read(doc: &ParsedDoc, stem: &str, reading: Reading) -> Result<Prompt, Pro
     })();
     // A salvaged block that breaks a rule: its YAML error tells the author more.
     match (&doc.frontmatter, checked) {
-        (Frontmatter::Salvaged { error, .. }, Err(_)) => Err(Problem::Frontmatter(format!(
-            "invalid frontmatter YAML: {error}"
-        ))),
+        (Frontmatter::Salvaged { error, .. }, Err(_)) => Err(Problem::Frontmatter(
+            FrontmatterProblem::InvalidYaml(error.clone()),
+        )),
         (_, checked) => checked,
     }
 }
@@ -118,7 +106,7 @@ mod tests {
         assert_eq!(scan("---\nname: x\n---\nB\n"), Err(Problem::NoDescription));
         let bad = scan("---\nname: Bad\ndescription: d\n---\nB\n").expect_err("bad name");
         assert!(
-            bad.skip_reason()
+            bad.to_string()
                 .starts_with("invalid system prompt name \"Bad\": ")
         );
         assert!(
@@ -143,7 +131,7 @@ mod tests {
         let broken = ParsedDoc::parse("---\ndescription: [x\n---\nB\n");
         let reason = read(&broken, "stem", Reading::Scan)
             .expect_err("no description")
-            .skip_reason();
+            .to_string();
         assert!(reason.starts_with("invalid frontmatter YAML: "), "{reason}");
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::{Source, trimmed};
+use crate::code::Code;
 use crate::doc::ParsedDoc;
 use crate::doc::ids::{first_segment, normalize_id_input, validate_skill_id};
 use crate::error::{Error, Next, Result, next, quoted};
@@ -158,10 +159,10 @@ pub fn display_id(id: &str, all_ids: &BTreeSet<String>) -> String {
 
 /// Normalizes and checks an id as `get`, `update`, `create` and `delete` take it.
 pub fn parse_id(raw: &str) -> Result<String> {
-    let id = normalize_id_input(raw).map_err(Error::Invalid)?;
+    let id = normalize_id_input(raw).map_err(Error::invalid)?;
     if id.contains("::") {
-        return Err(Error::invalid_input(
-            "D112",
+        return Err(Error::coded(
+            Code::FunctionIdForSkill,
             format!(
                 "{id} looks like a FUNCTION id (service::name), not a skill id. Skill ids use '/' (e.g. \"database/index\"). To CALL that function pass the id to agent_trigger; to READ its skill doc, look up the skill id.",
                 id = quoted(&id)
@@ -169,7 +170,7 @@ pub fn parse_id(raw: &str) -> Result<String> {
             &NEXT_ON_MISS,
         ));
     }
-    validate_skill_id(&id).map_err(Error::Invalid)?;
+    validate_skill_id(&id).map_err(Error::invalid)?;
     Ok(id)
 }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::SearchError;
 use super::bm25::Index;
 use super::tokenize::{terms, truncate_at_char_boundary};
 
@@ -20,11 +21,6 @@ pub const ENGINE_PREFIX: &str = "engine::";
 pub const MAX_DESCRIPTION_BYTES: usize = 160;
 /// The function name is indexed this many times (contract: 3× weight).
 pub const NAME_WEIGHT: usize = 3;
-
-/// Catalog errors (contract texts).
-pub const LIST_MALFORMED: &str = "catalog list response was malformed";
-pub const LIST_DUPLICATE: &str = "catalog list contained duplicate function id";
-pub const INFO_ALL_FAILED: &str = "catalog info failed for every function";
 
 /// Whether a function id may appear in search results at all.
 pub fn is_excluded(function_id: &str) -> bool {
@@ -131,26 +127,26 @@ fn sorted(map: Map<String, Value>) -> Value {
 /// The function ids of an `engine::functions::list` answer, in listed order, excluded ids
 /// removed. Accepts an array, or an object with a `functions` or `items` array; each item a
 /// string or an object with `function_id`, `id` or `name`.
-pub fn parse_list(answer: &Value) -> Result<Vec<String>, String> {
+pub fn parse_list(answer: &Value) -> Result<Vec<String>, SearchError> {
     let items = match answer {
         Value::Array(items) => items,
         Value::Object(object) => object
             .get("functions")
             .or_else(|| object.get("items"))
             .and_then(Value::as_array)
-            .ok_or(LIST_MALFORMED)?,
-        _ => return Err(LIST_MALFORMED.into()),
+            .ok_or(SearchError::ListMalformed)?,
+        _ => return Err(SearchError::ListMalformed),
     };
     let mut seen = HashSet::with_capacity(items.len());
     let mut ids = Vec::with_capacity(items.len());
     for item in items {
         let id = match item {
             Value::String(id) => id.as_str(),
-            Value::Object(_) => id_of(item).ok_or(LIST_MALFORMED)?,
-            _ => return Err(LIST_MALFORMED.into()),
+            Value::Object(_) => id_of(item).ok_or(SearchError::ListMalformed)?,
+            _ => return Err(SearchError::ListMalformed),
         };
         if !seen.insert(id) {
-            return Err(LIST_DUPLICATE.into());
+            return Err(SearchError::ListDuplicate);
         }
         if !is_excluded(id) {
             ids.push(id.to_string());
@@ -352,26 +348,29 @@ mod tests {
             json!({ "functions": [{ "function_id": "a::x" }, { "id": "b::y" }] }),
             json!({ "items": [{ "name": "a::x" }, "b::y"] }),
         ] {
-            assert_eq!(parse_list(&answer), Ok(want.clone()), "{answer}");
+            assert_eq!(parse_list(&answer).ok(), Some(want.clone()), "{answer}");
         }
         let excluded = json!([
             "engine::functions::list",
             "directory::search_functions",
             "a::x"
         ]);
-        assert_eq!(parse_list(&excluded), Ok(vec!["a::x".to_string()]));
+        assert_eq!(parse_list(&excluded).ok(), Some(vec!["a::x".to_string()]));
         for malformed in [
             json!("a::x"),
             json!({ "workers": [] }),
             json!([1]),
             json!([{ "description": "no id" }]),
         ] {
-            assert_eq!(parse_list(&malformed), Err(LIST_MALFORMED.to_string()));
+            assert!(
+                matches!(parse_list(&malformed), Err(SearchError::ListMalformed)),
+                "{malformed}"
+            );
         }
-        assert_eq!(
+        assert!(matches!(
             parse_list(&json!(["a::x", { "id": "a::x" }])),
-            Err(LIST_DUPLICATE.to_string())
-        );
+            Err(SearchError::ListDuplicate)
+        ));
     }
 
     #[test]

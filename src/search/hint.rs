@@ -347,7 +347,29 @@ mod tests {
         })
     }
 
-    fn outcome(memory: &mut Memory, request: &Value, min: u64) -> Result<String, String> {
+    /// What the hook did: the system prompt it injected, or why it skipped.
+    enum Outcome {
+        Injected(String),
+        Skipped(String),
+    }
+
+    impl Outcome {
+        fn prompt(self) -> Option<String> {
+            match self {
+                Outcome::Injected(prompt) => Some(prompt),
+                Outcome::Skipped(_) => None,
+            }
+        }
+
+        fn reason(self) -> Option<String> {
+            match self {
+                Outcome::Skipped(reason) => Some(reason),
+                Outcome::Injected(_) => None,
+            }
+        }
+    }
+
+    fn outcome(memory: &mut Memory, request: &Value, min: u64) -> Outcome {
         let answer = pre_generate(memory, request, min);
         assert_eq!(answer["decision"], "continue");
         let annotation = &answer["annotations"]["directory"];
@@ -368,22 +390,24 @@ mod tests {
             Some("hint_injected") => {
                 assert_eq!(annotation["summary"], "directory · hint injected");
                 assert!(data.get("reason").is_none());
-                Ok(answer["mutations"]["system_prompt"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string())
+                Outcome::Injected(
+                    answer["mutations"]["system_prompt"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
             }
             Some("skipped") => {
                 assert_eq!(annotation["summary"], "directory · skipped");
                 assert!(answer.get("mutations").is_none());
-                Err(data["reason"].as_str().unwrap_or_default().to_string())
+                Outcome::Skipped(data["reason"].as_str().unwrap_or_default().to_string())
             }
             other => panic!("outcome {other:?}"),
         }
     }
 
     fn skipped(request: &Value, min: u64) -> Option<String> {
-        outcome(&mut Memory::default(), request, min).err()
+        outcome(&mut Memory::default(), request, min).reason()
     }
 
     #[test]
@@ -393,6 +417,7 @@ mod tests {
             &request(vec![user("Email the Q1 report")]),
             2,
         )
+        .prompt()
         .unwrap_or_default();
         assert!(
             prompt.starts_with("You are helpful.\n\n<discovery_assist functions_generation=7>\n")
@@ -400,7 +425,9 @@ mod tests {
         assert!(prompt.ends_with("</discovery_assist>"));
         let mut alone = request(vec![user("hi")]);
         alone["generate"]["system_prompt"] = json!("");
-        let prompt = outcome(&mut Memory::default(), &alone, 2).unwrap_or_default();
+        let prompt = outcome(&mut Memory::default(), &alone, 2)
+            .prompt()
+            .unwrap_or_default();
         assert!(prompt.starts_with("<discovery_assist"));
     }
 
@@ -520,13 +547,13 @@ mod tests {
     #[test]
     fn once_per_turn_with_replays() {
         let mut memory = Memory::default();
-        assert!(outcome(&mut memory, &at("t1", 2), 2).is_ok());
+        assert!(outcome(&mut memory, &at("t1", 2), 2).prompt().is_some());
         // The same step again (a replay), or an earlier one, gets it again.
-        assert!(outcome(&mut memory, &at("t1", 2), 2).is_ok());
-        assert!(outcome(&mut memory, &at("t1", 1), 2).is_ok());
+        assert!(outcome(&mut memory, &at("t1", 2), 2).prompt().is_some());
+        assert!(outcome(&mut memory, &at("t1", 1), 2).prompt().is_some());
         // A later step of the same turn does not.
         assert_eq!(
-            outcome(&mut memory, &at("t1", 3), 2).err().as_deref(),
+            outcome(&mut memory, &at("t1", 3), 2).reason().as_deref(),
             Some("hint_already_sent")
         );
         // A new generation or exposure mid-turn does not re-arm it.
@@ -534,16 +561,16 @@ mod tests {
         changed["generate"]["functions_generation"] = json!(8);
         changed["generate"]["expose"] = json!("native");
         assert_eq!(
-            outcome(&mut memory, &changed, 2).err().as_deref(),
+            outcome(&mut memory, &changed, 2).reason().as_deref(),
             Some("hint_already_sent")
         );
         // A new turn does, and re-anchors at its step.
-        assert!(outcome(&mut memory, &at("t2", 5), 2).is_ok());
-        assert!(outcome(&mut memory, &at("t2", 6), 2).is_err());
+        assert!(outcome(&mut memory, &at("t2", 5), 2).prompt().is_some());
+        assert!(outcome(&mut memory, &at("t2", 6), 2).reason().is_some());
         // Other sessions are independent.
         let mut other = at("t1", 3);
         other["session_id"] = json!("s2");
-        assert!(outcome(&mut memory, &other, 2).is_ok());
+        assert!(outcome(&mut memory, &other, 2).prompt().is_some());
     }
 
     #[test]
@@ -551,8 +578,8 @@ mod tests {
         let mut memory = Memory::default();
         let mut narrow = at("t1", 0);
         narrow["generate"]["tools"] = json!(tools(&[SEARCH]));
-        assert!(outcome(&mut memory, &narrow, 2).is_err());
-        assert!(outcome(&mut memory, &at("t1", 1), 2).is_ok());
+        assert!(outcome(&mut memory, &narrow, 2).reason().is_some());
+        assert!(outcome(&mut memory, &at("t1", 1), 2).prompt().is_some());
     }
 
     #[test]
@@ -587,7 +614,9 @@ mod tests {
         assert!(!native.contains("agent_trigger"));
         let mut r = request(vec![user("x")]);
         r["generate"]["expose"] = json!("something-else");
-        let prompt = outcome(&mut Memory::default(), &r, 2).unwrap_or_default();
+        let prompt = outcome(&mut Memory::default(), &r, 2)
+            .prompt()
+            .unwrap_or_default();
         assert!(prompt.ends_with(&render(Expose::Native, 7)));
     }
 

@@ -11,7 +11,8 @@
 //! - `rank`: per-capability ranking, the floors, the round-robin merge and the caps;
 //! - `query`: request validation and capability preparation;
 //! - `session`: what each session was already given;
-//! - `registry`: the installable section, against a [`registry::Registry`] client;
+//! - `registry`: the installable section, against a [`registry::WorkerSource`] (the shared
+//!   registry client implements it);
 //! - `response`: the answer and its guidance texts;
 //! - `hint`: the pre-generate gates and the hint text;
 //! - `service`: the catalog refresher, against an [`service::Engine`].
@@ -29,6 +30,7 @@ pub mod service;
 pub mod session;
 pub mod tokenize;
 
+use crate::locks;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -40,7 +42,7 @@ use rank::{
     MAX_CANDIDATES, MAX_WORKERS, NAMESPACE_FLOOR, coverage_prune, group_by_namespace,
     limit_workers, namespace_floor, ranked_hits, round_robin,
 };
-use registry::Registry;
+use registry::WorkerSource;
 use response::{Candidate, Response, Worker};
 use service::CatalogService;
 use session::Split;
@@ -48,10 +50,41 @@ use session::Split;
 /// The OTel baggage key that carries the caller's session id (contract).
 pub const SESSION_BAGGAGE_KEY: &str = "iii.session.id";
 
+/// What an engine call failed with, as the engine's client reports it (search sees no SDK
+/// type).
+pub type EngineError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a search or a catalog refresh failed; the texts are the contract's.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// The request is not `{capabilities: [string]}`: serde's reason.
+    #[error("invalid request: {0}")]
+    Request(#[source] serde_json::Error),
+    #[error("provide at least one capability")]
+    NoCapability,
+    #[error("provide at most {} capabilities", query::MAX_CAPABILITIES)]
+    TooManyCapabilities,
+    #[error("capabilities must not be blank")]
+    BlankCapability,
+    /// An engine call of the refresh failed: the function, and why.
+    #[error("{function}: {source}")]
+    Engine {
+        function: &'static str,
+        #[source]
+        source: EngineError,
+    },
+    #[error("catalog list response was malformed")]
+    ListMalformed,
+    #[error("catalog list contained duplicate function id")]
+    ListDuplicate,
+    #[error("catalog info failed for every function")]
+    InfoAllFailed,
+}
+
 /// Registry search for one call: the client, and how long each phase may take.
 #[derive(Clone, Copy)]
 pub struct RegistrySearch<'a> {
-    pub registry: &'a dyn Registry,
+    pub registry: &'a dyn WorkerSource,
     pub phase_wait: Duration,
 }
 
@@ -80,17 +113,15 @@ impl FunctionSearch {
         request: &Value,
         session: Option<&str>,
         registry: Option<RegistrySearch<'_>>,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, SearchError> {
         let started = Instant::now();
         let capabilities = query::parse(request)?;
         let catalog = self.catalog.current();
         let selected = select(&catalog, &capabilities);
         let split = match session.filter(|s| !s.is_empty()) {
-            Some(session) => self
-                .delivered
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .split(session, catalog.fingerprint(), &selected),
+            Some(session) => {
+                locks::lock(&self.delivered).split(session, catalog.fingerprint(), &selected)
+            }
             None => Split {
                 send: selected,
                 repeated: Vec::new(),
@@ -118,7 +149,7 @@ impl FunctionSearch {
 
     /// `directory::pre-generate`.
     pub fn pre_generate(&self, request: &Value, hint_min_workers: u64) -> Value {
-        let mut hints = self.hints.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hints = locks::lock(&self.hints);
         hint::pre_generate(&mut hints, request, hint_min_workers)
     }
 }

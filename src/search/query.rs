@@ -4,14 +4,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::SearchError;
 use super::tokenize::{is_intrinsic, prepare_capability, terms};
 
 /// Capabilities per request (contract: one to six).
 pub const MAX_CAPABILITIES: usize = 6;
-
-pub const NONE_GIVEN: &str = "provide at least one capability";
-pub const TOO_MANY: &str = "provide at most 6 capabilities";
-pub const BLANK: &str = "capabilities must not be blank";
 
 /// The request; anything else in it (`_caller_worker_id`, …) is ignored, a legacy `{query}`
 /// without `capabilities` is refused.
@@ -31,23 +28,22 @@ pub struct Capability {
 
 /// The capabilities of a request, validated; intrinsic ones (summarizing provided text) are
 /// dropped here, so they reach neither the catalog nor the registry.
-pub fn parse(request: &Value) -> Result<Vec<Capability>, String> {
-    let request: Request =
-        serde_json::from_value(request.clone()).map_err(|e| format!("invalid request: {e}"))?;
+pub fn parse(request: &Value) -> Result<Vec<Capability>, SearchError> {
+    let request: Request = serde_json::from_value(request.clone()).map_err(SearchError::Request)?;
     validate(&request.capabilities)?;
     Ok(prepare(&request.capabilities))
 }
 
 /// The contract's checks, in order.
-pub fn validate(capabilities: &[String]) -> Result<(), String> {
+pub fn validate(capabilities: &[String]) -> Result<(), SearchError> {
     if capabilities.is_empty() {
-        return Err(NONE_GIVEN.into());
+        return Err(SearchError::NoCapability);
     }
     if capabilities.len() > MAX_CAPABILITIES {
-        return Err(TOO_MANY.into());
+        return Err(SearchError::TooManyCapabilities);
     }
     if capabilities.iter().any(|c| c.trim().is_empty()) {
-        return Err(BLANK.into());
+        return Err(SearchError::BlankCapability);
     }
     Ok(())
 }
@@ -70,26 +66,35 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The message a request is refused with.
+    fn refusal(request: Value) -> String {
+        parse(&request).expect_err("refused").to_string()
+    }
+
     #[test]
     fn the_contract_errors_in_order() {
         assert_eq!(
-            parse(&json!({ "capabilities": [] })),
-            Err(NONE_GIVEN.into())
+            refusal(json!({ "capabilities": [] })),
+            "provide at least one capability"
         );
         let seven = json!({ "capabilities": ["a b", "c d", "e f", "g h", "i j", "k l", "m n"] });
-        assert_eq!(parse(&seven), Err(TOO_MANY.into()));
+        assert_eq!(refusal(seven), "provide at most 6 capabilities");
         assert_eq!(
-            parse(&json!({ "capabilities": ["send mail", "  "] })),
-            Err(BLANK.into())
+            refusal(json!({ "capabilities": ["send mail", "  "] })),
+            "capabilities must not be blank"
         );
         // Too many wins over blank.
         let seven_blank = json!({ "capabilities": ["", "", "", "", "", "", ""] });
-        assert_eq!(parse(&seven_blank), Err(TOO_MANY.into()));
+        assert!(matches!(
+            parse(&seven_blank),
+            Err(SearchError::TooManyCapabilities)
+        ));
     }
 
     #[test]
     fn a_legacy_query_or_a_wrong_type_is_refused() {
-        let legacy = parse(&json!({ "query": "send mail" })).unwrap_err();
+        let legacy = refusal(json!({ "query": "send mail" }));
+        assert!(legacy.starts_with("invalid request: "), "{legacy}");
         assert!(legacy.contains("capabilities"), "{legacy}");
         assert!(parse(&json!({ "capabilities": "send mail" })).is_err());
         assert!(parse(&json!({ "capabilities": [1] })).is_err());

@@ -7,7 +7,8 @@
 //! Fail-open and bounded: a registry that errors, answers nonsense or never answers costs at
 //! most one wait per phase (list, then info) and yields an empty section, never an error.
 //!
-//! The HTTP client is not here: [`Registry`] is what this module needs from one.
+//! The HTTP client is not here: [`WorkerSource`] is what this module needs from one (the shared
+//! registry client, `crate::registry::Registry`, implements it).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -20,7 +21,7 @@ use super::catalog::{Catalog, Tool, is_excluded};
 use super::query::Capability;
 use super::rank::{coverage_prune, ranked_hits, round_robin};
 use super::response::{Candidate, Install, Installable};
-use crate::registry::{FunctionContract, Release, Worker};
+use crate::registry::{FunctionContract, Registry, RegistryError, Release, Worker};
 
 /// List queries per search (contract: 6).
 pub const MAX_QUERIES: usize = 6;
@@ -35,32 +36,27 @@ pub const MAX_FUNCTIONS: usize = 6;
 /// warm search pays nothing; a cold or dead registry costs at most twice this.
 pub const DEFAULT_PHASE_WAIT: Duration = Duration::from_millis(1500);
 
-/// What registry search needs from a registry client (`directory::registry::workers::*`).
+/// Where registry search finds workers that are not installed, and their functions: what it
+/// needs from a registry client (`directory::registry::workers::*`).
 #[async_trait]
-pub trait Registry: Send + Sync {
+pub trait WorkerSource: Send + Sync {
     /// The first page of `list {search}`: workers matching the free text, best first.
-    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String>;
+    async fn find_workers(&self, search: &str) -> Result<Vec<Worker>, RegistryError>;
     /// The functions of `info {name, tag: "latest"}`: the worker's API reference.
-    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String>;
+    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, RegistryError>;
 }
 
-/// A row of the registry's worker list (the fields search reads).
 /// The shared registry client serves search from its cache: the first page of a `list` by
 /// search text, and the functions of the worker's latest release.
 #[async_trait]
-impl Registry for crate::registry::Registry {
-    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
-        let page = crate::registry::Registry::list_workers(self, Some(search), None)
-            .await
-            .map_err(|e| e.to_string())?;
+impl WorkerSource for Registry {
+    async fn find_workers(&self, search: &str) -> Result<Vec<Worker>, RegistryError> {
+        let page = self.list_workers(Some(search), None).await?;
         Ok(page.workers.clone())
     }
 
-    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String> {
-        let info = self
-            .worker_info(name, &Release::latest())
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, RegistryError> {
+        let info = self.worker_info(name, &Release::latest()).await?;
         Ok(info.api_reference.functions.clone())
     }
 }
@@ -106,7 +102,7 @@ struct Offer {
 /// The `installable` section for these capabilities. Never fails: every error, malformed answer
 /// or late answer just leaves something out.
 pub async fn installable(
-    registry: &dyn Registry,
+    registry: &dyn WorkerSource,
     phase_wait: Duration,
     catalog: &Catalog,
     capabilities: &[Capability],
@@ -116,7 +112,7 @@ pub async fn installable(
         return Vec::new();
     }
     let lists = join_all(queries.iter().map(|query| async move {
-        match tokio::time::timeout(phase_wait, registry.list_workers(query)).await {
+        match tokio::time::timeout(phase_wait, registry.find_workers(query)).await {
             Ok(Ok(workers)) => Some(workers),
             Ok(Err(e)) => {
                 tracing::debug!(query, "registry search: list failed, skipped: {e}");
@@ -327,8 +323,8 @@ mod tests {
     }
 
     #[async_trait]
-    impl Registry for InMemory {
-        async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
+    impl WorkerSource for InMemory {
+        async fn find_workers(&self, search: &str) -> Result<Vec<Worker>, RegistryError> {
             if let Ok(mut calls) = self.calls.lock() {
                 calls.push(format!("list {search}"));
             }
@@ -348,7 +344,10 @@ mod tests {
                 .collect())
         }
 
-        async fn worker_functions(&self, name: &str) -> Result<Vec<FunctionContract>, String> {
+        async fn worker_functions(
+            &self,
+            name: &str,
+        ) -> Result<Vec<FunctionContract>, RegistryError> {
             if let Ok(mut calls) = self.calls.lock() {
                 calls.push(format!("info {name}"));
             }
@@ -356,7 +355,7 @@ mod tests {
                 .iter()
                 .find(|(w, _)| w.name == name)
                 .map(|(_, info)| info.clone())
-                .ok_or_else(|| format!("D310 not_found: {name}@latest"))
+                .ok_or(RegistryError::NotFound)
         }
     }
 
@@ -364,11 +363,11 @@ mod tests {
     struct Silent;
 
     #[async_trait]
-    impl Registry for Silent {
-        async fn list_workers(&self, _: &str) -> Result<Vec<Worker>, String> {
+    impl WorkerSource for Silent {
+        async fn find_workers(&self, _: &str) -> Result<Vec<Worker>, RegistryError> {
             std::future::pending().await
         }
-        async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, String> {
+        async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, RegistryError> {
             std::future::pending().await
         }
     }
@@ -377,12 +376,12 @@ mod tests {
     struct Down;
 
     #[async_trait]
-    impl Registry for Down {
-        async fn list_workers(&self, _: &str) -> Result<Vec<Worker>, String> {
-            Err("D320 registry_error: could not reach the registry".into())
+    impl WorkerSource for Down {
+        async fn find_workers(&self, _: &str) -> Result<Vec<Worker>, RegistryError> {
+            Err(RegistryError::Unreachable)
         }
-        async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, String> {
-            Err("D320 registry_error: could not reach the registry".into())
+        async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, RegistryError> {
+            Err(RegistryError::Unreachable)
         }
     }
 

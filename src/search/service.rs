@@ -5,6 +5,7 @@
 //!
 //! The engine is reached through [`Engine`], so this logic runs without a socket in tests.
 
+use crate::locks;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -12,7 +13,8 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
-use super::catalog::{Catalog, INFO_ALL_FAILED, Tool, info_entries, parse_list, tools_from_info};
+use super::catalog::{Catalog, Tool, info_entries, parse_list, tools_from_info};
+use super::{EngineError, SearchError};
 
 /// Timeout of `engine::functions::list` (contract: 5 s).
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -21,7 +23,7 @@ pub const INFO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Ids per `engine::functions::info` batch (the engine's maximum).
 pub const INFO_BATCH: usize = 32;
 
-/// A call to an engine function, answered or failed (with a message).
+/// A call to an engine function, answered or failed (with the client's error).
 #[async_trait]
 pub trait Engine: Send + Sync {
     async fn call(
@@ -29,15 +31,20 @@ pub trait Engine: Send + Sync {
         function_id: &str,
         payload: Value,
         timeout: Duration,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, EngineError>;
 }
 
+const LIST: &str = "engine::functions::list";
+
 /// The engine's functions as tools, in listed order (excluded and internal ones left out).
-pub async fn fetch(engine: &dyn Engine) -> Result<Vec<Tool>, String> {
+pub async fn fetch(engine: &dyn Engine) -> Result<Vec<Tool>, SearchError> {
     let listed = engine
-        .call("engine::functions::list", json!({}), LIST_TIMEOUT)
+        .call(LIST, json!({}), LIST_TIMEOUT)
         .await
-        .map_err(|e| format!("engine::functions::list: {e}"))?;
+        .map_err(|source| SearchError::Engine {
+            function: LIST,
+            source,
+        })?;
     let ids = parse_list(&listed)?;
     if ids.is_empty() {
         return Ok(Vec::new());
@@ -61,7 +68,7 @@ pub async fn fetch(engine: &dyn Engine) -> Result<Vec<Tool>, String> {
     .await;
     let answered: Vec<Value> = answers.into_iter().flatten().collect();
     if answered.is_empty() {
-        return Err(INFO_ALL_FAILED.into());
+        return Err(SearchError::InfoAllFailed);
     }
     Ok(tools_from_info(
         &ids,
@@ -100,15 +107,12 @@ impl CatalogService {
 
     /// The catalog in use (a snapshot: a refresh never changes it under a search).
     pub fn current(&self) -> Arc<Catalog> {
-        self.current
-            .read()
-            .map(|c| c.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
+        locks::read(&self.current).clone()
     }
 
     /// Fetches and indexes the engine's functions, and swaps the new catalog in if it differs.
     /// One refresh at a time; on error the current catalog stays.
-    pub async fn refresh(&self, engine: &dyn Engine) -> Result<Refresh, String> {
+    pub async fn refresh(&self, engine: &dyn Engine) -> Result<Refresh, SearchError> {
         let _one_at_a_time = self.refreshing.lock().await;
         let tools = fetch(engine).await?;
         Ok(self.install(Catalog::build(&tools)))
@@ -116,7 +120,7 @@ impl CatalogService {
 
     /// Swaps `catalog` in when its fingerprint differs from the current one.
     pub fn install(&self, catalog: Catalog) -> Refresh {
-        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = locks::write(&self.current);
         if current.fingerprint() == catalog.fingerprint() {
             return Refresh::Unchanged;
         }
@@ -132,11 +136,13 @@ mod tests {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    type InfoAnswer = Box<dyn Fn(&[String]) -> Result<Value, String> + Send + Sync>;
+    /// An engine's answer in these tests: the value, or the message it failed with.
+    type Answer = Result<Value, &'static str>;
+    type InfoAnswer = Box<dyn Fn(&[String]) -> Answer + Send + Sync>;
 
     /// An engine answering from closures, counting calls and the largest concurrency seen.
     struct Scripted {
-        list: Mutex<Result<Value, String>>,
+        list: Mutex<Answer>,
         info: InfoAnswer,
         info_calls: AtomicUsize,
         in_flight: AtomicUsize,
@@ -145,8 +151,8 @@ mod tests {
 
     impl Scripted {
         fn new(
-            list: Result<Value, String>,
-            info: impl Fn(&[String]) -> Result<Value, String> + Send + Sync + 'static,
+            list: Answer,
+            info: impl Fn(&[String]) -> Answer + Send + Sync + 'static,
         ) -> Scripted {
             Scripted {
                 list: Mutex::new(list),
@@ -165,13 +171,13 @@ mod tests {
             function_id: &str,
             payload: Value,
             _: Duration,
-        ) -> Result<Value, String> {
-            match function_id {
+        ) -> Result<Value, EngineError> {
+            let answer = match function_id {
                 "engine::functions::list" => self
                     .list
                     .lock()
                     .map(|l| l.clone())
-                    .unwrap_or_else(|_| Err("poisoned".into())),
+                    .unwrap_or(Err("poisoned")),
                 "engine::functions::info" => {
                     self.info_calls.fetch_add(1, Ordering::SeqCst);
                     let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -183,12 +189,13 @@ mod tests {
                     assert!(ids.len() <= INFO_BATCH, "a batch of {}", ids.len());
                     (self.info)(&ids)
                 }
-                other => Err(format!("unexpected call {other}")),
-            }
+                _ => Err("unexpected call"),
+            };
+            answer.map_err(EngineError::from)
         }
     }
 
-    fn details(ids: &[String]) -> Result<Value, String> {
+    fn details(ids: &[String]) -> Answer {
         let functions: Vec<Value> = ids
             .iter()
             .map(|id| json!({ "function_id": id, "description": format!("Does {id}.") }))
@@ -219,31 +226,32 @@ mod tests {
     #[tokio::test]
     async fn an_empty_listing_is_an_empty_catalog_without_info_calls() {
         let engine = Scripted::new(Ok(json!({ "functions": [] })), details);
-        assert_eq!(fetch(&engine).await, Ok(Vec::new()));
+        assert_eq!(fetch(&engine).await.ok(), Some(Vec::new()));
         assert_eq!(engine.info_calls.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]
     async fn failures_are_reported_with_the_contract_texts() {
-        let engine = Scripted::new(Err("timeout".into()), details);
+        let refusal = async |engine: Scripted| fetch(&engine).await.expect_err("fails").to_string();
         assert_eq!(
-            fetch(&engine).await,
-            Err("engine::functions::list: timeout".to_string())
+            refusal(Scripted::new(Err("timeout"), details)).await,
+            "engine::functions::list: timeout"
         );
-        let engine = Scripted::new(Ok(json!({ "nope": 1 })), details);
         assert_eq!(
-            fetch(&engine).await,
-            Err(super::super::catalog::LIST_MALFORMED.to_string())
+            refusal(Scripted::new(Ok(json!({ "nope": 1 })), details)).await,
+            "catalog list response was malformed"
         );
-        let engine = Scripted::new(Ok(listing(40)), |_| Err("forbidden".to_string()));
-        assert_eq!(fetch(&engine).await, Err(INFO_ALL_FAILED.to_string()));
+        assert_eq!(
+            refusal(Scripted::new(Ok(listing(40)), |_| Err("forbidden"))).await,
+            "catalog info failed for every function"
+        );
     }
 
     #[tokio::test]
     async fn a_failed_batch_leaves_only_its_functions_out() {
         let engine = Scripted::new(Ok(listing(40)), |ids: &[String]| {
             if ids.len() == INFO_BATCH {
-                Err("down".to_string())
+                Err("down")
             } else {
                 details(ids)
             }
@@ -258,18 +266,21 @@ mod tests {
         let empty = service.current().fingerprint().to_string();
         let engine = Scripted::new(Ok(listing(10)), details);
         assert_eq!(
-            service.refresh(&engine).await,
-            Ok(Refresh::Changed { functions: 10 })
+            service.refresh(&engine).await.ok(),
+            Some(Refresh::Changed { functions: 10 })
         );
         let first = service.current();
         assert_ne!(first.fingerprint(), empty);
-        assert_eq!(service.refresh(&engine).await, Ok(Refresh::Unchanged));
+        assert_eq!(
+            service.refresh(&engine).await.ok(),
+            Some(Refresh::Unchanged)
+        );
         assert!(
             Arc::ptr_eq(&first, &service.current()),
             "an unchanged catalog is not rebuilt in place"
         );
 
-        let failing = Scripted::new(Ok(listing(12)), |_| Err("down".to_string()));
+        let failing = Scripted::new(Ok(listing(12)), |_| Err("down"));
         assert!(service.refresh(&failing).await.is_err());
         assert!(
             Arc::ptr_eq(&first, &service.current()),
@@ -278,8 +289,8 @@ mod tests {
 
         let grown = Scripted::new(Ok(listing(12)), details);
         assert_eq!(
-            service.refresh(&grown).await,
-            Ok(Refresh::Changed { functions: 12 })
+            service.refresh(&grown).await.ok(),
+            Some(Refresh::Changed { functions: 12 })
         );
     }
 

@@ -9,10 +9,11 @@ use serde_json::{Map, Value, json};
 
 use super::cache::{Posting, SkillCache};
 use super::listed::Listed;
+use crate::code::Code;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
-use crate::error::{Error, Result, quoted};
+use crate::error::{Error, IndexError, Result, quoted};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::Roots;
@@ -115,18 +116,19 @@ fn recover_miss(
                     );
                     return serve(reader, roots, "iii/index", engine, raw, Some(note));
                 }
-                return Err(Error::Coded {
-                    code: "D110",
-                    message: format!(
-                        "D110 not_found: {missed} does not exist; the worker `{worker}` is installed but ships no skill doc. Next: call engine::functions::list with worker={worker} to list its functions; or engine::workers::info with name={worker}.",
+                return Err(Error::coded(
+                    Code::SkillNotFound,
+                    format!(
+                        "{missed} does not exist; the worker `{worker}` is installed but ships no skill doc. Next: call engine::functions::list with worker={worker} to list its functions; or engine::workers::info with name={worker}.",
                         missed = quoted(missed)
                     ),
-                });
+                    &[],
+                ));
             }
         }
     }
     Err(Error::not_found(
-        "D110",
+        Code::SkillNotFound,
         "skill",
         missed,
         &suggestions(missed, cache, visibility),
@@ -138,7 +140,7 @@ fn recover_miss(
 fn stored(reader: &Reader, id: &str) -> Result<SkillRow> {
     reader
         .skill(id)?
-        .ok_or_else(|| Error::Index(format!("skill row {id} is missing from its snapshot")))
+        .ok_or_else(|| IndexError::Missing(format!("skill row {id} in its snapshot")).into())
 }
 
 /// Matches a requested top segment to an installed worker: a case-insensitive exact match wins,

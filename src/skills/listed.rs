@@ -278,7 +278,7 @@ pub struct ListRow<'a> {
 }
 
 impl Serialize for ListRow<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let row = self.listed;
         let mut out = serializer.serialize_struct("ListRow", 8)?;
         out.serialize_field("id", &row.value(Field::Id))?;

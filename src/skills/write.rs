@@ -4,21 +4,22 @@
 
 use serde_json::{Value, json};
 
+use crate::code::Code;
 use crate::doc::ParsedDoc;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::distance::{SUGGESTIONS, closest_by};
 use crate::doc::ids::first_segment;
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
+use crate::family_writes::{
+    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
 use crate::rules::Source;
 use crate::rules::skill::{Visibility, identity, parse_id};
 use crate::store::{self, Mode};
-use crate::write::{
-    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
-};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),
@@ -45,8 +46,8 @@ pub fn create(
     check_reserved(&id)?;
     let namespace = first_segment(&id);
     if id.contains('/') && reader.is_agents_namespace(namespace)? {
-        return Err(Error::invalid_input(
-            "D115",
+        return Err(Error::coded(
+            Code::SkillPlacementRefused,
             format!(
                 "namespace {namespace} is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
                 roots.path(Root::AgentsSkills).display(),
@@ -56,8 +57,8 @@ pub fn create(
         ));
     }
     if visibility.would_hide(&id) {
-        return Err(Error::invalid_input(
-            "D115",
+        return Err(Error::coded(
+            Code::SkillPlacementRefused,
             format!(
                 "id {id} would be hidden by filter_unregistered: its top namespace segment {namespace} is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false.",
                 id = quoted(&id),
@@ -67,16 +68,21 @@ pub fn create(
         ));
     }
     if reader.resolve_skill(visibility, &id)?.is_some() {
-        return Err(Error::invalid_input(
-            "D114",
+        return Err(Error::coded(
+            Code::SkillExists,
             format!("skill {id} already exists.", id = quoted(&id)),
             &NEXT_ON_CONFLICT,
         ));
     }
     let path = roots.path(Root::Skills).join(format!("{id}.md"));
-    check_inside(roots.path(Root::Skills), &path, "D115", &[])?;
+    check_inside(
+        roots.path(Root::Skills),
+        &path,
+        Code::SkillPlacementRefused,
+        &[],
+    )?;
     if path.exists() {
-        return Err(file_exists("D114", &path, &NEXT_ON_CONFLICT));
+        return Err(file_exists(Code::SkillExists, &path, &NEXT_ON_CONFLICT));
     }
     check_content(&req.content)?;
     store::write_atomic(
@@ -85,7 +91,14 @@ pub fn create(
         req.content.as_bytes(),
         Mode::CreateNew,
     )
-    .map_err(|e| store_error(e, "D114", "D115", &NEXT_ON_CONFLICT))?;
+    .map_err(|e| {
+        store_error(
+            e,
+            Code::SkillExists,
+            Code::SkillPlacementRefused,
+            &NEXT_ON_CONFLICT,
+        )
+    })?;
     Ok(Outcome {
         response: written(&id, &req.content, &path),
         touched: vec![path],
@@ -112,7 +125,7 @@ fn check_reserved(id: &str) -> Result<()> {
             id = quoted(id)
         ),
     };
-    Err(Error::invalid_input("D115", problem, &[]))
+    Err(Error::coded(Code::SkillPlacementRefused, problem, &[]))
 }
 
 /// The response of create and update: the new content's identity.
@@ -142,7 +155,7 @@ fn writable(
             .map(|(_, (_, row))| row.display_id.clone())
             .collect();
         Ok(Error::not_found(
-            "D110",
+            Code::SkillNotFound,
             "skill",
             id,
             &closest,
@@ -156,8 +169,8 @@ fn writable(
         Source::File {
             root: Root::AgentsSkills,
             ..
-        } => Err(Error::invalid_input(
-            "D116",
+        } => Err(Error::coded(
+            Code::SkillReadOnly,
             format!(
                 "skill {id} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
                 roots.path(Root::AgentsSkills).display(),
@@ -165,8 +178,8 @@ fn writable(
             ),
             &[],
         )),
-        Source::Bundled => Err(Error::invalid_input(
-            "D116",
+        Source::Bundled => Err(Error::coded(
+            Code::SkillReadOnly,
             format!(
                 "skill {id} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else.",
                 id = quoted(id)
@@ -198,7 +211,7 @@ pub fn update(
         req.content.as_bytes(),
         Mode::Replace,
     )
-    .map_err(|e| store_error(e, "D114", "D115", &[]))?;
+    .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
     Ok(Outcome {
         response: written(&id, &req.content, &path),
         touched: vec![path],
@@ -219,7 +232,7 @@ pub fn delete(
     let (found, _, path) = writable(reader, roots, visibility, &id)?;
     let keep: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
     store::remove_beneath(&writable_roots(roots), &path, true, &keep)
-        .map_err(|e| store_error(e, "D114", "D115", &[]))?;
+        .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
     // A scoped reconcile lists the roots' top-level folders again, so an emptied namespace
     // folder that was removed stops shadowing too.
     Ok(Outcome {

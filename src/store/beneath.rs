@@ -211,7 +211,7 @@ impl Dir {
                     self.fd.as_raw_fd(),
                     path.as_ptr(),
                     &how as *const libc::open_how,
-                    std::mem::size_of::<libc::open_how>(),
+                    size_of::<libc::open_how>(),
                 )
             };
             if ret >= 0 {
@@ -222,8 +222,8 @@ impl Dir {
                 return Err(e);
             }
         };
-        // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
         Ok(Dir {
+            // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }
@@ -274,8 +274,8 @@ impl Dir {
         let name = c_name(name)?;
         // SAFETY: the folder descriptor is open; `name` is NUL-terminated and alive.
         let fd = retry(|| unsafe { libc::openat(self.fd.as_raw_fd(), name.as_ptr(), DIR_FLAGS) })?;
-        // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
         Ok(Dir {
+            // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

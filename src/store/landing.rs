@@ -44,9 +44,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::beneath::{self, Dir};
+use super::way;
 use super::{self as store, Mode, STAGING_PREFIX, is_staging_name};
 use crate::config::Paths;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoError, Result, io_error};
 
 /// The root a file lands under.
 #[derive(
@@ -153,7 +154,7 @@ struct DownloadLock {
 
 impl DownloadLock {
     fn acquire(path: &Path) -> Result<DownloadLock> {
-        let fail = |e: io::Error| Error::Io(format!("lock {}: {e}", path.display()));
+        let fail = |e: io::Error| Error::Io(io_error("lock", path)(e));
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(fail)?;
         }
@@ -185,12 +186,6 @@ struct Txn<'a> {
     name: String,
 }
 
-fn io_error(step: &str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    let path = path.display().to_string();
-    let step = step.to_string();
-    move |e| Error::Io(format!("{step} {path}: {e}"))
-}
-
 impl<'a> Txn<'a> {
     fn new(targets: Targets<'a>) -> Txn<'a> {
         let nanos = SystemTime::now()
@@ -214,19 +209,34 @@ impl<'a> Txn<'a> {
     /// `e` with the staging folders' paths (which carry the process id and a unique name)
     /// replaced by `<root>/.iii-staging`: no answer shows a temporary path.
     fn without_staging_names(&self, e: Error) -> Error {
+        let shown = |dest: Dest| {
+            let staging = self.staging(dest);
+            let shown = self
+                .targets
+                .root(dest)
+                .join(STAGING_PREFIX.trim_end_matches('-'));
+            (staging, shown)
+        };
         let scrub = |mut text: String| {
             for dest in Dest::ALL {
-                let staging = self.staging(dest).display().to_string();
-                let shown = self
-                    .targets
-                    .root(dest)
-                    .join(STAGING_PREFIX.trim_end_matches('-'));
-                text = text.replace(&staging, &shown.display().to_string());
+                let (staging, shown) = shown(dest);
+                text = text.replace(&staging.display().to_string(), &shown.display().to_string());
             }
             text
         };
+        let scrub_path = |path: PathBuf| {
+            Dest::ALL
+                .into_iter()
+                .map(shown)
+                .find_map(|(staging, shown)| {
+                    path.strip_prefix(&staging)
+                        .ok()
+                        .map(|rest| shown.join(rest))
+                })
+                .unwrap_or(path)
+        };
         match e {
-            Error::Io(text) => Error::Io(scrub(text)),
+            Error::Io(e) => Error::Io(e.map_path(scrub_path)),
             Error::Invalid(text) => Error::Invalid(scrub(text)),
             other => other,
         }
@@ -312,9 +322,9 @@ impl<'a> Txn<'a> {
         }
         // One fsync per file and folder, many at once: the file system batches concurrent
         // syncs into shared journal commits, where one after the other each waits for its own.
-        in_parallel(&written, sync_file)?;
+        in_parallel(&written, store::sync_file)?;
         let folders: Vec<PathBuf> = folders.into_iter().collect();
-        in_parallel(&folders, sync_dir)
+        Ok(in_parallel(&folders, store::sync_dir)?)
     }
 
     /// Step 3: the commit record, written whole or not at all.
@@ -323,14 +333,14 @@ impl<'a> Txn<'a> {
             schema: COMMIT_SCHEMA,
             files: files.iter().map(|f| (f.dest, f.rel.clone())).collect(),
         };
-        let bytes = serde_json::to_vec(&record).map_err(|e| Error::Io(e.to_string()))?;
+        let bytes = serde_json::to_vec(&record).map_err(Error::json)?;
         store::write_atomic(
             &[self.targets.skills],
             &self.commit_path(),
             &bytes,
             Mode::CreateNew,
         )
-        .map_err(|e| Error::Io(e.to_string()))
+        .map_err(Error::from)
     }
 
     /// Step 4: each staged file renamed over its target. `moved` says how far it got, and
@@ -416,7 +426,7 @@ impl<'a> Txn<'a> {
             self.remove_empty(folder);
         }
         if let Err(e) = fs::remove_file(self.commit_path())
-            .and_then(|()| sync_dir(&self.primary()).map_err(io::Error::other))
+            .and_then(|()| store::sync_dir(&self.primary()).map_err(io::Error::other))
         {
             tracing::error!("rollback: cannot remove the commit record: {e}");
         }
@@ -478,8 +488,8 @@ fn remove_tree(path: &Path) {
 /// descriptor without following links.
 fn staging_dir(root: &Dir, rel: &Path, path: &Path) -> Result<Dir> {
     let folder = rel.parent().unwrap_or(Path::new(""));
-    root.create_dirs(folder, &mut Vec::new())
-        .map_err(|e| io_error("create_dir_all", path)(e.into()))
+    let made = root.create_dirs(folder, &mut Vec::new());
+    Ok(made.map_err(|e| io_error("create_dir_all", path)(e.into()))?)
 }
 
 /// Remembers the folders between `top` and `path`'s parent, for their fsync.
@@ -532,19 +542,9 @@ fn rename_beneath(
     source.rename(from_name, &dest?, to_name)
 }
 
-fn sync_file(path: &Path) -> Result<()> {
-    File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(io_error("fsync", path))
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error("fsync", dir))
-}
-
-/// Step 1 for one file: the target may be created or replaced without leaving the root.
+/// Step 1 for one file: the target may be created or replaced without leaving the root. The
+/// way to it follows the writes' rule (`store::way`); the target itself must be absent or a
+/// regular file, since a bundle replaces only files (never a link, a folder or a device).
 fn check_target(root: &Path, rel: &str) -> Result<()> {
     let refuse = |why: String| {
         Err(Error::Invalid(format!(
@@ -552,49 +552,19 @@ fn check_target(root: &Path, rel: &str) -> Result<()> {
             root.join(rel).display()
         )))
     };
-    let real_root = match root.canonicalize() {
-        Ok(real) => real,
-        // No root yet: nothing below it exists, everything will be created.
-        Err(_) => return Ok(()),
-    };
-    let segments: Vec<&str> = rel.split('/').collect();
-    let mut at = root.to_path_buf();
-    for (i, segment) in segments.iter().enumerate() {
-        at.push(segment);
-        let last = i + 1 == segments.len();
-        let meta = match fs::symlink_metadata(&at) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return refuse(format!("{} cannot be read ({e})", at.display())),
-        };
-        match (last, meta.file_type()) {
-            (true, t) if t.is_file() => return Ok(()),
-            (true, t) if t.is_symlink() => {
-                return refuse(format!("{} is a symbolic link", at.display()));
-            }
-            (true, _) => return refuse(format!("{} is not a regular file", at.display())),
-            (false, t) if t.is_dir() => {}
-            (false, t) if t.is_symlink() => {
-                let inside = at
-                    .canonicalize()
-                    .is_ok_and(|real| real.is_dir() && real.starts_with(&real_root));
-                if !inside {
-                    return refuse(format!(
-                        "{} is a symbolic link leading outside {}",
-                        at.display(),
-                        root.display()
-                    ));
-                }
-            }
-            (false, _) => {
-                return refuse(format!(
-                    "{} is a file where the bundle needs a folder",
-                    at.display()
-                ));
-            }
-        }
+    if let Err(blocked) = way::check_way(root, Path::new(rel)) {
+        return refuse(blocked.to_string());
     }
-    Ok(())
+    let target = root.join(rel);
+    match fs::symlink_metadata(&target) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => refuse(format!("{} cannot be read ({e})", target.display())),
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            refuse(format!("{} is a symbolic link", target.display()))
+        }
+        Ok(_) => refuse(format!("{} is not a regular file", target.display())),
+    }
 }
 
 /// Lands `files` all or nothing (see the module doc) and returns the paths written.
@@ -649,7 +619,7 @@ fn land_locked(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf
 fn sync_parents(paths: &[PathBuf]) {
     let parents: BTreeSet<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
     let parents: Vec<PathBuf> = parents.into_iter().map(Path::to_path_buf).collect();
-    if let Err(e) = in_parallel(&parents, sync_dir) {
+    if let Err(e) = in_parallel(&parents, store::sync_dir) {
         tracing::warn!("{e}");
     }
 }
@@ -659,7 +629,10 @@ fn sync_parents(paths: &[PathBuf]) {
 const SYNC_THREADS: usize = 16;
 
 /// Runs `sync` on every path from [`SYNC_THREADS`] threads; the first error, if any.
-fn in_parallel(paths: &[PathBuf], sync: impl Fn(&Path) -> Result<()> + Sync) -> Result<()> {
+fn in_parallel(
+    paths: &[PathBuf],
+    sync: impl Fn(&Path) -> Result<(), IoError> + Sync,
+) -> Result<(), IoError> {
     if paths.len() <= 1 {
         return paths.iter().try_for_each(|p| sync(p));
     }
@@ -672,10 +645,12 @@ fn in_parallel(paths: &[PathBuf], sync: impl Fn(&Path) -> Result<()> + Sync) -> 
         workers
             .into_iter()
             .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Error::Io("fsync thread panicked".into())))
+                w.join().unwrap_or_else(|_| {
+                    let panicked = io::Error::other("the fsync thread panicked");
+                    Err(io_error("fsync", &paths[0])(panicked))
+                })
             })
-            .collect::<Result<Vec<()>>>()
+            .collect::<Result<Vec<()>, IoError>>()
             .map(drop)
     })
 }
@@ -992,7 +967,11 @@ mod tests {
         let f = Fixture::new();
         let txn = Txn::new(f.targets());
         let staging = txn.staging(Dest::Skills).display().to_string();
-        let e = txn.without_staging_names(Error::Io(format!("write {staging}/files/x.md: full")));
+        let full = io::Error::other("full");
+        let e = txn.without_staging_names(Error::Io(io_error(
+            "write",
+            &Path::new(&staging).join("files/x.md"),
+        )(full)));
         let text = e.to_string();
         assert!(!text.contains(&txn.name), "{text}");
         assert!(text.contains(".iii-staging/files/x.md"), "{text}");

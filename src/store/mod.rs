@@ -13,6 +13,7 @@
 
 pub mod beneath;
 pub mod landing;
+pub mod way;
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -23,6 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use beneath::{Dir, Refusal};
+
+use crate::error::{Error, IoError, io_error};
 
 /// Whether a write may replace an existing file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,19 +46,18 @@ pub enum StoreError {
     /// leads elsewhere (or was swapped in while the write ran). Nothing was written.
     #[error("{} would lead outside {} through a symbolic link", path.display(), root.display())]
     Link { path: PathBuf, root: PathBuf },
-    #[error("{step} {path}: {source}")]
-    Io {
-        step: &'static str,
-        path: PathBuf,
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
-fn io_error<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
-    move |source| StoreError::Io {
-        step,
-        path: path.to_path_buf(),
-        source,
+/// A store error where no family gives it a coded message (see `write::store_error`): the
+/// failed step as an I/O error, a refusal as an invalid target.
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Error {
+        match e {
+            StoreError::Io(e) => Error::Io(e),
+            refused => Error::invalid(refused),
+        }
     }
 }
 
@@ -98,10 +100,9 @@ fn temp_path(dest: &Path) -> PathBuf {
 /// the plan: the write then opens that path from the root's descriptor without following any
 /// link ([`beneath`]), so a link swapped in meanwhile makes it fail, never escape.
 pub(crate) fn locate(roots: &[&Path], dest: &Path) -> Result<(PathBuf, PathBuf), StoreError> {
-    let not_beneath = || StoreError::Io {
-        step: "write",
-        path: dest.to_path_buf(),
-        source: io::Error::new(io::ErrorKind::InvalidInput, "not under a configured folder"),
+    let not_beneath = || {
+        let refusal = io::Error::new(io::ErrorKind::InvalidInput, "not under a configured folder");
+        StoreError::Io(io_error("write", dest)(refusal))
     };
     let root = roots
         .iter()
@@ -170,12 +171,23 @@ fn refusal(e: Refusal, dest: &Path, root: &Path, step: &'static str) -> StoreErr
             path: dest.to_path_buf(),
             root: root.to_path_buf(),
         },
-        Refusal::Io(source) => StoreError::Io {
-            step,
-            path: dest.to_path_buf(),
-            source,
-        },
+        Refusal::Io(source) => StoreError::Io(io_error(step, dest)(source)),
     }
+}
+
+/// Makes a file's content durable, opening it by its path.
+pub fn sync_file(path: &Path) -> Result<(), IoError> {
+    fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(io_error("fsync", path))
+}
+
+/// Makes a folder's entries durable, opening it by its path (a write through a folder
+/// descriptor syncs that descriptor instead: [`beneath::Dir::sync`]).
+pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
+    fs::File::open(dir)
+        .and_then(|folder| folder.sync_all())
+        .map_err(io_error("fsync", dir))
 }
 
 /// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
@@ -199,13 +211,13 @@ pub fn write_atomic(
         let _ = dir.unlink(&temp);
     }
     result?;
-    dir.sync().map_err(io_error("fsync", dest))
+    Ok(dir.sync().map_err(io_error("fsync", dest))?)
 }
 
 fn write_temp(dir: &Dir, temp: &OsStr, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut file = dir.create_new(temp).map_err(io_error("write", path))?;
     file.write_all(bytes).map_err(io_error("write", path))?;
-    file.sync_all().map_err(io_error("fsync", path))
+    Ok(file.sync_all().map_err(io_error("fsync", path))?)
 }
 
 fn publish(
@@ -216,9 +228,9 @@ fn publish(
     mode: Mode,
 ) -> Result<(), StoreError> {
     match mode {
-        Mode::Replace => dir
+        Mode::Replace => Ok(dir
             .rename(temp, dir, name)
-            .map_err(io_error("rename", dest)),
+            .map_err(io_error("rename", dest))?),
         Mode::CreateNew => match dir.link(temp, dir, name) {
             Ok(()) => {
                 // The target is in place: a temporary name that cannot be removed now is
@@ -239,9 +251,9 @@ fn publish(
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     Err(StoreError::Exists(dest.to_path_buf()))
                 }
-                Err(_) if dir.kind(name).ok() == Some(None) => dir
+                Err(_) if dir.kind(name).ok() == Some(None) => Ok(dir
                     .rename(temp, dir, name)
-                    .map_err(io_error("rename", dest)),
+                    .map_err(io_error("rename", dest))?),
                 Err(_) => Err(StoreError::Exists(dest.to_path_buf())),
             },
         },
@@ -360,7 +372,7 @@ fn sweep_one(roots: &[&Path], path: &Path, now: SystemTime, sweep: &mut Sweep) {
     match dir.unlink(&name) {
         Ok(()) => sweep.removed.push(path.to_path_buf()),
         // Another writer's sweep (a fresh index over the same folders) took it first.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(_) => sweep.kept.push(path.to_path_buf()),
     }
 }
@@ -408,7 +420,7 @@ pub fn remove_beneath(
             changed = i - 1;
         }
     }
-    dirs[changed].sync().map_err(io_error("fsync", path))
+    Ok(dirs[changed].sync().map_err(io_error("fsync", path))?)
 }
 
 /// Removes a file beneath one of `roots` (no folder cleanup).
@@ -439,7 +451,7 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            vec![std::ffi::OsString::from("x.md")],
+            vec![OsString::from("x.md")],
             "no temporary file left behind"
         );
     }
@@ -483,7 +495,7 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("x.md")]);
+        assert_eq!(names, vec![OsString::from("x.md")]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::doc::distance::closest;
 use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
@@ -73,7 +74,7 @@ impl KeyedRows for Prompts {
 /// `directory::system-prompts::get`: `{ name, description, body, modified_at, builtin?, raw? }`.
 pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
     let req: request::GetByName = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     let mut out = Map::new();
     out.insert("name".into(), json!(req.name));
     if let Some(row) = reader.prompt(&req.name)? {
@@ -99,7 +100,7 @@ pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
         let mut names: Vec<String> = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
         names.extend(bundled::prompts().iter().map(|p| p.name.to_string()));
         return Err(Error::not_found(
-            "D210",
+            Code::PromptNotFound,
             "system prompt",
             &req.name,
             &closest(&req.name, names),

@@ -7,20 +7,21 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::bundled;
+use crate::code::Code;
 use crate::doc::ParsedDoc;
 use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
+use crate::family_writes::{
+    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
 use crate::rules::prompt;
 use crate::rules::{Reading, Source};
 use crate::store::{self, Mode};
-use crate::write::{
-    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
-};
 
 /// The folder under `skills_folder` where created system prompts go.
 pub const FOLDER: &str = "system-prompts";
@@ -58,8 +59,8 @@ fn check_frontmatter(content: &str, name: &str) -> Result<(Option<String>, Strin
 /// A declared name must be the requested one when the request names the file.
 fn check_declared(declared: &Option<String>, requested: &str) -> Result<()> {
     match declared {
-        Some(name) if name != requested => Err(Error::invalid_input(
-            "D213",
+        Some(name) if name != requested => Err(Error::coded(
+            Code::PromptFrontmatterRefused,
             format!(
                 "frontmatter `name` ({name:?}) must match the requested system prompt name ({requested:?})."
             ),
@@ -76,18 +77,18 @@ fn response(name: &str, description: &str, content: &str, path: &Path) -> Value 
 /// `directory::system-prompts::create`.
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::NameContent = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     if reader.prompt(&req.name)?.is_some() {
-        return Err(Error::invalid_input(
-            "D214",
+        return Err(Error::coded(
+            Code::PromptExists,
             format!("system prompt {:?} already exists.", req.name),
             &NEXT_ON_CONFLICT,
         ));
     }
     let path = target(roots, &req.name);
-    check_inside(roots.path(Root::Skills), &path, "D214", &[])?;
+    check_inside(roots.path(Root::Skills), &path, Code::PromptExists, &[])?;
     if path.exists() {
-        return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
+        return Err(file_exists(Code::PromptExists, &path, &NEXT_ON_CONFLICT));
     }
     check_content(&req.content)?;
     let (declared, description) = check_frontmatter(&req.content, &req.name)?;
@@ -98,7 +99,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         req.content.as_bytes(),
         Mode::CreateNew,
     )
-    .map_err(|e| store_error(e, "D214", "D214", &NEXT_ON_CONFLICT))?;
+    .map_err(|e| store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.name, &description, &req.content, &path),
         touched: vec![path],
@@ -110,7 +111,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// prompt), or shadow a bundled prompt with a new file.
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::NameContent = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     let (path, mode, stem) = match existing_file(reader, roots, &req.name)? {
         Some(path) => {
             let stem = path
@@ -122,7 +123,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         None if bundled::prompt(&req.name).is_some() => {
             let path = target(roots, &req.name);
             if path.exists() {
-                return Err(file_exists("D214", &path, &NEXT_ON_CONFLICT));
+                return Err(file_exists(Code::PromptExists, &path, &NEXT_ON_CONFLICT));
             }
             (path, Mode::CreateNew, req.name.clone())
         }
@@ -135,7 +136,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     }
     let name = declared.unwrap_or(stem);
     store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
-        .map_err(|e| store_error(e, "D214", "D214", &NEXT_ON_CONFLICT))?;
+        .map_err(|e| store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&name, &description, &req.content, &path),
         touched: vec![path],
@@ -146,12 +147,12 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// `directory::system-prompts::delete`: only files can be deleted (a bundled prompt has none).
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::ByName = request::parse(request)?;
-    validate_name(&req.name).map_err(Error::Invalid)?;
+    validate_name(&req.name).map_err(Error::invalid)?;
     let Some(path) = existing_file(reader, roots, &req.name)? else {
         return Err(miss(reader, &req.name)?);
     };
     store::remove(&writable_roots(roots), &path)
-        .map_err(|e| store_error(e, "D214", "D214", &[]))?;
+        .map_err(|e| store_error(e, Code::PromptExists, Code::PromptExists, &[]))?;
     Ok(Outcome {
         response: json!({ "name": req.name }),
         touched: vec![path],
@@ -173,7 +174,7 @@ fn existing_file(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<Pa
 fn miss(reader: &Reader, name: &str) -> Result<Error> {
     let names: Vec<String> = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
     Ok(Error::not_found(
-        "D210",
+        Code::PromptNotFound,
         "system prompt",
         name,
         &closest(name, names),

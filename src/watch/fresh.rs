@@ -25,6 +25,7 @@ use super::{WatchOptions, WatchStatus};
 use crate::directory::{CatchUp, Directory};
 use crate::error::Result;
 use crate::events::Family;
+use crate::locks;
 
 /// The queue, the watched tree and the burst being collected.
 pub struct Tracker {
@@ -110,7 +111,7 @@ impl Tracker {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.state)
     }
 
     /// Moves what the kernel queued into the burst, watching new folders on the way.

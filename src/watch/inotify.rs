@@ -57,7 +57,7 @@ pub struct Inotify {
 }
 
 /// The kernel's event header (`struct inotify_event` without its name).
-const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
+const HEADER: usize = size_of::<libc::inotify_event>();
 
 impl Inotify {
     pub fn new() -> io::Result<Inotify> {

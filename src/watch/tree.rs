@@ -220,7 +220,7 @@ impl Tree {
             if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
                 if let Some(depth) = self.depth_left(&path) {
                     if let Err(why) = self.watch_tree(inotify, &path, depth) {
-                        self.partial_at(&path, why);
+                        self.partial_at(&path, why.to_string());
                     }
                 }
             }
@@ -244,7 +244,7 @@ impl Tree {
             if matches!(self.specs[i].state, RootState::Watched) {
                 let (path, depth) = (self.specs[i].path.clone(), self.specs[i].depth);
                 if let Err(why) = self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
-                    self.specs[i].state = RootState::Partial(why);
+                    self.specs[i].state = RootState::Partial(why.to_string());
                 }
             }
         }
@@ -266,7 +266,7 @@ impl Tree {
             if exists && !was_there {
                 let state = match self.watch_tree(inotify, &path, depth) {
                     Ok(()) => RootState::Watched,
-                    Err(why) => RootState::Partial(why),
+                    Err(why) => RootState::Partial(why.to_string()),
                 };
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
@@ -274,7 +274,7 @@ impl Tree {
             } else if exists && !self.by_path.contains_key(&path) {
                 // Replaced by another folder under the same name: watch the new one.
                 if let Err(why) = self.watch_tree(inotify, &path, depth) {
-                    self.specs[i].state = RootState::Partial(why);
+                    self.specs[i].state = RootState::Partial(why.to_string());
                 }
                 changes.paths.insert(path);
             } else if !exists {
@@ -305,17 +305,18 @@ impl Tree {
     /// Watches `top` and the folders under it, `depth` levels down. Folder links are not
     /// followed (their targets inside the roots are watched where they are), nor are staging
     /// folders entered. Stops at the first watch the kernel refuses for lack of room, with why.
-    fn watch_tree(&mut self, inotify: &Inotify, top: &Path, depth: usize) -> Result<(), String> {
+    fn watch_tree(
+        &mut self,
+        inotify: &Inotify,
+        top: &Path,
+        depth: usize,
+    ) -> Result<(), WatchLimit> {
         let mut stack = vec![(top.to_path_buf(), 0usize)];
         while let Some((folder, level)) = stack.pop() {
             match inotify.add(&folder) {
                 Ok(wd) => self.note(wd, folder.clone()),
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
-                    return Err(format!(
-                        "the kernel's limit on watches was reached at {} \
-                         (raise fs.inotify.max_user_watches)",
-                        folder.display()
-                    ));
+                    return Err(WatchLimit { at: folder });
                 }
                 // Gone already, not a folder, or unreadable: nothing to watch there.
                 Err(_) => continue,
@@ -453,6 +454,16 @@ fn statfs_type(path: &Path) -> io::Result<i64> {
         #[allow(clippy::unnecessary_cast)]
         Ok(fs.f_type as i64)
     }
+}
+
+/// The kernel refused a watch for lack of room: the folder where the watching stopped.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the kernel's limit on watches was reached at {} (raise fs.inotify.max_user_watches)",
+    at.display()
+)]
+struct WatchLimit {
+    at: PathBuf,
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::engine::{Installed, call_retrying, is_missing};
 use crate::config::{Config, Settings};
 use crate::directory::Directory;
+use crate::locks;
 use crate::registry::Registry;
 
 /// The configuration entry id (contract).
@@ -107,7 +108,7 @@ impl Refusals {
     /// Logs `what` and keeps it for the status.
     pub fn note(&self, what: String) {
         tracing::warn!("{what}");
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = locks::lock(&self.last);
         if last.len() == REFUSALS_KEPT {
             last.pop_front();
         }
@@ -116,7 +117,7 @@ impl Refusals {
 
     /// The `configuration` object of `directory::index::status`.
     pub fn status(&self) -> Value {
-        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let last = locks::lock(&self.last);
         json!({ "refused": last.iter().cloned().collect::<Vec<_>>() })
     }
 }

@@ -5,7 +5,10 @@
 //! How a (re)connection is noticed. The SDK's only public signal is `get_connection_state()`,
 //! and it lags: after a drop the state stays `Connected` through the SDK's fixed 2 s retry sleep,
 //! and is `Reconnecting` only while the next connect attempt runs (well under a millisecond on
-//! loopback). A poll therefore misses nearly every fast drop-and-return. What the SDK does do,
+//! loopback). A poll therefore misses nearly every fast drop-and-return. iii-sdk 0.23 has no
+//! connection event or channel (checked in its source: the state is a private `Mutex`;
+//! `wait_until_registered` returns at once after the first registration, whose id survives
+//! reconnects; the `Notify` it waits on is private). What the SDK does do,
 //! every time, is log `iii connected` (target `iii_sdk::iii`) on its connection thread, right
 //! after the WebSocket opens and before it replays a single registration. [`layer`] is a
 //! `tracing` layer, with its own filter so the log level does not hide it, that turns that event
@@ -14,6 +17,12 @@
 //! last error. Without the layer (an embedder that did not install it) [`poll`] watches the
 //! state instead; it catches only returns after an outage longer than its interval, and says
 //! so in the status (`detection: "state_polling"`).
+//!
+//! So the worker depends on the wording of the SDK's log messages ([`SDK_CONNECTED`] and
+//! [`SDK_CONNECTION_ERRORS`]): the test `the_pinned_sdk_logs_the_messages_matched_here` reads
+//! the pinned SDK's source (located with `cargo metadata`) and fails when a message is reworded,
+//! dropped or added to its connection loop. Bumping `iii-sdk` means running it and updating the
+//! lists (or, if the SDK has grown a connection event by then, using that instead).
 //!
 //! Hooks registered with [`Link::on_reset`] run when a connection is known to be gone: with the
 //! layer, synchronously at the next connection's start (before the SDK's replay, so before the
@@ -34,12 +43,14 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::Context;
 
+use crate::locks;
 use crate::time::Stamp;
 
 /// The SDK's log target, and the message it logs each time a WebSocket session opens.
 const SDK_TARGET: &str = "iii_sdk";
 const SDK_CONNECTED: &str = "iii connected";
-/// The SDK's warnings that mean the connection failed or was lost (SDK 0.23 `run_connection`).
+/// The SDK's warnings that mean the connection failed or was lost (SDK 0.23 `run_connection`,
+/// `send_ws` and `fail_registration_fatal`).
 const SDK_CONNECTION_ERRORS: &[&str] = &[
     "failed to connect; retrying",
     "connect attempt timed out; retrying",
@@ -121,7 +132,7 @@ impl Link {
             newest: watch::channel(0).0,
             on_reset: Mutex::new(Vec::new()),
         });
-        let mut links = LINKS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut links = locks::lock(&LINKS);
         links.retain(|l| l.strong_count() > 0);
         links.push(Arc::downgrade(&link));
         link
@@ -202,11 +213,11 @@ impl Link {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Facts> {
-        self.facts.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.facts)
     }
 
     fn hooks(&self) -> std::sync::MutexGuard<'_, Vec<Hook>> {
-        self.on_reset.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.on_reset)
     }
 }
 
@@ -227,7 +238,7 @@ fn state_name(state: IIIConnectionState) -> &'static str {
 
 /// The links an SDK event about `address` concerns (all of them when it names none).
 fn links_for(address: Option<&str>) -> Vec<Arc<Link>> {
-    let links = LINKS.lock().unwrap_or_else(|p| p.into_inner());
+    let links = locks::lock(&LINKS);
     links
         .iter()
         .filter_map(Weak::upgrade)
@@ -391,5 +402,125 @@ mod tests {
         }
         assert_eq!(*a.subscribe().borrow(), 1);
         assert_eq!(*b.subscribe().borrow(), 0);
+    }
+
+    /// The messages the layer matches are the pinned SDK's, word for word, at the levels it
+    /// logs them; and every warning of the SDK's connection loop is either one of them or
+    /// known not to mean a lost connection. A reworded, dropped or new message fails here
+    /// rather than silently breaking the reconnect setup.
+    #[test]
+    fn the_pinned_sdk_logs_the_messages_matched_here() {
+        let source = pinned_sdk_source("src/iii.rs");
+        let logged = logged_messages(&source);
+        let logged_as = |message: &str| logged.iter().find(|(_, m, _)| m == message);
+        let (level, _, args) = logged_as(SDK_CONNECTED).expect("iii-sdk logs its connections");
+        assert_eq!(level, "info");
+        assert!(args.contains("address ="), "the address field: {args}");
+        for message in SDK_CONNECTION_ERRORS {
+            assert!(
+                logged_as(message).is_some_and(|(level, _, _)| level != "info"),
+                "iii-sdk no longer logs {message:?} as a warning"
+            );
+        }
+        // A frame the SDK failed to handle does not end the connection.
+        let not_a_lost_connection = ["failed to handle frame"];
+        let start = source
+            .find("async fn run_connection")
+            .expect("run_connection");
+        let end = start
+            + source[start..]
+                .find("\n    fn ")
+                .expect("the next function");
+        for (level, message, _) in logged_messages(&source[start..end]) {
+            if level == "info" {
+                continue;
+            }
+            assert!(
+                SDK_CONNECTION_ERRORS.contains(&message.as_str())
+                    || not_a_lost_connection.contains(&message.as_str()),
+                "iii-sdk's connection loop logs {message:?} ({level}), which this module does \
+                 not know: does it mean a lost connection?"
+            );
+        }
+    }
+
+    /// A file of the `iii-sdk` package this crate builds with, as `cargo metadata` locates it.
+    fn pinned_sdk_source(file: &str) -> String {
+        let run = |program: String, args: &[&str]| {
+            let output = std::process::Command::new(&program)
+                .args(args)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap_or_else(|e| panic!("{program}: {e}"));
+            assert!(output.status.success(), "{program} {args:?} failed");
+            output.stdout
+        };
+        // This platform's dependencies only: the others may not be downloaded.
+        let rustc = run("rustc".into(), &["-vV"]);
+        let host = String::from_utf8_lossy(&rustc)
+            .lines()
+            .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+            .expect("rustc names its host");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let args = ["metadata", "--format-version", "1", "--offline", "--locked"];
+        let stdout = run(cargo, &[&args[..], &["--filter-platform", &host]].concat());
+        let metadata: Value = serde_json::from_slice(&stdout).expect("metadata JSON");
+        let sdk = metadata["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["name"] == "iii-sdk")
+            .expect("iii-sdk is a dependency");
+        assert_eq!(
+            sdk["version"], "0.23.0",
+            "the SDK this module was checked against"
+        );
+        let manifest = std::path::Path::new(sdk["manifest_path"].as_str().expect("manifest"));
+        let path = manifest.parent().expect("package folder").join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Every `tracing::{info,warn,error}!(…)` of `source`: its level, its message (the last
+    /// string literal) and its arguments' text.
+    fn logged_messages(source: &str) -> Vec<(String, String, String)> {
+        let mut found = Vec::new();
+        for level in ["info", "warn", "error"] {
+            let head = format!("tracing::{level}!(");
+            let mut rest = source;
+            while let Some(at) = rest.find(&head) {
+                let args = &rest[at + head.len()..];
+                let end = closing_paren(args);
+                if let Some(message) = last_string_literal(&args[..end]) {
+                    found.push((level.to_string(), message, args[..end].to_string()));
+                }
+                rest = &args[end..];
+            }
+        }
+        found
+    }
+
+    /// Where the parenthesis opened just before `text` closes (string contents skipped).
+    fn closing_paren(text: &str) -> usize {
+        let (mut depth, mut in_string, mut escaped) = (1, false, false);
+        for (i, c) in text.char_indices() {
+            match (in_string, c) {
+                (true, _) if escaped => escaped = false,
+                (true, '\\') => escaped = true,
+                (true, '"') => in_string = false,
+                (true, _) => {}
+                (false, '"') => in_string = true,
+                (false, '(') => depth += 1,
+                (false, ')') if depth == 1 => return i,
+                (false, ')') => depth -= 1,
+                _ => {}
+            }
+        }
+        text.len()
+    }
+
+    fn last_string_literal(args: &str) -> Option<String> {
+        let end = args.rfind('"')?;
+        let start = args[..end].rfind('"')?;
+        Some(args[start + 1..end].to_string())
     }
 }

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::surface::UI_CONTENT;
-use crate::error::quoted;
+use crate::error::{Error, Result, io_error, quoted};
 use iii_sdk::IIIClient;
 use iii_sdk::protocol::RegisterTriggerInput;
 use iii_sdk::triggers::Trigger;
@@ -74,18 +74,18 @@ fn source() -> &'static Source {
 }
 
 /// `iii-directory::ui-content`: `{path}` → `{content, content_type}`.
-pub fn content(input: &Value) -> Result<Value, String> {
+pub fn content(input: &Value) -> Result<Value> {
     let path = input
         .get("path")
         .and_then(Value::as_str)
-        .ok_or_else(|| "invalid request: path must be a string".to_string())?;
+        .ok_or_else(|| Error::Invalid("invalid request: path must be a string".to_string()))?;
     let asset = ASSETS.iter().find(|a| a.path == path).ok_or_else(|| {
         let known: Vec<&str> = ASSETS.iter().map(|a| a.path).collect();
-        format!(
+        Error::Invalid(format!(
             "unknown UI asset path {path}; this worker serves {}",
             known.join(", "),
             path = quoted(path)
-        )
+        ))
     })?;
     let content = match source() {
         Source::Compiled => asset.compiled.to_string(),
@@ -95,21 +95,16 @@ pub fn content(input: &Value) -> Result<Value, String> {
 }
 
 /// An asset from the development folder, as text, within the console's size limit.
-fn read_asset(dir: &Path, asset: &Asset) -> Result<String, String> {
+fn read_asset(dir: &Path, asset: &Asset) -> Result<String> {
     let file = dir.join(asset.file);
-    let content = std::fs::read_to_string(&file).map_err(|e| {
-        format!(
-            "cannot read {} for {} ({DEV_DIR_ENV}): {e}",
-            file.display(),
-            asset.path
-        )
-    })?;
+    let content =
+        std::fs::read_to_string(&file).map_err(io_error("read the console asset", &file))?;
     if content.len() > MAX_ASSET_BYTES {
-        return Err(format!(
+        return Err(Error::Invalid(format!(
             "{} is too large for the console ({} bytes; max {MAX_ASSET_BYTES})",
             file.display(),
             content.len()
-        ));
+        )));
     }
     Ok(content)
 }
@@ -215,13 +210,15 @@ mod tests {
 
     #[test]
     fn an_unknown_path_names_itself_and_the_known_ones() {
-        let err = content(&json!({ "path": "iii-directory/nope.js" })).unwrap_err();
+        let err = content(&json!({ "path": "iii-directory/nope.js" }))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"iii-directory/nope.js\""), "{err}");
         assert!(
             err.contains("iii-directory/page.js") && err.contains("iii-directory/styles.css"),
             "{err}"
         );
-        let err = content(&json!({})).unwrap_err();
+        let err = content(&json!({})).unwrap_err().to_string();
         assert!(err.starts_with("invalid request:"), "{err}");
     }
 }

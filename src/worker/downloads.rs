@@ -21,6 +21,8 @@ use super::engine::call;
 use super::surface::ON_WORKER_ADDED;
 use crate::doc::ids::validate_worker_name;
 use crate::download::{self, AutoOutcome, DownloadFunction, marker};
+use crate::error::Result;
+use crate::locks;
 use crate::registry::{Release, functions as registry_functions};
 
 /// The worker the engine skill comes from; it is not in `worker::list` (contract).
@@ -52,7 +54,7 @@ struct Claim<'a> {
 impl InFlight {
     /// Claims `name`, or `None` when its download is already running.
     fn claim(&self, name: &str) -> Option<Claim<'_>> {
-        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names = locks::lock(&self.names);
         names.insert(name.to_string()).then(|| Claim {
             in_flight: self,
             name: name.to_string(),
@@ -62,11 +64,7 @@ impl InFlight {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        let mut names = self
-            .in_flight
-            .names
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut names = locks::lock(&self.in_flight.names);
         names.remove(&self.name);
     }
 }
@@ -76,7 +74,7 @@ pub async fn download(
     shared: &Arc<Shared>,
     function: DownloadFunction,
     input: Value,
-) -> Result<Value, String> {
+) -> Result<Value> {
     download::run(
         &shared.directory,
         &shared.registry,
@@ -85,21 +83,16 @@ pub async fn download(
         &|step| tracing::debug!(?step, "download"),
     )
     .await
-    .map_err(|e| e.to_string())
 }
 
 /// `directory::registry::workers::list`.
-pub async fn registry_list(shared: &Arc<Shared>, input: Value) -> Result<Value, String> {
-    registry_functions::list(&shared.registry, &input)
-        .await
-        .map_err(|e| e.to_string())
+pub async fn registry_list(shared: &Arc<Shared>, input: Value) -> Result<Value> {
+    registry_functions::list(&shared.registry, &input).await
 }
 
 /// `directory::registry::workers::info`.
-pub async fn registry_info(shared: &Arc<Shared>, input: Value) -> Result<Value, String> {
-    registry_functions::info(&shared.registry, &input)
-        .await
-        .map_err(|e| e.to_string())
+pub async fn registry_info(shared: &Arc<Shared>, input: Value) -> Result<Value> {
+    registry_functions::info(&shared.registry, &input).await
 }
 
 /// `directory::__on_worker_added {worker?}`: downloads the worker's bundle at `latest` and
@@ -153,7 +146,7 @@ async fn install(shared: &Arc<Shared>, worker: &str, release: Release) -> bool {
 /// Binds `directory::__on_worker_added` to finished worker adds, with the contract's retries.
 /// The SDK keeps the binding and replays it on every reconnect, so it is made once. Returns
 /// the last error when every attempt failed.
-pub async fn bind_worker_added(iii: &IIIClient) -> Result<(), String> {
+pub async fn bind_worker_added(iii: &IIIClient) -> Result<(), iii_sdk::Error> {
     let mut attempt = 1;
     loop {
         let binding = RegisterTriggerInput::new(
@@ -170,7 +163,7 @@ pub async fn bind_worker_added(iii: &IIIClient) -> Result<(), String> {
             }
             Err(e) => {
                 tracing::warn!("cannot bind worker adds; auto-download on add is off: {e}");
-                return Err(e.to_string());
+                return Err(e);
             }
         }
     }

@@ -10,6 +10,9 @@ use iii_sdk::IIIClient;
 use iii_sdk::protocol::TriggerRequest;
 use serde_json::{Value, json};
 
+use super::error::WorkerError;
+use crate::error::Error;
+
 /// Calls a function and waits for its answer, for at most `timeout`.
 pub async fn call(
     iii: &IIIClient,
@@ -146,14 +149,14 @@ impl Installed {
 const INFO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `directory::engine::functions::info`: one function's contract, from the engine.
-pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, String> {
+pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, WorkerError> {
     let function_id = request["function_id"]
         .as_str()
         .unwrap_or_default()
         .trim()
         .to_string();
     if function_id.is_empty() {
-        return Err("function_id must be non-empty".into());
+        return Err(Error::Invalid("function_id must be non-empty".into()).into());
     }
     let info = call(
         iii,
@@ -162,7 +165,10 @@ pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, Str
         INFO_TIMEOUT,
     )
     .await
-    .map_err(|e| format!("engine::functions::info proxy: {e}"))?;
+    .map_err(|source| WorkerError::Engine {
+        calling: "engine::functions::info proxy",
+        source,
+    })?;
     let pick = |keys: &[&str]| {
         keys.iter()
             .map(|k| &info[*k])

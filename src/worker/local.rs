@@ -69,9 +69,11 @@ impl Local {
                 value.to_string()
             }
             Handler::Status => self.directory.status().map_err(text)?.to_string(),
-            Handler::UiContent => console::content(request)?.to_string(),
+            Handler::UiContent => console::content(request)
+                .map_err(|e| e.to_string())?
+                .to_string(),
             Handler::Download(download_function) => {
-                let source = download::request::parse(download_function, request).map_err(text)?;
+                let source = download::source::parse(download_function, request).map_err(text)?;
                 if let download::Source::Repo { .. } = source {
                     download::repo::check(&source).map_err(text)?;
                 }

@@ -10,6 +10,7 @@ mod connection;
 mod console;
 mod downloads;
 mod engine;
+mod error;
 #[cfg(any(test, feature = "testing"))]
 pub mod local;
 pub mod screen;
@@ -31,7 +32,6 @@ use serde_json::{Value, json};
 use crate::answer::Answer;
 use crate::config::Config;
 use crate::directory::{Directory, ReadFunction};
-use crate::error::Error;
 use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
 use crate::registry::{Endpoint, Registry};
@@ -41,7 +41,7 @@ use subscriptions::{Provider, Subscriptions};
 use surface::Handler;
 
 pub use connection::layer as connection_layer;
-pub use search::search_over_bus;
+pub use search::{BusSearchError, search_over_bus};
 
 /// The worker's name on the bus (contract).
 pub const WORKER_NAME: &str = "iii-directory";
@@ -390,7 +390,9 @@ async fn handle(
         _ => None,
     };
     let value = match handler {
-        Handler::EngineFunctionInfo => engine::function_info(iii, input).await,
+        Handler::EngineFunctionInfo => engine::function_info(iii, input)
+            .await
+            .map_err(|e| e.to_string()),
         Handler::OnConfigChange => {
             configuration::refresh(
                 iii,
@@ -409,11 +411,19 @@ async fn handle(
         | Handler::PreGenerate
         | Handler::HintPreview => {
             let settings = shared.directory.settings();
-            search::handle(iii, &shared.search, handler, input, &settings).await
+            search::handle(iii, &shared.search, handler, input, &settings)
+                .await
+                .map_err(|e| e.to_string())
         }
-        Handler::Download(function) => downloads::download(shared, function, input).await,
-        Handler::RegistryList => downloads::registry_list(shared, input).await,
-        Handler::RegistryInfo => downloads::registry_info(shared, input).await,
+        Handler::Download(function) => downloads::download(shared, function, input)
+            .await
+            .map_err(|e| e.to_string()),
+        Handler::RegistryList => downloads::registry_list(shared, input)
+            .await
+            .map_err(|e| e.to_string()),
+        Handler::RegistryInfo => downloads::registry_info(shared, input)
+            .await
+            .map_err(|e| e.to_string()),
         Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
         Handler::Write(function) => {
             blocking(shared, move |shared| {
@@ -435,12 +445,7 @@ async fn handle(
             })
             .await
         }
-        Handler::UiContent => {
-            blocking(shared, move |_| {
-                console::content(&input).map_err(Error::Invalid)
-            })
-            .await
-        }
+        Handler::UiContent => blocking(shared, move |_| console::content(&input)).await,
         Handler::Read(_) => unreachable!("answered above"),
     };
     value.map(Answer::Value)

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::surface;
+use crate::code::Code;
 use crate::error::{Error, quoted};
 
 /// The longest id, prefix, path, URL or cursor a request may carry: a skill id is at most 1024
@@ -41,20 +42,20 @@ fn bound(key: &str) -> Option<usize> {
 /// The code of a refusal: the family's invalid-input code (skills `D117`, system prompts
 /// `D212`, agent profiles `D412`, downloads and the registry `D312`), else `D121` for the
 /// worker's own functions.
-pub fn code(function: &str) -> &'static str {
+pub fn code(function: &str) -> Code {
     if function.starts_with("directory::skills::download")
         || function.starts_with("directory::registry::")
         || function == surface::ON_WORKER_ADDED
     {
-        "D312"
+        Code::DownloadRequestRefused
     } else if function.starts_with("directory::skills::") {
-        "D117"
+        Code::SkillsRequestRefused
     } else if function.starts_with("directory::system-prompts::") {
-        "D212"
+        Code::PromptsRequestRefused
     } else if function.starts_with("directory::agents::") {
-        "D412"
+        Code::AgentsRequestRefused
     } else {
-        "D121"
+        Code::WorkerRequestRefused
     }
 }
 
@@ -90,7 +91,7 @@ pub fn screen(function: &str, request: &Value) -> Result<(), Error> {
         Value::Null => return Ok(()),
         Value::Object(_) => {}
         other => {
-            return Err(Error::invalid_input(
+            return Err(Error::coded(
                 code,
                 format!("the request must be a JSON object, not {}.", kind(other)),
                 &[],
@@ -107,7 +108,7 @@ pub fn screen(function: &str, request: &Value) -> Result<(), Error> {
 /// the field it is the value of.
 fn walk(
     function: &str,
-    code: &'static str,
+    code: Code,
     schema: &Value,
     value: &Value,
     key: Option<&str>,
@@ -133,7 +134,7 @@ fn walk(
         if let Some(max) = key.and_then(bound)
             && text.len() > max
         {
-            return Err(Error::invalid_input(
+            return Err(Error::coded(
                 code,
                 format!(
                     "`{}` is {} bytes long; {function} reads at most {max}.",
@@ -216,13 +217,22 @@ mod tests {
         let huge = "x".repeat(1 << 20);
         assert!(screen(surface::ON_WORKER_ADDED, &json!([huge])).is_ok());
         for (function, code) in [
-            ("directory::skills::create", "D117"),
-            ("directory::system-prompts::create", "D212"),
-            ("directory::agents::create", "D412"),
-            ("directory::skills::download_from_registry", "D312"),
-            ("directory::registry::workers::info", "D312"),
-            ("directory::index::status", "D121"),
-            (surface::UI_CONTENT, "D121"),
+            ("directory::skills::create", Code::SkillsRequestRefused),
+            (
+                "directory::system-prompts::create",
+                Code::PromptsRequestRefused,
+            ),
+            ("directory::agents::create", Code::AgentsRequestRefused),
+            (
+                "directory::skills::download_from_registry",
+                Code::DownloadRequestRefused,
+            ),
+            (
+                "directory::registry::workers::info",
+                Code::DownloadRequestRefused,
+            ),
+            ("directory::index::status", Code::WorkerRequestRefused),
+            (surface::UI_CONTENT, Code::WorkerRequestRefused),
         ] {
             for (request, what) in [
                 (json!(["arr/x", "# x\n\nbody"]), "an array"),
@@ -263,22 +273,58 @@ mod tests {
     fn strings_past_their_bound_are_refused_without_echo() {
         let huge = "\u{80}".repeat(2_500_000);
         for (function, key, code) in [
-            ("directory::skills::get", "id", "D117"),
-            ("directory::skills::delete", "id", "D117"),
-            ("directory::skills::list", "prefix", "D117"),
-            ("directory::skills::list", "search", "D117"),
-            ("directory::system-prompts::get", "name", "D212"),
-            ("directory::agents::delete", "id", "D412"),
-            ("directory::skills::download_from_repo", "repo", "D312"),
-            ("directory::skills::download_from_repo", "branch", "D312"),
+            ("directory::skills::get", "id", Code::SkillsRequestRefused),
+            (
+                "directory::skills::delete",
+                "id",
+                Code::SkillsRequestRefused,
+            ),
+            (
+                "directory::skills::list",
+                "prefix",
+                Code::SkillsRequestRefused,
+            ),
+            (
+                "directory::skills::list",
+                "search",
+                Code::SkillsRequestRefused,
+            ),
+            (
+                "directory::system-prompts::get",
+                "name",
+                Code::PromptsRequestRefused,
+            ),
+            (
+                "directory::agents::delete",
+                "id",
+                Code::AgentsRequestRefused,
+            ),
+            (
+                "directory::skills::download_from_repo",
+                "repo",
+                Code::DownloadRequestRefused,
+            ),
+            (
+                "directory::skills::download_from_repo",
+                "branch",
+                Code::DownloadRequestRefused,
+            ),
             (
                 "directory::skills::download_from_registry",
                 "worker",
-                "D312",
+                Code::DownloadRequestRefused,
             ),
-            ("directory::registry::workers::info", "name", "D312"),
-            (surface::UI_CONTENT, "path", "D121"),
-            ("directory::engine::functions::info", "function_id", "D121"),
+            (
+                "directory::registry::workers::info",
+                "name",
+                Code::DownloadRequestRefused,
+            ),
+            (surface::UI_CONTENT, "path", Code::WorkerRequestRefused),
+            (
+                "directory::engine::functions::info",
+                "function_id",
+                Code::WorkerRequestRefused,
+            ),
         ] {
             let message = refusal(function, json!({ key: huge }));
             assert_eq!(

@@ -20,11 +20,14 @@ use iii_sdk::protocol::RegisterTriggerInput;
 use iii_sdk::trigger::Trigger;
 use serde_json::{Value, json};
 
+use super::error::WorkerError;
 use super::surface::{Handler, ON_FUNCTIONS_CHANGE, PRE_GENERATE};
 use crate::config::Settings;
-use crate::search::registry::{DEFAULT_PHASE_WAIT, Registry};
+use crate::error::Error;
+use crate::locks;
+use crate::search::registry::{DEFAULT_PHASE_WAIT, WorkerSource};
 use crate::search::service::{Engine, Refresh};
-use crate::search::{FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
+use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 
 /// The engine's push when its functions change (contract).
 pub const FUNCTIONS_AVAILABLE: &str = "engine::functions-available";
@@ -41,7 +44,7 @@ pub struct SearchState {
     search: Arc<FunctionSearch>,
     /// The registry client for `installable`; `None` leaves registry search off whatever
     /// `registry_search` says.
-    registry: Option<Arc<dyn Registry>>,
+    registry: Option<Arc<dyn WorkerSource>>,
     /// The pre-generate hook binding, while `inject_hint` is on.
     hint_binding: Mutex<Option<Trigger>>,
     runtime: tokio::runtime::Handle,
@@ -50,7 +53,7 @@ pub struct SearchState {
 impl SearchState {
     pub fn new(
         runtime: tokio::runtime::Handle,
-        registry: Option<Arc<dyn Registry>>,
+        registry: Option<Arc<dyn WorkerSource>>,
     ) -> SearchState {
         SearchState {
             search: Arc::new(FunctionSearch::new()),
@@ -71,10 +74,10 @@ impl Engine for Bus {
         function_id: &str,
         payload: Value,
         timeout: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, EngineError> {
         super::engine::call(&self.0, function_id, payload, timeout)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(EngineError::from)
     }
 }
 
@@ -90,7 +93,7 @@ pub async fn handle(
     handler: Handler,
     input: Value,
     settings: &Settings,
-) -> Result<Value, String> {
+) -> Result<Value, WorkerError> {
     match handler {
         Handler::SearchFunctions => {
             // Read now: the baggage is in this task's context only.
@@ -105,27 +108,27 @@ pub async fn handle(
                         phase_wait: DEFAULT_PHASE_WAIT,
                     });
                     let response = search.search(&input, session.as_deref(), registry).await?;
-                    serde_json::to_value(response).map_err(|e| e.to_string())
+                    serde_json::to_value(response).map_err(|e| Error::json(e).into())
                 })
                 .await
-                .map_err(|e| format!("search failed: {e}"))?
+                .map_err(WorkerError::task("search failed"))?
         }
         Handler::OnFunctionsChange => {
             let outcome = state
                 .runtime
                 .spawn(refresh(iii.clone(), state.search.clone()))
                 .await
-                .map_err(|e| format!("catalog_refresh_task_failed: {e}"))?;
+                .map_err(WorkerError::task("catalog_refresh_task_failed"))?;
             outcome.map(|_| json!({ "ok": true }))
         }
         Handler::PreGenerate => Ok(state.search.pre_generate(&input, settings.hint_min_workers)),
         Handler::HintPreview => Ok(hint::preview()),
-        other => Err(format!("{other:?} is not a search function")),
+        other => Err(Error::Invalid(format!("{other:?} is not a search function")).into()),
     }
 }
 
 /// Refreshes the catalog from the engine; the error carries `catalog_fetch_failed`.
-async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh, String> {
+async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh, WorkerError> {
     match search.catalog().refresh(&Bus(iii)).await {
         Ok(outcome) => {
             match outcome {
@@ -138,7 +141,7 @@ async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh,
         }
         Err(e) => {
             tracing::warn!("function search catalog not refreshed; keeping the last one: {e}");
-            Err(format!("catalog_fetch_failed: {e}"))
+            Err(WorkerError::CatalogFetch(e))
         }
     }
 }
@@ -151,7 +154,10 @@ pub fn follow_binding() -> RegisterTriggerInput {
 
 /// Fetches the catalog from the engine now (at each connection: the engine's functions may
 /// have changed while it was away). Returns how many functions it holds, or why not.
-pub async fn refresh_catalog(iii: &IIIClient, state: &Arc<SearchState>) -> Result<String, String> {
+pub async fn refresh_catalog(
+    iii: &IIIClient,
+    state: &Arc<SearchState>,
+) -> Result<String, WorkerError> {
     match refresh(iii.clone(), state.search.clone()).await? {
         Refresh::Changed { functions } => Ok(format!("catalog updated ({functions} functions)")),
         Refresh::Unchanged => Ok("catalog unchanged".to_string()),
@@ -175,7 +181,7 @@ pub enum HintBinding {
 
 /// Binds or unbinds the pre-generate hook so that it is bound exactly while `inject_hint` is on.
 pub fn reconcile_hint(iii: &IIIClient, state: &SearchState, inject_hint: bool) -> HintBinding {
-    let mut binding = state.hint_binding.lock().unwrap_or_else(|p| p.into_inner());
+    let mut binding = locks::lock(&state.hint_binding);
     match (inject_hint, binding.take()) {
         (true, Some(bound)) => {
             *binding = Some(bound);
@@ -210,14 +216,38 @@ const CLI_CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// How long `iii-directory search` waits for the answer (registry search included).
 const CLI_ANSWER_WAIT: Duration = Duration::from_secs(30);
 
+/// Why `iii-directory search` got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum BusSearchError {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(
+        "no iii engine answered at {url} within {} s (start it, or point --url / III_URL at it)",
+        CLI_CONNECT_WAIT.as_secs()
+    )]
+    NoEngine { url: String },
+    #[error(
+        "no iii-directory worker is connected to the engine at {url}; start one with \
+         `iii-directory serve --url {url}`"
+    )]
+    NoWorker { url: String },
+    /// The worker's own error, without the SDK's wrapping.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the iii-directory worker did not answer within {} s", CLI_ANSWER_WAIT.as_secs())]
+    Timeout,
+    #[error(transparent)]
+    Sdk(iii_sdk::Error),
+}
+
 /// `iii-directory search`: connects to the engine at `url` as a short-lived client, calls
 /// `directory::search_functions` and returns its answer; the error says whether the engine or
 /// the worker is missing.
-pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, String> {
+pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, BusSearchError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(BusSearchError::Runtime)?;
     let metadata = iii_sdk::runtime::WorkerMetadata {
         name: "iii-directory-search".into(),
         ..Default::default()
@@ -237,10 +267,9 @@ pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, Stri
         let deadline = tokio::time::Instant::now() + CLI_CONNECT_WAIT;
         while iii.get_connection_state() != iii_sdk::runtime::IIIConnectionState::Connected {
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!(
-                    "no iii engine answered at {url} within {} s (start it, or point --url / III_URL at it)",
-                    CLI_CONNECT_WAIT.as_secs()
-                ));
+                return Err(BusSearchError::NoEngine {
+                    url: url.to_string(),
+                });
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -253,19 +282,17 @@ pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, Stri
         )
         .await
         .map_err(|e| match e {
-            e if super::engine::is_missing(&e) => format!(
-                "no iii-directory worker is connected to the engine at {url}; start one with `iii-directory serve --url {url}`"
+            e if super::engine::is_missing(&e) => BusSearchError::NoWorker {
+                url: url.to_string(),
+            },
+            iii_sdk::Error::Remote { message, .. } => BusSearchError::Refused(
+                message
+                    .strip_prefix("handler error: ")
+                    .map(str::to_string)
+                    .unwrap_or(message),
             ),
-            // The worker's own error, without the SDK's wrapping.
-            iii_sdk::Error::Remote { message, .. } => message
-                .strip_prefix("handler error: ")
-                .map(str::to_string)
-                .unwrap_or(message),
-            iii_sdk::Error::Timeout => format!(
-                "the iii-directory worker did not answer within {} s",
-                CLI_ANSWER_WAIT.as_secs()
-            ),
-            other => other.to_string(),
+            iii_sdk::Error::Timeout => BusSearchError::Timeout,
+            other => BusSearchError::Sdk(other),
         })
     });
     iii.shutdown();

@@ -29,6 +29,7 @@ use super::Shared;
 use super::configuration::{self, ApplyResult, Registration};
 use super::search::{self, HintBinding};
 use super::{console, downloads};
+use crate::locks;
 use crate::time::Stamp;
 
 /// What a step came to.
@@ -140,21 +141,22 @@ impl Setup {
     }
 
     fn record(&self) -> MutexGuard<'_, Record> {
-        self.record.lock().unwrap_or_else(|p| p.into_inner())
+        locks::lock(&self.record)
     }
 
     /// Runs `bind` unless this step's binding was already made (the SDK replays it).
-    async fn once<F, Fut>(&self, step: &'static str, what: &str, bind: F) -> Outcome
+    async fn once<F, Fut, E>(&self, step: &'static str, what: &str, bind: F) -> Outcome
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(), String>>,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
     {
-        if lock(&self.bound).contains(step) {
+        if locks::lock(&self.bound).contains(step) {
             return Outcome::Replayed(format!("{what}: replayed by the SDK"));
         }
         match bind().await {
             Ok(()) => {
-                lock(&self.bound).insert(step);
+                locks::lock(&self.bound).insert(step);
                 Outcome::Done(format!("{what}: bound"))
             }
             Err(e) => Outcome::Failed(format!("{what}: {e}")),
@@ -172,10 +174,6 @@ pub fn status(iii: &IIIClient, shared: &Shared) -> Value {
     let mut status = shared.link.status(iii.get_connection_state());
     status["setup"] = shared.setup.status();
     status
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One run of the list, for one connection.
@@ -302,13 +300,13 @@ fn caches(run: &Run) -> StepFuture<'_> {
 fn configuration_register(run: &Run) -> StepFuture<'_> {
     Box::pin(async move {
         let setup = &run.shared.setup;
-        let seed = lock(&setup.seed).clone();
+        let seed = locks::lock(&setup.seed).clone();
         let initial = seed
             .clone()
             .unwrap_or_else(|| run.directory_settings().to_json());
         match configuration::register(&run.iii, initial).await {
             Registration::Registered { offered_initial } => {
-                lock(&setup.seed).take();
+                locks::lock(&setup.seed).take();
                 Outcome::Done(
                     match (offered_initial, seed.is_some()) {
                         (true, true) => "registered with the --config seed as initial value",
@@ -364,9 +362,7 @@ fn configuration_bind(run: &Run) -> StepFuture<'_> {
         run.shared
             .setup
             .once("configuration.bind", "configuration:updated", || async {
-                iii.register_trigger(configuration::binding())
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                iii.register_trigger(configuration::binding()).map(drop)
             })
             .await
     })
@@ -412,9 +408,7 @@ fn search_follow(run: &Run) -> StepFuture<'_> {
         run.shared
             .setup
             .once("search.follow", search::FUNCTIONS_AVAILABLE, || async {
-                iii.register_trigger(search::follow_binding())
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                iii.register_trigger(search::follow_binding()).map(drop)
             })
             .await
     })
@@ -424,7 +418,7 @@ fn search_catalog(run: &Run) -> StepFuture<'_> {
     Box::pin(async move {
         match search::refresh_catalog(&run.iii, &run.shared.search).await {
             Ok(detail) => Outcome::Done(detail),
-            Err(e) => Outcome::Failed(e),
+            Err(e) => Outcome::Failed(e.to_string()),
         }
     })
 }

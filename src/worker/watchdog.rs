@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 
 use super::surface::Handler;
+use crate::code::Code;
 use crate::error::Error;
 
 /// How long a call may run before it is answered `D122`: inside the SDK's default caller
@@ -87,9 +88,8 @@ async fn answered_within<T>(
 
 fn timed_out(function: &str, limit: Duration) -> Error {
     Error::coded(
-        "D122",
-        "timeout",
-        &format!(
+        Code::DeadlinePassed,
+        format!(
             "{function} did not finish within {} ms; the worker answers now rather than leave \
              the caller waiting out its own timeout. Retry; if it keeps happening, see the \
              worker's log.",
@@ -101,9 +101,8 @@ fn timed_out(function: &str, limit: Duration) -> Error {
 
 fn panicked(function: &str) -> Error {
     Error::coded(
-        "D123",
-        "internal",
-        &format!(
+        Code::HandlerPanicked,
+        format!(
             "{function} failed unexpectedly (a panic in the worker; see its log); the worker \
              goes on serving."
         ),

@@ -6,6 +6,7 @@
 //! read with the same limit. An answer that cannot fit is refused here, before the SDK builds
 //! any of it, with an error that says how to ask for less.
 
+use crate::code::Code;
 use crate::directory::ReadFunction;
 use crate::error::{Error, MAX_ERROR_BYTES, bounded, next};
 
@@ -37,7 +38,7 @@ pub fn check(function: &str, len: usize) -> Result<(), Error> {
     } else {
         Vec::new()
     };
-    Err(Error::coded("D120", "too_large", &problem, &narrower))
+    Err(Error::coded(Code::AnswerTooLarge, problem, &narrower))
 }
 
 /// An error's message as the worker hands it to the SDK: at most [`MAX_ERROR_BYTES`] (64 KiB,

@@ -320,7 +320,7 @@ async fn reserved_namespaces_are_refused_as_workers_and_skills() {
     for skill in ["system-prompts", "Agents", "iii-directory"] {
         let err = s
             .download(
-                iii_directory::download::DownloadFunction::FromRepo,
+                download::DownloadFunction::FromRepo,
                 json!({"repo": "https://127.0.0.1:9/skills.git", "skill": skill}),
             )
             .await

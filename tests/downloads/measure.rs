@@ -47,7 +47,7 @@ async fn a_bundle_of_1000_files_lands_and_is_indexed() {
         .expect("fetch");
     let fetched = started.elapsed();
     let directory = s.directory.clone();
-    let landed = tokio::task::spawn_blocking(move || directory.land_download(bundle))
+    let landed = tokio::task::spawn_blocking(move || download::land(&directory, bundle))
         .await
         .expect("task")
         .expect("land");

@@ -7,7 +7,8 @@ use test_support::common;
 use common::{
     MTIME_TEXT, Tree, asset, asset_body, asset_field, call, call_err, call_installed, strings,
 };
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::doc::ids::NameError;
+use iii_directory::{Directory, FrontmatterProblem, ProfileProblem, ReadFunction, SkipReason};
 use serde_json::{Value, json};
 
 const LIST: ReadFunction = ReadFunction::AgentsList;
@@ -54,7 +55,7 @@ fn file_ids(directory: &Directory) -> Vec<String> {
         .collect()
 }
 
-fn skipped(directory: &Directory, path: &str) -> Option<String> {
+fn skipped(directory: &Directory, path: &str) -> Option<SkipReason> {
     directory
         .skipped()
         .expect("skipped")
@@ -189,16 +190,18 @@ fn invalid_file_id_is_skipped_with_a_reason() {
     let d = tree.open();
     assert_eq!(file_ids(&d), Vec::<String>::new());
     assert_eq!(
-        skipped(&d, &tree.abs("agents/Captain.md")).as_deref(),
-        Some(
-            "invalid agent id \"Captain\": name may only contain lowercase ASCII letters, digits, '-' and '_': \"Captain\""
-        )
+        skipped(&d, &tree.abs("agents/Captain.md")),
+        Some(SkipReason::InvalidAgentId {
+            id: "Captain".into(),
+            problem: NameError::Characters("Captain".into())
+        })
     );
     assert_eq!(
-        skipped(&d, &tree.abs("agents/has space.md")).as_deref(),
-        Some(
-            "invalid agent id \"has space\": name may only contain lowercase ASCII letters, digits, '-' and '_': \"has space\""
-        )
+        skipped(&d, &tree.abs("agents/has space.md")),
+        Some(SkipReason::InvalidAgentId {
+            id: "has space".into(),
+            problem: NameError::Characters("has space".into())
+        })
     );
 }
 
@@ -207,7 +210,7 @@ fn invalid_file_id_is_skipped_with_a_reason() {
 // ---------------------------------------------------------------------------------------------
 
 /// Writes `agents/x.md` with the given full text and returns why it was skipped.
-fn skip_reason(text: &str) -> Option<String> {
+fn skip_reason(text: &str) -> Option<SkipReason> {
     let tree = Tree::new();
     tree.write("agents/x.md", text);
     let d = tree.open();
@@ -221,18 +224,31 @@ fn skip_reason(text: &str) -> Option<String> {
     reason
 }
 
+/// What `skip_reason` gives for a file in `agents_folder` that is not an agent profile.
+fn not_a_profile(problem: ProfileProblem) -> Option<SkipReason> {
+    Some(SkipReason::NotAProfile(problem))
+}
+
 #[test]
 fn missing_frontmatter_is_skipped() {
     assert_eq!(
-        skip_reason("You are an agent.\n").as_deref(),
-        Some("missing YAML frontmatter (expected --- ... --- block at file start)")
+        skip_reason("You are an agent.\n"),
+        not_a_profile(FrontmatterProblem::Missing.into())
     );
 }
 
 #[test]
 fn invalid_frontmatter_yaml_is_skipped() {
     let reason = skip_reason("---\nname: [unclosed\n---\nBody.\n").expect("skipped");
-    assert!(reason.starts_with("invalid frontmatter YAML: "), "{reason}");
+    assert!(
+        matches!(
+            reason,
+            SkipReason::NotAProfile(ProfileProblem::Frontmatter(
+                FrontmatterProblem::InvalidYaml(_)
+            ))
+        ),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -252,7 +268,7 @@ fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
     );
     let reason = skipped(&d, &tree.abs("agents/colon.md")).expect("reported by check");
     assert!(
-        reason.starts_with("frontmatter is not a YAML mapping ("),
+        matches!(reason, SkipReason::FrontmatterSalvaged(_)),
         "{reason}"
     );
 }
@@ -265,8 +281,8 @@ fn missing_or_blank_name_is_skipped() {
         "---\n---\nBody.\n",
     ] {
         assert_eq!(
-            skip_reason(text).as_deref(),
-            Some("frontmatter missing non-empty `name`"),
+            skip_reason(text),
+            not_a_profile(ProfileProblem::NoName),
             "{text:?}"
         );
     }
@@ -275,8 +291,8 @@ fn missing_or_blank_name_is_skipped() {
 #[test]
 fn empty_logo_is_skipped() {
     assert_eq!(
-        skip_reason("---\nname: X\nlogo: \"  \"\n---\nBody.\n").as_deref(),
-        Some("`logo` must be non-empty when present (emoji only)")
+        skip_reason("---\nname: X\nlogo: \"  \"\n---\nBody.\n"),
+        not_a_profile(ProfileProblem::EmptyLogo)
     );
 }
 
@@ -284,8 +300,8 @@ fn empty_logo_is_skipped() {
 fn logo_longer_than_16_bytes_is_skipped() {
     // Five 4-byte emoji: 20 bytes.
     assert_eq!(
-        skip_reason("---\nname: X\nlogo: \"🚀🚀🚀🚀🚀\"\n---\nBody.\n").as_deref(),
-        Some("`logo` too long (20 bytes; max 16) — emoji only")
+        skip_reason("---\nname: X\nlogo: \"🚀🚀🚀🚀🚀\"\n---\nBody.\n"),
+        not_a_profile(ProfileProblem::LogoTooLong(20))
     );
 }
 
@@ -301,8 +317,8 @@ fn logo_of_exactly_16_bytes_is_accepted() {
 fn logo_with_path_characters_or_whitespace_is_skipped() {
     for logo in ["a/b", "a\\\\b", "🚀 🚀", "🚀\\t🚀"] {
         assert_eq!(
-            skip_reason(&format!("---\nname: X\nlogo: \"{logo}\"\n---\nBody.\n")).as_deref(),
-            Some("`logo` may not contain path separators or whitespace — emoji only"),
+            skip_reason(&format!("---\nname: X\nlogo: \"{logo}\"\n---\nBody.\n")),
+            not_a_profile(ProfileProblem::LogoCharacters),
             "{logo}"
         );
     }
@@ -320,10 +336,8 @@ fn icon_must_be_in_the_closed_set() {
         );
     }
     assert_eq!(
-        skip_reason("---\nname: X\nicon: rocket\n---\nBody.\n").as_deref(),
-        Some(
-            "`icon` must be one of agent, code, search, terminal, database, test, review, docs, design (got \"rocket\")"
-        )
+        skip_reason("---\nname: X\nicon: rocket\n---\nBody.\n"),
+        not_a_profile(ProfileProblem::Icon("rocket".into()))
     );
 }
 
@@ -339,10 +353,8 @@ fn color_must_be_in_the_closed_set() {
         );
     }
     assert_eq!(
-        skip_reason("---\nname: X\ncolor: red\n---\nBody.\n").as_deref(),
-        Some(
-            "`color` must be one of neutral, blue, purple, teal, green, amber, rose (got \"red\")"
-        )
+        skip_reason("---\nname: X\ncolor: red\n---\nBody.\n"),
+        not_a_profile(ProfileProblem::Color("red".into()))
     );
 }
 

@@ -252,7 +252,7 @@ fn eight_threads_mixed_writes_and_reads_with_the_watcher() {
                 let outcome = match &result {
                     Ok(_) => "ok".to_string(),
                     Err(e) => match e.code() {
-                        Some(code) if allowed.contains(&code) => code.to_string(),
+                        Some(code) if allowed.contains(&code.text()) => code.to_string(),
                         _ => {
                             failures
                                 .lock()

@@ -9,7 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{Tree, call, copy_dir, corpus, skill_ids};
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::doc::ids::{IdError, SegmentError};
+use iii_directory::{Directory, ReadFunction, SkipReason};
 use serde_json::{Value, json};
 
 const MAX_FILE_BYTES: u64 = 262_144;
@@ -209,7 +210,7 @@ fn community_skills_served_from_the_agents_skills_root() {
             assert_eq!(s.reason, problem);
             continue;
         }
-        assert!(s.reason.starts_with("invalid id "), "{s:?}");
+        assert!(matches!(s.reason, SkipReason::InvalidId { .. }), "{s:?}");
         let dir = Path::new(&s.path)
             .parent()
             .and_then(|p| p.file_name())
@@ -256,9 +257,33 @@ fn community_skills_served_from_the_agents_skills_root() {
 /// What a file under the skills root is expected to become.
 enum Expect {
     Skill(String),
-    Skipped(String),
+    Skipped(Skip),
     /// A system prompt (not a skill; not checked here).
     Prompt,
+}
+
+/// Why a file is expected to be skipped.
+enum Skip {
+    /// A `prompts` or `agents` segment.
+    Segment,
+    InvalidId(String),
+    Duplicate {
+        id: String,
+        first: String,
+    },
+}
+
+impl Skip {
+    fn matches(&self, reason: &SkipReason) -> bool {
+        match (self, reason) {
+            (Skip::Segment, SkipReason::PromptsSegment | SkipReason::AgentsSegment) => true,
+            (Skip::InvalidId(want), SkipReason::InvalidId { id, .. }) => id == want,
+            (Skip::Duplicate { id, first }, SkipReason::DuplicateId { id: got, first: by }) => {
+                id == got && first == by
+            }
+            _ => false,
+        }
+    }
 }
 
 fn expectations(rels: &[String]) -> BTreeMap<String, Expect> {
@@ -269,7 +294,7 @@ fn expectations(rels: &[String]) -> BTreeMap<String, Expect> {
         let expect = if comps.contains(&"system-prompts") {
             Expect::Prompt
         } else if comps.contains(&"prompts") || comps.contains(&"agents") {
-            Expect::Skipped("ignored: ".into())
+            Expect::Skipped(Skip::Segment)
         } else {
             let (folder, file) = rel.rsplit_once('/').expect("namespaced");
             let stem = if file == "SKILL.md" || file == "SKILLS.md" {
@@ -279,9 +304,12 @@ fn expectations(rels: &[String]) -> BTreeMap<String, Expect> {
             };
             let id = format!("{folder}/{stem}");
             if !valid_id(&id) {
-                Expect::Skipped(format!("invalid id {id:?}: "))
+                Expect::Skipped(Skip::InvalidId(id))
             } else if let Some(first) = first_by_id.get(&id) {
-                Expect::Skipped(format!("duplicate id {id:?} also produced by {first}"))
+                Expect::Skipped(Skip::Duplicate {
+                    id,
+                    first: first.clone(),
+                })
             } else {
                 first_by_id.insert(id.clone(), rel.clone());
                 Expect::Skill(id)
@@ -342,7 +370,7 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
     assert_eq!(skill_ids(&d), displays);
 
     // Every skipped file is expected to be, with its reason.
-    let skipped: BTreeMap<String, String> = d
+    let skipped: BTreeMap<String, SkipReason> = d
         .skipped()
         .expect("skipped")
         .into_iter()
@@ -352,12 +380,12 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
     for (rel, e) in &expected {
         let path = tree.path(&format!("skills/{rel}")).display().to_string();
         match e {
-            Expect::Skipped(reason) => {
+            Expect::Skipped(skip) => {
                 expected_skips += 1;
                 let got = skipped
                     .get(&path)
                     .unwrap_or_else(|| panic!("{rel} is not skipped"));
-                assert!(got.starts_with(reason.as_str()), "{rel}: {got}");
+                assert!(skip.matches(got), "{rel}: {got}");
             }
             Expect::Skill(_) => assert_eq!(
                 skipped.get(&path),
@@ -369,19 +397,22 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
     }
     assert!(expected_skips > 0, "the sample should hold skipped files");
     let readme = tree.path("skills/claude-api/csharp/claude-api/README.md");
+    let id = "claude-api/csharp/claude-api/README";
     assert_eq!(
-        skipped
-            .get(&readme.display().to_string())
-            .map(String::as_str),
-        Some(
-            "invalid id \"claude-api/csharp/claude-api/README\": invalid id (segment 4 of \"claude-api/csharp/claude-api/README\"): segment may only contain lowercase ASCII letters, digits, '-' and '_': \"README\""
-        )
+        skipped.get(&readme.display().to_string()),
+        Some(&SkipReason::InvalidId {
+            id: id.into(),
+            problem: IdError::Segment {
+                id: id.into(),
+                position: 4,
+                problem: SegmentError::Characters("README".into())
+            }
+        })
     );
     let agent = tree.path("skills/skill-creator/agents/grader.md");
-    assert!(
-        skipped[&agent.display().to_string()].contains("reserved"),
-        "{}",
-        skipped[&agent.display().to_string()]
+    assert_eq!(
+        skipped[&agent.display().to_string()],
+        SkipReason::AgentsSegment
     );
 
     // get serves every listed id from its file.
@@ -454,10 +485,8 @@ fn corpus_reshaped_into_namespaces_of_the_skills_root() {
 }
 
 /// What `check` says of a served file whose frontmatter is not usable YAML, if it is so.
-fn frontmatter_problem(path: &Path) -> Option<String> {
+fn frontmatter_problem(path: &Path) -> Option<SkipReason> {
     let bytes = fs::read(path).ok()?;
     let text = iii_directory::doc::decode(&bytes).ok()?;
-    iii_directory::doc::ParsedDoc::parse(text)
-        .frontmatter
-        .problem()
+    SkipReason::of_frontmatter(&iii_directory::doc::ParsedDoc::parse(text).frontmatter)
 }

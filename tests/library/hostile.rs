@@ -33,8 +33,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Tree;
-use iii_directory::Root;
+use iii_directory::doc::ids::{IdError, NameError, SegmentError};
+use iii_directory::doc::{ReadIssue, ServeIssue};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{FrontmatterProblem, ProfileProblem, PromptProblem, Root, SkipReason};
 use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
 
@@ -128,7 +130,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
 }
 
 /// The recorded skip reason of a file (path relative to the tree's base), if any.
-fn skip_reason(d: &Directory, tree: &Tree, rel: &str) -> Option<String> {
+fn skip_reason(d: &Directory, tree: &Tree, rel: &str) -> Option<SkipReason> {
     let path = tree.path(rel).display().to_string();
     d.skipped()
         .expect("skipped")
@@ -137,7 +139,26 @@ fn skip_reason(d: &Directory, tree: &Tree, rel: &str) -> Option<String> {
         .map(|s| s.reason)
 }
 
-fn expect_skip(d: &Directory, tree: &Tree, rel: &str) -> String {
+/// The reason of a file listed with defaults because its content cannot be read.
+fn unservable(issue: ReadIssue) -> SkipReason {
+    SkipReason::Unservable(ServeIssue::Read(issue))
+}
+
+/// The parser's reason when a system prompt or agent profile is skipped for frontmatter that is
+/// not usable YAML.
+fn invalid_yaml(reason: &SkipReason) -> Option<&str> {
+    match reason {
+        SkipReason::NotAPrompt(PromptProblem::Frontmatter(FrontmatterProblem::InvalidYaml(
+            why,
+        )))
+        | SkipReason::NotAProfile(ProfileProblem::Frontmatter(FrontmatterProblem::InvalidYaml(
+            why,
+        ))) => Some(why),
+        _ => None,
+    }
+}
+
+fn expect_skip(d: &Directory, tree: &Tree, rel: &str) -> SkipReason {
     skip_reason(d, tree, rel).unwrap_or_else(|| {
         panic!(
             "{rel} has no skip reason; skipped: {:?}",
@@ -290,7 +311,11 @@ fn non_utf8_files_are_skipped_with_a_reason() {
         "skills/system-prompts/latin.md",
         "agents/latin.md",
     ] {
-        assert_eq!(expect_skip(&d, &tree, rel), "not UTF-8 text", "{rel}");
+        assert_eq!(
+            expect_skip(&d, &tree, rel),
+            unservable(ReadIssue::NotUtf8),
+            "{rel}"
+        );
     }
     // The contract keeps a row for a skill file that cannot be read, with defaults; `get` names
     // the file.
@@ -397,7 +422,7 @@ fn a_huge_single_line_is_served_under_the_cap_and_skipped_over_it() {
     assert_eq!(got["title"], "Long");
     assert_eq!(
         expect_skip(&d, &tree, "skills/long/over.md"),
-        "too large (300000 bytes; max 262144)"
+        unservable(ReadIssue::TooLarge(300_000))
     );
     assert!(
         get(&d, "long/over")
@@ -436,11 +461,11 @@ fn a_100_mb_file_is_skipped_without_being_read() {
     let d = tree.open();
     assert_eq!(
         expect_skip(&d, &tree, "skills/big/index.md"),
-        "too large (104857600 bytes; max 262144)"
+        unservable(ReadIssue::TooLarge(104_857_600))
     );
     assert_eq!(
         expect_skip(&d, &tree, "skills/system-prompts/big.md"),
-        "too large (104857600 bytes; max 262144)"
+        unservable(ReadIssue::TooLarge(104_857_600))
     );
     assert_eq!(listed(&d, "big").expect("row")["bytes"], 104_857_600u64);
     assert!(
@@ -477,7 +502,7 @@ fn a_file_growing_past_the_cap_mid_scan_is_not_read_whole() {
     let d = tree.open();
     assert_eq!(
         expect_skip(&d, &tree, "skills/grows/index.md"),
-        "too large (104857600 bytes; max 262144)"
+        unservable(ReadIssue::TooLarge(104_857_600))
     );
     assert!(get(&d, "grows").is_err());
     assert_healthy(&d);
@@ -578,10 +603,12 @@ fn deep_nesting_is_walked_and_over_long_ids_are_skipped() {
     let d = tree.open();
     assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
     assert_eq!(get(&d, &deep).expect("served")["title"], "Deep");
-    let reason = expect_skip(&d, &tree, &format!("skills/{deeper}.md"));
-    assert!(
-        reason.starts_with(&format!("invalid id {deeper:?}: id too long (")),
-        "{reason}"
+    assert_eq!(
+        expect_skip(&d, &tree, &format!("skills/{deeper}.md")),
+        SkipReason::InvalidId {
+            id: deeper.clone(),
+            problem: IdError::TooLong(deeper.clone())
+        }
     );
     assert!(listed(&d, &deeper).is_none());
     assert_healthy(&d);
@@ -633,19 +660,28 @@ fn many_files_in_one_folder_are_indexed() {
 fn invalid_names_are_skipped_with_the_validator_reason() {
     let tree = hostile_tree();
     let long = "x".repeat(65);
+    let bad_segment = |id: &str, position: usize| SkipReason::InvalidId {
+        id: id.to_string(),
+        problem: IdError::Segment {
+            id: id.to_string(),
+            position,
+            problem: SegmentError::Characters(id.split('/').nth(position - 1).unwrap().into()),
+        },
+    };
+    let bad_agent = |id: &str| SkipReason::InvalidAgentId {
+        id: id.to_string(),
+        problem: NameError::Characters(id.to_string()),
+    };
     let cases = [
-        ("skills/ns/Upper.md", "invalid id \"ns/Upper\": "),
-        ("skills/ns/has space.md", "invalid id \"ns/has space\": "),
-        ("skills/ns/dot.ted.md", "invalid id \"ns/dot.ted\": "),
-        ("skills/ns/.hidden.md", "invalid id \"ns/.hidden\": "),
-        ("skills/ns/café.md", "invalid id \"ns/café\": "),
-        (
-            "skills/ns/back\\slash.md",
-            "invalid id \"ns/back\\\\slash\": ",
-        ),
-        ("skills/Bad Ns/x.md", "invalid id \"Bad Ns/x\": "),
-        ("agents/Bad.md", "invalid agent id \"Bad\": "),
-        ("agents/a.b.md", "invalid agent id \"a.b\": "),
+        ("skills/ns/Upper.md", bad_segment("ns/Upper", 2)),
+        ("skills/ns/has space.md", bad_segment("ns/has space", 2)),
+        ("skills/ns/dot.ted.md", bad_segment("ns/dot.ted", 2)),
+        ("skills/ns/.hidden.md", bad_segment("ns/.hidden", 2)),
+        ("skills/ns/café.md", bad_segment("ns/café", 2)),
+        ("skills/ns/back\\slash.md", bad_segment("ns/back\\slash", 2)),
+        ("skills/Bad Ns/x.md", bad_segment("Bad Ns/x", 1)),
+        ("agents/Bad.md", bad_agent("Bad")),
+        ("agents/a.b.md", bad_agent("a.b")),
     ];
     for (rel, _) in &cases {
         tree.write(rel, "# Named\n\nx\n");
@@ -654,14 +690,20 @@ fn invalid_names_are_skipped_with_the_validator_reason() {
     tree.write(&long_rel, "# Long\n\nx\n");
     tree.write("skills/ns/fine.md", "# Fine\n\nx\n");
     let d = tree.open();
-    for (rel, prefix) in cases {
-        let reason = expect_skip(&d, &tree, rel);
-        assert!(reason.starts_with(prefix), "{rel}: {reason}");
+    for (rel, reason) in cases {
+        assert_eq!(expect_skip(&d, &tree, rel), reason, "{rel}");
     }
-    let reason = expect_skip(&d, &tree, &long_rel);
-    assert!(
-        reason.contains("segment too long (65 chars; max 64)"),
-        "{reason}"
+    let id = format!("ns/{long}");
+    assert_eq!(
+        expect_skip(&d, &tree, &long_rel),
+        SkipReason::InvalidId {
+            id: id.clone(),
+            problem: IdError::Segment {
+                id,
+                position: 2,
+                problem: SegmentError::TooLong(long)
+            }
+        }
     );
     assert_eq!(get(&d, "ns/fine").expect("served")["title"], "Fine");
     assert_healthy(&d);
@@ -701,7 +743,10 @@ fn symlinks_out_of_the_roots_are_not_followed() {
         "skills/healthy/climb.md",
     ] {
         let reason = expect_skip(&d, &tree, rel);
-        assert!(reason.contains("outside the roots"), "{rel}: {reason}");
+        assert!(
+            matches!(reason, SkipReason::LinkOutside(_)),
+            "{rel}: {reason}"
+        );
     }
     for id in ["secret", "escape/leak", "leak", "healthy/climb"] {
         assert!(get(&d, id).is_err(), "{id} served from outside the roots");
@@ -766,7 +811,10 @@ fn symlink_loops_end() {
         "skills/loop/pong.md",
     ] {
         let reason = expect_skip(&d, &tree, rel);
-        assert!(reason.contains("symbolic link"), "{rel}: {reason}");
+        assert!(
+            matches!(reason, SkipReason::LinkBroken(_) | SkipReason::LinkLoops(_)),
+            "{rel}: {reason}"
+        );
     }
     for id in [
         "loop/self",
@@ -973,7 +1021,8 @@ fn unreadable_files_and_folders_are_skipped_and_the_scan_goes_on() {
         d.skipped()
             .expect("skipped")
             .into_iter()
-            .map(|s| (s.path, s.reason))
+            // The sentences, as the child's JSON gives them.
+            .map(|s| (s.path, s.reason.to_string()))
             .collect()
     };
     let reason = |rel: &str| {
@@ -1053,16 +1102,14 @@ fn yaml_bombs_are_refused_quickly_with_a_reason() {
     assert!(started.elapsed() < QUICK, "took {:?}", started.elapsed());
     for rel in ["skills/system-prompts/bomb.md", "agents/bomb.md"] {
         let reason = expect_skip(&d, &tree, rel);
-        assert!(
-            reason.contains("invalid frontmatter YAML") && reason.contains("too complex"),
-            "{rel}: {reason}"
-        );
+        let why = invalid_yaml(&reason).unwrap_or_else(|| panic!("{rel}: {reason}"));
+        assert!(why.contains("too complex"), "{rel}: {reason}");
     }
     for rel in ["skills/system-prompts/deep.md", "agents/deep.md"] {
         let reason = expect_skip(&d, &tree, rel);
+        let why = invalid_yaml(&reason).unwrap_or_else(|| panic!("{rel}: {reason}"));
         assert!(
-            reason.contains("invalid frontmatter YAML")
-                && (reason.contains("nested too deeply") || reason.contains("recursion limit")),
+            why.contains("nested too deeply") || why.contains("recursion limit"),
             "{rel}: {reason}"
         );
     }
@@ -1104,7 +1151,8 @@ fn frontmatter_that_is_not_a_mapping_is_skipped_with_a_reason() {
             format!("agents/{name}.md"),
         ] {
             let reason = expect_skip(&d, &tree, &rel);
-            assert!(reason.contains("mapping"), "{rel}: {reason}");
+            let why = invalid_yaml(&reason).unwrap_or_else(|| panic!("{rel}: {reason}"));
+            assert!(why.contains("mapping"), "{rel}: {reason}");
         }
         assert!(agent_row(&d, name).is_none());
         assert!(!prompt_names(&d).contains(&name.to_string()));

@@ -1,9 +1,13 @@
-//! The layering of `src/` (ARCHITECTURE.md, "Layers"), checked on the source: no file imports a
-//! file that imports it back, and the index never reaches a family's read or write code.
+//! The layering of `src/`, checked on the source: the numbered layers of ARCHITECTURE.md
+//! ("Layers") are read from that file, and every import between modules must point down them;
+//! no file imports a file that imports it back; the index never reaches a family's read or
+//! write code.
 //!
 //! Imports are read from `crate::…`, `super::…` and `self::…` paths (in `use` lines and in
 //! code), each resolved to the file of the longest module path it names; unit test modules are
-//! left out. `lib.rs` only declares and re-exports, so paths through it are not counted.
+//! left out. `lib.rs` only declares and re-exports, so paths through it are not counted. A
+//! module is a file or folder at the top of `src/`; the binary's files (`main.rs`, `cli_*.rs`)
+//! reach the library only through its public paths and are left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -129,11 +133,21 @@ fn named_paths(code: &str, me: &[String], is_mod_file: bool) -> Vec<Vec<String>>
     found
 }
 
+/// The binary's own files: `main.rs` and the `cli_*` modules beside it.
+fn is_binary(src: &Path, file: &Path) -> bool {
+    let name = file
+        .strip_prefix(src)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let name = name.to_string_lossy();
+    name == "main.rs" || (name.starts_with("cli_") && !name.contains('/'))
+}
+
 fn graph() -> (PathBuf, BTreeMap<PathBuf, BTreeSet<PathBuf>>) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    files.retain(|f| !f.ends_with("main.rs") && !f.ends_with("cli_download.rs"));
+    files.retain(|f| !is_binary(&src, f));
     let modules: Modules = files
         .iter()
         .map(|f| (module_path(&src, f), f.clone()))
@@ -205,7 +219,7 @@ fn the_index_knows_the_families_only_through_their_rules() {
         "system_prompts",
         "agents",
         "directory.rs",
-        "write.rs",
+        "family_writes.rs",
     ]
     .map(|f| src.join(f));
     for (file, deps) in &edges {
@@ -221,4 +235,104 @@ fn the_index_knows_the_families_only_through_their_rules() {
             );
         }
     }
+}
+
+/// The top-level module a file of `src/` belongs to (`index` for `src/index/reconcile/mod.rs`).
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).expect("under src");
+    let first = rel.components().next().expect("a component");
+    let name = first.as_os_str().to_string_lossy();
+    name.strip_suffix(".rs").unwrap_or(&name).to_string()
+}
+
+/// The numbered layers of ARCHITECTURE.md's "Layers" section: each item starts with its
+/// modules in backticks, before the first colon.
+fn documented_layers() -> BTreeMap<String, usize> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).expect("ARCHITECTURE.md");
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Layers"))
+        .expect("a \"Layers\" section");
+    let mut layers = BTreeMap::new();
+    for line in section.lines() {
+        let Some((number, rest)) = line.split_once(". ") else {
+            continue;
+        };
+        let Ok(number) = number.trim().parse::<usize>() else {
+            continue;
+        };
+        let modules = rest.split(':').next().unwrap_or_default();
+        for module in modules.split('`').skip(1).step_by(2) {
+            let earlier = layers.insert(module.to_string(), number);
+            assert!(
+                earlier.is_none(),
+                "ARCHITECTURE.md puts `{module}` in two layers"
+            );
+        }
+    }
+    assert!(
+        layers.len() > 10,
+        "too few modules in the layers: {layers:?}"
+    );
+    layers
+}
+
+/// A module may import the modules of lower layers, and the leaves of its own layer (the
+/// modules there that import nothing else of that layer); nothing above it.
+#[test]
+fn imports_point_down_the_numbered_layers() {
+    let (src, edges) = graph();
+    let layers = documented_layers();
+    let mut unplaced: BTreeSet<String> = BTreeSet::new();
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut imports: Vec<(PathBuf, PathBuf, String, String)> = Vec::new();
+    for (file, deps) in &edges {
+        if file.ends_with("lib.rs") {
+            continue;
+        }
+        let from = module_of(&src, file);
+        if !layers.contains_key(&from) {
+            unplaced.insert(from.clone());
+        }
+        for dep in deps {
+            let to = module_of(&src, dep);
+            if to != from {
+                uses.entry(from.clone()).or_default().insert(to.clone());
+                imports.push((file.clone(), dep.clone(), from.clone(), to));
+            }
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "modules missing from ARCHITECTURE.md's layers: {unplaced:?}"
+    );
+    let layer = |module: &str| layers[module];
+    let is_leaf = |module: &str| {
+        uses.get(module)
+            .is_none_or(|used| used.iter().all(|other| layer(other) != layer(module)))
+    };
+    let shown = |p: &Path| p.strip_prefix(&src).unwrap_or(p).display().to_string();
+    let mut broken = Vec::new();
+    for (file, dep, from, to) in &imports {
+        let (own, theirs) = (layer(from), layer(to));
+        let allowed = theirs < own || (theirs == own && is_leaf(to));
+        if !allowed {
+            let why = if theirs > own {
+                format!("layer {theirs} is above layer {own}")
+            } else {
+                format!("`{to}` imports another module of layer {own}, so it is not a leaf")
+            };
+            broken.push(format!(
+                "{} (`{from}`, layer {own}) imports {} (`{to}`): {why}",
+                shown(file),
+                shown(dep)
+            ));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "imports against ARCHITECTURE.md's layers:\n{}",
+        broken.join("\n")
+    );
 }

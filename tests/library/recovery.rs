@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use test_support::generate::Rng;
 
 /// The index's `meta` table, as the library defines it.
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
 const PAGE: usize = 4096;
 
 type Answers = Vec<(String, Result<Value, String>)>;
@@ -368,7 +368,7 @@ fn real_index_with_a_bumped_schema_version_is_rebuilt() {
             meta.insert("schema_version", encode(&999u64).as_slice())
                 .expect("insert");
             // Rows a rebuilt index must not keep: a skill that is not on disk.
-            let mut skills: redb::Table<&str, &[u8]> = txn
+            let mut skills: redb::Table<'_, &str, &[u8]> = txn
                 .open_table(TableDefinition::new("view_skills"))
                 .expect("skills");
             let row = skills
@@ -397,7 +397,7 @@ fn redb_file_without_a_schema_version_is_rebuilt() {
         let db = redb::Database::create(&path).expect("create redb");
         let txn = db.begin_write().expect("write txn");
         {
-            let other: TableDefinition<&str, u64> = TableDefinition::new("something_else");
+            let other: TableDefinition<'_, &str, u64> = TableDefinition::new("something_else");
             txn.open_table(other)
                 .expect("table")
                 .insert("k", 1)
@@ -639,7 +639,7 @@ fn another_programs_redb_database_is_refused_and_left_untouched() {
         let db = redb::Database::create(&other).expect("create redb");
         let txn = db.begin_write().expect("write txn");
         {
-            let table: TableDefinition<&str, u64> = TableDefinition::new("accounts");
+            let table: TableDefinition<'_, &str, u64> = TableDefinition::new("accounts");
             txn.open_table(table)
                 .expect("table")
                 .insert("alice", 7)
@@ -658,7 +658,7 @@ fn another_programs_redb_database_is_refused_and_left_untouched() {
     );
     let db = redb::Database::open(&other).expect("still a database");
     let txn = db.begin_read().expect("read txn");
-    let table: TableDefinition<&str, u64> = TableDefinition::new("accounts");
+    let table: TableDefinition<'_, &str, u64> = TableDefinition::new("accounts");
     let value = txn
         .open_table(table)
         .expect("table")

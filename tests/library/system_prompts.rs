@@ -7,7 +7,9 @@ use test_support::common;
 use std::fs;
 
 use common::{MTIME_TEXT, Tree, asset, asset_body, asset_field, call, call_err, skipped, strings};
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::doc::ids::NameError;
+use iii_directory::doc::{ReadIssue, ServeIssue};
+use iii_directory::{Directory, FrontmatterProblem, PromptProblem, ReadFunction, SkipReason};
 use serde_json::{Value, json};
 
 const LIST: ReadFunction = ReadFunction::SystemPromptsList;
@@ -57,6 +59,11 @@ fn bundled_row(name: &str) -> Value {
 // ---------------------------------------------------------------------------------------------
 // Where prompts are found
 // ---------------------------------------------------------------------------------------------
+
+/// The reason `check` gives a file under `system-prompts/` that is not a system prompt.
+fn not_a_prompt(problem: PromptProblem) -> SkipReason {
+    SkipReason::NotAPrompt(problem)
+}
 
 #[test]
 fn lists_a_prompt_beside_the_bundled_ones() {
@@ -143,9 +150,8 @@ fn missing_frontmatter_is_skipped_with_a_reason() {
             &d,
             "skills_folder",
             &tree.abs("skills/system-prompts/bare.md")
-        )
-        .as_deref(),
-        Some("missing YAML frontmatter (expected --- ... --- block at file start)")
+        ),
+        Some(not_a_prompt(FrontmatterProblem::Missing.into()))
     );
 }
 
@@ -164,7 +170,15 @@ fn invalid_yaml_is_skipped_with_a_reason() {
         &tree.abs("skills/system-prompts/broken.md"),
     )
     .expect("skipped");
-    assert!(reason.starts_with("invalid frontmatter YAML: "), "{reason}");
+    assert!(
+        matches!(
+            reason,
+            SkipReason::NotAPrompt(PromptProblem::Frontmatter(FrontmatterProblem::InvalidYaml(
+                _
+            )))
+        ),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -183,7 +197,7 @@ fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
     )
     .expect("reported by check");
     assert!(
-        reason.starts_with("frontmatter is not a YAML mapping ("),
+        matches!(reason, SkipReason::FrontmatterSalvaged(_)),
         "{reason}"
     );
 }
@@ -206,8 +220,8 @@ fn missing_description_is_skipped_with_a_reason() {
         "skills/system-prompts/blank.md",
     ] {
         assert_eq!(
-            skipped(&d, "skills_folder", &tree.abs(rel)).as_deref(),
-            Some("frontmatter is missing a non-empty `description`"),
+            skipped(&d, "skills_folder", &tree.abs(rel)),
+            Some(not_a_prompt(PromptProblem::NoDescription)),
             "{rel}"
         );
     }
@@ -259,19 +273,25 @@ fn invalid_name_is_skipped_with_a_reason() {
     );
     let d = tree.open();
     assert_eq!(file_names(&d), Vec::<String>::new());
-    let chars = "name may only contain lowercase ASCII letters, digits, '-' and '_'";
+    let invalid = |name: &str, why: NameError| {
+        not_a_prompt(PromptProblem::InvalidName {
+            name: name.to_string(),
+            why,
+        })
+    };
+    let characters = |name: &str| invalid(name, NameError::Characters(name.to_string()));
     for (rel, reason) in [
         (
             "skills/system-prompts/declared.md".to_string(),
-            format!("invalid system prompt name \"Bad Name\": {chars}: \"Bad Name\""),
+            characters("Bad Name"),
         ),
         (
             "skills/system-prompts/Upper.md".to_string(),
-            format!("invalid system prompt name \"Upper\": {chars}: \"Upper\""),
+            characters("Upper"),
         ),
         (
             format!("skills/system-prompts/{long}.md"),
-            format!("invalid system prompt name \"{long}\": name too long (65 chars; max 64)"),
+            invalid(&long, NameError::TooLong(65)),
         ),
     ] {
         assert_eq!(
@@ -297,8 +317,8 @@ fn duplicate_name_first_file_wins() {
     assert_eq!(file_names(&d), strings(&["dup"]));
     assert_eq!(row(&d, "dup")["description"], "From a.");
     assert_eq!(
-        skipped(&d, "skills_folder", &tree.abs("skills/system-prompts/b.md")).as_deref(),
-        Some("duplicate system prompt name \"dup\"")
+        skipped(&d, "skills_folder", &tree.abs("skills/system-prompts/b.md")),
+        Some(SkipReason::DuplicatePromptName { name: "dup".into() })
     );
 }
 
@@ -317,9 +337,10 @@ fn too_large_prompt_is_skipped_with_a_reason() {
             &d,
             "skills_folder",
             &tree.abs("skills/system-prompts/big.md")
-        )
-        .as_deref(),
-        Some("too large (262145 bytes; max 262144)")
+        ),
+        Some(SkipReason::Unservable(ServeIssue::Read(
+            ReadIssue::TooLarge(262_145)
+        )))
     );
 }
 
@@ -366,9 +387,10 @@ fn local_prompt_wins_on_a_duplicate_name() {
             &d,
             "skills_folder",
             &tree.abs("skills/system-prompts/pirate.md")
-        )
-        .as_deref(),
-        Some("duplicate system prompt name \"pirate\"")
+        ),
+        Some(SkipReason::DuplicatePromptName {
+            name: "pirate".into()
+        })
     );
 }
 
@@ -392,11 +414,10 @@ fn local_system_prompts_folder_shadows_the_global_one_wholesale() {
             &d,
             "skills_folder",
             &tree.abs("skills/system-prompts/global-only.md")
-        )
-        .as_deref(),
-        Some(
-            "shadowed: local_skills_folder has a \"system-prompts\" folder, which overrides this namespace"
-        )
+        ),
+        Some(SkipReason::NamespaceShadowed {
+            namespace: "system-prompts".into()
+        })
     );
 }
 
@@ -427,9 +448,10 @@ fn local_namespace_folder_shadows_global_prompts_in_that_namespace() {
             &d,
             "skills_folder",
             &tree.abs("skills/team/system-prompts/global.md")
-        )
-        .as_deref(),
-        Some("shadowed: local_skills_folder has a \"team\" folder, which overrides this namespace")
+        ),
+        Some(SkipReason::NamespaceShadowed {
+            namespace: "team".into()
+        })
     );
 }
 

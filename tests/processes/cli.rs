@@ -692,7 +692,7 @@ fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
     assert_eq!(agent["name"], "Late");
     watcher.stop();
     // Without a watching writer there is no cookie to answer, and no wait.
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     ok(&tree, &["list", "skills"]);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -770,7 +770,7 @@ fn reindex_with_an_index_path_inside_a_root_refuses_and_overwrites_nothing() {
         assert!(!texts.exists(), "{rel}: no texts store was made");
     }
     assert_eq!(
-        std::fs::read_to_string(tree.path("skills/mine/index.md")).expect("read"),
+        fs::read_to_string(tree.path("skills/mine/index.md")).expect("read"),
         skill
     );
     assert!(!tree.path("skills/iii/x.redb").exists());
@@ -796,7 +796,7 @@ fn reindex_onto_a_users_file_refuses_and_leaves_it() {
         assert!(stderr.contains("left untouched"), "{stderr}");
     }
     assert_eq!(
-        std::fs::read_to_string(tree.path("notes.txt")).expect("read"),
+        fs::read_to_string(tree.path("notes.txt")).expect("read"),
         notes
     );
 }

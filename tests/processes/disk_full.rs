@@ -128,7 +128,7 @@ fn say(value: Value) {
 fn outcome(result: iii_directory::Result<Value>) -> Value {
     match result {
         Ok(v) => json!({ "ok": v }),
-        Err(e) => json!({ "err": e.to_string(), "code": e.code() }),
+        Err(e) => json!({ "err": e.to_string(), "code": e.code().map(|c| c.text()) }),
     }
 }
 

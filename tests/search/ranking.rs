@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use iii_directory::registry::RegistryError;
 use iii_directory::registry::{Author, FunctionContract, Worker};
 use iii_directory::search::bm25::Hit;
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::rank::{NAMESPACE_FLOOR, namespace_floor, ranked_hits};
-use iii_directory::search::registry::Registry;
+use iii_directory::search::registry::WorkerSource;
 use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
 use serde_json::{Value, json};
 
@@ -482,6 +483,7 @@ async fn request_errors_are_the_contract_texts() {
                 .search(&request, None, None)
                 .await
                 .expect_err("an error")
+                .to_string()
         }
     };
     assert_eq!(
@@ -510,8 +512,8 @@ struct CountingRegistry {
 }
 
 #[async_trait]
-impl Registry for CountingRegistry {
-    async fn list_workers(&self, search: &str) -> Result<Vec<Worker>, String> {
+impl WorkerSource for CountingRegistry {
+    async fn find_workers(&self, search: &str) -> Result<Vec<Worker>, RegistryError> {
         self.calls.lock().expect("calls").push(search.to_string());
         Ok(vec![Worker {
             name: "pdfkit".into(),
@@ -525,7 +527,7 @@ impl Registry for CountingRegistry {
         }])
     }
 
-    async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, String> {
+    async fn worker_functions(&self, _: &str) -> Result<Vec<FunctionContract>, RegistryError> {
         Ok(vec![FunctionContract {
             name: "pdfkit::watermark".into(),
             description: Some("Stamp a watermark on every page of a PDF. Fast.".into()),

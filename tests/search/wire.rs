@@ -206,7 +206,7 @@ impl Harness {
     async fn eventually<F, Fut>(&self, what: &str, check: F)
     where
         F: Fn() -> Fut,
-        Fut: std::future::Future<Output = bool>,
+        Fut: Future<Output = bool>,
     {
         let deadline = Instant::now() + WAIT;
         while !check().await {

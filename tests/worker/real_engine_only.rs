@@ -74,7 +74,7 @@ async fn binding_to(
 }
 
 /// Polls `check` until it answers `Some`, or fails saying what was awaited.
-async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
+async fn eventually<T, F: Future<Output = Option<T>>>(
     what: &str,
     mut check: impl FnMut() -> F,
 ) -> T {

@@ -54,7 +54,7 @@ async fn after_a_disconnect_it_reattaches_and_registers_everything_again() {
     let summary = connections_summary(&h.engine);
     assert_eq!(connections.len(), 2, "{summary}");
     let (old, new) = (&connections[0], &connections[1]);
-    let sent = |c: &fake_engine::ConnectionInfo, kind: &str, id: &str| {
+    let sent = |c: &ConnectionInfo, kind: &str, id: &str| {
         c.frames
             .iter()
             .filter(|f| f["type"] == kind && f["id"] == id)

@@ -29,7 +29,7 @@ pub struct Mirror {
     /// The keys of `files` that are system prompts (`views::is_prompt_file`).
     pub prompt_files: BTreeSet<(Root, String)>,
     pub top_dirs: BTreeSet<(Root, String)>,
-    pub unreadable: BTreeMap<(Root, String), String>,
+    pub unreadable: crate::index::walk::Unreadable,
     pub revision: u64,
     /// The texts store key the next new text gets ([`META_NEXT_TEXT`]).
     pub next_text: u64,
@@ -72,7 +72,7 @@ impl Mirror {
         )?;
         let unreadable = decode_paths(
             &txn.open_table(UNREADABLE).map_err(Error::index)?,
-            |why: &str| Ok(why.to_string()),
+            |why: &[u8]| decode(why),
         )?;
         let meta = txn.open_table(META).map_err(Error::index)?;
         let revision = meta_u64(&meta, META_REVISION)?.unwrap_or(0);

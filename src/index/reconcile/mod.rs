@@ -37,8 +37,9 @@ use super::texts;
 use super::views::{self, Changes, Dirty, Inputs};
 use super::walk::{TopDirs, Unreadable, walk, walk_scoped};
 use crate::doc::{Hash, ParsedDoc};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
 use crate::roots::{Root, Roots};
+use crate::rules::skip::SkipReason;
 use crate::time::Stamp;
 
 pub use mirror::Mirror;
@@ -275,7 +276,7 @@ impl Phases<'_, '_> {
 
 /// The texts store's writer stopped early; its own error says why (see [`run`]).
 fn texts_stopped() -> Error {
-    Error::Index("the texts store stopped taking texts".into())
+    IndexError::Unavailable("the texts store stopped taking texts").into()
 }
 
 /// A file to read: its key and its stat now.
@@ -322,12 +323,9 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
             .and_then(|n| n.to_str())
             .and_then(crate::store::temp_pid)
             .unwrap_or_default();
-        found.unreadable.insert(
-            key,
-            format!(
-                "temporary file of an unfinished write (process {pid}); removed once that process is gone or after an hour"
-            ),
-        );
+        found
+            .unreadable
+            .insert(key, SkipReason::UnfinishedWrite { pid });
     }
     sweep.removed
 }

@@ -9,7 +9,7 @@ use redb::{ReadableTable, WriteTransaction};
 use serde::de::DeserializeOwned;
 
 use crate::doc::{Hash, ParsedDoc};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexError, Result};
 use crate::index::records::{FileMeta, decode};
 use crate::index::tables::*;
 use crate::index::views::{self, Dirty, Inputs, Views};
@@ -31,7 +31,7 @@ pub fn docs(
         let stored = table
             .get(hash)
             .map_err(Error::index)?
-            .ok_or_else(|| Error::Index(format!("no stored parse for {rel} of {root:?}")))?;
+            .ok_or_else(|| IndexError::Missing(format!("the stored parse of {rel} in {root:?}")))?;
         fresh.insert(*hash, decode(stored.value())?);
     }
     Ok(fresh)
@@ -41,7 +41,7 @@ pub fn docs(
 pub fn all(txn: &WriteTransaction) -> Result<Views> {
     let skipped = decode_paths(
         &txn.open_table(SKIPPED).map_err(Error::index)?,
-        |why: &str| Ok(why.to_string()),
+        |why: &[u8]| decode(why),
     )?;
     Ok(Views {
         skills: whole(txn, SKILLS)?,
@@ -85,18 +85,19 @@ pub fn stored(
     }
 
     let skipped = txn.open_table(SKIPPED).map_err(Error::index)?;
-    let mut keep = |root: Root, rel: &str, why: &str| {
+    let mut keep = |root: Root, rel: &str, why: &[u8]| -> Result<()> {
         let key = (root, rel.to_string());
         if views::owns(inputs, dirty, &key) {
-            views.skipped.insert(key, why.to_string());
+            views.skipped.insert(key, decode(why)?);
         }
+        Ok(())
     };
     for ns in &dirty.namespaces {
         for (root, from, to) in views::namespace_key_ranges(ns) {
             let range = (root as u8, from.as_str())..(root as u8, to.as_str());
             for entry in skipped.range(range).map_err(Error::index)? {
                 let (key, why) = entry.map_err(Error::index)?;
-                keep(root, key.value().1, why.value());
+                keep(root, key.value().1, why.value())?;
             }
         }
     }
@@ -108,7 +109,7 @@ pub fn stored(
             if root != agents {
                 break;
             }
-            keep(Root::Agents, rel, why.value());
+            keep(Root::Agents, rel, why.value())?;
         }
     }
     if dirty.prompts {
@@ -122,7 +123,7 @@ pub fn stored(
                 .get((*root as u8, rel.as_str()))
                 .map_err(Error::index)?
             {
-                keep(*root, rel, why.value());
+                keep(*root, rel, why.value())?;
             }
         }
     }
@@ -131,7 +132,7 @@ pub fn stored(
 
 fn whole<T: DeserializeOwned>(
     txn: &WriteTransaction,
-    def: redb::TableDefinition<&str, &[u8]>,
+    def: redb::TableDefinition<'_, &str, &[u8]>,
 ) -> Result<BTreeMap<String, T>> {
     let table = txn.open_table(def).map_err(Error::index)?;
     Ok(decode_rows(&table)?.into_iter().collect())

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
 use crate::index::records::{FileMeta, Stat, compress_text, encode};
+use crate::locks;
 use crate::roots::{Root, Roots};
 use crate::time::Stamp;
 
@@ -64,12 +65,7 @@ impl Reading<'_> {
             Err(issue) => return done(Err(issue), None),
         };
         let hash = *blake3::hash(text.as_bytes()).as_bytes();
-        let first = !self.known.contains_key(&hash)
-            && self
-                .claimed
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(hash);
+        let first = !self.known.contains_key(&hash) && locks::lock(&self.claimed).insert(hash);
         let new = first.then(|| {
             let parsed = ParsedDoc::parse(text);
             let (encoded, packed) = if self.pack {

@@ -15,6 +15,7 @@ use crate::index::records::encode;
 use crate::index::tables::*;
 use crate::index::texts;
 use crate::index::views::{Changes, Views};
+use crate::index::walk::Unreadable;
 use crate::roots::Root;
 
 /// The index tables a file read lands in: the file entry by `(root, relative path)`, the parse
@@ -127,7 +128,7 @@ pub fn take_garbage(txn: &WriteTransaction) -> Result<Vec<u64>> {
 pub fn folders(
     txn: &WriteTransaction,
     top_dirs: &BTreeSet<(Root, String)>,
-    unreadable: &BTreeMap<(Root, String), String>,
+    unreadable: &Unreadable,
 ) -> Result<()> {
     let mut top = txn.open_table(TOP_DIRS).map_err(Error::index)?;
     top.retain(|_, _| false).map_err(Error::index)?;
@@ -139,7 +140,7 @@ pub fn folders(
     table.retain(|_, _| false).map_err(Error::index)?;
     for ((root, rel), why) in unreadable {
         table
-            .insert((*root as u8, rel.as_str()), why.as_str())
+            .insert((*root as u8, rel.as_str()), encode(why).as_slice())
             .map_err(Error::index)?;
     }
     Ok(())
@@ -164,7 +165,7 @@ pub fn view_changes(txn: &WriteTransaction, views: &Views, changes: &Changes) ->
     for key in &changes.skipped {
         let stored = (key.0 as u8, key.1.as_str());
         match views.skipped.get(key) {
-            Some(why) => table.insert(stored, why.as_str()).map(drop),
+            Some(why) => table.insert(stored, encode(why).as_slice()).map(drop),
             None => table.remove(stored).map(drop),
         }
         .map_err(Error::index)?;
@@ -181,7 +182,7 @@ pub fn view_changes(txn: &WriteTransaction, views: &Views, changes: &Changes) ->
 /// Writes the rows of `keys` (encoded on every core first: a cold build writes them all).
 fn rows<T: Serialize + Sync>(
     txn: &WriteTransaction,
-    def: redb::TableDefinition<&str, &[u8]>,
+    def: redb::TableDefinition<'_, &str, &[u8]>,
     rows: &BTreeMap<String, T>,
     keys: &BTreeSet<String>,
 ) -> Result<()> {

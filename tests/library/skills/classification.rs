@@ -46,10 +46,7 @@ fn prompts_segment_is_ignored_with_a_reason() {
         &tree.abs("skills/ns/prompts/say-hello.md"),
     )
     .expect("skipped");
-    assert!(
-        reason.starts_with("ignored:") && reason.contains("`prompts`"),
-        "{reason}"
-    );
+    assert_eq!(reason, SkipReason::PromptsSegment);
 }
 
 #[test]
@@ -64,11 +61,8 @@ fn agents_segment_is_reserved_under_a_skills_root() {
     let d = tree.open();
     assert_eq!(skill_ids(&d), strings(&["ns/a"]));
     for rel in ["skills/ns/agents/helper.md", "skills/agents/top.md"] {
-        let reason = skipped(&d, "skills_folder", &tree.abs(rel)).expect("skipped");
-        assert!(
-            reason.starts_with("ignored:") && reason.contains("reserved"),
-            "{reason}"
-        );
+        let reason = skipped(&d, "skills_folder", &tree.abs(rel));
+        assert_eq!(reason, Some(SkipReason::AgentsSegment), "{rel}");
     }
     // Nor are they agent profiles: only the bundled ones are listed.
     let agents = call(&d, ReadFunction::AgentsList, json!({}));
@@ -140,8 +134,11 @@ fn skill_md_beats_skills_md_beats_index_md() {
     assert_eq!(get(&d, "ns")["body"], "From SKILL.md\n");
     for rel in ["skills/ns/SKILLS.md", "skills/ns/index.md"] {
         assert_eq!(
-            skipped(&d, "skills_folder", &tree.abs(rel)).as_deref(),
-            Some("duplicate id \"ns/index\" also produced by ns/SKILL.md"),
+            skipped(&d, "skills_folder", &tree.abs(rel)),
+            Some(SkipReason::DuplicateId {
+                id: "ns/index".into(),
+                first: "ns/SKILL.md".into()
+            }),
             "{rel}"
         );
     }
@@ -155,8 +152,11 @@ fn skills_md_beats_index_md() {
     let d = tree.open();
     assert_eq!(get(&d, "ns")["body"], "From SKILLS.md\n");
     assert_eq!(
-        skipped(&d, "skills_folder", &tree.abs("skills/ns/index.md")).as_deref(),
-        Some("duplicate id \"ns/index\" also produced by ns/SKILLS.md")
+        skipped(&d, "skills_folder", &tree.abs("skills/ns/index.md")),
+        Some(SkipReason::DuplicateId {
+            id: "ns/index".into(),
+            first: "ns/SKILLS.md".into()
+        })
     );
 }
 
@@ -176,10 +176,8 @@ fn folder_named_skill_is_not_renamed() {
     let d = tree.open();
     assert_eq!(skill_ids(&d), Vec::<String>::new());
     assert_eq!(
-        skipped(&d, "skills_folder", &tree.abs("skills/ns/SKILL/x.md")).as_deref(),
-        Some(
-            "invalid id \"ns/SKILL/x\": invalid id (segment 2 of \"ns/SKILL/x\"): segment may only contain lowercase ASCII letters, digits, '-' and '_': \"SKILL\""
-        )
+        skipped(&d, "skills_folder", &tree.abs("skills/ns/SKILL/x.md")),
+        Some(bad_characters("ns/SKILL/x", 2))
     );
 }
 
@@ -196,43 +194,27 @@ fn invalid_ids_are_skipped_with_their_reason() {
     tree.write("skills/ok.md", "# Ok\n");
     let d = tree.open();
     assert_eq!(skill_ids(&d), strings(&["ok"]));
-    let chars = "segment may only contain lowercase ASCII letters, digits, '-' and '_'";
     let expected = [
-        (
-            "skills/Upper.md".to_string(),
-            format!(
-                "invalid id \"Upper\": invalid id (segment 1 of \"Upper\"): {chars}: \"Upper\""
-            ),
-        ),
+        ("skills/Upper.md".to_string(), bad_characters("Upper", 1)),
         (
             "skills/has space.md".to_string(),
-            format!(
-                "invalid id \"has space\": invalid id (segment 1 of \"has space\"): {chars}: \"has space\""
-            ),
+            bad_characters("has space", 1),
         ),
         (
             "skills/ns/Bad/x.md".to_string(),
-            format!(
-                "invalid id \"ns/Bad/x\": invalid id (segment 2 of \"ns/Bad/x\"): {chars}: \"Bad\""
-            ),
+            bad_characters("ns/Bad/x", 2),
         ),
         (
             "skills/ns/README.md".to_string(),
-            format!(
-                "invalid id \"ns/README\": invalid id (segment 2 of \"ns/README\"): {chars}: \"README\""
-            ),
+            bad_characters("ns/README", 2),
         ),
         (
             "skills/dotted.name.md".to_string(),
-            format!(
-                "invalid id \"dotted.name\": invalid id (segment 1 of \"dotted.name\"): {chars}: \"dotted.name\""
-            ),
+            bad_characters("dotted.name", 1),
         ),
         (
             format!("skills/{long}.md"),
-            format!(
-                "invalid id \"{long}\": invalid id (segment 1 of \"{long}\"): segment too long (65 chars; max 64): \"{long}\""
-            ),
+            invalid_segment(&long, 1, SegmentError::TooLong(long.clone())),
         ),
     ];
     for (rel, reason) in expected {

@@ -10,10 +10,11 @@ use test_support::common;
 use std::fs;
 
 use common::{
-    MTIME_TEXT, Tree, asset, asset_field, call, call_err, call_installed, skill_ids, skipped,
-    strings,
+    MTIME_TEXT, Tree, asset, asset_field, bad_characters, call, call_err, call_installed,
+    invalid_segment, skill_ids, skipped, strings,
 };
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::doc::ids::SegmentError;
+use iii_directory::{Directory, ReadFunction, SkipReason};
 use serde_json::{Value, json};
 
 const LIST: ReadFunction = ReadFunction::SkillsList;

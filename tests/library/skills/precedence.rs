@@ -24,10 +24,10 @@ fn local_namespace_shadows_the_global_namespace_wholesale() {
     assert_eq!(shell["path"], tree.abs("skills/iii/shell/index.md"));
     assert!(get_err(&d, "shell/exec").starts_with("D110 not_found: skill \"shell/exec\""));
     assert_eq!(
-        skipped(&d, "skills_folder", &tree.abs("skills/shell/exec.md")).as_deref(),
-        Some(
-            "shadowed: local_skills_folder has a \"shell\" folder, which overrides this namespace"
-        )
+        skipped(&d, "skills_folder", &tree.abs("skills/shell/exec.md")),
+        Some(SkipReason::NamespaceShadowed {
+            namespace: "shell".into()
+        })
     );
 }
 
@@ -60,8 +60,8 @@ fn local_file_wins_over_a_global_file_with_the_same_id() {
     assert_eq!(solo["title"], "Local solo");
     assert_eq!(solo["path"], tree.abs("skills/iii/solo.md"));
     assert_eq!(
-        skipped(&d, "skills_folder", &tree.abs("skills/solo.md")).as_deref(),
-        Some("shadowed: local_skills_folder has a skill with the same id")
+        skipped(&d, "skills_folder", &tree.abs("skills/solo.md")),
+        Some(SkipReason::SkillShadowed)
     );
 }
 
@@ -77,9 +77,10 @@ fn global_namespace_shadows_the_agents_skills_namespace() {
             &d,
             "agents_skills_folder",
             &tree.abs(".agents/skills/tool/SKILL.md")
-        )
-        .as_deref(),
-        Some("shadowed: namespace \"tool\" is also a folder of a higher-precedence skills root")
+        ),
+        Some(SkipReason::AgentsSkillShadowed {
+            namespace: "tool".into()
+        })
     );
 }
 
@@ -132,11 +133,8 @@ fn agents_skills_uppercase_folder_is_skipped_with_a_reason() {
             &d,
             "agents_skills_folder",
             &tree.abs(".agents/skills/Upper/SKILL.md")
-        )
-        .as_deref(),
-        Some(
-            "invalid id \"Upper/index\": invalid id (segment 1 of \"Upper/index\"): segment may only contain lowercase ASCII letters, digits, '-' and '_': \"Upper\""
-        )
+        ),
+        Some(bad_characters("Upper/index", 1))
     );
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use common::Tree;
-use iii_directory::{ChangeEvent, Family};
+use iii_directory::{ChangeEvent, Code, Family, SkipReason, Special};
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
 
@@ -130,7 +130,7 @@ impl Env {
     /// The error's code and its whole message.
     fn coded(&self, function: WriteFunction, request: Value) -> (Option<&'static str>, String) {
         let e = self.err(function, request);
-        (e.code(), e.to_string())
+        (e.code().map(Code::text), e.to_string())
     }
 
     fn read(&self, function: ReadFunction, request: Value) -> Value {

@@ -204,7 +204,7 @@ fn skills_create_d115_variants() {
         json!({"id": "ghost/doc", "content": BODY}),
         Some(&installed),
     );
-    assert_eq!(e.code(), Some("D115"));
+    assert_eq!(e.code(), Some(Code::SkillPlacementRefused));
     assert_eq!(
         e.to_string(),
         "D115 invalid_input: id \"ghost/doc\" would be hidden by filter_unregistered: its top namespace segment \"ghost\" is not an installed worker. Use a single-segment id, install the worker first, or set filter_unregistered: false."
@@ -371,7 +371,8 @@ fn skills_create_lands_in_skills_folder_even_in_a_local_namespace() {
     assert!(
         skipped
             .iter()
-            .any(|s| s.path.ends_with("skills/shell/newcmd.md") && s.reason.contains("shadowed")),
+            .any(|s| s.path.ends_with("skills/shell/newcmd.md")
+                && matches!(s.reason, SkipReason::NamespaceShadowed { .. })),
         "{skipped:?}"
     );
     // And, being shadowed, a second create of the same id meets the file on disk.

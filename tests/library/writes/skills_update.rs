@@ -39,7 +39,7 @@ fn skills_update_never_creates_d110_with_suggestions() {
         json!({"id": "mailer/send", "content": BODY}),
         Some(&installed),
     );
-    assert_eq!(e.code(), Some("D110"), "{e}");
+    assert_eq!(e.code(), Some(Code::SkillNotFound), "{e}");
 }
 
 #[test]
@@ -225,7 +225,7 @@ fn skills_update_store_failure_leaves_no_temporary_file() {
         WriteFunction::SkillsUpdate,
         json!({"id": "mailer/send", "content": BODY}),
     );
-    assert_eq!(e.code(), Some("D110"), "{e}");
+    assert_eq!(e.code(), Some(Code::SkillNotFound), "{e}");
     assert!(path.is_dir());
     assert_eq!(temp_files(env.tree.base()), Vec::<String>::new());
 }

@@ -16,7 +16,7 @@ fn skills_update_after_an_unreconciled_external_delete_does_not_resurrect_the_fi
         !path.exists(),
         "update re-created a file deleted on disk (answered {result:?})"
     );
-    assert_eq!(result.unwrap_err().code(), Some("D110"));
+    assert_eq!(result.unwrap_err().code(), Some(Code::SkillNotFound));
 }
 
 #[test]
@@ -31,7 +31,7 @@ fn skills_delete_after_an_unreconciled_external_delete_is_d110() {
             None,
         )
         .unwrap_err();
-    assert_eq!(e.code(), Some("D110"), "{e}");
+    assert_eq!(e.code(), Some(Code::SkillNotFound), "{e}");
 }
 
 #[test]

@@ -6,7 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use iii_directory::config::Config;
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::doc::ids::{IdError, SegmentError};
+use iii_directory::{Directory, ReadFunction, SkipReason};
 use serde_json::{Value, json};
 
 /// A temporary base folder: `skills/`, `skills/iii/` (local), `.agents/skills/`, `agents/`,
@@ -337,13 +338,32 @@ pub fn get_err(directory: &Directory, get: ReadFunction, name: &str) -> String {
 }
 
 /// The reason `check` gives for a file under a root (by configuration key), if any.
-pub fn skipped(directory: &Directory, root: &str, path: &str) -> Option<String> {
+pub fn skipped(directory: &Directory, root: &str, path: &str) -> Option<SkipReason> {
     directory
         .skipped()
         .expect("skipped")
         .into_iter()
         .find(|s| s.root == root && s.path == path)
         .map(|s| s.reason)
+}
+
+/// The reason `check` gives a skill file whose id has an invalid segment: the segment at
+/// `position` (from 1) breaks `problem`.
+pub fn invalid_segment(id: &str, position: usize, problem: SegmentError) -> SkipReason {
+    SkipReason::InvalidId {
+        id: id.to_string(),
+        problem: IdError::Segment {
+            id: id.to_string(),
+            position,
+            problem,
+        },
+    }
+}
+
+/// [`invalid_segment`] for a segment with characters an id may not hold.
+pub fn bad_characters(id: &str, position: usize) -> SkipReason {
+    let segment = id.split('/').nth(position - 1).expect("segment");
+    invalid_segment(id, position, SegmentError::Characters(segment.to_string()))
 }
 
 pub fn strings(items: &[&str]) -> Vec<String> {
@@ -419,7 +439,7 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// hash or link target: equal maps mean the tree is byte for byte the same.
 pub fn tree_state(base: &Path) -> BTreeMap<String, String> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+        let Ok(entries) = fs::read_dir(dir) else {
             return;
         };
         for entry in entries.flatten() {
@@ -432,15 +452,15 @@ pub fn tree_state(base: &Path) -> BTreeMap<String, String> {
             if rel == "data" {
                 continue;
             }
-            let meta = std::fs::symlink_metadata(&path).expect("stat");
+            let meta = fs::symlink_metadata(&path).expect("stat");
             if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).expect("read_link");
+                let target = fs::read_link(&path).expect("read_link");
                 out.insert(rel, format!("link {}", target.display()));
             } else if meta.is_dir() {
                 out.insert(rel, "dir".into());
                 walk(base, &path, out);
             } else {
-                let bytes = std::fs::read(&path).expect("read");
+                let bytes = fs::read(&path).expect("read");
                 out.insert(rel, format!("file {}", blake3::hash(&bytes).to_hex()));
             }
         }

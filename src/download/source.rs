@@ -1,4 +1,5 @@
-//! The inputs of the three download functions (contract §3.9), read into a [`Source`]:
+//! The inputs of the three download functions (contract §3.9), read into the [`Source`] a
+//! download fetches from:
 //! `download_from_repo {repo, skill, branch?}`, `download_from_registry {worker, version? |
 //! tag?}`, and the alias `download`, which takes either group and says which rule a mixed or
 //! incomplete request breaks. Values are trimmed; a blank value counts as absent.

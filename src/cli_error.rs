@@ -1,0 +1,56 @@
+//! Why a command of the command line failed: a typed error with its source, printed once on
+//! stderr as `error: …` with exit code 1.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use iii_directory::config::ConfigError;
+use iii_directory::worker::BusSearchError;
+use iii_directory::{IoError, OpenError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The command must be the index's writer, and a running worker is.
+    #[error(
+        "a running iii-directory worker owns the index at {}; stop the worker to reindex \
+         offline, or use the read commands (list, get, index, check), which answer from its \
+         live index",
+        .0.display()
+    )]
+    WorkerOwnsIndex(PathBuf),
+    #[error(transparent)]
+    Directory(#[from] iii_directory::Error),
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Search(#[from] BusSearchError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// A download landed, but the running worker did not index all of it in time.
+    #[error(
+        "the files are on disk, but the running worker has not indexed {missing} of them \
+         within {} s; its file watcher may be off (see directory::index::status), and its \
+         safety-net rescan (safety_net_interval_ms) will pick them up",
+        waited.as_secs()
+    )]
+    NotIndexed { missing: usize, waited: Duration },
+    /// The worker stopped serving: its own message.
+    #[error("{0}")]
+    Serve(String),
+}
+
+impl CliError {
+    /// An error opening the index as its writer, saying so when a running worker holds it.
+    pub fn open_as_writer(error: OpenError, index_path: &std::path::Path) -> CliError {
+        match error {
+            OpenError::Busy(_) => CliError::WorkerOwnsIndex(index_path.to_path_buf()),
+            other => CliError::Open(other),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! What the three families' write functions (`skills/write.rs`, `system_prompts/write.rs`,
+//! `agents/write.rs`) share: the outcome a family's write hands back to the directory
+//! (which reconciles the touched paths and publishes the event under its write lock), the
+//! content checks, and the rendering of store errors.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::code::Code;
+use crate::doc::{MAX_FILE_BYTES, frontmatter};
+use crate::error::Next;
+use crate::error::{Error, Result};
+use crate::events::ChangeEvent;
+use crate::roots::{Root, Roots};
+use crate::store::StoreError;
+use crate::store::way::{Blocked, check_way};
+use crate::time::Stamp;
+
+/// A write done on disk: its response, the paths to reconcile, and the event to publish.
+pub struct Outcome {
+    pub response: Value,
+    pub touched: Vec<PathBuf>,
+    pub event: ChangeEvent,
+}
+
+/// The contract's checks on full-file content for skills and system prompts (D113).
+pub fn check_content(content: &str) -> Result<()> {
+    if content.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::coded(
+            Code::ContentRefused,
+            format!(
+                "content is too large ({} bytes; max {MAX_FILE_BYTES}).",
+                content.len()
+            ),
+            &[],
+        ));
+    }
+    if content[frontmatter::split(content).body_offset..]
+        .trim()
+        .is_empty()
+    {
+        return Err(Error::coded(
+            Code::ContentRefused,
+            "content has an empty body after the frontmatter block; readers reject empty bodies.",
+            &[],
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses, with the family's coded message, a target that a symbolic link on its way would
+/// put outside `root`: the rule of `store::way`, which the downloads follow too. A write never
+/// lands outside the configured roots (design, bad input); anything else in the way (a file
+/// where a folder is needed) is left to the atomic write, which fails with the system's error.
+/// The guarantee is the write's own (`store::beneath`): a link swapped in after this check
+/// makes the write fail with the same refusal, never land outside.
+pub fn check_inside(root: &Path, target: &Path, code: Code, next: &[Next]) -> Result<()> {
+    let Ok(rel) = target.strip_prefix(root) else {
+        return Ok(());
+    };
+    match check_way(root, rel) {
+        Err(Blocked::LinkOutside { .. }) => Err(outside(code, target, root, next)),
+        Ok(()) | Err(Blocked::NotAFolder { .. } | Blocked::Unreadable { .. }) => Ok(()),
+    }
+}
+
+/// The modification time of a file just written, as the contract prints it.
+pub fn modified_at(path: &Path) -> String {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map(|t| Stamp::from_system(t).rfc3339())
+        .unwrap_or_default()
+}
+
+/// A store error as the library reports it; a target that appeared meanwhile is the coded
+/// "file already exists" error of the family (`code`), and a link on the way (found, or
+/// swapped in while the write ran) its coded refusal to write outside the root (`link_code`).
+pub fn store_error(e: StoreError, code: Code, link_code: Code, next: &[Next]) -> Error {
+    match e {
+        StoreError::Exists(path) => file_exists(code, &path, next),
+        StoreError::Link { path, root } => outside(link_code, &path, &root, &[]),
+        other => other.into(),
+    }
+}
+
+/// The roots an update or delete may act in: the file the index resolved may have been reached
+/// through a link from one of them into another (the agents skills root is read-only).
+pub fn writable_roots(roots: &Roots) -> Vec<&Path> {
+    [Root::Skills, Root::LocalSkills, Root::Agents]
+        .into_iter()
+        .map(|root| roots.path(root))
+        .collect()
+}
+
+fn outside(code: Code, target: &Path, root: &Path, next: &[Next]) -> Error {
+    Error::coded(
+        code,
+        format!(
+            "{} would lead outside {} through a symbolic link; writes stay inside the configured folders.",
+            target.display(),
+            root.display()
+        ),
+        next,
+    )
+}
+
+/// `a file already exists at <path> (currently skipped by the scanner); …`
+pub fn file_exists(code: Code, path: &Path, next: &[Next]) -> Error {
+    Error::coded(
+        code,
+        format!(
+            "a file already exists at {} (currently skipped by the scanner); edit or remove it on disk.",
+            path.display()
+        ),
+        next,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    /// The writes follow the landing's rule for links (`store::way`), and differ on what else
+    /// is in the way: a file where a folder is needed is left to the write's own error, which
+    /// the landing refuses up front ("a file where the bundle needs a folder").
+    #[test]
+    fn only_a_link_leading_out_is_refused_before_the_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("skills");
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(root.join("ns")).expect("mkdir");
+        fs::create_dir_all(&outside).expect("mkdir");
+        fs::write(root.join("file"), "x").expect("write");
+        std::os::unix::fs::symlink(&outside, root.join("out")).expect("link");
+        let check =
+            |rel: &str| check_inside(&root, &root.join(rel), Code::SkillPlacementRefused, &[]);
+        let refused = check("out/x.md").expect_err("a link out");
+        assert_eq!(refused.code(), Some(Code::SkillPlacementRefused));
+        assert!(
+            refused.to_string().contains("through a symbolic link"),
+            "{refused}"
+        );
+        for rel in ["ns/x.md", "new/x.md", "file/x.md"] {
+            assert!(check(rel).is_ok(), "{rel}");
+        }
+        let landing = check_way(&root, Path::new("file/x.md")).expect_err("a file");
+        assert!(matches!(landing, Blocked::NotAFolder { .. }), "{landing}");
+    }
+}

@@ -1,0 +1,243 @@
+//! Why a file (or folder) under a root is not served, or is served with a problem: the reasons
+//! `check` and `index::status` list beside each path. The walk gives the reasons of entries it
+//! never opens (links, FIFOs, folders it cannot list), the views those of files that are no
+//! document of their family or lose to another file; each is a variant with its data, and
+//! `Display` gives the sentence a person reads. The index stores them as they are (postcard),
+//! so callers compare variants, never sentences.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::agent::ProfileProblem;
+use super::prompt;
+use crate::doc::ids::{IdError, NameError, first_segment};
+use crate::doc::{Frontmatter, ServeIssue};
+
+/// Why a path is listed by `check`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SkipReason {
+    // What the walk finds without opening anything.
+    /// A folder the walk could not list: the system's reason.
+    Unlistable(String),
+    /// A link named like a document that leads nowhere: the system's reason.
+    LinkBroken(String),
+    /// Links that lead to each other and never reach a folder: the system's reason.
+    LinkLoops(String),
+    /// A link that leads out of every root (design: nothing outside the roots is served), to
+    /// this real path.
+    LinkOutside(String),
+    /// A folder reached again below itself through a link.
+    LinkToAncestor,
+    /// A FIFO, socket or device named like a document: never opened (opening a FIFO blocks).
+    NotRegular(Special),
+    /// A temporary file of a write whose process may still run (`store`'s naming).
+    UnfinishedWrite { pid: u32 },
+
+    // Where a file sits.
+    /// A `prompts` segment: neither a skill nor a system prompt.
+    PromptsSegment,
+    /// An `agents` segment under a skills root.
+    AgentsSegment,
+    /// The skill id the path gives breaks the id rules.
+    InvalidId { id: String, problem: IdError },
+    /// Another file of the same root gives the same id first (`first`, its relative path).
+    DuplicateId { id: String, first: String },
+    /// `local_skills_folder` has a folder named like this file's namespace, which overrides it.
+    NamespaceShadowed { namespace: String },
+    /// `local_skills_folder` has a skill with the same id.
+    SkillShadowed,
+    /// An agents skill whose namespace is a folder of a higher-precedence skills root.
+    AgentsSkillShadowed { namespace: String },
+
+    // What a file holds.
+    /// Listed with defaults, but its content cannot be served.
+    Unservable(ServeIssue),
+    /// Served, but its frontmatter block was ignored: the reason.
+    FrontmatterIgnored(String),
+    /// Served from the `key: value` lines of a block that is not YAML: the parser's reason.
+    FrontmatterSalvaged(String),
+    /// Under a `system-prompts` folder, but not a system prompt.
+    NotAPrompt(prompt::Problem),
+    /// A system prompt whose name a file read earlier already serves.
+    DuplicatePromptName { name: String },
+    /// An agent profile file whose stem is not a valid id.
+    InvalidAgentId { id: String, problem: NameError },
+    /// In `agents_folder`, but not an agent profile.
+    NotAProfile(ProfileProblem),
+}
+
+/// What a special file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Special {
+    Fifo,
+    Socket,
+    Device,
+}
+
+impl SkipReason {
+    /// The reason `check` gives for the file whose skill namespace a local folder overrides.
+    pub fn namespace_shadowed(rel: &str) -> SkipReason {
+        SkipReason::NamespaceShadowed {
+            namespace: first_segment(rel).to_string(),
+        }
+    }
+
+    /// What is wrong with a frontmatter block that is there but served regardless.
+    pub fn of_frontmatter(frontmatter: &Frontmatter) -> Option<SkipReason> {
+        match frontmatter {
+            Frontmatter::Absent | Frontmatter::Present(_) => None,
+            Frontmatter::Invalid(why) => Some(SkipReason::FrontmatterIgnored(why.clone())),
+            Frontmatter::Salvaged { error, .. } => {
+                Some(SkipReason::FrontmatterSalvaged(error.clone()))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Special {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Special::Fifo => "a FIFO (named pipe)",
+            Special::Socket => "a socket",
+            Special::Device => "a device",
+        })
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Unlistable(why) => write!(f, "folder cannot be listed: {why}"),
+            SkipReason::LinkBroken(why) => write!(f, "symbolic link cannot be followed: {why}"),
+            SkipReason::LinkLoops(why) => {
+                write!(f, "symbolic link loops and is not followed: {why}")
+            }
+            SkipReason::LinkOutside(real) => {
+                write!(f, "symbolic link leads outside the roots (to {real})")
+            }
+            SkipReason::LinkToAncestor => {
+                f.write_str("symbolic link loops back to a folder above it; not followed")
+            }
+            SkipReason::NotRegular(what) => write!(f, "{what}, not a regular file; never opened"),
+            SkipReason::UnfinishedWrite { pid } => write!(
+                f,
+                "temporary file of an unfinished write (process {pid}); removed once that \
+                 process is gone or after an hour"
+            ),
+            SkipReason::PromptsSegment => f.write_str(
+                "ignored: paths with a `prompts` segment hold neither skills nor system prompts",
+            ),
+            SkipReason::AgentsSegment => f.write_str(
+                "ignored: `agents` is a reserved path segment under a skills root (agent \
+                 profiles live in agents_folder)",
+            ),
+            SkipReason::InvalidId { id, problem } => write!(f, "invalid id {id:?}: {problem}"),
+            SkipReason::DuplicateId { id, first } => {
+                write!(f, "duplicate id {id:?} also produced by {first}")
+            }
+            SkipReason::NamespaceShadowed { namespace } => write!(
+                f,
+                "shadowed: local_skills_folder has a {namespace:?} folder, which overrides this \
+                 namespace"
+            ),
+            SkipReason::SkillShadowed => {
+                f.write_str("shadowed: local_skills_folder has a skill with the same id")
+            }
+            SkipReason::AgentsSkillShadowed { namespace } => write!(
+                f,
+                "shadowed: namespace {namespace:?} is also a folder of a higher-precedence \
+                 skills root"
+            ),
+            SkipReason::Unservable(issue) => issue.fmt(f),
+            SkipReason::FrontmatterIgnored(why) => write!(f, "frontmatter ignored: {why}"),
+            SkipReason::FrontmatterSalvaged(error) => write!(
+                f,
+                "frontmatter is not a YAML mapping ({error}); only its one-line `key: value` \
+                 entries were read"
+            ),
+            SkipReason::NotAPrompt(problem) => problem.fmt(f),
+            SkipReason::DuplicatePromptName { name } => {
+                write!(f, "duplicate system prompt name {name:?}")
+            }
+            SkipReason::InvalidAgentId { id, problem } => {
+                write!(f, "invalid agent id {id:?}: {problem}")
+            }
+            SkipReason::NotAProfile(problem) => problem.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::ReadIssue;
+    use crate::doc::ids::validate_skill_id;
+    use crate::rules::FrontmatterProblem;
+
+    /// The sentences `check` printed before the reasons were typed, for a reason of each kind:
+    /// callers and their scripts read them, so they stay as they were.
+    #[test]
+    fn reasons_read_as_before() {
+        let id_problem = validate_skill_id("Shell/exec").expect_err("upper case");
+        for (reason, sentence) in [
+            (
+                SkipReason::LinkOutside("/etc".into()),
+                "symbolic link leads outside the roots (to /etc)",
+            ),
+            (
+                SkipReason::NotRegular(Special::Fifo),
+                "a FIFO (named pipe), not a regular file; never opened",
+            ),
+            (
+                SkipReason::InvalidId {
+                    id: "Shell/exec".into(),
+                    problem: id_problem,
+                },
+                "invalid id \"Shell/exec\": invalid id (segment 1 of \"Shell/exec\"): segment may \
+                 only contain lowercase ASCII letters, digits, '-' and '_': \"Shell\"",
+            ),
+            (
+                SkipReason::DuplicateId {
+                    id: "ns/a".into(),
+                    first: "ns/a.md".into(),
+                },
+                "duplicate id \"ns/a\" also produced by ns/a.md",
+            ),
+            (
+                SkipReason::namespace_shadowed("ns/a.md"),
+                "shadowed: local_skills_folder has a \"ns\" folder, which overrides this namespace",
+            ),
+            (
+                SkipReason::Unservable(ServeIssue::Read(ReadIssue::TooLarge(300_000))),
+                "too large (300000 bytes; max 262144)",
+            ),
+            (
+                SkipReason::NotAPrompt(prompt::Problem::Frontmatter(FrontmatterProblem::Missing)),
+                "missing YAML frontmatter (expected --- ... --- block at file start)",
+            ),
+            (
+                SkipReason::NotAProfile(ProfileProblem::NoName),
+                "frontmatter missing non-empty `name`",
+            ),
+            (
+                SkipReason::UnfinishedWrite { pid: 42 },
+                "temporary file of an unfinished write (process 42); removed once that process \
+                 is gone or after an hour",
+            ),
+        ] {
+            assert_eq!(reason.to_string(), sentence);
+        }
+    }
+
+    #[test]
+    fn a_reason_survives_the_index_encoding() {
+        let reason = SkipReason::InvalidAgentId {
+            id: "Bad".into(),
+            problem: crate::doc::ids::validate_name("Bad").expect_err("upper case"),
+        };
+        let bytes = postcard::to_stdvec(&reason).expect("encode");
+        let back: SkipReason = postcard::from_bytes(&bytes).expect("decode");
+        assert_eq!(back, reason);
+    }
+}
