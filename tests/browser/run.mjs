@@ -84,7 +84,7 @@ function generatedSkillId(n) {
   return walk(root);
 }
 
-/** The fixture (tests/browser/showcase.md, laid in the tree by tests/worker/browser.rs) with another title. */
+/** The fixture (tests/browser/showcase.md, laid in the tree by tests/browser.rs) with another title. */
 const SHOWCASE_TEXT = disk(SHOWCASE_FILE);
 const showcase = (title) => SHOWCASE_TEXT.replace(/^title: .*$/m, `title: ${title}`);
 
