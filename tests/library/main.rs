@@ -17,6 +17,7 @@ mod differential_writes;
 mod hostile;
 mod layers;
 mod list_deltas;
+mod manifest;
 mod recovery;
 mod skills;
 mod system_prompts;
