@@ -1,31 +1,229 @@
 //! One skill row as the caches hold it, kept compact (a tree of 50,000 skills holds 50,000 of
 //! these): what the list answer, the filters, the index page and a miss's suggestions read.
-//! The text fields are stored once, already escaped as JSON, so that a row is written out as
-//! text by copying them between the keys, or serialized field by field into the value the SDK
-//! sends, with no text to parse on the way.
+//!
+//! The row's shape is written once, in [`COLUMNS`]: each column's JSON name, what it holds,
+//! where its value comes from in a [`SkillRow`], and what the registered schema says of it. The
+//! compact storage, the JSON text writer, its exact length, the field-by-field serializer and
+//! the registered schema all follow from that table, so adding a column to the list rows is
+//! one line there (and the row field it reads). The text columns are stored once, already
+//! escaped as JSON, so that a row is written out as text by copying them between the keys, or
+//! serialized field by field into the value the SDK sends, with no text to parse on the way.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde_json::{Map, Value, json};
 
 use crate::rules::skill::SkillRow;
+
+/// What a column holds: how it is stored, written, and typed in the registered schema.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// A string, always present.
+    Text,
+    /// A string or `null`.
+    NullableText,
+    /// `true` or `false`.
+    Flag,
+    /// A non-negative integer.
+    Count,
+}
+
+/// A column's value as a [`SkillRow`] gives it.
+pub enum Cell<'a> {
+    Text(Option<&'a str>),
+    Flag(bool),
+    Count(u64),
+}
+
+/// One column of a `skills::list` row; see the module doc.
+pub struct Column {
+    /// The JSON key.
+    pub name: &'static str,
+    /// `,"<name>":`, written before the value (the first column's comma becomes the brace).
+    key: &'static str,
+    pub kind: Kind,
+    /// Where the value comes from.
+    value: fn(&SkillRow) -> Cell<'_>,
+    /// The description the registered schema gives the column (none where the type says it).
+    about: Option<&'static str>,
+    /// Written as `""` when the request asks for no descriptions (`include_description: false`).
+    blankable: bool,
+}
+
+/// A [`Column`], its key spelled from its name.
+macro_rules! column {
+    ($name:literal, $kind:ident, $value:expr, $about:expr $(, $blankable:ident)?) => {
+        Column {
+            name: $name,
+            key: concat!(",\"", $name, "\":"),
+            kind: Kind::$kind,
+            value: $value,
+            about: $about,
+            blankable: column!(@blankable $($blankable)?),
+        }
+    };
+    (@blankable) => { false };
+    (@blankable blankable) => { true };
+}
+
+/// The columns of a `skills::list` row, in the order the row writes them: the one definition
+/// of the row's shape (see the module doc). Every column is required in the schema; a
+/// nullable one is present as `null`.
+pub const COLUMNS: [Column; 8] = [
+    column!(
+        "id",
+        Text,
+        |r| Cell::Text(Some(&r.display_id)),
+        Some("skill id; `<ns>/index` is shown as `<ns>`")
+    ),
+    column!(
+        "title",
+        Text,
+        |r| Cell::Text(Some(&r.title)),
+        Some("frontmatter title, then name, then the first H1, then the id")
+    ),
+    column!(
+        "type",
+        NullableText,
+        |r| Cell::Text(r.r#type.as_deref()),
+        None
+    ),
+    column!(
+        "function_id",
+        NullableText,
+        |r| Cell::Text(r.function_id.as_deref()),
+        None
+    ),
+    column!(
+        "disable_model_invocation",
+        Flag,
+        |r| Cell::Flag(r.disable_model_invocation),
+        Some("frontmatter disable-model-invocation")
+    ),
+    column!(
+        "description",
+        Text,
+        |r| Cell::Text(Some(&r.description)),
+        Some("frontmatter description, else the first paragraph"),
+        blankable
+    ),
+    column!("bytes", Count, |r| Cell::Count(r.bytes), None),
+    column!(
+        "modified_at",
+        Text,
+        |r| Cell::Text(Some(&r.modified_at)),
+        Some("RFC 3339 UTC; empty for bundled content")
+    ),
+];
+
+/// The columns the code reads by name (the filters, the shown id), found in the table when
+/// compiling (a name not in it does not compile).
+const ID: usize = at("id");
+const TITLE: usize = at("title");
+const TYPE: usize = at("type");
+const DESCRIPTION: usize = at("description");
+
+const fn at(name: &str) -> usize {
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        if same(COLUMNS[i].name, name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no such column")
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn holds_text(kind: Kind) -> bool {
+    matches!(kind, Kind::Text | Kind::NullableText)
+}
+
+/// How many columns of each storage: text, count.
+const TEXTS: usize = stored(true);
+const COUNTS: usize = stored(false);
+
+const fn stored(text: bool) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < COLUMNS.len() {
+        let kind = COLUMNS[i].kind;
+        if (text && holds_text(kind)) || (!text && matches!(kind, Kind::Count)) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// Each column's place among the columns stored as it is: its text, or its count (flags are
+/// bits at the column's own position).
+const SLOT: [usize; COLUMNS.len()] = {
+    let mut slots = [0; COLUMNS.len()];
+    let (mut i, mut texts, mut counts) = (0, 0, 0);
+    while i < COLUMNS.len() {
+        if holds_text(COLUMNS[i].kind) {
+            slots[i] = texts;
+            texts += 1;
+        } else if matches!(COLUMNS[i].kind, Kind::Count) {
+            slots[i] = counts;
+            counts += 1;
+        }
+        i += 1;
+    }
+    slots
+};
+
+/// The length of a row's keys, braces and commas: every key, the first one's comma being the
+/// opening brace, and the closing brace.
+const KEYS_LEN: usize = {
+    let (mut i, mut len) = (0, 1);
+    while i < COLUMNS.len() {
+        len += COLUMNS[i].key.len();
+        i += 1;
+    }
+    len
+};
+
+/// A column's bit in a row's masks.
+type Mask = u16;
+const _: () = assert!(COLUMNS.len() <= Mask::BITS as usize, "a wider Mask");
+
+const fn bit(column: usize) -> Mask {
+    1 << column
+}
 
 /// See the module doc.
 pub struct Listed {
     /// The on-disk id, which orders the rows.
     pub id: Box<str>,
     pub always_visible: bool,
-    disable_model_invocation: bool,
-    /// The text fields that are `null`, one bit per [`Field`].
-    null: u8,
-    /// The text fields whose JSON holds an escape (a quote, a backslash, a control character).
-    escaped: u8,
-    bytes: u64,
-    /// Each text field's JSON string content (escaped, without its quotes), one after another
-    /// in [`Field`] order; `ends[f]` is where field `f` ends.
+    /// The text columns that are `null`, one bit per column.
+    null: Mask,
+    /// The text columns whose JSON holds an escape (a quote, a backslash, a control character).
+    escaped: Mask,
+    /// The flag columns that are `true`.
+    flags: Mask,
+    counts: [u64; COUNTS],
+    /// Each text column's JSON string content (escaped, without its quotes), one after another
+    /// in column order; `ends[SLOT[c]]` is where column `c` ends.
     text: Box<str>,
-    ends: [u32; Field::COUNT],
+    ends: [u32; TEXTS],
     /// Title and description of a worker overview `skills::index` lists.
     pub overview: Option<Box<Overview>>,
 }
@@ -36,58 +234,48 @@ pub struct Overview {
     pub description: Box<str>,
 }
 
-/// The text fields of a list row, in the order the row writes them.
-#[derive(Clone, Copy)]
-enum Field {
-    /// The id the row is shown under (`<ns>/index` is shown as `<ns>`).
-    Id,
-    Title,
-    Type,
-    FunctionId,
-    Description,
-    ModifiedAt,
-}
-
-impl Field {
-    const COUNT: usize = 6;
-    const ALL: [Field; Field::COUNT] = [
-        Field::Id,
-        Field::Title,
-        Field::Type,
-        Field::FunctionId,
-        Field::Description,
-        Field::ModifiedAt,
-    ];
-
-    fn bit(self) -> u8 {
-        1 << self as u8
-    }
-}
-
 impl Listed {
     pub fn new(id: String, row: &SkillRow) -> Listed {
-        let values = [
-            Some(row.display_id.as_str()),
-            Some(row.title.as_str()),
-            row.r#type.as_deref(),
-            row.function_id.as_deref(),
-            Some(row.description.as_str()),
-            Some(row.modified_at.as_str()),
-        ];
-        let mut text = String::with_capacity(values.iter().flatten().map(|v| v.len()).sum());
-        let mut ends = [0; Field::COUNT];
-        let (mut null, mut escaped) = (0, 0);
-        for (field, value) in Field::ALL.into_iter().zip(values) {
-            match value {
-                None => null |= field.bit(),
-                Some(value) if needs_escape(value) => {
-                    escaped |= field.bit();
-                    let literal = serde_json::to_string(value).expect("a string serializes");
-                    text.push_str(&literal[1..literal.len() - 1]);
+        let cells = COLUMNS.each_ref().map(|column| (column.value)(row));
+        let capacity = cells
+            .iter()
+            .map(|cell| match cell {
+                Cell::Text(Some(text)) => text.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut text = String::with_capacity(capacity);
+        let mut ends = [0; TEXTS];
+        let mut counts = [0; COUNTS];
+        let (mut null, mut escaped, mut flags) = (0, 0, 0);
+        for (i, cell) in cells.into_iter().enumerate() {
+            let kind = COLUMNS[i].kind;
+            match cell {
+                Cell::Text(value) => {
+                    debug_assert!(holds_text(kind) && (value.is_some() || kind != Kind::Text));
+                    match value {
+                        None => null |= bit(i),
+                        Some(value) if needs_escape(value) => {
+                            escaped |= bit(i);
+                            let literal =
+                                serde_json::to_string(value).expect("a string serializes");
+                            text.push_str(&literal[1..literal.len() - 1]);
+                        }
+                        Some(value) => text.push_str(value),
+                    }
+                    ends[SLOT[i]] = u32::try_from(text.len()).expect("a row under 4 GiB");
                 }
-                Some(value) => text.push_str(value),
+                Cell::Flag(value) => {
+                    debug_assert!(kind == Kind::Flag);
+                    if value {
+                        flags |= bit(i);
+                    }
+                }
+                Cell::Count(value) => {
+                    debug_assert!(kind == Kind::Count);
+                    counts[SLOT[i]] = value;
+                }
             }
-            ends[field as usize] = u32::try_from(text.len()).expect("a row under 4 GiB");
         }
         let overview = (!row.agents_skill && row.r#type.as_deref() == Some("index")).then(|| {
             Box::new(Overview {
@@ -98,30 +286,30 @@ impl Listed {
         Listed {
             id: id.into(),
             always_visible: row.always_visible,
-            disable_model_invocation: row.disable_model_invocation,
             null,
             escaped,
-            bytes: row.bytes,
+            flags,
+            counts,
             text: text.into(),
             ends,
             overview,
         }
     }
 
-    /// A text field as JSON string content (escaped); `None` for `null`.
-    fn escaped(&self, field: Field) -> Option<&str> {
-        if self.null & field.bit() != 0 {
+    /// Text column `c` as JSON string content (escaped); `None` for `null`.
+    fn escaped(&self, c: usize) -> Option<&str> {
+        if self.null & bit(c) != 0 {
             return None;
         }
-        let i = field as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.text[start as usize..self.ends[i] as usize])
+        let slot = SLOT[c];
+        let start = if slot == 0 { 0 } else { self.ends[slot - 1] };
+        Some(&self.text[start as usize..self.ends[slot] as usize])
     }
 
-    /// A text field's value; `None` for `null`. Borrowed unless it holds an escape.
-    fn value(&self, field: Field) -> Option<Cow<'_, str>> {
-        let escaped = self.escaped(field)?;
-        Some(if self.escaped & field.bit() == 0 {
+    /// Text column `c`'s value; `None` for `null`. Borrowed unless it holds an escape.
+    fn value(&self, c: usize) -> Option<Cow<'_, str>> {
+        let escaped = self.escaped(c)?;
+        Some(if self.escaped & bit(c) == 0 {
             Cow::Borrowed(escaped)
         } else {
             Cow::Owned(
@@ -132,70 +320,59 @@ impl Listed {
 
     /// The id the answer shows.
     pub fn shown_id(&self) -> Cow<'_, str> {
-        self.value(Field::Id).unwrap_or_default()
+        self.value(ID).unwrap_or_default()
     }
 
     /// The row's `type`.
     pub fn kind(&self) -> Option<Cow<'_, str>> {
-        self.value(Field::Type)
+        self.value(TYPE)
+    }
+
+    /// Whether column `c` is written blank for this request.
+    fn blank(c: usize, include_description: bool) -> bool {
+        COLUMNS[c].blankable && !include_description
     }
 
     /// Appends the row's list JSON, with or without the description's text.
     pub fn push_json(&self, out: &mut String, include_description: bool) {
-        // The keys and the quotes around them, in as few pieces as the nullable fields allow.
-        let text = |field| self.escaped(field).unwrap_or_default();
-        let nullable = |out: &mut String, field| match self.escaped(field) {
-            Some(text) => {
-                out.push('"');
-                out.push_str(text);
-                out.push('"');
+        out.push('{');
+        for (c, column) in COLUMNS.iter().enumerate() {
+            out.push_str(if c == 0 { &column.key[1..] } else { column.key });
+            match column.kind {
+                Kind::Text | Kind::NullableText => match self.escaped(c) {
+                    _ if Self::blank(c, include_description) => out.push_str("\"\""),
+                    Some(text) => {
+                        out.push('"');
+                        out.push_str(text);
+                        out.push('"');
+                    }
+                    None => out.push_str("null"),
+                },
+                Kind::Flag => out.push_str(match self.flags & bit(c) != 0 {
+                    true => "true",
+                    false => "false",
+                }),
+                Kind::Count => push_decimal(out, self.counts[SLOT[c]]),
             }
-            None => out.push_str("null"),
-        };
-        out.push_str("{\"id\":\"");
-        out.push_str(text(Field::Id));
-        out.push_str("\",\"title\":\"");
-        out.push_str(text(Field::Title));
-        out.push_str("\",\"type\":");
-        nullable(out, Field::Type);
-        out.push_str(",\"function_id\":");
-        nullable(out, Field::FunctionId);
-        out.push_str(match self.disable_model_invocation {
-            true => ",\"disable_model_invocation\":true,\"description\":\"",
-            false => ",\"disable_model_invocation\":false,\"description\":\"",
-        });
-        if include_description {
-            out.push_str(text(Field::Description));
         }
-        out.push_str("\",\"bytes\":");
-        push_decimal(out, self.bytes);
-        out.push_str(",\"modified_at\":\"");
-        out.push_str(text(Field::ModifiedAt));
-        out.push_str("\"}");
+        out.push('}');
     }
 
     /// The length of what [`Listed::push_json`] appends, exactly: the wire's limit on one
     /// answer is checked with it before any of the answer is built.
     pub fn json_len(&self, include_description: bool) -> usize {
-        /// The keys and punctuation of a row whose nullable fields hold strings, with
-        /// `disable_model_invocation: true`: `{"id":"","title":"","type":"","function_id":"",
-        /// "disable_model_invocation":true,"description":"","bytes":,"modified_at":""}`.
-        const FRAME: usize = 122;
-        let nullable = |field| match self.escaped(field) {
-            Some(text) => text.len(),
-            // `null` in place of the two quotes.
-            None => 2,
-        };
-        let mut len = FRAME
-            + self.escaped(Field::Id).unwrap_or_default().len()
-            + self.escaped(Field::Title).unwrap_or_default().len()
-            + nullable(Field::Type)
-            + nullable(Field::FunctionId)
-            + usize::from(!self.disable_model_invocation)
-            + decimal_len(self.bytes)
-            + self.escaped(Field::ModifiedAt).unwrap_or_default().len();
-        if include_description {
-            len += self.escaped(Field::Description).unwrap_or_default().len();
+        let mut len = KEYS_LEN;
+        for (c, column) in COLUMNS.iter().enumerate() {
+            len += match column.kind {
+                Kind::Text | Kind::NullableText => match self.escaped(c) {
+                    _ if Self::blank(c, include_description) => 2,
+                    Some(text) => text.len() + 2,
+                    None => "null".len(),
+                },
+                Kind::Flag if self.flags & bit(c) != 0 => "true".len(),
+                Kind::Flag => "false".len(),
+                Kind::Count => decimal_len(self.counts[SLOT[c]]),
+            };
         }
         len
     }
@@ -208,6 +385,27 @@ impl Listed {
             include_description,
         }
     }
+}
+
+/// The registered JSON Schema of a `skills::list` row, from [`COLUMNS`].
+pub fn row_schema() -> Value {
+    let properties: Map<String, Value> = COLUMNS
+        .iter()
+        .map(|column| {
+            let mut schema = match column.kind {
+                Kind::Text => json!({ "type": "string" }),
+                Kind::NullableText => json!({ "type": ["string", "null"] }),
+                Kind::Flag => json!({ "type": "boolean" }),
+                Kind::Count => json!({ "type": "integer", "minimum": 0 }),
+            };
+            if let Some(about) = column.about {
+                schema["description"] = json!(about);
+            }
+            (column.name.to_string(), schema)
+        })
+        .collect();
+    let required: Vec<&str> = COLUMNS.iter().map(|column| column.name).collect();
+    json!({ "type": "object", "properties": properties, "required": required })
 }
 
 /// Appends `n` in decimal (without the formatting machinery: a list writes one per row).
@@ -255,19 +453,17 @@ impl Search {
 
     pub fn finds_in(&self, listed: &Listed) -> bool {
         let mut scratch = self.scratch.borrow_mut();
-        [Field::Id, Field::Title, Field::Description]
-            .into_iter()
-            .any(|field| {
-                let text = listed.value(field).unwrap_or_default();
-                scratch.clear();
-                if text.is_ascii() {
-                    scratch.push_str(&text);
-                    scratch.make_ascii_lowercase();
-                } else {
-                    scratch.push_str(&text.to_lowercase());
-                }
-                scratch.contains(&self.needle)
-            })
+        [ID, TITLE, DESCRIPTION].into_iter().any(|c| {
+            let text = listed.value(c).unwrap_or_default();
+            scratch.clear();
+            if text.is_ascii() {
+                scratch.push_str(&text);
+                scratch.make_ascii_lowercase();
+            } else {
+                scratch.push_str(&text.to_lowercase());
+            }
+            scratch.contains(&self.needle)
+        })
     }
 }
 
@@ -280,19 +476,20 @@ pub struct ListRow<'a> {
 impl Serialize for ListRow<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let row = self.listed;
-        let mut out = serializer.serialize_struct("ListRow", 8)?;
-        out.serialize_field("id", &row.value(Field::Id))?;
-        out.serialize_field("title", &row.value(Field::Title))?;
-        out.serialize_field("type", &row.value(Field::Type))?;
-        out.serialize_field("function_id", &row.value(Field::FunctionId))?;
-        out.serialize_field("disable_model_invocation", &row.disable_model_invocation)?;
-        let description = match self.include_description {
-            true => row.value(Field::Description),
-            false => Some(Cow::Borrowed("")),
-        };
-        out.serialize_field("description", &description)?;
-        out.serialize_field("bytes", &row.bytes)?;
-        out.serialize_field("modified_at", &row.value(Field::ModifiedAt))?;
+        let mut out = serializer.serialize_struct("ListRow", COLUMNS.len())?;
+        for (c, column) in COLUMNS.iter().enumerate() {
+            match column.kind {
+                Kind::Text | Kind::NullableText => {
+                    let value = match Listed::blank(c, self.include_description) {
+                        true => Some(Cow::Borrowed("")),
+                        false => row.value(c),
+                    };
+                    out.serialize_field(column.name, &value)?;
+                }
+                Kind::Flag => out.serialize_field(column.name, &(row.flags & bit(c) != 0))?,
+                Kind::Count => out.serialize_field(column.name, &row.counts[SLOT[c]])?,
+            }
+        }
         out.end()
     }
 }
@@ -305,64 +502,66 @@ pub fn list_row_json(row: &SkillRow) -> String {
     out
 }
 
+/// A list row in each form the library writes it, for the tests that hold them to serde_json.
+#[cfg(any(test, feature = "testing"))]
+pub struct RowForms {
+    /// The text writer's JSON (the command line's, and the wire's length check).
+    pub text: String,
+    /// The length the wire's limit is checked with.
+    pub len: usize,
+    /// serde_json writing the row field by field (the value the SDK sends).
+    pub serialized: String,
+}
+
+#[cfg(any(test, feature = "testing"))]
+pub fn list_row_forms(row: &SkillRow, include_description: bool) -> RowForms {
+    let listed = Listed::new(String::new(), row);
+    let mut text = String::new();
+    listed.push_json(&mut text, include_description);
+    RowForms {
+        text,
+        len: listed.json_len(include_description),
+        serialized: serde_json::to_string(&listed.as_row(include_description))
+            .expect("a row serializes"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::Source;
 
-    /// A row written out field by field (the wire's value) and as text (the command line's)
-    /// says the same as serde_json writing the row's fields, with and without the
-    /// description, whatever its text holds: quotes, backslashes, control characters,
-    /// non-ASCII, escapes at either end, empty and absent fields.
+    /// The shown id and the type read back as the row gave them, escapes or not.
     #[test]
-    fn a_row_written_either_way_says_what_serde_json_says() {
-        let texts = [
-            "",
-            "plain",
-            "say \"hi\"",
-            "back\\slash at the end\\",
-            "\"",
-            "tab\tnew\nline\u{1}bell\u{7f}",
-            "naïve – ünïcödé 🦀 \u{2028}",
-            "</script>&<>",
-        ];
-        for (i, text) in texts.iter().enumerate() {
-            let other = texts[(i + 3) % texts.len()];
+    fn a_row_reads_back_its_id_and_type() {
+        for text in ["plain", "say \"hi\"", "tab\tand\\", "ünï 🦀"] {
             let row = SkillRow {
-                display_id: format!("ns/{text}"),
-                title: text.to_string(),
-                r#type: (i % 2 == 0).then(|| other.to_string()),
-                function_id: (i % 3 == 0).then(|| text.to_string()),
-                disable_model_invocation: i % 2 == 1,
-                description: other.to_string(),
-                bytes: [i as u64, 1_000_003 * i as u64, u64::MAX - i as u64][i % 3],
-                modified_at: text.to_string(),
-                source: Source::Bundled,
-                always_visible: false,
-                agents_skill: false,
+                r#type: Some(text.to_string()),
+                ..SkillRow::blank(&format!("ns/{text}"))
             };
-            let listed = Listed::new(format!("ns/{i}"), &row);
-            for include_description in [true, false] {
-                let expected = serde_json::json!({
-                    "id": row.display_id,
-                    "title": row.title,
-                    "type": row.r#type,
-                    "function_id": row.function_id,
-                    "disable_model_invocation": row.disable_model_invocation,
-                    "description": if include_description { other } else { "" },
-                    "bytes": row.bytes,
-                    "modified_at": row.modified_at,
-                });
-                let mut text = String::new();
-                listed.push_json(&mut text, include_description);
-                assert_eq!(listed.json_len(include_description), text.len(), "{text}");
-                let from_text: serde_json::Value = serde_json::from_str(&text).unwrap();
-                assert_eq!(from_text, expected, "{text}");
-                let by_field = serde_json::to_value(listed.as_row(include_description)).unwrap();
-                assert_eq!(by_field, expected);
-            }
+            let listed = Listed::new("ns/x".into(), &row);
             assert_eq!(*listed.shown_id(), row.display_id);
-            assert_eq!(listed.kind().as_deref(), row.r#type.as_deref());
+            assert_eq!(listed.kind().as_deref(), Some(text));
+        }
+        assert_eq!(Listed::new("x".into(), &SkillRow::blank("x")).kind(), None);
+    }
+
+    /// The schema names every column, each required, in the table's order.
+    #[test]
+    fn the_schema_has_every_column() {
+        let schema = row_schema();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .map(|name| name.as_str().expect("a name"))
+            .collect();
+        assert_eq!(required, COLUMNS.map(|c| c.name));
+        for column in &COLUMNS {
+            assert!(
+                schema["properties"][column.name].is_object(),
+                "{}",
+                column.name
+            );
         }
     }
 

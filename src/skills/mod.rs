@@ -11,8 +11,9 @@ pub mod write;
 pub use cache::SkillCache;
 pub use get::get;
 pub use list::{ListAnswer, ListRows, check_list_request, list};
+pub use listed::row_schema as list_row_schema;
 #[cfg(any(test, feature = "testing"))]
-pub use listed::list_row_json;
+pub use listed::{RowForms, list_row_forms, list_row_json};
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};

@@ -179,31 +179,6 @@ fn candidate() -> Value {
     )
 }
 
-fn skill_row() -> Value {
-    object(
-        json!({
-            "id": string("skill id; `<ns>/index` is shown as `<ns>`"),
-            "title": string("frontmatter title, then name, then the first H1, then the id"),
-            "type": nullable_string(),
-            "function_id": nullable_string(),
-            "disable_model_invocation": boolean("frontmatter disable-model-invocation"),
-            "description": string("frontmatter description, else the first paragraph"),
-            "bytes": integer(),
-            "modified_at": string("RFC 3339 UTC; empty for bundled content"),
-        }),
-        &[
-            "id",
-            "title",
-            "type",
-            "function_id",
-            "disable_model_invocation",
-            "description",
-            "bytes",
-            "modified_at",
-        ],
-    )
-}
-
 fn skill_written() -> Value {
     object(
         json!({
@@ -314,7 +289,7 @@ pub fn functions() -> Vec<Function> {
                 "type": string("exact frontmatter type, e.g. `index`"),
                 "include_description": boolean("false blanks descriptions (default true)"),
             })),
-            response: list_response("skills", skill_row()),
+            response: list_response("skills", crate::skills::list_row_schema()),
             internal: false,
         },
         Function {

@@ -19,11 +19,19 @@ fn snapshot_path() -> PathBuf {
 /// schema as the SDK registers it.
 fn surface() -> Value {
     let mut manifest = manifest();
-    manifest.as_object_mut().expect("an object").remove("version");
+    manifest
+        .as_object_mut()
+        .expect("an object")
+        .remove("version");
     let payloads: serde_json::Map<String, Value> =
         [Family::Skills, Family::SystemPrompts, Family::Agents]
             .into_iter()
-            .map(|family| (family.trigger_type().to_string(), registered_payload(family)))
+            .map(|family| {
+                (
+                    family.trigger_type().to_string(),
+                    registered_payload(family),
+                )
+            })
             .collect();
     json!({ "manifest": manifest, "registered_payloads": payloads })
 }
@@ -39,7 +47,11 @@ fn the_registered_surface_is_the_snapshot() {
     let expected = std::fs::read_to_string(&path).expect("the committed snapshot");
     if actual != expected {
         let (a, e): (Vec<_>, Vec<_>) = (actual.lines().collect(), expected.lines().collect());
-        let at = a.iter().zip(&e).position(|(a, e)| a != e).unwrap_or(a.len().min(e.len()));
+        let at = a
+            .iter()
+            .zip(&e)
+            .position(|(a, e)| a != e)
+            .unwrap_or(a.len().min(e.len()));
         panic!(
             "the registered surface differs from {} at line {}:\n  now:      {}\n  snapshot: {}\n\
              (a deliberate change: UPDATE_SNAPSHOTS=1 cargo test --test library manifest::)",
