@@ -36,6 +36,10 @@ const NARROW_WIDTH = 760;
 const LIVE_FUNCTION_PREFIX = 'iii-directory::ui::on-change';
 /** Read and write calls give up after this long (the console's default is longer). */
 const CALL_TIMEOUT_MS = 20000;
+/** The worker's dry run of a proposed text (`src/dry_run.rs`). */
+const UI_CHECK = 'iii-directory::ui-check';
+/** The editor asks the dry run this long after the last keystroke. */
+const CHECK_DEBOUNCE_MS = 350;
 /** Id rules of the contract: a skill id is `/`-separated segments, names are one segment. */
 const SEGMENT = /^[a-z0-9_-]{1,64}$/;
 const MAX_SKILL_ID_BYTES = 1024;
@@ -63,6 +67,7 @@ const FAMILIES = {
     update: 'directory::skills::update',
     remove: 'directory::skills::delete',
     trigger: 'directory::skills::on-change',
+    event: 'skills',
     revisioned: true,
     rowsOf: (answer) => answer.skills,
     row: (r) => ({
@@ -92,6 +97,7 @@ const FAMILIES = {
     update: 'directory::system-prompts::update',
     remove: 'directory::system-prompts::delete',
     trigger: 'directory::system-prompts::on-change',
+    event: 'system-prompts',
     revisioned: true,
     rowsOf: (answer) => answer.prompts,
     row: (r) => ({
@@ -121,6 +127,7 @@ const FAMILIES = {
     update: 'directory::agents::update',
     remove: 'directory::agents::delete',
     trigger: 'directory::agents::on-change',
+    event: 'agents',
     revisioned: true,
     rowsOf: (answer) => answer.agents,
     row: (r) => ({
@@ -426,20 +433,44 @@ export function safeUrl(url) {
   return /^https?:\/\/[^\s]+$/i.test(trimmed) ? trimmed : null;
 }
 
-/** Splits `---` frontmatter from the body: `{front: string|null, body}`. */
+// -----------------------------------------------------------------------------------------
+// The server's reading rules, for the editor's instant feedback. Each is checked against the
+// server by ui/vectors.json (run by the Rust tests on the real reader, and by
+// tests/browser/vectors.mjs on these functions), and where the page cannot be sure (YAML beyond
+// plain `key: value` lines) it says so and asks the server (`iii-directory::ui-check`).
+// -----------------------------------------------------------------------------------------
+
+/**
+ * Splits `---` frontmatter from the body exactly as the server does (`doc/frontmatter.rs`):
+ * the opening fence is `---` and a line ending at the very start, the closing one a line of
+ * exactly `---` (nothing after the dashes, not even blanks). `front` is the text between the
+ * fences as it is (a CRLF file keeps its `\r`), `null` without a closed block.
+ */
 export function splitFrontmatter(text) {
-  const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
-  if (!match) {
-    const empty = /^---[ \t]*\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
-    return empty ? { front: '', body: text.slice(empty[0].length) } : { front: null, body: text };
+  const opener = text.startsWith('---\n') ? 4 : text.startsWith('---\r\n') ? 5 : 0;
+  if (!opener) return { front: null, body: text };
+  let from = opener - 1;
+  for (;;) {
+    const fence = text.indexOf('\n---', from);
+    if (fence < 0) return { front: null, body: text };
+    const after = fence + 4;
+    let bodyStart;
+    if (text[after] === '\n') bodyStart = after + 1;
+    else if (text.startsWith('\r\n', after)) bodyStart = after + 2;
+    else if (after === text.length || (after === text.length - 1 && text[after] === '\r')) bodyStart = text.length;
+    else {
+      // `----`, `--- x`, `---  `: not a fence; look further.
+      from = after;
+      continue;
+    }
+    return { front: text.slice(opener, Math.max(fence, opener)), body: text.slice(bodyStart) };
   }
-  return { front: match[1], body: text.slice(match[0].length) };
 }
 
-/** Frontmatter as `[key, value]` pairs (a value keeps its indented or list lines). */
+/** Frontmatter as `[key, value]` pairs for display (a value keeps its indented or list lines). */
 export function frontmatterPairs(front) {
   const pairs = [];
-  for (const line of front.split(/\r?\n/)) {
+  for (const line of front.replace(/\r$/, '').split(/\r?\n/)) {
     const key = /^([A-Za-z0-9_][A-Za-z0-9_.-]*):(?:\s+(.*)|\s*)$/.exec(line);
     if (key) pairs.push([key[1], key[2] || '']);
     else if (pairs.length > 0 && line.trim()) {
@@ -448,6 +479,170 @@ export function frontmatterPairs(front) {
     }
   }
   return pairs;
+}
+
+/** The frontmatter keys the server reads whose value is a string. */
+const STRING_KEYS = new Set(['title', 'name', 'type', 'function_id', 'description', 'logo', 'model', 'reasoning_effort', 'icon', 'color', 'extends']);
+const PLAIN_KEY = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
+
+/**
+ * Whether `value` (already trimmed) is a YAML plain scalar that every YAML reader takes as the
+ * same string: no indicator at its start, no `: ` or ` #` inside, nothing that reads as a
+ * number, a boolean or null.
+ */
+export function plainScalar(value) {
+  if (!value) return false;
+  if (/^[[\]{}"'|>&*!%@`#,]/.test(value)) return false;
+  if (/^[-?:](\s|$)/.test(value)) return false;
+  if (/:(\s|$)|\s#|\t/.test(value)) return false;
+  if (/^[-+.]?\d/.test(value) || /^\.(inf|nan)$/i.test(value)) return false;
+  if (/^(true|false|yes|no|on|off|y|n|null|~)$/i.test(value)) return false;
+  return true;
+}
+
+/**
+ * Reads a frontmatter block made only of plain `key: value` lines (and `- item` lists under an
+ * empty key): `{fields, order}` where `fields` maps each key to its string (or list), or `null`
+ * when the block holds anything else (quotes, flow collections, block scalars, continuation
+ * lines, numbers, repeated keys, tabs…): there the page does not guess and asks the server.
+ */
+export function plainFrontmatter(front) {
+  const fields = {};
+  const order = [];
+  let listKey = null;
+  const lines = front.replace(/\r$/, '').split(/\r?\n/);
+  for (const line of lines) {
+    if (/^ *$/.test(line) || /^ *#/.test(line)) continue;
+    const item = /^( *)- (.*)$/.exec(line);
+    if (item) {
+      const value = item[2].trim();
+      if (listKey == null || !plainScalar(value)) return null;
+      if (!Array.isArray(fields[listKey])) fields[listKey] = [];
+      fields[listKey].push(value);
+      continue;
+    }
+    const pair = /^([^\s:][^:]*?):(?: (.*)|)$/.exec(line);
+    if (!pair || !PLAIN_KEY.test(pair[1]) || line.includes('\t')) return null;
+    const key = pair[1];
+    if (Object.prototype.hasOwnProperty.call(fields, key)) return null;
+    const value = (pair[2] || '').trim();
+    order.push(key);
+    if (value === '') {
+      fields[key] = null;
+      listKey = key;
+      continue;
+    }
+    listKey = null;
+    if (!plainScalar(value)) return null;
+    fields[key] = value;
+  }
+  // The shapes the server requires: strings where it reads strings, a list for `skills`.
+  for (const key of order) {
+    const value = fields[key];
+    if (STRING_KEYS.has(key) && Array.isArray(value)) return null;
+    if (key === 'skills' && typeof value === 'string') return null;
+    if (key === 'disable-model-invocation' && value != null) return null;
+  }
+  return { fields, order };
+}
+
+const MIN_FENCE = 3;
+
+/** One body line for the title and description rules (`doc/markdown.rs`). */
+function classifyLine(raw, state) {
+  const start = raw.trimStart();
+  const trimmed = start.trimEnd();
+  if (state.fence) {
+    const chars = [...trimmed];
+    if (chars.length >= state.fence.len && chars.every((c) => c === state.fence.marker)) state.fence = null;
+    return { kind: 'code' };
+  }
+  const marker = start[0] === '`' || start[0] === '~' ? start[0] : null;
+  if (marker) {
+    let len = 0;
+    while (start[len] === marker) len += 1;
+    if (len >= MIN_FENCE && !(marker === '`' && start.slice(len).includes('`'))) {
+      state.fence = { marker, len };
+      return { kind: 'code' };
+    }
+  }
+  if (!trimmed) return { kind: 'blank' };
+  if (start.startsWith('#')) {
+    const rest = start.slice(1);
+    const text = rest.startsWith(' ') ? rest.slice(1).trim() : '';
+    return { kind: 'heading', text: text || null };
+  }
+  if (trimmed.startsWith('>')) return { kind: 'quote' };
+  if (state.afterText) {
+    if (/^=+$/.test(trimmed)) return { kind: 'underline', levelOne: true };
+    if (/^-+$/.test(trimmed)) return { kind: 'underline', levelOne: false };
+  }
+  return { kind: 'text', text: trimmed };
+}
+
+function bodyLines(body) {
+  const raws = body.split('\n');
+  if (raws.length && raws[raws.length - 1] === '') raws.pop();
+  const state = { fence: null, afterText: false };
+  return raws.map((raw) => {
+    const line = classifyLine(raw.endsWith('\r') ? raw.slice(0, -1) : raw, state);
+    state.afterText = line.kind === 'text';
+    return line;
+  });
+}
+
+/** A body's title (its first `# ` heading, or a `===` setext heading) and description. */
+export function titleAndDescription(body) {
+  const lines = bodyLines(body);
+  let title = null;
+  let run = [];
+  for (const line of lines) {
+    if (line.kind === 'heading' && line.text) {
+      title = line.text;
+      break;
+    }
+    if (line.kind === 'underline' && line.levelOne) {
+      title = run.join(' ');
+      break;
+    }
+    if (line.kind === 'text') run.push(line.text);
+    else run = [];
+  }
+  const collected = [];
+  for (const line of lines) {
+    if (line.kind === 'text') collected.push(line.text);
+    else if (line.kind === 'underline') collected.length = 0;
+    else if (collected.length) break;
+  }
+  return { title, description: collected.join(' ') };
+}
+
+const trimmedOrNull = (value) => (typeof value === 'string' && value.trim() ? value.trim() : null);
+
+/**
+ * What the server's skills list would show for a skill's text, when the page can tell:
+ * `{certain, frontmatter, title, description, emptyBody}`. `certain: false` when the block is
+ * more than plain lines (the server's dry run answers then).
+ */
+export function readSkill(text, id) {
+  const { front, body } = splitFrontmatter(text);
+  const emptyBody = body.trim() === '';
+  let fields = {};
+  let frontmatter = 'absent';
+  if (front != null) {
+    const plain = plainFrontmatter(front);
+    if (!plain) return { certain: false, frontmatter: null, title: null, description: null, emptyBody };
+    fields = plain.fields;
+    frontmatter = 'yaml';
+  }
+  const read = titleAndDescription(body);
+  return {
+    certain: true,
+    frontmatter,
+    title: trimmedOrNull(fields.title) || trimmedOrNull(fields.name) || read.title || id,
+    description: trimmedOrNull(fields.description) || read.description,
+    emptyBody,
+  };
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$/;
@@ -969,6 +1164,75 @@ function AgentDetails({ doc, rows }) {
   );
 }
 
+/** Asks the worker how it would read `content` as the document `id` of a family. */
+function dryRun(host, familyKey, id, content) {
+  return call(host, UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
+}
+
+/**
+ * Whether the server would read a text differently from what the page shows: its frontmatter
+ * block is not YAML (the server takes only its plain lines) or is ignored (a recognised key
+ * of the wrong shape or given twice).
+ */
+export function readsDifferently(answer) {
+  return !!answer && (answer.frontmatter === 'salvaged' || answer.frontmatter === 'ignored');
+}
+
+/** The sentence for a dry run's frontmatter finding. */
+function frontmatterFinding(answer) {
+  if (answer.frontmatter === 'salvaged') {
+    return `The frontmatter is not valid YAML (${answer.frontmatter_error}). The server reads only its plain "key: value" lines, and check lists the file.`;
+  }
+  if (answer.frontmatter === 'ignored') {
+    return `The frontmatter is ignored: ${answer.frontmatter_error}. The server reads the body alone, and check lists the file.`;
+  }
+  return null;
+}
+
+/**
+ * The server's reading of the editor's text, asked a moment after the last keystroke:
+ * `{text, answer, error}` for the latest text asked about (`null` while nothing is asked).
+ */
+function useDryRun(host, familyKey, id, text) {
+  const [result, setResult] = useState(null);
+  useEffect(() => {
+    if (text == null) {
+      setResult(null);
+      return undefined;
+    }
+    let live = true;
+    const timer = setTimeout(() => {
+      dryRun(host, familyKey, id, text).then(
+        (answer) => live && setResult({ text, answer, error: null }),
+        (failure) => live && setResult({ text, answer: null, error: errorText(failure) }),
+      );
+    }, CHECK_DEBOUNCE_MS);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [host, familyKey, id, text]);
+  return result;
+}
+
+/** What the server will make of the draft, under the editor. */
+function CheckStrip({ familyKey, check, text }) {
+  if (!check || check.text !== text) return null;
+  if (check.error) return null;
+  const { answer } = check;
+  const finding = frontmatterFinding(answer);
+  const shows = answer.title != null
+    ? h(Fragment, null, 'The list will show ', h('strong', null, answer.title), answer.description ? ` — ${answer.description}` : '')
+    : null;
+  return h(
+    'div',
+    { className: `dir-check${finding || answer.refused ? ' dir-check--problem' : ''}`, 'aria-live': 'polite', 'data-family': familyKey },
+    answer.refused ? h('div', { className: 'dir-check-refused' }, `A save would be refused: ${answer.refused}`) : null,
+    finding ? h('div', { className: 'dir-check-frontmatter' }, finding) : null,
+    shows ? h('div', { className: 'dir-check-shows' }, shows) : null,
+  );
+}
+
 function Preview({ text, familyKey, doc, rows }) {
   const { front, body } = splitFrontmatter(text);
   return h(
@@ -991,12 +1255,15 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const [notice, setNotice] = useState(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [keptStamp, setKeptStamp] = useState(null);
+  /** A save held back because the server would read the text differently: its dry run. */
+  const [ask, setAsk] = useState(null);
   const sequence = useRef(0);
   const reloadedFor = useRef(null);
 
   const base = doc ? doc.raw || '' : '';
   const text = draft == null ? base : draft;
   const dirty = doc != null && draft != null && draft !== base;
+  const check = useDryRun(host, familyKey, selectedKey, dirty ? text : null);
 
   const latestDraft = useRef(null);
   const setDraft = useCallback(
@@ -1069,9 +1336,19 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     }
   }, [row && row.stamp, doc && doc.stamp, busy, dirty, keptStamp, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
 
-  const save = useCallback(async () => {
+  const save = useCallback(async (confirmed) => {
     if (!dirty || busy) return;
     const content = draft;
+    setAsk(null);
+    if (confirmed !== true) {
+      // The server's reading first: a text it would read differently asks before it is saved.
+      let answer = check && check.text === content ? check.answer : null;
+      if (!answer) answer = await dryRun(host, familyKey, selectedKey, content).catch(() => null);
+      if (readsDifferently(answer)) {
+        setAsk(answer);
+        return;
+      }
+    }
     setBusy('saving');
     setError(null);
     try {
@@ -1088,11 +1365,12 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     } finally {
       setBusy(null);
     }
-  }, [dirty, busy, draft, host, family, selectedKey, setDraft, load, onSelect]);
+  }, [dirty, busy, draft, check, host, family, familyKey, selectedKey, setDraft, load, onSelect]);
 
   const revert = () => {
     setDraft(null);
     setError(null);
+    setAsk(null);
   };
 
   const remove = async () => {
@@ -1157,7 +1435,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     h(
       'div',
       { className: 'dir-actions' },
-      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: !dirty || !!busy, onClick: save, title: 'Save (Ctrl+S / ⌘S)' }, 'Save'),
+      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: !dirty || !!busy, onClick: () => save(), title: 'Save (Ctrl+S / ⌘S)' }, 'Save'),
       h('button', { type: 'button', className: 'dir-button', disabled: !dirty || !!busy, onClick: revert }, 'Revert'),
       confirmDelete
         ? h(
@@ -1170,6 +1448,20 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
         : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc, onClick: () => setConfirmDelete(true) }, 'Delete…'),
     ),
     error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
+    ask
+      ? h(
+          'div',
+          { className: 'dir-notice dir-ask', role: 'alertdialog', 'aria-label': 'Save anyway?' },
+          h('strong', null, 'The server will read this differently. '),
+          frontmatterFinding(ask),
+          ask.title != null ? h('span', null, ` The list will show "${ask.title}"${ask.description ? ` — ${ask.description.replace(/\.$/, '')}` : ''}.`) : null,
+          h('div', { className: 'dir-actions' },
+            h('button', { type: 'button', className: 'dir-button dir-button--danger', onClick: () => save(true) }, 'Save anyway'),
+            h('button', { type: 'button', className: 'dir-button', onClick: () => setAsk(null) }, 'Keep editing'),
+          ),
+        )
+      : null,
+    dirty && !ask ? h(CheckStrip, { familyKey, check, text }) : null,
     notice === 'changed'
       ? h(
           'div',

@@ -35,7 +35,7 @@ fn target(roots: &Roots, id: &str) -> PathBuf {
 }
 
 /// The scanner's rules for a profile being written (plain messages, not coded).
-fn check(content: &str) -> Result<Profile> {
+pub(crate) fn check(content: &str) -> Result<Profile> {
     if content.len() as u64 > MAX_FILE_BYTES {
         return Err(Error::Invalid(format!(
             "content too large ({} bytes; max {MAX_FILE_BYTES})",

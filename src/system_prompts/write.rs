@@ -50,7 +50,7 @@ fn target(roots: &Roots, name: &str) -> PathBuf {
 
 /// The scan's rules for the prompt being written under `name` (D213): its declared name, when
 /// it declares one, and its description.
-fn check_frontmatter(content: &str, name: &str) -> Result<(Option<String>, String)> {
+pub(crate) fn check_frontmatter(content: &str, name: &str) -> Result<(Option<String>, String)> {
     let prompt = prompt::read(&ParsedDoc::parse(content), name, Reading::Write)
         .map_err(|problem| problem.write_error())?;
     Ok((prompt.declared, prompt.description))

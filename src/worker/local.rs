@@ -72,6 +72,7 @@ impl Local {
             Handler::UiContent => console::content(request)
                 .map_err(|e| e.to_string())?
                 .to_string(),
+            Handler::UiCheck => crate::dry_run::check(request).map_err(text)?.to_string(),
             Handler::Download(download_function) => {
                 let source = download::source::parse(download_function, request).map_err(text)?;
                 if let download::Source::Repo { .. } = source {

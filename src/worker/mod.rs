@@ -446,6 +446,7 @@ async fn handle(
             .await
         }
         Handler::UiContent => blocking(shared, move |_| console::content(&input)).await,
+        Handler::UiCheck => blocking(shared, move |_| crate::dry_run::check(&input)).await,
         Handler::Read(_) => unreachable!("answered above"),
     };
     value.map(Answer::Value)

@@ -13,6 +13,8 @@ pub const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
 
 /// The console page's assets (internal; see `console.rs`).
 pub const UI_CONTENT: &str = "iii-directory::ui-content";
+/// The console page's dry run of a proposed text (internal; see `dry_run.rs`).
+pub const UI_CHECK: &str = "iii-directory::ui-check";
 
 /// The internal functions of function search, by id.
 pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
@@ -37,6 +39,8 @@ pub enum Handler {
     OnWorkerAdded,
     /// The console page's assets (`console.rs`).
     UiContent,
+    /// The console page's dry run (`crate::dry_run`).
+    UiCheck,
 }
 
 /// One function of the surface.
@@ -762,6 +766,33 @@ fn download_functions() -> Vec<Function> {
             response: object(
                 json!({ "content": string("the asset's text"), "content_type": string("text/javascript or text/css, charset utf-8") }),
                 &["content", "content_type"],
+            ),
+            internal: true,
+        },
+        Function {
+            id: UI_CHECK,
+            handler: UiCheck,
+            description: "Internal: the console page's dry run: { family, id, content } -> how the server would read that text (title, description, frontmatter and its error, the error a save would answer with); writes nothing.",
+            request: object(
+                json!({
+                    "family": string("skills, system-prompts or agents"),
+                    "id": string("the document's id (a system prompt's name)"),
+                    "content": string("the proposed file text"),
+                }),
+                &["family", "id", "content"],
+            ),
+            response: object(
+                json!({
+                    "family": string("as asked"),
+                    "id": string("as asked"),
+                    "id_error": nullable_string(),
+                    "frontmatter": { "type": ["string", "null"], "description": "absent, yaml, salvaged or ignored; null for a text too large to read" },
+                    "frontmatter_error": nullable_string(),
+                    "title": nullable_string(),
+                    "description": nullable_string(),
+                    "refused": nullable_string(),
+                }),
+                &["family", "id", "frontmatter", "refused"],
             ),
             internal: true,
         },

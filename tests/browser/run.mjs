@@ -308,6 +308,34 @@ try {
   assert.equal(await editor.inputValue(), edited);
   await dirtyBadge.waitFor({ state: 'detached' });
 
+  // ---- Broken frontmatter: the server's reading is shown, and a save asks first ---------------
+  step('a broken-frontmatter save asks first');
+  const broken = edited.replace(/^title: .*$/m, 'title: [unclosed');
+  await editor.fill(broken);
+  const check = root.locator('.dir-check--problem');
+  await check.filter({ hasText: 'not valid YAML' }).waitFor();
+  await check.filter({ hasText: 'The list will show Showcase' }).waitFor();
+  await button('Save').click();
+  const ask = root.locator('.dir-ask');
+  await ask.filter({ hasText: 'The server will read this differently' }).waitFor();
+  await page.waitForTimeout(300);
+  assert.equal(disk(SHOWCASE_FILE), edited, 'nothing is written before the answer');
+  mkdirSync(OUT_DIR, { recursive: true });
+  await page.screenshot({ path: join(OUT_DIR, 'ask-before-save.png') });
+  await button('Keep editing').click();
+  await ask.waitFor({ state: 'detached' });
+  assert.equal(await editor.inputValue(), broken, 'the draft stays');
+  await editor.press('Control+s');
+  await ask.waitFor();
+  await button('Save anyway').click();
+  await waitDisk(SHOWCASE_FILE, (text) => text === broken, 'hold the broken frontmatter');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  // Back to the clean text (the steps below start from it).
+  await editor.fill(edited);
+  await editor.press('Control+s');
+  await waitDisk(SHOWCASE_FILE, (text) => text === edited, 'hold the edit again');
+  await dirtyBadge.waitFor({ state: 'detached' });
+
   // ---- Create (with the id rules) and delete ------------------------------------------------
   step('creating and deleting');
   await button('New').click();

@@ -3,7 +3,8 @@
 //! the index against a fresh index of the same disk (`differential`, `differential_writes`,
 //! `list_deltas`), damage and rebuild (`recovery`, `texts_store`), hostile input (`hostile`),
 //! racing writers (`concurrency`), the contract's line rule and the shared corpus
-//! (`contract_rule`, `corpus`), and the layering of `src/` (`layers`).
+//! (`contract_rule`, `corpus`), the reading rules the console page shares (`vectors`), and the
+//! layering of `src/` (`layers`).
 //!
 //! One test binary of modules: each module was a binary of its own, and every binary links the
 //! whole library again. `cargo test --test library <module>::` runs one module.
@@ -22,5 +23,6 @@ mod recovery;
 mod skills;
 mod system_prompts;
 mod texts_store;
+mod vectors;
 mod watch;
 mod writes;

@@ -49,6 +49,8 @@ const TRIGGER_TYPES: [&str; 3] = [SKILLS_ON_CHANGE, PROMPTS_ON_CHANGE, AGENTS_ON
 const ON_CONFIG_CHANGE: &str = "directory::on-config-change";
 /// The console page's assets (internal; `console` checks it on the wire).
 const UI_CONTENT: &str = "iii-directory::ui-content";
+/// The console page's dry run (internal).
+const UI_CHECK: &str = "iii-directory::ui-check";
 
 /// Every function with the keys its request and response schemas require (README contract;
 /// the three lists answer one of three shapes, checked apart: the whole list's are given here).
@@ -168,6 +170,11 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
     ),
     (ON_WORKER_ADDED, &[], &["ok"]),
     (UI_CONTENT, &["path"], &["content", "content_type"]),
+    (
+        UI_CHECK,
+        &["family", "id", "content"],
+        &["family", "id", "frontmatter", "refused"],
+    ),
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
@@ -181,6 +188,7 @@ const INTERNAL: &[(&str, &str)] = &[
     ("directory::hint-preview", r#"{"internal":true}"#),
     (ON_WORKER_ADDED, r#"{"internal":true}"#),
     (UI_CONTENT, r#"{"internal":true}"#),
+    (UI_CHECK, r#"{"internal":true}"#),
 ];
 
 /// The downloads' response keys (README Quickstart).

@@ -1,0 +1,72 @@
+// The shared test vectors of the server's reading rules (ui/vectors.json), run on the console
+// page's copy of them (ui/page.js): how a file splits into frontmatter and body, which ids are
+// valid, and what the skills list shows for a text. tests/library/vectors.rs runs the same
+// file on the Rust reader, so the page and the server cannot disagree without a failure.
+//
+//   node --test tests/browser/vectors.mjs        (after npm ci --prefix tests/browser)
+//
+// page.js imports React by its bare name, which the console's import map resolves; here it
+// is pointed at tests/browser/node_modules/react (the module's pure functions never render).
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const vectors = JSON.parse(readFileSync(join(root, 'ui', 'vectors.json'), 'utf8'));
+
+async function loadPage() {
+  const react = pathToFileURL(join(here, 'node_modules', 'react', 'index.js')).href;
+  const source = readFileSync(join(root, 'ui', 'page.js'), 'utf8');
+  const rewritten = source.replace(/from 'react';/, `from ${JSON.stringify(react)};`);
+  assert.notEqual(rewritten, source, "page.js imports 'react'");
+  const dir = mkdtempSync(join(tmpdir(), 'page-vectors-'));
+  const file = join(dir, 'page.mjs');
+  writeFileSync(file, rewritten);
+  try {
+    return await import(pathToFileURL(file).href);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const page = await loadPage();
+
+test('frontmatter splits as the vectors say', () => {
+  for (const c of vectors.split) {
+    assert.deepEqual(page.splitFrontmatter(c.text), { front: c.front, body: c.body }, c.name);
+  }
+});
+
+test('ids and names are valid as the vectors say', () => {
+  for (const c of vectors.skill_ids) {
+    assert.equal(page.validateSkillId(c.id) === null, c.valid, `skill id ${JSON.stringify(c.id)}`);
+  }
+  for (const c of vectors.names) {
+    assert.equal(page.validateName(c.name) === null, c.valid, `name ${JSON.stringify(c.name)}`);
+  }
+});
+
+test('skill texts read as the vectors say, or are left to the server', () => {
+  let local = 0;
+  for (const c of vectors.skill_readings) {
+    const read = page.readSkill(c.text, c.id);
+    if (!c.local) {
+      assert.equal(read.certain, false, `${c.name}: the page must ask the server`);
+      continue;
+    }
+    local += 1;
+    assert.equal(read.certain, true, `${c.name}: the page reads this itself`);
+    assert.equal(read.emptyBody, c.refused, `${c.name}: refused`);
+    assert.equal(read.frontmatter, c.frontmatter, `${c.name}: frontmatter`);
+    if (!c.refused) {
+      assert.equal(read.title, c.title, `${c.name}: title`);
+      assert.equal(read.description, c.description, `${c.name}: description`);
+    }
+  }
+  assert.ok(local >= 10, `${local} readings are local`);
+});
