@@ -19,6 +19,7 @@ mod layers;
 mod list_deltas;
 mod recovery;
 mod skills;
+mod spec_agreement;
 mod system_prompts;
 mod texts_store;
 mod watch;
