@@ -75,6 +75,7 @@ pub mod testing {
     pub use crate::index::walk::walk;
     pub use crate::rules::agent::{MAX_EXTENDS_HOPS, Profile, extends_chain, profile};
     pub use crate::rules::skill::SkillRow;
+    pub use crate::rules::spec;
     pub use crate::rules::{Reading, Source};
     pub use crate::skills::{OverviewEntry, RowForms, list_row_forms, list_row_json, render_index};
     pub use crate::time::Stamp;

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod prompt;
 pub mod skill;
 pub mod skip;
+pub mod spec;
 
 use serde::{Deserialize, Serialize};
 

@@ -21,6 +21,7 @@ mod list_deltas;
 mod manifest;
 mod recovery;
 mod skills;
+mod spec_agreement;
 mod system_prompts;
 mod texts_store;
 mod vectors;

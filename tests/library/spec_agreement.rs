@@ -1,0 +1,436 @@
+//! The spec checks (`rules::spec`) against the Agent Skills reference validator (npm
+//! `skills-ref` 0.1.5, installed by `npm ci --prefix tests/spec_reference`): the valid or
+//! invalid verdict of both on every `SKILL.md` folder of `../shared/corpus` and of a generated
+//! tree that plants each rule's violation (and its boundary) in many folders. The validator runs
+//! once, in process over every folder (`tests/spec_reference/verdicts.mjs`).
+//!
+//! Where the verdicts differ, the spec's text and the validator disagree, and these checks
+//! follow the text; every such folder is listed below with why, so a new disagreement fails
+//! the test, and so does a listed one that went away.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use iii_directory::doc;
+use iii_directory::testing::spec::{self, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_NAME};
+use test_support::common;
+
+/// The validator turns every `metadata` value into a string before it validates (a number,
+/// a list, a nested mapping all pass); the spec defines `metadata` as a map from string keys to
+/// string values, and clients that read it as such would get something else.
+const METADATA_COERCED: &str = "metadata values that are not strings (S141): the validator \
+     coerces them with String() before looking; the spec says a map of string to string";
+
+/// Corpus folders (relative to `corpus/`) whose verdicts differ, with why.
+/// Each has `metadata` entries that are lists, booleans or nested mappings (tags, globs,
+/// `security_reviewed: true`, `capabilities:`).
+const CORPUS_DISAGREEMENTS: &[(&str, &str)] = &[
+    ("community-skills/golang-testing", METADATA_COERCED),
+    ("community-skills/hpc-runtime-doctor", METADATA_COERCED),
+    ("community-skills/md-analysis-planner", METADATA_COERCED),
+    ("community-skills/nonlinear-solvers", METADATA_COERCED),
+    ("community-skills/numerical-integration", METADATA_COERCED),
+    ("community-skills/numerical-stability", METADATA_COERCED),
+    ("community-skills/ontology-mapper", METADATA_COERCED),
+    ("community-skills/performance-profiling", METADATA_COERCED),
+    (
+        "community-skills/slurm-job-script-generator",
+        METADATA_COERCED,
+    ),
+    ("community-skills/x-twitter-scraper", METADATA_COERCED),
+];
+
+/// Planted cases (by label) whose verdicts differ, with why.
+const PLANTED_DISAGREEMENTS: &[(&str, &str)] = &[
+    ("metadata-number", METADATA_COERCED),
+    ("metadata-nested", METADATA_COERCED),
+    (
+        "metadata-scalar",
+        "`metadata` that is not a mapping (S140): the validator skips a scalar; the spec says a map",
+    ),
+    (
+        "allowed-tools-map",
+        "`allowed-tools` as a mapping (S150): the validator never looks at it; the spec says a \
+         space-delimited string (a list of strings is only a warning, S151, as agents take it)",
+    ),
+    (
+        "description-null",
+        "`description:` with no value (S121): the validator reads YAML null as the text \"null\"; \
+         the spec says non-empty",
+    ),
+    (
+        "description-list",
+        "`description` as a list (S121): the validator joins it with commas; the spec says a \
+         string",
+    ),
+    (
+        "name-accented",
+        "a name with letters outside a-z (S114): the validator accepts some Unicode letters \
+         (Latin-1, Cyrillic, CJK); the spec says a-z, 0-9 and hyphens",
+    ),
+];
+
+fn reference_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec_reference")
+}
+
+/// The validator's messages for each folder (empty: valid), or `None` when it is not installed.
+fn reference_verdicts(folders: &[PathBuf]) -> Option<Vec<Vec<String>>> {
+    let dir = reference_dir();
+    if !dir.join("node_modules/skills-ref/package.json").is_file() {
+        eprintln!(
+            "skipped: tests/spec_reference/node_modules is missing (npm ci --prefix tests/spec_reference)"
+        );
+        return None;
+    }
+    let mut child = Command::new("node")
+        .arg(dir.join("verdicts.mjs"))
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node runs (it installed the reference package)");
+    let list: String = folders
+        .iter()
+        .map(|f| format!("{}\n", f.display()))
+        .collect();
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(list.as_bytes()));
+    let out = child.wait_with_output().expect("the validator's output");
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("folders written");
+    assert!(
+        out.status.success(),
+        "verdicts.mjs failed: {:?}",
+        out.status
+    );
+    let verdicts: Vec<Vec<String>> =
+        serde_json::from_slice(&out.stdout).expect("one JSON array of message lists");
+    assert_eq!(verdicts.len(), folders.len());
+    Some(verdicts)
+}
+
+/// Our verdict on a folder's `SKILL.md`, as the index computes it (the file decoded as the scan
+/// decodes it), with the codes of the rules it breaks.
+fn our_verdict(folder: &Path) -> (bool, Vec<&'static str>) {
+    let bytes = fs::read(folder.join(spec::SKILL_FILE)).expect("SKILL.md reads");
+    let text = doc::decode(&bytes).expect("a file the scan serves");
+    let name = folder.file_name().expect("a folder name").to_string_lossy();
+    let rules = spec::check(text).problems(&name);
+    (
+        spec::valid(&rules),
+        rules.iter().map(|r| r.code()).collect(),
+    )
+}
+
+struct Tally {
+    agreed_valid: usize,
+    agreed_invalid: usize,
+    /// Label → (ours valid, the validator's messages, our codes).
+    disagreements: BTreeMap<String, (bool, Vec<String>, Vec<&'static str>)>,
+}
+
+fn compare(cases: &[(String, PathBuf)]) -> Option<Tally> {
+    let folders: Vec<PathBuf> = cases.iter().map(|(_, f)| f.clone()).collect();
+    let theirs = reference_verdicts(&folders)?;
+    let mut tally = Tally {
+        agreed_valid: 0,
+        agreed_invalid: 0,
+        disagreements: BTreeMap::new(),
+    };
+    for ((label, folder), messages) in cases.iter().zip(theirs) {
+        let (valid, codes) = our_verdict(folder);
+        match (valid, messages.is_empty()) {
+            (true, true) => tally.agreed_valid += 1,
+            (false, false) => tally.agreed_invalid += 1,
+            _ => {
+                tally
+                    .disagreements
+                    .insert(label.clone(), (valid, messages, codes));
+            }
+        }
+    }
+    Some(tally)
+}
+
+/// Every disagreement is listed, and every listed one still disagrees.
+fn assert_listed(tally: &Tally, listed: &[(&str, &str)]) {
+    let unlisted: Vec<String> = tally
+        .disagreements
+        .iter()
+        .filter(|(label, _)| !listed.iter().any(|(l, _)| l == label))
+        .map(|(label, (ours, theirs, codes))| {
+            format!("{label}: ours valid={ours} {codes:?}; skills-ref {theirs:?}")
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "verdicts differ from skills-ref on folders not listed:\n{}",
+        unlisted.join("\n")
+    );
+    let stale: Vec<&str> = listed
+        .iter()
+        .map(|(label, _)| *label)
+        .filter(|label| !tally.disagreements.contains_key(*label))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "listed disagreements that agree now: {stale:?}"
+    );
+}
+
+#[test]
+fn corpus_verdicts_agree_with_skills_ref() {
+    let Some(corpus) = common::shared_path("corpus") else {
+        return;
+    };
+    let mut folders = Vec::new();
+    let mut pending = vec![corpus.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).expect("corpus folder lists") {
+            let path = entry.expect("corpus entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == spec::SKILL_FILE) {
+                folders.push(dir.clone());
+            }
+        }
+    }
+    folders.sort();
+    let cases: Vec<(String, PathBuf)> = folders
+        .into_iter()
+        .map(|f| {
+            let label = f
+                .strip_prefix(&corpus)
+                .expect("under the corpus")
+                .display()
+                .to_string();
+            (label, f)
+        })
+        .collect();
+    let Some(tally) = compare(&cases) else {
+        return;
+    };
+    eprintln!(
+        "spec agreement, corpus: {} folders, {} agreed valid, {} agreed invalid, {} listed disagreements",
+        cases.len(),
+        tally.agreed_valid,
+        tally.agreed_invalid,
+        tally.disagreements.len()
+    );
+    assert_listed(&tally, CORPUS_DISAGREEMENTS);
+}
+
+/// The planted cases for one base name: a label and the `SKILL.md` of a folder named as the
+/// case needs (its name, unless the case is about the folder).
+fn planted(n: &str) -> Vec<(&'static str, String, String)> {
+    let d = "description: Does one thing well.\n";
+    let file = |front: String| format!("---\n{front}---\n# Title\n\nBody text.\n");
+    let named = |name: &str, rest: &str| file(format!("name: {name}\n{rest}"));
+    let same =
+        |label: &'static str, name: String, rest: &str| (label, name.clone(), named(&name, rest));
+    let long_name = format!("{n}{}", "x".repeat(MAX_NAME + 1 - n.len()));
+    let limit_name = format!("{n}{}", "x".repeat(MAX_NAME - n.len()));
+    let upper = n.to_uppercase();
+    vec![
+        same("valid", n.to_owned(), d),
+        same(
+            "valid-all-fields",
+            n.to_owned(),
+            &format!(
+                "{d}license: MIT\ncompatibility: Needs git\nmetadata:\n  author: a\n  version: \"2\"\nallowed-tools: Read Bash(git:*)\n"
+            ),
+        ),
+        same("name-at-limit", limit_name, d),
+        same(
+            "description-at-limit",
+            n.to_owned(),
+            &format!("description: {}\n", "d".repeat(MAX_DESCRIPTION)),
+        ),
+        same(
+            "description-emoji-at-limit",
+            n.to_owned(),
+            &format!("description: {}\n", "😀".repeat(MAX_DESCRIPTION / 2)),
+        ),
+        same(
+            "compatibility-at-limit",
+            n.to_owned(),
+            &format!("{d}compatibility: {}\n", "c".repeat(MAX_COMPATIBILITY)),
+        ),
+        (
+            "body-long-warning",
+            n.to_owned(),
+            format!("{}{}", named(n, d), "line\n".repeat(700)),
+        ),
+        (
+            "no-frontmatter",
+            n.to_owned(),
+            "# Title\n\nBody.\n".to_owned(),
+        ),
+        (
+            "not-yaml",
+            n.to_owned(),
+            named(n, &format!("{d}license: [MIT\n")),
+        ),
+        ("not-a-mapping", n.to_owned(), file("- a\n- b\n".to_owned())),
+        ("key-repeated", n.to_owned(), named(n, &format!("{d}{d}"))),
+        ("name-missing", n.to_owned(), file(d.to_owned())),
+        ("name-blank", n.to_owned(), named("\"  \"", d)),
+        same("name-too-long", long_name, d),
+        same("name-upper", upper, d),
+        same("name-underscore", n.replace('-', "_") + "_x", d),
+        same("name-accented", format!("{n}é"), d),
+        same("name-leading-hyphen", format!("-{n}"), d),
+        same("name-trailing-hyphen", format!("{n}-"), d),
+        same("name-double-hyphen", format!("{n}--x"), d),
+        ("name-not-folder", format!("{n}-folder"), named(n, d)),
+        ("description-missing", n.to_owned(), named(n, "")),
+        (
+            "description-empty",
+            n.to_owned(),
+            named(n, "description: \"\"\n"),
+        ),
+        ("description-null", n.to_owned(), named(n, "description:\n")),
+        (
+            "description-list",
+            n.to_owned(),
+            named(n, "description: [a, b]\n"),
+        ),
+        (
+            "description-too-long",
+            n.to_owned(),
+            named(
+                n,
+                &format!("description: {}\n", "d".repeat(MAX_DESCRIPTION + 1)),
+            ),
+        ),
+        (
+            "description-emoji-too-long",
+            n.to_owned(),
+            named(
+                n,
+                &format!("description: {}\n", "😀".repeat(MAX_DESCRIPTION / 2 + 1)),
+            ),
+        ),
+        (
+            "compatibility-list",
+            n.to_owned(),
+            named(n, &format!("{d}compatibility: [git]\n")),
+        ),
+        (
+            "compatibility-too-long",
+            n.to_owned(),
+            named(
+                n,
+                &format!("{d}compatibility: {}\n", "c".repeat(MAX_COMPATIBILITY + 1)),
+            ),
+        ),
+        (
+            "metadata-number",
+            n.to_owned(),
+            named(n, &format!("{d}metadata:\n  version: 2\n")),
+        ),
+        (
+            "metadata-nested",
+            n.to_owned(),
+            named(n, &format!("{d}metadata:\n  tags: [a]\n")),
+        ),
+        (
+            "metadata-scalar",
+            n.to_owned(),
+            named(n, &format!("{d}metadata: author\n")),
+        ),
+        (
+            "allowed-tools-list-warning",
+            n.to_owned(),
+            named(n, &format!("{d}allowed-tools: [Read, Write]\n")),
+        ),
+        (
+            "allowed-tools-map",
+            n.to_owned(),
+            named(n, &format!("{d}allowed-tools:\n  read: yes\n")),
+        ),
+        (
+            "unknown-key",
+            n.to_owned(),
+            named(n, &format!("{d}version: 1\n")),
+        ),
+    ]
+}
+
+/// Base names the planted cases are repeated over: short and long, with digits and hyphens.
+const BASES: [&str; 12] = [
+    "a",
+    "pdf",
+    "pdf-tools",
+    "x1",
+    "web-artifacts-builder",
+    "mcp-builder",
+    "s3-sync",
+    "a-b-c-d",
+    "k8s",
+    "doc-coauthoring",
+    "slack-gif-creator",
+    "z",
+];
+
+#[test]
+fn planted_violations_agree_with_skills_ref() {
+    let tree = tempfile::tempdir().expect("temporary folder");
+    let mut cases = Vec::new();
+    let mut labels: BTreeMap<String, &'static str> = BTreeMap::new();
+    for (i, base) in BASES.iter().enumerate() {
+        for (j, (label, folder, text)) in planted(base).into_iter().enumerate() {
+            let dir = tree.path().join(format!("{i}-{j}")).join(&folder);
+            fs::create_dir_all(&dir).expect("case folder");
+            fs::write(dir.join(spec::SKILL_FILE), text).expect("SKILL.md written");
+            let key = format!("{base}/{label}");
+            labels.insert(key.clone(), label);
+            cases.push((key, dir));
+        }
+    }
+    let Some(tally) = compare(&cases) else {
+        return;
+    };
+    eprintln!(
+        "spec agreement, planted: {} folders, {} agreed valid, {} agreed invalid, {} listed disagreements",
+        cases.len(),
+        tally.agreed_valid,
+        tally.agreed_invalid,
+        tally.disagreements.len()
+    );
+    // Planted disagreements are listed by case, whatever the base name.
+    let unlisted: Vec<String> = tally
+        .disagreements
+        .iter()
+        .filter(|(key, _)| {
+            !PLANTED_DISAGREEMENTS
+                .iter()
+                .any(|(l, _)| *l == labels[*key])
+        })
+        .map(|(key, (ours, theirs, codes))| {
+            format!("{key}: ours valid={ours} {codes:?}; skills-ref {theirs:?}")
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "verdicts differ from skills-ref on planted cases not listed:\n{}",
+        unlisted.join("\n")
+    );
+    for (label, _) in PLANTED_DISAGREEMENTS {
+        assert_eq!(
+            tally
+                .disagreements
+                .keys()
+                .filter(|k| labels[*k] == *label)
+                .count(),
+            BASES.len(),
+            "{label} should disagree for every base name"
+        );
+    }
+}
