@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use iii_directory::config::ConfigError;
-use iii_directory::worker::BusSearchError;
+use iii_directory::worker::{BusSearchError, ServeError};
 use iii_directory::{IoError, OpenError};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,9 +40,9 @@ pub enum CliError {
         waited.as_secs()
     )]
     NotIndexed { missing: usize, waited: Duration },
-    /// The worker stopped serving: its own message.
-    #[error("{0}")]
-    Serve(String),
+    /// The worker stopped serving, or never started.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
 }
 
 impl CliError {

@@ -208,13 +208,19 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "D110 not_found: skill \"foo/bar\" does not exist. Did you mean: foo, foo/baz. Next: call directory::skills::list to browse skill ids; or call directory::skills::index to see the per-worker overview."
+            format!(
+                "{} not_found: skill \"foo/bar\" does not exist. Did you mean: foo, foo/baz. Next: call directory::skills::list to browse skill ids; or call directory::skills::index to see the per-worker overview.",
+                Code::SkillNotFound
+            )
         );
         assert_eq!(e.code(), Some(Code::SkillNotFound));
         let bare = Error::not_found(Code::AgentNotFound, "agent profile", "x", &[], &[]);
         assert_eq!(
             bare.to_string(),
-            "D410 not_found: agent profile \"x\" does not exist."
+            format!(
+                "{} not_found: agent profile \"x\" does not exist.",
+                Code::AgentNotFound
+            )
         );
     }
 
@@ -245,7 +251,10 @@ mod tests {
         assert_eq!(quoted(&exact).to_string(), format!("{exact:?}"));
         let e = Error::not_found(Code::SkillNotFound, "skill", &long, &[], &[]);
         assert!(e.to_string().len() < 2 * 1024);
-        assert!(e.to_string().starts_with("D110 not_found: skill \"\\u{80}"));
+        assert!(e.to_string().starts_with(&format!(
+            "{} not_found: skill \"\\u{{80}}",
+            Code::SkillNotFound
+        )));
     }
 
     #[test]
@@ -268,7 +277,10 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "D113 invalid_input: content is too large (5 bytes; max 4)."
+            format!(
+                "{} invalid_input: content is too large (5 bytes; max 4).",
+                Code::ContentRefused
+            )
         );
     }
 }

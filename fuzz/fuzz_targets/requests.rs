@@ -142,7 +142,8 @@ fuzz_target!(|bytes: &[u8]| {
             "{function}: {} bytes",
             answer.len()
         ),
-        Err(message) => {
+        Err(refused) => {
+            let message = refused.message;
             assert!(message.len() <= MAX_ERROR_BYTES);
             assert!(
                 message.len() <= MAX_EXPECTED_ERROR_BYTES,

@@ -148,28 +148,46 @@ mod tests {
     fn messages_match_the_contract() {
         assert_eq!(
             registry_error(&RegistryError::Unreachable).to_string(),
-            "D320 registry_error: could not reach the registry. Next: retry shortly."
+            format!(
+                "{} registry_error: could not reach the registry. Next: retry shortly.",
+                Code::RegistryUnavailable
+            )
         );
         assert_eq!(
             registry_error(&RegistryError::Status(502)).to_string(),
-            "D320 registry_error: registry returned HTTP 502. Next: retry shortly."
+            format!(
+                "{} registry_error: registry returned HTTP 502. Next: retry shortly.",
+                Code::RegistryUnavailable
+            )
         );
         assert_eq!(
             registry_error(&RegistryError::Decode).to_string(),
-            "D320 registry_error: could not decode the registry response."
+            format!(
+                "{} registry_error: could not decode the registry response.",
+                Code::RegistryUnavailable
+            )
         );
         assert_eq!(
             download_error("ghost", &RegistryError::NotFound).to_string(),
-            "D310 not_found: registry worker \"ghost\" has no published skills bundle. Next: call directory::registry::workers::list to browse worker names."
+            format!(
+                "{} not_found: registry worker \"ghost\" has no published skills bundle. Next: call directory::registry::workers::list to browse worker names.",
+                Code::RegistryWorkerNotFound
+            )
         );
         let latest = Release::latest();
         assert_eq!(
             info_error("missing", &latest, &RegistryError::NotFound).to_string(),
-            "D310 not_found: registry worker \"missing@latest\" does not exist. Next: call directory::registry::workers::list to browse worker names."
+            format!(
+                "{} not_found: registry worker \"missing@latest\" does not exist. Next: call directory::registry::workers::list to browse worker names.",
+                Code::RegistryWorkerNotFound
+            )
         );
         assert_eq!(
             info_error("w", &latest, &RegistryError::Status(500)).to_string(),
-            "D320 registry_error: registry returned HTTP 500. Next: retry shortly, or call directory::registry::workers::list to browse worker names."
+            format!(
+                "{} registry_error: registry returned HTTP 500. Next: retry shortly, or call directory::registry::workers::list to browse worker names.",
+                Code::RegistryUnavailable
+            )
         );
     }
 

@@ -217,7 +217,7 @@ mod tests {
         let err = resolve(&nine, "p0")
             .expect_err("9 hops are too many")
             .to_string();
-        assert!(err.starts_with("D415 invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1"), "{err}");
+        assert!(err.starts_with(&format!("{} invalid_input: agent profile \"p0\" extends chain is deeper than 8 levels: p0 → p1", Code::AgentInheritance)), "{err}");
     }
 
     #[test]

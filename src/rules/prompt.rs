@@ -109,11 +109,10 @@ mod tests {
             bad.to_string()
                 .starts_with("invalid system prompt name \"Bad\": ")
         );
-        assert!(
-            bad.write_error()
-                .to_string()
-                .starts_with("D213 invalid_input: frontmatter `name` is invalid (")
-        );
+        assert!(bad.write_error().to_string().starts_with(&format!(
+            "{} invalid_input: frontmatter `name` is invalid (",
+            Code::PromptFrontmatterRefused
+        )));
     }
 
     #[test]
@@ -122,12 +121,10 @@ mod tests {
         let doc = ParsedDoc::parse(salvaged);
         assert!(read(&doc, "stem", Reading::Scan).is_ok());
         let refused = read(&doc, "stem", Reading::Write).expect_err("not YAML");
-        assert!(
-            refused
-                .write_error()
-                .to_string()
-                .starts_with("D213 invalid_input: invalid frontmatter YAML: ")
-        );
+        assert!(refused.write_error().to_string().starts_with(&format!(
+            "{} invalid_input: invalid frontmatter YAML: ",
+            Code::PromptFrontmatterRefused
+        )));
         let broken = ParsedDoc::parse("---\ndescription: [x\n---\nB\n");
         let reason = read(&broken, "stem", Reading::Scan)
             .expect_err("no description")

@@ -167,7 +167,7 @@ pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, Wor
     .await
     .map_err(|source| WorkerError::Engine {
         calling: "engine::functions::info proxy",
-        source,
+        source: Box::new(source),
     })?;
     let pick = |keys: &[&str]| {
         keys.iter()

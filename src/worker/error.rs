@@ -2,7 +2,10 @@
 //! console's assets) gave no answer. The message is what the caller reads after
 //! `handler error: `; each variant keeps what failed as its source.
 
+use std::path::PathBuf;
+
 use crate::error::Error;
+use crate::index::OpenError;
 use crate::search::SearchError;
 
 #[derive(Debug, thiserror::Error)]
@@ -14,8 +17,9 @@ pub enum WorkerError {
     #[error("{calling}: {source}")]
     Engine {
         calling: &'static str,
+        /// Boxed: the SDK's error is large, and every handler's result carries this type.
         #[source]
-        source: iii_sdk::Error,
+        source: Box<iii_sdk::Error>,
     },
     /// A task of the worker's own runtime ended without an answer (a panic, a shutdown).
     #[error("{task}: {source}")]
@@ -30,6 +34,10 @@ pub enum WorkerError {
     /// The search catalog could not be fetched from the engine; the last one stays in use.
     #[error("catalog_fetch_failed: {0}")]
     CatalogFetch(#[source] SearchError),
+    /// A call to a function this worker does not have (the engine-less dispatch, `local.rs`).
+    #[cfg(any(test, feature = "testing"))]
+    #[error("function_not_found: {0}")]
+    UnknownFunction(String),
 }
 
 impl WorkerError {
@@ -37,4 +45,46 @@ impl WorkerError {
     pub fn task(task: &'static str) -> impl FnOnce(tokio::task::JoinError) -> WorkerError {
         move |source| WorkerError::Task { task, source }
     }
+}
+
+/// Why `serve` stopped, or never started serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// Another process is the index's writer.
+    #[error(
+        "another process (a running iii-directory worker?) owns the index at {}; stop it first",
+        .0.display()
+    )]
+    Busy(PathBuf),
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The boot reconcile failed.
+    #[error(transparent)]
+    Reconcile(Error),
+    /// The engine refused this worker for good.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The task watching the connection ended without an answer.
+    #[error("connection watch failed: {0}")]
+    Watch(#[source] tokio::task::JoinError),
+}
+
+/// The engine rejected this worker's registration; the SDK does not reconnect after that.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "another {worker} worker is already registered on the engine at {url} \
+         (WORKER_NAMESPACE_CONFLICT); one engine serves one {worker}: stop the other \
+         one, or point this one at another engine with --url",
+        worker = super::WORKER_NAME
+    )]
+    NamespaceConflict { url: String },
+    #[error("the engine at {url} refused this worker: {source}")]
+    Rejected {
+        url: String,
+        #[source]
+        source: Box<iii_sdk::Error>,
+    },
 }

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::error::WorkerError;
 use super::surface::{self, Handler};
 use super::{console, screen, wire};
 use crate::directory::Directory;
 use crate::download;
-use crate::error::Error;
 use crate::registry::{Endpoint, Registry, functions as registry_functions};
 
 /// A directory answering calls as the worker would.
@@ -44,52 +44,45 @@ impl Local {
     }
 
     /// Calls `function` with `request`: the answer as the JSON text the worker would hand the
-    /// SDK, or the error message it would send (`handler error: …`).
-    pub fn call(&self, function: &str, request: &Value) -> Result<String, String> {
-        self.answer(function, request)
-            .map_err(|message| wire::bounded_error(format!("handler error: {message}")))
+    /// SDK, or the error it would send (`handler error: …`).
+    pub fn call(&self, function: &str, request: &Value) -> Result<String, Refused> {
+        self.answer(function, request).map_err(|cause| Refused {
+            message: wire::bounded_error(format!("handler error: {cause}")),
+            cause,
+        })
     }
 
-    fn answer(&self, function: &str, request: &Value) -> Result<String, String> {
+    fn answer(&self, function: &str, request: &Value) -> Result<String, WorkerError> {
         let handler = surface::functions()
             .into_iter()
             .find(|f| f.id == function)
             .map(|f| f.handler)
-            .ok_or_else(|| format!("function_not_found: {function}"))?;
-        screen::screen(function, request).map_err(|e| e.to_string())?;
-        let text = |e: Error| e.to_string();
+            .ok_or_else(|| WorkerError::UnknownFunction(function.to_string()))?;
+        screen::screen(function, request)?;
         let json = match handler {
             Handler::Read(read) => self
                 .directory
                 .read_answer(read, request, None)
-                .and_then(|answer| answer.into_json())
-                .map_err(text)?,
-            Handler::Write(write) => {
-                let value = self.directory.write(write, request, None).map_err(text)?;
-                value.to_string()
-            }
-            Handler::Status => self.directory.status().map_err(text)?.to_string(),
-            Handler::UiContent => console::content(request)
-                .map_err(|e| e.to_string())?
-                .to_string(),
-            Handler::UiCheck => crate::dry_run::check(request).map_err(text)?.to_string(),
+                .and_then(|answer| answer.into_json())?,
+            Handler::Write(write) => self.directory.write(write, request, None)?.to_string(),
+            Handler::Status => self.directory.status()?.to_string(),
+            Handler::UiContent => console::content(request)?.to_string(),
+            Handler::UiCheck => crate::dry_run::check(request)?.to_string(),
             Handler::Download(download_function) => {
-                let source = download::source::parse(download_function, request).map_err(text)?;
+                let source = download::source::parse(download_function, request)?;
                 if let download::Source::Repo { .. } = source {
-                    download::repo::check(&source).map_err(text)?;
+                    download::repo::check(&source)?;
                 }
                 // Checked, not fetched.
                 Value::Null.to_string()
             }
             Handler::RegistryList => self
                 .runtime
-                .block_on(registry_functions::list(&self.registry, request))
-                .map_err(text)?
+                .block_on(registry_functions::list(&self.registry, request))?
                 .to_string(),
             Handler::RegistryInfo => self
                 .runtime
-                .block_on(registry_functions::info(&self.registry, request))
-                .map_err(text)?
+                .block_on(registry_functions::info(&self.registry, request))?
                 .to_string(),
             Handler::EngineFunctionInfo
             | Handler::OnConfigChange
@@ -99,9 +92,19 @@ impl Local {
             | Handler::HintPreview
             | Handler::OnWorkerAdded => Value::Null.to_string(),
         };
-        wire::check(function, json.len()).map_err(text)?;
+        wire::check(function, json.len())?;
         Ok(json)
     }
+}
+
+/// A call the worker answers with an error: the message it sends, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Refused {
+    /// What the caller reads: `handler error: …`, cut to what the engine's frame carries.
+    pub message: String,
+    #[source]
+    pub cause: WorkerError,
 }
 
 #[cfg(test)]
@@ -149,7 +152,7 @@ mod tests {
             }
             for request in &requests {
                 calls += 1;
-                if let Err(message) = local.call(function.id, request) {
+                if let Err(Refused { message, .. }) = local.call(function.id, request) {
                     assert!(
                         message.len() < 8 << 10,
                         "{}: {} bytes",
@@ -169,8 +172,11 @@ mod tests {
             )
             .expect_err("refused");
         assert_eq!(
-            refused,
-            "handler error: D117 invalid_input: the request must be a JSON object, not an array."
+            refused.message,
+            format!(
+                "handler error: {} invalid_input: the request must be a JSON object, not an array.",
+                crate::code::Code::SkillsRequestRefused
+            )
         );
         assert!(!root.path().join("skills/arr/x.md").exists());
         let guide = local

@@ -37,10 +37,12 @@ use crate::index::OpenError;
 use crate::registry::{Endpoint, Registry};
 use crate::watch::{WatchOptions, Watcher};
 use engine::Installed;
+use error::Refusal;
 use subscriptions::{Provider, Subscriptions};
-use surface::Handler;
+use surface::{FamilyType, Handler, OnChange, family};
 
 pub use connection::layer as connection_layer;
+pub use error::{ServeError, WorkerError};
 pub use search::{BusSearchError, search_over_bus};
 
 /// The worker's name on the bus (contract).
@@ -79,13 +81,13 @@ struct Shared {
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
-pub fn serve(options: ServeOptions) -> Result<(), String> {
+pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .thread_name("iii-directory")
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(ServeError::Runtime)?;
     // Before connecting, so that the first connection is seen too.
     let link = connection::Link::watch(&options.url);
     let iii = connect(&options.url);
@@ -103,12 +105,7 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
     let refusals = Arc::new(configuration::Refusals::default());
     let stored = runtime.block_on(configuration::stored(&iii, STORED_CONFIG_WAIT));
     let (config, from_store) = configuration::boot_config(stored, &options.config, &refusals);
-    let busy = |index_path: &std::path::Path| {
-        format!(
-            "another process (a running iii-directory worker?) owns the index at {}; stop it first",
-            index_path.display()
-        )
-    };
+    let busy = |index_path: &std::path::Path| ServeError::Busy(index_path.to_path_buf());
     let directory = match Directory::open(config.clone()) {
         Ok(directory) => directory,
         Err(OpenError::Busy(_)) => return Err(busy(&config.paths.index_path)),
@@ -119,17 +116,17 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
             ));
             Directory::open(options.config.clone()).map_err(|e| match e {
                 OpenError::Busy(_) => busy(&options.config.paths.index_path),
-                other => other.to_string(),
+                other => ServeError::Open(other),
             })?
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(ServeError::Open(e)),
     };
     let directory = Arc::new(directory);
     // Watch first, then reconcile: a change made while the boot reconcile runs is either seen by
     // it or heard by the watcher. The other way round, one made between the two would wait for
     // the safety net.
     let watcher = Watcher::start(directory.clone(), WatchOptions::default());
-    let report = directory.reconcile().map_err(|e| e.to_string())?;
+    let report = directory.reconcile().map_err(ServeError::Reconcile)?;
     tracing::info!(
         files = report.files,
         read = report.read,
@@ -164,7 +161,7 @@ pub fn serve(options: ServeOptions) -> Result<(), String> {
         tokio::spawn(setup::supervise(iii.clone(), shared.clone()));
         tokio::select! {
             _ = shutdown_signal() => Ok(()),
-            refusal = refused => Err(refusal.unwrap_or_else(|e| format!("connection watch failed: {e}"))),
+            refusal = refused => Err(refusal.map_or_else(ServeError::Watch, ServeError::Refused)),
         }
     });
     tracing::info!("shutting down");
@@ -194,7 +191,7 @@ fn connect(url: &str) -> IIIClient {
 /// Says once, clearly, when the engine is not there, and when it is. Returns (and the worker
 /// stops) only when the engine refused this worker for good: the SDK does not reconnect after a
 /// rejection, so carrying on would serve nothing.
-async fn watch_connection(iii: IIIClient, url: String) -> String {
+async fn watch_connection(iii: IIIClient, url: String) -> Refusal {
     let notice_at = tokio::time::Instant::now() + CONNECT_NOTICE_AFTER;
     loop {
         if let Some(refusal) = refusal(&iii, &url) {
@@ -232,18 +229,18 @@ async fn watch_connection(iii: IIIClient, url: String) -> String {
 }
 
 /// What to tell the operator when the engine rejected this worker for good.
-fn refusal(iii: &IIIClient, url: &str) -> Option<String> {
+fn refusal(iii: &IIIClient, url: &str) -> Option<Refusal> {
+    let url = url.to_string();
     match iii.fatal_error()? {
         iii_sdk::Error::RegistrationRejected { code, .. }
             if code == "WORKER_NAMESPACE_CONFLICT" =>
         {
-            Some(format!(
-                "another {WORKER_NAME} worker is already registered on the engine at {url} \
-                 (WORKER_NAMESPACE_CONFLICT); one engine serves one {WORKER_NAME}: stop the other \
-                 one, or point this one at another engine with --url"
-            ))
+            Some(Refusal::NamespaceConflict { url })
         }
-        other => Some(format!("the engine at {url} refused this worker: {other}")),
+        source => Some(Refusal::Rejected {
+            url,
+            source: Box::new(source),
+        }),
     }
 }
 
@@ -281,24 +278,12 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             family,
             subscriptions: subscriptions.clone(),
         };
-        let trigger_type = RegisterTriggerType::new(family.trigger_type(), description, provider);
         match family {
-            Family::Skills => {
-                iii.register_trigger_type(
-                    trigger_type.call_request_format::<surface::Payload<{ surface::SKILLS }>>(),
-                );
-            }
+            Family::Skills => register_trigger_type::<family::Skills>(iii, description, provider),
             Family::SystemPrompts => {
-                iii.register_trigger_type(
-                    trigger_type
-                        .call_request_format::<surface::Payload<{ surface::SYSTEM_PROMPTS }>>(),
-                );
+                register_trigger_type::<family::SystemPrompts>(iii, description, provider)
             }
-            Family::Agents => {
-                iii.register_trigger_type(
-                    trigger_type.call_request_format::<surface::Payload<{ surface::AGENTS }>>(),
-                );
-            }
+            Family::Agents => register_trigger_type::<family::Agents>(iii, description, provider),
         }
     }
     let fan_out_iii = iii.clone();
@@ -317,7 +302,7 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             let iii = iii_for_handler.clone();
             async move {
                 let work = async {
-                    screen::screen(id, &input).map_err(|e| e.to_string())?;
+                    screen::screen(id, &input)?;
                     let answer = handle(&iii, &shared, handler, input).await?;
                     deliverable(&shared, id, answer).await
                 };
@@ -334,6 +319,16 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         }
         iii.register_function(function.id, registration);
     }
+}
+
+/// Registers family `F`'s trigger type, its payload schema from [`OnChange`].
+fn register_trigger_type<F: FamilyType>(
+    iii: &IIIClient,
+    description: &'static str,
+    provider: Provider,
+) {
+    let trigger_type = RegisterTriggerType::new(F::FAMILY.trigger_type(), description, provider);
+    iii.register_trigger_type(trigger_type.call_request_format::<OnChange<F>>());
 }
 
 /// The SDK asks each handler's answer type for a schema; every function's own, from the
@@ -355,19 +350,23 @@ impl schemars::JsonSchema for Answer {
 /// build machine's paths; an empty one is handed over instead. The message is measured like
 /// an answer, and cut to what always fits the engine's frame (`wire::bounded_error`), whatever
 /// built it.
-fn wire_error(message: String) -> iii_sdk::Error {
+fn wire_error(error: WorkerError) -> iii_sdk::Error {
     iii_sdk::Error::Remote {
         code: "invocation_failed".into(),
-        message: wire::bounded_error(format!("handler error: {message}")),
+        message: wire::bounded_error(format!("handler error: {error}")),
         stacktrace: Some(String::new()),
     }
 }
 
 /// `answer` if the engine can carry it (`wire.rs`), measured before the SDK builds any of it; a
 /// large one is built on trimmed arenas, and trims again once it is gone (`trim.rs`).
-async fn deliverable(shared: &Shared, function: &str, answer: Answer) -> Result<Answer, String> {
+async fn deliverable(
+    shared: &Shared,
+    function: &str,
+    answer: Answer,
+) -> Result<Answer, WorkerError> {
     let len = answer.json_len();
-    wire::check(function, len).map_err(|e| e.to_string())?;
+    wire::check(function, len)?;
     if len >= trim::LARGE_ANSWER_BYTES {
         trim::Trimmer::before_large_answer().await;
         shared.trimmer.after_large_answer();
@@ -381,7 +380,7 @@ async fn handle(
     shared: &Arc<Shared>,
     handler: Handler,
     input: Value,
-) -> Result<Answer, String> {
+) -> Result<Answer, WorkerError> {
     if let Handler::Read(function) = handler {
         return read(iii, shared, function, input).await;
     }
@@ -390,9 +389,7 @@ async fn handle(
         _ => None,
     };
     let value = match handler {
-        Handler::EngineFunctionInfo => engine::function_info(iii, input)
-            .await
-            .map_err(|e| e.to_string()),
+        Handler::EngineFunctionInfo => engine::function_info(iii, input).await,
         Handler::OnConfigChange => {
             configuration::refresh(
                 iii,
@@ -411,19 +408,11 @@ async fn handle(
         | Handler::PreGenerate
         | Handler::HintPreview => {
             let settings = shared.directory.settings();
-            search::handle(iii, &shared.search, handler, input, &settings)
-                .await
-                .map_err(|e| e.to_string())
+            search::handle(iii, &shared.search, handler, input, &settings).await
         }
-        Handler::Download(function) => downloads::download(shared, function, input)
-            .await
-            .map_err(|e| e.to_string()),
-        Handler::RegistryList => downloads::registry_list(shared, input)
-            .await
-            .map_err(|e| e.to_string()),
-        Handler::RegistryInfo => downloads::registry_info(shared, input)
-            .await
-            .map_err(|e| e.to_string()),
+        Handler::Download(function) => Ok(downloads::download(shared, function, input).await?),
+        Handler::RegistryList => Ok(downloads::registry_list(shared, input).await?),
+        Handler::RegistryInfo => Ok(downloads::registry_info(shared, input).await?),
         Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
         Handler::Write(function) => {
             blocking(shared, move |shared| {
@@ -459,7 +448,7 @@ async fn read(
     shared: &Arc<Shared>,
     function: ReadFunction,
     input: Value,
-) -> Result<Answer, String> {
+) -> Result<Answer, WorkerError> {
     let installed = match function {
         ReadFunction::SkillsIndex => installed_workers(iii, shared, true).await,
         ReadFunction::SkillsList | ReadFunction::SkillsGet | ReadFunction::AgentsGet => {
@@ -472,7 +461,7 @@ async fn read(
         .directory
         .read_if_unchanged(function, &input, installed.as_deref());
     if let Some(answer) = unchanged {
-        return answer.map_err(|e| e.to_string());
+        return Ok(answer?);
     }
     blocking(shared, move |shared| {
         shared
@@ -496,9 +485,9 @@ async fn installed_workers(
 async fn blocking<T: Send + 'static>(
     shared: &Arc<Shared>,
     work: impl FnOnce(&Shared) -> crate::error::Result<T> + Send + 'static,
-) -> Result<T, String> {
+) -> Result<T, WorkerError> {
     let shared = shared.clone();
-    tokio::task::spawn_blocking(move || work(&shared).map_err(|e| e.to_string()))
+    Ok(tokio::task::spawn_blocking(move || work(&shared))
         .await
-        .map_err(|e| format!("handler failed: {e}"))?
+        .map_err(WorkerError::task("handler failed"))??)
 }

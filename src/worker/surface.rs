@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::code::Code;
 use crate::directory::{ReadFunction, WriteFunction};
 use crate::download::DownloadFunction;
 use crate::events::Family;
@@ -234,7 +235,7 @@ fn agent_fields() -> Value {
         "color": nullable_string(),
         "extends": nullable_string(),
         "builtin": boolean("present (true) on bundled profiles only"),
-        "inheritance_error": string("D415 text when the extends chain does not resolve"),
+        "inheritance_error": string(&format!("{} text when the extends chain does not resolve", Code::AgentInheritance)),
         "modified_at": string("RFC 3339 UTC; empty for bundled profiles"),
     })
 }
@@ -856,29 +857,43 @@ pub fn manifest() -> Value {
     json!({ "name": "iii-directory", "version": env!("CARGO_PKG_VERSION"), "functions": functions, "trigger_types": triggers })
 }
 
-/// The payload schema of a family's trigger type, as a type the SDK can register (it takes
-/// `call_request_format` only from a `JsonSchema` type).
-pub struct Payload<const FAMILY: u8>;
+/// A family as a type: the SDK takes a trigger type's `call_request_format` only from a
+/// `JsonSchema` type, so each family's payload schema is [`OnChange`] of one of these.
+pub trait FamilyType {
+    const FAMILY: Family;
+}
 
-/// `Payload` parameters, one per family.
-pub const SKILLS: u8 = 0;
-pub const SYSTEM_PROMPTS: u8 = 1;
-pub const AGENTS: u8 = 2;
+/// The family types [`OnChange`] takes.
+pub mod family {
+    use super::{Family, FamilyType};
 
-impl<const FAMILY: u8> schemars::JsonSchema for Payload<FAMILY> {
+    pub struct Skills;
+    pub struct SystemPrompts;
+    pub struct Agents;
+
+    impl FamilyType for Skills {
+        const FAMILY: Family = Family::Skills;
+    }
+    impl FamilyType for SystemPrompts {
+        const FAMILY: Family = Family::SystemPrompts;
+    }
+    impl FamilyType for Agents {
+        const FAMILY: Family = Family::Agents;
+    }
+}
+
+/// The payload schema of family `F`'s trigger type, as a type the SDK can register.
+pub struct OnChange<F>(std::marker::PhantomData<F>);
+
+impl<F: FamilyType> schemars::JsonSchema for OnChange<F> {
     fn schema_name() -> String {
-        format!("on-change-payload-{FAMILY}")
+        format!("on-change-payload-{}", F::FAMILY as u8)
     }
 
     fn json_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
-        let family = match FAMILY {
-            SKILLS => Family::Skills,
-            SYSTEM_PROMPTS => Family::SystemPrompts,
-            _ => Family::Agents,
-        };
         let payload = trigger_types()
             .into_iter()
-            .find(|(f, _, _)| *f == family)
+            .find(|(family, _, _)| *family == F::FAMILY)
             .map(|(_, _, payload)| payload)
             .unwrap_or_default();
         serde_json::from_value(payload).expect("the payload schemas are valid JSON Schema")
@@ -887,15 +902,15 @@ impl<const FAMILY: u8> schemars::JsonSchema for Payload<FAMILY> {
 
 /// A family's payload schema exactly as the SDK registers it (draft-07 root schema).
 pub fn registered_payload(family: Family) -> Value {
-    fn root<T: schemars::JsonSchema>() -> Value {
+    fn root<F: FamilyType>() -> Value {
         let schema = schemars::r#gen::SchemaSettings::draft07()
             .into_generator()
-            .into_root_schema_for::<T>();
+            .into_root_schema_for::<OnChange<F>>();
         serde_json::to_value(schema).unwrap_or_default()
     }
     match family {
-        Family::Skills => root::<Payload<SKILLS>>(),
-        Family::SystemPrompts => root::<Payload<SYSTEM_PROMPTS>>(),
-        Family::Agents => root::<Payload<AGENTS>>(),
+        Family::Skills => root::<family::Skills>(),
+        Family::SystemPrompts => root::<family::SystemPrompts>(),
+        Family::Agents => root::<family::Agents>(),
     }
 }

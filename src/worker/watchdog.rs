@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
+use super::error::WorkerError;
 use super::surface::Handler;
 use crate::code::Code;
 use crate::error::Error;
@@ -55,16 +56,16 @@ fn deadline_of(handler: Handler) -> Option<Duration> {
 pub async fn answered<T>(
     function: &str,
     handler: Handler,
-    work: impl Future<Output = Result<T, String>>,
-) -> Result<T, String> {
+    work: impl Future<Output = Result<T, WorkerError>>,
+) -> Result<T, WorkerError> {
     answered_within(function, deadline_of(handler), work).await
 }
 
 async fn answered_within<T>(
     function: &str,
     deadline: Option<Duration>,
-    work: impl Future<Output = Result<T, String>>,
-) -> Result<T, String> {
+    work: impl Future<Output = Result<T, WorkerError>>,
+) -> Result<T, WorkerError> {
     let work = AssertUnwindSafe(work).catch_unwind();
     let outcome = match deadline {
         Some(limit) => match tokio::time::timeout(limit, work).await {
@@ -75,14 +76,14 @@ async fn answered_within<T>(
                     deadline_ms = limit.as_millis() as u64,
                     "a call ran past its deadline; answered D122"
                 );
-                return Err(timed_out(function, limit).to_string());
+                return Err(timed_out(function, limit).into());
             }
         },
         None => work.await,
     };
     outcome.unwrap_or_else(|_| {
         tracing::error!(function, "a handler panicked; answered D123");
-        Err(panicked(function).to_string())
+        Err(panicked(function).into())
     })
 }
 
@@ -117,27 +118,33 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_is_answered_d123() {
-        let outcome: Result<(), String> =
+        let outcome: Result<(), WorkerError> =
             answered("directory::skills::get", Handler::Status, async {
                 panic!("boom")
             })
             .await;
-        let message = outcome.expect_err("answered");
-        assert!(message.starts_with("D123 internal: directory::skills::get failed unexpectedly"));
+        let message = outcome.expect_err("answered").to_string();
+        assert!(message.starts_with(&format!(
+            "{} internal: directory::skills::get failed unexpectedly",
+            Code::HandlerPanicked
+        )));
     }
 
     #[tokio::test]
     async fn a_call_past_the_deadline_is_answered_d122_and_downloads_are_not_cut() {
         let limit = Some(Duration::from_millis(50));
-        let outcome: Result<(), String> =
+        let outcome: Result<(), WorkerError> =
             answered_within("directory::skills::get", limit, std::future::pending()).await;
-        let message = outcome.expect_err("answered");
+        let message = outcome.expect_err("answered").to_string();
         assert!(
-            message.starts_with("D122 timeout: directory::skills::get did not finish within 50 ms"),
+            message.starts_with(&format!(
+                "{} timeout: directory::skills::get did not finish within 50 ms",
+                Code::DeadlinePassed
+            )),
             "{message}"
         );
         let quick = async { Ok(7) };
-        assert_eq!(answered_within("f", limit, quick).await, Ok(7));
+        assert_eq!(answered_within("f", limit, quick).await.ok(), Some(7));
         let download = Handler::Download(crate::download::DownloadFunction::FromRepo);
         assert_eq!(deadline_of(download), None);
         assert_eq!(deadline_of(Handler::OnWorkerAdded), None);

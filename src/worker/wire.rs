@@ -58,8 +58,8 @@ mod tests {
     #[test]
     fn an_error_of_any_length_fits_the_frame() {
         assert_eq!(
-            bounded_error("D110 not_found: x".into()),
-            "D110 not_found: x"
+            bounded_error(format!("{} not_found: x", Code::SkillNotFound)),
+            format!("{} not_found: x", Code::SkillNotFound)
         );
         for len in [MAX_ERROR_BYTES, MAX_ERROR_BYTES + 1, 20 << 20] {
             let message = bounded_error("\u{80}".repeat(len / 2 + 1));
@@ -83,7 +83,8 @@ mod tests {
             .to_string();
         assert!(
             refused.starts_with(&format!(
-                "D120 too_large: the answer is {} bytes of JSON, more than the {MAX_ANSWER_BYTES}",
+                "{} too_large: the answer is {} bytes of JSON, more than the {MAX_ANSWER_BYTES}",
+                Code::AnswerTooLarge,
                 MAX_ANSWER_BYTES + 1
             )),
             "{refused}"
