@@ -36,6 +36,12 @@ const NARROW_WIDTH = 760;
 const LIVE_FUNCTION_PREFIX = 'iii-directory::ui::on-change';
 /** Read and write calls give up after this long (the console's default is longer). */
 const CALL_TIMEOUT_MS = 20000;
+/** The index's health, with the files it skips (`directory::index::status`). */
+const STATUS = 'directory::index::status';
+/** How often the page asks for a worker that went away. */
+const PROBE_MS = 1500;
+/** How often the page checks, while shown, that the worker is still there. */
+const HEARTBEAT_MS = 20000;
 /** The worker's dry run of a proposed text (`src/dry_run.rs`). */
 const UI_CHECK = 'iii-directory::ui-check';
 /** The editor asks the dry run this long after the last keystroke. */
@@ -176,13 +182,45 @@ export function validateName(name) {
   return SEGMENT.test(name) ? null : 'the name must be 1 to 64 of a-z 0-9 - _';
 }
 
-/** The text to show for a failed call: from the contract's code on (`D113 invalid_input: …`). */
+function messageOf(error) {
+  return (error && (error.message || (error.error && error.error.message))) || String(error);
+}
+
+/**
+ * What a failed call says about the connection: `worker-missing` (the engine has no such
+ * function, or the call stopped because its worker went away), `timeout`, `disconnected`
+ * (the console's own connection to the engine), or `null` for an answer of the worker itself.
+ */
+export function classifyFailure(error) {
+  const code = error && (error.code || (error.error && error.error.code));
+  const message = messageOf(error);
+  if (/\bD\d{3} [a-z_]+:/.test(message)) return null;
+  if (code === 'function_not_found' || /\bFunction \S+ not found\b/.test(message)) return 'worker-missing';
+  if (code === 'invocation_stopped' || /^Invocation stopped/.test(message)) return 'worker-missing';
+  if (code === 'timeout' || /\btimed? ?out\b/i.test(message)) return 'timeout';
+  if (/connection (was )?(closed|lost)|not connected|socket (is )?closed/i.test(message)) return 'disconnected';
+  return null;
+}
+
+/**
+ * The text to show for a failed call: the worker's own errors from the contract's code on
+ * (`D113 invalid_input: …`); the engine's and the connection's said as a sentence with the
+ * next step.
+ */
 export function errorText(error) {
-  const message =
-    (error && (error.message || (error.error && error.error.message))) || String(error);
+  const message = messageOf(error);
   const coded = /\bD\d{3} [a-z_]+:/.exec(message);
   if (coded) return message.slice(coded.index);
-  return message.replace(/^handler error: /, '');
+  switch (classifyFailure(error)) {
+    case 'worker-missing':
+      return 'The iii-directory worker is not running (the engine does not know its functions). Start it (iii-directory --url ws://<engine>); this page reconnects by itself when it is back.';
+    case 'timeout':
+      return 'The worker did not answer in time. It may be busy (a large reindex); try again in a moment.';
+    case 'disconnected':
+      return 'The console lost its connection to the engine. It reconnects by itself, and this page follows.';
+    default:
+      return message.replace(/^handler error: /, '');
+  }
 }
 
 // -----------------------------------------------------------------------------------------
@@ -276,10 +314,26 @@ export function filterRows(rows, query) {
 
 function createStore(host) {
   const empty = () => ({ rows: null, revision: null, error: null, loading: false });
-  let state = { skills: empty(), prompts: empty(), agents: empty(), live: 'off', liveError: null };
+  let state = {
+    skills: empty(),
+    prompts: empty(),
+    agents: empty(),
+    live: 'off',
+    liveError: null,
+    /** `up`, or `missing` while the worker's functions are not there (it stopped, it crashed). */
+    worker: 'up',
+    /** `connected`, or `reconnecting` while the console's own engine connection is down. */
+    engine: 'connected',
+    /** Counts the recoveries, so the open document reads itself again after one. */
+    recoveries: 0,
+    /** Files the index skips or serves with a problem (`index::status`), or null before. */
+    skipped: null,
+  };
   const listeners = new Set();
   const running = {};
   const again = {};
+  let probe = null;
+  let heartbeat = null;
   /** Unsaved drafts (the editor's text) by `<family>:<key>`, kept while the user moves around. */
   const drafts = new Map();
   let disposed = false;
@@ -303,7 +357,7 @@ function createStore(host) {
         if (current.rows == null) patch(familyKey, { loading: true });
         try {
           const family = FAMILIES[familyKey];
-          const answer = await call(host, family.list, listRequest(familyKey, current));
+          const answer = await watched(family.list, listRequest(familyKey, current));
           if (disposed) return;
           const merged = mergeListAnswer(familyKey, state[familyKey], answer);
           if (merged.rows !== state[familyKey].rows || state[familyKey].error || state[familyKey].loading) {
@@ -330,8 +384,81 @@ function createStore(host) {
     return running[familyKey];
   }
 
+  /** A call that tells the store what it learnt about the worker and the engine. */
+  async function watched(functionId, payload) {
+    try {
+      const answer = await call(host, functionId, payload);
+      if (state.worker !== 'up' || state.engine !== 'connected') recovered();
+      return answer;
+    } catch (error) {
+      const failure = classifyFailure(error);
+      if (failure === 'worker-missing' && !disposed) {
+        if (state.worker !== 'missing') publish({ ...state, worker: 'missing' });
+        startProbe();
+      } else if (failure === 'disconnected' && !disposed && state.engine !== 'reconnecting') {
+        publish({ ...state, engine: 'reconnecting' });
+        startProbe();
+      }
+      throw error;
+    }
+  }
+
+  /** Back: the lists catch up from the revisions they hold, the open document reads again. */
+  function recovered() {
+    stopProbe();
+    publish({ ...state, worker: 'up', engine: 'connected', recoveries: state.recoveries + 1 });
+    for (const familyKey of FAMILY_KEYS) {
+      if (state[familyKey].rows != null || state[familyKey].error) refresh(familyKey);
+    }
+    refreshStatus();
+  }
+
+  /** While the worker is gone, asks for it every PROBE_MS until it answers. */
+  function startProbe() {
+    if (probe || disposed) return;
+    probe = setInterval(() => {
+      watched(STATUS, {}).then((status) => applyStatus(status), () => {});
+    }, PROBE_MS);
+  }
+
+  function stopProbe() {
+    if (probe) clearInterval(probe);
+    probe = null;
+  }
+
+  function applyStatus(status) {
+    if (!disposed && status && Array.isArray(status.skipped)) publish({ ...state, skipped: status.skipped });
+  }
+
+  /** The skipped files (and, as a heartbeat, whether the worker is still there). */
+  function refreshStatus() {
+    return watched(STATUS, {}).then(applyStatus, () => {});
+  }
+
   return {
     get: () => state,
+    call: watched,
+    refreshStatus,
+    /** Asks for the worker at once (the Retry button), rather than at the next probe. */
+    retry() {
+      refreshStatus();
+      for (const familyKey of FAMILY_KEYS) if (state[familyKey].error) refresh(familyKey);
+    },
+    /** The console's connection state, from its listener: `connected` or anything else. */
+    setEngine(connected) {
+      if (connected && state.engine !== 'connected') recovered();
+      else if (!connected && state.engine !== 'reconnecting') publish({ ...state, engine: 'reconnecting' });
+    },
+    /** Checks on the worker every HEARTBEAT_MS while the page is shown. */
+    startHeartbeat() {
+      if (!heartbeat) heartbeat = setInterval(() => {
+        if (typeof document === 'undefined' || document.visibilityState !== 'hidden') refreshStatus();
+      }, HEARTBEAT_MS);
+      return () => {
+        clearInterval(heartbeat);
+        heartbeat = null;
+      };
+    },
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -350,6 +477,8 @@ function createStore(host) {
     },
     dispose() {
       disposed = true;
+      stopProbe();
+      if (heartbeat) clearInterval(heartbeat);
       listeners.clear();
     },
   };
@@ -1024,7 +1153,7 @@ function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetTo
   );
 }
 
-function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) {
+function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew, onRetry }) {
   const family = FAMILIES[familyKey];
   const [query, setQuery] = useState('');
   const rows = list.rows || [];
@@ -1058,7 +1187,14 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) 
         ? 'Loading…'
         : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}`,
     ),
-    list.error ? h('div', { className: 'dir-error', role: 'alert' }, list.error) : null,
+    list.error
+      ? h(
+          'div',
+          { className: 'dir-error dir-error--read', role: 'alert' },
+          list.error,
+          h('button', { type: 'button', className: 'dir-button', onClick: onRetry }, 'Retry'),
+        )
+      : null,
     list.withoutDescriptions
       ? h(
           'div',
@@ -1165,8 +1301,8 @@ function AgentDetails({ doc, rows }) {
 }
 
 /** Asks the worker how it would read `content` as the document `id` of a family. */
-function dryRun(host, familyKey, id, content) {
-  return call(host, UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
+function dryRun(store, familyKey, id, content) {
+  return store.call(UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
 }
 
 /**
@@ -1193,7 +1329,7 @@ function frontmatterFinding(answer) {
  * The server's reading of the editor's text, asked a moment after the last keystroke:
  * `{text, answer, error}` for the latest text asked about (`null` while nothing is asked).
  */
-function useDryRun(host, familyKey, id, text) {
+function useDryRun(store, familyKey, id, text) {
   const [result, setResult] = useState(null);
   useEffect(() => {
     if (text == null) {
@@ -1202,7 +1338,7 @@ function useDryRun(host, familyKey, id, text) {
     }
     let live = true;
     const timer = setTimeout(() => {
-      dryRun(host, familyKey, id, text).then(
+      dryRun(store, familyKey, id, text).then(
         (answer) => live && setResult({ text, answer, error: null }),
         (failure) => live && setResult({ text, answer: null, error: errorText(failure) }),
       );
@@ -1211,7 +1347,7 @@ function useDryRun(host, familyKey, id, text) {
       live = false;
       clearTimeout(timer);
     };
-  }, [host, familyKey, id, text]);
+  }, [store, familyKey, id, text]);
   return result;
 }
 
@@ -1257,13 +1393,15 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const [keptStamp, setKeptStamp] = useState(null);
   /** A save held back because the server would read the text differently: its dry run. */
   const [ask, setAsk] = useState(null);
+  /** Why the document could not be read (with a Retry). */
+  const [readError, setReadError] = useState(null);
   const sequence = useRef(0);
   const reloadedFor = useRef(null);
 
   const base = doc ? doc.raw || '' : '';
   const text = draft == null ? base : draft;
   const dirty = doc != null && draft != null && draft !== base;
-  const check = useDryRun(host, familyKey, selectedKey, dirty ? text : null);
+  const check = useDryRun(store, familyKey, selectedKey, dirty ? text : null);
 
   const latestDraft = useRef(null);
   const setDraft = useCallback(
@@ -1281,7 +1419,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       const mine = (sequence.current += 1);
       setBusy((b) => b || 'loading');
       try {
-        const answer = await call(host, family.get, { [family.key]: selectedKey, raw: true });
+        const answer = await store.call(family.get, { [family.key]: selectedKey, raw: true });
         if (mine !== sequence.current) return;
         const loaded = { ...answer, raw: answer.raw || '' };
         loaded.stamp = family.stampOfDoc(loaded);
@@ -1294,15 +1432,26 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           if (saved === loaded.raw) setDraft(null);
         }
         setError(null);
+        setReadError(null);
       } catch (failure) {
         if (mine !== sequence.current) return;
-        setError(errorText(failure));
+        setReadError(errorText(failure));
       } finally {
         if (mine === sequence.current) setBusy(null);
       }
     },
-    [host, family, selectedKey, setDraft, store, draftKey],
+    [family, selectedKey, setDraft, store, draftKey],
   );
+
+  // The worker came back (or the console reconnected): read the document again, keeping a
+  // draft.
+  const recoveries = useSyncExternalStore(store.subscribe, () => store.get().recoveries);
+  const seenRecoveries = useRef(recoveries);
+  useEffect(() => {
+    if (recoveries === seenRecoveries.current) return;
+    seenRecoveries.current = recoveries;
+    load(true);
+  }, [recoveries, load]);
 
   useEffect(() => {
     const saved = store.drafts.get(draftKey);
@@ -1343,7 +1492,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     if (confirmed !== true) {
       // The server's reading first: a text it would read differently asks before it is saved.
       let answer = check && check.text === content ? check.answer : null;
-      if (!answer) answer = await dryRun(host, familyKey, selectedKey, content).catch(() => null);
+      if (!answer) answer = await dryRun(store, familyKey, selectedKey, content).catch(() => null);
       if (readsDifferently(answer)) {
         setAsk(answer);
         return;
@@ -1352,7 +1501,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setBusy('saving');
     setError(null);
     try {
-      const answer = await call(host, family.update, { [family.key]: selectedKey, content });
+      const answer = await store.call(family.update, { [family.key]: selectedKey, content });
       const savedKey = family.renames && answer ? answer[family.key] : null;
       setDoc((current) => ({ ...current, raw: content, stamp: null }));
       // What was typed while the save was on its way stays a draft.
@@ -1377,7 +1526,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setBusy('deleting');
     setError(null);
     try {
-      await call(host, family.remove, { [family.key]: selectedKey });
+      await store.call(family.remove, { [family.key]: selectedKey });
       setDraft(null);
       onSelect(null);
     } catch (failure) {
@@ -1447,6 +1596,14 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           )
         : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc, onClick: () => setConfirmDelete(true) }, 'Delete…'),
     ),
+    readError
+      ? h(
+          'div',
+          { className: 'dir-error dir-error--read', role: 'alert' },
+          readError,
+          h('button', { type: 'button', className: 'dir-button', onClick: () => load(true) }, 'Retry'),
+        )
+      : null,
     error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
     ask
       ? h(
@@ -1484,7 +1641,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   );
 }
 
-function CreatePane({ host, familyKey, onCreated, onCancel }) {
+function CreatePane({ store, familyKey, onCreated, onCancel }) {
   const family = FAMILIES[familyKey];
   const [id, setId] = useState('');
   const [error, setError] = useState(null);
@@ -1497,7 +1654,7 @@ function CreatePane({ host, familyKey, onCreated, onCancel }) {
     setBusy(true);
     setError(null);
     try {
-      const answer = await call(host, family.create, { [family.key]: id, content: family.template(id) });
+      const answer = await store.call(family.create, { [family.key]: id, content: family.template(id) });
       onCreated(family.displayKey((answer && answer[family.key]) || id));
     } catch (failure) {
       setError(errorText(failure));
@@ -1550,6 +1707,10 @@ function DirectoryPage({ host, store, live, useTheme }) {
   const narrow = width > 0 && width < NARROW_WIDTH;
 
   useEffect(() => live.use(), [live]);
+  useEffect(() => {
+    store.refreshStatus();
+    return store.startHeartbeat();
+  }, [store]);
   useEffect(() => {
     store.refresh(familyKey);
   }, [store, familyKey]);
@@ -1608,12 +1769,18 @@ function DirectoryPage({ host, store, live, useTheme }) {
           ),
         ),
       ),
-      h(
-        'span',
-        { className: `dir-live dir-live--${state.live}`, title: state.liveError || '' },
-        state.live === 'on' ? 'Live' : state.live === 'failed' ? 'Not live' : 'Offline',
-      ),
+      h(ConnectionBadge, { state }),
     ),
+    state.worker === 'missing' || state.engine === 'reconnecting'
+      ? h(
+          'div',
+          { className: 'dir-banner', role: 'status' },
+          state.engine === 'reconnecting'
+            ? 'The console lost its connection to the engine and is reconnecting. This page catches up by itself when it is back.'
+            : 'The iii-directory worker is not running. Start it (iii-directory --url ws://<engine>) and this page catches up by itself; your unsaved edits stay here.',
+          h('button', { type: 'button', className: 'dir-button', onClick: () => store.retry() }, 'Retry now'),
+        )
+      : null,
     h(
       'div',
       { className: 'dir-body' },
@@ -1626,13 +1793,14 @@ function DirectoryPage({ host, store, live, useTheme }) {
             dirtyKeys,
             onSelect: select,
             onNew: () => setCreating(true),
+            onRetry: () => store.refresh(familyKey),
           })
         : null,
       showDoc
         ? creating
           ? h(CreatePane, {
               key: `new:${familyKey}`,
-              host,
+              store,
               familyKey,
               onCreated: (key) => {
                 setCreating(false);
@@ -1659,9 +1827,42 @@ function DirectoryPage({ host, store, live, useTheme }) {
   );
 }
 
+/** What the page knows of its connection, in the header: Live, or why not. */
+export function connectionLabel(state) {
+  if (state.engine === 'reconnecting') return ['reconnecting', 'Reconnecting…'];
+  if (state.worker === 'missing') return ['missing', 'Worker not running'];
+  if (state.live === 'on') return ['on', 'Live'];
+  if (state.live === 'failed') return ['failed', 'Not live'];
+  return ['off', 'Offline'];
+}
+
+function ConnectionBadge({ state }) {
+  const [kind, label] = connectionLabel(state);
+  return h('span', { className: `dir-live dir-live--${kind}`, title: kind === 'failed' ? state.liveError || '' : '' }, label);
+}
+
 /** The console's theme hook when it offers one, else the light theme. */
 function themeHook(host) {
   return typeof host.useTheme === 'function' ? host.useTheme : () => 'light';
+}
+
+/**
+ * Follows the console's connection to the engine through its listener, where it has one
+ * (consoles name it differently; feature-tested): `onChange(true|false)`.
+ */
+function listenToConnection(host, onChange) {
+  const iii = host.iii || {};
+  const subscribe = iii.onConnectionState || iii.onConnectionChange;
+  if (typeof subscribe !== 'function') return () => {};
+  try {
+    const off = subscribe.call(iii, (value) => {
+      const status = typeof value === 'string' ? value : value && (value.state || value.status);
+      onChange(status === 'connected' || status === 'open' || value === true);
+    });
+    return typeof off === 'function' ? off : () => {};
+  } catch {
+    return () => {};
+  }
 }
 
 /**
@@ -1674,10 +1875,12 @@ export default function setup(host) {
   const useTheme = themeHook(host);
   const render = () => h(DirectoryPage, { host, store, live, useTheme });
   const removePage = host.pages.register({ id: PAGE.id, title: PAGE.title, render });
+  const removeListener = listenToConnection(host, (connected) => store.setEngine(connected));
   let done = false;
   return () => {
     if (done) return;
     done = true;
+    removeListener();
     live.dispose();
     store.dispose();
     if (typeof removePage === 'function') {

@@ -4,7 +4,8 @@
 // checks what a person would see and do, checks the files on disk, and prints the figures as
 // one line `FIGURES {json}` on stdout.
 //
-// Environment: HARNESS_URL (the harness page with ?engine=ws://…), TREE_DIR (the worker's
+// Environment: HARNESS_URL (the harness page with ?engine=ws://…), CONTROL_URL (the test's
+// loopback server, whose POST /control/worker/{stop,start} stops and starts the worker), TREE_DIR (the worker's
 // Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
 // SKILLS (the generated skill count).
 
@@ -14,6 +15,7 @@ import { join, relative } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const HARNESS_URL = need('HARNESS_URL');
+const CONTROL_URL = need('CONTROL_URL');
 const TREE_DIR = need('TREE_DIR');
 const OUT_DIR = need('OUT_DIR');
 const SKILLS = Number(need('SKILLS'));
@@ -59,6 +61,12 @@ const within = (promise, ms, what) =>
     promise,
     new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)),
   ]);
+
+/** Stops or starts the worker (tests/worker/browser.rs owns the process). */
+async function control(what) {
+  const answer = await fetch(`${CONTROL_URL}/control/worker/${what}`, { method: 'POST' });
+  assert.equal(answer.status, 200, `control ${what}`);
+}
 
 /** An edit made behind the worker's back, whole at once (staged outside the watched roots). */
 function writeOnDisk(rel, text) {
@@ -330,6 +338,7 @@ try {
   await button('Save anyway').click();
   await waitDisk(SHOWCASE_FILE, (text) => text === broken, 'hold the broken frontmatter');
   await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
   // Back to the clean text (the steps below start from it).
   await editor.fill(edited);
   await editor.press('Control+s');
@@ -363,9 +372,11 @@ try {
   await open(SHOWCASE);
   await button('Preview').click();
   await page.waitForTimeout(1500);
-  const idleFrom = (await calls()).length;
+  // (Its heartbeat, `index::status` every 20 s, aside.)
+  const notHeartbeat = async () => (await calls()).filter((c) => c.function_id !== 'directory::index::status').length;
+  const idleFrom = await notHeartbeat();
   await page.waitForTimeout(1500);
-  assert.equal((await calls()).length, idleFrom, 'an idle page makes no calls');
+  assert.equal(await notHeartbeat(), idleFrom, 'an idle page makes no calls');
   const external = [];
   const perChange = [];
   for (let n = 1; n <= 3; n += 1) {
@@ -480,6 +491,43 @@ try {
   await open('broken-x');
   await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
   await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
+
+  // ---- The worker stopped and started under the open page ----------------------------------------
+  step('the worker stopped and started under the open page');
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await open(SHOWCASE);
+  await root.locator('.dir-live--on').waitFor();
+  await control('stop');
+  // The page learns it from its next call: opening another document.
+  await filter.fill('iii-directory/finding-functions');
+  await row('iii-directory/finding-functions').click();
+  const readError = root.locator('.dir-pane--doc .dir-error--read');
+  await readError.filter({ hasText: 'The iii-directory worker is not running' }).waitFor();
+  assert.doesNotMatch(await readError.textContent(), /not found in namespace|Function directory::/, 'no raw engine message');
+  await root.locator('.dir-live--missing', { hasText: 'Worker not running' }).waitFor();
+  await root.locator('.dir-banner', { hasText: 'worker is not running' }).waitFor();
+  await page.screenshot({ path: join(OUT_DIR, 'worker-not-running.png') });
+  // A retry while it is still gone asks again, and says so again.
+  const beforeRetry = (await calls()).length;
+  await readError.getByRole('button', { name: 'Retry' }).click();
+  await page.waitForFunction((n) => window.__harness.log.calls.length > n && window.__harness.log.calls.slice(n).every((c) => c.error || c.ms), beforeRetry);
+  await readError.filter({ hasText: 'The iii-directory worker is not running' }).waitFor();
+  const backFrom = (await calls()).length;
+  await control('start');
+  // Back by itself: Live again, the open document read, the list caught up from its revision.
+  await root.locator('.dir-live--on').waitFor({ timeout: 6 * WAIT_MS });
+  await readError.waitFor({ state: 'detached' });
+  await root.locator('.dir-banner').waitFor({ state: 'detached' });
+  await docTitle.filter({ hasText: /./ }).waitFor();
+  await root.locator('.dir-pane--doc .dir-md').waitFor();
+  const caughtUp = (await listCalls(backFrom)).filter((c) => !c.error);
+  assert.ok(caughtUp.length >= 1 && caughtUp.every((c) => c.payload.since_revision > 0), `the list asks with its revision: ${JSON.stringify(caughtUp.map((c) => c.payload))}`);
+  // Live updates reach the page again (the engine hands the page's bindings to the new worker).
+  writeOnDisk(SHOWCASE_FILE, showcase('After the restart'));
+  await filter.fill(SHOWCASE);
+  await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'After the restart' }).waitFor({ timeout: 3 * WAIT_MS });
+  writeOnDisk(SHOWCASE_FILE, underDraft);
+  await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'Changed under the draft' }).waitFor();
 
   // ---- Themes: light and dark, from the console's variables ------------------------------------
   step('themes and screenshots');
