@@ -38,6 +38,8 @@ const LIVE_FUNCTION_PREFIX = 'iii-directory::ui::on-change';
 const CALL_TIMEOUT_MS = 20000;
 /** The index's health, with the files it skips (`directory::index::status`). */
 const STATUS = 'directory::index::status';
+/** The skipped files are asked for again this long after a change. */
+const STATUS_AFTER_CHANGE_MS = 800;
 /** How often the page asks for a worker that went away. */
 const PROBE_MS = 1500;
 /** How often the page checks, while shown, that the worker is still there. */
@@ -435,10 +437,19 @@ function createStore(host) {
     return watched(STATUS, {}).then(applyStatus, () => {});
   }
 
+  let statusTimer = null;
   return {
     get: () => state,
     call: watched,
     refreshStatus,
+    /** The skipped files again shortly after a change (one call for a burst of changes). */
+    statusSoon() {
+      if (statusTimer || disposed) return;
+      statusTimer = setTimeout(() => {
+        statusTimer = null;
+        refreshStatus();
+      }, STATUS_AFTER_CHANGE_MS);
+    },
     /** Asks for the worker at once (the Retry button), rather than at the next probe. */
     retry() {
       refreshStatus();
@@ -503,6 +514,7 @@ function createLive(host, store) {
         const local = `${LIVE_FUNCTION_PREFIX}::${familyKey}`;
         offs.push(host.iii.on(local, () => {
           store.refresh(familyKey);
+          store.statusSoon();
           return null;
         }));
         offs.push(
@@ -1027,8 +1039,15 @@ function renderListItem(blocks, key) {
   return renderBlocks(blocks, key);
 }
 
-function Markdown({ text }) {
-  const blocks = useMemo(() => parseBlocks(text), [text]);
+/** A body's blocks without a first level-1 heading that repeats `title` (shown in the header). */
+export function withoutRepeatedTitle(blocks, title) {
+  const first = blocks[0];
+  if (title && first && first.type === 'heading' && first.level === 1 && first.text.trim() === title.trim()) return blocks.slice(1);
+  return blocks;
+}
+
+function Markdown({ text, title = null }) {
+  const blocks = useMemo(() => withoutRepeatedTitle(parseBlocks(text), title), [text, title]);
   return h('div', { className: 'dir-md' }, renderBlocks(blocks));
 }
 
@@ -1070,8 +1089,54 @@ function useElementSize(ref) {
   return size;
 }
 
+/**
+ * The problems the page knows for a family: `{byKey: Map(key → [sentence]), orphans: [row]}`.
+ * A row's come from its own answer (an agent profile's broken `extends`) and from the files
+ * the index skips or serves with a problem (`index::status`, each named by family and id);
+ * a skipped file that is no row of the list becomes a row of its own (`orphans`), shown in
+ * the problems filter with its path and reason.
+ */
+export function familyProblems(familyKey, rows, skipped) {
+  const byKey = new Map();
+  const add = (key, sentence) => {
+    if (!byKey.has(key)) byKey.set(key, []);
+    byKey.get(key).push(sentence);
+  };
+  const keys = new Set((rows || []).map((row) => row.key));
+  for (const row of rows || []) {
+    if (row.inheritanceError) add(row.key, `broken extends: ${row.inheritanceError}`);
+  }
+  const orphans = [];
+  const event = FAMILIES[familyKey].event;
+  for (const entry of skipped || []) {
+    const mine = entry.family === event || (entry.family == null && familyKey === 'skills');
+    if (!mine) continue;
+    const id = entry.id || null;
+    const shown = id && familyKey === 'skills' ? FAMILIES.skills.displayKey(id) : id;
+    const key = shown && keys.has(shown) ? shown : id && keys.has(id) ? id : null;
+    if (key) {
+      add(key, entry.reason);
+      continue;
+    }
+    const name = String(entry.path).split('/').pop();
+    orphans.push({
+      key: `skipped:${entry.path}`,
+      title: id || name,
+      description: entry.reason,
+      bytes: null,
+      modified: '',
+      tag: 'skipped',
+      skipped: entry,
+      stamp: '',
+      search: `${id || ''}\n${entry.path}\n${entry.reason}`.toLowerCase(),
+    });
+    add(`skipped:${entry.path}`, entry.reason);
+  }
+  return { byKey, orphans };
+}
+
 /** Only the rows in view (plus a margin) are in the document, whatever the list's length. */
-function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetToken }) {
+function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken }) {
   const scroller = useRef(null);
   const { height } = useElementSize(scroller);
   const [scrollTop, setScrollTop] = useState(0);
@@ -1122,18 +1187,24 @@ function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetTo
         'div',
         {
           key: row.key,
-          className: `dir-row${selected ? ' dir-row--selected' : ''}`,
+          className: `dir-row${selected ? ' dir-row--selected' : ''}${problems.has(row.key) ? ' dir-row--problem' : ''}`,
           role: 'option',
           'aria-selected': selected,
           'data-key': row.key,
           style: { transform: `translateY(${index * ROW_HEIGHT}px)` },
           onClick: () => onSelect(row.key),
         },
-        h('span', { className: 'dir-cell dir-cell--id', title: row.key }, dirtyKeys.has(row.key) ? h('span', { className: 'dir-dot', title: 'unsaved draft' }) : null, row.key),
+        h(
+          'span',
+          { className: 'dir-cell dir-cell--id', title: row.key },
+          dirtyKeys.has(row.key) ? h('span', { className: 'dir-dot', title: 'unsaved draft' }) : null,
+          problems.has(row.key) ? h('span', { className: 'dir-marker', role: 'img', 'aria-label': 'has problems', title: problems.get(row.key).join('\n') }, '!') : null,
+          row.skipped ? row.skipped.path.split('/').slice(-2).join('/') : row.key,
+        ),
         h('span', { className: 'dir-cell dir-cell--title', title: row.title }, row.title),
         h('span', { className: 'dir-cell dir-cell--description', title: row.description }, row.description),
         showSize ? h('span', { className: 'dir-cell dir-cell--size' }, formatBytes(row.bytes)) : null,
-        h('span', { className: 'dir-cell dir-cell--modified', title: row.modified }, formatModified(row.modified)),
+        h('span', { className: 'dir-cell dir-cell--modified', title: row.modified }, row.skipped ? 'skipped' : formatModified(row.modified)),
       ),
     );
   }
@@ -1153,10 +1224,16 @@ function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetTo
   );
 }
 
-function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew, onRetry }) {
+function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems }) {
   const family = FAMILIES[familyKey];
   const [query, setQuery] = useState('');
-  const rows = list.rows || [];
+  const [problemsOnly, setProblemsOnly] = useState(false);
+  const problems = useMemo(() => familyProblems(familyKey, list.rows, skipped), [familyKey, list.rows, skipped]);
+  const all = list.rows || [];
+  const rows = useMemo(
+    () => (problemsOnly ? all.filter((row) => problems.byKey.has(row.key)).concat(problems.orphans) : all),
+    [problemsOnly, all, problems],
+  );
   // Filtering 10,000 rows takes a few milliseconds, so it runs in the keystroke's own frame
   // (a deferred filter, useDeferredValue, costs a second frame before the list repaints).
   const shownQuery = query;
@@ -1178,6 +1255,21 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew, on
         onChange: (event) => setQuery(event.target.value),
         spellCheck: false,
       }),
+      h(
+        'button',
+        {
+          type: 'button',
+          className: `dir-button dir-problems${problemsOnly ? ' dir-problems--on' : ''}`,
+          'aria-pressed': problemsOnly,
+          title: 'Only the documents with problems, and the files the index skips',
+          onClick: () => {
+            // The index's skipped files, fresh, when the filter opens.
+            if (!problemsOnly) onProblems();
+            setProblemsOnly(!problemsOnly);
+          },
+        },
+        `Problems ${numberFormat.format(problems.byKey.size)}`,
+      ),
       h('button', { type: 'button', className: 'dir-button', onClick: onNew }, 'New'),
     ),
     h(
@@ -1185,7 +1277,7 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew, on
       { className: 'dir-count', 'aria-live': 'polite' },
       list.loading && !list.rows
         ? 'Loading…'
-        : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}`,
+        : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}${problemsOnly ? ' with problems' : ''}`,
     ),
     list.error
       ? h(
@@ -1214,7 +1306,15 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew, on
     h(
       'div',
       { className: `dir-list-wrap${showSize ? '' : ' dir-list-wrap--nosize'}` },
-      h(VirtualList, { rows: filtered, selectedKey, dirtyKeys, onSelect, showSize, resetToken: `${familyKey}\n${shownQuery}` }),
+      h(VirtualList, {
+        rows: filtered,
+        selectedKey,
+        dirtyKeys,
+        problems: problems.byKey,
+        onSelect: (key) => onSelect(key, key.startsWith('skipped:') ? problems.orphans.find((o) => o.key === key) : null),
+        showSize,
+        resetToken: `${familyKey}\n${shownQuery}\n${problemsOnly}`,
+      }),
     ),
   );
 }
@@ -1369,18 +1469,26 @@ function CheckStrip({ familyKey, check, text }) {
   );
 }
 
-function Preview({ text, familyKey, doc, rows }) {
+const Preview = React.forwardRef(function Preview({ text, familyKey, doc, rows, title }, ref) {
   const { front, body } = splitFrontmatter(text);
   return h(
     'div',
-    { className: 'dir-preview' },
+    { className: 'dir-preview', ref },
     h(Frontmatter, { front }),
     familyKey === 'agents' && doc ? h(AgentDetails, { doc, rows }) : null,
-    body.trim() ? h(Markdown, { text: body }) : h('p', { className: 'dir-muted' }, 'No body.'),
+    body.trim() ? h(Markdown, { text: body, title }) : h('p', { className: 'dir-muted' }, 'No body.'),
   );
+});
+
+/** Scrolls `target` to the same fraction of its height as `source` (split view). */
+function followScroll(source, target) {
+  if (!source || !target) return;
+  const range = source.scrollHeight - source.clientHeight;
+  const fraction = range > 0 ? source.scrollTop / range : 0;
+  target.scrollTop = fraction * (target.scrollHeight - target.clientHeight);
 }
 
-function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack }) {
+function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack, onClose }) {
   const family = FAMILIES[familyKey];
   const draftKey = `${familyKey}:${selectedKey}`;
   const [doc, setDoc] = useState(null);
@@ -1395,6 +1503,8 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const [ask, setAsk] = useState(null);
   /** Why the document could not be read (with a Retry). */
   const [readError, setReadError] = useState(null);
+  /** The split view's preview, which follows the editor's scrolling. */
+  const previewRef = useRef(null);
   const sequence = useRef(0);
   const reloadedFor = useRef(null);
 
@@ -1549,14 +1659,16 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     value: text,
     spellCheck: false,
     onChange: (event) => setDraft(event.target.value === base ? null : event.target.value),
+    onScroll: mode === 'split' ? (event) => followScroll(event.currentTarget, previewRef.current) : undefined,
   });
+  const shownTitle = row ? row.title : selectedKey;
 
   const body =
     mode === 'edit'
       ? editor
       : mode === 'split'
-        ? h('div', { className: 'dir-split' }, editor, h(Preview, { text, familyKey, doc, rows: rows || [] }))
-        : h(Preview, { text, familyKey, doc, rows: rows || [] });
+        ? h('div', { className: 'dir-split' }, editor, h(Preview, { ref: previewRef, text, familyKey, doc, rows: rows || [], title: shownTitle }))
+        : h(Preview, { text, familyKey, doc, rows: rows || [], title: shownTitle });
 
   return h(
     'section',
@@ -1568,7 +1680,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       h(
         'div',
         { className: 'dir-doc-title' },
-        h('h2', null, row ? row.title : selectedKey),
+        h('h2', null, shownTitle),
         h('code', { className: 'dir-doc-id' }, selectedKey),
         dirty ? h('span', { className: 'dir-badge dir-badge--dirty' }, 'unsaved') : null,
         busy === 'saving' ? h('span', { className: 'dir-badge' }, 'saving…') : null,
@@ -1580,6 +1692,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           h('button', { key: m, type: 'button', className: `dir-mode${mode === m ? ' dir-mode--on' : ''}`, 'aria-pressed': mode === m, onClick: () => setMode(m) }, titleOf(m)),
         ),
       ),
+      onClose ? h('button', { type: 'button', className: 'dir-button dir-button--quiet dir-close', 'aria-label': 'Close the document', title: 'Close (the list takes the whole width)', onClick: onClose }, '×') : null,
     ),
     h(
       'div',
@@ -1638,6 +1751,25 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
         )
       : null,
     doc || draft != null ? h('div', { className: 'dir-doc-body' }, body) : h('div', { className: 'dir-muted dir-doc-body' }, busy === 'loading' ? 'Loading…' : ''),
+  );
+}
+
+function SkippedPane({ entry, onBack }) {
+  return h(
+    'section',
+    { className: 'dir-pane dir-pane--doc', 'aria-label': 'Skipped file' },
+    onBack ? h('button', { type: 'button', className: 'dir-button dir-button--quiet', onClick: onBack }, '← List') : null,
+    h('h2', null, entry.id || entry.path.split('/').pop()),
+    h('div', { className: 'dir-warning' }, entry.reason),
+    h(
+      'dl',
+      { className: 'dir-facts' },
+      h('dt', null, 'path'),
+      h('dd', null, h('code', null, entry.path)),
+      h('dt', null, 'root'),
+      h('dd', null, entry.root),
+    ),
+    h('p', { className: 'dir-muted' }, 'The index does not serve this file. Fix it on disk (or run iii-directory check); the list follows by itself.'),
   );
 }
 
@@ -1729,16 +1861,25 @@ function DirectoryPage({ host, store, live, useTheme }) {
     return keys;
   }, [store, familyKey, state]);
 
+  /** A skipped file picked in the problems filter (no document to open: its path and reason). */
+  const [orphan, setOrphan] = useState(null);
   const select = useCallback(
-    (key) => {
+    (key, skippedRow = null) => {
       setCreating(false);
+      setOrphan(skippedRow);
       setSelection((current) => ({ ...current, [familyKey]: key }));
     },
     [familyKey],
   );
 
-  const showList = !narrow || (!creating && selectedKey == null);
-  const showDoc = !narrow || creating || selectedKey != null;
+  const docOpen = creating || selectedKey != null;
+  const showList = !narrow || !docOpen;
+  // With nothing open the list takes the whole width; beside a document it is as wide as the
+  // splitter left it (remembered across visits).
+  const showDoc = docOpen;
+  const [listWidth, setListWidth] = useState(readListWidth);
+  const split = showList && showDoc && !narrow;
+  const shownListWidth = clampListWidth(listWidth == null ? Math.round(width * DEFAULT_LIST_FRACTION) : listWidth, width);
 
   return h(
     'div',
@@ -1783,17 +1924,32 @@ function DirectoryPage({ host, store, live, useTheme }) {
       : null,
     h(
       'div',
-      { className: 'dir-body' },
+      {
+        className: `dir-body${split ? ' dir-body--split' : ''}`,
+        style: split ? { gridTemplateColumns: `${shownListWidth}px ${SPLITTER_WIDTH}px minmax(0, 1fr)` } : undefined,
+      },
       showList
         ? h(ListPane, {
             key: familyKey,
             familyKey,
             list,
+            skipped: state.skipped,
             selectedKey,
             dirtyKeys,
             onSelect: select,
             onNew: () => setCreating(true),
             onRetry: () => store.refresh(familyKey),
+            onProblems: () => store.refreshStatus(),
+          })
+        : null,
+      split
+        ? h(Splitter, {
+            width: shownListWidth,
+            onChange: (next, done) => {
+              const clamped = clampListWidth(next, width);
+              setListWidth(clamped);
+              if (done) writeListWidth(clamped);
+            },
           })
         : null,
       showDoc
@@ -1809,6 +1965,8 @@ function DirectoryPage({ host, store, live, useTheme }) {
               },
               onCancel: () => setCreating(false),
             })
+          : orphan && orphan.key === selectedKey
+            ? h(SkippedPane, { entry: orphan.skipped, onBack: narrow ? () => select(null) : null })
           : selectedKey != null
             ? h(DocumentPane, {
                 key: `${familyKey}:${selectedKey}`,
@@ -1820,11 +1978,77 @@ function DirectoryPage({ host, store, live, useTheme }) {
                 rows: list.rows,
                 onSelect: select,
                 onBack: narrow ? () => select(null) : null,
+                onClose: narrow ? null : () => select(null),
               })
-            : h('section', { className: 'dir-pane dir-pane--doc dir-empty' }, h('p', { className: 'dir-muted' }, `Select a ${FAMILIES[familyKey].noun} to read or edit it.`))
+            : null
         : null,
     ),
   );
+}
+
+const LIST_WIDTH_KEY = 'iii-directory:list-width';
+const SPLITTER_WIDTH = 6;
+const DEFAULT_LIST_FRACTION = 0.4;
+const MIN_LIST_WIDTH = 280;
+const MIN_DOC_WIDTH = 360;
+
+function readListWidth() {
+  try {
+    const stored = Number(globalThis.localStorage && globalThis.localStorage.getItem(LIST_WIDTH_KEY));
+    return Number.isFinite(stored) && stored > 0 ? stored : null;
+  } catch {
+    return null;
+  }
+}
+
+function writeListWidth(value) {
+  try {
+    globalThis.localStorage.setItem(LIST_WIDTH_KEY, String(Math.round(value)));
+  } catch {
+    // Storage refused (private mode, quota): the width holds for this visit only.
+  }
+}
+
+/** The list's width within what leaves the document room. */
+export function clampListWidth(value, total) {
+  const max = Math.max(MIN_LIST_WIDTH, total - MIN_DOC_WIDTH - SPLITTER_WIDTH);
+  return Math.round(Math.min(Math.max(value, MIN_LIST_WIDTH), max));
+}
+
+/** The handle between the list and the document: drag it, or use the arrow keys. */
+function Splitter({ width, onChange }) {
+  const onPointerDown = (event) => {
+    event.preventDefault();
+    const handle = event.currentTarget;
+    const startX = event.clientX;
+    handle.setPointerCapture(event.pointerId);
+    const at = (e) => width + e.clientX - startX;
+    const move = (e) => onChange(at(e), false);
+    const up = (e) => {
+      handle.removeEventListener('pointermove', move);
+      handle.removeEventListener('pointerup', up);
+      onChange(at(e), true);
+    };
+    handle.addEventListener('pointermove', move);
+    handle.addEventListener('pointerup', up);
+  };
+  const onKeyDown = (event) => {
+    const step = { ArrowLeft: -24, ArrowRight: 24 }[event.key];
+    if (step) {
+      event.preventDefault();
+      onChange(width + step, true);
+    }
+  };
+  return h('div', {
+    className: 'dir-splitter',
+    role: 'separator',
+    'aria-orientation': 'vertical',
+    'aria-label': 'Resize the list',
+    'aria-valuenow': width,
+    tabIndex: 0,
+    onPointerDown,
+    onKeyDown,
+  });
 }
 
 /** What the page knows of its connection, in the header: Live, or why not. */

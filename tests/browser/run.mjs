@@ -11,7 +11,7 @@
 
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const HARNESS_URL = need('HARNESS_URL');
@@ -70,6 +70,7 @@ async function control(what) {
 
 /** An edit made behind the worker's back, whole at once (staged outside the watched roots). */
 function writeOnDisk(rel, text) {
+  mkdirSync(dirname(join(TREE_DIR, rel)), { recursive: true });
   const staging = join(TREE_DIR, `.staging-${process.pid}-${Date.now()}`);
   writeFileSync(staging, text);
   renameSync(staging, join(TREE_DIR, rel));
@@ -272,7 +273,9 @@ try {
   await docTitle.filter({ hasText: 'Showcase' }).waitFor();
   const preview = root.locator('.dir-preview');
   await preview.locator('.dir-front dt', { hasText: 'description' }).waitFor();
-  assert.equal(await preview.locator('.dir-md h1').textContent(), 'Showcase');
+  // The title shows once: in the header, not again as the body's first heading.
+  assert.equal(await preview.locator('.dir-md h1').count(), 0, 'the repeated H1 is left out');
+  assert.equal(await docTitle.textContent(), 'Showcase');
   assert.equal(await preview.locator('.dir-md h2').textContent(), 'A list');
   assert.equal(await preview.locator('.dir-md strong').first().textContent(), 'bold');
   assert.equal(await preview.locator('.dir-md a[href="https://example.com/docs"]').getAttribute('rel'), 'noopener noreferrer nofollow');
@@ -281,6 +284,21 @@ try {
   assert.equal(await preview.locator('.dir-md ul ul li').textContent(), 'nested');
   assert.equal(await preview.locator('.dir-md ol li').count(), 2);
   assert.equal(await preview.locator('.dir-md td').last().textContent(), '1');
+  assert.equal(await preview.locator('.dir-md td').first().evaluate((td) => getComputedStyle(td).overflowWrap), 'normal', 'words stay whole in tables');
+
+  // ---- The splitter: drag it, and the width is remembered ------------------------------------
+  step('the splitter');
+  const listPane = root.locator('.dir-pane--list');
+  const splitter = root.locator('.dir-splitter');
+  const widthBefore = (await listPane.boundingBox()).width;
+  const grip = await splitter.boundingBox();
+  await page.mouse.move(grip.x + grip.width / 2, grip.y + 200);
+  await page.mouse.down();
+  await page.mouse.move(grip.x + grip.width / 2 + 120, grip.y + 200, { steps: 6 });
+  await page.mouse.up();
+  const widthAfter = (await listPane.boundingBox()).width;
+  assert.ok(Math.abs(widthAfter - widthBefore - 120) <= 2, `the list went from ${widthBefore} to ${widthAfter} px`);
+  assert.equal(Number(await page.evaluate(() => localStorage.getItem('iii-directory:list-width'))), Math.round(widthAfter));
   assert.equal(await preview.locator('.dir-md pre code').textContent(), 'iii trigger directory::skills::list');
   assert.match(await preview.locator('.dir-md').textContent(), /<script>window.__pwned = true<\/script> stay text/);
   assert.match(await preview.locator('.dir-md').textContent(), /snake_case_words/);
@@ -364,7 +382,10 @@ try {
   await root.getByRole('button', { name: 'Delete…' }).click();
   await root.locator('.dir-confirm').getByRole('button', { name: 'Delete', exact: true }).click();
   await waitDisk(`skills/${created}.md`, (text) => text == null, 'be deleted');
-  await root.locator('.dir-empty').waitFor();
+  // Nothing open: the list takes the whole width.
+  await root.locator('.dir-pane--doc').waitFor({ state: 'detached' });
+  const fullWidth = (await root.locator('.dir-pane--list').boundingBox()).width;
+  assert.ok(fullWidth > 1300, `the list alone is ${fullWidth} px wide`);
   await count.filter({ hasText: new RegExp(`of ${shown.toLocaleString('en')}$`) }).waitFor();
 
   // ---- Live: an edit on disk appears without a reload; one list call per change --------------
@@ -492,6 +513,34 @@ try {
   await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
   await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
 
+  // ---- Problems where they are made: markers on rows, and a filter of their own ---------------
+  step('problem markers');
+  await filter.fill('');
+  const brokenMarker = row('broken-x').locator('.dir-marker');
+  await brokenMarker.waitFor();
+  assert.match(await brokenMarker.getAttribute('title'), /^broken extends: D415 /);
+  assert.equal(await row('chain-c').locator('.dir-marker').count(), 0, 'a sound profile has no marker');
+  await root.locator('.dir-problems').click();
+  await count.filter({ hasText: /with problems$/ }).waitFor();
+  assert.deepEqual(await root.locator('.dir-row').evaluateAll((rows) => rows.map((r) => r.dataset.key)), ['broken-x']);
+  await root.locator('.dir-problems').click();
+  // Skipped files: the index's own list (index::status), in the skills' problems filter.
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  const skippedFile = 'skills/bad/Not Valid.md';
+  writeOnDisk(skippedFile, '# Not valid\n\nIts id breaks the rules.\n');
+  await root.locator('.dir-problems').click();
+  await filter.fill('not valid');
+  const skippedRow = root.locator('.dir-row[data-key$="/bad/Not Valid.md"]');
+  await skippedRow.waitFor({ timeout: 3 * WAIT_MS });
+  assert.match(await skippedRow.locator('.dir-marker').getAttribute('title'), /id/);
+  await skippedRow.click();
+  await root.locator('.dir-pane--doc .dir-warning').waitFor();
+  assert.match(await root.locator('.dir-pane--doc code').textContent(), /bad\/Not Valid\.md$/);
+  await page.screenshot({ path: join(OUT_DIR, 'problems.png') });
+  await filter.fill('');
+  await root.locator('.dir-problems').click();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+
   // ---- The worker stopped and started under the open page ----------------------------------------
   step('the worker stopped and started under the open page');
   await root.getByRole('tab', { name: /Skills/ }).click();
@@ -550,6 +599,20 @@ try {
   assert.equal(await root.locator('.dir-md').evaluate((el) => getComputedStyle(el).color), 'rgb(223, 228, 234)');
   await page.screenshot({ path: join(OUT_DIR, 'dark.png') });
   await page.evaluate(() => window.__harness.setTheme('light'));
+
+  // ---- A 700 px console: the header holds on one line --------------------------------------------
+  step('a 700 px layout');
+  await page.setViewportSize({ width: 700, height: 800 });
+  await root.locator('.dir--narrow').waitFor();
+  const header = await root.locator('.dir-header').boundingBox();
+  assert.ok(header.height < 56, `the header is ${header.height} px high (one line)`);
+  for (const tab of await root.locator('.dir-tab').all()) {
+    const box = await tab.boundingBox();
+    assert.ok(box.height < 32, `a tab wraps: ${await tab.textContent()} is ${box.height} px high`);
+  }
+  const liveBox = await root.locator('.dir-live').boundingBox();
+  assert.ok(liveBox.height < 24 && liveBox.y > header.y && liveBox.y + liveBox.height < header.y + header.height, 'the live state sits on the header line');
+  await page.screenshot({ path: join(OUT_DIR, 'narrow-700.png') });
 
   // ---- A narrow console: the list, or the document with a way back --------------------------
   step('a narrow layout');
