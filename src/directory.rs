@@ -10,13 +10,15 @@ use serde_json::Value;
 
 use crate::answer::Answer;
 use crate::config::{self, Config};
+use crate::doc::classify::{PathClass, classify};
+use crate::doc::ids::skill_id_for;
 use crate::error::{Error, Result};
 use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
 use crate::list_revision::{self, ListRevision, RevisionRequest};
 use crate::locks;
-use crate::roots::Roots;
+use crate::roots::{Root, Roots};
 use crate::rules::skill::Visibility;
 use crate::rules::skip::SkipReason;
 use crate::{agents, request, skills, store, system_prompts};
@@ -582,10 +584,15 @@ impl Directory {
         Ok(reader
             .skipped()?
             .into_iter()
-            .map(|(root, rel, reason)| Skipped {
-                root: root.config_key(),
-                path: self.roots.file(root, &rel).display().to_string(),
-                reason,
+            .map(|(root, rel, reason)| {
+                let (family, id) = skipped_document(root, &rel).unzip();
+                Skipped {
+                    root: root.config_key(),
+                    path: self.roots.file(root, &rel).display().to_string(),
+                    family,
+                    id,
+                    reason,
+                }
             })
             .collect())
     }
@@ -604,11 +611,74 @@ pub struct Skipped {
     /// The configuration key of the root it sits under.
     pub root: &'static str,
     pub path: String,
+    /// The family a markdown file there would belong to (`skills`, `system-prompts`,
+    /// `agents`), and the id its path gives it, so that a reader (the console page) can put
+    /// the problem beside the document; `null` for anything else.
+    pub family: Option<&'static str>,
+    pub id: Option<String>,
     /// Why; in JSON (`check --json`, `index::status`), its sentence.
     #[serde(serialize_with = "as_sentence")]
     pub reason: SkipReason,
 }
 
+/// The family and id a path under a root gives a markdown file, when it gives one.
+fn skipped_document(root: Root, rel: &str) -> Option<(&'static str, String)> {
+    let stem = rel.strip_suffix(".md")?;
+    match root {
+        Root::Agents => (!stem.contains('/')).then(|| ("agents", stem.to_string())),
+        Root::Skills | Root::LocalSkills | Root::AgentsSkills => match classify(rel) {
+            PathClass::Skill => Some(("skills", skill_id_for(rel))),
+            PathClass::SystemPrompt => {
+                let name = stem.rsplit('/').next().unwrap_or(stem);
+                Some(("system-prompts", name.to_string()))
+            }
+            PathClass::Prompts | PathClass::Agents => None,
+        },
+    }
+}
+
 fn as_sentence<S: serde::Serializer>(reason: &SkipReason, out: S) -> Result<S::Ok, S::Error> {
     out.collect_str(reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_file_names_its_family_and_id() {
+        for (root, rel, expected) in [
+            (
+                Root::Skills,
+                "mailer/guide.md",
+                Some(("skills", "mailer/guide")),
+            ),
+            (
+                Root::Skills,
+                "mailer/SKILL.md",
+                Some(("skills", "mailer/index")),
+            ),
+            (
+                Root::LocalSkills,
+                "Bad Name.md",
+                Some(("skills", "Bad Name")),
+            ),
+            (
+                Root::Skills,
+                "team/system-prompts/review.md",
+                Some(("system-prompts", "review")),
+            ),
+            (Root::Agents, "helper.md", Some(("agents", "helper"))),
+            (Root::Agents, "nested/helper.md", None),
+            (Root::Skills, "prompts/old.md", None),
+            (Root::Skills, "mailer/notes.txt", None),
+        ] {
+            let found = skipped_document(root, rel);
+            assert_eq!(
+                found.as_ref().map(|(f, id)| (*f, id.as_str())),
+                expected,
+                "{rel}"
+            );
+        }
+    }
 }

@@ -36,6 +36,14 @@ const NARROW_WIDTH = 760;
 const LIVE_FUNCTION_PREFIX = 'iii-directory::ui::on-change';
 /** Read and write calls give up after this long (the console's default is longer). */
 const CALL_TIMEOUT_MS = 20000;
+/** The index's health, with the files it skips (`directory::index::status`). */
+const STATUS = 'directory::index::status';
+/** The skipped files are asked for again this long after a change. */
+const STATUS_AFTER_CHANGE_MS = 800;
+/** How often the page asks for a worker that went away. */
+const PROBE_MS = 1500;
+/** How often the page checks, while shown, that the worker is still there. */
+const HEARTBEAT_MS = 20000;
 /** The worker's dry run of a proposed text (`src/dry_run.rs`). */
 const UI_CHECK = 'iii-directory::ui-check';
 /** The editor asks the dry run this long after the last keystroke. */
@@ -176,13 +184,45 @@ export function validateName(name) {
   return SEGMENT.test(name) ? null : 'the name must be 1 to 64 of a-z 0-9 - _';
 }
 
-/** The text to show for a failed call: from the contract's code on (`D113 invalid_input: …`). */
+function messageOf(error) {
+  return (error && (error.message || (error.error && error.error.message))) || String(error);
+}
+
+/**
+ * What a failed call says about the connection: `worker-missing` (the engine has no such
+ * function, or the call stopped because its worker went away), `timeout`, `disconnected`
+ * (the console's own connection to the engine), or `null` for an answer of the worker itself.
+ */
+export function classifyFailure(error) {
+  const code = error && (error.code || (error.error && error.error.code));
+  const message = messageOf(error);
+  if (/\bD\d{3} [a-z_]+:/.test(message)) return null;
+  if (code === 'function_not_found' || /\bFunction \S+ not found\b/.test(message)) return 'worker-missing';
+  if (code === 'invocation_stopped' || /^Invocation stopped/.test(message)) return 'worker-missing';
+  if (code === 'timeout' || /\btimed? ?out\b/i.test(message)) return 'timeout';
+  if (/connection (was )?(closed|lost)|not connected|socket (is )?closed/i.test(message)) return 'disconnected';
+  return null;
+}
+
+/**
+ * The text to show for a failed call: the worker's own errors from the contract's code on
+ * (`D113 invalid_input: …`); the engine's and the connection's said as a sentence with the
+ * next step.
+ */
 export function errorText(error) {
-  const message =
-    (error && (error.message || (error.error && error.error.message))) || String(error);
+  const message = messageOf(error);
   const coded = /\bD\d{3} [a-z_]+:/.exec(message);
   if (coded) return message.slice(coded.index);
-  return message.replace(/^handler error: /, '');
+  switch (classifyFailure(error)) {
+    case 'worker-missing':
+      return 'The iii-directory worker is not running (the engine does not know its functions). Start it (iii-directory --url ws://<engine>); this page reconnects by itself when it is back.';
+    case 'timeout':
+      return 'The worker did not answer in time. It may be busy (a large reindex); try again in a moment.';
+    case 'disconnected':
+      return 'The console lost its connection to the engine. It reconnects by itself, and this page follows.';
+    default:
+      return message.replace(/^handler error: /, '');
+  }
 }
 
 // -----------------------------------------------------------------------------------------
@@ -276,10 +316,26 @@ export function filterRows(rows, query) {
 
 function createStore(host) {
   const empty = () => ({ rows: null, revision: null, error: null, loading: false });
-  let state = { skills: empty(), prompts: empty(), agents: empty(), live: 'off', liveError: null };
+  let state = {
+    skills: empty(),
+    prompts: empty(),
+    agents: empty(),
+    live: 'off',
+    liveError: null,
+    /** `up`, or `missing` while the worker's functions are not there (it stopped, it crashed). */
+    worker: 'up',
+    /** `connected`, or `reconnecting` while the console's own engine connection is down. */
+    engine: 'connected',
+    /** Counts the recoveries, so the open document reads itself again after one. */
+    recoveries: 0,
+    /** Files the index skips or serves with a problem (`index::status`), or null before. */
+    skipped: null,
+  };
   const listeners = new Set();
   const running = {};
   const again = {};
+  let probe = null;
+  let heartbeat = null;
   /** Unsaved drafts (the editor's text) by `<family>:<key>`, kept while the user moves around. */
   const drafts = new Map();
   let disposed = false;
@@ -303,7 +359,7 @@ function createStore(host) {
         if (current.rows == null) patch(familyKey, { loading: true });
         try {
           const family = FAMILIES[familyKey];
-          const answer = await call(host, family.list, listRequest(familyKey, current));
+          const answer = await watched(family.list, listRequest(familyKey, current));
           if (disposed) return;
           const merged = mergeListAnswer(familyKey, state[familyKey], answer);
           if (merged.rows !== state[familyKey].rows || state[familyKey].error || state[familyKey].loading) {
@@ -330,8 +386,90 @@ function createStore(host) {
     return running[familyKey];
   }
 
+  /** A call that tells the store what it learnt about the worker and the engine. */
+  async function watched(functionId, payload) {
+    try {
+      const answer = await call(host, functionId, payload);
+      if (state.worker !== 'up' || state.engine !== 'connected') recovered();
+      return answer;
+    } catch (error) {
+      const failure = classifyFailure(error);
+      if (failure === 'worker-missing' && !disposed) {
+        if (state.worker !== 'missing') publish({ ...state, worker: 'missing' });
+        startProbe();
+      } else if (failure === 'disconnected' && !disposed && state.engine !== 'reconnecting') {
+        publish({ ...state, engine: 'reconnecting' });
+        startProbe();
+      }
+      throw error;
+    }
+  }
+
+  /** Back: the lists catch up from the revisions they hold, the open document reads again. */
+  function recovered() {
+    stopProbe();
+    publish({ ...state, worker: 'up', engine: 'connected', recoveries: state.recoveries + 1 });
+    for (const familyKey of FAMILY_KEYS) {
+      if (state[familyKey].rows != null || state[familyKey].error) refresh(familyKey);
+    }
+    refreshStatus();
+  }
+
+  /** While the worker is gone, asks for it every PROBE_MS until it answers. */
+  function startProbe() {
+    if (probe || disposed) return;
+    probe = setInterval(() => {
+      watched(STATUS, {}).then((status) => applyStatus(status), () => {});
+    }, PROBE_MS);
+  }
+
+  function stopProbe() {
+    if (probe) clearInterval(probe);
+    probe = null;
+  }
+
+  function applyStatus(status) {
+    if (!disposed && status && Array.isArray(status.skipped)) publish({ ...state, skipped: status.skipped });
+  }
+
+  /** The skipped files (and, as a heartbeat, whether the worker is still there). */
+  function refreshStatus() {
+    return watched(STATUS, {}).then(applyStatus, () => {});
+  }
+
+  let statusTimer = null;
   return {
     get: () => state,
+    call: watched,
+    refreshStatus,
+    /** The skipped files again shortly after a change (one call for a burst of changes). */
+    statusSoon() {
+      if (statusTimer || disposed) return;
+      statusTimer = setTimeout(() => {
+        statusTimer = null;
+        refreshStatus();
+      }, STATUS_AFTER_CHANGE_MS);
+    },
+    /** Asks for the worker at once (the Retry button), rather than at the next probe. */
+    retry() {
+      refreshStatus();
+      for (const familyKey of FAMILY_KEYS) if (state[familyKey].error) refresh(familyKey);
+    },
+    /** The console's connection state, from its listener: `connected` or anything else. */
+    setEngine(connected) {
+      if (connected && state.engine !== 'connected') recovered();
+      else if (!connected && state.engine !== 'reconnecting') publish({ ...state, engine: 'reconnecting' });
+    },
+    /** Checks on the worker every HEARTBEAT_MS while the page is shown. */
+    startHeartbeat() {
+      if (!heartbeat) heartbeat = setInterval(() => {
+        if (typeof document === 'undefined' || document.visibilityState !== 'hidden') refreshStatus();
+      }, HEARTBEAT_MS);
+      return () => {
+        clearInterval(heartbeat);
+        heartbeat = null;
+      };
+    },
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -350,6 +488,8 @@ function createStore(host) {
     },
     dispose() {
       disposed = true;
+      stopProbe();
+      if (heartbeat) clearInterval(heartbeat);
       listeners.clear();
     },
   };
@@ -374,6 +514,7 @@ function createLive(host, store) {
         const local = `${LIVE_FUNCTION_PREFIX}::${familyKey}`;
         offs.push(host.iii.on(local, () => {
           store.refresh(familyKey);
+          store.statusSoon();
           return null;
         }));
         offs.push(
@@ -898,8 +1039,15 @@ function renderListItem(blocks, key) {
   return renderBlocks(blocks, key);
 }
 
-function Markdown({ text }) {
-  const blocks = useMemo(() => parseBlocks(text), [text]);
+/** A body's blocks without a first level-1 heading that repeats `title` (shown in the header). */
+export function withoutRepeatedTitle(blocks, title) {
+  const first = blocks[0];
+  if (title && first && first.type === 'heading' && first.level === 1 && first.text.trim() === title.trim()) return blocks.slice(1);
+  return blocks;
+}
+
+function Markdown({ text, title = null }) {
+  const blocks = useMemo(() => withoutRepeatedTitle(parseBlocks(text), title), [text, title]);
   return h('div', { className: 'dir-md' }, renderBlocks(blocks));
 }
 
@@ -941,8 +1089,54 @@ function useElementSize(ref) {
   return size;
 }
 
+/**
+ * The problems the page knows for a family: `{byKey: Map(key → [sentence]), orphans: [row]}`.
+ * A row's come from its own answer (an agent profile's broken `extends`) and from the files
+ * the index skips or serves with a problem (`index::status`, each named by family and id);
+ * a skipped file that is no row of the list becomes a row of its own (`orphans`), shown in
+ * the problems filter with its path and reason.
+ */
+export function familyProblems(familyKey, rows, skipped) {
+  const byKey = new Map();
+  const add = (key, sentence) => {
+    if (!byKey.has(key)) byKey.set(key, []);
+    byKey.get(key).push(sentence);
+  };
+  const keys = new Set((rows || []).map((row) => row.key));
+  for (const row of rows || []) {
+    if (row.inheritanceError) add(row.key, `broken extends: ${row.inheritanceError}`);
+  }
+  const orphans = [];
+  const event = FAMILIES[familyKey].event;
+  for (const entry of skipped || []) {
+    const mine = entry.family === event || (entry.family == null && familyKey === 'skills');
+    if (!mine) continue;
+    const id = entry.id || null;
+    const shown = id && familyKey === 'skills' ? FAMILIES.skills.displayKey(id) : id;
+    const key = shown && keys.has(shown) ? shown : id && keys.has(id) ? id : null;
+    if (key) {
+      add(key, entry.reason);
+      continue;
+    }
+    const name = String(entry.path).split('/').pop();
+    orphans.push({
+      key: `skipped:${entry.path}`,
+      title: id || name,
+      description: entry.reason,
+      bytes: null,
+      modified: '',
+      tag: 'skipped',
+      skipped: entry,
+      stamp: '',
+      search: `${id || ''}\n${entry.path}\n${entry.reason}`.toLowerCase(),
+    });
+    add(`skipped:${entry.path}`, entry.reason);
+  }
+  return { byKey, orphans };
+}
+
 /** Only the rows in view (plus a margin) are in the document, whatever the list's length. */
-function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetToken }) {
+function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken }) {
   const scroller = useRef(null);
   const { height } = useElementSize(scroller);
   const [scrollTop, setScrollTop] = useState(0);
@@ -993,18 +1187,24 @@ function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetTo
         'div',
         {
           key: row.key,
-          className: `dir-row${selected ? ' dir-row--selected' : ''}`,
+          className: `dir-row${selected ? ' dir-row--selected' : ''}${problems.has(row.key) ? ' dir-row--problem' : ''}`,
           role: 'option',
           'aria-selected': selected,
           'data-key': row.key,
           style: { transform: `translateY(${index * ROW_HEIGHT}px)` },
           onClick: () => onSelect(row.key),
         },
-        h('span', { className: 'dir-cell dir-cell--id', title: row.key }, dirtyKeys.has(row.key) ? h('span', { className: 'dir-dot', title: 'unsaved draft' }) : null, row.key),
+        h(
+          'span',
+          { className: 'dir-cell dir-cell--id', title: row.key },
+          dirtyKeys.has(row.key) ? h('span', { className: 'dir-dot', title: 'unsaved draft' }) : null,
+          problems.has(row.key) ? h('span', { className: 'dir-marker', role: 'img', 'aria-label': 'has problems', title: problems.get(row.key).join('\n') }, '!') : null,
+          row.skipped ? row.skipped.path.split('/').slice(-2).join('/') : row.key,
+        ),
         h('span', { className: 'dir-cell dir-cell--title', title: row.title }, row.title),
         h('span', { className: 'dir-cell dir-cell--description', title: row.description }, row.description),
         showSize ? h('span', { className: 'dir-cell dir-cell--size' }, formatBytes(row.bytes)) : null,
-        h('span', { className: 'dir-cell dir-cell--modified', title: row.modified }, formatModified(row.modified)),
+        h('span', { className: 'dir-cell dir-cell--modified', title: row.modified }, row.skipped ? 'skipped' : formatModified(row.modified)),
       ),
     );
   }
@@ -1024,10 +1224,16 @@ function VirtualList({ rows, selectedKey, dirtyKeys, onSelect, showSize, resetTo
   );
 }
 
-function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) {
+function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems }) {
   const family = FAMILIES[familyKey];
   const [query, setQuery] = useState('');
-  const rows = list.rows || [];
+  const [problemsOnly, setProblemsOnly] = useState(false);
+  const problems = useMemo(() => familyProblems(familyKey, list.rows, skipped), [familyKey, list.rows, skipped]);
+  const all = list.rows || [];
+  const rows = useMemo(
+    () => (problemsOnly ? all.filter((row) => problems.byKey.has(row.key)).concat(problems.orphans) : all),
+    [problemsOnly, all, problems],
+  );
   // Filtering 10,000 rows takes a few milliseconds, so it runs in the keystroke's own frame
   // (a deferred filter, useDeferredValue, costs a second frame before the list repaints).
   const shownQuery = query;
@@ -1049,6 +1255,21 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) 
         onChange: (event) => setQuery(event.target.value),
         spellCheck: false,
       }),
+      h(
+        'button',
+        {
+          type: 'button',
+          className: `dir-button dir-problems${problemsOnly ? ' dir-problems--on' : ''}`,
+          'aria-pressed': problemsOnly,
+          title: 'Only the documents with problems, and the files the index skips',
+          onClick: () => {
+            // The index's skipped files, fresh, when the filter opens.
+            if (!problemsOnly) onProblems();
+            setProblemsOnly(!problemsOnly);
+          },
+        },
+        `Problems ${numberFormat.format(problems.byKey.size)}`,
+      ),
       h('button', { type: 'button', className: 'dir-button', onClick: onNew }, 'New'),
     ),
     h(
@@ -1056,9 +1277,16 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) 
       { className: 'dir-count', 'aria-live': 'polite' },
       list.loading && !list.rows
         ? 'Loading…'
-        : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}`,
+        : `${numberFormat.format(filtered.length)} of ${numberFormat.format(rows.length)}${problemsOnly ? ' with problems' : ''}`,
     ),
-    list.error ? h('div', { className: 'dir-error', role: 'alert' }, list.error) : null,
+    list.error
+      ? h(
+          'div',
+          { className: 'dir-error dir-error--read', role: 'alert' },
+          list.error,
+          h('button', { type: 'button', className: 'dir-button', onClick: onRetry }, 'Retry'),
+        )
+      : null,
     list.withoutDescriptions
       ? h(
           'div',
@@ -1078,7 +1306,15 @@ function ListPane({ familyKey, list, selectedKey, dirtyKeys, onSelect, onNew }) 
     h(
       'div',
       { className: `dir-list-wrap${showSize ? '' : ' dir-list-wrap--nosize'}` },
-      h(VirtualList, { rows: filtered, selectedKey, dirtyKeys, onSelect, showSize, resetToken: `${familyKey}\n${shownQuery}` }),
+      h(VirtualList, {
+        rows: filtered,
+        selectedKey,
+        dirtyKeys,
+        problems: problems.byKey,
+        onSelect: (key) => onSelect(key, key.startsWith('skipped:') ? problems.orphans.find((o) => o.key === key) : null),
+        showSize,
+        resetToken: `${familyKey}\n${shownQuery}\n${problemsOnly}`,
+      }),
     ),
   );
 }
@@ -1165,8 +1401,8 @@ function AgentDetails({ doc, rows }) {
 }
 
 /** Asks the worker how it would read `content` as the document `id` of a family. */
-function dryRun(host, familyKey, id, content) {
-  return call(host, UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
+function dryRun(store, familyKey, id, content) {
+  return store.call(UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
 }
 
 /**
@@ -1193,7 +1429,7 @@ function frontmatterFinding(answer) {
  * The server's reading of the editor's text, asked a moment after the last keystroke:
  * `{text, answer, error}` for the latest text asked about (`null` while nothing is asked).
  */
-function useDryRun(host, familyKey, id, text) {
+function useDryRun(store, familyKey, id, text) {
   const [result, setResult] = useState(null);
   useEffect(() => {
     if (text == null) {
@@ -1202,7 +1438,7 @@ function useDryRun(host, familyKey, id, text) {
     }
     let live = true;
     const timer = setTimeout(() => {
-      dryRun(host, familyKey, id, text).then(
+      dryRun(store, familyKey, id, text).then(
         (answer) => live && setResult({ text, answer, error: null }),
         (failure) => live && setResult({ text, answer: null, error: errorText(failure) }),
       );
@@ -1211,7 +1447,7 @@ function useDryRun(host, familyKey, id, text) {
       live = false;
       clearTimeout(timer);
     };
-  }, [host, familyKey, id, text]);
+  }, [store, familyKey, id, text]);
   return result;
 }
 
@@ -1233,18 +1469,26 @@ function CheckStrip({ familyKey, check, text }) {
   );
 }
 
-function Preview({ text, familyKey, doc, rows }) {
+const Preview = React.forwardRef(function Preview({ text, familyKey, doc, rows, title }, ref) {
   const { front, body } = splitFrontmatter(text);
   return h(
     'div',
-    { className: 'dir-preview' },
+    { className: 'dir-preview', ref },
     h(Frontmatter, { front }),
     familyKey === 'agents' && doc ? h(AgentDetails, { doc, rows }) : null,
-    body.trim() ? h(Markdown, { text: body }) : h('p', { className: 'dir-muted' }, 'No body.'),
+    body.trim() ? h(Markdown, { text: body, title }) : h('p', { className: 'dir-muted' }, 'No body.'),
   );
+});
+
+/** Scrolls `target` to the same fraction of its height as `source` (split view). */
+function followScroll(source, target) {
+  if (!source || !target) return;
+  const range = source.scrollHeight - source.clientHeight;
+  const fraction = range > 0 ? source.scrollTop / range : 0;
+  target.scrollTop = fraction * (target.scrollHeight - target.clientHeight);
 }
 
-function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack }) {
+function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack, onClose }) {
   const family = FAMILIES[familyKey];
   const draftKey = `${familyKey}:${selectedKey}`;
   const [doc, setDoc] = useState(null);
@@ -1257,13 +1501,17 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const [keptStamp, setKeptStamp] = useState(null);
   /** A save held back because the server would read the text differently: its dry run. */
   const [ask, setAsk] = useState(null);
+  /** Why the document could not be read (with a Retry). */
+  const [readError, setReadError] = useState(null);
+  /** The split view's preview, which follows the editor's scrolling. */
+  const previewRef = useRef(null);
   const sequence = useRef(0);
   const reloadedFor = useRef(null);
 
   const base = doc ? doc.raw || '' : '';
   const text = draft == null ? base : draft;
   const dirty = doc != null && draft != null && draft !== base;
-  const check = useDryRun(host, familyKey, selectedKey, dirty ? text : null);
+  const check = useDryRun(store, familyKey, selectedKey, dirty ? text : null);
 
   const latestDraft = useRef(null);
   const setDraft = useCallback(
@@ -1281,7 +1529,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       const mine = (sequence.current += 1);
       setBusy((b) => b || 'loading');
       try {
-        const answer = await call(host, family.get, { [family.key]: selectedKey, raw: true });
+        const answer = await store.call(family.get, { [family.key]: selectedKey, raw: true });
         if (mine !== sequence.current) return;
         const loaded = { ...answer, raw: answer.raw || '' };
         loaded.stamp = family.stampOfDoc(loaded);
@@ -1294,15 +1542,26 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           if (saved === loaded.raw) setDraft(null);
         }
         setError(null);
+        setReadError(null);
       } catch (failure) {
         if (mine !== sequence.current) return;
-        setError(errorText(failure));
+        setReadError(errorText(failure));
       } finally {
         if (mine === sequence.current) setBusy(null);
       }
     },
-    [host, family, selectedKey, setDraft, store, draftKey],
+    [family, selectedKey, setDraft, store, draftKey],
   );
+
+  // The worker came back (or the console reconnected): read the document again, keeping a
+  // draft.
+  const recoveries = useSyncExternalStore(store.subscribe, () => store.get().recoveries);
+  const seenRecoveries = useRef(recoveries);
+  useEffect(() => {
+    if (recoveries === seenRecoveries.current) return;
+    seenRecoveries.current = recoveries;
+    load(true);
+  }, [recoveries, load]);
 
   useEffect(() => {
     const saved = store.drafts.get(draftKey);
@@ -1343,7 +1602,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     if (confirmed !== true) {
       // The server's reading first: a text it would read differently asks before it is saved.
       let answer = check && check.text === content ? check.answer : null;
-      if (!answer) answer = await dryRun(host, familyKey, selectedKey, content).catch(() => null);
+      if (!answer) answer = await dryRun(store, familyKey, selectedKey, content).catch(() => null);
       if (readsDifferently(answer)) {
         setAsk(answer);
         return;
@@ -1352,7 +1611,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setBusy('saving');
     setError(null);
     try {
-      const answer = await call(host, family.update, { [family.key]: selectedKey, content });
+      const answer = await store.call(family.update, { [family.key]: selectedKey, content });
       const savedKey = family.renames && answer ? answer[family.key] : null;
       setDoc((current) => ({ ...current, raw: content, stamp: null }));
       // What was typed while the save was on its way stays a draft.
@@ -1377,7 +1636,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setBusy('deleting');
     setError(null);
     try {
-      await call(host, family.remove, { [family.key]: selectedKey });
+      await store.call(family.remove, { [family.key]: selectedKey });
       setDraft(null);
       onSelect(null);
     } catch (failure) {
@@ -1400,14 +1659,16 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     value: text,
     spellCheck: false,
     onChange: (event) => setDraft(event.target.value === base ? null : event.target.value),
+    onScroll: mode === 'split' ? (event) => followScroll(event.currentTarget, previewRef.current) : undefined,
   });
+  const shownTitle = row ? row.title : selectedKey;
 
   const body =
     mode === 'edit'
       ? editor
       : mode === 'split'
-        ? h('div', { className: 'dir-split' }, editor, h(Preview, { text, familyKey, doc, rows: rows || [] }))
-        : h(Preview, { text, familyKey, doc, rows: rows || [] });
+        ? h('div', { className: 'dir-split' }, editor, h(Preview, { ref: previewRef, text, familyKey, doc, rows: rows || [], title: shownTitle }))
+        : h(Preview, { text, familyKey, doc, rows: rows || [], title: shownTitle });
 
   return h(
     'section',
@@ -1419,7 +1680,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       h(
         'div',
         { className: 'dir-doc-title' },
-        h('h2', null, row ? row.title : selectedKey),
+        h('h2', null, shownTitle),
         h('code', { className: 'dir-doc-id' }, selectedKey),
         dirty ? h('span', { className: 'dir-badge dir-badge--dirty' }, 'unsaved') : null,
         busy === 'saving' ? h('span', { className: 'dir-badge' }, 'saving…') : null,
@@ -1431,6 +1692,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           h('button', { key: m, type: 'button', className: `dir-mode${mode === m ? ' dir-mode--on' : ''}`, 'aria-pressed': mode === m, onClick: () => setMode(m) }, titleOf(m)),
         ),
       ),
+      onClose ? h('button', { type: 'button', className: 'dir-button dir-button--quiet dir-close', 'aria-label': 'Close the document', title: 'Close (the list takes the whole width)', onClick: onClose }, '×') : null,
     ),
     h(
       'div',
@@ -1447,6 +1709,14 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           )
         : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc, onClick: () => setConfirmDelete(true) }, 'Delete…'),
     ),
+    readError
+      ? h(
+          'div',
+          { className: 'dir-error dir-error--read', role: 'alert' },
+          readError,
+          h('button', { type: 'button', className: 'dir-button', onClick: () => load(true) }, 'Retry'),
+        )
+      : null,
     error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
     ask
       ? h(
@@ -1484,7 +1754,26 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   );
 }
 
-function CreatePane({ host, familyKey, onCreated, onCancel }) {
+function SkippedPane({ entry, onBack }) {
+  return h(
+    'section',
+    { className: 'dir-pane dir-pane--doc', 'aria-label': 'Skipped file' },
+    onBack ? h('button', { type: 'button', className: 'dir-button dir-button--quiet', onClick: onBack }, '← List') : null,
+    h('h2', null, entry.id || entry.path.split('/').pop()),
+    h('div', { className: 'dir-warning' }, entry.reason),
+    h(
+      'dl',
+      { className: 'dir-facts' },
+      h('dt', null, 'path'),
+      h('dd', null, h('code', null, entry.path)),
+      h('dt', null, 'root'),
+      h('dd', null, entry.root),
+    ),
+    h('p', { className: 'dir-muted' }, 'The index does not serve this file. Fix it on disk (or run iii-directory check); the list follows by itself.'),
+  );
+}
+
+function CreatePane({ store, familyKey, onCreated, onCancel }) {
   const family = FAMILIES[familyKey];
   const [id, setId] = useState('');
   const [error, setError] = useState(null);
@@ -1497,7 +1786,7 @@ function CreatePane({ host, familyKey, onCreated, onCancel }) {
     setBusy(true);
     setError(null);
     try {
-      const answer = await call(host, family.create, { [family.key]: id, content: family.template(id) });
+      const answer = await store.call(family.create, { [family.key]: id, content: family.template(id) });
       onCreated(family.displayKey((answer && answer[family.key]) || id));
     } catch (failure) {
       setError(errorText(failure));
@@ -1551,6 +1840,10 @@ function DirectoryPage({ host, store, live, useTheme }) {
 
   useEffect(() => live.use(), [live]);
   useEffect(() => {
+    store.refreshStatus();
+    return store.startHeartbeat();
+  }, [store]);
+  useEffect(() => {
     store.refresh(familyKey);
   }, [store, familyKey]);
 
@@ -1568,16 +1861,25 @@ function DirectoryPage({ host, store, live, useTheme }) {
     return keys;
   }, [store, familyKey, state]);
 
+  /** A skipped file picked in the problems filter (no document to open: its path and reason). */
+  const [orphan, setOrphan] = useState(null);
   const select = useCallback(
-    (key) => {
+    (key, skippedRow = null) => {
       setCreating(false);
+      setOrphan(skippedRow);
       setSelection((current) => ({ ...current, [familyKey]: key }));
     },
     [familyKey],
   );
 
-  const showList = !narrow || (!creating && selectedKey == null);
-  const showDoc = !narrow || creating || selectedKey != null;
+  const docOpen = creating || selectedKey != null;
+  const showList = !narrow || !docOpen;
+  // With nothing open the list takes the whole width; beside a document it is as wide as the
+  // splitter left it (remembered across visits).
+  const showDoc = docOpen;
+  const [listWidth, setListWidth] = useState(readListWidth);
+  const split = showList && showDoc && !narrow;
+  const shownListWidth = clampListWidth(listWidth == null ? Math.round(width * DEFAULT_LIST_FRACTION) : listWidth, width);
 
   return h(
     'div',
@@ -1608,31 +1910,53 @@ function DirectoryPage({ host, store, live, useTheme }) {
           ),
         ),
       ),
-      h(
-        'span',
-        { className: `dir-live dir-live--${state.live}`, title: state.liveError || '' },
-        state.live === 'on' ? 'Live' : state.live === 'failed' ? 'Not live' : 'Offline',
-      ),
+      h(ConnectionBadge, { state }),
     ),
+    state.worker === 'missing' || state.engine === 'reconnecting'
+      ? h(
+          'div',
+          { className: 'dir-banner', role: 'status' },
+          state.engine === 'reconnecting'
+            ? 'The console lost its connection to the engine and is reconnecting. This page catches up by itself when it is back.'
+            : 'The iii-directory worker is not running. Start it (iii-directory --url ws://<engine>) and this page catches up by itself; your unsaved edits stay here.',
+          h('button', { type: 'button', className: 'dir-button', onClick: () => store.retry() }, 'Retry now'),
+        )
+      : null,
     h(
       'div',
-      { className: 'dir-body' },
+      {
+        className: `dir-body${split ? ' dir-body--split' : ''}`,
+        style: split ? { gridTemplateColumns: `${shownListWidth}px ${SPLITTER_WIDTH}px minmax(0, 1fr)` } : undefined,
+      },
       showList
         ? h(ListPane, {
             key: familyKey,
             familyKey,
             list,
+            skipped: state.skipped,
             selectedKey,
             dirtyKeys,
             onSelect: select,
             onNew: () => setCreating(true),
+            onRetry: () => store.refresh(familyKey),
+            onProblems: () => store.refreshStatus(),
+          })
+        : null,
+      split
+        ? h(Splitter, {
+            width: shownListWidth,
+            onChange: (next, done) => {
+              const clamped = clampListWidth(next, width);
+              setListWidth(clamped);
+              if (done) writeListWidth(clamped);
+            },
           })
         : null,
       showDoc
         ? creating
           ? h(CreatePane, {
               key: `new:${familyKey}`,
-              host,
+              store,
               familyKey,
               onCreated: (key) => {
                 setCreating(false);
@@ -1641,6 +1965,8 @@ function DirectoryPage({ host, store, live, useTheme }) {
               },
               onCancel: () => setCreating(false),
             })
+          : orphan && orphan.key === selectedKey
+            ? h(SkippedPane, { entry: orphan.skipped, onBack: narrow ? () => select(null) : null })
           : selectedKey != null
             ? h(DocumentPane, {
                 key: `${familyKey}:${selectedKey}`,
@@ -1652,16 +1978,115 @@ function DirectoryPage({ host, store, live, useTheme }) {
                 rows: list.rows,
                 onSelect: select,
                 onBack: narrow ? () => select(null) : null,
+                onClose: narrow ? null : () => select(null),
               })
-            : h('section', { className: 'dir-pane dir-pane--doc dir-empty' }, h('p', { className: 'dir-muted' }, `Select a ${FAMILIES[familyKey].noun} to read or edit it.`))
+            : null
         : null,
     ),
   );
 }
 
+const LIST_WIDTH_KEY = 'iii-directory:list-width';
+const SPLITTER_WIDTH = 6;
+const DEFAULT_LIST_FRACTION = 0.4;
+const MIN_LIST_WIDTH = 280;
+const MIN_DOC_WIDTH = 360;
+
+function readListWidth() {
+  try {
+    const stored = Number(globalThis.localStorage && globalThis.localStorage.getItem(LIST_WIDTH_KEY));
+    return Number.isFinite(stored) && stored > 0 ? stored : null;
+  } catch {
+    return null;
+  }
+}
+
+function writeListWidth(value) {
+  try {
+    globalThis.localStorage.setItem(LIST_WIDTH_KEY, String(Math.round(value)));
+  } catch {
+    // Storage refused (private mode, quota): the width holds for this visit only.
+  }
+}
+
+/** The list's width within what leaves the document room. */
+export function clampListWidth(value, total) {
+  const max = Math.max(MIN_LIST_WIDTH, total - MIN_DOC_WIDTH - SPLITTER_WIDTH);
+  return Math.round(Math.min(Math.max(value, MIN_LIST_WIDTH), max));
+}
+
+/** The handle between the list and the document: drag it, or use the arrow keys. */
+function Splitter({ width, onChange }) {
+  const onPointerDown = (event) => {
+    event.preventDefault();
+    const handle = event.currentTarget;
+    const startX = event.clientX;
+    handle.setPointerCapture(event.pointerId);
+    const at = (e) => width + e.clientX - startX;
+    const move = (e) => onChange(at(e), false);
+    const up = (e) => {
+      handle.removeEventListener('pointermove', move);
+      handle.removeEventListener('pointerup', up);
+      onChange(at(e), true);
+    };
+    handle.addEventListener('pointermove', move);
+    handle.addEventListener('pointerup', up);
+  };
+  const onKeyDown = (event) => {
+    const step = { ArrowLeft: -24, ArrowRight: 24 }[event.key];
+    if (step) {
+      event.preventDefault();
+      onChange(width + step, true);
+    }
+  };
+  return h('div', {
+    className: 'dir-splitter',
+    role: 'separator',
+    'aria-orientation': 'vertical',
+    'aria-label': 'Resize the list',
+    'aria-valuenow': width,
+    tabIndex: 0,
+    onPointerDown,
+    onKeyDown,
+  });
+}
+
+/** What the page knows of its connection, in the header: Live, or why not. */
+export function connectionLabel(state) {
+  if (state.engine === 'reconnecting') return ['reconnecting', 'Reconnecting…'];
+  if (state.worker === 'missing') return ['missing', 'Worker not running'];
+  if (state.live === 'on') return ['on', 'Live'];
+  if (state.live === 'failed') return ['failed', 'Not live'];
+  return ['off', 'Offline'];
+}
+
+function ConnectionBadge({ state }) {
+  const [kind, label] = connectionLabel(state);
+  return h('span', { className: `dir-live dir-live--${kind}`, title: kind === 'failed' ? state.liveError || '' : '' }, label);
+}
+
 /** The console's theme hook when it offers one, else the light theme. */
 function themeHook(host) {
   return typeof host.useTheme === 'function' ? host.useTheme : () => 'light';
+}
+
+/**
+ * Follows the console's connection to the engine through its listener, where it has one
+ * (consoles name it differently; feature-tested): `onChange(true|false)`.
+ */
+function listenToConnection(host, onChange) {
+  const iii = host.iii || {};
+  const subscribe = iii.onConnectionState || iii.onConnectionChange;
+  if (typeof subscribe !== 'function') return () => {};
+  try {
+    const off = subscribe.call(iii, (value) => {
+      const status = typeof value === 'string' ? value : value && (value.state || value.status);
+      onChange(status === 'connected' || status === 'open' || value === true);
+    });
+    return typeof off === 'function' ? off : () => {};
+  } catch {
+    return () => {};
+  }
 }
 
 /**
@@ -1674,10 +2099,12 @@ export default function setup(host) {
   const useTheme = themeHook(host);
   const render = () => h(DirectoryPage, { host, store, live, useTheme });
   const removePage = host.pages.register({ id: PAGE.id, title: PAGE.title, render });
+  const removeListener = listenToConnection(host, (connected) => store.setEngine(connected));
   let done = false;
   return () => {
     if (done) return;
     done = true;
+    removeListener();
     live.dispose();
     store.dispose();
     if (typeof removePage === 'function') {

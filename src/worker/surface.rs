@@ -476,7 +476,7 @@ pub fn functions() -> Vec<Function> {
                 json!({
                     "revision": integer(), "index_path": string("index file"), "files": integer(),
                     "counts": object(json!({ "skills": integer(), "system_prompts": integer(), "agents": integer() }), &["skills", "system_prompts", "agents"]),
-                    "skipped": array_of(object(json!({ "root": string("configuration key"), "path": string("absolute path"), "reason": string("why") }), &["root", "path", "reason"])),
+                    "skipped": array_of(object(json!({ "root": string("configuration key"), "path": string("absolute path"), "family": nullable_string(), "id": nullable_string(), "reason": string("why") }), &["root", "path", "reason"])),
                     "last_reconcile": { "type": ["object", "null"] },
                     "watcher": { "type": ["object", "null"] },
                     "connection": connection_status(),

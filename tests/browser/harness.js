@@ -399,11 +399,11 @@ function assetProvider(engine, kind) {
       }
     },
     unregister(frame) {
-      for (const [path, record] of assets) {
-        if (record.triggerId === frame.id) {
-          assets.delete(path);
-          remove(path, record);
-        }
+      // The console drops the asset from what it serves, but an open tab keeps the page it
+      // mounted (as console 0.23 does when the worker goes away): the page itself must say that
+      // its worker is gone. A registration of the same bytes later is a no-op for that tab.
+      for (const [, record] of assets) {
+        if (record.triggerId === frame.id) record.gone = true;
       }
     },
   };
@@ -474,7 +474,7 @@ window.__harness = {
   firstRows,
   afterPaint,
   setTheme,
-  assets: () => [...assets.entries()].map(([path, a]) => ({ path, kind: a.kind, hash: a.hash, contentType: a.contentType })),
+  assets: () => [...assets.entries()].filter(([, a]) => !a.gone).map(([path, a]) => ({ path, kind: a.kind, hash: a.hash, contentType: a.contentType })),
   trigger: (functionId, payload) => engine.trigger(functionId, payload || {}),
   teardown: () => unloadModule(),
   module: null,

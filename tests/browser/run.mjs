@@ -4,16 +4,18 @@
 // checks what a person would see and do, checks the files on disk, and prints the figures as
 // one line `FIGURES {json}` on stdout.
 //
-// Environment: HARNESS_URL (the harness page with ?engine=ws://…), TREE_DIR (the worker's
+// Environment: HARNESS_URL (the harness page with ?engine=ws://…), CONTROL_URL (the test's
+// loopback server, whose POST /control/worker/{stop,start} stops and starts the worker), TREE_DIR (the worker's
 // Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
 // SKILLS (the generated skill count).
 
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const HARNESS_URL = need('HARNESS_URL');
+const CONTROL_URL = need('CONTROL_URL');
 const TREE_DIR = need('TREE_DIR');
 const OUT_DIR = need('OUT_DIR');
 const SKILLS = Number(need('SKILLS'));
@@ -60,8 +62,15 @@ const within = (promise, ms, what) =>
     new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)),
   ]);
 
+/** Stops or starts the worker (tests/worker/browser.rs owns the process). */
+async function control(what) {
+  const answer = await fetch(`${CONTROL_URL}/control/worker/${what}`, { method: 'POST' });
+  assert.equal(answer.status, 200, `control ${what}`);
+}
+
 /** An edit made behind the worker's back, whole at once (staged outside the watched roots). */
 function writeOnDisk(rel, text) {
+  mkdirSync(dirname(join(TREE_DIR, rel)), { recursive: true });
   const staging = join(TREE_DIR, `.staging-${process.pid}-${Date.now()}`);
   writeFileSync(staging, text);
   renameSync(staging, join(TREE_DIR, rel));
@@ -264,7 +273,9 @@ try {
   await docTitle.filter({ hasText: 'Showcase' }).waitFor();
   const preview = root.locator('.dir-preview');
   await preview.locator('.dir-front dt', { hasText: 'description' }).waitFor();
-  assert.equal(await preview.locator('.dir-md h1').textContent(), 'Showcase');
+  // The title shows once: in the header, not again as the body's first heading.
+  assert.equal(await preview.locator('.dir-md h1').count(), 0, 'the repeated H1 is left out');
+  assert.equal(await docTitle.textContent(), 'Showcase');
   assert.equal(await preview.locator('.dir-md h2').textContent(), 'A list');
   assert.equal(await preview.locator('.dir-md strong').first().textContent(), 'bold');
   assert.equal(await preview.locator('.dir-md a[href="https://example.com/docs"]').getAttribute('rel'), 'noopener noreferrer nofollow');
@@ -273,6 +284,21 @@ try {
   assert.equal(await preview.locator('.dir-md ul ul li').textContent(), 'nested');
   assert.equal(await preview.locator('.dir-md ol li').count(), 2);
   assert.equal(await preview.locator('.dir-md td').last().textContent(), '1');
+  assert.equal(await preview.locator('.dir-md td').first().evaluate((td) => getComputedStyle(td).overflowWrap), 'normal', 'words stay whole in tables');
+
+  // ---- The splitter: drag it, and the width is remembered ------------------------------------
+  step('the splitter');
+  const listPane = root.locator('.dir-pane--list');
+  const splitter = root.locator('.dir-splitter');
+  const widthBefore = (await listPane.boundingBox()).width;
+  const grip = await splitter.boundingBox();
+  await page.mouse.move(grip.x + grip.width / 2, grip.y + 200);
+  await page.mouse.down();
+  await page.mouse.move(grip.x + grip.width / 2 + 120, grip.y + 200, { steps: 6 });
+  await page.mouse.up();
+  const widthAfter = (await listPane.boundingBox()).width;
+  assert.ok(Math.abs(widthAfter - widthBefore - 120) <= 2, `the list went from ${widthBefore} to ${widthAfter} px`);
+  assert.equal(Number(await page.evaluate(() => localStorage.getItem('iii-directory:list-width'))), Math.round(widthAfter));
   assert.equal(await preview.locator('.dir-md pre code').textContent(), 'iii trigger directory::skills::list');
   assert.match(await preview.locator('.dir-md').textContent(), /<script>window.__pwned = true<\/script> stay text/);
   assert.match(await preview.locator('.dir-md').textContent(), /snake_case_words/);
@@ -330,6 +356,7 @@ try {
   await button('Save anyway').click();
   await waitDisk(SHOWCASE_FILE, (text) => text === broken, 'hold the broken frontmatter');
   await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
   // Back to the clean text (the steps below start from it).
   await editor.fill(edited);
   await editor.press('Control+s');
@@ -355,7 +382,10 @@ try {
   await root.getByRole('button', { name: 'Delete…' }).click();
   await root.locator('.dir-confirm').getByRole('button', { name: 'Delete', exact: true }).click();
   await waitDisk(`skills/${created}.md`, (text) => text == null, 'be deleted');
-  await root.locator('.dir-empty').waitFor();
+  // Nothing open: the list takes the whole width.
+  await root.locator('.dir-pane--doc').waitFor({ state: 'detached' });
+  const fullWidth = (await root.locator('.dir-pane--list').boundingBox()).width;
+  assert.ok(fullWidth > 1300, `the list alone is ${fullWidth} px wide`);
   await count.filter({ hasText: new RegExp(`of ${shown.toLocaleString('en')}$`) }).waitFor();
 
   // ---- Live: an edit on disk appears without a reload; one list call per change --------------
@@ -363,9 +393,11 @@ try {
   await open(SHOWCASE);
   await button('Preview').click();
   await page.waitForTimeout(1500);
-  const idleFrom = (await calls()).length;
+  // (Its heartbeat, `index::status` every 20 s, aside.)
+  const notHeartbeat = async () => (await calls()).filter((c) => c.function_id !== 'directory::index::status').length;
+  const idleFrom = await notHeartbeat();
   await page.waitForTimeout(1500);
-  assert.equal((await calls()).length, idleFrom, 'an idle page makes no calls');
+  assert.equal(await notHeartbeat(), idleFrom, 'an idle page makes no calls');
   const external = [];
   const perChange = [];
   for (let n = 1; n <= 3; n += 1) {
@@ -481,6 +513,71 @@ try {
   await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
   await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
 
+  // ---- Problems where they are made: markers on rows, and a filter of their own ---------------
+  step('problem markers');
+  await filter.fill('');
+  const brokenMarker = row('broken-x').locator('.dir-marker');
+  await brokenMarker.waitFor();
+  assert.match(await brokenMarker.getAttribute('title'), /^broken extends: D415 /);
+  assert.equal(await row('chain-c').locator('.dir-marker').count(), 0, 'a sound profile has no marker');
+  await root.locator('.dir-problems').click();
+  await count.filter({ hasText: /with problems$/ }).waitFor();
+  assert.deepEqual(await root.locator('.dir-row').evaluateAll((rows) => rows.map((r) => r.dataset.key)), ['broken-x']);
+  await root.locator('.dir-problems').click();
+  // Skipped files: the index's own list (index::status), in the skills' problems filter.
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  const skippedFile = 'skills/bad/Not Valid.md';
+  writeOnDisk(skippedFile, '# Not valid\n\nIts id breaks the rules.\n');
+  await root.locator('.dir-problems').click();
+  await filter.fill('not valid');
+  const skippedRow = root.locator('.dir-row[data-key$="/bad/Not Valid.md"]');
+  await skippedRow.waitFor({ timeout: 3 * WAIT_MS });
+  assert.match(await skippedRow.locator('.dir-marker').getAttribute('title'), /id/);
+  await skippedRow.click();
+  await root.locator('.dir-pane--doc .dir-warning').waitFor();
+  assert.match(await root.locator('.dir-pane--doc code').textContent(), /bad\/Not Valid\.md$/);
+  await page.screenshot({ path: join(OUT_DIR, 'problems.png') });
+  await filter.fill('');
+  await root.locator('.dir-problems').click();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+
+  // ---- The worker stopped and started under the open page ----------------------------------------
+  step('the worker stopped and started under the open page');
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await open(SHOWCASE);
+  await root.locator('.dir-live--on').waitFor();
+  await control('stop');
+  // The page learns it from its next call: opening another document.
+  await filter.fill('iii-directory/finding-functions');
+  await row('iii-directory/finding-functions').click();
+  const readError = root.locator('.dir-pane--doc .dir-error--read');
+  await readError.filter({ hasText: 'The iii-directory worker is not running' }).waitFor();
+  assert.doesNotMatch(await readError.textContent(), /not found in namespace|Function directory::/, 'no raw engine message');
+  await root.locator('.dir-live--missing', { hasText: 'Worker not running' }).waitFor();
+  await root.locator('.dir-banner', { hasText: 'worker is not running' }).waitFor();
+  await page.screenshot({ path: join(OUT_DIR, 'worker-not-running.png') });
+  // A retry while it is still gone asks again, and says so again.
+  const beforeRetry = (await calls()).length;
+  await readError.getByRole('button', { name: 'Retry' }).click();
+  await page.waitForFunction((n) => window.__harness.log.calls.length > n && window.__harness.log.calls.slice(n).every((c) => c.error || c.ms), beforeRetry);
+  await readError.filter({ hasText: 'The iii-directory worker is not running' }).waitFor();
+  const backFrom = (await calls()).length;
+  await control('start');
+  // Back by itself: Live again, the open document read, the list caught up from its revision.
+  await root.locator('.dir-live--on').waitFor({ timeout: 6 * WAIT_MS });
+  await readError.waitFor({ state: 'detached' });
+  await root.locator('.dir-banner').waitFor({ state: 'detached' });
+  await docTitle.filter({ hasText: /./ }).waitFor();
+  await root.locator('.dir-pane--doc .dir-md').waitFor();
+  const caughtUp = (await listCalls(backFrom)).filter((c) => !c.error);
+  assert.ok(caughtUp.length >= 1 && caughtUp.every((c) => c.payload.since_revision > 0), `the list asks with its revision: ${JSON.stringify(caughtUp.map((c) => c.payload))}`);
+  // Live updates reach the page again (the engine hands the page's bindings to the new worker).
+  writeOnDisk(SHOWCASE_FILE, showcase('After the restart'));
+  await filter.fill(SHOWCASE);
+  await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'After the restart' }).waitFor({ timeout: 3 * WAIT_MS });
+  writeOnDisk(SHOWCASE_FILE, underDraft);
+  await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'Changed under the draft' }).waitFor();
+
   // ---- Themes: light and dark, from the console's variables ------------------------------------
   step('themes and screenshots');
   await root.getByRole('tab', { name: /Skills/ }).click();
@@ -502,6 +599,20 @@ try {
   assert.equal(await root.locator('.dir-md').evaluate((el) => getComputedStyle(el).color), 'rgb(223, 228, 234)');
   await page.screenshot({ path: join(OUT_DIR, 'dark.png') });
   await page.evaluate(() => window.__harness.setTheme('light'));
+
+  // ---- A 700 px console: the header holds on one line --------------------------------------------
+  step('a 700 px layout');
+  await page.setViewportSize({ width: 700, height: 800 });
+  await root.locator('.dir--narrow').waitFor();
+  const header = await root.locator('.dir-header').boundingBox();
+  assert.ok(header.height < 56, `the header is ${header.height} px high (one line)`);
+  for (const tab of await root.locator('.dir-tab').all()) {
+    const box = await tab.boundingBox();
+    assert.ok(box.height < 32, `a tab wraps: ${await tab.textContent()} is ${box.height} px high`);
+  }
+  const liveBox = await root.locator('.dir-live').boundingBox();
+  assert.ok(liveBox.height < 24 && liveBox.y > header.y && liveBox.y + liveBox.height < header.y + header.height, 'the live state sits on the header line');
+  await page.screenshot({ path: join(OUT_DIR, 'narrow-700.png') });
 
   // ---- A narrow console: the list, or the document with a way back --------------------------
   step('a narrow layout');

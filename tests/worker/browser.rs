@@ -16,6 +16,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fake_engine::FakeEngine;
@@ -151,7 +152,51 @@ fn route(path: &str, vendor: &Path) -> Option<(PathBuf, &'static str)> {
     }
 }
 
-async fn serve_one(mut stream: TcpStream, vendor: PathBuf) {
+/// What the run can ask of the test through `/control/…`: stop the worker and start it again
+/// under the open page (the worker gone and back, as a person sees it).
+struct Control {
+    engine_url: String,
+    tree: PathBuf,
+    seed: PathBuf,
+    worker: tokio::sync::Mutex<Option<WorkerProcess>>,
+}
+
+impl Control {
+    fn spawn(&self) -> WorkerProcess {
+        WorkerProcess::spawn(&self.engine_url, &self.tree, Some(&self.seed), &[])
+    }
+
+    /// Answers a control request: `(status, body)`.
+    async fn handle(&self, path: &str) -> (&'static str, String) {
+        let mut worker = self.worker.lock().await;
+        match path {
+            "/control/worker/stop" => {
+                if let Some(running) = worker.take() {
+                    running.stop().await;
+                }
+                ("200 OK", "stopped\n".into())
+            }
+            "/control/worker/start" => {
+                if worker.is_none() {
+                    *worker = Some(self.spawn());
+                }
+                ("200 OK", "started\n".into())
+            }
+            _ => ("404 Not Found", "not found\n".into()),
+        }
+    }
+
+    async fn stderr(&self) -> String {
+        self.worker
+            .lock()
+            .await
+            .as_ref()
+            .map(WorkerProcess::stderr)
+            .unwrap_or_default()
+    }
+}
+
+async fn serve_one(mut stream: TcpStream, vendor: PathBuf, control: Arc<Control>) {
     let mut head = Vec::new();
     let mut buffer = [0u8; 4096];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
@@ -164,6 +209,17 @@ async fn serve_one(mut stream: TcpStream, vendor: PathBuf) {
     let mut words = text.lines().next().unwrap_or_default().split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or("/"));
     let path = target.split('?').next().unwrap_or("/");
+    if method == "POST" && path.starts_with("/control/") {
+        let (status, body) = control.handle(path).await;
+        let header = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(header.as_bytes()).await;
+        let _ = stream.write_all(body.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
     let found = (method == "GET")
         .then(|| route(path, &vendor))
         .flatten()
@@ -186,12 +242,12 @@ async fn serve_one(mut stream: TcpStream, vendor: PathBuf) {
 }
 
 /// Binds `127.0.0.1:0` and serves until the test ends; returns the base URL.
-async fn start_http(vendor: PathBuf) -> String {
+async fn start_http(vendor: PathBuf, control: Arc<Control>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind http");
     let port = listener.local_addr().expect("addr").port();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve_one(stream, vendor.clone()));
+            tokio::spawn(serve_one(stream, vendor.clone(), control.clone()));
         }
     });
     format!("http://127.0.0.1:{port}")
@@ -300,16 +356,24 @@ async fn the_console_page_in_chromium() {
     let engine = FakeEngine::start().await;
     // The run moves many full lists (megabytes each): route them, do not keep copies.
     engine.keep_history(false);
-    let worker = WorkerProcess::spawn(engine.url(), &tree, Some(&seed), &[]);
+    let control = Arc::new(Control {
+        engine_url: engine.url().to_string(),
+        tree: tree.clone(),
+        seed: seed.clone(),
+        worker: tokio::sync::Mutex::new(None),
+    });
+    let worker = control.spawn();
     let registered = engine.wait_function(UI_CONTENT, WORKER_UP_WITHIN).await;
     worker.expect("the worker registers", registered);
-    let http = start_http(vendor).await;
+    *control.worker.lock().await = Some(worker);
+    let http = start_http(vendor, control.clone()).await;
     let out = manifest_dir().join("target/browser-test");
 
     let harness = format!("{http}/?engine={}", engine.url());
     let (ok, stdout, stderr) = run_browser(
         vec![
             ("HARNESS_URL", harness),
+            ("CONTROL_URL", http.clone()),
             ("TREE_DIR", tree.display().to_string()),
             ("OUT_DIR", out.display().to_string()),
             ("CHROMIUM", chromium.display().to_string()),
@@ -321,7 +385,7 @@ async fn the_console_page_in_chromium() {
     assert!(
         ok,
         "the browser run failed\n--- run.mjs stderr ---\n{stderr}\n--- run.mjs stdout ---\n{stdout}\n--- worker stderr ---\n{}",
-        worker.stderr()
+        control.stderr().await
     );
     let figures: Value = stdout
         .lines()
@@ -346,5 +410,9 @@ async fn the_console_page_in_chromium() {
             "{shot}"
         );
     }
-    worker.stop().await;
+    let worker = control.worker.lock().await.take();
+    worker
+        .expect("the run leaves the worker running")
+        .stop()
+        .await;
 }
