@@ -45,6 +45,10 @@ pub struct Args {
     /// A release tag of the worker (default latest).
     #[arg(long, requires = "worker")]
     pub tag: Option<String>,
+    /// Replace files the bundle installed even where they were edited since (by default
+    /// they are kept and listed as kept locally).
+    #[arg(long)]
+    pub force: bool,
     /// Print the exact response of directory::skills::download.
     #[arg(long)]
     pub json: bool,
@@ -54,8 +58,10 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     let request = json!({
         "repo": args.repo, "skill": args.skill, "branch": args.branch,
         "worker": args.worker, "version": args.version, "tag": args.tag,
+        "force": args.force,
     });
     let source = download::source::parse(DownloadFunction::Download, &request)?;
+    let on_edited = download::source::on_edited(&request)?;
     let directory = Arc::new(Directory::open_shared(config.clone())?);
     let writer = directory.is_writer();
     if writer {
@@ -82,7 +88,7 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     progress(Step::Landing {
         files: bundle.files.len(),
     });
-    let landed = download::land(&directory, bundle)?;
+    let landed = download::land(&directory, bundle, on_edited)?;
     let indexed = if writer {
         let revision = directory.revision()?;
         format!("index updated (revision {revision})")
@@ -131,8 +137,8 @@ fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError
 }
 
 fn summary(response: &Value, indexed: &str, took: Duration) -> String {
-    let list = |key: &str| -> Vec<String> {
-        response[key]
+    let list = |value: &Value| -> Vec<String> {
+        value
             .as_array()
             .map(|v| {
                 v.iter()
@@ -165,12 +171,21 @@ fn summary(response: &Value, indexed: &str, took: Duration) -> String {
         response["namespace"].as_str().unwrap_or_default(),
         took.as_secs_f64()
     );
-    for (key, label) in [
-        ("skills_written", "skill files"),
-        ("system_prompts_written", "system prompts"),
-        ("agents_written", "agent profiles"),
+    let review = &response["review"];
+    for (value, label) in [
+        (&response["skills_written"], "skill files"),
+        (&response["system_prompts_written"], "system prompts"),
+        (&response["agents_written"], "agent profiles"),
+        (
+            &response["kept_local"],
+            "kept as you edited them (--force replaces them)",
+        ),
+        (&review["executables"], "review: executable"),
+        (&review["scripts"], "review: scripts"),
+        (&review["hidden"], "review: hidden names, not downloaded"),
+        (&review["large"], "review: large files"),
     ] {
-        let items = list(key);
+        let items = list(value);
         if items.is_empty() {
             continue;
         }

@@ -1,6 +1,6 @@
 //! The error codes the worker answers with, in one table: the contract's codes (`D110` …
 //! `D415`, `spec/reference-behavior.md` §2.2) and the worker's own (`D117`, `D120`…`D123`,
-//! `D212`, `D312`, `D330`…`D332`, `D412`). Each [`Code`] names what went wrong; [`Code::text`]
+//! `D212`, `D312`, `D330`…`D333`, `D412`). Each [`Code`] names what went wrong; [`Code::text`]
 //! is the code a caller sees and [`Code::class`] the word after it
 //! (`D110 not_found: skill "x" does not exist.`). Nothing else in the crate spells a code.
 
@@ -90,6 +90,9 @@ pub enum Code {
     BundleNamespaceReserved,
     /// `D332`: a bundle file that could never be served as what its path says (worker's own).
     BundleFileUnservable,
+    /// `D333`: a bundle holding executable files while `download_allow_executables` is false
+    /// (worker's own).
+    BundleExecutableRefused,
     /// `D410`: no agent profile has the id.
     AgentNotFound,
     /// `D412`: a request to an agent profiles function that the screen refuses (worker's own).
@@ -103,7 +106,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the table's order.
-    pub const ALL: [Code; 26] = [
+    pub const ALL: [Code; 27] = [
         Code::SkillNotFound,
         Code::FunctionIdForSkill,
         Code::ContentRefused,
@@ -126,6 +129,7 @@ impl Code {
         Code::BundleConflict,
         Code::BundleNamespaceReserved,
         Code::BundleFileUnservable,
+        Code::BundleExecutableRefused,
         Code::AgentNotFound,
         Code::AgentsRequestRefused,
         Code::AgentExists,
@@ -158,6 +162,7 @@ impl Code {
             Code::BundleConflict => ("D330", Conflict),
             Code::BundleNamespaceReserved => ("D331", InvalidInput),
             Code::BundleFileUnservable => ("D332", InvalidInput),
+            Code::BundleExecutableRefused => ("D333", InvalidInput),
             Code::AgentNotFound => ("D410", NotFound),
             Code::AgentsRequestRefused => ("D412", InvalidInput),
             Code::AgentExists => ("D414", InvalidInput),

@@ -93,6 +93,14 @@ pub(super) const FIELDS: &[Field] = &[
                       Resolved like the folders. Restart required.",
     },
     Field {
+        name: "bundles_lock_path",
+        kind: Kind::Text,
+        topology: true,
+        description: "The bundles lock: a JSON file recording, for every downloaded bundle, its \
+                      source (resolved commit or version and digest) and the sha256 of every \
+                      file it landed. Resolved like the folders; never served. Restart required.",
+    },
+    Field {
         name: "registry_url",
         kind: Kind::Text,
         topology: false,
@@ -166,6 +174,20 @@ pub(super) const FIELDS: &[Field] = &[
                       with since_revision answers with only the rows that changed (an older \
                       revision gets the whole list; 0 = keep none).",
     },
+    Field {
+        name: "download_allow_executables",
+        kind: Kind::Flag,
+        topology: false,
+        description: "Let a bundle holding executable files (an executable bit, #!, or a binary \
+                      program) land; when false such a bundle is refused whole (D333).",
+    },
+    Field {
+        name: "download_large_file_bytes",
+        kind: Kind::Count,
+        topology: false,
+        description: "Bundle files of at least this many bytes are named in a download's review \
+                      (review.large).",
+    },
 ];
 
 /// A mutable view of one field of [`Settings`], typed by its [`Kind`].
@@ -185,6 +207,7 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
         "agents_skills_folder" => Slot::Text(&mut s.agents_skills_folder),
         "auto_download" => Slot::Flag(&mut s.auto_download),
         "index_path" => Slot::Text(&mut s.index_path),
+        "bundles_lock_path" => Slot::Text(&mut s.bundles_lock_path),
         "registry_url" => Slot::Text(&mut s.registry_url),
         "download_timeout_ms" => Slot::Count(&mut s.download_timeout_ms),
         "registry_cache_ttl_ms" => Slot::Count(&mut s.registry_cache_ttl_ms),
@@ -196,6 +219,8 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
         "download_max_bytes" => Slot::Count(&mut s.download_max_bytes),
         "safety_net_interval_ms" => Slot::Count(&mut s.safety_net_interval_ms),
         "change_log_revisions" => Slot::Count(&mut s.change_log_revisions),
+        "download_allow_executables" => Slot::Flag(&mut s.download_allow_executables),
+        "download_large_file_bytes" => Slot::Count(&mut s.download_large_file_bytes),
         _ => return None,
     })
 }
@@ -233,6 +258,7 @@ pub fn bounds(name: &str) -> Option<Bounds> {
             zero_is_off: true,
         },
         "change_log_revisions" => range(0, 1_000_000),
+        "download_large_file_bytes" => range(1, 16 * 1024 * 1024 * 1024),
         _ => return None,
     })
 }

@@ -102,6 +102,25 @@ pub fn check(paths: &Paths) -> Result<(), ConfigError> {
             ));
         }
     }
+    // The lock is data of ours beside the skills: never a document the walk would serve, never
+    // a root or the index.
+    let lock = normalize(&paths.bundles_lock);
+    let lock_refused = if lock
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+    {
+        Some("ends in .md, so the index would read it as a document".to_string())
+    } else if lock.parent().is_none() || lock == index {
+        Some("is the filesystem root or the index file".to_string())
+    } else {
+        roots
+            .iter()
+            .find(|(_, path)| *path == lock)
+            .map(|(root, _)| format!("is the folder of {}", root.config_key()))
+    };
+    if let Some(why) = lock_refused {
+        return Err(unsafe_value("bundles_lock_path", &paths.bundles_lock, why));
+    }
     for (i, (a, a_path)) in roots.iter().enumerate() {
         if let Some((b, _)) = roots[i + 1..].iter().find(|(_, b_path)| b_path == a_path) {
             return Err(unsafe_value(

@@ -40,6 +40,8 @@ pub struct Settings {
     pub auto_download: bool,
     /// Where the redb index file lives (ours, not in the upstream contract).
     pub index_path: String,
+    /// The bundles lock: what every downloaded bundle landed, with its provenance (ours).
+    pub bundles_lock_path: String,
 
     // Tunable: applied in place on a configuration update.
     /// Base URL of the public workers registry.
@@ -66,6 +68,10 @@ pub struct Settings {
     /// Index revisions whose changed rows the index keeps, so that a `list` with
     /// `since_revision` can answer with only what changed (ours, not in the upstream contract).
     pub change_log_revisions: u64,
+    /// Whether a bundle holding executable files may land (ours).
+    pub download_allow_executables: bool,
+    /// Bundle files of at least this many bytes are listed in a download's `review` (ours).
+    pub download_large_file_bytes: u64,
 }
 
 impl Default for Settings {
@@ -77,6 +83,7 @@ impl Default for Settings {
             agents_skills_folder: ".agents/skills".to_owned(),
             auto_download: true,
             index_path: "data/iii-directory/index.redb".to_owned(),
+            bundles_lock_path: DEFAULT_BUNDLES_LOCK_PATH.to_owned(),
             registry_url: "https://api.workers.iii.dev".to_owned(),
             download_timeout_ms: 60_000,
             registry_cache_ttl_ms: 60_000,
@@ -88,6 +95,8 @@ impl Default for Settings {
             download_max_bytes: DEFAULT_DOWNLOAD_MAX_BYTES,
             safety_net_interval_ms: 300_000,
             change_log_revisions: DEFAULT_CHANGE_LOG_REVISIONS,
+            download_allow_executables: true,
+            download_large_file_bytes: DEFAULT_DOWNLOAD_LARGE_FILE_BYTES,
         }
     }
 }
@@ -97,6 +106,12 @@ impl Default for Settings {
 pub const DEFAULT_DOWNLOAD_MAX_FILES: u64 = 2_000;
 /// Default of `download_max_bytes` (64 MiB): a bundle is text and a few small assets.
 pub const DEFAULT_DOWNLOAD_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Default of `bundles_lock_path`: in the default skills folder, beside the namespaces it
+/// describes (a `.json` file is never served).
+pub const DEFAULT_BUNDLES_LOCK_PATH: &str = "skills/iii-bundles.lock.json";
+/// Default of `download_large_file_bytes` (1 MiB): a skill is text; a file this large is an
+/// asset or a binary a reviewer wants to see named.
+pub const DEFAULT_DOWNLOAD_LARGE_FILE_BYTES: u64 = 1024 * 1024;
 /// Default of `change_log_revisions`: every write is one revision, so this covers about 20
 /// minutes of 8 writes a second, or 3 minutes of 50 (a UI that polls every few seconds never
 /// falls that far behind); the log then holds a few hundred KiB.
@@ -195,6 +210,7 @@ impl Settings {
             agents_folder: at(&self.agents_folder),
             agents_skills_folder: at(&self.agents_skills_folder),
             index_path: at(&self.index_path),
+            bundles_lock: at(&self.bundles_lock_path),
         }
     }
 }
@@ -271,6 +287,8 @@ pub struct Paths {
     pub agents_folder: PathBuf,
     pub agents_skills_folder: PathBuf,
     pub index_path: PathBuf,
+    /// The bundles lock file (`bundles_lock_path`).
+    pub bundles_lock: PathBuf,
 }
 
 /// Settings together with the paths they resolve to.

@@ -104,6 +104,7 @@ change_log_revisions: 7
         download_max_bytes: 2048,
         safety_net_interval_ms: 0,
         change_log_revisions: 7,
+        ..Settings::default()
     };
     assert_eq!(s, expected);
 }
@@ -389,6 +390,7 @@ fn defaults_resolve_literally() {
             agents_folder: PathBuf::from("/p/agents"),
             agents_skills_folder: PathBuf::from("/p/.agents/skills"),
             index_path: PathBuf::from("/p/data/iii-directory/index.redb"),
+            bundles_lock: PathBuf::from("/p/skills/iii-bundles.lock.json"),
         }
     );
     assert_eq!(Config::for_root(Path::new("/p")).paths, paths);

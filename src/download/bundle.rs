@@ -12,6 +12,7 @@ use crate::doc::MAX_FILE_BYTES;
 use crate::doc::paths::is_markdown;
 use crate::error::{Error, Result};
 
+use super::lock::Resolved;
 use super::source::Source;
 
 pub use crate::store::landing::{Dest, FileToLand as File};
@@ -41,6 +42,12 @@ pub struct Bundle {
     pub source: Source,
     pub files: Vec<File>,
     pub written: Written,
+    /// The commit, version and digest its fetch resolved, for the lock.
+    pub resolved: Resolved,
+    /// Paths (as in `files`) that carried an executable bit at the source.
+    pub executable_bits: BTreeSet<String>,
+    /// Entries of the source skipped for a name starting with `.`, under the namespace.
+    pub hidden: Vec<String>,
 }
 
 /// A bundle's size limits (`download_max_files`, `download_max_bytes`).
@@ -68,6 +75,9 @@ pub struct BundleBuilder {
     /// Every file the source offered (skipped ones included), for the count limit.
     seen: u64,
     bytes: u64,
+    resolved: Resolved,
+    executable_bits: BTreeSet<String>,
+    hidden: Vec<String>,
 }
 
 impl BundleBuilder {
@@ -79,7 +89,25 @@ impl BundleBuilder {
             written: Written::default(),
             seen: 0,
             bytes: 0,
+            resolved: Resolved::default(),
+            executable_bits: BTreeSet::new(),
+            hidden: Vec::new(),
         }
+    }
+
+    /// Records what the fetch resolved about its source.
+    pub fn resolved(&mut self, resolved: Resolved) {
+        self.resolved = resolved;
+    }
+
+    /// Marks the file added at `rel` as carrying an executable bit at the source.
+    pub fn executable_bit(&mut self, rel: &str) {
+        self.executable_bits.insert(rel.to_string());
+    }
+
+    /// Notes a source entry skipped for its hidden name.
+    pub fn hidden(&mut self, rel: String) {
+        self.hidden.push(rel);
     }
 
     /// Counts a file the source looked at, whether it keeps it or skips it: a bundle of
@@ -160,6 +188,9 @@ impl BundleBuilder {
             source: self.source,
             files: self.files,
             written: self.written,
+            resolved: self.resolved,
+            executable_bits: self.executable_bits,
+            hidden: self.hidden,
         })
     }
 }

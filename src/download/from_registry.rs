@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::registry::SkillsBundle;
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
+use super::lock::{Resolved, registry_digest};
 use super::source::Source;
 use crate::doc::ids::validate_name;
 
@@ -32,6 +33,16 @@ pub fn plan(source: Source, worker: &str, bundle: SkillsBundle, limits: Limits) 
     let stripped = |path: &str| path.strip_prefix(SKILLS_PREFIX).unwrap_or(path).to_string();
     let has_overview = bundle.skills.iter().any(|f| stripped(&f.path) == OVERVIEW);
     let mut builder = BundleBuilder::new(source, limits);
+    builder.resolved(Resolved {
+        commit: None,
+        version: bundle.version.clone(),
+        digest: Some(registry_digest(
+            bundle
+                .skills
+                .iter()
+                .map(|f| (f.path.as_str(), f.content.as_str())),
+        )),
+    });
     for file in bundle.skills {
         builder.count()?;
         let rel = stripped(&file.path);

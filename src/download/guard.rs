@@ -11,7 +11,9 @@
 //!   record lists it with the hash of the bytes it has now, that is, when this bundle wrote
 //!   it and nobody changed it since; or when it already holds exactly the bytes the bundle
 //!   brings, inside the bundle's own namespace folder (a re-pull of a bundle landed before
-//!   records existed). An agent profile or system prompt named like a bundled one (`iii`,
+//!   records existed). A file the record lists that someone edited since is not refused: it
+//!   is kept as it is and reported (`OnEdited::Keep`, `kept_local`), or replaced when the
+//!   download is forced. An agent profile or system prompt named like a bundled one (`iii`,
 //!   `iii-minimal`, `iii-runtime`, …), and a system prompt whose name is already served from a
 //!   file that is not the bundle's own (the user's, another namespace's), are refused too.
 //! - **Read as something else** (`D330`): a file is refused when a root that also sees it
@@ -46,7 +48,7 @@ use crate::error::{Error, Result};
 use crate::rules::Reading;
 use crate::rules::prompt;
 
-use super::bundle::{Dest, File};
+use crate::store::landing::{Dest, FileToLand as File};
 
 /// The per-namespace record of what the bundle wrote.
 pub const RECORD_FILE: &str = ".iii-bundle-files";
@@ -153,9 +155,24 @@ fn file_hash(path: &Path) -> Option<String> {
 /// file serves it).
 pub type ServedPrompt<'a> = &'a dyn Fn(&str) -> Result<Option<PathBuf>>;
 
+/// What a landing does with a file this bundle installed and someone changed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnEdited {
+    /// Keep the local copy; the file is reported in `kept_local` (the default).
+    Keep,
+    /// Replace it with the bundle's bytes (`force: true`).
+    Overwrite,
+}
+
 /// A bundle's files, placed and checked against the tree, ready to land.
 pub struct Checked {
+    /// What lands: the bundle's files and its updated record.
     pub files: Vec<File>,
+    /// The bundle's files that do not land because they were edited locally (placed like
+    /// `files`, with the upstream bytes).
+    pub kept_local: Vec<File>,
+    /// The namespace's folder under `skills_folder` ([`namespace_folder`]).
+    pub folder: String,
 }
 
 /// Places `files` (routed for `<skills_folder>/<namespace>/`) in the namespace's folder,
@@ -166,12 +183,17 @@ pub fn check(
     namespace: &str,
     files: Vec<File>,
     served_prompt: ServedPrompt<'_>,
+    on_edited: OnEdited,
 ) -> Result<Checked> {
     check_namespace(namespace)?;
-    if files.is_empty() {
-        return Ok(Checked { files });
-    }
     let folder = namespace_folder(paths, namespace);
+    if files.is_empty() {
+        return Ok(Checked {
+            files,
+            kept_local: Vec::new(),
+            folder,
+        });
+    }
     let files: Vec<File> = files
         .into_iter()
         .map(|mut file| {
@@ -191,7 +213,7 @@ pub fn check(
     let own_prefix = format!("{folder}/");
     let shown = |file: &File| match file.dest {
         Dest::Agents => format!("agents/{}", file.rel),
-        Dest::Skills => file
+        Dest::Skills | Dest::BundlesLock => file
             .rel
             .strip_prefix(&own_prefix)
             .unwrap_or(&file.rel)
@@ -221,10 +243,14 @@ pub fn check(
         )
         .map(|rel| real(&paths.skills_folder.join(rel)))
         .collect();
-    for file in &files {
+    let mut kept = vec![false; files.len()];
+    for (i, file) in files.iter().enumerate() {
         let root = match file.dest {
             Dest::Skills => &paths.skills_folder,
             Dest::Agents => &paths.agents_folder,
+            Dest::BundlesLock => {
+                return refuse(file, "is routed where no bundle file may go".into());
+            }
         };
         let target = root.join(&file.rel);
         if let Some(why) = roots.read_elsewhere(file.dest, &target, namespace) {
@@ -281,23 +307,36 @@ pub fn check(
         if owned || same {
             continue;
         }
+        // Installed by this bundle and edited since: the user's copy stays unless forced.
+        if record.files.contains_key(&key) {
+            kept[i] = on_edited == OnEdited::Keep;
+            continue;
+        }
         let what = match file.dest {
             Dest::Agents => format!(
                 "would replace the agent profile {:?} (agents_folder/{}), which this bundle did not install",
                 file.rel.strip_suffix(".md").unwrap_or(&file.rel),
                 file.rel
             ),
-            Dest::Skills if record.files.contains_key(&key) => format!(
-                "would replace skills_folder/{}, which changed since this bundle installed it",
-                file.rel
-            ),
-            Dest::Skills => format!(
+            Dest::Skills | Dest::BundlesLock => format!(
                 "would replace skills_folder/{}, which this bundle did not install",
                 file.rel
             ),
         };
         return refuse(file, what);
     }
+    // A kept file keeps the hash it was installed with, so it stays "edited" for the next
+    // landing too.
+    let mut kept_local = Vec::new();
+    let mut landing = Vec::with_capacity(files.len());
+    for (keep, file) in kept.into_iter().zip(files) {
+        if keep {
+            kept_local.push(file);
+        } else {
+            landing.push(file);
+        }
+    }
+    let mut files = landing;
     record.schema = RECORD_SCHEMA;
     record.namespace = namespace.to_string();
     for file in &files {
@@ -306,13 +345,16 @@ pub fn check(
             .insert(record_key(file.dest, &file.rel), hash_hex(&file.bytes));
     }
     let bytes = serde_json::to_vec_pretty(&record).map_err(Error::json)?;
-    let mut files = files;
     files.push(File {
         dest: Dest::Skills,
         rel: record_rel,
         bytes,
     });
-    Ok(Checked { files })
+    Ok(Checked {
+        files,
+        kept_local,
+        folder,
+    })
 }
 
 /// The names that give a folder's overview skill id (`SKILL.md` beats `SKILLS.md` beats
@@ -459,6 +501,7 @@ impl Reals {
                     )
                 })
             }),
+            Dest::BundlesLock => None,
         }
     }
 }

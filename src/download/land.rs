@@ -12,12 +12,15 @@ use crate::error::Result;
 use crate::events::{ChangeEvent, Family};
 use crate::roots::Root;
 
-use super::bundle::Bundle;
-use super::guard;
+use super::bundle::{Bundle, Dest, File, Written};
+use super::guard::{self, OnEdited};
+use super::lock::{self, LockedSource};
+use super::review;
 use crate::rules::Source;
-use crate::store::landing::{self, Targets, lock_path};
+use crate::store::landing::{self, Targets, bundles_lock_folder, lock_path};
 
-/// A landed download: the function's response and the paths of the files written.
+/// A landed download: the function's response and the paths of the files written (the
+/// bundles lock is not one of them).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Landed {
     /// `{namespace, skills_written, system_prompts_written, agents_written, source}`.
@@ -25,41 +28,41 @@ pub struct Landed {
     pub paths: Vec<PathBuf>,
 }
 
-/// Lands a checked bundle all or nothing and answers the download's response `{namespace,
-/// skills_written, system_prompts_written, agents_written, source}`.
+/// Lands a checked bundle all or nothing, with its entry in the bundles lock, and answers the
+/// download's response `{namespace, skills_written, system_prompts_written, agents_written,
+/// source, kept_local, review}`.
+///
+/// Files this bundle installed and someone edited since are kept as they are and listed in
+/// `kept_local` (`on_edited: Keep`), or replaced (`Overwrite`, a download's `force: true`).
+/// A bundle with executables is refused first when `download_allow_executables` is off.
 ///
 /// The index's writer lands under its write lock, reconciles the written paths in the same
 /// call (so the next read sees them and the watcher's echo finds nothing new), and then
 /// publishes one `{op: "download", namespace, source}` event per family with files in the
 /// response. A read-only directory (a worker owns the index) lands the files the same safe
 /// way and leaves the index to its owner, whose watcher picks them up.
-pub fn land(directory: &Directory, bundle: Bundle) -> Result<Landed> {
+pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Result<Landed> {
+    let settings = directory.settings();
+    let review = review::review(&bundle, settings.download_large_file_bytes);
+    review::allow(&review, settings.download_allow_executables)?;
     let folders = &directory.config().paths;
     let lock = lock_path(&folders.index_path);
+    let lock_folder = bundles_lock_folder(&folders.bundles_lock);
+    let lock_name = folders
+        .bundles_lock
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
     let targets = Targets {
         skills: &folders.skills_folder,
         agents: &folders.agents_folder,
+        bundles_lock: &lock_folder,
         lock: &lock,
     };
-    let source = &bundle.source;
-    let written = &bundle.written;
-    let event = |family| ChangeEvent {
-        family,
-        payload: json!({
-            "op": "download",
-            "namespace": source.namespace(),
-            "source": source.kind(),
-        }),
-    };
-    let events = [
-        (Family::Skills, &written.skills),
-        (Family::SystemPrompts, &written.system_prompts),
-        (Family::Agents, &written.agents),
-    ]
-    .into_iter()
-    .filter(|(_, names)| !names.is_empty())
-    .map(|(family, _)| event(family))
-    .collect();
+    let source = bundle.source.clone();
+    let written = bundle.written.clone();
+    let locked_source = LockedSource::of(&source, &bundle.resolved);
     let namespace = source.namespace().to_string();
     let served_prompt = |name: &str| -> Result<Option<PathBuf>> {
         Ok(
@@ -69,20 +72,67 @@ pub fn land(directory: &Directory, bundle: Bundle) -> Result<Landed> {
             },
         )
     };
-    let paths = directory.change(|| {
-        // Checked under the landing's lock, so that what the checks saw is what lands.
+    let (paths, kept_local, written) = directory.change(|| {
+        let mut kept: Vec<File> = Vec::new();
+        let mut folder = namespace.clone();
+        // Checked under the landing's lock, so that what the checks saw is what lands, and the
+        // bundles lock read here is the one this landing replaces.
         let touched = landing::land_with(targets, || {
-            guard::check(folders, &namespace, bundle.files, &served_prompt)
-                .map(|checked| checked.files)
+            let checked =
+                guard::check(folders, &namespace, bundle.files, &served_prompt, on_edited)?;
+            // An empty bundle writes nothing, not even a lock entry.
+            if checked.files.is_empty() && checked.kept_local.is_empty() {
+                return Ok(Vec::new());
+            }
+            let bundle_files = checked
+                .files
+                .iter()
+                .chain(&checked.kept_local)
+                .filter(|f| !is_record(f));
+            let entry = lock::entry(&namespace, locked_source, &checked.folder, bundle_files);
+            let mut next = lock::read(&folders.bundles_lock)?;
+            next.bundles.insert(namespace.clone(), entry);
+            let mut files = checked.files;
+            files.push(File {
+                dest: Dest::BundlesLock,
+                rel: lock_name.clone(),
+                bytes: next.to_bytes()?,
+            });
+            kept = checked.kept_local;
+            folder = checked.folder;
+            Ok(files)
         })?;
-        // The bundle's files; its record (also landed, and reconciled) is not one.
+        // The bundle's files; its record and the lock (also landed) are not. The lock is not
+        // a document, and may lie outside every root: the reconcile is not told of it.
+        let touched: Vec<PathBuf> = touched
+            .into_iter()
+            .filter(|p| *p != folders.bundles_lock)
+            .collect();
         let files = touched
             .iter()
             .filter(|p| p.file_name().is_none_or(|n| n != guard::RECORD_FILE))
             .cloned()
             .collect();
+        let kept_local: Vec<String> = kept.iter().map(|f| shown(f, &folder)).collect();
+        let written = without_kept(written, &kept, &folder);
+        let events = [
+            (Family::Skills, &written.skills),
+            (Family::SystemPrompts, &written.system_prompts),
+            (Family::Agents, &written.agents),
+        ]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(family, _)| ChangeEvent {
+            family,
+            payload: json!({
+                "op": "download",
+                "namespace": namespace,
+                "source": source.kind(),
+            }),
+        })
+        .collect();
         Ok(Change {
-            value: files,
+            value: (files, kept_local, written),
             touched,
             events,
         })
@@ -93,8 +143,56 @@ pub fn land(directory: &Directory, bundle: Bundle) -> Result<Landed> {
         "system_prompts_written": written.system_prompts,
         "agents_written": written.agents,
         "source": source.to_json(),
+        "kept_local": kept_local,
+        "review": review.to_json(),
     });
     Ok(Landed { response, paths })
+}
+
+/// Whether `file` is the namespace's record of what the bundle wrote.
+fn is_record(file: &File) -> bool {
+    file.dest == Dest::Skills
+        && file
+            .rel
+            .rsplit('/')
+            .next()
+            .is_some_and(|name| name == guard::RECORD_FILE)
+}
+
+/// A placed file as the response names it: relative to the namespace folder, or
+/// `agents/<id>.md`.
+fn shown(file: &File, folder: &str) -> String {
+    match file.dest {
+        Dest::Agents => format!("agents/{}", file.rel),
+        _ => file
+            .rel
+            .strip_prefix(folder)
+            .and_then(|r| r.strip_prefix('/'))
+            .unwrap_or(&file.rel)
+            .to_string(),
+    }
+}
+
+/// The response's lists without the files kept locally: they were not written.
+fn without_kept(mut written: Written, kept: &[File], folder: &str) -> Written {
+    for file in kept {
+        match file.dest {
+            Dest::Agents => {
+                let id = file.rel.strip_suffix(".md").unwrap_or(&file.rel);
+                written.agents.retain(|a| a != id);
+            }
+            _ => {
+                let rel = shown(file, folder);
+                written.skills.retain(|s| *s != rel);
+                if lock::route_of(Dest::Skills, &rel) == lock::Route::SystemPrompts {
+                    let stem = rel.rsplit('/').next().unwrap_or(&rel);
+                    let stem = stem.strip_suffix(".md").unwrap_or(stem);
+                    written.system_prompts.retain(|p| p != stem);
+                }
+            }
+        }
+    }
+    written
 }
 
 /// How many of the markdown files a landing wrote the index does not hold yet as they are

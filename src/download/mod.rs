@@ -14,8 +14,10 @@ pub mod bundle;
 mod from_registry;
 pub mod guard;
 mod land;
+pub mod lock;
 pub mod marker;
 pub mod repo;
+pub mod review;
 pub mod source;
 
 use std::sync::Arc;
@@ -33,6 +35,7 @@ use crate::registry::{Registry, Release};
 
 pub use crate::store::landing::Recovery;
 pub use bundle::{Bundle, Limits};
+pub use guard::OnEdited;
 pub use land::{Landed, land, unindexed};
 pub use source::{DownloadFunction, Source};
 
@@ -95,12 +98,13 @@ pub async fn run(
     progress: &(dyn Fn(Step) + Send + Sync),
 ) -> Result<Value> {
     let source = source::parse(function, request)?;
+    let on_edited = source::on_edited(request)?;
     let bundle = fetch(&directory.settings(), registry, source, progress).await?;
     progress(Step::Landing {
         files: bundle.files.len(),
     });
     let directory = directory.clone();
-    let landed = tokio::task::spawn_blocking(move || land(&directory, bundle))
+    let landed = tokio::task::spawn_blocking(move || land(&directory, bundle, on_edited))
         .await
         .map_err(Error::task("download task"))??;
     Ok(landed.response)
@@ -137,7 +141,7 @@ pub async fn install_worker(
     };
     let files = bundle.files.len();
     let landing = directory.clone();
-    tokio::task::spawn_blocking(move || land(&landing, bundle))
+    tokio::task::spawn_blocking(move || land(&landing, bundle, OnEdited::Keep))
         .await
         .map_err(Error::task("download task"))??;
     let skills_folder = directory.config().paths.skills_folder.clone();

@@ -27,6 +27,7 @@ use crate::doc::paths::{is_markdown, validate_bundle_path};
 use crate::error::{Error, Result, io_error, quoted};
 
 use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
+use super::lock::Resolved;
 use super::source::Source;
 
 /// URL forms a clone may use (contract): https, ssh, and scp-like ssh (`git@host:path`).
@@ -181,7 +182,10 @@ pub fn fetch(source: Source, timeout: Duration, limits: Limits) -> Result<Bundle
     let clone = CloneDir::create()?;
     let (repo, skill) = (repo.clone(), skill.clone());
     run_git_clone(&repo, branch, &clone.checkout(), timeout)
-        .and_then(|()| collect(source, &clone.checkout(), &repo, &skill, limits))
+        .and_then(|()| {
+            let commit = head_commit(&clone.checkout());
+            collect(source, &clone.checkout(), &repo, &skill, limits, commit)
+        })
         .map_err(|e| clone.scrub(e))
 }
 
@@ -361,6 +365,30 @@ fn kill_group(child: &mut Child) {
     }
 }
 
+/// The commit the clone checked out, by `git rev-parse HEAD` in it (no hooks or fsmonitor: it
+/// only reads the refs); `None` when git cannot say, which leaves the lock without a commit
+/// rather than failing a download that landed fine upstream.
+fn head_commit(checkout: &Path) -> Option<String> {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
+        .arg("-C")
+        .arg(checkout)
+        .args(["rev-parse", "--verify", "HEAD"])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(output.stdout).ok()?.trim().to_string();
+    (output.status.success() && commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(commit)
+}
+
 /// Reads `skills/<skill>/` of a checkout into a bundle for `<skills_folder>/<skill>/`.
 fn collect(
     source: Source,
@@ -368,6 +396,7 @@ fn collect(
     repo: &str,
     skill: &str,
     limits: Limits,
+    commit: Option<String>,
 ) -> Result<Bundle> {
     let skills_dir = checkout.join(SKILLS_DIR);
     let folder = skills_dir.join(skill);
@@ -394,6 +423,10 @@ fn collect(
         }
     }
     let mut builder = BundleBuilder::new(source, limits);
+    builder.resolved(Resolved {
+        commit,
+        ..Resolved::default()
+    });
     let mut folders = vec![(folder, String::new())];
     while let Some((dir, rel_dir)) = folders.pop() {
         let mut entries: Vec<fs::DirEntry> = fs::read_dir(&dir)
@@ -408,14 +441,16 @@ fn collect(
                     "skills/{skill}/{rel_dir} holds a file name that is not UTF-8 ({name:?}); nothing was written"
                 ))
             })?;
-            if name.starts_with('.') {
-                continue;
-            }
+            let hidden = name.starts_with('.');
             let rel = if rel_dir.is_empty() {
                 name
             } else {
                 format!("{rel_dir}/{name}")
             };
+            if hidden {
+                builder.hidden(rel);
+                continue;
+            }
             let path = entry.path();
             let meta = fs::symlink_metadata(&path).map_err(io_error("stat", &path))?;
             if meta.file_type().is_symlink() {
@@ -464,10 +499,18 @@ fn add_file(
     })?;
     builder.check_size(&rel, size)?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
-    fs::File::open(path)
-        .and_then(|file| file.take(size.saturating_add(1)).read_to_end(&mut bytes))
+    let file = fs::File::open(path).map_err(io_error("read", path))?;
+    let executable = file
+        .metadata()
+        .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    file.take(size.saturating_add(1))
+        .read_to_end(&mut bytes)
         .map_err(io_error("read", path))?;
-    builder.add(Dest::Skills, format!("{skill}/{rel}"), bytes, listed)
+    let landed = format!("{skill}/{rel}");
+    if executable {
+        builder.executable_bit(&landed);
+    }
+    builder.add(Dest::Skills, landed, bytes, listed)
 }
 
 fn stem(rel: &str) -> String {

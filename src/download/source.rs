@@ -12,6 +12,8 @@ use crate::registry::Release;
 use crate::registry::functions::release_of;
 use crate::request;
 
+use super::guard::OnEdited;
+
 /// The branch a repo download clones when none is given (contract).
 pub const DEFAULT_BRANCH: &str = "main";
 
@@ -85,6 +87,24 @@ impl Source {
             }
         }
     }
+}
+
+/// `{force?: bool}`, beside either source's fields.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Force {
+    force: bool,
+}
+
+/// What a landing does with files the bundle installed and someone edited since: kept, unless
+/// the request says `force: true`.
+pub fn on_edited(request: &Value) -> Result<OnEdited> {
+    let Force { force } = request::parse(request)?;
+    Ok(if force {
+        OnEdited::Overwrite
+    } else {
+        OnEdited::Keep
+    })
 }
 
 #[derive(Deserialize, Default)]

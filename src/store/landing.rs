@@ -10,6 +10,9 @@
 //! <skills_folder>/.iii-staging-<txn>/commit.json   written (atomically) once all is staged
 //! ```
 //!
+//! The destinations are `skills_folder`, `agents_folder` and the folder of the bundles lock
+//! (`Dest::BundlesLock`): a download's new lock is one more file of the same commit.
+//!
 //! 1. Every target is checked first (no folder on the way that is a file or a link leading out
 //!    of the root, no target that is a folder or a link): a refusal writes nothing.
 //! 2. Stage every file and link a backup of every file it replaces; fsync. A failure here
@@ -59,16 +62,21 @@ pub enum Dest {
     Skills,
     /// `agents_folder`: agent profiles, `<id>.md`.
     Agents,
+    /// The folder of the bundles lock (`bundles_lock_path`): the lock's new version lands in
+    /// the same commit as the files it describes, so a crash never leaves them disagreeing.
+    #[serde(rename = "bundles-lock")]
+    BundlesLock,
 }
 
 impl Dest {
-    pub const ALL: [Dest; 2] = [Dest::Skills, Dest::Agents];
+    pub const ALL: [Dest; 3] = [Dest::Skills, Dest::Agents, Dest::BundlesLock];
 
     /// The name of the dest's folder inside a staging folder.
     pub fn word(self) -> &'static str {
         match self {
             Dest::Skills => "skills",
             Dest::Agents => "agents",
+            Dest::BundlesLock => "bundles-lock",
         }
     }
 }
@@ -98,9 +106,11 @@ pub fn lock_path(index_path: &Path) -> PathBuf {
 /// failure is logged, never fatal: the staging folders are invisible to the index meanwhile.
 pub fn recover_at_open(paths: &Paths) -> Recovery {
     let lock = lock_path(&paths.index_path);
+    let lock_folder = bundles_lock_folder(&paths.bundles_lock);
     let targets = Targets {
         skills: &paths.skills_folder,
         agents: &paths.agents_folder,
+        bundles_lock: &lock_folder,
         lock: &lock,
     };
     match recover(targets) {
@@ -122,20 +132,31 @@ pub fn recover_at_open(paths: &Paths) -> Recovery {
     }
 }
 
+/// The folder the bundles lock at `path` lands in (its parent; `.` for a bare name).
+pub fn bundles_lock_folder(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// The folders a bundle lands in, by destination.
 #[derive(Clone, Copy, Debug)]
 pub struct Targets<'a> {
     pub skills: &'a Path,
     pub agents: &'a Path,
+    /// The folder holding the bundles lock file.
+    pub bundles_lock: &'a Path,
     /// The advisory lock file (beside the index).
     pub lock: &'a Path,
 }
 
 impl Targets<'_> {
-    fn root(&self, dest: Dest) -> &Path {
+    pub fn root(&self, dest: Dest) -> &Path {
         match dest {
             Dest::Skills => self.skills,
             Dest::Agents => self.agents,
+            Dest::BundlesLock => self.bundles_lock,
         }
     }
 }
@@ -775,6 +796,7 @@ mod tests {
             Targets {
                 skills: &self.skills,
                 agents: &self.agents,
+                bundles_lock: &self.skills,
                 lock: &self.lock,
             }
         }
@@ -983,6 +1005,7 @@ mod tests {
         let targets = Targets {
             skills: &f.skills,
             agents: &f.skills,
+            bundles_lock: &f.skills,
             lock: &f.lock,
         };
         land(

@@ -640,6 +640,16 @@ fn download_response() -> Value {
                 }),
                 &["kind"],
             ),
+            "kept_local": names("files the bundle installed and you edited since, kept as they are (agents/<id>.md for a profile); force: true replaces them"),
+            "review": object(
+                json!({
+                    "executables": names("executable files (a mode bit, #!, or a program)"),
+                    "scripts": names("script files, by extension"),
+                    "hidden": names("source entries named with a leading dot, not downloaded"),
+                    "large": names("files of at least download_large_file_bytes"),
+                }),
+                &["executables", "scripts", "hidden", "large"],
+            ),
         }),
         &[
             "namespace",
@@ -651,11 +661,19 @@ fn download_response() -> Value {
     )
 }
 
+/// `force`, which every download function takes.
+fn force_field() -> Value {
+    boolean(
+        "replace files the bundle installed even where they were edited since (default false: kept, listed in kept_local)",
+    )
+}
+
 fn repo_fields() -> Value {
     json!({
         "repo": string("https://, ssh:// or git@ URL of a git repository"),
         "skill": string("folder name under the repository's skills/"),
         "branch": string("branch to clone (default main)"),
+        "force": force_field(),
     })
 }
 
@@ -709,7 +727,11 @@ fn download_functions() -> Vec<Function> {
             handler: Download(DownloadFunction::FromRegistry),
             description: "Install a published worker's skills bundle from the workers registry into <skills_folder>/<worker>/; exact agents/<id>.md entries become agent profiles in agents_folder.",
             request: object(
-                registry_fields("worker", "registry worker name"),
+                {
+                    let mut fields = registry_fields("worker", "registry worker name");
+                    fields["force"] = force_field();
+                    fields
+                },
                 &["worker"],
             ),
             response: download_response(),

@@ -244,23 +244,52 @@ async fn a_re_download_updates_the_files_it_wrote_and_nothing_the_user_changed()
     let ids = common::skill_ids(&s.directory);
     assert!(ids.iter().all(|id| !id.contains("iii-bundle")), "{ids:?}");
 
-    // A file the bundle wrote and the user changed is the user's now.
+    // A file the bundle wrote and the user changed is the user's now: a new version updates
+    // the other files and keeps it, saying so.
     s.tree
         .write("skills/mailer/index.md", "# Mailer, edited by hand\n");
+    s.tree
+        .write("agents/captain.md", "---\nname: My captain\n---\nMine.\n");
     s.directory.reconcile().expect("reconcile");
     publish(3);
-    let err = refused(&s, "mailer", "D330", "index.md").await;
-    assert!(
-        err.contains("changed since this bundle installed it"),
-        "{err}"
+    let response = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("v3 keeps the edits");
+    assert_eq!(
+        response["kept_local"],
+        json!(["index.md", "agents/captain.md"])
     );
-    // Once the user puts it back as the bundle left it, the bundle may update it again.
+    assert_eq!(response["skills_written"], json!(["scripts/run.sh"]));
+    assert_eq!(response["agents_written"], json!([]));
+    assert_eq!(read("skills/mailer/index.md"), "# Mailer, edited by hand\n");
+    assert!(read("agents/captain.md").contains("My captain"));
+    assert_eq!(read("skills/mailer/scripts/run.sh"), "echo v3\n");
+    // And again: still edited, still kept.
+    let again = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("v3 again");
+    assert_eq!(
+        again["kept_local"],
+        json!(["index.md", "agents/captain.md"])
+    );
+    // Once the user puts it back as the bundle left it, the bundle updates it again.
     s.tree.write("skills/mailer/index.md", "# Mailer v2\n");
     s.directory.reconcile().expect("reconcile");
-    s.download(FromRegistry, json!({"worker": "mailer"}))
+    let response = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
         .await
-        .expect("v3");
+        .expect("v3 over v2");
+    assert_eq!(response["kept_local"], json!(["agents/captain.md"]));
     assert_eq!(read("skills/mailer/index.md"), "# Mailer v3\n");
+    // `force: true` replaces the edited profile as well.
+    let forced = s
+        .download(FromRegistry, json!({"worker": "mailer", "force": true}))
+        .await
+        .expect("forced");
+    assert_eq!(forced["kept_local"], json!([]));
+    assert!(read("agents/captain.md").contains("Captain v3"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

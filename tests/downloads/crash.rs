@@ -137,6 +137,54 @@ fn downloads_crash_child() {
     }
 }
 
+/// The bundles lock after a restart agrees with the files: its entry lists exactly the last
+/// bundle that landed, each file with the sha256 it has on disk (or there is no entry, when
+/// none landed).
+fn lock_agrees(base: &Path, last: Option<&str>, cycle: usize) {
+    use iii_directory::download::lock::{self, Route};
+    let locked = lock::read(&base.join("skills/iii-bundles.lock.json")).expect("the lock reads");
+    let Some(token) = last else {
+        assert!(locked.bundles.is_empty(), "cycle {cycle}: {locked:?}");
+        return;
+    };
+    let entry = locked.bundles.get(WORKER).expect("the bundle's entry");
+    let mut listed: Vec<String> = entry
+        .files
+        .iter()
+        .map(|f| match f.route {
+            Route::Agents => format!("agents/{}", f.path),
+            _ => format!("skills/{}", f.path),
+        })
+        .collect();
+    listed.sort();
+    let mut expected: Vec<String> = bundle_for(token).into_iter().map(|(_, b, _)| b).collect();
+    expected.sort();
+    assert_eq!(
+        listed, expected,
+        "cycle {cycle}: the lock names another bundle than {token}"
+    );
+    for (file, rel) in entry.files.iter().zip(&listed_in_order(entry)) {
+        let on_disk = lock::file_sha256(&base.join(rel));
+        assert_eq!(
+            on_disk,
+            Some((file.size, file.sha256.clone())),
+            "cycle {cycle}: {rel} differs from the lock"
+        );
+    }
+}
+
+fn listed_in_order(entry: &iii_directory::download::lock::Entry) -> Vec<String> {
+    use iii_directory::download::lock::Route;
+    entry
+        .files
+        .iter()
+        .map(|f| match f.route {
+            Route::Agents => format!("agents/{}", f.path),
+            _ => format!("skills/{}", f.path),
+        })
+        .collect()
+}
+
 /// What each pool file holds: the token of the bundle that wrote it, or `None`.
 type Model = BTreeMap<String, Option<String>>;
 
@@ -193,6 +241,8 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
     let base = tree.base().to_path_buf();
     drop(tree.open());
     let mut model = disk(&base);
+    // The token of the last bundle that landed: the lock's entry must describe it.
+    let mut last: Option<String> = None;
     let mut rng = Rng::new(0x0D01_70AD);
     let (mut landed, mut not_landed, mut acknowledged) = (0, 0, 0);
     let (mut staging_seen, mut committed_seen) = (0, 0);
@@ -238,6 +288,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
                 longest = longest.max(micros.parse().expect("micros"));
                 assert_eq!(in_flight.as_deref(), Some(token), "cycle {cycle}");
                 model = apply(&model, token);
+                last = Some(token.to_string());
                 acknowledged += 1;
                 in_flight = None;
             } else if line.starts_with("ERR ") {
@@ -271,6 +322,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
         } else if Some(&after) == whole.as_ref() {
             landed += 1;
             model = after.clone();
+            last = in_flight.clone();
         } else {
             let differing: Vec<_> = after
                 .iter()
@@ -280,6 +332,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
                 "cycle {cycle}: a mix after the kill of {in_flight:?}: {differing:?} differ from the last acknowledged state"
             );
         }
+        lock_agrees(&base, last.as_deref(), cycle);
         assert_eq!(
             std::fs::read_to_string(base.join("skills/dl/mine.md")).expect("sibling"),
             "# token mine\n\nA file no bundle has.\n"

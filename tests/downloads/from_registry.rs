@@ -48,6 +48,8 @@ async fn a_registry_bundle_lands_routed_indexed_and_announced() {
             "system_prompts_written": ["reviewer"],
             "agents_written": ["captain"],
             "source": {"kind": "registry", "worker": "mailer", "tag": "latest"},
+            "kept_local": [],
+            "review": {"executables": ["scripts/send.sh"], "scripts": ["scripts/send.sh"], "hidden": [], "large": []},
         })
     );
     let hits = s.server.hits("/w/mailer/skills");

@@ -136,6 +136,8 @@ fn a_repo_skill_lands_with_its_payload_and_without_ignored_paths() {
             "system_prompts_written": ["designer"],
             "agents_written": [],
             "source": {"kind": "repo", "repo": url, "skill": "frontend-design", "branch": "main"},
+            "kept_local": [],
+            "review": {"executables": ["scripts/build.sh"], "scripts": ["scripts/build.sh"], "hidden": [".env", ".hidden"], "large": []},
         })
     );
     let ns = f.compose.path("skills/frontend-design");
@@ -453,5 +455,65 @@ fn assert_no_staging(base: &Path) {
     assert!(
         state.keys().all(|k| !k.contains(".iii-staging-")),
         "a staging folder was left: {state:?}"
+    );
+}
+
+/// The commit `git rev-parse HEAD` names in a working repository.
+fn head(repo: &Repo) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(&repo.work)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .expect("git rev-parse");
+    String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn the_lock_records_the_commit_each_download_resolved() {
+    use iii_directory::download::lock;
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    f.download(&url, "frontend-design", None);
+    let path = f.compose.path("skills/iii-bundles.lock.json");
+    let entry = |commit: &str| {
+        let locked = lock::read(&path).expect("lock");
+        let entry = locked.bundles["frontend-design"].clone();
+        assert_eq!(
+            entry.source,
+            lock::LockedSource::Repo {
+                repo: url.clone(),
+                branch: "main".into(),
+                folder: "skills/frontend-design".into(),
+                commit: Some(commit.to_string()),
+            }
+        );
+        entry
+    };
+    let first = entry(&head(&repo));
+    assert_eq!(first.files.len(), 5, "{:?}", first.files);
+    repo.write(
+        "skills/frontend-design/index.md",
+        "# Frontend design\n\nv2\n",
+    );
+    repo.publish("v2");
+    f.download(&url, "frontend-design", None);
+    let second = entry(&head(&repo));
+    let index = |e: &lock::Entry| {
+        e.files
+            .iter()
+            .find(|f| f.path == "frontend-design/index.md")
+            .map(|f| f.sha256.clone())
+    };
+    assert_ne!(index(&first), index(&second));
+    assert_eq!(
+        index(&second),
+        Some(lock::sha256_hex(b"# Frontend design\n\nv2\n"))
     );
 }

@@ -11,6 +11,7 @@ mod clobber;
 mod crash;
 mod from_registry;
 mod from_repo;
+mod lock;
 mod measure;
 mod registry;
 mod worker;

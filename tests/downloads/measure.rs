@@ -47,10 +47,12 @@ async fn a_bundle_of_1000_files_lands_and_is_indexed() {
         .expect("fetch");
     let fetched = started.elapsed();
     let directory = s.directory.clone();
-    let landed = tokio::task::spawn_blocking(move || download::land(&directory, bundle))
-        .await
-        .expect("task")
-        .expect("land");
+    let landed = tokio::task::spawn_blocking(move || {
+        download::land(&directory, bundle, download::OnEdited::Keep)
+    })
+    .await
+    .expect("task")
+    .expect("land");
     let total = started.elapsed();
     assert_eq!(landed.paths.len(), FILES);
     let listed = common::skill_ids(&s.directory)

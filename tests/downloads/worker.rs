@@ -524,6 +524,8 @@ async fn a_repo_download_over_the_wire_with_git_trusting_the_loopback_certificat
             "system_prompts_written": ["designer"],
             "agents_written": [],
             "source": {"kind": "repo", "repo": url, "skill": "frontend-design", "branch": "main"},
+            "kept_local": [],
+            "review": {"executables": [], "scripts": [], "hidden": [], "large": []},
         })
     );
     let prompt = h

@@ -1,0 +1,198 @@
+//! The bundles lock (issue 29): every landing records the bundle's resolved source and the
+//! sha256 of every file it brought, in one JSON file written in the same all-or-nothing step as
+//! the files; the index never serves it; its path is a setting; a lock that is not ours refuses
+//! the download with nothing written. (A repo bundle's resolved commit is checked in
+//! `from_repo.rs`, SIGKILL in `crash.rs`.)
+
+use std::path::Path;
+
+use iii_directory::download::DownloadFunction::FromRegistry;
+use iii_directory::download::lock::{self, Route};
+use serde_json::{Value, json};
+
+use crate::{Setup, common};
+
+fn read_lock(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the lock")).expect("json")
+}
+
+/// Every file the entry lists has its size and sha256 on disk.
+pub fn assert_entry_matches_disk(setup: &Setup, entry: &lock::Entry) {
+    let paths = &setup.directory.config().paths;
+    for file in &entry.files {
+        let root = match file.route {
+            Route::Agents => &paths.agents_folder,
+            _ => &paths.skills_folder,
+        };
+        let on_disk = lock::file_sha256(&root.join(&file.path));
+        assert_eq!(
+            on_disk,
+            Some((file.size, file.sha256.clone())),
+            "{}",
+            file.path
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_download_is_locked_with_its_version_digest_and_every_file() {
+    let s = Setup::new();
+    s.server.bundle(
+        "mailer",
+        &[
+            ("SKILL.md", "# Mailer\n"),
+            ("emails/send.md", "# Send\n"),
+            (
+                "system-prompts/clerk.md",
+                "---\ndescription: Files mail.\n---\nFile it.\n",
+            ),
+            ("agents/captain.md", "---\nname: Captain\n---\nShip.\n"),
+            ("prompts/old.md", "# skipped\n"),
+        ],
+    );
+    s.download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("download");
+    let path = s.tree.path("skills/iii-bundles.lock.json");
+    let text = std::fs::read_to_string(&path).expect("lock");
+    assert!(
+        text.ends_with("}\n") && text.contains("\n  \"bundles\""),
+        "{text}"
+    );
+    let value = read_lock(&path);
+    let entry = &value["bundles"]["mailer"];
+    assert_eq!(entry["namespace"], "mailer");
+    let digest = lock::registry_digest(
+        [
+            ("SKILL.md", "# Mailer\n"),
+            ("emails/send.md", "# Send\n"),
+            (
+                "system-prompts/clerk.md",
+                "---\ndescription: Files mail.\n---\nFile it.\n",
+            ),
+            ("agents/captain.md", "---\nname: Captain\n---\nShip.\n"),
+            ("prompts/old.md", "# skipped\n"),
+        ]
+        .into_iter(),
+    );
+    assert_eq!(
+        entry["source"],
+        json!({"kind": "registry", "worker": "mailer", "tag": "latest", "version": "1.0.0", "digest": digest})
+    );
+    let files: Vec<(String, String)> = entry["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().expect("path").to_string(),
+                f["route"].as_str().expect("route").to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("mailer/SKILL.md", "skills"),
+        ("mailer/emails/send.md", "skills"),
+        ("mailer/system-prompts/clerk.md", "system-prompts"),
+        ("captain.md", "agents"),
+    ]
+    .iter()
+    .map(|(p, r)| (p.to_string(), r.to_string()))
+    .collect();
+    assert_eq!(files, expected);
+    assert!(
+        entry["landed_at"]
+            .as_str()
+            .expect("landed_at")
+            .ends_with("+00:00")
+    );
+    let parsed = lock::read(&path).expect("our reader");
+    assert_entry_matches_disk(&s, &parsed.bundles["mailer"]);
+
+    // Never served, never skipped as a document, nowhere in an answer.
+    let ids = common::skill_ids(&s.directory);
+    assert!(ids.iter().all(|id| !id.contains("lock")), "{ids:?}");
+    let skipped = s.directory.skipped().expect("skipped");
+    assert!(
+        skipped.iter().all(|f| !f.path.contains("iii-bundles")),
+        "{skipped:?}"
+    );
+
+    // A second bundle gets its own entry; the first stays as it was, text and all.
+    let before = parsed.bundles["mailer"].clone();
+    s.server.bundle("other", &[("SKILL.md", "# Other\n")]);
+    s.download(FromRegistry, json!({"worker": "other", "version": "1.0.0"}))
+        .await
+        .expect("second");
+    let after = lock::read(&path).expect("lock");
+    assert_eq!(after.bundles["mailer"], before);
+    assert_eq!(
+        after.bundles.keys().collect::<Vec<_>>(),
+        ["mailer", "other"]
+    );
+    let other = serde_json::to_value(&after.bundles["other"].source).expect("json");
+    assert_eq!(other["version"], "1.0.0");
+    assert!(other.get("tag").is_none(), "{other}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_path_is_a_setting_and_a_lock_not_ours_refuses_with_nothing_written() {
+    let s = Setup::with(|config| {
+        config.settings.bundles_lock_path = "locks/bundles.json".into();
+        config.paths.bundles_lock = config
+            .paths
+            .skills_folder
+            .parent()
+            .expect("base")
+            .join("locks/bundles.json");
+    });
+    s.server.bundle("mailer", &[("SKILL.md", "# Mailer\n")]);
+    s.download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("download");
+    assert!(!s.tree.path("skills/iii-bundles.lock.json").exists());
+    let locked = lock::read(&s.tree.path("locks/bundles.json")).expect("lock");
+    assert_eq!(locked.bundles["mailer"].files.len(), 1);
+    let staging: Vec<_> = std::fs::read_dir(s.tree.path("locks"))
+        .expect("locks")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(staging, ["bundles.json"], "no staging folder left");
+
+    // A file at the lock's path that is not a lock: refused, nothing written.
+    s.tree.write("locks/bundles.json", "my notes, not JSON\n");
+    s.server.bundle("mailer", &[("SKILL.md", "# Mailer v2\n")]);
+    let before = s.state();
+    let err = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect_err("refused");
+    assert!(err.contains("fix or move it away"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(s.state(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_local_edit_stays_locked_with_the_upstream_bytes() {
+    let s = Setup::new();
+    s.server
+        .bundle("mailer", &[("SKILL.md", "# v1\n"), ("a.md", "# a v1\n")]);
+    s.download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("v1");
+    s.tree.write("skills/mailer/a.md", "# a, mine\n");
+    s.server
+        .bundle("mailer", &[("SKILL.md", "# v2\n"), ("a.md", "# a v2\n")]);
+    let response = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("v2");
+    assert_eq!(response["kept_local"], json!(["a.md"]));
+    let locked = lock::read(&s.tree.path("skills/iii-bundles.lock.json")).expect("lock");
+    let a = locked.bundles["mailer"]
+        .files
+        .iter()
+        .find(|f| f.path == "mailer/a.md")
+        .expect("a.md locked");
+    assert_eq!(a.sha256, lock::sha256_hex(b"# a v2\n"));
+}
