@@ -31,6 +31,7 @@ mod index;
 mod list_revision;
 mod locks;
 mod request;
+mod retrieval;
 mod roots;
 mod rules;
 mod skills;

@@ -22,6 +22,9 @@ pub struct Listed {
     /// The text fields whose JSON holds an escape (a quote, a backslash, a control character).
     escaped: u8,
     bytes: u64,
+    /// The hash of the file's text (`None` for a bundled skill or one that cannot be served):
+    /// what skill search keys a row's counted terms by.
+    pub content: Option<crate::doc::Hash>,
     /// Each text field's JSON string content (escaped, without its quotes), one after another
     /// in [`Field`] order; `ends[f]` is where field `f` ends.
     text: Box<str>,
@@ -102,6 +105,12 @@ impl Listed {
             null,
             escaped,
             bytes: row.bytes,
+            content: match &row.source {
+                crate::rules::Source::File {
+                    content: Ok(hash), ..
+                } => Some(*hash),
+                _ => None,
+            },
             text: text.into(),
             ends,
             overview,
@@ -133,6 +142,21 @@ impl Listed {
     /// The id the answer shows.
     pub fn shown_id(&self) -> Cow<'_, str> {
         self.value(Field::Id).unwrap_or_default()
+    }
+
+    /// The row's title.
+    pub fn title(&self) -> Cow<'_, str> {
+        self.value(Field::Title).unwrap_or_default()
+    }
+
+    /// The row's description.
+    pub fn description(&self) -> Cow<'_, str> {
+        self.value(Field::Description).unwrap_or_default()
+    }
+
+    /// Whether the skill's frontmatter says `disable-model-invocation`.
+    pub fn disable_model_invocation(&self) -> bool {
+        self.disable_model_invocation
     }
 
     /// The row's `type`.
