@@ -18,6 +18,7 @@ use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
 use crate::list_revision::{self, ListRevision, RevisionRequest};
 use crate::locks;
+use crate::retrieval::fusion::DenseRanker;
 use crate::roots::{Root, Roots};
 use crate::rules::skill::Visibility;
 use crate::rules::skip::SkipReason;
@@ -124,6 +125,8 @@ pub struct Directory {
     subscribers: Subscribers,
     /// The decoded skill rows of the latest revision read (see `skills::SkillCache`).
     skill_cache: Mutex<Option<Arc<skills::SkillCache>>>,
+    /// The counted terms of skill texts, kept across revisions for skill search.
+    skill_terms: Mutex<skills::SkillTerms>,
     /// The live settings: tunable fields change with the configuration worker.
     settings: RwLock<config::Settings>,
     /// What brings the index up to date with changes on disk before each read: the watcher's
@@ -184,6 +187,7 @@ impl Directory {
             write_lock: Mutex::new(()),
             subscribers: Subscribers::default(),
             skill_cache: Mutex::new(None),
+            skill_terms: Mutex::default(),
             settings,
             catch_up: RwLock::new(None),
         }
@@ -509,6 +513,28 @@ impl Directory {
             ReadFunction::AgentsGet => agents::get(reader, &self.roots, visibility, request),
         };
         value.map(Answer::Value)
+    }
+
+    /// `directory::skills::search` (beyond the contract): skills ranked for a task, with the
+    /// same visibility and fresh reads as `list`. `dense` is the embedder's lane for skills
+    /// when there is one and it is ready; without it the ranking is lexical.
+    pub fn search_skills(
+        &self,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+        dense: Option<&dyn DenseRanker>,
+    ) -> Result<Value> {
+        self.catch_up();
+        let reader = self.index.read()?;
+        let cache = self.skill_cache(&reader)?;
+        skills::search(
+            &reader,
+            &cache,
+            &self.skill_terms,
+            self.visibility(installed),
+            request,
+            dense,
+        )
     }
 
     /// Answers a read function with the response's JSON text. `list`, which UIs call

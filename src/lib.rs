@@ -32,6 +32,7 @@ mod index;
 mod list_revision;
 mod locks;
 mod request;
+mod retrieval;
 mod roots;
 mod rules;
 mod skills;

@@ -28,7 +28,8 @@ pub mod registry;
 pub mod response;
 pub mod service;
 pub mod session;
-pub mod tokenize;
+/// The tokenizer is shared with skill search, one layer down (`retrieval`).
+pub use crate::retrieval::tokenize;
 
 use crate::locks;
 use std::sync::Mutex;

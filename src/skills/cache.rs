@@ -12,6 +12,7 @@ use crate::doc::distance::Shape;
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
+use crate::retrieval::lexical;
 
 /// A patch touching more than this share of the rows (1/n) decodes them all instead: one
 /// parallel pass beats that many lookups.
@@ -26,6 +27,8 @@ pub struct SkillCache {
     rows: Vec<Arc<Listed>>,
     /// Built on the first `get` miss of the revision.
     postings: OnceLock<Postings>,
+    /// Built on the first `search` of the revision.
+    search: OnceLock<Arc<lexical::Index>>,
 }
 
 impl SkillCache {
@@ -38,6 +41,7 @@ impl SkillCache {
             epoch: reader.epoch()?,
             rows,
             postings: OnceLock::new(),
+            search: OnceLock::new(),
         })
     }
 
@@ -73,6 +77,7 @@ impl SkillCache {
             epoch: self.epoch,
             rows,
             postings: OnceLock::new(),
+            search: OnceLock::new(),
         }))
     }
 
@@ -151,6 +156,19 @@ impl SkillCache {
         })
     }
 
+    /// The revision's skill search index, built by `build` on the first call (two searches
+    /// racing on a new revision may both build it; one is kept).
+    pub fn search_index(
+        &self,
+        build: impl FnOnce() -> Result<lexical::Index>,
+    ) -> Result<Arc<lexical::Index>> {
+        if let Some(index) = self.search.get() {
+            return Ok(index.clone());
+        }
+        let built = Arc::new(build()?);
+        Ok(self.search.get_or_init(|| built).clone())
+    }
+
     /// The row at a position [`SkillCache::sharing_segment`] gave.
     pub fn at(&self, position: u32) -> &Listed {
         &self.rows[position as usize]
@@ -208,6 +226,7 @@ impl SkillCache {
             epoch: 0,
             rows: rows.into_iter().map(Arc::new).collect(),
             postings: OnceLock::new(),
+            search: OnceLock::new(),
         }
     }
 }

@@ -124,6 +124,7 @@ const ID: usize = at("id");
 const TITLE: usize = at("title");
 const TYPE: usize = at("type");
 const DESCRIPTION: usize = at("description");
+const DISABLE_MODEL_INVOCATION: usize = at("disable_model_invocation");
 
 const fn at(name: &str) -> usize {
     let mut i = 0;
@@ -220,6 +221,9 @@ pub struct Listed {
     /// The flag columns that are `true`.
     flags: Mask,
     counts: [u64; COUNTS],
+    /// The hash of the file's text (`None` for a bundled skill or one that cannot be served):
+    /// what skill search keys a row's counted terms by.
+    pub content: Option<crate::doc::Hash>,
     /// Each text column's JSON string content (escaped, without its quotes), one after another
     /// in column order; `ends[SLOT[c]]` is where column `c` ends.
     text: Box<str>,
@@ -290,6 +294,12 @@ impl Listed {
             escaped,
             flags,
             counts,
+            content: match &row.source {
+                crate::rules::Source::File {
+                    content: Ok(hash), ..
+                } => Some(*hash),
+                _ => None,
+            },
             text: text.into(),
             ends,
             overview,
@@ -321,6 +331,21 @@ impl Listed {
     /// The id the answer shows.
     pub fn shown_id(&self) -> Cow<'_, str> {
         self.value(ID).unwrap_or_default()
+    }
+
+    /// The row's title.
+    pub fn title(&self) -> Cow<'_, str> {
+        self.value(TITLE).unwrap_or_default()
+    }
+
+    /// The row's description.
+    pub fn description(&self) -> Cow<'_, str> {
+        self.value(DESCRIPTION).unwrap_or_default()
+    }
+
+    /// Whether the skill's frontmatter says `disable-model-invocation`.
+    pub fn disable_model_invocation(&self) -> bool {
+        self.flags & bit(DISABLE_MODEL_INVOCATION) != 0
     }
 
     /// The row's `type`.

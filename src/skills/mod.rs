@@ -1,4 +1,4 @@
-//! `directory::skills::*`: `list`, `get` and `index` answered from the index's skill rows (with
+//! `directory::skills::*`: `list`, `get`, `index` and `search` answered from the index's skill rows (with
 //! `filter_unregistered` applied at read time), and the writes (`create`, `update`, `delete`).
 
 mod cache;
@@ -6,6 +6,7 @@ mod get;
 mod list;
 mod listed;
 mod overview;
+mod search;
 pub mod write;
 
 pub use cache::SkillCache;
@@ -17,3 +18,4 @@ pub use listed::{RowForms, list_row_forms, list_row_json};
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
+pub use search::{SkillTerms, search};

@@ -9,6 +9,7 @@
 //! - [`engine_client`]: the test's own worker on a real engine.
 //! - [`loopback`]: loopback HTTP, the workers registry stand-in and the HTTPS git server of the
 //!   download tests.
+//! - [`search_eval`]: the retrieval evaluation sets and their scorer.
 //! - [`generate`]: deterministic skill trees for tests, benchmarks and the `generate_tree`
 //!   example.
 //!
@@ -20,4 +21,5 @@ pub mod engine_client;
 pub mod fake_engine;
 pub mod generate;
 pub mod loopback;
+pub mod search_eval;
 pub mod worker_process;

@@ -1,0 +1,195 @@
+//! The dense lane and how it meets the lexical one.
+//!
+//! A [`DenseRanker`] answers a query with the keys (skill ids, function ids) whose embeddings
+//! are nearest, with their cosine similarity. [`fuse`] merges that ranking with the lexical
+//! one by reciprocal rank: each lane contributes `1 / (RRF_K + rank)`, so neither lane's raw
+//! scores (BM25 is unbounded, cosine is not) need calibrating against the other. The floors
+//! decide membership before ranks are fused: a lexical hit is a candidate only when it passed
+//! the lexical floor (its caller's), a dense hit only at or above [`DENSE_FLOOR`]. A query no
+//! document serves therefore stays empty in both modes.
+//!
+//! Pure: no model here; the embedder lives elsewhere and is handed in.
+
+use std::collections::HashMap;
+
+/// The rank offset of reciprocal-rank fusion (the customary 60: a lane's first places weigh
+/// more than its tail, and no single lane dominates).
+pub const RRF_K: f64 = 60.0;
+
+/// A dense hit counts only at or above this cosine similarity (all-MiniLM-L6-v2 scores an
+/// unrelated pair of sentences around 0 to 0.2 and a paraphrase around 0.5 and up).
+pub const DENSE_FLOOR: f32 = 0.35;
+
+/// How a search ranked: with the embedder's lane fused in, or lexical alone (no model, or not
+/// ready yet: nothing ever waits for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Lexical,
+    Hybrid,
+}
+
+/// One key a dense lane found, with its cosine similarity to the query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseHit {
+    pub key: String,
+    pub similarity: f32,
+}
+
+/// The dense lane: an embedder and the vectors of one catalog (skills, or functions).
+pub trait DenseRanker: Send + Sync {
+    /// The model's name, for `index::status`.
+    fn model(&self) -> &str;
+    /// The `limit` nearest keys to `query`, best first; `None` while the lane cannot answer
+    /// (the model is loading, the catalog is still being embedded), which means lexical.
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>>;
+}
+
+/// One fused result: the key and its fused score (the sum of its lanes' reciprocal ranks).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fused {
+    pub key: String,
+    pub score: f64,
+}
+
+/// Merges the lexical ranking (keys best first, already through the lexical floor) with the
+/// dense hits (best first), keeping only dense hits at or above [`DENSE_FLOOR`]. Ties keep the
+/// lexical order, then the dense order.
+pub fn fuse(lexical: &[String], dense: &[DenseHit]) -> Vec<Fused> {
+    let dense = dense
+        .iter()
+        .filter(|h| h.similarity >= DENSE_FLOOR)
+        .map(|h| &h.key);
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut out: Vec<Fused> = Vec::new();
+    for ranking in [lexical.iter().collect::<Vec<_>>(), dense.collect()] {
+        for (rank, key) in ranking.into_iter().enumerate() {
+            let gain = 1.0 / (RRF_K + rank as f64 + 1.0);
+            match at.get(key.as_str()) {
+                Some(&i) => out[i].score += gain,
+                None => {
+                    at.insert(key, out.len());
+                    out.push(Fused {
+                        key: key.clone(),
+                        score: gain,
+                    });
+                }
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| out[b].score.total_cmp(&out[a].score).then(a.cmp(&b)));
+    order.into_iter().map(|i| out[i].clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn dense(list: &[(&str, f32)]) -> Vec<DenseHit> {
+        list.iter()
+            .map(|&(key, similarity)| DenseHit {
+                key: key.to_string(),
+                similarity,
+            })
+            .collect()
+    }
+
+    fn order(fused: &[Fused]) -> Vec<&str> {
+        fused.iter().map(|f| f.key.as_str()).collect()
+    }
+
+    #[test]
+    fn without_a_dense_lane_the_lexical_order_stands() {
+        let fused = fuse(&keys(&["a", "b", "c"]), &[]);
+        assert_eq!(order(&fused), ["a", "b", "c"]);
+        assert!((fused[0].score - 1.0 / 61.0).abs() < 1e-12);
+        assert!(fuse(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_key_both_lanes_rank_beats_keys_one_lane_ranks_first() {
+        let fused = fuse(
+            &keys(&["lex-only", "both"]),
+            &dense(&[("dense-only", 0.9), ("both", 0.8)]),
+        );
+        assert_eq!(order(&fused), ["both", "lex-only", "dense-only"]);
+        let both = 1.0 / 62.0 + 1.0 / 62.0;
+        assert!((fused[0].score - both).abs() < 1e-12);
+    }
+
+    #[test]
+    fn dense_hits_under_the_floor_are_not_candidates() {
+        let fused = fuse(&[], &dense(&[("near", 0.6), ("far", DENSE_FLOOR - 0.01)]));
+        assert_eq!(order(&fused), ["near"]);
+        // A no-match query: nothing lexical, nothing dense above the floor.
+        assert!(fuse(&[], &dense(&[("x", 0.2), ("y", 0.1)])).is_empty());
+    }
+
+    /// A small deterministic generator (no dependency for a property test of this size).
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn fusion_properties_hold_on_random_rankings() {
+        let mut seed = 7;
+        for _ in 0..500 {
+            let n = (lcg(&mut seed) % 12) as usize;
+            let lexical: Vec<String> = (0..n).map(|i| format!("k{}", (i * 7 + n) % 15)).collect();
+            let lexical: Vec<String> = {
+                let mut seen = std::collections::HashSet::new();
+                lexical
+                    .into_iter()
+                    .filter(|k| seen.insert(k.clone()))
+                    .collect()
+            };
+            let m = (lcg(&mut seed) % 12) as usize;
+            let mut hits: Vec<DenseHit> = (0..m)
+                .map(|i| DenseHit {
+                    key: format!("k{}", (i * 5 + m) % 15),
+                    similarity: (lcg(&mut seed) % 100) as f32 / 100.0,
+                })
+                .collect();
+            hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+            let mut seen = std::collections::HashSet::new();
+            hits.retain(|h| seen.insert(h.key.clone()));
+            let fused = fuse(&lexical, &hits);
+            // Every fused key came from a lane, lexical keys all survive, each key once.
+            let mut keys: Vec<&str> = order(&fused);
+            for key in &keys {
+                assert!(
+                    lexical.iter().any(|k| k == key)
+                        || hits
+                            .iter()
+                            .any(|h| h.key == *key && h.similarity >= DENSE_FLOOR)
+                );
+            }
+            for key in &lexical {
+                assert!(keys.contains(&key.as_str()));
+            }
+            // Scores are sorted and bounded by two first places.
+            assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
+            assert!(
+                fused
+                    .iter()
+                    .all(|f| f.score > 0.0 && f.score <= 2.0 / 61.0 + 1e-12)
+            );
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), fused.len());
+            // Without dense hits, fusion is the identity on the lexical order.
+            assert_eq!(
+                order(&fuse(&lexical, &[])),
+                lexical.iter().map(String::as_str).collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! A compact Okapi BM25 index for many documents (tens of thousands of skills), and the
+//! weighted-coverage floor that keeps a query no document serves empty.
+//!
+//! Terms are numbered by a [`Vocabulary`] that outlives any one index, so a document's counted
+//! terms ([`DocTerms`]) can be computed once per distinct content and reused by every later
+//! index: building an index is then two passes over integers (count, then place), with no
+//! string hashing. Postings are one flat array, each entry a document number and its term
+//! count packed in a `u32`, so 50,000 documents of a few hundred terms take tens of MiB.
+
+use std::collections::HashMap;
+
+/// Term-frequency saturation (the function search's: 1.2).
+pub const K1: f32 = 1.2;
+/// Document-length normalization (the function search's: 0.75).
+pub const B: f32 = 0.75;
+
+/// A hit is kept only when the terms it matches carry at least this share of the query's
+/// total idf: a query about something no document mentions (its rare words unmatched) stays
+/// empty even when its common words match. Tuned on the `dev` skill tasks.
+pub const COVERAGE_FLOOR: f32 = 0.4;
+
+/// Term numbers fit in the 24 high bits of a packed entry.
+const TERM_BITS: u32 = 24;
+/// Occurrences are counted up to 255 (BM25 saturates long before).
+const MAX_COUNT: u32 = 0xff;
+
+/// Term text to term number; numbers are never reused, so counted terms stay valid.
+#[derive(Default)]
+pub struct Vocabulary {
+    ids: HashMap<Box<str>, u32>,
+}
+
+impl Vocabulary {
+    /// The number of `term`, assigned when new. `None` once 2^24 terms exist (a document then
+    /// loses its newest words; no real tree comes near).
+    pub fn intern(&mut self, term: &str) -> Option<u32> {
+        if let Some(&id) = self.ids.get(term) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.ids.len())
+            .ok()
+            .filter(|&n| n < 1 << TERM_BITS)?;
+        self.ids.insert(term.into(), id);
+        Some(id)
+    }
+
+    pub fn get(&self, term: &str) -> Option<u32> {
+        self.ids.get(term).copied()
+    }
+
+    /// A query's distinct terms (in order of first appearance), numbered; `None` for a term
+    /// never seen.
+    pub fn resolve(&self, query: &[String]) -> Vec<Option<u32>> {
+        let mut distinct: Vec<&str> = Vec::with_capacity(query.len());
+        for term in query {
+            if !distinct.contains(&term.as_str()) {
+                distinct.push(term);
+            }
+        }
+        distinct.into_iter().map(|t| self.get(t)).collect()
+    }
+
+    /// How many term numbers were handed out.
+    pub fn size(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// A document's distinct terms with their counts, sorted by term number, and its length.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DocTerms {
+    /// `term << 8 | count`.
+    packed: Box<[u32]>,
+    length: u32,
+}
+
+impl DocTerms {
+    /// Counts `terms` (numbering new ones in `vocabulary`).
+    pub fn count<'a>(
+        vocabulary: &mut Vocabulary,
+        terms: impl IntoIterator<Item = &'a str>,
+    ) -> DocTerms {
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        let mut length = 0u32;
+        for term in terms {
+            length += 1;
+            if let Some(id) = vocabulary.intern(term) {
+                *counts.entry(id).or_default() += 1;
+            }
+        }
+        let mut packed: Vec<u32> = counts
+            .into_iter()
+            .map(|(id, n)| id << 8 | n.min(MAX_COUNT))
+            .collect();
+        packed.sort_unstable();
+        DocTerms {
+            packed: packed.into(),
+            length,
+        }
+    }
+}
+
+/// One document's result for a query.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hit {
+    /// The document's position in the list the index was built from.
+    pub doc: u32,
+    pub score: f32,
+    /// How many distinct query terms the document contains.
+    pub matched: u32,
+    /// The share of the query's idf those terms carry (0 to 1).
+    pub coverage: f32,
+}
+
+/// A BM25 index over documents given as [`DocTerms`].
+#[derive(Default)]
+pub struct Index {
+    /// `offsets[t]..offsets[t + 1]` are term `t`'s postings.
+    offsets: Vec<u32>,
+    /// `doc << 8 | count`, in document order within a term.
+    postings: Vec<u32>,
+    /// `K1 · (1 − B + B · length / average length)` per document.
+    norms: Vec<f32>,
+}
+
+impl Index {
+    /// Indexes `docs` (in order: a hit's `doc` is a position here); `terms` is how many term
+    /// numbers the vocabulary has handed out.
+    pub fn build(docs: &[&DocTerms], terms: usize) -> Index {
+        let mut offsets = vec![0u32; terms + 1];
+        for doc in docs {
+            for &entry in doc.packed.iter() {
+                offsets[(entry >> 8) as usize + 1] += 1;
+            }
+        }
+        for t in 0..terms {
+            offsets[t + 1] += offsets[t];
+        }
+        let mut fill = offsets.clone();
+        let mut postings = vec![0u32; offsets[terms] as usize];
+        for (i, doc) in docs.iter().enumerate() {
+            for &entry in doc.packed.iter() {
+                let slot = &mut fill[(entry >> 8) as usize];
+                postings[*slot as usize] = (i as u32) << 8 | (entry & MAX_COUNT);
+                *slot += 1;
+            }
+        }
+        let total: f64 = docs.iter().map(|d| f64::from(d.length)).sum();
+        let average = if docs.is_empty() {
+            0.0
+        } else {
+            total / docs.len() as f64
+        };
+        let norms = docs
+            .iter()
+            .map(|d| {
+                let relative = if average > 0.0 {
+                    f64::from(d.length) / average
+                } else {
+                    0.0
+                };
+                K1 * (1.0 - B + B * relative as f32)
+            })
+            .collect();
+        Index {
+            offsets,
+            postings,
+            norms,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.norms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.norms.is_empty()
+    }
+
+    fn idf(&self, df: usize) -> f32 {
+        let n = self.norms.len() as f32;
+        (((n - df as f32 + 0.5) / (df as f32 + 0.5)) + 1.0).ln()
+    }
+
+    fn postings_of(&self, term: u32) -> &[u32] {
+        let t = term as usize;
+        if t + 1 >= self.offsets.len() {
+            return &[];
+        }
+        &self.postings[self.offsets[t] as usize..self.offsets[t + 1] as usize]
+    }
+
+    /// Every document holding a query term that passes the floors (the weighted coverage, and
+    /// two distinct terms when the query has two), best first, ties in document order. `query`
+    /// is the query's distinct terms as [`Vocabulary::resolve`] numbers them; a term the
+    /// vocabulary never saw (or no document holds) counts in the query's idf as the rarest term
+    /// would, so a query about something absent stays uncovered.
+    pub fn search(&self, query: &[Option<u32>]) -> Vec<Hit> {
+        if query.is_empty() || self.is_empty() {
+            return Vec::new();
+        }
+        let terms: Vec<(Option<u32>, f32)> = query
+            .iter()
+            .map(|&id| {
+                let df = id.map_or(0, |id| self.postings_of(id).len());
+                (id.filter(|_| df > 0), self.idf(df))
+            })
+            .collect();
+        let total_idf: f32 = terms.iter().map(|(_, idf)| idf).sum();
+        let mut scores: HashMap<u32, (f32, u32, f32)> = HashMap::new();
+        for &(id, idf) in &terms {
+            let Some(id) = id else { continue };
+            for &entry in self.postings_of(id) {
+                let doc = entry >> 8;
+                let tf = (entry & MAX_COUNT) as f32;
+                let gain = idf * tf * (K1 + 1.0) / (tf + self.norms[doc as usize]);
+                let slot = scores.entry(doc).or_default();
+                slot.0 += gain;
+                slot.1 += 1;
+                slot.2 += idf;
+            }
+        }
+        let needed = query.len().min(2) as u32;
+        let mut hits: Vec<Hit> = scores
+            .into_iter()
+            .map(|(doc, (score, matched, covered))| Hit {
+                doc,
+                score,
+                matched,
+                coverage: if total_idf > 0.0 {
+                    covered / total_idf
+                } else {
+                    0.0
+                },
+            })
+            .filter(|h| h.matched >= needed && h.coverage >= COVERAGE_FLOOR && h.score > 0.0)
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs(vocabulary: &mut Vocabulary, texts: &[&str]) -> Vec<DocTerms> {
+        texts
+            .iter()
+            .map(|t| DocTerms::count(vocabulary, t.split_whitespace()))
+            .collect()
+    }
+
+    fn q(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn index(vocabulary: &Vocabulary, docs: &[DocTerms]) -> Index {
+        Index::build(&docs.iter().collect::<Vec<_>>(), vocabulary.size())
+    }
+
+    #[test]
+    fn scores_follow_the_okapi_formula() {
+        let mut v = Vocabulary::default();
+        let d = docs(&mut v, &["send email email", "store file", "send file now"]);
+        let index = index(&v, &d);
+        let hits = index.search(&v.resolve(&q("email")));
+        assert_eq!(hits.len(), 1);
+        let idf = ((2.5f32 / 1.5) + 1.0).ln();
+        let norm = K1 * (1.0 - B + B * 3.0 / (8.0 / 3.0));
+        let expected = idf * 2.0 * (K1 + 1.0) / (2.0 + norm);
+        assert!((hits[0].score - expected).abs() < 1e-5);
+        assert_eq!((hits[0].doc, hits[0].matched), (0, 1));
+        assert!((hits[0].coverage - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn two_terms_are_needed_when_the_query_has_two() {
+        let mut v = Vocabulary::default();
+        let d = docs(&mut v, &["mail send", "mail only", "send only", "other"]);
+        let index = index(&v, &d);
+        let found: Vec<u32> = index
+            .search(&v.resolve(&q("mail send")))
+            .iter()
+            .map(|h| h.doc)
+            .collect();
+        assert_eq!(found, [0]);
+        assert_eq!(index.search(&v.resolve(&q("mail mail"))).len(), 2);
+    }
+
+    #[test]
+    fn an_unknown_rare_word_leaves_a_query_uncovered() {
+        let mut v = Vocabulary::default();
+        let d = docs(
+            &mut v,
+            &[
+                "plan care routine",
+                "care plan team",
+                "deploy site",
+                "deploy app",
+                "write docs",
+            ],
+        );
+        let index = index(&v, &d);
+        // `bonsai` is in no document: `care plan` alone does not carry enough of the query.
+        assert!(index.search(&v.resolve(&q("bonsai care"))).is_empty());
+        assert!(!index.search(&v.resolve(&q("care plan"))).is_empty());
+    }
+
+    #[test]
+    fn an_index_built_from_reused_doc_terms_equals_a_fresh_one() {
+        let mut v = Vocabulary::default();
+        let mut d = docs(&mut v, &["alpha beta", "beta gamma", "gamma delta alpha"]);
+        let before = index(&v, &d);
+        // A later revision: one document replaced, one added; the others' counts are reused.
+        d[1] = DocTerms::count(&mut v, "epsilon beta".split_whitespace());
+        d.push(DocTerms::count(&mut v, "alpha epsilon".split_whitespace()));
+        let after = index(&v, &d);
+        let mut fresh_v = Vocabulary::default();
+        let fresh_d = docs(
+            &mut fresh_v,
+            &[
+                "alpha beta",
+                "epsilon beta",
+                "gamma delta alpha",
+                "alpha epsilon",
+            ],
+        );
+        let fresh = index(&fresh_v, &fresh_d);
+        for query in ["alpha", "beta epsilon", "gamma alpha", "zeta"] {
+            let a = after.search(&v.resolve(&q(query)));
+            let b = fresh.search(&fresh_v.resolve(&q(query)));
+            assert_eq!(a, b, "{query}");
+        }
+        assert_eq!(before.len(), 3);
+        assert!(Index::default().search(&v.resolve(&q("alpha"))).is_empty());
+    }
+}

@@ -1,0 +1,13 @@
+//! Text retrieval shared by function search and skill search, pure and in memory:
+//!
+//! - `tokenize`: text to terms, the same for documents and queries;
+//! - `lexical`: a compact BM25 index over many documents (skills), its weighted-coverage floor;
+//! - `fusion`: the dense lane a sentence embedder plugs into ([`fusion::DenseRanker`]), and the
+//!   reciprocal-rank fusion of the lexical and dense rankings with the floors that keep a query
+//!   no document serves empty. Without a dense lane the answer is lexical, floors included.
+//!
+//! **Architecture invariant:** no I/O; callers hand in texts and get ranked positions back.
+
+pub mod fusion;
+pub mod lexical;
+pub mod tokenize;

@@ -1,0 +1,169 @@
+//! Retrieval quality on the project's own evaluation sets (`tests/fixtures/search_eval/`, scored
+//! by `test_support::search_eval`): function search over a catalog of 680 functions, and skill
+//! search over the shared corpus of real skills (skipped, saying so, without it). Each test
+//! prints its tables (`cargo test --test search quality -- --nocapture`) and holds the held-out
+//! figures to the floors measured when the ranking last changed, so a change that costs quality
+//! fails here. Rankings are tuned on the `dev` cases only.
+
+use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
+use iii_directory::search::{query, select};
+use test_support::search_eval::{
+    FunctionCase, function_cases, function_catalog, ndcg_at, recall_at, reciprocal_rank,
+    score_functions, score_skills, skill_tasks,
+};
+
+fn catalog() -> Catalog {
+    let answer = function_catalog();
+    let ids = parse_list(&answer).expect("list");
+    Catalog::build(&tools_from_info(&ids, info_entries(&answer)))
+}
+
+fn lexical(catalog: &Catalog, cases: &[FunctionCase]) -> test_support::search_eval::Report {
+    score_functions(cases, |capabilities| {
+        select(catalog, &query::prepare(capabilities))
+    })
+}
+
+#[test]
+fn the_evaluation_sets_have_the_promised_shape() {
+    let catalog = catalog();
+    assert!(catalog.len() >= 670, "{}", catalog.len());
+    let count =
+        |cases: &[FunctionCase], kind: &str| cases.iter().filter(|c| c.kind == kind).count();
+    let dev = function_cases("dev");
+    let held = function_cases("heldout");
+    assert_eq!(dev.len(), 41);
+    assert_eq!(
+        [
+            count(&held, "direct"),
+            count(&held, "paraphrased"),
+            count(&held, "multi"),
+            count(&held, "no_match")
+        ],
+        [37, 24, 17, 19]
+    );
+    for case in dev.iter().chain(&held) {
+        for capability in &case.capabilities {
+            for id in capability.relevant.keys() {
+                assert!(
+                    catalog.contains(id),
+                    "{}: {id} is not in the catalog",
+                    case.id
+                );
+            }
+        }
+    }
+    let tasks = skill_tasks("heldout");
+    assert_eq!(skill_tasks("dev").len(), 30);
+    assert!(tasks.len() >= 100, "{}", tasks.len());
+    assert!(tasks.iter().filter(|t| t.kind == "no_match").count() >= 15);
+}
+
+#[test]
+fn the_metrics_follow_their_definitions() {
+    let relevant = [("a".to_string(), 2u8), ("b".to_string(), 1)].into();
+    let ranked: Vec<String> = ["x", "b", "a"].map(String::from).to_vec();
+    assert_eq!(recall_at(&ranked, &relevant, 2), 0.0);
+    assert_eq!(recall_at(&ranked, &relevant, 3), 1.0);
+    assert_eq!(reciprocal_rank(&ranked, &relevant), 1.0 / 3.0);
+    // DCG = 1/log2(3) + 3/log2(4); ideal = 3/log2(2) + 1/log2(3).
+    let expected = (1.0 / 3f64.log2() + 3.0 / 2.0) / (3.0 + 1.0 / 3f64.log2());
+    assert!((ndcg_at(&ranked, &relevant, 12) - expected).abs() < 1e-12);
+    let perfect: Vec<String> = ["a", "b"].map(String::from).to_vec();
+    assert!((ndcg_at(&perfect, &relevant, 12) - 1.0).abs() < 1e-12);
+    assert_eq!(ndcg_at(&[], &relevant, 12), 0.0);
+}
+
+#[test]
+fn function_search_quality_on_the_held_out_cases() {
+    let catalog = catalog();
+    let dev = lexical(&catalog, &function_cases("dev"));
+    let held = lexical(&catalog, &function_cases("heldout"));
+    println!("{}", dev.table("functions, dev (lexical)"));
+    println!("{}", held.table("functions, held-out (lexical)"));
+    // The lexical figures when the sets were written: a change that costs quality fails here.
+    assert!(held.all.recall(0) >= 0.77, "{}", held.all.recall(0));
+    assert!(held.kind("direct").recall(0) >= 0.99);
+    assert!(held.kind("multi").coverage() >= 0.90);
+    assert!(held.kind("no_match").answered <= 1);
+}
+
+/// A directory over the shared corpus: the community skills as the read-only agents skills root
+/// (read in place, never written), the Anthropic skills' `SKILL.md` files copied under
+/// `anthropic/` in a temporary skills folder; nothing hidden by `filter_unregistered`.
+fn corpus_directory() -> Option<(tempfile::TempDir, iii_directory::Directory)> {
+    let corpus = test_support::common::shared_path("corpus")?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = iii_directory::config::Config::for_root(dir.path());
+    config.paths.agents_skills_folder = corpus.join("community-skills");
+    config.settings.filter_unregistered = false;
+    for entry in std::fs::read_dir(corpus.join("anthropic-skills")).expect("anthropic skills") {
+        let entry = entry.expect("entry");
+        let skill = entry.path().join("SKILL.md");
+        if skill.is_file() {
+            let target = config
+                .paths
+                .skills_folder
+                .join("anthropic")
+                .join(entry.file_name());
+            std::fs::create_dir_all(&target).expect("mkdir");
+            std::fs::copy(&skill, target.join("SKILL.md")).expect("copy");
+        }
+    }
+    let directory = iii_directory::Directory::open(config).expect("open");
+    directory.reconcile().expect("reconcile");
+    Some((dir, directory))
+}
+
+fn skill_ids(directory: &iii_directory::Directory, query: &str) -> Vec<String> {
+    let answer = directory
+        .search_skills(
+            &serde_json::json!({ "query": query, "limit": 10 }),
+            None,
+            None,
+        )
+        .expect("search");
+    assert_eq!(answer["mode"], "lexical");
+    answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+#[test]
+fn skill_search_quality_on_the_held_out_tasks() {
+    let Some((_dir, directory)) = corpus_directory() else {
+        return;
+    };
+    let rows = directory
+        .read(
+            iii_directory::ReadFunction::SkillsList,
+            &serde_json::json!({}),
+            None,
+        )
+        .expect("list");
+    let listed: std::collections::HashSet<&str> = rows["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    for task in skill_tasks("dev").iter().chain(&skill_tasks("heldout")) {
+        for id in task.relevant.keys() {
+            assert!(
+                listed.contains(id.as_str()),
+                "{}: {id} is not listed",
+                task.id
+            );
+        }
+    }
+    let dev = score_skills(&skill_tasks("dev"), |q| skill_ids(&directory, q));
+    let held = score_skills(&skill_tasks("heldout"), |q| skill_ids(&directory, q));
+    println!("{}", dev.table("skills, dev (lexical)"));
+    println!("{}", held.table("skills, held-out (lexical)"));
+    assert!(held.all.recall(1) >= 0.70, "{}", held.all.recall(1));
+    assert!(held.kind("direct").recall(1) >= 0.98);
+    assert!(held.kind("no_match").answered <= 2);
+}
