@@ -33,6 +33,7 @@ mod locks;
 mod request;
 mod roots;
 mod rules;
+mod schema;
 mod skills;
 mod store;
 mod sync_cookie;
