@@ -35,6 +35,7 @@ mod request;
 mod retrieval;
 mod roots;
 mod rules;
+mod schema;
 mod skills;
 mod store;
 mod sync_cookie;

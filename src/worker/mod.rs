@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::answer::Answer;
 use crate::config::Config;
-use crate::directory::{Directory, ReadFunction};
+use crate::directory::{Directory, InstalledNeed, ReadFunction};
 use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
 use crate::registry::{Endpoint, Registry};
@@ -449,12 +449,10 @@ async fn read(
     function: ReadFunction,
     input: Value,
 ) -> Result<Answer, WorkerError> {
-    let installed = match function {
-        ReadFunction::SkillsIndex => installed_workers(iii, shared, true).await,
-        ReadFunction::SkillsList | ReadFunction::SkillsGet | ReadFunction::AgentsGet => {
-            installed_workers(iii, shared, false).await
-        }
-        _ => None,
+    let installed = match function.installed() {
+        InstalledNeed::Fresh => installed_workers(iii, shared, true).await,
+        InstalledNeed::Cached => installed_workers(iii, shared, false).await,
+        InstalledNeed::Never => None,
     };
     // Without the hop to the blocking pool.
     let unchanged = shared

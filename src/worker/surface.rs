@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use crate::code::Code;
-use crate::directory::{ReadFunction, WriteFunction};
+use crate::directory::{LIBRARY, LibraryFunction, ReadFunction, WriteFunction};
 use crate::download::DownloadFunction;
 use crate::events::Family;
 use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
+use crate::schema::{array_of, boolean, integer, nullable_string, object, string};
 
 /// The internal function the `worker` trigger calls when a worker is added (contract §3.10).
 pub const ON_WORKER_ADDED: &str = "directory::__on_worker_added";
@@ -71,14 +71,6 @@ impl Function {
 /// The JSON Schema dialect, named once at the root of each registered schema.
 const DRAFT_07: &str = "http://json-schema.org/draft-07/schema#";
 
-fn object(properties: Value, required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-    })
-}
-
 /// `schema` as registered: its dialect named at its root. Schemas stay small, without nested
 /// `$schema` keys or repeated parts: iii-sdk 0.23 copies a function's whole registration,
 /// schemas included, on every call, on the thread that reads the engine's socket (a third of
@@ -88,26 +80,6 @@ fn rooted(mut schema: Value) -> Value {
         object.insert("$schema".into(), json!(DRAFT_07));
     }
     schema
-}
-
-fn string(description: &str) -> Value {
-    json!({ "type": "string", "description": description })
-}
-
-fn nullable_string() -> Value {
-    json!({ "type": ["string", "null"] })
-}
-
-fn boolean(description: &str) -> Value {
-    json!({ "type": "boolean", "description": description })
-}
-
-fn integer() -> Value {
-    json!({ "type": "integer", "minimum": 0 })
-}
-
-fn array_of(items: Value) -> Value {
-    json!({ "type": "array", "items": items })
 }
 
 /// The `connection` object of `directory::index::status` (`connection.rs`, `setup.rs`).
@@ -184,289 +156,24 @@ fn candidate() -> Value {
     )
 }
 
-fn skill_written() -> Value {
-    object(
-        json!({
-            "id": string("skill id"), "title": string("title of the new content"),
-            "type": nullable_string(), "function_id": nullable_string(),
-            "bytes": integer(), "modified_at": string("RFC 3339 UTC"),
-        }),
-        &["id", "title", "type", "function_id", "bytes", "modified_at"],
-    )
-}
-
-fn skill_id_request() -> Value {
-    object(
-        json!({ "id": string("skill id, `iii://<id>`, or a path ending in .md") }),
-        &["id"],
-    )
-}
-
-fn content_request(key: &str, what: &str) -> Value {
-    object(
-        json!({ key: string(what), "content": string("the whole file, frontmatter included (at most 262144 bytes)") }),
-        &[key, "content"],
-    )
-}
-
-fn prompt_written() -> Value {
-    object(
-        json!({ "name": string("system prompt name"), "description": string("frontmatter description"), "bytes": integer(), "modified_at": string("RFC 3339 UTC") }),
-        &["name", "description", "bytes", "modified_at"],
-    )
-}
-
-fn agent_written() -> Value {
-    object(
-        json!({ "id": string("agent id"), "name": string("display name"), "description": string("description"), "logo": nullable_string(), "bytes": integer(), "modified_at": string("RFC 3339 UTC") }),
-        &["id", "name", "description", "logo", "bytes", "modified_at"],
-    )
-}
-
-fn agent_fields() -> Value {
-    json!({
-        "id": string("agent id (the file stem)"),
-        "name": string("display name"),
-        "description": string("description"),
-        "logo": nullable_string(),
-        "model": nullable_string(),
-        "reasoning_effort": nullable_string(),
-        "icon": nullable_string(),
-        "color": nullable_string(),
-        "extends": nullable_string(),
-        "builtin": boolean("present (true) on bundled profiles only"),
-        "inheritance_error": string(&format!("{} text when the extends chain does not resolve", Code::AgentInheritance)),
-        "modified_at": string("RFC 3339 UTC; empty for bundled profiles"),
-    })
-}
-
-/// A `list` request: the family's own fields plus the revision fields (beyond the contract).
-fn list_request(mut properties: Value) -> Value {
-    properties["if_revision"] = json!({ "type": "integer", "minimum": 0, "description": "a revision from an earlier answer: { unchanged, revision } while it is current, else the whole list with revision" });
-    properties["since_revision"] = json!({ "type": "integer", "minimum": 0, "description": "a revision from an earlier answer (0 on the first call): { unchanged, revision }, { revision, changed, removed } (what changed since, filters applied), or the whole list with revision and full: true" });
-    object(properties, &[])
-}
-
-/// A `list` response: the whole list (with `revision` and `full` when asked with a revision),
-/// `{unchanged, revision}`, or a delta `{revision, changed, removed}`.
-fn list_response(field: &str, row: Value) -> Value {
-    let rows = || array_of(json!({ "$ref": "#/definitions/row" }));
-    let mut whole = json!({ "revision": integer(), "full": { "const": true } });
-    whole[field] = rows();
-    json!({
-        "definitions": { "row": row },
-        "oneOf": [
-            object(whole, &[field]),
-            object(json!({ "unchanged": { "const": true }, "revision": integer() }), &["unchanged", "revision"]),
-            object(
-                json!({
-                    "revision": integer(),
-                    "changed": rows(),
-                    "removed": array_of(json!({ "type": "string", "description": "an id to drop" })),
-                }),
-                &["revision", "changed", "removed"],
-            ),
-        ],
-    })
-}
-
 /// Every function this worker registers.
 pub fn functions() -> Vec<Function> {
     use Handler::*;
-    let read = |f: ReadFunction| Read(f);
-    let write = |f: WriteFunction| Write(f);
-    let mut agent_get = agent_fields();
-    agent_get["system_prompt"] =
-        string("each ancestor's body root-first, then this profile's body");
-    agent_get["skills"] = array_of(json!({ "type": "string" }));
-    agent_get["unknown_skills"] = array_of(json!({ "type": "string" }));
-    agent_get["raw"] = string("the profile's whole file (with raw: true)");
-    let mut agent_row = agent_fields();
-    agent_row["skill_count"] = json!({ "type": ["integer", "null"] });
-    vec![
+    let library = LIBRARY.into_iter().map(|function| {
+        let described = function.described();
         Function {
-            id: ReadFunction::SkillsList.id(),
-            handler: read(ReadFunction::SkillsList),
-            description: "List skills as rows { id, title, type, function_id, disable_model_invocation, description, bytes, modified_at }, sorted by id. Filters: prefix (on the on-disk id), type, search (id, title, description). Pass since_revision (0 at first) to get only what changed since: { unchanged, revision }, { revision, changed, removed }, or the whole list with full: true.",
-            request: list_request(json!({
-                "search": string("case-insensitive substring of id, title or description"),
-                "prefix": string("on-disk id prefix, e.g. `resend/`"),
-                "type": string("exact frontmatter type, e.g. `index`"),
-                "include_description": boolean("false blanks descriptions (default true)"),
-            })),
-            response: list_response("skills", crate::skills::list_row_schema()),
+            id: function.id(),
+            handler: match function {
+                LibraryFunction::Read(f) => Read(f),
+                LibraryFunction::Write(f) => Write(f),
+            },
+            description: described.description,
+            request: described.request,
+            response: described.response,
             internal: false,
-        },
-        Function {
-            id: ReadFunction::SkillsGet.id(),
-            handler: read(ReadFunction::SkillsGet),
-            description: "Read one skill by id (also iii://<id> or <id>.md; a bare namespace reads its index): { id, title, type, function_id, disable_model_invocation, path, body, modified_at }, plus the whole file as raw with raw: true.",
-            request: object(
-                json!({ "id": string("skill id"), "raw": boolean("also return the whole file") }),
-                &["id"],
-            ),
-            response: object(
-                json!({
-                    "id": string("skill id"), "title": string("title"), "type": nullable_string(),
-                    "function_id": nullable_string(), "disable_model_invocation": boolean("flag"),
-                    "path": string("absolute path of the file; empty for bundled skills"),
-                    "body": string("markdown after the frontmatter"), "modified_at": string("RFC 3339 UTC"),
-                    "raw": string("the whole file (with raw: true)"),
-                }),
-                &[
-                    "id",
-                    "title",
-                    "type",
-                    "function_id",
-                    "disable_model_invocation",
-                    "path",
-                    "body",
-                    "modified_at",
-                ],
-            ),
-            internal: false,
-        },
-        Function {
-            id: ReadFunction::SkillsIndex.id(),
-            handler: read(ReadFunction::SkillsIndex),
-            description: "Render a short markdown index with one entry per installed worker overview (skills with type: index): heading, first paragraph, and a pointer to read the full doc.",
-            request: object(json!({}), &[]),
-            response: object(
-                json!({ "body": string("markdown"), "workers_count": integer() }),
-                &["body", "workers_count"],
-            ),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::SkillsCreate.id(),
-            handler: write(WriteFunction::SkillsCreate),
-            description: "Create a new skill file at <skills_folder>/<id>.md from full-file content. Never overwrites; fires directory::skills::on-change { op: create }.",
-            request: content_request("id", "new skill id, `[a-z0-9_-]{1,64}` per `/` segment"),
-            response: skill_written(),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::SkillsUpdate.id(),
-            handler: write(WriteFunction::SkillsUpdate),
-            description: "Overwrite an existing skill file with full-file content (the edited raw from get). Never creates; read-only agents skills are refused (D116). Fires on-change { op: update }.",
-            request: content_request("id", "existing skill id"),
-            response: skill_written(),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::SkillsDelete.id(),
-            handler: write(WriteFunction::SkillsDelete),
-            description: "Delete an existing skill file and the folders it leaves empty; returns the resolved id. Fires on-change { op: delete }.",
-            request: skill_id_request(),
-            response: object(json!({ "id": string("the deleted on-disk id") }), &["id"]),
-            internal: false,
-        },
-        Function {
-            id: ReadFunction::SystemPromptsList.id(),
-            handler: read(ReadFunction::SystemPromptsList),
-            description: "List system prompts: { prompts: [{ name, description, modified_at, builtin? }] }, bundled ones included unless a file shadows them. Pass since_revision (0 at first) to get only what changed since.",
-            request: list_request(json!({})),
-            response: list_response(
-                "prompts",
-                object(json!({ "name": string("name"), "description": string("description"), "modified_at": string("RFC 3339 UTC"), "builtin": boolean("bundled") }), &["name", "description", "modified_at"]),
-            ),
-            internal: false,
-        },
-        Function {
-            id: ReadFunction::SystemPromptsGet.id(),
-            handler: read(ReadFunction::SystemPromptsGet),
-            description: "Read one system prompt: { name, description, body, modified_at }, plus raw with raw: true. iii-runtime and iii-minimal are bundled.",
-            request: object(
-                json!({ "name": string("system prompt name"), "raw": boolean("also return the whole file") }),
-                &["name"],
-            ),
-            response: object(
-                json!({ "name": string("name"), "description": string("description"), "body": string("the prompt"), "modified_at": string("RFC 3339 UTC"), "builtin": boolean("bundled"), "raw": string("whole file") }),
-                &["name", "description", "body", "modified_at"],
-            ),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::SystemPromptsCreate.id(),
-            handler: write(WriteFunction::SystemPromptsCreate),
-            description: "Create <skills_folder>/system-prompts/<name>.md from full-file content (frontmatter with a non-empty description). Fires directory::system-prompts::on-change { op: create }.",
-            request: content_request("name", "new system prompt name"),
-            response: prompt_written(),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::SystemPromptsUpdate.id(),
-            handler: write(WriteFunction::SystemPromptsUpdate),
-            description: "Overwrite an existing system prompt file (or shadow a bundled one) with full-file content; returns its effective name. Fires on-change { op: update }.",
-            request: content_request("name", "existing system prompt name"),
-            response: prompt_written(),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::SystemPromptsDelete.id(),
-            handler: write(WriteFunction::SystemPromptsDelete),
-            description: "Delete an existing system prompt file. Fires on-change { op: delete }.",
-            request: object(json!({ "name": string("system prompt name") }), &["name"]),
-            response: object(json!({ "name": string("name") }), &["name"]),
-            internal: false,
-        },
-        Function {
-            id: ReadFunction::AgentsList.id(),
-            handler: read(ReadFunction::AgentsList),
-            description: "List agent profiles (files in agents_folder plus the bundled iii and iii-minimal) with skill_count, model and reasoning_effort resolved through extends. Pass since_revision (0 at first) to get only what changed since.",
-            request: list_request(json!({})),
-            response: list_response(
-                "agents",
-                object(agent_row, &["id", "name", "description", "modified_at"]),
-            ),
-            internal: false,
-        },
-        Function {
-            id: ReadFunction::AgentsGet.id(),
-            handler: read(ReadFunction::AgentsGet),
-            description: "Read one agent profile with its resolved system_prompt (ancestors root-first), inherited skills, unknown_skills, model and reasoning_effort; raw with raw: true.",
-            request: object(
-                json!({ "id": string("agent id"), "raw": boolean("also return the whole file") }),
-                &["id"],
-            ),
-            response: object(
-                agent_get,
-                &[
-                    "id",
-                    "name",
-                    "description",
-                    "system_prompt",
-                    "skills",
-                    "unknown_skills",
-                    "modified_at",
-                ],
-            ),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::AgentsCreate.id(),
-            handler: write(WriteFunction::AgentsCreate),
-            description: "Create <agents_folder>/<id>.md from full-file content (frontmatter with a non-empty name). Creating a bundled id shadows it. Fires directory::agents::on-change { op: create }.",
-            request: content_request("id", "new agent id"),
-            response: agent_written(),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::AgentsUpdate.id(),
-            handler: write(WriteFunction::AgentsUpdate),
-            description: "Overwrite an existing agent profile with full-file content; updating a bundled profile writes the local file that shadows it. Fires on-change { op: update }.",
-            request: content_request("id", "existing agent id"),
-            response: agent_written(),
-            internal: false,
-        },
-        Function {
-            id: WriteFunction::AgentsDelete.id(),
-            handler: write(WriteFunction::AgentsDelete),
-            description: "Delete an agent profile file; a bundled profile comes back. Fires on-change { op: delete }.",
-            request: object(json!({ "id": string("agent id") }), &["id"]),
-            response: object(json!({ "id": string("agent id") }), &["id"]),
-            internal: false,
-        },
+        }
+    });
+    let own = vec![
         Function {
             id: "directory::index::status",
             handler: Status,
@@ -611,15 +318,16 @@ pub fn functions() -> Vec<Function> {
             ),
             internal: true,
         },
-    ]
-    .into_iter()
-    .chain(download_functions())
-    .map(|f| Function {
-        request: rooted(f.request),
-        response: rooted(f.response),
-        ..f
-    })
-    .collect()
+    ];
+    library
+        .chain(own)
+        .chain(download_functions())
+        .map(|f| Function {
+            request: rooted(f.request),
+            response: rooted(f.response),
+            ..f
+        })
+        .collect()
 }
 
 /// `{namespace, skills_written, system_prompts_written, agents_written, source}`.

@@ -24,93 +24,9 @@ use crate::rules::skill::Visibility;
 use crate::rules::skip::SkipReason;
 use crate::{agents, request, skills, store, system_prompts};
 
-/// The read functions of the contract that the library answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadFunction {
-    SkillsList,
-    SkillsGet,
-    SkillsIndex,
-    SystemPromptsList,
-    SystemPromptsGet,
-    AgentsList,
-    AgentsGet,
-}
+mod functions;
 
-impl ReadFunction {
-    pub const ALL: [ReadFunction; 7] = [
-        ReadFunction::SkillsList,
-        ReadFunction::SkillsGet,
-        ReadFunction::SkillsIndex,
-        ReadFunction::SystemPromptsList,
-        ReadFunction::SystemPromptsGet,
-        ReadFunction::AgentsList,
-        ReadFunction::AgentsGet,
-    ];
-
-    /// The function id on the engine bus.
-    pub fn id(self) -> &'static str {
-        match self {
-            ReadFunction::SkillsList => "directory::skills::list",
-            ReadFunction::SkillsGet => "directory::skills::get",
-            ReadFunction::SkillsIndex => "directory::skills::index",
-            ReadFunction::SystemPromptsList => "directory::system-prompts::list",
-            ReadFunction::SystemPromptsGet => "directory::system-prompts::get",
-            ReadFunction::AgentsList => "directory::agents::list",
-            ReadFunction::AgentsGet => "directory::agents::get",
-        }
-    }
-
-    pub fn from_id(id: &str) -> Option<ReadFunction> {
-        ReadFunction::ALL.into_iter().find(|f| f.id() == id)
-    }
-}
-
-/// The write functions of the contract that the library answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteFunction {
-    SkillsCreate,
-    SkillsUpdate,
-    SkillsDelete,
-    SystemPromptsCreate,
-    SystemPromptsUpdate,
-    SystemPromptsDelete,
-    AgentsCreate,
-    AgentsUpdate,
-    AgentsDelete,
-}
-
-impl WriteFunction {
-    pub const ALL: [WriteFunction; 9] = [
-        WriteFunction::SkillsCreate,
-        WriteFunction::SkillsUpdate,
-        WriteFunction::SkillsDelete,
-        WriteFunction::SystemPromptsCreate,
-        WriteFunction::SystemPromptsUpdate,
-        WriteFunction::SystemPromptsDelete,
-        WriteFunction::AgentsCreate,
-        WriteFunction::AgentsUpdate,
-        WriteFunction::AgentsDelete,
-    ];
-
-    /// The function id on the engine bus.
-    pub fn id(self) -> &'static str {
-        match self {
-            WriteFunction::SkillsCreate => "directory::skills::create",
-            WriteFunction::SkillsUpdate => "directory::skills::update",
-            WriteFunction::SkillsDelete => "directory::skills::delete",
-            WriteFunction::SystemPromptsCreate => "directory::system-prompts::create",
-            WriteFunction::SystemPromptsUpdate => "directory::system-prompts::update",
-            WriteFunction::SystemPromptsDelete => "directory::system-prompts::delete",
-            WriteFunction::AgentsCreate => "directory::agents::create",
-            WriteFunction::AgentsUpdate => "directory::agents::update",
-            WriteFunction::AgentsDelete => "directory::agents::delete",
-        }
-    }
-
-    pub fn from_id(id: &str) -> Option<WriteFunction> {
-        WriteFunction::ALL.into_iter().find(|f| f.id() == id)
-    }
-}
+pub use functions::{InstalledNeed, LIBRARY, LibraryFunction, ReadFunction, WriteFunction};
 
 /// The folders of a configuration, the index over them, and the functions that read and
 /// write them.
@@ -365,30 +281,7 @@ impl Directory {
         self.change(|| {
             let reader = self.index.read()?;
             let visibility = self.visibility(installed);
-            let roots = &self.roots;
-            let outcome = match function {
-                WriteFunction::SkillsCreate => {
-                    skills::write::create(&reader, roots, visibility, request)
-                }
-                WriteFunction::SkillsUpdate => {
-                    skills::write::update(&reader, roots, visibility, request)
-                }
-                WriteFunction::SkillsDelete => {
-                    skills::write::delete(&reader, roots, visibility, request)
-                }
-                WriteFunction::SystemPromptsCreate => {
-                    system_prompts::write::create(&reader, roots, request)
-                }
-                WriteFunction::SystemPromptsUpdate => {
-                    system_prompts::write::update(&reader, roots, request)
-                }
-                WriteFunction::SystemPromptsDelete => {
-                    system_prompts::write::delete(&reader, roots, request)
-                }
-                WriteFunction::AgentsCreate => agents::write::create(&reader, roots, request),
-                WriteFunction::AgentsUpdate => agents::write::update(&reader, roots, request),
-                WriteFunction::AgentsDelete => agents::write::delete(&reader, roots, request),
-            }?;
+            let outcome = function.apply(&reader, &self.roots, visibility, request)?;
             Ok(Change {
                 value: outcome.response,
                 touched: outcome.touched,
@@ -495,24 +388,7 @@ impl Directory {
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Result<Answer> {
-        let visibility = self.visibility(installed);
-        let value = match function {
-            ReadFunction::SkillsList => {
-                let cache = || self.skill_cache(reader);
-                return skills::list(reader, visibility, request, cache).map(Answer::from);
-            }
-            ReadFunction::SkillsGet => {
-                skills::get(reader, &self.roots, visibility, request, || {
-                    self.skill_cache(reader)
-                })
-            }
-            ReadFunction::SkillsIndex => Ok(skills::index(&*self.skill_cache(reader)?, visibility)),
-            ReadFunction::SystemPromptsList => system_prompts::list_answer(reader, request),
-            ReadFunction::SystemPromptsGet => system_prompts::get(reader, &self.roots, request),
-            ReadFunction::AgentsList => agents::list_answer(reader, request),
-            ReadFunction::AgentsGet => agents::get(reader, &self.roots, visibility, request),
-        };
-        value.map(Answer::Value)
+        function.answer(self, reader, self.visibility(installed), request)
     }
 
     /// `directory::skills::search` (beyond the contract): skills ranked for a task, with the
