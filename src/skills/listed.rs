@@ -335,6 +335,7 @@ mod tests {
                 function_id: (i % 3 == 0).then(|| text.to_string()),
                 disable_model_invocation: i % 2 == 1,
                 description: other.to_string(),
+                compatibility: None,
                 bytes: [i as u64, 1_000_003 * i as u64, u64::MAX - i as u64][i % 3],
                 modified_at: text.to_string(),
                 source: Source::Bundled,
