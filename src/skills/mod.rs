@@ -6,6 +6,7 @@ mod get;
 mod list;
 mod listed;
 mod overview;
+pub mod spec;
 pub mod write;
 
 pub use cache::SkillCache;
