@@ -46,10 +46,12 @@ enum Field {
     FunctionId,
     Description,
     ModifiedAt,
+    /// Agent Skills `compatibility`: in the row only when the file has one.
+    Compatibility,
 }
 
 impl Field {
-    const COUNT: usize = 6;
+    const COUNT: usize = 7;
     const ALL: [Field; Field::COUNT] = [
         Field::Id,
         Field::Title,
@@ -57,6 +59,7 @@ impl Field {
         Field::FunctionId,
         Field::Description,
         Field::ModifiedAt,
+        Field::Compatibility,
     ];
 
     fn bit(self) -> u8 {
@@ -73,6 +76,7 @@ impl Listed {
             row.function_id.as_deref(),
             Some(row.description.as_str()),
             Some(row.modified_at.as_str()),
+            row.compatibility.as_deref(),
         ];
         let mut text = String::with_capacity(values.iter().flatten().map(|v| v.len()).sum());
         let mut ends = [0; Field::COUNT];
@@ -171,6 +175,10 @@ impl Listed {
         push_decimal(out, self.bytes);
         out.push_str(",\"modified_at\":\"");
         out.push_str(text(Field::ModifiedAt));
+        if let Some(compatibility) = self.escaped(Field::Compatibility) {
+            out.push_str("\",\"compatibility\":\"");
+            out.push_str(compatibility);
+        }
         out.push_str("\"}");
     }
 
@@ -196,6 +204,10 @@ impl Listed {
             + self.escaped(Field::ModifiedAt).unwrap_or_default().len();
         if include_description {
             len += self.escaped(Field::Description).unwrap_or_default().len();
+        }
+        if let Some(compatibility) = self.escaped(Field::Compatibility) {
+            // `,"compatibility":""` and the text.
+            len += 19 + compatibility.len();
         }
         len
     }
@@ -293,6 +305,9 @@ impl Serialize for ListRow<'_> {
         out.serialize_field("description", &description)?;
         out.serialize_field("bytes", &row.bytes)?;
         out.serialize_field("modified_at", &row.value(Field::ModifiedAt))?;
+        if let Some(compatibility) = row.value(Field::Compatibility) {
+            out.serialize_field("compatibility", &compatibility)?;
+        }
         out.end()
     }
 }
@@ -335,7 +350,7 @@ mod tests {
                 function_id: (i % 3 == 0).then(|| text.to_string()),
                 disable_model_invocation: i % 2 == 1,
                 description: other.to_string(),
-                compatibility: None,
+                compatibility: (i % 4 == 1).then(|| text.to_string()),
                 bytes: [i as u64, 1_000_003 * i as u64, u64::MAX - i as u64][i % 3],
                 modified_at: text.to_string(),
                 source: Source::Bundled,
@@ -344,7 +359,7 @@ mod tests {
             };
             let listed = Listed::new(format!("ns/{i}"), &row);
             for include_description in [true, false] {
-                let expected = serde_json::json!({
+                let mut expected = serde_json::json!({
                     "id": row.display_id,
                     "title": row.title,
                     "type": row.r#type,
@@ -354,6 +369,9 @@ mod tests {
                     "bytes": row.bytes,
                     "modified_at": row.modified_at,
                 });
+                if let Some(compatibility) = &row.compatibility {
+                    expected["compatibility"] = compatibility.as_str().into();
+                }
                 let mut text = String::new();
                 listed.push_json(&mut text, include_description);
                 assert_eq!(listed.json_len(include_description), text.len(), "{text}");

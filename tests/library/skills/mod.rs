@@ -101,3 +101,4 @@ mod get;
 mod index;
 mod list;
 mod precedence;
+mod spec_fields;
