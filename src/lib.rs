@@ -56,6 +56,9 @@ pub use rules::FrontmatterProblem;
 pub use rules::agent::ProfileProblem;
 pub use rules::prompt::Problem as PromptProblem;
 pub use rules::skip::{SkipReason, Special};
+/// What `check --spec` reports: the Agent Skills specification's rules per served `SKILL.md`.
+pub use rules::spec::{Rule as SpecRule, Severity as SpecSeverity};
+pub use skills::spec::{SpecReport, SpecSummary};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Function search: public to the tests and benchmarks, which rank golden catalogs with it.

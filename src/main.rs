@@ -19,7 +19,7 @@ use tracing_subscriber::prelude::*;
 
 use cli_error::CliError;
 use iii_directory::config::Config;
-use iii_directory::{Directory, Progress, ReadFunction, worker};
+use iii_directory::{Directory, Progress, ReadFunction, SpecSeverity, worker};
 
 /// Where the engine listens by default (contract).
 const DEFAULT_URL: &str = "ws://127.0.0.1:49134";
@@ -37,6 +37,7 @@ Examples:
   iii-directory get skill resend/index       one skill's body
   iii-directory get agent iii --json         the exact response of directory::agents::get
   iii-directory check                        every file that is not served, and why
+  iii-directory check --spec                 every SKILL.md against the Agent Skills spec
   iii-directory search 'send an email'       functions for a capability, from a running engine
   iii-directory download --worker mailer     a worker's skills bundle from the registry
   iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
@@ -116,10 +117,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List every file the index does not serve, with the reason.
+    /// List every file the index does not serve, with the reason; with --spec, every served
+    /// SKILL.md that breaks a rule of the Agent Skills specification instead.
     Check {
         #[arg(long)]
         json: bool,
+        /// Check every served SKILL.md against the Agent Skills specification (agentskills.io):
+        /// one coded rule per violation, S100-S171. The checks inform; nothing is hidden.
+        #[arg(long)]
+        spec: bool,
     },
     /// Find functions for one to six capabilities on a running engine
     /// (directory::search_functions through the iii-directory worker).
@@ -315,7 +321,39 @@ fn run(cli: Cli) -> Result<(), CliError> {
             emit(&cli_download::run(config, args)?);
             Ok(())
         }
-        Command::Check { json } => {
+        Command::Check { json, spec: true } => {
+            let summary = open_fresh(config)?.spec_check()?;
+            if json {
+                emit(&serde_json::to_string_pretty(&summary)?);
+                return Ok(());
+            }
+            emit(&format!(
+                "{} SKILL.md files checked against the Agent Skills specification: {} valid, {} invalid, {} with warnings",
+                summary.checked,
+                summary.valid,
+                summary.checked - summary.valid,
+                summary.breaking(SpecSeverity::Warning),
+            ));
+            let rows: Vec<[String; 4]> = summary
+                .files
+                .iter()
+                .flat_map(|file| {
+                    file.problems.iter().map(|rule| {
+                        [
+                            file.id.clone(),
+                            rule.code().to_string(),
+                            rule.severity().as_str().to_string(),
+                            rule.to_string(),
+                        ]
+                    })
+                })
+                .collect();
+            if !rows.is_empty() {
+                print_table(["ID", "RULE", "SEVERITY", "PROBLEM"], &rows);
+            }
+            Ok(())
+        }
+        Command::Check { json, spec: false } => {
             let directory = open_fresh(config)?;
             let skipped = directory.skipped()?;
             if json {

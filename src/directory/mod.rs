@@ -22,6 +22,7 @@ use crate::retrieval::fusion::DenseRanker;
 use crate::roots::{Root, Roots};
 use crate::rules::skill::Visibility;
 use crate::rules::skip::SkipReason;
+use crate::skills::spec::SpecSummary;
 use crate::{agents, request, skills, store, system_prompts};
 
 mod functions;
@@ -477,6 +478,14 @@ impl Directory {
                 "duration_ms": l.duration_ms,
             })),
         }))
+    }
+
+    /// Every served `SKILL.md` checked against the Agent Skills specification (`check --spec`):
+    /// the checks stored at reconcile, plus the folder rule.
+    pub fn spec_check(&self) -> Result<SpecSummary> {
+        self.catch_up();
+        let reader = self.index.read()?;
+        skills::spec::check(&reader, &self.roots)
     }
 
     /// Every file (or folder) the index does not serve, or serves with a problem, with why.

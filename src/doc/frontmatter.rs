@@ -194,6 +194,15 @@ fn apply_field(fields: &mut Fields, key: &str, value: &Value) -> Result<bool, Sh
             fields.skills = string_list(key, value)?;
             return Ok(true);
         }
+        // Not counted as recognised: a repeated or misshapen `compatibility` is the spec
+        // checks' to report (`rules::spec`), and must not cost the file its other fields.
+        "compatibility" => {
+            fields.compatibility = match value {
+                Value::Text(text) => Some(text.clone()),
+                _ => None,
+            };
+            return Ok(false);
+        }
         _ => return Ok(false),
     };
     *slot = string(key, value)?;
@@ -383,6 +392,7 @@ reasoning_effort: high
 icon: rocket
 color: '#ff0000'
 extends: iii
+compatibility: Needs git
 unknown: [ignored, {deep: true}]
 ";
         let expected = Fields {
@@ -399,8 +409,20 @@ unknown: [ignored, {deep: true}]
             icon: Some("rocket".into()),
             color: Some("#ff0000".into()),
             extends: Some("iii".into()),
+            compatibility: Some("Needs git".into()),
         };
         assert_eq!(fields(yaml), expected);
+    }
+
+    /// `compatibility` is the spec checks' to judge: a misshapen or repeated one is left out,
+    /// and the block keeps its other fields.
+    #[test]
+    fn compatibility_is_read_leniently() {
+        let listed = fields("name: n\ncompatibility: [a]\n");
+        assert_eq!(listed.name.as_deref(), Some("n"));
+        assert_eq!(listed.compatibility, None);
+        let twice = fields("compatibility: a\ncompatibility: b\n");
+        assert_eq!(twice.compatibility.as_deref(), Some("b"));
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub struct Fields {
     pub icon: Option<String>,
     pub color: Option<String>,
     pub extends: Option<String>,
+    /// `compatibility` (Agent Skills), when it is a string. Read leniently: its shape is for the
+    /// spec checks to report, never a reason to serve the file without its frontmatter.
+    pub compatibility: Option<String>,
 }
 
 /// Everything the index keeps about one distinct file content.

@@ -19,6 +19,7 @@ use crate::rules::agent::AgentRow;
 use crate::rules::prompt::PromptRow;
 use crate::rules::skill::{SkillRow, Visibility};
 use crate::rules::skip::SkipReason;
+use crate::rules::spec::Conformance;
 
 /// A consistent read snapshot of the index.
 pub struct Reader {
@@ -154,6 +155,14 @@ impl Reader {
         let key = self.table(TEXT_IDS)?.get(hash).map_err(Error::index)?;
         match key {
             Some(key) => super::texts::get(&self.texts, key.value()),
+            None => Ok(None),
+        }
+    }
+
+    /// What the Agent Skills specification says of a content, checked at reconcile.
+    pub fn spec(&self, hash: &Hash) -> Result<Option<Conformance>> {
+        match self.table(SPEC)?.get(hash).map_err(Error::index)? {
+            Some(v) => Ok(Some(decode(v.value())?)),
             None => Ok(None),
         }
     }

@@ -9,12 +9,15 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 7;
+pub const SCHEMA_VERSION: u64 = 8;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<'static, (u8, &str), &[u8]> = TableDefinition::new("files");
 /// Content hash → postcard [`ParsedDoc`](crate::doc::ParsedDoc), parsed once per distinct content.
 pub const DOCS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("docs");
+/// Content hash → postcard [`Conformance`](crate::rules::spec::Conformance): what the Agent
+/// Skills specification says of the text, checked once per distinct content like the parse.
+pub const SPEC: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("spec");
 /// Content hash → the key of its text in the texts store (see [`texts`](super::texts)). Keys are
 /// handed out in order, from [`META_NEXT_TEXT`] up, so that new texts are appended to the
 /// texts store.

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::cache::{Posting, SkillCache};
 use super::listed::Listed;
+use super::spec;
 use crate::code::Code;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
@@ -75,7 +76,43 @@ fn serve(
     if raw {
         out.insert("raw".into(), json!(text));
     }
+    spec_fields(reader, roots, &row, &mut out)?;
     Ok(Value::Object(out))
+}
+
+/// The Agent Skills fields (issue 30), added to the contract's answer: `license`,
+/// `compatibility`, `metadata` and `allowed_tools` when the file has them (absent otherwise,
+/// as `raw` is), and for a `SKILL.md` its `problems` against the specification (`[]` when it
+/// breaks none), all as the index stored them at reconcile.
+fn spec_fields(
+    reader: &Reader,
+    roots: &Roots,
+    row: &SkillRow,
+    out: &mut Map<String, Value>,
+) -> Result<()> {
+    let stored = spec::conformance(reader, row)?;
+    if let Some(fields) = stored.as_ref().map(|c| &c.fields) {
+        if let Some(license) = &fields.license {
+            out.insert("license".into(), json!(license));
+        }
+        if let Some(compatibility) = &row.compatibility {
+            out.insert("compatibility".into(), json!(compatibility));
+        }
+        if let Some(metadata) = &fields.metadata {
+            let entries: Map<String, Value> = metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            out.insert("metadata".into(), Value::Object(entries));
+        }
+        if let Some(tools) = &fields.allowed_tools {
+            out.insert("allowed_tools".into(), json!(tools));
+        }
+    }
+    if let Some(problems) = spec::problems(roots, row, stored.as_ref()) {
+        out.insert("problems".into(), spec::problems_json(&problems));
+    }
+    Ok(())
 }
 
 /// What `get` does when the id is not visible: serve a worker's overview when the id names an

@@ -24,6 +24,9 @@ pub enum Kind {
     Text,
     /// A string or `null`.
     NullableText,
+    /// A string, or no key at all when the row has none (an addition to the contract's row,
+    /// which old readers never see unless the file says it).
+    OptionalText,
     /// `true` or `false`.
     Flag,
     /// A non-negative integer.
@@ -71,7 +74,7 @@ macro_rules! column {
 /// The columns of a `skills::list` row, in the order the row writes them: the one definition
 /// of the row's shape (see the module doc). Every column is required in the schema; a
 /// nullable one is present as `null`.
-pub const COLUMNS: [Column; 8] = [
+pub const COLUMNS: [Column; 9] = [
     column!(
         "id",
         Text,
@@ -116,6 +119,12 @@ pub const COLUMNS: [Column; 8] = [
         |r| Cell::Text(Some(&r.modified_at)),
         Some("RFC 3339 UTC; empty for bundled content")
     ),
+    column!(
+        "compatibility",
+        OptionalText,
+        |r| Cell::Text(r.compatibility.as_deref()),
+        Some("Agent Skills frontmatter compatibility; absent when the file has none")
+    ),
 ];
 
 /// The columns the code reads by name (the filters, the shown id), found in the table when
@@ -153,7 +162,7 @@ const fn same(a: &str, b: &str) -> bool {
 }
 
 const fn holds_text(kind: Kind) -> bool {
-    matches!(kind, Kind::Text | Kind::NullableText)
+    matches!(kind, Kind::Text | Kind::NullableText | Kind::OptionalText)
 }
 
 /// How many columns of each storage: text, count.
@@ -190,12 +199,15 @@ const SLOT: [usize; COLUMNS.len()] = {
     slots
 };
 
-/// The length of a row's keys, braces and commas: every key, the first one's comma being the
-/// opening brace, and the closing brace.
+/// The length of a row's keys, braces and commas: every key a row always has, the first
+/// one's comma being the opening brace, and the closing brace. An optional column's key
+/// counts only when the row holds it.
 const KEYS_LEN: usize = {
     let (mut i, mut len) = (0, 1);
     while i < COLUMNS.len() {
-        len += COLUMNS[i].key.len();
+        if !matches!(COLUMNS[i].kind, Kind::OptionalText) {
+            len += COLUMNS[i].key.len();
+        }
         i += 1;
     }
     len
@@ -204,6 +216,8 @@ const KEYS_LEN: usize = {
 /// A column's bit in a row's masks.
 type Mask = u16;
 const _: () = assert!(COLUMNS.len() <= Mask::BITS as usize, "a wider Mask");
+// The first column opens the row, so it is always written.
+const _: () = assert!(!matches!(COLUMNS[0].kind, Kind::OptionalText));
 
 const fn bit(column: usize) -> Mask {
     1 << column
@@ -353,6 +367,11 @@ impl Listed {
         self.value(TYPE)
     }
 
+    /// Whether column `c` is left out of this row: an optional column the row has no value for.
+    fn absent(&self, c: usize) -> bool {
+        COLUMNS[c].kind == Kind::OptionalText && self.null & bit(c) != 0
+    }
+
     /// Whether column `c` is written blank for this request.
     fn blank(c: usize, include_description: bool) -> bool {
         COLUMNS[c].blankable && !include_description
@@ -362,9 +381,12 @@ impl Listed {
     pub fn push_json(&self, out: &mut String, include_description: bool) {
         out.push('{');
         for (c, column) in COLUMNS.iter().enumerate() {
+            if self.absent(c) {
+                continue;
+            }
             out.push_str(if c == 0 { &column.key[1..] } else { column.key });
             match column.kind {
-                Kind::Text | Kind::NullableText => match self.escaped(c) {
+                Kind::Text | Kind::NullableText | Kind::OptionalText => match self.escaped(c) {
                     _ if Self::blank(c, include_description) => out.push_str("\"\""),
                     Some(text) => {
                         out.push('"');
@@ -389,6 +411,8 @@ impl Listed {
         let mut len = KEYS_LEN;
         for (c, column) in COLUMNS.iter().enumerate() {
             len += match column.kind {
+                _ if self.absent(c) => 0,
+                Kind::OptionalText => column.key.len() + self.escaped(c).map_or(0, str::len) + 2,
                 Kind::Text | Kind::NullableText => match self.escaped(c) {
                     _ if Self::blank(c, include_description) => 2,
                     Some(text) => text.len() + 2,
@@ -420,6 +444,7 @@ pub fn row_schema() -> Value {
             let mut schema = match column.kind {
                 Kind::Text => json!({ "type": "string" }),
                 Kind::NullableText => json!({ "type": ["string", "null"] }),
+                Kind::OptionalText => json!({ "type": "string" }),
                 Kind::Flag => json!({ "type": "boolean" }),
                 Kind::Count => json!({ "type": "integer", "minimum": 0 }),
             };
@@ -429,7 +454,11 @@ pub fn row_schema() -> Value {
             (column.name.to_string(), schema)
         })
         .collect();
-    let required: Vec<&str> = COLUMNS.iter().map(|column| column.name).collect();
+    let required: Vec<&str> = COLUMNS
+        .iter()
+        .filter(|column| column.kind != Kind::OptionalText)
+        .map(|column| column.name)
+        .collect();
     json!({ "type": "object", "properties": properties, "required": required })
 }
 
@@ -504,7 +533,8 @@ impl Serialize for ListRow<'_> {
         let mut out = serializer.serialize_struct("ListRow", COLUMNS.len())?;
         for (c, column) in COLUMNS.iter().enumerate() {
             match column.kind {
-                Kind::Text | Kind::NullableText => {
+                _ if row.absent(c) => out.skip_field(column.name)?,
+                Kind::Text | Kind::NullableText | Kind::OptionalText => {
                     let value = match Listed::blank(c, self.include_description) {
                         true => Some(Cow::Borrowed("")),
                         false => row.value(c),

@@ -7,6 +7,7 @@ mod list;
 mod listed;
 mod overview;
 mod search;
+pub mod spec;
 pub mod write;
 
 pub use cache::SkillCache;

@@ -501,6 +501,97 @@ fn check_lists_skipped_files_with_reasons() {
     assert_eq!(ok_json(&clean, &["check", "--json"]), json!([]));
 }
 
+/// `check --spec`: every served `SKILL.md` against the Agent Skills specification, one coded
+/// rule per violation; a file the spec rejects is still served.
+#[test]
+fn check_spec_reports_each_rule_a_served_skill_breaks() {
+    let tree = Tree::new();
+    tree.write(
+        "skills/pdf-tools/SKILL.md",
+        "---\nname: pdf-tools\ndescription: Reads PDFs.\n---\n# PDF\n\nBody.\n",
+    );
+    tree.write(
+        "skills/wrong-folder/SKILL.md",
+        "---\nname: Other_Name\ndescription: Misnamed.\nversion: 2\n---\n# X\n\nBody.\n",
+    );
+    tree.write(
+        "skills/long-body/SKILL.md",
+        &format!(
+            "---\nname: long-body\ndescription: Long.\n---\n# L\n\n{}",
+            "line\n".repeat(600)
+        ),
+    );
+    // Not a SKILL.md: the spec does not cover it.
+    tree.write("skills/notes/index.md", "# Notes\n\nPlain.\n");
+    tree.write(
+        ".agents/skills/polish/SKILL.md",
+        "---\nname: polish\n---\n# Polish\n\nBody.\n",
+    );
+
+    let json = ok_json(&tree, &["check", "--spec", "--json"]);
+    assert_eq!(json["checked"], 4, "{json}");
+    assert_eq!(json["valid"], 2, "{json}");
+    let codes = |id: &str| -> Vec<String> {
+        let file = json["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("{id} in {json}"));
+        file["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .map(|p| p["code"].as_str().expect("code").to_owned())
+            .collect()
+    };
+    assert_eq!(codes("wrong-folder"), ["S113", "S114", "S117", "S160"]);
+    assert_eq!(codes("long-body"), ["S170"]);
+    assert_eq!(codes("polish"), ["S120"]);
+    let files = json["files"].as_array().expect("files");
+    assert_eq!(files.len(), 3, "a valid file is not listed: {json}");
+    let wrong = files
+        .iter()
+        .find(|f| f["id"] == "wrong-folder")
+        .expect("row");
+    assert_eq!(wrong["valid"], false);
+    assert_eq!(wrong["root"], "skills_folder");
+    assert_eq!(
+        wrong["path"],
+        tree.path("skills/wrong-folder/SKILL.md")
+            .display()
+            .to_string()
+    );
+    assert_eq!(wrong["problems"][0]["severity"], "error");
+    let long = files.iter().find(|f| f["id"] == "long-body").expect("row");
+    assert_eq!(long["valid"], true, "a warning leaves the file valid");
+    assert_eq!(long["problems"][0]["severity"], "warning");
+
+    let human = ok(&tree, &["check", "--spec"]);
+    assert!(
+        human.starts_with("4 SKILL.md files checked against the Agent Skills specification: 2 valid, 2 invalid, 1 with warnings"),
+        "{human}"
+    );
+    assert!(
+        human
+            .lines()
+            .any(|l| l.starts_with("wrong-folder") && l.contains("S117")),
+        "{human}"
+    );
+
+    // The checks inform: the files the spec rejects are served all the same.
+    let listed = ok_json(&tree, &["list", "skills", "--json"]);
+    let ids: Vec<&str> = listed["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    for id in ["wrong-folder", "polish", "long-body", "pdf-tools"] {
+        assert!(ids.contains(&id), "{id} served: {ids:?}");
+    }
+}
+
 #[test]
 fn help_mentions_the_subcommands() {
     let tree = Tree::new();

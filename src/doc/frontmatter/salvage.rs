@@ -83,6 +83,7 @@ pub fn salvage(yaml: &str) -> Fields {
             "icon" => fields.icon = Some(value),
             "color" => fields.color = Some(value),
             "extends" => fields.extends = Some(value),
+            "compatibility" => fields.compatibility = Some(value),
             "disable-model-invocation" => {
                 fields.disable_model_invocation =
                     matches!(value.as_str(), "true" | "True" | "TRUE");

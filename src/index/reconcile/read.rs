@@ -11,6 +11,7 @@ use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
 use crate::index::records::{FileMeta, Stat, compress_text, encode};
 use crate::locks;
 use crate::roots::{Root, Roots};
+use crate::rules::spec;
 use crate::time::Stamp;
 
 /// One file read from disk.
@@ -27,6 +28,9 @@ pub struct NewContent {
     pub parsed: ParsedDoc,
     /// `parsed`, postcard-encoded for the docs table (empty when not packing).
     pub encoded: Vec<u8>,
+    /// The text's [`Conformance`](crate::rules::spec::Conformance), postcard-encoded for the
+    /// spec table (empty when not packing: only the reads answer with it).
+    pub spec: Vec<u8>,
     /// The text, compressed for the content table (empty when not packing).
     pub packed: Vec<u8>,
 }
@@ -68,14 +72,19 @@ impl Reading<'_> {
         let first = !self.known.contains_key(&hash) && locks::lock(&self.claimed).insert(hash);
         let new = first.then(|| {
             let parsed = ParsedDoc::parse(text);
-            let (encoded, packed) = if self.pack {
-                (encode(&parsed), compress_text(text))
+            let (encoded, spec, packed) = if self.pack {
+                (
+                    encode(&parsed),
+                    encode(&spec::check(text)),
+                    compress_text(text),
+                )
             } else {
-                (Vec::new(), Vec::new())
+                (Vec::new(), Vec::new(), Vec::new())
             };
             NewContent {
                 parsed,
                 encoded,
+                spec,
                 packed,
             }
         });

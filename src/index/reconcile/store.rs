@@ -18,12 +18,13 @@ use crate::index::views::{Changes, Views};
 use crate::index::walk::Unreadable;
 use crate::roots::Root;
 
-/// The index tables a file read lands in: the file entry by `(root, relative path)`, the parse
-/// and the key of the text by content hash. (The text goes to the texts store, see
+/// The index tables a file read lands in: the file entry by `(root, relative path)`, the parse,
+/// the spec checks and the key of the text by content hash. (The text goes to the texts store, see
 /// [`crate::index::texts`].)
 pub struct FileTables<'txn> {
     files: Table<'txn, (u8, &'static str), &'static [u8]>,
     docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
+    spec: Table<'txn, &'static [u8; 32], &'static [u8]>,
     text_ids: Table<'txn, &'static [u8; 32], u64>,
     garbage: Table<'txn, u64, ()>,
 }
@@ -33,6 +34,7 @@ impl<'txn> FileTables<'txn> {
         Ok(FileTables {
             files: txn.open_table(FILES).map_err(Error::index)?,
             docs: txn.open_table(DOCS).map_err(Error::index)?,
+            spec: txn.open_table(SPEC).map_err(Error::index)?,
             text_ids: txn.open_table(TEXT_IDS).map_err(Error::index)?,
             garbage: txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?,
         })
@@ -70,6 +72,9 @@ impl<'txn> FileTables<'txn> {
             self.docs
                 .insert(hash, content.encoded.as_slice())
                 .map_err(Error::index)?;
+            self.spec
+                .insert(hash, content.spec.as_slice())
+                .map_err(Error::index)?;
         }
         let mut texts = Vec::with_capacity(new.len());
         for (hash, content) in new {
@@ -101,6 +106,7 @@ impl<'txn> FileTables<'txn> {
     pub fn forget(&mut self, orphans: &[Hash]) -> Result<()> {
         for hash in orphans {
             self.docs.remove(hash).map_err(Error::index)?;
+            self.spec.remove(hash).map_err(Error::index)?;
             let key = self.text_ids.remove(hash).map_err(Error::index)?;
             if let Some(key) = key.map(|key| key.value()) {
                 self.garbage.insert(key, ()).map_err(Error::index)?;

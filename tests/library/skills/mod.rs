@@ -102,3 +102,4 @@ mod index;
 mod list;
 mod precedence;
 mod row_writer;
+mod spec_fields;

@@ -79,6 +79,7 @@ fn row(rng: &mut Rng) -> SkillRow {
         description: text(rng),
         bytes: count(rng),
         modified_at: text(rng),
+        compatibility: nullable(rng),
         source: Source::Bundled,
         always_visible: rng.chance(50),
         agents_skill: rng.chance(50),
@@ -87,7 +88,7 @@ fn row(rng: &mut Rng) -> SkillRow {
 
 /// What the contract says a row is, written independently of the library's column table.
 fn expected(row: &SkillRow, include_description: bool) -> Value {
-    json!({
+    let mut expected = json!({
         "id": row.display_id,
         "title": row.title,
         "type": row.r#type,
@@ -96,7 +97,12 @@ fn expected(row: &SkillRow, include_description: bool) -> Value {
         "description": if include_description { row.description.as_str() } else { "" },
         "bytes": row.bytes,
         "modified_at": row.modified_at,
-    })
+    });
+    // Present only when the file says it.
+    if let Some(compatibility) = &row.compatibility {
+        expected["compatibility"] = json!(compatibility);
+    }
+    expected
 }
 
 #[test]

@@ -1,0 +1,146 @@
+//! The Agent Skills specification's checks as the skills family serves them: per served
+//! `SKILL.md`, the rules its text breaks (stored by the index at reconcile, see
+//! `rules::spec`) plus the one that depends on where it sits (its name equals its folder's).
+//! The checks inform: a file the spec rejects is served all the same.
+
+use std::path::Path;
+
+use serde::ser::SerializeStruct;
+
+use crate::error::Result;
+use crate::index::Reader;
+use crate::roots::Roots;
+use crate::rules::Source;
+use crate::rules::skill::SkillRow;
+use crate::rules::spec::{self, Conformance, Rule, Severity};
+
+/// One served `SKILL.md` and the rules it breaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecReport {
+    /// The id it is served under (display form).
+    pub id: String,
+    /// The configuration key of the root it sits under.
+    pub root: &'static str,
+    pub path: String,
+    /// In code order; warnings included.
+    pub problems: Vec<Rule>,
+}
+
+impl SpecReport {
+    /// Whether the spec accepts the file (warnings allowed).
+    pub fn valid(&self) -> bool {
+        spec::valid(&self.problems)
+    }
+}
+
+impl serde::Serialize for SpecReport {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut s = out.serialize_struct("SpecReport", 5)?;
+        s.serialize_field("id", &self.id)?;
+        s.serialize_field("root", self.root)?;
+        s.serialize_field("path", &self.path)?;
+        s.serialize_field("valid", &self.valid())?;
+        s.serialize_field("problems", &problems_json(&self.problems))?;
+        s.end()
+    }
+}
+
+/// Rules as the answers carry them: `[{code, severity, message}]`.
+pub fn problems_json(rules: &[Rule]) -> serde_json::Value {
+    serde_json::Value::Array(rules.iter().map(Rule::to_json).collect())
+}
+
+/// What the checks of the whole tree found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SpecSummary {
+    /// Served `SKILL.md` files checked.
+    pub checked: usize,
+    /// Of those, the ones the spec accepts (warnings allowed).
+    pub valid: usize,
+    /// The ones breaking at least one rule, warnings included, in on-disk id order.
+    pub files: Vec<SpecReport>,
+}
+
+/// Whether a served row is a file the specification covers (a `SKILL.md`).
+fn spec_file(row: &SkillRow) -> Option<(&Source, &str)> {
+    match &row.source {
+        Source::File { rel, .. }
+            if Path::new(rel).file_name() == Some(spec::SKILL_FILE.as_ref()) =>
+        {
+            Some((&row.source, rel))
+        }
+        _ => None,
+    }
+}
+
+/// What the index stored of a row's text at reconcile; `None` for bundled content and for a
+/// file whose content could not be read.
+pub fn conformance(reader: &Reader, row: &SkillRow) -> Result<Option<Conformance>> {
+    match &row.source {
+        Source::File {
+            content: Ok(hash), ..
+        } => reader.spec(hash),
+        _ => Ok(None),
+    }
+}
+
+/// The rules a served row's file breaks, the folder rule included, from its stored
+/// `conformance`; `None` for a row the spec does not cover (not a `SKILL.md` file).
+pub fn problems(
+    roots: &Roots,
+    row: &SkillRow,
+    conformance: Option<&Conformance>,
+) -> Option<Vec<Rule>> {
+    let (Source::File { root, .. }, rel) = spec_file(row)? else {
+        return None;
+    };
+    Some(with_folder(conformance?, &roots.file(*root, rel)))
+}
+
+fn with_folder(conformance: &Conformance, path: &Path) -> Vec<Rule> {
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    conformance.problems(&folder)
+}
+
+/// Checks every served `SKILL.md`, in on-disk id order.
+pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
+    let mut summary = SpecSummary::default();
+    let rows = reader.map_skills(|_, row| spec_file(&row).is_some().then_some(row))?;
+    for row in rows.into_iter().flatten() {
+        let stored = conformance(reader, &row)?;
+        let Some(problems) = problems(roots, &row, stored.as_ref()) else {
+            continue;
+        };
+        summary.checked += 1;
+        if spec::valid(&problems) {
+            summary.valid += 1;
+        }
+        if problems.is_empty() {
+            continue;
+        }
+        let Source::File { root, rel, .. } = &row.source else {
+            continue;
+        };
+        summary.files.push(SpecReport {
+            id: row.display_id.clone(),
+            root: root.config_key(),
+            path: roots.file(*root, rel).display().to_string(),
+            problems,
+        });
+    }
+    Ok(summary)
+}
+
+impl SpecSummary {
+    /// How many files break a rule of this severity.
+    pub fn breaking(&self, severity: Severity) -> usize {
+        self.files
+            .iter()
+            .filter(|r| r.problems.iter().any(|p| p.severity() == severity))
+            .count()
+    }
+}
