@@ -16,6 +16,7 @@
 pub mod config;
 pub mod doc;
 pub mod download;
+pub mod embed;
 pub mod registry;
 pub mod worker;
 

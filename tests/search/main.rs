@@ -3,5 +3,6 @@
 //! the pre-generate hint and the `iii-directory search` command, with the real binary against
 //! the loopback fake engine (`wire`).
 
+mod embed;
 mod ranking;
 mod wire;
