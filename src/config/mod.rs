@@ -66,6 +66,12 @@ pub struct Settings {
     /// Index revisions whose changed rows the index keeps, so that a `list` with
     /// `since_revision` can answer with only what changed (ours, not in the upstream contract).
     pub change_log_revisions: u64,
+    /// Folder holding the embedding model's `model.safetensors`, `tokenizer.json` and
+    /// `config.json`; empty for none (ours, not in the upstream contract).
+    pub search_model_path: String,
+    /// Without `search_model_path`, fetch the model once into `models/` beside the index file
+    /// (pinned URLs, checked files); off for an air-gapped deployment (ours).
+    pub search_model_download: bool,
 }
 
 impl Default for Settings {
@@ -88,6 +94,8 @@ impl Default for Settings {
             download_max_bytes: DEFAULT_DOWNLOAD_MAX_BYTES,
             safety_net_interval_ms: 300_000,
             change_log_revisions: DEFAULT_CHANGE_LOG_REVISIONS,
+            search_model_path: String::new(),
+            search_model_download: true,
         }
     }
 }
@@ -195,6 +203,9 @@ impl Settings {
             agents_folder: at(&self.agents_folder),
             agents_skills_folder: at(&self.agents_skills_folder),
             index_path: at(&self.index_path),
+            search_model_path: Some(self.search_model_path.trim())
+                .filter(|raw| !raw.is_empty())
+                .map(at),
         }
     }
 }
@@ -271,6 +282,18 @@ pub struct Paths {
     pub agents_folder: PathBuf,
     pub agents_skills_folder: PathBuf,
     pub index_path: PathBuf,
+    /// The configured embedding model folder, if any.
+    pub search_model_path: Option<PathBuf>,
+}
+
+impl Paths {
+    /// Where a fetched embedding model is kept: `models/` beside the index file.
+    pub fn model_cache(&self) -> PathBuf {
+        self.index_path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("models")
+    }
 }
 
 /// Settings together with the paths they resolve to.
