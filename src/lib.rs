@@ -17,6 +17,7 @@ pub mod config;
 pub mod doc;
 pub mod download;
 pub mod dry_run;
+pub mod embed;
 pub mod registry;
 pub mod worker;
 

@@ -8,6 +8,7 @@
 //! cargo bench --bench suite -- report               # BENCHMARKS.md and bench/plot.svg from saved results
 //! bench/run                                         # all of it for 1,000, 10,000 and 50,000 skills
 //! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
+//! cargo bench --bench suite -- embed                # only sentence embeddings (target/bench-results/embed.json)
 //! BENCH_SECTIONS="reindex latency" cargo bench --bench suite   # only these sections
 //! ```
 //!
@@ -30,6 +31,7 @@
 
 mod baseline;
 mod deltas;
+mod embed;
 mod floor_worker;
 mod fresh;
 mod latency;
@@ -134,7 +136,11 @@ fn main() {
         return;
     }
     if command.first().map(String::as_str) == Some("search") {
-        search_only(&settings);
+        alone(&settings, "search", "function search", search::figures);
+        return;
+    }
+    if command.first().map(String::as_str) == Some("embed") {
+        alone(&settings, "embed", "sentence embeddings", embed::figures);
         return;
     }
     let sections = Sections::from_env();
@@ -219,11 +225,12 @@ fn sort_figures(figures: &mut [Figure]) {
     });
 }
 
-/// The function-search section alone (it needs no skills tree).
-fn search_only(settings: &Settings) {
+/// A section that needs no skills tree, alone (function search, sentence embeddings): its
+/// figures go to `<results>/<name>.json`.
+fn alone(settings: &Settings, name: &str, title: &str, figures: fn(&Settings) -> Vec<Figure>) {
     let load_start = load_average();
     let started = Instant::now();
-    eprintln!("function search");
+    eprintln!("{title}");
     let run = Run {
         skills: settings.skills,
         files: 0,
@@ -231,7 +238,7 @@ fn search_only(settings: &Settings) {
         load_start,
         load_end: String::new(),
         seconds: 0.0,
-        figures: search::figures(settings),
+        figures: figures(settings),
     };
     let run = Run {
         load_end: load_average(),
@@ -240,7 +247,7 @@ fn search_only(settings: &Settings) {
     };
     results::print(&run);
     std::fs::create_dir_all(&settings.results).expect("results folder");
-    let file = settings.results.join("search.json");
+    let file = settings.results.join(format!("{name}.json"));
     std::fs::write(
         &file,
         serde_json::to_string_pretty(&run).expect("serialize"),

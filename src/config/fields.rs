@@ -15,6 +15,8 @@ const TYPO_DISTANCE: usize = 2;
 pub(super) enum Kind {
     /// A non-empty string.
     Text,
+    /// A string, empty for none.
+    OptionalText,
     /// A boolean.
     Flag,
     /// A non-negative integer.
@@ -26,6 +28,7 @@ impl Kind {
     fn expected(self) -> &'static str {
         match self {
             Kind::Text => "a non-empty string",
+            Kind::OptionalText => "a string",
             Kind::Flag => "a boolean (true or false)",
             Kind::Count => "a non-negative integer",
         }
@@ -33,7 +36,7 @@ impl Kind {
 
     pub(super) fn schema_type(self) -> &'static str {
         match self {
-            Kind::Text => "string",
+            Kind::Text | Kind::OptionalText => "string",
             Kind::Flag => "boolean",
             Kind::Count => "integer",
         }
@@ -188,11 +191,28 @@ pub(super) const FIELDS: &[Field] = &[
         description: "Bundle files of at least this many bytes are named in a download's review \
                       (review.large).",
     },
+    Field {
+        name: "search_model_path",
+        kind: Kind::OptionalText,
+        topology: true,
+        description: "Folder holding the sentence-embedding model (all-MiniLM-L6-v2: \
+                      model.safetensors, tokenizer.json, config.json); empty for none. Resolved \
+                      like the folders. Restart required.",
+    },
+    Field {
+        name: "search_model_download",
+        kind: Kind::Flag,
+        topology: true,
+        description: "Without search_model_path, fetch the model once (about 90 MB, pinned \
+                      revision, size and SHA-256 checked) into models/ beside the index file; \
+                      false for an air-gapped deployment. Restart required.",
+    },
 ];
 
 /// A mutable view of one field of [`Settings`], typed by its [`Kind`].
 pub(super) enum Slot<'a> {
     Text(&'a mut String),
+    OptionalText(&'a mut String),
     Flag(&'a mut bool),
     Count(&'a mut u64),
 }
@@ -221,6 +241,8 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
         "change_log_revisions" => Slot::Count(&mut s.change_log_revisions),
         "download_allow_executables" => Slot::Flag(&mut s.download_allow_executables),
         "download_large_file_bytes" => Slot::Count(&mut s.download_large_file_bytes),
+        "search_model_path" => Slot::OptionalText(&mut s.search_model_path),
+        "search_model_download" => Slot::Flag(&mut s.search_model_download),
         _ => return None,
     })
 }
@@ -327,6 +349,7 @@ fn assign(field: &Field, slot: Slot<'_>, value: &Value) -> Result<(), ConfigErro
             .as_str()
             .filter(|s| !s.trim().is_empty())
             .map(|s| *dst = s.to_owned()),
+        Slot::OptionalText(dst) => value.as_str().map(|s| *dst = s.trim().to_owned()),
         Slot::Flag(dst) => value.as_bool().map(|b| *dst = b),
         // `as_u64` is `Some` only for integers that are not negative.
         Slot::Count(dst) => value.as_u64().map(|n| *dst = n),
@@ -465,7 +488,7 @@ impl Settings {
                         "pattern": HTTP_URL_PATTERN,
                     }),
                     (Kind::Text, _) => json!({ "minLength": 1 }),
-                    (Kind::Flag, _) => json!({}),
+                    (Kind::Flag | Kind::OptionalText, _) => json!({}),
                 };
                 if let (Some(extra), Some(object)) = (extra.as_object(), property.as_object_mut()) {
                     object.extend(extra.clone());

@@ -72,6 +72,12 @@ pub struct Settings {
     pub download_allow_executables: bool,
     /// Bundle files of at least this many bytes are listed in a download's `review` (ours).
     pub download_large_file_bytes: u64,
+    /// Folder holding the embedding model's `model.safetensors`, `tokenizer.json` and
+    /// `config.json`; empty for none (ours, not in the upstream contract).
+    pub search_model_path: String,
+    /// Without `search_model_path`, fetch the model once into `models/` beside the index file
+    /// (pinned URLs, checked files); off for an air-gapped deployment (ours).
+    pub search_model_download: bool,
 }
 
 impl Default for Settings {
@@ -97,6 +103,8 @@ impl Default for Settings {
             change_log_revisions: DEFAULT_CHANGE_LOG_REVISIONS,
             download_allow_executables: true,
             download_large_file_bytes: DEFAULT_DOWNLOAD_LARGE_FILE_BYTES,
+            search_model_path: String::new(),
+            search_model_download: true,
         }
     }
 }
@@ -211,6 +219,9 @@ impl Settings {
             agents_skills_folder: at(&self.agents_skills_folder),
             index_path: at(&self.index_path),
             bundles_lock: at(&self.bundles_lock_path),
+            search_model_path: Some(self.search_model_path.trim())
+                .filter(|raw| !raw.is_empty())
+                .map(at),
         }
     }
 }
@@ -289,6 +300,18 @@ pub struct Paths {
     pub index_path: PathBuf,
     /// The bundles lock file (`bundles_lock_path`).
     pub bundles_lock: PathBuf,
+    /// The configured embedding model folder, if any.
+    pub search_model_path: Option<PathBuf>,
+}
+
+impl Paths {
+    /// Where a fetched embedding model is kept: `models/` beside the index file.
+    pub fn model_cache(&self) -> PathBuf {
+        self.index_path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("models")
+    }
 }
 
 /// Settings together with the paths they resolve to.

@@ -83,6 +83,8 @@ download_max_files: 10
 download_max_bytes: 2048
 safety_net_interval_ms: 0
 change_log_revisions: 7
+search_model_path: ~/models/minilm
+search_model_download: false
 ";
     let (s, warnings) = yaml(text).unwrap_or_else(|e| panic!("{e}"));
     assert!(warnings.is_empty());
@@ -104,6 +106,8 @@ change_log_revisions: 7
         download_max_bytes: 2048,
         safety_net_interval_ms: 0,
         change_log_revisions: 7,
+        search_model_path: "~/models/minilm".into(),
+        search_model_download: false,
         ..Settings::default()
     };
     assert_eq!(s, expected);
@@ -133,6 +137,26 @@ fn unknown_keys_warn_and_are_ignored() {
                 .to_owned(),
             "unknown configuration key \"whatever\" ignored".to_owned(),
         ]
+    );
+}
+
+#[test]
+fn model_settings_take_a_path_or_none_and_suggest_their_names() {
+    let (s, warnings) = yaml("search_model_path: \"\"\nsearch_model_dowload: false\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s, Settings::default());
+    assert_eq!(
+        warnings,
+        vec![
+            "unknown configuration key \"search_model_dowload\" ignored (did you mean \
+             \"search_model_download\"?)"
+                .to_owned()
+        ]
+    );
+    let error = yaml("search_model_path: 3\n").err().map(|e| e.to_string());
+    assert_eq!(
+        error.as_deref(),
+        Some("configuration key \"search_model_path\" must be a string, got an integer")
     );
 }
 
@@ -391,7 +415,22 @@ fn defaults_resolve_literally() {
             agents_skills_folder: PathBuf::from("/p/.agents/skills"),
             index_path: PathBuf::from("/p/data/iii-directory/index.redb"),
             bundles_lock: PathBuf::from("/p/skills/iii-bundles.lock.json"),
+            search_model_path: None,
         }
+    );
+    assert_eq!(
+        paths.model_cache(),
+        PathBuf::from("/p/data/iii-directory/models")
+    );
+    let configured = Settings {
+        search_model_path: "~/minilm".into(),
+        ..Settings::default()
+    };
+    assert_eq!(
+        configured
+            .resolve(Path::new("/p"), Some(Path::new("/home/u")))
+            .search_model_path,
+        Some(PathBuf::from("/home/u/minilm"))
     );
     assert_eq!(Config::for_root(Path::new("/p")).paths, paths);
 }

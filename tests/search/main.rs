@@ -4,5 +4,6 @@
 //! the loopback fake engine (`wire`).
 
 mod quality;
+mod embed;
 mod ranking;
 mod wire;

@@ -85,7 +85,9 @@ impl Tree {
 }
 
 pub mod child;
+mod model;
 mod shared;
+pub use model::{MODEL_ENV, model_dir};
 pub use shared::{crate_dir, shared_path};
 
 /// The corpus of real skills beside the project (`../shared/corpus`), or `None` (the test

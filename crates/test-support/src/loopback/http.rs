@@ -157,6 +157,7 @@ pub fn write_response<S: Write>(
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        206 => "Partial Content",
         404 => "Not Found",
         500 => "Internal Server Error",
         502 => "Bad Gateway",

@@ -1,0 +1,139 @@
+//! A loopback file server for the embedding model's download: plain HTTP on
+//! `127.0.0.1:<port>`, files by path, `Range: bytes=N-` answered with 206, and, once per path
+//! when asked, a body cut short after some bytes (a connection that drops mid-file). It records
+//! each request's path and `Range` header.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::http::{read_request, write_response};
+
+#[derive(Default)]
+struct State {
+    files: HashMap<String, Arc<Vec<u8>>>,
+    /// Path → bytes to send before dropping the connection, for its next request only.
+    cut: HashMap<String, usize>,
+    requests: Vec<(String, Option<String>)>,
+}
+
+pub struct FileServer {
+    port: u16,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FileServer {
+    pub fn start() -> FileServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the file server");
+        let port = listener.local_addr().expect("address").port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (thread_state, thread_stop) = (state.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if thread_stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let state = thread_state.clone();
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        FileServer {
+            port,
+            state,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn file(&self, path: &str, content: Vec<u8>) {
+        let mut state = self.state.lock().expect("state");
+        state.files.insert(path.to_owned(), Arc::new(content));
+    }
+
+    /// The next request for `path` gets only `bytes` of its body, then the connection closes.
+    pub fn cut_next(&self, path: &str, bytes: usize) {
+        let mut state = self.state.lock().expect("state");
+        state.cut.insert(path.to_owned(), bytes);
+    }
+
+    /// Every request so far: its path and its `Range` header.
+    pub fn requests(&self) -> Vec<(String, Option<String>)> {
+        self.state.lock().expect("state").requests.clone()
+    }
+}
+
+impl Drop for FileServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, state: &Mutex<State>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(request) = read_request(&mut stream) else {
+        return;
+    };
+    let range = request.header("range").map(str::to_owned);
+    let (file, cut) = {
+        let mut state = state.lock().expect("state");
+        state.requests.push((request.path.clone(), range.clone()));
+        let cut = state.cut.remove(&request.path);
+        (state.files.get(&request.path).cloned(), cut)
+    };
+    let Some(file) = file else {
+        let _ = write_response(&mut stream, 404, &[], b"not found");
+        return;
+    };
+    let start = range
+        .as_deref()
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.strip_suffix('-'))
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n < file.len());
+    let body = &file[start.unwrap_or(0)..];
+    let Some(cut) = cut else {
+        let headers = match start {
+            Some(n) => vec![(
+                "Content-Range".to_owned(),
+                format!("bytes {n}-{}/{}", file.len() - 1, file.len()),
+            )],
+            None => Vec::new(),
+        };
+        let _ = write_response(
+            &mut stream,
+            if start.is_some() { 206 } else { 200 },
+            &headers,
+            body,
+        );
+        return;
+    };
+    // Announce the whole length, send part of it, and close.
+    let status = if start.is_some() {
+        "206 Partial Content"
+    } else {
+        "200 OK"
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body[..cut.min(body.len())]);
+    let _ = stream.flush();
+}

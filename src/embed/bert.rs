@@ -1,0 +1,455 @@
+//! The BERT encoder's forward pass for one sequence, in f32 on the CPU, with the matrix
+//! products done by `gemm` (pure Rust, runtime-dispatched SIMD kernels). One sequence at a
+//! time and one thread each: a query is a few tokens, where the weights' memory traffic
+//! dominates and splitting a product across threads costs more than it saves; a batch runs
+//! its sequences side by side instead (see `Embedder::embed_batch`), with no padding.
+//!
+//! Weights are kept transposed from the file's `[out, in]` to `[in, out]` row-major, and the
+//! query, key and value projections are fused into one `[hidden, 3 * hidden]` matrix, so each
+//! product reads its operands in rows.
+
+use serde::Deserialize;
+
+use super::EmbedError;
+use super::weights::Weights;
+
+/// The fields of `config.json` the forward pass needs.
+#[derive(Debug, Deserialize)]
+pub struct Config {
+    pub hidden_size: usize,
+    pub num_attention_heads: usize,
+    pub num_hidden_layers: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    pub vocab_size: usize,
+    pub type_vocab_size: usize,
+    pub layer_norm_eps: f64,
+    pub hidden_act: String,
+    #[serde(default = "absolute")]
+    pub position_embedding_type: String,
+}
+
+fn absolute() -> String {
+    "absolute".to_owned()
+}
+
+struct Layer {
+    qkv: Vec<f32>,
+    qkv_bias: Vec<f32>,
+    out: Vec<f32>,
+    out_bias: Vec<f32>,
+    attention_norm: Norm,
+    up: Vec<f32>,
+    up_bias: Vec<f32>,
+    down: Vec<f32>,
+    down_bias: Vec<f32>,
+    output_norm: Norm,
+}
+
+struct Norm {
+    gain: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+/// A loaded encoder.
+pub struct Bert {
+    hidden: usize,
+    heads: usize,
+    intermediate: usize,
+    max_positions: usize,
+    vocab: usize,
+    eps: f32,
+    words: Vec<f32>,
+    positions: Vec<f32>,
+    token_type: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+}
+
+impl Bert {
+    /// Builds the encoder from its configuration and weights; refuses what this pass does not
+    /// implement (another activation or position embedding).
+    pub fn load(config: &Config, weights: &Weights) -> Result<Bert, EmbedError> {
+        if config.hidden_act != "gelu" || config.position_embedding_type != "absolute" {
+            return Err(EmbedError::Unsupported(
+                "config.json asks for an activation or position embedding other than gelu and absolute",
+            ));
+        }
+        let h = config.hidden_size;
+        let heads = config.num_attention_heads;
+        if heads == 0 || h % heads != 0 || config.type_vocab_size == 0 {
+            return Err(EmbedError::Unsupported(
+                "config.json's hidden size is not a multiple of its attention heads",
+            ));
+        }
+        let i = config.intermediate_size;
+        let norm = |prefix: &str| -> Result<Norm, EmbedError> {
+            Ok(Norm {
+                gain: weights.tensor(&format!("{prefix}.LayerNorm.weight"), &[h])?,
+                bias: weights.tensor(&format!("{prefix}.LayerNorm.bias"), &[h])?,
+            })
+        };
+        // A linear layer's weight, transposed to `[in, out]`.
+        let linear = |name: &str, out: usize, inp: usize| -> Result<Vec<f32>, EmbedError> {
+            Ok(transpose(
+                &weights.tensor(&format!("{name}.weight"), &[out, inp])?,
+                out,
+                inp,
+            ))
+        };
+        let bias = |name: &str, out: usize| weights.tensor(&format!("{name}.bias"), &[out]);
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for l in 0..config.num_hidden_layers {
+            let p = format!("encoder.layer.{l}");
+            let (q, k, v) = (
+                linear(&format!("{p}.attention.self.query"), h, h)?,
+                linear(&format!("{p}.attention.self.key"), h, h)?,
+                linear(&format!("{p}.attention.self.value"), h, h)?,
+            );
+            let mut qkv = Vec::with_capacity(3 * h * h);
+            for row in 0..h {
+                for part in [&q, &k, &v] {
+                    qkv.extend_from_slice(&part[row * h..(row + 1) * h]);
+                }
+            }
+            let mut qkv_bias = bias(&format!("{p}.attention.self.query"), h)?;
+            qkv_bias.extend(bias(&format!("{p}.attention.self.key"), h)?);
+            qkv_bias.extend(bias(&format!("{p}.attention.self.value"), h)?);
+            layers.push(Layer {
+                qkv,
+                qkv_bias,
+                out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                out_bias: bias(&format!("{p}.attention.output.dense"), h)?,
+                attention_norm: norm(&format!("{p}.attention.output"))?,
+                up: linear(&format!("{p}.intermediate.dense"), i, h)?,
+                up_bias: bias(&format!("{p}.intermediate.dense"), i)?,
+                down: linear(&format!("{p}.output.dense"), h, i)?,
+                down_bias: bias(&format!("{p}.output.dense"), h)?,
+                output_norm: norm(&format!("{p}.output"))?,
+            });
+        }
+        Ok(Bert {
+            hidden: h,
+            heads,
+            intermediate: i,
+            max_positions: config.max_position_embeddings,
+            vocab: config.vocab_size,
+            eps: config.layer_norm_eps as f32,
+            words: weights.tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            positions: weights.tensor(
+                "embeddings.position_embeddings.weight",
+                &[config.max_position_embeddings, h],
+            )?,
+            token_type: weights.tensor(
+                "embeddings.token_type_embeddings.weight",
+                &[config.type_vocab_size, h],
+            )?,
+            embedding_norm: norm("embeddings")?,
+            layers,
+        })
+    }
+
+    pub fn hidden(&self) -> usize {
+        self.hidden
+    }
+
+    pub fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
+    /// The mean of the last layer's token states over all of `ids` (one unpadded sequence,
+    /// so every token counts), scaled to unit length. `ids` holds at least one id, each below
+    /// `vocab`, and at most `max_positions` of them (the tokenizer's truncation sees to it).
+    pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        let (h, n, inter) = (self.hidden, ids.len(), self.intermediate);
+        let head = h / self.heads;
+        let scale = 1.0 / (head as f32).sqrt();
+        let mut x = vec![0.0f32; n * h];
+        for (t, &id) in ids.iter().enumerate() {
+            let word = &self.words[id as usize * h..][..h];
+            let position = &self.positions[t * h..][..h];
+            for (((out, w), p), s) in x[t * h..][..h]
+                .iter_mut()
+                .zip(word)
+                .zip(position)
+                .zip(&self.token_type[..h])
+            {
+                *out = w + p + s;
+            }
+        }
+        self.embedding_norm.apply(&mut x, h, self.eps);
+
+        let mut qkv = vec![0.0f32; n * 3 * h];
+        let mut scores = vec![0.0f32; n * n];
+        let mut context = vec![0.0f32; n * h];
+        let mut sum = vec![0.0f32; n * h];
+        let mut up = vec![0.0f32; n * inter];
+        for layer in &self.layers {
+            fill_rows(&mut qkv, &layer.qkv_bias);
+            matmul(
+                &mut qkv,
+                3 * h,
+                Mat::rows(&x, n, h),
+                Mat::rows(&layer.qkv, h, 3 * h),
+                1.0,
+            );
+            for hd in 0..self.heads {
+                let q = Mat::strided(&qkv[hd * head..], n, head, 3 * h, 1);
+                // The keys read as their transpose: column `j` of the view is token `j`'s key.
+                let k = Mat::strided(&qkv[h + hd * head..], head, n, 1, 3 * h);
+                scores.fill(0.0);
+                matmul(&mut scores, n, q, k, scale);
+                for row in scores.chunks_exact_mut(n) {
+                    softmax(row);
+                }
+                let v = Mat::strided(&qkv[2 * h + hd * head..], n, head, 3 * h, 1);
+                let out = &mut context[hd * head..];
+                zero_rows(out, n, head, h);
+                matmul(out, h, Mat::rows(&scores, n, n), v, 1.0);
+            }
+            // Residual and bias go into the destination first; the product adds onto them.
+            add_rows(&mut sum, &x, &layer.out_bias);
+            matmul(
+                &mut sum,
+                h,
+                Mat::rows(&context, n, h),
+                Mat::rows(&layer.out, h, h),
+                1.0,
+            );
+            layer.attention_norm.apply(&mut sum, h, self.eps);
+            std::mem::swap(&mut x, &mut sum);
+
+            fill_rows(&mut up, &layer.up_bias);
+            matmul(
+                &mut up,
+                inter,
+                Mat::rows(&x, n, h),
+                Mat::rows(&layer.up, h, inter),
+                1.0,
+            );
+            for value in &mut up {
+                *value = gelu(*value);
+            }
+            add_rows(&mut sum, &x, &layer.down_bias);
+            matmul(
+                &mut sum,
+                h,
+                Mat::rows(&up, n, inter),
+                Mat::rows(&layer.down, inter, h),
+                1.0,
+            );
+            layer.output_norm.apply(&mut sum, h, self.eps);
+            std::mem::swap(&mut x, &mut sum);
+        }
+        mean_pool(&x, h)
+    }
+}
+
+impl Norm {
+    /// Layer normalization of each `width`-long row in place.
+    fn apply(&self, rows: &mut [f32], width: usize, eps: f32) {
+        for row in rows.chunks_exact_mut(width) {
+            let mean = row.iter().sum::<f32>() / width as f32;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for ((v, g), b) in row.iter_mut().zip(&self.gain).zip(&self.bias) {
+                *v = (*v - mean) * inv * g + b;
+            }
+        }
+    }
+}
+
+/// The mean of the `width`-long rows of `states`, scaled to unit length (a zero mean stays
+/// zero).
+pub fn mean_pool(states: &[f32], width: usize) -> Vec<f32> {
+    let rows = states.len() / width;
+    let mut mean = vec![0.0f32; width];
+    for row in states.chunks_exact(width) {
+        for (m, v) in mean.iter_mut().zip(row) {
+            *m += v;
+        }
+    }
+    for m in &mut mean {
+        *m /= rows.max(1) as f32;
+    }
+    let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for m in &mut mean {
+            *m /= norm;
+        }
+    }
+    mean
+}
+
+/// GELU as BERT defines it, with the exact error function.
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+fn softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut total = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        total += *v;
+    }
+    for v in row.iter_mut() {
+        *v /= total;
+    }
+}
+
+fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0f32; m.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = m[r * cols + c];
+        }
+    }
+    t
+}
+
+/// Every `bias.len()`-long row of `dst` set to `bias`.
+fn fill_rows(dst: &mut [f32], bias: &[f32]) {
+    for row in dst.chunks_exact_mut(bias.len()) {
+        row.copy_from_slice(bias);
+    }
+}
+
+/// Every row of `dst` set to the same row of `x` plus `bias`.
+fn add_rows(dst: &mut [f32], x: &[f32], bias: &[f32]) {
+    for (row, xs) in dst
+        .chunks_exact_mut(bias.len())
+        .zip(x.chunks_exact(bias.len()))
+    {
+        for ((d, v), b) in row.iter_mut().zip(xs).zip(bias) {
+            *d = v + b;
+        }
+    }
+}
+
+/// The first `cols` values of each of `rows` rows `stride` apart set to zero.
+fn zero_rows(dst: &mut [f32], rows: usize, cols: usize, stride: usize) {
+    for r in 0..rows {
+        dst[r * stride..][..cols].fill(0.0);
+    }
+}
+
+/// A matrix laid out in a slice with arbitrary row and column strides.
+#[derive(Clone, Copy)]
+struct Mat<'a> {
+    data: &'a [f32],
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+impl<'a> Mat<'a> {
+    fn rows(data: &'a [f32], rows: usize, cols: usize) -> Mat<'a> {
+        Mat::strided(data, rows, cols, cols, 1)
+    }
+
+    fn strided(
+        data: &'a [f32],
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Mat<'a> {
+        Mat {
+            data,
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+        }
+    }
+
+    /// One past the largest index the view reads.
+    fn extent(&self) -> usize {
+        if self.rows == 0 || self.cols == 0 {
+            0
+        } else {
+            (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride + 1
+        }
+    }
+}
+
+/// `dst += scale * lhs · rhs`, where `dst` is `lhs.rows` rows `dst_stride` apart of
+/// `rhs.cols` values each.
+fn matmul(dst: &mut [f32], dst_stride: usize, lhs: Mat<'_>, rhs: Mat<'_>, scale: f32) {
+    let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
+    assert_eq!(k, rhs.rows, "inner dimensions differ");
+    assert!(lhs.extent() <= lhs.data.len() && rhs.extent() <= rhs.data.len());
+    assert!(m == 0 || n == 0 || (m - 1) * dst_stride + n <= dst.len());
+    if m == 0 || n == 0 {
+        return;
+    }
+    // SAFETY: the asserts above keep every index the product reads within `lhs.data` and
+    // `rhs.data`, and every index it writes within `dst`, which is borrowed mutably and so
+    // overlaps neither operand.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_stride as isize,
+            true,
+            lhs.data.as_ptr(),
+            lhs.col_stride as isize,
+            lhs.row_stride as isize,
+            rhs.data.as_ptr(),
+            rhs.col_stride as isize,
+            rhs.row_stride as isize,
+            1.0,
+            scale,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matmul_matches_the_naive_product_with_strides() {
+        let a: Vec<f32> = (0..12).map(|v| v as f32 * 0.5 - 2.0).collect();
+        let b: Vec<f32> = (0..12).map(|v| (v as f32).sin()).collect();
+        // a as 3x4, b read as the transpose of a 3x4 (so 4x3).
+        let mut dst = vec![1.0f32; 9];
+        matmul(
+            &mut dst,
+            3,
+            Mat::rows(&a, 3, 4),
+            Mat::strided(&b, 4, 3, 1, 4),
+            2.0,
+        );
+        for i in 0..3 {
+            for j in 0..3 {
+                let want: f32 =
+                    1.0 + 2.0 * (0..4).map(|k| a[i * 4 + k] * b[j * 4 + k]).sum::<f32>();
+                assert!((dst[i * 3 + j] - want).abs() < 1e-5);
+            }
+        }
+    }
+
+    #[test]
+    fn gelu_and_softmax_known_values() {
+        assert!((gelu(1.0) - 0.841_344_7).abs() < 1e-6);
+        assert!((gelu(-3.0) + 0.004_049_7).abs() < 1e-6);
+        let mut row = [1.0, 2.0, 3.0];
+        softmax(&mut row);
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!((row[2] - 0.665_240_9).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,320 @@
+//! The model's tokenizer: BERT's uncased normalizer, its whitespace-and-punctuation split and
+//! WordPiece over the vocabulary of `tokenizer.json`. Written here rather than taken from the
+//! `tokenizers` crate: the model needs only this one pipeline, it cannot fail once loaded, and
+//! the crate would bring a regex engine and a dozen dependencies for it. It follows the
+//! Hugging Face implementation step by step (the same Unicode tables for control characters
+//! and punctuation), and the fixture test compares its ids with that implementation's.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use unicode_categories::UnicodeCategories;
+use unicode_normalization::UnicodeNormalization;
+
+use super::EmbedError;
+
+/// Words longer than this many characters become one unknown token (WordPiece's own limit).
+const MAX_WORD_CHARS: usize = 100;
+
+/// A loaded WordPiece vocabulary and the ids of the special tokens around every sequence.
+#[derive(Debug)]
+pub struct Tokenizer {
+    vocab: HashMap<String, u32>,
+    /// The same vocabulary for continuation pieces, without their `##` prefix, so a lookup
+    /// needs no allocation.
+    continuations: HashMap<String, u32>,
+    unknown: u32,
+    cls: u32,
+    sep: u32,
+}
+
+/// The parts of `tokenizer.json` this tokenizer reads, and checks, since it implements only
+/// one pipeline: a file describing another one is refused rather than misread.
+#[derive(Deserialize)]
+struct File {
+    normalizer: Normalizer,
+    pre_tokenizer: Tagged,
+    model: Model,
+}
+
+#[derive(Deserialize)]
+struct Normalizer {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    clean_text: bool,
+    #[serde(default)]
+    handle_chinese_chars: bool,
+    #[serde(default)]
+    strip_accents: Option<bool>,
+    #[serde(default)]
+    lowercase: bool,
+}
+
+#[derive(Deserialize)]
+struct Tagged {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct Model {
+    #[serde(rename = "type")]
+    kind: String,
+    unk_token: String,
+    continuing_subword_prefix: String,
+    max_input_chars_per_word: usize,
+    vocab: HashMap<String, u32>,
+}
+
+impl Tokenizer {
+    /// Reads `tokenizer.json` text; refuses a pipeline other than uncased BERT WordPiece.
+    pub fn from_json(text: &str) -> Result<Tokenizer, EmbedError> {
+        let file: File = serde_json::from_str(text).map_err(EmbedError::TokenizerJson)?;
+        let n = &file.normalizer;
+        let supported = n.kind == "BertNormalizer"
+            && n.clean_text
+            && n.handle_chinese_chars
+            && n.lowercase
+            && n.strip_accents != Some(false)
+            && file.pre_tokenizer.kind == "BertPreTokenizer"
+            && file.model.kind == "WordPiece"
+            && file.model.continuing_subword_prefix == "##"
+            && file.model.max_input_chars_per_word == MAX_WORD_CHARS;
+        if !supported {
+            return Err(EmbedError::Unsupported(
+                "tokenizer.json is not an uncased BERT WordPiece tokenizer",
+            ));
+        }
+        let special = |token: &str| {
+            file.model
+                .vocab
+                .get(token)
+                .copied()
+                .ok_or(EmbedError::Unsupported(
+                    "tokenizer.json lacks a special token",
+                ))
+        };
+        let unknown = special(&file.model.unk_token)?;
+        let cls = special("[CLS]")?;
+        let sep = special("[SEP]")?;
+        let continuations = file
+            .model
+            .vocab
+            .iter()
+            .filter_map(|(piece, &id)| Some((piece.strip_prefix("##")?.to_owned(), id)))
+            .collect();
+        Ok(Tokenizer {
+            vocab: file.model.vocab,
+            continuations,
+            unknown,
+            cls,
+            sep,
+        })
+    }
+
+    /// The largest id the tokenizer hands out.
+    pub fn max_id(&self) -> u32 {
+        self.vocab.values().copied().max().unwrap_or(0)
+    }
+
+    /// The ids of `text` between `[CLS]` and `[SEP]`, at most `max_tokens` in all (the text's
+    /// tail is dropped, as the reference truncates).
+    pub fn encode(&self, text: &str, max_tokens: usize) -> Vec<u32> {
+        let room = max_tokens.saturating_sub(2);
+        let mut ids = Vec::with_capacity(room.min(64) + 2);
+        ids.push(self.cls);
+        let normalized = normalize(text);
+        'words: for word in pre_tokenize(&normalized) {
+            for id in self.word_pieces(word) {
+                if ids.len() > room {
+                    break 'words;
+                }
+                ids.push(id);
+            }
+        }
+        ids.push(self.sep);
+        ids
+    }
+
+    /// Greedy longest-match-first WordPiece; a word with a part that matches nothing is one
+    /// unknown token, as is a word over the length limit.
+    fn word_pieces(&self, word: &str) -> Vec<u32> {
+        if word.chars().count() > MAX_WORD_CHARS {
+            return vec![self.unknown];
+        }
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        while start < word.len() {
+            let table = if start == 0 {
+                &self.vocab
+            } else {
+                &self.continuations
+            };
+            let mut end = word.len();
+            let found = loop {
+                if let Some(&id) = table.get(&word[start..end]) {
+                    break Some(id);
+                }
+                match word[start..end].char_indices().next_back() {
+                    Some((last, _)) if last > 0 => end = start + last,
+                    _ => break None,
+                }
+            };
+            match found {
+                Some(id) => {
+                    pieces.push(id);
+                    start = end;
+                }
+                None => return vec![self.unknown],
+            }
+        }
+        pieces
+    }
+}
+
+/// BERT's normalizer, in its order: drop control characters and turn whitespace into spaces,
+/// put spaces around CJK ideographs, decompose and drop combining marks, lowercase.
+pub fn normalize(text: &str) -> String {
+    let mut cleaned = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\0' || c == '\u{fffd}' || is_control(c) {
+            continue;
+        }
+        if is_whitespace(c) {
+            cleaned.push(' ');
+        } else if is_chinese(c) {
+            cleaned.push(' ');
+            cleaned.push(c);
+            cleaned.push(' ');
+        } else {
+            cleaned.push(c);
+        }
+    }
+    let mut out = String::with_capacity(cleaned.len());
+    for c in cleaned.nfd().filter(|c| !c.is_mark_nonspacing()) {
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// BERT's pre-tokenizer: words split on whitespace, each punctuation character a word of its
+/// own.
+pub fn pre_tokenize(text: &str) -> impl Iterator<Item = &str> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (at, c) in text.char_indices() {
+        if c.is_whitespace() {
+            if let Some(s) = start.take() {
+                words.push(&text[s..at]);
+            }
+        } else if is_punctuation(c) {
+            if let Some(s) = start.take() {
+                words.push(&text[s..at]);
+            }
+            words.push(&text[at..at + c.len_utf8()]);
+        } else if start.is_none() {
+            start = Some(at);
+        }
+    }
+    if let Some(s) = start {
+        words.push(&text[s..]);
+    }
+    words.into_iter()
+}
+
+fn is_whitespace(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || c.is_whitespace()
+}
+
+fn is_control(c: char) -> bool {
+    match c {
+        '\t' | '\n' | '\r' => false,
+        _ => c.is_other(),
+    }
+}
+
+fn is_punctuation(c: char) -> bool {
+    c.is_ascii_punctuation() || c.is_punctuation()
+}
+
+/// The CJK Unified Ideographs blocks, which BERT tokenizes one character at a time.
+fn is_chinese(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF
+        | 0x3400..=0x4DBF
+        | 0x20000..=0x2A6DF
+        | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F
+        | 0x2B920..=0x2CEAF
+        | 0xF900..=0xFAFF
+        | 0x2F800..=0x2FA1F)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokenizer() -> Tokenizer {
+        let vocab = [
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "want", "##ed", "runn",
+            "##ing", ",", "!", "cafe", "中", "a",
+        ];
+        let vocab: serde_json::Map<String, serde_json::Value> = vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((*t).to_owned(), serde_json::Value::from(i)))
+            .collect();
+        let json = serde_json::json!({
+            "normalizer": {"type": "BertNormalizer", "clean_text": true,
+                "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                "max_input_chars_per_word": 100, "vocab": vocab},
+        });
+        Tokenizer::from_json(&json.to_string()).expect("tokenizer")
+    }
+
+    #[test]
+    fn splits_words_into_longest_pieces() {
+        let t = tokenizer();
+        assert_eq!(t.encode("unaffable", 512), [2, 4, 5, 6, 3]);
+        // "wanted" after "un" matches no continuation piece: the whole word is unknown.
+        assert_eq!(
+            t.encode("UNWANTED, running!", 512),
+            [2, 1, 11, 9, 10, 12, 3]
+        );
+    }
+
+    #[test]
+    fn a_word_with_an_unmatched_part_is_one_unknown() {
+        let t = tokenizer();
+        assert_eq!(t.encode("wantx", 512), [2, 1, 3]);
+        assert_eq!(t.encode(&"a".repeat(101), 512), [2, 1, 3]);
+        assert_eq!(t.encode("", 512), [2, 3]);
+    }
+
+    #[test]
+    fn accents_case_controls_and_ideographs_are_normalized() {
+        assert_eq!(normalize("Café\u{0}\u{200b}\tX"), "cafe x");
+        assert_eq!(normalize("a中b"), "a 中 b");
+        let t = tokenizer();
+        assert_eq!(t.encode("CAFÉ中", 512), [2, 13, 14, 3]);
+    }
+
+    #[test]
+    fn punctuation_is_a_word_of_its_own() {
+        let words: Vec<&str> = pre_tokenize("it's  a-b (c)").collect();
+        assert_eq!(words, ["it", "'", "s", "a", "-", "b", "(", "c", ")"]);
+        // Symbols that are not punctuation (`$`, `+`, `^` are ASCII punctuation; `€` is not).
+        let words: Vec<&str> = pre_tokenize("5€+x").collect();
+        assert_eq!(words, ["5€", "+", "x"]);
+    }
+
+    #[test]
+    fn truncation_keeps_the_special_tokens() {
+        let t = tokenizer();
+        let ids = t.encode("a a a a a a", 5);
+        assert_eq!(ids, [2, 15, 15, 15, 3]);
+    }
+}

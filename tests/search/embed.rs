@@ -1,0 +1,486 @@
+//! Sentence embeddings (`iii_directory::embed`): the tokenizer's ids and the vectors equal a
+//! reference computed once from the same model files by an independent implementation (the
+//! Hugging Face tokenizer and a float64 forward pass), committed as
+//! `tests/fixtures/embeddings_minilm.json`; the quantized vectors and the table's exact scan,
+//! and mean pooling, as properties over seeded random vectors; the model's download against a
+//! loopback file server (checked sizes and hashes, nothing landed on a mismatch, resume).
+//! The tests that need the model (`III_DIRECTORY_SEARCH_MODEL`) skip without it.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use iii_directory::embed::fetch::{
+    FetchError, PinnedFile, REVISION, Source, fetch, is_complete, model_folder, sha256_file,
+};
+use iii_directory::embed::{
+    DIMENSIONS, Embedder, MAX_TOKENS, QUANTIZED_BYTES, Quantized, VectorTable, mean_pool,
+};
+use serde_json::Value;
+use test_support::common::{crate_dir, model_dir};
+use test_support::loopback::files::FileServer;
+
+/// The model, loaded once for the whole binary (loading reads 90 MB).
+fn embedder() -> Option<&'static Embedder> {
+    static MODEL: OnceLock<Option<Embedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| model_dir().map(|dir| Embedder::load(&dir).expect("load the model")))
+        .as_ref()
+}
+
+fn fixture() -> Value {
+    let path = crate_dir().join("tests/fixtures/embeddings_minilm.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read fixture")).expect("fixture")
+}
+
+fn floats(value: &Value) -> Vec<f32> {
+    value
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_f64().expect("number") as f32)
+        .collect()
+}
+
+#[test]
+fn vectors_equal_the_reference() {
+    let Some(default) = embedder() else { return };
+    let fixture = fixture();
+    let max_tokens = fixture["max_tokens"].as_u64().expect("max_tokens") as usize;
+    let texts: Vec<&str> = fixture["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|case| case["text"].as_str().expect("text"))
+        .collect();
+    let model = Embedder::load(&model_dir().expect("model")).expect("load");
+    let model = model.with_max_tokens(max_tokens);
+    let batch = model.embed_batch(&texts);
+    let mut worst = 0.0f32;
+    for (case, batched) in fixture["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .zip(&batch)
+    {
+        let text = case["text"].as_str().expect("text");
+        let ids: Vec<u32> = case["ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|v| v.as_u64().expect("id") as u32)
+            .collect();
+        assert_eq!(model.tokenize(text), ids, "ids of {text:?}");
+        let want = floats(&case["vector"]);
+        let got = model.embed_query(text);
+        assert_eq!(got.len(), DIMENSIONS);
+        assert_eq!(&got, batched, "a batch embeds {text:?} as a query does");
+        for (g, w) in got.iter().zip(&want) {
+            worst = worst.max((g - w).abs());
+        }
+        // The default length keeps the same leading ids.
+        let short = default.tokenize(text);
+        assert!(short.len() <= MAX_TOKENS);
+        if ids.len() <= MAX_TOKENS {
+            assert_eq!(short, ids);
+        } else {
+            assert_eq!(short[..MAX_TOKENS - 1], ids[..MAX_TOKENS - 1]);
+            assert_eq!(short.last(), ids.last());
+        }
+    }
+    eprintln!("largest difference from the reference: {worst:e}");
+    assert!(worst <= 1e-4, "largest difference {worst:e}");
+}
+
+#[test]
+fn similar_texts_score_higher_than_unrelated_ones() {
+    let Some(model) = embedder() else { return };
+    let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let query = model.embed_query("turn this scanned paperwork into searchable words");
+    let ocr = model.embed_query("document::ocr: extract text from scanned images and PDFs");
+    let git = model.embed_query("github::pulls::list: list the pull requests of a repository");
+    assert!(cos(&query, &ocr) > cos(&query, &git) + 0.1);
+    let norm = cos(&query, &query);
+    assert!((norm - 1.0).abs() < 1e-5);
+}
+
+/// A small deterministic generator for the property tests (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    fn signed(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    /// A random unit vector, its values spread like an embedding's (sums of uniforms).
+    fn unit(&mut self) -> Vec<f32> {
+        let v: Vec<f32> = (0..DIMENSIONS)
+            .map(|_| (0..4).map(|_| self.signed()).sum())
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / norm).collect()
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn quantization_keeps_direction_and_round_trips_its_bytes() {
+    let mut rng = Rng(7);
+    for case in 0..500 {
+        let mut v = rng.unit();
+        // Some vectors at other lengths and with a dominant value: the scale absorbs both.
+        if case % 5 == 0 {
+            v[case % DIMENSIONS] = 3.0;
+        }
+        if case % 7 == 0 {
+            v.iter_mut().for_each(|x| *x *= 1e-6);
+        }
+        let q = Quantized::from_vector(&v);
+        assert!(q.values.iter().all(|&x| x >= -127));
+        assert!(q.values.iter().map(|x| x.unsigned_abs()).max() == Some(127));
+        let back = q.dequantize();
+        let norm_v = dot(&v, &v).sqrt();
+        assert!(
+            (dot(&back, &back) - 1.0).abs() < 1e-5,
+            "dequantized is unit length"
+        );
+        // One value far above the rest leaves the rest fewer steps: direction kept less well.
+        let floor = if case % 5 == 0 { 0.99 } else { 0.9995 };
+        assert!(dot(&back, &v) / norm_v > floor, "case {case}");
+        let bytes = q.to_bytes();
+        assert_eq!(bytes.len(), QUANTIZED_BYTES);
+        assert_eq!(Quantized::from_bytes(&bytes), Some(q.clone()));
+        assert!((q.cosine(&q) - 1.0).abs() < 1e-5);
+    }
+    assert_eq!(QUANTIZED_BYTES, 388);
+    assert_eq!(Quantized::from_bytes(&[0u8; 387]), None);
+    let mut bad = Quantized::from_vector(&rng.unit()).to_bytes();
+    bad[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert_eq!(Quantized::from_bytes(&bad), None);
+    let zero = Quantized::from_vector(&[0.0; DIMENSIONS]);
+    assert_eq!(zero.scale, 0.0);
+    assert_eq!(zero.cosine(&Quantized::from_vector(&rng.unit())), 0.0);
+}
+
+#[test]
+fn quantized_cosines_stay_close_to_the_exact_ones() {
+    let mut rng = Rng(11);
+    let mut worst = 0.0f32;
+    for _ in 0..2_000 {
+        let a = rng.unit();
+        // Pairs from unrelated to nearly identical.
+        let t = rng.signed().abs();
+        let b: Vec<f32> = a
+            .iter()
+            .zip(rng.unit())
+            .map(|(x, y)| t * x + (1.0 - t) * y)
+            .collect();
+        let exact = dot(&a, &b) / dot(&b, &b).sqrt();
+        let got = Quantized::from_vector(&a).cosine(&Quantized::from_vector(&b));
+        worst = worst.max((got - exact).abs());
+    }
+    assert!(worst < 5e-3, "largest cosine error {worst}");
+}
+
+#[test]
+fn top_k_is_the_exact_ranking() {
+    let mut rng = Rng(3);
+    let mut table = VectorTable::new();
+    let mut plain = Vec::new();
+    for i in 0..1_000u32 {
+        let v = rng.unit();
+        let q = Quantized::from_vector(&v);
+        table.push(i, &q);
+        plain.push(q);
+    }
+    // Duplicates tie; they must come in table order.
+    table.push(1_000, &plain[17]);
+    plain.push(plain[17].clone());
+    assert_eq!(table.len(), 1_001);
+    assert_eq!(table.vector_bytes(), 1_001 * 388);
+    for round in 0..20 {
+        let query = if round == 0 {
+            plain[17].clone()
+        } else {
+            Quantized::from_vector(&rng.unit())
+        };
+        let scores = table.scores(&query);
+        let mut order: Vec<usize> = (0..plain.len()).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        for k in [0, 1, 5, 12, 1_001, 5_000] {
+            let hits = table.top_k(&query, k);
+            let got: Vec<usize> = hits.iter().map(|h| h.index).collect();
+            assert_eq!(got, order[..k.min(order.len())]);
+            for hit in &hits {
+                assert_eq!(*hit.key as usize, hit.index);
+                assert_eq!(hit.score, query.cosine(&plain[hit.index]));
+            }
+        }
+        let even = table.top_k_where(&query, 10, |key| key % 2 == 0);
+        let want: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|i| i % 2 == 0)
+            .take(10)
+            .collect();
+        assert_eq!(even.iter().map(|h| h.index).collect::<Vec<_>>(), want);
+    }
+    let hits = table.top_k(&plain[17], 2);
+    assert_eq!((hits[0].index, hits[1].index), (17, 1_000));
+    assert!(VectorTable::<u32>::new().top_k(&plain[0], 3).is_empty());
+}
+
+#[test]
+fn pooling_is_a_unit_mean_independent_of_row_order_and_scale() {
+    let mut rng = Rng(5);
+    for rows in [1usize, 2, 7, 40] {
+        let states: Vec<f32> = (0..rows * DIMENSIONS).map(|_| rng.signed()).collect();
+        let pooled = mean_pool(&states, DIMENSIONS);
+        assert!((dot(&pooled, &pooled) - 1.0).abs() < 1e-5);
+        // The direction of the plain mean.
+        let mut mean = vec![0.0f32; DIMENSIONS];
+        for row in states.chunks(DIMENSIONS) {
+            mean.iter_mut()
+                .zip(row)
+                .for_each(|(m, v)| *m += v / rows as f32);
+        }
+        assert!(dot(&pooled, &mean) / dot(&mean, &mean).sqrt() > 0.99999);
+        // Rows reversed, values scaled: the same vector.
+        let mut reversed: Vec<f32> = Vec::new();
+        for row in states.chunks(DIMENSIONS).rev() {
+            reversed.extend(row.iter().map(|v| v * 3.5));
+        }
+        let again = mean_pool(&reversed, DIMENSIONS);
+        for (a, b) in pooled.iter().zip(&again) {
+            assert!((a - b).abs() < 1e-5);
+        }
+    }
+    assert!(
+        mean_pool(&[0.0; DIMENSIONS], DIMENSIONS)
+            .iter()
+            .all(|&v| v == 0.0)
+    );
+}
+
+#[test]
+fn a_query_finds_its_paraphrase_in_a_table() {
+    let Some(model) = embedder() else { return };
+    let docs = [
+        "document::ocr: extract text from scanned images and PDFs",
+        "github::pulls::list: list the pull requests of a repository",
+        "tailscale::peers::list: list the devices connected to your tailnet",
+        "events::publish: publish an event to a topic",
+        "database::query: run a SQL query",
+    ];
+    let vectors = model.embed_batch(&docs);
+    let mut table = VectorTable::with_capacity(docs.len());
+    for (doc, v) in docs.iter().zip(&vectors) {
+        table.push(*doc, &Quantized::from_vector(v));
+    }
+    let cases = [
+        ("turn this scanned paperwork into searchable words", 0),
+        (
+            "give me a bird's-eye view of devices joined to my private mesh",
+            2,
+        ),
+        ("publish an event", 3),
+    ];
+    for (query, want) in cases {
+        let hits = table.top_k(&model.embed_query_quantized(query), 1);
+        assert_eq!(hits[0].key, &docs[want], "{query}");
+    }
+}
+
+// The model's download, against a loopback file server: small made-up files for the checks,
+// the real files when the model is present.
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+/// Serves `files` under `/rev/` and describes them as a source, hashing each.
+fn serve(server: &FileServer, scratch: &Path, files: &[(&str, Vec<u8>)]) -> Source {
+    let mut pinned = Vec::new();
+    for (name, content) in files {
+        server.file(&format!("/rev/{name}"), content.clone());
+        let path = scratch.join(name);
+        std::fs::write(&path, content).expect("write");
+        pinned.push(PinnedFile {
+            name: (*name).to_owned(),
+            size: content.len() as u64,
+            sha256: sha256_file(&path).expect("hash"),
+        });
+    }
+    Source {
+        folder: "model-test".to_owned(),
+        base_url: format!("{}/rev", server.url()),
+        files: pinned,
+    }
+}
+
+fn fake_files() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("config.json", b"{\"hidden_size\": 384}".to_vec()),
+        ("tokenizer.json", b"{\"model\": {}}".to_vec()),
+        (
+            "model.safetensors",
+            (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect(),
+        ),
+    ]
+}
+
+#[test]
+fn sha256_of_a_known_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("abc");
+    std::fs::write(&path, "abc").expect("write");
+    assert_eq!(
+        sha256_file(&path).expect("hash"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    // The pinned source names the three files at one revision.
+    let pinned = Source::pinned();
+    assert!(pinned.base_url.ends_with(REVISION));
+    let names: Vec<&str> = pinned.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["config.json", "tokenizer.json", "model.safetensors"]
+    );
+}
+
+#[test]
+fn a_fetch_lands_every_checked_file_once() {
+    let (server, scratch, cache) = (
+        FileServer::start(),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let files = fake_files();
+    let source = serve(&server, scratch.path(), &files);
+    let client = reqwest::Client::new();
+    let folder = block_on(fetch(&client, &source, cache.path())).expect("fetch");
+    assert_eq!(folder, model_folder(cache.path(), &source));
+    for (name, content) in &files {
+        assert_eq!(&std::fs::read(folder.join(name)).expect("landed"), content);
+    }
+    assert!(is_complete(&folder, &source));
+    // Nothing of the attempt is left beside it, and a second fetch asks the server nothing.
+    let left: Vec<String> = std::fs::read_dir(cache.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.iter().all(|name| !name.ends_with(".partial")),
+        "{left:?}"
+    );
+    let asked = server.requests().len();
+    assert_eq!(asked, 3);
+    block_on(fetch(&client, &source, cache.path())).expect("fetch again");
+    assert_eq!(server.requests().len(), asked);
+}
+
+#[test]
+fn a_wrong_hash_or_size_lands_nothing() {
+    let (server, scratch, cache) = (
+        FileServer::start(),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let mut source = serve(&server, scratch.path(), &fake_files());
+    let good = source.files[2].sha256.clone();
+    source.files[2].sha256 = "0".repeat(64);
+    let client = reqwest::Client::new();
+    let error = block_on(fetch(&client, &source, cache.path())).expect_err("wrong hash");
+    assert!(
+        matches!(error, FetchError::Hash { ref name, .. } if name == "model.safetensors"),
+        "{error}"
+    );
+    let folder = model_folder(cache.path(), &source);
+    assert!(!folder.exists());
+    let staging = cache.path().join(".model-test.partial");
+    assert!(!staging.join("model.safetensors").exists());
+    assert!(!staging.join("model.safetensors.part").exists());
+
+    // A file longer than pinned is cut off and refused.
+    source.files[2].sha256 = good.clone();
+    source.files[2].size -= 10;
+    let error = block_on(fetch(&client, &source, cache.path())).expect_err("too long");
+    assert!(matches!(error, FetchError::Size { .. }), "{error}");
+    assert!(!folder.exists());
+
+    // Right again: only the refused file is asked for; the two checked ones are kept.
+    source.files[2].size += 10;
+    let before = server.requests().len();
+    block_on(fetch(&client, &source, cache.path())).expect("fetch");
+    let after: Vec<String> = server.requests()[before..]
+        .iter()
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert_eq!(after, ["/rev/model.safetensors"]);
+    assert!(is_complete(&folder, &source));
+}
+
+#[test]
+fn an_interrupted_fetch_resumes_where_it_stopped() {
+    let (server, scratch, cache) = (
+        FileServer::start(),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let files = fake_files();
+    let source = serve(&server, scratch.path(), &files);
+    server.cut_next("/rev/model.safetensors", 20_000);
+    let client = reqwest::Client::new();
+    assert!(block_on(fetch(&client, &source, cache.path())).is_err());
+    let folder = model_folder(cache.path(), &source);
+    assert!(!folder.exists());
+    let part = cache
+        .path()
+        .join(".model-test.partial/model.safetensors.part");
+    assert_eq!(std::fs::metadata(&part).expect("part kept").len(), 20_000);
+    block_on(fetch(&client, &source, cache.path())).expect("resume");
+    let last = server.requests().last().cloned().expect("request");
+    assert_eq!(
+        last,
+        (
+            "/rev/model.safetensors".to_owned(),
+            Some("bytes=20000-".to_owned())
+        )
+    );
+    assert_eq!(
+        std::fs::read(folder.join("model.safetensors")).expect("landed"),
+        files[2].1
+    );
+}
+
+#[test]
+fn the_real_files_fetch_and_load() {
+    let Some(dir) = model_dir() else { return };
+    let (server, cache) = (FileServer::start(), tempfile::tempdir().expect("dir"));
+    let mut source = Source::pinned();
+    for file in &source.files {
+        server.file(
+            &format!("/rev/{}", file.name),
+            std::fs::read(dir.join(&file.name)).expect("read model"),
+        );
+    }
+    source.base_url = format!("{}/rev", server.url());
+    let folder = block_on(fetch(&reqwest::Client::new(), &source, cache.path())).expect("fetch");
+    let model = Embedder::load(&folder).expect("load the fetched model");
+    assert_eq!(model.embed_query("publish an event").len(), DIMENSIONS);
+}
