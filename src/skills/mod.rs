@@ -9,6 +9,8 @@ mod overview;
 pub mod write;
 
 pub use cache::SkillCache;
+#[cfg(any(test, feature = "testing"))]
+pub use cache::Structures;
 pub use get::get;
 pub use list::{ListAnswer, ListRows, check_list_request, list};
 #[cfg(any(test, feature = "testing"))]

@@ -18,6 +18,7 @@ mod hostile;
 mod layers;
 mod list_deltas;
 mod recovery;
+mod revision_structures;
 mod skills;
 mod system_prompts;
 mod texts_store;
