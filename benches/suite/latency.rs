@@ -43,7 +43,7 @@ const UPDATE_MAX_OVER_SMALL: f64 = 2.0;
 const AGE_PAST_RACY_WINDOW: Duration = Duration::from_millis(2100);
 
 /// The body of a file (what follows its frontmatter), for a new title on top.
-fn body_of(text: &str) -> &str {
+pub fn body_of(text: &str) -> &str {
     text.strip_prefix("---\n")
         .and_then(|r| r.find("\n---\n").map(|i| &r[i + 5..]))
         .unwrap_or(text)

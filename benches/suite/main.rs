@@ -16,7 +16,9 @@
 //! size), `reads` (the read functions), `deltas` (lists since a revision), `latency` (change to
 //! visible, `skills::update` beside the same writes on 1,000 skills), `fresh` (what catching
 //! up with the disk costs a read), `worker` (the binary:
-//! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates), `search`. A run of
+//! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates),
+//! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
+//! beside its steady state), `search`. A run of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
 //! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
@@ -37,6 +39,7 @@ mod fresh;
 mod latency;
 mod measure;
 mod memory;
+mod mixed;
 mod reads;
 mod reindex;
 mod report;
@@ -87,7 +90,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 28] = [
+const ORDER: [&str; 44] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -116,6 +119,22 @@ const ORDER: [&str; 28] = [
     "search_registry",
     "search_registry_http",
     "search_rebuild",
+    "mixed_lib_update",
+    "mixed_lib_get",
+    "mixed_lib_miss",
+    "mixed_lib_index",
+    "mixed_lib_prefix",
+    "mixed_lib_agent",
+    "mixed_lib_after_list",
+    "mixed_wire_update",
+    "mixed_wire_get",
+    "mixed_wire_miss",
+    "mixed_wire_index",
+    "mixed_wire_prefix",
+    "mixed_wire_agent",
+    "mixed_wire_after_list",
+    "mixed_wire_ping",
+    "mixed_rss",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -163,8 +182,8 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 8] = [
-    "reindex", "reads", "deltas", "latency", "fresh", "worker", "memory", "search",
+const SECTIONS: [&str; 9] = [
+    "reindex", "reads", "deltas", "latency", "fresh", "worker", "memory", "mixed", "search",
 ];
 
 impl Sections {
@@ -305,9 +324,11 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
     }
 
     // The suite's own copy, for everything that edits files.
-    let edits = ["reindex", "deltas", "latency", "fresh", "worker", "memory"]
-        .iter()
-        .any(|s| sections.has(s));
+    let edits = [
+        "reindex", "deltas", "latency", "fresh", "worker", "memory", "mixed",
+    ]
+    .iter()
+    .any(|s| sections.has(s));
     if edits {
         let _ = std::fs::remove_dir_all(work.join("tree"));
         let copy = work.join("tree");
@@ -355,6 +376,10 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
         if sections.has("memory") {
             eprintln!("worker memory");
             figures.extend(memory::figures(settings, &copy, &work));
+        }
+        if sections.has("mixed") {
+            eprintln!("mixed load");
+            figures.extend(mixed::figures(settings, &copy, &work));
         }
     }
     if sections.has("search") {

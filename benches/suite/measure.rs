@@ -80,13 +80,17 @@ pub fn manifest_dir() -> &'static Path {
 }
 
 /// A generated tree of `skills` skills under `target/bench-trees/<skills>`, written once (bodies
-/// from `../shared/corpus` when present). The suite never writes into it: it may be shared.
+/// from `../shared/corpus`, or `$III_DIRECTORY_SHARED/corpus`, when present). The suite never writes into it: it may be shared.
 pub fn tree(skills: usize) -> PathBuf {
     let base = manifest_dir().join(format!("target/bench-trees/{skills}"));
     let done = base.join(".complete");
     if !done.exists() {
         let _ = std::fs::remove_dir_all(&base);
-        let corpus = manifest_dir().join("../shared/corpus");
+        // The specs folder beside the checkout, or where `III_DIRECTORY_SHARED` says (a
+        // worktree elsewhere), as the tests find it.
+        let shared = std::env::var_os("III_DIRECTORY_SHARED")
+            .map_or_else(|| manifest_dir().join("../shared"), PathBuf::from);
+        let corpus = shared.join("corpus");
         let spec = TreeSpec {
             skills,
             seed: 1,

@@ -149,7 +149,7 @@ fn benchmarks_md(runs: &[Run]) -> String {
         load_average()
     );
 
-    let _ = writeln!(md, "## Targets (issues 5 and 15)\n");
+    let _ = writeln!(md, "## Targets (issues 5, 15 and 31)\n");
     let _ = writeln!(
         md,
         "| issue | figure | target | at | result |\n| --- | --- | --- | --- | --- |"
@@ -201,11 +201,18 @@ fn benchmarks_md(runs: &[Run]) -> String {
             run.load_start,
             run.load_end
         );
+        let (mixed, steady): (Vec<&Figure>, Vec<&Figure>) = run
+            .figures
+            .iter()
+            .partition(|f| f.key.starts_with("mixed_"));
         let _ = writeln!(md, "| {} |", COLUMNS.join(" | "));
         let _ = writeln!(md, "|{}", " --- |".repeat(COLUMNS.len()));
-        for f in &run.figures {
+        for f in &steady {
             let row = cells(f, run.skills);
             let _ = writeln!(md, "| {} |", row.map(|c| c.replace('|', "\\|")).join(" | "));
+        }
+        if !mixed.is_empty() {
+            mixed_table(&mut md, run.skills, &mixed);
         }
         let notes: Vec<&Figure> = run.figures.iter().filter(|f| !f.note.is_empty()).collect();
         if !notes.is_empty() {
@@ -218,6 +225,58 @@ fn benchmarks_md(runs: &[Run]) -> String {
     }
     md.push_str(WHAT_IS_MEASURED);
     md
+}
+
+/// The mixed-load figures of one size (issue 31): each call's p50 and p99 in the mixed rounds
+/// beside its steady-state twin, in the library and over the engine socket.
+fn mixed_table(md: &mut String, skills: usize, mixed: &[&Figure]) {
+    let _ = writeln!(
+        md,
+        "\n### Mixed load (issue 31)\n\nRounds of \"update one skill, then one each of get hit, get \
+         miss, `index`, prefix `list`, `agents::get`\" (and rounds of a whole `list`, then a `get`), \
+         each call beside its steady-state twin: the same call repeated alone in the same run.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| call | where | mixed p50 / p99 | steady p50 / p99 | mixed / steady (p50) | target |\n\
+         | --- | --- | --- | --- | --- | --- |"
+    );
+    for f in mixed {
+        let place = if f.key.starts_with("mixed_wire") {
+            "engine socket"
+        } else if f.key.starts_with("mixed_lib") {
+            "library"
+        } else {
+            "worker"
+        };
+        let name = f
+            .name
+            .trim_end_matches(", library")
+            .trim_end_matches(", engine socket");
+        let tail =
+            |p99: Option<f64>| p99.map_or(String::new(), |p| format!(" / {}", show(p, &f.unit)));
+        let measured = format!("{}{}", show(f.value, &f.unit), tail(f.p99));
+        let steady = f.floor.as_ref().map_or(String::new(), |r| {
+            format!("{}{}", show(r.value, &f.unit), tail(r.p99))
+        });
+        let over = f.over_floor().map_or(String::new(), crate::results::ratio);
+        let targets: Vec<String> = f
+            .targets
+            .iter()
+            .map(|t| {
+                if t.at_skills == skills {
+                    format!("{} {}", t.text, if t.met { "✅" } else { "❌" })
+                } else {
+                    format!("({} at {})", t.text, separated(t.at_skills))
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {name} | {place} | {measured} | {steady} | {over} | {} |",
+            targets.join("; ")
+        );
+    }
 }
 
 /// A figure with its ratios, for the targets table.
@@ -264,6 +323,13 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   minimal worker on the same SDK answering the same full lists from memory; and `list` over
   the wire (whole, and an unchanged `if_revision` poll) beside that minimal worker.
 - **Index size**: the index file against the bytes of the markdown files it covers.
+- **Mixed load** (issue 31): the calls of real traffic interleaved. A round is one
+  `skills::update`, then one each of `skills::get` (hit), `skills::get` (miss, D110),
+  `skills::index`, `skills::list` with a prefix and `agents::get`; another round is a whole
+  `skills::list`, then a `get`. Each call's p50 and p99 stand beside its *steady-state twin*, the
+  same call repeated alone in the same run: in the library (`read_json` / `write`) and over the
+  engine socket (the real binary behind the loopback fake engine, with the minimal worker's
+  `{}` as the trivial call), and the worker's peak RSS through the whole run.
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
 `../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy

@@ -30,6 +30,10 @@ pub struct Figure {
 pub struct Reference {
     pub name: String,
     pub value: f64,
+    /// The reference's own p99, where it is a distribution timed in the same run (the
+    /// steady-state twin of a mixed-load figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
 }
 
 /// A goal of an issue, and whether this run met it.
@@ -126,6 +130,7 @@ impl Figure {
         self.baseline = Some(Reference {
             name: name.into(),
             value,
+            p99: None,
         });
         self
     }
@@ -134,6 +139,18 @@ impl Figure {
         self.floor = Some(Reference {
             name: name.into(),
             value,
+            p99: None,
+        });
+        self
+    }
+
+    /// The steady-state twin of a mixed-load figure (the same call repeated alone, same run),
+    /// as its floor: p50 and p99.
+    pub fn twin(mut self, sample: &crate::measure::Sample) -> Figure {
+        self.floor = Some(Reference {
+            name: "steady state, same run".into(),
+            value: sample.p50,
+            p99: Some(sample.p99),
         });
         self
     }
@@ -243,8 +260,14 @@ pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
         _ => String::new(),
     };
     let reference = |r: &Option<Reference>| {
-        r.as_ref().map_or(String::new(), |r| {
-            format!("{} ({})", show(r.value, &f.unit), r.name)
+        r.as_ref().map_or(String::new(), |r| match r.p99 {
+            Some(p99) => format!(
+                "{} / p99 {} ({})",
+                show(r.value, &f.unit),
+                show(p99, &f.unit),
+                r.name
+            ),
+            None => format!("{} ({})", show(r.value, &f.unit), r.name),
         })
     };
     [

@@ -455,6 +455,27 @@ impl Directory {
         Ok(fresh)
     }
 
+    /// The skill cache's per-revision structures at the current revision as this directory
+    /// keeps them (shared with, or derived from, an earlier revision's), the same built from
+    /// scratch, and whether the kept postings were ready before this call (shared) or derived
+    /// rather than built (see `skills::SkillCache`).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn skill_structures(&self) -> Result<(skills::Structures, skills::Structures, bool)> {
+        let reader = self.index.read()?;
+        let kept = self.skill_cache(&reader)?;
+        let reused = kept.postings_reused();
+        let built = skills::SkillCache::build(&reader)?;
+        Ok((kept.structures(), built.structures(), reused))
+    }
+
+    /// Whether the current revision's miss postings are ready (built, or shared with the
+    /// revision before) before any miss of it.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn skill_postings_ready(&self) -> Result<bool> {
+        let reader = self.index.read()?;
+        Ok(self.skill_cache(&reader)?.postings_ready())
+    }
+
     /// `directory::index::status`, beyond the original: the index revision, how many rows each
     /// family serves, every skipped file with its reason, and the last reconcile. (The worker
     /// adds the watcher's health and its connection.)

@@ -149,7 +149,7 @@ static NIBBLE_STEPS: [(i8, i8); 256] = {
 /// string, how many of its bytes fall in each of 32 buckets (byte mod 32). Both saturate (the
 /// length at `u16::MAX`, a count at 15, two counts to a byte), which keeps the bound a bound
 /// and a shape at 20 bytes: a miss reads one per candidate, thousands in a row.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     /// Bucket `2i` in the low nibble of byte `i`, bucket `2i + 1` in the high one.
     buckets: [u8; 16],

@@ -2,10 +2,17 @@
 //! compact [`Listed`] ready to be written out: what `list`, `index` and a `get` miss read, instead of decoding every
 //! row of the index per call. A later revision of the same index patches only the rows the
 //! change log names; a rebuilt index, or a log that no longer reaches back, decodes them all.
+//!
+//! What a revision derives from its rows follows the change too (issue 31): the worker
+//! overviews `index` lists are patched with the rows, and the postings a `get` miss looks
+//! candidates up by depend on the ids alone, so a revision whose ids are those of the previous
+//! one (an update) shares its postings, and one that added or removed ids derives them from the
+//! last postings built, moving positions rather than lowercasing, measuring and hashing every
+//! id again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::listed::Listed;
 use crate::doc::distance::Shape;
@@ -13,9 +20,11 @@ use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
 use crate::retrieval::lexical;
+use crate::locks;
 
 /// A patch touching more than this share of the rows (1/n) decodes them all instead: one
-/// parallel pass beats that many lookups.
+/// parallel pass beats that many lookups. Postings whose ids changed by more than this share
+/// since they were built are built again too.
 const PATCH_AT_MOST_ONE_IN: usize = 8;
 
 /// See the module doc.
@@ -25,10 +34,41 @@ pub struct SkillCache {
     pub epoch: u64,
     /// Sorted by on-disk id; shared with the caches of later revisions where unchanged.
     rows: Vec<Arc<Listed>>,
-    /// Built on the first `get` miss of the revision.
-    postings: OnceLock<Postings>,
+    /// The rows that are worker overviews, in id order (what `index` lists).
+    overviews: Vec<Arc<Listed>>,
+    /// Built on the first `get` miss of the revision (see [`Earlier`]), or shared with the
+    /// previous revision's when the ids are the same.
+    postings: OnceLock<Arc<Postings>>,
+    /// What the first miss derives the postings from; taken when it does.
+    earlier: Mutex<Option<Earlier>>,
     /// Built on the first `search` of the revision.
     search: OnceLock<Arc<lexical::Index>>,
+}
+
+/// The postings of an earlier revision, and the ids added and removed since.
+#[derive(Clone)]
+struct Earlier {
+    postings: Arc<Postings>,
+    added: BTreeSet<Box<str>>,
+    removed: BTreeSet<Box<str>>,
+}
+
+impl Earlier {
+    fn add(&mut self, id: &str) {
+        if !self.removed.remove(id) {
+            self.added.insert(id.into());
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        if !self.added.remove(id) {
+            self.removed.insert(id.into());
+        }
+    }
+
+    fn changes(&self) -> usize {
+        self.added.len() + self.removed.len()
+    }
 }
 
 impl SkillCache {
@@ -36,13 +76,24 @@ impl SkillCache {
     /// large tree the decoded rows would take more memory than the cache itself.
     pub fn build(reader: &Reader) -> Result<SkillCache> {
         let rows = reader.map_skills(|id, row| Arc::new(Listed::new(id, &row)))?;
-        Ok(SkillCache {
-            revision: reader.revision()?,
-            epoch: reader.epoch()?,
+        Ok(SkillCache::of(reader.revision()?, reader.epoch()?, rows))
+    }
+
+    fn of(revision: u64, epoch: u64, rows: Vec<Arc<Listed>>) -> SkillCache {
+        let overviews = rows
+            .iter()
+            .filter(|r| r.overview.is_some())
+            .cloned()
+            .collect();
+        SkillCache {
+            revision,
+            epoch,
             rows,
+            overviews,
             postings: OnceLock::new(),
+            earlier: Mutex::new(None),
             search: OnceLock::new(),
-        })
+        }
     }
 
     /// This cache brought to `reader`'s revision: the rows the change log names since this
@@ -61,24 +112,61 @@ impl SkillCache {
             return Ok(None);
         }
         let mut rows = self.rows.clone();
+        let mut overviews = self.overviews.clone();
+        let mut earlier = self.earlier_for_next();
         for id in changed {
             let at = rows.binary_search_by(|r| (*r.id).cmp(id.as_str()));
             match (reader.skill(&id)?, at) {
-                (Some(row), Ok(i)) => rows[i] = Arc::new(Listed::new(id, &row)),
-                (Some(row), Err(i)) => rows.insert(i, Arc::new(Listed::new(id, &row))),
+                (Some(row), Ok(i)) => {
+                    let row = Arc::new(Listed::new(id, &row));
+                    patch_overview(&mut overviews, &row.id, Some(&row));
+                    rows[i] = row;
+                }
+                (Some(row), Err(i)) => {
+                    let row = Arc::new(Listed::new(id, &row));
+                    patch_overview(&mut overviews, &row.id, Some(&row));
+                    if let Some(earlier) = &mut earlier {
+                        earlier.add(&row.id);
+                    }
+                    rows.insert(i, row);
+                }
                 (None, Ok(i)) => {
-                    rows.remove(i);
+                    let gone = rows.remove(i);
+                    patch_overview(&mut overviews, &gone.id, None);
+                    if let Some(earlier) = &mut earlier {
+                        earlier.remove(&gone.id);
+                    }
                 }
                 (None, Err(_)) => {}
             }
         }
+        let earlier = earlier.filter(|e| e.changes() <= rows.len() / PATCH_AT_MOST_ONE_IN);
+        let (postings, earlier) = match earlier {
+            Some(e) if e.changes() == 0 => (OnceLock::from(e.postings), None),
+            other => (OnceLock::new(), other),
+        };
         Ok(Some(SkillCache {
             revision,
             epoch: self.epoch,
             rows,
-            postings: OnceLock::new(),
+            overviews,
+            postings,
+            earlier: Mutex::new(earlier),
             search: OnceLock::new(),
         }))
+    }
+
+    /// What the next revision's postings can come from: this one's when built, else what this
+    /// one would have derived its own from.
+    fn earlier_for_next(&self) -> Option<Earlier> {
+        match self.postings.get() {
+            Some(postings) => Some(Earlier {
+                postings: postings.clone(),
+                added: BTreeSet::new(),
+                removed: BTreeSet::new(),
+            }),
+            None => locks::lock(&self.earlier).clone(),
+        }
     }
 
     /// Every row, in on-disk id order.
@@ -86,12 +174,18 @@ impl SkillCache {
         &self.rows
     }
 
-    /// The rows whose on-disk id starts with `prefix` (they sit together in id order).
+    /// The worker overviews among the rows, in on-disk id order.
+    pub fn overviews(&self) -> &[Arc<Listed>] {
+        &self.overviews
+    }
+
+    /// The rows whose on-disk id starts with `prefix`.
     pub fn with_prefix(&self, prefix: &str) -> &[Arc<Listed>] {
         &self.rows[self.prefix_range(prefix)]
     }
 
-    /// The positions of the rows whose on-disk id starts with `prefix`.
+    /// The positions of the rows whose on-disk id starts with `prefix` (they sit together in
+    /// id order).
     pub fn prefix_range(&self, prefix: &str) -> Range<usize> {
         let start = self.rows.partition_point(|r| *r.id < *prefix);
         let len = self.rows[start..].partition_point(|r| r.id.starts_with(prefix));
@@ -114,45 +208,30 @@ impl SkillCache {
     }
 
     /// The rows whose on-disk id has `segment` as one of its `/`-separated parts.
-    pub fn sharing_segment(&self, segment: &str) -> &Posting {
-        static NONE: Posting = Posting {
-            positions: Vec::new(),
-            shapes: Vec::new(),
-        };
-        self.postings().segments.get(segment).unwrap_or(&NONE)
+    pub fn sharing_segment(&self, segment: &str) -> Posting<'_> {
+        self.postings().posting(segment)
     }
 
     /// The lowercase on-disk id at `position`, read from one contiguous text rather than the
     /// row (a miss measures thousands of candidates).
     pub fn lowercase_id_at(&self, position: u32) -> &str {
-        let postings = self.postings();
-        let i = position as usize;
-        let start = if i == 0 { 0 } else { postings.ends[i - 1] } as usize;
-        &postings.ids[start..postings.ends[i] as usize]
+        self.postings().id_at(position as usize)
     }
 
     fn postings(&self) -> &Postings {
         self.postings.get_or_init(|| {
-            let mut segments: HashMap<Box<str>, Posting> = HashMap::new();
-            let mut ids = String::new();
-            let mut ends = Vec::with_capacity(self.rows.len());
-            for (i, row) in self.rows.iter().enumerate() {
-                let lowercase = row.id.to_lowercase();
-                let shape = Shape::of(&lowercase);
-                for part in row.id.split('/') {
-                    segments
-                        .entry(part.into())
-                        .or_default()
-                        .push(i as u32, shape);
-                }
-                ids.push_str(&lowercase);
-                ends.push(u32::try_from(ids.len()).expect("ids under 4 GiB"));
-            }
-            Postings {
-                segments,
-                ids,
-                ends,
-            }
+            let started = std::time::Instant::now();
+            let earlier = locks::lock(&self.earlier).take();
+            let postings = earlier
+                .and_then(|e| Postings::derive(&e, &self.rows))
+                .unwrap_or_else(|| Postings::build(&self.rows));
+            tracing::debug!(
+                derived = postings.derived,
+                rows = self.rows.len(),
+                micros = started.elapsed().as_micros() as u64,
+                "miss postings made"
+            );
+            Arc::new(postings)
         })
     }
 
@@ -175,13 +254,270 @@ impl SkillCache {
     }
 }
 
-/// What a `get` miss looks candidates up by.
+/// Puts `row` (or nothing) where the overview of `id` sits in `overviews`, if it is one.
+fn patch_overview(overviews: &mut Vec<Arc<Listed>>, id: &str, row: Option<&Arc<Listed>>) {
+    let at = overviews.binary_search_by(|r| (*r.id).cmp(id));
+    let row = row.filter(|r| r.overview.is_some()).cloned();
+    match (at, row) {
+        (Ok(i), Some(row)) => overviews[i] = row,
+        (Ok(i), None) => {
+            overviews.remove(i);
+        }
+        (Err(i), Some(row)) => overviews.insert(i, row),
+        (Err(_), None) => {}
+    }
+}
+
+/// What a `get` miss looks candidates up by: for each `/`-separated segment of the on-disk ids,
+/// the rows that have it (one array for all segments, each segment a range of it), and the
+/// lowercase ids one after another. They depend on the ids alone.
 struct Postings {
-    /// Each `/`-separated segment of the on-disk ids, with the rows that have it.
-    segments: HashMap<Box<str>, Posting>,
+    /// Each segment's number: its rows are `positions[starts[n]..starts[n + 1]]`. A derived
+    /// set keeps the segments no id has any more, with no rows.
+    segments: HashMap<Arc<str>, u32>,
+    starts: Vec<u32>,
+    /// Row positions (in id order), ascending within a segment.
+    positions: Vec<u32>,
+    /// `shapes[i]` is the shape of the row at `positions[i]`.
+    shapes: Vec<Shape>,
     /// The lowercase on-disk ids one after another; `ends[i]` is where row `i`'s ends.
     ids: String,
     ends: Vec<u32>,
+    /// Derived from an earlier revision's rather than built from every row.
+    derived: bool,
+}
+
+fn text_offset(len: usize) -> u32 {
+    u32::try_from(len).expect("ids and postings under 4 GiB")
+}
+
+impl Postings {
+    /// From every row.
+    fn build(rows: &[Arc<Listed>]) -> Postings {
+        let mut segments: HashMap<Arc<str>, u32> = HashMap::new();
+        let mut lists: Vec<Vec<(u32, Shape)>> = Vec::new();
+        let mut ids = String::new();
+        let mut ends = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            let lowercase = row.id.to_lowercase();
+            let shape = Shape::of(&lowercase);
+            for part in row.id.split('/') {
+                let n = segment_number(&mut segments, &mut lists, part);
+                push_once(&mut lists[n], i as u32, shape);
+            }
+            ids.push_str(&lowercase);
+            ends.push(text_offset(ids.len()));
+        }
+        Postings::flatten(segments, &lists, ids, ends)
+    }
+
+    fn flatten(
+        segments: HashMap<Arc<str>, u32>,
+        lists: &[Vec<(u32, Shape)>],
+        ids: String,
+        ends: Vec<u32>,
+    ) -> Postings {
+        let total = lists.iter().map(Vec::len).sum();
+        let mut starts = Vec::with_capacity(lists.len() + 1);
+        let mut positions = Vec::with_capacity(total);
+        let mut shapes = Vec::with_capacity(total);
+        starts.push(0);
+        for list in lists {
+            for &(position, shape) in list {
+                positions.push(position);
+                shapes.push(shape);
+            }
+            starts.push(text_offset(positions.len()));
+        }
+        Postings {
+            segments,
+            starts,
+            positions,
+            shapes,
+            ids,
+            ends,
+            derived: false,
+        }
+    }
+
+    /// `earlier`'s postings brought to `rows` (the rows of a later revision, whose ids are the
+    /// earlier ones with `added` and without `removed`): each position moved past the rows
+    /// added and removed before it, the removed rows dropped, the added ones put in. `None`
+    /// when the rows do not hold what `earlier` says they hold.
+    fn derive(earlier: &Earlier, rows: &[Arc<Listed>]) -> Option<Postings> {
+        let base = &earlier.postings;
+        let position = |id: &str| rows.binary_search_by(|r| (*r.id).cmp(id));
+        // The new positions of the added rows, ascending (the set is in id order).
+        let mut added = Vec::with_capacity(earlier.added.len());
+        for id in &earlier.added {
+            added.push(u32::try_from(position(id).ok()?).ok()?);
+        }
+        // The earlier positions of the removed rows: the rows before one in the earlier
+        // revision are the rows before it now, less the added, plus the removed.
+        let mut removed = Vec::with_capacity(earlier.removed.len());
+        for (rank, id) in earlier.removed.iter().enumerate() {
+            let now_before = position(id).err()?;
+            let added_before = earlier.added.iter().take_while(|a| a < &id).count();
+            removed.push(u32::try_from(now_before - added_before + rank).ok()?);
+        }
+        if base.ends.len() + added.len() != rows.len() + removed.len() {
+            return None;
+        }
+        // The k-th kept row moves past the added rows `a` with `added[a] - a <= k`.
+        let thresholds: Vec<u32> = added
+            .iter()
+            .enumerate()
+            .map(|(a, &p)| p - a as u32)
+            .collect();
+
+        let mut segments = base.segments.clone();
+        let mut additions: HashMap<u32, Vec<(u32, Shape)>> = HashMap::new();
+        let mut lowercase_added = Vec::with_capacity(added.len());
+        let mut new_lists: Vec<Vec<(u32, Shape)>> = Vec::new();
+        let first_new = base.starts.len() as u32 - 1;
+        for &q in &added {
+            let id = &rows[q as usize].id;
+            let lowercase = id.to_lowercase();
+            let shape = Shape::of(&lowercase);
+            for part in id.split('/') {
+                let n = match segments.get(part) {
+                    Some(&n) => n,
+                    None => {
+                        let n = first_new + new_lists.len() as u32;
+                        segments.insert(part.into(), n);
+                        new_lists.push(Vec::new());
+                        n
+                    }
+                };
+                if n >= first_new {
+                    push_once(&mut new_lists[(n - first_new) as usize], q, shape);
+                } else {
+                    push_once(additions.entry(n).or_default(), q, shape);
+                }
+            }
+            lowercase_added.push(lowercase);
+        }
+
+        let total = base.positions.len() + additions.values().map(Vec::len).sum::<usize>();
+        let mut starts = Vec::with_capacity(base.starts.len() + new_lists.len());
+        let mut positions = Vec::with_capacity(total);
+        let mut shapes = Vec::with_capacity(total);
+        starts.push(0);
+        for n in 0..first_new {
+            let range = base.starts[n as usize] as usize..base.starts[n as usize + 1] as usize;
+            let mut extra = additions
+                .get(&n)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .peekable();
+            let (mut r, mut t) = (0, 0);
+            for (&p, &shape) in base.positions[range.clone()]
+                .iter()
+                .zip(&base.shapes[range])
+            {
+                while removed.get(r).is_some_and(|&x| x < p) {
+                    r += 1;
+                }
+                if removed.get(r) == Some(&p) {
+                    continue;
+                }
+                let kept = p - r as u32;
+                while thresholds.get(t).is_some_and(|&x| x <= kept) {
+                    t += 1;
+                }
+                let q = kept + t as u32;
+                while let Some(&(a, a_shape)) = extra.next_if(|e| e.0 < q) {
+                    positions.push(a);
+                    shapes.push(a_shape);
+                }
+                positions.push(q);
+                shapes.push(shape);
+            }
+            for &(a, a_shape) in extra {
+                positions.push(a);
+                shapes.push(a_shape);
+            }
+            starts.push(text_offset(positions.len()));
+        }
+        for list in &new_lists {
+            for &(q, shape) in list {
+                positions.push(q);
+                shapes.push(shape);
+            }
+            starts.push(text_offset(positions.len()));
+        }
+
+        // The lowercase ids: the kept ones copied, the added ones put in between.
+        let mut ids = String::with_capacity(base.ids.len());
+        let mut ends = Vec::with_capacity(rows.len());
+        let (mut b, mut r, mut a) = (0usize, 0usize, 0usize);
+        for q in 0..rows.len() as u32 {
+            if added.get(a) == Some(&q) {
+                ids.push_str(&lowercase_added[a]);
+                a += 1;
+            } else {
+                while removed.get(r) == Some(&(b as u32)) {
+                    b += 1;
+                    r += 1;
+                }
+                ids.push_str(base.id_at(b));
+                b += 1;
+            }
+            ends.push(text_offset(ids.len()));
+        }
+        Some(Postings {
+            segments,
+            starts,
+            positions,
+            shapes,
+            ids,
+            ends,
+            derived: true,
+        })
+    }
+
+    fn posting(&self, segment: &str) -> Posting<'_> {
+        match self.segments.get(segment) {
+            Some(&n) => {
+                let range = self.starts[n as usize] as usize..self.starts[n as usize + 1] as usize;
+                Posting {
+                    positions: &self.positions[range.clone()],
+                    shapes: &self.shapes[range],
+                }
+            }
+            None => Posting {
+                positions: &[],
+                shapes: &[],
+            },
+        }
+    }
+
+    fn id_at(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] } as usize;
+        &self.ids[start..self.ends[i] as usize]
+    }
+}
+
+/// The number of `segment`, given it a new list if it has none yet.
+fn segment_number(
+    segments: &mut HashMap<Arc<str>, u32>,
+    lists: &mut Vec<Vec<(u32, Shape)>>,
+    segment: &str,
+) -> usize {
+    if let Some(&n) = segments.get(segment) {
+        return n as usize;
+    }
+    let n = lists.len();
+    segments.insert(segment.into(), n as u32);
+    lists.push(Vec::new());
+    n
+}
+
+/// Lists a row under a segment once, though its id may repeat the segment.
+fn push_once(list: &mut Vec<(u32, Shape)>, position: u32, shape: Shape) {
+    if list.last().map(|(p, _)| *p) != Some(position) {
+        list.push((position, shape));
+    }
 }
 
 /// The rows that have one segment: their positions (in id order) ascending, and beside each
@@ -189,30 +525,71 @@ struct Postings {
 /// over without reading them. The shapes are kept in the posting's order, not the rows', because
 /// a miss walks a posting of thousands of rows spread over the whole tree: one array indexed by
 /// position cost a cache miss per row, which was most of a miss's time.
-#[derive(Default)]
-pub struct Posting {
-    positions: Vec<u32>,
-    /// `shapes[i]` is the shape of the row at `positions[i]`.
-    shapes: Vec<Shape>,
+#[derive(Clone, Copy)]
+pub struct Posting<'a> {
+    positions: &'a [u32],
+    shapes: &'a [Shape],
 }
 
-impl Posting {
-    fn push(&mut self, position: u32, shape: Shape) {
-        // An id that repeats a segment is listed once under it.
-        if self.positions.last() != Some(&position) {
-            self.positions.push(position);
-            self.shapes.push(shape);
-        }
-    }
-
+impl<'a> Posting<'a> {
     /// The positions, ascending.
-    pub fn positions(&self) -> &[u32] {
-        &self.positions
+    pub fn positions(&self) -> &'a [u32] {
+        self.positions
     }
 
     /// Each position with its row's shape, in position order.
-    pub fn rows(&self) -> impl Iterator<Item = (u32, &Shape)> {
-        self.positions.iter().copied().zip(&self.shapes)
+    pub fn rows(&self) -> impl Iterator<Item = (u32, &'a Shape)> + 'a {
+        self.positions.iter().copied().zip(self.shapes)
+    }
+}
+
+/// The per-revision structures of a cache in a form that does not depend on how they were
+/// made, for tests that compare derived structures with ones built from scratch.
+#[cfg(any(test, feature = "testing"))]
+#[derive(Debug, PartialEq)]
+pub struct Structures {
+    /// Each segment with rows, and its rows' positions and shapes.
+    pub segments: std::collections::BTreeMap<String, Vec<(u32, Shape)>>,
+    pub lowercase_ids: Vec<String>,
+    pub overviews: Vec<String>,
+    pub rows: Vec<String>,
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl SkillCache {
+    /// This cache's structures (its postings built, or derived, first).
+    pub fn structures(&self) -> Structures {
+        let postings = self.postings();
+        Structures {
+            segments: postings
+                .segments
+                .keys()
+                .map(|s| {
+                    let p = postings.posting(s);
+                    (
+                        s.to_string(),
+                        p.rows().map(|(q, sh)| (q, *sh)).collect::<Vec<_>>(),
+                    )
+                })
+                .filter(|(_, rows)| !rows.is_empty())
+                .collect(),
+            lowercase_ids: (0..self.rows.len())
+                .map(|i| postings.id_at(i).to_string())
+                .collect(),
+            overviews: self.overviews.iter().map(|r| r.id.to_string()).collect(),
+            rows: self.rows.iter().map(|r| r.id.to_string()).collect(),
+        }
+    }
+
+    /// Whether this revision's postings are built, or shared with the revision before.
+    pub fn postings_ready(&self) -> bool {
+        self.postings.get().is_some()
+    }
+
+    /// Whether this revision's postings (made by now) were derived from an earlier revision's,
+    /// here or in a revision they are shared with.
+    pub fn postings_reused(&self) -> bool {
+        self.postings().derived
     }
 }
 
@@ -221,13 +598,7 @@ impl SkillCache {
     /// A cache of hand-made rows, for tests of what reads it.
     pub fn of_rows(mut rows: Vec<Listed>) -> SkillCache {
         rows.sort_by(|a, b| a.id.cmp(&b.id));
-        SkillCache {
-            revision: 0,
-            epoch: 0,
-            rows: rows.into_iter().map(Arc::new).collect(),
-            postings: OnceLock::new(),
-            search: OnceLock::new(),
-        }
+        SkillCache::of(0, 0, rows.into_iter().map(Arc::new).collect())
     }
 }
 

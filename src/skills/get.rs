@@ -219,7 +219,7 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
     let missed_shape = Shape::of(&missed_lower);
     let pattern = Pattern::new(&missed_lower);
     // Each distinct segment's posting, with how often the missed id repeats the segment.
-    let mut postings: Vec<(&str, &Posting, i64)> = Vec::new();
+    let mut postings: Vec<(&str, Posting<'_>, i64)> = Vec::new();
     for segment in missed.split('/') {
         match postings.iter_mut().find(|(s, _, _)| *s == segment) {
             Some((_, _, times)) => *times += 1,

@@ -11,6 +11,8 @@ pub mod spec;
 pub mod write;
 
 pub use cache::SkillCache;
+#[cfg(any(test, feature = "testing"))]
+pub use cache::Structures;
 pub use get::get;
 pub use list::{ListAnswer, ListRows, check_list_request, list};
 pub use listed::row_schema as list_row_schema;

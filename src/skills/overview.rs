@@ -21,7 +21,7 @@ pub struct OverviewEntry<'a> {
 /// overview of the cached rows, descriptions within a character budget.
 pub fn index(cache: &SkillCache, visibility: Visibility<'_>) -> Value {
     let overviews: Vec<OverviewEntry<'_>> = cache
-        .rows()
+        .overviews()
         .iter()
         .filter(|row| visibility.allows_id(&row.id, row.always_visible))
         .filter_map(|row| {

@@ -20,6 +20,7 @@ mod layers;
 mod list_deltas;
 mod manifest;
 mod recovery;
+mod revision_structures;
 mod skills;
 mod spec_agreement;
 mod system_prompts;
