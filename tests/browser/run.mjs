@@ -513,6 +513,40 @@ try {
   await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
   await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
 
+  // ---- The agent profile form: it edits the frontmatter, exactly, and leaves the body ------------
+  step('the profile form');
+  const profileFile = 'agents/chain-b.md';
+  const profileBefore = disk(profileFile);
+  await open('chain-b');
+  await button('Fields').click();
+  const form = root.locator('.dir-form');
+  await form.waitFor();
+  assert.equal(await form.locator('input[name="name"]').inputValue(), 'Chain B');
+  await form.locator('input[name="description"]').fill('Reviews: the second link');
+  await form.getByLabel('Colour').selectOption('teal');
+  await form.getByLabel('Reasoning effort').selectOption('high');
+  await form.getByLabel('Search skills to add').fill('showcase');
+  await form.locator('.dir-suggestion[data-key="fixtures/showcase"]').click();
+  await form.getByLabel('Extends').selectOption('chain-c');
+  // The resolved chain shows the choice at once, loop included.
+  await form.locator('.dir-chain .dir-chip--warn', { hasText: 'loop' }).waitFor();
+  await form.getByLabel('Extends').selectOption('iii');
+  assert.deepEqual(await form.locator('.dir-chain .dir-chip').allTextContents(), ['chain-b', 'iii']);
+  await page.screenshot({ path: join(OUT_DIR, 'profile-form.png') });
+  await button('Save').click();
+  const expectedProfile = '---\nname: Chain B\nextends: iii\ndescription: "Reviews: the second link"\ncolor: teal\nreasoning_effort: high\nskills:\n  - fixtures/showcase\n---\nSecond link.\n';
+  await waitDisk(profileFile, (text) => text === expectedProfile, 'hold the form\'s edit');
+  const profileAfter = disk(profileFile);
+  assert.equal(profileAfter.slice(profileAfter.lastIndexOf('---\n') + 4), profileBefore.slice(profileBefore.lastIndexOf('---\n') + 4), 'the body is unchanged');
+  const linesBefore = profileBefore.split('\n');
+  const linesAfter = profileAfter.split('\n');
+  const diff = [...linesBefore.filter((line) => !linesAfter.includes(line)).map((line) => `-${line}`), ...linesAfter.filter((line) => !linesBefore.includes(line)).map((line) => `+${line}`)];
+  figures.profile_form_diff = diff;
+  // The raw text is one click away, and shows the same file.
+  await button('Edit').click();
+  assert.equal(await editor.inputValue(), expectedProfile);
+  await button('Preview').click();
+
   // ---- Problems where they are made: markers on rows, and a filter of their own ---------------
   step('problem markers');
   await filter.fill('');

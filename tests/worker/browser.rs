@@ -394,6 +394,16 @@ async fn the_console_page_in_chromium() {
         .unwrap_or_else(|| panic!("run.mjs printed no figures:\n{stdout}\n{stderr}"));
     fs::write(out.join("figures.json"), format!("{figures:#}\n")).expect("write figures.json");
     say(&describe(&figures, skills));
+    // The profile form's edit, as a diff of the file (its body untouched).
+    let diff: Vec<&str> = figures["profile_form_diff"]
+        .as_array()
+        .map(|lines| lines.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(!diff.is_empty(), "the profile form changed nothing");
+    say(&format!(
+        "the profile form's edit of agents/chain-b.md:\n    {}",
+        diff.join("\n    ")
+    ));
 
     // What the run left on disk: its last external write, and no created file.
     let showcase =
