@@ -2272,6 +2272,150 @@ function ConnectionBadge({ state }) {
   return h('span', { className: `dir-live dir-live--${kind}`, title: kind === 'failed' ? state.liveError || '' : '' }, label);
 }
 
+// -----------------------------------------------------------------------------------------
+// The settings form: the worker's entry in the engine's configuration worker
+// -----------------------------------------------------------------------------------------
+
+/** The worker's configuration entry (`src/worker/configuration.rs`). */
+const CONFIG_ENTRY = 'iii-directory';
+
+/** A form value as the schema's type wants it, or `undefined` when it cannot be one. */
+export function settingValue(schema, raw) {
+  if (schema.type === 'boolean') return raw === true;
+  if (schema.type === 'integer' || schema.type === 'number') {
+    if (String(raw).trim() === '') return undefined;
+    const n = Number(raw);
+    return Number.isFinite(n) && (schema.type === 'number' || Number.isInteger(n)) ? n : undefined;
+  }
+  return String(raw);
+}
+
+/** The keys whose values differ between two settings objects, in the schema's order. */
+export function changedSettings(properties, before, after) {
+  return Object.keys(properties).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}
+
+function SettingsForm({ store, theme }) {
+  const [entry, setEntry] = useState(null);
+  const [draft, setDraft] = useState({});
+  const [error, setError] = useState(null);
+  const [saved, setSaved] = useState(null);
+  const [busy, setBusy] = useState(false);
+
+  const read = useCallback(async () => {
+    setError(null);
+    try {
+      // The value and the schema are two calls of the configuration worker.
+      const [stored, described] = await Promise.all([
+        store.call('configuration::get', { id: CONFIG_ENTRY }),
+        store.call('configuration::schema', { id: CONFIG_ENTRY }),
+      ]);
+      setEntry({ value: stored && stored.value, schema: described && described.schema });
+      setDraft({});
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  }, [store]);
+  useEffect(() => {
+    read();
+  }, [read]);
+
+  if (error && !entry) {
+    return h('div', { className: 'dir dir-settings', 'data-theme': theme }, h('div', { className: 'dir-error dir-error--read', role: 'alert' }, error, h('button', { type: 'button', className: 'dir-button', onClick: read }, 'Retry')));
+  }
+  if (!entry) return h('div', { className: 'dir dir-settings dir-muted', 'data-theme': theme }, 'Loading the settings…');
+  const properties = (entry.schema && entry.schema.properties) || {};
+  const stored = entry.value || {};
+  const current = { ...stored, ...draft };
+  const changed = changedSettings(properties, stored, current);
+  const invalid = Object.keys(draft).filter((key) => draft[key] === undefined);
+
+  const save = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await store.call('configuration::set', { id: CONFIG_ENTRY, value: current });
+      const restart = changed.filter((key) => properties[key]['x-restart-required']);
+      setSaved({ changed, restart });
+      await read();
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return h(
+    'div',
+    { className: 'dir dir-settings', 'data-theme': theme, role: 'form', 'aria-label': 'iii-directory settings' },
+    h('p', { className: 'dir-muted' }, entry.schema && entry.schema.description),
+    Object.entries(properties).map(([key, schema]) => {
+      const value = current[key];
+      const isDefault = JSON.stringify(value) === JSON.stringify(schema.default);
+      const input =
+        schema.type === 'boolean'
+          ? h('input', { type: 'checkbox', name: key, checked: value === true, onChange: (event) => setDraft({ ...draft, [key]: event.target.checked }) })
+          : h('input', {
+              className: 'dir-input',
+              name: key,
+              type: schema.type === 'string' ? 'text' : 'number',
+              value: draft[key] === undefined && key in draft ? '' : value == null ? '' : String(value),
+              spellCheck: false,
+              onChange: (event) => setDraft({ ...draft, [key]: settingValue(schema, event.target.value) }),
+            });
+      return h(
+        'div',
+        { key, className: `dir-setting${changed.includes(key) ? ' dir-setting--changed' : ''}`, 'data-key': key },
+        h(
+          'div',
+          { className: 'dir-setting-head' },
+          h('label', null, h('code', null, key), ' ', schema.type === 'boolean' ? input : null),
+          schema['x-restart-required'] ? h('span', { className: 'dir-badge dir-badge--restart' }, 'restart required') : null,
+          isDefault ? null : h('span', { className: 'dir-badge' }, 'changed from default'),
+        ),
+        schema.type === 'boolean' ? null : input,
+        h('div', { className: 'dir-muted dir-setting-help' }, schema.description, ` Default: ${JSON.stringify(schema.default)}.`),
+      );
+    }),
+    error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
+    saved
+      ? h(
+          'div',
+          { className: 'dir-notice dir-settings-saved', role: 'status' },
+          saved.changed.length === 0 ? 'Nothing changed.' : `Saved ${saved.changed.join(', ')}.`,
+          saved.restart.length ? ` ${saved.restart.join(', ')} take${saved.restart.length === 1 ? 's' : ''} effect after the worker restarts; the rest apply now.` : saved.changed.length ? ' They apply now.' : '',
+        )
+      : null,
+    h(
+      'div',
+      { className: 'dir-actions' },
+      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: busy || changed.length === 0 || invalid.length > 0, onClick: save }, 'Save settings'),
+      h('button', { type: 'button', className: 'dir-button', disabled: busy || Object.keys(draft).length === 0, onClick: () => setDraft({}) }, 'Revert'),
+    ),
+  );
+}
+
+/**
+ * Registers the settings form in the console's settings slot, where the console has one
+ * (`host.configForms`, feature-tested; older consoles have none and get no form).
+ */
+function registerSettings(host, store, useTheme) {
+  const slot = host.configForms;
+  if (!slot || typeof slot.register !== 'function') return () => {};
+  const render = () => h(ThemedSettings, { store, useTheme });
+  try {
+    const off = slot.register({ id: CONFIG_ENTRY, configuration_id: CONFIG_ENTRY, title: 'iii-directory', render });
+    return typeof off === 'function' ? off : () => {};
+  } catch {
+    return () => {};
+  }
+}
+
+function ThemedSettings({ store, useTheme }) {
+  const theme = useTheme();
+  return h(SettingsForm, { store, theme });
+}
+
 /** The console's theme hook when it offers one, else the light theme. */
 function themeHook(host) {
   return typeof host.useTheme === 'function' ? host.useTheme : () => 'light';
@@ -2307,11 +2451,13 @@ export default function setup(host) {
   const render = () => h(DirectoryPage, { host, store, live, useTheme });
   const removePage = host.pages.register({ id: PAGE.id, title: PAGE.title, render });
   const removeListener = listenToConnection(host, (connected) => store.setEngine(connected));
+  const removeSettings = registerSettings(host, store, useTheme);
   let done = false;
   return () => {
     if (done) return;
     done = true;
     removeListener();
+    removeSettings();
     live.dispose();
     store.dispose();
     if (typeof removePage === 'function') {

@@ -685,6 +685,40 @@ try {
     before + 70,
   );
 
+  // ---- The settings form, in the console's settings slot, against the configuration worker ------
+  step('the settings form');
+  assert.deepEqual(await page.evaluate(() => window.__harness.configForms()), ['iii-directory']);
+  await page.evaluate(() => window.__harness.show('settings'));
+  const settings = root.locator('.dir-settings[role="form"]');
+  await settings.waitFor();
+  const setting = (key) => settings.locator(`.dir-setting[data-key="${key}"]`);
+  await setting('skills_folder').locator('.dir-badge--restart').waitFor();
+  assert.equal(await setting('download_timeout_ms').locator('.dir-badge--restart').count(), 0, 'a live setting needs no restart');
+  assert.match(await setting('download_timeout_ms').locator('.dir-setting-help').textContent(), /Default: \d+\./);
+  const stored = async () => (await page.evaluate(() => window.__harness.trigger('configuration::get', { id: 'iii-directory' }))).value;
+  const original = await stored();
+  await setting('download_timeout_ms').locator('input').fill('45000');
+  await setting('inject_hint').locator('input').setChecked(!original.inject_hint);
+  await page.screenshot({ path: join(OUT_DIR, 'settings.png') });
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: 'Saved download_timeout_ms, inject_hint. They apply now.' }).waitFor();
+  const savedValue = await stored();
+  assert.equal(savedValue.download_timeout_ms, 45000);
+  assert.equal(savedValue.inject_hint, !original.inject_hint);
+  assert.equal(savedValue.skills_folder, original.skills_folder, 'the other settings are kept');
+  // A restart-required change is saved and said to wait for a restart.
+  await setting('auto_download').locator('input').setChecked(!original.auto_download);
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: 'auto_download takes effect after the worker restarts' }).waitFor();
+  await setting('auto_download').locator('input').setChecked(original.auto_download);
+  await setting('download_timeout_ms').locator('input').fill(String(original.download_timeout_ms));
+  await setting('inject_hint').locator('input').setChecked(original.inject_hint);
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: 'Saved ' }).waitFor();
+  assert.deepEqual(await stored(), original, 'the settings are back as they were');
+  await page.evaluate(() => window.__harness.show('page'));
+  await root.locator('.dir-header').waitFor();
+
   // ---- Teardown: the page goes, and so do its bindings ------------------------------------------
   step('teardown');
   const sentBefore = (await page.evaluate(() => window.__harness.log.sent)).length;

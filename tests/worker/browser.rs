@@ -354,6 +354,8 @@ async fn the_console_page_in_chromium() {
     build_vendor(&vendor);
 
     let engine = FakeEngine::start().await;
+    // The engine's configuration worker, for the settings form.
+    engine.model_configuration_worker();
     // The run moves many full lists (megabytes each): route them, do not keep copies.
     engine.keep_history(false);
     let control = Arc::new(Control {
