@@ -1454,6 +1454,12 @@ function dryRun(store, familyKey, id, content) {
   return store.call(UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
 }
 
+/** Whether the page itself knows the server reads `text`'s frontmatter as shown. */
+export function readsAsShown(text) {
+  const { front } = splitFrontmatter(text);
+  return front == null || plainFrontmatter(front) != null;
+}
+
 /**
  * Whether the server would read a text differently from what the page shows: its frontmatter
  * block is not YAML (the server takes only its plain lines) or is ignored (a recognised key
@@ -1797,8 +1803,9 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     if (!dirty || busy) return;
     const content = draft;
     setAsk(null);
-    if (confirmed !== true) {
+    if (confirmed !== true && !readsAsShown(content)) {
       // The server's reading first: a text it would read differently asks before it is saved.
+      // (A text of plain frontmatter lines reads the same on both sides, ui/vectors.json.)
       let answer = check && check.text === content ? check.answer : null;
       if (!answer) answer = await dryRun(store, familyKey, selectedKey, content).catch(() => null);
       if (readsDifferently(answer)) {

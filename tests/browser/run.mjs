@@ -315,6 +315,38 @@ try {
   await waitDisk(SHOWCASE_FILE, (text) => text === edited, 'hold the edit');
   await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'Showcase, edited' }).waitFor();
 
+  // Save timing: Ctrl+S to the page showing the document saved (no unsaved marker, no
+  // "saving…"), the last save putting the edited text back.
+  const saves = [];
+  for (const title of ['Save 1', 'Save 2', 'Save 3', 'Save 4', 'Showcase, edited']) {
+    const text = showcase(title);
+    step(`timing a save (${title})`);
+    await editor.fill(text);
+    await dirtyBadge.waitFor();
+    await page.evaluate(() => {
+      window.__saved = new Promise((resolve) => {
+        const host = document.getElementById('page-host');
+        let keyAt = null;
+        document.addEventListener('keydown', (event) => (keyAt = event.timeStamp), { once: true, capture: true });
+        const done = () => keyAt != null && !host.querySelector('.dir-badge--dirty') && ![...host.querySelectorAll('.dir-badge')].some((b) => b.textContent.startsWith('saving'));
+        const observer = new MutationObserver(() => {
+          if (done()) {
+            observer.disconnect();
+            window.__harness.afterPaint().then(() => resolve(performance.now() - keyAt));
+          }
+        });
+        observer.observe(host, { subtree: true, childList: true, characterData: true });
+      });
+    });
+    await editor.press('Control+s');
+    saves.push(await within(page.evaluate(() => window.__saved), WAIT_MS, 'a save to show'));
+    await waitDisk(SHOWCASE_FILE, (disk) => disk === text, `hold ${title}`);
+    // The list has the save too (its change event came back) before the next edit.
+    await row(SHOWCASE).locator('.dir-cell--title', { hasText: title }).waitFor();
+    await page.waitForTimeout(150);
+  }
+  figures.save_ms = { median: round(median(saves)), max: round(Math.max(...saves)), samples: saves.length };
+
   // ---- Split view: the preview follows the draft -----------------------------------------
   await button('Split').click();
   await editor.fill(edited.replace('# Showcase', '# Draft heading'));

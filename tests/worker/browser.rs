@@ -311,6 +311,7 @@ fn describe(figures: &Value, skills: usize) -> String {
     format!(
         "browser figures ({skills} generated skills, {} rows listed, worker built in the {profile}): \
          setup → first rows on screen {}; filter keystroke → repaint median {} (max {}, {} keystrokes); \
+         save → saved on screen median {} (max {}, {} saves); \
          external edit on disk → on screen median {} (max {}, {} edits); skills::list calls per change {} \
          (the first answer, the whole list, is {} bytes and took {}; a refresh after a change is {} bytes and took {}); {} list rows in the DOM",
         figures["rows"],
@@ -318,6 +319,9 @@ fn describe(figures: &Value, skills: usize) -> String {
         ms(&key["median"]),
         ms(&key["max"]),
         key["samples"],
+        ms(&figures["save_ms"]["median"]),
+        ms(&figures["save_ms"]["max"]),
+        figures["save_ms"]["samples"],
         ms(&edit["median"]),
         ms(&edit["max"]),
         edit["samples"],
