@@ -642,6 +642,52 @@ export function plainScalar(value) {
 }
 
 /**
+ * A double-quoted YAML scalar that is also a JSON string (escapes both read alike: `\"`, `\\`,
+ * `\n`, `\t`, `\uXXXX`…): its text, else null.
+ */
+export function doubleQuoted(value) {
+  if (!/^"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$/.test(value)) return null;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return null;
+  }
+}
+
+/** A string as a YAML scalar: plain when that reads back the same, else double-quoted. */
+export function yamlScalar(value) {
+  return plainScalar(value) && value === value.trim() ? value : JSON.stringify(value);
+}
+
+/**
+ * `text` with one frontmatter key set to `value` (a string, a list of strings, or empty to
+ * remove the key), every other byte as it was: the other keys, their order, the line endings,
+ * the body. A text without a block gets one.
+ */
+export function withFrontmatterField(text, key, value) {
+  const { front, body } = splitFrontmatter(text);
+  const eol = /^---\r\n/.test(text) || (front == null && text.includes('\r\n')) ? '\r\n' : '\n';
+  const lines = front ? front.replace(/\r$/, '').split(/\r?\n/) : [];
+  let start = lines.findIndex((line) => line.startsWith(`${key}:`) && /^[^:]*:( |$)/.test(line));
+  let end = start + 1;
+  if (start >= 0) while (end < lines.length && /^( |- |-$)/.test(lines[end])) end += 1;
+  const empty = value == null || (Array.isArray(value) ? value.length === 0 : String(value).trim() === '');
+  const rendered = empty
+    ? []
+    : Array.isArray(value)
+      ? [`${key}:`, ...value.map((item) => `  - ${yamlScalar(item)}`)]
+      : [`${key}: ${yamlScalar(String(value).trim())}`];
+  if (start >= 0) lines.splice(start, end - start, ...rendered);
+  else lines.push(...rendered);
+  const block = lines.length ? lines.join(eol) + eol : '';
+  if (front == null) return `---${eol}${block}---${eol}${text}`;
+  const opener = text.startsWith('---\r\n') ? '---\r\n' : '---\n';
+  const closing = text.slice(0, text.length - body.length);
+  const tail = closing.slice(closing.lastIndexOf('---') + 3);
+  return `${opener}${block}---${tail}${body}`;
+}
+
+/**
  * Reads a frontmatter block made only of plain `key: value` lines (and `- item` lists under an
  * empty key): `{fields, order}` where `fields` maps each key to its string (or list), or `null`
  * when the block holds anything else (quotes, flow collections, block scalars, continuation
@@ -657,9 +703,10 @@ export function plainFrontmatter(front) {
     const item = /^( *)- (.*)$/.exec(line);
     if (item) {
       const value = item[2].trim();
-      if (listKey == null || !plainScalar(value)) return null;
+      const entry = doubleQuoted(value) ?? (plainScalar(value) ? value : null);
+      if (listKey == null || entry == null) return null;
       if (!Array.isArray(fields[listKey])) fields[listKey] = [];
-      fields[listKey].push(value);
+      fields[listKey].push(entry);
       continue;
     }
     const pair = /^([^\s:][^:]*?):(?: (.*)|)$/.exec(line);
@@ -674,8 +721,10 @@ export function plainFrontmatter(front) {
       continue;
     }
     listKey = null;
-    if (!plainScalar(value)) return null;
-    fields[key] = value;
+    const quoted = doubleQuoted(value);
+    if (quoted != null) fields[key] = quoted;
+    else if (plainScalar(value)) fields[key] = value;
+    else return null;
   }
   // The shapes the server requires: strings where it reads strings, a list for `skills`.
   for (const key of order) {
@@ -1405,6 +1454,12 @@ function dryRun(store, familyKey, id, content) {
   return store.call(UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
 }
 
+/** Whether the page itself knows the server reads `text`'s frontmatter as shown. */
+export function readsAsShown(text) {
+  const { front } = splitFrontmatter(text);
+  return front == null || plainFrontmatter(front) != null;
+}
+
 /**
  * Whether the server would read a text differently from what the page shows: its frontmatter
  * block is not YAML (the server takes only its plain lines) or is ignored (a recognised key
@@ -1486,6 +1541,155 @@ function followScroll(source, target) {
   const range = source.scrollHeight - source.clientHeight;
   const fraction = range > 0 ? source.scrollTop / range : 0;
   target.scrollTop = fraction * (target.scrollHeight - target.clientHeight);
+}
+
+/** The server's agent profile rules the form offers as choices (`rules/agent.rs`). */
+const PROFILE_ICONS = ['agent', 'code', 'search', 'terminal', 'database', 'test', 'review', 'docs', 'design'];
+const PROFILE_COLORS = ['neutral', 'blue', 'purple', 'teal', 'green', 'amber', 'rose'];
+const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high'];
+const SKILL_SUGGESTIONS = 8;
+
+function Field({ label, hint, children }) {
+  return h('label', { className: 'dir-field' }, h('span', { className: 'dir-field-label' }, label), children, hint ? h('span', { className: 'dir-muted dir-field-hint' }, hint) : null);
+}
+
+function Choice({ value, options, onChange, label }) {
+  const known = options.includes(value) || !value;
+  return h(
+    'select',
+    { className: 'dir-input', value: value || '', 'aria-label': label, onChange: (event) => onChange(event.target.value) },
+    h('option', { value: '' }, '—'),
+    known ? null : h('option', { value }, `${value} (not allowed)`),
+    options.map((option) => h('option', { key: option, value: option }, option)),
+  );
+}
+
+/** Skills picked from the skills list, with search; the chosen ones as removable chips. */
+function SkillPicker({ value, skills, onChange }) {
+  const [query, setQuery] = useState('');
+  const chosen = value || [];
+  const suggestions = useMemo(() => {
+    if (!query.trim() || !skills) return [];
+    return filterRows(skills, query).filter((row) => !chosen.includes(row.key)).slice(0, SKILL_SUGGESTIONS);
+  }, [query, skills, chosen]);
+  return h(
+    'div',
+    { className: 'dir-skill-picker' },
+    h(
+      'div',
+      { className: 'dir-chips' },
+      chosen.length === 0 ? h('span', { className: 'dir-muted' }, 'every skill (no filter)') : null,
+      chosen.map((id) =>
+        h(
+          'span',
+          { key: id, className: 'dir-chip' },
+          id,
+          h('button', { type: 'button', className: 'dir-chip-remove', 'aria-label': `remove ${id}`, onClick: () => onChange(chosen.filter((x) => x !== id)) }, '×'),
+        ),
+      ),
+    ),
+    h('input', {
+      className: 'dir-input',
+      type: 'search',
+      placeholder: skills ? 'Search skills to add' : 'Loading the skills…',
+      'aria-label': 'Search skills to add',
+      value: query,
+      spellCheck: false,
+      onChange: (event) => setQuery(event.target.value),
+    }),
+    suggestions.length
+      ? h(
+          'ul',
+          { className: 'dir-suggestions', role: 'listbox', 'aria-label': 'Skills' },
+          suggestions.map((row) =>
+            h(
+              'li',
+              { key: row.key },
+              h(
+                'button',
+                {
+                  type: 'button',
+                  className: 'dir-suggestion',
+                  'data-key': row.key,
+                  onClick: () => {
+                    onChange([...chosen, row.key]);
+                    setQuery('');
+                  },
+                },
+                h('code', null, row.key),
+                ' ',
+                h('span', { className: 'dir-muted' }, row.title),
+              ),
+            ),
+          ),
+        )
+      : null,
+  );
+}
+
+/**
+ * An agent profile's frontmatter as fields. Each change rewrites only its own key in the text
+ * (`withFrontmatterField`), so the body and every other line stay as they were; the raw text
+ * stays one click away.
+ */
+function ProfileForm({ store, id, text, agents, onChange, onRaw }) {
+  const skills = useSyncExternalStore(store.subscribe, () => store.get().skills.rows);
+  useEffect(() => {
+    if (skills == null) store.refresh('skills');
+  }, [store, skills]);
+  const { front } = splitFrontmatter(text);
+  const plain = front == null ? { fields: {} } : plainFrontmatter(front);
+  if (!plain) {
+    return h(
+      'div',
+      { className: 'dir-form dir-form--off' },
+      h('p', null, 'This frontmatter holds more than plain "key: value" lines (quotes, folded text, comments after values…), so the fields cannot edit it without changing more than one key.'),
+      h('button', { type: 'button', className: 'dir-button', onClick: onRaw }, 'Edit the raw text'),
+    );
+  }
+  const f = plain.fields;
+  const set = (key) => (value) => onChange(withFrontmatterField(text, key, value));
+  const text1 = (key, label, hint, extra = {}) =>
+    h(Field, { label, hint }, h('input', { className: 'dir-input', name: key, value: f[key] || '', spellCheck: false, onChange: (event) => set(key)(event.target.value), ...extra }));
+  const parents = (agents || []).map((row) => row.key).filter((key) => key !== id);
+  // The chain as it will resolve once saved: this profile with the extends chosen here.
+  const { chain, problem } = extendsChain(
+    (agents || []).map((row) => (row.key === id ? { ...row, extends: f.extends || null } : row)),
+    id,
+  );
+  return h(
+    'div',
+    { className: 'dir-form', role: 'form', 'aria-label': 'Agent profile fields' },
+    text1('name', 'Name', 'required'),
+    text1('description', 'Description'),
+    h(
+      'div',
+      { className: 'dir-form-row' },
+      text1('logo', 'Logo', 'one emoji, at most 16 bytes', { maxLength: 16 }),
+      h(Field, { label: 'Colour' }, h(Choice, { label: 'Colour', value: f.color, options: PROFILE_COLORS, onChange: set('color') })),
+      h(Field, { label: 'Icon' }, h(Choice, { label: 'Icon', value: f.icon, options: PROFILE_ICONS, onChange: set('icon') })),
+    ),
+    h(
+      'div',
+      { className: 'dir-form-row' },
+      text1('model', 'Model', 'empty: decided by the send'),
+      h(Field, { label: 'Reasoning effort' }, h(Choice, { label: 'Reasoning effort', value: f.reasoning_effort, options: REASONING_EFFORTS, onChange: set('reasoning_effort') })),
+    ),
+    h(Field, { label: 'Skills', hint: 'the skills this profile may use' }, h(SkillPicker, { value: Array.isArray(f.skills) ? f.skills : [], skills, onChange: set('skills') })),
+    h(
+      Field,
+      { label: 'Extends' },
+      h(Choice, { label: 'Extends', value: f.extends, options: parents, onChange: set('extends') }),
+      h(
+        'div',
+        { className: 'dir-chain', 'aria-label': 'resolved chain' },
+        chain.map((link, n) =>
+          h(Fragment, { key: n }, n > 0 ? h('span', { className: 'dir-chain-arrow', 'aria-hidden': true }, '→') : null, h('span', { className: `dir-chip${n === 0 ? ' dir-chip--self' : ''}` }, link)),
+        ),
+        problem ? h('span', { className: 'dir-chip dir-chip--warn' }, problem) : null,
+      ),
+    ),
+  );
 }
 
 function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack, onClose }) {
@@ -1599,8 +1803,9 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     if (!dirty || busy) return;
     const content = draft;
     setAsk(null);
-    if (confirmed !== true) {
+    if (confirmed !== true && !readsAsShown(content)) {
       // The server's reading first: a text it would read differently asks before it is saved.
+      // (A text of plain frontmatter lines reads the same on both sides, ui/vectors.json.)
       let answer = check && check.text === content ? check.answer : null;
       if (!answer) answer = await dryRun(store, familyKey, selectedKey, content).catch(() => null);
       if (readsDifferently(answer)) {
@@ -1664,7 +1869,16 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const shownTitle = row ? row.title : selectedKey;
 
   const body =
-    mode === 'edit'
+    mode === 'fields'
+      ? h(ProfileForm, {
+          store,
+          id: selectedKey,
+          text,
+          agents: rows,
+          onChange: (next) => setDraft(next === base ? null : next),
+          onRaw: () => setMode('edit'),
+        })
+      : mode === 'edit'
       ? editor
       : mode === 'split'
         ? h('div', { className: 'dir-split' }, editor, h(Preview, { ref: previewRef, text, familyKey, doc, rows: rows || [], title: shownTitle }))
@@ -1688,7 +1902,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       h(
         'div',
         { className: 'dir-modes', role: 'group', 'aria-label': 'View' },
-        ['preview', 'edit', 'split'].map((m) =>
+        (familyKey === 'agents' ? ['preview', 'fields', 'edit', 'split'] : ['preview', 'edit', 'split']).map((m) =>
           h('button', { key: m, type: 'button', className: `dir-mode${mode === m ? ' dir-mode--on' : ''}`, 'aria-pressed': mode === m, onClick: () => setMode(m) }, titleOf(m)),
         ),
       ),
@@ -2065,6 +2279,150 @@ function ConnectionBadge({ state }) {
   return h('span', { className: `dir-live dir-live--${kind}`, title: kind === 'failed' ? state.liveError || '' : '' }, label);
 }
 
+// -----------------------------------------------------------------------------------------
+// The settings form: the worker's entry in the engine's configuration worker
+// -----------------------------------------------------------------------------------------
+
+/** The worker's configuration entry (`src/worker/configuration.rs`). */
+const CONFIG_ENTRY = 'iii-directory';
+
+/** A form value as the schema's type wants it, or `undefined` when it cannot be one. */
+export function settingValue(schema, raw) {
+  if (schema.type === 'boolean') return raw === true;
+  if (schema.type === 'integer' || schema.type === 'number') {
+    if (String(raw).trim() === '') return undefined;
+    const n = Number(raw);
+    return Number.isFinite(n) && (schema.type === 'number' || Number.isInteger(n)) ? n : undefined;
+  }
+  return String(raw);
+}
+
+/** The keys whose values differ between two settings objects, in the schema's order. */
+export function changedSettings(properties, before, after) {
+  return Object.keys(properties).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}
+
+function SettingsForm({ store, theme }) {
+  const [entry, setEntry] = useState(null);
+  const [draft, setDraft] = useState({});
+  const [error, setError] = useState(null);
+  const [saved, setSaved] = useState(null);
+  const [busy, setBusy] = useState(false);
+
+  const read = useCallback(async () => {
+    setError(null);
+    try {
+      // The value and the schema are two calls of the configuration worker.
+      const [stored, described] = await Promise.all([
+        store.call('configuration::get', { id: CONFIG_ENTRY }),
+        store.call('configuration::schema', { id: CONFIG_ENTRY }),
+      ]);
+      setEntry({ value: stored && stored.value, schema: described && described.schema });
+      setDraft({});
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  }, [store]);
+  useEffect(() => {
+    read();
+  }, [read]);
+
+  if (error && !entry) {
+    return h('div', { className: 'dir dir-settings', 'data-theme': theme }, h('div', { className: 'dir-error dir-error--read', role: 'alert' }, error, h('button', { type: 'button', className: 'dir-button', onClick: read }, 'Retry')));
+  }
+  if (!entry) return h('div', { className: 'dir dir-settings dir-muted', 'data-theme': theme }, 'Loading the settings…');
+  const properties = (entry.schema && entry.schema.properties) || {};
+  const stored = entry.value || {};
+  const current = { ...stored, ...draft };
+  const changed = changedSettings(properties, stored, current);
+  const invalid = Object.keys(draft).filter((key) => draft[key] === undefined);
+
+  const save = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await store.call('configuration::set', { id: CONFIG_ENTRY, value: current });
+      const restart = changed.filter((key) => properties[key]['x-restart-required']);
+      setSaved({ changed, restart });
+      await read();
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return h(
+    'div',
+    { className: 'dir dir-settings', 'data-theme': theme, role: 'form', 'aria-label': 'iii-directory settings' },
+    h('p', { className: 'dir-muted' }, entry.schema && entry.schema.description),
+    Object.entries(properties).map(([key, schema]) => {
+      const value = current[key];
+      const isDefault = JSON.stringify(value) === JSON.stringify(schema.default);
+      const input =
+        schema.type === 'boolean'
+          ? h('input', { type: 'checkbox', name: key, checked: value === true, onChange: (event) => setDraft({ ...draft, [key]: event.target.checked }) })
+          : h('input', {
+              className: 'dir-input',
+              name: key,
+              type: schema.type === 'string' ? 'text' : 'number',
+              value: draft[key] === undefined && key in draft ? '' : value == null ? '' : String(value),
+              spellCheck: false,
+              onChange: (event) => setDraft({ ...draft, [key]: settingValue(schema, event.target.value) }),
+            });
+      return h(
+        'div',
+        { key, className: `dir-setting${changed.includes(key) ? ' dir-setting--changed' : ''}`, 'data-key': key },
+        h(
+          'div',
+          { className: 'dir-setting-head' },
+          h('label', null, h('code', null, key), ' ', schema.type === 'boolean' ? input : null),
+          schema['x-restart-required'] ? h('span', { className: 'dir-badge dir-badge--restart' }, 'restart required') : null,
+          isDefault ? null : h('span', { className: 'dir-badge' }, 'changed from default'),
+        ),
+        schema.type === 'boolean' ? null : input,
+        h('div', { className: 'dir-muted dir-setting-help' }, schema.description, ` Default: ${JSON.stringify(schema.default)}.`),
+      );
+    }),
+    error ? h('div', { className: 'dir-error', role: 'alert' }, error) : null,
+    saved
+      ? h(
+          'div',
+          { className: 'dir-notice dir-settings-saved', role: 'status' },
+          saved.changed.length === 0 ? 'Nothing changed.' : `Saved ${saved.changed.join(', ')}.`,
+          saved.restart.length ? ` ${saved.restart.join(', ')} take${saved.restart.length === 1 ? 's' : ''} effect after the worker restarts; the rest apply now.` : saved.changed.length ? ' They apply now.' : '',
+        )
+      : null,
+    h(
+      'div',
+      { className: 'dir-actions' },
+      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: busy || changed.length === 0 || invalid.length > 0, onClick: save }, 'Save settings'),
+      h('button', { type: 'button', className: 'dir-button', disabled: busy || Object.keys(draft).length === 0, onClick: () => setDraft({}) }, 'Revert'),
+    ),
+  );
+}
+
+/**
+ * Registers the settings form in the console's settings slot, where the console has one
+ * (`host.configForms`, feature-tested; older consoles have none and get no form).
+ */
+function registerSettings(host, store, useTheme) {
+  const slot = host.configForms;
+  if (!slot || typeof slot.register !== 'function') return () => {};
+  const render = () => h(ThemedSettings, { store, useTheme });
+  try {
+    const off = slot.register({ id: CONFIG_ENTRY, configuration_id: CONFIG_ENTRY, title: 'iii-directory', render });
+    return typeof off === 'function' ? off : () => {};
+  } catch {
+    return () => {};
+  }
+}
+
+function ThemedSettings({ store, useTheme }) {
+  const theme = useTheme();
+  return h(SettingsForm, { store, theme });
+}
+
 /** The console's theme hook when it offers one, else the light theme. */
 function themeHook(host) {
   return typeof host.useTheme === 'function' ? host.useTheme : () => 'light';
@@ -2100,11 +2458,13 @@ export default function setup(host) {
   const render = () => h(DirectoryPage, { host, store, live, useTheme });
   const removePage = host.pages.register({ id: PAGE.id, title: PAGE.title, render });
   const removeListener = listenToConnection(host, (connected) => store.setEngine(connected));
+  const removeSettings = registerSettings(host, store, useTheme);
   let done = false;
   return () => {
     if (done) return;
     done = true;
     removeListener();
+    removeSettings();
     live.dispose();
     store.dispose();
     if (typeof removePage === 'function') {

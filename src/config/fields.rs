@@ -474,10 +474,13 @@ impl Settings {
         let properties: Map<String, Value> = FIELDS
             .iter()
             .map(|f| {
+                // `x-restart-required`: an annotation (validators ignore `x-` keys) that tells a
+                // settings form which changes wait for a restart, without parsing the text.
                 let mut property = json!({
                     "type": f.kind.schema_type(),
                     "description": f.description,
                     "default": defaults.get(f.name).cloned().unwrap_or(Value::Null),
+                    "x-restart-required": f.topology,
                 });
                 let extra = match (f.kind, bounds(f.name)) {
                     (Kind::Count, Some(bounds)) => bounds.schema(),

@@ -353,6 +353,16 @@ fn schema_describes_every_field_with_its_default() {
         assert_eq!(p["type"], f.kind.schema_type(), "{}", f.name);
         assert_eq!(p["default"], Settings::default().to_json()[f.name]);
         assert!(p["description"].as_str().is_some_and(|d| !d.is_empty()));
+        // The annotation and the description's words agree.
+        let restart = p["x-restart-required"] == true;
+        assert_eq!(
+            p["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("Restart required")),
+            restart,
+            "{}",
+            f.name
+        );
     }
     assert_eq!(schema["properties"]["download_timeout_ms"]["minimum"], 1000);
     assert_eq!(schema["properties"]["skills_folder"]["minLength"], 1);

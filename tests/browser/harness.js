@@ -273,11 +273,15 @@ function Mounted({ page }) {
   return page.render({});
 }
 
+/** The console's settings slot (`host.configForms`): registered forms, shown on demand. */
+const configForms = new Map();
+let view = 'page';
+
 function renderPages() {
-  const page = [...pages.values()][0];
+  const page = view === 'settings' ? [...configForms.values()][0] : [...pages.values()][0];
   root.render(
     page
-      ? h('div', { 'data-iii-ui': page.scope, style: { display: 'contents' } }, h(ErrorBoundary, { key: page.id }, h(Mounted, { page })))
+      ? h('div', { 'data-iii-ui': page.scope, style: { display: 'contents' } }, h(ErrorBoundary, { key: `${view}:${page.id}` }, h(Mounted, { page })))
       : null,
   );
 }
@@ -326,6 +330,19 @@ function makeHost(engine, scope, removers) {
         return keep(
           once(() => {
             if (pages.get(page.id) === entry) pages.delete(page.id);
+            renderPages();
+          }),
+        );
+      },
+    },
+    configForms: {
+      register(form) {
+        const entry = { ...form, scope };
+        configForms.set(form.id, entry);
+        renderPages();
+        return keep(
+          once(() => {
+            if (configForms.get(form.id) === entry) configForms.delete(form.id);
             renderPages();
           }),
         );
@@ -477,6 +494,12 @@ window.__harness = {
   assets: () => [...assets.entries()].filter(([, a]) => !a.gone).map(([path, a]) => ({ path, kind: a.kind, hash: a.hash, contentType: a.contentType })),
   trigger: (functionId, payload) => engine.trigger(functionId, payload || {}),
   teardown: () => unloadModule(),
+  /** Shows the registered page (`page`) or the registered settings form (`settings`). */
+  show(which) {
+    view = which;
+    renderPages();
+  },
+  configForms: () => [...configForms.keys()],
   module: null,
 };
 engine.registerTriggerType('console:script', 'Injectable UI scripts (harness)', assetProvider(engine, 'script'));

@@ -315,6 +315,38 @@ try {
   await waitDisk(SHOWCASE_FILE, (text) => text === edited, 'hold the edit');
   await row(SHOWCASE).locator('.dir-cell--title', { hasText: 'Showcase, edited' }).waitFor();
 
+  // Save timing: Ctrl+S to the page showing the document saved (no unsaved marker, no
+  // "saving…"), the last save putting the edited text back.
+  const saves = [];
+  for (const title of ['Save 1', 'Save 2', 'Save 3', 'Save 4', 'Showcase, edited']) {
+    const text = showcase(title);
+    step(`timing a save (${title})`);
+    await editor.fill(text);
+    await dirtyBadge.waitFor();
+    await page.evaluate(() => {
+      window.__saved = new Promise((resolve) => {
+        const host = document.getElementById('page-host');
+        let keyAt = null;
+        document.addEventListener('keydown', (event) => (keyAt = event.timeStamp), { once: true, capture: true });
+        const done = () => keyAt != null && !host.querySelector('.dir-badge--dirty') && ![...host.querySelectorAll('.dir-badge')].some((b) => b.textContent.startsWith('saving'));
+        const observer = new MutationObserver(() => {
+          if (done()) {
+            observer.disconnect();
+            window.__harness.afterPaint().then(() => resolve(performance.now() - keyAt));
+          }
+        });
+        observer.observe(host, { subtree: true, childList: true, characterData: true });
+      });
+    });
+    await editor.press('Control+s');
+    saves.push(await within(page.evaluate(() => window.__saved), WAIT_MS, 'a save to show'));
+    await waitDisk(SHOWCASE_FILE, (disk) => disk === text, `hold ${title}`);
+    // The list has the save too (its change event came back) before the next edit.
+    await row(SHOWCASE).locator('.dir-cell--title', { hasText: title }).waitFor();
+    await page.waitForTimeout(150);
+  }
+  figures.save_ms = { median: round(median(saves)), max: round(Math.max(...saves)), samples: saves.length };
+
   // ---- Split view: the preview follows the draft -----------------------------------------
   await button('Split').click();
   await editor.fill(edited.replace('# Showcase', '# Draft heading'));
@@ -513,6 +545,40 @@ try {
   await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
   await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
 
+  // ---- The agent profile form: it edits the frontmatter, exactly, and leaves the body ------------
+  step('the profile form');
+  const profileFile = 'agents/chain-b.md';
+  const profileBefore = disk(profileFile);
+  await open('chain-b');
+  await button('Fields').click();
+  const form = root.locator('.dir-form');
+  await form.waitFor();
+  assert.equal(await form.locator('input[name="name"]').inputValue(), 'Chain B');
+  await form.locator('input[name="description"]').fill('Reviews: the second link');
+  await form.getByLabel('Colour').selectOption('teal');
+  await form.getByLabel('Reasoning effort').selectOption('high');
+  await form.getByLabel('Search skills to add').fill('showcase');
+  await form.locator('.dir-suggestion[data-key="fixtures/showcase"]').click();
+  await form.getByLabel('Extends').selectOption('chain-c');
+  // The resolved chain shows the choice at once, loop included.
+  await form.locator('.dir-chain .dir-chip--warn', { hasText: 'loop' }).waitFor();
+  await form.getByLabel('Extends').selectOption('iii');
+  assert.deepEqual(await form.locator('.dir-chain .dir-chip').allTextContents(), ['chain-b', 'iii']);
+  await page.screenshot({ path: join(OUT_DIR, 'profile-form.png') });
+  await button('Save').click();
+  const expectedProfile = '---\nname: Chain B\nextends: iii\ndescription: "Reviews: the second link"\ncolor: teal\nreasoning_effort: high\nskills:\n  - fixtures/showcase\n---\nSecond link.\n';
+  await waitDisk(profileFile, (text) => text === expectedProfile, 'hold the form\'s edit');
+  const profileAfter = disk(profileFile);
+  assert.equal(profileAfter.slice(profileAfter.lastIndexOf('---\n') + 4), profileBefore.slice(profileBefore.lastIndexOf('---\n') + 4), 'the body is unchanged');
+  const linesBefore = profileBefore.split('\n');
+  const linesAfter = profileAfter.split('\n');
+  const diff = [...linesBefore.filter((line) => !linesAfter.includes(line)).map((line) => `-${line}`), ...linesAfter.filter((line) => !linesBefore.includes(line)).map((line) => `+${line}`)];
+  figures.profile_form_diff = diff;
+  // The raw text is one click away, and shows the same file.
+  await button('Edit').click();
+  assert.equal(await editor.inputValue(), expectedProfile);
+  await button('Preview').click();
+
   // ---- Problems where they are made: markers on rows, and a filter of their own ---------------
   step('problem markers');
   await filter.fill('');
@@ -650,6 +716,40 @@ try {
     (count) => document.querySelector('[data-iii-ui="iii-directory"] .dir-count')?.textContent.replace(/\D/g, '').endsWith(String(count)),
     before + 70,
   );
+
+  // ---- The settings form, in the console's settings slot, against the configuration worker ------
+  step('the settings form');
+  assert.deepEqual(await page.evaluate(() => window.__harness.configForms()), ['iii-directory']);
+  await page.evaluate(() => window.__harness.show('settings'));
+  const settings = root.locator('.dir-settings[role="form"]');
+  await settings.waitFor();
+  const setting = (key) => settings.locator(`.dir-setting[data-key="${key}"]`);
+  await setting('skills_folder').locator('.dir-badge--restart').waitFor();
+  assert.equal(await setting('download_timeout_ms').locator('.dir-badge--restart').count(), 0, 'a live setting needs no restart');
+  assert.match(await setting('download_timeout_ms').locator('.dir-setting-help').textContent(), /Default: \d+\./);
+  const stored = async () => (await page.evaluate(() => window.__harness.trigger('configuration::get', { id: 'iii-directory' }))).value;
+  const original = await stored();
+  await setting('download_timeout_ms').locator('input').fill('45000');
+  await setting('inject_hint').locator('input').setChecked(!original.inject_hint);
+  await page.screenshot({ path: join(OUT_DIR, 'settings.png') });
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: 'Saved download_timeout_ms, inject_hint. They apply now.' }).waitFor();
+  const savedValue = await stored();
+  assert.equal(savedValue.download_timeout_ms, 45000);
+  assert.equal(savedValue.inject_hint, !original.inject_hint);
+  assert.equal(savedValue.skills_folder, original.skills_folder, 'the other settings are kept');
+  // A restart-required change is saved and said to wait for a restart.
+  await setting('auto_download').locator('input').setChecked(!original.auto_download);
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: 'auto_download takes effect after the worker restarts' }).waitFor();
+  await setting('auto_download').locator('input').setChecked(original.auto_download);
+  await setting('download_timeout_ms').locator('input').fill(String(original.download_timeout_ms));
+  await setting('inject_hint').locator('input').setChecked(original.inject_hint);
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: 'Saved ' }).waitFor();
+  assert.deepEqual(await stored(), original, 'the settings are back as they were');
+  await page.evaluate(() => window.__harness.show('page'));
+  await root.locator('.dir-header').waitFor();
 
   // ---- Teardown: the page goes, and so do its bindings ------------------------------------------
   step('teardown');

@@ -311,6 +311,7 @@ fn describe(figures: &Value, skills: usize) -> String {
     format!(
         "browser figures ({skills} generated skills, {} rows listed, worker built in the {profile}): \
          setup → first rows on screen {}; filter keystroke → repaint median {} (max {}, {} keystrokes); \
+         save → saved on screen median {} (max {}, {} saves); \
          external edit on disk → on screen median {} (max {}, {} edits); skills::list calls per change {} \
          (the first answer, the whole list, is {} bytes and took {}; a refresh after a change is {} bytes and took {}); {} list rows in the DOM",
         figures["rows"],
@@ -318,6 +319,9 @@ fn describe(figures: &Value, skills: usize) -> String {
         ms(&key["median"]),
         ms(&key["max"]),
         key["samples"],
+        ms(&figures["save_ms"]["median"]),
+        ms(&figures["save_ms"]["max"]),
+        figures["save_ms"]["samples"],
         ms(&edit["median"]),
         ms(&edit["max"]),
         edit["samples"],
@@ -354,6 +358,8 @@ async fn the_console_page_in_chromium() {
     build_vendor(&vendor);
 
     let engine = FakeEngine::start().await;
+    // The engine's configuration worker, for the settings form.
+    engine.model_configuration_worker();
     // The run moves many full lists (megabytes each): route them, do not keep copies.
     engine.keep_history(false);
     let control = Arc::new(Control {
@@ -394,6 +400,16 @@ async fn the_console_page_in_chromium() {
         .unwrap_or_else(|| panic!("run.mjs printed no figures:\n{stdout}\n{stderr}"));
     fs::write(out.join("figures.json"), format!("{figures:#}\n")).expect("write figures.json");
     say(&describe(&figures, skills));
+    // The profile form's edit, as a diff of the file (its body untouched).
+    let diff: Vec<&str> = figures["profile_form_diff"]
+        .as_array()
+        .map(|lines| lines.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(!diff.is_empty(), "the profile form changed nothing");
+    say(&format!(
+        "the profile form's edit of agents/chain-b.md:\n    {}",
+        diff.join("\n    ")
+    ));
 
     // What the run left on disk: its last external write, and no created file.
     let showcase =
