@@ -69,6 +69,11 @@ impl Local {
                 value.to_string()
             }
             Handler::Status => self.directory.status().map_err(text)?.to_string(),
+            Handler::SkillsSearch => self
+                .directory
+                .search_skills(request, None, None)
+                .map_err(text)?
+                .to_string(),
             Handler::UiContent => console::content(request)
                 .map_err(|e| e.to_string())?
                 .to_string(),

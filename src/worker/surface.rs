@@ -18,6 +18,8 @@ pub const UI_CONTENT: &str = "iii-directory::ui-content";
 pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
 pub const PRE_GENERATE: &str = "directory::pre-generate";
 pub const HINT_PREVIEW: &str = "directory::hint-preview";
+/// Skill search (beyond the contract).
+pub const SKILLS_SEARCH: &str = "directory::skills::search";
 
 /// What a registered function does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +39,8 @@ pub enum Handler {
     OnWorkerAdded,
     /// The console page's assets (`console.rs`).
     UiContent,
+    /// `directory::skills::search` (beyond the contract).
+    SkillsSearch,
 }
 
 /// One function of the surface.
@@ -358,6 +362,36 @@ pub fn functions() -> Vec<Function> {
             internal: false,
         },
         Function {
+            id: SKILLS_SEARCH,
+            handler: SkillsSearch,
+            description: "Rank the skills for a task phrased as a user would (BM25 over name, title, description and the leading body; fused with sentence embeddings when a model is ready): { mode, results: [{ id, title, description, type, score, disable_model_invocation }] }, best first, the same visibility as list. A task no skill serves answers no results.",
+            request: object(
+                json!({
+                    "query": string("the task, in words"),
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 50, "description": "results (default 10)" },
+                    "prefix": string("on-disk id prefix, e.g. `resend/`"),
+                    "type": string("exact frontmatter type, e.g. `index`"),
+                }),
+                &["query"],
+            ),
+            response: object(
+                json!({
+                    "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
+                    "results": array_of(object(
+                        json!({
+                            "id": string("skill id"), "title": string("title"),
+                            "description": string("description"), "type": nullable_string(),
+                            "score": { "type": "number", "description": "the ranking's score; compare within one answer" },
+                            "disable_model_invocation": boolean("flag"),
+                        }),
+                        &["id", "title", "description", "type", "score", "disable_model_invocation"],
+                    )),
+                }),
+                &["mode", "results"],
+            ),
+            internal: false,
+        },
+        Function {
             id: WriteFunction::SkillsCreate.id(),
             handler: write(WriteFunction::SkillsCreate),
             description: "Create a new skill file at <skills_folder>/<id>.md from full-file content. Never overwrites; fires directory::skills::on-change { op: create }.",
@@ -490,7 +524,7 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: "directory::index::status",
             handler: Status,
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), and the configuration values refused at boot or live.",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, embedded, pending).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -503,6 +537,13 @@ pub fn functions() -> Vec<Function> {
                     "configuration": object(
                         json!({ "refused": array_of(object(json!({ "at": string("RFC 3339 time"), "what": string("the value refused, and why") }), &["at", "what"])) }),
                         &["refused"],
+                    ),
+                    "search": object(
+                        json!({
+                            "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
+                            "model": nullable_string(), "embedded": integer(), "pending": integer(),
+                        }),
+                        &["mode", "model", "embedded", "pending"],
                     ),
                 }),
                 &["revision", "counts", "skipped"],
@@ -571,6 +612,16 @@ pub fn functions() -> Vec<Function> {
                         &["name", "version", "description", "functions", "install"],
                     )),
                     "latency_ms": { "type": "number" },
+                    "skills": array_of(object(
+                        json!({
+                            "capability": string("the capability, as searched"),
+                            "skills": array_of(object(
+                                json!({ "id": string("skill id"), "title": string("title"), "description": string("description") }),
+                                &["id", "title", "description"],
+                            )),
+                        }),
+                        &["capability", "skills"],
+                    )),
                 }),
                 &["guidance", "workers", "latency_ms"],
             ),
