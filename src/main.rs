@@ -39,6 +39,7 @@ Examples:
   iii-directory check                        every file that is not served, and why
   iii-directory check --spec                 every SKILL.md against the Agent Skills spec
   iii-directory search 'send an email'       functions for a capability, from a running engine
+  iii-directory search --skills 'deploy a site to Netlify'  skills ranked for a task
   iii-directory download --worker mailer     a worker's skills bundle from the registry
   iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
 
@@ -128,12 +129,20 @@ enum Command {
         spec: bool,
     },
     /// Find functions for one to six capabilities on a running engine
-    /// (directory::search_functions through the iii-directory worker).
+    /// (directory::search_functions through the iii-directory worker), or with `--skills` the
+    /// skills for a task, from the index (directory::skills::search).
     Search {
-        /// Capabilities, each a short English phrase: "send an email" "store a file".
+        /// Capabilities, each a short English phrase: "send an email" "store a file"; with
+        /// `--skills`, the words of one task.
         #[arg(required = true, value_name = "CAPABILITY")]
         capabilities: Vec<String>,
-        /// Print the exact response of directory::search_functions.
+        /// Rank skills for the task instead of functions.
+        #[arg(long)]
+        skills: bool,
+        /// How many skills at most (with `--skills`; default 10).
+        #[arg(long, requires = "skills")]
+        limit: Option<usize>,
+        /// Print the exact response of directory::search_functions (or skills::search).
         #[arg(long)]
         json: bool,
     },
@@ -313,7 +322,21 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 response["body"].as_str().unwrap_or_default().to_string()
             })
         }
-        Command::Search { capabilities, json } => {
+        Command::Search {
+            capabilities,
+            skills: true,
+            limit,
+            json,
+        } => {
+            let directory = open_fresh(config)?;
+            let request = json!({ "query": capabilities.join(" "), "limit": limit });
+            // Offline there is no engine to ask which workers are installed: nothing hidden.
+            let response = directory.search_skills(&request, None, None)?;
+            print(&response, json, || render_skill_search(&response))
+        }
+        Command::Search {
+            capabilities, json, ..
+        } => {
             let response = worker::search_over_bus(&cli.url, &capabilities)?;
             print(&response, json, || render_search(&response))
         }
@@ -563,6 +586,25 @@ fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
             out
         }
     }
+}
+
+/// Ranked skills: id and title, then the description, and the mode that ranked them.
+fn render_skill_search(response: &Value) -> String {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let results = response["results"].as_array().cloned().unwrap_or_default();
+    let mut out = String::new();
+    if results.is_empty() {
+        out.push_str("no skill matched\n");
+    }
+    for row in &results {
+        out.push_str(&format!("{}  {}\n", s(row, "id"), s(row, "title")));
+        let description = s(row, "description");
+        if !description.is_empty() {
+            out.push_str(&format!("  {description}\n"));
+        }
+    }
+    out.push_str(&format!("({})", s(response, "mode")));
+    out
 }
 
 /// Ranked workers with their candidate functions, then installable registry workers.

@@ -288,6 +288,40 @@ library_functions! {
             Ok(Answer::Value(skills::index(&*directory.skill_cache(reader)?, visibility)))
         },
     },
+    read SkillsSearch {
+        id: "directory::skills::search",
+        installed: InstalledNeed::Cached,
+        description: "Rank the skills for a task phrased as a user would (BM25 over name, title, description and the leading body; fused with sentence embeddings when a model is ready): { mode, results: [{ id, title, description, type, score, disable_model_invocation }] }, best first, the same visibility as list. A task no skill serves answers no results.",
+        request: object(
+            json!({
+                "query": string("the task, in words"),
+                "limit": { "type": "integer", "minimum": 1, "maximum": 50, "description": "results (default 10)" },
+                "prefix": string("on-disk id prefix, e.g. `resend/`"),
+                "type": string("exact frontmatter type, e.g. `index`"),
+            }),
+            &["query"],
+        ),
+        response: object(
+            json!({
+                "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
+                "results": array_of(object(
+                    json!({
+                        "id": string("skill id"), "title": string("title"),
+                        "description": string("description"), "type": nullable_string(),
+                        "score": { "type": "number", "description": "the ranking's score; compare within one answer" },
+                        "disable_model_invocation": boolean("flag"),
+                    }),
+                    &["id", "title", "description", "type", "score", "disable_model_invocation"],
+                )),
+            }),
+            &["mode", "results"],
+        ),
+        answer: |directory, reader, visibility, request| {
+            let cache = directory.skill_cache(reader)?;
+            skills::search(reader, &cache, &directory.skill_terms, visibility, request, None)
+                .map(Answer::Value)
+        },
+    },
     write SkillsCreate {
         id: "directory::skills::create",
         description: "Create a new skill file at <skills_folder>/<id>.md from full-file content. Never overwrites; fires directory::skills::on-change { op: create }.",

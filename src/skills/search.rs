@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::cache::SkillCache;
 use super::listed::Listed;
+use crate::code::Code;
 use crate::doc::Hash;
 use crate::doc::frontmatter;
 use crate::error::{Error, Result};
@@ -133,7 +134,11 @@ pub fn search(
 ) -> Result<Value> {
     let req: SearchRequest = request::parse(request)?;
     if req.query.trim().is_empty() {
-        return Err(Error::Invalid("query must not be blank".to_string()));
+        return Err(Error::coded(
+            Code::SkillsRequestRefused,
+            "query must not be blank.".to_string(),
+            &[],
+        ));
     }
     let limit = req.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
     let index = cache.search_index(|| {

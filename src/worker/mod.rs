@@ -403,10 +403,25 @@ async fn handle(
             search::reconcile_hint(iii, &shared.search, inject_hint);
             Ok(json!({ "ok": true }))
         }
-        Handler::SearchFunctions
-        | Handler::OnFunctionsChange
-        | Handler::PreGenerate
-        | Handler::HintPreview => {
+        Handler::SearchFunctions => {
+            let settings = shared.directory.settings();
+            let capabilities = input["capabilities"].clone();
+            let mut answer = search::handle(iii, &shared.search, handler, input, &settings).await;
+            if let Ok(answer) = &mut answer {
+                let installed = installed_workers(iii, shared, false).await;
+                let lane = blocking(shared, move |shared| {
+                    search::skill_lane(&shared.directory, &capabilities, installed.as_deref())
+                })
+                .await;
+                match lane {
+                    Ok(skills) if !skills.is_empty() => answer["skills"] = json!(skills),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("search_functions answered without skills: {e}"),
+                }
+            }
+            answer
+        }
+        Handler::OnFunctionsChange | Handler::PreGenerate | Handler::HintPreview => {
             let settings = shared.directory.settings();
             search::handle(iii, &shared.search, handler, input, &settings).await
         }
@@ -429,6 +444,8 @@ async fn handle(
                     status["watcher"] = json!(shared.watcher.status());
                     status["connection"] = connection;
                     status["configuration"] = shared.refusals.status();
+                    // No embedder is connected yet: search ranks lexically.
+                    status["search"] = crate::retrieval::fusion::status(None);
                     status
                 })
             })

@@ -21,7 +21,7 @@ use crate::error::{Error, quoted};
 /// the system caps at 4096 (`PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
 /// The longest name, search, type, function id, branch or worker name: names are at most 64
-/// bytes (contract), worker and function names are short, a search is a few words.
+/// bytes (contract), worker and function names are short, a search or a query is a few words.
 pub const MAX_NAME_BYTES: usize = 1024;
 /// The longest version or tag.
 pub const MAX_VERSION_BYTES: usize = 256;
@@ -32,7 +32,7 @@ pub const MAX_VERSION_BYTES: usize = 256;
 fn bound(key: &str) -> Option<usize> {
     match key {
         "id" | "prefix" | "path" | "repo" | "cursor" => Some(MAX_PATH_BYTES),
-        "name" | "search" | "type" | "function_id" | "skill" | "branch" | "worker"
+        "name" | "search" | "query" | "type" | "function_id" | "skill" | "branch" | "worker"
         | "session_id" | "turn_id" | "event" | "expose" => Some(MAX_NAME_BYTES),
         "version" | "tag" => Some(MAX_VERSION_BYTES),
         _ => None,

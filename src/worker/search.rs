@@ -86,6 +86,45 @@ fn session_id() -> Option<String> {
     iii_helpers::observability::get_baggage_entry(SESSION_BAGGAGE_KEY).filter(|s| !s.is_empty())
 }
 
+/// Skills named per capability in a `search_functions` answer (the side lane).
+pub const SKILLS_PER_CAPABILITY: usize = 3;
+
+/// `search_functions`' `skills`: for each capability (intrinsic ones dropped, as the search
+/// drops them), up to [`SKILLS_PER_CAPABILITY`] skills `skills::search` ranks above its floors
+/// with the caller's visibility, leaving out those whose frontmatter disables model
+/// invocation; capabilities no skill serves are left out. `capabilities` is the request's
+/// (already validated by the search).
+pub fn skill_lane(
+    directory: &crate::Directory,
+    capabilities: &Value,
+    installed: Option<&std::collections::BTreeSet<String>>,
+) -> crate::error::Result<Vec<Value>> {
+    let texts: Vec<String> = capabilities
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    let mut lane = Vec::new();
+    for capability in crate::search::query::prepare(&texts) {
+        // Asked for a few more than kept: rows that disable model invocation are dropped.
+        let request = json!({ "query": capability.text, "limit": 2 * SKILLS_PER_CAPABILITY });
+        let answer = directory.search_skills(&request, installed, None)?;
+        let skills: Vec<Value> = answer["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["disable_model_invocation"] != json!(true))
+            .take(SKILLS_PER_CAPABILITY)
+            .map(|r| json!({ "id": r["id"], "title": r["title"], "description": r["description"] }))
+            .collect();
+        if !skills.is_empty() {
+            lane.push(json!({ "capability": capability.text, "skills": skills }));
+        }
+    }
+    Ok(lane)
+}
+
 /// Answers one of the search functions.
 pub async fn handle(
     iii: &IIIClient,

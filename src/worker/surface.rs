@@ -21,6 +21,7 @@ pub const UI_CHECK: &str = "iii-directory::ui-check";
 pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
 pub const PRE_GENERATE: &str = "directory::pre-generate";
 pub const HINT_PREVIEW: &str = "directory::hint-preview";
+/// Skill search (beyond the contract).
 
 /// What a registered function does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,7 +178,7 @@ pub fn functions() -> Vec<Function> {
         Function {
             id: "directory::index::status",
             handler: Status,
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), and the configuration values refused at boot or live.",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, embedded, pending).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -190,6 +191,13 @@ pub fn functions() -> Vec<Function> {
                     "configuration": object(
                         json!({ "refused": array_of(object(json!({ "at": string("RFC 3339 time"), "what": string("the value refused, and why") }), &["at", "what"])) }),
                         &["refused"],
+                    ),
+                    "search": object(
+                        json!({
+                            "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
+                            "model": nullable_string(), "embedded": integer(), "pending": integer(),
+                        }),
+                        &["mode", "model", "embedded", "pending"],
                     ),
                 }),
                 &["revision", "counts", "skipped"],
@@ -258,6 +266,16 @@ pub fn functions() -> Vec<Function> {
                         &["name", "version", "description", "functions", "install"],
                     )),
                     "latency_ms": { "type": "number" },
+                    "skills": array_of(object(
+                        json!({
+                            "capability": string("the capability, as searched"),
+                            "skills": array_of(object(
+                                json!({ "id": string("skill id"), "title": string("title"), "description": string("description") }),
+                                &["id", "title", "description"],
+                            )),
+                        }),
+                        &["capability", "skills"],
+                    )),
                 }),
                 &["guidance", "workers", "latency_ms"],
             ),

@@ -146,11 +146,19 @@ struct Harness {
 impl Harness {
     /// The worker up, its catalog fetched (a search finds `mailer::send`).
     async fn start(config: Value) -> Harness {
+        Harness::start_with(config, &[]).await
+    }
+
+    /// [`Harness::start`] over a skills folder holding `skills` (`(id, content)`).
+    async fn start_with(config: Value, skills: &[(&str, &str)]) -> Harness {
         let fake = FakeEngine::start().await;
         let engine = Engine::install(&fake, config);
-        // A Compose folder with an empty skills folder.
+        // A Compose folder with a skills folder.
         let tree = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
+        for (id, content) in skills {
+            write_skill(tree.path(), id, content);
+        }
         let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
         let h = Harness {
             fake,
@@ -230,6 +238,12 @@ impl Harness {
     async fn stop(self) {
         self.worker.stop().await;
     }
+}
+
+fn write_skill(tree: &std::path::Path, id: &str, content: &str) {
+    let file = tree.join("skills").join(format!("{id}.md"));
+    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+    std::fs::write(file, content).expect("write skill");
 }
 
 /// Every candidate id of an answer, in order.
@@ -674,4 +688,138 @@ async fn the_search_command_says_when_no_worker_or_no_engine_answers() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no iii engine answered"), "{stderr}");
+}
+
+const SKILLS_SEARCH: &str = "directory::skills::search";
+
+/// Skills for the skill-search wire tests. `mailer` is not an installed worker (the fake's
+/// `worker::list` is empty), so `filter_unregistered` hides `mailer/deliverability`.
+const SKILLS: &[(&str, &str)] = &[
+    (
+        "email-etiquette",
+        "---\ndescription: Write a clear, polite email to a customer and send it.\n---\n# Email etiquette\n\nKeep the subject short.\n",
+    ),
+    (
+        "bulk-email-blast",
+        "---\ndescription: Send an email blast to every customer at once.\ndisable-model-invocation: true\n---\n# Bulk email\n\nOnly a human starts this.\n",
+    ),
+    (
+        "mailer/deliverability",
+        "---\ndescription: Improve email deliverability when you send email.\n---\n# Deliverability\n\nSPF, DKIM.\n",
+    ),
+    (
+        "queue-design",
+        "---\ndescription: Design a job queue with retries and dead letters.\n---\n# Queues\n\nBackoff.\n",
+    ),
+];
+
+fn result_ids(answer: &Value) -> Vec<String> {
+    answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skill_search_ranks_with_lists_visibility_and_reads_fresh() {
+    let h = Harness::start_with(settings(false, 2), SKILLS).await;
+    h.ok(
+        "skills::search",
+        h.fake.wait_function(SKILLS_SEARCH, WAIT).await,
+    );
+    let answer = h
+        .call(
+            SKILLS_SEARCH,
+            json!({ "query": "send an email to a customer" }),
+        )
+        .await;
+    assert_eq!(answer["mode"], "lexical");
+    // The hidden namespace never shows; the row that disables model invocation is marked.
+    assert_eq!(result_ids(&answer), ["email-etiquette", "bulk-email-blast"]);
+    let rows = answer["results"].as_array().expect("rows");
+    assert_eq!(rows[0]["title"], "Email etiquette");
+    assert_eq!(
+        rows[0]["description"],
+        "Write a clear, polite email to a customer and send it."
+    );
+    assert_eq!(rows[0]["type"], Value::Null);
+    assert_eq!(rows[0]["disable_model_invocation"], false);
+    assert_eq!(rows[1]["disable_model_invocation"], true);
+    assert!(rows[0]["score"].as_f64().expect("score") >= rows[1]["score"].as_f64().expect("score"));
+    // limit and prefix.
+    let one = h
+        .call(
+            SKILLS_SEARCH,
+            json!({ "query": "send an email", "limit": 1 }),
+        )
+        .await;
+    assert_eq!(result_ids(&one).len(), 1);
+    let prefixed = h
+        .call(
+            SKILLS_SEARCH,
+            json!({ "query": "send an email", "prefix": "bulk" }),
+        )
+        .await;
+    assert_eq!(result_ids(&prefixed), ["bulk-email-blast"]);
+    // A task no skill serves answers nothing.
+    let none = h
+        .call(SKILLS_SEARCH, json!({ "query": "bake sourdough bread" }))
+        .await;
+    assert_eq!(result_ids(&none), Vec::<String>::new());
+    // Fresh reads: a skill written now is found by the next call.
+    write_skill(
+        h._tree.path(),
+        "sourdough",
+        "---\ndescription: Bake sourdough bread with a starter.\n---\n# Sourdough\n",
+    );
+    let fresh = h
+        .call(SKILLS_SEARCH, json!({ "query": "bake sourdough bread" }))
+        .await;
+    assert_eq!(result_ids(&fresh), ["sourdough"]);
+    // A blank query is refused.
+    let refused = h.call_err(SKILLS_SEARCH, json!({ "query": "  " })).await;
+    assert!(
+        refused.message.contains("query must not be blank"),
+        "{refused:?}"
+    );
+    // index::status says how search ranks.
+    let status = h.call("directory::index::status", json!({})).await;
+    assert_eq!(
+        status["search"],
+        json!({ "mode": "lexical", "model": null, "embedded": 0, "pending": 0 })
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_functions_names_the_skills_of_each_capability() {
+    let h = Harness::start_with(settings(false, 2), SKILLS).await;
+    let answer = h
+        .search(&[
+            "send an email to a customer",
+            "store a file",
+            "summarize the provided text",
+        ])
+        .await;
+    // The function answer keeps its shape.
+    assert_eq!(ids(&answer), ["mailer::send", "storage::put"]);
+    // Skills: only the capability a skill serves, without the row that disables model
+    // invocation or the hidden namespace.
+    assert_eq!(
+        answer["skills"],
+        json!([{
+            "capability": "send an email to a customer",
+            "skills": [{
+                "id": "email-etiquette",
+                "title": "Email etiquette",
+                "description": "Write a clear, polite email to a customer and send it.",
+            }],
+        }])
+    );
+    // No capability a skill serves: no `skills` field at all.
+    let plain = h.search(&["store a file"]).await;
+    assert!(plain.get("skills").is_none(), "{plain}");
+    h.stop().await;
 }

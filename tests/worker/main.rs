@@ -72,6 +72,11 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
     ),
     ("directory::skills::index", &[], &["body", "workers_count"]),
     (
+        "directory::skills::search",
+        &["query"],
+        &["mode", "results"],
+    ),
+    (
         "directory::skills::create",
         &["id", "content"],
         &["id", "title", "type", "function_id", "bytes", "modified_at"],
