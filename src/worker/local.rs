@@ -80,6 +80,11 @@ impl Local {
                 // Checked, not fetched.
                 Value::Null.to_string()
             }
+            Handler::Bundles(function) => {
+                download::status::answer(&self.directory.config().paths, function, request)
+                    .map_err(text)?
+                    .to_string()
+            }
             Handler::RegistryList => self
                 .runtime
                 .block_on(registry_functions::list(&self.registry, request))

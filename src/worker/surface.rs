@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::directory::{ReadFunction, WriteFunction};
-use crate::download::DownloadFunction;
+use crate::download::{BundlesFunction, DownloadFunction};
 use crate::events::Family;
 use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
 
@@ -32,6 +32,8 @@ pub enum Handler {
     PreGenerate,
     HintPreview,
     Download(DownloadFunction),
+    /// The bundles lock against the disk (`download::status`).
+    Bundles(BundlesFunction),
     RegistryList,
     RegistryInfo,
     OnWorkerAdded,
@@ -634,6 +636,7 @@ pub fn functions() -> Vec<Function> {
     ]
     .into_iter()
     .chain(download_functions())
+    .chain(bundles_functions())
     .map(|f| Function {
         request: rooted(f.request),
         response: rooted(f.response),
@@ -811,6 +814,73 @@ fn download_functions() -> Vec<Function> {
                 &["content", "content_type"],
             ),
             internal: true,
+        },
+    ]
+}
+
+/// `directory::skills::bundles::{list, get, verify}`: the bundles lock against the disk.
+fn bundles_functions() -> Vec<Function> {
+    let paths = || json!({ "type": "array", "items": { "type": "string" } });
+    let bundle = object(
+        json!({
+            "namespace": string("the bundle's namespace"),
+            "state": { "enum": ["missing", "modified", "untracked", "clean"] },
+            "source": { "type": "object", "description": "the locked source: repo (repo, branch, folder, commit) or registry (worker, tag?, version, digest)" },
+            "landed_at": string("RFC 3339 UTC"),
+            "files": integer(),
+            "modified": paths(),
+            "missing": paths(),
+            "untracked": paths(),
+            "detail": array_of(object(
+                json!({ "path": string("as a download's response names it"), "route": { "enum": ["skills", "system-prompts", "agents"] }, "state": { "enum": ["clean", "modified", "missing"] } }),
+                &["path", "route", "state"],
+            )),
+        }),
+        &[
+            "namespace",
+            "state",
+            "source",
+            "landed_at",
+            "files",
+            "modified",
+            "missing",
+            "untracked",
+        ],
+    );
+    vec![
+        Function {
+            id: BundlesFunction::List.id(),
+            handler: Handler::Bundles(BundlesFunction::List),
+            description: "Every downloaded bundle the bundles lock records, each compared with the disk: state missing, modified, untracked or clean, with the files of each kind.",
+            request: object(json!({}), &[]),
+            response: object(json!({ "bundles": array_of(bundle.clone()) }), &["bundles"]),
+            internal: false,
+        },
+        Function {
+            id: BundlesFunction::Get.id(),
+            handler: Handler::Bundles(BundlesFunction::Get),
+            description: "One downloaded bundle from the bundles lock: its source (commit or version and digest), when it landed, and every file's state on disk (D334 when the lock has no such bundle).",
+            request: object(
+                json!({ "namespace": string("the bundle's namespace (skill or worker name)") }),
+                &["namespace"],
+            ),
+            response: bundle,
+            internal: false,
+        },
+        Function {
+            id: BundlesFunction::Verify.id(),
+            handler: Handler::Bundles(BundlesFunction::Verify),
+            description: "Compares every file the bundles lock records with its sha256 on disk: { ok, checked: { bundles, files }, bundles } with only the bundles that are not clean.",
+            request: object(json!({}), &[]),
+            response: object(
+                json!({
+                    "ok": boolean("every locked file is on disk with its locked bytes, and nothing untracked"),
+                    "checked": object(json!({ "bundles": integer(), "files": integer() }), &["bundles", "files"]),
+                    "bundles": array_of(json!({ "type": "object" })),
+                }),
+                &["ok", "checked", "bundles"],
+            ),
+            internal: false,
         },
     ]
 }

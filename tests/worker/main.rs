@@ -168,6 +168,29 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
     ),
     (ON_WORKER_ADDED, &[], &["ok"]),
     (UI_CONTENT, &["path"], &["content", "content_type"]),
+    ("directory::skills::bundles::list", &[], &["bundles"]),
+    (
+        "directory::skills::bundles::get",
+        &["namespace"],
+        BUNDLE_STATUS,
+    ),
+    (
+        "directory::skills::bundles::verify",
+        &[],
+        &["ok", "checked", "bundles"],
+    ),
+];
+
+/// A bundle's status against the lock (README, "The bundles lock").
+const BUNDLE_STATUS: &[&str] = &[
+    "namespace",
+    "state",
+    "source",
+    "landed_at",
+    "files",
+    "modified",
+    "missing",
+    "untracked",
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
