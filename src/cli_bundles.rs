@@ -5,9 +5,13 @@
 use serde_json::{Value, json};
 
 use crate::cli_error::CliError;
+use std::sync::Arc;
+
+use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::BundlesFunction;
-use iii_directory::download::status;
+use iii_directory::download::{restore, status};
+use iii_directory::registry::{Endpoint, Registry};
 
 /// What `bundles` does.
 #[derive(clap::Subcommand)]
@@ -21,6 +25,15 @@ pub enum Action {
     },
     /// Every locked file checked against its sha256; exits 1 when anything differs.
     Verify,
+    /// Fetch exactly the locked commits and versions and land them, every file checked
+    /// against its locked sha256 (nothing written for a bundle that differs).
+    Restore {
+        /// Only this bundle (default: every locked bundle).
+        namespace: Option<String>,
+        /// Replace files edited locally (by default they are kept).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// What the command prints, and for a verify that found differences, how many bundles differ
@@ -33,6 +46,9 @@ pub struct Outcome {
 /// Runs the command.
 pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome, CliError> {
     config.check()?;
+    if let Some(Action::Restore { namespace, force }) = &action {
+        return restore(config.clone(), namespace.clone(), *force, json);
+    }
     let paths = &config.paths;
     let (function, request) = match &action {
         None | Some(Action::List) => (BundlesFunction::List, json!({})),
@@ -40,6 +56,7 @@ pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome
             (BundlesFunction::Get, json!({ "namespace": namespace }))
         }
         Some(Action::Verify) => (BundlesFunction::Verify, json!({})),
+        Some(Action::Restore { .. }) => unreachable!("answered above"),
     };
     let response = status::answer(paths, function, &request)?;
     let text = if json {
@@ -54,6 +71,67 @@ pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome
     let differing = (function == BundlesFunction::Verify && response["ok"] != json!(true))
         .then(|| response["bundles"].as_array().map_or(0, Vec::len));
     Ok(Outcome { text, differing })
+}
+
+/// `bundles restore`: the same landing as a download (the index brought up to date when no
+/// worker owns it; with a worker running, its watcher picks the files up).
+fn restore(
+    config: Config,
+    namespace: Option<String>,
+    force: bool,
+    json: bool,
+) -> Result<Outcome, CliError> {
+    let directory = Arc::new(Directory::open_shared(config.clone())?);
+    if directory.is_writer() {
+        directory.reconcile()?;
+    }
+    let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    let request = json!({ "namespace": namespace, "force": force });
+    let response = runtime.block_on(restore::restore(&directory, &registry, &request))?;
+    let one = |r: &Value| {
+        let kept = strings(&r["kept_local"]);
+        let mut line = format!(
+            "restored {} ({} file(s), each as locked)",
+            r["namespace"].as_str().unwrap_or_default(),
+            r["files"]
+        );
+        if !kept.is_empty() {
+            line.push_str(&format!("; kept as you edited them: {}", kept.join(", ")));
+        }
+        line
+    };
+    let failed = response["failed"].as_array().map_or(0, Vec::len);
+    let text = if json {
+        serde_json::to_string_pretty(&response)?
+    } else if namespace.is_some() {
+        one(&response)
+    } else {
+        let mut lines: Vec<String> = response["restored"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(one)
+            .collect();
+        for f in response["failed"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "not restored {}: {}",
+                f["namespace"].as_str().unwrap_or_default(),
+                f["error"].as_str().unwrap_or_default()
+            ));
+        }
+        if lines.is_empty() {
+            lines.push("no bundle in the bundles lock".to_string());
+        }
+        lines.join("\n")
+    };
+    Ok(Outcome {
+        text,
+        differing: (failed > 0).then_some(failed),
+    })
 }
 
 fn strings(value: &Value) -> Vec<&str> {

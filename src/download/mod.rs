@@ -17,6 +17,7 @@ mod land;
 pub mod lock;
 pub mod marker;
 pub mod repo;
+pub mod restore;
 pub mod review;
 pub mod source;
 pub mod status;

@@ -85,6 +85,8 @@ impl Local {
                     .map_err(text)?
                     .to_string()
             }
+            // Checked, not fetched.
+            Handler::BundlesRestore => Value::Null.to_string(),
             Handler::RegistryList => self
                 .runtime
                 .block_on(registry_functions::list(&self.registry, request))

@@ -418,6 +418,11 @@ async fn handle(
         Handler::Download(function) => downloads::download(shared, function, input)
             .await
             .map_err(|e| e.to_string()),
+        Handler::BundlesRestore => {
+            crate::download::restore::restore(&shared.directory, &shared.registry, &input)
+                .await
+                .map_err(|e| e.to_string())
+        }
         Handler::Bundles(function) => {
             blocking(shared, move |shared| {
                 crate::download::status::answer(&shared.directory.config().paths, function, &input)

@@ -34,6 +34,8 @@ pub enum Handler {
     Download(DownloadFunction),
     /// The bundles lock against the disk (`download::status`).
     Bundles(BundlesFunction),
+    /// `directory::skills::bundles::restore` (`download::restore`), which fetches.
+    BundlesRestore,
     RegistryList,
     RegistryInfo,
     OnWorkerAdded,
@@ -818,7 +820,10 @@ fn download_functions() -> Vec<Function> {
     ]
 }
 
-/// `directory::skills::bundles::{list, get, verify}`: the bundles lock against the disk.
+/// `directory::skills::bundles::restore`.
+pub const RESTORE: &str = "directory::skills::bundles::restore";
+
+/// `directory::skills::bundles::{list, get, verify, restore}`: the bundles lock against the disk.
 fn bundles_functions() -> Vec<Function> {
     let paths = || json!({ "type": "array", "items": { "type": "string" } });
     let bundle = object(
@@ -865,6 +870,29 @@ fn bundles_functions() -> Vec<Function> {
                 &["namespace"],
             ),
             response: bundle,
+            internal: false,
+        },
+        Function {
+            id: RESTORE,
+            handler: Handler::BundlesRestore,
+            description: "Fetches exactly what the bundles lock records (each repository at its locked commit, each registry worker at its locked version) and lands it only if every file has its locked sha256 (D335 naming the file otherwise, nothing written). Files edited locally are kept unless force: true.",
+            request: object(
+                json!({
+                    "namespace": string("restore only this bundle (default: every locked bundle)"),
+                    "force": force_field(),
+                }),
+                &[],
+            ),
+            response: object(
+                json!({
+                    "namespace": string("with a namespace: the bundle restored"),
+                    "files": integer(),
+                    "kept_local": array_of(json!({ "type": "string" })),
+                    "restored": array_of(json!({ "type": "object" })),
+                    "failed": array_of(object(json!({ "namespace": string("bundle"), "error": string("why it was not restored") }), &["namespace", "error"])),
+                }),
+                &[],
+            ),
             internal: false,
         },
         Function {

@@ -559,3 +559,34 @@ fn the_lock_records_the_commit_each_download_resolved() {
         "{shown}"
     );
 }
+
+#[test]
+fn restore_fetches_the_locked_commit_after_the_branch_moved() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    f.download(&url, "frontend-design", None);
+    let locked = f.read("skills/frontend-design/index.md");
+    repo.write(
+        "skills/frontend-design/index.md",
+        "# Frontend design\n\nv2\n",
+    );
+    repo.publish("v2");
+    std::fs::remove_file(f.compose.path("skills/frontend-design/index.md")).expect("rm");
+    let out = f.cli(&["bundles", "restore", "frontend-design"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("restored frontend-design (5 file(s), each as locked)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(f.read("skills/frontend-design/index.md"), locked);
+    f.assert_no_clone_left();
+}

@@ -179,6 +179,8 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &[],
         &["ok", "checked", "bundles"],
     ),
+    // One bundle's outcome, or every bundle's (`restored`, `failed`).
+    ("directory::skills::bundles::restore", &[], &[]),
 ];
 
 /// A bundle's status against the lock (README, "The bundles lock").
