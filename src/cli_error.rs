@@ -40,6 +40,9 @@ pub enum CliError {
         waited.as_secs()
     )]
     NotIndexed { missing: usize, waited: Duration },
+    /// `bundles verify` found files that differ from the lock; the report says which.
+    #[error("{bundles} bundle(s) differ from the bundles lock")]
+    NotVerified { bundles: usize },
     /// The worker stopped serving, or never started.
     #[error(transparent)]
     Serve(#[from] ServeError),

@@ -1,6 +1,6 @@
 //! The error codes the worker answers with, in one table: the contract's codes (`D110` …
 //! `D415`, `spec/reference-behavior.md` §2.2) and the worker's own (`D117`, `D120`…`D123`,
-//! `D212`, `D312`, `D330`…`D333`, `D412`). Each [`Code`] names what went wrong; [`Code::text`]
+//! `D212`, `D312`, `D330`…`D335`, `D412`). Each [`Code`] names what went wrong; [`Code::text`]
 //! is the code a caller sees and [`Code::class`] the word after it
 //! (`D110 not_found: skill "x" does not exist.`). Nothing else in the crate spells a code.
 
@@ -93,6 +93,10 @@ pub enum Code {
     /// `D333`: a bundle holding executable files while `download_allow_executables` is false
     /// (worker's own).
     BundleExecutableRefused,
+    /// `D334`: a namespace the bundles lock has no entry for (worker's own).
+    BundleNotLocked,
+    /// `D335`: a restore whose source answers other bytes than the lock records (worker's own).
+    BundleDiffersFromLock,
     /// `D410`: no agent profile has the id.
     AgentNotFound,
     /// `D412`: a request to an agent profiles function that the screen refuses (worker's own).
@@ -106,7 +110,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the table's order.
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 29] = [
         Code::SkillNotFound,
         Code::FunctionIdForSkill,
         Code::ContentRefused,
@@ -130,6 +134,8 @@ impl Code {
         Code::BundleNamespaceReserved,
         Code::BundleFileUnservable,
         Code::BundleExecutableRefused,
+        Code::BundleNotLocked,
+        Code::BundleDiffersFromLock,
         Code::AgentNotFound,
         Code::AgentsRequestRefused,
         Code::AgentExists,
@@ -163,6 +169,8 @@ impl Code {
             Code::BundleNamespaceReserved => ("D331", InvalidInput),
             Code::BundleFileUnservable => ("D332", InvalidInput),
             Code::BundleExecutableRefused => ("D333", InvalidInput),
+            Code::BundleNotLocked => ("D334", NotFound),
+            Code::BundleDiffersFromLock => ("D335", Conflict),
             Code::AgentNotFound => ("D410", NotFound),
             Code::AgentsRequestRefused => ("D412", InvalidInput),
             Code::AgentExists => ("D414", InvalidInput),

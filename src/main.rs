@@ -3,6 +3,7 @@
 
 #![warn(clippy::unwrap_used)]
 
+mod cli_bundles;
 mod cli_download;
 mod cli_error;
 
@@ -150,6 +151,15 @@ enum Command {
     /// a git repository) or `--worker NAME [--version V | --tag T]` (a published worker's
     /// bundle). Checked whole, landed all or nothing; the index is current when it returns.
     Download(cli_download::Args),
+    /// Downloaded bundles against the bundles lock: `list` (the default), `get NAMESPACE`,
+    /// `verify` (exit 1 when a file differs, is missing or is untracked).
+    Bundles {
+        #[command(subcommand)]
+        action: Option<cli_bundles::Action>,
+        /// Print the exact response of the matching directory::skills::bundles:: function.
+        #[arg(long, global = true)]
+        json: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -343,6 +353,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Download(args) => {
             emit(&cli_download::run(config, args)?);
             Ok(())
+        }
+        Command::Bundles { action, json } => {
+            let outcome = cli_bundles::run(config, action, json)?;
+            emit(&outcome.text);
+            match outcome.differing {
+                Some(bundles) => Err(CliError::NotVerified { bundles }),
+                None => Ok(()),
+            }
         }
         Command::Check { json, spec: true } => {
             let summary = open_fresh(config)?.spec_check()?;

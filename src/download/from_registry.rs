@@ -35,6 +35,7 @@ pub fn plan(source: Source, worker: &str, bundle: SkillsBundle, limits: Limits) 
     let mut builder = BundleBuilder::new(source, limits);
     builder.resolved(Resolved {
         commit: None,
+        tag: None,
         version: bundle.version.clone(),
         digest: Some(registry_digest(
             bundle

@@ -89,8 +89,16 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
                 .iter()
                 .chain(&checked.kept_local)
                 .filter(|f| !is_record(f));
-            let entry = lock::entry(&namespace, locked_source, &checked.folder, bundle_files);
+            let mut entry = lock::entry(&namespace, locked_source, &checked.folder, bundle_files);
             let mut next = lock::read(&folders.bundles_lock)?;
+            // The same bytes from the same source again (a restore, a re-pull of an unchanged
+            // bundle) leave the committed lock as it was.
+            if let Some(previous) = next.bundles.get(&namespace)
+                && previous.source == entry.source
+                && previous.files == entry.files
+            {
+                entry.landed_at = previous.landed_at.clone();
+            }
             next.bundles.insert(namespace.clone(), entry);
             let mut files = checked.files;
             files.push(File {

@@ -124,6 +124,8 @@ pub struct Resolved {
     pub commit: Option<String>,
     pub version: Option<String>,
     pub digest: Option<String>,
+    /// The tag a restore keeps in the lock while it fetches the locked version.
+    pub tag: Option<String>,
 }
 
 /// The hex sha256 of `bytes`.
@@ -204,7 +206,7 @@ impl LockedSource {
                 };
                 LockedSource::Registry {
                     worker: worker.clone(),
-                    tag,
+                    tag: resolved.tag.clone().or(tag),
                     version: resolved.version.clone().or(asked),
                     digest: resolved.digest.clone().unwrap_or_default(),
                 }

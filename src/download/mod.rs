@@ -17,8 +17,10 @@ mod land;
 pub mod lock;
 pub mod marker;
 pub mod repo;
+pub mod restore;
 pub mod review;
 pub mod source;
+pub mod status;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +40,7 @@ pub use bundle::{Bundle, Limits};
 pub use guard::OnEdited;
 pub use land::{Landed, land, unindexed};
 pub use source::{DownloadFunction, Source};
+pub use status::BundlesFunction;
 
 /// What a download is doing, for a progress display.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -170,7 +170,25 @@ pub fn check(source: &Source) -> Result<()> {
 /// Clones the source's branch and reads `skills/<skill>/` into a checked bundle. The clone is
 /// removed before this returns, whatever happens.
 pub fn fetch(source: Source, timeout: Duration, limits: Limits) -> Result<Bundle> {
+    fetch_at(source, None, timeout, limits)
+}
+
+/// [`fetch`], at `commit` when one is given (a restore of a locked bundle): when the branch's
+/// head is another commit, that commit is fetched (`git fetch --depth 1 origin <commit>`) and
+/// checked out, bounded by the same timeout.
+pub fn fetch_at(
+    source: Source,
+    commit: Option<&str>,
+    timeout: Duration,
+    limits: Limits,
+) -> Result<Bundle> {
     check(&source)?;
+    if let Some(commit) = commit.filter(|c| !is_commit_id(c)) {
+        return Err(Error::Invalid(format!(
+            "the locked commit {} is not a commit id",
+            quoted(commit)
+        )));
+    }
     let Source::Repo {
         repo,
         skill,
@@ -181,10 +199,19 @@ pub fn fetch(source: Source, timeout: Duration, limits: Limits) -> Result<Bundle
     };
     let clone = CloneDir::create()?;
     let (repo, skill) = (repo.clone(), skill.clone());
+    let started = Instant::now();
     run_git_clone(&repo, branch, &clone.checkout(), timeout)
         .and_then(|()| {
-            let commit = head_commit(&clone.checkout());
-            collect(source, &clone.checkout(), &repo, &skill, limits, commit)
+            let head = head_commit(&clone.checkout());
+            let head = match commit {
+                Some(want) if head.as_deref() != Some(want) => {
+                    let left = timeout.saturating_sub(started.elapsed());
+                    check_out_commit(&clone.checkout(), want, left)?;
+                    head_commit(&clone.checkout())
+                }
+                _ => head,
+            };
+            collect(source, &clone.checkout(), &repo, &skill, limits, head)
         })
         .map_err(|e| clone.scrub(e))
 }
@@ -251,6 +278,25 @@ impl Drop for CloneDir {
 /// The git command line: one branch, depth 1, quiet, https/ssh only, nothing of the
 /// repository's or the user's configuration that could run a program.
 fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
+    let mut git = guarded_git();
+    git.args([
+        "clone",
+        "--depth",
+        "1",
+        "--no-recurse-submodules",
+        "--branch",
+    ])
+    .arg(branch)
+    .arg("--quiet")
+    .arg("--")
+    .arg(repo)
+    .arg(into);
+    git
+}
+
+/// git with nothing of the repository's or the user's configuration that could run a program,
+/// https and ssh only, no prompt, in a process group of its own.
+fn guarded_git() -> Command {
     let mut git = Command::new("git");
     for setting in [
         "protocol.ext.allow=never",
@@ -264,26 +310,14 @@ fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
     ] {
         git.arg("-c").arg(setting);
     }
-    git.args([
-        "clone",
-        "--depth",
-        "1",
-        "--no-recurse-submodules",
-        "--branch",
-    ])
-    .arg(branch)
-    .arg("--quiet")
-    .arg("--")
-    .arg(repo)
-    .arg(into)
-    .env("GIT_TERMINAL_PROMPT", "0")
-    .env("GIT_PROTOCOL_FROM_USER", "0")
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    // Its own process group, so a timeout ends git's helpers (git-remote-https,
-    // index-pack, ssh) with it.
-    .process_group(0);
+    git.env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_PROTOCOL_FROM_USER", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Its own process group, so a timeout ends git's helpers (git-remote-https,
+        // index-pack, ssh) with it.
+        .process_group(0);
     if std::env::var_os("GIT_SSH_COMMAND").is_none() && std::env::var_os("GIT_SSH").is_none() {
         // No passphrase or host-key prompt on a terminal the worker does not have.
         git.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
@@ -363,6 +397,54 @@ fn kill_group(child: &mut Child) {
     if sent != 0 {
         let _ = child.kill();
     }
+}
+
+/// Whether `text` is a full hexadecimal commit id (SHA-1 or SHA-256).
+fn is_commit_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Fetches `commit` into the clone and checks it out, with the clone's guards (no hooks, no
+/// fsmonitor, no submodules, https and ssh only, no prompt), within `timeout` in all.
+fn check_out_commit(checkout: &Path, commit: &str, timeout: Duration) -> Result<()> {
+    let started = Instant::now();
+    for args in [
+        &[
+            "fetch",
+            "--quiet",
+            "--depth",
+            "1",
+            "--no-recurse-submodules",
+            "origin",
+            commit,
+        ][..],
+        &["checkout", "--quiet", "--detach", commit][..],
+    ] {
+        let mut git = guarded_git();
+        git.arg("-C").arg(checkout).args(args);
+        let mut child = git.spawn().map_err(io_error("spawn", Path::new("git")))?;
+        let stderr = read_stderr(&mut child);
+        let left = timeout.saturating_sub(started.elapsed());
+        let status = wait_with_deadline(&mut child, left);
+        let text = stderr.recv_timeout(STDERR_GRACE).unwrap_or_default();
+        match status {
+            Some(status) if status.success() => {}
+            Some(status) => {
+                return Err(Error::Invalid(format!(
+                    "cannot get the locked commit {commit}: git {} exited with {status}: {}",
+                    args[0],
+                    text.trim()
+                )));
+            }
+            None => {
+                return Err(Error::Invalid(format!(
+                    "getting the locked commit {commit} timed out after {} ms",
+                    timeout.as_millis()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The commit the clone checked out, by `git rev-parse HEAD` in it (no hooks or fsmonitor: it

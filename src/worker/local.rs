@@ -76,6 +76,12 @@ impl Local {
                 // Checked, not fetched.
                 Value::Null.to_string()
             }
+            Handler::Bundles(function) => {
+                download::status::answer(&self.directory.config().paths, function, request)?
+                    .to_string()
+            }
+            // Checked, not fetched.
+            Handler::BundlesRestore => Value::Null.to_string(),
             Handler::RegistryList => self
                 .runtime
                 .block_on(registry_functions::list(&self.registry, request))?

@@ -428,6 +428,18 @@ async fn handle(
         Handler::Download(function) => Ok(downloads::download(shared, function, input).await?),
         Handler::RegistryList => Ok(downloads::registry_list(shared, input).await?),
         Handler::RegistryInfo => Ok(downloads::registry_info(shared, input).await?),
+        Handler::BundlesRestore => Ok(crate::download::restore::restore(
+            &shared.directory,
+            &shared.registry,
+            &input,
+        )
+        .await?),
+        Handler::Bundles(function) => {
+            blocking(shared, move |shared| {
+                crate::download::status::answer(&shared.directory.config().paths, function, &input)
+            })
+            .await
+        }
         Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
         Handler::Write(function) => {
             blocking(shared, move |shared| {

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::directory::{LIBRARY, LibraryFunction, ReadFunction, WriteFunction};
-use crate::download::DownloadFunction;
+use crate::download::{BundlesFunction, DownloadFunction};
 use crate::events::Family;
 use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
 use crate::schema::{array_of, boolean, integer, nullable_string, object, string};
@@ -36,6 +36,10 @@ pub enum Handler {
     PreGenerate,
     HintPreview,
     Download(DownloadFunction),
+    /// The bundles lock against the disk (`download::status`).
+    Bundles(BundlesFunction),
+    /// `directory::skills::bundles::restore` (`download::restore`), which fetches.
+    BundlesRestore,
     RegistryList,
     RegistryInfo,
     OnWorkerAdded,
@@ -340,6 +344,7 @@ pub fn functions() -> Vec<Function> {
     library
         .chain(own)
         .chain(download_functions())
+        .chain(bundles_functions())
         .map(|f| Function {
             request: rooted(f.request),
             response: rooted(f.response),
@@ -544,6 +549,99 @@ fn download_functions() -> Vec<Function> {
                 &["family", "id", "frontmatter", "refused"],
             ),
             internal: true,
+        },
+    ]
+}
+
+/// `directory::skills::bundles::restore`.
+pub const RESTORE: &str = "directory::skills::bundles::restore";
+
+/// `directory::skills::bundles::{list, get, verify, restore}`: the bundles lock against the disk.
+fn bundles_functions() -> Vec<Function> {
+    let paths = || json!({ "type": "array", "items": { "type": "string" } });
+    let bundle = object(
+        json!({
+            "namespace": string("the bundle's namespace"),
+            "state": { "enum": ["missing", "modified", "untracked", "clean"] },
+            "source": { "type": "object", "description": "the locked source: repo (repo, branch, folder, commit) or registry (worker, tag?, version, digest)" },
+            "landed_at": string("RFC 3339 UTC"),
+            "files": integer(),
+            "modified": paths(),
+            "missing": paths(),
+            "untracked": paths(),
+            "detail": array_of(object(
+                json!({ "path": string("as a download's response names it"), "route": { "enum": ["skills", "system-prompts", "agents"] }, "state": { "enum": ["clean", "modified", "missing"] } }),
+                &["path", "route", "state"],
+            )),
+        }),
+        &[
+            "namespace",
+            "state",
+            "source",
+            "landed_at",
+            "files",
+            "modified",
+            "missing",
+            "untracked",
+        ],
+    );
+    vec![
+        Function {
+            id: BundlesFunction::List.id(),
+            handler: Handler::Bundles(BundlesFunction::List),
+            description: "Every downloaded bundle the bundles lock records, each compared with the disk: state missing, modified, untracked or clean, with the files of each kind.",
+            request: object(json!({}), &[]),
+            response: object(json!({ "bundles": array_of(bundle.clone()) }), &["bundles"]),
+            internal: false,
+        },
+        Function {
+            id: BundlesFunction::Get.id(),
+            handler: Handler::Bundles(BundlesFunction::Get),
+            description: "One downloaded bundle from the bundles lock: its source (commit or version and digest), when it landed, and every file's state on disk (D334 when the lock has no such bundle).",
+            request: object(
+                json!({ "namespace": string("the bundle's namespace (skill or worker name)") }),
+                &["namespace"],
+            ),
+            response: bundle,
+            internal: false,
+        },
+        Function {
+            id: RESTORE,
+            handler: Handler::BundlesRestore,
+            description: "Fetches exactly what the bundles lock records (each repository at its locked commit, each registry worker at its locked version) and lands it only if every file has its locked sha256 (D335 naming the file otherwise, nothing written). Files edited locally are kept unless force: true.",
+            request: object(
+                json!({
+                    "namespace": string("restore only this bundle (default: every locked bundle)"),
+                    "force": force_field(),
+                }),
+                &[],
+            ),
+            response: object(
+                json!({
+                    "namespace": string("with a namespace: the bundle restored"),
+                    "files": integer(),
+                    "kept_local": array_of(json!({ "type": "string" })),
+                    "restored": array_of(json!({ "type": "object" })),
+                    "failed": array_of(object(json!({ "namespace": string("bundle"), "error": string("why it was not restored") }), &["namespace", "error"])),
+                }),
+                &[],
+            ),
+            internal: false,
+        },
+        Function {
+            id: BundlesFunction::Verify.id(),
+            handler: Handler::Bundles(BundlesFunction::Verify),
+            description: "Compares every file the bundles lock records with its sha256 on disk: { ok, checked: { bundles, files }, bundles } with only the bundles that are not clean.",
+            request: object(json!({}), &[]),
+            response: object(
+                json!({
+                    "ok": boolean("every locked file is on disk with its locked bytes, and nothing untracked"),
+                    "checked": object(json!({ "bundles": integer(), "files": integer() }), &["bundles", "files"]),
+                    "bundles": array_of(json!({ "type": "object" })),
+                }),
+                &["ok", "checked", "bundles"],
+            ),
+            internal: false,
         },
     ]
 }

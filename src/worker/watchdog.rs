@@ -46,7 +46,7 @@ fn deadline() -> Option<Duration> {
 /// The deadline of a call to `handler`, if it has one.
 fn deadline_of(handler: Handler) -> Option<Duration> {
     match handler {
-        Handler::Download(_) | Handler::OnWorkerAdded => None,
+        Handler::Download(_) | Handler::BundlesRestore | Handler::OnWorkerAdded => None,
         _ => deadline(),
     }
 }

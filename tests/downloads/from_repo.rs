@@ -516,4 +516,77 @@ fn the_lock_records_the_commit_each_download_resolved() {
         index(&second),
         Some(lock::sha256_hex(b"# Frontend design\n\nv2\n"))
     );
+
+    // The command line reads the same lock.
+    let out = f.cli(&["bundles", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(listed["bundles"][0]["state"], "clean");
+    let out = f.cli(&["bundles", "verify"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("every locked file matches: 1 bundle(s), 5 file(s)")
+    );
+    std::fs::write(
+        f.compose.path("skills/frontend-design/components.md"),
+        "# Mine\n",
+    )
+    .expect("edit");
+    let out = f.cli(&["bundles", "verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("modified  components.md"), "{report}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1 bundle(s) differ from the bundles lock")
+    );
+    let out = f.cli(&["bundles", "get", "frontend-design"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!("@ {}", &head(&repo)[..12])),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("modified skills         components.md"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn restore_fetches_the_locked_commit_after_the_branch_moved() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    f.download(&url, "frontend-design", None);
+    let locked = f.read("skills/frontend-design/index.md");
+    repo.write(
+        "skills/frontend-design/index.md",
+        "# Frontend design\n\nv2\n",
+    );
+    repo.publish("v2");
+    std::fs::remove_file(f.compose.path("skills/frontend-design/index.md")).expect("rm");
+    let out = f.cli(&["bundles", "restore", "frontend-design"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("restored frontend-design (5 file(s), each as locked)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(f.read("skills/frontend-design/index.md"), locked);
+    f.assert_no_clone_left();
 }

@@ -196,3 +196,93 @@ async fn a_kept_local_edit_stays_locked_with_the_upstream_bytes() {
         .expect("a.md locked");
     assert_eq!(a.sha256, lock::sha256_hex(b"# a v2\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_modified_missing_and_untracked_files_and_never_our_own() {
+    use iii_directory::download::status::{self, BundlesFunction, State};
+    let s = Setup::new();
+    s.server.bundle(
+        "mailer",
+        &[
+            ("SKILL.md", "# Mailer\n"),
+            ("scripts/run.sh", "echo hi\n"),
+            ("agents/captain.md", "---\nname: Captain\n---\nShip.\n"),
+        ],
+    );
+    s.download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("download");
+    let paths = s.directory.config().paths.clone();
+    let state = |ns: &str| {
+        status::statuses(&paths)
+            .expect("statuses")
+            .into_iter()
+            .find(|b| b.namespace == ns)
+            .expect("listed")
+    };
+    // The record of what the bundle wrote, a marker and a staging-named folder are ours.
+    s.tree.write("skills/mailer/.iii-skill-complete", "{}\n");
+    s.tree
+        .write("skills/mailer/.iii-staging-1/files/x.md", "x\n");
+    let clean = state("mailer");
+    assert_eq!(clean.state, State::Clean, "{clean:?}");
+    assert_eq!(clean.files, 3);
+
+    s.tree.write("skills/mailer/extra/new.md", "# new\n");
+    assert_eq!(state("mailer").state, State::Untracked);
+    s.tree.write("agents/captain.md", "---\nname: Mine\n---\n");
+    let modified = state("mailer");
+    assert_eq!(modified.state, State::Modified);
+    assert_eq!(modified.modified, ["agents/captain.md"]);
+    assert_eq!(modified.untracked, ["extra/new.md"]);
+    std::fs::remove_file(s.tree.path("skills/mailer/scripts/run.sh")).expect("rm");
+    let missing = state("mailer");
+    assert_eq!(missing.state, State::Missing);
+    assert_eq!(missing.missing, ["scripts/run.sh"]);
+
+    let verified = status::answer(&paths, BundlesFunction::Verify, &json!({})).expect("verify");
+    assert_eq!(verified["ok"], false);
+    assert_eq!(verified["checked"], json!({"bundles": 1, "files": 3}));
+    let err = status::answer(&paths, BundlesFunction::Get, &json!({"namespace": "nope"}))
+        .expect_err("not locked");
+    assert_eq!(
+        err.code(),
+        Some(iii_directory::Code::BundleNotLocked),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executables_are_refused_whole_when_the_setting_says_so() {
+    let s = Setup::with(|config| config.settings.download_allow_executables = false);
+    s.server.bundle(
+        "mailer",
+        &[
+            ("SKILL.md", "# Mailer\n"),
+            ("scripts/send.sh", "#!/bin/sh\necho sent\n"),
+        ],
+    );
+    let before = s.state();
+    let err = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect_err("refused");
+    assert!(err.starts_with("D333 invalid_input:"), "{err}");
+    assert!(err.contains("\"scripts/send.sh\""), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(s.state(), before);
+    // A script that is not executable lands, named in the review.
+    s.server.bundle(
+        "mailer",
+        &[
+            ("SKILL.md", "# Mailer\n"),
+            ("scripts/send.py", "print(1)\n"),
+        ],
+    );
+    let response = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("lands");
+    assert_eq!(response["review"]["scripts"], json!(["scripts/send.py"]));
+    assert_eq!(response["review"]["executables"], json!([]));
+}

@@ -14,6 +14,7 @@ mod from_repo;
 mod lock;
 mod measure;
 mod registry;
+mod restore;
 mod worker;
 
 use std::sync::{Arc, Mutex};

@@ -619,3 +619,93 @@ async fn a_worker_add_never_clobbers_what_is_not_its_own() {
         .await;
     assert_eq!(prompt["description"], "The user's reviewer.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_add_is_locked_and_the_bundles_functions_compare_the_disk_with_the_lock() {
+    let h = Harness::start(Start {
+        auto_download: true,
+        installed: json!({"workers": []}),
+        prepare: &|r| {
+            r.bundle("iii", &[("SKILL.md", "# iii engine\n")]);
+            r.bundle(
+                "mailer",
+                &[("index.md", "# Mailer\n"), ("guide.md", "# Guide\n")],
+            );
+        },
+        ..Start::default()
+    })
+    .await;
+    h.ok(
+        "worker binding",
+        h.engine
+            .wait_worker_trigger(|t| t.trigger_type == "worker", WAIT)
+            .await,
+    );
+    let added = json!({"operation": "add", "worker": "mailer", "stage": "done"});
+    assert_eq!(h.call(ON_WORKER_ADDED, added).await, json!({"ok": true}));
+    let lock: Value = serde_json::from_str(
+        &fs::read_to_string(h.path("skills/iii-bundles.lock.json")).expect("the lock"),
+    )
+    .expect("json");
+    let entry = &lock["bundles"]["mailer"];
+    assert_eq!(entry["source"]["version"], "1.0.0");
+    assert_eq!(entry["files"].as_array().map(Vec::len), Some(2));
+
+    let listed = h.call("directory::skills::bundles::list", json!({})).await;
+    let mailer = listed["bundles"]
+        .as_array()
+        .expect("bundles")
+        .iter()
+        .find(|b| b["namespace"] == "mailer")
+        .expect("mailer listed")
+        .clone();
+    assert_eq!(mailer["state"], "clean");
+    assert_eq!(mailer["files"], 2);
+
+    fs::write(h.path("skills/mailer/guide.md"), "# Guide, mine\n").expect("edit");
+    fs::write(h.path("skills/mailer/notes.md"), "# My notes\n").expect("add");
+    let got = h
+        .call(
+            "directory::skills::bundles::get",
+            json!({"namespace": "mailer"}),
+        )
+        .await;
+    assert_eq!(got["state"], "modified");
+    assert_eq!(got["modified"], json!(["guide.md"]));
+    assert_eq!(got["untracked"], json!(["notes.md"]));
+    assert_eq!(got["missing"], json!([]));
+    assert_eq!(
+        got["detail"],
+        json!([
+            {"path": "guide.md", "route": "skills", "state": "modified"},
+            {"path": "index.md", "route": "skills", "state": "clean"},
+        ])
+    );
+    fs::remove_file(h.path("skills/mailer/index.md")).expect("remove");
+    let verified = h
+        .call("directory::skills::bundles::verify", json!({}))
+        .await;
+    assert_eq!(verified["ok"], false);
+    let bad = &verified["bundles"][0];
+    assert_eq!(bad["namespace"], "mailer");
+    assert_eq!(bad["state"], "missing");
+    assert_eq!(bad["missing"], json!(["index.md"]));
+
+    let err = h
+        .call_err(
+            "directory::skills::bundles::get",
+            json!({"namespace": "ghost"}),
+        )
+        .await;
+    assert!(
+        err.message
+            .contains("D334 not_found: bundle \"ghost\" is not in the bundles lock"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message.contains("directory::skills::bundles::list"),
+        "{}",
+        err.message
+    );
+}

@@ -180,6 +180,31 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["family", "id", "content"],
         &["family", "id", "frontmatter", "refused"],
     ),
+    ("directory::skills::bundles::list", &[], &["bundles"]),
+    (
+        "directory::skills::bundles::get",
+        &["namespace"],
+        BUNDLE_STATUS,
+    ),
+    (
+        "directory::skills::bundles::verify",
+        &[],
+        &["ok", "checked", "bundles"],
+    ),
+    // One bundle's outcome, or every bundle's (`restored`, `failed`).
+    ("directory::skills::bundles::restore", &[], &[]),
+];
+
+/// A bundle's status against the lock (README, "The bundles lock").
+const BUNDLE_STATUS: &[&str] = &[
+    "namespace",
+    "state",
+    "source",
+    "landed_at",
+    "files",
+    "modified",
+    "missing",
+    "untracked",
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.

@@ -1,0 +1,236 @@
+//! `iii-directory bundles`: the bundles lock against the disk, answered as
+//! `directory::skills::bundles::{list, get, verify}` answer it. It reads the lock and the files
+//! only (never the index), so it works the same beside a running worker.
+
+use serde_json::{Value, json};
+
+use crate::cli_error::CliError;
+use std::sync::Arc;
+
+use iii_directory::Directory;
+use iii_directory::config::Config;
+use iii_directory::download::BundlesFunction;
+use iii_directory::download::{restore, status};
+use iii_directory::registry::{Endpoint, Registry};
+
+/// What `bundles` does.
+#[derive(clap::Subcommand)]
+pub enum Action {
+    /// Every locked bundle and its state (the default).
+    List,
+    /// One bundle: its source and every file's state.
+    Get {
+        /// The bundle's namespace (a skill or worker name).
+        namespace: String,
+    },
+    /// Every locked file checked against its sha256; exits 1 when anything differs.
+    Verify,
+    /// Fetch exactly the locked commits and versions and land them, every file checked
+    /// against its locked sha256 (nothing written for a bundle that differs).
+    Restore {
+        /// Only this bundle (default: every locked bundle).
+        namespace: Option<String>,
+        /// Replace files edited locally (by default they are kept).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// What the command prints, and for a verify that found differences, how many bundles differ
+/// (the command then exits 1, after printing the report).
+pub struct Outcome {
+    pub text: String,
+    pub differing: Option<usize>,
+}
+
+/// Runs the command.
+pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome, CliError> {
+    config.check()?;
+    if let Some(Action::Restore { namespace, force }) = &action {
+        return restore(config.clone(), namespace.clone(), *force, json);
+    }
+    let paths = &config.paths;
+    let (function, request) = match &action {
+        None | Some(Action::List) => (BundlesFunction::List, json!({})),
+        Some(Action::Get { namespace }) => {
+            (BundlesFunction::Get, json!({ "namespace": namespace }))
+        }
+        Some(Action::Verify) => (BundlesFunction::Verify, json!({})),
+        Some(Action::Restore { .. }) => unreachable!("answered above"),
+    };
+    let response = status::answer(paths, function, &request)?;
+    let text = if json {
+        serde_json::to_string_pretty(&response)?
+    } else {
+        match function {
+            BundlesFunction::List => render_list(&response),
+            BundlesFunction::Get => render_one(&response),
+            BundlesFunction::Verify => render_verify(&response),
+        }
+    };
+    let differing = (function == BundlesFunction::Verify && response["ok"] != json!(true))
+        .then(|| response["bundles"].as_array().map_or(0, Vec::len));
+    Ok(Outcome { text, differing })
+}
+
+/// `bundles restore`: the same landing as a download (the index brought up to date when no
+/// worker owns it; with a worker running, its watcher picks the files up).
+fn restore(
+    config: Config,
+    namespace: Option<String>,
+    force: bool,
+    json: bool,
+) -> Result<Outcome, CliError> {
+    let directory = Arc::new(Directory::open_shared(config.clone())?);
+    if directory.is_writer() {
+        directory.reconcile()?;
+    }
+    let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    let request = json!({ "namespace": namespace, "force": force });
+    let response = runtime.block_on(restore::restore(&directory, &registry, &request))?;
+    let one = |r: &Value| {
+        let kept = strings(&r["kept_local"]);
+        let mut line = format!(
+            "restored {} ({} file(s), each as locked)",
+            r["namespace"].as_str().unwrap_or_default(),
+            r["files"]
+        );
+        if !kept.is_empty() {
+            line.push_str(&format!("; kept as you edited them: {}", kept.join(", ")));
+        }
+        line
+    };
+    let failed = response["failed"].as_array().map_or(0, Vec::len);
+    let text = if json {
+        serde_json::to_string_pretty(&response)?
+    } else if namespace.is_some() {
+        one(&response)
+    } else {
+        let mut lines: Vec<String> = response["restored"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(one)
+            .collect();
+        for f in response["failed"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "not restored {}: {}",
+                f["namespace"].as_str().unwrap_or_default(),
+                f["error"].as_str().unwrap_or_default()
+            ));
+        }
+        if lines.is_empty() {
+            lines.push("no bundle in the bundles lock".to_string());
+        }
+        lines.join("\n")
+    };
+    Ok(Outcome {
+        text,
+        differing: (failed > 0).then_some(failed),
+    })
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// `registry mailer@1.2.3` or `repo <url> skills/x @ <commit>`.
+fn source(source: &Value) -> String {
+    let text = |key: &str| source[key].as_str().unwrap_or("?");
+    match text("kind") {
+        "repo" => {
+            let commit = source["commit"]
+                .as_str()
+                .map_or("?", |c| &c[..c.len().min(12)]);
+            format!("repo {} {} @ {commit}", text("repo"), text("folder"))
+        }
+        _ => format!("registry {}@{}", text("worker"), text("version")),
+    }
+}
+
+/// The lines naming a bundle's modified, missing and untracked files.
+fn problems(bundle: &Value) -> String {
+    let mut out = String::new();
+    for key in ["modified", "missing", "untracked"] {
+        for path in strings(&bundle[key]) {
+            out.push_str(&format!("\n  {key:<9} {path}"));
+        }
+    }
+    out
+}
+
+fn render_list(response: &Value) -> String {
+    let bundles = response["bundles"].as_array().cloned().unwrap_or_default();
+    if bundles.is_empty() {
+        return "no bundle in the bundles lock".to_string();
+    }
+    bundles
+        .iter()
+        .map(|b| {
+            format!(
+                "{:<24} {:<9} {:>5} file(s)  {}{}",
+                b["namespace"].as_str().unwrap_or_default(),
+                b["state"].as_str().unwrap_or_default(),
+                b["files"],
+                source(&b["source"]),
+                problems(b)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render_one(bundle: &Value) -> String {
+    let mut out = format!(
+        "{} ({}), landed {}\nsource: {}",
+        bundle["namespace"].as_str().unwrap_or_default(),
+        bundle["state"].as_str().unwrap_or_default(),
+        bundle["landed_at"].as_str().unwrap_or_default(),
+        source(&bundle["source"])
+    );
+    if let Some(digest) = bundle["source"]["digest"].as_str() {
+        out.push_str(&format!("\ndigest: {digest}"));
+    }
+    for file in bundle["detail"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\n  {:<8} {:<14} {}",
+            file["state"].as_str().unwrap_or_default(),
+            file["route"].as_str().unwrap_or_default(),
+            file["path"].as_str().unwrap_or_default()
+        ));
+    }
+    for path in strings(&bundle["untracked"]) {
+        out.push_str(&format!("\n  {:<8} {:<14} {path}", "untracked", "-"));
+    }
+    out
+}
+
+fn render_verify(response: &Value) -> String {
+    let checked = &response["checked"];
+    if response["ok"] == json!(true) {
+        return format!(
+            "every locked file matches: {} bundle(s), {} file(s)",
+            checked["bundles"], checked["files"]
+        );
+    }
+    let mut out = format!(
+        "checked {} bundle(s), {} file(s); these differ from the lock:",
+        checked["bundles"], checked["files"]
+    );
+    for bundle in response["bundles"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\n{} ({}){}",
+            bundle["namespace"].as_str().unwrap_or_default(),
+            bundle["state"].as_str().unwrap_or_default(),
+            problems(bundle)
+        ));
+    }
+    out
+}
