@@ -19,8 +19,8 @@ use crate::doc::distance::Shape;
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
-use crate::retrieval::lexical;
 use crate::locks;
+use crate::retrieval::lexical;
 
 /// A patch touching more than this share of the rows (1/n) decodes them all instead: one
 /// parallel pass beats that many lookups. Postings whose ids changed by more than this share

@@ -73,15 +73,20 @@ fn spec_file(row: &SkillRow) -> Option<(&Source, &str)> {
     }
 }
 
-/// What the index stored of a row's text at reconcile; `None` for bundled content and for a
-/// file whose content could not be read.
+/// What the specification says of a row's text: stored at reconcile for a content first seen
+/// as a `SKILL.md`, else checked now (the same text first indexed under another name). `None`
+/// for bundled content and for a file whose content could not be read.
 pub fn conformance(reader: &Reader, row: &SkillRow) -> Result<Option<Conformance>> {
-    match &row.source {
-        Source::File {
-            content: Ok(hash), ..
-        } => reader.spec(hash),
-        _ => Ok(None),
+    let Source::File {
+        content: Ok(hash), ..
+    } = &row.source
+    else {
+        return Ok(None);
+    };
+    if let Some(stored) = reader.spec(hash)? {
+        return Ok(Some(stored));
     }
+    Ok(reader.content(hash)?.map(|text| spec::check(&text)))
 }
 
 /// The rules a served row's file breaks, the folder rule included, from its stored

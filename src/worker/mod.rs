@@ -428,12 +428,12 @@ async fn handle(
         Handler::Download(function) => Ok(downloads::download(shared, function, input).await?),
         Handler::RegistryList => Ok(downloads::registry_list(shared, input).await?),
         Handler::RegistryInfo => Ok(downloads::registry_info(shared, input).await?),
-        Handler::BundlesRestore => Ok(crate::download::restore::restore(
-            &shared.directory,
-            &shared.registry,
-            &input,
-        )
-        .await?),
+        Handler::BundlesRestore => {
+            Ok(
+                crate::download::restore::restore(&shared.directory, &shared.registry, &input)
+                    .await?,
+            )
+        }
         Handler::Bundles(function) => {
             blocking(shared, move |shared| {
                 crate::download::status::answer(&shared.directory.config().paths, function, &input)

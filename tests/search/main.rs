@@ -3,7 +3,7 @@
 //! the pre-generate hint and the `iii-directory search` command, with the real binary against
 //! the loopback fake engine (`wire`).
 
-mod quality;
 mod embed;
+mod quality;
 mod ranking;
 mod wire;

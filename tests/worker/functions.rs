@@ -273,6 +273,7 @@ async fn index_status_reports_revision_counts_skips_and_the_watcher() {
             "files",
             "counts",
             "skipped",
+            "search",
             "last_reconcile",
             "watcher",
             "connection",

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
 use std::sync::Mutex;
 
 use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
@@ -72,10 +73,17 @@ impl Reading<'_> {
         let first = !self.known.contains_key(&hash) && locks::lock(&self.claimed).insert(hash);
         let new = first.then(|| {
             let parsed = ParsedDoc::parse(text);
+            // Only a `SKILL.md` answers to the specification; another name's content is checked
+            // when a read first asks (`skills::spec::conformance`), which spares every other file
+            // a second parse of its frontmatter.
+            let skill_file = Path::new(&key.1).file_name() == Some(spec::SKILL_FILE.as_ref());
             let (encoded, spec, packed) = if self.pack {
                 (
                     encode(&parsed),
-                    encode(&spec::check(text)),
+                    match skill_file {
+                        true => encode(&spec::check(text)),
+                        false => Vec::new(),
+                    },
                     compress_text(text),
                 )
             } else {

@@ -72,9 +72,11 @@ impl<'txn> FileTables<'txn> {
             self.docs
                 .insert(hash, content.encoded.as_slice())
                 .map_err(Error::index)?;
-            self.spec
-                .insert(hash, content.spec.as_slice())
-                .map_err(Error::index)?;
+            if !content.spec.is_empty() {
+                self.spec
+                    .insert(hash, content.spec.as_slice())
+                    .map_err(Error::index)?;
+            }
         }
         let mut texts = Vec::with_capacity(new.len());
         for (hash, content) in new {

@@ -108,3 +108,24 @@ fn other_files_keep_the_contract_answer() {
     assert!(env.get("problems").is_none(), "{env}");
     assert_eq!(row(&d, "shell/env")["compatibility"], "Linux only");
 }
+
+/// The checks are stored at reconcile only for a content first seen as a `SKILL.md`; the same
+/// text indexed first under another name is checked when `get` asks, with the same answer.
+#[test]
+fn a_content_first_indexed_under_another_name_gets_its_problems_too() {
+    let tree = no_bundled();
+    let text = "---\nname: Old_Name\n---\n# Old\n\nBody.\n";
+    tree.write("skills/notes/first.md", text);
+    let d = tree.open();
+    assert!(get(&d, "notes/first").get("problems").is_none());
+    drop(d);
+    tree.write("skills/renamed/SKILL.md", text);
+    let d = tree.open();
+    let codes: Vec<String> = get(&d, "renamed")["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| p["code"].as_str().expect("code").to_owned())
+        .collect();
+    assert_eq!(codes, ["S113", "S114", "S117", "S120"]);
+}
