@@ -418,6 +418,13 @@ async fn handle(
         Handler::Download(function) => downloads::download(shared, function, input)
             .await
             .map_err(|e| e.to_string()),
+        Handler::BundlesCheckUpdates => {
+            let settings = shared.directory.settings();
+            let lock = shared.directory.config().paths.bundles_lock.clone();
+            crate::download::updates::check_updates(&settings, &lock, &shared.registry, &input)
+                .await
+                .map_err(|e| e.to_string())
+        }
         Handler::BundlesRestore => {
             crate::download::restore::restore(&shared.directory, &shared.registry, &input)
                 .await
