@@ -10,7 +10,7 @@ use std::sync::Arc;
 use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::BundlesFunction;
-use iii_directory::download::{restore, status};
+use iii_directory::download::{restore, status, updates};
 use iii_directory::registry::{Endpoint, Registry};
 
 /// What `bundles` does.
@@ -25,6 +25,12 @@ pub enum Action {
     },
     /// Every locked file checked against its sha256; exits 1 when anything differs.
     Verify,
+    /// Ask each bundle's source whether it moved on (the registry for the locked tag, git
+    /// ls-remote for the branch); a source that fails is unknown, with the reason.
+    CheckUpdates {
+        /// Only this bundle (default: every locked bundle).
+        namespace: Option<String>,
+    },
     /// Fetch exactly the locked commits and versions and land them, every file checked
     /// against its locked sha256 (nothing written for a bundle that differs).
     Restore {
@@ -49,6 +55,9 @@ pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome
     if let Some(Action::Restore { namespace, force }) = &action {
         return restore(config.clone(), namespace.clone(), *force, json);
     }
+    if let Some(Action::CheckUpdates { namespace }) = &action {
+        return check_updates(&config, namespace.clone(), json);
+    }
     let paths = &config.paths;
     let (function, request) = match &action {
         None | Some(Action::List) => (BundlesFunction::List, json!({})),
@@ -56,7 +65,9 @@ pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome
             (BundlesFunction::Get, json!({ "namespace": namespace }))
         }
         Some(Action::Verify) => (BundlesFunction::Verify, json!({})),
-        Some(Action::Restore { .. }) => unreachable!("answered above"),
+        Some(Action::Restore { .. } | Action::CheckUpdates { .. }) => {
+            unreachable!("answered above")
+        }
     };
     let response = status::answer(paths, function, &request)?;
     let text = if json {
@@ -71,6 +82,58 @@ pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome
     let differing = (function == BundlesFunction::Verify && response["ok"] != json!(true))
         .then(|| response["bundles"].as_array().map_or(0, Vec::len));
     Ok(Outcome { text, differing })
+}
+
+/// `bundles check-updates`: one line per bundle.
+fn check_updates(
+    config: &Config,
+    namespace: Option<String>,
+    json: bool,
+) -> Result<Outcome, CliError> {
+    let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    let request = json!({ "namespace": namespace });
+    let response = runtime.block_on(updates::check_updates(
+        &config.settings,
+        &config.paths.bundles_lock,
+        &registry,
+        &request,
+    ))?;
+    let text = if json {
+        serde_json::to_string_pretty(&response)?
+    } else {
+        let rows: Vec<String> = response["bundles"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| {
+                let now = &b["upstream"];
+                let detail = now["commit"]
+                    .as_str()
+                    .map(|c| format!("branch at {}", &c[..c.len().min(12)]))
+                    .or_else(|| now["version"].as_str().map(|v| format!("now {v}")))
+                    .or_else(|| b["reason"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!(
+                    "{:<24} {:<16} {detail}",
+                    b["namespace"].as_str().unwrap_or_default(),
+                    b["state"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        if rows.is_empty() {
+            "no bundle in the bundles lock".to_string()
+        } else {
+            rows.join("\n")
+        }
+    };
+    Ok(Outcome {
+        text,
+        differing: None,
+    })
 }
 
 /// `bundles restore`: the same landing as a download (the index brought up to date when no

@@ -762,3 +762,27 @@ fn layout_roots_overlap_only_as_the_defaults_do() {
         assert!(err.contains(want), "{want}: {err}");
     }
 }
+
+#[test]
+fn layout_the_bundles_lock_is_never_a_document_a_root_or_the_index() {
+    let base = Path::new("/p");
+    for lock in ["/p/skills/bundles.lock.md", "/p/skills/x.MD"] {
+        let err = layout_error(&paths(base, |p| p.bundles_lock = PathBuf::from(lock)));
+        assert!(
+            err.contains("bundles_lock_path") && err.contains(".md"),
+            "{err}"
+        );
+    }
+    let err = layout_error(&paths(base, |p| {
+        p.bundles_lock = PathBuf::from("/p/agents")
+    }));
+    assert!(err.contains("is the folder of agents_folder"), "{err}");
+    let err = layout_error(&paths(base, |p| {
+        p.bundles_lock = PathBuf::from("/p/data/iii-directory/index.redb")
+    }));
+    assert!(err.contains("the index file"), "{err}");
+    layout::check(&paths(base, |p| {
+        p.bundles_lock = PathBuf::from("/p/iii.lock.json")
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -21,6 +21,7 @@ pub mod restore;
 pub mod review;
 pub mod source;
 pub mod status;
+pub mod updates;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -399,6 +399,52 @@ fn kill_group(child: &mut Child) {
     }
 }
 
+/// Where `branch` of `repo` points now (`git ls-remote`, with the clone's guards and the
+/// same URL and branch checks), or `None` when the repository has no such branch.
+pub fn remote_head(repo: &str, branch: &str, timeout: Duration) -> Result<Option<String>> {
+    check_repo_url(repo)?;
+    check_branch(branch)?;
+    let mut git = guarded_git();
+    git.args(["ls-remote", "--heads", "--"])
+        .arg(repo)
+        .arg(format!("refs/heads/{branch}"))
+        .stdout(Stdio::piped());
+    let mut child = git.spawn().map_err(io_error("spawn", Path::new("git")))?;
+    let stderr = read_stderr(&mut child);
+    let stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut out) = stdout {
+            let _ = out.read_to_string(&mut text);
+        }
+        text
+    });
+    let status = wait_with_deadline(&mut child, timeout);
+    let text = stderr.recv_timeout(STDERR_GRACE).unwrap_or_default();
+    match status {
+        Some(status) if status.success() => {}
+        Some(status) => {
+            return Err(Error::Invalid(format!(
+                "git ls-remote exited with {status}: {}",
+                text.trim()
+            )));
+        }
+        None => {
+            return Err(Error::Invalid(format!(
+                "git ls-remote timed out after {} ms",
+                timeout.as_millis()
+            )));
+        }
+    }
+    let listed = reader.join().unwrap_or_default();
+    Ok(listed
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .find(|(_, name)| *name == format!("refs/heads/{branch}"))
+        .map(|(commit, _)| commit.to_string())
+        .filter(|c| is_commit_id(c)))
+}
+
 /// Whether `text` is a full hexadecimal commit id (SHA-1 or SHA-256).
 fn is_commit_id(text: &str) -> bool {
     matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())

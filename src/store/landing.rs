@@ -922,6 +922,56 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_in_a_folder_of_its_own_rolls_forward_with_the_files() {
+        let f = Fixture::new();
+        let ledger = f.skills.parent().expect("base").join("locks");
+        let targets = Targets {
+            bundles_lock: &ledger,
+            ..f.targets()
+        };
+        fs::create_dir_all(&ledger).expect("mkdir");
+        fs::write(ledger.join("bundles.json"), "old lock").expect("write");
+        let files = [
+            file(Dest::Skills, "ns/a.md", "new a"),
+            file(Dest::BundlesLock, "bundles.json", "new lock"),
+        ];
+        // Committed, killed before anything moved.
+        let txn = Txn::new(targets);
+        txn.stage(&files).expect("staged");
+        txn.commit(&files).expect("committed");
+        assert_eq!(
+            fs::read_to_string(ledger.join("bundles.json")).expect("lock"),
+            "old lock"
+        );
+        let recovery = recover(targets).expect("recovered");
+        assert_eq!(recovery.rolled_forward, 1);
+        assert_eq!(
+            fs::read_to_string(ledger.join("bundles.json")).expect("lock"),
+            "new lock"
+        );
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "new a"
+        );
+        assert_eq!(names(&ledger), ["bundles.json"], "no staging folder left");
+        // Staged but never committed: both stay old.
+        let again = [
+            file(Dest::Skills, "ns/a.md", "newer a"),
+            file(Dest::BundlesLock, "bundles.json", "newer lock"),
+        ];
+        let uncommitted = Txn::new(targets);
+        uncommitted.stage(&again).expect("staged");
+        let recovery = recover(targets).expect("recovered");
+        assert_eq!(recovery.discarded, 1);
+        assert_eq!(
+            fs::read_to_string(ledger.join("bundles.json")).expect("lock"),
+            "new lock"
+        );
+        assert_eq!(names(&ledger), ["bundles.json"]);
+        assert_eq!(names(&f.skills), ["ns"]);
+    }
+
+    #[test]
     fn a_rollback_cut_short_still_rolls_forward_whole() {
         let f = Fixture::new();
         fs::create_dir_all(f.skills.join("ns")).expect("mkdir");

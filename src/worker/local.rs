@@ -81,7 +81,7 @@ impl Local {
                     .to_string()
             }
             // Checked, not fetched.
-            Handler::BundlesRestore => Value::Null.to_string(),
+            Handler::BundlesRestore | Handler::BundlesCheckUpdates => Value::Null.to_string(),
             Handler::RegistryList => self
                 .runtime
                 .block_on(registry_functions::list(&self.registry, request))?

@@ -428,6 +428,14 @@ async fn handle(
         Handler::Download(function) => Ok(downloads::download(shared, function, input).await?),
         Handler::RegistryList => Ok(downloads::registry_list(shared, input).await?),
         Handler::RegistryInfo => Ok(downloads::registry_info(shared, input).await?),
+        Handler::BundlesCheckUpdates => {
+            let settings = shared.directory.settings();
+            let lock = shared.directory.config().paths.bundles_lock.clone();
+            Ok(
+                crate::download::updates::check_updates(&settings, &lock, &shared.registry, &input)
+                    .await?,
+            )
+        }
         Handler::BundlesRestore => {
             Ok(
                 crate::download::restore::restore(&shared.directory, &shared.registry, &input)

@@ -40,6 +40,8 @@ pub enum Handler {
     Bundles(BundlesFunction),
     /// `directory::skills::bundles::restore` (`download::restore`), which fetches.
     BundlesRestore,
+    /// `directory::skills::bundles::check-updates` (`download::updates`), which asks upstream.
+    BundlesCheckUpdates,
     RegistryList,
     RegistryInfo,
     OnWorkerAdded,
@@ -555,6 +557,8 @@ fn download_functions() -> Vec<Function> {
 
 /// `directory::skills::bundles::restore`.
 pub const RESTORE: &str = "directory::skills::bundles::restore";
+/// `directory::skills::bundles::check-updates`.
+pub const CHECK_UPDATES: &str = "directory::skills::bundles::check-updates";
 
 /// `directory::skills::bundles::{list, get, verify, restore}`: the bundles lock against the disk.
 fn bundles_functions() -> Vec<Function> {
@@ -625,6 +629,29 @@ fn bundles_functions() -> Vec<Function> {
                     "failed": array_of(object(json!({ "namespace": string("bundle"), "error": string("why it was not restored") }), &["namespace", "error"])),
                 }),
                 &[],
+            ),
+            internal: false,
+        },
+        Function {
+            id: CHECK_UPDATES,
+            handler: Handler::BundlesCheckUpdates,
+            description: "Asks each locked bundle's source whether it moved on: the registry for what the locked tag answers now, git ls-remote for the branch. Parallel, bounded by download_timeout_ms (10 s at most) and cached for registry_cache_ttl_ms; a source that fails is unknown with a reason. { bundles: [{ namespace, state: current | update-available | pinned | unknown, locked, upstream?, reason? }] }",
+            request: object(
+                json!({ "namespace": string("check only this bundle (default: every locked bundle)") }),
+                &[],
+            ),
+            response: object(
+                json!({ "bundles": array_of(object(
+                json!({
+                    "namespace": string("the bundle"),
+                    "state": { "enum": ["current", "update-available", "pinned", "unknown"] },
+                    "locked": { "type": "object" },
+                    "upstream": { "type": "object" },
+                    "reason": string("why the state is unknown or pinned"),
+                }),
+                &["namespace", "state", "locked"],
+            )) }),
+                &["bundles"],
             ),
             internal: false,
         },

@@ -590,3 +590,32 @@ fn restore_fetches_the_locked_commit_after_the_branch_moved() {
     assert_eq!(f.read("skills/frontend-design/index.md"), locked);
     f.assert_no_clone_left();
 }
+
+#[test]
+fn check_updates_sees_the_branch_move() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    f.download(&url, "frontend-design", None);
+    let checked = |expected: &str| {
+        let out = f.cli(&["bundles", "check-updates", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let bundle = answer["bundles"][0].clone();
+        assert_eq!(bundle["state"], expected, "{bundle}");
+        bundle
+    };
+    let current = checked("current");
+    assert_eq!(current["upstream"]["commit"], head(&repo));
+    repo.write("skills/frontend-design/extra.md", "# Extra\n");
+    repo.publish("v2");
+    let moved = checked("update-available");
+    assert_eq!(moved["upstream"]["commit"], head(&repo));
+    assert_ne!(moved["upstream"]["commit"], moved["locked"]["commit"]);
+}

@@ -15,6 +15,7 @@ mod lock;
 mod measure;
 mod registry;
 mod restore;
+mod updates;
 mod worker;
 
 use std::sync::{Arc, Mutex};

@@ -193,6 +193,11 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
     ),
     // One bundle's outcome, or every bundle's (`restored`, `failed`).
     ("directory::skills::bundles::restore", &[], &[]),
+    (
+        "directory::skills::bundles::check-updates",
+        &[],
+        &["bundles"],
+    ),
 ];
 
 /// A bundle's status against the lock (README, "The bundles lock").
