@@ -253,6 +253,18 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
             )),
     );
 
+    // check --spec: every served SKILL.md against the Agent Skills specification, from the
+    // checks the index stored at reconcile (issue 30).
+    let spec = measure(1, runs, || {
+        black_box(directory.spec_check().expect("spec check"));
+    });
+    let checked = directory.spec_check().expect("spec check").checked;
+    out.push(
+        Figure::timing("check_spec", "check --spec", &spec).note(format!(
+            "{checked} SKILL.md files checked among every skill row"
+        )),
+    );
+
     // agents::get with an extends chain.
     let chained = AGENTS_WITH_CHAIN
         .into_iter()

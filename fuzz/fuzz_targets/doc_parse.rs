@@ -1,5 +1,6 @@
 //! A whole document from bytes: decode, frontmatter split, YAML fields, title and first paragraph,
-//! and the classification and id of a path taken from the input's first line.
+//! the Agent Skills checks, and the classification and id of a path taken from the input's
+//! first line.
 
 #![no_main]
 
@@ -7,6 +8,7 @@ use iii_directory::doc::classify::{PathClass, classify};
 use iii_directory::doc::frontmatter::{self, MAX_YAML_NODES};
 use iii_directory::doc::ids::skill_id_for;
 use iii_directory::doc::{Frontmatter, MAX_FILE_BYTES, ParsedDoc, ReadIssue, decode};
+use iii_directory::testing::spec;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
@@ -56,6 +58,24 @@ fn check_document(content: &str) {
             !why.ends_with('.'),
             "messages carry no trailing period: {why:?}"
         );
+    }
+
+    // The Agent Skills checks of the same text: deterministic, rules in code order, and a
+    // name kept only when it is a non-empty trimmed string.
+    let conformance = spec::check(content);
+    assert_eq!(
+        conformance,
+        spec::check(content),
+        "checking is deterministic"
+    );
+    assert!(
+        conformance
+            .rules
+            .windows(2)
+            .all(|w| w[0].code() <= w[1].code())
+    );
+    if let Some(name) = &conformance.name {
+        assert!(!name.is_empty() && name.trim() == name);
     }
 
     if let Some(title) = &doc.h1 {

@@ -258,6 +258,14 @@ library_functions! {
                 "path": string("absolute path of the file; empty for bundled skills"),
                 "body": string("markdown after the frontmatter"), "modified_at": string("RFC 3339 UTC"),
                 "raw": string("the whole file (with raw: true)"),
+                "license": string("Agent Skills license, when the file has one"),
+                "compatibility": string("Agent Skills compatibility, when the file has one"),
+                "metadata": json!({ "type": "object", "additionalProperties": { "type": "string" }, "description": "Agent Skills metadata, its string entries, when the file has it" }),
+                "allowed_tools": string("Agent Skills allowed-tools, space-separated, when the file has it"),
+                "problems": array_of(object(
+                    json!({ "code": string("S100..S171"), "severity": string("error or warning"), "message": string("what breaks the rule") }),
+                    &["code", "severity", "message"],
+                )),
             }),
             &[
                 "id",

@@ -30,7 +30,7 @@ use crate::locks;
 use clean_close::CleanClose;
 use tables::*;
 
-pub use reader::Reader;
+pub use reader::{Reader, Specs};
 pub use reconcile::{Progress, Report, Scope};
 
 /// Memory redb may use to cache pages. Reads beyond it come from the file (and the OS cache);

@@ -21,6 +21,18 @@ use crate::rules::skill::{SkillRow, Visibility};
 use crate::rules::skip::SkipReason;
 use crate::rules::spec::Conformance;
 
+/// The spec table of a snapshot, open (see [`Reader::specs`]).
+pub struct Specs(redb::ReadOnlyTable<&'static [u8; 32], &'static [u8]>);
+
+impl Specs {
+    pub fn get(&self, hash: &Hash) -> Result<Option<Conformance>> {
+        match self.0.get(hash).map_err(Error::index)? {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+}
+
 /// A consistent read snapshot of the index.
 pub struct Reader {
     pub(super) txn: redb::ReadTransaction,
@@ -161,10 +173,13 @@ impl Reader {
 
     /// What the Agent Skills specification says of a content, checked at reconcile.
     pub fn spec(&self, hash: &Hash) -> Result<Option<Conformance>> {
-        match self.table(SPEC)?.get(hash).map_err(Error::index)? {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
+        self.specs()?.get(hash)
+    }
+
+    /// The stored checks, the table opened once for many lookups (`check --spec` looks up
+    /// every served `SKILL.md`).
+    pub fn specs(&self) -> Result<Specs> {
+        Ok(Specs(self.table(SPEC)?))
     }
 
     /// How many texts the texts store holds.

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::ser::SerializeStruct;
 
 use crate::error::Result;
-use crate::index::Reader;
+use crate::index::{Reader, Specs};
 use crate::roots::Roots;
 use crate::rules::Source;
 use crate::rules::skill::SkillRow;
@@ -89,6 +89,16 @@ pub fn conformance(reader: &Reader, row: &SkillRow) -> Result<Option<Conformance
     Ok(reader.content(hash)?.map(|text| spec::check(&text)))
 }
 
+/// [`conformance`] from an open spec table.
+fn stored_in(specs: &Specs, row: &SkillRow) -> Result<Option<Conformance>> {
+    match &row.source {
+        Source::File {
+            content: Ok(hash), ..
+        } => specs.get(hash),
+        _ => Ok(None),
+    }
+}
+
 /// The rules a served row's file breaks, the folder rule included, from its stored
 /// `conformance`; `None` for a row the spec does not cover (not a `SKILL.md` file).
 pub fn problems(
@@ -115,8 +125,9 @@ fn with_folder(conformance: &Conformance, path: &Path) -> Vec<Rule> {
 pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
     let mut summary = SpecSummary::default();
     let rows = reader.map_skills(|_, row| spec_file(&row).is_some().then_some(row))?;
+    let specs = reader.specs()?;
     for row in rows.into_iter().flatten() {
-        let stored = conformance(reader, &row)?;
+        let stored = stored_in(&specs, &row)?;
         let Some(problems) = problems(roots, &row, stored.as_ref()) else {
             continue;
         };
