@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -278,7 +279,13 @@ impl Directory {
             return Err(Error::ReadOnly);
         }
         // The write's checks see what is on disk now, as the reads do.
+        let started = Instant::now();
         self.catch_up();
+        tracing::debug!(
+            function = function.id(),
+            catch_up_us = started.elapsed().as_micros() as u64,
+            "write caught up"
+        );
         self.change(|| {
             let reader = self.index.read()?;
             let visibility = self.visibility(installed);
@@ -296,18 +303,30 @@ impl Directory {
     /// same call (so the next read sees them, and the watcher's echo of them finds nothing
     /// new); the events go out once the lock is released. Writes and downloads both land here.
     pub(crate) fn change<T>(&self, change: impl FnOnce() -> Result<Change<T>>) -> Result<T> {
-        let done = {
+        // Where a change's time goes (issue 31's trace of a write): `debug` level.
+        let started = Instant::now();
+        let (done, locked, written) = {
             let _guard = self.lock()?;
+            let locked = started.elapsed();
             let done = change()?;
+            let written = started.elapsed();
             if self.index.is_writer() && !done.touched.is_empty() {
                 self.index
                     .reconcile(&self.roots, &Scope::Paths(done.touched.clone()), &|_| {})?;
             }
-            done
+            (done, locked, written)
         };
+        let reconciled = started.elapsed();
         for event in &done.events {
             self.subscribers.publish(event);
         }
+        tracing::debug!(
+            lock_wait_us = locked.as_micros() as u64,
+            checks_and_disk_us = (written - locked).as_micros() as u64,
+            reconcile_us = (reconciled - written).as_micros() as u64,
+            publish_us = (started.elapsed() - reconciled).as_micros() as u64,
+            "change made"
+        );
         Ok(done.value)
     }
 

@@ -23,7 +23,7 @@ mod watchdog;
 mod wire;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iii_sdk::runtime::{IIIConnectionState, WorkerMetadata};
 use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
@@ -384,6 +384,7 @@ async fn handle(
     if let Handler::Read(function) = handler {
         return read(iii, shared, function, input).await;
     }
+    let started = Instant::now();
     let installed = match handler {
         Handler::Write(_) => installed_workers(iii, shared, false).await,
         _ => None,
@@ -450,12 +451,28 @@ async fn handle(
         }
         Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
         Handler::Write(function) => {
-            blocking(shared, move |shared| {
-                shared
+            // Where a write's time goes between the SDK and the library: `debug` level.
+            let hop = Instant::now();
+            let answer = blocking(shared, move |shared| {
+                let waited = hop.elapsed();
+                let answer = shared
                     .directory
-                    .write(function, &input, installed.as_deref())
+                    .write(function, &input, installed.as_deref());
+                tracing::debug!(
+                    function = function.id(),
+                    hop_us = waited.as_micros() as u64,
+                    library_us = (hop.elapsed() - waited).as_micros() as u64,
+                    "write handled"
+                );
+                answer
             })
-            .await
+            .await;
+            tracing::debug!(
+                installed_us = hop.duration_since(started).as_micros() as u64,
+                handler_us = started.elapsed().as_micros() as u64,
+                "write answered"
+            );
+            answer
         }
         Handler::Status => {
             let connection = setup::status(iii, shared);

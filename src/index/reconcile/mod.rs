@@ -63,6 +63,11 @@ const TEXTS_AHEAD: usize = 8;
 /// unchanged.
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
 
+/// A reconcile whose files to read are at most this many racy files is checked for being a
+/// write's echo before it begins a transaction (see `Plan::only_racy_rereads_unchanged`);
+/// larger ones (a burst of edits, a boot) go straight to the transaction.
+const RACY_REREADS_CHECKED_FIRST: usize = 64;
+
 /// What one reconcile did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Report {
@@ -156,7 +161,7 @@ pub fn run(
         temps: plan.temps.clone(),
         ..Report::default()
     };
-    if plan.is_noop(mirror) {
+    if plan.is_noop(mirror) || plan.only_racy_rereads_unchanged(mirror, roots, scan_start) {
         report.revision = mirror.revision;
         report.files = mirror.files.len();
         report.skipped = store::skipped_count(target.index)?;
@@ -389,6 +394,38 @@ impl Plan {
 
     fn folders_changed(&self, mirror: &Mirror) -> bool {
         self.top_dirs != mirror.top_dirs || self.unreadable != mirror.unreadable
+    }
+
+    /// Whether the files to read are only files read too close to their last change to trust
+    /// their stat, unchanged since (same stat), each holding the content the index has for it
+    /// and still as close to its change (so it would be stored exactly as it is): the echo
+    /// of a write the index took in itself, which the watcher reports a moment later. Such a
+    /// reconcile has nothing to commit; the files are read again, as the racy rule asks, but no
+    /// transaction is begun (a commit is two fsyncs, which the call after every write paid).
+    fn only_racy_rereads_unchanged(
+        &self,
+        mirror: &Mirror,
+        roots: &Roots,
+        scan_start: Stamp,
+    ) -> bool {
+        if !self.removed.is_empty() || !mirror.computed || self.folders_changed(mirror) {
+            return false;
+        }
+        if self.to_read.is_empty() || self.to_read.len() > RACY_REREADS_CHECKED_FIRST {
+            return false;
+        }
+        let reading = Reading {
+            roots,
+            known: &mirror.contents,
+            claimed: Mutex::new(HashSet::new()),
+            racy_after: scan_start.minus(mirror.racy_window),
+            pack: false,
+        };
+        self.to_read.iter().all(|(key, stat)| {
+            mirror.files.get(key).is_some_and(|known| {
+                known.racy && known.stat == *stat && reading.read(key, *stat).meta == *known
+            })
+        })
     }
 
     /// Nothing to read, drop or recompute.
