@@ -41,8 +41,9 @@ pub enum Cell<'a> {
 pub struct Column {
     /// The JSON key.
     pub name: &'static str,
-    /// `,"<name>":`, written before the value (the first column's comma becomes the brace).
-    key: &'static str,
+    /// `,"<name>":"`: the key written before the value (the first column's comma becomes the
+    /// brace), with the opening quote of a string value, so that a string is three copies.
+    open: &'static str,
     pub kind: Kind,
     /// Where the value comes from.
     value: fn(&SkillRow) -> Cell<'_>,
@@ -57,7 +58,7 @@ macro_rules! column {
     ($name:literal, $kind:ident, $value:expr, $about:expr $(, $blankable:ident)?) => {
         Column {
             name: $name,
-            key: concat!(",\"", $name, "\":"),
+            open: concat!(",\"", $name, "\":\""),
             kind: Kind::$kind,
             value: $value,
             about: $about,
@@ -194,7 +195,8 @@ const SLOT: [usize; COLUMNS.len()] = {
 const KEYS_LEN: usize = {
     let (mut i, mut len) = (0, 1);
     while i < COLUMNS.len() {
-        len += COLUMNS[i].key.len();
+        // The key: the column's opening without the quote.
+        len += COLUMNS[i].open.len() - 1;
         i += 1;
     }
     len
@@ -337,22 +339,42 @@ impl Listed {
     pub fn push_json(&self, out: &mut String, include_description: bool) {
         out.push('{');
         for (c, column) in COLUMNS.iter().enumerate() {
-            out.push_str(if c == 0 { &column.key[1..] } else { column.key });
+            // The first column's comma is the brace just written.
+            let open = if c == 0 {
+                &column.open[1..]
+            } else {
+                column.open
+            };
+            let key = &open[..open.len() - 1];
             match column.kind {
                 Kind::Text | Kind::NullableText => match self.escaped(c) {
-                    _ if Self::blank(c, include_description) => out.push_str("\"\""),
                     Some(text) => {
-                        out.push('"');
-                        out.push_str(text);
+                        out.push_str(open);
+                        if !Self::blank(c, include_description) {
+                            out.push_str(text);
+                        }
                         out.push('"');
                     }
-                    None => out.push_str("null"),
+                    None if Self::blank(c, include_description) => {
+                        out.push_str(open);
+                        out.push('"');
+                    }
+                    None => {
+                        out.push_str(key);
+                        out.push_str("null");
+                    }
                 },
-                Kind::Flag => out.push_str(match self.flags & bit(c) != 0 {
-                    true => "true",
-                    false => "false",
-                }),
-                Kind::Count => push_decimal(out, self.counts[SLOT[c]]),
+                Kind::Flag => {
+                    out.push_str(key);
+                    out.push_str(match self.flags & bit(c) != 0 {
+                        true => "true",
+                        false => "false",
+                    });
+                }
+                Kind::Count => {
+                    out.push_str(key);
+                    push_decimal(out, self.counts[SLOT[c]]);
+                }
             }
         }
         out.push('}');
