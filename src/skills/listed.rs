@@ -202,6 +202,22 @@ const KEYS_LEN: usize = {
     len
 };
 
+/// Runs `$body` once per column, unrolled, with `$c` the column's position as a constant (up
+/// to `Mask::BITS` columns; the positions past the table's end do nothing).
+macro_rules! for_each_column {
+    (|$c:ident| $body:expr) => {
+        for_each_column!(@ $c $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $c:ident $body:expr; $($n:literal)*) => {
+        $({
+            const $c: usize = $n;
+            if $c < COLUMNS.len() {
+                $body;
+            }
+        })*
+    };
+}
+
 /// A column's bit in a row's masks.
 type Mask = u16;
 const _: () = assert!(COLUMNS.len() <= Mask::BITS as usize, "a wider Mask");
@@ -338,65 +354,75 @@ impl Listed {
     /// Appends the row's list JSON, with or without the description's text.
     pub fn push_json(&self, out: &mut String, include_description: bool) {
         out.push('{');
-        for (c, column) in COLUMNS.iter().enumerate() {
-            // The first column's comma is the brace just written.
-            let open = if c == 0 {
-                &column.open[1..]
-            } else {
-                column.open
-            };
-            let key = &open[..open.len() - 1];
-            match column.kind {
-                Kind::Text | Kind::NullableText => match self.escaped(c) {
-                    Some(text) => {
-                        out.push_str(open);
-                        if !Self::blank(c, include_description) {
-                            out.push_str(text);
-                        }
-                        out.push('"');
+        for_each_column!(|C| self.push_column::<C>(out, include_description));
+        out.push('}');
+    }
+
+    /// Appends column `C` (its key, then its value). `C` is a constant, so that its kind, its
+    /// slot and its bit fold away: a list writes every column of every row.
+    #[inline(always)]
+    fn push_column<const C: usize>(&self, out: &mut String, include_description: bool) {
+        let column = &COLUMNS[C];
+        // The first column's comma is the brace just written.
+        let open = if C == 0 {
+            &column.open[1..]
+        } else {
+            column.open
+        };
+        let key = &open[..open.len() - 1];
+        match column.kind {
+            Kind::Text | Kind::NullableText => match self.escaped(C) {
+                Some(text) => {
+                    out.push_str(open);
+                    if !Self::blank(C, include_description) {
+                        out.push_str(text);
                     }
-                    None if Self::blank(c, include_description) => {
-                        out.push_str(open);
-                        out.push('"');
-                    }
-                    None => {
-                        out.push_str(key);
-                        out.push_str("null");
-                    }
-                },
-                Kind::Flag => {
-                    out.push_str(key);
-                    out.push_str(match self.flags & bit(c) != 0 {
-                        true => "true",
-                        false => "false",
-                    });
+                    out.push('"');
                 }
-                Kind::Count => {
-                    out.push_str(key);
-                    push_decimal(out, self.counts[SLOT[c]]);
+                None if Self::blank(C, include_description) => {
+                    out.push_str(open);
+                    out.push('"');
                 }
+                None => {
+                    out.push_str(key);
+                    out.push_str("null");
+                }
+            },
+            Kind::Flag => {
+                out.push_str(key);
+                out.push_str(match self.flags & bit(C) != 0 {
+                    true => "true",
+                    false => "false",
+                });
+            }
+            Kind::Count => {
+                out.push_str(key);
+                push_decimal(out, self.counts[SLOT[C]]);
             }
         }
-        out.push('}');
     }
 
     /// The length of what [`Listed::push_json`] appends, exactly: the wire's limit on one
     /// answer is checked with it before any of the answer is built.
     pub fn json_len(&self, include_description: bool) -> usize {
         let mut len = KEYS_LEN;
-        for (c, column) in COLUMNS.iter().enumerate() {
-            len += match column.kind {
-                Kind::Text | Kind::NullableText => match self.escaped(c) {
-                    _ if Self::blank(c, include_description) => 2,
-                    Some(text) => text.len() + 2,
-                    None => "null".len(),
-                },
-                Kind::Flag if self.flags & bit(c) != 0 => "true".len(),
-                Kind::Flag => "false".len(),
-                Kind::Count => decimal_len(self.counts[SLOT[c]]),
-            };
-        }
+        for_each_column!(|C| len += self.column_len::<C>(include_description));
         len
+    }
+
+    /// The length of column `C`'s value as [`Listed::push_column`] writes it.
+    #[inline(always)]
+    fn column_len<const C: usize>(&self, include_description: bool) -> usize {
+        match COLUMNS[C].kind {
+            Kind::Text | Kind::NullableText => match self.escaped(C) {
+                _ if Self::blank(C, include_description) => 2,
+                Some(text) => text.len() + 2,
+                None => "null".len(),
+            },
+            Kind::Flag if self.flags & bit(C) != 0 => "true".len(),
+            Kind::Flag => "false".len(),
+            Kind::Count => decimal_len(self.counts[SLOT[C]]),
+        }
     }
 
     /// The row as the list response carries it, as a value to serialize (the same fields as
