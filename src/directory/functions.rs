@@ -5,6 +5,12 @@
 //! [`Directory::read`] and [`Directory::write`], and the surface the worker registers
 //! ([`LIBRARY`], in the table's order). Adding a function is one entry here, its request type
 //! in its family, and its test.
+//!
+//! An entry is `read Name { id, installed, description, request, response, answer },` or
+//! `write Name { id, description, request, response, apply },`, its fields in that order, each
+//! followed by a comma. `answer` is called with the directory, the snapshot, the caller's
+//! visibility and the request; `apply` with the snapshot, the roots, the visibility and the
+//! request, under the write lock.
 
 use serde_json::{Value, json};
 

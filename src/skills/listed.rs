@@ -44,8 +44,9 @@ pub enum Cell<'a> {
 pub struct Column {
     /// The JSON key.
     pub name: &'static str,
-    /// `,"<name>":`, written before the value (the first column's comma becomes the brace).
-    key: &'static str,
+    /// `,"<name>":"`: the key written before the value (the first column's comma becomes the
+    /// brace), with the opening quote of a string value, so that a string is three copies.
+    open: &'static str,
     pub kind: Kind,
     /// Where the value comes from.
     value: fn(&SkillRow) -> Cell<'_>,
@@ -60,7 +61,7 @@ macro_rules! column {
     ($name:literal, $kind:ident, $value:expr, $about:expr $(, $blankable:ident)?) => {
         Column {
             name: $name,
-            key: concat!(",\"", $name, "\":"),
+            open: concat!(",\"", $name, "\":\""),
             kind: Kind::$kind,
             value: $value,
             about: $about,
@@ -205,13 +206,30 @@ const SLOT: [usize; COLUMNS.len()] = {
 const KEYS_LEN: usize = {
     let (mut i, mut len) = (0, 1);
     while i < COLUMNS.len() {
+        // The key: the column's opening without the quote.
         if !matches!(COLUMNS[i].kind, Kind::OptionalText) {
-            len += COLUMNS[i].key.len();
+            len += COLUMNS[i].open.len() - 1;
         }
         i += 1;
     }
     len
 };
+
+/// Runs `$body` once per column, unrolled, with `$c` the column's position as a constant (up
+/// to `Mask::BITS` columns; the positions past the table's end do nothing).
+macro_rules! for_each_column {
+    (|$c:ident| $body:expr) => {
+        for_each_column!(@ $c $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $c:ident $body:expr; $($n:literal)*) => {
+        $({
+            const $c: usize = $n;
+            if $c < COLUMNS.len() {
+                $body;
+            }
+        })*
+    };
+}
 
 /// A column's bit in a row's masks.
 type Mask = u16;
@@ -380,50 +398,87 @@ impl Listed {
     /// Appends the row's list JSON, with or without the description's text.
     pub fn push_json(&self, out: &mut String, include_description: bool) {
         out.push('{');
-        for (c, column) in COLUMNS.iter().enumerate() {
-            if self.absent(c) {
-                continue;
-            }
-            out.push_str(if c == 0 { &column.key[1..] } else { column.key });
-            match column.kind {
-                Kind::Text | Kind::NullableText | Kind::OptionalText => match self.escaped(c) {
-                    _ if Self::blank(c, include_description) => out.push_str("\"\""),
-                    Some(text) => {
-                        out.push('"');
+        for_each_column!(|C| self.push_column::<C>(out, include_description));
+        out.push('}');
+    }
+
+    /// Appends column `C` (its key, then its value). `C` is a constant, so that its kind, its
+    /// slot and its bit fold away: a list writes every column of every row.
+    #[inline(always)]
+    fn push_column<const C: usize>(&self, out: &mut String, include_description: bool) {
+        let column = &COLUMNS[C];
+        // The first column's comma is the brace just written.
+        let open = if C == 0 {
+            &column.open[1..]
+        } else {
+            column.open
+        };
+        let key = &open[..open.len() - 1];
+        match column.kind {
+            Kind::Text | Kind::NullableText => match self.escaped(C) {
+                Some(text) => {
+                    out.push_str(open);
+                    if !Self::blank(C, include_description) {
                         out.push_str(text);
-                        out.push('"');
                     }
-                    None => out.push_str("null"),
-                },
-                Kind::Flag => out.push_str(match self.flags & bit(c) != 0 {
+                    out.push('"');
+                }
+                None if Self::blank(C, include_description) => {
+                    out.push_str(open);
+                    out.push('"');
+                }
+                None => {
+                    out.push_str(key);
+                    out.push_str("null");
+                }
+            },
+            Kind::OptionalText => {
+                if let Some(text) = self.escaped(C) {
+                    out.push_str(open);
+                    out.push_str(text);
+                    out.push('"');
+                }
+            }
+            Kind::Flag => {
+                out.push_str(key);
+                out.push_str(match self.flags & bit(C) != 0 {
                     true => "true",
                     false => "false",
-                }),
-                Kind::Count => push_decimal(out, self.counts[SLOT[c]]),
+                });
+            }
+            Kind::Count => {
+                out.push_str(key);
+                push_decimal(out, self.counts[SLOT[C]]);
             }
         }
-        out.push('}');
     }
 
     /// The length of what [`Listed::push_json`] appends, exactly: the wire's limit on one
     /// answer is checked with it before any of the answer is built.
     pub fn json_len(&self, include_description: bool) -> usize {
         let mut len = KEYS_LEN;
-        for (c, column) in COLUMNS.iter().enumerate() {
-            len += match column.kind {
-                _ if self.absent(c) => 0,
-                Kind::OptionalText => column.key.len() + self.escaped(c).map_or(0, str::len) + 2,
-                Kind::Text | Kind::NullableText => match self.escaped(c) {
-                    _ if Self::blank(c, include_description) => 2,
-                    Some(text) => text.len() + 2,
-                    None => "null".len(),
-                },
-                Kind::Flag if self.flags & bit(c) != 0 => "true".len(),
-                Kind::Flag => "false".len(),
-                Kind::Count => decimal_len(self.counts[SLOT[c]]),
-            };
-        }
+        for_each_column!(|C| len += self.column_len::<C>(include_description));
         len
+    }
+
+    /// The length of column `C`'s value as [`Listed::push_column`] writes it.
+    #[inline(always)]
+    fn column_len<const C: usize>(&self, include_description: bool) -> usize {
+        match COLUMNS[C].kind {
+            Kind::Text | Kind::NullableText => match self.escaped(C) {
+                _ if Self::blank(C, include_description) => 2,
+                Some(text) => text.len() + 2,
+                None => "null".len(),
+            },
+            // Its whole opening (key and quote), the text and the closing quote; nothing when
+            // the row has none.
+            Kind::OptionalText => self
+                .escaped(C)
+                .map_or(0, |text| COLUMNS[C].open.len() + text.len() + 1),
+            Kind::Flag if self.flags & bit(C) != 0 => "true".len(),
+            Kind::Flag => "false".len(),
+            Kind::Count => decimal_len(self.counts[SLOT[C]]),
+        }
     }
 
     /// The row as the list response carries it, as a value to serialize (the same fields as
