@@ -15,7 +15,8 @@
 //! size), `reads` (the read functions), `deltas` (lists since a revision), `latency` (change to
 //! visible, `skills::update` beside the same writes on 1,000 skills), `fresh` (what catching
 //! up with the disk costs a read), `worker` (the binary:
-//! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates), `search`. A run of
+//! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates), `search`,
+//! `skill_search` (ranked skill search over the tree). A run of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
 //! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
@@ -40,6 +41,7 @@ mod reindex;
 mod report;
 mod results;
 mod search;
+mod skill_search;
 mod worker;
 
 use std::path::PathBuf;
@@ -85,7 +87,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 28] = [
+const ORDER: [&str; 30] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -114,6 +116,8 @@ const ORDER: [&str; 28] = [
     "search_registry",
     "search_registry_http",
     "search_rebuild",
+    "skill_search",
+    "skill_search_first",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -157,8 +161,16 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 8] = [
-    "reindex", "reads", "deltas", "latency", "fresh", "worker", "memory", "search",
+const SECTIONS: [&str; 9] = [
+    "reindex",
+    "reads",
+    "deltas",
+    "latency",
+    "fresh",
+    "worker",
+    "memory",
+    "search",
+    "skill_search",
 ];
 
 impl Sections {
@@ -295,6 +307,14 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
             figures.push(reindex::warm_boot(settings, &config, floors));
             figures.push(reindex::index_size(&config.paths.index_path, content_bytes));
         }
+    }
+
+    if sections.has("skill_search") {
+        eprintln!("skill search");
+        std::fs::create_dir_all(&work).expect("work folder");
+        let directory = Directory::open(config.clone()).expect("open");
+        directory.reconcile().expect("index the tree");
+        figures.extend(skill_search::figures(settings, &directory, &config));
     }
 
     // The suite's own copy, for everything that edits files.
