@@ -31,7 +31,6 @@ mod index;
 mod list_revision;
 mod locks;
 mod request;
-mod retrieval;
 mod roots;
 mod rules;
 mod skills;
@@ -55,6 +54,13 @@ pub use rules::agent::ProfileProblem;
 pub use rules::prompt::Problem as PromptProblem;
 pub use rules::skip::{SkipReason, Special};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
+
+/// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which
+/// plug a dense lane of their own into it.
+#[cfg(any(test, feature = "testing"))]
+pub mod retrieval;
+#[cfg(not(any(test, feature = "testing")))]
+mod retrieval;
 
 /// Function search: public to the tests and benchmarks, which rank golden catalogs with it.
 #[cfg(any(test, feature = "testing"))]
