@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -90,26 +91,33 @@ impl SkillTerms {
     /// more are dropped once they outnumber the rows.
     pub fn index(&mut self, reader: &Reader, cache: &SkillCache) -> Result<Index> {
         let rows = cache.rows();
-        let mut docs: Vec<Arc<DocTerms>> = Vec::with_capacity(rows.len());
-        for listed in rows {
-            // A bundled or unservable row is searched by its row alone (no hash, no body).
-            let key = (listed.id.clone(), listed.content.unwrap_or_default());
-            if let Some(doc) = self.docs.get(&key) {
-                docs.push(doc.clone());
-                continue;
-            }
-            let text = match listed.content {
-                Some(hash) => reader.content(&hash)?.unwrap_or_default(),
-                None => String::new(),
-            };
-            let counted = row_terms(listed, leading_body(&text));
-            let doc = Arc::new(DocTerms::count(
-                &mut self.vocabulary,
-                counted.iter().map(String::as_str),
-            ));
-            self.docs.insert(key, doc.clone());
-            docs.push(doc);
+        let key = |listed: &Listed| (listed.id.clone(), listed.content.unwrap_or_default());
+        // The texts not counted yet are read and split into terms across the cores; only the
+        // numbering of new terms is sequential.
+        let missing: Vec<&Listed> = rows
+            .iter()
+            .map(|r| &**r)
+            .filter(|listed| !self.docs.contains_key(&key(listed)))
+            .collect();
+        let split: Vec<Result<Vec<String>>> = missing
+            .par_iter()
+            .map(|listed| {
+                // A bundled or unservable row is searched by its row alone (no body).
+                let text = match listed.content {
+                    Some(hash) => reader.content(&hash)?.unwrap_or_default(),
+                    None => String::new(),
+                };
+                Ok(row_terms(listed, leading_body(&text)))
+            })
+            .collect();
+        for (listed, terms) in missing.into_iter().zip(split) {
+            let doc = DocTerms::count(&mut self.vocabulary, terms?.iter().map(String::as_str));
+            self.docs.insert(key(listed), Arc::new(doc));
         }
+        let docs: Vec<Arc<DocTerms>> = rows
+            .iter()
+            .map(|listed| self.docs[&key(listed)].clone())
+            .collect();
         if self.docs.len() > 2 * rows.len().max(1024) {
             let live: std::collections::HashSet<(Box<str>, Hash)> = rows
                 .iter()

@@ -232,8 +232,14 @@ fn a_dense_lane_fuses_in_paraphrases_and_its_floor_keeps_no_match_empty() {
     let fused = select(&[paraphrase], Some(&lane));
     // The lexical leader (a weak match on "turn … into") and the dense leader tie on
     // reciprocal rank; both lanes' candidates are in the answer.
-    assert!(fused[..2].contains(&"document::ocr".to_string()), "{fused:?}");
-    assert!(fused.contains(&"document::extract_text".to_string()), "{fused:?}");
+    assert!(
+        fused[..2].contains(&"document::ocr".to_string()),
+        "{fused:?}"
+    );
+    assert!(
+        fused.contains(&"document::extract_text".to_string()),
+        "{fused:?}"
+    );
     assert!(select(&[no_match], Some(&lane)).is_empty());
     let email = select(&["send an email"], Some(&lane));
     assert!(!email.contains(&"ghost::send".to_string()));
