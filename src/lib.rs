@@ -33,7 +33,6 @@ mod index;
 mod list_revision;
 mod locks;
 mod request;
-mod retrieval;
 mod roots;
 mod rules;
 mod schema;
@@ -61,6 +60,13 @@ pub use rules::skip::{SkipReason, Special};
 pub use rules::spec::{Rule as SpecRule, Severity as SpecSeverity};
 pub use skills::spec::{SpecReport, SpecSummary};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
+
+/// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which
+/// plug a dense lane of their own into it.
+#[cfg(any(test, feature = "testing"))]
+pub mod retrieval;
+#[cfg(not(any(test, feature = "testing")))]
+mod retrieval;
 
 /// Function search: public to the tests and benchmarks, which rank golden catalogs with it.
 #[cfg(any(test, feature = "testing"))]

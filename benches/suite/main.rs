@@ -18,7 +18,8 @@
 //! up with the disk costs a read), `worker` (the binary:
 //! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates),
 //! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
-//! beside its steady state), `search`. A run of
+//! beside its steady state), `search`, `skill_search` (ranked skill search over the tree). A run
+//! of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
 //! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
@@ -45,6 +46,7 @@ mod reindex;
 mod report;
 mod results;
 mod search;
+mod skill_search;
 mod worker;
 
 use std::path::PathBuf;
@@ -90,7 +92,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 44] = [
+const ORDER: [&str; 46] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -135,6 +137,8 @@ const ORDER: [&str; 44] = [
     "mixed_wire_after_list",
     "mixed_wire_ping",
     "mixed_rss",
+    "skill_search",
+    "skill_search_first",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -182,8 +186,17 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 9] = [
-    "reindex", "reads", "deltas", "latency", "fresh", "worker", "memory", "mixed", "search",
+const SECTIONS: [&str; 10] = [
+    "reindex",
+    "reads",
+    "deltas",
+    "latency",
+    "fresh",
+    "worker",
+    "memory",
+    "mixed",
+    "search",
+    "skill_search",
 ];
 
 impl Sections {
@@ -321,6 +334,14 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
             figures.push(reindex::warm_boot(settings, &config, floors));
             figures.push(reindex::index_size(&config.paths.index_path, content_bytes));
         }
+    }
+
+    if sections.has("skill_search") {
+        eprintln!("skill search");
+        std::fs::create_dir_all(&work).expect("work folder");
+        let directory = Directory::open(config.clone()).expect("open");
+        directory.reconcile().expect("index the tree");
+        figures.extend(skill_search::figures(settings, &directory, &config));
     }
 
     // The suite's own copy, for everything that edits files.

@@ -208,31 +208,42 @@ impl Index {
             })
             .collect();
         let total_idf: f32 = terms.iter().map(|(_, idf)| idf).sum();
-        let mut scores: HashMap<u32, (f32, u32, f32)> = HashMap::new();
+        // Dense accumulators (a hash map per query cost more than zeroing these at 50,000
+        // documents once a common term touched thousands of them).
+        let n = self.norms.len();
+        let mut score = vec![0f32; n];
+        let mut matched = vec![0u32; n];
+        let mut covered = vec![0f32; n];
+        let mut touched: Vec<u32> = Vec::new();
         for &(id, idf) in &terms {
             let Some(id) = id else { continue };
             for &entry in self.postings_of(id) {
                 let doc = entry >> 8;
+                let d = doc as usize;
                 let tf = (entry & MAX_COUNT) as f32;
-                let gain = idf * tf * (K1 + 1.0) / (tf + self.norms[doc as usize]);
-                let slot = scores.entry(doc).or_default();
-                slot.0 += gain;
-                slot.1 += 1;
-                slot.2 += idf;
+                if matched[d] == 0 {
+                    touched.push(doc);
+                }
+                score[d] += idf * tf * (K1 + 1.0) / (tf + self.norms[d]);
+                matched[d] += 1;
+                covered[d] += idf;
             }
         }
         let needed = query.len().min(2) as u32;
-        let mut hits: Vec<Hit> = scores
+        let mut hits: Vec<Hit> = touched
             .into_iter()
-            .map(|(doc, (score, matched, covered))| Hit {
-                doc,
-                score,
-                matched,
-                coverage: if total_idf > 0.0 {
-                    covered / total_idf
-                } else {
-                    0.0
-                },
+            .map(|doc| {
+                let d = doc as usize;
+                Hit {
+                    doc,
+                    score: score[d],
+                    matched: matched[d],
+                    coverage: if total_idf > 0.0 {
+                        covered[d] / total_idf
+                    } else {
+                        0.0
+                    },
+                }
             })
             .filter(|h| h.matched >= needed && h.coverage >= COVERAGE_FLOOR && h.score > 0.0)
             .collect();

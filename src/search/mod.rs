@@ -32,6 +32,7 @@ pub mod session;
 pub use crate::retrieval::tokenize;
 
 use crate::locks;
+use crate::retrieval::fusion::{DenseHit, DenseRanker, fuse};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -93,6 +94,8 @@ pub struct RegistrySearch<'a> {
 #[derive(Default)]
 pub struct FunctionSearch {
     catalog: CatalogService,
+    /// The embedder's lane for functions, once one is connected (lexical until then).
+    dense: std::sync::RwLock<Option<std::sync::Arc<dyn DenseRanker>>>,
     delivered: Mutex<session::Memory>,
     hints: Mutex<hint::Memory>,
 }
@@ -100,6 +103,12 @@ pub struct FunctionSearch {
 impl FunctionSearch {
     pub fn new() -> FunctionSearch {
         FunctionSearch::default()
+    }
+
+    /// Connects the embedder's lane for functions: later searches fuse it in whenever it is
+    /// ready.
+    pub fn set_dense(&self, lane: std::sync::Arc<dyn DenseRanker>) {
+        *locks::write(&self.dense) = Some(lane);
     }
 
     /// The catalog service (to refresh it, or to read the catalog in use).
@@ -118,7 +127,8 @@ impl FunctionSearch {
         let started = Instant::now();
         let capabilities = query::parse(request)?;
         let catalog = self.catalog.current();
-        let selected = select(&catalog, &capabilities);
+        let dense = locks::read(&self.dense).clone();
+        let selected = select_with(&catalog, &capabilities, dense.as_deref());
         let split = match session.filter(|s| !s.is_empty()) {
             Some(session) => {
                 locks::lock(&self.delivered).split(session, catalog.fingerprint(), &selected)
@@ -158,7 +168,19 @@ impl FunctionSearch {
 /// The ids a search selects from the catalog: each capability ranked against its own leader
 /// (coverage prune, namespace floor), merged round-robin up to 12, at most 6 workers.
 pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
-    let rankings: Vec<Vec<&str>> = capabilities
+    select_with(catalog, capabilities, None)
+}
+
+/// [`select`] with the embedder's lane for functions, when it is ready: each capability's
+/// lexical ranking (through its floors) is fused by reciprocal rank with the functions the lane
+/// finds above its floor, then merged as [`select`] merges. `None` (or a lane not ready) is
+/// [`select`].
+pub fn select_with(
+    catalog: &Catalog,
+    capabilities: &[Capability],
+    dense: Option<&dyn DenseRanker>,
+) -> Vec<String> {
+    let rankings: Vec<Vec<String>> = capabilities
         .iter()
         .map(|capability| {
             let ranked: Vec<(&str, f64)> =
@@ -166,17 +188,37 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
                     .into_iter()
                     .map(|hit| (catalog.tools()[hit.doc].name.as_str(), hit.score))
                     .collect();
-            namespace_floor(ranked, NAMESPACE_FLOOR)
+            let lexical: Vec<String> = namespace_floor(ranked, NAMESPACE_FLOOR)
                 .into_iter()
-                .map(|(id, _)| id)
-                .collect()
+                .map(|(id, _)| id.to_string())
+                .collect();
+            match dense.and_then(|d| d.nearest(&capability.text, DENSE_DEPTH)) {
+                Some(nearest) => {
+                    let nearest: Vec<DenseHit> = nearest
+                        .into_iter()
+                        .filter(|h| catalog.contains(&h.key))
+                        .collect();
+                    fuse(&lexical, &nearest)
+                        .into_iter()
+                        .map(|f| f.key)
+                        .collect()
+                }
+                None => lexical,
+            }
         })
+        .collect();
+    let rankings: Vec<Vec<&str>> = rankings
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
         .collect();
     limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS)
         .into_iter()
         .map(str::to_string)
         .collect()
 }
+
+/// How many functions the dense lane is asked for per capability.
+const DENSE_DEPTH: usize = MAX_CANDIDATES * 2;
 
 /// Candidates grouped by worker, in rank order, with their slim descriptions.
 fn workers(catalog: &Catalog, ids: &[String]) -> Vec<Worker> {

@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -90,26 +91,33 @@ impl SkillTerms {
     /// more are dropped once they outnumber the rows.
     pub fn index(&mut self, reader: &Reader, cache: &SkillCache) -> Result<Index> {
         let rows = cache.rows();
-        let mut docs: Vec<Arc<DocTerms>> = Vec::with_capacity(rows.len());
-        for listed in rows {
-            // A bundled or unservable row is searched by its row alone (no hash, no body).
-            let key = (listed.id.clone(), listed.content.unwrap_or_default());
-            if let Some(doc) = self.docs.get(&key) {
-                docs.push(doc.clone());
-                continue;
-            }
-            let text = match listed.content {
-                Some(hash) => reader.content(&hash)?.unwrap_or_default(),
-                None => String::new(),
-            };
-            let counted = row_terms(listed, leading_body(&text));
-            let doc = Arc::new(DocTerms::count(
-                &mut self.vocabulary,
-                counted.iter().map(String::as_str),
-            ));
-            self.docs.insert(key, doc.clone());
-            docs.push(doc);
+        let key = |listed: &Listed| (listed.id.clone(), listed.content.unwrap_or_default());
+        // The texts not counted yet are read and split into terms across the cores; only the
+        // numbering of new terms is sequential.
+        let missing: Vec<&Listed> = rows
+            .iter()
+            .map(|r| &**r)
+            .filter(|listed| !self.docs.contains_key(&key(listed)))
+            .collect();
+        let split: Vec<Result<Vec<String>>> = missing
+            .par_iter()
+            .map(|listed| {
+                // A bundled or unservable row is searched by its row alone (no body).
+                let text = match listed.content {
+                    Some(hash) => reader.content(&hash)?.unwrap_or_default(),
+                    None => String::new(),
+                };
+                Ok(row_terms(listed, leading_body(&text)))
+            })
+            .collect();
+        for (listed, terms) in missing.into_iter().zip(split) {
+            let doc = DocTerms::count(&mut self.vocabulary, terms?.iter().map(String::as_str));
+            self.docs.insert(key(listed), Arc::new(doc));
         }
+        let docs: Vec<Arc<DocTerms>> = rows
+            .iter()
+            .map(|listed| self.docs[&key(listed)].clone())
+            .collect();
         if self.docs.len() > 2 * rows.len().max(1024) {
             let live: std::collections::HashSet<(Box<str>, Hash)> = rows
                 .iter()
@@ -208,4 +216,146 @@ pub fn search(
         })
         .collect();
     Ok(json!({ "mode": mode, "results": results }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use crate::Directory;
+    use crate::config::Config;
+
+    fn write_skill(skills: &Path, id: &str, description: &str, body: &str) {
+        let file = skills.join(format!("{id}.md"));
+        fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        let text = format!("---\ndescription: {description}\n---\n# {id}\n\n{body}\n");
+        fs::write(file, text).expect("write");
+    }
+
+    fn answer(directory: &Directory, query: &str) -> serde_json::Value {
+        directory
+            .search_skills(&json!({ "query": query, "limit": 50 }), None, None)
+            .expect("search")["results"]
+            .clone()
+    }
+
+    const QUERIES: [&str; 4] = [
+        "send an email report",
+        "deploy the site",
+        "rotate database credentials",
+        "plan a garden",
+    ];
+
+    #[test]
+    fn a_later_revision_ranks_as_a_directory_opened_on_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = Config::for_root(dir.path());
+        let skills = config.paths.skills_folder.clone();
+        let topics = [
+            "email report",
+            "site deploy",
+            "database credentials",
+            "queue retries",
+        ];
+        for i in 0..40 {
+            let topic = topics[i % topics.len()];
+            write_skill(
+                &skills,
+                &format!("s{i:02}"),
+                &format!("Work with {topic}."),
+                topic,
+            );
+        }
+        let directory = Directory::open(config.clone()).expect("open");
+        directory.reconcile().expect("reconcile");
+        for query in QUERIES {
+            answer(&directory, query);
+        }
+        // Edits, an addition and a removal: the next index reuses the other skills' counts.
+        write_skill(&skills, "s03", "Send an email report every week.", "email");
+        write_skill(
+            &skills,
+            "s41",
+            "Deploy the site to production.",
+            "deploy site",
+        );
+        fs::remove_file(skills.join("s05.md")).expect("remove");
+        directory.reconcile().expect("reconcile");
+        let later: Vec<_> = QUERIES.iter().map(|q| answer(&directory, q)).collect();
+        drop(directory);
+        let fresh = Directory::open(config).expect("reopen");
+        let anew: Vec<_> = QUERIES.iter().map(|q| answer(&fresh, q)).collect();
+        assert_eq!(later, anew);
+        assert!(later[0].as_array().expect("rows").len() > 1);
+        assert_eq!(later[0][0]["id"], "s03");
+        assert!(
+            !later[1]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .any(|r| r["id"] == "s05")
+        );
+        assert_eq!(later[3], json!([]));
+    }
+
+    #[test]
+    fn filters_apply_after_ranking_and_the_limit_is_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = Config::for_root(dir.path());
+        config.settings.filter_unregistered = false;
+        let skills = config.paths.skills_folder.clone();
+        write_skill(&skills, "mailer/report", "Send an email report.", "email");
+        write_skill(
+            &skills,
+            "other/report",
+            "Send an email report daily.",
+            "email",
+        );
+        fs::write(
+            skills.join("mailer/index.md"),
+            "---\ntype: index\ndescription: The mailer worker sends email.\n---\n# Mailer\n",
+        )
+        .expect("write");
+        let directory = Directory::open(config).expect("open");
+        directory.reconcile().expect("reconcile");
+        let ids = |request: serde_json::Value| -> Vec<String> {
+            directory
+                .search_skills(&request, None, None)
+                .expect("search")["results"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .map(|r| r["id"].as_str().expect("id").to_string())
+                .collect()
+        };
+        let all = ids(json!({ "query": "send email report" }));
+        assert_eq!(all.len(), 3, "{all:?}");
+        let mailer: Vec<String> = all
+            .iter()
+            .filter(|id| id.starts_with("mailer"))
+            .cloned()
+            .collect();
+        assert_eq!(mailer.len(), 2);
+        assert_eq!(
+            ids(json!({ "query": "send email report", "prefix": "mailer/" })),
+            mailer
+        );
+        assert_eq!(
+            ids(json!({ "query": "send email report", "type": "index" })),
+            ["mailer"]
+        );
+        assert_eq!(
+            ids(json!({ "query": "send email report", "limit": 1 })),
+            all[..1]
+        );
+        assert_eq!(
+            ids(json!({ "query": "send email report", "limit": 500 })),
+            all
+        );
+        let blank = directory.search_skills(&json!({ "query": " " }), None, None);
+        assert!(blank.is_err());
+    }
 }

@@ -5,8 +5,9 @@
 //! figures to the floors measured when the ranking last changed, so a change that costs quality
 //! fails here. Rankings are tuned on the `dev` cases only.
 
+use iii_directory::retrieval::fusion::{DenseHit, DenseRanker, Progress};
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
-use iii_directory::search::{query, select};
+use iii_directory::search::{query, select, select_with};
 use test_support::search_eval::{
     FunctionCase, function_cases, function_catalog, ndcg_at, recall_at, reciprocal_rank,
     score_functions, score_skills, skill_tasks,
@@ -166,4 +167,90 @@ fn skill_search_quality_on_the_held_out_tasks() {
     assert!(held.all.recall(1) >= 0.70, "{}", held.all.recall(1));
     assert!(held.kind("direct").recall(1) >= 0.98);
     assert!(held.kind("no_match").answered <= 2);
+}
+
+/// A dense lane that knows a few capabilities: what an embedder would find for them, with
+/// similarities on both sides of the floor.
+struct Lane(Vec<(&'static str, Vec<(&'static str, f32)>)>);
+
+impl DenseRanker for Lane {
+    fn model(&self) -> &str {
+        "test lane"
+    }
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
+        let hits = self
+            .0
+            .iter()
+            .find(|(q, _)| *q == query)
+            .map(|(_, hits)| hits.clone())
+            .unwrap_or_default();
+        Some(
+            hits.into_iter()
+                .take(limit)
+                .map(|(key, similarity)| DenseHit {
+                    key: key.to_string(),
+                    similarity,
+                })
+                .collect(),
+        )
+    }
+    fn progress(&self) -> Progress {
+        Progress {
+            embedded: 680,
+            pending: 0,
+            ready: true,
+        }
+    }
+}
+
+#[test]
+fn a_dense_lane_fuses_in_paraphrases_and_its_floor_keeps_no_match_empty() {
+    let catalog = catalog();
+    let paraphrase = "turn this scanned paperwork into searchable words";
+    let no_match = "bake sourdough bread";
+    let lane = Lane(vec![
+        (
+            paraphrase,
+            vec![("document::ocr", 0.71), ("document::extract_text", 0.52)],
+        ),
+        // Below the floor: an embedder's best guesses for a need nothing serves.
+        (
+            no_match,
+            vec![("llm::complete", 0.21), ("image::generate", 0.18)],
+        ),
+        // An id the catalog does not hold is never answered.
+        (
+            "send an email",
+            vec![("ghost::send", 0.9), ("email::send", 0.8)],
+        ),
+    ]);
+    let select = |capabilities: &[&str], dense: Option<&dyn DenseRanker>| {
+        let capabilities: Vec<String> = capabilities.iter().map(|c| c.to_string()).collect();
+        select_with(&catalog, &query::prepare(&capabilities), dense)
+    };
+    assert!(!select(&[paraphrase], None).contains(&"document::ocr".to_string()));
+    let fused = select(&[paraphrase], Some(&lane));
+    // The lexical leader (a weak match on "turn … into") and the dense leader tie on
+    // reciprocal rank; both lanes' candidates are in the answer.
+    assert!(
+        fused[..2].contains(&"document::ocr".to_string()),
+        "{fused:?}"
+    );
+    assert!(
+        fused.contains(&"document::extract_text".to_string()),
+        "{fused:?}"
+    );
+    assert!(select(&[no_match], Some(&lane)).is_empty());
+    let email = select(&["send an email"], Some(&lane));
+    assert!(!email.contains(&"ghost::send".to_string()));
+    // Found by both lanes, it leads.
+    assert_eq!(email[0], "email::send");
+    // Without a lane, select_with is select.
+    assert_eq!(
+        select(&["send an email", "store a file"], None),
+        iii_directory::search::select(
+            &catalog,
+            &query::prepare(&["send an email".to_string(), "store a file".to_string()])
+        )
+    );
 }
