@@ -33,7 +33,7 @@ fn bound(key: &str) -> Option<usize> {
     match key {
         "id" | "prefix" | "path" | "repo" | "cursor" => Some(MAX_PATH_BYTES),
         "name" | "search" | "type" | "function_id" | "skill" | "branch" | "worker"
-        | "session_id" | "turn_id" | "event" | "expose" => Some(MAX_NAME_BYTES),
+        | "session_id" | "turn_id" | "event" | "expose" | "family" => Some(MAX_NAME_BYTES),
         "version" | "tag" => Some(MAX_VERSION_BYTES),
         _ => None,
     }
