@@ -1800,7 +1800,8 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   }, [row && row.stamp, doc && doc.stamp, busy, dirty, keptStamp, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
 
   const save = useCallback(async (confirmed) => {
-    if (!dirty || busy) return;
+    // A save may start while the last one's read-back is on its way (`loading`).
+    if (!dirty || (busy && busy !== 'loading')) return;
     const content = draft;
     setAsk(null);
     if (confirmed !== true && !readsAsShown(content)) {
@@ -1823,7 +1824,12 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       if (latestDraft.current === content) setDraft(null);
       setNotice(null);
       if (savedKey && savedKey !== selectedKey) onSelect(savedKey);
-      else await load(true);
+      else {
+        // Saved once the worker answers (the file is on disk): the page says so then, and
+        // reads the document back (its new stamp) without "saving…" on screen.
+        setBusy('loading');
+        await load(true);
+      }
     } catch (failure) {
       setError(errorText(failure));
     } finally {
@@ -1911,7 +1917,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     h(
       'div',
       { className: 'dir-actions' },
-      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: !dirty || !!busy, onClick: () => save(), title: 'Save (Ctrl+S / ⌘S)' }, 'Save'),
+      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: !dirty || (!!busy && busy !== 'loading'), onClick: () => save(), title: 'Save (Ctrl+S / ⌘S)' }, 'Save'),
       h('button', { type: 'button', className: 'dir-button', disabled: !dirty || !!busy, onClick: revert }, 'Revert'),
       confirmDelete
         ? h(

@@ -477,13 +477,16 @@ fn check_lists_skipped_files_with_reasons() {
     assert_eq!(rows.len(), SKIPPED_FILES, "{json}");
     for row in rows {
         let keys: Vec<&String> = row.as_object().expect("object").keys().collect();
-        assert_eq!(keys, ["path", "reason", "root"], "{row}");
+        assert_eq!(keys, ["family", "id", "path", "reason", "root"], "{row}");
     }
     let bad_row = rows
         .iter()
         .find(|r| r["path"] == bad.as_str())
         .expect("Bad-Name row");
     assert_eq!(bad_row["root"], "skills_folder");
+    // The family and id its path gives it, for a reader that shows the problem beside it.
+    assert_eq!(bad_row["family"], "skills");
+    assert_eq!(bad_row["id"], "mailer/Bad-Name");
     assert!(
         bad_row["reason"]
             .as_str()
