@@ -132,6 +132,7 @@ fn agent(content: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::code::Code;
 
     fn dry(family: &str, id: &str, content: &str) -> Value {
         check(&json!({ "family": family, "id": id, "content": content })).expect("answers")
@@ -152,7 +153,10 @@ mod tests {
         assert!(
             refused["refused"]
                 .as_str()
-                .is_some_and(|r| r.starts_with("D213 invalid_input: ")),
+                .is_some_and(|r| r.starts_with(&format!(
+                    "{} invalid_input: ",
+                    Code::PromptFrontmatterRefused
+                ))),
             "{refused}"
         );
         let agent = dry("agents", "helper", "---\nname: Helper\ncolor: mauve\n---\n");
@@ -180,7 +184,7 @@ mod tests {
         assert!(
             answer["refused"]
                 .as_str()
-                .is_some_and(|r| r.starts_with("D113 ")),
+                .is_some_and(|r| r.starts_with(&format!("{} ", Code::ContentRefused))),
             "{answer}"
         );
     }
