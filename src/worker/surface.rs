@@ -21,7 +21,6 @@ pub const UI_CHECK: &str = "iii-directory::ui-check";
 pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
 pub const PRE_GENERATE: &str = "directory::pre-generate";
 pub const HINT_PREVIEW: &str = "directory::hint-preview";
-/// Skill search (beyond the contract).
 
 /// What a registered function does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
