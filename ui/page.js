@@ -1731,6 +1731,9 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const load = useCallback(
     async (keepDraft) => {
       const mine = (sequence.current += 1);
+      // What the editor held when the read began: text typed while it is on its way is the
+      // user's, and a read that started before it must not take it away.
+      const draftAtStart = latestDraft.current;
       setBusy((b) => b || 'loading');
       try {
         const answer = await store.call(family.get, { [family.key]: selectedKey, raw: true });
@@ -1740,8 +1743,9 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
         setDoc(loaded);
         setKeptStamp(null);
         setNotice(null);
-        if (!keepDraft) setDraft(null);
-        else {
+        if (!keepDraft) {
+          if (latestDraft.current === draftAtStart) setDraft(null);
+        } else {
           const saved = store.drafts.get(draftKey);
           if (saved === loaded.raw) setDraft(null);
         }
