@@ -5,13 +5,11 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::http::{read_request, write_response};
+use super::http::{Server, read_request, write_response};
 
 #[derive(Default)]
 struct State {
@@ -22,39 +20,22 @@ struct State {
 }
 
 pub struct FileServer {
-    port: u16,
+    server: Server,
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl FileServer {
     pub fn start() -> FileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the file server");
-        let port = listener.local_addr().expect("address").port();
         let state = Arc::new(Mutex::new(State::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (thread_state, thread_stop) = (state.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if thread_stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let state = thread_state.clone();
-                std::thread::spawn(move || serve(stream, &state));
-            }
-        });
+        let served = state.clone();
         FileServer {
-            port,
+            server: Server::start(move |stream| serve(stream, &served)),
             state,
-            stop,
-            thread: Some(thread),
         }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
     pub fn file(&self, path: &str, content: Vec<u8>) {
@@ -71,16 +52,6 @@ impl FileServer {
     /// Every request so far: its path and its `Range` header.
     pub fn requests(&self) -> Vec<(String, Option<String>)> {
         self.state.lock().expect("state").requests.clone()
-    }
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

@@ -3,6 +3,59 @@
 //! `Content-Length` or chunked bodies, `Expect: 100-continue`, and `Connection: close` replies.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+/// A plain-TCP loopback server on `127.0.0.1:<port>`: each connection is answered by `serve`
+/// on a thread of its own, until the server is dropped.
+pub struct Server {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback server");
+        let port = listener.local_addr().expect("address").port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        let serve = Arc::new(serve);
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if thread_stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let serve = serve.clone();
+                std::thread::spawn(move || serve(stream));
+            }
+        });
+        Server {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
 
 /// One request as read from a connection.
 #[derive(Clone, Debug, Default)]

@@ -4,15 +4,13 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::http::{Request, read_request, write_response};
+use super::http::{Request, Server, read_request, write_response};
 
 /// How the fake answers a path.
 #[derive(Clone, Debug)]
@@ -31,40 +29,23 @@ struct State {
 }
 
 pub struct FakeRegistry {
-    port: u16,
+    server: Server,
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl FakeRegistry {
     pub fn start() -> FakeRegistry {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake registry");
-        let port = listener.local_addr().expect("address").port();
         let state = Arc::new(Mutex::new(State::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (thread_state, thread_stop) = (state.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if thread_stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let state = thread_state.clone();
-                std::thread::spawn(move || serve(stream, &state));
-            }
-        });
+        let served = state.clone();
         FakeRegistry {
-            port,
+            server: Server::start(move |stream| serve(stream, &served)),
             state,
-            stop,
-            thread: Some(thread),
         }
     }
 
     /// `http://127.0.0.1:<port>` (what `registry_url` is set to; a trailing `/` is fine too).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
     pub fn reply(&self, path: &str, reply: Reply) {
@@ -105,16 +86,6 @@ impl FakeRegistry {
 
     pub fn clear(&self) {
         self.state.lock().expect("state").requests.clear();
-    }
-}
-
-impl Drop for FakeRegistry {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
