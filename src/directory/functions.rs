@@ -332,7 +332,8 @@ library_functions! {
         ),
         answer: |directory, reader, visibility, request| {
             let cache = directory.skill_cache(reader)?;
-            skills::search(reader, &cache, &directory.skill_terms, visibility, request, None)
+            directory
+                .rank_skills(reader, &cache, visibility, request, None)
                 .map(Answer::Value)
         },
     },

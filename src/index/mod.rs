@@ -16,6 +16,7 @@ pub mod reconcile;
 pub mod records;
 pub mod tables;
 mod texts;
+mod vectors;
 pub mod views;
 pub mod walk;
 
