@@ -18,7 +18,9 @@
 //! up with the disk costs a read), `worker` (the binary:
 //! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates),
 //! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
-//! beside its steady state), `search`, `skill_search` (ranked skill search over the tree). A run
+//! beside its steady state), `search`, `skill_search` (ranked skill search over the tree),
+//! `hybrid` (issue 28: hybrid skill and function search, a cold tree's embedding, the worker's
+//! memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`). A run
 //! of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
@@ -37,6 +39,7 @@ mod deltas;
 mod embed;
 mod floor_worker;
 mod fresh;
+mod hybrid;
 mod latency;
 mod measure;
 mod memory;
@@ -186,7 +189,7 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "reindex",
     "reads",
     "deltas",
@@ -197,6 +200,7 @@ const SECTIONS: [&str; 10] = [
     "mixed",
     "search",
     "skill_search",
+    "hybrid",
 ];
 
 impl Sections {
@@ -406,6 +410,10 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
     if sections.has("search") {
         eprintln!("function search");
         figures.extend(search::figures(settings));
+    }
+    if sections.has("hybrid") {
+        std::fs::create_dir_all(&work).expect("work folder");
+        figures.extend(hybrid::figures(settings, &config, &work));
     }
 
     sort_figures(&mut figures);
