@@ -330,6 +330,15 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   same call repeated alone in the same run: in the library (`read_json` / `write`) and over the
   engine socket (the real binary behind the loopback fake engine, with the minimal worker's
   `{}` as the trivial call), and the worker's peak RSS through the whole run.
+- **Hybrid search** (issue 28, section `hybrid`, with `III_DIRECTORY_SEARCH_MODEL`):
+  `skills::search` with the model ready and every content's vector in memory, p50 with the
+  query's embedding (stand-in vectors: the real embeddings of 24 skill-like texts in turn, since
+  embedding 50,000 skills takes most of an hour and the scan costs the same whatever they hold),
+  beside the query's embedding alone; a cold tree of 200 skills really embedded in the
+  background (skills/s) while lexical searches are served (their p50 and p99 beside the idle
+  p50); `search_functions`' ranking with the dense lane on the 2,000 generated functions, and
+  that catalog's first embedding; the worker's peak RSS with the model loaded, serving rounds of
+  40 hybrid searches.
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
 `../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy
