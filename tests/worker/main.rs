@@ -556,6 +556,7 @@ mod events;
 mod filter;
 mod fresh;
 mod functions;
+mod globals;
 mod real_engine;
 mod reconnect;
 mod registration;
