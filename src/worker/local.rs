@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use super::error::WorkerError;
 use super::surface::{self, Handler};
-use super::{console, screen, wire};
-use crate::directory::Directory;
-use crate::download;
+use super::{screen, wire};
+use crate::directory::{Directory, LibraryFunction};
+use crate::download::{self, DownloadFunction};
 use crate::registry::{Endpoint, Registry, functions as registry_functions};
 
 /// A directory answering calls as the worker would.
@@ -60,46 +60,53 @@ impl Local {
             .ok_or_else(|| WorkerError::UnknownFunction(function.to_string()))?;
         screen::screen(function, request)?;
         let json = match handler {
-            Handler::Read(read) => self
+            Handler::Library(LibraryFunction::Read(read)) => self
                 .directory
                 .read_answer(read, request, None)
                 .and_then(|answer| answer.into_json())?,
-            Handler::Write(write) => self.directory.write(write, request, None)?.to_string(),
-            Handler::Status => self.directory.status()?.to_string(),
-            Handler::UiContent => console::content(request)?.to_string(),
-            Handler::UiCheck => crate::dry_run::check(request)?.to_string(),
-            Handler::Download(download_function) => {
-                let source = download::source::parse(download_function, request)?;
-                if let download::Source::Repo { .. } = source {
-                    download::repo::check(&source)?;
-                }
-                // Checked, not fetched.
-                Value::Null.to_string()
+            Handler::Library(LibraryFunction::Write(write)) => {
+                self.directory.write(write, request, None)?.to_string()
             }
-            Handler::Bundles(function) => {
-                download::status::answer(&self.directory.config().paths, function, request)?
-                    .to_string()
-            }
-            // Checked, not fetched.
-            Handler::BundlesRestore | Handler::BundlesCheckUpdates => Value::Null.to_string(),
-            Handler::RegistryList => self
-                .runtime
-                .block_on(registry_functions::list(&self.registry, request))?
-                .to_string(),
-            Handler::RegistryInfo => self
-                .runtime
-                .block_on(registry_functions::info(&self.registry, request))?
-                .to_string(),
-            Handler::EngineFunctionInfo
-            | Handler::OnConfigChange
-            | Handler::SearchFunctions
-            | Handler::OnFunctionsChange
-            | Handler::PreGenerate
-            | Handler::HintPreview
-            | Handler::OnWorkerAdded => Value::Null.to_string(),
+            Handler::Directory(work) => work(&self.directory, request)?.to_string(),
+            Handler::Worker { offline, .. } => offline(self, request)?.to_string(),
         };
         wire::check(function, json.len())?;
         Ok(json)
+    }
+
+    /// `directory::index::status`: the library's part (no watcher, no engine connection).
+    pub(super) fn status(&self, _: &Value) -> Result<Value, WorkerError> {
+        Ok(self.directory.status()?)
+    }
+
+    /// A download's request read and checked, nothing fetched.
+    pub(super) fn check_download(
+        &self,
+        function: DownloadFunction,
+        request: &Value,
+    ) -> Result<Value, WorkerError> {
+        let source = download::source::parse(function, request)?;
+        if let download::Source::Repo { .. } = source {
+            download::repo::check(&source)?;
+        }
+        Ok(Value::Null)
+    }
+
+    /// `directory::registry::workers::list`, against the unreachable registry.
+    pub(super) fn registry_list(&self, request: &Value) -> Result<Value, WorkerError> {
+        let list = registry_functions::list(&self.registry, request);
+        Ok(self.runtime.block_on(list)?)
+    }
+
+    /// `directory::registry::workers::info`, against the unreachable registry.
+    pub(super) fn registry_info(&self, request: &Value) -> Result<Value, WorkerError> {
+        let info = registry_functions::info(&self.registry, request);
+        Ok(self.runtime.block_on(info)?)
+    }
+
+    /// What needs the engine or fetches: screened only, answered `null`.
+    pub(super) fn unanswered(&self, _: &Value) -> Result<Value, WorkerError> {
+        Ok(Value::Null)
     }
 }
 
