@@ -590,15 +590,19 @@ pub struct Skipped {
 fn skipped_document(root: Root, rel: &str) -> Option<(&'static str, String)> {
     let stem = rel.strip_suffix(".md")?;
     match root {
-        Root::Agents => (!stem.contains('/')).then(|| ("agents", stem.to_string())),
-        Root::Skills | Root::LocalSkills | Root::AgentsSkills => match classify(rel) {
-            PathClass::Skill => Some(("skills", skill_id_for(rel))),
-            PathClass::SystemPrompt => {
-                let name = stem.rsplit('/').next().unwrap_or(stem);
-                Some(("system-prompts", name.to_string()))
+        Root::Agents | Root::GlobalAgents => {
+            (!stem.contains('/')).then(|| ("agents", stem.to_string()))
+        }
+        Root::Skills | Root::LocalSkills | Root::AgentsSkills | Root::GlobalAgentsSkills => {
+            match classify(rel) {
+                PathClass::Skill => Some(("skills", skill_id_for(rel))),
+                PathClass::SystemPrompt => {
+                    let name = stem.rsplit('/').next().unwrap_or(stem);
+                    Some(("system-prompts", name.to_string()))
+                }
+                PathClass::Prompts | PathClass::Agents => None,
             }
-            PathClass::Prompts | PathClass::Agents => None,
-        },
+        }
     }
 }
 
