@@ -18,7 +18,8 @@
 //! up with the disk costs a read), `worker` (the binary:
 //! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates),
 //! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
-//! beside its steady state), `search`, `skill_search` (ranked skill search over the tree). A run
+//! beside its steady state), `search`, `skill_search` (ranked skill search over the tree),
+//! `catalog` (issue 30: `skills::catalog` and `check --spec` on a tree of Agent Skills). A run
 //! of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
@@ -33,6 +34,7 @@
 //! worker, under `target/bench-work/<size>`, recreated on every run.
 
 mod baseline;
+mod catalog;
 mod deltas;
 mod embed;
 mod floor_worker;
@@ -92,7 +94,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 46] = [
+const ORDER: [&str; 50] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -139,6 +141,10 @@ const ORDER: [&str; 46] = [
     "mixed_rss",
     "skill_search",
     "skill_search_first",
+    "catalog_xml",
+    "catalog_json",
+    "catalog_large",
+    "spec_check",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -186,7 +192,7 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "reindex",
     "reads",
     "deltas",
@@ -197,6 +203,7 @@ const SECTIONS: [&str; 10] = [
     "mixed",
     "search",
     "skill_search",
+    "catalog",
 ];
 
 impl Sections {
@@ -342,6 +349,11 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
         let directory = Directory::open(config.clone()).expect("open");
         directory.reconcile().expect("index the tree");
         figures.extend(skill_search::figures(settings, &directory, &config));
+    }
+
+    if sections.has("catalog") {
+        eprintln!("skills catalog and check --spec");
+        figures.extend(catalog::figures(settings, &work));
     }
 
     // The suite's own copy, for everything that edits files.
