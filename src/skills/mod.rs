@@ -9,6 +9,7 @@ mod listed;
 mod overview;
 mod search;
 pub mod spec;
+mod vectors;
 pub mod write;
 
 pub use cache::SkillCache;
@@ -24,3 +25,4 @@ pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
 pub use search::{SkillTerms, search};
+pub use vectors::{SkillLane, SkillVectors, skill_text};

@@ -203,7 +203,7 @@ pub fn functions() -> Vec<Function> {
     let own = vec![
         Function {
             id: "directory::index::status",
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, embedded, pending).",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -220,9 +220,11 @@ pub fn functions() -> Vec<Function> {
                     "search": object(
                         json!({
                             "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
-                            "model": nullable_string(), "embedded": integer(), "pending": integer(),
+                            "model": nullable_string(),
+                            "state": { "type": "string", "enum": ["absent", "downloading", "loading", "ready", "failed"] },
+                            "embedded": integer(), "pending": integer(), "error": string("why the model is not loaded"),
                         }),
-                        &["mode", "model", "embedded", "pending"],
+                        &["mode", "model", "state", "embedded", "pending"],
                     ),
                 }),
                 &["revision", "counts", "skipped"],

@@ -562,6 +562,7 @@ mod events;
 mod filter;
 mod fresh;
 mod functions;
+mod globals;
 mod real_engine;
 mod reconnect;
 mod registration;
