@@ -21,6 +21,7 @@
 //! beside its steady state), `search`, `skill_search` (ranked skill search over the tree),
 //! `hybrid` (issue 28: hybrid skill and function search, a cold tree's embedding, the worker's
 //! memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`). A run
+//! `catalog` (issue 30: `skills::catalog` and `check --spec` on a tree of Agent Skills). A run
 //! of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
 //!
@@ -35,6 +36,7 @@
 //! worker, under `target/bench-work/<size>`, recreated on every run.
 
 mod baseline;
+mod catalog;
 mod deltas;
 mod embed;
 mod floor_worker;
@@ -95,7 +97,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 46] = [
+const ORDER: [&str; 50] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -142,6 +144,10 @@ const ORDER: [&str; 46] = [
     "mixed_rss",
     "skill_search",
     "skill_search_first",
+    "catalog_xml",
+    "catalog_json",
+    "catalog_large",
+    "spec_check",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -189,7 +195,7 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "reindex",
     "reads",
     "deltas",
@@ -201,6 +207,7 @@ const SECTIONS: [&str; 11] = [
     "search",
     "skill_search",
     "hybrid",
+    "catalog",
 ];
 
 impl Sections {
@@ -346,6 +353,11 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
         let directory = Directory::open(config.clone()).expect("open");
         directory.reconcile().expect("index the tree");
         figures.extend(skill_search::figures(settings, &directory, &config));
+    }
+
+    if sections.has("catalog") {
+        eprintln!("skills catalog and check --spec");
+        figures.extend(catalog::figures(settings, &work));
     }
 
     // The suite's own copy, for everything that edits files.

@@ -149,7 +149,7 @@ fn benchmarks_md(runs: &[Run]) -> String {
         load_average()
     );
 
-    let _ = writeln!(md, "## Targets (issues 5, 15 and 31)\n");
+    let _ = writeln!(md, "## Targets (issues 5, 15, 30 and 31)\n");
     let _ = writeln!(
         md,
         "| issue | figure | target | at | result |\n| --- | --- | --- | --- | --- |"
@@ -339,6 +339,14 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   p50); `search_functions`' ranking with the dense lane on the 2,000 generated functions, and
   that catalog's first embedding; the worker's peak RSS with the model loaded, serving rounds of
   40 hybrid searches.
+- **Skills catalog** (issue 30; section `catalog`): on a tree of as many Agent Skills as the
+  size (every skill a `SKILL.md` folder, one in ten not for a model, written once under
+  `target/bench-trees/agent-skills-<size>`), `skills::catalog` as JSON text (`read_json`) in
+  `xml` and `json` with the default 16 KiB budget, and `xml` with 1 MiB. *Baseline*: what a
+  harness without an index pays for the same block, as `skills-ref to-prompt` does: the rescan,
+  then the `SKILL.md` rows' entries. *Floor*: `serde_json::to_vec` of the same answer. Beside
+  them, `check --spec` (`Directory::spec_check`) over every `SKILL.md` of that tree, with plain
+  `check` on the same index in its note.
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
 `../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy

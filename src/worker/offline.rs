@@ -2,6 +2,8 @@
 //! answered by its entry's library function or offline handler, and measured as on the bus.
 //! It sits apart from `local.rs` because the table's entries name `Local`'s handlers.
 
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 use super::error::WorkerError;
@@ -9,6 +11,12 @@ use super::local::{Local, Refused};
 use super::surface::{self, Handler};
 use super::{screen, wire};
 use crate::directory::LibraryFunction;
+
+/// The surface, built once for every `Local` (the fuzz target calls without end).
+fn table() -> &'static [surface::Function] {
+    static TABLE: OnceLock<Vec<surface::Function>> = OnceLock::new();
+    TABLE.get_or_init(surface::functions)
+}
 
 impl Local {
     /// Calls `function` with `request`: the answer as the JSON text the worker would hand the
@@ -21,8 +29,8 @@ impl Local {
     }
 
     fn answer(&self, function: &str, request: &Value) -> Result<String, WorkerError> {
-        let handler = surface::functions()
-            .into_iter()
+        let handler = table()
+            .iter()
             .find(|f| f.id == function)
             .map(|f| f.handler)
             .ok_or_else(|| WorkerError::UnknownFunction(function.to_string()))?;
