@@ -332,8 +332,45 @@ library_functions! {
         ),
         answer: |directory, reader, visibility, request| {
             let cache = directory.skill_cache(reader)?;
-            skills::search(reader, &cache, &directory.skill_terms, visibility, request, None)
+            directory
+                .rank_skills(reader, &cache, visibility, request, None)
                 .map(Answer::Value)
+        },
+    },
+    read SkillsCatalog {
+        id: "directory::skills::catalog",
+        installed: InstalledNeed::Cached,
+        description: "The Agent Skills served (each SKILL.md a model may pick: list's visibility, without disable-model-invocation or an empty description) as names, descriptions and file locations, in on-disk id order, for a prompt: format xml (the <available_skills> block of the reference to-prompt, the default), markdown (one line each) or json. Kept within max_bytes (default 16384) and limit; left_out says how many did not fit.",
+        request: object(
+            json!({
+                "prefix": string("on-disk id prefix, e.g. `resend/`"),
+                "type": string("exact frontmatter type, e.g. `index`"),
+                "format": { "type": "string", "enum": ["xml", "markdown", "json"], "description": "xml (default), markdown or json" },
+                "limit": { "type": "integer", "minimum": 1, "description": "at most this many entries (default: as many as fit)" },
+                "max_bytes": { "type": "integer", "minimum": 256, "maximum": 8388608, "description": "budget of the body (xml, markdown) or of the skills array's JSON (default 16384, about 4,000 tokens); entries stop at the first that does not fit" },
+            }),
+            &[],
+        ),
+        response: object(
+            json!({
+                "format": { "type": "string", "enum": ["xml", "markdown", "json"] },
+                "body": string("the catalog as text (xml, markdown)"),
+                "skills": array_of(object(
+                    json!({
+                        "id": string("skill id"), "name": string("Agent Skills name (frontmatter name, else the folder)"),
+                        "description": string("description"), "location": string("absolute path of the SKILL.md"),
+                    }),
+                    &["id", "name", "description", "location"],
+                )),
+                "count": integer(),
+                "left_out": { "type": "integer", "minimum": 0, "description": "entries the filters admitted that the budget or limit left out" },
+                "max_bytes": integer(),
+            }),
+            &["format", "count", "left_out", "max_bytes"],
+        ),
+        answer: |directory, reader, visibility, request| {
+            let cache = directory.skill_cache(reader)?;
+            skills::catalog(&cache, &directory.roots, visibility, request).map(Answer::Value)
         },
     },
     write SkillsCreate {
