@@ -144,6 +144,17 @@ async fn a_plan_names_each_side_and_apply_merges_keeps_and_removes() {
     let ids = crate::common::skill_ids(&s.directory);
     assert!(ids.iter().any(|id| id == "up/new"), "{ids:?}");
     assert!(!ids.iter().any(|id| id.contains("upstream")), "{ids:?}");
+    // `check` names the upstream copy with its reason.
+    let skipped = s.directory.skipped().expect("skipped");
+    let copy = skipped
+        .iter()
+        .find(|k| k.path.ends_with("up/both.md.upstream"))
+        .unwrap_or_else(|| panic!("the upstream copy is not listed: {skipped:?}"));
+    assert!(
+        copy.reason.to_string().contains("merge it by hand"),
+        "{}",
+        copy.reason
+    );
 
     // A plan is used once; an unknown one is D337.
     let again = apply(&s, json!({"plan_id": planned["plan_id"]}))
