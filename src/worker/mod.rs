@@ -12,6 +12,7 @@ mod downloads;
 mod engine;
 mod error;
 pub mod local;
+mod model;
 pub mod screen;
 mod search;
 mod setup;
@@ -161,6 +162,13 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     });
 
     register(&iii, &shared, runtime.handle().clone());
+    // In the background: lexical answers are served meanwhile.
+    shared.directory.start_background();
+    model::start(
+        shared.directory.clone(),
+        shared.search.clone(),
+        runtime.handle(),
+    );
     let outcome = runtime.block_on(async {
         let refused = tokio::spawn(watch_connection(iii.clone(), options.url.clone()));
         // Everything the worker sets up on the engine, on this connection and every later one.
@@ -433,8 +441,10 @@ async fn status(call: Call, _: Value) -> Result<Value, WorkerError> {
             status["watcher"] = json!(shared.watcher.status());
             status["connection"] = connection;
             status["configuration"] = shared.refusals.status();
-            // No embedder is connected yet: search ranks lexically.
-            status["search"] = crate::retrieval::fusion::status(None);
+            match shared.directory.search_status() {
+                Ok(search) => status["search"] = search,
+                Err(e) => tracing::warn!("cannot tell the search model's state: {e}"),
+            }
             status
         })
     })

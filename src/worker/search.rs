@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::locks;
 use crate::search::registry::{DEFAULT_PHASE_WAIT, WorkerSource};
 use crate::search::service::{Engine, Refresh};
+use crate::search::vectors::FunctionLane;
 use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 
 /// The engine's push when its functions change (contract).
@@ -48,6 +49,8 @@ pub struct SearchState {
     /// The pre-generate hook binding, while `inject_hint` is on.
     hint_binding: Mutex<Option<Trigger>>,
     runtime: tokio::runtime::Handle,
+    /// The dense lane of function search, once the model is loaded.
+    lane: Mutex<Option<Arc<FunctionLane>>>,
 }
 
 impl SearchState {
@@ -60,6 +63,34 @@ impl SearchState {
             registry,
             hint_binding: Mutex::new(None),
             runtime,
+            lane: Mutex::new(None),
+        }
+    }
+
+    /// Connects the function lane (the model is loaded): searches fuse it in from now on,
+    /// with the vectors of the catalog embedded in the background.
+    pub async fn connect_lane(self: &Arc<Self>, lane: Arc<FunctionLane>) {
+        *locks::lock(&self.lane) = Some(lane.clone());
+        self.search.set_dense(lane);
+        self.embed_catalog().await;
+    }
+
+    /// Embeds the texts of the current catalog's functions that the lane has not seen, off
+    /// the runtime's threads.
+    async fn embed_catalog(&self) {
+        let Some(lane) = locks::lock(&self.lane).clone() else {
+            return;
+        };
+        let catalog = self.search.catalog().current();
+        let started = std::time::Instant::now();
+        match tokio::task::spawn_blocking(move || lane.update(&catalog)).await {
+            Ok(0) => {}
+            Ok(embedded) => tracing::info!(
+                embedded,
+                ms = started.elapsed().as_millis() as u64,
+                "function search texts embedded"
+            ),
+            Err(e) => tracing::warn!("embedding the function catalog stopped: {e}"),
         }
     }
 }
@@ -168,6 +199,12 @@ pub(super) async fn on_functions_change(call: Call, _: Value) -> Result<Value, W
         .spawn(refresh(call.iii.clone(), state.search.clone()))
         .await
         .map_err(WorkerError::task("catalog_refresh_task_failed"))?;
+    if let Ok(Refresh::Changed { .. }) = outcome {
+        let embed = state.clone();
+        state
+            .runtime
+            .spawn(async move { embed.embed_catalog().await });
+    }
     outcome.map(|_| json!({ "ok": true }))
 }
 
@@ -215,7 +252,13 @@ pub async fn refresh_catalog(
     state: &Arc<SearchState>,
 ) -> Result<String, WorkerError> {
     match refresh(iii.clone(), state.search.clone()).await? {
-        Refresh::Changed { functions } => Ok(format!("catalog updated ({functions} functions)")),
+        Refresh::Changed { functions } => {
+            let embed = state.clone();
+            state
+                .runtime
+                .spawn(async move { embed.embed_catalog().await });
+            Ok(format!("catalog updated ({functions} functions)"))
+        }
         Refresh::Unchanged => Ok("catalog unchanged".to_string()),
     }
 }

@@ -203,7 +203,7 @@ pub fn functions() -> Vec<Function> {
     let own = vec![
         Function {
             id: "directory::index::status",
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, embedded, pending).",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -220,9 +220,11 @@ pub fn functions() -> Vec<Function> {
                     "search": object(
                         json!({
                             "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
-                            "model": nullable_string(), "embedded": integer(), "pending": integer(),
+                            "model": nullable_string(),
+                            "state": { "type": "string", "enum": ["absent", "downloading", "loading", "ready", "failed"] },
+                            "embedded": integer(), "pending": integer(), "error": string("why the model is not loaded"),
                         }),
-                        &["mode", "model", "embedded", "pending"],
+                        &["mode", "model", "state", "embedded", "pending"],
                     ),
                 }),
                 &["revision", "counts", "skipped"],
@@ -568,13 +570,45 @@ fn download_functions() -> Vec<Function> {
         },
         Function {
             id: REGISTRY_INFO,
-            description: "One registry worker in full: { worker, readme, api_reference: { functions, triggers }, skills_tree: { skills, prompts } }, at a version or tag (default latest).",
-            request: object(registry_fields("name", "registry worker name"), &["name"]),
+            description: "One registry worker's pre-install card, at a version or tag (default latest): { worker, api_reference: { functions, triggers } (each by name and description), skills_tree: { skills, prompts } }. readme: true adds the README; schemas: true adds each function's request and response schemas and each trigger's invocation and return schemas, with their metadata (both: the whole registry record).",
+            request: object(
+                {
+                    let mut fields = registry_fields("name", "registry worker name");
+                    fields["readme"] = boolean("add the worker's README (default false)");
+                    fields["schemas"] = boolean(
+                        "add the functions' and triggers' schemas and metadata (default false)",
+                    );
+                    fields
+                },
+                &["name"],
+            ),
             response: object(
                 json!({
                     "worker": registry_worker(),
-                    "readme": string("the worker's README (markdown)"),
-                    "api_reference": object(json!({ "functions": array_of(json!({ "type": "object" })), "triggers": array_of(json!({ "type": "object" })) }), &["functions", "triggers"]),
+                    "readme": string("the worker's README (markdown; with readme: true)"),
+                    "api_reference": object(
+                        json!({
+                            "functions": array_of(object(
+                                json!({
+                                    "name": string("function id"), "description": nullable_string(),
+                                    "request_schema": { "description": "JSON Schema of the request (with schemas: true)" },
+                                    "response_schema": { "description": "JSON Schema of the response (with schemas: true)" },
+                                    "metadata": { "description": "as published (with schemas: true)" },
+                                }),
+                                &["name", "description"],
+                            )),
+                            "triggers": array_of(object(
+                                json!({
+                                    "name": string("trigger type"), "description": nullable_string(),
+                                    "invocation_schema": { "description": "JSON Schema of a binding's configuration (with schemas: true)" },
+                                    "return_schema": { "description": "JSON Schema of what the handler returns (with schemas: true)" },
+                                    "metadata": { "description": "as published (with schemas: true)" },
+                                }),
+                                &["name", "description"],
+                            )),
+                        }),
+                        &["functions", "triggers"],
+                    ),
                     "skills_tree": object(json!({ "skills": array_of(json!({ "type": "object" })), "prompts": array_of(json!({ "type": "object" })) }), &["skills", "prompts"]),
                 }),
                 &["worker", "api_reference", "skills_tree"],
