@@ -112,7 +112,15 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
             ))
             .expect("plan");
         plans.push(started.elapsed());
-        assert_eq!(planned["summary"]["merges"], 5, "{}", planned["summary"]);
+        assert_eq!(
+            planned["summary"]["merges"],
+            5,
+            "{} {:?}",
+            planned["summary"],
+            planned["files"]
+                .as_array()
+                .map(|f| f.iter().take(8).collect::<Vec<_>>())
+        );
         let started = Instant::now();
         let applied = b
             .runtime

@@ -330,6 +330,12 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   same call repeated alone in the same run: in the library (`read_json` / `write`) and over the
   engine socket (the real binary behind the loopback fake engine, with the minimal worker's
   `{}` as the trivial call), and the worker's peak RSS through the whole run.
+- **Bundle updates** (issue 29; `cargo bench --bench suite -- bundles`, `bundles.json`): a
+  1,000-file bundle from the loopback registry with 10 files edited locally; each new version
+  changes 20 files, 5 of them edited ones (clean three-way merges). `plan-update` (fetch, the
+  sha256 of every file, the base fetched again, the merges) and `apply` of that plan until it
+  returns with the index updated, one per version; and `check-updates` over 50 locked bundles
+  with the answers cached (the cold call, 50 requests in parallel, in its note).
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
 `../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy

@@ -975,13 +975,23 @@ fn land_now(
                     _ => {}
                 }
             }
-            let checked = guard::check(
+            let mut checked = guard::check(
                 folders,
                 &namespace,
                 files,
                 &served_prompt,
                 (OnEdited::Overwrite, &removed),
             )?;
+            let merged: Vec<(Dest, String, Vec<u8>)> = plan
+                .files
+                .iter()
+                .filter(|f| decided.merged.contains(&f.shown))
+                .filter_map(|f| {
+                    let up = &plan.bundle.files[f.up?];
+                    Some((f.key.0, f.key.1.clone(), up.bytes.clone()))
+                })
+                .collect();
+            guard::record_as_upstream(&mut checked, &merged)?;
             let locked_files: Vec<File> = plan
                 .bundle
                 .files

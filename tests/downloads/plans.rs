@@ -156,6 +156,20 @@ async fn a_plan_names_each_side_and_apply_merges_keeps_and_removes() {
         copy.reason
     );
 
+    // A merged file holds the user's edit: the next version finds it modified, never the
+    // bundle's own bytes to replace.
+    let mut v3 = v2.clone();
+    v3.insert(
+        "SKILL.md".into(),
+        v2["SKILL.md"].replace("skill line 4", "skill line 4, v3"),
+    );
+    publish(&s, "3.0.0", &v3);
+    let next = plan_update(&s, json!({"namespace": NS}))
+        .await
+        .expect("plan v3");
+    assert_eq!(row(&next, "SKILL.md")["local"], "modified", "{next}");
+    assert_eq!(row(&next, "SKILL.md")["merge"], "clean");
+
     // A plan is used once; an unknown one is D337.
     let again = apply(&s, json!({"plan_id": planned["plan_id"]}))
         .await
