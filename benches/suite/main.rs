@@ -9,6 +9,7 @@
 //! bench/run                                         # all of it for 1,000, 10,000 and 50,000 skills
 //! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
 //! cargo bench --bench suite -- embed                # only sentence embeddings (target/bench-results/embed.json)
+//! cargo bench --bench suite -- bundles              # only bundle updates (target/bench-results/bundles.json)
 //! BENCH_SECTIONS="reindex latency" cargo bench --bench suite   # only these sections
 //! ```
 //!
@@ -37,6 +38,7 @@
 
 mod baseline;
 mod catalog;
+mod bundles;
 mod deltas;
 mod embed;
 mod floor_worker;
@@ -97,7 +99,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 50] = [
+const ORDER: [&str; 53] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -148,6 +150,9 @@ const ORDER: [&str; 50] = [
     "catalog_json",
     "catalog_large",
     "spec_check",
+    "bundle_plan",
+    "bundle_apply",
+    "check_updates_50",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -169,6 +174,10 @@ fn main() {
     }
     if command.first().map(String::as_str) == Some("search") {
         alone(&settings, "search", "function search", search::figures);
+        return;
+    }
+    if command.first().map(String::as_str) == Some("bundles") {
+        alone(&settings, "bundles", "bundle updates", bundles::figures);
         return;
     }
     if command.first().map(String::as_str) == Some("embed") {

@@ -347,6 +347,12 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   then the `SKILL.md` rows' entries. *Floor*: `serde_json::to_vec` of the same answer. Beside
   them, `check --spec` (`Directory::spec_check`) over every `SKILL.md` of that tree, with plain
   `check` on the same index in its note.
+- **Bundle updates** (issue 29; `cargo bench --bench suite -- bundles`, `bundles.json`): a
+  1,000-file bundle from the loopback registry with 10 files edited locally; each new version
+  changes 20 files, 5 of them edited ones (clean three-way merges). `plan-update` (fetch, the
+  sha256 of every file, the base fetched again, the merges) and `apply` of that plan until it
+  returns with the index updated, one per version; and `check-updates` over 50 locked bundles
+  with the answers cached (the cold call, 50 requests in parallel, in its note).
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
 `../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy
