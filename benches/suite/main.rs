@@ -92,7 +92,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 46] = [
+const ORDER: [&str; 47] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -136,6 +136,7 @@ const ORDER: [&str; 46] = [
     "mixed_wire_agent",
     "mixed_wire_after_list",
     "mixed_wire_ping",
+    "mixed_floor_after_list",
     "mixed_rss",
     "skill_search",
     "skill_search_first",
