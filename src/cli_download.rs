@@ -88,7 +88,7 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     progress(Step::Landing {
         files: bundle.files.len(),
     });
-    let landed = download::land(&directory, bundle, on_edited)?;
+    let landed = runtime.block_on(download::settle(&directory, &registry, bundle, on_edited))?;
     let indexed = if writer {
         let revision = directory.revision()?;
         format!("index updated (revision {revision})")

@@ -1,6 +1,6 @@
 //! The error codes the worker answers with, in one table: the contract's codes (`D110` …
 //! `D415`, `spec/reference-behavior.md` §2.2) and the worker's own (`D117`, `D120`…`D123`,
-//! `D212`, `D312`, `D330`…`D335`, `D412`). Each [`Code`] names what went wrong; [`Code::text`]
+//! `D212`, `D312`, `D330`…`D337`, `D412`). Each [`Code`] names what went wrong; [`Code::text`]
 //! is the code a caller sees and [`Code::class`] the word after it
 //! (`D110 not_found: skill "x" does not exist.`). Nothing else in the crate spells a code.
 
@@ -97,6 +97,11 @@ pub enum Code {
     BundleNotLocked,
     /// `D335`: a restore whose source answers other bytes than the lock records (worker's own).
     BundleDiffersFromLock,
+    /// `D336`: an update plan whose files or lock entry changed since it was made; the error
+    /// carries a fresh plan (worker's own).
+    BundlePlanStale,
+    /// `D337`: an update plan id that is unknown or expired (worker's own).
+    BundlePlanUnknown,
     /// `D410`: no agent profile has the id.
     AgentNotFound,
     /// `D412`: a request to an agent profiles function that the screen refuses (worker's own).
@@ -110,7 +115,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the table's order.
-    pub const ALL: [Code; 29] = [
+    pub const ALL: [Code; 31] = [
         Code::SkillNotFound,
         Code::FunctionIdForSkill,
         Code::ContentRefused,
@@ -136,6 +141,8 @@ impl Code {
         Code::BundleExecutableRefused,
         Code::BundleNotLocked,
         Code::BundleDiffersFromLock,
+        Code::BundlePlanStale,
+        Code::BundlePlanUnknown,
         Code::AgentNotFound,
         Code::AgentsRequestRefused,
         Code::AgentExists,
@@ -171,6 +178,8 @@ impl Code {
             Code::BundleExecutableRefused => ("D333", InvalidInput),
             Code::BundleNotLocked => ("D334", NotFound),
             Code::BundleDiffersFromLock => ("D335", Conflict),
+            Code::BundlePlanStale => ("D336", Conflict),
+            Code::BundlePlanUnknown => ("D337", NotFound),
             Code::AgentNotFound => ("D410", NotFound),
             Code::AgentsRequestRefused => ("D412", InvalidInput),
             Code::AgentExists => ("D414", InvalidInput),

@@ -1,5 +1,5 @@
 //! The `iii-directory` command line: offline access to the index (`reindex`, `list`, `get`,
-//! `index`, `check`) and downloads (`download`), with the same configuration file as the worker.
+//! `index`, `check`, `catalog`) and downloads (`download`), with the same configuration file as the worker.
 
 #![warn(clippy::unwrap_used)]
 
@@ -41,6 +41,7 @@ Examples:
   iii-directory check --spec                 every SKILL.md against the Agent Skills spec
   iii-directory search 'send an email'       functions for a capability, from a running engine
   iii-directory search --skills 'deploy a site to Netlify'  skills ranked for a task
+  iii-directory catalog > skills.xml          the Agent Skills catalog for a prompt
   iii-directory download --worker mailer     a worker's skills bundle from the registry
   iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
 
@@ -147,6 +148,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the Agent Skills catalog an agent loads into its prompt (directory::skills::catalog):
+    /// the name, description and SKILL.md location of each skill a model may pick, in id
+    /// order, within a byte budget. `xml` is the <available_skills> block of the reference
+    /// library's `skills-ref to-prompt`; how many entries did not fit goes to stderr.
+    #[command(after_help = "\
+Examples:
+  iii-directory catalog                              the XML block, at most 16384 bytes
+  iii-directory catalog --format markdown            one line per skill
+  iii-directory catalog --prefix resend/ --max-bytes 65536
+  iii-directory catalog --format json --json         the exact response")]
+    Catalog {
+        /// xml (the default), markdown or json.
+        #[arg(long, value_enum, default_value = "xml")]
+        format: CatalogFormat,
+        /// Only skills whose on-disk id starts with this.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Only skills of this frontmatter `type`.
+        #[arg(long = "type")]
+        kind_filter: Option<String>,
+        /// At most this many entries.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// The budget in bytes (default 16384, about 4,000 tokens; 256 to 8388608): entries
+        /// stop at the first that does not fit.
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<usize>,
+        /// Print the exact response of directory::skills::catalog.
+        #[arg(long)]
+        json: bool,
+    },
     /// Download a skill bundle: `--repo URL --skill NAME [--branch B]` (a folder skills/NAME/ of
     /// a git repository) or `--worker NAME [--version V | --tag T]` (a published worker's
     /// bundle). Checked whole, landed all or nothing; the index is current when it returns.
@@ -167,6 +199,13 @@ enum Kind {
     Skills,
     SystemPrompts,
     Agents,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CatalogFormat {
+    Xml,
+    Markdown,
+    Json,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -349,6 +388,37 @@ fn run(cli: Cli) -> Result<(), CliError> {
         } => {
             let response = worker::search_over_bus(&cli.url, &capabilities)?;
             print(&response, json, || render_search(&response))
+        }
+        Command::Catalog {
+            format,
+            prefix,
+            kind_filter,
+            limit,
+            max_bytes,
+            json,
+        } => {
+            let format = match format {
+                CatalogFormat::Xml => "xml",
+                CatalogFormat::Markdown => "markdown",
+                CatalogFormat::Json => "json",
+            };
+            let request = json!({
+                "format": format, "prefix": prefix, "type": kind_filter,
+                "limit": limit, "max_bytes": max_bytes,
+            });
+            let response = read(config, ReadFunction::SkillsCatalog, &request)?;
+            print(&response, json, || match response.get("body") {
+                Some(body) => body.as_str().unwrap_or_default().to_string(),
+                None => serde_json::to_string_pretty(&response["skills"]).unwrap_or_default(),
+            })?;
+            let left_out = response["left_out"].as_u64().unwrap_or_default();
+            if !json && left_out > 0 {
+                eprintln!(
+                    "{} skills shown, {left_out} left out (over --max-bytes {} or --limit): raise them, or narrow with --prefix",
+                    response["count"], response["max_bytes"]
+                );
+            }
+            Ok(())
         }
         Command::Download(args) => {
             emit(&cli_download::run(config, args)?);

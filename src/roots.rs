@@ -1,5 +1,7 @@
-//! The four configured folders, by the role each plays. Every file the index knows is named by
-//! its root and its `/`-separated path relative to that root.
+//! The configured folders, by the role each plays. Every file the index knows is named by its
+//! root and its `/`-separated path relative to that root. Four roots are always configured;
+//! the two user-global ones (`global_agents_skills_folder`, `global_agents_folder`) are off
+//! unless set, and an off root has no folder: it is never walked, watched or written.
 
 use std::path::{Path, PathBuf};
 
@@ -19,14 +21,34 @@ pub enum Root {
     AgentsSkills = 2,
     /// `agents_folder`: direct `<id>.md` agent profiles.
     Agents = 3,
+    /// `global_agents_skills_folder`: the user's skills for all agents, laid out as
+    /// `agents_skills_folder`; read-only, below every other skill root.
+    GlobalAgentsSkills = 4,
+    /// `global_agents_folder`: the user's agent profiles for all projects, laid out as
+    /// `agents_folder`; edited in place, below `agents_folder`.
+    GlobalAgents = 5,
+}
+
+/// How a root's files are laid out, which decides how it is walked and watched and what its
+/// files are to the families.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Recursive: skills and system prompts anywhere below.
+    Tree,
+    /// Shallow: only `<dir>/SKILL.md`, served as skill `<dir>/index`.
+    SkillFolders,
+    /// Flat: only direct `<id>.md` agent profiles.
+    Profiles,
 }
 
 impl Root {
-    pub const ALL: [Root; 4] = [
+    pub const ALL: [Root; 6] = [
         Root::Skills,
         Root::LocalSkills,
         Root::AgentsSkills,
         Root::Agents,
+        Root::GlobalAgentsSkills,
+        Root::GlobalAgents,
     ];
 
     pub fn from_u8(v: u8) -> Option<Root> {
@@ -40,17 +62,28 @@ impl Root {
             Root::LocalSkills => "local_skills_folder",
             Root::AgentsSkills => "agents_skills_folder",
             Root::Agents => "agents_folder",
+            Root::GlobalAgentsSkills => "global_agents_skills_folder",
+            Root::GlobalAgents => "global_agents_folder",
+        }
+    }
+
+    pub fn layout(self) -> Layout {
+        match self {
+            Root::Skills | Root::LocalSkills => Layout::Tree,
+            Root::AgentsSkills | Root::GlobalAgentsSkills => Layout::SkillFolders,
+            Root::Agents | Root::GlobalAgents => Layout::Profiles,
         }
     }
 }
 
-/// The four roots' folders, by role.
+/// The roots' folders, by role; `None` for an off root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Roots {
-    paths: [PathBuf; 4],
+    paths: [Option<PathBuf>; 6],
 }
 
 impl Roots {
+    /// The four roots that are always configured; the global ones off.
     pub fn new(
         skills: PathBuf,
         local_skills: PathBuf,
@@ -58,8 +91,26 @@ impl Roots {
         agents: PathBuf,
     ) -> Roots {
         Roots {
-            paths: [skills, local_skills, agents_skills, agents],
+            paths: [
+                Some(skills),
+                Some(local_skills),
+                Some(agents_skills),
+                Some(agents),
+                None,
+                None,
+            ],
         }
+    }
+
+    /// The same roots with the user-global ones set (each `None` stays off).
+    pub fn with_globals(
+        mut self,
+        global_agents_skills: Option<PathBuf>,
+        global_agents: Option<PathBuf>,
+    ) -> Roots {
+        self.paths[Root::GlobalAgentsSkills as usize] = global_agents_skills;
+        self.paths[Root::GlobalAgents as usize] = global_agents;
+        self
     }
 
     pub fn from_paths(paths: &Paths) -> Roots {
@@ -69,10 +120,28 @@ impl Roots {
             paths.agents_skills_folder.clone(),
             paths.agents_folder.clone(),
         )
+        .with_globals(
+            paths.global_agents_skills_folder.clone(),
+            paths.global_agents_folder.clone(),
+        )
     }
 
+    /// The folder of a root, `None` when the root is off.
+    pub fn get(&self, root: Root) -> Option<&Path> {
+        self.paths[root as usize].as_deref()
+    }
+
+    /// The folder of a root that is always configured (or of a global one known to be on). An
+    /// off root has no folder, and this gives the empty path, which no root's file is under.
     pub fn path(&self, root: Root) -> &Path {
-        &self.paths[root as usize]
+        self.get(root).unwrap_or(Path::new(""))
+    }
+
+    /// The roots that are on, with their folders.
+    pub fn active(&self) -> impl Iterator<Item = (Root, &Path)> {
+        Root::ALL
+            .into_iter()
+            .filter_map(|root| self.get(root).map(|path| (root, path)))
     }
 
     /// The absolute path of a file given by root and relative path.

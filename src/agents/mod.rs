@@ -1,6 +1,7 @@
 //! `directory::agents::*` reads: `list` and `get`, over the catalog of agent profiles found in
-//! `agents_folder` plus the bundled `iii` and `iii-minimal` bases (a file shadows a bundled id),
-//! with `extends` chains resolved at read time.
+//! `agents_folder` and `global_agents_folder` (the index keeps one per id, the project's first)
+//! plus the bundled `iii` and `iii-minimal` bases (a file shadows a bundled id), with `extends`
+//! chains resolved at read time.
 
 mod delta;
 pub mod write;
@@ -159,6 +160,24 @@ impl<'a> Resolved<'a> {
             .unwrap_or_default()
     }
 
+    /// The first non-empty `functions` list along the chain, as `skills` inherits (a child's
+    /// list replaces its parent's; empty = none preloaded).
+    fn functions(&self) -> &[String] {
+        self.chain
+            .iter()
+            .map(|e| e.profile().functions.as_slice())
+            .find(|f| !f.is_empty())
+            .unwrap_or_default()
+    }
+
+    /// The nearest `skills_index` set along the chain, as `model` inherits; true when none is.
+    fn skills_index(&self) -> bool {
+        self.chain
+            .iter()
+            .find_map(|e| e.profile().skills_index)
+            .unwrap_or(true)
+    }
+
     fn model(&self) -> Option<&str> {
         self.chain.iter().find_map(|e| e.profile().model.as_deref())
     }
@@ -205,6 +224,14 @@ fn common_fields(id: &str, entry: &Entry, resolved: &Resolved<'_>) -> Map<String
     out.insert("icon".into(), json!(p.icon));
     out.insert("color".into(), json!(p.color));
     out.insert("extends".into(), json!(p.extends));
+    // Added after 1.2.8, so present only when they say something, as `builtin` is: a profile
+    // that uses neither keeps the contract's shape.
+    if !resolved.functions().is_empty() {
+        out.insert("functions".into(), json!(resolved.functions()));
+    }
+    if !resolved.skills_index() {
+        out.insert("skills_index".into(), json!(false));
+    }
     if entry.builtin() {
         out.insert("builtin".into(), json!(true));
     }

@@ -1,6 +1,8 @@
 //! `directory::agents::{create,update,delete}` on direct `<agents_folder>/<id>.md` files. A
 //! bundled profile is shadowed by creating or updating its id, and comes back when that file is
-//! deleted.
+//! deleted. A profile of `global_agents_folder` is updated and deleted where it is; creating its
+//! id writes a project profile to `agents_folder`, which shadows it (as a bundled one is), and
+//! deleting that brings it back.
 
 use std::path::{Path, PathBuf};
 
@@ -17,8 +19,8 @@ use crate::family_writes::{Outcome, file_exists, modified_at, store_error};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
-use crate::rules::Reading;
 use crate::rules::agent::{self, Profile};
+use crate::rules::{Reading, Source};
 use crate::store::{self, Mode};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
@@ -56,10 +58,20 @@ fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {
     })
 }
 
-/// Whether a profile the index knows is still on disk (disk is the truth: a file removed
-/// behind the index's back is missing, and an update must not re-create it).
-fn has_file(reader: &Reader, roots: &Roots, id: &str) -> Result<bool> {
-    Ok(reader.agent(id)?.is_some() && target(roots, id).is_file())
+/// The file of a profile the index serves, with the root it is in, when it is still on disk
+/// (disk is the truth: a file removed behind the index's back is missing, and an update must
+/// not re-create it).
+fn served_file(reader: &Reader, roots: &Roots, id: &str) -> Result<Option<(Root, PathBuf)>> {
+    let Some(row) = reader.agent(id)? else {
+        return Ok(None);
+    };
+    Ok(match row.source {
+        Source::File { root, rel, .. } => {
+            let path = roots.file(root, &rel);
+            path.is_file().then_some((root, path))
+        }
+        Source::Bundled => None,
+    })
 }
 
 fn miss(reader: &Reader, id: &str) -> Result<Error> {
@@ -78,7 +90,12 @@ fn miss(reader: &Reader, id: &str) -> Result<Error> {
 pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::IdContent = request::parse(request)?;
     validate_name(&req.id).map_err(Error::invalid)?;
-    if reader.agent(&req.id)?.is_some() {
+    let served_from = reader.agent(&req.id)?.map(|row| match row.source {
+        Source::File { root, .. } => Some(root),
+        Source::Bundled => None,
+    });
+    // Only a project profile is in the way: a global one is shadowed, as a bundled one is.
+    if served_from.is_some_and(|root| root != Some(Root::GlobalAgents)) {
         return Err(Error::coded(
             Code::AgentExists,
             format!("agent profile {} already exists.", quoted(&req.id)),
@@ -108,25 +125,20 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::IdContent = request::parse(request)?;
     validate_name(&req.id).map_err(Error::invalid)?;
-    let path = target(roots, &req.id);
-    let mode = if has_file(reader, roots, &req.id)? {
-        Mode::Replace
+    let (root, path, mode) = if let Some((root, path)) = served_file(reader, roots, &req.id)? {
+        (root, path, Mode::Replace)
     } else if bundled::agent(&req.id).is_some() {
+        let path = target(roots, &req.id);
         if path.exists() {
             return Err(file_exists(Code::AgentExists, &path, &NEXT_ON_CONFLICT));
         }
-        Mode::CreateNew
+        (Root::Agents, path, Mode::CreateNew)
     } else {
         return Err(miss(reader, &req.id)?);
     };
     let profile = check(&req.content)?;
-    store::write_atomic(
-        &[roots.path(Root::Agents)],
-        &path,
-        req.content.as_bytes(),
-        mode,
-    )
-    .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
+    store::write_atomic(&[roots.path(root)], &path, req.content.as_bytes(), mode)
+        .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: vec![path],
@@ -138,7 +150,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
     let req: request::ById = request::parse(request)?;
     validate_name(&req.id).map_err(Error::invalid)?;
-    if !has_file(reader, roots, &req.id)? {
+    let Some((root, path)) = served_file(reader, roots, &req.id)? else {
         if bundled::agent(&req.id).is_some() {
             return Err(Error::coded(
                 Code::AgentExists,
@@ -150,9 +162,8 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
             ));
         }
         return Err(miss(reader, &req.id)?);
-    }
-    let path = target(roots, &req.id);
-    store::remove(&[roots.path(Root::Agents)], &path)
+    };
+    store::remove(&[roots.path(root)], &path)
         .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &[]))?;
     Ok(Outcome {
         response: json!({ "id": req.id }),

@@ -82,6 +82,23 @@ pub(super) const FIELDS: &[Field] = &[
                       never written. Restart required.",
     },
     Field {
+        name: "global_agents_folder",
+        kind: Kind::OptionalText,
+        topology: true,
+        description: "The user's agent profiles for every project (<id>.md each, e.g. \
+                      ~/.iii/agents); a profile of agents_folder with the same id wins. Served, \
+                      edited and deleted in place; creates go to agents_folder. Empty (the \
+                      default) for none. Restart required.",
+    },
+    Field {
+        name: "global_agents_skills_folder",
+        kind: Kind::OptionalText,
+        topology: true,
+        description: "The user's agent skills for every agent (<dir>/SKILL.md, e.g. \
+                      ~/.agents/skills): read-only, below every other skill root. Empty (the \
+                      default) for none. Restart required.",
+    },
+    Field {
         name: "auto_download",
         kind: Kind::Flag,
         topology: true,
@@ -225,6 +242,8 @@ pub(super) fn slot<'a>(settings: &'a mut Settings, name: &str) -> Option<Slot<'a
         "local_skills_folder" => Slot::Text(&mut s.local_skills_folder),
         "agents_folder" => Slot::Text(&mut s.agents_folder),
         "agents_skills_folder" => Slot::Text(&mut s.agents_skills_folder),
+        "global_agents_folder" => Slot::OptionalText(&mut s.global_agents_folder),
+        "global_agents_skills_folder" => Slot::OptionalText(&mut s.global_agents_skills_folder),
         "auto_download" => Slot::Flag(&mut s.auto_download),
         "index_path" => Slot::Text(&mut s.index_path),
         "bundles_lock_path" => Slot::Text(&mut s.bundles_lock_path),

@@ -11,8 +11,11 @@
 //!    `skills_folder` (by default it is `skills/iii`). No two roots are the same folder, and no
 //!    other root lies inside `skills_folder` or `local_skills_folder`, which are walked
 //!    recursively (its files would be served twice, under two roles). The shallow roots
-//!    (`agents_folder`, `agents_skills_folder`) read only their direct entries, so a folder
-//!    inside them is not theirs to serve and may be another root.
+//!    (`agents_folder`, `agents_skills_folder` and the user-global `global_agents_folder`,
+//!    `global_agents_skills_folder`, checked only when set) read only their direct entries, so
+//!    a folder inside them is not theirs to serve and may be another root. A global root that
+//!    is the same folder as its project one (the worker run from the home folder) is refused
+//!    like any other pair: its files would be served twice.
 //!
 //! Paths are compared after `.` and `..` are resolved and links are followed as far as the
 //! path exists, so `/srv/..`, or a link to `/`, is `/`.
@@ -28,6 +31,8 @@ enum Root {
     LocalSkills,
     AgentsSkills,
     Agents,
+    GlobalAgentsSkills,
+    GlobalAgents,
 }
 
 impl Root {
@@ -37,19 +42,32 @@ impl Root {
             Root::LocalSkills => "local_skills_folder",
             Root::AgentsSkills => "agents_skills_folder",
             Root::Agents => "agents_folder",
+            Root::GlobalAgentsSkills => "global_agents_skills_folder",
+            Root::GlobalAgents => "global_agents_folder",
         }
     }
 }
 
-/// The configured roots.
-fn roots(paths: &Paths) -> [(Root, &Path); 4] {
-    [
+/// The configured roots (the global ones only when set).
+fn roots(paths: &Paths) -> Vec<(Root, &Path)> {
+    let mut roots: Vec<(Root, &Path)> = [
         (Root::Skills, &paths.skills_folder),
         (Root::LocalSkills, &paths.local_skills_folder),
         (Root::AgentsSkills, &paths.agents_skills_folder),
         (Root::Agents, &paths.agents_folder),
     ]
     .map(|(root, path)| (root, path.as_path()))
+    .to_vec();
+    let globals = [
+        (Root::GlobalAgentsSkills, &paths.global_agents_skills_folder),
+        (Root::GlobalAgents, &paths.global_agents_folder),
+    ];
+    for (root, path) in globals {
+        if let Some(path) = path {
+            roots.push((root, path.as_path()));
+        }
+    }
+    roots
 }
 
 /// Whether the root is walked recursively (anything under it is its file).

@@ -36,6 +36,12 @@ pub struct Settings {
     pub agents_folder: String,
     /// Read-only root of agent skills installed by other tools.
     pub agents_skills_folder: String,
+    /// The user's agent profiles for every project, edited in place; empty for none (ours:
+    /// added after 1.2.8 upstream).
+    pub global_agents_folder: String,
+    /// The user's read-only agent skills for every agent, below every other skill root; empty
+    /// for none (ours: added after 1.2.8 upstream).
+    pub global_agents_skills_folder: String,
     /// Subscribe to worker-add events and run the boot reconcile of worker skill bundles.
     pub auto_download: bool,
     /// Where the redb index file lives (ours, not in the upstream contract).
@@ -87,6 +93,8 @@ impl Default for Settings {
             local_skills_folder: "skills/iii".to_owned(),
             agents_folder: "agents".to_owned(),
             agents_skills_folder: ".agents/skills".to_owned(),
+            global_agents_folder: String::new(),
+            global_agents_skills_folder: String::new(),
             auto_download: true,
             index_path: "data/iii-directory/index.redb".to_owned(),
             bundles_lock_path: DEFAULT_BUNDLES_LOCK_PATH.to_owned(),
@@ -217,13 +225,18 @@ impl Settings {
             local_skills_folder: at(&self.local_skills_folder),
             agents_folder: at(&self.agents_folder),
             agents_skills_folder: at(&self.agents_skills_folder),
+            global_agents_folder: optional(&self.global_agents_folder).map(at),
+            global_agents_skills_folder: optional(&self.global_agents_skills_folder).map(at),
             index_path: at(&self.index_path),
             bundles_lock: at(&self.bundles_lock_path),
-            search_model_path: Some(self.search_model_path.trim())
-                .filter(|raw| !raw.is_empty())
-                .map(at),
+            search_model_path: optional(&self.search_model_path).map(at),
         }
     }
+}
+
+/// A setting that may be empty for none, trimmed.
+fn optional(raw: &str) -> Option<&str> {
+    Some(raw.trim()).filter(|raw| !raw.is_empty())
 }
 
 /// Resolve one configured path (contract: spec 2.6). Absolute stays as is; `~` alone is the home
@@ -297,6 +310,10 @@ pub struct Paths {
     pub local_skills_folder: PathBuf,
     pub agents_folder: PathBuf,
     pub agents_skills_folder: PathBuf,
+    /// `global_agents_folder`, when set.
+    pub global_agents_folder: Option<PathBuf>,
+    /// `global_agents_skills_folder`, when set.
+    pub global_agents_skills_folder: Option<PathBuf>,
     pub index_path: PathBuf,
     /// The bundles lock file (`bundles_lock_path`).
     pub bundles_lock: PathBuf,

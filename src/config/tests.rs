@@ -423,6 +423,8 @@ fn defaults_resolve_literally() {
             local_skills_folder: PathBuf::from("/p/skills/iii"),
             agents_folder: PathBuf::from("/p/agents"),
             agents_skills_folder: PathBuf::from("/p/.agents/skills"),
+            global_agents_folder: None,
+            global_agents_skills_folder: None,
             index_path: PathBuf::from("/p/data/iii-directory/index.redb"),
             bundles_lock: PathBuf::from("/p/skills/iii-bundles.lock.json"),
             search_model_path: None,
@@ -785,4 +787,52 @@ fn layout_the_bundles_lock_is_never_a_document_a_root_or_the_index() {
         p.bundles_lock = PathBuf::from("/p/iii.lock.json")
     }))
     .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn layout_the_global_roots_are_checked_only_when_set() {
+    let base = Path::new("/p");
+    let with_globals = |p: &mut Paths| {
+        p.global_agents_folder = Some(PathBuf::from("/home/u/.iii/agents"));
+        p.global_agents_skills_folder = Some(PathBuf::from("/home/u/.agents/skills"));
+    };
+    layout::check(&paths(base, with_globals)).unwrap_or_else(|e| panic!("{e}"));
+    // Run from the home folder, the project's agents skills folder is the global one.
+    let err = layout_error(&paths(base, |p| {
+        p.global_agents_skills_folder = Some(p.agents_skills_folder.clone())
+    }));
+    assert!(
+        err.contains("global_agents_skills_folder") && err.contains("same folder"),
+        "{err}"
+    );
+    let err = layout_error(&paths(base, |p| {
+        p.global_agents_folder = Some(PathBuf::from("/p/skills/me"))
+    }));
+    assert!(err.contains("inside skills_folder"), "{err}");
+    let err = layout_error(&paths(base, |p| {
+        p.global_agents_folder = Some(PathBuf::from("/"))
+    }));
+    assert!(err.contains("global_agents_folder"), "{err}");
+    let err = layout_error(&paths(base, |p| {
+        p.global_agents_skills_folder = Some(PathBuf::from("/p/data"))
+    }));
+    assert!(err.contains("index_path"), "{err}");
+}
+
+#[test]
+fn the_global_folders_are_off_unless_set_and_resolve_like_the_others() {
+    let off = Settings::default().resolve(Path::new("/p"), Some(Path::new("/home/u")));
+    assert_eq!(off.global_agents_folder, None);
+    assert_eq!(off.global_agents_skills_folder, None);
+    let (settings, warnings) = Settings::from_yaml_str(
+        "global_agents_folder: ~/.iii/agents\nglobal_agents_skills_folder: '  '\n",
+    )
+    .expect("valid");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let on = settings.resolve(Path::new("/p"), Some(Path::new("/home/u")));
+    assert_eq!(
+        on.global_agents_folder,
+        Some(PathBuf::from("/home/u/.iii/agents"))
+    );
+    assert_eq!(on.global_agents_skills_folder, None);
 }

@@ -332,8 +332,45 @@ library_functions! {
         ),
         answer: |directory, reader, visibility, request| {
             let cache = directory.skill_cache(reader)?;
-            skills::search(reader, &cache, &directory.skill_terms, visibility, request, None)
+            directory
+                .rank_skills(reader, &cache, visibility, request, None)
                 .map(Answer::Value)
+        },
+    },
+    read SkillsCatalog {
+        id: "directory::skills::catalog",
+        installed: InstalledNeed::Cached,
+        description: "The Agent Skills served (each SKILL.md a model may pick: list's visibility, without disable-model-invocation or an empty description) as names, descriptions and file locations, in on-disk id order, for a prompt: format xml (the <available_skills> block of the reference to-prompt, the default), markdown (one line each) or json. Kept within max_bytes (default 16384) and limit; left_out says how many did not fit.",
+        request: object(
+            json!({
+                "prefix": string("on-disk id prefix, e.g. `resend/`"),
+                "type": string("exact frontmatter type, e.g. `index`"),
+                "format": { "type": "string", "enum": ["xml", "markdown", "json"], "description": "xml (default), markdown or json" },
+                "limit": { "type": "integer", "minimum": 1, "description": "at most this many entries (default: as many as fit)" },
+                "max_bytes": { "type": "integer", "minimum": 256, "maximum": 8388608, "description": "budget of the body (xml, markdown) or of the skills array's JSON (default 16384, about 4,000 tokens); entries stop at the first that does not fit" },
+            }),
+            &[],
+        ),
+        response: object(
+            json!({
+                "format": { "type": "string", "enum": ["xml", "markdown", "json"] },
+                "body": string("the catalog as text (xml, markdown)"),
+                "skills": array_of(object(
+                    json!({
+                        "id": string("skill id"), "name": string("Agent Skills name (frontmatter name, else the folder)"),
+                        "description": string("description"), "location": string("absolute path of the SKILL.md"),
+                    }),
+                    &["id", "name", "description", "location"],
+                )),
+                "count": integer(),
+                "left_out": { "type": "integer", "minimum": 0, "description": "entries the filters admitted that the budget or limit left out" },
+                "max_bytes": integer(),
+            }),
+            &["format", "count", "left_out", "max_bytes"],
+        ),
+        answer: |directory, reader, visibility, request| {
+            let cache = directory.skill_cache(reader)?;
+            skills::catalog(&cache, &directory.roots, visibility, request).map(Answer::Value)
         },
     },
     write SkillsCreate {
@@ -414,7 +451,7 @@ library_functions! {
     read AgentsList {
         id: "directory::agents::list",
         installed: InstalledNeed::Never,
-        description: "List agent profiles (files in agents_folder plus the bundled iii and iii-minimal) with skill_count, model and reasoning_effort resolved through extends. Pass since_revision (0 at first) to get only what changed since.",
+        description: "List agent profiles (files in agents_folder and global_agents_folder, the project's first, plus the bundled iii and iii-minimal) with skill_count, model, reasoning_effort, functions and skills_index resolved through extends. Pass since_revision (0 at first) to get only what changed since.",
         request: list_request(json!({})),
         response: list_response(
             "agents",
@@ -425,7 +462,7 @@ library_functions! {
     read AgentsGet {
         id: "directory::agents::get",
         installed: InstalledNeed::Cached,
-        description: "Read one agent profile with its resolved system_prompt (ancestors root-first), inherited skills, unknown_skills, model and reasoning_effort; raw with raw: true.",
+        description: "Read one agent profile with its resolved system_prompt (ancestors root-first), inherited skills, unknown_skills, model, reasoning_effort, functions and skills_index; raw with raw: true.",
         request: object(
             json!({ "id": string("agent id"), "raw": boolean("also return the whole file") }),
             &["id"],
@@ -448,21 +485,21 @@ library_functions! {
     },
     write AgentsCreate {
         id: "directory::agents::create",
-        description: "Create <agents_folder>/<id>.md from full-file content (frontmatter with a non-empty name). Creating a bundled id shadows it. Fires directory::agents::on-change { op: create }.",
+        description: "Create <agents_folder>/<id>.md from full-file content (frontmatter with a non-empty name). Creating a bundled id, or one of global_agents_folder, shadows it. Fires directory::agents::on-change { op: create }.",
         request: content_request("id", "new agent id"),
         response: agent_written(),
         apply: |reader, roots, _, request| agents::write::create(reader, roots, request),
     },
     write AgentsUpdate {
         id: "directory::agents::update",
-        description: "Overwrite an existing agent profile with full-file content; updating a bundled profile writes the local file that shadows it. Fires on-change { op: update }.",
+        description: "Overwrite an existing agent profile with full-file content, in the folder it is in (agents_folder or global_agents_folder); updating a bundled profile writes the local file that shadows it. Fires on-change { op: update }.",
         request: content_request("id", "existing agent id"),
         response: agent_written(),
         apply: |reader, roots, _, request| agents::write::update(reader, roots, request),
     },
     write AgentsDelete {
         id: "directory::agents::delete",
-        description: "Delete an agent profile file; a bundled profile comes back. Fires on-change { op: delete }.",
+        description: "Delete an agent profile file, in the folder it is in; a profile it shadowed (global or bundled) comes back. Fires on-change { op: delete }.",
         request: object(json!({ "id": string("agent id") }), &["id"]),
         response: object(json!({ "id": string("agent id") }), &["id"]),
         apply: |reader, roots, _, request| agents::write::delete(reader, roots, request),
@@ -521,6 +558,8 @@ fn agent_fields() -> Value {
         "icon": nullable_string(),
         "color": nullable_string(),
         "extends": nullable_string(),
+        "functions": array_of(json!({ "type": "string", "description": "present when non-empty: the function ids a session preloads, the first non-empty list along extends" })),
+        "skills_index": { "const": false, "description": "present (false) only when a session gets no skills index: the nearest value set along extends; absent means true" },
         "builtin": boolean("present (true) on bundled profiles only"),
         "inheritance_error": string(&format!("{} text when the extends chain does not resolve", Code::AgentInheritance)),
         "modified_at": string("RFC 3339 UTC; empty for bundled profiles"),

@@ -26,8 +26,10 @@ use crate::rules::skip::SkipReason;
 use crate::skills::spec::SpecSummary;
 use crate::{agents, request, skills, store, system_prompts};
 
+mod dense;
 mod functions;
 
+pub use dense::{MODEL_NAME, ModelState};
 pub use functions::{InstalledNeed, LIBRARY, LibraryFunction, ReadFunction, WriteFunction};
 
 /// The folders of a configuration, the index over them, and the functions that read and
@@ -50,6 +52,8 @@ pub struct Directory {
     /// What brings the index up to date with changes on disk before each read: the watcher's
     /// queue, once a watcher runs (see [`CatchUp`]).
     catch_up: RwLock<Option<Arc<dyn CatchUp>>>,
+    /// The embedding model's state, the skill vectors, the background embedding.
+    dense: dense::Dense,
 }
 
 /// Brings the index up to date with every change the disk reported before a read began: the
@@ -111,6 +115,7 @@ impl Directory {
             skill_terms: Mutex::default(),
             settings,
             catch_up: RwLock::new(None),
+            dense: dense::Dense::default(),
         }
     }
 
@@ -439,8 +444,9 @@ impl Directory {
     }
 
     /// `directory::skills::search` (beyond the contract): skills ranked for a task, with the
-    /// same visibility and fresh reads as `list`. `dense` is the embedder's lane for skills
-    /// when there is one and it is ready; without it the ranking is lexical.
+    /// same visibility and fresh reads as `list`. `dense` is a dense lane of the caller's
+    /// (the quality tests plug one in); without it, the directory's own is used once the model
+    /// is ready and the tree embedded, and the ranking is lexical until then.
     pub fn search_skills(
         &self,
         request: &Value,
@@ -450,14 +456,22 @@ impl Directory {
         self.catch_up();
         let reader = self.index.read()?;
         let cache = self.skill_cache(&reader)?;
-        skills::search(
-            &reader,
-            &cache,
-            &self.skill_terms,
-            self.visibility(installed),
-            request,
-            dense,
-        )
+        self.rank_skills(&reader, &cache, self.visibility(installed), request, dense)
+    }
+
+    /// `skills::search` over a snapshot, with `dense` or else the directory's own lane.
+    fn rank_skills(
+        &self,
+        reader: &index::Reader,
+        cache: &skills::SkillCache,
+        visibility: Visibility<'_>,
+        request: &Value,
+        dense: Option<&dyn DenseRanker>,
+    ) -> Result<Value> {
+        let embedder = self.embedder();
+        let own = self.skill_lane(cache, embedder.as_deref());
+        let dense = dense.or(own.as_ref().map(|lane| lane as &dyn DenseRanker));
+        skills::search(reader, cache, &self.skill_terms, visibility, request, dense)
     }
 
     /// Answers a read function with the response's JSON text. `list`, which UIs call
@@ -603,15 +617,19 @@ pub struct Skipped {
 fn skipped_document(root: Root, rel: &str) -> Option<(&'static str, String)> {
     let stem = rel.strip_suffix(".md")?;
     match root {
-        Root::Agents => (!stem.contains('/')).then(|| ("agents", stem.to_string())),
-        Root::Skills | Root::LocalSkills | Root::AgentsSkills => match classify(rel) {
-            PathClass::Skill => Some(("skills", skill_id_for(rel))),
-            PathClass::SystemPrompt => {
-                let name = stem.rsplit('/').next().unwrap_or(stem);
-                Some(("system-prompts", name.to_string()))
+        Root::Agents | Root::GlobalAgents => {
+            (!stem.contains('/')).then(|| ("agents", stem.to_string()))
+        }
+        Root::Skills | Root::LocalSkills | Root::AgentsSkills | Root::GlobalAgentsSkills => {
+            match classify(rel) {
+                PathClass::Skill => Some(("skills", skill_id_for(rel))),
+                PathClass::SystemPrompt => {
+                    let name = stem.rsplit('/').next().unwrap_or(stem);
+                    Some(("system-prompts", name.to_string()))
+                }
+                PathClass::Prompts | PathClass::Agents => None,
             }
-            PathClass::Prompts | PathClass::Agents => None,
-        },
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod salvage;
 
-use super::{Fields, Frontmatter};
+use super::{Fields, Frontmatter, Lenient};
 use crate::yaml::{self, Limits, Value};
 
 /// Most nodes one frontmatter document may expand to (aliases counted at the size of what they
@@ -203,6 +203,23 @@ fn apply_field(fields: &mut Fields, key: &str, value: &Value) -> Result<bool, Sh
             };
             return Ok(false);
         }
+        // Not counted as recognised either, for the same reason: only a profile gives them a
+        // meaning, and the profile rule refuses a misshapen one (`rules::agent`).
+        "functions" => {
+            fields.functions = match string_list(key, value) {
+                Ok(list) => list.map(Lenient::Value),
+                Err(_) => Some(Lenient::Misshapen),
+            };
+            return Ok(false);
+        }
+        "skills_index" => {
+            fields.skills_index = match value {
+                Value::Null => None,
+                Value::Bool(flag, _) => Some(Lenient::Value(*flag)),
+                _ => Some(Lenient::Misshapen),
+            };
+            return Ok(false);
+        }
         _ => return Ok(false),
     };
     *slot = string(key, value)?;
@@ -393,6 +410,8 @@ icon: rocket
 color: '#ff0000'
 extends: iii
 compatibility: Needs git
+functions: [engine::functions::list]
+skills_index: false
 unknown: [ignored, {deep: true}]
 ";
         let expected = Fields {
@@ -410,6 +429,8 @@ unknown: [ignored, {deep: true}]
             color: Some("#ff0000".into()),
             extends: Some("iii".into()),
             compatibility: Some("Needs git".into()),
+            functions: Some(Lenient::Value(vec!["engine::functions::list".into()])),
+            skills_index: Some(Lenient::Value(false)),
         };
         assert_eq!(fields(yaml), expected);
     }
@@ -489,6 +510,26 @@ unknown: [ignored, {deep: true}]
             let err = err.message();
             assert!(err.contains("`disable-model-invocation`"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn functions_and_skills_index_are_read_leniently() {
+        let read = fields("functions: [engine::functions::list, 7]\nskills_index: false\n");
+        assert_eq!(
+            read.functions,
+            Some(Lenient::Value(vec![
+                "engine::functions::list".into(),
+                "7".into()
+            ]))
+        );
+        assert_eq!(read.skills_index, Some(Lenient::Value(false)));
+        assert_eq!(fields("functions:\nskills_index: ~\n").functions, None);
+        assert_eq!(fields("skills_index: ~\n").skills_index, None);
+        // Another shape is kept as such, and costs the file none of its other fields.
+        let odd = fields("name: x\nfunctions: one::fn\nskills_index: 'no'\n");
+        assert_eq!(odd.name.as_deref(), Some("x"));
+        assert_eq!(odd.functions, Some(Lenient::Misshapen));
+        assert_eq!(odd.skills_index, Some(Lenient::Misshapen));
     }
 
     #[test]

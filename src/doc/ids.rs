@@ -148,6 +148,54 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
+/// Longest function id an agent profile's `functions:` may name, in bytes.
+pub const MAX_FUNCTION_ID_BYTES: usize = 256;
+
+/// Why a string is not an engine function id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum FunctionIdError {
+    #[error("function id must be non-empty")]
+    Empty,
+    #[error("function id too long ({0} bytes; max {MAX_FUNCTION_ID_BYTES})")]
+    TooLong(usize),
+    #[error(
+        "function id must be namespaced with `::` (e.g. engine::functions::list): {}",
+        quoted(.0)
+    )]
+    NotNamespaced(String),
+    #[error(
+        "function id segments must be non-empty and hold only ASCII letters, digits, '-', '_' and '.': {}",
+        quoted(.0)
+    )]
+    Segment(String),
+}
+
+/// Checks an engine function id, as an agent profile's `functions:` names one: `::`-separated
+/// segments (at least two: the worker's namespace and the function), each of ASCII letters,
+/// digits, `-`, `_` and `.`, at most [`MAX_FUNCTION_ID_BYTES`] in all. The engine's own ids
+/// (`engine::functions::list`, `directory::__on_worker_added`) all pass.
+pub fn validate_function_id(id: &str) -> Result<(), FunctionIdError> {
+    if id.is_empty() {
+        return Err(FunctionIdError::Empty);
+    }
+    if id.len() > MAX_FUNCTION_ID_BYTES {
+        return Err(FunctionIdError::TooLong(id.len()));
+    }
+    if !id.contains("::") {
+        return Err(FunctionIdError::NotNamespaced(id.to_owned()));
+    }
+    let segment_ok = |segment: &str| {
+        !segment.is_empty()
+            && segment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    if !id.split("::").all(segment_ok) {
+        return Err(FunctionIdError::Segment(id.to_owned()));
+    }
+    Ok(())
+}
+
 /// Checks a registry worker name before it goes into a registry URL: it must start with a
 /// lowercase letter or digit (so never `-`, `.` or `/`), then `a-z 0-9 - _` only.
 pub fn validate_worker_name(name: &str) -> Result<(), WorkerNameError> {
@@ -236,6 +284,36 @@ mod tests {
 
     fn name(name: &str) -> Option<String> {
         refusal(validate_name(name))
+    }
+
+    #[test]
+    fn function_ids_are_namespaced_segments() {
+        for good in [
+            "engine::functions::list",
+            "directory::__on_worker_added",
+            "iii-directory::ui-content",
+            "my_worker::v1.2::doThing",
+        ] {
+            assert_eq!(refusal(validate_function_id(good)), None, "{good}");
+        }
+        for (bad, why) in [
+            ("", "non-empty"),
+            ("list", "namespaced"),
+            ("engine::", "segments"),
+            ("::list", "segments"),
+            ("engine:::list", "segments"),
+            ("engine::functions list", "segments"),
+            ("engine::fünctions", "segments"),
+        ] {
+            let refused = refusal(validate_function_id(bad)).expect(bad);
+            assert!(refused.contains(why), "{bad}: {refused}");
+        }
+        let long = format!("a::{}", "b".repeat(MAX_FUNCTION_ID_BYTES));
+        assert!(
+            refusal(validate_function_id(&long))
+                .expect("long")
+                .contains("too long")
+        );
     }
 
     fn worker_name(name: &str) -> Option<String> {

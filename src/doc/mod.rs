@@ -120,6 +120,19 @@ pub struct Fields {
     /// `compatibility` (Agent Skills), when it is a string. Read leniently: its shape is for the
     /// spec checks to report, never a reason to serve the file without its frontmatter.
     pub compatibility: Option<String>,
+    /// An agent profile's `functions:` (engine functions a session preloads). Read leniently, as
+    /// `compatibility` is: a skill that happens to use the key keeps its frontmatter, and the
+    /// profile rule refuses a value of the wrong shape.
+    pub functions: Option<Lenient<Vec<String>>>,
+    /// An agent profile's `skills_index:`, leniently as `functions`.
+    pub skills_index: Option<Lenient<bool>>,
+}
+
+/// A frontmatter value read leniently: the value, or the fact that it had another shape.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Lenient<T> {
+    Value(T),
+    Misshapen,
 }
 
 /// Everything the index keeps about one distinct file content.

@@ -104,6 +104,20 @@ pub fn namespace_folder(paths: &Paths, namespace: &str) -> String {
     }
 }
 
+/// Where a bundle file routed for `<skills_folder>/<namespace>/` sits under its root, the
+/// namespace's folder being `folder` ([`namespace_folder`]).
+pub fn placed_rel(folder: &str, namespace: &str, dest: Dest, rel: &str) -> String {
+    if dest == Dest::Skills && folder != namespace {
+        let rest = rel
+            .strip_prefix(namespace)
+            .and_then(|r| r.strip_prefix('/'))
+            .unwrap_or(rel);
+        format!("{folder}/{rest}")
+    } else {
+        rel.to_string()
+    }
+}
+
 /// The record of what a bundle wrote, by `<dest word>/<path under the dest root>`.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Record {
@@ -137,6 +151,24 @@ fn read_record(path: &Path, namespace: &str) -> Record {
         (record.schema == RECORD_SCHEMA && record.namespace == namespace).then_some(record)
     };
     read().unwrap_or_default()
+}
+
+/// Whether the file at `dest`/`rel` (placed) holds exactly what `namespace`'s bundle last wrote
+/// there, by its record: the bundle's own bytes, unedited since, whatever the lock says.
+pub fn unedited(paths: &Paths, namespace: &str, dest: Dest, rel: &str) -> bool {
+    let folder = namespace_folder(paths, namespace);
+    let record = read_record(
+        &paths.skills_folder.join(format!("{folder}/{RECORD_FILE}")),
+        namespace,
+    );
+    let root = match dest {
+        Dest::Agents => &paths.agents_folder,
+        _ => &paths.skills_folder,
+    };
+    record
+        .files
+        .get(&record_key(dest, rel))
+        .is_some_and(|hash| file_hash(&root.join(rel)).as_ref() == Some(hash))
 }
 
 /// What a file on disk holds: its blake3, or `None` when it is not a regular file (the
@@ -177,17 +209,18 @@ pub struct Checked {
 
 /// Places `files` (routed for `<skills_folder>/<namespace>/`) in the namespace's folder,
 /// checks every one against what is on disk and in the index (see the module doc), and adds
-/// the bundle's updated record. Nothing is written.
+/// the bundle's updated record, which forgets the files of `removed` (placed paths the landing
+/// removes). Nothing is written.
 pub fn check(
     paths: &Paths,
     namespace: &str,
     files: Vec<File>,
     served_prompt: ServedPrompt<'_>,
-    on_edited: OnEdited,
+    (on_edited, removed): (OnEdited, &[(Dest, String)]),
 ) -> Result<Checked> {
     check_namespace(namespace)?;
     let folder = namespace_folder(paths, namespace);
-    if files.is_empty() {
+    if files.is_empty() && removed.is_empty() {
         return Ok(Checked {
             files,
             kept_local: Vec::new(),
@@ -197,14 +230,7 @@ pub fn check(
     let files: Vec<File> = files
         .into_iter()
         .map(|mut file| {
-            if file.dest == Dest::Skills && folder != namespace {
-                let rest = file
-                    .rel
-                    .strip_prefix(namespace)
-                    .and_then(|r| r.strip_prefix('/'))
-                    .unwrap_or(&file.rel);
-                file.rel = format!("{folder}/{rest}");
-            }
+            file.rel = placed_rel(&folder, namespace, file.dest, &file.rel);
             file
         })
         .collect();
@@ -339,6 +365,9 @@ pub fn check(
     let mut files = landing;
     record.schema = RECORD_SCHEMA;
     record.namespace = namespace.to_string();
+    for (dest, rel) in removed {
+        record.files.remove(&record_key(*dest, rel));
+    }
     for file in &files {
         record
             .files

@@ -78,8 +78,13 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
         // Checked under the landing's lock, so that what the checks saw is what lands, and the
         // bundles lock read here is the one this landing replaces.
         let touched = landing::land_with(targets, || {
-            let checked =
-                guard::check(folders, &namespace, bundle.files, &served_prompt, on_edited)?;
+            let checked = guard::check(
+                folders,
+                &namespace,
+                bundle.files,
+                &served_prompt,
+                (on_edited, &[]),
+            )?;
             // An empty bundle writes nothing, not even a lock entry.
             if checked.files.is_empty() && checked.kept_local.is_empty() {
                 return Ok(Vec::new());
@@ -158,7 +163,7 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
 }
 
 /// Whether `file` is the namespace's record of what the bundle wrote.
-fn is_record(file: &File) -> bool {
+pub(super) fn is_record(file: &File) -> bool {
     file.dest == Dest::Skills
         && file
             .rel
@@ -169,7 +174,7 @@ fn is_record(file: &File) -> bool {
 
 /// A placed file as the response names it: relative to the namespace folder, or
 /// `agents/<id>.md`.
-fn shown(file: &File, folder: &str) -> String {
+pub(super) fn shown(file: &File, folder: &str) -> String {
     match file.dest {
         Dest::Agents => format!("agents/{}", file.rel),
         _ => file
@@ -182,7 +187,7 @@ fn shown(file: &File, folder: &str) -> String {
 }
 
 /// The response's lists without the files kept locally: they were not written.
-fn without_kept(mut written: Written, kept: &[File], folder: &str) -> Written {
+pub(super) fn without_kept(mut written: Written, kept: &[File], folder: &str) -> Written {
     for file in kept {
         match file.dest {
             Dest::Agents => {

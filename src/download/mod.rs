@@ -16,6 +16,8 @@ pub mod guard;
 mod land;
 pub mod lock;
 pub mod marker;
+pub mod merge;
+pub mod plan;
 pub mod repo;
 pub mod restore;
 pub mod review;
@@ -107,11 +109,35 @@ pub async fn run(
     progress(Step::Landing {
         files: bundle.files.len(),
     });
+    Ok(settle(directory, registry, bundle, on_edited)
+        .await?
+        .response)
+}
+
+/// Lands a fetched bundle: a namespace the bundles lock already holds through an update plan
+/// applied at once (`plan`: local edits kept or merged, files removed upstream removed, `force`
+/// taking upstream), any other through [`land`].
+pub async fn settle(
+    directory: &Arc<Directory>,
+    registry: &Registry,
+    bundle: Bundle,
+    on_edited: OnEdited,
+) -> Result<Landed> {
+    if !bundle.files.is_empty() {
+        let settings = directory.settings();
+        review::allow(
+            &review::review(&bundle, settings.download_large_file_bytes),
+            settings.download_allow_executables,
+        )?;
+    }
+    let planned = plan::land_locked(directory, registry, bundle.clone(), on_edited.into());
+    if let Some(landed) = planned.await? {
+        return Ok(landed);
+    }
     let directory = directory.clone();
-    let landed = tokio::task::spawn_blocking(move || land(&directory, bundle, on_edited))
+    tokio::task::spawn_blocking(move || land(&directory, bundle, on_edited))
         .await
-        .map_err(Error::task("download task"))??;
-    Ok(landed.response)
+        .map_err(Error::task("download task"))?
 }
 
 /// How an automatic download of one worker's bundle ended.
@@ -144,10 +170,7 @@ pub async fn install_worker(
         Err(e) => return Err(e),
     };
     let files = bundle.files.len();
-    let landing = directory.clone();
-    tokio::task::spawn_blocking(move || land(&landing, bundle, OnEdited::Keep))
-        .await
-        .map_err(Error::task("download task"))??;
+    settle(directory, registry, bundle, OnEdited::Keep).await?;
     let skills_folder = directory.config().paths.skills_folder.clone();
     let worker = worker.to_string();
     tokio::task::spawn_blocking(move || marker::write_marker(&skills_folder, &worker, &release))

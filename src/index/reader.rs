@@ -114,12 +114,17 @@ impl Reader {
         self.row(SKILLS, id)
     }
 
-    /// Whether the agents skills root serves namespace `ns` (its `<ns>/index` row is an agents
-    /// skill): one lookup, where asking every row would grow with the tree.
-    pub fn is_agents_namespace(&self, ns: &str) -> Result<bool> {
+    /// The agents skills root (project or user-global) that serves namespace `ns`, if one does
+    /// (its `<ns>/index` row is an agents skill): one lookup, where asking every row would grow
+    /// with the tree.
+    pub fn agents_namespace_root(&self, ns: &str) -> Result<Option<Root>> {
         Ok(self
             .skill(&format!("{ns}/index"))?
-            .is_some_and(|row| row.agents_skill))
+            .filter(|row| row.agents_skill)
+            .and_then(|row| match row.source {
+                Source::File { root, .. } => Some(root),
+                Source::Bundled => None,
+            }))
     }
 
     /// Finds a skill this caller may see by id: the exact id wins, then the `<id>/index`

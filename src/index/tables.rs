@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 8;
+pub const SCHEMA_VERSION: u64 = 11;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<'static, (u8, &str), &[u8]> = TableDefinition::new("files");
@@ -18,6 +18,10 @@ pub const DOCS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::ne
 /// Content hash → postcard [`Conformance`](crate::rules::spec::Conformance): what the Agent
 /// Skills specification says of the text, checked once per distinct content like the parse.
 pub const SPEC: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("spec");
+/// Content hash → the sentence embedding of its skill text (`embed::Quantized`, int8 with its
+/// scale, [`embed::QUANTIZED_BYTES`](crate::embed::QUANTIZED_BYTES) bytes), written after
+/// reconciles by the background embedder and dropped with the content's parse.
+pub const VECTORS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("vectors");
 /// Content hash → the key of its text in the texts store (see [`texts`](super::texts)). Keys are
 /// handed out in order, from [`META_NEXT_TEXT`] up, so that new texts are appended to the
 /// texts store.

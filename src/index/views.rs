@@ -14,12 +14,23 @@ use crate::bundled;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::ids::{first_segment, skill_id_for, validate_name, validate_skill_id};
 use crate::doc::{Hash, ParsedDoc, ServeIssue};
-use crate::roots::Root;
+use crate::roots::{Layout, Root};
 use crate::rules::agent::{self, AgentRow};
 use crate::rules::prompt::{self, PromptRow};
 use crate::rules::skill::{Placement, SkillRow, display_id, row_for};
 use crate::rules::skip::SkipReason;
 use crate::rules::{Reading, Source};
+
+/// The roots that hold skills, highest precedence first.
+const SKILL_ROOTS: [Root; 4] = [
+    Root::LocalSkills,
+    Root::Skills,
+    Root::AgentsSkills,
+    Root::GlobalAgentsSkills,
+];
+
+/// The roots that hold agent profiles, highest precedence first.
+const PROFILE_ROOTS: [Root; 2] = [Root::Agents, Root::GlobalAgents];
 
 /// What reconcile knows about the files of all roots.
 pub struct Inputs<'a> {
@@ -88,7 +99,7 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
         .iter()
         .map(|(file, _)| first_segment(file.id).to_string())
         .collect();
-    for root in [Root::LocalSkills, Root::Skills, Root::AgentsSkills] {
+    for root in SKILL_ROOTS {
         namespaces.extend(
             files_of(inputs, root).map(|((_, rel), _)| namespace_of(root, rel).to_string()),
         );
@@ -153,7 +164,7 @@ pub fn dirty_parts<'a>(
     let mut dirty = Dirty::default();
     for (root, rel) in files {
         match root {
-            Root::Agents => dirty.agents = true,
+            Root::Agents | Root::GlobalAgents => dirty.agents = true,
             Root::Skills | Root::LocalSkills if is_prompt_file(*root, rel) => dirty.prompts = true,
             _ => {
                 dirty
@@ -203,7 +214,7 @@ pub fn files_needed<'a>(
 ) -> Vec<(&'a (Root, String), &'a FileMeta)> {
     let mut needed = Vec::new();
     for ns in &dirty.namespaces {
-        for root in [Root::LocalSkills, Root::Skills, Root::AgentsSkills] {
+        for root in SKILL_ROOTS {
             needed.extend(namespace_entries(files, root, ns));
         }
     }
@@ -215,11 +226,13 @@ pub fn files_needed<'a>(
         );
     }
     if dirty.agents {
-        needed.extend(
-            files
-                .range((Root::Agents, String::new())..)
-                .take_while(|((root, _), _)| *root == Root::Agents),
-        );
+        for profiles in PROFILE_ROOTS {
+            needed.extend(
+                files
+                    .range((profiles, String::new())..)
+                    .take_while(|((root, _), _)| *root == profiles),
+            );
+        }
     }
     needed
 }
@@ -229,9 +242,9 @@ pub fn files_needed<'a>(
 /// them is the namespace's.
 pub fn namespace_key_ranges(ns: &str) -> Vec<(Root, String, String)> {
     let mut ranges = Vec::new();
-    for root in [Root::LocalSkills, Root::Skills, Root::AgentsSkills] {
+    for root in SKILL_ROOTS {
         ranges.push((root, format!("{ns}/"), format!("{ns}0")));
-        if root != Root::AgentsSkills {
+        if root.layout() == Layout::Tree {
             for top in top_files(ns) {
                 let mut end = top.clone();
                 end.push('\0');
@@ -285,8 +298,8 @@ fn owner<'k>(inputs: &Inputs<'_>, key: &'k (Root, String)) -> Owner<'k> {
         return Owner::Folder;
     }
     match root {
-        Root::Agents => Owner::Agents,
-        Root::AgentsSkills => Owner::Namespace(first_segment(rel)),
+        Root::Agents | Root::GlobalAgents => Owner::Agents,
+        Root::AgentsSkills | Root::GlobalAgentsSkills => Owner::Namespace(first_segment(rel)),
         Root::Skills | Root::LocalSkills => match classify(rel) {
             PathClass::SystemPrompt => Owner::Prompts,
             _ => Owner::Namespace(namespace_of(*root, rel)),
@@ -343,8 +356,8 @@ pub type Skipped = BTreeMap<(Root, String), SkipReason>;
 type SkillFiles<'a> = BTreeMap<String, (Root, &'a str, &'a FileMeta)>;
 
 /// The skill rows of one namespace, and the skip reasons of its files. Precedence, highest
-/// first: `local_skills_folder`, `skills_folder`, `agents_skills_folder`, the bundled skills;
-/// each step below takes what the steps before it left.
+/// first: `local_skills_folder`, `skills_folder`, `agents_skills_folder`, the bundled skills,
+/// `global_agents_skills_folder`; each step below takes what the steps before it left.
 fn namespace_rows(
     inputs: &Inputs<'_>,
     shadows: &Shadows<'_>,
@@ -352,8 +365,30 @@ fn namespace_rows(
 ) -> (BTreeMap<String, SkillRow>, Skipped) {
     let mut skipped = Skipped::new();
     let mut files = skills_root_files(inputs, shadows, ns, &mut skipped);
-    let agents_namespace = add_agents_skill(inputs, shadows, ns, &mut files, &mut skipped);
+    let mut agents_namespace = add_agents_skill(
+        inputs,
+        Root::AgentsSkills,
+        shadows,
+        ns,
+        None,
+        &mut files,
+        &mut skipped,
+    );
     let bundled = bundled_fallbacks(shadows, ns, agents_namespace, &files);
+    if !agents_namespace {
+        let taken = (!bundled.is_empty()).then_some(Taken::Bundled);
+        agents_namespace = add_agents_skill(
+            inputs,
+            Root::GlobalAgentsSkills,
+            shadows,
+            ns,
+            taken,
+            &mut files,
+            &mut skipped,
+        );
+    } else {
+        shadow_global_agents_skill(inputs, ns, &mut skipped);
+    }
     let all_ids: BTreeSet<String> = files.keys().chain(bundled.keys()).cloned().collect();
     let mut rows = BTreeMap::new();
     for (id, file) in &files {
@@ -437,18 +472,31 @@ fn verdict<'a>(rel: &'a str, shadowed: bool, own_ids: &mut BTreeMap<String, &'a 
     }
 }
 
-/// Step 2: the agents skills root's `<ns>/SKILL.md`, served as `<ns>/index` unless a folder of
-/// either skills root has the namespace's name. Returns whether it serves the namespace (the
-/// rows then say so, and the bundled skills stay out).
+/// What already claims a namespace when the global agents skills root comes to it.
+#[derive(Clone, Copy)]
+enum Taken {
+    /// The bundled skills of the namespace.
+    Bundled,
+    /// The project's agents skills root.
+    AgentsSkill,
+}
+
+/// Step 2 (`agents_skills_folder`) and step 4 (`global_agents_skills_folder`): the root's
+/// `<ns>/SKILL.md`, served as `<ns>/index` unless a folder of either skills root has the
+/// namespace's name, or (for the global root) a higher step already serves the namespace
+/// (`taken`). Returns whether it serves the namespace (the rows then say so, and the bundled
+/// skills stay out).
 fn add_agents_skill<'a>(
     inputs: &'a Inputs<'_>,
+    root: Root,
     shadows: &Shadows<'_>,
     ns: &str,
+    taken: Option<Taken>,
     files: &mut SkillFiles<'a>,
     skipped: &mut Skipped,
 ) -> bool {
     let mut served = false;
-    for (rel, meta) in namespace_files(inputs, Root::AgentsSkills, ns) {
+    for (rel, meta) in namespace_files(inputs, root, ns) {
         let id = format!("{ns}/index");
         let reason = if let Err(problem) = validate_skill_id(&id) {
             SkipReason::InvalidId { id, problem }
@@ -456,14 +504,35 @@ fn add_agents_skill<'a>(
             SkipReason::AgentsSkillShadowed {
                 namespace: ns.to_string(),
             }
+        } else if let Some(taken) = taken {
+            global_shadowed(ns, taken)
         } else {
             served = true;
-            files.insert(id, (Root::AgentsSkills, rel, meta));
+            files.insert(id, (root, rel, meta));
             continue;
         };
-        skipped.insert((Root::AgentsSkills, rel.clone()), reason);
+        skipped.insert((root, rel.clone()), reason);
     }
     served
+}
+
+/// Why a global agents skill is not served when a higher step claims its namespace.
+fn global_shadowed(ns: &str, taken: Taken) -> SkipReason {
+    SkipReason::GlobalSkillShadowed {
+        namespace: ns.to_string(),
+        bundled: matches!(taken, Taken::Bundled),
+    }
+}
+
+/// The global agents skills of a namespace the project's agents skills root serves: shadowed
+/// (a skills root folder of the name is [`add_agents_skill`]'s reason instead).
+fn shadow_global_agents_skill(inputs: &Inputs<'_>, ns: &str, skipped: &mut Skipped) {
+    for (rel, _) in namespace_files(inputs, Root::GlobalAgentsSkills, ns) {
+        skipped.insert(
+            (Root::GlobalAgentsSkills, rel.clone()),
+            global_shadowed(ns, Taken::AgentsSkill),
+        );
+    }
 }
 
 /// Step 3: the bundled skills of the namespace, when no folder on disk and no agents skill
@@ -515,7 +584,7 @@ fn file_row(
                 rel: rel.to_string(),
                 content: served_hash(meta, &served),
             },
-            agents_skill: root == Root::AgentsSkills,
+            agents_skill: root.layout() == Layout::SkillFolders,
             agents_namespace,
         },
     )
@@ -637,44 +706,50 @@ fn prompt_rows(
     (rows, skipped)
 }
 
-/// Agent profiles of `agents_folder`.
+/// Agent profiles of `agents_folder`, then those of `global_agents_folder` whose id the first
+/// does not serve (a project profile wins; a file there that is no profile does not shadow).
 fn agent_rows(inputs: &Inputs<'_>) -> (BTreeMap<String, AgentRow>, Skipped) {
     let mut rows = BTreeMap::new();
     let mut skipped = Skipped::new();
-    for ((_, rel), meta) in files_of(inputs, Root::Agents) {
-        let id = file_stem(rel);
-        let key = (Root::Agents, rel.clone());
-        if let Err(problem) = validate_name(id) {
-            let id = id.to_string();
-            skipped.insert(key, SkipReason::InvalidAgentId { id, problem });
-            continue;
-        }
-        let doc = match parsed_doc(inputs, meta) {
-            Ok(doc) => doc,
-            Err(why) => {
-                skipped.insert(key, why);
+    for root in PROFILE_ROOTS {
+        for ((_, rel), meta) in files_of(inputs, root) {
+            let id = file_stem(rel);
+            let key = (root, rel.clone());
+            if let Err(problem) = validate_name(id) {
+                let id = id.to_string();
+                skipped.insert(key, SkipReason::InvalidAgentId { id, problem });
                 continue;
             }
-        };
-        match agent::profile(doc, Reading::Scan) {
-            Err(problem) => {
-                skipped.insert(key, SkipReason::NotAProfile(problem));
-            }
-            Ok(profile) => {
-                if let Some(problem) = SkipReason::of_frontmatter(&doc.frontmatter) {
-                    skipped.insert(key, problem);
+            let doc = match parsed_doc(inputs, meta) {
+                Ok(doc) => doc,
+                Err(why) => {
+                    skipped.insert(key, why);
+                    continue;
                 }
-                let row = AgentRow {
-                    profile,
-                    modified_at: meta.stat.mtime.rfc3339(),
-                    bytes: meta.stat.size,
-                    source: Source::File {
-                        root: Root::Agents,
-                        rel: rel.clone(),
-                        content: meta.content.clone().map_err(ServeIssue::Read),
-                    },
-                };
-                rows.insert(id.to_string(), row);
+            };
+            match agent::profile(doc, Reading::Scan) {
+                Err(problem) => {
+                    skipped.insert(key, SkipReason::NotAProfile(problem));
+                }
+                Ok(_) if rows.contains_key(id) => {
+                    skipped.insert(key, SkipReason::ProfileShadowed);
+                }
+                Ok(profile) => {
+                    if let Some(problem) = SkipReason::of_frontmatter(&doc.frontmatter) {
+                        skipped.insert(key, problem);
+                    }
+                    let row = AgentRow {
+                        profile,
+                        modified_at: meta.stat.mtime.rfc3339(),
+                        bytes: meta.stat.size,
+                        source: Source::File {
+                            root,
+                            rel: rel.clone(),
+                            content: meta.content.clone().map_err(ServeIssue::Read),
+                        },
+                    };
+                    rows.insert(id.to_string(), row);
+                }
             }
         }
     }

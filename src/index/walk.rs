@@ -12,13 +12,14 @@ use rayon::prelude::*;
 use super::records::Stat;
 use crate::doc::ids::first_segment;
 use crate::locks;
-use crate::roots::{Root, Roots};
+use crate::roots::{Layout, Root, Roots};
 use crate::rules::skip::{SkipReason, Special};
 // A download's staging folder is never walked: its files are not documents until they land.
 use crate::store::is_staging_name;
 use crate::time::Stamp;
 
-/// The file name that makes a folder of `agents_skills_folder` a skill.
+/// The file name that makes a folder of `agents_skills_folder` (or of
+/// `global_agents_skills_folder`) a skill.
 pub const AGENTS_SKILL_FILE: &str = "SKILL.md";
 
 /// Top-level folder names of the skills roots, by root.
@@ -63,8 +64,8 @@ impl Found {
         for (root, scope) in &self.scopes {
             let (root, scope) = (*root, scope.as_str());
             // Every key the scope covers sorts between these (`/` sorts before `0`).
-            let from = match root {
-                Root::AgentsSkills => first_segment(scope),
+            let from = match root.layout() {
+                Layout::SkillFolders => first_segment(scope),
                 _ => scope,
             };
             let to = format!("{from}0");
@@ -90,7 +91,7 @@ impl Found {
     ) -> (TopDirs, Unreadable) {
         let mut dirs = top_dirs.clone();
         for (root, scope) in &self.scopes {
-            if !matches!(root, Root::Skills | Root::LocalSkills) {
+            if root.layout() != Layout::Tree {
                 continue;
             }
             if scope.is_empty() {
@@ -110,13 +111,13 @@ impl Found {
     }
 }
 
-/// Whether the subtree `scope` of a root holds `rel`. The agents skills root is shallow, so
+/// Whether the subtree `scope` of a root holds `rel`. The agents skills roots are shallow, so
 /// anything under `<dir>` is judged by `<dir>` alone.
 fn scope_covers(root: Root, scope: &str, rel: &str) -> bool {
     if scope.is_empty() {
         return true;
     }
-    if root == Root::AgentsSkills {
+    if root.layout() == Layout::SkillFolders {
         return first_segment(scope) == first_segment(rel);
     }
     rel == scope
@@ -128,7 +129,7 @@ fn scope_covers(root: Root, scope: &str, rel: &str) -> bool {
 pub fn walk(roots: &Roots) -> Found {
     let mut found = Found::default();
     let inside = real_roots(roots);
-    for root in Root::ALL {
+    for (root, _) in roots.active() {
         walk_root(roots, root, &inside, &mut found);
     }
     found
@@ -137,18 +138,18 @@ pub fn walk(roots: &Roots) -> Found {
 /// One whole root, by its layout.
 fn walk_root(roots: &Roots, root: Root, inside: &[PathBuf], found: &mut Found) {
     let dir = roots.path(root);
-    match root {
-        Root::Skills | Root::LocalSkills => walk_tree(root, dir, String::new(), inside, found),
-        Root::AgentsSkills => walk_agents_skills(dir, inside, found),
-        Root::Agents => walk_flat(root, dir, inside, found),
+    match root.layout() {
+        Layout::Tree => walk_tree(root, dir, String::new(), inside, found),
+        Layout::SkillFolders => walk_agents_skills(root, dir, inside, found),
+        Layout::Profiles => walk_flat(root, dir, inside, found),
     }
 }
 
 /// The roots' real paths: a symbolic link is followed only to a place under one of them.
 fn real_roots(roots: &Roots) -> Vec<PathBuf> {
-    Root::ALL
-        .iter()
-        .filter_map(|root| fs::canonicalize(roots.path(*root)).ok())
+    roots
+        .active()
+        .filter_map(|(_, path)| fs::canonicalize(path).ok())
         .collect()
 }
 
@@ -186,8 +187,8 @@ fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<SkipReaso
 pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     let mut found = Found::default();
     for path in paths {
-        for root in Root::ALL {
-            let Ok(rest) = path.strip_prefix(roots.path(root)) else {
+        for (root, dir) in roots.active() {
+            let Ok(rest) = path.strip_prefix(dir) else {
                 continue;
             };
             let rel = rest.to_string_lossy().replace('\\', "/");
@@ -207,7 +208,7 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     }
     for (root, rel) in &scopes {
         // A root walked whole recorded its top-level folders already.
-        if matches!(root, Root::Skills | Root::LocalSkills) && !rel.is_empty() {
+        if root.layout() == Layout::Tree && !rel.is_empty() {
             check_top_dir(
                 *root,
                 roots.path(*root),
@@ -230,7 +231,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
     }
     let dir = roots.path(root);
     // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
-    let at = if root == Root::AgentsSkills {
+    let at = if root.layout() == Layout::SkillFolders {
         first_segment(rel)
     } else {
         rel
@@ -242,8 +243,8 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
     if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !within(&real, inside)) {
         return;
     }
-    match root {
-        Root::Skills | Root::LocalSkills => {
+    match root.layout() {
+        Layout::Tree => {
             let path = dir.join(rel);
             let Ok(meta) = fs::metadata(&path) else {
                 return;
@@ -261,7 +262,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                 found.temps.push((key, path));
             }
         }
-        Root::AgentsSkills => {
+        Layout::SkillFolders => {
             let name = first_segment(rel);
             let skill = format!("{name}/{AGENTS_SKILL_FILE}");
             if let Some(why) = refused_link(&dir.join(&skill), &skill, inside) {
@@ -276,7 +277,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                 }
             }
         }
-        Root::Agents => {
+        Layout::Profiles => {
             if !rel.contains('/') && is_markdown(rel) {
                 if let Ok(meta) = fs::metadata(dir.join(rel)) {
                     if let Some(why) = special(&meta, rel) {
@@ -543,8 +544,8 @@ impl Walk<'_> {
     }
 }
 
-/// `agents_skills_folder` is shallow: only `<dir>/SKILL.md` is an entry.
-fn walk_agents_skills(dir: &Path, inside: &[PathBuf], found: &mut Found) {
+/// `agents_skills_folder` (and the global one) is shallow: only `<dir>/SKILL.md` is an entry.
+fn walk_agents_skills(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -553,19 +554,18 @@ fn walk_agents_skills(dir: &Path, inside: &[PathBuf], found: &mut Found) {
             continue;
         };
         if let Some(why) = refused_link(&entry.path(), &name, inside) {
-            found.unreadable.insert((Root::AgentsSkills, name), why);
+            found.unreadable.insert((root, name), why);
             continue;
         }
         let skill = entry.path().join(AGENTS_SKILL_FILE);
         if let Some(why) = refused_link(&skill, AGENTS_SKILL_FILE, inside) {
-            found.unreadable.insert(
-                (Root::AgentsSkills, format!("{name}/{AGENTS_SKILL_FILE}")),
-                why,
-            );
+            found
+                .unreadable
+                .insert((root, format!("{name}/{AGENTS_SKILL_FILE}")), why);
             continue;
         }
         if let Ok(meta) = fs::metadata(&skill) {
-            let key = (Root::AgentsSkills, format!("{name}/{AGENTS_SKILL_FILE}"));
+            let key = (root, format!("{name}/{AGENTS_SKILL_FILE}"));
             if let Some(why) = special(&meta, AGENTS_SKILL_FILE) {
                 found.unreadable.insert(key, why);
             } else if meta.is_file() {
@@ -575,7 +575,7 @@ fn walk_agents_skills(dir: &Path, inside: &[PathBuf], found: &mut Found) {
     }
 }
 
-/// `agents_folder` holds direct `<id>.md` files; nested files are ignored.
+/// `agents_folder` (and the global one) holds direct `<id>.md` files; nested files are ignored.
 fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;

@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::model::CardParts;
 use super::{Registry, RegistryError, Release};
 use crate::code::Code;
 use crate::doc::ids::{WorkerNameError, validate_worker_name};
@@ -35,6 +36,12 @@ struct InfoRequest {
     version: Option<String>,
     #[serde(default)]
     tag: Option<String>,
+    /// Add the README to the card.
+    #[serde(default)]
+    readme: bool,
+    /// Add each function's and trigger's schemas and metadata to the card.
+    #[serde(default)]
+    schemas: bool,
 }
 
 /// A trimmed value, `None` when absent or blank.
@@ -68,8 +75,10 @@ pub async fn list(registry: &Registry, request: &Value) -> Result<Value> {
     serde_json::to_value(&*page).map_err(Error::json)
 }
 
-/// `directory::registry::workers::info {name, version? | tag?}` →
-/// `{worker, readme?, api_reference, skills_tree}`.
+/// `directory::registry::workers::info {name, version? | tag?, readme?, schemas?}` →
+/// `{worker, readme?, api_reference, skills_tree}`: the pre-install card, whole with `readme`
+/// and `schemas` (see [`CardParts`]). The registry's record is cached whole; each answer is
+/// cut from it.
 pub async fn info(registry: &Registry, request: &Value) -> Result<Value> {
     let req: InfoRequest = request::parse(request)?;
     let name = req.name.unwrap_or_default().trim().to_string();
@@ -82,7 +91,11 @@ pub async fn info(registry: &Registry, request: &Value) -> Result<Value> {
         .worker_info(&name, &release)
         .await
         .map_err(|e| info_error(&name, &release, &e))?;
-    serde_json::to_value(&*info).map_err(Error::json)
+    info.card(CardParts {
+        readme: req.readme,
+        schemas: req.schemas,
+    })
+    .map_err(Error::json)
 }
 
 /// `D311 invalid_input: <validator reason>. Next: …`

@@ -150,6 +150,59 @@ pub struct WorkerInfo {
     pub skills_tree: SkillsTree,
 }
 
+/// What `directory::registry::workers::info` answers of a [`WorkerInfo`]: a pre-install card
+/// by default (the worker, each function and trigger by name and description, the skills tree),
+/// as the bundled `iii-runtime` prompt tells agents; the README with `readme`; each function's
+/// request and response schemas and metadata, and each trigger's invocation and return schemas
+/// and metadata, with `schemas`. With both it is the whole record, the answer of 1.2.8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CardParts {
+    pub readme: bool,
+    pub schemas: bool,
+}
+
+/// A function or trigger on the card: its name and description.
+#[derive(Serialize)]
+struct Named<'a> {
+    name: &'a str,
+    description: Option<&'a str>,
+}
+
+impl WorkerInfo {
+    /// The answer with `parts`; see [`CardParts`].
+    pub fn card(&self, parts: CardParts) -> Result<Value, serde_json::Error> {
+        if parts.readme && parts.schemas {
+            return serde_json::to_value(self);
+        }
+        let api_reference = match parts.schemas {
+            true => serde_json::to_value(&self.api_reference)?,
+            false => {
+                let functions = self.api_reference.functions.iter().map(|f| Named {
+                    name: &f.name,
+                    description: f.description.as_deref(),
+                });
+                let triggers = self.api_reference.triggers.iter().map(|t| Named {
+                    name: &t.name,
+                    description: t.description.as_deref(),
+                });
+                serde_json::json!({
+                    "functions": functions.collect::<Vec<_>>(),
+                    "triggers": triggers.collect::<Vec<_>>(),
+                })
+            }
+        };
+        let mut card = serde_json::json!({
+            "worker": self.worker,
+            "api_reference": api_reference,
+            "skills_tree": self.skills_tree,
+        });
+        if let (true, Some(readme)) = (parts.readme, &self.readme) {
+            card["readme"] = Value::String(readme.clone());
+        }
+        Ok(card)
+    }
+}
+
 /// One file of a published bundle.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct BundleFile {
@@ -360,6 +413,33 @@ mod tests {
             json.get("readme").is_none(),
             "readme is omitted when absent"
         );
+    }
+
+    #[test]
+    fn the_card_leaves_out_what_was_not_asked_for() {
+        let envelope = json!({
+            "worker": {"name": "w", "readme": "# W"},
+            "functions": [{"name": "w::f", "description": "Does f.", "request_schema": {"type": "object"}, "metadata": {"internal": true}}],
+            "triggers": [{"name": "w::t", "invocation_schema": {"type": "object"}}],
+        });
+        let info = merge_info("w", &envelope, &json!({"skills": [{"path": "index.md"}]}));
+        let full = serde_json::to_value(&info).expect("json");
+        let card = |readme, schemas| info.card(CardParts { readme, schemas }).expect("card");
+        assert_eq!(card(true, true), full);
+        let compact = card(false, false);
+        assert_eq!(
+            compact["api_reference"],
+            json!({
+                "functions": [{"name": "w::f", "description": "Does f."}],
+                "triggers": [{"name": "w::t", "description": null}],
+            })
+        );
+        assert!(compact.get("readme").is_none());
+        assert_eq!(compact["worker"], full["worker"]);
+        assert_eq!(compact["skills_tree"], full["skills_tree"]);
+        assert_eq!(card(true, false)["readme"], "# W");
+        assert_eq!(card(false, true)["api_reference"], full["api_reference"]);
+        assert!(card(false, true).get("readme").is_none());
     }
 
     #[test]

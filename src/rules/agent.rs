@@ -1,12 +1,14 @@
 //! What an agent profile is: a direct `<agents_folder>/<id>.md` file whose frontmatter names
-//! it (`name`) and may set a logo, icon, colour, skill filter, model, effort and a parent to
-//! `extends`; and how an `extends` chain resolves.
+//! it (`name`) and may set a logo, icon, colour, skill filter, model, effort, the engine
+//! functions a session preloads (`functions`), whether a session gets the skills index
+//! (`skills_index`) and a parent to `extends`; and how an `extends` chain resolves.
 
 use serde::{Deserialize, Serialize};
 
 use super::{FrontmatterProblem, Reading, Source, trimmed, with_required_fields};
 use crate::code::Code;
-use crate::doc::{Fields, ParsedDoc};
+use crate::doc::ids::{FunctionIdError, validate_function_id};
+use crate::doc::{Fields, Lenient, ParsedDoc};
 use crate::error::{Error, Result, next, quoted};
 
 /// The frontmatter of an agent profile, validated.
@@ -21,6 +23,10 @@ pub struct Profile {
     pub icon: Option<String>,
     pub color: Option<String>,
     pub extends: Option<String>,
+    /// `functions:`, each a function id (trimmed); empty when absent.
+    pub functions: Vec<String>,
+    /// `skills_index:` when set (a reader's default is true).
+    pub skills_index: Option<bool>,
 }
 
 /// One agent profile found on disk.
@@ -61,6 +67,15 @@ pub enum ProfileProblem {
     Icon(String),
     #[error("`color` must be one of {} (got {})", COLORS.join(", "), quoted(.0))]
     Color(String),
+    #[error("`functions` must be a list of function ids")]
+    FunctionsShape,
+    #[error("`functions` entry {}: {problem}", quoted(entry))]
+    Function {
+        entry: String,
+        problem: FunctionIdError,
+    },
+    #[error("`skills_index` must be true or false")]
+    SkillsIndexShape,
 }
 
 /// Validates an agent profile's frontmatter; the scan and the writes use the same rules (see
@@ -98,6 +113,27 @@ fn profile_from_fields(fields: &Fields) -> Result<Profile, ProfileProblem> {
             return Err(ProfileProblem::Color(color.clone()));
         }
     }
+    let functions = match &fields.functions {
+        None => Vec::new(),
+        Some(Lenient::Misshapen) => return Err(ProfileProblem::FunctionsShape),
+        Some(Lenient::Value(entries)) => entries
+            .iter()
+            .map(|entry| {
+                let id = entry.trim();
+                validate_function_id(id)
+                    .map(|()| id.to_string())
+                    .map_err(|problem| ProfileProblem::Function {
+                        entry: entry.clone(),
+                        problem,
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let skills_index = match fields.skills_index {
+        None => None,
+        Some(Lenient::Misshapen) => return Err(ProfileProblem::SkillsIndexShape),
+        Some(Lenient::Value(flag)) => Some(flag),
+    };
     Ok(Profile {
         name,
         description: fields
@@ -113,6 +149,8 @@ fn profile_from_fields(fields: &Fields) -> Result<Profile, ProfileProblem> {
         icon,
         color,
         extends: trimmed(fields.extends.as_ref()),
+        functions,
+        skills_index,
     })
 }
 
@@ -196,6 +234,42 @@ mod tests {
             .iter()
             .map(|(id, parent)| (id.as_str(), parent.as_deref()))
             .collect()
+    }
+
+    fn profile_of(text: &str) -> Result<Profile, ProfileProblem> {
+        profile(&ParsedDoc::parse(text), Reading::Scan)
+    }
+
+    #[test]
+    fn functions_and_skills_index_are_read_and_checked() {
+        let read = profile_of(
+            "---\nname: Ops\nfunctions:\n  - ' engine::functions::list '\n  - directory::skills::get\nskills_index: false\n---\nbody\n",
+        )
+        .expect("a profile");
+        assert_eq!(
+            read.functions,
+            ["engine::functions::list", "directory::skills::get"]
+        );
+        assert_eq!(read.skills_index, Some(false));
+        let plain = profile_of("---\nname: Ops\n---\n").expect("a profile");
+        assert_eq!((plain.functions, plain.skills_index), (vec![], None));
+
+        let bad = profile_of("---\nname: Ops\nfunctions: [engine::functions::list, list]\n---\n")
+            .expect_err("an id without a namespace");
+        assert!(matches!(&bad, ProfileProblem::Function { entry, .. } if entry == "list"));
+        assert!(
+            bad.to_string()
+                .starts_with("`functions` entry \"list\": function id must be namespaced"),
+            "{bad}"
+        );
+        assert_eq!(
+            profile_of("---\nname: Ops\nfunctions: engine::functions::list\n---\n"),
+            Err(ProfileProblem::FunctionsShape)
+        );
+        assert_eq!(
+            profile_of("---\nname: Ops\nskills_index: nope\n---\n"),
+            Err(ProfileProblem::SkillsIndexShape)
+        );
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct SkillRow {
     pub function_id: Option<String>,
     pub disable_model_invocation: bool,
     pub description: String,
+    /// Frontmatter `name`, trimmed, when it is a non-empty string: the Agent Skills name
+    /// `skills::catalog` shows (the title may come from a `title` key instead).
+    pub name: Option<String>,
     /// Frontmatter `compatibility` (Agent Skills), trimmed, when it is a non-empty string.
     pub compatibility: Option<String>,
     pub bytes: u64,
@@ -55,6 +58,7 @@ impl SkillRow {
             function_id: None,
             disable_model_invocation: false,
             description: String::new(),
+            name: None,
             compatibility: None,
             bytes: 0,
             modified_at: String::new(),
@@ -143,6 +147,7 @@ pub fn row_for(id: &str, doc: Option<&ParsedDoc>, at: Placement) -> SkillRow {
         function_id: identity.function_id,
         disable_model_invocation: fields.is_some_and(|f| f.disable_model_invocation),
         description,
+        name: trimmed(fields.and_then(|f| f.name.as_ref())),
         compatibility: trimmed(fields.and_then(|f| f.compatibility.as_ref())),
         bytes: at.bytes,
         modified_at: at.modified_at,

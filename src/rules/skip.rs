@@ -65,6 +65,11 @@ pub enum SkipReason {
     InvalidAgentId { id: String, problem: NameError },
     /// In `agents_folder`, but not an agent profile.
     NotAProfile(ProfileProblem),
+    /// A skill of `global_agents_skills_folder` whose namespace a higher step serves: the
+    /// project's `agents_skills_folder`, or (`bundled`) the worker's bundled skills.
+    GlobalSkillShadowed { namespace: String, bundled: bool },
+    /// A profile of `global_agents_folder` whose id `agents_folder` serves.
+    ProfileShadowed,
 }
 
 /// What a special file is.
@@ -164,6 +169,19 @@ impl fmt::Display for SkipReason {
                 write!(f, "invalid agent id {id:?}: {problem}")
             }
             SkipReason::NotAProfile(problem) => problem.fmt(f),
+            SkipReason::GlobalSkillShadowed { namespace, bundled } => write!(
+                f,
+                "shadowed: namespace {namespace:?} is served by {}, which comes before \
+                 global_agents_skills_folder",
+                if *bundled {
+                    "the worker's bundled skills"
+                } else {
+                    "agents_skills_folder"
+                }
+            ),
+            SkipReason::ProfileShadowed => {
+                f.write_str("shadowed: agents_folder has a profile with the same id")
+            }
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod registry;
 pub mod response;
 pub mod service;
 pub mod session;
+pub mod vectors;
 /// The tokenizer is shared with skill search, one layer down (`retrieval`).
 pub use crate::retrieval::tokenize;
 

@@ -15,7 +15,10 @@ use std::cell::RefCell;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::{Map, Value, json};
 
+use crate::roots::Root;
+use crate::rules::Source;
 use crate::rules::skill::SkillRow;
+use crate::rules::spec::SKILL_FILE;
 
 /// What a column holds: how it is stored, written, and typed in the registered schema.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -262,6 +265,44 @@ pub struct Listed {
     ends: [u32; TEXTS],
     /// Title and description of a worker overview `skills::index` lists.
     pub overview: Option<Box<Overview>>,
+    /// What `skills::catalog` shows of an Agent Skill; `None` for any other row.
+    pub catalog: Option<Box<CatalogEntry>>,
+}
+
+/// An Agent Skill as `skills::catalog` shows it: a served `SKILL.md` file (the unit of the
+/// Agent Skills format, and the file its reference library's `to-prompt` points at) whose
+/// content can be read. Where it sits is kept as the row's root and relative path, so a
+/// catalog names its location from the configured folders without a `stat`.
+pub struct CatalogEntry {
+    /// Frontmatter `name`; else the folder the file sits in, which the specification says
+    /// the name must equal; else the shown id.
+    pub name: Box<str>,
+    pub root: Root,
+    pub rel: Box<str>,
+}
+
+impl CatalogEntry {
+    fn of(row: &SkillRow) -> Option<CatalogEntry> {
+        let Source::File {
+            root,
+            rel,
+            content: Ok(_),
+        } = &row.source
+        else {
+            return None;
+        };
+        let (folder, file) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if file != SKILL_FILE {
+            return None;
+        }
+        let folder = folder.rsplit('/').next().filter(|f| !f.is_empty());
+        let name = row.name.as_deref().or(folder).unwrap_or(&row.display_id);
+        Some(CatalogEntry {
+            name: name.into(),
+            root: *root,
+            rel: rel.as_str().into(),
+        })
+    }
 }
 
 /// What `skills::index` shows of a worker overview.
@@ -327,7 +368,7 @@ impl Listed {
             flags,
             counts,
             content: match &row.source {
-                crate::rules::Source::File {
+                Source::File {
                     content: Ok(hash), ..
                 } => Some(*hash),
                 _ => None,
@@ -335,6 +376,7 @@ impl Listed {
             text: text.into(),
             ends,
             overview,
+            catalog: CatalogEntry::of(row).map(Box::new),
         }
     }
 

@@ -1,7 +1,8 @@
-//! `directory::skills::*`: `list`, `get`, `index` and `search` answered from the index's skill rows (with
+//! `directory::skills::*`: `list`, `get`, `index`, `search` and `catalog` answered from the index's skill rows (with
 //! `filter_unregistered` applied at read time), and the writes (`create`, `update`, `delete`).
 
 mod cache;
+mod catalog;
 mod get;
 mod list;
 mod listed;
@@ -9,11 +10,13 @@ mod overview;
 mod rows;
 mod search;
 pub mod spec;
+mod vectors;
 pub mod write;
 
 pub use cache::SkillCache;
 #[cfg(any(test, feature = "testing"))]
 pub use cache::Structures;
+pub use catalog::catalog;
 pub use get::get;
 pub use list::{ListAnswer, ListRows, check_list_request, list};
 pub use listed::row_schema as list_row_schema;
@@ -23,3 +26,4 @@ pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
 pub use search::{SkillTerms, search};
+pub use vectors::{SkillLane, SkillVectors, skill_text};

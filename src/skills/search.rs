@@ -80,7 +80,7 @@ fn row_terms(listed: &Listed, body: &str) -> Vec<String> {
 }
 
 /// The leading part of a skill's body (after its frontmatter).
-fn leading_body(text: &str) -> &str {
+pub(super) fn leading_body(text: &str) -> &str {
     let body = &text[frontmatter::split(text).body_offset..];
     truncate_at_char_boundary(body, BODY_CHARS)
 }

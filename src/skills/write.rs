@@ -1,6 +1,7 @@
 //! `directory::skills::{create,update,delete}`: validation in the contract's order, then an
 //! atomic write. Creates always land in `skills_folder`; updates and deletes act on the file
-//! the id resolves to; read-only skills (agents skills root, bundled) are refused.
+//! the id resolves to; read-only skills (the agents skills roots, project and user-global, and
+//! the bundled ones) are refused.
 
 use serde_json::{Value, json};
 
@@ -45,12 +46,18 @@ pub fn create(
     let id = parse_id(&req.id)?;
     check_reserved(&id)?;
     let namespace = first_segment(&id);
-    if id.contains('/') && reader.is_agents_namespace(namespace)? {
+    // A global agents skill is refused like a project one: the created folder would shadow the
+    // user's skill in this project without a word (the global root is the lowest precedence).
+    let agents_root = match id.contains('/') {
+        true => reader.agents_namespace_root(namespace)?,
+        false => None,
+    };
+    if let Some(root) = agents_root {
         return Err(Error::coded(
             Code::SkillPlacementRefused,
             format!(
                 "namespace {namespace} is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
-                roots.path(Root::AgentsSkills).display(),
+                roots.path(root).display(),
                 namespace = quoted(namespace)
             ),
             &[],
@@ -167,13 +174,13 @@ fn writable(
     };
     match row.source {
         Source::File {
-            root: Root::AgentsSkills,
+            root: root @ (Root::AgentsSkills | Root::GlobalAgentsSkills),
             ..
         } => Err(Error::coded(
             Code::SkillReadOnly,
             format!(
                 "skill {id} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
-                roots.path(Root::AgentsSkills).display(),
+                roots.path(root).display(),
                 id = quoted(id)
             ),
             &[],
@@ -230,7 +237,7 @@ pub fn delete(
     let req: request::ById = request::parse(request)?;
     let id = parse_id(&req.id)?;
     let (found, _, path) = writable(reader, roots, visibility, &id)?;
-    let keep: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
+    let keep: Vec<&std::path::Path> = roots.active().map(|(_, path)| path).collect();
     store::remove_beneath(&writable_roots(roots), &path, true, &keep)
         .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
     // A scoped reconcile lists the roots' top-level folders again, so an emptied namespace

@@ -23,6 +23,12 @@
 //!    file), removes the commit record and then the staging folders.
 //! 5. fsync the targets' folders, remove the staging folders (the commit record last).
 //!
+//! A landing may also remove files (an update whose upstream dropped them): each is linked
+//! under `backup/` in step 2 like a replaced file, listed in the commit record's `removed`, and
+//! unlinked in step 4 after the moves. A rollback links it back from its backup; a roll forward
+//! unlinks it when it is still the file that was backed up (the same inode, or the same bytes
+//! where the backup had to be a copy), or when its backup is gone (a rollback had put it back).
+//!
 //! A crash (SIGKILL, power loss) can stop this anywhere. [`recover`], run when the index's
 //! writer opens, before its first reconcile, looks at every staging folder: one without a commit
 //! record is removed (the tree never changed); one with a record is rolled forward, moving every
@@ -161,11 +167,28 @@ impl Targets<'_> {
     }
 }
 
-/// The commit record: which files the download lands.
+/// The commit record: which files the download lands, and which it removes (absent in
+/// records written before removals existed).
 #[derive(Serialize, Deserialize)]
 struct Commit {
     schema: u32,
     files: Vec<(Dest, String)>,
+    #[serde(default)]
+    removed: Vec<(Dest, String)>,
+}
+
+/// What one landing does: files to write and files to remove, under their roots.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub files: Vec<FileToLand>,
+    /// `(dest, rel)` of files to remove; each must be a regular file when the landing starts.
+    pub removed: Vec<(Dest, String)>,
+}
+
+impl Changes {
+    fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.removed.is_empty()
+    }
 }
 
 /// The cross-process landing lock; released when dropped (the file is closed).
@@ -294,9 +317,9 @@ impl<'a> Txn<'a> {
         self.primary().join(COMMIT_FILE)
     }
 
-    /// Step 2: every file written under `files/`, every file it replaces linked under
-    /// `backup/`, all of it fsynced.
-    fn stage(&self, files: &[FileToLand]) -> Result<()> {
+    /// Step 2: every file written under `files/`, every file it replaces or removes linked
+    /// under `backup/`, all of it fsynced.
+    fn stage(&self, files: &[FileToLand], removed: &[(Dest, String)]) -> Result<()> {
         let mut folders = BTreeSet::new();
         let mut roots = Vec::with_capacity(Dest::ALL.len());
         for dest in Dest::ALL {
@@ -341,6 +364,15 @@ impl<'a> Txn<'a> {
                     .map_err(io_error("back up", &target))?;
             }
         }
+        for (dest, rel) in removed {
+            let target = self.target(*dest, rel);
+            let backup = self.backup(*dest, rel);
+            let backup_dir = staging_dir(root_dir(*dest), &self.backup_rel(*dest, rel), &backup)?;
+            note_folders(&backup, &self.staging(*dest), &mut folders);
+            let name = backup.file_name().unwrap_or_default().to_os_string();
+            back_up(self.targets.root(*dest), &target, &backup_dir, &name)
+                .map_err(io_error("back up", &target))?;
+        }
         // One fsync per file and folder, many at once: the file system batches concurrent
         // syncs into shared journal commits, where one after the other each waits for its own.
         in_parallel(&written, store::sync_file)?;
@@ -349,10 +381,11 @@ impl<'a> Txn<'a> {
     }
 
     /// Step 3: the commit record, written whole or not at all.
-    fn commit(&self, files: &[FileToLand]) -> Result<()> {
+    fn commit(&self, files: &[FileToLand], removed: &[(Dest, String)]) -> Result<()> {
         let record = Commit {
             schema: COMMIT_SCHEMA,
             files: files.iter().map(|f| (f.dest, f.rel.clone())).collect(),
+            removed: removed.to_vec(),
         };
         let bytes = serde_json::to_vec(&record).map_err(Error::json)?;
         store::write_atomic(
@@ -382,6 +415,18 @@ impl<'a> Txn<'a> {
             )
             .map_err(io_error("rename into", &target))?;
             moved.push(i);
+        }
+        Ok(())
+    }
+
+    /// Step 4's removals, after the moves: each removed file unlinked through its folder's
+    /// descriptor. `unlinked` says how far it got.
+    fn move_out(&self, removed: &[(Dest, String)], unlinked: &mut Vec<usize>) -> Result<()> {
+        for (i, (dest, rel)) in removed.iter().enumerate() {
+            let target = self.target(*dest, rel);
+            unlink_beneath(self.targets.root(*dest), Path::new(rel))
+                .map_err(io_error("remove", &target))?;
+            unlinked.push(i);
         }
         Ok(())
     }
@@ -424,7 +469,23 @@ impl<'a> Txn<'a> {
 
     /// Undoes step 4: every moved file back into staging, then its backup (if any) back into
     /// place, then the folders step 4 created, then the commit record.
-    fn roll_back(&self, files: &[FileToLand], moved: &[usize], created: &[PathBuf]) {
+    fn roll_back(
+        &self,
+        files: &[FileToLand],
+        moved: &[usize],
+        created: &[PathBuf],
+        (removed, unlinked): (&[(Dest, String)], &[usize]),
+    ) {
+        for &i in unlinked.iter().rev() {
+            let (dest, rel) = &removed[i];
+            let root = self.targets.root(*dest);
+            let backup = self.backup_rel(*dest, rel);
+            if let Err(e) = rename_beneath((root, &backup), (root, Path::new(rel)), &mut Vec::new())
+            {
+                let target = self.target(*dest, rel);
+                tracing::error!(path = %target.display(), "rollback: cannot restore a removed file: {e}");
+            }
+        }
         for &i in moved.iter().rev() {
             let file = &files[i];
             let root = self.targets.root(file.dest);
@@ -588,6 +649,46 @@ fn check_target(root: &Path, rel: &str) -> Result<()> {
     }
 }
 
+/// Step 1 for one removal: the way to it follows the writes' rule, and it is a regular file.
+fn check_removal(root: &Path, rel: &str) -> Result<()> {
+    check_target(root, rel)?;
+    if fs::symlink_metadata(root.join(rel)).is_err() {
+        return Err(Error::Invalid(format!(
+            "cannot remove {}: it is gone; nothing was written",
+            root.join(rel).display()
+        )));
+    }
+    Ok(())
+}
+
+/// Unlinks `rel` (a file inside `root`) through its folder's descriptor, never through a link.
+fn unlink_beneath(root: &Path, rel: &Path) -> io::Result<()> {
+    let (root, rel) =
+        store::locate(&[root], &root.join(rel)).map_err(|e| io::Error::other(e.to_string()))?;
+    let (folder, name) = beneath::split(&rel)?;
+    Dir::root(&root, false)?
+        .open_dir(folder, false)?
+        .unlink(name)
+}
+
+/// Whether the file at `target` is still the one backed up at `backup` (a roll forward of a
+/// removal): the same inode, or the same bytes where the backup is a copy; a backup that is
+/// gone was put back by a rollback, so the target is the old file.
+fn still_backed_up(target: &Path, backup: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(now) = fs::symlink_metadata(target) else {
+        return false;
+    };
+    if !now.is_file() {
+        return false;
+    }
+    match fs::symlink_metadata(backup) {
+        Err(_) => true,
+        Ok(kept) if kept.dev() == now.dev() && kept.ino() == now.ino() => true,
+        Ok(_) => matches!((fs::read(target), fs::read(backup)), (Ok(a), Ok(b)) if a == b),
+    }
+}
+
 /// Lands `files` all or nothing (see the module doc) and returns the paths written.
 #[cfg(test)]
 pub fn land(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> {
@@ -595,7 +696,7 @@ pub fn land(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> 
         return Ok(Vec::new());
     }
     let _lock = DownloadLock::acquire(targets.lock)?;
-    land_locked(targets, files)
+    land_locked(targets, files, &[])
 }
 
 /// Lands the files `prepare` gives, all or nothing, with `prepare` run under the landing lock:
@@ -604,34 +705,64 @@ pub fn land_with(
     targets: Targets<'_>,
     prepare: impl FnOnce() -> Result<Vec<FileToLand>>,
 ) -> Result<Vec<PathBuf>> {
-    let _lock = DownloadLock::acquire(targets.lock)?;
-    let files = prepare()?;
-    if files.is_empty() {
-        return Ok(Vec::new());
-    }
-    land_locked(targets, &files)
+    land_changes(targets, || {
+        Ok(Changes {
+            files: prepare()?,
+            removed: Vec::new(),
+        })
+    })
 }
 
-fn land_locked(targets: Targets<'_>, files: &[FileToLand]) -> Result<Vec<PathBuf>> {
+/// [`land_with`] for a landing that also removes files: the paths written and removed.
+pub fn land_changes(
+    targets: Targets<'_>,
+    prepare: impl FnOnce() -> Result<Changes>,
+) -> Result<Vec<PathBuf>> {
+    let _lock = DownloadLock::acquire(targets.lock)?;
+    let changes = prepare()?;
+    if changes.is_empty() {
+        return Ok(Vec::new());
+    }
+    land_locked(targets, &changes.files, &changes.removed)
+}
+
+fn land_locked(
+    targets: Targets<'_>,
+    files: &[FileToLand],
+    removed: &[(Dest, String)],
+) -> Result<Vec<PathBuf>> {
     for file in files {
         check_target(targets.root(file.dest), &file.rel)?;
+    }
+    for (dest, rel) in removed {
+        check_removal(targets.root(*dest), rel)?;
     }
     for dest in Dest::ALL {
         let root = targets.root(dest);
         fs::create_dir_all(root).map_err(io_error("create_dir_all", root))?;
     }
     let txn = Txn::new(targets);
-    if let Err(e) = txn.stage(files).and_then(|()| txn.commit(files)) {
+    if let Err(e) = txn
+        .stage(files, removed)
+        .and_then(|()| txn.commit(files, removed))
+    {
         txn.remove();
         return Err(txn.without_staging_names(e));
     }
-    let (mut moved, mut created) = (Vec::new(), Vec::new());
-    if let Err(e) = txn.move_in(files, &mut moved, &mut created) {
-        txn.roll_back(files, &moved, &created);
+    let (mut moved, mut created, mut unlinked) = (Vec::new(), Vec::new(), Vec::new());
+    if let Err(e) = txn
+        .move_in(files, &mut moved, &mut created)
+        .and_then(|()| txn.move_out(removed, &mut unlinked))
+    {
+        txn.roll_back(files, &moved, &created, (removed, &unlinked));
         txn.remove();
         return Err(e);
     }
-    let touched: Vec<PathBuf> = files.iter().map(|f| txn.target(f.dest, &f.rel)).collect();
+    let touched: Vec<PathBuf> = files
+        .iter()
+        .map(|f| txn.target(f.dest, &f.rel))
+        .chain(removed.iter().map(|(dest, rel)| txn.target(*dest, rel)))
+        .collect();
     sync_parents(&touched);
     txn.remove();
     Ok(touched)
@@ -761,6 +892,24 @@ fn roll_forward(txn: &Txn<'_>, commit: &Commit, touched: &mut Vec<PathBuf>) {
             }
         }
     }
+    for (dest, rel) in &commit.removed {
+        if !Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        {
+            continue;
+        }
+        let target = txn.target(*dest, rel);
+        if !still_backed_up(&target, &txn.backup(*dest, rel)) {
+            continue;
+        }
+        match unlink_beneath(txn.targets.root(*dest), Path::new(rel)) {
+            Ok(()) => done.push(target),
+            Err(e) => {
+                tracing::error!(path = %target.display(), "cannot finish an interrupted removal: {e}")
+            }
+        }
+    }
     sync_parents(&done);
     touched.extend(done);
 }
@@ -863,14 +1012,14 @@ mod tests {
             file(Dest::Skills, "ns/z.md", "z"),
         ];
         let txn = Txn::new(f.targets());
-        txn.stage(&files).expect("staged");
-        txn.commit(&files).expect("committed");
+        txn.stage(&files, &[]).expect("staged");
+        txn.commit(&files, &[]).expect("committed");
         // The last target turns into a folder after the checks: its rename fails.
         fs::create_dir_all(f.skills.join("ns/z.md/x")).expect("mkdir");
         let (mut moved, mut created) = (Vec::new(), Vec::new());
         assert!(txn.move_in(&files, &mut moved, &mut created).is_err());
         assert_eq!(moved, [0, 1]);
-        txn.roll_back(&files, &moved, &created);
+        txn.roll_back(&files, &moved, &created, (&[], &[]));
         txn.remove();
         assert_eq!(
             fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
@@ -892,8 +1041,8 @@ mod tests {
         ];
         // Committed, killed after moving the first file.
         let committed = Txn::new(f.targets());
-        committed.stage(&files).expect("staged");
-        committed.commit(&files).expect("committed");
+        committed.stage(&files, &[]).expect("staged");
+        committed.commit(&files, &[]).expect("committed");
         let (mut moved, mut created) = (Vec::new(), Vec::new());
         committed
             .move_in(&files[..1], &mut moved, &mut created)
@@ -901,7 +1050,7 @@ mod tests {
         // Staged but never committed.
         let other = [file(Dest::Skills, "ns/c.md", "c")];
         let uncommitted = Txn::new(f.targets());
-        uncommitted.stage(&other).expect("staged");
+        uncommitted.stage(&other, &[]).expect("staged");
 
         let recovery = recover(f.targets()).expect("recovered");
         assert_eq!(recovery.rolled_forward, 1);
@@ -922,6 +1071,69 @@ mod tests {
     }
 
     #[test]
+    fn removals_land_roll_back_and_roll_forward_with_the_files() {
+        let f = Fixture::new();
+        fs::create_dir_all(f.skills.join("ns/old")).expect("mkdir");
+        fs::write(f.skills.join("ns/old/gone.md"), "gone").expect("write");
+        fs::write(f.skills.join("ns/a.md"), "old a").expect("write");
+        let files = [file(Dest::Skills, "ns/a.md", "new a")];
+        let removed = [(Dest::Skills, "ns/old/gone.md".to_string())];
+        // Committed, killed before anything moved: the recovery writes and removes.
+        let txn = Txn::new(f.targets());
+        txn.stage(&files, &removed).expect("staged");
+        txn.commit(&files, &removed).expect("committed");
+        assert!(
+            f.skills.join("ns/old/gone.md").exists(),
+            "not removed before step 4"
+        );
+        assert_eq!(recover(f.targets()).expect("recovered").rolled_forward, 1);
+        assert!(!f.skills.join("ns/old/gone.md").exists());
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "new a"
+        );
+        // A failed step 4 puts a removed file back.
+        fs::write(f.skills.join("ns/old/gone.md"), "back").expect("write");
+        let txn = Txn::new(f.targets());
+        let files = [file(Dest::Skills, "ns/a.md", "newer a")];
+        txn.stage(&files, &removed).expect("staged");
+        txn.commit(&files, &removed).expect("committed");
+        let (mut moved, mut created, mut unlinked) = (Vec::new(), Vec::new(), Vec::new());
+        txn.move_in(&files, &mut moved, &mut created)
+            .expect("moved");
+        txn.move_out(&removed, &mut unlinked).expect("removed");
+        txn.roll_back(&files, &moved, &created, (&removed, &unlinked));
+        txn.remove();
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/old/gone.md")).expect("back"),
+            "back"
+        );
+        assert_eq!(
+            fs::read_to_string(f.skills.join("ns/a.md")).expect("a"),
+            "new a"
+        );
+        // Whole: both at once, nothing staged left.
+        let touched = land_changes(f.targets(), || {
+            Ok(Changes {
+                files: files.to_vec(),
+                removed: removed.to_vec(),
+            })
+        })
+        .expect("landed");
+        assert_eq!(touched.len(), 2);
+        assert!(!f.skills.join("ns/old/gone.md").exists());
+        assert_eq!(names(&f.skills), ["ns"]);
+        // A removal of a file that is gone is refused before anything is written.
+        assert!(
+            land_changes(f.targets(), || Ok(Changes {
+                files: Vec::new(),
+                removed: removed.to_vec(),
+            }))
+            .is_err()
+        );
+    }
+
+    #[test]
     fn a_lock_in_a_folder_of_its_own_rolls_forward_with_the_files() {
         let f = Fixture::new();
         let ledger = f.skills.parent().expect("base").join("locks");
@@ -937,8 +1149,8 @@ mod tests {
         ];
         // Committed, killed before anything moved.
         let txn = Txn::new(targets);
-        txn.stage(&files).expect("staged");
-        txn.commit(&files).expect("committed");
+        txn.stage(&files, &[]).expect("staged");
+        txn.commit(&files, &[]).expect("committed");
         assert_eq!(
             fs::read_to_string(ledger.join("bundles.json")).expect("lock"),
             "old lock"
@@ -960,7 +1172,7 @@ mod tests {
             file(Dest::BundlesLock, "bundles.json", "newer lock"),
         ];
         let uncommitted = Txn::new(targets);
-        uncommitted.stage(&again).expect("staged");
+        uncommitted.stage(&again, &[]).expect("staged");
         let recovery = recover(targets).expect("recovered");
         assert_eq!(recovery.discarded, 1);
         assert_eq!(
@@ -981,8 +1193,8 @@ mod tests {
             file(Dest::Skills, "ns/b.md", "new b"),
         ];
         let txn = Txn::new(f.targets());
-        txn.stage(&files).expect("staged");
-        txn.commit(&files).expect("committed");
+        txn.stage(&files, &[]).expect("staged");
+        txn.commit(&files, &[]).expect("committed");
         let (mut moved, mut created) = (Vec::new(), Vec::new());
         txn.move_in(&files, &mut moved, &mut created)
             .expect("moved");

@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::inotify::{Event, Inotify, Wd};
-use crate::roots::{Root, Roots};
+use crate::roots::{Layout, Root, Roots};
 use crate::store::is_staging_name;
 
 /// How a root is watched, for `directory::index::status`.
@@ -89,22 +89,26 @@ impl Tree {
         refused: &dyn Fn(Root) -> bool,
         sync: Option<PathBuf>,
     ) -> Tree {
+        // Off global roots are not configured, so there is nothing to watch or report.
         let specs = [
             Root::Skills,
             Root::LocalSkills,
             Root::Agents,
             Root::AgentsSkills,
+            Root::GlobalAgentsSkills,
+            Root::GlobalAgents,
         ]
         .into_iter()
-        .map(|root| Spec {
+        .filter_map(|root| roots.get(root).map(|path| (root, path)))
+        .map(|(root, path)| Spec {
             root,
-            path: roots.path(root).to_path_buf(),
-            depth: match root {
-                Root::Skills | Root::LocalSkills => None,
+            path: path.to_path_buf(),
+            depth: match root.layout() {
+                Layout::Tree => None,
                 // `<dir>/SKILL.md`.
-                Root::AgentsSkills => Some(1),
+                Layout::SkillFolders => Some(1),
                 // `<id>.md` directly in the folder.
-                Root::Agents => Some(0),
+                Layout::Profiles => Some(0),
             },
             state: if refused(root) {
                 RootState::Unwatched("watch refused (injected failure)".into())

@@ -14,6 +14,8 @@ use iii_sdk::runtime::IIIConnectionState;
 use serde_json::{Value, json};
 
 use super::engine::{Installed, call_retrying, is_missing};
+use super::error::WorkerError;
+use super::{Call, search};
 use crate::config::{Config, Settings};
 use crate::directory::Directory;
 use crate::locks;
@@ -184,6 +186,23 @@ pub fn binding() -> RegisterTriggerInput {
         ON_CHANGE,
         json!({ "configuration_id": ENTRY_ID, "event_types": ["configuration:updated"] }),
     )
+}
+
+/// `directory::on-config-change` (after `configuration:updated`): re-reads the configuration,
+/// then binds or unbinds the function-search hint as `inject_hint` now says.
+pub(super) async fn on_change(call: Call, _: Value) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
+    refresh(
+        &call.iii,
+        &shared.directory,
+        &shared.installed,
+        &shared.registry,
+        &shared.refusals,
+    )
+    .await;
+    let inject_hint = shared.directory.setting(|s| s.inject_hint);
+    search::reconcile_hint(&call.iii, &shared.search, inject_hint);
+    Ok(json!({ "ok": true }))
 }
 
 /// Fetches the live value and applies what may change live.

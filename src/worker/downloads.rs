@@ -16,9 +16,10 @@ use iii_sdk::IIIClient;
 use iii_sdk::protocol::RegisterTriggerInput;
 use serde_json::{Value, json};
 
-use super::Shared;
 use super::engine::call;
+use super::error::WorkerError;
 use super::surface::ON_WORKER_ADDED;
+use super::{Call, Shared};
 use crate::doc::ids::validate_worker_name;
 use crate::download::{self, AutoOutcome, DownloadFunction, marker};
 use crate::error::Result;
@@ -70,38 +71,48 @@ impl Drop for Claim<'_> {
 }
 
 /// `directory::skills::download`, `download_from_repo`, `download_from_registry`.
-pub async fn download(
-    shared: &Arc<Shared>,
+pub(super) async fn download(
+    call: Call,
     function: DownloadFunction,
     input: Value,
-) -> Result<Value> {
-    download::run(
-        &shared.directory,
-        &shared.registry,
-        function,
-        &input,
-        &|step| tracing::debug!(?step, "download"),
-    )
-    .await
+) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
+    let log = &|step| tracing::debug!(?step, "download");
+    Ok(download::run(&shared.directory, &shared.registry, function, &input, log).await?)
 }
 
 /// `directory::registry::workers::list`.
-pub async fn registry_list(shared: &Arc<Shared>, input: Value) -> Result<Value> {
-    registry_functions::list(&shared.registry, &input).await
+pub(super) async fn registry_list(call: Call, input: Value) -> Result<Value, WorkerError> {
+    Ok(registry_functions::list(&call.shared.registry, &input).await?)
 }
 
 /// `directory::registry::workers::info`.
-pub async fn registry_info(shared: &Arc<Shared>, input: Value) -> Result<Value> {
-    registry_functions::info(&shared.registry, &input).await
+pub(super) async fn registry_info(call: Call, input: Value) -> Result<Value, WorkerError> {
+    Ok(registry_functions::info(&call.shared.registry, &input).await?)
+}
+
+/// `directory::skills::bundles::restore`: fetches what the bundles lock records.
+pub(super) async fn restore(call: Call, input: Value) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
+    Ok(download::restore::restore(&shared.directory, &shared.registry, &input).await?)
+}
+
+/// `directory::skills::bundles::check-updates`: asks each locked bundle's source.
+pub(super) async fn check_updates(call: Call, input: Value) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
+    let settings = shared.directory.settings();
+    let lock = shared.directory.config().paths.bundles_lock.clone();
+    Ok(download::updates::check_updates(&settings, &lock, &shared.registry, &input).await?)
 }
 
 /// `directory::__on_worker_added {worker?}`: downloads the worker's bundle at `latest` and
 /// answers `{ok: true}` whatever happened (failures are logged). With `auto_download` off the
 /// trigger is never bound, and a direct call does nothing.
-pub async fn on_worker_added(shared: &Arc<Shared>, input: Value) -> Value {
+pub(super) async fn on_worker_added(call: Call, input: Value) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
     if !shared.directory.setting(|s| s.auto_download) {
         tracing::debug!("auto_download is off; a worker add downloads nothing");
-        return json!({ "ok": true });
+        return Ok(json!({ "ok": true }));
     }
     match input.get("worker").and_then(Value::as_str).map(str::trim) {
         Some(worker) if !worker.is_empty() => {
@@ -111,7 +122,7 @@ pub async fn on_worker_added(shared: &Arc<Shared>, input: Value) -> Value {
         }
         _ => tracing::debug!("worker added without a name; nothing to download"),
     }
-    json!({ "ok": true })
+    Ok(json!({ "ok": true }))
 }
 
 /// One auto-download, guarded and logged; true when files landed.

@@ -10,6 +10,7 @@ use iii_sdk::IIIClient;
 use iii_sdk::protocol::TriggerRequest;
 use serde_json::{Value, json};
 
+use super::Call;
 use super::error::WorkerError;
 use crate::error::Error;
 
@@ -149,7 +150,7 @@ impl Installed {
 const INFO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `directory::engine::functions::info`: one function's contract, from the engine.
-pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, WorkerError> {
+pub(super) async fn function_info(call: Call, request: Value) -> Result<Value, WorkerError> {
     let function_id = request["function_id"]
         .as_str()
         .unwrap_or_default()
@@ -158,8 +159,8 @@ pub async fn function_info(iii: &IIIClient, request: Value) -> Result<Value, Wor
     if function_id.is_empty() {
         return Err(Error::Invalid("function_id must be non-empty".into()).into());
     }
-    let info = call(
-        iii,
+    let info = self::call(
+        &call.iii,
         "engine::functions::info",
         json!({ "function_id": function_id }),
         INFO_TIMEOUT,

@@ -35,7 +35,6 @@ pub enum WorkerError {
     #[error("catalog_fetch_failed: {0}")]
     CatalogFetch(#[source] SearchError),
     /// A call to a function this worker does not have (the engine-less dispatch, `local.rs`).
-    #[cfg(any(test, feature = "testing"))]
     #[error("function_not_found: {0}")]
     UnknownFunction(String),
 }

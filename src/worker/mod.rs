@@ -11,8 +11,9 @@ mod console;
 mod downloads;
 mod engine;
 mod error;
-#[cfg(any(test, feature = "testing"))]
 pub mod local;
+mod model;
+mod offline;
 pub mod screen;
 mod search;
 mod setup;
@@ -31,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::answer::Answer;
 use crate::config::Config;
-use crate::directory::{Directory, InstalledNeed, ReadFunction};
+use crate::directory::{Directory, InstalledNeed, LibraryFunction, ReadFunction, WriteFunction};
 use crate::events::{ChangeEvent, Family};
 use crate::index::OpenError;
 use crate::registry::{Endpoint, Registry};
@@ -78,6 +79,13 @@ struct Shared {
     trimmer: Arc<trim::Trimmer>,
     /// Configuration values refused (at boot or live), for the log and `index::status`.
     refusals: Arc<configuration::Refusals>,
+}
+
+/// What a handler of the worker's own functions is given: the engine and the shared state.
+#[derive(Clone)]
+struct Call {
+    iii: IIIClient,
+    shared: Arc<Shared>,
 }
 
 /// Runs the worker until SIGTERM or Ctrl-C.
@@ -155,6 +163,13 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     });
 
     register(&iii, &shared, runtime.handle().clone());
+    // In the background: lexical answers are served meanwhile.
+    shared.directory.start_background();
+    model::start(
+        shared.directory.clone(),
+        shared.search.clone(),
+        runtime.handle(),
+    );
     let outcome = runtime.block_on(async {
         let refused = tokio::spawn(watch_connection(iii.clone(), options.url.clone()));
         // Everything the worker sets up on the engine, on this connection and every later one.
@@ -293,20 +308,22 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
             subscriptions.fan_out(&fan_out_iii, &runtime, event);
         }));
     for function in surface::functions() {
-        let (id, handler) = (function.id, function.handler);
+        let (id, deadline, handler) = (function.id, function.deadline, function.handler);
         let metadata = function.metadata();
-        let shared = shared.clone();
-        let iii_for_handler = iii.clone();
+        let call = Call {
+            iii: iii.clone(),
+            shared: shared.clone(),
+        };
         let mut registration = RegisterFunction::new_async(move |input: Value| {
-            let shared = shared.clone();
-            let iii = iii_for_handler.clone();
+            let call = call.clone();
             async move {
                 let work = async {
                     screen::screen(id, &input)?;
-                    let answer = handle(&iii, &shared, handler, input).await?;
+                    let shared = call.shared.clone();
+                    let answer = handle(call, handler, input).await?;
                     deliverable(&shared, id, answer).await
                 };
-                watchdog::answered(id, handler, work)
+                watchdog::answered(id, deadline, work)
                     .await
                     .map_err(wire_error)
             }
@@ -375,134 +392,70 @@ async fn deliverable(
 }
 
 /// Answers one call. Library work runs on the blocking pool, never on the SDK's thread.
-async fn handle(
-    iii: &IIIClient,
-    shared: &Arc<Shared>,
-    handler: Handler,
-    input: Value,
-) -> Result<Answer, WorkerError> {
-    if let Handler::Read(function) = handler {
-        return read(iii, shared, function, input).await;
+async fn handle(call: Call, handler: Handler, input: Value) -> Result<Answer, WorkerError> {
+    match handler {
+        Handler::Library(LibraryFunction::Read(function)) => read(&call, function, input).await,
+        Handler::Library(LibraryFunction::Write(function)) => write(&call, function, input).await,
+        Handler::Directory(work) => {
+            blocking(&call.shared, move |shared| work(&shared.directory, &input))
+                .await
+                .map(Answer::Value)
+        }
+        Handler::Worker { run, .. } => run(call, input).await.map(Answer::Value),
     }
+}
+
+/// Answers a write function on the blocking pool.
+async fn write(call: &Call, function: WriteFunction, input: Value) -> Result<Answer, WorkerError> {
     let started = Instant::now();
-    let installed = match handler {
-        Handler::Write(_) => installed_workers(iii, shared, false).await,
-        _ => None,
-    };
-    let value = match handler {
-        Handler::EngineFunctionInfo => engine::function_info(iii, input).await,
-        Handler::OnConfigChange => {
-            configuration::refresh(
-                iii,
-                &shared.directory,
-                &shared.installed,
-                &shared.registry,
-                &shared.refusals,
-            )
-            .await;
-            let inject_hint = shared.directory.setting(|s| s.inject_hint);
-            search::reconcile_hint(iii, &shared.search, inject_hint);
-            Ok(json!({ "ok": true }))
-        }
-        Handler::SearchFunctions => {
-            let settings = shared.directory.settings();
-            let capabilities = input["capabilities"].clone();
-            let mut answer = search::handle(iii, &shared.search, handler, input, &settings).await;
-            if let Ok(answer) = &mut answer {
-                let installed = installed_workers(iii, shared, false).await;
-                let lane = blocking(shared, move |shared| {
-                    search::skill_lane(&shared.directory, &capabilities, installed.as_deref())
-                })
-                .await;
-                match lane {
-                    Ok(skills) if !skills.is_empty() => answer["skills"] = json!(skills),
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!("search_functions answered without skills: {e}"),
-                }
+    let installed = installed_workers(&call.iii, &call.shared, false).await;
+    // Where a write's time goes between the SDK and the library: `debug` level.
+    let hop = Instant::now();
+    let answer = blocking(&call.shared, move |shared| {
+        let waited = hop.elapsed();
+        let answer = shared
+            .directory
+            .write(function, &input, installed.as_deref());
+        tracing::debug!(
+            function = function.id(),
+            hop_us = waited.as_micros() as u64,
+            library_us = (hop.elapsed() - waited).as_micros() as u64,
+            "write handled"
+        );
+        answer
+    })
+    .await;
+    tracing::debug!(
+        installed_us = hop.duration_since(started).as_micros() as u64,
+        handler_us = started.elapsed().as_micros() as u64,
+        "write answered"
+    );
+    answer.map(Answer::Value)
+}
+
+/// `directory::index::status`: the library's status with the worker's own parts (the file
+/// watcher, the engine connection, the refused configuration values, the search mode).
+async fn status(call: Call, _: Value) -> Result<Value, WorkerError> {
+    let connection = setup::status(&call.iii, &call.shared);
+    blocking(&call.shared, move |shared| {
+        shared.directory.status().map(|mut status| {
+            status["watcher"] = json!(shared.watcher.status());
+            status["connection"] = connection;
+            status["configuration"] = shared.refusals.status();
+            match shared.directory.search_status() {
+                Ok(search) => status["search"] = search,
+                Err(e) => tracing::warn!("cannot tell the search model's state: {e}"),
             }
-            answer
-        }
-        Handler::OnFunctionsChange | Handler::PreGenerate | Handler::HintPreview => {
-            let settings = shared.directory.settings();
-            search::handle(iii, &shared.search, handler, input, &settings).await
-        }
-        Handler::Download(function) => Ok(downloads::download(shared, function, input).await?),
-        Handler::RegistryList => Ok(downloads::registry_list(shared, input).await?),
-        Handler::RegistryInfo => Ok(downloads::registry_info(shared, input).await?),
-        Handler::BundlesCheckUpdates => {
-            let settings = shared.directory.settings();
-            let lock = shared.directory.config().paths.bundles_lock.clone();
-            Ok(
-                crate::download::updates::check_updates(&settings, &lock, &shared.registry, &input)
-                    .await?,
-            )
-        }
-        Handler::BundlesRestore => {
-            Ok(
-                crate::download::restore::restore(&shared.directory, &shared.registry, &input)
-                    .await?,
-            )
-        }
-        Handler::Bundles(function) => {
-            blocking(shared, move |shared| {
-                crate::download::status::answer(&shared.directory.config().paths, function, &input)
-            })
-            .await
-        }
-        Handler::OnWorkerAdded => Ok(downloads::on_worker_added(shared, input).await),
-        Handler::Write(function) => {
-            // Where a write's time goes between the SDK and the library: `debug` level.
-            let hop = Instant::now();
-            let answer = blocking(shared, move |shared| {
-                let waited = hop.elapsed();
-                let answer = shared
-                    .directory
-                    .write(function, &input, installed.as_deref());
-                tracing::debug!(
-                    function = function.id(),
-                    hop_us = waited.as_micros() as u64,
-                    library_us = (hop.elapsed() - waited).as_micros() as u64,
-                    "write handled"
-                );
-                answer
-            })
-            .await;
-            tracing::debug!(
-                installed_us = hop.duration_since(started).as_micros() as u64,
-                handler_us = started.elapsed().as_micros() as u64,
-                "write answered"
-            );
-            answer
-        }
-        Handler::Status => {
-            let connection = setup::status(iii, shared);
-            blocking(shared, move |shared| {
-                shared.directory.status().map(|mut status| {
-                    status["watcher"] = json!(shared.watcher.status());
-                    status["connection"] = connection;
-                    status["configuration"] = shared.refusals.status();
-                    // No embedder is connected yet: search ranks lexically.
-                    status["search"] = crate::retrieval::fusion::status(None);
-                    status
-                })
-            })
-            .await
-        }
-        Handler::UiContent => blocking(shared, move |_| console::content(&input)).await,
-        Handler::UiCheck => blocking(shared, move |_| crate::dry_run::check(&input)).await,
-        Handler::Read(_) => unreachable!("answered above"),
-    };
-    value.map(Answer::Value)
+            status
+        })
+    })
+    .await
 }
 
 /// Answers a read function: the idle poll of a UI (nothing changed) right here, anything else
 /// on the blocking pool.
-async fn read(
-    iii: &IIIClient,
-    shared: &Arc<Shared>,
-    function: ReadFunction,
-    input: Value,
-) -> Result<Answer, WorkerError> {
+async fn read(call: &Call, function: ReadFunction, input: Value) -> Result<Answer, WorkerError> {
+    let (iii, shared) = (&call.iii, &call.shared);
     let installed = match function.installed() {
         InstalledNeed::Fresh => installed_workers(iii, shared, true).await,
         InstalledNeed::Cached => installed_workers(iii, shared, false).await,

@@ -21,12 +21,13 @@ use iii_sdk::trigger::Trigger;
 use serde_json::{Value, json};
 
 use super::error::WorkerError;
-use super::surface::{Handler, ON_FUNCTIONS_CHANGE, PRE_GENERATE};
-use crate::config::Settings;
+use super::surface::{ON_FUNCTIONS_CHANGE, PRE_GENERATE};
+use super::{Call, blocking, installed_workers};
 use crate::error::Error;
 use crate::locks;
 use crate::search::registry::{DEFAULT_PHASE_WAIT, WorkerSource};
 use crate::search::service::{Engine, Refresh};
+use crate::search::vectors::FunctionLane;
 use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 
 /// The engine's push when its functions change (contract).
@@ -48,6 +49,8 @@ pub struct SearchState {
     /// The pre-generate hook binding, while `inject_hint` is on.
     hint_binding: Mutex<Option<Trigger>>,
     runtime: tokio::runtime::Handle,
+    /// The dense lane of function search, once the model is loaded.
+    lane: Mutex<Option<Arc<FunctionLane>>>,
 }
 
 impl SearchState {
@@ -60,6 +63,34 @@ impl SearchState {
             registry,
             hint_binding: Mutex::new(None),
             runtime,
+            lane: Mutex::new(None),
+        }
+    }
+
+    /// Connects the function lane (the model is loaded): searches fuse it in from now on,
+    /// with the vectors of the catalog embedded in the background.
+    pub async fn connect_lane(self: &Arc<Self>, lane: Arc<FunctionLane>) {
+        *locks::lock(&self.lane) = Some(lane.clone());
+        self.search.set_dense(lane);
+        self.embed_catalog().await;
+    }
+
+    /// Embeds the texts of the current catalog's functions that the lane has not seen, off
+    /// the runtime's threads.
+    async fn embed_catalog(&self) {
+        let Some(lane) = locks::lock(&self.lane).clone() else {
+            return;
+        };
+        let catalog = self.search.catalog().current();
+        let started = std::time::Instant::now();
+        match tokio::task::spawn_blocking(move || lane.update(&catalog)).await {
+            Ok(0) => {}
+            Ok(embedded) => tracing::info!(
+                embedded,
+                ms = started.elapsed().as_millis() as u64,
+                "function search texts embedded"
+            ),
+            Err(e) => tracing::warn!("embedding the function catalog stopped: {e}"),
         }
     }
 }
@@ -125,45 +156,68 @@ pub fn skill_lane(
     Ok(lane)
 }
 
-/// Answers one of the search functions.
-pub async fn handle(
-    iii: &IIIClient,
-    state: &Arc<SearchState>,
-    handler: Handler,
-    input: Value,
-    settings: &Settings,
-) -> Result<Value, WorkerError> {
-    match handler {
-        Handler::SearchFunctions => {
-            // Read now: the baggage is in this task's context only.
-            let session = session_id();
-            let registry = state.registry.clone().filter(|_| settings.registry_search);
-            let search = state.search.clone();
-            state
-                .runtime
-                .spawn(async move {
-                    let registry = registry.as_deref().map(|registry| RegistrySearch {
-                        registry,
-                        phase_wait: DEFAULT_PHASE_WAIT,
-                    });
-                    let response = search.search(&input, session.as_deref(), registry).await?;
-                    serde_json::to_value(response).map_err(|e| Error::json(e).into())
-                })
-                .await
-                .map_err(WorkerError::task("search failed"))?
-        }
-        Handler::OnFunctionsChange => {
-            let outcome = state
-                .runtime
-                .spawn(refresh(iii.clone(), state.search.clone()))
-                .await
-                .map_err(WorkerError::task("catalog_refresh_task_failed"))?;
-            outcome.map(|_| json!({ "ok": true }))
-        }
-        Handler::PreGenerate => Ok(state.search.pre_generate(&input, settings.hint_min_workers)),
-        Handler::HintPreview => Ok(hint::preview()),
-        other => Err(Error::Invalid(format!("{other:?} is not a search function")).into()),
+/// `directory::search_functions`: the engine's functions ranked for each capability, with the
+/// skills that serve them (the side lane).
+pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, WorkerError> {
+    // Read now: the baggage is in this task's context only.
+    let session = session_id();
+    let settings = call.shared.directory.settings();
+    let capabilities = input["capabilities"].clone();
+    let state = &call.shared.search;
+    let registry = state.registry.clone().filter(|_| settings.registry_search);
+    let search = state.search.clone();
+    let mut answer = state
+        .runtime
+        .spawn(async move {
+            let registry = registry.as_deref().map(|registry| RegistrySearch {
+                registry,
+                phase_wait: DEFAULT_PHASE_WAIT,
+            });
+            let response = search.search(&input, session.as_deref(), registry).await?;
+            serde_json::to_value(response).map_err(|e| WorkerError::from(Error::json(e)))
+        })
+        .await
+        .map_err(WorkerError::task("search failed"))??;
+    let installed = installed_workers(&call.iii, &call.shared, false).await;
+    let lane = blocking(&call.shared, move |shared| {
+        skill_lane(&shared.directory, &capabilities, installed.as_deref())
+    })
+    .await;
+    match lane {
+        Ok(skills) if !skills.is_empty() => answer["skills"] = json!(skills),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("search_functions answered without skills: {e}"),
     }
+    Ok(answer)
+}
+
+/// `directory::on-functions-change`: refreshes the catalog.
+pub(super) async fn on_functions_change(call: Call, _: Value) -> Result<Value, WorkerError> {
+    let state = &call.shared.search;
+    let outcome = state
+        .runtime
+        .spawn(refresh(call.iii.clone(), state.search.clone()))
+        .await
+        .map_err(WorkerError::task("catalog_refresh_task_failed"))?;
+    if let Ok(Refresh::Changed { .. }) = outcome {
+        let embed = state.clone();
+        state
+            .runtime
+            .spawn(async move { embed.embed_catalog().await });
+    }
+    outcome.map(|_| json!({ "ok": true }))
+}
+
+/// `directory::pre-generate`: the hint appended to a generation's system prompt, when its
+/// gates allow.
+pub(super) async fn pre_generate(call: Call, input: Value) -> Result<Value, WorkerError> {
+    let min_workers = call.shared.directory.setting(|s| s.hint_min_workers);
+    Ok(call.shared.search.search.pre_generate(&input, min_workers))
+}
+
+/// `directory::hint-preview`: the hint per exposure mode.
+pub(super) async fn hint_preview(_: Call, _: Value) -> Result<Value, WorkerError> {
+    Ok(hint::preview())
 }
 
 /// Refreshes the catalog from the engine; the error carries `catalog_fetch_failed`.
@@ -198,7 +252,13 @@ pub async fn refresh_catalog(
     state: &Arc<SearchState>,
 ) -> Result<String, WorkerError> {
     match refresh(iii.clone(), state.search.clone()).await? {
-        Refresh::Changed { functions } => Ok(format!("catalog updated ({functions} functions)")),
+        Refresh::Changed { functions } => {
+            let embed = state.clone();
+            state
+                .runtime
+                .spawn(async move { embed.embed_catalog().await });
+            Ok(format!("catalog updated ({functions} functions)"))
+        }
         Refresh::Unchanged => Ok("catalog unchanged".to_string()),
     }
 }

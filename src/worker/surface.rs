@@ -1,10 +1,15 @@
-//! The worker's surface on the bus: every function id with its description and JSON Schemas,
-//! and the trigger types. `--manifest` prints it; registration reads it.
+//! The worker's surface on the bus: every function, one entry each (id, description, JSON
+//! Schemas, exposure, deadline class and handler), and the trigger types. `--manifest` prints
+//! it; registration and the engine-less dispatch (`local.rs`) read it.
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::directory::{LIBRARY, LibraryFunction, ReadFunction, WriteFunction};
-use crate::download::{BundlesFunction, DownloadFunction};
+use super::error::WorkerError;
+use super::local::Local;
+use super::{Call, configuration, console, downloads, engine, search};
+use crate::directory::{Directory, LIBRARY, LibraryFunction};
+use crate::download::{BundlesFunction, DownloadFunction, status};
 use crate::events::Family;
 use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
 use crate::schema::{array_of, boolean, integer, nullable_string, object, string};
@@ -22,55 +27,74 @@ pub const ON_FUNCTIONS_CHANGE: &str = "directory::on-functions-change";
 pub const PRE_GENERATE: &str = "directory::pre-generate";
 pub const HINT_PREVIEW: &str = "directory::hint-preview";
 
-/// What a registered function does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Handler {
-    Read(ReadFunction),
-    Write(WriteFunction),
-    Status,
-    EngineFunctionInfo,
-    OnConfigChange,
-    SearchFunctions,
-    OnFunctionsChange,
-    PreGenerate,
-    HintPreview,
-    Download(DownloadFunction),
-    /// The bundles lock against the disk (`download::status`).
-    Bundles(BundlesFunction),
-    /// `directory::skills::bundles::restore` (`download::restore`), which fetches.
-    BundlesRestore,
-    /// `directory::skills::bundles::check-updates` (`download::updates`), which asks upstream.
-    BundlesCheckUpdates,
-    RegistryList,
-    RegistryInfo,
-    OnWorkerAdded,
-    /// The console page's assets (`console.rs`).
-    UiContent,
-    /// The console page's dry run (`crate::dry_run`).
-    UiCheck,
-}
-
-/// One function of the surface.
+/// One function of the surface: everything about it, its handler included. Adding a function
+/// of the worker's own is one entry in [`functions`] and its handler fn.
 pub struct Function {
     pub id: &'static str,
-    pub handler: Handler,
     pub description: &'static str,
     pub request: Value,
     pub response: Value,
-    /// Internal functions carry `metadata.internal = true` (hidden from search and listings).
-    pub internal: bool,
+    pub exposure: Exposure,
+    /// Whether the watchdog cuts a call that runs long (`watchdog.rs`).
+    pub deadline: Deadline,
+    pub(super) handler: Handler,
+}
+
+/// Who the function is for, as its registered metadata says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposure {
+    /// Listed and searchable.
+    Public,
+    /// `metadata.internal = true`: hidden from search and listings.
+    Internal,
+    /// Internal, and kept out of traces too (a hook that runs on every generation).
+    InternalUntraced,
+}
+
+/// Whether a call is answered `D122` when it runs past the watchdog's deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// Cut at the deadline: the caller hears why before its own timeout.
+    Cut,
+    /// Never cut: a download has its own timeouts, and its callers wait longer than 30 s.
+    Uncut,
+}
+
+/// A handler of the worker's own functions on the bus: given the call's engine and state and
+/// the request, the answer to come.
+pub(super) type OnBus = fn(Call, Value) -> Answering;
+
+/// An answer to come from a handler of the worker's own functions.
+pub(super) type Answering = BoxFuture<'static, Result<Value, WorkerError>>;
+
+/// What the dispatch without an engine (`local.rs`) does with a call instead.
+pub(super) type Offline = fn(&Local, &Value) -> Result<Value, WorkerError>;
+
+/// How a function is answered: by kind of work, each kind holding its function's handler.
+#[derive(Clone, Copy)]
+pub(super) enum Handler {
+    /// A library function: its handler is its entry in the library's table
+    /// (`directory/functions.rs`).
+    Library(LibraryFunction),
+    /// Work on the directory alone, on the blocking pool; answered the same without an engine.
+    Directory(fn(&Directory, &Value) -> crate::error::Result<Value>),
+    /// Work that needs the engine or the worker's state.
+    Worker { run: OnBus, offline: Offline },
 }
 
 impl Function {
-    /// The metadata registered with the function: internal functions carry `internal: true`
-    /// (hidden from search and listings); the pre-generate hook, which runs on every
-    /// generation, is also kept out of traces.
+    /// The metadata registered with the function.
     pub fn metadata(&self) -> Option<Value> {
-        match (self.internal, self.handler) {
-            (true, Handler::PreGenerate) => Some(json!({ "internal": true, "trace_hidden": true })),
-            (true, _) => Some(json!({ "internal": true })),
-            (false, _) => None,
+        match self.exposure {
+            Exposure::Public => None,
+            Exposure::Internal => Some(json!({ "internal": true })),
+            Exposure::InternalUntraced => Some(json!({ "internal": true, "trace_hidden": true })),
         }
+    }
+
+    /// Whether the function is registered as internal.
+    pub fn internal(&self) -> bool {
+        self.exposure != Exposure::Public
     }
 }
 
@@ -164,26 +188,22 @@ fn candidate() -> Value {
 
 /// Every function this worker registers.
 pub fn functions() -> Vec<Function> {
-    use Handler::*;
     let library = LIBRARY.into_iter().map(|function| {
         let described = function.described();
         Function {
             id: function.id(),
-            handler: match function {
-                LibraryFunction::Read(f) => Read(f),
-                LibraryFunction::Write(f) => Write(f),
-            },
             description: described.description,
             request: described.request,
             response: described.response,
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Library(function),
         }
     });
     let own = vec![
         Function {
             id: "directory::index::status",
-            handler: Status,
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, embedded, pending).",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -200,18 +220,24 @@ pub fn functions() -> Vec<Function> {
                     "search": object(
                         json!({
                             "mode": { "type": "string", "enum": ["lexical", "hybrid"] },
-                            "model": nullable_string(), "embedded": integer(), "pending": integer(),
+                            "model": nullable_string(),
+                            "state": { "type": "string", "enum": ["absent", "downloading", "loading", "ready", "failed"] },
+                            "embedded": integer(), "pending": integer(), "error": string("why the model is not loaded"),
                         }),
-                        &["mode", "model", "embedded", "pending"],
+                        &["mode", "model", "state", "embedded", "pending"],
                     ),
                 }),
                 &["revision", "counts", "skipped"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(super::status(call, input)),
+                offline: Local::status,
+            },
         },
         Function {
             id: "directory::engine::functions::info",
-            handler: EngineFunctionInfo,
             description: "Thin proxy to engine::functions::info for one function_id, for callers limited to the directory:: namespace.",
             request: object(
                 json!({ "function_id": string("function id, e.g. mailer::send") }),
@@ -226,19 +252,27 @@ pub fn functions() -> Vec<Function> {
                 }),
                 &["function_id", "registered_triggers"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(engine::function_info(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: "directory::on-config-change",
-            handler: OnConfigChange,
             description: "Internal: re-reads the iii-directory configuration after configuration:updated.",
             request: object(json!({}), &[]),
             response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
-            internal: true,
+            exposure: Exposure::Internal,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(configuration::on_change(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: crate::search::catalog::SEARCH_FUNCTION_ID,
-            handler: SearchFunctions,
             description: "Search the engine's functions for one to six external capabilities (short English phrases); returns compact function-id candidates grouped by worker, and registry workers that would match but are not installed.",
             request: object(
                 json!({
@@ -284,22 +318,30 @@ pub fn functions() -> Vec<Function> {
                 }),
                 &["guidance", "workers", "latency_ms"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(search::search_functions(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: ON_FUNCTIONS_CHANGE,
-            handler: OnFunctionsChange,
             description: "Internal: refreshes the function-search catalog when the engine's functions change (engine::functions-available).",
             request: object(
                 json!({ "event": string("functions_changed"), "functions": array_of(json!({ "type": "object" })) }),
                 &[],
             ),
             response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
-            internal: true,
+            exposure: Exposure::Internal,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(search::on_functions_change(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: PRE_GENERATE,
-            handler: PreGenerate,
             description: "Internal: harness pre-generate hook that appends the function-search hint to a generation's system prompt, at most once per turn and only when its gates allow.",
             request: object(
                 json!({
@@ -328,18 +370,27 @@ pub fn functions() -> Vec<Function> {
                 }),
                 &["decision", "annotations"],
             ),
-            internal: true,
+            exposure: Exposure::InternalUntraced,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(search::pre_generate(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: HINT_PREVIEW,
-            handler: HintPreview,
             description: "Internal: the exact function-search hint per exposure mode (agent_trigger, native), as the configuration UI shows it.",
             request: object(json!({}), &[]),
             response: object(
                 json!({ "agent_trigger": string("hint for agent_trigger exposure"), "native": string("hint for native exposure") }),
                 &["agent_trigger", "native"],
             ),
-            internal: true,
+            exposure: Exposure::Internal,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(search::hint_preview(call, input)),
+                offline: Local::unanswered,
+            },
         },
     ];
     library
@@ -429,7 +480,6 @@ fn registry_worker() -> Value {
 
 /// The downloads, the registry proxy and the worker-added hook.
 fn download_functions() -> Vec<Function> {
-    use Handler::*;
     let mut alias_fields = repo_fields();
     if let (Some(alias), Value::Object(registry)) = (
         alias_fields.as_object_mut(),
@@ -440,23 +490,34 @@ fn download_functions() -> Vec<Function> {
     vec![
         Function {
             id: DownloadFunction::Download.id(),
-            handler: Download(DownloadFunction::Download),
             description: "Download a skill bundle from either source: {repo, skill, branch?} (branch defaults to main) or {worker, version? | tag?} (tag defaults to latest). Checked whole, landed all or nothing; fires the on-change triggers { op: download }. Prefer the explicit forms.",
             request: object(alias_fields, &[]),
             response: download_response(),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| {
+                    Box::pin(downloads::download(call, DownloadFunction::Download, input))
+                },
+                offline: |local, input| local.check_download(DownloadFunction::Download, input),
+            },
         },
         Function {
             id: DownloadFunction::FromRepo.id(),
-            handler: Download(DownloadFunction::FromRepo),
             description: "Copy skills/<skill>/ of a git repository (shallow clone of one branch) into <skills_folder>/<skill>/. Paths under prompts/ and agents/ are ignored; re-pulls overwrite file by file and keep other files.",
             request: object(repo_fields(), &["repo", "skill"]),
             response: download_response(),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| {
+                    Box::pin(downloads::download(call, DownloadFunction::FromRepo, input))
+                },
+                offline: |local, input| local.check_download(DownloadFunction::FromRepo, input),
+            },
         },
         Function {
             id: DownloadFunction::FromRegistry.id(),
-            handler: Download(DownloadFunction::FromRegistry),
             description: "Install a published worker's skills bundle from the workers registry into <skills_folder>/<worker>/; exact agents/<id>.md entries become agent profiles in agents_folder.",
             request: object(
                 {
@@ -467,11 +528,21 @@ fn download_functions() -> Vec<Function> {
                 &["worker"],
             ),
             response: download_response(),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| {
+                    Box::pin(downloads::download(
+                        call,
+                        DownloadFunction::FromRegistry,
+                        input,
+                    ))
+                },
+                offline: |local, input| local.check_download(DownloadFunction::FromRegistry, input),
+            },
         },
         Function {
             id: REGISTRY_LIST,
-            handler: RegistryList,
             description: "Browse or search workers published in the workers registry: { workers, pagination: { next_cursor, has_more, page_size } }. Free-text search; opaque cursor for the next page.",
             request: object(
                 json!({ "search": string("free text matched by the registry"), "cursor": string("next_cursor of the previous page") }),
@@ -484,35 +555,79 @@ fn download_functions() -> Vec<Function> {
                 }),
                 &["workers", "pagination"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::registry_list(call, input)),
+                offline: Local::registry_list,
+            },
         },
         Function {
             id: REGISTRY_INFO,
-            handler: RegistryInfo,
-            description: "One registry worker in full: { worker, readme, api_reference: { functions, triggers }, skills_tree: { skills, prompts } }, at a version or tag (default latest).",
-            request: object(registry_fields("name", "registry worker name"), &["name"]),
+            description: "One registry worker's pre-install card, at a version or tag (default latest): { worker, api_reference: { functions, triggers } (each by name and description), skills_tree: { skills, prompts } }. readme: true adds the README; schemas: true adds each function's request and response schemas and each trigger's invocation and return schemas, with their metadata (both: the whole registry record).",
+            request: object(
+                {
+                    let mut fields = registry_fields("name", "registry worker name");
+                    fields["readme"] = boolean("add the worker's README (default false)");
+                    fields["schemas"] = boolean(
+                        "add the functions' and triggers' schemas and metadata (default false)",
+                    );
+                    fields
+                },
+                &["name"],
+            ),
             response: object(
                 json!({
                     "worker": registry_worker(),
-                    "readme": string("the worker's README (markdown)"),
-                    "api_reference": object(json!({ "functions": array_of(json!({ "type": "object" })), "triggers": array_of(json!({ "type": "object" })) }), &["functions", "triggers"]),
+                    "readme": string("the worker's README (markdown; with readme: true)"),
+                    "api_reference": object(
+                        json!({
+                            "functions": array_of(object(
+                                json!({
+                                    "name": string("function id"), "description": nullable_string(),
+                                    "request_schema": { "description": "JSON Schema of the request (with schemas: true)" },
+                                    "response_schema": { "description": "JSON Schema of the response (with schemas: true)" },
+                                    "metadata": { "description": "as published (with schemas: true)" },
+                                }),
+                                &["name", "description"],
+                            )),
+                            "triggers": array_of(object(
+                                json!({
+                                    "name": string("trigger type"), "description": nullable_string(),
+                                    "invocation_schema": { "description": "JSON Schema of a binding's configuration (with schemas: true)" },
+                                    "return_schema": { "description": "JSON Schema of what the handler returns (with schemas: true)" },
+                                    "metadata": { "description": "as published (with schemas: true)" },
+                                }),
+                                &["name", "description"],
+                            )),
+                        }),
+                        &["functions", "triggers"],
+                    ),
                     "skills_tree": object(json!({ "skills": array_of(json!({ "type": "object" })), "prompts": array_of(json!({ "type": "object" })) }), &["skills", "prompts"]),
                 }),
                 &["worker", "api_reference", "skills_tree"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::registry_info(call, input)),
+                offline: Local::registry_info,
+            },
         },
         Function {
             id: ON_WORKER_ADDED,
-            handler: OnWorkerAdded,
             description: "Internal: downloads an added worker's skills bundle (tag latest) when auto_download is on; always answers { ok: true }.",
             request: object(json!({ "worker": string("the worker just added") }), &[]),
             response: object(json!({ "ok": { "type": "boolean" } }), &["ok"]),
-            internal: true,
+            exposure: Exposure::Internal,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::on_worker_added(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: UI_CONTENT,
-            handler: UiContent,
             description: "Internal: the console page's assets for the iii console's injectable UI: { path } (iii-directory/page.js or iii-directory/styles.css) -> { content, content_type }.",
             request: object(
                 json!({ "path": string("asset path, e.g. iii-directory/page.js") }),
@@ -522,11 +637,12 @@ fn download_functions() -> Vec<Function> {
                 json!({ "content": string("the asset's text"), "content_type": string("text/javascript or text/css, charset utf-8") }),
                 &["content", "content_type"],
             ),
-            internal: true,
+            exposure: Exposure::Internal,
+            deadline: Deadline::Cut,
+            handler: Handler::Directory(|_, input| console::content(input)),
         },
         Function {
             id: UI_CHECK,
-            handler: UiCheck,
             description: "Internal: the console page's dry run: { family, id, content } -> how the server would read that text (title, description, frontmatter and its error, the error a save would answer with); writes nothing.",
             request: object(
                 json!({
@@ -549,7 +665,9 @@ fn download_functions() -> Vec<Function> {
                 }),
                 &["family", "id", "frontmatter", "refused"],
             ),
-            internal: true,
+            exposure: Exposure::Internal,
+            deadline: Deadline::Cut,
+            handler: Handler::Directory(|_, input| crate::dry_run::check(input)),
         },
     ]
 }
@@ -591,26 +709,31 @@ fn bundles_functions() -> Vec<Function> {
     vec![
         Function {
             id: BundlesFunction::List.id(),
-            handler: Handler::Bundles(BundlesFunction::List),
             description: "Every downloaded bundle the bundles lock records, each compared with the disk: state missing, modified, untracked or clean, with the files of each kind.",
             request: object(json!({}), &[]),
             response: object(json!({ "bundles": array_of(bundle.clone()) }), &["bundles"]),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Directory(|directory, input| {
+                status::answer(&directory.config().paths, BundlesFunction::List, input)
+            }),
         },
         Function {
             id: BundlesFunction::Get.id(),
-            handler: Handler::Bundles(BundlesFunction::Get),
             description: "One downloaded bundle from the bundles lock: its source (commit or version and digest), when it landed, and every file's state on disk (D334 when the lock has no such bundle).",
             request: object(
                 json!({ "namespace": string("the bundle's namespace (skill or worker name)") }),
                 &["namespace"],
             ),
             response: bundle,
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Directory(|directory, input| {
+                status::answer(&directory.config().paths, BundlesFunction::Get, input)
+            }),
         },
         Function {
             id: RESTORE,
-            handler: Handler::BundlesRestore,
             description: "Fetches exactly what the bundles lock records (each repository at its locked commit, each registry worker at its locked version) and lands it only if every file has its locked sha256 (D335 naming the file otherwise, nothing written). Files edited locally are kept unless force: true.",
             request: object(
                 json!({
@@ -629,11 +752,15 @@ fn bundles_functions() -> Vec<Function> {
                 }),
                 &[],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::restore(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: CHECK_UPDATES,
-            handler: Handler::BundlesCheckUpdates,
             description: "Asks each locked bundle's source whether it moved on: the registry for what the locked tag answers now, git ls-remote for the branch. Parallel, bounded by download_timeout_ms (10 s at most) and cached for registry_cache_ttl_ms; a source that fails is unknown with a reason. { bundles: [{ namespace, state: current | update-available | pinned | unknown, locked, upstream?, reason? }] }",
             request: object(
                 json!({ "namespace": string("check only this bundle (default: every locked bundle)") }),
@@ -652,11 +779,15 @@ fn bundles_functions() -> Vec<Function> {
             )) }),
                 &["bundles"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::check_updates(call, input)),
+                offline: Local::unanswered,
+            },
         },
         Function {
             id: BundlesFunction::Verify.id(),
-            handler: Handler::Bundles(BundlesFunction::Verify),
             description: "Compares every file the bundles lock records with its sha256 on disk: { ok, checked: { bundles, files }, bundles } with only the bundles that are not clean.",
             request: object(json!({}), &[]),
             response: object(
@@ -667,7 +798,11 @@ fn bundles_functions() -> Vec<Function> {
                 }),
                 &["ok", "checked", "bundles"],
             ),
-            internal: false,
+            exposure: Exposure::Public,
+            deadline: Deadline::Cut,
+            handler: Handler::Directory(|directory, input| {
+                status::answer(&directory.config().paths, BundlesFunction::Verify, input)
+            }),
         },
     ]
 }
@@ -716,7 +851,7 @@ pub fn manifest() -> Value {
         .map(|f| {
             json!({
                 "id": f.id, "description": f.description, "request_format": f.request,
-                "response_format": f.response, "internal": f.internal, "metadata": f.metadata(),
+                "response_format": f.response, "internal": f.internal(), "metadata": f.metadata(),
             })
         })
         .collect();

@@ -6,8 +6,9 @@
 //! `D122 timeout`, sent before the caller's default timeout, so the caller hears why instead
 //! of waiting.
 //!
-//! Downloads and the worker-added hook are not cut: a clone or a bundle has its own timeouts,
-//! and callers of a download wait longer than 30 s.
+//! Each function's entry says whether it is cut (`surface::Deadline`): downloads, restores and
+//! the worker-added hook are not, as a clone or a bundle has its own timeouts, and callers of a
+//! download wait longer than 30 s.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -17,7 +18,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 
 use super::error::WorkerError;
-use super::surface::Handler;
+use super::surface::Deadline;
 use crate::code::Code;
 use crate::error::Error;
 
@@ -43,11 +44,11 @@ fn deadline() -> Option<Duration> {
     })
 }
 
-/// The deadline of a call to `handler`, if it has one.
-fn deadline_of(handler: Handler) -> Option<Duration> {
-    match handler {
-        Handler::Download(_) | Handler::BundlesRestore | Handler::OnWorkerAdded => None,
-        _ => deadline(),
+/// The deadline of a call to a function of class `class`, if it has one.
+fn deadline_of(class: Deadline) -> Option<Duration> {
+    match class {
+        Deadline::Cut => deadline(),
+        Deadline::Uncut => None,
     }
 }
 
@@ -55,10 +56,10 @@ fn deadline_of(handler: Handler) -> Option<Duration> {
 /// running at the deadline.
 pub async fn answered<T>(
     function: &str,
-    handler: Handler,
+    class: Deadline,
     work: impl Future<Output = Result<T, WorkerError>>,
 ) -> Result<T, WorkerError> {
-    answered_within(function, deadline_of(handler), work).await
+    answered_within(function, deadline_of(class), work).await
 }
 
 async fn answered_within<T>(
@@ -114,12 +115,12 @@ fn panicked(function: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::directory::ReadFunction;
+    use crate::worker::surface;
 
     #[tokio::test]
     async fn a_panic_is_answered_d123() {
         let outcome: Result<(), WorkerError> =
-            answered("directory::skills::get", Handler::Status, async {
+            answered("directory::skills::get", Deadline::Cut, async {
                 panic!("boom")
             })
             .await;
@@ -145,12 +146,12 @@ mod tests {
         );
         let quick = async { Ok(7) };
         assert_eq!(answered_within("f", limit, quick).await.ok(), Some(7));
-        let download = Handler::Download(crate::download::DownloadFunction::FromRepo);
-        assert_eq!(deadline_of(download), None);
-        assert_eq!(deadline_of(Handler::OnWorkerAdded), None);
-        assert_eq!(
-            deadline_of(Handler::Read(ReadFunction::SkillsGet)),
-            Some(DEFAULT_DEADLINE)
-        );
+        let class = |id: &str| {
+            let function = surface::functions().into_iter().find(|f| f.id == id);
+            deadline_of(function.expect("registered").deadline)
+        };
+        assert_eq!(class("directory::skills::download_from_repo"), None);
+        assert_eq!(class(surface::ON_WORKER_ADDED), None);
+        assert_eq!(class("directory::skills::get"), Some(DEFAULT_DEADLINE));
     }
 }

@@ -13,6 +13,7 @@ mod from_registry;
 mod from_repo;
 mod lock;
 mod measure;
+mod plans;
 mod registry;
 mod restore;
 mod updates;

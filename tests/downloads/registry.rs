@@ -136,9 +136,13 @@ fn serve_info(s: &Setup, name: &str) {
 async fn info_merges_both_legs_and_defaults_to_latest() {
     let s = Setup::new();
     serve_info(&s, "mailer");
-    let info = functions::info(&s.registry, &json!({"name": " mailer "}))
-        .await
-        .expect("info");
+    // The whole record (both parts asked for), as 1.2.8 answered it by default.
+    let info = functions::info(
+        &s.registry,
+        &json!({"name": " mailer ", "readme": true, "schemas": true}),
+    )
+    .await
+    .expect("info");
     assert_eq!(info["worker"]["name"], "mailer");
     assert_eq!(info["worker"]["version"], "2.0.0");
     assert_eq!(info["worker"]["description"], "Cached worker");

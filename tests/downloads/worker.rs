@@ -281,6 +281,142 @@ async fn a_download_over_the_wire_fires_one_event_per_family_and_no_external_ech
     assert!(!err.message.contains(&h.registry.url()), "{err}");
 }
 
+/// `registry::workers::info` answers the pre-install card the `iii-runtime` prompt describes:
+/// the worker, functions and triggers by name and description, and the skills tree; `readme`
+/// adds the README, `schemas` the schemas and metadata, and both give the whole record, every
+/// field 1.2.8 answered. One registry fetch serves every form (the record is cached whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_info_is_a_compact_card_unless_asked_for_more() {
+    let h = Harness::start(Start::default()).await;
+    let functions = json!([
+        {
+            "name": "resend::send", "description": "Send an email.",
+            "request_schema": {"type": "object", "properties": {"to": {"type": "string"}}},
+            "response_schema": {"type": "object"},
+            "metadata": {"internal": false},
+        },
+        {"name": "resend::flush", "metadata": {"internal": true}},
+    ]);
+    let triggers = json!([{
+        "name": "resend::delivered", "description": "A message was delivered.",
+        "invocation_schema": {"type": "object"}, "return_schema": {"type": "null"},
+        "metadata": {},
+    }]);
+    let readme = "# Resend\n\n".to_string() + &"A long README. ".repeat(400);
+    h.registry.json(
+        "/w/resend",
+        json!({
+            "worker": {"name": "resend", "version": "2.0.0", "description": "Email.", "readme": readme},
+            "functions": functions,
+            "triggers": triggers,
+        }),
+    );
+    h.registry.json(
+        "/w/resend/skills",
+        json!({"skills": [{"path": "index.md", "content": "x"}], "prompts": [{"name": "p", "description": "d"}]}),
+    );
+    let info = |extra: Value| {
+        let mut request = json!({"name": "resend"});
+        for (k, v) in extra.as_object().expect("an object") {
+            request[k] = v.clone();
+        }
+        h.call("directory::registry::workers::info", request)
+    };
+
+    let card = info(json!({})).await;
+    assert_eq!(
+        keys(&card),
+        ["api_reference", "skills_tree", "worker"],
+        "{card}"
+    );
+    assert_eq!(card["worker"]["version"], "2.0.0");
+    assert_eq!(
+        card["api_reference"],
+        json!({
+            "functions": [
+                {"name": "resend::send", "description": "Send an email."},
+                {"name": "resend::flush", "description": null},
+            ],
+            "triggers": [{"name": "resend::delivered", "description": "A message was delivered."}],
+        })
+    );
+    assert_eq!(
+        card["skills_tree"],
+        json!({"skills": [{"path": "index.md"}], "prompts": [{"name": "p", "description": "d"}]})
+    );
+    let whole = info(json!({"readme": true, "schemas": true})).await;
+    assert!(
+        card.to_string().len() * 5 < whole.to_string().len(),
+        "the card is a fraction of the whole record: {} against {} bytes",
+        card.to_string().len(),
+        whole.to_string().len()
+    );
+
+    let with_readme = info(json!({"readme": true})).await;
+    assert_eq!(with_readme["readme"], readme.as_str());
+    assert_eq!(with_readme["api_reference"], card["api_reference"]);
+
+    let with_schemas = info(json!({"schemas": true})).await;
+    assert!(with_schemas.get("readme").is_none(), "{with_schemas}");
+    let send = &with_schemas["api_reference"]["functions"][0];
+    assert_eq!(send["request_schema"], functions[0]["request_schema"]);
+    assert_eq!(send["response_schema"], json!({"type": "object"}));
+    assert_eq!(send["metadata"], json!({"internal": false}));
+    assert_eq!(
+        with_schemas["api_reference"]["functions"][1]["metadata"],
+        json!({"internal": true})
+    );
+    assert_eq!(
+        with_schemas["api_reference"]["triggers"][0]["return_schema"],
+        json!({"type": "null"})
+    );
+
+    // Both: everything 1.2.8 answered, as it answered it.
+    assert_eq!(
+        whole,
+        json!({
+            "worker": {
+                "name": "resend", "description": "Email.", "type": null, "version": "2.0.0",
+                "repo": null, "config": {}, "supported_targets": [], "total_downloads": 0,
+                "dependencies": [], "author": null,
+            },
+            "readme": readme,
+            "api_reference": {
+                "functions": [
+                    {
+                        "name": "resend::send", "description": "Send an email.",
+                        "request_schema": functions[0]["request_schema"],
+                        "response_schema": {"type": "object"}, "metadata": {"internal": false},
+                    },
+                    {
+                        "name": "resend::flush", "description": null, "request_schema": null,
+                        "response_schema": null, "metadata": {"internal": true},
+                    },
+                ],
+                "triggers": triggers,
+            },
+            "skills_tree": {"skills": [{"path": "index.md"}], "prompts": [{"name": "p", "description": "d"}]},
+        })
+    );
+    assert_eq!(
+        h.registry.hits("/w/resend").len(),
+        1,
+        "one fetch, cut four ways"
+    );
+}
+
+/// An object's keys, sorted.
+fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_registry_proxy_answers_and_a_configuration_change_clears_its_cache() {
     let h = Harness::start(Start::default()).await;
@@ -308,7 +444,7 @@ async fn the_registry_proxy_answers_and_a_configuration_change_clears_its_cache(
         let info = h
             .call(
                 "directory::registry::workers::info",
-                json!({"name": "resend"}),
+                json!({"name": "resend", "readme": true}),
             )
             .await;
         assert_eq!(info["readme"], "# R");

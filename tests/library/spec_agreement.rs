@@ -7,6 +7,10 @@
 //! Where the verdicts differ, the spec's text and the validator disagree, and these checks
 //! follow the text; every such folder is listed below with why, so a new disagreement fails
 //! the test, and so does a listed one that went away.
+//!
+//! Beside the verdicts, `skills::catalog`'s `xml` against the library's `to-prompt`
+//! (`tests/spec_reference/prompts.mjs`) on the same folders: the same text but for the location
+//! paths.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -14,8 +18,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use iii_directory::doc;
 use iii_directory::testing::spec::{self, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_NAME};
+use iii_directory::{ReadFunction, doc};
+use serde_json::json;
 use test_support::common;
 
 /// The validator turns every `metadata` value into a string before it validates (a number,
@@ -77,17 +82,26 @@ fn reference_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec_reference")
 }
 
-/// The validator's messages for each folder (empty: valid), or `None` when it is not installed.
-fn reference_verdicts(folders: &[PathBuf]) -> Option<Vec<Vec<String>>> {
-    let dir = reference_dir();
-    if !dir.join("node_modules/skills-ref/package.json").is_file() {
+/// Whether the reference package is installed; says so when it is not (the test then skips).
+fn reference_installed() -> bool {
+    let installed = reference_dir()
+        .join("node_modules/skills-ref/package.json")
+        .is_file();
+    if !installed {
         eprintln!(
             "skipped: tests/spec_reference/node_modules is missing (npm ci --prefix tests/spec_reference)"
         );
-        return None;
     }
+    installed
+}
+
+/// Runs one of the reference scripts with the folders on stdin, one per line, and reads its
+/// JSON answer.
+fn run_reference<T: serde::de::DeserializeOwned>(script: &[&str], folders: &[PathBuf]) -> T {
+    let dir = reference_dir();
     let mut child = Command::new("node")
-        .arg(dir.join("verdicts.mjs"))
+        .arg(dir.join(script[0]))
+        .args(&script[1..])
         .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -99,18 +113,21 @@ fn reference_verdicts(folders: &[PathBuf]) -> Option<Vec<Vec<String>>> {
         .collect();
     let mut stdin = child.stdin.take().expect("piped stdin");
     let writer = std::thread::spawn(move || stdin.write_all(list.as_bytes()));
-    let out = child.wait_with_output().expect("the validator's output");
+    let out = child.wait_with_output().expect("the script's output");
     writer
         .join()
         .expect("writer thread")
         .expect("folders written");
-    assert!(
-        out.status.success(),
-        "verdicts.mjs failed: {:?}",
-        out.status
-    );
-    let verdicts: Vec<Vec<String>> =
-        serde_json::from_slice(&out.stdout).expect("one JSON array of message lists");
+    assert!(out.status.success(), "{script:?} failed: {:?}", out.status);
+    serde_json::from_slice(&out.stdout).expect("one JSON answer")
+}
+
+/// The validator's messages for each folder (empty: valid), or `None` when it is not installed.
+fn reference_verdicts(folders: &[PathBuf]) -> Option<Vec<Vec<String>>> {
+    if !reference_installed() {
+        return None;
+    }
+    let verdicts: Vec<Vec<String>> = run_reference(&["verdicts.mjs"], folders);
     assert_eq!(verdicts.len(), folders.len());
     Some(verdicts)
 }
@@ -433,4 +450,226 @@ fn planted_violations_agree_with_skills_ref() {
             "{label} should disagree for every base name"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The catalog against `to-prompt`
+// ---------------------------------------------------------------------------------------------
+
+/// Folders planted beside the corpus for the catalog: characters both escape, a name the
+/// folder gives (`to-prompt` refuses it), a skill a model may not invoke (`to-prompt` lists it,
+/// the catalog does not), a folded description.
+const CATALOG_PLANTED: &[(&str, &str)] = &[
+    (
+        "escapes",
+        "---\nname: escapes\ndescription: Reads <tags> & \"quotes\" and 'apostrophes'.\n---\n# E\n",
+    ),
+    (
+        "unnamed",
+        "---\ndescription: Named by its folder.\n---\n# U\n",
+    ),
+    (
+        "manual-only",
+        "---\nname: manual-only\ndescription: Only a user runs this.\ndisable-model-invocation: true\n---\n# M\n",
+    ),
+    (
+        "folded",
+        "---\nname: folded\ndescription: >\n  One line\n  and the next.\n---\n# F\n",
+    ),
+];
+
+/// Every folder under `root` that holds a `SKILL.md`, sorted.
+fn skill_folders(root: &Path) -> Vec<PathBuf> {
+    let mut folders = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).expect("folder lists") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == spec::SKILL_FILE) {
+                folders.push(dir.clone());
+            }
+        }
+    }
+    folders.sort();
+    folders
+}
+
+/// The `<skill>` blocks of an `<available_skills>` text, each with its lines, and the text's
+/// lines around them: the text must be the wrapper around whole blocks.
+fn skill_blocks(text: &str) -> Vec<String> {
+    let inner = text
+        .strip_prefix("<available_skills>\n")
+        .and_then(|t| t.strip_suffix("</available_skills>"))
+        .unwrap_or_else(|| panic!("not an <available_skills> block: {text:.200}"));
+    let mut blocks = Vec::new();
+    let mut rest = inner;
+    while !rest.is_empty() {
+        let end = rest.find("\n</skill>\n").expect("a closed <skill>") + "\n</skill>\n".len();
+        blocks.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    blocks
+}
+
+/// A block's location: the line after `<location>`.
+fn block_location(block: &str) -> &str {
+    let lines: Vec<&str> = block.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "<location>")
+        .expect("a location");
+    lines[at + 1]
+}
+
+/// The text with each location line replaced: what is compared.
+fn without_locations(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut after_location = false;
+    for line in text.split('\n') {
+        out.push(if after_location { "LOCATION" } else { line });
+        after_location = line == "<location>";
+    }
+    out.join("\n")
+}
+
+#[test]
+fn catalog_xml_equals_to_prompt_but_for_locations() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    if !reference_installed() {
+        return;
+    }
+    let tree = common::Tree::new();
+    let skills = tree.path("skills");
+    for folder in skill_folders(&corpus) {
+        let rel = folder.strip_prefix(&corpus).expect("under the corpus");
+        let to = skills.join(rel);
+        fs::create_dir_all(&to).expect("mkdir");
+        fs::copy(folder.join(spec::SKILL_FILE), to.join(spec::SKILL_FILE)).expect("copy");
+    }
+    for (name, text) in CATALOG_PLANTED {
+        tree.write(&format!("skills/planted/{name}/SKILL.md"), text);
+    }
+    let directory = tree.open();
+    let answer = common::call(
+        &directory,
+        ReadFunction::SkillsCatalog,
+        json!({ "max_bytes": 8 << 20 }),
+    );
+    assert_eq!(answer["left_out"], 0, "everything fits 8 MiB");
+    let body = answer["body"].as_str().expect("an xml body");
+    // A real XML parser reads the whole block: one element per entry, each with its three.
+    let xml = roxmltree::Document::parse(body).expect("the catalog parses as XML");
+    let entries: Vec<_> = xml
+        .root_element()
+        .children()
+        .filter(|n| n.is_element())
+        .collect();
+    assert_eq!(xml.root_element().tag_name().name(), "available_skills");
+    assert_eq!(
+        entries.len() as u64,
+        answer["count"].as_u64().expect("count")
+    );
+    for entry in &entries {
+        let tags: Vec<&str> = entry
+            .children()
+            .filter(|n| n.is_element())
+            .map(|n| n.tag_name().name())
+            .collect();
+        assert_eq!(tags, ["name", "description", "location"]);
+    }
+
+    // Which folders each side lists.
+    let folders = skill_folders(&skills);
+    let theirs: Vec<Option<String>> = run_reference(&["prompts.mjs", "each"], &folders);
+    let ours: Vec<String> = skill_blocks(body);
+    let our_folders: BTreeMap<PathBuf, &String> = ours
+        .iter()
+        .map(|b| {
+            let location = PathBuf::from(block_location(b));
+            (location.parent().expect("a folder").to_path_buf(), b)
+        })
+        .collect();
+    let accepted: BTreeMap<&PathBuf, bool> = folders
+        .iter()
+        .zip(&theirs)
+        .map(|(folder, block)| (folder, block.is_some()))
+        .collect();
+    let theirs_only: Vec<&PathBuf> = folders
+        .iter()
+        .filter(|f| accepted[f] && !our_folders.contains_key(*f))
+        .collect();
+    let ours_only = our_folders.keys().filter(|f| !accepted[f]).count();
+    // The folders both list, in the catalog's order.
+    let both: Vec<PathBuf> = ours
+        .iter()
+        .map(|b| {
+            PathBuf::from(block_location(b))
+                .parent()
+                .expect("a folder")
+                .to_path_buf()
+        })
+        .filter(|f| accepted[f])
+        .collect();
+    // What `to-prompt` lists and the catalog does not: a skill a model may not invoke, or a
+    // folder the index does not serve (its path is no skill id).
+    for folder in &theirs_only {
+        let id = folder
+            .strip_prefix(&skills)
+            .expect("under skills")
+            .display()
+            .to_string();
+        if let Ok(row) = directory.read(ReadFunction::SkillsGet, &json!({ "id": id }), None) {
+            assert_eq!(
+                row["disable_model_invocation"], true,
+                "{id}: to-prompt lists it, the catalog does not"
+            );
+        }
+    }
+    assert!(
+        our_folders.contains_key(&skills.join("planted/unnamed")),
+        "named by its folder"
+    );
+    assert!(theirs_only.contains(&&skills.join("planted/manual-only")));
+    eprintln!(
+        "catalog against to-prompt: {} folders, {} in both, {} only in the catalog (to-prompt refuses them), {} only in to-prompt (not for a model, or not served)",
+        folders.len(),
+        both.len(),
+        ours_only,
+        theirs_only.len()
+    );
+
+    // On the folders both list, in the catalog's order: the same text but for the locations.
+    let reference: String = run_reference(&["prompts.mjs", "all"], &both);
+    let ours_on_both: String = both.iter().map(|f| our_folders[f].as_str()).collect();
+    let ours_on_both = format!("<available_skills>\n{ours_on_both}</available_skills>");
+    let (ours_text, theirs_text) = (
+        without_locations(&ours_on_both),
+        without_locations(&reference),
+    );
+    if ours_text != theirs_text {
+        let ours_blocks = skill_blocks(&ours_text);
+        let theirs_blocks = skill_blocks(&theirs_text);
+        let differing: Vec<String> = ours_blocks
+            .iter()
+            .zip(&theirs_blocks)
+            .filter(|(a, b)| a != b)
+            .take(5)
+            .map(|(a, b)| format!("ours:\n{a}theirs:\n{b}"))
+            .collect();
+        panic!(
+            "the catalog differs from to-prompt ({} blocks against {}):\n{}",
+            ours_blocks.len(),
+            theirs_blocks.len(),
+            differing.join("\n")
+        );
+    }
+    // And an empty catalog is `to-prompt` of no folder.
+    let empty = common::Tree::new().open();
+    let none = common::call(&empty, ReadFunction::SkillsCatalog, json!({}));
+    let reference: String = run_reference(&["prompts.mjs", "all"], &[]);
+    assert_eq!(none["body"], reference);
 }

@@ -5,6 +5,7 @@
 //! model's download (`embed`).
 
 mod embed;
+mod hybrid;
 mod quality;
 mod ranking;
 mod wire;

@@ -151,6 +151,15 @@ impl Harness {
 
     /// [`Harness::start`] over a skills folder holding `skills` (`(id, content)`).
     async fn start_with(config: Value, skills: &[(&str, &str)]) -> Harness {
+        Harness::start_env(config, skills, &[]).await
+    }
+
+    /// [`Harness::start_with`], the worker's environment with `env` on top.
+    async fn start_env(
+        config: Value,
+        skills: &[(&str, &str)],
+        env: &[(&str, Option<&str>)],
+    ) -> Harness {
         let fake = FakeEngine::start().await;
         let engine = Engine::install(&fake, config);
         // A Compose folder with a skills folder.
@@ -159,7 +168,7 @@ impl Harness {
         for (id, content) in skills {
             write_skill(tree.path(), id, content);
         }
-        let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
+        let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, env);
         let h = Harness {
             fake,
             engine,
@@ -216,7 +225,15 @@ impl Harness {
         F: Fn() -> Fut,
         Fut: Future<Output = bool>,
     {
-        let deadline = Instant::now() + WAIT;
+        self.eventually_within(WAIT, what, check).await
+    }
+
+    async fn eventually_within<F, Fut>(&self, wait: Duration, what: &str, check: F)
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let deadline = Instant::now() + wait;
         while !check().await {
             assert!(
                 Instant::now() < deadline,
@@ -257,8 +274,14 @@ fn ids(answer: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The search settings of a test; no model (the hybrid tests below set their own).
 fn settings(inject_hint: bool, hint_min_workers: u64) -> Value {
-    json!({ "inject_hint": inject_hint, "hint_min_workers": hint_min_workers, "registry_search": false })
+    json!({
+        "inject_hint": inject_hint,
+        "hint_min_workers": hint_min_workers,
+        "registry_search": false,
+        "search_model_download": false,
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -788,7 +811,7 @@ async fn skill_search_ranks_with_lists_visibility_and_reads_fresh() {
     let status = h.call("directory::index::status", json!({})).await;
     assert_eq!(
         status["search"],
-        json!({ "mode": "lexical", "model": null, "embedded": 0, "pending": 0 })
+        json!({ "mode": "lexical", "model": null, "state": "absent", "embedded": 0, "pending": 5 })
     );
     h.stop().await;
 }
@@ -821,5 +844,118 @@ async fn search_functions_names_the_skills_of_each_capability() {
     // No capability a skill serves: no `skills` field at all.
     let plain = h.search(&["store a file"]).await;
     assert!(plain.get("skills").is_none(), "{plain}");
+    h.stop().await;
+}
+
+/// The model's state in `index::status`'s `search`.
+async fn search_status(h: &Harness) -> Value {
+    h.call("directory::index::status", json!({})).await["search"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_the_model_downloads_search_is_lexical_and_the_status_says_so() {
+    // A model server that takes the request and never answers.
+    let stalled = test_support::loopback::http::Server::start(|stream| {
+        std::thread::sleep(Duration::from_secs(30));
+        drop(stream);
+    });
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    let url = stalled.url();
+    let h = Harness::start_env(config, SKILLS, &[("III_DIRECTORY_MODEL_URL", Some(&url))]).await;
+    h.eventually("downloading", || async {
+        search_status(&h).await["state"] == "downloading"
+    })
+    .await;
+    let status = search_status(&h).await;
+    assert_eq!(
+        status,
+        json!({ "mode": "lexical", "model": "all-MiniLM-L6-v2", "state": "downloading", "embedded": 0, "pending": 4 })
+    );
+    let answer = h
+        .call(SKILLS_SEARCH, json!({ "query": "send an email" }))
+        .await;
+    assert_eq!(answer["mode"], "lexical");
+    assert_eq!(
+        result_ids(&answer).first().map(String::as_str),
+        Some("email-etiquette")
+    );
+    assert!(h.worker.stderr().contains("fetching the search model"));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_download_is_in_the_status_with_its_reason() {
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    // The harness's default: the download goes to a closed loopback port.
+    let h = Harness::start_with(config, SKILLS).await;
+    h.eventually("failed", || async {
+        search_status(&h).await["state"] == "failed"
+    })
+    .await;
+    let status = search_status(&h).await;
+    assert_eq!(status["mode"], "lexical");
+    let error = status["error"].as_str().expect("a reason");
+    assert!(error.contains("127.0.0.1:9"), "{error}");
+    h.stop().await;
+}
+
+/// Skills a paraphrase shares no word with (see `tests/search/hybrid.rs`).
+const PARAPHRASED: &[(&str, &str)] = &[
+    (
+        "invoice-reminders",
+        "---\ndescription: Chase customers who have not paid their bills.\n---\n# Invoice reminders\n\nSend polite payment reminders for overdue invoices.\n",
+    ),
+    (
+        "garden-planner",
+        "---\ndescription: Plan vegetable beds and planting dates.\n---\n# Garden planner\n\nWhich seeds to sow in which month.\n",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_model_skill_search_and_search_functions_rank_hybrid() {
+    let Some(model) = test_support::common::model_dir() else {
+        return;
+    };
+    let mut config = settings(false, 2);
+    config["search_model_path"] = json!(model.display().to_string());
+    let h = Harness::start_with(config, PARAPHRASED).await;
+    // Loading and embedding two skills and five functions in a debug build: seconds.
+    h.eventually_within(Duration::from_secs(120), "hybrid", || async {
+        search_status(&h).await["mode"] == "hybrid"
+    })
+    .await;
+    assert_eq!(
+        search_status(&h).await,
+        json!({ "mode": "hybrid", "model": "all-MiniLM-L6-v2", "state": "ready", "embedded": 2, "pending": 0 })
+    );
+    let paraphrase = "nudge people who still owe me money";
+    let answer = h.call(SKILLS_SEARCH, json!({ "query": paraphrase })).await;
+    assert_eq!(answer["mode"], "hybrid");
+    assert_eq!(result_ids(&answer), ["invoice-reminders"], "{answer}");
+    let none = h
+        .call(SKILLS_SEARCH, json!({ "query": "bake sourdough bread" }))
+        .await;
+    assert_eq!(result_ids(&none), Vec::<String>::new());
+    // search_functions: the skills lane finds the paraphrased skill, and the function lane a
+    // function whose words the capability does not use, once the catalog is embedded.
+    h.eventually_within(Duration::from_secs(60), "a dense function hit", || async {
+        ids(&h.search(&["deliver a note to someone's inbox"]).await)
+            .contains(&"mailer::send".to_string())
+    })
+    .await;
+    let answer = h.search(&[paraphrase]).await;
+    assert_eq!(
+        answer["skills"],
+        json!([{
+            "capability": paraphrase,
+            "skills": [{
+                "id": "invoice-reminders",
+                "title": "Invoice reminders",
+                "description": "Chase customers who have not paid their bills.",
+            }],
+        }])
+    );
     h.stop().await;
 }

@@ -77,6 +77,11 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &["mode", "results"],
     ),
     (
+        "directory::skills::catalog",
+        &[],
+        &["format", "count", "left_out", "max_bytes"],
+    ),
+    (
         "directory::skills::create",
         &["id", "content"],
         &["id", "title", "type", "function_id", "bytes", "modified_at"],
@@ -549,6 +554,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+mod catalog;
 mod configuration;
 mod connection;
 mod errors;
@@ -556,6 +562,7 @@ mod events;
 mod filter;
 mod fresh;
 mod functions;
+mod globals;
 mod real_engine;
 mod reconnect;
 mod registration;

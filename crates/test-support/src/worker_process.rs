@@ -44,7 +44,7 @@ pub struct WorkerProcess {
 
 impl WorkerProcess {
     /// `iii-directory --url URL [--config CONFIG]` with `III_COMPOSE_DIR=compose`, telemetry
-    /// off, `RUST_LOG=info`, and `env` on top, in order (a value of `None` removes the
+    /// off, `RUST_LOG=info`, the model download pointed at a closed port, and `env` on top, in order (a value of `None` removes the
     /// variable).
     pub fn spawn(
         url: &str,
@@ -67,7 +67,10 @@ impl WorkerProcess {
             .env_remove("III_URL")
             .env_remove("III_WORKER_NAME")
             .env_remove("III_NAMESPACE")
-            .env_remove("III_DIRECTORY_UI_DIR");
+            .env_remove("III_DIRECTORY_UI_DIR")
+            // The model download (on by default) goes to a closed loopback port, never to
+            // the network: it fails at once, and search ranks lexically.
+            .env("III_DIRECTORY_MODEL_URL", "http://127.0.0.1:9");
         for (key, value) in env {
             match value {
                 Some(value) => command.env(key, value),

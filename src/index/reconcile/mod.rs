@@ -315,7 +315,7 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
         return Vec::new();
     }
     let paths: Vec<std::path::PathBuf> = found.temps.iter().map(|(_, p)| p.clone()).collect();
-    let allowed: Vec<&std::path::Path> = Root::ALL.iter().map(|r| roots.path(*r)).collect();
+    let allowed: Vec<&std::path::Path> = roots.active().map(|(_, path)| path).collect();
     let sweep = crate::store::sweep_found_temps(&allowed, &paths);
     let kept: HashSet<&std::path::PathBuf> = sweep.kept.iter().collect();
     for (key, path) in std::mem::take(&mut found.temps) {

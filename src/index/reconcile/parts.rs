@@ -102,14 +102,16 @@ pub fn stored(
         }
     }
     if dirty.agents {
-        let agents = Root::Agents as u8;
-        for entry in skipped.range((agents, "")..).map_err(Error::index)? {
-            let (key, why) = entry.map_err(Error::index)?;
-            let (root, rel) = key.value();
-            if root != agents {
-                break;
+        for profiles in [Root::Agents, Root::GlobalAgents] {
+            let wanted = profiles as u8;
+            for entry in skipped.range((wanted, "")..).map_err(Error::index)? {
+                let (key, why) = entry.map_err(Error::index)?;
+                let (root, rel) = key.value();
+                if root != wanted {
+                    break;
+                }
+                keep(profiles, rel, why.value())?;
             }
-            keep(Root::Agents, rel, why.value())?;
         }
     }
     if dirty.prompts {

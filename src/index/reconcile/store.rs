@@ -25,6 +25,7 @@ pub struct FileTables<'txn> {
     files: Table<'txn, (u8, &'static str), &'static [u8]>,
     docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
     spec: Table<'txn, &'static [u8; 32], &'static [u8]>,
+    vectors: Table<'txn, &'static [u8; 32], &'static [u8]>,
     text_ids: Table<'txn, &'static [u8; 32], u64>,
     garbage: Table<'txn, u64, ()>,
 }
@@ -35,6 +36,7 @@ impl<'txn> FileTables<'txn> {
             files: txn.open_table(FILES).map_err(Error::index)?,
             docs: txn.open_table(DOCS).map_err(Error::index)?,
             spec: txn.open_table(SPEC).map_err(Error::index)?,
+            vectors: txn.open_table(VECTORS).map_err(Error::index)?,
             text_ids: txn.open_table(TEXT_IDS).map_err(Error::index)?,
             garbage: txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?,
         })
@@ -103,12 +105,13 @@ impl<'txn> FileTables<'txn> {
         Ok(())
     }
 
-    /// Forgets contents no file holds any more: their parses now, their texts at the next
+    /// Forgets contents no file holds any more: their parses and embeddings now, their texts at the next
     /// reconcile (listed for it, see [`take_garbage`]).
     pub fn forget(&mut self, orphans: &[Hash]) -> Result<()> {
         for hash in orphans {
             self.docs.remove(hash).map_err(Error::index)?;
             self.spec.remove(hash).map_err(Error::index)?;
+            self.vectors.remove(hash).map_err(Error::index)?;
             let key = self.text_ids.remove(hash).map_err(Error::index)?;
             if let Some(key) = key.map(|key| key.value()) {
                 self.garbage.insert(key, ()).map_err(Error::index)?;

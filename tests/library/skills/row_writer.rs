@@ -79,6 +79,7 @@ fn row(rng: &mut Rng) -> SkillRow {
         description: text(rng),
         bytes: count(rng),
         modified_at: text(rng),
+        name: nullable(rng),
         compatibility: nullable(rng),
         source: Source::Bundled,
         always_visible: rng.chance(50),

@@ -385,3 +385,91 @@ fn catching_up_keeps_one_external_per_family_per_burst() {
     std::thread::sleep(SETTLE + Duration::from_millis(400));
     assert_eq!(env.since(mark), vec![]);
 }
+
+/// The global roots are watched like the others: a file another process writes there (here a
+/// shell), even into a global folder that did not exist when the watcher started, is in the
+/// very next read, and the status lists both roots.
+#[test]
+fn a_file_another_process_writes_into_a_global_root_is_in_the_next_read() {
+    let env = Env::start_configured(
+        |tree| {
+            tree.mkdir("home/.iii/agents");
+        },
+        WatchOptions::default(),
+        None,
+        |config| {
+            let base = config
+                .paths
+                .skills_folder
+                .parent()
+                .expect("base")
+                .to_path_buf();
+            config.paths.global_agents_folder = Some(base.join("home/.iii/agents"));
+            config.paths.global_agents_skills_folder = Some(base.join("home/.agents/skills"));
+        },
+    );
+    let watched: Vec<(String, iii_directory::RootState)> = env
+        .watcher
+        .as_ref()
+        .expect("watcher")
+        .status()
+        .roots
+        .into_iter()
+        .map(|r| (r.root.to_string(), r.state))
+        .collect();
+    assert!(
+        watched.contains(&(
+            "global_agents_folder".into(),
+            iii_directory::RootState::Watched
+        )),
+        "{watched:?}"
+    );
+    assert!(
+        watched.contains(&(
+            "global_agents_skills_folder".into(),
+            iii_directory::RootState::Absent
+        )),
+        "{watched:?}"
+    );
+    let shell = |script: &str| {
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(env.tree.base())
+            .status()
+            .expect("sh");
+        assert!(status.success(), "{script}");
+    };
+    for round in 0..20 {
+        shell(&format!(
+            "printf -- '---\\nname: Global {round}\\n---\\nBody.\\n' > home/.iii/agents/g{round}.md"
+        ));
+        let got = env
+            .read(
+                ReadFunction::AgentsGet,
+                json!({ "id": format!("g{round}") }),
+            )
+            .expect("the profile just written");
+        assert_eq!(got["name"], format!("Global {round}"));
+        shell(&format!(
+            "mkdir -p home/.agents/skills/s{round} && printf -- '---\\nname: s{round}\\ndescription: S.\\n---\\nUse it.\\n' > home/.agents/skills/s{round}/SKILL.md"
+        ));
+        let got = env
+            .read(
+                ReadFunction::SkillsGet,
+                json!({ "id": format!("s{round}") }),
+            )
+            .expect("the skill just written");
+        assert_eq!(got["title"], format!("s{round}"));
+        shell(&format!("rm home/.iii/agents/g{round}.md"));
+        assert!(
+            env.read(
+                ReadFunction::AgentsGet,
+                json!({ "id": format!("g{round}") })
+            )
+            .is_err(),
+            "removed in round {round}"
+        );
+    }
+    assert_matches_fresh(&env.directory);
+}

@@ -41,6 +41,16 @@ impl Env {
         options: WatchOptions,
         safety_net_ms: Option<u64>,
     ) -> Env {
+        Env::start_configured(setup, options, safety_net_ms, |_| {})
+    }
+
+    /// [`Env::start_with`] with the configuration adjusted before the open.
+    fn start_configured(
+        setup: impl FnOnce(&Tree),
+        options: WatchOptions,
+        safety_net_ms: Option<u64>,
+        adjust: impl FnOnce(&mut iii_directory::config::Config),
+    ) -> Env {
         let tree = Tree::new();
         tree.mkdir("skills/iii")
             .mkdir("agents")
@@ -59,7 +69,9 @@ impl Env {
                 "---\nname: Polish\ndescription: Polish.\n---\nPolish things.\n",
             );
         setup(&tree);
-        let directory = Arc::new(tree.open());
+        let mut config = tree.config();
+        adjust(&mut config);
+        let directory = Arc::new(tree.open_with(config));
         if let Some(ms) = safety_net_ms {
             let mut settings = directory.settings();
             settings.safety_net_interval_ms = ms;

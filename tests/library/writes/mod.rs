@@ -242,6 +242,7 @@ const PIRATE: &str = "---\ndescription: Talk like a pirate\n---\nArr.\n";
 mod across_families;
 mod agents;
 mod escape;
+mod globals;
 mod skills_create;
 mod skills_delete;
 mod skills_update;

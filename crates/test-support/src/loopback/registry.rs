@@ -72,6 +72,19 @@ impl FakeRegistry {
         );
     }
 
+    /// Serves `files` as worker `name`'s bundle at `version` (asked as `?version=<version>`),
+    /// and as what the tag `latest` answers from now on: a registry with several versions.
+    pub fn publish(&self, name: &str, version: &str, files: &[(String, String)]) {
+        let skills: Vec<Value> = files
+            .iter()
+            .map(|(path, content)| json!({ "path": path, "content": content }))
+            .collect();
+        let body = json!({ "name": name, "version": version, "skills": skills });
+        let path = format!("/w/{name}/skills");
+        self.json(&format!("{path}?version={version}"), body.clone());
+        self.json(&format!("{path}?version=latest"), body);
+    }
+
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().expect("state").requests.clone()
     }
@@ -97,7 +110,13 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
     let reply = {
         let mut state = state.lock().expect("state");
         state.requests.push(request.clone());
-        state.replies.get(&request.path).cloned()
+        // A reply for this version first (`publish`), else the path's.
+        let versioned = request
+            .param("version")
+            .and_then(|v| state.replies.get(&format!("{}?version={v}", request.path)));
+        versioned
+            .or_else(|| state.replies.get(&request.path))
+            .cloned()
     };
     let mut reply = reply.unwrap_or(Reply::Json(404, json!({ "error": "not found" })));
     while let Reply::Slow(delay, inner) = reply {

@@ -1,0 +1,365 @@
+//! The embedder's side of the directory: the model's state (set by whoever loads or fetches
+//! it: the worker), the skill vectors in memory, and the background pass that embeds the
+//! contents lacking a vector after each reconcile.
+//!
+//! Nothing waits for any of it. Skill search stays lexical until the model is loaded and a
+//! first pass has embedded every content (a cold tree embeds at tens of skills a second);
+//! from then on it is hybrid, a content new since then being ranked lexically alone until its
+//! vector is stored (a batch later). The pass reads a content's text from a snapshot of its
+//! own, embeds a batch outside any transaction on its own low-priority threads (both cores),
+//! and stores the batch in one short commit of the index's `vectors` table.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::Directory;
+use crate::embed::{Embedder, Quantized};
+use crate::error::Result;
+use crate::locks;
+use crate::retrieval::fusion::Mode;
+use crate::skills::{SkillCache, SkillLane, SkillVectors, skill_text};
+
+/// The model this worker embeds with (`embed::fetch::Source::pinned`).
+pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
+/// Contents embedded, then stored, per commit: about a second of both cores.
+pub const BATCH: usize = 32;
+/// How often the background pass looks for a new revision when nothing woke it.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Where the embedding model stands.
+#[derive(Clone)]
+pub enum ModelState {
+    /// None configured and no download: lexical for good.
+    Absent,
+    /// Being fetched into the cache folder.
+    Downloading,
+    /// Read from its folder.
+    Loading,
+    Ready(Arc<Embedder>),
+    /// The fetch or the load failed: lexical, and why.
+    Failed(String),
+}
+
+impl ModelState {
+    fn name(&self) -> &'static str {
+        match self {
+            ModelState::Absent => "absent",
+            ModelState::Downloading => "downloading",
+            ModelState::Loading => "loading",
+            ModelState::Ready(_) => "ready",
+            ModelState::Failed(_) => "failed",
+        }
+    }
+}
+
+/// See the module doc.
+pub struct Dense {
+    state: RwLock<ModelState>,
+    vectors: SkillVectors,
+    /// Whether the index's vectors were read into memory (once, when the model is ready).
+    loaded: AtomicBool,
+    /// Set when a pass left nothing pending: from then on skill search is hybrid.
+    caught_up: AtomicBool,
+    /// Contents this process embedded.
+    embedded: AtomicU64,
+    wake: Arc<Wake>,
+    /// The threads the embedding runs on (created with the first pass).
+    pool: Mutex<Option<Arc<rayon::ThreadPool>>>,
+}
+
+#[derive(Default)]
+struct Wake {
+    woken: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Wake {
+    fn notify(&self) {
+        *locks::lock(&self.woken) = true;
+        self.signal.notify_all();
+    }
+
+    /// Waits for a notice or `POLL`; returns whether it was noticed.
+    fn wait(&self) -> bool {
+        let woken = locks::lock(&self.woken);
+        let (mut woken, _) = self
+            .signal
+            .wait_timeout_while(woken, POLL, |woken| !*woken)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *woken)
+    }
+}
+
+impl Default for Dense {
+    fn default() -> Self {
+        Dense {
+            state: RwLock::new(ModelState::Absent),
+            vectors: SkillVectors::default(),
+            loaded: AtomicBool::new(false),
+            caught_up: AtomicBool::new(false),
+            embedded: AtomicU64::new(0),
+            wake: Arc::default(),
+            pool: Mutex::new(None),
+        }
+    }
+}
+
+impl Dense {
+    fn ready(&self) -> Option<Arc<Embedder>> {
+        match &*locks::read(&self.state) {
+            ModelState::Ready(embedder) => Some(embedder.clone()),
+            _ => None,
+        }
+    }
+
+    /// The embedding threads: as many as cores, at a lower scheduling priority than the
+    /// threads answering calls, so that a cold tree's embedding never delays an answer.
+    fn pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        let mut pool = locks::lock(&self.pool);
+        if pool.is_none() {
+            let built = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("iii-directory-embed-{i}"))
+                .start_handler(|_| lower_priority())
+                .build();
+            match built {
+                Ok(built) => *pool = Some(Arc::new(built)),
+                Err(e) => tracing::warn!("cannot start the embedding threads: {e}"),
+            }
+        }
+        pool.clone()
+    }
+}
+
+/// Lowers the calling thread's scheduling priority (nice 10); best effort.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and setpriority take no pointers; on Linux, PRIO_PROCESS with a
+        // thread id sets that one thread's nice value.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+        }
+    }
+}
+
+impl Directory {
+    /// Sets where the embedding model stands. `Ready` reads the vectors the index keeps
+    /// into memory (once) and starts the background pass.
+    pub fn set_model_state(&self, state: ModelState) {
+        let ready = matches!(state, ModelState::Ready(_));
+        *locks::write(&self.dense.state) = state;
+        if ready {
+            if !self.dense.loaded.swap(true, Ordering::SeqCst) {
+                match self.index.read().and_then(|reader| reader.vectors()) {
+                    Ok(vectors) => self.dense.vectors.replace(vectors),
+                    Err(e) => tracing::warn!("cannot read the stored skill embeddings: {e}"),
+                }
+            }
+            self.dense.wake.notify();
+        }
+    }
+
+    /// The loaded model, once it is ready (function search embeds with it too).
+    pub fn embedder(&self) -> Option<Arc<Embedder>> {
+        self.dense.ready()
+    }
+
+    /// The dense lane of skill search for `cache`'s revision, once the model is ready and
+    /// the tree has been embedded once.
+    pub(super) fn skill_lane<'a>(
+        &'a self,
+        cache: &'a SkillCache,
+        embedder: Option<&'a Embedder>,
+    ) -> Option<SkillLane<'a>> {
+        let embedder = embedder?;
+        self.dense
+            .caught_up
+            .load(Ordering::SeqCst)
+            .then_some(SkillLane {
+                model: MODEL_NAME,
+                embedder,
+                vectors: &self.dense.vectors,
+                cache,
+            })
+    }
+
+    /// `index::status`'s `search`: `{mode, model, state, embedded, pending}`, and `error`
+    /// when the model could not be fetched or loaded. `embedded` and `pending` count the
+    /// distinct skill contents with and without a stored vector.
+    pub fn search_status(&self) -> Result<Value> {
+        let reader = self.index.read()?;
+        let cache = self.skill_cache(&reader)?;
+        let state = locks::read(&self.dense.state).clone();
+        let (embedded, pending) = if self.dense.loaded.load(Ordering::SeqCst) {
+            self.dense.vectors.progress(&cache)
+        } else {
+            let contents: HashSet<_> = cache.rows().iter().filter_map(|r| r.content).collect();
+            let stored = reader.vector_count()?.min(contents.len() as u64);
+            (stored, contents.len() as u64 - stored)
+        };
+        let mode = match state {
+            ModelState::Ready(_) if self.dense.caught_up.load(Ordering::SeqCst) => Mode::Hybrid,
+            _ => Mode::Lexical,
+        };
+        let mut status = json!({
+            "mode": mode,
+            "model": (!matches!(state, ModelState::Absent)).then_some(MODEL_NAME),
+            "state": state.name(),
+            "embedded": embedded,
+            "pending": pending,
+        });
+        if let ModelState::Failed(reason) = &state {
+            status["error"] = json!(reason);
+        }
+        Ok(status)
+    }
+
+    /// Embeds every skill content of the latest revision that has no vector yet, a batch at a
+    /// time, each batch stored in its own commit. Returns how many were stored. Nothing to do
+    /// without a ready model, or on a read-only follower (its writer embeds).
+    pub fn embed_pending(&self) -> Result<usize> {
+        let Some(embedder) = self.dense.ready() else {
+            return Ok(0);
+        };
+        if !self.index.is_writer() {
+            return Ok(0);
+        }
+        let Some(pool) = self.dense.pool() else {
+            return Ok(0);
+        };
+        let started = Instant::now();
+        let mut stored = 0;
+        // Contents tried in this pass: one whose text could not be read is not tried again.
+        let mut tried = HashSet::new();
+        loop {
+            let cache = self.skill_cache(&self.index.read()?)?;
+            let mut pending = self.dense.vectors.pending(&cache);
+            pending.retain(|hash| !tried.contains(hash));
+            if pending.is_empty() {
+                self.dense.vectors.compact(&cache);
+                break;
+            }
+            if pending.len() > BATCH {
+                tracing::info!(
+                    pending = pending.len(),
+                    "embedding skills in the background; search ranks lexically meanwhile"
+                );
+            }
+            let first: HashMap<_, _> = cache
+                .rows()
+                .iter()
+                .filter_map(|row| row.content.map(|hash| (hash, row.clone())))
+                .collect();
+            for chunk in pending.chunks(BATCH) {
+                tried.extend(chunk.iter().copied());
+                // A snapshot per batch: no read transaction stays open across a long pass.
+                let reader = self.index.read()?;
+                let mut hashes = Vec::with_capacity(chunk.len());
+                let mut texts = Vec::with_capacity(chunk.len());
+                for hash in chunk {
+                    if let (Some(text), Some(row)) = (reader.content(hash)?, first.get(hash)) {
+                        hashes.push(*hash);
+                        texts.push(skill_text(row, &text));
+                    }
+                }
+                drop(reader);
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let vectors = pool.install(|| embedder.embed_batch(&refs));
+                let batch: Vec<_> = hashes
+                    .into_iter()
+                    .zip(&vectors)
+                    .map(|(hash, vector)| (hash, Quantized::from_vector(vector)))
+                    .collect();
+                let kept = self.index.store_vectors(&batch)?;
+                let kept: HashSet<_> = kept.into_iter().collect();
+                let batch: Vec<_> = batch
+                    .into_iter()
+                    .filter(|(h, _)| kept.contains(h))
+                    .collect();
+                self.dense.vectors.insert(&batch);
+                stored += batch.len();
+                self.dense
+                    .embedded
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                // Contents that left the index stay pending in this list: its next pass,
+                // from a newer snapshot, no longer names them.
+                if batch.len() < chunk.len() {
+                    break;
+                }
+            }
+        }
+        if !self.dense.caught_up.swap(true, Ordering::SeqCst) || stored > BATCH {
+            let seconds = started.elapsed().as_secs_f64();
+            tracing::info!(
+                embedded = stored,
+                seconds = (seconds * 10.0).round() / 10.0,
+                per_second = (stored as f64 / seconds.max(1e-3)).round(),
+                "skill embeddings up to date; skill search is hybrid"
+            );
+        }
+        Ok(stored)
+    }
+
+    /// How many skill contents this process has embedded.
+    pub fn embedded_count(&self) -> u64 {
+        self.dense.embedded.load(Ordering::Relaxed)
+    }
+
+    /// Builds the skill search index of the latest revision, so that no search pays for it
+    /// (the first build reads every skill text: seconds at 50,000 skills).
+    pub fn warm_skill_search(&self) -> Result<()> {
+        let reader = self.index.read()?;
+        let cache = self.skill_cache(&reader)?;
+        cache.search_index(|| locks::lock(&self.skill_terms).index(&reader, &cache))?;
+        Ok(())
+    }
+
+    /// Starts the background work of each new revision, until the directory is dropped: its
+    /// skill search index built (the first right after boot), then the contents lacking a
+    /// vector embedded, once the model is ready.
+    pub fn start_background(self: &Arc<Self>) {
+        let directory: Weak<Directory> = Arc::downgrade(self);
+        let wake = self.dense.wake.clone();
+        let spawned = std::thread::Builder::new()
+            .name("iii-directory-background".into())
+            .spawn(move || {
+                let mut done_at = None;
+                loop {
+                    let woken = wake.wait();
+                    let Some(directory) = directory.upgrade() else {
+                        return;
+                    };
+                    let latest = directory.index.latest();
+                    if !woken && latest == done_at {
+                        continue;
+                    }
+                    if latest != done_at {
+                        let started = Instant::now();
+                        match directory.warm_skill_search() {
+                            Ok(()) => tracing::debug!(
+                                ms = started.elapsed().as_millis() as u64,
+                                "skill search index built"
+                            ),
+                            Err(e) => tracing::warn!("cannot build the skill search index: {e}"),
+                        }
+                    }
+                    if directory.dense.ready().is_none() {
+                        done_at = latest;
+                        continue;
+                    }
+                    if let Err(e) = directory.embed_pending() {
+                        tracing::warn!("embedding skills failed; retrying at the next change: {e}");
+                    }
+                    done_at = latest;
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the background thread of skill search: {e}");
+        }
+    }
+}

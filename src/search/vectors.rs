@@ -1,0 +1,122 @@
+//! The dense lane of function search: each catalog function's text (its id and slim
+//! description) embedded once per distinct text, and an exact scan of the current catalog's
+//! vectors per capability.
+//!
+//! A catalog change embeds only the functions whose text is new (the vectors are kept by the
+//! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
+//! searches fuse with the previous one's vectors, filtered to the functions still listed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::catalog::{Catalog, SlimTool};
+use crate::embed::{Embedder, Quantized, VectorTable};
+use crate::locks;
+use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
+
+/// The text a function is embedded as.
+pub fn function_text(tool: &SlimTool) -> String {
+    format!("{}: {}", tool.name.replace("::", " "), tool.description)
+}
+
+/// See the module doc.
+pub struct FunctionLane {
+    model: String,
+    embedder: Arc<Embedder>,
+    /// The current catalog's vectors, by function id.
+    table: RwLock<Arc<VectorTable<String>>>,
+    /// Text hash → vector, for every function text embedded so far.
+    known: Mutex<HashMap<blake3::Hash, Quantized>>,
+    /// The catalog fingerprint `table` was built for.
+    fingerprint: Mutex<Option<String>>,
+}
+
+impl FunctionLane {
+    pub fn new(model: &str, embedder: Arc<Embedder>) -> FunctionLane {
+        FunctionLane {
+            model: model.to_string(),
+            embedder,
+            table: RwLock::default(),
+            known: Mutex::default(),
+            fingerprint: Mutex::default(),
+        }
+    }
+
+    /// Brings the lane to `catalog`: embeds the texts not seen before (batched over the
+    /// cores), then swaps the catalog's table in. Returns how many texts were embedded.
+    pub fn update(&self, catalog: &Catalog) -> usize {
+        let mut fingerprint = locks::lock(&self.fingerprint);
+        if fingerprint.as_deref() == Some(catalog.fingerprint()) {
+            return 0;
+        }
+        let texts: Vec<(blake3::Hash, String)> = catalog
+            .tools()
+            .iter()
+            .map(|tool| {
+                let text = function_text(tool);
+                (blake3::hash(text.as_bytes()), text)
+            })
+            .collect();
+        let missing: Vec<&(blake3::Hash, String)> = {
+            let known = locks::lock(&self.known);
+            let mut seen = std::collections::HashSet::new();
+            texts
+                .iter()
+                .filter(|(hash, _)| !known.contains_key(hash) && seen.insert(*hash))
+                .collect()
+        };
+        let refs: Vec<&str> = missing.iter().map(|(_, text)| text.as_str()).collect();
+        let vectors = self.embedder.embed_batch(&refs);
+        let mut known = locks::lock(&self.known);
+        for ((hash, _), vector) in missing.iter().zip(&vectors) {
+            known.insert(*hash, Quantized::from_vector(vector));
+        }
+        let mut table = VectorTable::with_capacity(texts.len());
+        for (tool, (hash, _)) in catalog.tools().iter().zip(&texts) {
+            if let Some(vector) = known.get(hash) {
+                table.push(tool.name.clone(), vector);
+            }
+        }
+        // Texts of functions that left the catalog go once they outnumber the live ones.
+        if known.len() > 2 * texts.len().max(256) {
+            let live: std::collections::HashSet<&blake3::Hash> =
+                texts.iter().map(|(hash, _)| hash).collect();
+            known.retain(|hash, _| live.contains(hash));
+        }
+        *locks::write(&self.table) = Arc::new(table);
+        *fingerprint = Some(catalog.fingerprint().to_string());
+        missing.len()
+    }
+}
+
+impl DenseRanker for FunctionLane {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
+        let table = locks::read(&self.table).clone();
+        if table.is_empty() {
+            return None;
+        }
+        let query = self.embedder.embed_query_quantized(query);
+        Some(
+            table
+                .top_k(&query, limit)
+                .into_iter()
+                .map(|hit| DenseHit {
+                    key: hit.key.clone(),
+                    similarity: hit.score,
+                })
+                .collect(),
+        )
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            embedded: locks::read(&self.table).len() as u64,
+            pending: 0,
+            ready: true,
+        }
+    }
+}

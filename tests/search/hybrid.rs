@@ -1,0 +1,159 @@
+//! Skill search with the embedder connected (`Directory::set_model_state`,
+//! `Directory::embed_pending`) over real files and a real redb index: the vectors are stored
+//! by content hash and survive a restart, only contents that changed are embedded again, the
+//! vectors of removed contents leave the index, and search answers `hybrid` once the tree is
+//! embedded, finding a skill a paraphrase shares no word with. Needs the model
+//! (`III_DIRECTORY_SEARCH_MODEL`); skips without it. Few texts: the embedder is slow in a
+//! debug build.
+
+use std::sync::{Arc, OnceLock};
+
+use iii_directory::embed::Embedder;
+use iii_directory::{Directory, ModelState};
+use serde_json::{Value, json};
+use test_support::common::{Tree, model_dir};
+
+fn embedder() -> Option<Arc<Embedder>> {
+    static MODEL: OnceLock<Option<Arc<Embedder>>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| model_dir().map(|dir| Arc::new(Embedder::load(&dir).expect("load"))))
+        .clone()
+}
+
+const SKILLS: [(&str, &str); 3] = [
+    (
+        "skills/invoice-reminders/SKILL.md",
+        "---\nname: invoice-reminders\ndescription: Chase customers who have not paid their bills.\n---\n# Invoice reminders\n\nSend polite payment reminders for overdue invoices.\n",
+    ),
+    (
+        "skills/garden-planner/SKILL.md",
+        "---\nname: garden-planner\ndescription: Plan vegetable beds and planting dates.\n---\n# Garden planner\n\nWhich seeds to sow in which month.\n",
+    ),
+    (
+        "skills/k8s-rollout/SKILL.md",
+        "---\nname: k8s-rollout\ndescription: Roll out a new container image to a Kubernetes cluster.\n---\n# Rollout\n\nkubectl set image, then watch the rollout.\n",
+    ),
+];
+
+fn tree() -> Tree {
+    let tree = Tree::new();
+    for (path, text) in SKILLS {
+        tree.write(path, text);
+    }
+    tree
+}
+
+fn search(directory: &Directory, query: &str) -> Value {
+    directory
+        .search_skills(&json!({ "query": query }), None, None)
+        .expect("search")
+}
+
+fn ids(answer: &Value) -> Vec<String> {
+    answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+fn stored(directory: &Directory) -> u64 {
+    directory
+        .index()
+        .read()
+        .expect("read")
+        .vector_count()
+        .expect("count")
+}
+
+#[test]
+fn search_is_hybrid_once_the_tree_is_embedded() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    // Without a model: lexical, and the paraphrase finds nothing.
+    let paraphrase = "nudge people who still owe me money";
+    let before = search(&directory, paraphrase);
+    assert_eq!(before["mode"], "lexical");
+    assert_eq!(ids(&before), Vec::<String>::new());
+    let status = directory.search_status().expect("status");
+    assert_eq!(
+        status,
+        json!({ "mode": "lexical", "model": null, "state": "absent", "embedded": 0, "pending": 3 })
+    );
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 3);
+    let status = directory.search_status().expect("status");
+    assert_eq!(status["mode"], "hybrid", "{status}");
+    assert_eq!(status["state"], "ready");
+    assert_eq!(
+        (status["embedded"].as_u64(), status["pending"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let after = search(&directory, paraphrase);
+    assert_eq!(after["mode"], "hybrid");
+    assert_eq!(
+        ids(&after).first().map(String::as_str),
+        Some("invoice-reminders"),
+        "{after}"
+    );
+    // A task no skill serves stays empty in hybrid mode too.
+    assert_eq!(
+        ids(&search(&directory, "bake sourdough bread")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn vectors_survive_a_restart_and_only_changed_contents_are_embedded_again() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    {
+        let directory = tree.open();
+        directory.reconcile().expect("reconcile");
+        directory.set_model_state(ModelState::Ready(model.clone()));
+        assert_eq!(directory.embed_pending().expect("embed"), 3);
+        assert_eq!(stored(&directory), 3);
+    }
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    assert_eq!(stored(&directory), 3, "kept in the index file");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(
+        directory.embed_pending().expect("embed"),
+        0,
+        "nothing embedded again"
+    );
+    assert_eq!(search(&directory, "kubernetes rollout")["mode"], "hybrid");
+    // One edit, one copy of an existing content (same hash: nothing to embed), one removal.
+    tree.write(
+        "skills/garden-planner/SKILL.md",
+        "---\nname: garden-planner\ndescription: Plan flower beds and planting dates.\n---\n# Garden planner\n",
+    );
+    tree.write("skills/k8s-copy/SKILL.md", SKILLS[2].1);
+    tree.remove("skills/invoice-reminders/SKILL.md");
+    directory.reconcile().expect("reconcile");
+    assert_eq!(
+        directory.embed_pending().expect("embed"),
+        1,
+        "only the edited content"
+    );
+    // The old garden content and the removed skill's content left the index with their vectors.
+    assert_eq!(stored(&directory), 2);
+    let status = directory.search_status().expect("status");
+    assert_eq!(
+        (status["embedded"].as_u64(), status["pending"].as_u64()),
+        (Some(2), Some(0))
+    );
+    // A content two skills share answers both.
+    let both = ids(&search(
+        &directory,
+        "deploy a container image to the cluster",
+    ));
+    assert!(
+        both.contains(&"k8s-rollout".to_string()) && both.contains(&"k8s-copy".to_string()),
+        "{both:?}"
+    );
+}
