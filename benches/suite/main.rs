@@ -99,7 +99,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 53] = [
+const ORDER: [&str; 54] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -143,6 +143,7 @@ const ORDER: [&str; 53] = [
     "mixed_wire_agent",
     "mixed_wire_after_list",
     "mixed_wire_ping",
+    "mixed_floor_after_list",
     "mixed_rss",
     "skill_search",
     "skill_search_first",

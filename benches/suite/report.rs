@@ -242,7 +242,7 @@ fn mixed_table(md: &mut String, skills: usize, mixed: &[&Figure]) {
          | --- | --- | --- | --- | --- | --- |"
     );
     for f in mixed {
-        let place = if f.key.starts_with("mixed_wire") {
+        let place = if f.key.starts_with("mixed_wire") || f.key.starts_with("mixed_floor") {
             "engine socket"
         } else if f.key.starts_with("mixed_lib") {
             "library"
@@ -329,7 +329,9 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   `skills::list`, then a `get`. Each call's p50 and p99 stand beside its *steady-state twin*, the
   same call repeated alone in the same run: in the library (`read_json` / `write`) and over the
   engine socket (the real binary behind the loopback fake engine, with the minimal worker's
-  `{}` as the trivial call), and the worker's peak RSS through the whole run.
+  `{}` as the trivial call), and the worker's peak RSS through the whole run. The same whole
+  list, then `{}`, on the minimal worker shows what the SDK alone makes a call after a whole
+  list wait.
 - **Hybrid search** (issue 28, section `hybrid`, with `III_DIRECTORY_SEARCH_MODEL`):
   `skills::search` with the model ready and every content's vector in memory, p50 with the
   query's embedding (stand-in vectors: the real embeddings of 24 skill-like texts in turn, since

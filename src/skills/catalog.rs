@@ -101,9 +101,9 @@ pub fn catalog(
     let limit = req.limit.unwrap_or(usize::MAX).max(1);
     let rows = match req.prefix.as_deref() {
         Some(prefix) => cache.with_prefix(prefix),
-        None => cache.rows(),
+        None => cache.rows().span(0..cache.rows().len()),
     };
-    let entries = rows.iter().filter_map(|listed| {
+    let entries = rows.filter_map(|listed| {
         let entry = listed.catalog.as_deref()?;
         let admitted = visibility.allows_id(&listed.id, listed.always_visible)
             && !listed.disable_model_invocation()
