@@ -20,6 +20,8 @@ use crate::registry::{Endpoint, Registry, functions as registry_functions};
 /// A directory answering calls as the worker would.
 pub struct Local {
     directory: Arc<Directory>,
+    /// The surface, built once.
+    functions: Vec<surface::Function>,
     registry: Registry,
     runtime: tokio::runtime::Runtime,
 }
@@ -38,6 +40,7 @@ impl Local {
             .expect("a current-thread runtime");
         Local {
             directory,
+            functions: surface::functions(),
             registry,
             runtime,
         }
@@ -53,8 +56,9 @@ impl Local {
     }
 
     fn answer(&self, function: &str, request: &Value) -> Result<String, WorkerError> {
-        let handler = surface::functions()
-            .into_iter()
+        let handler = self
+            .functions
+            .iter()
             .find(|f| f.id == function)
             .map(|f| f.handler)
             .ok_or_else(|| WorkerError::UnknownFunction(function.to_string()))?;
