@@ -124,6 +124,13 @@ impl Refusals {
     }
 }
 
+/// The entry's stored value (`null` when none is), from `configuration::get` with retries.
+async fn get(iii: &IIIClient) -> Result<Value, iii_sdk::Error> {
+    let request = json!({ "id": ENTRY_ID });
+    let answer = call_retrying(iii, "configuration::get", request, TIMEOUT, ATTEMPTS).await?;
+    Ok(answer.get("value").cloned().unwrap_or(Value::Null))
+}
+
 /// What registering the entry came to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Registration {
@@ -139,16 +146,8 @@ pub enum Registration {
 /// Registers the entry with its schema. The initial value is offered only when nothing is
 /// stored: re-registering with an `initial_value` would replace the stored value.
 pub async fn register(iii: &IIIClient, initial: Value) -> Registration {
-    let stored = match call_retrying(
-        iii,
-        "configuration::get",
-        json!({ "id": ENTRY_ID }),
-        TIMEOUT,
-        ATTEMPTS,
-    )
-    .await
-    {
-        Ok(answer) => answer.get("value").cloned().filter(|v| !v.is_null()),
+    let stored = match get(iii).await {
+        Ok(value) => Some(value).filter(|v| !v.is_null()),
         Err(e) if is_missing(&e) => None,
         Err(e) => {
             tracing::warn!("configuration worker unreachable ({e}); keeping the seed or defaults");
@@ -213,16 +212,8 @@ pub async fn refresh(
     registry: &Registry,
     refusals: &Refusals,
 ) -> ApplyResult {
-    let value = match call_retrying(
-        iii,
-        "configuration::get",
-        json!({ "id": ENTRY_ID }),
-        TIMEOUT,
-        ATTEMPTS,
-    )
-    .await
-    {
-        Ok(answer) => answer.get("value").cloned().unwrap_or(Value::Null),
+    let value = match get(iii).await {
+        Ok(value) => value,
         Err(e) => {
             tracing::warn!("configuration::get failed ({e}); keeping the current configuration");
             return ApplyResult::NotRead(e.to_string());

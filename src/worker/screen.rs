@@ -33,7 +33,7 @@ fn bound(key: &str) -> Option<usize> {
     match key {
         "id" | "prefix" | "path" | "repo" | "cursor" => Some(MAX_PATH_BYTES),
         "name" | "search" | "query" | "type" | "function_id" | "skill" | "branch" | "worker"
-        | "session_id" | "turn_id" | "event" | "expose" | "namespace" | "family" => {
+        | "session_id" | "turn_id" | "event" | "expose" | "namespace" | "family" | "format" => {
             Some(MAX_NAME_BYTES)
         }
         "version" | "tag" => Some(MAX_VERSION_BYTES),

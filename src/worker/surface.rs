@@ -1035,3 +1035,17 @@ pub fn registered_payload(family: Family) -> Value {
         Family::Agents => root::<family::Agents>(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine keeps one registration per id: a second entry would silently replace the first.
+    #[test]
+    fn every_function_is_one_entry() {
+        let mut seen = std::collections::BTreeSet::new();
+        for function in functions() {
+            assert!(seen.insert(function.id), "{} twice", function.id);
+        }
+    }
+}

@@ -97,20 +97,28 @@ fn updated_event(old: &Value, new: &Value) -> Value {
     })
 }
 
+/// The value the fake configuration worker holds.
+fn stored_value(h: &Harness) -> Value {
+    h.stored.lock().expect("stored").clone().expect("stored")
+}
+
+/// Stores `new` in place of the held value and announces it, as the configuration worker does
+/// after a `set`; the hook's answer.
+async fn store_and_announce(h: &Harness, new: &Value) -> Value {
+    let old = h.stored.lock().expect("stored").replace(new.clone());
+    let old = old.expect("stored");
+    h.call(ON_CONFIG_CHANGE, updated_event(&old, new)).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_configuration_update_applies_tunables_live() {
     let h = Harness::start(Installed::Mailer, Some(SEED)).await;
     assert!(!h.skill_ids().await.contains(&"ghost/guide".to_string()));
 
-    let old = h.stored.lock().expect("stored").clone().expect("stored");
-    let mut new = old.clone();
+    let mut new = stored_value(&h);
     new["filter_unregistered"] = json!(false);
-    *h.stored.lock().expect("stored") = Some(new.clone());
     h.engine.clear();
-    assert_eq!(
-        h.call(ON_CONFIG_CHANGE, updated_event(&old, &new)).await,
-        json!({"ok": true})
-    );
+    assert_eq!(store_and_announce(&h, &new).await, json!({"ok": true}));
     assert!(
         h.engine
             .calls()
@@ -191,11 +199,9 @@ async fn a_configuration_update_forgets_the_cached_installed_workers() {
         !h.skill_ids().await.contains(&"ghost/guide".to_string()),
         "still the cached set"
     );
-    let value = h.stored.lock().expect("stored").clone().expect("stored");
-    let mut new = value.clone();
+    let mut new = stored_value(&h);
     new["registry_cache_ttl_ms"] = json!(60_000);
-    *h.stored.lock().expect("stored") = Some(new.clone());
-    h.call(ON_CONFIG_CHANGE, updated_event(&value, &new)).await;
+    store_and_announce(&h, &new).await;
     assert_eq!(
         own(h.skill_ids().await),
         ["ghost/guide", "hello", "mailer/guide", "mailer"]
@@ -207,23 +213,16 @@ async fn a_configuration_update_forgets_the_cached_installed_workers() {
 async fn a_topology_change_is_refused_and_the_whole_configuration_kept() {
     let h = Harness::start(Installed::Mailer, Some(SEED)).await;
     // First a live change, so "kept" is observable: ghost becomes visible.
-    let seeded = h.stored.lock().expect("stored").clone().expect("stored");
-    let mut open = seeded.clone();
+    let mut open = stored_value(&h);
     open["filter_unregistered"] = json!(false);
-    *h.stored.lock().expect("stored") = Some(open.clone());
-    h.call(ON_CONFIG_CHANGE, updated_event(&seeded, &open))
-        .await;
+    store_and_announce(&h, &open).await;
     assert!(h.skill_ids().await.contains(&"ghost/guide".to_string()));
 
     // Then a topology change together with a tunable one: both refused.
     let mut moved = open.clone();
     moved["skills_folder"] = json!("elsewhere");
     moved["filter_unregistered"] = json!(true);
-    *h.stored.lock().expect("stored") = Some(moved.clone());
-    assert_eq!(
-        h.call(ON_CONFIG_CHANGE, updated_event(&open, &moved)).await,
-        json!({"ok": true})
-    );
+    assert_eq!(store_and_announce(&h, &moved).await, json!({"ok": true}));
     let stderr = h.worker.wait_stderr("restart required", WAIT).await;
     assert!(stderr.contains("skills_folder"), "{stderr}");
     assert_eq!(
@@ -399,9 +398,7 @@ async fn stored_numbers_get_their_floors_and_unsafe_live_values_are_rejected() {
 
     let mut rooted = stored.clone();
     rooted["skills_folder"] = json!("/");
-    *h.stored.lock().expect("stored") = Some(rooted.clone());
-    h.call(ON_CONFIG_CHANGE, updated_event(&stored, &rooted))
-        .await;
+    store_and_announce(&h, &rooted).await;
     let refused = refusals(&h).await;
     assert!(
         refused
@@ -411,9 +408,7 @@ async fn stored_numbers_get_their_floors_and_unsafe_live_values_are_rejected() {
     );
     let mut file_registry = stored.clone();
     file_registry["registry_url"] = json!("file:///etc/passwd");
-    *h.stored.lock().expect("stored") = Some(file_registry.clone());
-    h.call(ON_CONFIG_CHANGE, updated_event(&rooted, &file_registry))
-        .await;
+    store_and_announce(&h, &file_registry).await;
     let refused = refusals(&h).await;
     assert!(
         refused.iter().any(|r| r.contains("registry_url")),

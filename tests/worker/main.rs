@@ -402,6 +402,21 @@ impl Harness {
         fake_installed(&engine, installed);
         let stored = engine.canned_configuration_worker();
         *stored.lock().expect("stored") = stored_value;
+        let harness = Harness::launch(engine, stored, files, seed, env);
+        harness.wait_up().await;
+        harness
+    }
+
+    /// The worker started over `engine` on the fixture tree with `files` added, `seed` as its
+    /// `--config` and `env`; not waited for. `stored` is the value the fake configuration
+    /// worker holds, if it runs one.
+    fn launch(
+        engine: FakeEngine,
+        stored: Arc<Mutex<Option<Value>>>,
+        files: &[(&str, &str)],
+        seed: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Harness {
         let tree = fixture_tree();
         for (rel, text) in files {
             write_file(tree.path(), rel, text);
@@ -412,14 +427,12 @@ impl Harness {
             path
         });
         let worker = spawn_worker(engine.url(), tree.path(), seed_path.as_deref(), env);
-        let harness = Harness {
+        Harness {
             engine,
             tree,
             worker,
             stored,
-        };
-        harness.wait_up().await;
-        harness
+        }
     }
 
     /// Ready, every manifest function and trigger type registered, and the configuration boot

@@ -169,19 +169,7 @@ async fn start_over(configuration: bool, seed: Option<&str>, env: &[(&str, &str)
     if configuration {
         engine.model_configuration_worker();
     }
-    let tree = fixture_tree();
-    let seed_path = seed.map(|text| {
-        let path = tree.path().join("seed.yaml");
-        fs::write(&path, text).expect("write the seed");
-        path
-    });
-    let worker = spawn_worker(engine.url(), tree.path(), seed_path.as_deref(), env);
-    let harness = Harness {
-        engine,
-        tree,
-        worker,
-        stored: Arc::new(Mutex::new(None)),
-    };
+    let harness = Harness::launch(engine, Arc::default(), &[], seed, env);
     if configuration {
         harness.wait_up().await;
     } else {
