@@ -305,7 +305,7 @@ fn worker_rss(
             .expect("call")
     };
     runtime
-        .block_on(engine.wait_function("directory::skills::search", Duration::from_secs(300)))
+        .block_on(engine.wait_function("directory::index::status", Duration::from_secs(300)))
         .expect("the worker registers");
     let deadline = Instant::now() + Duration::from_secs(300);
     while call("directory::index::status", json!({}))["search"]["mode"] != "hybrid" {
