@@ -17,7 +17,7 @@ use test_support::common::{corpus, model_dir};
 use test_support::generate::Rng;
 
 use crate::Settings;
-use crate::measure::{env_usize, measure};
+use crate::measure::{cpu_seconds, env_usize, measure, measure_cpu};
 use crate::results::{Check, Cmp, Figure};
 
 /// `search_functions` p50 including the query's embedding, on 2,000 functions (ms, issue 28).
@@ -55,6 +55,21 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         Figure::timing("embed_query", "embed one query (1 thread)", &query).note(format!(
             "model loaded in {load_ms:.0} ms; queries of 3 to 14 words"
         )),
+    );
+
+    let query_cpu = measure_cpu(10, runs, || {
+        next = (next + 1) % QUERIES.len();
+        black_box(model.embed_query(QUERIES[next]));
+    });
+    figures.push(
+        Figure::timing(
+            "embed_query_cpu",
+            "embed one query (1 thread), thread CPU time",
+            &query_cpu,
+        )
+        .note(
+            "the same queries timed on the thread's CPU clock: what a query costs on a free core",
+        ),
     );
 
     let mut rng = Rng::new(28);
@@ -104,8 +119,10 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         let tokens: usize = texts.iter().map(|t| model.tokenize(t).len()).sum();
         black_box(model.embed_batch(&texts[..texts.len().min(4)]));
         let started = Instant::now();
+        let cpu = cpu_seconds();
         black_box(model.embed_batch(&texts));
         let seconds = started.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu;
         figures.push(
             Figure::new(
                 &format!("embed_batch_{max_tokens}"),
@@ -119,6 +136,17 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
                 tokens as f64 / texts.len() as f64,
                 rayon::current_num_threads()
             )),
+        );
+        figures.push(
+            Figure::new(
+                &format!("embed_batch_{max_tokens}_cpu"),
+                &format!("embed skill texts, at most {max_tokens} tokens, per CPU second"),
+                "texts/s",
+                texts.len() as f64 / cpu,
+            )
+            .note(
+                "texts per second of the process's CPU time (load-independent; ×2 on 2 free cores)",
+            ),
         );
     }
     figures

@@ -9,6 +9,7 @@
 //! bench/run                                         # all of it for 1,000, 10,000 and 50,000 skills
 //! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
 //! cargo bench --bench suite -- embed                # only sentence embeddings (target/bench-results/embed.json)
+//! cargo bench --bench suite -- bundles              # only bundle updates (target/bench-results/bundles.json)
 //! BENCH_SECTIONS="reindex latency" cargo bench --bench suite   # only these sections
 //! ```
 //!
@@ -19,6 +20,8 @@
 //! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates),
 //! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
 //! beside its steady state), `search`, `skill_search` (ranked skill search over the tree),
+//! `hybrid` (issue 28: hybrid skill and function search, a cold tree's embedding, the worker's
+//! memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`). A run
 //! `catalog` (issue 30: `skills::catalog` and `check --spec` on a tree of Agent Skills). A run
 //! of
 //! some sections replaces their figures in the saved results of its size and keeps the others.
@@ -35,10 +38,12 @@
 
 mod baseline;
 mod catalog;
+mod bundles;
 mod deltas;
 mod embed;
 mod floor_worker;
 mod fresh;
+mod hybrid;
 mod latency;
 mod measure;
 mod memory;
@@ -94,7 +99,7 @@ impl Settings {
 }
 
 /// The order of the figures in tables.
-const ORDER: [&str; 50] = [
+const ORDER: [&str; 54] = [
     "list_all",
     "list_value",
     "list_prefix",
@@ -138,6 +143,7 @@ const ORDER: [&str; 50] = [
     "mixed_wire_agent",
     "mixed_wire_after_list",
     "mixed_wire_ping",
+    "mixed_floor_after_list",
     "mixed_rss",
     "skill_search",
     "skill_search_first",
@@ -145,6 +151,9 @@ const ORDER: [&str; 50] = [
     "catalog_json",
     "catalog_large",
     "spec_check",
+    "bundle_plan",
+    "bundle_apply",
+    "check_updates_50",
 ];
 
 /// Files written within this of a scan are read again by the next one (the racy window, 2 s).
@@ -166,6 +175,10 @@ fn main() {
     }
     if command.first().map(String::as_str) == Some("search") {
         alone(&settings, "search", "function search", search::figures);
+        return;
+    }
+    if command.first().map(String::as_str) == Some("bundles") {
+        alone(&settings, "bundles", "bundle updates", bundles::figures);
         return;
     }
     if command.first().map(String::as_str) == Some("embed") {
@@ -192,7 +205,7 @@ fn main() {
 struct Sections(Option<Vec<String>>);
 
 /// Every section, in the order they run.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "reindex",
     "reads",
     "deltas",
@@ -203,6 +216,7 @@ const SECTIONS: [&str; 11] = [
     "mixed",
     "search",
     "skill_search",
+    "hybrid",
     "catalog",
 ];
 
@@ -418,6 +432,10 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
     if sections.has("search") {
         eprintln!("function search");
         figures.extend(search::figures(settings));
+    }
+    if sections.has("hybrid") {
+        std::fs::create_dir_all(&work).expect("work folder");
+        figures.extend(hybrid::figures(settings, &config, &work));
     }
 
     sort_figures(&mut figures);

@@ -4,8 +4,9 @@
 //! p50 and p99 in the rounds stand beside its steady-state twin: the same call repeated alone,
 //! timed in the same run. Both in the library (`Directory::read_json` / `write`) and over the
 //! engine socket (the real binary behind the loopback fake engine), where the trivial call of
-//! the minimal worker on the same SDK (`floor_worker.rs`) is measured too, and the worker's
-//! peak RSS through the whole run is read at its end. Edits the suite's own copy of the tree,
+//! the minimal worker on the same SDK (`floor_worker.rs`) is measured too, as is that worker's
+//! `{}` right after it answered the same whole list (what the SDK alone makes the next call
+//! wait), and the worker's peak RSS through the whole run is read at its end. Edits the suite's own copy of the tree,
 //! with its own index file.
 
 use std::path::Path;
@@ -384,6 +385,35 @@ fn place_figures(place: &str, said: &str, m: &Measured) -> Vec<Figure> {
     out
 }
 
+/// What the SDK's connection task does with a whole list's value besides sending it
+/// (`iii-sdk` 0.23, `send_ws`): writes it out as JSON text, and frees it once sent, timed here
+/// on the same value (the answer as the engine passed it on).
+struct SdkWork {
+    write: Sample,
+    free: Sample,
+}
+
+impl SdkWork {
+    const RUNS: usize = 5;
+
+    fn of(answer: Value) -> SdkWork {
+        let (mut write, mut free) = (Vec::new(), Vec::new());
+        for _ in 0..SdkWork::RUNS {
+            let value = answer.clone();
+            let start = Instant::now();
+            std::hint::black_box(serde_json::to_string(&value).expect("serialize"));
+            write.push(start.elapsed());
+            let start = Instant::now();
+            drop(std::hint::black_box(value));
+            free.push(start.elapsed());
+        }
+        SdkWork {
+            write: Sample::of(write),
+            free: Sample::of(free),
+        }
+    }
+}
+
 pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     let (config_file, index) = write_config(work, "mixed");
     let mut config = Config::for_root(tree);
@@ -413,21 +443,37 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     runtime
         .block_on(engine.wait_function("directory::skills::list", BOOT_TIMEOUT))
         .expect("the worker registers");
+    let (whole, first) = WholeList::fetch(&runtime, &engine, CALL_TIMEOUT);
+    // The floor answers the very list the worker gave (`floor::list`), and `{}` (`floor::ping`).
     let stored = work.join("mixed-floor.json");
-    std::fs::write(&stored, "{}").expect("store the floor's answer");
+    std::fs::write(&stored, serde_json::to_vec(&first).expect("serialize"))
+        .expect("store the floor's answer");
+    let sdk = SdkWork::of(first);
     let _floor = floor_worker::start(engine.url(), &stored);
     runtime
         .block_on(engine.wait_function(floor_worker::PING, BOOT_TIMEOUT))
         .expect("the floor worker registers");
     let wire = Wire { runtime, engine };
-    let (whole, first) = WholeList::fetch(&wire.runtime, &wire.engine, CALL_TIMEOUT);
-    drop(first);
     let ping = crate::measure::measure(10, settings.iterations * 3, || {
         assert!(wire.call(floor_worker::PING, json!({})), "ping");
     });
     let measured = measure_calls(settings, &wire, &mut plan, whole.request());
     let peak = status_mib(worker.0.id(), "VmHWM").unwrap_or(f64::NAN);
     drop(worker);
+    // The same rounds on the minimal worker: its whole list, then its trivial call.
+    let mut floor_lists = Vec::new();
+    let floor_after: Vec<Duration> = (0..settings.iterations.min(LIST_ROUNDS))
+        .map(|_| {
+            let start = Instant::now();
+            assert!(wire.call(floor_worker::LIST, json!({})), "floor list");
+            floor_lists.push(start.elapsed());
+            let start = Instant::now();
+            assert!(wire.call(floor_worker::PING, json!({})), "ping");
+            start.elapsed()
+        })
+        .collect();
+    let floor_after = Sample::of(floor_after);
+    let floor_lists = Sample::of(floor_lists);
     let mut wire_figures = place_figures("wire", "engine socket", &measured);
     let lib_update = lib.steady(Kind::Update).p50;
     let limit = lib_update + ping.p50 + WIRE_UPDATE_PLUS_MS;
@@ -463,6 +509,25 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
         "trivial call (minimal worker answering {}), engine socket",
         &ping,
     ));
+    out.push(
+        Figure::timing(
+            "mixed_floor_after_list",
+            "trivial call right after the minimal worker's own whole list, engine socket",
+            &floor_after,
+        )
+        .twin(&ping)
+        .note(format!(
+            "the minimal worker on the same SDK answers the worker's whole list{} ({} p50, {} \
+             rounds), then {{}}: what the SDK alone makes the next call wait. The SDK's \
+             connection task writes the answer's value out as text before sending it ({} here \
+             for the same value) and frees it after ({}), one call at a time",
+            whole.said(),
+            crate::results::show(floor_lists.p50, "ms"),
+            floor_lists.runs,
+            crate::results::show(sdk.write.p50, "ms"),
+            crate::results::show(sdk.free.p50, "ms"),
+        )),
+    );
     out.push(
         Figure::new(
             "mixed_rss",

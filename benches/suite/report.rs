@@ -242,7 +242,7 @@ fn mixed_table(md: &mut String, skills: usize, mixed: &[&Figure]) {
          | --- | --- | --- | --- | --- | --- |"
     );
     for f in mixed {
-        let place = if f.key.starts_with("mixed_wire") {
+        let place = if f.key.starts_with("mixed_wire") || f.key.starts_with("mixed_floor") {
             "engine socket"
         } else if f.key.starts_with("mixed_lib") {
             "library"
@@ -329,7 +329,18 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   `skills::list`, then a `get`. Each call's p50 and p99 stand beside its *steady-state twin*, the
   same call repeated alone in the same run: in the library (`read_json` / `write`) and over the
   engine socket (the real binary behind the loopback fake engine, with the minimal worker's
-  `{}` as the trivial call), and the worker's peak RSS through the whole run.
+  `{}` as the trivial call), and the worker's peak RSS through the whole run. The same whole
+  list, then `{}`, on the minimal worker shows what the SDK alone makes a call after a whole
+  list wait.
+- **Hybrid search** (issue 28, section `hybrid`, with `III_DIRECTORY_SEARCH_MODEL`):
+  `skills::search` with the model ready and every content's vector in memory, p50 with the
+  query's embedding (stand-in vectors: the real embeddings of 24 skill-like texts in turn, since
+  embedding 50,000 skills takes most of an hour and the scan costs the same whatever they hold),
+  beside the query's embedding alone; a cold tree of 200 skills really embedded in the
+  background (skills/s) while lexical searches are served (their p50 and p99 beside the idle
+  p50); `search_functions`' ranking with the dense lane on the 2,000 generated functions, and
+  that catalog's first embedding; the worker's peak RSS with the model loaded, serving rounds of
+  40 hybrid searches.
 - **Skills catalog** (issue 30; section `catalog`): on a tree of as many Agent Skills as the
   size (every skill a `SKILL.md` folder, one in ten not for a model, written once under
   `target/bench-trees/agent-skills-<size>`), `skills::catalog` as JSON text (`read_json`) in
@@ -338,6 +349,12 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   then the `SKILL.md` rows' entries. *Floor*: `serde_json::to_vec` of the same answer. Beside
   them, `check --spec` (`Directory::spec_check`) over every `SKILL.md` of that tree, with plain
   `check` on the same index in its note.
+- **Bundle updates** (issue 29; `cargo bench --bench suite -- bundles`, `bundles.json`): a
+  1,000-file bundle from the loopback registry with 10 files edited locally; each new version
+  changes 20 files, 5 of them edited ones (clean three-way merges). `plan-update` (fetch, the
+  sha256 of every file, the base fetched again, the merges) and `apply` of that plan until it
+  returns with the index updated, one per version; and `check-updates` over 50 locked bundles
+  with the answers cached (the cold call, 50 requests in parallel, in its note).
 
 Trees come from `examples/generate_tree.rs` (deterministic; bodies drawn from
 `../shared/corpus`); the suite reads `target/bench-trees/<size>` and edits only its own copy

@@ -305,6 +305,27 @@ impl Directory {
         Ok(stored)
     }
 
+    /// Stores a stand-in vector for each skill content lacking one (`vector(i)` for the i-th),
+    /// as [`Directory::embed_pending`] stores real ones: the benchmarks time the scan, the
+    /// fusion and the worker's memory at sizes whose embedding would take an hour.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn store_stand_in_vectors(&self, vector: impl Fn(usize) -> Quantized) -> Result<usize> {
+        let cache = self.skill_cache(&self.index.read()?)?;
+        let pending = self.dense.vectors.pending(&cache);
+        let mut stored = 0;
+        for chunk in pending.chunks(4096) {
+            let batch: Vec<_> = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, hash)| (*hash, vector(stored + i)))
+                .collect();
+            self.index.store_vectors(&batch)?;
+            self.dense.vectors.insert(&batch);
+            stored += batch.len();
+        }
+        Ok(stored)
+    }
+
     /// How many skill contents this process has embedded.
     pub fn embedded_count(&self) -> u64 {
         self.dense.embedded.load(Ordering::Relaxed)
@@ -328,6 +349,7 @@ impl Directory {
         let spawned = std::thread::Builder::new()
             .name("iii-directory-background".into())
             .spawn(move || {
+                lower_priority();
                 let mut done_at = None;
                 loop {
                     let woken = wake.wait();
@@ -340,7 +362,13 @@ impl Directory {
                     }
                     if latest != done_at {
                         let started = Instant::now();
-                        match directory.warm_skill_search() {
+                        // On the low-priority threads: boot's registration and the first
+                        // calls go first.
+                        let warmed = match directory.dense.pool() {
+                            Some(pool) => pool.install(|| directory.warm_skill_search()),
+                            None => directory.warm_skill_search(),
+                        };
+                        match warmed {
                             Ok(()) => tracing::debug!(
                                 ms = started.elapsed().as_millis() as u64,
                                 "skill search index built"

@@ -386,6 +386,30 @@ pub fn check(
     })
 }
 
+/// Records the files of `merged` (placed paths) in the bundle's record under the hash of the
+/// upstream bytes they merged rather than of what landed: a merge holds the user's edits, so it
+/// reads as edited at the next landing, never as the bundle's own bytes to replace.
+pub fn record_as_upstream(checked: &mut Checked, merged: &[(Dest, String, Vec<u8>)]) -> Result<()> {
+    if merged.is_empty() {
+        return Ok(());
+    }
+    let Some(file) = checked
+        .files
+        .iter_mut()
+        .find(|f| f.dest == Dest::Skills && f.rel.rsplit('/').next() == Some(RECORD_FILE))
+    else {
+        return Ok(());
+    };
+    let mut record: Record = serde_json::from_slice(&file.bytes).map_err(Error::json)?;
+    for (dest, rel, upstream) in merged {
+        record
+            .files
+            .insert(record_key(*dest, rel), hash_hex(upstream));
+    }
+    file.bytes = serde_json::to_vec_pretty(&record).map_err(Error::json)?;
+    Ok(())
+}
+
 /// The names that give a folder's overview skill id (`SKILL.md` beats `SKILLS.md` beats
 /// `index.md`).
 const OVERVIEWS: [&str; 3] = ["SKILL.md", "SKILLS.md", "index.md"];

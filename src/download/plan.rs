@@ -22,8 +22,8 @@
 //!   stays as the user has it (`kept_local`), unless `take-upstream`;
 //! - `merge` (the default): a file changed on both sides is merged three-way when the merge is
 //!   clean (`merged`); otherwise the user's copy stays, the upstream text lands beside it as
-//!   `<name>.upstream` (a name the index never serves: it does not end in `.md`), and the file
-//!   is a conflict;
+//!   `<name>.upstream` (a name the index never serves: it does not end in `.md`, and the walk
+//!   lists it with `SkipReason::UpstreamCopy`), and the file is a conflict;
 //! - `keep-local`: a file changed on both sides keeps the user's copy, nothing beside it;
 //! - `take-upstream`: every file takes the upstream bytes (a download's `force: true`); a file
 //!   the bundle never installed is still refused (`D330`), as a download refuses it.
@@ -64,8 +64,7 @@ pub const PLAN_TTL: Duration = Duration::from_secs(10 * 60);
 pub const MAX_PLANS: usize = 32;
 /// The most base fetches kept (each a bundle's bytes at a locked pin).
 const MAX_BASES: usize = 8;
-/// The suffix of the upstream text landed beside a conflicting file.
-pub const UPSTREAM_SUFFIX: &str = ".upstream";
+pub use crate::rules::skip::UPSTREAM_SUFFIX;
 
 /// What apply does with a file changed on both sides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -976,13 +975,23 @@ fn land_now(
                     _ => {}
                 }
             }
-            let checked = guard::check(
+            let mut checked = guard::check(
                 folders,
                 &namespace,
                 files,
                 &served_prompt,
                 (OnEdited::Overwrite, &removed),
             )?;
+            let merged: Vec<(Dest, String, Vec<u8>)> = plan
+                .files
+                .iter()
+                .filter(|f| decided.merged.contains(&f.shown))
+                .filter_map(|f| {
+                    let up = &plan.bundle.files[f.up?];
+                    Some((f.key.0, f.key.1.clone(), up.bytes.clone()))
+                })
+                .collect();
+            guard::record_as_upstream(&mut checked, &merged)?;
             let locked_files: Vec<File> = plan
                 .bundle
                 .files

@@ -1,17 +1,18 @@
-//! The BERT encoder's forward pass for one sequence, in f32 on the CPU, with the matrix
-//! products done by `gemm` (pure Rust, runtime-dispatched SIMD kernels). One sequence at a
-//! time and one thread each: a query is a few tokens, where the weights' memory traffic
-//! dominates and splitting a product across threads costs more than it saves; a batch runs
-//! its sequences side by side instead (see `Embedder::embed_batch`), with no padding.
+//! The BERT encoder's forward pass for one sequence on the CPU: activations in f32, the
+//! linear layers' weights in f16 with our own product (`iii_embed_kernel`), attention with
+//! `gemm` (pure Rust, runtime-dispatched SIMD kernels). One sequence at a time and one thread
+//! each: a query is a few tokens, where the weights' memory traffic dominates and splitting a
+//! product across threads costs more than it saves; a batch runs its sequences side by side
+//! instead (see `Embedder::embed_batch`), with no padding.
 //!
-//! Weights are kept transposed from the file's `[out, in]` to `[in, out]` row-major, and the
-//! query, key and value projections are fused into one `[hidden, 3 * hidden]` matrix, so each
-//! product reads its operands in rows.
+//! The query, key and value projections are fused into one layer of `3 * hidden` outputs, so
+//! one pass over the input computes all three.
 
 use serde::Deserialize;
 
 use super::EmbedError;
 use super::weights::Weights;
+use iii_embed_kernel::{Kernel, Linear, f16_bits, f16_to_f32};
 
 /// The fields of `config.json` the forward pass needs.
 #[derive(Debug, Deserialize)]
@@ -34,14 +35,14 @@ fn absolute() -> String {
 }
 
 struct Layer {
-    qkv: Vec<f32>,
+    qkv: Linear,
     qkv_bias: Vec<f32>,
-    out: Vec<f32>,
+    out: Linear,
     out_bias: Vec<f32>,
     attention_norm: Norm,
-    up: Vec<f32>,
+    up: Linear,
     up_bias: Vec<f32>,
-    down: Vec<f32>,
+    down: Linear,
     down_bias: Vec<f32>,
     output_norm: Norm,
 }
@@ -59,7 +60,9 @@ pub struct Bert {
     max_positions: usize,
     vocab: usize,
     eps: f32,
-    words: Vec<f32>,
+    /// The word embeddings as f16 bits (the largest table: 30,522 rows, of which a query reads
+    /// a few), rounded as the linear layers' weights are.
+    words: Vec<u16>,
     positions: Vec<f32>,
     token_type: Vec<f32>,
     embedding_norm: Norm,
@@ -90,44 +93,49 @@ impl Bert {
                 bias: weights.tensor(&format!("{prefix}.LayerNorm.bias"), &[h])?,
             })
         };
-        // A linear layer's weight, transposed to `[in, out]`.
-        let linear = |name: &str, out: usize, inp: usize| -> Result<Vec<f32>, EmbedError> {
-            Ok(transpose(
-                &weights.tensor(&format!("{name}.weight"), &[out, inp])?,
-                out,
-                inp,
-            ))
+        let kernel = Kernel::detect();
+        let too_large = || EmbedError::Unsupported("a weight does not fit in f16");
+        // A linear layer's weight (`[out, in]`, as stored), packed for the product.
+        let linear = |names: &[String], out: usize, inp: usize| -> Result<Linear, EmbedError> {
+            let mut w = Vec::with_capacity(names.len() * out * inp);
+            for name in names {
+                w.extend(weights.tensor(&format!("{name}.weight"), &[out, inp])?);
+            }
+            Linear::new(&w, names.len() * out, inp, kernel).ok_or_else(too_large)
         };
         let bias = |name: &str, out: usize| weights.tensor(&format!("{name}.bias"), &[out]);
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for l in 0..config.num_hidden_layers {
             let p = format!("encoder.layer.{l}");
+            let attention = |part: &str| format!("{p}.attention.{part}");
             let (q, k, v) = (
-                linear(&format!("{p}.attention.self.query"), h, h)?,
-                linear(&format!("{p}.attention.self.key"), h, h)?,
-                linear(&format!("{p}.attention.self.value"), h, h)?,
+                attention("self.query"),
+                attention("self.key"),
+                attention("self.value"),
             );
-            let mut qkv = Vec::with_capacity(3 * h * h);
-            for row in 0..h {
-                for part in [&q, &k, &v] {
-                    qkv.extend_from_slice(&part[row * h..(row + 1) * h]);
-                }
-            }
-            let mut qkv_bias = bias(&format!("{p}.attention.self.query"), h)?;
-            qkv_bias.extend(bias(&format!("{p}.attention.self.key"), h)?);
-            qkv_bias.extend(bias(&format!("{p}.attention.self.value"), h)?);
+            let mut qkv_bias = bias(&q, h)?;
+            qkv_bias.extend(bias(&k, h)?);
+            qkv_bias.extend(bias(&v, h)?);
             layers.push(Layer {
-                qkv,
+                qkv: linear(&[q, k, v], h, h)?,
                 qkv_bias,
-                out: linear(&format!("{p}.attention.output.dense"), h, h)?,
-                out_bias: bias(&format!("{p}.attention.output.dense"), h)?,
-                attention_norm: norm(&format!("{p}.attention.output"))?,
-                up: linear(&format!("{p}.intermediate.dense"), i, h)?,
+                out: linear(&[attention("output.dense")], h, h)?,
+                out_bias: bias(&attention("output.dense"), h)?,
+                attention_norm: norm(&attention("output"))?,
+                up: linear(&[format!("{p}.intermediate.dense")], i, h)?,
                 up_bias: bias(&format!("{p}.intermediate.dense"), i)?,
-                down: linear(&format!("{p}.output.dense"), h, i)?,
+                down: linear(&[format!("{p}.output.dense")], h, i)?,
                 down_bias: bias(&format!("{p}.output.dense"), h)?,
                 output_norm: norm(&format!("{p}.output"))?,
             });
+        }
+        let words = weights
+            .tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?
+            .into_iter()
+            .map(f16_bits)
+            .collect::<Vec<u16>>();
+        if words.iter().any(|&b| b & 0x7c00 == 0x7c00) {
+            return Err(too_large());
         }
         Ok(Bert {
             hidden: h,
@@ -136,7 +144,7 @@ impl Bert {
             max_positions: config.max_position_embeddings,
             vocab: config.vocab_size,
             eps: config.layer_norm_eps as f32,
-            words: weights.tensor("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            words,
             positions: weights.tensor(
                 "embeddings.position_embeddings.weight",
                 &[config.max_position_embeddings, h],
@@ -174,13 +182,13 @@ impl Bert {
         for (t, &id) in ids.iter().enumerate() {
             let word = &self.words[id as usize * h..][..h];
             let position = &self.positions[t * h..][..h];
-            for (((out, w), p), s) in x[t * h..][..h]
+            for (((out, &w), p), s) in x[t * h..][..h]
                 .iter_mut()
                 .zip(word)
                 .zip(position)
                 .zip(&self.token_type[..h])
             {
-                *out = w + p + s;
+                *out = f16_to_f32(w) + p + s;
             }
         }
         self.embedding_norm.apply(&mut x, h, self.eps);
@@ -192,13 +200,7 @@ impl Bert {
         let mut up = vec![0.0f32; n * inter];
         for layer in &self.layers {
             fill_rows(&mut qkv, &layer.qkv_bias);
-            matmul(
-                &mut qkv,
-                3 * h,
-                Mat::rows(&x, n, h),
-                Mat::rows(&layer.qkv, h, 3 * h),
-                1.0,
-            );
+            layer.qkv.add_product(&x, &mut qkv);
             for hd in 0..self.heads {
                 let q = Mat::strided(&qkv[hd * head..], n, head, 3 * h, 1);
                 // The keys read as their transpose: column `j` of the view is token `j`'s key.
@@ -215,35 +217,17 @@ impl Bert {
             }
             // Residual and bias go into the destination first; the product adds onto them.
             add_rows(&mut sum, &x, &layer.out_bias);
-            matmul(
-                &mut sum,
-                h,
-                Mat::rows(&context, n, h),
-                Mat::rows(&layer.out, h, h),
-                1.0,
-            );
+            layer.out.add_product(&context, &mut sum);
             layer.attention_norm.apply(&mut sum, h, self.eps);
             std::mem::swap(&mut x, &mut sum);
 
             fill_rows(&mut up, &layer.up_bias);
-            matmul(
-                &mut up,
-                inter,
-                Mat::rows(&x, n, h),
-                Mat::rows(&layer.up, h, inter),
-                1.0,
-            );
+            layer.up.add_product(&x, &mut up);
             for value in &mut up {
                 *value = self.gelu.apply(*value);
             }
             add_rows(&mut sum, &x, &layer.down_bias);
-            matmul(
-                &mut sum,
-                h,
-                Mat::rows(&up, n, inter),
-                Mat::rows(&layer.down, inter, h),
-                1.0,
-            );
+            layer.down.add_product(&up, &mut sum);
             layer.output_norm.apply(&mut sum, h, self.eps);
             std::mem::swap(&mut x, &mut sum);
         }
@@ -341,16 +325,6 @@ fn softmax(row: &mut [f32]) {
     for v in row.iter_mut() {
         *v /= total;
     }
-}
-
-fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut t = vec![0.0f32; m.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            t[c * rows + r] = m[r * cols + c];
-        }
-    }
-    t
 }
 
 /// Every `bias.len()`-long row of `dst` set to `bias`.

@@ -13,7 +13,7 @@ use super::records::Stat;
 use crate::doc::ids::first_segment;
 use crate::locks;
 use crate::roots::{Layout, Root, Roots};
-use crate::rules::skip::{SkipReason, Special};
+use crate::rules::skip::{SkipReason, Special, is_upstream_copy};
 // A download's staging folder is never walked: its files are not documents until they land.
 use crate::store::is_staging_name;
 use crate::time::Stamp;
@@ -256,6 +256,8 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                 walk_tree(root, &path, rel.to_string(), inside, found);
             } else if meta.is_file() && is_markdown(rel) {
                 found.files.insert(key, stat_of(&meta));
+            } else if meta.is_file() && is_upstream_copy(rel) {
+                found.unreadable.insert(key, SkipReason::UpstreamCopy);
             } else if meta.is_file()
                 && crate::store::is_temp_name(rel.rsplit('/').next().unwrap_or(rel))
             {
@@ -278,6 +280,14 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
             }
         }
         Layout::Profiles => {
+            if !rel.contains('/')
+                && is_upstream_copy(rel)
+                && fs::symlink_metadata(dir.join(rel)).is_ok_and(|m| m.is_file())
+            {
+                found
+                    .unreadable
+                    .insert((root, rel.to_string()), SkipReason::UpstreamCopy);
+            }
             if !rel.contains('/') && is_markdown(rel) {
                 if let Ok(meta) = fs::metadata(dir.join(rel)) {
                     if let Some(why) = special(&meta, rel) {
@@ -528,6 +538,9 @@ impl Walk<'_> {
                 }
             } else if meta.is_file() && is_markdown(&name) {
                 part.files.push(((root, child_rel), stat_of(&meta)));
+            } else if meta.is_file() && is_upstream_copy(&name) {
+                part.unreadable
+                    .push(((root, child_rel), SkipReason::UpstreamCopy));
             } else if meta.is_file() && crate::store::is_temp_name(&name) {
                 part.temps.push(((root, child_rel), entry.path()));
             }
@@ -586,6 +599,11 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
         };
         if crate::store::is_temp_name(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
             found.temps.push(((root, name.clone()), entry.path()));
+        }
+        if is_upstream_copy(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            found
+                .unreadable
+                .insert((root, name.clone()), SkipReason::UpstreamCopy);
         }
         if !is_markdown(&name) {
             continue;

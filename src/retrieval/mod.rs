@@ -4,10 +4,13 @@
 //! - `lexical`: a compact BM25 index over many documents (skills), its weighted-coverage floor;
 //! - `fusion`: the dense lane a sentence embedder plugs into ([`fusion::DenseRanker`]), and the
 //!   reciprocal-rank fusion of the lexical and dense rankings with the floors that keep a query
-//!   no document serves empty. Without a dense lane the answer is lexical, floors included.
+//!   no document serves empty. Without a dense lane the answer is lexical, floors included;
+//! - `texts`: what a skill and a function are embedded as (one choice for stored vectors and
+//!   the evaluation alike).
 //!
 //! **Architecture invariant:** no I/O; callers hand in texts and get ranked positions back.
 
 pub mod fusion;
 pub mod lexical;
+pub mod texts;
 pub mod tokenize;

@@ -70,6 +70,20 @@ pub enum SkipReason {
     GlobalSkillShadowed { namespace: String, bundled: bool },
     /// A profile of `global_agents_folder` whose id `agents_folder` serves.
     ProfileShadowed,
+
+    // What a bundle update left.
+    /// `<name>.md.upstream`: the upstream text of a file an update found changed on both
+    /// sides, landed beside the user's copy (`download::plan`); never served.
+    UpstreamCopy,
+}
+
+/// The suffix a bundle update gives the upstream text it lands beside a conflicting file.
+pub const UPSTREAM_SUFFIX: &str = ".upstream";
+
+/// Whether `name` (a file name or a path) is the upstream copy of a markdown file.
+pub fn is_upstream_copy(name: &str) -> bool {
+    name.strip_suffix(UPSTREAM_SUFFIX)
+        .is_some_and(|stem| stem.len() > 3 && stem.ends_with(".md"))
 }
 
 /// What a special file is.
@@ -182,6 +196,9 @@ impl fmt::Display for SkipReason {
             SkipReason::ProfileShadowed => {
                 f.write_str("shadowed: agents_folder has a profile with the same id")
             }
+            SkipReason::UpstreamCopy => f.write_str(
+                "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file",
+            ),
         }
     }
 }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::catalog::CatalogIndex;
 use super::listed::Listed;
+use super::rows::{Rows, Span};
 use crate::doc::distance::Shape;
 use crate::error::Result;
 use crate::index::Reader;
@@ -33,8 +34,9 @@ pub struct SkillCache {
     pub revision: u64,
     /// The index file's identity: a rebuilt index starts its revisions again.
     pub epoch: u64,
-    /// Sorted by on-disk id; shared with the caches of later revisions where unchanged.
-    rows: Vec<Arc<Listed>>,
+    /// Sorted by on-disk id; the chunks a change did not touch are shared with the caches of
+    /// later revisions (`rows.rs`).
+    rows: Rows,
     /// The rows that are worker overviews, in id order (what `index` lists).
     overviews: Vec<Arc<Listed>>,
     /// Built on the first `get` miss of the revision (see [`Earlier`]), or shared with the
@@ -91,7 +93,7 @@ impl SkillCache {
         SkillCache {
             revision,
             epoch,
-            rows,
+            rows: Rows::new(rows),
             overviews,
             postings: OnceLock::new(),
             earlier: Mutex::new(None),
@@ -119,12 +121,12 @@ impl SkillCache {
         let mut overviews = self.overviews.clone();
         let mut earlier = self.earlier_for_next();
         for id in changed {
-            let at = rows.binary_search_by(|r| (*r.id).cmp(id.as_str()));
+            let at = rows.search(&id);
             match (reader.skill(&id)?, at) {
                 (Some(row), Ok(i)) => {
                     let row = Arc::new(Listed::new(id, &row));
                     patch_overview(&mut overviews, &row.id, Some(&row));
-                    rows[i] = row;
+                    rows.replace(i, row);
                 }
                 (Some(row), Err(i)) => {
                     let row = Arc::new(Listed::new(id, &row));
@@ -182,7 +184,7 @@ impl SkillCache {
     }
 
     /// Every row, in on-disk id order.
-    pub fn rows(&self) -> &[Arc<Listed>] {
+    pub fn rows(&self) -> &Rows {
         &self.rows
     }
 
@@ -192,31 +194,30 @@ impl SkillCache {
     }
 
     /// The rows whose on-disk id starts with `prefix`.
-    pub fn with_prefix(&self, prefix: &str) -> &[Arc<Listed>] {
-        &self.rows[self.prefix_range(prefix)]
+    pub fn with_prefix(&self, prefix: &str) -> Span<'_> {
+        self.rows.span(self.prefix_range(prefix))
     }
 
     /// The positions of the rows whose on-disk id starts with `prefix` (they sit together in
     /// id order).
     pub fn prefix_range(&self, prefix: &str) -> Range<usize> {
         let start = self.rows.partition_point(|r| *r.id < *prefix);
-        let len = self.rows[start..].partition_point(|r| r.id.starts_with(prefix));
-        start..start + len
+        let end = self
+            .rows
+            .partition_point(|r| *r.id < *prefix || r.id.starts_with(prefix));
+        start..end
     }
 
     /// The row of an on-disk id.
     pub fn row(&self, id: &str) -> Option<&Listed> {
-        self.rows
-            .binary_search_by(|r| (*r.id).cmp(id))
-            .ok()
-            .map(|i| &*self.rows[i])
+        self.rows.search(id).ok().map(|i| &**self.rows.at(i))
     }
 
     /// The rows of namespace `ns`: the id `ns` itself and every id under `ns/`, in id order.
     pub fn namespace<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Listed> + 'a {
         self.row(ns)
             .into_iter()
-            .chain(self.with_prefix(&format!("{ns}/")).iter().map(|r| &**r))
+            .chain(self.with_prefix(&format!("{ns}/")).map(|r| &**r))
     }
 
     /// The rows whose on-disk id has `segment` as one of its `/`-separated parts.
@@ -262,7 +263,7 @@ impl SkillCache {
 
     /// The row at a position [`SkillCache::sharing_segment`] gave.
     pub fn at(&self, position: u32) -> &Listed {
-        &self.rows[position as usize]
+        self.rows.at(position as usize)
     }
 }
 
@@ -305,7 +306,7 @@ fn text_offset(len: usize) -> u32 {
 
 impl Postings {
     /// From every row.
-    fn build(rows: &[Arc<Listed>]) -> Postings {
+    fn build(rows: &Rows) -> Postings {
         let mut segments: HashMap<Arc<str>, u32> = HashMap::new();
         let mut lists: Vec<Vec<(u32, Shape)>> = Vec::new();
         let mut ids = String::new();
@@ -356,9 +357,9 @@ impl Postings {
     /// earlier ones with `added` and without `removed`): each position moved past the rows
     /// added and removed before it, the removed rows dropped, the added ones put in. `None`
     /// when the rows do not hold what `earlier` says they hold.
-    fn derive(earlier: &Earlier, rows: &[Arc<Listed>]) -> Option<Postings> {
+    fn derive(earlier: &Earlier, rows: &Rows) -> Option<Postings> {
         let base = &earlier.postings;
-        let position = |id: &str| rows.binary_search_by(|r| (*r.id).cmp(id));
+        let position = |id: &str| rows.search(id);
         // The new positions of the added rows, ascending (the set is in id order).
         let mut added = Vec::with_capacity(earlier.added.len());
         for id in &earlier.added {
@@ -388,7 +389,7 @@ impl Postings {
         let mut new_lists: Vec<Vec<(u32, Shape)>> = Vec::new();
         let first_new = base.starts.len() as u32 - 1;
         for &q in &added {
-            let id = &rows[q as usize].id;
+            let id = &rows.at(q as usize).id;
             let lowercase = id.to_lowercase();
             let shape = Shape::of(&lowercase);
             for part in id.split('/') {
@@ -564,7 +565,10 @@ pub struct Structures {
     pub segments: std::collections::BTreeMap<String, Vec<(u32, Shape)>>,
     pub lowercase_ids: Vec<String>,
     pub overviews: Vec<String>,
-    pub rows: Vec<String>,
+    /// Each row's id and list JSON, in order.
+    pub rows: Vec<(String, String)>,
+    /// Whether the row chunks keep their rules (`rows.rs`).
+    pub chunks_well_formed: bool,
 }
 
 #[cfg(any(test, feature = "testing"))]
@@ -589,7 +593,16 @@ impl SkillCache {
                 .map(|i| postings.id_at(i).to_string())
                 .collect(),
             overviews: self.overviews.iter().map(|r| r.id.to_string()).collect(),
-            rows: self.rows.iter().map(|r| r.id.to_string()).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| {
+                    let mut json = String::new();
+                    r.push_json(&mut json, true);
+                    (r.id.to_string(), json)
+                })
+                .collect(),
+            chunks_well_formed: self.rows.well_formed(),
         }
     }
 

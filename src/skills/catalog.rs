@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::cache::SkillCache;
 use super::listed::{CatalogEntry, Listed};
+use super::rows::Rows;
 use crate::doc::ids::first_segment;
 use crate::error::Result;
 use crate::request;
@@ -91,7 +92,7 @@ struct CatalogRow {
 }
 
 impl CatalogIndex {
-    pub fn build(rows: &[std::sync::Arc<Listed>]) -> CatalogIndex {
+    pub fn build(rows: &Rows) -> CatalogIndex {
         let mut index = CatalogIndex {
             rows: Vec::new(),
             namespaces: Vec::new(),
@@ -157,7 +158,7 @@ pub fn catalog(
     // Whether each namespace is visible, decided once per namespace this request meets.
     let mut visible: Vec<Option<bool>> = vec![None; index.namespaces.len()];
     let mut admits = |row: &CatalogRow| {
-        let listed = &*rows[row.at as usize];
+        let listed = &**rows.at(row.at as usize);
         let shown = row.always_visible
             || *visible[row.ns as usize].get_or_insert_with(|| {
                 visibility.allows_id(&index.namespaces[row.ns as usize], false)
@@ -177,7 +178,7 @@ pub fn catalog(
         if !admits(row) {
             continue;
         }
-        let listed = &*rows[row.at as usize];
+        let listed = &**rows.at(row.at as usize);
         let entry = listed.catalog.as_deref().expect("a catalog row");
         let shown = Shown {
             listed,

@@ -74,9 +74,11 @@ impl ListRows {
             Some(prefix) => cache.prefix_range(prefix),
             None => 0..rows.len(),
         };
-        let picked = range
-            .filter(|&i| filter.admits(&rows[i]))
-            .map(|i| i as u32)
+        let picked = rows
+            .span(range.clone())
+            .zip(range)
+            .filter(|(row, _)| filter.admits(row))
+            .map(|(_, i)| i as u32)
             .collect();
         ListRows {
             cache,
@@ -88,8 +90,7 @@ impl ListRows {
     }
 
     fn rows(&self) -> impl ExactSizeIterator<Item = &Listed> {
-        let rows = self.cache.rows();
-        self.picked.iter().map(move |&i| &*rows[i as usize])
+        self.cache.rows().picked(&self.picked).map(|r| &**r)
     }
 
     /// The length of the answer as JSON, exactly, without writing it.

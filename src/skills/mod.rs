@@ -7,6 +7,7 @@ mod get;
 mod list;
 mod listed;
 mod overview;
+mod rows;
 mod search;
 pub mod spec;
 mod vectors;

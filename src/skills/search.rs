@@ -181,14 +181,14 @@ pub fn search(
             Mode::Lexical,
             lexical
                 .iter()
-                .map(|&(doc, score)| (&*rows[doc as usize], score))
+                .map(|&(doc, score)| (&**rows.at(doc as usize), score))
                 .collect(),
         ),
         Some(nearest) => {
             let keys: Vec<String> = lexical
                 .iter()
                 .take(depth)
-                .map(|&(doc, _)| rows[doc as usize].id.to_string())
+                .map(|&(doc, _)| rows.at(doc as usize).id.to_string())
                 .collect();
             let fused = fuse(&keys, &nearest);
             (

@@ -254,6 +254,12 @@ impl CatchUp for Tracker {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
+    fn pending(&self) -> bool {
+        let state = self.lock();
+        self.inotify.has_queued() || state.burst.full || !state.burst.paths.is_empty()
+    }
+
     fn catch_up(&self, directory: &Directory) -> Result<()> {
         let mut state = self.lock();
         self.drain(&mut state);

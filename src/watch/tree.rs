@@ -555,6 +555,41 @@ mod tests {
         assert_eq!(state(&tree, "agents_skills_folder"), RootState::Watched);
     }
 
+    /// An off global root is neither watched nor reported; an on one is watched with its
+    /// project counterpart's depth (`<id>.md`, `<dir>/SKILL.md`), nested files ignored.
+    #[test]
+    fn global_roots_are_watched_only_when_set() {
+        let base = tempfile::tempdir().unwrap();
+        let inotify = Inotify::new().unwrap();
+        let keys =
+            |tree: &Tree| -> Vec<&str> { tree.roots().into_iter().map(|r| r.root).collect() };
+        let off = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        assert!(!keys(&off).iter().any(|k| k.starts_with("global_")));
+        let (agents, skills) = (
+            base.path().join("home/agents"),
+            base.path().join("home/skills"),
+        );
+        std::fs::create_dir_all(&agents).unwrap();
+        std::fs::create_dir_all(&skills).unwrap();
+        let on = roots(base.path()).with_globals(Some(skills.clone()), Some(agents.clone()));
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &on, &|_| false, None);
+        let keys = keys(&tree);
+        assert!(keys.contains(&"global_agents_folder"), "{keys:?}");
+        assert!(keys.contains(&"global_agents_skills_folder"), "{keys:?}");
+        std::fs::write(agents.join("me.md"), "x").unwrap();
+        std::fs::create_dir_all(skills.join("pdf")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&agents.join("me.md")), "{changes:?}");
+        assert!(changes.paths.contains(&skills.join("pdf")), "{changes:?}");
+        std::fs::write(skills.join("pdf/SKILL.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(
+            changes.paths.contains(&skills.join("pdf/SKILL.md")),
+            "{changes:?}"
+        );
+    }
+
     #[test]
     fn an_overflow_asks_for_everything() {
         let base = tempfile::tempdir().unwrap();

@@ -97,6 +97,18 @@ pub(super) async fn restore(call: Call, input: Value) -> Result<Value, WorkerErr
     Ok(download::restore::restore(&shared.directory, &shared.registry, &input).await?)
 }
 
+/// `directory::skills::bundles::plan-update`: an update plan of a locked bundle.
+pub(super) async fn plan_update(call: Call, input: Value) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
+    Ok(download::plan::plan_update(&shared.directory, &shared.registry, &input).await?)
+}
+
+/// `directory::skills::bundles::apply`: lands an update plan.
+pub(super) async fn apply(call: Call, input: Value) -> Result<Value, WorkerError> {
+    let shared = &call.shared;
+    Ok(download::plan::apply(&shared.directory, &shared.registry, &input).await?)
+}
+
 /// `directory::skills::bundles::check-updates`: asks each locked bundle's source.
 pub(super) async fn check_updates(call: Call, input: Value) -> Result<Value, WorkerError> {
     let shared = &call.shared;

@@ -13,6 +13,7 @@ mod engine;
 mod error;
 pub mod local;
 mod model;
+mod offline;
 pub mod screen;
 mod search;
 mod setup;

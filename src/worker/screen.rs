@@ -37,6 +37,7 @@ fn bound(key: &str) -> Option<usize> {
             Some(MAX_NAME_BYTES)
         }
         "version" | "tag" => Some(MAX_VERSION_BYTES),
+        "plan_id" | "on_conflict" => Some(MAX_NAME_BYTES),
         _ => None,
     }
 }

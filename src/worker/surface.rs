@@ -9,7 +9,7 @@ use super::error::WorkerError;
 use super::local::Local;
 use super::{Call, configuration, console, downloads, engine, search};
 use crate::directory::{Directory, LIBRARY, LibraryFunction};
-use crate::download::{BundlesFunction, DownloadFunction, status};
+use crate::download::{BundlesFunction, DownloadFunction, plan, status};
 use crate::events::Family;
 use crate::registry::functions::{INFO as REGISTRY_INFO, LIST as REGISTRY_LIST};
 use crate::schema::{array_of, boolean, integer, nullable_string, object, string};
@@ -424,6 +424,12 @@ fn download_response() -> Value {
                 &["kind"],
             ),
             "kept_local": names("files the bundle installed and you edited since, kept as they are (agents/<id>.md for a profile); force: true replaces them"),
+            "merged": names("re-download of a locked bundle: files edited here and changed upstream, merged three-way"),
+            "conflicts": array_of(object(
+                json!({ "path": string("the file, kept as you have it"), "upstream_copy": string("where the upstream text landed beside it (<name>.upstream), when it did") }),
+                &["path"],
+            )),
+            "removed": names("files removed (always empty for a download, which keeps files upstream dropped)"),
             "review": object(
                 json!({
                     "executables": names("executable files (a mode bit, #!, or a program)"),
@@ -677,9 +683,12 @@ pub const RESTORE: &str = "directory::skills::bundles::restore";
 /// `directory::skills::bundles::check-updates`.
 pub const CHECK_UPDATES: &str = "directory::skills::bundles::check-updates";
 
-/// `directory::skills::bundles::{list, get, verify, restore}`: the bundles lock against the disk.
+/// `directory::skills::bundles::{list, get, restore, check-updates, plan-update, apply, verify}`:
+/// the bundles lock against the disk and its sources.
 fn bundles_functions() -> Vec<Function> {
     let paths = || json!({ "type": "array", "items": { "type": "string" } });
+    let names =
+        |what: &str| json!({ "type": "array", "items": { "type": "string" }, "description": what });
     let bundle = object(
         json!({
             "namespace": string("the bundle's namespace"),
@@ -787,6 +796,68 @@ fn bundles_functions() -> Vec<Function> {
             },
         },
         Function {
+            id: plan::PLAN_UPDATE,
+            description: "Fetches a locked bundle's upstream candidate (the locked tag or branch, or the version, tag or branch given) and compares every file's base (the lock), disk and upstream; writes nothing. Answers a plan kept ten minutes: per file upstream added | changed | removed | unchanged, local clean | modified | missing | same | absent | present, conflict where both changed and whether the three-way merge is clean, plus the review of what it would add (D334 when the lock has no such bundle).",
+            request: object(
+                json!({
+                    "namespace": string("the locked bundle"),
+                    "version": string("registry bundle: this version"),
+                    "tag": string("registry bundle: this tag (default: the locked tag, else latest)"),
+                    "branch": string("repository bundle: this branch (default: the locked branch)"),
+                }),
+                &["namespace"],
+            ),
+            response: plan_response(),
+            exposure: Exposure::Public,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::plan_update(call, input)),
+                offline: Local::unanswered,
+            },
+        },
+        Function {
+            id: plan::APPLY,
+            description: "Lands an update plan all or nothing, the bundles lock in the same commit. Refuses a plan whose files or lock entry changed since it was made (D336, carrying a fresh plan; D337 for an unknown or expired plan). Files nobody edited take upstream (or go when upstream removed them); local edits are kept; a file changed on both sides is merged three-way (on_conflict merge, the default) or, on a conflict, kept with the upstream text beside it as <name>.upstream; keep-local keeps it; take-upstream overwrites.",
+            request: object(
+                json!({
+                    "plan_id": string("the plan's id from plan-update"),
+                    "on_conflict": { "enum": ["keep-local", "take-upstream", "merge"], "description": "what a file changed on both sides becomes (default merge)" },
+                }),
+                &["plan_id"],
+            ),
+            response: object(
+                json!({
+                    "plan_id": string("the plan applied"),
+                    "namespace": string("the bundle"),
+                    "written": names("files written (upstream bytes or a merge)"),
+                    "removed": names("files removed because upstream removed them"),
+                    "kept_local": names("files edited here and kept (merged ones included)"),
+                    "merged": names("files merged three-way"),
+                    "conflicts": array_of(object(
+                        json!({ "path": string("the file, kept as you have it"), "upstream_copy": string("<name>.upstream, when the upstream text landed beside it") }),
+                        &["path"],
+                    )),
+                    "source": { "type": "object", "description": "the locked source now" },
+                }),
+                &[
+                    "plan_id",
+                    "namespace",
+                    "written",
+                    "removed",
+                    "kept_local",
+                    "merged",
+                    "conflicts",
+                    "source",
+                ],
+            ),
+            exposure: Exposure::Public,
+            deadline: Deadline::Uncut,
+            handler: Handler::Worker {
+                run: |call, input| Box::pin(downloads::apply(call, input)),
+                offline: Local::unanswered,
+            },
+        },
+        Function {
             id: BundlesFunction::Verify.id(),
             description: "Compares every file the bundles lock records with its sha256 on disk: { ok, checked: { bundles, files }, bundles } with only the bundles that are not clean.",
             request: object(json!({}), &[]),
@@ -805,6 +876,49 @@ fn bundles_functions() -> Vec<Function> {
             }),
         },
     ]
+}
+
+/// `plan-update`'s answer.
+fn plan_response() -> Value {
+    let count = integer;
+    object(
+        json!({
+            "plan_id": string("what apply takes"),
+            "namespace": string("the bundle"),
+            "expires_at": string("RFC 3339 UTC; the plan is kept in this process until then"),
+            "expires_in_ms": integer(),
+            "from": { "type": "object", "description": "the locked source" },
+            "to": { "type": "object", "description": "the upstream candidate's source (commit or version and digest)" },
+            "summary": object(
+                json!({ "added": count(), "changed": count(), "removed": count(), "modified_locally": count(), "conflicts": count(), "merges": count() }),
+                &["added", "changed", "removed", "modified_locally", "conflicts", "merges"],
+            ),
+            "files": array_of(object(
+                json!({
+                    "path": string("as a download's response names it"),
+                    "route": { "enum": ["skills", "system-prompts", "agents"] },
+                    "upstream": { "enum": ["added", "changed", "removed", "unchanged"] },
+                    "local": { "enum": ["clean", "modified", "missing", "same", "absent", "present"] },
+                    "conflict": boolean("changed on both sides"),
+                    "merge": { "enum": ["clean", "conflict"], "description": "for a file changed on both sides: the three-way merge's outcome" },
+                }),
+                &["path", "route", "upstream", "local", "conflict"],
+            )),
+            "review": { "type": "object", "description": "executables, scripts, hidden and large files among what the update adds or changes" },
+            "base_problem": string("why the locked bytes could not be fetched again for the merges, when they could not"),
+        }),
+        &[
+            "plan_id",
+            "namespace",
+            "expires_at",
+            "expires_in_ms",
+            "from",
+            "to",
+            "summary",
+            "files",
+            "review",
+        ],
+    )
 }
 
 /// The trigger types this worker provides, with the payload they deliver.

@@ -30,6 +30,9 @@ use test_support::loopback::registry::FakeRegistry;
 const CHILD: &str = "downloads_crash_child";
 const TREE_VAR: &str = "III_DIRECTORY_DOWNLOAD_CRASH_TREE";
 const SEED_VAR: &str = "III_DIRECTORY_DOWNLOAD_CRASH_SEED";
+/// `apply`: once the bundle is locked, the child lands each version through `plan-update` and
+/// `apply` (which also removes the files the version dropped) instead of a download.
+const MODE_VAR: &str = "III_DIRECTORY_DOWNLOAD_CRASH_MODE";
 const WORKER: &str = "dl";
 const PHASE_WAIT: Duration = Duration::from_secs(30);
 
@@ -101,6 +104,7 @@ fn downloads_crash_child() {
         .expect("seed")
         .parse()
         .expect("seed");
+    let apply_mode = std::env::var(MODE_VAR).is_ok_and(|m| m == "apply");
     let server = FakeRegistry::start();
     let mut config = Config::for_root(Path::new(&base));
     config.settings.registry_url = server.url();
@@ -121,15 +125,33 @@ fn downloads_crash_child() {
             .map(|(p, _, c)| (p.as_str(), c.as_str()))
             .collect();
         server.bundle(WORKER, &served);
+        let locked = iii_directory::download::lock::read(&config.paths.bundles_lock)
+            .is_ok_and(|l| l.bundles.contains_key(WORKER));
+        let planned = (apply_mode && locked).then(|| {
+            runtime
+                .block_on(iii_directory::download::plan::plan_update(
+                    &directory,
+                    &registry,
+                    &json!({ "namespace": WORKER }),
+                ))
+                .expect("plan")
+        });
         child::say(&format!("BEGIN {token}"));
         let started = std::time::Instant::now();
-        let answer = runtime.block_on(iii_directory::download::run(
-            &directory,
-            &registry,
-            DownloadFunction::FromRegistry,
-            &json!({ "worker": WORKER }),
-            &|_| {},
-        ));
+        let answer = match planned {
+            Some(plan) => runtime.block_on(iii_directory::download::plan::apply(
+                &directory,
+                &registry,
+                &json!({ "plan_id": plan["plan_id"] }),
+            )),
+            None => runtime.block_on(iii_directory::download::run(
+                &directory,
+                &registry,
+                DownloadFunction::FromRegistry,
+                &json!({ "worker": WORKER }),
+                &|_| {},
+            )),
+        };
         match answer {
             Ok(_) => child::say(&format!("ACK {token} {}", started.elapsed().as_micros())),
             Err(e) => child::say(&format!("ERR {token} {e}")),
@@ -201,8 +223,13 @@ fn disk(base: &Path) -> Model {
         .collect()
 }
 
-fn apply(model: &Model, token: &str) -> Model {
+/// The tree after bundle `token` lands; an apply over the last one (`previous`) also removes
+/// the files that one had and this one drops (nobody edited them).
+fn apply(model: &Model, previous: Option<&str>, token: &str) -> Model {
     let mut next = model.clone();
+    for (_, rel, _) in previous.map(bundle_for).unwrap_or_default() {
+        next.insert(rel, None);
+    }
     for (_, rel, _) in bundle_for(token) {
         next.insert(rel, Some(token.to_string()));
     }
@@ -228,6 +255,27 @@ fn staging_left(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
+    killed_at_any_moment(Mode::Download);
+}
+
+/// The same kills during `apply` of update plans, which also remove files.
+#[test]
+fn applies_killed_at_any_moment_land_whole_or_not_at_all() {
+    killed_at_any_moment(Mode::Apply);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Download,
+    Apply,
+}
+
+fn killed_at_any_moment(mode: Mode) {
+    // A download keeps the files a version dropped (the contract keeps siblings); an apply
+    // removes them.
+    let dropping = |last: Option<&str>| -> Option<String> {
+        (mode == Mode::Apply).then_some(last?.to_string())
+    };
     let cycles: usize = std::env::var("DOWNLOAD_CRASH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -252,6 +300,14 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
         let mut child = child::command(&child::test_path(module_path!(), CHILD))
             .env(TREE_VAR, &base)
             .env(SEED_VAR, (cycle + 1).to_string())
+            .env(
+                MODE_VAR,
+                if mode == Mode::Apply {
+                    "apply"
+                } else {
+                    "download"
+                },
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -287,7 +343,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
                 let (token, micros) = ack.split_once(' ').expect("ACK token micros");
                 longest = longest.max(micros.parse().expect("micros"));
                 assert_eq!(in_flight.as_deref(), Some(token), "cycle {cycle}");
-                model = apply(&model, token);
+                model = apply(&model, dropping(last.as_deref()).as_deref(), token);
                 last = Some(token.to_string());
                 acknowledged += 1;
                 in_flight = None;
@@ -316,7 +372,9 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
         let directory = Directory::open(Config::for_root(&base)).expect("reopen");
         directory.reconcile().expect("reconcile");
         let after = disk(&base);
-        let whole = in_flight.as_ref().map(|token| apply(&model, token));
+        let whole = in_flight
+            .as_ref()
+            .map(|token| apply(&model, dropping(last.as_deref()).as_deref(), token));
         if after == model {
             not_landed += usize::from(in_flight.is_some());
         } else if Some(&after) == whole.as_ref() {
@@ -361,7 +419,7 @@ fn downloads_killed_at_any_moment_land_whole_or_not_at_all() {
         );
     }
     println!(
-        "download crash: {cycles} kills; {acknowledged} downloads acknowledged (longest {longest} µs); in flight at the kill: {landed} landed whole, {not_landed} not at all; kills that left a staging folder: {staging_seen}, of which committed (rolled forward at the restart): {committed_seen}"
+        "{mode:?} crash: {cycles} kills; {acknowledged} downloads acknowledged (longest {longest} µs); in flight at the kill: {landed} landed whole, {not_landed} not at all; kills that left a staging folder: {staging_seen}, of which committed (rolled forward at the restart): {committed_seen}"
     );
     assert!(acknowledged > 0, "no download ever finished");
 }

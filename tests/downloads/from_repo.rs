@@ -619,3 +619,51 @@ fn check_updates_sees_the_branch_move() {
     assert_eq!(moved["upstream"]["commit"], head(&repo));
     assert_ne!(moved["upstream"]["commit"], moved["locked"]["commit"]);
 }
+
+/// A repository bundle across commits: a re-download after a local edit fetches the locked
+/// commit again as the base and merges the two sides; a change of the same line on both sides
+/// keeps the user's copy with the upstream text beside it.
+#[test]
+fn a_re_download_across_commits_merges_a_local_edit_three_way() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.write(
+        "skills/frontend-design/components.md",
+        "# Components\n\nbuttons\ncards\nforms\n",
+    );
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    f.download(&url, "frontend-design", None);
+    f.compose.write(
+        "skills/frontend-design/components.md",
+        "# Components\n\nbuttons, mine\ncards\nforms\n",
+    );
+    f.compose
+        .write("skills/frontend-design/layouts/grid.md", "# Grid, mine\n");
+    repo.write(
+        "skills/frontend-design/components.md",
+        "# Components\n\nbuttons\ncards\nforms, v2\n",
+    )
+    .write("skills/frontend-design/layouts/grid.md", "# Grid v2\n");
+    repo.publish("v2");
+    let answer = f.download(&url, "frontend-design", None);
+    assert_eq!(answer["merged"], json!(["components.md"]), "{answer}");
+    assert_eq!(
+        answer["conflicts"],
+        json!([{"path": "layouts/grid.md", "upstream_copy": "layouts/grid.md.upstream"}])
+    );
+    assert_eq!(
+        f.read("skills/frontend-design/components.md"),
+        "# Components\n\nbuttons, mine\ncards\nforms, v2\n"
+    );
+    assert_eq!(
+        f.read("skills/frontend-design/layouts/grid.md"),
+        "# Grid, mine\n"
+    );
+    assert_eq!(
+        f.read("skills/frontend-design/layouts/grid.md.upstream"),
+        "# Grid v2\n"
+    );
+    f.assert_no_clone_left();
+}

@@ -144,6 +144,31 @@ async fn a_plan_names_each_side_and_apply_merges_keeps_and_removes() {
     let ids = crate::common::skill_ids(&s.directory);
     assert!(ids.iter().any(|id| id == "up/new"), "{ids:?}");
     assert!(!ids.iter().any(|id| id.contains("upstream")), "{ids:?}");
+    // `check` names the upstream copy with its reason.
+    let skipped = s.directory.skipped().expect("skipped");
+    let copy = skipped
+        .iter()
+        .find(|k| k.path.ends_with("up/both.md.upstream"))
+        .unwrap_or_else(|| panic!("the upstream copy is not listed: {skipped:?}"));
+    assert!(
+        copy.reason.to_string().contains("merge it by hand"),
+        "{}",
+        copy.reason
+    );
+
+    // A merged file holds the user's edit: the next version finds it modified, never the
+    // bundle's own bytes to replace.
+    let mut v3 = v2.clone();
+    v3.insert(
+        "SKILL.md".into(),
+        v2["SKILL.md"].replace("skill line 4", "skill line 4, v3"),
+    );
+    publish(&s, "3.0.0", &v3);
+    let next = plan_update(&s, json!({"namespace": NS}))
+        .await
+        .expect("plan v3");
+    assert_eq!(row(&next, "SKILL.md")["local"], "modified", "{next}");
+    assert_eq!(row(&next, "SKILL.md")["merge"], "clean");
 
     // A plan is used once; an unknown one is D337.
     let again = apply(&s, json!({"plan_id": planned["plan_id"]}))

@@ -845,3 +845,90 @@ async fn a_worker_add_is_locked_and_the_bundles_functions_compare_the_disk_with_
         err.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_update_and_apply_over_the_wire_merge_a_local_edit_and_refuse_a_stale_plan() {
+    let h = Harness::start(Start::default()).await;
+    let v = |n: u32, last: &str| {
+        vec![
+            (
+                "SKILL.md".to_string(),
+                format!("# Mailer\n\nfirst\nmiddle\n{last}\n"),
+            ),
+            ("guide.md".to_string(), format!("# Guide v{n}\n")),
+        ]
+    };
+    h.registry.publish("mailer", "1.0.0", &v(1, "last"));
+    h.call(
+        "directory::skills::download_from_registry",
+        json!({"worker": "mailer"}),
+    )
+    .await;
+    fs::write(
+        h.path("skills/mailer/SKILL.md"),
+        "# Mailer\n\nfirst, mine\nmiddle\nlast\n",
+    )
+    .expect("edit");
+    h.registry
+        .publish("mailer", "2.0.0", &v(2, "last, upstream"));
+
+    let plan_id = "directory::skills::bundles::plan-update";
+    let planned = h.call(plan_id, json!({"namespace": "mailer"})).await;
+    assert_eq!(planned["to"]["version"], "2.0.0", "{planned}");
+    assert_eq!(planned["summary"]["merges"], 1);
+    // A file changed after the plan: D336 with a fresh plan, nothing written.
+    fs::write(h.path("skills/mailer/guide.md"), "# Guide, mine\n").expect("edit");
+    let stale = h
+        .call_err(
+            "directory::skills::bundles::apply",
+            json!({"plan_id": planned["plan_id"]}),
+        )
+        .await;
+    assert!(
+        stale.message.contains("D336 conflict:"),
+        "{}",
+        stale.message
+    );
+    let fresh: Value = serde_json::from_str(
+        stale
+            .message
+            .split_once("A fresh plan: ")
+            .expect("a fresh plan")
+            .1,
+    )
+    .expect("json");
+    let applied = h
+        .call(
+            "directory::skills::bundles::apply",
+            json!({"plan_id": fresh["plan_id"], "on_conflict": "merge"}),
+        )
+        .await;
+    assert_eq!(applied["merged"], json!(["SKILL.md"]), "{applied}");
+    assert_eq!(applied["conflicts"][0]["path"], "guide.md");
+    assert_eq!(
+        fs::read_to_string(h.path("skills/mailer/SKILL.md")).expect("merged"),
+        "# Mailer\n\nfirst, mine\nmiddle\nlast, upstream\n"
+    );
+    assert_eq!(
+        fs::read_to_string(h.path("skills/mailer/guide.md.upstream")).expect("beside"),
+        "# Guide v2\n"
+    );
+    let unknown = h
+        .call_err(
+            "directory::skills::bundles::apply",
+            json!({"plan_id": "plan-0"}),
+        )
+        .await;
+    assert!(
+        unknown.message.contains("D337 not_found:"),
+        "{}",
+        unknown.message
+    );
+    let bad = h
+        .call_err(
+            "directory::skills::bundles::apply",
+            json!({"plan_id": "plan-0", "on_conflict": "ours"}),
+        )
+        .await;
+    assert!(!bad.message.is_empty());
+}

@@ -374,6 +374,18 @@ const GLOBAL: &str = "skills";
 const LOCAL: &str = "skills/iii";
 const AGENTS_SKILLS: &str = ".agents/skills";
 const AGENTS: &str = "agents";
+/// The user-global roots (`global_agents_skills_folder`, `global_agents_folder`), on in every
+/// sequence; their skill folders meet the project's (`a`, `c`) and the bundled namespace.
+const USER_SKILLS: &str = "home/.agents/skills";
+const USER_AGENTS: &str = "home/.iii/agents";
+const USER_SKILL_DIRS: &[&str] = &["a", "c", "e", "iii-directory"];
+
+/// `config` with both user-global roots on, under `base`.
+fn with_user_roots(mut config: Config, base: &Path) -> Config {
+    config.paths.global_agents_skills_folder = Some(base.join(USER_SKILLS));
+    config.paths.global_agents_folder = Some(base.join(USER_AGENTS));
+    config
+}
 
 /// One random document: every family's shapes, valid and not, from a small space of values so
 /// that identical contents happen often.
@@ -512,18 +524,20 @@ fn skills_path(rng: &mut Rng, root: &str, namespaces: &[&str]) -> String {
 }
 
 fn agents_skill_path(rng: &mut Rng) -> String {
-    format!(
-        "{AGENTS_SKILLS}/{}/{}",
-        rng.pick(AGENTS_SKILL_DIRS),
-        rng.pick(IN_AGENTS_SKILL)
-    )
+    let (root, dirs) = if rng.chance(60) {
+        (AGENTS_SKILLS, AGENTS_SKILL_DIRS)
+    } else {
+        (USER_SKILLS, USER_SKILL_DIRS)
+    };
+    format!("{root}/{}/{}", rng.pick(dirs), rng.pick(IN_AGENTS_SKILL))
 }
 
 fn agent_path(rng: &mut Rng) -> String {
+    let root = if rng.chance(70) { AGENTS } else { USER_AGENTS };
     match rng.below(10) {
-        0 => format!("{AGENTS}/sub/w.md"),
-        1 => format!("{AGENTS}/notes.txt"),
-        _ => format!("{AGENTS}/{}.md", rng.pick(AGENT_IDS)),
+        0 => format!("{root}/sub/w.md"),
+        1 => format!("{root}/notes.txt"),
+        _ => format!("{root}/{}.md", rng.pick(AGENT_IDS)),
     }
 }
 
@@ -543,10 +557,10 @@ fn list_files(base: &Path) -> Vec<String> {
 }
 
 /// Top-level folders (or links) of the roots whose folders matter: `skills/<x>`,
-/// `skills/iii/<x>`, `.agents/skills/<x>`.
+/// `skills/iii/<x>`, `.agents/skills/<x>`, `home/.agents/skills/<x>`.
 fn list_top_dirs(base: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    for root in [GLOBAL, LOCAL, AGENTS_SKILLS] {
+    for root in [GLOBAL, LOCAL, AGENTS_SKILLS, USER_SKILLS] {
         let Ok(entries) = fs::read_dir(base.join(root)) else {
             continue;
         };
@@ -613,7 +627,15 @@ impl Sequence {
         } else {
             Tree { dir: memory_dir() }
         };
-        for dir in [GLOBAL, LOCAL, AGENTS_SKILLS, AGENTS, KEEP] {
+        for dir in [
+            GLOBAL,
+            LOCAL,
+            AGENTS_SKILLS,
+            AGENTS,
+            KEEP,
+            USER_SKILLS,
+            USER_AGENTS,
+        ] {
             tree.mkdir(dir);
         }
         let mut sequence = Sequence {
@@ -643,7 +665,7 @@ impl Sequence {
 
     /// The tree's configuration with the index file `name` in the scratch folder.
     fn config(&self, name: &str) -> Config {
-        let mut config = self.tree.config();
+        let mut config = with_user_roots(self.tree.config(), self.base());
         config.paths.index_path = self.scratch.path().join(name);
         config
     }
@@ -856,9 +878,10 @@ impl Sequence {
 
     /// A top-level folder path in one of the three roots whose folders matter.
     fn top_dir_path(&mut self) -> String {
-        match self.rng.below(3) {
+        match self.rng.below(4) {
             0 => format!("{GLOBAL}/{}", self.rng.pick(GLOBAL_NS)),
             1 => format!("{LOCAL}/{}", self.rng.pick(LOCAL_NS)),
+            2 => format!("{USER_SKILLS}/{}", self.rng.pick(USER_SKILL_DIRS)),
             _ => format!("{AGENTS_SKILLS}/{}", self.rng.pick(AGENTS_SKILL_DIRS)),
         }
     }
@@ -879,7 +902,7 @@ impl Sequence {
             .to_string_lossy()
             .into_owned();
         let to = if self.rng.chance(70) {
-            let root = self.rng.pick(&[GLOBAL, LOCAL, AGENTS_SKILLS]);
+            let root = self.rng.pick(&[GLOBAL, LOCAL, AGENTS_SKILLS, USER_SKILLS]);
             format!("{root}/{name}")
         } else {
             self.top_dir_path()
@@ -972,7 +995,7 @@ impl Sequence {
             .reconcile()
             .map_err(|e| format!("incremental reconcile failed: {e}"))?;
 
-        let mut config: Config = self.tree.config();
+        let mut config: Config = with_user_roots(self.tree.config(), self.base());
         config.paths.index_path = self
             .scratch
             .path()

@@ -922,3 +922,75 @@ fn config_that_is_not_a_configuration_is_one_error() {
     assert!(stderr.contains("registry_url"), "{stderr}");
     assert!(stderr.contains("http"), "{stderr}");
 }
+
+/// The user-global folders from a configuration file, with `~` expanded from `HOME`: `reindex`
+/// reads them, the lists serve them below the project, `check` names what they lose.
+#[test]
+fn global_folders_from_the_config_are_reindexed_listed_and_checked() {
+    let tree = Tree::new();
+    tree.write(
+        "home/.agents/skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Read PDFs.\n---\nUse pdftotext.\n",
+    )
+    .write(
+        "home/.iii/agents/ops.md",
+        "---\nname: Ops\nfunctions: [engine::functions::list]\nskills_index: false\n---\nRun ops.\n",
+    )
+    .write("home/.iii/agents/lead.md", "---\nname: Global lead\n---\nG.\n")
+    .write("agents/lead.md", "---\nname: Lead\n---\nYou lead.\n")
+    .write(
+        "iii.yaml",
+        "global_agents_folder: ~/.iii/agents\nglobal_agents_skills_folder: ~/.agents/skills\n",
+    );
+    let config = tree.path("iii.yaml");
+    let config = config.to_str().expect("utf-8 path");
+    let home = tree.path("home");
+    let json = |args: &[&str]| -> Value {
+        let output = iii(&tree)
+            .env("HOME", &home)
+            .args(["--config", config])
+            .args(args)
+            .output()
+            .expect("run iii-directory");
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("JSON")
+    };
+    let summary = json(&["reindex", "--json"]);
+    assert!(number(&summary, "files") >= 4, "{summary}");
+    let pdf = json(&["get", "skill", "pdf", "--json"]);
+    assert_eq!(
+        pdf["path"],
+        home.join(".agents/skills/pdf/SKILL.md")
+            .display()
+            .to_string()
+    );
+    let agents = json(&["list", "agents", "--json"]);
+    let row = |id: &str| {
+        agents["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} in {agents}"))
+    };
+    assert_eq!(row("lead")["name"], "Lead");
+    assert_eq!(row("ops")["functions"], json!(["engine::functions::list"]));
+    assert_eq!(row("ops")["skills_index"], false);
+    let check = json(&["check", "--json"]);
+    let shadowed: Vec<&Value> = check
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .filter(|s| s["root"] == "global_agents_folder")
+        .collect();
+    assert_eq!(shadowed.len(), 1, "{check}");
+    assert_eq!(
+        shadowed[0]["path"],
+        home.join(".iii/agents/lead.md").display().to_string()
+    );
+}

@@ -772,3 +772,34 @@ fn a_tree_of_many_folders_is_watched_whole_without_a_rescan() {
     env.expect_externals(mark, &[Family::Skills], "an edit in a wide tree");
     assert_eq!(env.watcher.as_ref().unwrap().status().rescans, 0);
 }
+
+/// A write takes in the watcher's echo of its own files before it answers (issue 31), so the
+/// read after it has nothing to catch up with; a change made behind the library's back still
+/// waits for that read, and the read serves it.
+#[test]
+fn a_write_leaves_no_echo_for_the_next_read() {
+    let env = Env::start(|_| {});
+    let mark = env.mark();
+    for n in 0..5 {
+        let content = format!("# Send {n}\n\nSend one.\n");
+        let request = json!({"id": "mailer/send", "content": content});
+        env.directory
+            .write(WriteFunction::SkillsUpdate, &request, None)
+            .expect("update");
+        assert!(!env.directory.changes_pending(), "write {n} left its echo");
+        assert_eq!(env.title("mailer/send"), Some(format!("Send {n}")));
+    }
+    env.tree.write(
+        "skills/mailer/send.md",
+        "# Outside\n\nEdited behind its back.\n",
+    );
+    assert!(env.directory.changes_pending(), "the edit is heard at once");
+    assert_eq!(env.title("mailer/send").as_deref(), Some("Outside"));
+    assert!(!env.directory.changes_pending());
+    // The five updates' own events, then one external for the edit.
+    let mut expected = vec![Family::Skills; 5];
+    expected.push(Family::Skills);
+    std::thread::sleep(SETTLE);
+    let families: Vec<Family> = env.since(mark).iter().map(|e| e.family).collect();
+    assert_eq!(families, expected, "{:?}", env.since(mark));
+}

@@ -1,0 +1,348 @@
+//! Hybrid search (issue 28), with the model (`III_DIRECTORY_SEARCH_MODEL`; the section is
+//! skipped with a line without it):
+//!
+//! - `skills::search` in hybrid mode over the tree, p50 including the query's embedding. The
+//!   tree's contents get stand-in vectors (the real embeddings of a few dozen skill-like texts,
+//!   reused in turn): embedding 50,000 skills takes most of an hour, and the scan, the fusion
+//!   and the answer cost the same whatever the vectors hold;
+//! - the embedding throughput of a cold tree (`EMBED_TREE` skills, really embedded), in
+//!   skills/s, with lexical searches served meanwhile (their p50 beside the idle one);
+//! - `search_functions`' library ranking in hybrid mode on the generated catalog of 2,000
+//!   functions, and the catalog's first embedding;
+//! - the worker's peak RSS serving hybrid searches with the model loaded and the tree's
+//!   vectors in memory.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use iii_directory::config::Config;
+use iii_directory::embed::{Embedder, Quantized};
+use iii_directory::search::catalog::Catalog;
+use iii_directory::search::query;
+use iii_directory::search::select_with;
+use iii_directory::search::vectors::FunctionLane;
+use iii_directory::{Directory, ModelState};
+use serde_json::{Value, json};
+
+use crate::Settings;
+use crate::measure::{measure, status_mib, tree};
+use crate::results::Figure;
+use crate::search::{FUNCTIONS, generated_tools};
+use crate::worker::{command, engine_for_worker, write_config};
+
+/// Skills of the cold tree whose embedding is timed.
+const EMBED_TREE: usize = 200;
+/// p50 of a search at 50,000 skills and on 2,000 functions (ms, issue 28).
+const P50_MAX_MS: f64 = 5.0;
+const TARGET_AT: usize = 50_000;
+
+const TASKS: [&str; 8] = [
+    "deploy a static site and roll it back when it fails",
+    "write unit tests for the payment service",
+    "send a weekly email report to the team",
+    "review a pull request for security problems",
+    "migrate the database schema without downtime",
+    "turn scanned invoices into spreadsheet rows",
+    "set up alerts when the API error rate spikes",
+    "explain this codebase to a new engineer",
+];
+
+/// Texts whose embeddings stand in for the tree's (skill-like, varied).
+const STAND_INS: [&str; 24] = [
+    "Deploy a web site to a static host and roll back a bad release.",
+    "Write and run unit tests for a service.",
+    "Send email reports and newsletters to a team.",
+    "Review code changes for security issues.",
+    "Plan and apply database schema migrations.",
+    "Extract tables from scanned documents with OCR.",
+    "Alert on error rates and latency from metrics.",
+    "Explain an unfamiliar codebase and its architecture.",
+    "Manage Kubernetes deployments and rollouts.",
+    "Build charts and dashboards from spreadsheets.",
+    "Translate documents between languages.",
+    "Schedule meetings and manage a calendar.",
+    "Process payments and refunds with Stripe.",
+    "Write release notes from a changelog.",
+    "Generate images from a text prompt.",
+    "Summarize long PDF reports.",
+    "Manage secrets and rotate credentials.",
+    "Profile and speed up slow Python code.",
+    "Design a REST API and its OpenAPI schema.",
+    "Scrape product prices from web pages.",
+    "Create slide decks from an outline.",
+    "Set up continuous integration pipelines.",
+    "Triage GitHub issues and label them.",
+    "Back up and restore a Postgres database.",
+];
+
+pub fn figures(settings: &Settings, config: &Config, work: &Path) -> Vec<Figure> {
+    let Some(folder) = std::env::var_os("III_DIRECTORY_SEARCH_MODEL") else {
+        eprintln!(
+            "hybrid: skipped (needs the embedding model: export \
+             III_DIRECTORY_SEARCH_MODEL=$(tools/search-model))"
+        );
+        return Vec::new();
+    };
+    let embedder = Arc::new(Embedder::load(Path::new(&folder)).expect("load the model"));
+    // An index of its own: the stand-in vectors stay out of the other sections' index.
+    let mut config = config.clone();
+    config.paths.index_path = work.join("hybrid-search.redb");
+    let _ = iii_directory::remove_index(&config.paths.index_path);
+    let config = &config;
+    let mut out = Vec::new();
+    out.extend(skill_search(settings, config, &embedder));
+    out.extend(cold_embedding(settings, &embedder));
+    out.extend(functions(settings, &embedder));
+    out.extend(worker_rss(
+        settings,
+        config,
+        work,
+        Path::new(&folder),
+        &embedder,
+    ));
+    out
+}
+
+fn stand_ins(embedder: &Embedder) -> Vec<Quantized> {
+    STAND_INS
+        .iter()
+        .map(|t| embedder.embed_query_quantized(t))
+        .collect()
+}
+
+/// The directory over the tree with every content's vector stored and the model ready.
+fn hybrid_directory(config: &Config, embedder: &Arc<Embedder>) -> Directory {
+    let directory = Directory::open(config.clone()).expect("open");
+    directory.reconcile().expect("index the tree");
+    let vectors = stand_ins(embedder);
+    directory
+        .store_stand_in_vectors(|i| vectors[i % vectors.len()].clone())
+        .expect("stand-in vectors");
+    directory.set_model_state(ModelState::Ready(embedder.clone()));
+    assert_eq!(directory.embed_pending().expect("embed"), 0);
+    directory
+}
+
+fn skill_search(settings: &Settings, config: &Config, embedder: &Arc<Embedder>) -> Vec<Figure> {
+    eprintln!("hybrid skill search");
+    let directory = hybrid_directory(config, embedder);
+    let answer = directory
+        .search_skills(&json!({ "query": TASKS[0] }), None, None)
+        .expect("search");
+    assert_eq!(answer["mode"], "hybrid", "{answer}");
+    let mut turn = 0;
+    let hybrid = measure(3, settings.iterations, || {
+        let query = TASKS[turn % TASKS.len()];
+        turn += 1;
+        black_box(
+            directory
+                .search_skills(&json!({ "query": query }), None, None)
+                .expect("search"),
+        );
+    });
+    let mut turn = 0;
+    let query_only = measure(3, settings.iterations, || {
+        let query = TASKS[turn % TASKS.len()];
+        turn += 1;
+        black_box(embedder.embed_query_quantized(query));
+    });
+    drop(directory);
+    vec![
+        Figure::timing(
+            "skill_search_hybrid",
+            "skills::search hybrid (p50, the query's embedding included)",
+            &hybrid,
+        )
+        .baseline("the query's embedding alone", query_only.p50)
+        .target(
+            "skills::search hybrid p50 ≤ 5 ms at 50,000 skills",
+            TARGET_AT,
+            settings.skills != TARGET_AT || hybrid.p50 <= P50_MAX_MS,
+        )
+        .note(format!(
+            "{} skills, every content with a stand-in vector (the embeddings of {} skill-like \
+             texts in turn); the exact int8 scan, fusion and answer",
+            settings.skills,
+            STAND_INS.len()
+        )),
+    ]
+}
+
+fn cold_embedding(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
+    eprintln!("cold embedding of {EMBED_TREE} skills");
+    let source = tree(EMBED_TREE);
+    let index = tempfile::tempdir().expect("temp dir");
+    let mut config = Config::for_root(&source);
+    config.paths.index_path = index.path().join("embed.redb");
+    let directory = Arc::new(Directory::open(config).expect("open"));
+    directory.reconcile().expect("index");
+    let mut turn = 0;
+    let mut search = || {
+        let query = TASKS[turn % TASKS.len()];
+        turn += 1;
+        let answer = directory
+            .search_skills(&json!({ "query": query }), None, None)
+            .expect("search");
+        assert_eq!(answer["mode"], "lexical");
+        black_box(answer);
+    };
+    let idle = measure(3, settings.iterations, &mut search);
+    directory.set_model_state(ModelState::Ready(embedder.clone()));
+    let done = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let embedding = {
+        let directory = directory.clone();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let embedded = directory.embed_pending().expect("embed");
+            done.store(true, Ordering::SeqCst);
+            (embedded, started.elapsed())
+        })
+    };
+    let mut during = Vec::new();
+    loop {
+        let start = Instant::now();
+        search();
+        during.push(start.elapsed());
+        if done.load(Ordering::SeqCst) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (embedded, took) = embedding.join().expect("embedding thread");
+    let during = crate::measure::Sample::of(during);
+    let per_second = embedded as f64 / took.as_secs_f64();
+    vec![
+        Figure::new(
+            "embed_cold_tree",
+            "embedding a cold tree in the background",
+            "skills/s",
+            per_second,
+        )
+        .note(format!(
+            "{embedded} distinct skill contents in {:.1} s (batches of 32 on the low-priority \
+             pool); lexical skills::search meanwhile p50 {:.2} ms, p99 {:.2} ms ({} searches), \
+             idle p50 {:.2} ms",
+            took.as_secs_f64(),
+            during.p50,
+            during.p99,
+            during.runs,
+            idle.p50
+        )),
+    ]
+}
+
+fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
+    eprintln!("hybrid function search on {FUNCTIONS} functions");
+    let catalog = Catalog::build(&generated_tools(FUNCTIONS));
+    let lane = FunctionLane::new("all-MiniLM-L6-v2", embedder.clone());
+    let started = Instant::now();
+    let embedded = lane.update(&catalog);
+    let took = started.elapsed();
+    let request = json!({ "capabilities": ["send an email with attachments"] });
+    let capabilities = query::parse(&request).expect("request");
+    let search = measure(3, settings.iterations * 4, || {
+        black_box(select_with(&catalog, &capabilities, Some(&lane)));
+    });
+    vec![
+        Figure::timing(
+            "search_functions_hybrid",
+            "search_functions hybrid, one capability (p50, its embedding included)",
+            &search,
+        )
+        .target(
+            "search_functions hybrid p50 ≤ 5 ms on 2,000 functions",
+            settings.skills,
+            search.p50 <= P50_MAX_MS,
+        )
+        .note(format!(
+            "the generated catalog of {FUNCTIONS} functions; its first embedding: {embedded} \
+             texts in {:.1} s ({:.0}/s)",
+            took.as_secs_f64(),
+            embedded as f64 / took.as_secs_f64()
+        )),
+    ]
+}
+
+fn worker_rss(
+    settings: &Settings,
+    config: &Config,
+    work: &Path,
+    model: &Path,
+    embedder: &Arc<Embedder>,
+) -> Vec<Figure> {
+    eprintln!("worker memory with the model");
+    let (config_file, index) = write_config(work, "hybrid");
+    let seed = std::fs::read_to_string(&config_file).expect("config");
+    std::fs::write(
+        &config_file,
+        format!(
+            "{seed}search_model_path: {}\n",
+            serde_json::to_string(&model.display().to_string()).expect("path")
+        ),
+    )
+    .expect("write config");
+    let _ = iii_directory::remove_index(&index);
+    let mut worker_config = config.clone();
+    worker_config.paths.index_path = index;
+    drop(hybrid_directory(&worker_config, embedder));
+    let tree = config.paths.skills_folder.parent().expect("the tree");
+    let (runtime, engine) = engine_for_worker();
+    engine.keep_history(false);
+    let mut child = command(tree, &config_file)
+        .args(["--url", engine.url()])
+        .stderr(std::fs::File::create(work.join("hybrid-worker.log")).expect("log"))
+        .spawn()
+        .expect("start the worker");
+    let pid = child.id();
+    let call = |function: &str, data: Value| {
+        runtime
+            .block_on(engine.invoke_with(function, data, None, Duration::from_secs(120)))
+            .expect("call")
+    };
+    runtime
+        .block_on(engine.wait_function("directory::skills::search", Duration::from_secs(300)))
+        .expect("the worker registers");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while call("directory::index::status", json!({}))["search"]["mode"] != "hybrid" {
+        assert!(Instant::now() < deadline, "the worker never turned hybrid");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut peaks = Vec::new();
+    for _ in 0..3 {
+        for query in TASKS.iter().cycle().take(40) {
+            let answer = call("directory::skills::search", json!({ "query": query }));
+            assert_eq!(answer["mode"], "hybrid");
+        }
+        peaks.push(status_mib(pid, "VmHWM").unwrap_or(f64::NAN));
+    }
+    let _ = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
+    let _ = child.wait();
+    let model_mib = std::fs::metadata(model.join("model.safetensors"))
+        .map(|m| m.len() as f64 / (1024.0 * 1024.0))
+        .unwrap_or(f64::NAN);
+    vec![
+        Figure::new(
+            "worker_rss_hybrid",
+            "peak RSS, worker with the model serving hybrid skill search",
+            "MiB",
+            peaks[0],
+        )
+        .target(
+            "≤ 150 MiB plus the model's size at 50,000 skills",
+            TARGET_AT,
+            settings.skills != TARGET_AT || peaks[0] <= 150.0 + model_mib,
+        )
+        .note(format!(
+            "VmHWM after 40 hybrid searches, and after two more rounds: {:.1}, {:.1}, {:.1} MiB; \
+             the model file is {model_mib:.1} MiB; {} skills, every vector in memory",
+            peaks[0], peaks[1], peaks[2], settings.skills
+        )),
+    ]
+}
