@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::catalog::CatalogIndex;
 use super::listed::Listed;
 use super::rows::{Rows, Span};
 use crate::doc::distance::Shape;
@@ -45,6 +46,8 @@ pub struct SkillCache {
     earlier: Mutex<Option<Earlier>>,
     /// Built on the first `search` of the revision.
     search: OnceLock<Arc<lexical::Index>>,
+    /// Built on the first `catalog` of the revision.
+    catalog: OnceLock<Arc<CatalogIndex>>,
 }
 
 /// The postings of an earlier revision, and the ids added and removed since.
@@ -95,6 +98,7 @@ impl SkillCache {
             postings: OnceLock::new(),
             earlier: Mutex::new(None),
             search: OnceLock::new(),
+            catalog: OnceLock::new(),
         }
     }
 
@@ -155,6 +159,7 @@ impl SkillCache {
             postings,
             earlier: Mutex::new(earlier),
             search: OnceLock::new(),
+            catalog: OnceLock::new(),
         }))
     }
 
@@ -169,6 +174,13 @@ impl SkillCache {
             }),
             None => locks::lock(&self.earlier).clone(),
         }
+    }
+
+    /// The revision's Agent Skills, as `catalog` reads them (built on its first call).
+    pub fn catalog_index(&self) -> Arc<CatalogIndex> {
+        self.catalog
+            .get_or_init(|| Arc::new(CatalogIndex::build(&self.rows)))
+            .clone()
     }
 
     /// Every row, in on-disk id order.

@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 
 use super::cache::SkillCache;
 use super::listed::{CatalogEntry, Listed};
+use super::rows::Rows;
+use crate::doc::ids::first_segment;
 use crate::error::Result;
 use crate::request;
 use crate::roots::Roots;
@@ -72,6 +74,49 @@ struct CatalogRequest {
     max_bytes: Option<usize>,
 }
 
+/// The Agent Skills of one revision, in on-disk id order, compact: what a catalog filters and
+/// counts without reading the rows it does not show (at 50,000 skills, a pass that touched
+/// every row cost more than the whole answer).
+pub struct CatalogIndex {
+    rows: Vec<CatalogRow>,
+    /// The namespaces (first id segments) the rows fall in, each once.
+    namespaces: Vec<Box<str>>,
+}
+
+struct CatalogRow {
+    /// The row's position in the revision's rows.
+    at: u32,
+    /// Its namespace, in `namespaces`.
+    ns: u32,
+    always_visible: bool,
+}
+
+impl CatalogIndex {
+    pub fn build(rows: &Rows) -> CatalogIndex {
+        let mut index = CatalogIndex {
+            rows: Vec::new(),
+            namespaces: Vec::new(),
+        };
+        for (at, listed) in rows.iter().enumerate() {
+            if listed.catalog.is_none() {
+                continue;
+            }
+            let ns = first_segment(&listed.id);
+            // Rows come in id order, so a namespace's rows are mostly together (`a-b/x` sorts
+            // between `a` and `a/x`): a namespace met again gets another entry.
+            if index.namespaces.last().is_none_or(|last| **last != *ns) {
+                index.namespaces.push(ns.into());
+            }
+            index.rows.push(CatalogRow {
+                at: at as u32,
+                ns: (index.namespaces.len() - 1) as u32,
+                always_visible: listed.always_visible,
+            });
+        }
+        index
+    }
+}
+
 /// One entry as it is rendered.
 struct Shown<'a> {
     listed: &'a Listed,
@@ -99,37 +144,66 @@ pub fn catalog(
         .unwrap_or(DEFAULT_MAX_BYTES)
         .clamp(MIN_MAX_BYTES, MAX_MAX_BYTES);
     let limit = req.limit.unwrap_or(usize::MAX).max(1);
-    let rows = match req.prefix.as_deref() {
-        Some(prefix) => cache.with_prefix(prefix),
-        None => cache.rows().span(0..cache.rows().len()),
+    let index = cache.catalog_index();
+    let rows = cache.rows();
+    let range = match req.prefix.as_deref() {
+        Some(prefix) => cache.prefix_range(prefix),
+        None => 0..rows.len(),
     };
-    let entries = rows.filter_map(|listed| {
-        let entry = listed.catalog.as_deref()?;
-        let admitted = visibility.allows_id(&listed.id, listed.always_visible)
-            && !listed.disable_model_invocation()
+    let start = index
+        .rows
+        .partition_point(|r| (r.at as usize) < range.start);
+    let end = index.rows.partition_point(|r| (r.at as usize) < range.end);
+    let entries = &index.rows[start..end];
+    // Whether each namespace is visible, decided once per namespace this request meets.
+    let mut visible: Vec<Option<bool>> = vec![None; index.namespaces.len()];
+    let mut admits = |row: &CatalogRow| {
+        let listed = &**rows.at(row.at as usize);
+        let shown = row.always_visible
+            || *visible[row.ns as usize].get_or_insert_with(|| {
+                visibility.allows_id(&index.namespaces[row.ns as usize], false)
+            });
+        shown
             && req
                 .kind
                 .as_deref()
                 .is_none_or(|t| listed.kind().as_deref() == Some(t))
-            && !listed.description().trim().is_empty();
-        admitted.then_some((&**listed, entry))
-    });
+    };
     let mut render = Render::new(req.format, max_bytes);
     let mut left_out = 0usize;
-    for (listed, entry) in entries {
-        if left_out > 0 || render.count == limit {
-            left_out += 1;
+    let mut at = 0;
+    while at < entries.len() {
+        let row = &entries[at];
+        at += 1;
+        if !admits(row) {
             continue;
         }
+        let listed = &**rows.at(row.at as usize);
+        let entry = listed.catalog.as_deref().expect("a catalog row");
         let shown = Shown {
             listed,
             entry,
             location: roots.file(entry.root, &entry.rel).display().to_string(),
         };
-        if !render.push(&shown) {
-            left_out += 1;
+        if render.count == limit || !render.push(&shown) {
+            left_out = 1;
+            break;
         }
     }
+    // The rest are counted, not read: without a filter that needs a row, by their number.
+    let rest = &entries[at..];
+    let unfiltered = req.kind.is_none()
+        && !matches!(
+            visibility,
+            Visibility {
+                filter_unregistered: true,
+                installed: Some(_)
+            }
+        );
+    left_out += match unfiltered {
+        true => rest.len(),
+        false => rest.iter().filter(|row| admits(row)).count(),
+    };
     Ok(render.finish(left_out))
 }
 

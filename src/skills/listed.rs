@@ -271,7 +271,8 @@ pub struct Listed {
 
 /// An Agent Skill as `skills::catalog` shows it: a served `SKILL.md` file (the unit of the
 /// Agent Skills format, and the file its reference library's `to-prompt` points at) whose
-/// content can be read. Where it sits is kept as the row's root and relative path, so a
+/// content can be read, that a model may invoke (no `disable-model-invocation`) and that has a
+/// description to be chosen by. Where it sits is kept as the row's root and relative path, so a
 /// catalog names its location from the configured folders without a `stat`.
 pub struct CatalogEntry {
     /// Frontmatter `name`; else the folder the file sits in, which the specification says
@@ -292,7 +293,7 @@ impl CatalogEntry {
             return None;
         };
         let (folder, file) = rel.rsplit_once('/').unwrap_or(("", rel));
-        if file != SKILL_FILE {
+        if file != SKILL_FILE || row.disable_model_invocation || row.description.trim().is_empty() {
             return None;
         }
         let folder = folder.rsplit('/').next().filter(|f| !f.is_empty());
