@@ -37,8 +37,8 @@
 //! worker, under `target/bench-work/<size>`, recreated on every run.
 
 mod baseline;
-mod catalog;
 mod bundles;
+mod catalog;
 mod deltas;
 mod embed;
 mod floor_worker;
