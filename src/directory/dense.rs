@@ -341,8 +341,9 @@ impl Directory {
     }
 
     /// Starts the background work of each new revision, until the directory is dropped: its
-    /// skill search index built (the first right after boot), then the contents lacking a
-    /// vector embedded, once the model is ready.
+    /// skill search index built once a skill search was asked for (a worker nobody searches
+    /// never pays its memory), then the contents lacking a vector embedded, once the model is
+    /// ready.
     pub fn start_background(self: &Arc<Self>) {
         let directory: Weak<Directory> = Arc::downgrade(self);
         let wake = self.dense.wake.clone();
@@ -360,7 +361,7 @@ impl Directory {
                     if !woken && latest == done_at {
                         continue;
                     }
-                    if latest != done_at {
+                    if latest != done_at && directory.skill_search_wanted() {
                         let started = Instant::now();
                         // On the low-priority threads: boot's registration and the first
                         // calls go first.

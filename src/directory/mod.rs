@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
@@ -47,6 +48,10 @@ pub struct Directory {
     skill_cache: Mutex<Option<Arc<skills::SkillCache>>>,
     /// The counted terms of skill texts, kept across revisions for skill search.
     skill_terms: Mutex<skills::SkillTerms>,
+    /// Set by the first skill search: from then on the background thread builds each new
+    /// revision's skill search index ahead of the calls. Before it nothing is built, so a
+    /// worker nobody searches keeps no skill terms in memory (hundreds of MiB at 50,000).
+    skill_search_wanted: AtomicBool,
     /// The live settings: tunable fields change with the configuration worker.
     settings: RwLock<config::Settings>,
     /// What brings the index up to date with changes on disk before each read: the watcher's
@@ -113,10 +118,16 @@ impl Directory {
             subscribers: Subscribers::default(),
             skill_cache: Mutex::new(None),
             skill_terms: Mutex::default(),
+            skill_search_wanted: AtomicBool::new(false),
             settings,
             catch_up: RwLock::new(None),
             dense: dense::Dense::default(),
         }
+    }
+
+    /// Whether a skill search was asked for in this process (see `skill_search_wanted`).
+    fn skill_search_wanted(&self) -> bool {
+        self.skill_search_wanted.load(Ordering::Relaxed)
     }
 
     /// The configuration the directory was opened with (its folders are fixed for its life).
@@ -468,6 +479,8 @@ impl Directory {
         request: &Value,
         dense: Option<&dyn DenseRanker>,
     ) -> Result<Value> {
+        // This call builds its revision's index itself; later revisions' are built ahead.
+        self.skill_search_wanted.store(true, Ordering::Relaxed);
         let embedder = self.embedder();
         let own = self.skill_lane(cache, embedder.as_deref());
         let dense = dense.or(own.as_ref().map(|lane| lane as &dyn DenseRanker));

@@ -203,6 +203,35 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
         &[],
         &["bundles"],
     ),
+    (
+        "directory::skills::bundles::plan-update",
+        &["namespace"],
+        &[
+            "plan_id",
+            "namespace",
+            "expires_at",
+            "expires_in_ms",
+            "from",
+            "to",
+            "summary",
+            "files",
+            "review",
+        ],
+    ),
+    (
+        "directory::skills::bundles::apply",
+        &["plan_id"],
+        &[
+            "plan_id",
+            "namespace",
+            "written",
+            "removed",
+            "kept_local",
+            "merged",
+            "conflicts",
+            "source",
+        ],
+    ),
 ];
 
 /// A bundle's status against the lock (README, "The bundles lock").
