@@ -46,32 +46,13 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
     let review = review::review(&bundle, settings.download_large_file_bytes);
     review::allow(&review, settings.download_allow_executables)?;
     let folders = &directory.config().paths;
-    let lock = lock_path(&folders.index_path);
-    let lock_folder = bundles_lock_folder(&folders.bundles_lock);
-    let lock_name = folders
-        .bundles_lock
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_string();
-    let targets = Targets {
-        skills: &folders.skills_folder,
-        agents: &folders.agents_folder,
-        bundles_lock: &lock_folder,
-        lock: &lock,
-    };
+    let places = LockPlaces::of(folders);
+    let targets = places.targets(folders);
     let source = bundle.source.clone();
     let written = bundle.written.clone();
     let locked_source = LockedSource::of(&source, &bundle.resolved);
     let namespace = source.namespace().to_string();
-    let served_prompt = |name: &str| -> Result<Option<PathBuf>> {
-        Ok(
-            match directory.reader()?.prompt(name)?.map(|row| row.source) {
-                Some(Source::File { root, rel, .. }) => Some(directory.roots().file(root, &rel)),
-                _ => None,
-            },
-        )
-    };
+    let served_prompt = |name: &str| served_prompt(directory, name);
     let (paths, kept_local, written) = directory.change(|| {
         let mut kept: Vec<File> = Vec::new();
         let mut folder = namespace.clone();
@@ -94,23 +75,9 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
                 .iter()
                 .chain(&checked.kept_local)
                 .filter(|f| !is_record(f));
-            let mut entry = lock::entry(&namespace, locked_source, &checked.folder, bundle_files);
-            let mut next = lock::read(&folders.bundles_lock)?;
-            // The same bytes from the same source again (a restore, a re-pull of an unchanged
-            // bundle) leave the committed lock as it was.
-            if let Some(previous) = next.bundles.get(&namespace)
-                && previous.source == entry.source
-                && previous.files == entry.files
-            {
-                entry.landed_at = previous.landed_at.clone();
-            }
-            next.bundles.insert(namespace.clone(), entry);
+            let entry = lock::entry(&namespace, locked_source, &checked.folder, bundle_files);
             let mut files = checked.files;
-            files.push(File {
-                dest: Dest::BundlesLock,
-                rel: lock_name.clone(),
-                bytes: next.to_bytes()?,
-            });
+            files.push(places.lock_file(folders, &namespace, entry)?);
             kept = checked.kept_local;
             folder = checked.folder;
             Ok(files)
@@ -239,4 +206,71 @@ fn index_key(paths: &Paths, file: &Path) -> Option<(Root, String)> {
     }
     let rel = file.strip_prefix(&paths.skills_folder).ok()?;
     Some((Root::Skills, rel.to_str()?.replace('\\', "/")))
+}
+
+/// Where a landing of bundles writes besides the folders: the landing's advisory lock beside
+/// the index, and the bundles lock file's folder and name.
+pub(super) struct LockPlaces {
+    landing_lock: PathBuf,
+    folder: PathBuf,
+    name: String,
+}
+
+impl LockPlaces {
+    pub(super) fn of(folders: &Paths) -> LockPlaces {
+        LockPlaces {
+            landing_lock: lock_path(&folders.index_path),
+            folder: bundles_lock_folder(&folders.bundles_lock),
+            name: folders
+                .bundles_lock
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+
+    pub(super) fn targets<'a>(&'a self, folders: &'a Paths) -> Targets<'a> {
+        Targets {
+            skills: &folders.skills_folder,
+            agents: &folders.agents_folder,
+            bundles_lock: &self.folder,
+            lock: &self.landing_lock,
+        }
+    }
+
+    /// The bundles lock with `entry` for `namespace`, as the file the landing commits with the
+    /// bundle's files. The same bytes from the same source again (a restore, a re-pull of an
+    /// unchanged bundle) keep the entry's `landed_at`, so the committed lock stays as it was.
+    pub(super) fn lock_file(
+        &self,
+        folders: &Paths,
+        namespace: &str,
+        mut entry: lock::Entry,
+    ) -> Result<File> {
+        let mut next = lock::read(&folders.bundles_lock)?;
+        if let Some(previous) = next.bundles.get(namespace)
+            && previous.source == entry.source
+            && previous.files == entry.files
+        {
+            entry.landed_at = previous.landed_at.clone();
+        }
+        next.bundles.insert(namespace.to_string(), entry);
+        Ok(File {
+            dest: Dest::BundlesLock,
+            rel: self.name.clone(),
+            bytes: next.to_bytes()?,
+        })
+    }
+}
+
+/// The file that serves system prompt `name`, when a file does (a bundle may replace only
+/// that one: `guard::check`).
+pub(super) fn served_prompt(directory: &Directory, name: &str) -> Result<Option<PathBuf>> {
+    Ok(
+        match directory.reader()?.prompt(name)?.map(|row| row.source) {
+            Some(Source::File { root, rel, .. }) => Some(directory.roots().file(root, &rel)),
+            _ => None,
+        },
+    )
 }

@@ -46,12 +46,11 @@ use crate::events::{ChangeEvent, Family};
 use crate::locks;
 use crate::registry::{Registry, Release};
 use crate::request;
-use crate::rules::Source as RowSource;
-use crate::store::landing::{self, Changes, Targets, bundles_lock_folder, lock_path};
+use crate::store::landing::{self, Changes};
 
 use super::bundle::{Bundle, Dest, File, Limits};
 use super::guard::{self, OnEdited, namespace_folder, placed_rel};
-use super::land::{Landed, is_record, shown, without_kept};
+use super::land::{Landed, LockPlaces, is_record, served_prompt, shown, without_kept};
 use super::lock::{self, Entry, LockedSource, Route};
 use super::merge::merge;
 use super::review::{self, Review};
@@ -868,30 +867,11 @@ fn land_now(
     (on_conflict, dropped): (OnConflict, Dropped),
 ) -> Result<Option<Applied>> {
     let folders = &directory.config().paths;
-    let lock_file = lock_path(&folders.index_path);
-    let lock_folder = bundles_lock_folder(&folders.bundles_lock);
-    let lock_name = folders
-        .bundles_lock
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_string();
-    let targets = Targets {
-        skills: &folders.skills_folder,
-        agents: &folders.agents_folder,
-        bundles_lock: &lock_folder,
-        lock: &lock_file,
-    };
+    let places = LockPlaces::of(folders);
+    let targets = places.targets(folders);
     let namespace = plan.namespace.clone();
     let source = plan.bundle.source.clone();
-    let served_prompt = |name: &str| -> Result<Option<PathBuf>> {
-        Ok(
-            match directory.reader()?.prompt(name)?.map(|row| row.source) {
-                Some(RowSource::File { root, rel, .. }) => Some(directory.roots().file(root, &rel)),
-                _ => None,
-            },
-        )
-    };
+    let served_prompt = |name: &str| served_prompt(directory, name);
     struct Decided {
         stale: bool,
         kept: Vec<File>,
@@ -1001,26 +981,14 @@ fn land_now(
                     ..f.clone()
                 })
                 .collect();
-            let mut entry = lock::entry(
+            let entry = lock::entry(
                 &namespace,
                 LockedSource::of(&plan.bundle.source, &plan.bundle.resolved),
                 &checked.folder,
                 locked_files.iter().filter(|f| !is_record(f)),
             );
-            let mut next = lock::read(&folders.bundles_lock)?;
-            if let Some(previous) = next.bundles.get(&namespace)
-                && previous.source == entry.source
-                && previous.files == entry.files
-            {
-                entry.landed_at = previous.landed_at.clone();
-            }
-            next.bundles.insert(namespace.clone(), entry);
             let mut files = checked.files;
-            files.push(File {
-                dest: Dest::BundlesLock,
-                rel: lock_name.clone(),
-                bytes: next.to_bytes()?,
-            });
+            files.push(places.lock_file(folders, &namespace, entry)?);
             Ok(Changes { files, removed })
         })?;
         let touched: Vec<PathBuf> = touched
