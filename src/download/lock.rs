@@ -374,3 +374,19 @@ mod tests {
         );
     }
 }
+
+/// `D334`: `namespace` has no entry in the bundles lock; `then` says what that means for the
+/// call (its own sentence), and the error points at the bundles the lock does record.
+pub fn not_locked(namespace: &str, then: &str) -> Error {
+    Error::coded(
+        crate::code::Code::BundleNotLocked,
+        format!(
+            "bundle {} is not in the bundles lock; {then}",
+            crate::error::quoted(namespace)
+        ),
+        &[crate::error::next(
+            super::BundlesFunction::List.id(),
+            "see the bundles the lock records",
+        )],
+    )
+}

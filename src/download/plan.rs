@@ -262,19 +262,8 @@ fn present(value: Option<String>) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-fn not_locked(namespace: &str) -> Error {
-    Error::coded(
-        Code::BundleNotLocked,
-        format!(
-            "bundle {} is not in the bundles lock; download it first, then plan its updates.",
-            quoted(namespace)
-        ),
-        &[crate::error::next(
-            super::BundlesFunction::List.id(),
-            "see the bundles the lock records",
-        )],
-    )
-}
+/// What a missing lock entry means for a plan.
+const NOT_LOCKED_THEN: &str = "download it first, then plan its updates.";
 
 /// Answers `plan-update`: fetches the upstream candidate and answers the plan.
 pub async fn plan_update(
@@ -294,7 +283,7 @@ pub async fn plan_update(
     let entry = lock::read(&paths.bundles_lock)?
         .bundles
         .remove(&namespace)
-        .ok_or_else(|| not_locked(&namespace))?;
+        .ok_or_else(|| lock::not_locked(&namespace, NOT_LOCKED_THEN))?;
     let source = match &entry.source {
         LockedSource::Registry {
             worker, tag: held, ..
@@ -851,7 +840,7 @@ async fn land_plan(
             let entry = lock::read(&paths.bundles_lock)?
                 .bundles
                 .remove(&plan.namespace)
-                .ok_or_else(|| not_locked(&plan.namespace))?;
+                .ok_or_else(|| lock::not_locked(&plan.namespace, NOT_LOCKED_THEN))?;
             let fresh = make(directory, registry, entry, plan.bundle).await?;
             keep(fresh.clone());
             Err(Stale::Fresh(Box::new(fresh)))

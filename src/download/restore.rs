@@ -55,19 +55,13 @@ pub async fn restore(
         .map(|n| n.trim().to_string())
         .filter(|n| !n.is_empty());
     let entries: Vec<Entry> = match &namespace {
-        Some(ns) => vec![locked.bundles.get(ns).cloned().ok_or_else(|| {
-            Error::coded(
-                Code::BundleNotLocked,
-                format!(
-                    "bundle {} is not in the bundles lock; nothing to restore.",
-                    quoted(ns)
-                ),
-                &[crate::error::next(
-                    super::BundlesFunction::List.id(),
-                    "see the bundles the lock records",
-                )],
-            )
-        })?],
+        Some(ns) => vec![
+            locked
+                .bundles
+                .get(ns)
+                .cloned()
+                .ok_or_else(|| lock::not_locked(ns, "nothing to restore."))?,
+        ],
         None => locked.bundles.into_values().collect(),
     };
     let mut restored = Vec::new();

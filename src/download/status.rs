@@ -17,9 +17,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::code::Code;
 use crate::config::Paths;
-use crate::error::{Error, Result, next};
+use crate::error::Result;
 use crate::request;
 use crate::store::is_temp_name;
 use crate::store::landing::Dest;
@@ -114,16 +113,9 @@ pub fn answer(paths: &Paths, function: BundlesFunction, request: &Value) -> Resu
             let namespace = namespace.trim();
             let locked = lock::read(&paths.bundles_lock)?;
             let entry = locked.bundles.get(namespace).ok_or_else(|| {
-                Error::coded(
-                    Code::BundleNotLocked,
-                    format!(
-                        "bundle {} is not in the bundles lock; it was never downloaded here, or the lock was replaced.",
-                        crate::error::quoted(namespace)
-                    ),
-                    &[next(
-                        BundlesFunction::List.id(),
-                        "see the bundles the lock records",
-                    )],
+                lock::not_locked(
+                    namespace,
+                    "it was never downloaded here, or the lock was replaced.",
                 )
             })?;
             Ok(json!(status(paths, entry, true)))
