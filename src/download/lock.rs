@@ -290,6 +290,22 @@ impl Lock {
     }
 }
 
+/// `D334`: `namespace` has no entry in the bundles lock; `then` says what that means for the
+/// call (its own sentence), and the error points at the bundles the lock does record.
+pub fn not_locked(namespace: &str, then: &str) -> Error {
+    Error::coded(
+        crate::code::Code::BundleNotLocked,
+        format!(
+            "bundle {} is not in the bundles lock; {then}",
+            crate::error::quoted(namespace)
+        ),
+        &[crate::error::next(
+            super::BundlesFunction::List.id(),
+            "see the bundles the lock records",
+        )],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,20 +389,4 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }
-}
-
-/// `D334`: `namespace` has no entry in the bundles lock; `then` says what that means for the
-/// call (its own sentence), and the error points at the bundles the lock does record.
-pub fn not_locked(namespace: &str, then: &str) -> Error {
-    Error::coded(
-        crate::code::Code::BundleNotLocked,
-        format!(
-            "bundle {} is not in the bundles lock; {then}",
-            crate::error::quoted(namespace)
-        ),
-        &[crate::error::next(
-            super::BundlesFunction::List.id(),
-            "see the bundles the lock records",
-        )],
-    )
 }
