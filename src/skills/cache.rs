@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::catalog::CatalogIndex;
+use super::catalog_index::CatalogIndex;
 use super::listed::Listed;
 use super::rows::{Rows, Span};
 use crate::doc::distance::Shape;

@@ -3,6 +3,7 @@
 
 mod cache;
 mod catalog;
+mod catalog_index;
 mod get;
 mod list;
 mod listed;
