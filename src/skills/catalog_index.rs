@@ -1,0 +1,48 @@
+//! The compact index `skills::catalog` reads (`catalog.rs`), built once per revision by the
+//! skill cache (`cache.rs`), apart from both so that neither imports the other.
+
+use super::rows::Rows;
+use crate::doc::ids::first_segment;
+
+/// The Agent Skills of one revision, in on-disk id order, compact: what a catalog filters and
+/// counts without reading the rows it does not show (at 50,000 skills, a pass that touched
+/// every row cost more than the whole answer).
+pub struct CatalogIndex {
+    pub(super) rows: Vec<CatalogRow>,
+    /// The namespaces (first id segments) the rows fall in, each once.
+    pub(super) namespaces: Vec<Box<str>>,
+}
+
+pub(super) struct CatalogRow {
+    /// The row's position in the revision's rows.
+    pub(super) at: u32,
+    /// Its namespace, in `namespaces`.
+    pub(super) ns: u32,
+    pub(super) always_visible: bool,
+}
+
+impl CatalogIndex {
+    pub fn build(rows: &Rows) -> CatalogIndex {
+        let mut index = CatalogIndex {
+            rows: Vec::new(),
+            namespaces: Vec::new(),
+        };
+        for (at, listed) in rows.iter().enumerate() {
+            if listed.catalog.is_none() {
+                continue;
+            }
+            let ns = first_segment(&listed.id);
+            // Rows come in id order, so a namespace's rows are mostly together (`a-b/x` sorts
+            // between `a` and `a/x`): a namespace met again gets another entry.
+            if index.namespaces.last().is_none_or(|last| **last != *ns) {
+                index.namespaces.push(ns.into());
+            }
+            index.rows.push(CatalogRow {
+                at: at as u32,
+                ns: (index.namespaces.len() - 1) as u32,
+                always_visible: listed.always_visible,
+            });
+        }
+        index
+    }
+}
