@@ -31,6 +31,7 @@ use crate::Settings;
 use crate::measure::{measure, status_mib, tree};
 use crate::results::Figure;
 use crate::search::{FUNCTIONS, generated_tools};
+use crate::skill_search::{TASKS, searches};
 use crate::worker::{command, engine_for_worker, write_config};
 
 /// Skills of the cold tree whose embedding is timed.
@@ -38,17 +39,6 @@ const EMBED_TREE: usize = 200;
 /// p50 of a search at 50,000 skills and on 2,000 functions (ms, issue 28).
 const P50_MAX_MS: f64 = 5.0;
 const TARGET_AT: usize = 50_000;
-
-const TASKS: [&str; 8] = [
-    "deploy a static site and roll it back when it fails",
-    "write unit tests for the payment service",
-    "send a weekly email report to the team",
-    "review a pull request for security problems",
-    "migrate the database schema without downtime",
-    "turn scanned invoices into spreadsheet rows",
-    "set up alerts when the API error rate spikes",
-    "explain this codebase to a new engineer",
-];
 
 /// Texts whose embeddings stand in for the tree's (skill-like, varied).
 const STAND_INS: [&str; 24] = [
@@ -133,16 +123,7 @@ fn skill_search(settings: &Settings, config: &Config, embedder: &Arc<Embedder>) 
         .search_skills(&json!({ "query": TASKS[0] }), None, None)
         .expect("search");
     assert_eq!(answer["mode"], "hybrid", "{answer}");
-    let mut turn = 0;
-    let hybrid = measure(3, settings.iterations, || {
-        let query = TASKS[turn % TASKS.len()];
-        turn += 1;
-        black_box(
-            directory
-                .search_skills(&json!({ "query": query }), None, None)
-                .expect("search"),
-        );
-    });
+    let hybrid = measure(3, settings.iterations, searches(&directory));
     let mut turn = 0;
     let query_only = measure(3, settings.iterations, || {
         let query = TASKS[turn % TASKS.len()];
@@ -179,17 +160,8 @@ fn cold_embedding(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> 
     config.paths.index_path = index.path().join("embed.redb");
     let directory = Arc::new(Directory::open(config).expect("open"));
     directory.reconcile().expect("index");
-    let mut turn = 0;
-    let mut search = || {
-        let query = TASKS[turn % TASKS.len()];
-        turn += 1;
-        // Lexical until the pass has embedded every content.
-        black_box(
-            directory
-                .search_skills(&json!({ "query": query }), None, None)
-                .expect("search"),
-        );
-    };
+    // Lexical until the pass has embedded every content.
+    let mut search = searches(&directory);
     let idle = measure(3, settings.iterations, &mut search);
     directory.set_model_state(ModelState::Ready(embedder.clone()));
     let done = Arc::new(AtomicBool::new(false));

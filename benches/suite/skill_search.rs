@@ -18,8 +18,8 @@ use crate::results::Figure;
 const SEARCH_P50_MAX_MS: f64 = 5.0;
 const TARGET_AT: usize = 50_000;
 
-/// Tasks as a user states them, rotated through the timed runs.
-const TASKS: [&str; 8] = [
+/// Tasks as a user states them, rotated through the timed runs (the hybrid section's too).
+pub const TASKS: [&str; 8] = [
     "deploy a static site and roll it back when it fails",
     "write unit tests for the payment service",
     "send a weekly email report to the team",
@@ -30,10 +30,10 @@ const TASKS: [&str; 8] = [
     "explain this codebase to a new engineer",
 ];
 
-pub fn figures(settings: &Settings, directory: &Directory, config: &Config) -> Vec<Figure> {
-    let mut out = Vec::new();
+/// One `skills::search` per call, the tasks in turn.
+pub fn searches(directory: &Directory) -> impl FnMut() + '_ {
     let mut turn = 0;
-    let search = measure(3, settings.iterations, || {
+    move || {
         let query = TASKS[turn % TASKS.len()];
         turn += 1;
         black_box(
@@ -41,7 +41,12 @@ pub fn figures(settings: &Settings, directory: &Directory, config: &Config) -> V
                 .search_skills(&json!({ "query": query }), None, None)
                 .expect("search"),
         );
-    });
+    }
+}
+
+pub fn figures(settings: &Settings, directory: &Directory, config: &Config) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let search = measure(3, settings.iterations, searches(directory));
     let mut turn = 0;
     let substring = measure(1, settings.iterations, || {
         let query = TASKS[turn % TASKS.len()];
