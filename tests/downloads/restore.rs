@@ -31,8 +31,8 @@ async fn restore_all(s: &Setup, request: serde_json::Value) -> Result<serde_json
         .map_err(|e| e.to_string())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn restore_into_an_empty_tree_gives_the_same_bytes_and_the_same_lock() {
+/// The first machine: `mailer` downloaded from the registry, and the lock it committed.
+async fn landed_mailer() -> (Setup, String) {
     let first = Setup::new();
     first.server.bundle("mailer", &FILES);
     first
@@ -41,6 +41,12 @@ async fn restore_into_an_empty_tree_gives_the_same_bytes_and_the_same_lock() {
         .expect("download");
     let lock_text =
         std::fs::read_to_string(first.tree.path("skills/iii-bundles.lock.json")).expect("lock");
+    (first, lock_text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_into_an_empty_tree_gives_the_same_bytes_and_the_same_lock() {
+    let (first, lock_text) = landed_mailer().await;
 
     // Another machine: the committed lock only, the registry still serving 1.0.0.
     let other = Setup::new();
@@ -86,14 +92,7 @@ async fn restore_into_an_empty_tree_gives_the_same_bytes_and_the_same_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registry_answering_other_bytes_for_the_pinned_version_is_refused() {
-    let first = Setup::new();
-    first.server.bundle("mailer", &FILES);
-    first
-        .download(FromRegistry, json!({"worker": "mailer"}))
-        .await
-        .expect("download");
-    let lock_text =
-        std::fs::read_to_string(first.tree.path("skills/iii-bundles.lock.json")).expect("lock");
+    let (_first, lock_text) = landed_mailer().await;
 
     let other = Setup::new();
     let mut tampered = FILES;
