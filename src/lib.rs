@@ -46,7 +46,7 @@ mod yaml;
 
 pub use answer::Answer;
 pub use code::{Class, Code};
-pub use directory::{Directory, ModelState, ReadFunction, Skipped, WriteFunction};
+pub use directory::{Directory, ModelState, ReadFunction, Skipped, WriteFunction, vectors_model};
 pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};

@@ -28,7 +28,7 @@ use iii_directory::{Directory, ModelState};
 use serde_json::{Value, json};
 
 use crate::Settings;
-use crate::measure::{measure, status_mib, tree};
+use crate::measure::{cpu_seconds, load_average, measure, status_mib, tree};
 use crate::results::Figure;
 use crate::search::{FUNCTIONS, generated_tools};
 use crate::skill_search::{TASKS, searches};
@@ -109,7 +109,7 @@ fn hybrid_directory(config: &Config, embedder: &Arc<Embedder>) -> Directory {
     directory.reconcile().expect("index the tree");
     let vectors = stand_ins(embedder);
     directory
-        .store_stand_in_vectors(|i| vectors[i % vectors.len()].clone())
+        .store_stand_in_vectors(embedder, |i| vectors[i % vectors.len()].clone())
         .expect("stand-in vectors");
     directory.set_model_state(ModelState::Ready(embedder.clone()));
     assert_eq!(directory.embed_pending().expect("embed"), 0);
@@ -123,7 +123,9 @@ fn skill_search(settings: &Settings, config: &Config, embedder: &Arc<Embedder>) 
         .search_skills(&json!({ "query": TASKS[0] }), None, None)
         .expect("search");
     assert_eq!(answer["mode"], "hybrid", "{answer}");
+    let cpu = cpu_seconds();
     let hybrid = measure(3, settings.iterations, searches(&directory));
+    let cpu_ms = (cpu_seconds() - cpu) * 1e3 / (settings.iterations + 3) as f64;
     let mut turn = 0;
     let query_only = measure(3, settings.iterations, || {
         let query = TASKS[turn % TASKS.len()];
@@ -145,9 +147,11 @@ fn skill_search(settings: &Settings, config: &Config, embedder: &Arc<Embedder>) 
         )
         .note(format!(
             "{} skills, every content with a stand-in vector (the embeddings of {} skill-like \
-             texts in turn); the exact int8 scan, fusion and answer",
+             texts in turn); the exact int8 scan, fusion and answer; {cpu_ms:.2} ms of the \
+             process's CPU time per search (both cores), load {}",
             settings.skills,
-            STAND_INS.len()
+            STAND_INS.len(),
+            load_average()
         )),
     ]
 }
@@ -217,9 +221,11 @@ fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
     let took = started.elapsed();
     let request = json!({ "capabilities": ["send an email with attachments"] });
     let capabilities = query::parse(&request).expect("request");
+    let cpu = cpu_seconds();
     let search = measure(3, settings.iterations * 4, || {
         black_box(select_with(&catalog, &capabilities, Some(&lane)));
     });
+    let cpu_ms = (cpu_seconds() - cpu) * 1e3 / (settings.iterations * 4 + 3) as f64;
     vec![
         Figure::timing(
             "search_functions_hybrid",
@@ -233,9 +239,11 @@ fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
         )
         .note(format!(
             "the generated catalog of {FUNCTIONS} functions; its first embedding: {embedded} \
-             texts in {:.1} s ({:.0}/s)",
+             texts in {:.1} s ({:.0}/s); {cpu_ms:.2} ms of the process's CPU time per search \
+             (both cores), load {}",
             took.as_secs_f64(),
-            embedded as f64 / took.as_secs_f64()
+            embedded as f64 / took.as_secs_f64(),
+            load_average()
         )),
     ]
 }

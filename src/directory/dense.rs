@@ -21,7 +21,7 @@ use crate::embed::{Embedder, Quantized};
 use crate::error::Result;
 use crate::locks;
 use crate::retrieval::fusion::Mode;
-use crate::skills::{SkillCache, SkillLane, SkillVectors, skill_text};
+use crate::skills::{SkillCache, SkillLane, SkillVectors, skill_text, skill_text_digest};
 
 /// The model this worker embeds with (`embed::fetch::Source::pinned`).
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -39,6 +39,7 @@ pub enum ModelState {
     Downloading,
     /// Read from its folder.
     Loading,
+    /// Loaded; skill vectors are stored and read under its [`vectors_model`] name.
     Ready(Arc<Embedder>),
     /// The fetch or the load failed: lexical, and why.
     Failed(String),
@@ -59,6 +60,8 @@ impl ModelState {
 /// See the module doc.
 pub struct Dense {
     state: RwLock<ModelState>,
+    /// The [`vectors_model`] name of the ready model.
+    model: RwLock<Option<Arc<str>>>,
     vectors: SkillVectors,
     /// Whether the index's vectors were read into memory (once, when the model is ready).
     loaded: AtomicBool,
@@ -98,6 +101,7 @@ impl Default for Dense {
     fn default() -> Self {
         Dense {
             state: RwLock::new(ModelState::Absent),
+            model: RwLock::new(None),
             vectors: SkillVectors::default(),
             loaded: AtomicBool::new(false),
             caught_up: AtomicBool::new(false),
@@ -114,6 +118,13 @@ impl Dense {
             ModelState::Ready(embedder) => Some(embedder.clone()),
             _ => None,
         }
+    }
+
+    /// The ready model and its [`vectors_model`] name.
+    fn ready_model(&self) -> Option<(Arc<Embedder>, Arc<str>)> {
+        let embedder = self.ready()?;
+        let model = locks::read(&self.model).clone()?;
+        Some((embedder, model))
     }
 
     /// The embedding threads: as many as cores, at a lower scheduling priority than the
@@ -147,17 +158,41 @@ fn lower_priority() {
     }
 }
 
+/// The name skill vectors are stored under (`meta.vectors_model`): the model's name, its
+/// files' fingerprint and the tokens it reads, and a digest of the text a skill is embedded
+/// as (`skills::skill_text` of a fixed skill). Vectors stored under another name were made by
+/// another model or from other texts: they are never compared with this one's, and are embedded
+/// again.
+pub fn vectors_model(embedder: &Embedder) -> Arc<str> {
+    format!(
+        "{MODEL_NAME} {} text:{}",
+        embedder.fingerprint(),
+        skill_text_digest()
+    )
+    .into()
+}
+
 impl Directory {
-    /// Sets where the embedding model stands. `Ready` reads the vectors the index keeps
-    /// into memory (once) and starts the background pass.
+    /// Sets where the embedding model stands. `Ready` reads the vectors the index keeps of
+    /// that model into memory (once; another model's are embedded again) and starts the
+    /// background pass.
     pub fn set_model_state(&self, state: ModelState) {
-        let ready = matches!(state, ModelState::Ready(_));
+        let model = match &state {
+            ModelState::Ready(embedder) => Some(vectors_model(embedder)),
+            _ => None,
+        };
+        if let Some(model) = &model {
+            *locks::write(&self.dense.model) = Some(model.clone());
+        }
         *locks::write(&self.dense.state) = state;
-        if ready {
+        if let Some(model) = model {
             if !self.dense.loaded.swap(true, Ordering::SeqCst) {
-                match self.index.read().and_then(|reader| reader.vectors()) {
-                    Ok(vectors) => self.dense.vectors.replace(vectors),
-                    Err(e) => tracing::warn!("cannot read the stored skill embeddings: {e}"),
+                let loaded = self
+                    .index
+                    .read()
+                    .and_then(|reader| self.dense.vectors.load(&reader, &model));
+                if let Err(e) = loaded {
+                    tracing::warn!("cannot read the stored skill embeddings: {e}");
                 }
             }
             self.dense.wake.notify();
@@ -223,7 +258,7 @@ impl Directory {
     /// time, each batch stored in its own commit. Returns how many were stored. Nothing to do
     /// without a ready model, or on a read-only follower (its writer embeds).
     pub fn embed_pending(&self) -> Result<usize> {
-        let Some(embedder) = self.dense.ready() else {
+        let Some((embedder, model)) = self.dense.ready_model() else {
             return Ok(0);
         };
         if !self.index.is_writer() {
@@ -275,7 +310,7 @@ impl Directory {
                     .zip(&vectors)
                     .map(|(hash, vector)| (hash, Quantized::from_vector(vector)))
                     .collect();
-                let kept = self.index.store_vectors(&batch)?;
+                let kept = self.index.store_vectors(&model, &batch)?;
                 let kept: HashSet<_> = kept.into_iter().collect();
                 let batch: Vec<_> = batch
                     .into_iter()
@@ -306,10 +341,16 @@ impl Directory {
     }
 
     /// Stores a stand-in vector for each skill content lacking one (`vector(i)` for the i-th),
-    /// as [`Directory::embed_pending`] stores real ones: the benchmarks time the scan, the
-    /// fusion and the worker's memory at sizes whose embedding would take an hour.
+    /// as [`Directory::embed_pending`] stores real ones, under `embedder`'s name: the
+    /// benchmarks time the scan, the fusion and the worker's memory at sizes whose embedding
+    /// would take an hour.
     #[cfg(any(test, feature = "testing"))]
-    pub fn store_stand_in_vectors(&self, vector: impl Fn(usize) -> Quantized) -> Result<usize> {
+    pub fn store_stand_in_vectors(
+        &self,
+        embedder: &Embedder,
+        vector: impl Fn(usize) -> Quantized,
+    ) -> Result<usize> {
+        let model = vectors_model(embedder);
         let cache = self.skill_cache(&self.index.read()?)?;
         let pending = self.dense.vectors.pending(&cache);
         let mut stored = 0;
@@ -319,7 +360,7 @@ impl Directory {
                 .enumerate()
                 .map(|(i, hash)| (*hash, vector(stored + i)))
                 .collect();
-            self.index.store_vectors(&batch)?;
+            self.index.store_vectors(&model, &batch)?;
             self.dense.vectors.insert(&batch);
             stored += batch.len();
         }

@@ -30,7 +30,7 @@ use crate::{agents, request, skills, store, system_prompts};
 mod dense;
 mod functions;
 
-pub use dense::{MODEL_NAME, ModelState};
+pub use dense::{MODEL_NAME, ModelState, vectors_model};
 pub use functions::{InstalledNeed, LIBRARY, LibraryFunction, ReadFunction, WriteFunction};
 
 /// The folders of a configuration, the index over them, and the functions that read and

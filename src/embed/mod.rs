@@ -69,6 +69,11 @@ pub struct Embedder {
     tokenizer: tokenize::Tokenizer,
     model: bert::Bert,
     max_tokens: usize,
+    /// BLAKE3 of the three files, hex: which model this is, whatever its folder is called.
+    files: String,
+    /// The threads a single query is embedded on (both cores, at normal priority; `None`
+    /// when they could not be started: the calling thread alone).
+    query_threads: Option<rayon::ThreadPool>,
 }
 
 impl Embedder {
@@ -80,11 +85,15 @@ impl Embedder {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
         };
+        let config_bytes = read(CONFIG_FILE)?;
         let config: bert::Config =
-            serde_json::from_slice(&read(CONFIG_FILE)?).map_err(EmbedError::ConfigJson)?;
-        let tokenizer_text = String::from_utf8_lossy(&read(TOKENIZER_FILE)?).into_owned();
+            serde_json::from_slice(&config_bytes).map_err(EmbedError::ConfigJson)?;
+        let tokenizer_bytes = read(TOKENIZER_FILE)?;
+        let tokenizer_text = String::from_utf8_lossy(&tokenizer_bytes).into_owned();
         let tokenizer = tokenize::Tokenizer::from_json(&tokenizer_text)?;
-        let model = bert::Bert::load(&config, &weights::Weights::parse(read(MODEL_FILE)?)?)?;
+        let model_path = dir.join(MODEL_FILE);
+        let model = bert::Bert::load(&config, &weights::Weights::open(&model_path)?)?;
+        let files = fingerprint(&config_bytes, &tokenizer_bytes, &model_path)?;
         if model.hidden() != DIMENSIONS {
             return Err(EmbedError::Unsupported("the model's width is not 384"));
         }
@@ -97,7 +106,16 @@ impl Embedder {
             max_tokens: MAX_TOKENS.min(model.max_positions()),
             tokenizer,
             model,
+            files,
+            query_threads: query_threads(),
         })
+    }
+
+    /// What identifies the vectors this embedder makes: its files' BLAKE3 and the tokens it
+    /// reads of a text. Two embedders with the same fingerprint embed every text alike;
+    /// vectors stored under another fingerprint are not comparable with its own.
+    pub fn fingerprint(&self) -> String {
+        format!("blake3:{} max_tokens:{}", self.files, self.max_tokens)
     }
 
     /// Uses at most `max_tokens` tokens of each text from now on (clamped to 2 and to the
@@ -112,9 +130,20 @@ impl Embedder {
         self.tokenizer.encode(text, self.max_tokens)
     }
 
-    /// One text's embedding, unit length, on the calling thread.
+    /// One text's embedding, unit length, its layers' products split over this embedder's
+    /// query threads (a search waits for it: both cores shorten the wait).
     pub fn embed_query(&self, text: &str) -> Vec<f32> {
-        self.model.embed(&self.tokenize(text))
+        let ids = self.tokenize(text);
+        self.on_query_threads(|| self.model.embed(&ids))
+    }
+
+    /// Runs `f` on this embedder's query threads (the caller waits): a search's embedding and
+    /// its scan of the vectors then share the same threads, with no hop between pools.
+    pub fn on_query_threads<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.query_threads {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
     }
 
     /// One text's embedding quantized as the vectors it is compared with are
@@ -123,13 +152,47 @@ impl Embedder {
         Quantized::from_vector(&self.embed_query(text))
     }
 
-    /// Many texts' embeddings, in order, spread over the rayon pool (every core); each text
-    /// is one unpadded sequence, so a short one costs what it is.
+    /// Many texts' embeddings, in order, spread over the rayon pool the caller runs on (the
+    /// background embedder's low-priority one, or the global pool); each text is one unpadded
+    /// sequence, so a short one costs what it is.
     pub fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
         texts
             .par_iter()
             .with_max_len(1)
-            .map(|text| self.embed_query(text))
+            .map(|text| self.model.embed(&self.tokenize(text)))
             .collect()
     }
+}
+
+/// BLAKE3 over the model's three files (each preceded by its length, so no two sets of files
+/// hash alike by shifting bytes between them), hex; the weights are streamed from disk.
+fn fingerprint(config: &[u8], tokenizer: &[u8], model: &Path) -> Result<String, EmbedError> {
+    let mut hasher = blake3::Hasher::new();
+    for bytes in [config, tokenizer] {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    let read_error = |source| EmbedError::Read {
+        path: model.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(model).map_err(read_error)?;
+    let len = file.metadata().map_err(read_error)?.len();
+    hasher.update(&len.to_le_bytes());
+    hasher.update_reader(file).map_err(read_error)?;
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// The query threads: as many as cores, at most 4 (a query's products are split in two, and
+/// the scan of the vectors after it in chunks).
+fn query_threads() -> Option<rayon::ThreadPool> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        return None;
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(cores.min(4))
+        .thread_name(|i| format!("iii-directory-query-{i}"))
+        .build()
+        .ok()
 }

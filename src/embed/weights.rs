@@ -1,12 +1,22 @@
 //! Reading `model.safetensors`: an 8-byte little-endian header length, a JSON header naming
 //! each tensor's dtype, shape and byte range, then the raw data. Only F32 tensors are read
-//! (the model ships as F32), each copied out once into its own vector.
+//! (the model ships as F32).
+//!
+//! The file is not read whole: each tensor is read from its range when the encoder asks for it,
+//! a slice at a time, so loading never holds the file's 87 MB beside the packed weights (the
+//! worker's peak resident set counts that moment too).
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::EmbedError;
+
+/// Values read from the file per slice of a tensor (1 MiB of F32).
+const SLICE_VALUES: usize = 1 << 18;
 
 /// One tensor's entry in the header.
 #[derive(Deserialize)]
@@ -16,29 +26,42 @@ struct Entry {
     data_offsets: [usize; 2],
 }
 
-/// The parsed file: the header and the data after it.
+/// The open file and its parsed header.
 pub struct Weights {
+    file: File,
+    path: PathBuf,
     entries: HashMap<String, Entry>,
-    data: Vec<u8>,
+    /// Where the data after the header starts in the file.
+    data_start: u64,
 }
 
 impl Weights {
-    /// Splits `bytes` (the whole file) into its header and data; checks that every tensor's
-    /// range lies within the data.
-    pub fn parse(mut bytes: Vec<u8>) -> Result<Weights, EmbedError> {
+    /// Opens `path` and reads its header; checks that every tensor's range lies within the
+    /// file.
+    pub fn open(path: &Path) -> Result<Weights, EmbedError> {
+        let read_error = |source| EmbedError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(read_error)?;
+        let file_len = file.metadata().map_err(read_error)?.len();
         let bad = EmbedError::Weights;
-        let len_bytes: [u8; 8] = bytes
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .ok_or(bad("the file is shorter than its header"))?;
-        let header_len = usize::try_from(u64::from_le_bytes(len_bytes))
-            .map_err(|_| bad("the header length does not fit in memory"))?;
+        let mut len_bytes = [0u8; 8];
+        if file_len < 8 {
+            return Err(bad("the file is shorter than its header"));
+        }
+        file.read_exact_at(&mut len_bytes, 0).map_err(read_error)?;
+        let header_len = u64::from_le_bytes(len_bytes);
         let data_start = header_len
             .checked_add(8)
-            .filter(|&end| end <= bytes.len())
+            .filter(|&end| end <= file_len)
             .ok_or(bad("the header runs past the end of the file"))?;
+        let mut header_bytes = vec![0u8; header_len as usize];
+        file.read_exact_at(&mut header_bytes, 8)
+            .map_err(read_error)?;
         let header: HashMap<String, serde_json::Value> =
-            serde_json::from_slice(&bytes[8..data_start]).map_err(EmbedError::WeightsHeader)?;
+            serde_json::from_slice(&header_bytes).map_err(EmbedError::WeightsHeader)?;
+        let data_len = file_len - data_start;
         let mut entries = HashMap::with_capacity(header.len());
         for (name, value) in header {
             if name == "__metadata__" {
@@ -46,20 +69,35 @@ impl Weights {
             }
             let entry: Entry = serde_json::from_value(value).map_err(EmbedError::WeightsHeader)?;
             let [start, end] = entry.data_offsets;
-            if start > end || end > bytes.len() - data_start {
+            if start > end || end as u64 > data_len {
                 return Err(bad("a tensor's range runs past the end of the file"));
             }
             entries.insert(name, entry);
         }
-        bytes.drain(..data_start);
         Ok(Weights {
+            file,
+            path: path.to_path_buf(),
             entries,
-            data: bytes,
+            data_start,
         })
     }
 
     /// The F32 tensor `name`, which must have exactly `shape`.
     pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
+        let mut out = Vec::with_capacity(shape.iter().product());
+        self.read_tensor(name, shape, |values| out.extend_from_slice(values))?;
+        Ok(out)
+    }
+
+    /// Hands the F32 tensor `name` (of exactly `shape`) to `each`, a slice of consecutive
+    /// values at a time, in order: a large table is converted as it is read, never held as
+    /// F32 whole.
+    pub fn read_tensor(
+        &self,
+        name: &str,
+        shape: &[usize],
+        mut each: impl FnMut(&[f32]),
+    ) -> Result<(), EmbedError> {
         let entry = self
             .entries
             .get(name)
@@ -74,9 +112,26 @@ impl Weights {
                 dtype: entry.dtype.clone(),
             });
         }
-        Ok(self.data[start..end]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        let mut bytes = vec![0u8; SLICE_VALUES.min(count) * 4];
+        let mut values = Vec::with_capacity(SLICE_VALUES.min(count));
+        let mut at = start;
+        while at < end {
+            let len = (end - at).min(bytes.len());
+            self.file
+                .read_exact_at(&mut bytes[..len], self.data_start + at as u64)
+                .map_err(|source| EmbedError::Read {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            values.clear();
+            values.extend(
+                bytes[..len]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            each(&values);
+            at += len;
+        }
+        Ok(())
     }
 }

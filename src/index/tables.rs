@@ -50,7 +50,7 @@ pub const SKIPPED: TableDefinition<'static, (u8, &str), &[u8]> =
 pub const CHANGE_LOG: TableDefinition<'static, (u8, u64, &str), ()> =
     TableDefinition::new("change_log");
 /// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`], [`META_EPOCH`],
-/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`].
+/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`], [`META_VECTORS_MODEL`].
 pub const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
 
 pub const META_SCHEMA: &str = "schema_version";
@@ -63,6 +63,9 @@ pub const META_LOG_FLOOR: &str = "change_log_floor";
 /// The texts store key the next new text gets (`u64`). Texts stored at or above it belong to
 /// a reconcile whose index commit never came; the next reconcile removes them.
 pub const META_NEXT_TEXT: &str = "next_text";
+/// The model every vector in [`VECTORS`] was made by (UTF-8: its name, files' fingerprint and
+/// text recipe, `directory::dense`); absent until the first vector is stored.
+pub const META_VECTORS_MODEL: &str = "vectors_model";
 
 /// The postcard `u64` under `key` in a file's [`META`] table: `None` when the table or the key
 /// is missing (the index and its texts store both keep their schema version and epoch there).

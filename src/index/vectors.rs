@@ -1,32 +1,55 @@
-//! The skill embeddings the index keeps by content hash (table `vectors`, schema 9): written
-//! by the background embedder in small commits of their own, read back whole at start, and
-//! removed by the reconcile that drops their content (`reconcile::store`).
+//! The skill embeddings the index keeps by content hash (table `vectors`, schema 9), and which
+//! model made them (`meta.vectors_model`, schema 12): written by the background embedder in
+//! small commits of their own, read back at start, and removed by the reconcile that drops
+//! their content (`reconcile::store`).
+//!
+//! **Invariant:** every vector in the table was made by the model `vectors_model` names. A
+//! commit storing another model's vectors empties the table first and names its own model; a
+//! reader asking with another model's name is given no vector (so they are embedded again,
+//! never compared with its own).
 
 use redb::{ReadableTable, ReadableTableMetadata};
 
-use super::tables::{DOCS, VECTORS};
+use super::tables::{DOCS, META, META_VECTORS_MODEL, VECTORS};
 use super::{Handle, Index, Reader, Writer, closed, poisoned};
 use crate::doc::Hash;
 use crate::embed::Quantized;
 use crate::error::{Error, IndexError, Result};
 
 impl Reader {
-    /// Every stored embedding, in content hash order (a value that is not one is skipped: it
-    /// is embedded again).
-    pub fn vectors(&self) -> Result<Vec<(Hash, Quantized)>> {
+    /// The model the stored embeddings were made by (`None` before the first is stored).
+    pub fn vectors_model(&self) -> Result<Option<String>> {
+        let meta = match self.txn.open_table(META) {
+            Ok(meta) => meta,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(Error::index(e)),
+        };
+        Ok(meta
+            .get(META_VECTORS_MODEL)
+            .map_err(Error::index)?
+            .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
+    }
+
+    /// Hands every embedding stored by `model` to `each`, in content hash order, one at a time
+    /// (none when the table holds another model's); returns how many. A value that is not an
+    /// embedding is skipped: it is embedded again.
+    pub fn each_vector(&self, model: &str, mut each: impl FnMut(Hash, Quantized)) -> Result<u64> {
+        if self.vectors_model()?.as_deref() != Some(model) {
+            return Ok(0);
+        }
         let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
-        let mut out =
-            Vec::with_capacity(usize::try_from(table.len().map_err(Error::index)?).unwrap_or(0));
+        let mut count = 0;
         for entry in table.iter().map_err(Error::index)? {
             let (hash, bytes) = entry.map_err(Error::index)?;
             if let Some(vector) = Quantized::from_bytes(bytes.value()) {
-                out.push((*hash.value(), vector));
+                each(*hash.value(), vector);
+                count += 1;
             }
         }
-        Ok(out)
+        Ok(count)
     }
 
-    /// How many contents have a stored embedding.
+    /// How many contents have a stored embedding (of whichever model `vectors_model` names).
     pub fn vector_count(&self) -> Result<u64> {
         let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
         table.len().map_err(Error::index)
@@ -34,12 +57,13 @@ impl Reader {
 }
 
 impl Index {
-    /// Stores embeddings in one commit, each only while its content is still in the index (a
-    /// reconcile may have dropped it since it was read): an embedding is never left behind by
-    /// its content. The revision stays as it is: no answer's rows change. Returns the hashes
-    /// stored. Redb runs one write at a time, so a reconcile waits for this commit (a batch's
-    /// few inserts) or this one for it.
-    pub fn store_vectors(&self, batch: &[(Hash, Quantized)]) -> Result<Vec<Hash>> {
+    /// Stores embeddings made by `model` in one commit, each only while its content is still
+    /// in the index (a reconcile may have dropped it since it was read): an embedding is never
+    /// left behind by its content. Embeddings of another model are removed in the same commit
+    /// (see the module doc). The revision stays as it is: no answer's rows change. Returns the
+    /// hashes stored. Redb runs one write at a time, so a reconcile waits for this commit (a
+    /// batch's few inserts) or this one for it.
+    pub fn store_vectors(&self, model: &str, batch: &[(Hash, Quantized)]) -> Result<Vec<Hash>> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(
                 IndexError::Unavailable("a read-only index cannot store embeddings").into(),
@@ -50,8 +74,18 @@ impl Index {
         let txn = stores.index.begin_write().map_err(Error::index)?;
         let mut stored = Vec::with_capacity(batch.len());
         {
+            let mut meta = txn.open_table(META).map_err(Error::index)?;
+            let same = meta
+                .get(META_VECTORS_MODEL)
+                .map_err(Error::index)?
+                .is_some_and(|v| v.value() == model.as_bytes());
             let docs = txn.open_table(DOCS).map_err(Error::index)?;
             let mut vectors = txn.open_table(VECTORS).map_err(Error::index)?;
+            if !same {
+                vectors.retain(|_, _| false).map_err(Error::index)?;
+                meta.insert(META_VECTORS_MODEL, model.as_bytes())
+                    .map_err(Error::index)?;
+            }
             for (hash, vector) in batch {
                 if docs.get(hash).map_err(Error::index)?.is_some() {
                     vectors

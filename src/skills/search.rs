@@ -46,6 +46,9 @@ pub const NAME_WEIGHT: usize = 2;
 /// The description counts this many times: it is written to say when to use the skill.
 pub const DESCRIPTION_WEIGHT: usize = 2;
 
+/// Texts split into terms at a time when counting many (a first build).
+const SPLIT_CHUNK: usize = 512;
+
 #[derive(Deserialize)]
 struct SearchRequest {
     query: String,
@@ -99,20 +102,24 @@ impl SkillTerms {
             .map(|r| &**r)
             .filter(|listed| !self.docs.contains_key(&key(listed)))
             .collect();
-        let split: Vec<Result<Vec<String>>> = missing
-            .par_iter()
-            .map(|listed| {
-                // A bundled or unservable row is searched by its row alone (no body).
-                let text = match listed.content {
-                    Some(hash) => reader.content(&hash)?.unwrap_or_default(),
-                    None => String::new(),
-                };
-                Ok(row_terms(listed, leading_body(&text)))
-            })
-            .collect();
-        for (listed, terms) in missing.into_iter().zip(split) {
-            let doc = DocTerms::count(&mut self.vocabulary, terms?.iter().map(String::as_str));
-            self.docs.insert(key(listed), Arc::new(doc));
+        // A chunk at a time: the split terms of every text at once (a first build at 50,000
+        // skills) would hold hundreds of MiB of short strings.
+        for chunk in missing.chunks(SPLIT_CHUNK) {
+            let split: Vec<Result<Vec<String>>> = chunk
+                .par_iter()
+                .map(|listed| {
+                    // A bundled or unservable row is searched by its row alone (no body).
+                    let text = match listed.content {
+                        Some(hash) => reader.content(&hash)?.unwrap_or_default(),
+                        None => String::new(),
+                    };
+                    Ok(row_terms(listed, leading_body(&text)))
+                })
+                .collect();
+            for (listed, terms) in chunk.iter().zip(split) {
+                let doc = DocTerms::count(&mut self.vocabulary, terms?.iter().map(String::as_str));
+                self.docs.insert(key(listed), Arc::new(doc));
+            }
         }
         let docs: Vec<Arc<DocTerms>> = rows
             .iter()

@@ -1,9 +1,10 @@
 //! The skill embeddings in memory, and the dense lane of skill search over them.
 //!
-//! One vector per distinct content (the index's `vectors` table, loaded whole when the model
-//! becomes ready, then added to batch by batch as the background embedder stores them) sits in
-//! one [`VectorTable`] keyed by content hash. A query is one exact scan of that table (int8,
-//! AVX2 when the processor has it: about 1 ms at 50,000 vectors); the hits are turned into the
+//! One vector per distinct content (the index's `vectors` table, read when the model becomes
+//! ready, only if that model made them, then added to batch by batch as the background embedder
+//! stores them) sits in one [`VectorTable`] keyed by content hash. A query is embedded and
+//! then one exact scan of that table runs (int8, AVX2 when the processor has it: about 1 ms of
+//! one core at 50,000 vectors, in chunks over both), on the embedder's query threads; the hits are turned into the
 //! skill ids of the revision being answered through a map from content to row positions, built
 //! once per revision from the revision's rows. Vectors of contents no row holds any more are
 //! skipped by that map, and dropped from the table when they reach an eighth of it.
@@ -22,8 +23,12 @@ use super::listed::Listed;
 use super::search::leading_body;
 use crate::doc::Hash;
 use crate::embed::{Embedder, Quantized, VectorTable};
+use crate::error::Result;
+use crate::index::Reader;
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
+use crate::rules::Source;
+use crate::rules::skill::SkillRow;
 
 /// How much of a body goes into a skill's embedded text (bytes, cut on a char boundary): the
 /// embedder keeps its first 128 tokens, which the name, title, description and this much fill.
@@ -34,6 +39,32 @@ pub fn skill_text(listed: &Listed, text: &str) -> String {
     let body = leading_body(text);
     let body = crate::retrieval::tokenize::truncate_at_char_boundary(body, EMBED_BODY_CHARS);
     format!("{}. {}\n{}", listed.title(), listed.description(), body)
+}
+
+/// A digest of [`skill_text`] as it treats a fixed skill (16 hex digits): it changes when the
+/// text a skill is embedded as changes, and with it the name stored vectors are kept under
+/// (`directory::dense::vectors_model`), so that vectors of the old texts are embedded again.
+pub fn skill_text_digest() -> String {
+    let row = SkillRow {
+        display_id: "probe/sample-skill".into(),
+        title: "Sample skill".into(),
+        r#type: Some("skill".into()),
+        function_id: None,
+        disable_model_invocation: false,
+        description: "Use when a sample is needed.".into(),
+        name: Some("sample-skill".into()),
+        compatibility: None,
+        bytes: 0,
+        modified_at: String::new(),
+        source: Source::Bundled,
+        always_visible: false,
+        agents_skill: false,
+    };
+    let listed = Listed::new("probe/sample-skill".into(), &row);
+    let text = "---\nname: sample-skill\ndescription: Use when a sample is needed.\n---\n\
+                # Sample skill\n\n## Steps\n\n1. Run `sample --check` on the **input**.\n\n\
+                | a | b |\n|---|---|\n\nMore words of the body follow here.\n";
+    blake3::hash(skill_text(&listed, text).as_bytes()).to_hex()[..16].to_string()
 }
 
 /// See the module doc.
@@ -58,16 +89,21 @@ struct ByContent {
 }
 
 impl SkillVectors {
-    /// Replaces what is held with `vectors` (those the index keeps).
-    pub fn replace(&self, vectors: Vec<(Hash, Quantized)>) {
-        let mut table = Table {
-            vectors: VectorTable::with_capacity(vectors.len()),
-            at: HashMap::with_capacity(vectors.len()),
+    /// Replaces what is held with the vectors the index keeps of `model`, read one at a time
+    /// into the table (never all of them twice in memory).
+    pub fn load(&self, reader: &Reader, model: &str) -> Result<()> {
+        let count = if reader.vectors_model()?.as_deref() == Some(model) {
+            usize::try_from(reader.vector_count()?).unwrap_or(0)
+        } else {
+            0
         };
-        for (hash, vector) in vectors {
-            table.push(hash, &vector);
-        }
+        let mut table = Table {
+            vectors: VectorTable::with_capacity(count),
+            at: HashMap::with_capacity(count),
+        };
+        reader.each_vector(model, |hash, vector| table.push(hash, &vector))?;
         *locks::write(&self.table) = table;
+        Ok(())
     }
 
     /// Adds embeddings (a content already held keeps its vector).
@@ -207,8 +243,10 @@ impl DenseRanker for SkillLane<'_> {
     }
 
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
-        let query = self.embedder.embed_query_quantized(query);
-        Some(self.vectors.nearest(&query, self.cache, limit))
+        Some(self.embedder.on_query_threads(|| {
+            let query = self.embedder.embed_query_quantized(query);
+            self.vectors.nearest(&query, self.cache, limit)
+        }))
     }
 
     fn progress(&self) -> Progress {

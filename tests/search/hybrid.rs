@@ -9,7 +9,7 @@
 use std::sync::{Arc, OnceLock};
 
 use iii_directory::embed::Embedder;
-use iii_directory::{Directory, ModelState};
+use iii_directory::{Directory, ModelState, vectors_model};
 use serde_json::{Value, json};
 use test_support::common::{Tree, model_dir};
 
@@ -156,4 +156,61 @@ fn vectors_survive_a_restart_and_only_changed_contents_are_embedded_again() {
         both.contains(&"k8s-rollout".to_string()) && both.contains(&"k8s-copy".to_string()),
         "{both:?}"
     );
+}
+
+#[test]
+fn another_models_vectors_are_never_compared_and_are_embedded_again() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    // The same files reading at most 64 tokens: another fingerprint, so another model's
+    // vectors as far as the index can tell.
+    let other = Embedder::load(&model_dir().expect("model"))
+        .expect("load")
+        .with_max_tokens(64);
+    assert_ne!(vectors_model(&other), vectors_model(&model));
+    {
+        let directory = tree.open();
+        directory.reconcile().expect("reconcile");
+        // Every content stored as the garden planner, so that using them would show.
+        let garden = other.embed_query_quantized("plan vegetable beds and planting dates");
+        let stored_now = directory
+            .store_stand_in_vectors(&other, |_| garden.clone())
+            .expect("store");
+        assert_eq!(stored_now, 3);
+    }
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    assert_eq!(stored(&directory), 3);
+    directory.set_model_state(ModelState::Ready(model.clone()));
+    let status = directory.search_status().expect("status");
+    assert_eq!(
+        (status["embedded"].as_u64(), status["pending"].as_u64()),
+        (Some(0), Some(3)),
+        "none of the other model's vectors is taken"
+    );
+    assert_eq!(directory.embed_pending().expect("embed"), 3);
+    let reader = directory.index().read().expect("read");
+    assert_eq!(
+        reader.vectors_model().expect("model").as_deref(),
+        Some(&*vectors_model(&model))
+    );
+    assert_eq!(
+        reader.vector_count().expect("count"),
+        3,
+        "replaced, not added to"
+    );
+    drop(reader);
+    let found = search(&directory, "nudge people who still owe me money");
+    assert_eq!(found["mode"], "hybrid");
+    assert_eq!(
+        ids(&found).first().map(String::as_str),
+        Some("invoice-reminders"),
+        "{found}"
+    );
+    // The same model after a restart takes them as they are.
+    drop(directory);
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 0);
 }
