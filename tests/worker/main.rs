@@ -229,6 +229,7 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
             "kept_local",
             "merged",
             "conflicts",
+            "upstream_copies_removed",
             "source",
         ],
     ),
@@ -244,6 +245,8 @@ const BUNDLE_STATUS: &[&str] = &[
     "modified",
     "missing",
     "untracked",
+    "upstream_copies",
+    "stale_upstream_copies",
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
