@@ -218,13 +218,20 @@ fn source(source: &Value) -> String {
     }
 }
 
-/// The lines naming a bundle's modified, missing and untracked files.
+/// The lines naming a bundle's modified, missing and untracked files, and its stale
+/// `.upstream` copies.
 fn problems(bundle: &Value) -> String {
     let mut out = String::new();
     for key in ["modified", "missing", "untracked"] {
         for path in strings(&bundle[key]) {
             out.push_str(&format!("\n  {key:<9} {path}"));
         }
+    }
+    for path in strings(&bundle["stale_upstream_copies"]) {
+        out.push_str(&format!(
+            "\n  {:<9} {path} (its conflict is settled: delete it)",
+            "stale"
+        ));
     }
     out
 }
@@ -271,6 +278,15 @@ fn render_one(bundle: &Value) -> String {
     }
     for path in strings(&bundle["untracked"]) {
         out.push_str(&format!("\n  {:<8} {:<14} {path}", "untracked", "-"));
+    }
+    let stale = strings(&bundle["stale_upstream_copies"]);
+    for path in strings(&bundle["upstream_copies"]) {
+        let what = if stale.contains(&path) {
+            "stale: its conflict is settled, delete it"
+        } else {
+            "the upstream text of a conflict"
+        };
+        out.push_str(&format!("\n  {:<8} {:<14} {path} ({what})", "copy", "-"));
     }
     out
 }

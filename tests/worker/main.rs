@@ -230,6 +230,7 @@ const DOCUMENTED: &[(&str, &[&str], &[&str])] = &[
             "kept_local",
             "merged",
             "conflicts",
+            "upstream_copies_removed",
             "source",
         ],
     ),
@@ -245,6 +246,8 @@ const BUNDLE_STATUS: &[&str] = &[
     "modified",
     "missing",
     "untracked",
+    "upstream_copies",
+    "stale_upstream_copies",
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
