@@ -313,3 +313,39 @@ fn render_verify(response: &Value) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_upstream_copies_are_named_with_what_to_do() {
+        let bundle = json!({
+            "namespace": "mailer",
+            "state": "untracked",
+            "landed_at": "2026-12-02T17:00:00Z",
+            "files": 2,
+            "source": { "kind": "registry", "worker": "mailer", "version": "2.0.0" },
+            "modified": [],
+            "missing": [],
+            "untracked": [],
+            "upstream_copies": ["a.md.upstream", "b.md.upstream"],
+            "stale_upstream_copies": ["b.md.upstream"],
+        });
+        let listed = render_list(&json!({ "bundles": [bundle] }));
+        assert!(
+            listed.contains("stale     b.md.upstream (its conflict is settled: delete it)"),
+            "{listed}"
+        );
+        assert!(!listed.contains("a.md.upstream"), "{listed}");
+        let one = render_one(&bundle);
+        assert!(
+            one.contains("a.md.upstream (the upstream text of a conflict)"),
+            "{one}"
+        );
+        assert!(
+            one.contains("b.md.upstream (stale: its conflict is settled, delete it)"),
+            "{one}"
+        );
+    }
+}

@@ -189,3 +189,47 @@ async fn a_settled_conflict_loses_its_upstream_copy_and_an_open_one_keeps_it() {
     assert!(!record.contains("both.md.upstream"), "{record}");
     assert!(record.contains("open.md.upstream"), "{record}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_of_the_locked_namespace_removes_a_settled_copy_too() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [("a.md".to_string(), lines("a", 4))].into();
+    publish(&s, "1.0.0", &v1);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+    s.tree.write(
+        &format!("skills/{NS}/a.md"),
+        &lines("a", 4).replace("a line 1", "a line 1, mine"),
+    );
+    let v2: BTreeMap<String, String> = [(
+        "a.md".to_string(),
+        lines("a", 4).replace("a line 1", "a line 1, theirs"),
+    )]
+    .into();
+    publish(&s, "2.0.0", &v2);
+    let landed = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download 2.0.0");
+    assert_eq!(
+        landed["conflicts"][0]["upstream_copy"], "a.md.upstream",
+        "{landed}"
+    );
+    assert_eq!(landed["upstream_copies_removed"], json!([]));
+    // Settled by taking upstream's text; the next download says it removed the copy.
+    s.tree.write(&format!("skills/{NS}/a.md"), &v2["a.md"]);
+    let again = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download again");
+    assert_eq!(
+        again["upstream_copies_removed"],
+        json!(["a.md.upstream"]),
+        "{again}"
+    );
+    assert!(!path(&s, "a.md.upstream").exists());
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["state"], "clean", "{listed}");
+    assert_eq!(listed["upstream_copies"], json!([]));
+}
