@@ -1,5 +1,5 @@
 //! The skill embeddings the index keeps by content hash (table `vectors`, schema 9), and which
-//! model made them (`meta.vectors_model`, schema 12): written by the background embedder in
+//! model made them (`meta.vectors_model`, schema 13): written by the background embedder in
 //! small commits of their own, read back at start, and removed by the reconcile that drops
 //! their content (`reconcile::store`).
 //!
