@@ -110,6 +110,24 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         )),
     );
 
+    // Twice as many: where an approximate index would start to pay (the scan is linear).
+    let more = random_table(&mut rng, 100_000);
+    let scan_100k = measure(3, runs, || {
+        black_box(more.top_k(&probe, 10));
+    });
+    figures.push(
+        Figure::timing(
+            "vector_scan_100k",
+            "exact top 10 of 100,000 vectors",
+            &scan_100k,
+        )
+        .note(format!(
+            "int8 vectors: {:.1} MiB; in chunks over the rayon pool, as at 50,000",
+            more.vector_bytes() as f64 / (1024.0 * 1024.0)
+        )),
+    );
+    drop(more);
+
     let texts = skill_texts(env_usize("BENCH_EMBED_TEXTS", 96).max(1));
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     for max_tokens in [128, 256] {

@@ -102,41 +102,16 @@ fn dot(a: &[i8; DIMENSIONS], b: &[i8; DIMENSIONS]) -> i32 {
         .sum()
 }
 
-/// `query`'s cosine with each of `values` (scaled by `scales`) into `out`, in order.
-#[inline(always)]
-fn cosines(query: &Quantized, values: &[[i8; DIMENSIONS]], scales: &[f32], out: &mut Vec<f32>) {
-    out.extend(
-        values
-            .iter()
-            .zip(scales)
-            .map(|(v, scale)| dot(&query.values, v) as f32 * query.scale * scale),
-    );
-}
-
-/// [`cosines`] compiled for AVX2, which doubles the width of the integer multiply-adds the
-/// default x86-64 target allows; chosen at run time.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn cosines_avx2(
-    query: &Quantized,
-    values: &[[i8; DIMENSIONS]],
-    scales: &[f32],
-    out: &mut Vec<f32>,
-) {
-    cosines(query, values, scales, out);
-}
-
-/// [`cosines`] at the widest SIMD this processor has.
+/// `query`'s cosine with each of `values` (scaled by `scales`), in order: the integer dot
+/// products at the widest SIMD this processor has (`iii_embed_kernel::int8_dots`: AVX-512
+/// VNNI, else AVX2), then one multiplication each.
 fn scan(query: &Quantized, values: &[[i8; DIMENSIONS]], scales: &[f32]) -> Vec<f32> {
-    let mut out = Vec::with_capacity(values.len());
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor has AVX2, the one feature `cosines_avx2` is compiled for.
-        unsafe { cosines_avx2(query, values, scales, &mut out) };
-        return out;
-    }
-    cosines(query, values, scales, &mut out);
-    out
+    let mut dots = vec![0i32; values.len()];
+    iii_embed_kernel::int8_dots(&query.values, values, &mut dots);
+    dots.iter()
+        .zip(scales)
+        .map(|(&dot, scale)| dot as f32 * query.scale * scale)
+        .collect()
 }
 
 /// Quantized vectors with a key each, in insertion order, stored contiguously.

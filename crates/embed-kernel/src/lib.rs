@@ -19,6 +19,10 @@
 //! runs in plain Rust (which the compiler vectorizes for the target): every machine computes
 //! with the same weights, so every machine's embeddings agree to rounding.
 
+mod dots;
+
+pub use dots::int8_dots;
+
 /// Outputs per panel: one 16-lane (AVX-512) or two 8-lane (AVX2) f32 vectors.
 pub const PANEL: usize = 16;
 
