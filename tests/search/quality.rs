@@ -200,7 +200,7 @@ fn the_evaluation_sets_have_the_promised_shape() {
         }
     }
     let tasks = skill_tasks("heldout");
-    assert_eq!(skill_tasks("dev").len(), 30);
+    assert_eq!(skill_tasks("dev").len(), 47);
     assert!(tasks.len() >= 100, "{}", tasks.len());
     assert!(tasks.iter().filter(|t| t.kind == "no_match").count() >= 15);
 }
