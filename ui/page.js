@@ -2070,6 +2070,8 @@ const ON_CONFLICT = [
   ['keep-local', 'Keep mine', 'your copy stays as it is, nothing beside it'],
   ['take-upstream', 'Take upstream', 'the upstream text replaces your copy: your edits to those files are lost'],
 ];
+/** How long the bundles view waits after a change on disk before it reads the statuses again. */
+const BUNDLES_REFRESH_MS = 300;
 const BUNDLE_STATES = {
   clean: 'every file as it landed',
   modified: 'files edited here',
@@ -2336,7 +2338,12 @@ function ApplyResult({ result, onClose }) {
   );
 }
 
-function BundlesPane({ host }) {
+/**
+ * The bundles view. `changes` moves whenever a family's list changed (the live on-change
+ * triggers refresh those lists): a bundle's files may be among them, so its status is read
+ * again, at most once per BUNDLES_REFRESH_MS.
+ */
+function BundlesPane({ host, changes }) {
   const [list, setList] = useState({ rows: null, error: null, loading: false });
   const [updates, setUpdates] = useState({ byNamespace: null, checking: false, error: null });
   const [planning, setPlanning] = useState(null);
@@ -2362,6 +2369,13 @@ function BundlesPane({ host }) {
   useEffect(() => {
     refresh();
   }, [refresh]);
+  const seenChanges = useRef(changes);
+  useEffect(() => {
+    if (seenChanges.current === changes) return undefined;
+    seenChanges.current = changes;
+    const timer = setTimeout(refresh, BUNDLES_REFRESH_MS);
+    return () => clearTimeout(timer);
+  }, [changes, refresh]);
 
   const check = async () => {
     setUpdates((current) => ({ ...current, checking: true, error: null }));
@@ -2603,7 +2617,7 @@ function DirectoryPage({ host, store, live, useTheme }) {
         )
       : null,
     bundlesOn
-      ? h(BundlesPane, { host })
+      ? h(BundlesPane, { host, changes: FAMILY_KEYS.map((key) => state[key].revision).join(':') })
       : h(
           'div',
           {

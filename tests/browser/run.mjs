@@ -866,10 +866,10 @@ try {
   await mailer.locator('.dir-update--current', { hasText: 'Up to date' }).waitFor();
   await page.screenshot({ path: join(OUT_DIR, 'bundles-applied.png') });
 
-  // The conflict settled by hand (upstream's text taken, the copy left behind): the copy is
-  // stale, said so, and the next apply removes it.
+  // The conflict settled by hand (upstream's text taken, the copy left behind): the view
+  // follows the change on disk by itself, the copy is stale and said so, and the next apply
+  // removes it.
   writeOnDisk(bundleFile('both.md'), onDisk(bundleFile('both.md.upstream')));
-  await bundles.getByRole('button', { name: 'Refresh', exact: true }).click();
   await mailer.locator('.dir-bundle-stale', { hasText: 'both.md.upstream' }).waitFor();
   await mailer.getByRole('button', { name: 'Plan update of mailer' }).click();
   await planRow('both.md').locator('td', { hasText: 'removes the stale both.md.upstream' }).waitFor();
