@@ -218,13 +218,20 @@ fn source(source: &Value) -> String {
     }
 }
 
-/// The lines naming a bundle's modified, missing and untracked files.
+/// The lines naming a bundle's modified, missing and untracked files, and its stale
+/// `.upstream` copies.
 fn problems(bundle: &Value) -> String {
     let mut out = String::new();
     for key in ["modified", "missing", "untracked"] {
         for path in strings(&bundle[key]) {
             out.push_str(&format!("\n  {key:<9} {path}"));
         }
+    }
+    for path in strings(&bundle["stale_upstream_copies"]) {
+        out.push_str(&format!(
+            "\n  {:<9} {path} (its conflict is settled: delete it)",
+            "stale"
+        ));
     }
     out
 }
@@ -272,6 +279,15 @@ fn render_one(bundle: &Value) -> String {
     for path in strings(&bundle["untracked"]) {
         out.push_str(&format!("\n  {:<8} {:<14} {path}", "untracked", "-"));
     }
+    let stale = strings(&bundle["stale_upstream_copies"]);
+    for path in strings(&bundle["upstream_copies"]) {
+        let what = if stale.contains(&path) {
+            "stale: its conflict is settled, delete it"
+        } else {
+            "the upstream text of a conflict"
+        };
+        out.push_str(&format!("\n  {:<8} {:<14} {path} ({what})", "copy", "-"));
+    }
     out
 }
 
@@ -296,4 +312,40 @@ fn render_verify(response: &Value) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_upstream_copies_are_named_with_what_to_do() {
+        let bundle = json!({
+            "namespace": "mailer",
+            "state": "untracked",
+            "landed_at": "2026-12-02T17:00:00Z",
+            "files": 2,
+            "source": { "kind": "registry", "worker": "mailer", "version": "2.0.0" },
+            "modified": [],
+            "missing": [],
+            "untracked": [],
+            "upstream_copies": ["a.md.upstream", "b.md.upstream"],
+            "stale_upstream_copies": ["b.md.upstream"],
+        });
+        let listed = render_list(&json!({ "bundles": [bundle] }));
+        assert!(
+            listed.contains("stale     b.md.upstream (its conflict is settled: delete it)"),
+            "{listed}"
+        );
+        assert!(!listed.contains("a.md.upstream"), "{listed}");
+        let one = render_one(&bundle);
+        assert!(
+            one.contains("a.md.upstream (the upstream text of a conflict)"),
+            "{one}"
+        );
+        assert!(
+            one.contains("b.md.upstream (stale: its conflict is settled, delete it)"),
+            "{one}"
+        );
+    }
 }

@@ -5,7 +5,9 @@
 // "Directory", and returns its teardown. The page browses and edits what this worker serves:
 // skills, system prompts and agent profiles, through the worker's own `directory::*`
 // functions (`host.iii.trigger`), and follows changes live through the three
-// `directory::*::on-change` trigger types (`host.iii.on` + `host.iii.registerTrigger`).
+// `directory::*::on-change` trigger types (`host.iii.on` + `host.iii.registerTrigger`). Its
+// Bundles tab shows what downloads landed against the bundles lock and updates them (check,
+// plan, apply) through `directory::skills::bundles::*`.
 //
 // Every rule of styles.css is scoped under [data-iii-ui="iii-directory"]; class names here
 // start with `dir-`.
@@ -2052,10 +2054,466 @@ function CreatePane({ store, familyKey, onCreated, onCancel }) {
 // The page
 // -----------------------------------------------------------------------------------------
 
+// -----------------------------------------------------------------------------------------
+// Bundles: what downloads landed, against the bundles lock, and their updates (plan, apply)
+// -----------------------------------------------------------------------------------------
+
+const BUNDLES = {
+  list: 'directory::skills::bundles::list',
+  checkUpdates: 'directory::skills::bundles::check-updates',
+  planUpdate: 'directory::skills::bundles::plan-update',
+  apply: 'directory::skills::bundles::apply',
+};
+/** What apply does with a file changed on both sides (`on_conflict`), the default first. */
+const ON_CONFLICT = [
+  ['merge', 'Merge', 'merged three-way where the merge is clean; otherwise your copy stays and the upstream text lands beside it as <name>.upstream'],
+  ['keep-local', 'Keep mine', 'your copy stays as it is, nothing beside it'],
+  ['take-upstream', 'Take upstream', 'the upstream text replaces your copy: your edits to those files are lost'],
+];
+/** How long the bundles view waits after a change on disk before it reads the statuses again. */
+const BUNDLES_REFRESH_MS = 300;
+const BUNDLE_STATES = {
+  clean: 'every file as it landed',
+  modified: 'files edited here',
+  missing: 'files gone from disk',
+  untracked: 'files here the bundle did not bring',
+};
+
+/** `registry mailer@1.2.3` or `repo <url> skills/x @ <commit>`. */
+export function bundleSource(source) {
+  if (!source) return '';
+  if (source.kind === 'repo') {
+    const commit = source.commit ? source.commit.slice(0, 12) : '?';
+    return `${source.repo} ${source.folder} @ ${commit}`;
+  }
+  return `${source.worker}@${source.version || '?'}${source.tag ? ` (${source.tag})` : ''}`;
+}
+
+/** One check-updates answer for a bundle, as a short text: [kind, text]. */
+export function updateText(entry) {
+  if (!entry) return ['none', ''];
+  switch (entry.state) {
+    case 'current':
+      return ['current', 'Up to date'];
+    case 'update-available': {
+      const to = entry.upstream && (entry.upstream.version || (entry.upstream.commit || '').slice(0, 12));
+      return ['available', to ? `Update available: ${to}` : 'Update available'];
+    }
+    case 'pinned':
+      return ['pinned', 'Pinned (no tag or branch to follow)'];
+    default:
+      return ['unknown', `Unknown: ${entry.reason || 'the source did not answer'}`];
+  }
+}
+
+/**
+ * What a failed plan or apply means for the person: `stale` (D336: the files or the lock moved
+ * since the plan; the message carries a fresh plan, parsed here when it came whole), `expired`
+ * (D337), or `other`; with the text to show.
+ */
+export function planFailure(error) {
+  const text = errorText(error);
+  if (/^D336 /.test(text)) {
+    const at = text.indexOf('A fresh plan: ');
+    let fresh = null;
+    if (at >= 0) {
+      try {
+        fresh = JSON.parse(text.slice(at + 'A fresh plan: '.length));
+      } catch {
+        fresh = null;
+      }
+    }
+    const said = at >= 0 ? text.slice(0, at).trim() : text;
+    return { kind: 'stale', text: said, fresh };
+  }
+  if (/^D337 /.test(text)) return { kind: 'expired', text, fresh: null };
+  return { kind: 'other', text, fresh: null };
+}
+
+/** What apply would do with one planned file under `onConflict` (a sentence for the table). */
+export function plannedAction(file, onConflict) {
+  const conflict = file.conflict === true;
+  if (file.upstream === 'removed') {
+    if (file.local === 'modified') return onConflict === 'take-upstream' ? 'removed (your edits go)' : 'kept: you edited it';
+    return file.local === 'clean' || file.local === 'same' ? 'removed' : 'nothing';
+  }
+  if (conflict) {
+    if (onConflict === 'take-upstream') return 'upstream replaces your copy';
+    if (onConflict === 'keep-local') return 'your copy stays';
+    return file.merge === 'clean' ? 'merged three-way (clean)' : `conflict: your copy stays, upstream lands as ${file.path}.upstream`;
+  }
+  if (file.local === 'modified' || file.local === 'present') {
+    return onConflict === 'take-upstream' ? 'upstream replaces your copy' : 'your copy stays';
+  }
+  if (file.upstream === 'unchanged' && file.local === 'clean') return 'nothing';
+  if (file.local === 'same') return 'already upstream';
+  if (file.local === 'missing') return 'restored from upstream';
+  return file.upstream === 'added' ? 'added' : 'updated';
+}
+
+function FileList({ label, names, className }) {
+  if (!names || names.length === 0) return null;
+  return h(
+    'div',
+    { className: `dir-bundle-files ${className || ''}` },
+    h('span', { className: 'dir-muted' }, `${label}: `),
+    names.map((name, i) => h(Fragment, { key: name }, i ? ', ' : null, h('code', null, name))),
+  );
+}
+
+function BundleRow({ bundle, update, planning, onPlan }) {
+  const [kind, text] = updateText(update);
+  const stale = bundle.stale_upstream_copies || [];
+  const live = (bundle.upstream_copies || []).filter((c) => !stale.includes(c));
+  return h(
+    'li',
+    { className: 'dir-bundle', 'data-namespace': bundle.namespace, 'data-state': bundle.state },
+    h(
+      'div',
+      { className: 'dir-bundle-head' },
+      h('strong', { className: 'dir-bundle-name' }, bundle.namespace),
+      h('span', { className: `dir-state dir-state--${bundle.state}`, title: BUNDLE_STATES[bundle.state] || '' }, bundle.state),
+      h('span', { className: 'dir-bundle-source', title: bundle.landed_at ? `landed ${bundle.landed_at}` : '' }, bundleSource(bundle.source)),
+      h('span', { className: 'dir-muted' }, `${numberFormat.format(bundle.files)} file${bundle.files === 1 ? '' : 's'}`),
+      text ? h('span', { className: `dir-update dir-update--${kind}` }, text) : null,
+      h(
+        'button',
+        { type: 'button', className: 'dir-button', disabled: planning, onClick: onPlan, 'aria-label': `Plan update of ${bundle.namespace}` },
+        planning ? 'Planning…' : 'Plan update',
+      ),
+    ),
+    h(FileList, { label: 'Modified here', names: bundle.modified }),
+    h(FileList, { label: 'Missing', names: bundle.missing }),
+    h(FileList, { label: 'Untracked', names: bundle.untracked }),
+    h(FileList, { label: 'Open conflicts (upstream text beside the file)', names: live }),
+    stale.length
+      ? h(
+          'div',
+          { className: 'dir-bundle-files dir-warn-text dir-bundle-stale' },
+          `Stale upstream copies (their conflict is settled; delete them, or the next update removes them): `,
+          stale.map((name, i) => h(Fragment, { key: name }, i ? ', ' : null, h('code', null, name))),
+        )
+      : null,
+  );
+}
+
+function ReviewList({ review }) {
+  if (!review) return null;
+  const groups = [
+    ['executables', 'executable'],
+    ['scripts', 'script'],
+    ['hidden', 'hidden name, not downloaded'],
+    ['large', 'large file'],
+  ];
+  const items = groups.flatMap(([key, what]) => (review[key] || []).map((path) => ({ key: `${key}:${path}`, path, what })));
+  if (items.length === 0) return h('p', { className: 'dir-muted dir-review' }, 'Review: no executables, scripts, hidden names or large files among what the update adds or changes.');
+  return h(
+    'div',
+    { className: 'dir-warning dir-review', role: 'note' },
+    h('strong', null, 'Review before you apply: '),
+    h(
+      'ul',
+      null,
+      items.map((item) => h('li', { key: item.key }, 'adds ', h('code', null, item.path), ` (${item.what})`)),
+    ),
+  );
+}
+
+function PlanView({ plan, onConflict, setOnConflict, applying, onApply, onDiscard }) {
+  const summary = plan.summary || {};
+  const counts = [
+    ['added', 'added upstream'],
+    ['changed', 'changed upstream'],
+    ['removed', 'removed upstream'],
+    ['modified_locally', 'modified here'],
+    ['conflicts', 'conflicts'],
+    ['merges', 'clean merges'],
+    ['upstream_copies_removed', 'stale copies removed'],
+  ];
+  const files = plan.files || [];
+  return h(
+    'section',
+    { className: 'dir-plan', 'aria-label': 'Update plan', 'data-plan-id': plan.plan_id },
+    h(
+      'h3',
+      null,
+      `Update plan for ${plan.namespace}: `,
+      h('code', null, bundleSource(plan.from)),
+      ' → ',
+      h('code', null, bundleSource(plan.to)),
+    ),
+    h('p', { className: 'dir-muted' }, `Nothing is written until you apply. The plan is valid until ${String(plan.expires_at || '').slice(0, 19).replace('T', ' ')} UTC.`),
+    h(
+      'ul',
+      { className: 'dir-plan-summary' },
+      counts.map(([key, label]) => h('li', { key, 'data-count': key }, h('strong', null, numberFormat.format(summary[key] || 0)), ` ${label}`)),
+    ),
+    plan.base_problem ? h('div', { className: 'dir-warning' }, `The locked version could not be fetched again for merging (${plan.base_problem}); files changed on both sides are treated as conflicts.`) : null,
+    h(ReviewList, { review: plan.review }),
+    files.length === 0
+      ? h('p', { className: 'dir-muted' }, 'Nothing to change: the bundle is already as upstream has it.')
+      : h(
+          'table',
+          { className: 'dir-plan-files' },
+          h('thead', null, h('tr', null, ['File', 'Upstream', 'Here', 'Apply does'].map((c) => h('th', { key: c }, c)))),
+          h(
+            'tbody',
+            null,
+            files.map((file) => {
+              const copy = file.upstream_copy;
+              const removesCopy = copy && (copy.removed_by || []).includes(onConflict);
+              return h(
+                'tr',
+                { key: file.path, 'data-path': file.path, className: file.conflict ? 'dir-plan-conflict' : '' },
+                h('td', null, h('code', null, file.path)),
+                h('td', null, file.upstream),
+                h('td', null, file.local),
+                h(
+                  'td',
+                  null,
+                  plannedAction(file, onConflict),
+                  copy ? h('div', { className: 'dir-muted' }, removesCopy ? `removes the stale ${copy.path}` : `keeps ${copy.path}`) : null,
+                ),
+              );
+            }),
+          ),
+        ),
+    h(
+      'fieldset',
+      { className: 'dir-plan-choice' },
+      h('legend', null, 'A file changed both here and upstream:'),
+      ON_CONFLICT.map(([value, label, help]) =>
+        h(
+          'label',
+          { key: value },
+          h('input', { type: 'radio', name: 'dir-on-conflict', value, checked: onConflict === value, onChange: () => setOnConflict(value) }),
+          ` ${label}`,
+          h('span', { className: 'dir-muted' }, ` — ${help}`),
+        ),
+      ),
+    ),
+    h(
+      'div',
+      { className: 'dir-actions' },
+      h('button', { type: 'button', className: 'dir-button dir-button--primary', disabled: applying, onClick: onApply }, applying ? 'Applying…' : 'Apply'),
+      h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: applying, onClick: onDiscard }, 'Discard plan'),
+    ),
+  );
+}
+
+function ApplyResult({ result, onClose }) {
+  const lists = [
+    ['written', 'Written'],
+    ['merged', 'Merged three-way'],
+    ['kept_local', 'Kept as you have them'],
+    ['removed', 'Removed (upstream removed them)'],
+    ['upstream_copies_removed', 'Stale upstream copies removed'],
+  ];
+  const conflicts = result.conflicts || [];
+  return h(
+    'section',
+    { className: 'dir-result', 'aria-label': 'Applied', role: 'status' },
+    h('h3', null, `Applied: ${result.namespace} is now at `, h('code', null, bundleSource(result.source))),
+    lists.map(([key, label]) => h(FileList, { key, label, names: result[key], className: `dir-result-${key}` })),
+    conflicts.length
+      ? h(
+          'div',
+          { className: 'dir-warning dir-result-conflicts' },
+          h('strong', null, 'Conflicts to settle by hand: '),
+          h(
+            'ul',
+            null,
+            conflicts.map((c) =>
+              h(
+                'li',
+                { key: c.path },
+                h('code', null, c.path),
+                c.upstream_copy ? [' kept as you have it; the upstream text is in ', h('code', { key: 'c' }, c.upstream_copy)] : ' kept as you have it',
+              ),
+            ),
+          ),
+        )
+      : null,
+    h('button', { type: 'button', className: 'dir-button dir-button--quiet', onClick: onClose }, 'Close'),
+  );
+}
+
+/**
+ * The bundles view. `changes` moves whenever a family's list changed (the live on-change
+ * triggers refresh those lists): a bundle's files may be among them, so its status is read
+ * again, at most once per BUNDLES_REFRESH_MS.
+ */
+function BundlesPane({ host, changes }) {
+  const [list, setList] = useState({ rows: null, error: null, loading: false });
+  const [updates, setUpdates] = useState({ byNamespace: null, checking: false, error: null });
+  const [planning, setPlanning] = useState(null);
+  const [plan, setPlan] = useState(null);
+  const [onConflict, setOnConflict] = useState('merge');
+  const [applying, setApplying] = useState(false);
+  const [problem, setProblem] = useState(null);
+  const [result, setResult] = useState(null);
+  const alive = useRef(true);
+  useEffect(() => () => {
+    alive.current = false;
+  }, []);
+
+  const refresh = useCallback(async () => {
+    setList((current) => ({ ...current, loading: true }));
+    try {
+      const answer = await call(host, BUNDLES.list, {});
+      if (alive.current) setList({ rows: answer.bundles || [], error: null, loading: false });
+    } catch (error) {
+      if (alive.current) setList((current) => ({ ...current, error: errorText(error), loading: false }));
+    }
+  }, [host]);
+  useEffect(() => {
+    refresh();
+  }, [refresh]);
+  const seenChanges = useRef(changes);
+  useEffect(() => {
+    if (seenChanges.current === changes) return undefined;
+    seenChanges.current = changes;
+    const timer = setTimeout(refresh, BUNDLES_REFRESH_MS);
+    return () => clearTimeout(timer);
+  }, [changes, refresh]);
+
+  const check = async () => {
+    setUpdates((current) => ({ ...current, checking: true, error: null }));
+    try {
+      const answer = await call(host, BUNDLES.checkUpdates, {});
+      const byNamespace = {};
+      for (const entry of answer.bundles || []) byNamespace[entry.namespace] = entry;
+      if (alive.current) setUpdates({ byNamespace, checking: false, error: null });
+    } catch (error) {
+      if (alive.current) setUpdates((current) => ({ ...current, checking: false, error: errorText(error) }));
+    }
+  };
+
+  const makePlan = async (namespace) => {
+    setPlanning(namespace);
+    setProblem(null);
+    setResult(null);
+    try {
+      const answer = await call(host, BUNDLES.planUpdate, { namespace });
+      if (!alive.current) return;
+      setPlan(answer);
+      setOnConflict('merge');
+    } catch (error) {
+      if (alive.current) setProblem({ kind: 'other', text: errorText(error), namespace });
+    } finally {
+      if (alive.current) setPlanning(null);
+    }
+  };
+
+  const apply = async () => {
+    if (!plan) return;
+    setApplying(true);
+    setProblem(null);
+    try {
+      const answer = await call(host, BUNDLES.apply, { plan_id: plan.plan_id, on_conflict: onConflict });
+      if (!alive.current) return;
+      setResult(answer);
+      setPlan(null);
+      refresh();
+    } catch (error) {
+      if (!alive.current) return;
+      const failure = planFailure(error);
+      if (failure.kind === 'stale') {
+        // The worker kept the fresh plan it made; show it in place of the old one.
+        let fresh = failure.fresh;
+        if (!fresh) {
+          try {
+            fresh = await call(host, BUNDLES.planUpdate, { namespace: plan.namespace });
+          } catch {
+            fresh = null;
+          }
+        }
+        setProblem({ ...failure, namespace: plan.namespace });
+        setPlan(fresh);
+        refresh();
+      } else {
+        setProblem({ ...failure, namespace: plan.namespace });
+        if (failure.kind === 'expired') setPlan(null);
+      }
+    } finally {
+      if (alive.current) setApplying(false);
+    }
+  };
+
+  const rows = list.rows;
+  const byNamespace = updates.byNamespace;
+  return h(
+    'section',
+    { className: 'dir-pane dir-bundles', 'aria-label': 'Bundles' },
+    h(
+      'div',
+      { className: 'dir-toolbar' },
+      h('span', { className: 'dir-count' }, rows ? `${numberFormat.format(rows.length)} bundle${rows.length === 1 ? '' : 's'} in the lock` : 'Loading bundles…'),
+      h('span', { style: { flex: 1 } }),
+      h('button', { type: 'button', className: 'dir-button', disabled: updates.checking || !rows || rows.length === 0, onClick: check }, updates.checking ? 'Checking…' : 'Check for updates'),
+      h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: list.loading, onClick: refresh }, 'Refresh'),
+    ),
+    list.error ? h('div', { className: 'dir-error dir-warning', role: 'alert' }, list.error) : null,
+    updates.error ? h('div', { className: 'dir-error dir-warning', role: 'alert' }, updates.error) : null,
+    h(
+      'div',
+      { className: 'dir-bundles-body' },
+      problem
+        ? h(
+            'div',
+            { className: `dir-error dir-warning dir-plan-problem dir-plan-problem--${problem.kind}`, role: 'alert' },
+            problem.kind === 'stale'
+              ? `${problem.text} ${plan ? 'Below is a fresh plan made from what is on disk now: review it and apply again.' : 'Make a fresh plan and review it.'}`
+              : problem.kind === 'expired'
+                ? `${problem.text} Plans live ten minutes in the worker's memory (and not across a restart). Make a fresh plan.`
+                : problem.text,
+            problem.kind === 'expired' && problem.namespace
+              ? h('button', { type: 'button', className: 'dir-button', onClick: () => makePlan(problem.namespace) }, 'Plan again')
+              : null,
+          )
+        : null,
+      result ? h(ApplyResult, { result, onClose: () => setResult(null) }) : null,
+      plan
+        ? h(PlanView, {
+            plan,
+            onConflict,
+            setOnConflict,
+            applying,
+            onApply: apply,
+            onDiscard: () => {
+              setPlan(null);
+              setProblem(null);
+            },
+          })
+        : null,
+      rows && rows.length === 0
+        ? h('p', { className: 'dir-empty' }, 'No bundle in the lock yet. A download (directory::skills::download_from_registry or download_from_repo) records what it lands there.')
+        : null,
+      rows
+        ? h(
+            'ul',
+            { className: 'dir-bundle-list' },
+            rows.map((bundle) =>
+              h(BundleRow, {
+                key: bundle.namespace,
+                bundle,
+                update: byNamespace ? byNamespace[bundle.namespace] : null,
+                planning: planning === bundle.namespace,
+                onPlan: () => makePlan(bundle.namespace),
+              }),
+            ),
+          )
+        : null,
+    ),
+  );
+}
+
 function DirectoryPage({ host, store, live, useTheme }) {
   const theme = useTheme();
   const state = useSyncExternalStore(store.subscribe, store.get);
   const [familyKey, setFamilyKey] = useState('skills');
+  /** The bundles view in place of the three families' list and document. */
+  const [bundlesOn, setBundlesOn] = useState(false);
   const [selection, setSelection] = useState({ skills: null, prompts: null, agents: null });
   const [creating, setCreating] = useState(false);
   const root = useRef(null);
@@ -2122,16 +2580,28 @@ function DirectoryPage({ host, store, live, useTheme }) {
               key,
               type: 'button',
               role: 'tab',
-              'aria-selected': key === familyKey,
-              className: `dir-tab${key === familyKey ? ' dir-tab--on' : ''}`,
+              'aria-selected': !bundlesOn && key === familyKey,
+              className: `dir-tab${!bundlesOn && key === familyKey ? ' dir-tab--on' : ''}`,
               onClick: () => {
                 setCreating(false);
+                setBundlesOn(false);
                 setFamilyKey(key);
               },
             },
             FAMILIES[key].label,
             state[key].rows ? h('span', { className: 'dir-tab-count' }, numberFormat.format(state[key].rows.length)) : null,
           ),
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            role: 'tab',
+            'aria-selected': bundlesOn,
+            className: `dir-tab${bundlesOn ? ' dir-tab--on' : ''}`,
+            onClick: () => setBundlesOn(true),
+          },
+          'Bundles',
         ),
       ),
       h(ConnectionBadge, { state }),
@@ -2146,67 +2616,69 @@ function DirectoryPage({ host, store, live, useTheme }) {
           h('button', { type: 'button', className: 'dir-button', onClick: () => store.retry() }, 'Retry now'),
         )
       : null,
-    h(
-      'div',
-      {
-        className: `dir-body${split ? ' dir-body--split' : ''}`,
-        style: split ? { gridTemplateColumns: `${shownListWidth}px ${SPLITTER_WIDTH}px minmax(0, 1fr)` } : undefined,
-      },
-      showList
-        ? h(ListPane, {
-            key: familyKey,
-            familyKey,
-            list,
-            skipped: state.skipped,
-            selectedKey,
-            dirtyKeys,
-            onSelect: select,
-            onNew: () => setCreating(true),
-            onRetry: () => store.refresh(familyKey),
-            onProblems: () => store.refreshStatus(),
-          })
-        : null,
-      split
-        ? h(Splitter, {
-            width: shownListWidth,
-            onChange: (next, done) => {
-              const clamped = clampListWidth(next, width);
-              setListWidth(clamped);
-              if (done) writeListWidth(clamped);
-            },
-          })
-        : null,
-      showDoc
-        ? creating
-          ? h(CreatePane, {
-              key: `new:${familyKey}`,
-              store,
-              familyKey,
-              onCreated: (key) => {
-                setCreating(false);
-                setSelection((current) => ({ ...current, [familyKey]: key }));
-                store.refresh(familyKey);
-              },
-              onCancel: () => setCreating(false),
-            })
-          : orphan && orphan.key === selectedKey
-            ? h(SkippedPane, { entry: orphan.skipped, onBack: narrow ? () => select(null) : null })
-          : selectedKey != null
-            ? h(DocumentPane, {
-                key: `${familyKey}:${selectedKey}`,
-                host,
-                store,
+    bundlesOn
+      ? h(BundlesPane, { host, changes: FAMILY_KEYS.map((key) => state[key].revision).join(':') })
+      : h(
+          'div',
+          {
+            className: `dir-body${split ? ' dir-body--split' : ''}`,
+            style: split ? { gridTemplateColumns: `${shownListWidth}px ${SPLITTER_WIDTH}px minmax(0, 1fr)` } : undefined,
+          },
+          showList
+            ? h(ListPane, {
+                key: familyKey,
                 familyKey,
+                list,
+                skipped: state.skipped,
                 selectedKey,
-                row,
-                rows: list.rows,
+                dirtyKeys,
                 onSelect: select,
-                onBack: narrow ? () => select(null) : null,
-                onClose: narrow ? null : () => select(null),
+                onNew: () => setCreating(true),
+                onRetry: () => store.refresh(familyKey),
+                onProblems: () => store.refreshStatus(),
               })
-            : null
-        : null,
-    ),
+            : null,
+          split
+            ? h(Splitter, {
+                width: shownListWidth,
+                onChange: (next, done) => {
+                  const clamped = clampListWidth(next, width);
+                  setListWidth(clamped);
+                  if (done) writeListWidth(clamped);
+                },
+              })
+            : null,
+          showDoc
+            ? creating
+              ? h(CreatePane, {
+                  key: `new:${familyKey}`,
+                  store,
+                  familyKey,
+                  onCreated: (key) => {
+                    setCreating(false);
+                    setSelection((current) => ({ ...current, [familyKey]: key }));
+                    store.refresh(familyKey);
+                  },
+                  onCancel: () => setCreating(false),
+                })
+              : orphan && orphan.key === selectedKey
+                ? h(SkippedPane, { entry: orphan.skipped, onBack: narrow ? () => select(null) : null })
+              : selectedKey != null
+                ? h(DocumentPane, {
+                    key: `${familyKey}:${selectedKey}`,
+                    host,
+                    store,
+                    familyKey,
+                    selectedKey,
+                    row,
+                    rows: list.rows,
+                    onSelect: select,
+                    onBack: narrow ? () => select(null) : null,
+                    onClose: narrow ? null : () => select(null),
+                  })
+                : null
+            : null,
+        ),
   );
 }
 

@@ -187,7 +187,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         )
         .target("≤200 ms", TARGET_SKILLS, plan.p50 <= PLAN_MAX_MS)
         .note(
-            "loopback registry fetch, sha256 of every file, base fetched again (cached), 5 merges",
+            "loopback registry fetch, sha256 of every file, the base kept from the fetch that landed it, 5 merges",
         ),
         Figure::timing(
             "bundle_apply",

@@ -10,6 +10,7 @@
 //! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
 //! cargo bench --bench suite -- embed                # only sentence embeddings (target/bench-results/embed.json)
 //! cargo bench --bench suite -- bundles              # only bundle updates (target/bench-results/bundles.json)
+//! cargo bench --bench suite -- quality              # function search's quality tables, lexical and hybrid (printed)
 //! BENCH_SECTIONS="reindex latency" cargo bench --bench suite   # only these sections
 //! ```
 //!
@@ -48,6 +49,7 @@ mod latency;
 mod measure;
 mod memory;
 mod mixed;
+mod quality;
 mod reads;
 mod reindex;
 mod report;
@@ -179,6 +181,10 @@ fn main() {
     }
     if command.first().map(String::as_str) == Some("bundles") {
         alone(&settings, "bundles", "bundle updates", bundles::figures);
+        return;
+    }
+    if command.first().map(String::as_str) == Some("quality") {
+        quality::print();
         return;
     }
     if command.first().map(String::as_str) == Some("embed") {

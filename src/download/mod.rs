@@ -125,6 +125,7 @@ pub async fn settle(
     on_edited: OnEdited,
 ) -> Result<Landed> {
     if !bundle.files.is_empty() {
+        plan::remember_base(registry, &bundle);
         let settings = directory.settings();
         // Refused before any plan, as a first landing refuses it.
         review::allow(

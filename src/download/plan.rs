@@ -61,18 +61,28 @@ use super::{fetch, repo};
 pub const PLAN_TTL: Duration = Duration::from_secs(10 * 60);
 /// The most plans kept at once; a new one drops the oldest.
 pub const MAX_PLANS: usize = 32;
-/// The most base fetches kept (each a bundle's bytes at a locked pin).
+/// The most bundles kept as bases (each a bundle's bytes at a pin).
 const MAX_BASES: usize = 8;
+/// The most bytes the bases kept hold together; a bundle larger than this is not kept.
+const MAX_BASE_BYTES: usize = 64 * 1024 * 1024;
 pub use crate::rules::skip::UPSTREAM_SUFFIX;
 
 /// What apply does with a file changed on both sides.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnConflict {
     KeepLocal,
     TakeUpstream,
     #[default]
     Merge,
+}
+
+impl OnConflict {
+    pub const ALL: [OnConflict; 3] = [
+        OnConflict::Merge,
+        OnConflict::KeepLocal,
+        OnConflict::TakeUpstream,
+    ];
 }
 
 impl From<OnEdited> for OnConflict {
@@ -135,6 +145,9 @@ struct Planned {
     merged: Option<Merged>,
     /// The disk holds the upstream bytes already.
     current: bool,
+    /// The sha256 of the `<name>.upstream` copy beside the file (an earlier conflict's), when
+    /// there is one.
+    copy: Option<String>,
 }
 
 impl Planned {
@@ -145,7 +158,41 @@ impl Planned {
     }
 
     fn noteworthy(&self) -> bool {
-        self.upstream != Upstream::Unchanged || self.local != Local::Clean || !self.current
+        self.upstream != Upstream::Unchanged
+            || self.local != Local::Clean
+            || !self.current
+            || self.copy.is_some()
+    }
+
+    /// The placed path of the file's `<name>.upstream` copy.
+    fn copy_key(&self) -> Key {
+        (self.key.0, format!("{}{UPSTREAM_SUFFIX}", self.key.1))
+    }
+
+    /// Whether landing `action` leaves the file's `.upstream` copy stale, so that the landing
+    /// removes it: the file is no longer in conflict once it holds the bytes the lock will
+    /// record, once the lock no longer records it, or once upstream moved past the copy's text
+    /// (a merge or keep-local settled it). A conflict landing again writes a fresh copy.
+    fn copy_stale_after(&self, action: &Action, bundle: &Bundle, dropped: Dropped) -> bool {
+        let Some(copy) = &self.copy else {
+            return false;
+        };
+        if matches!(action, Action::KeepBeside) {
+            return false;
+        }
+        let locked = match self.up {
+            Some(i) if !(self.upstream == Upstream::Removed && dropped == Dropped::Keep) => {
+                lock::sha256_hex(&bundle.files[i].bytes)
+            }
+            _ => return true,
+        };
+        let landed_is_locked = match action {
+            Action::Upstream => true,
+            Action::Merged(bytes) => lock::sha256_hex(bytes) == locked,
+            Action::Remove => return true,
+            _ => self.current,
+        };
+        landed_is_locked || *copy != locked
     }
 }
 
@@ -175,7 +222,9 @@ pub struct Plan {
 struct Store {
     plans: HashMap<String, Plan>,
     order: VecDeque<String>,
-    bases: HashMap<String, Arc<Base>>,
+    /// Bundles as fetched, by pin ([`base_key`]): what a later plan's base is, once the lock
+    /// names that pin.
+    bases: HashMap<String, Arc<Bundle>>,
     base_order: VecDeque<String>,
 }
 
@@ -327,6 +376,7 @@ pub async fn plan_update(
         }
     };
     let bundle = fetch(&directory.settings(), registry, source, &|_| {}).await?;
+    remember_base(registry, &bundle);
     let plan = make(directory, registry, entry, bundle).await?;
     let answer = plan.to_json();
     keep(plan);
@@ -431,28 +481,32 @@ async fn make(
             .map_err(Error::task("plan task"))?
     };
     let mut plan = scan;
-    let needs_base = plan
+    let needed: Vec<Key> = plan
         .files
         .iter()
-        .any(|f| f.both_changed() && f.upstream != Upstream::Removed && f.local == Local::Modified);
-    if needs_base {
-        match base(directory, registry, &plan.entry, &paths).await {
-            Ok(base) => {
-                let (paths, base) = (paths.clone(), base.clone());
-                plan = tokio::task::spawn_blocking(move || {
-                    merge_all(&paths, &mut plan, Some(&base));
-                    plan
-                })
-                .await
-                .map_err(Error::task("plan task"))?;
-            }
-            Err(e) => {
-                plan.base_problem = Some(e.to_string());
-                merge_all(&paths, &mut plan, None);
-            }
-        }
-    } else {
+        .filter(|f| f.both_changed() && f.upstream != Upstream::Removed)
+        .filter(|f| f.local == Local::Modified)
+        .map(|f| f.key.clone())
+        .collect();
+    if needed.is_empty() {
         merge_all(&paths, &mut plan, None);
+        return Ok(plan);
+    }
+    match base(directory, registry, &plan.entry).await {
+        Ok(bundle) => {
+            let paths = paths.clone();
+            plan = tokio::task::spawn_blocking(move || {
+                let base = base_files(&paths, &plan.entry, &bundle, &needed);
+                merge_all(&paths, &mut plan, Some(&base));
+                plan
+            })
+            .await
+            .map_err(Error::task("plan task"))?;
+        }
+        Err(e) => {
+            plan.base_problem = Some(e.to_string());
+            merge_all(&paths, &mut plan, None);
+        }
     }
     Ok(plan)
 }
@@ -529,6 +583,11 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
             _ => key.1.strip_prefix(&prefix).unwrap_or(&key.1).to_string(),
         };
         let current = disk.is_some() && disk == up_sha;
+        let copy_rel = format!("{}{UPSTREAM_SUFFIX}", key.1);
+        let copy = lock::file_sha256(&root_of(paths, key.0).join(&copy_rel)).map(|(_, sha)| sha);
+        if copy.is_some() {
+            seen.insert((key.0, copy_rel), copy.clone());
+        }
         seen.insert(key.clone(), disk);
         files.push(Planned {
             key,
@@ -539,6 +598,7 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
             up,
             merged: None,
             current,
+            copy,
         });
     }
     // The review names what the update would add or change, not what stays.
@@ -595,35 +655,81 @@ fn new_id() -> String {
     format!("plan-{}", &hash.to_hex()[..16])
 }
 
-/// The base of `entry`: its locked pin's files, fetched again (cached by the pin), each kept
-/// only when it has its locked sha256.
-async fn base(
-    directory: &Arc<Directory>,
-    registry: &Registry,
-    entry: &Entry,
-    paths: &Paths,
-) -> Result<Arc<Base>> {
-    let settings = directory.settings();
-    let key = match &entry.source {
+/// The cache key of a pin: a repository folder at a commit, or a registry worker at a
+/// version and digest (of the registry it came from). `None` when the pin is incomplete.
+fn base_key(registry: &Registry, source: &LockedSource) -> Option<String> {
+    match source {
         LockedSource::Repo {
             repo,
             folder,
             commit,
             ..
-        } => format!("repo {repo} {folder} {}", commit.as_deref().unwrap_or("-")),
+        } => Some(format!("repo {repo} {folder} {}", commit.as_deref()?)),
         LockedSource::Registry {
             worker,
             version,
             digest,
             ..
-        } => format!(
+        } => Some(format!(
             "registry {} {worker} {} {digest}",
             registry.endpoint().base_url,
-            version.as_deref().unwrap_or("-")
-        ),
+            version.as_deref()?
+        )),
+    }
+}
+
+/// Keeps a fetched bundle as the base of the plans made once the lock names its pin (after an
+/// apply or a download lands it), so that an update's base is not fetched a second time. Each
+/// file is still checked against its locked sha256 when it serves as a base.
+pub(crate) fn remember_base(registry: &Registry, bundle: &Bundle) {
+    let Some(key) = base_key(
+        registry,
+        &LockedSource::of(&bundle.source, &bundle.resolved),
+    ) else {
+        return;
     };
-    if let Some(base) = locks::lock(store()).bases.get(&key).cloned() {
-        return Ok(base);
+    keep_base(key, Arc::new(bundle.clone()));
+}
+
+fn bundle_bytes(bundle: &Bundle) -> usize {
+    bundle.files.iter().map(|f| f.bytes.len()).sum()
+}
+
+fn keep_base(key: String, bundle: Arc<Bundle>) {
+    let size = bundle_bytes(&bundle);
+    if size > MAX_BASE_BYTES {
+        return;
+    }
+    let mut store = locks::lock(store());
+    if store.bases.contains_key(&key) {
+        return;
+    }
+    let mut held: usize = store.bases.values().map(|b| bundle_bytes(b)).sum();
+    while store.base_order.len() >= MAX_BASES || held + size > MAX_BASE_BYTES {
+        let Some(old) = store.base_order.pop_front() else {
+            break;
+        };
+        if let Some(gone) = store.bases.remove(&old) {
+            held -= bundle_bytes(&gone);
+        }
+    }
+    store.base_order.push_back(key.clone());
+    store.bases.insert(key, bundle);
+}
+
+/// The bundle at `entry`'s locked pin: kept from an earlier fetch, or fetched again now.
+async fn base(
+    directory: &Arc<Directory>,
+    registry: &Registry,
+    entry: &Entry,
+) -> Result<Arc<Bundle>> {
+    let settings = directory.settings();
+    let key = base_key(registry, &entry.source);
+    if let Some(bundle) = key
+        .as_ref()
+        .and_then(|key| locks::lock(store()).bases.get(key).cloned())
+    {
+        return Ok(bundle);
     }
     let limits = Limits::from_settings(&settings);
     let bundle = match &entry.source {
@@ -661,34 +767,39 @@ async fn base(
             fetch(&settings, registry, source, &|_| {}).await?
         }
     };
+    let bundle = Arc::new(bundle);
+    if let Some(key) = key {
+        keep_base(key, bundle.clone());
+    }
+    Ok(bundle)
+}
+
+/// The base bytes of the files in `needed`: each file of `bundle` (the locked pin) placed as
+/// the lock places it, kept only when it has its locked sha256.
+fn base_files(paths: &Paths, entry: &Entry, bundle: &Bundle, needed: &[Key]) -> Base {
     let folder = namespace_folder(paths, &entry.namespace);
-    let locked: BTreeMap<Key, &str> = entry
+    let locked: BTreeMap<&Key, &str> = needed
+        .iter()
+        .filter_map(|key| {
+            let file = entry
+                .files
+                .iter()
+                .find(|f| f.route.dest() == key.0 && f.path == key.1)?;
+            Some((key, file.sha256.as_str()))
+        })
+        .collect();
+    bundle
         .files
         .iter()
-        .map(|f| ((f.route.dest(), f.path.clone()), f.sha256.as_str()))
-        .collect();
-    let base: Base = bundle
-        .files
-        .into_iter()
         .filter_map(|f| {
             let key = (
                 f.dest,
                 placed_rel(&folder, &entry.namespace, f.dest, &f.rel),
             );
-            (locked.get(&key) == Some(&lock::sha256_hex(&f.bytes).as_str()))
-                .then_some((key, f.bytes))
+            let sha = locked.get(&key)?;
+            (lock::sha256_hex(&f.bytes) == *sha).then(|| (key, f.bytes.clone()))
         })
-        .collect();
-    let base = Arc::new(base);
-    let mut store = locks::lock(store());
-    if store.base_order.len() >= MAX_BASES
-        && let Some(old) = store.base_order.pop_front()
-    {
-        store.bases.remove(&old);
-    }
-    store.base_order.push_back(key.clone());
-    store.bases.insert(key, base.clone());
-    Ok(base)
+        .collect()
 }
 
 impl Plan {
@@ -712,6 +823,18 @@ impl Plan {
                         Merged::Conflict => "conflict",
                     });
                 }
+                if f.copy.is_some() {
+                    let removed_by: Vec<OnConflict> = OnConflict::ALL
+                        .into_iter()
+                        .filter(|c| {
+                            f.copy_stale_after(&decide(f, *c), &self.bundle, Dropped::Remove)
+                        })
+                        .collect();
+                    row["upstream_copy"] = json!({
+                        "path": format!("{}{UPSTREAM_SUFFIX}", f.shown),
+                        "removed_by": removed_by,
+                    });
+                }
                 row
             })
             .collect();
@@ -730,6 +853,9 @@ impl Plan {
                 "modified_locally": count(&|p| matches!(p.local, Local::Modified | Local::Present)),
                 "conflicts": count(&|p| matches!(p.merged, Some(Merged::Conflict))),
                 "merges": count(&|p| matches!(p.merged, Some(Merged::Clean(_)))),
+                "upstream_copies_removed": count(&|p| {
+                    p.copy_stale_after(&decide(p, OnConflict::Merge), &self.bundle, Dropped::Remove)
+                }),
             },
             "files": files,
             "review": self.review.to_json(),
@@ -796,6 +922,7 @@ struct Applied {
     removed: Vec<String>,
     merged: Vec<String>,
     conflicts: Vec<Value>,
+    copies_removed: Vec<String>,
 }
 
 impl Applied {
@@ -809,6 +936,7 @@ impl Applied {
             "kept_local": r["kept_local"],
             "merged": self.merged,
             "conflicts": self.conflicts,
+            "upstream_copies_removed": self.copies_removed,
             "source": self.source,
         })
     }
@@ -868,6 +996,7 @@ fn land_now(
         removed: Vec<String>,
         merged: Vec<String>,
         conflicts: Vec<Value>,
+        copies_removed: Vec<String>,
     }
     let result = directory.change(|| {
         let mut decided = Decided {
@@ -877,6 +1006,7 @@ fn land_now(
             removed: Vec::new(),
             merged: Vec::new(),
             conflicts: Vec::new(),
+            copies_removed: Vec::new(),
         };
         let touched = landing::land_changes(targets, || {
             let now = lock::read(&folders.bundles_lock)?;
@@ -898,6 +1028,12 @@ fn land_now(
                     Action::Remove if dropped == Dropped::Keep => Action::Nothing,
                     action => action,
                 };
+                if file.copy_stale_after(&action, &plan.bundle, dropped) {
+                    decided
+                        .copies_removed
+                        .push(format!("{}{UPSTREAM_SUFFIX}", file.shown));
+                    removed.push(file.copy_key());
+                }
                 let upstream = file.up.map(|i| plan.bundle.files[i].clone());
                 match (&action, upstream) {
                     (Action::Upstream, Some(up)) => {
@@ -1040,6 +1176,7 @@ fn land_now(
         "merged": decided.merged,
         "conflicts": decided.conflicts,
         "removed": decided.removed,
+        "upstream_copies_removed": decided.copies_removed,
     });
     Ok(Some(Applied {
         landed: Landed { response, paths },
@@ -1049,6 +1186,7 @@ fn land_now(
         removed: decided.removed,
         merged: decided.merged,
         conflicts: decided.conflicts,
+        copies_removed: decided.copies_removed,
     }))
 }
 
@@ -1092,6 +1230,7 @@ mod tests {
             up: Some(0),
             merged,
             current: false,
+            copy: None,
         }
     }
 

@@ -4,7 +4,11 @@
 //! Each locked bundle is `missing` when some file it landed is gone, else `modified` when some
 //! file's bytes differ from the locked sha256, else `untracked` when its namespace folder holds
 //! files the lock does not list (a file made by hand, or one an older version left), else
-//! `clean`; the three lists are always given, whatever the state. Files are named as a
+//! `clean`; the three lists are always given, whatever the state. Beside them, `upstream_copies`
+//! names every `<name>.upstream` copy an update's conflict left, and `stale_upstream_copies` the
+//! ones whose conflict is settled (the file is clean again, the lock no longer lists it, or a
+//! later update moved past the copy's text); a stale copy makes an otherwise clean bundle
+//! `untracked`. Files are named as a
 //! download's response names them: relative to the namespace folder, `agents/<id>.md` for a
 //! profile. Nothing here writes, and nothing reads the index: the disk and the lock are the
 //! whole truth. Dot names (the bundle's record, the auto-download marker, staging folders) and
@@ -25,6 +29,7 @@ use crate::store::landing::Dest;
 
 use super::guard::namespace_folder;
 use super::lock::{self, Entry, LockedSource, Route};
+use crate::rules::skip::UPSTREAM_SUFFIX;
 
 /// The three status functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +95,10 @@ pub struct BundleStatus {
     pub modified: Vec<String>,
     pub missing: Vec<String>,
     pub untracked: Vec<String>,
+    /// Every `<name>.upstream` copy an update's conflict left beside a file of the bundle.
+    pub upstream_copies: Vec<String>,
+    /// The copies no conflict needs any more (see [`copy_is_stale`]): safe to delete.
+    pub stale_upstream_copies: Vec<String>,
     /// Every locked file with its state (`get` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<Vec<FileStatus>>,
@@ -153,17 +162,27 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
         _ => path.strip_prefix(&prefix).unwrap_or(path).to_string(),
     };
     let (mut modified, mut missing, mut files) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut copies, mut stale) = (Vec::new(), Vec::new());
     for file in &entry.files {
         let root = match file.route.dest() {
             Dest::Agents => &paths.agents_folder,
             _ => &paths.skills_folder,
         };
-        let state = match lock::file_sha256(&root.join(&file.path)) {
+        let disk = lock::file_sha256(&root.join(&file.path));
+        let state = match &disk {
             None => FileState::Missing,
-            Some((size, sha)) if size == file.size && sha == file.sha256 => FileState::Clean,
+            Some((size, sha)) if *size == file.size && *sha == file.sha256 => FileState::Clean,
             Some(_) => FileState::Modified,
         };
         let name = shown(file.route, &file.path);
+        let copy_path = root.join(format!("{}{UPSTREAM_SUFFIX}", file.path));
+        if let Some((_, copy)) = lock::file_sha256(&copy_path) {
+            let copy_name = format!("{name}{UPSTREAM_SUFFIX}");
+            if copy_is_stale(state, &copy, &file.sha256) {
+                stale.push(copy_name.clone());
+            }
+            copies.push(copy_name);
+        }
         match state {
             FileState::Missing => missing.push(name.clone()),
             FileState::Modified => modified.push(name.clone()),
@@ -186,18 +205,28 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
         &paths.skills_folder.join(&folder),
         "",
         &mut |rel| {
-            if !locked.contains(rel) {
-                untracked.push(rel.to_string());
+            match rel.strip_suffix(UPSTREAM_SUFFIX) {
+                // Beside a locked file: looked at above.
+                Some(stem) if locked.contains(stem) => {}
+                // Beside a file the lock no longer lists: no conflict left to settle.
+                Some(_) => {
+                    copies.push(rel.to_string());
+                    stale.push(rel.to_string());
+                }
+                None if !locked.contains(rel) => untracked.push(rel.to_string()),
+                None => {}
             }
         },
         &paths.bundles_lock,
     );
     untracked.sort();
+    copies.sort();
+    stale.sort();
     let state = if !missing.is_empty() {
         State::Missing
     } else if !modified.is_empty() {
         State::Modified
-    } else if !untracked.is_empty() {
+    } else if !untracked.is_empty() || !stale.is_empty() {
         State::Untracked
     } else {
         State::Clean
@@ -211,8 +240,19 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
         modified,
         missing,
         untracked,
+        upstream_copies: copies,
+        stale_upstream_copies: stale,
         detail: detail.then_some(files),
     }
+}
+
+/// Whether an update's `<name>.upstream` copy (its sha256 `copy`) beside a locked file (in
+/// `state`, locked as `locked`) has outlived its conflict: the file holds the locked bytes
+/// again, or the copy is not the locked upstream text any more (a later update moved on).
+/// Apply removes such a copy when it lands the file (`plan.rs`); one left by hand stays until
+/// the user deletes it.
+pub fn copy_is_stale(state: FileState, copy: &str, locked: &str) -> bool {
+    state == FileState::Clean || copy != locked
 }
 
 /// Calls `found` with the path (under `dir`) of every regular file below `dir`, links not

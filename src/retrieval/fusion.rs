@@ -4,8 +4,10 @@
 //! are nearest, with their cosine similarity. [`fuse`] merges that ranking with the lexical
 //! one by reciprocal rank: each lane contributes `1 / (RRF_K + rank)`, so neither lane's raw
 //! scores (BM25 is unbounded, cosine is not) need calibrating against the other. The floors
-//! decide membership before ranks are fused: a lexical hit is a candidate only when it passed
-//! the lexical floor (its caller's), a dense hit only at or above [`DENSE_FLOOR`]. A query no
+//! ([`Floors`], one set per catalog) decide membership before ranks are fused: a lexical hit is
+//! a candidate only when it passed the lexical floor (its caller's), a dense hit only at or
+//! above the similarity floor, and, when the lexical lane found nothing, only when the dense
+//! lane is confident enough at all (its best hit stands out from the next ones). A query no
 //! document serves therefore stays empty in both modes.
 //!
 //! Pure: no model here; the embedder lives elsewhere and is handed in.
@@ -16,12 +18,56 @@ use std::collections::HashMap;
 /// more than its tail, and no single lane dominates).
 pub const RRF_K: f64 = 60.0;
 
-/// A dense hit counts only at or above this cosine similarity (all-MiniLM-L6-v2 scores an
-/// unrelated pair of sentences around 0 to 0.2 and a paraphrase around 0.3 and up). Tuned on
-/// the `dev` function cases (`tests/search/quality.rs`, texts from `texts`): 0.33 kept their
-/// no-match cases as empty as 0.35 did (1 of 10 answered) and found 8 of 10 paraphrases
-/// instead of 7; 0.31 answered 2 no-match cases, 0.28 five.
-pub const DENSE_FLOOR: f32 = 0.33;
+/// Which dense hits are candidates (see [`fuse`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Floors {
+    /// A dense hit counts only at or above this cosine similarity.
+    pub similarity: f32,
+    /// When the lexical lane found nothing, the dense lane answers only when its
+    /// [`confidence`] reaches this.
+    pub confidence: f32,
+}
+
+/// How many hits after the best one [`confidence`] compares it with.
+pub const CONFIDENCE_PEERS: usize = 10;
+
+/// Skill search's floors: a similarity of 0.33 (all-MiniLM-L6-v2 scores an unrelated pair of
+/// sentences around 0 to 0.2 and a paraphrase around 0.3 and up), tuned on the `dev` function
+/// cases when both catalogs shared it; no confidence gate, as the `dev` skill tasks answered
+/// the same with one as without (their no-match tasks stay empty either way).
+pub const SKILL_FLOORS: Floors = Floors {
+    similarity: 0.33,
+    confidence: 0.0,
+};
+
+/// Function search's floors, tuned on the `dev` function cases (`tests/search/quality.rs`,
+/// texts from `texts`; 30 paraphrased, 34 no-match). A short capability that no function
+/// serves still finds functions around 0.35 to 0.47 (a pizza order, a shipping label), as
+/// high as many true paraphrases, so a similarity floor alone cannot tell them apart: 0.33
+/// found 26 paraphrases and answered 11 no-match cases, 0.40 found 19 and answered 4. What
+/// separates them better is how far the best hit stands out from the next ones (a need nothing
+/// serves finds many functions about equally near). Gating the dense lane, when the lexical
+/// lane found nothing, on `best + (best − mean of the next 10) ≥ 0.46`, then admitting hits
+/// down to 0.25, found 27 paraphrases and answered 8 no-match cases; 0.44 found 28 and
+/// answered 9, 0.49 found 25 and answered 5.
+pub const FUNCTION_FLOORS: Floors = Floors {
+    similarity: 0.25,
+    confidence: 0.46,
+};
+
+/// How confidently a dense lane answers: its best similarity plus how far that stands out
+/// from the mean of the next [`CONFIDENCE_PEERS`] hits (`hits` best first; 0 when empty).
+pub fn confidence(hits: &[DenseHit]) -> f32 {
+    let Some(best) = hits.first() else {
+        return 0.0;
+    };
+    let peers = &hits[1..hits.len().min(CONFIDENCE_PEERS + 1)];
+    if peers.is_empty() {
+        return best.similarity;
+    }
+    let mean = peers.iter().map(|h| h.similarity).sum::<f32>() / peers.len() as f32;
+    2.0 * best.similarity - mean
+}
 
 /// How a search ranked: with the embedder's lane fused in, or lexical alone (no model, or not
 /// ready yet: nothing ever waits for it).
@@ -84,12 +130,15 @@ pub struct Fused {
 }
 
 /// Merges the lexical ranking (keys best first, already through the lexical floor) with the
-/// dense hits (best first), keeping only dense hits at or above [`DENSE_FLOOR`]. Ties keep the
-/// lexical order, then the dense order.
-pub fn fuse(lexical: &[String], dense: &[DenseHit]) -> Vec<Fused> {
+/// dense hits (best first: all the lane returned, for [`confidence`]), keeping only dense hits
+/// at or above `floors.similarity`, and none when the lexical ranking is empty and the dense
+/// lane's confidence is under `floors.confidence`. Ties keep the lexical order, then the dense
+/// order.
+pub fn fuse(lexical: &[String], dense: &[DenseHit], floors: Floors) -> Vec<Fused> {
+    let confident = !lexical.is_empty() || confidence(dense) >= floors.confidence;
     let dense = dense
         .iter()
-        .filter(|h| h.similarity >= DENSE_FLOOR)
+        .filter(|h| confident && h.similarity >= floors.similarity)
         .map(|h| &h.key);
     let mut at: HashMap<&str, usize> = HashMap::new();
     let mut out: Vec<Fused> = Vec::new();
@@ -174,10 +223,10 @@ mod tests {
 
     #[test]
     fn without_a_dense_lane_the_lexical_order_stands() {
-        let fused = fuse(&keys(&["a", "b", "c"]), &[]);
+        let fused = fuse(&keys(&["a", "b", "c"]), &[], FUNCTION_FLOORS);
         assert_eq!(order(&fused), ["a", "b", "c"]);
         assert!((fused[0].score - 1.0 / 61.0).abs() < 1e-12);
-        assert!(fuse(&[], &[]).is_empty());
+        assert!(fuse(&[], &[], SKILL_FLOORS).is_empty());
     }
 
     #[test]
@@ -185,6 +234,7 @@ mod tests {
         let fused = fuse(
             &keys(&["lex-only", "both"]),
             &dense(&[("dense-only", 0.9), ("both", 0.8)]),
+            SKILL_FLOORS,
         );
         assert_eq!(order(&fused), ["both", "lex-only", "dense-only"]);
         let both = 1.0 / 62.0 + 1.0 / 62.0;
@@ -193,10 +243,64 @@ mod tests {
 
     #[test]
     fn dense_hits_under_the_floor_are_not_candidates() {
-        let fused = fuse(&[], &dense(&[("near", 0.6), ("far", DENSE_FLOOR - 0.01)]));
+        let floor = SKILL_FLOORS.similarity;
+        let fused = fuse(
+            &[],
+            &dense(&[("near", 0.6), ("far", floor - 0.01)]),
+            SKILL_FLOORS,
+        );
         assert_eq!(order(&fused), ["near"]);
         // A no-match query: nothing lexical, nothing dense above the floor.
-        assert!(fuse(&[], &dense(&[("x", 0.2), ("y", 0.1)])).is_empty());
+        assert!(fuse(&[], &dense(&[("x", 0.2), ("y", 0.1)]), SKILL_FLOORS).is_empty());
+    }
+
+    #[test]
+    fn confidence_is_the_best_similarity_plus_its_lead_over_the_next_ten() {
+        assert_eq!(confidence(&[]), 0.0);
+        assert!((confidence(&dense(&[("a", 0.5)])) - 0.5).abs() < 1e-6);
+        assert!((confidence(&dense(&[("a", 0.5), ("b", 0.3), ("c", 0.1)])) - 0.8).abs() < 1e-6);
+        // Only the ten after the best count: an eleventh at 0 changes nothing.
+        let mut hits: Vec<(String, f32)> = vec![("best".into(), 0.6)];
+        hits.extend((0..10).map(|i| (format!("k{i}"), 0.4)));
+        let hits: Vec<DenseHit> = hits
+            .into_iter()
+            .map(|(key, similarity)| DenseHit { key, similarity })
+            .collect();
+        let mut longer = hits.clone();
+        longer.push(DenseHit {
+            key: "far".into(),
+            similarity: 0.0,
+        });
+        assert!((confidence(&hits) - 0.8).abs() < 1e-6);
+        assert_eq!(confidence(&hits), confidence(&longer));
+    }
+
+    #[test]
+    fn without_lexical_hits_a_dense_lane_with_no_standout_answers_nothing() {
+        // A need nothing serves: many functions about equally near, none standing out.
+        let flat: Vec<(&str, f32)> = vec![
+            ("a", 0.40),
+            ("b", 0.39),
+            ("c", 0.38),
+            ("d", 0.38),
+            ("e", 0.37),
+            ("f", 0.37),
+        ];
+        assert!(confidence(&dense(&flat)) < FUNCTION_FLOORS.confidence);
+        assert!(fuse(&[], &dense(&flat), FUNCTION_FLOORS).is_empty());
+        // A paraphrase: the best hit stands out, and hits down to the similarity floor come.
+        let standout = [("ocr", 0.45), ("text", 0.30), ("x", 0.26), ("far", 0.2)];
+        assert!(confidence(&dense(&standout)) >= FUNCTION_FLOORS.confidence);
+        assert_eq!(
+            order(&fuse(&[], &dense(&standout), FUNCTION_FLOORS)),
+            ["ocr", "text", "x"]
+        );
+        // With a lexical hit the gate is open: the flat lane's hits join it.
+        let fused = fuse(&keys(&["lex"]), &dense(&flat), FUNCTION_FLOORS);
+        assert_eq!(fused.len(), 1 + flat.len());
+        assert_eq!(fused[0].key, "lex");
+        // Skill search has no gate: the similarity floor alone decides.
+        assert_eq!(fuse(&[], &dense(&flat), SKILL_FLOORS).len(), flat.len());
     }
 
     /// A small deterministic generator (no dependency for a property test of this size).
@@ -230,15 +334,21 @@ mod tests {
             hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
             let mut seen = std::collections::HashSet::new();
             hits.retain(|h| seen.insert(h.key.clone()));
-            let fused = fuse(&lexical, &hits);
+            let floors = if lcg(&mut seed) % 2 == 0 {
+                SKILL_FLOORS
+            } else {
+                FUNCTION_FLOORS
+            };
+            let confident = !lexical.is_empty() || confidence(&hits) >= floors.confidence;
+            let fused = fuse(&lexical, &hits, floors);
             // Every fused key came from a lane, lexical keys all survive, each key once.
             let mut keys: Vec<&str> = order(&fused);
             for key in &keys {
                 assert!(
                     lexical.iter().any(|k| k == key)
-                        || hits
-                            .iter()
-                            .any(|h| h.key == *key && h.similarity >= DENSE_FLOOR)
+                        || hits.iter().any(|h| h.key == *key
+                            && confident
+                            && h.similarity >= floors.similarity)
                 );
             }
             for key in &lexical {
@@ -256,7 +366,7 @@ mod tests {
             assert_eq!(keys.len(), fused.len());
             // Without dense hits, fusion is the identity on the lexical order.
             assert_eq!(
-                order(&fuse(&lexical, &[])),
+                order(&fuse(&lexical, &[], floors)),
                 lexical.iter().map(String::as_str).collect::<Vec<_>>()
             );
         }

@@ -33,7 +33,7 @@ pub mod vectors;
 pub use crate::retrieval::tokenize;
 
 use crate::locks;
-use crate::retrieval::fusion::{DenseHit, DenseRanker, fuse};
+use crate::retrieval::fusion::{DenseHit, DenseRanker, FUNCTION_FLOORS, fuse};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -199,7 +199,7 @@ pub fn select_with(
                         .into_iter()
                         .filter(|h| catalog.contains(&h.key))
                         .collect();
-                    fuse(&lexical, &nearest)
+                    fuse(&lexical, &nearest, FUNCTION_FLOORS)
                         .into_iter()
                         .map(|f| f.key)
                         .collect()

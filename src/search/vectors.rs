@@ -13,10 +13,11 @@ use super::catalog::{Catalog, SlimTool};
 use crate::embed::{Embedder, Quantized, VectorTable};
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
+use crate::retrieval::texts;
 
-/// The text a function is embedded as.
+/// The text a function is embedded as (`retrieval::texts` decides, for the evaluation too).
 pub fn function_text(tool: &SlimTool) -> String {
-    format!("{}: {}", tool.name.replace("::", " "), tool.description)
+    texts::function_text(&tool.name, &tool.description)
 }
 
 /// See the module doc.

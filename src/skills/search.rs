@@ -29,7 +29,7 @@ use crate::doc::frontmatter;
 use crate::error::{Error, Result};
 use crate::index::Reader;
 use crate::request;
-use crate::retrieval::fusion::{DenseRanker, Mode, fuse};
+use crate::retrieval::fusion::{DenseRanker, Mode, SKILL_FLOORS, fuse};
 use crate::retrieval::lexical::{DocTerms, Index, Vocabulary};
 use crate::retrieval::tokenize::{terms, truncate_at_char_boundary};
 use crate::rules::skill::Visibility;
@@ -190,7 +190,7 @@ pub fn search(
                 .take(depth)
                 .map(|&(doc, _)| rows.at(doc as usize).id.to_string())
                 .collect();
-            let fused = fuse(&keys, &nearest);
+            let fused = fuse(&keys, &nearest, SKILL_FLOORS);
             (
                 Mode::Hybrid,
                 fused

@@ -24,16 +24,18 @@ use crate::doc::Hash;
 use crate::embed::{Embedder, Quantized, VectorTable};
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
+use crate::retrieval::texts;
 
-/// How much of a body goes into a skill's embedded text (bytes, cut on a char boundary): the
-/// embedder keeps its first 128 tokens, which the name, title, description and this much fill.
-pub const EMBED_BODY_CHARS: usize = 800;
-
-/// The text a skill content is embedded as: its title, description and the leading body.
+/// The text a skill content is embedded as: `retrieval::texts` decides (the name, title,
+/// description and leading body of the row that holds it), the same text the quality tests
+/// score.
 pub fn skill_text(listed: &Listed, text: &str) -> String {
-    let body = leading_body(text);
-    let body = crate::retrieval::tokenize::truncate_at_char_boundary(body, EMBED_BODY_CHARS);
-    format!("{}. {}\n{}", listed.title(), listed.description(), body)
+    texts::skill_text(
+        &listed.shown_id(),
+        &listed.title(),
+        &listed.description(),
+        leading_body(text),
+    )
 }
 
 /// See the module doc.

@@ -265,9 +265,19 @@ impl Tree {
             }
             let path = spec.path.clone();
             let depth = spec.depth.unwrap_or(usize::MAX);
-            let exists = path.is_dir();
             let was_there = !matches!(spec.state, RootState::Absent);
-            if exists && !was_there {
+            if !path.is_dir() {
+                if was_there {
+                    self.unwatch_under(inotify, &path);
+                    changes.paths.insert(path.clone());
+                }
+                self.specs[i].state = RootState::Absent;
+                if !self.wait_for(inotify, &path) {
+                    continue;
+                }
+                // It was made while the watch above it was being set up: watch it now.
+            }
+            if matches!(self.specs[i].state, RootState::Absent) {
                 let state = match self.watch_tree(inotify, &path, depth) {
                     Ok(()) => RootState::Watched,
                     Err(why) => RootState::Partial(why.to_string()),
@@ -275,35 +285,39 @@ impl Tree {
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
                 changes.paths.insert(path);
-            } else if exists && !self.by_path.contains_key(&path) {
+            } else if !self.by_path.contains_key(&path) {
                 // Replaced by another folder under the same name: watch the new one.
                 if let Err(why) = self.watch_tree(inotify, &path, depth) {
                     self.specs[i].state = RootState::Partial(why.to_string());
                 }
                 changes.paths.insert(path);
-            } else if !exists {
-                if was_there {
-                    self.unwatch_under(inotify, &path);
-                    changes.paths.insert(path.clone());
-                }
-                self.specs[i].state = RootState::Absent;
-                self.wait_for(inotify, &path);
             }
         }
     }
 
     /// Watches the nearest existing folder above `path`, to hear of the next folder on the way
-    /// to it being made.
-    fn wait_for(&mut self, inotify: &Inotify, path: &Path) {
-        let Some(above) = path.ancestors().skip(1).find(|a| a.is_dir()) else {
-            return;
-        };
-        if self.by_path.contains_key(above) {
-            return;
+    /// to it being made. A folder on the way made between finding that folder and watching it
+    /// has no event of its own, so it looks again after each watch it adds. Returns whether
+    /// `path` itself exists by then.
+    fn wait_for(&mut self, inotify: &Inotify, path: &Path) -> bool {
+        let nearest = || path.ancestors().skip(1).find(|a| a.is_dir());
+        let mut above = nearest();
+        while let Some(folder) = above {
+            if !self.by_path.contains_key(folder) {
+                if let Ok(wd) = inotify.add(folder) {
+                    self.note(wd, folder.to_path_buf());
+                }
+            }
+            if path.is_dir() {
+                return true;
+            }
+            let now = nearest();
+            if now == Some(folder) {
+                return false;
+            }
+            above = now;
         }
-        if let Ok(wd) = inotify.add(above) {
-            self.note(wd, above.to_path_buf());
-        }
+        false
     }
 
     /// Watches `top` and the folders under it, `depth` levels down. Folder links are not
@@ -553,6 +567,29 @@ mod tests {
         let changes = drain(&inotify, &mut tree);
         assert!(changes.paths.contains(&agents_skills), "{changes:?}");
         assert_eq!(state(&tree, "agents_skills_folder"), RootState::Watched);
+    }
+
+    /// A root whose folders are made between the look for the nearest existing folder and the
+    /// watch on it has no event for them: the watch looks again, and finds the root.
+    #[test]
+    fn a_root_made_while_its_wait_is_set_up_is_found() {
+        let base = tempfile::tempdir().unwrap();
+        let inotify = Inotify::new().unwrap();
+        let roots = roots(base.path());
+        let mut tree = Tree::new(&inotify, &roots, &|_| false, None);
+        let agents_skills = roots.path(Root::AgentsSkills).to_path_buf();
+        // What the race leaves: the folders exist, and no event announced them.
+        std::fs::create_dir_all(agents_skills.join("polish")).unwrap();
+        let mut events = Vec::new();
+        inotify.read_queued(&mut events).unwrap();
+        assert!(tree.wait_for(&inotify, &agents_skills));
+        // A later look at the roots watches it.
+        tree.rewatch(&inotify);
+        let state = tree
+            .roots()
+            .into_iter()
+            .find(|r| r.root == "agents_skills_folder");
+        assert_eq!(state.unwrap().state, RootState::Watched);
     }
 
     /// An off global root is neither watched nor reported; an on one is watched with its

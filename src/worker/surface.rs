@@ -430,6 +430,7 @@ fn download_response() -> Value {
                 &["path"],
             )),
             "removed": names("files removed (always empty for a download, which keeps files upstream dropped)"),
+            "upstream_copies_removed": names("re-download of a locked bundle: <name>.upstream copies of earlier conflicts that this landing settled, removed"),
             "review": object(
                 json!({
                     "executables": names("executable files (a mode bit, #!, or a program)"),
@@ -699,6 +700,8 @@ fn bundles_functions() -> Vec<Function> {
             "modified": paths(),
             "missing": paths(),
             "untracked": paths(),
+            "upstream_copies": names("<name>.upstream copies an update's conflict left beside the bundle's files"),
+            "stale_upstream_copies": names("the copies whose conflict is settled (the file is clean again, no longer locked, or upstream moved on): safe to delete; the next apply that lands the file removes them"),
             "detail": array_of(object(
                 json!({ "path": string("as a download's response names it"), "route": { "enum": ["skills", "system-prompts", "agents"] }, "state": { "enum": ["clean", "modified", "missing"] } }),
                 &["path", "route", "state"],
@@ -713,6 +716,8 @@ fn bundles_functions() -> Vec<Function> {
             "modified",
             "missing",
             "untracked",
+            "upstream_copies",
+            "stale_upstream_copies",
         ],
     );
     vec![
@@ -837,6 +842,7 @@ fn bundles_functions() -> Vec<Function> {
                         json!({ "path": string("the file, kept as you have it"), "upstream_copy": string("<name>.upstream, when the upstream text landed beside it") }),
                         &["path"],
                     )),
+                    "upstream_copies_removed": names("<name>.upstream copies of earlier conflicts that this landing settled, removed"),
                     "source": { "type": "object", "description": "the locked source now" },
                 }),
                 &[
@@ -847,6 +853,7 @@ fn bundles_functions() -> Vec<Function> {
                     "kept_local",
                     "merged",
                     "conflicts",
+                    "upstream_copies_removed",
                     "source",
                 ],
             ),
@@ -890,8 +897,8 @@ fn plan_response() -> Value {
             "from": { "type": "object", "description": "the locked source" },
             "to": { "type": "object", "description": "the upstream candidate's source (commit or version and digest)" },
             "summary": object(
-                json!({ "added": count(), "changed": count(), "removed": count(), "modified_locally": count(), "conflicts": count(), "merges": count() }),
-                &["added", "changed", "removed", "modified_locally", "conflicts", "merges"],
+                json!({ "added": count(), "changed": count(), "removed": count(), "modified_locally": count(), "conflicts": count(), "merges": count(), "upstream_copies_removed": count() }),
+                &["added", "changed", "removed", "modified_locally", "conflicts", "merges", "upstream_copies_removed"],
             ),
             "files": array_of(object(
                 json!({
@@ -901,6 +908,13 @@ fn plan_response() -> Value {
                     "local": { "enum": ["clean", "modified", "missing", "same", "absent", "present"] },
                     "conflict": boolean("changed on both sides"),
                     "merge": { "enum": ["clean", "conflict"], "description": "for a file changed on both sides: the three-way merge's outcome" },
+                    "upstream_copy": object(
+                        json!({
+                            "path": string("the <name>.upstream copy an earlier conflict left beside the file"),
+                            "removed_by": { "type": "array", "items": { "enum": ["keep-local", "take-upstream", "merge"] }, "description": "the on_conflict choices under which apply removes the copy, its conflict settled" },
+                        }),
+                        &["path", "removed_by"],
+                    ),
                 }),
                 &["path", "route", "upstream", "local", "conflict"],
             )),

@@ -5,7 +5,8 @@
 // one line `FIGURES {json}` on stdout.
 //
 // Environment: HARNESS_URL (the harness page with ?engine=ws://…), CONTROL_URL (the test's
-// loopback server, whose POST /control/worker/{stop,start} stops and starts the worker), TREE_DIR (the worker's
+// loopback server, whose POST /control/worker/{stop,start} stops and starts the worker and
+// POST /control/registry/publish/<version> publishes a version of the bundle), TREE_DIR (the worker's
 // Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
 // SKILLS (the generated skill count).
 
@@ -749,6 +750,134 @@ try {
   await settings.locator('.dir-settings-saved', { hasText: 'Saved ' }).waitFor();
   assert.deepEqual(await stored(), original, 'the settings are back as they were');
   await page.evaluate(() => window.__harness.show('page'));
+  await root.locator('.dir-header').waitFor();
+
+  // ---- Bundles: status → check for updates → plan → apply, with a stale and an unknown plan ----
+  // tests/worker/browser.rs serves `mailer` 1.0.0 on the loopback registry stand-in and
+  // publishes 2.0.0 on /control/registry/publish/2.0.0.
+  step('bundles: status, check, plan, apply');
+  const BUNDLE = 'skills/mailer';
+  const bundleFile = (rel) => `${BUNDLE}/${rel}`;
+  const onDisk = (rel) => (existsSync(join(TREE_DIR, rel)) ? disk(rel) : null);
+  const downloaded = await page.evaluate(() => window.__harness.trigger('directory::skills::download_from_registry', { worker: 'mailer' }));
+  assert.equal(downloaded.namespace, 'mailer');
+  const v1 = {};
+  for (const name of ['SKILL.md', 'notes.md', 'both.md', 'merge.md', 'gone.md']) v1[name] = disk(bundleFile(name));
+  // Edits here: notes.md (upstream leaves it), both.md's line upstream changes too (a conflict),
+  // merge.md's first line where upstream changes its last (a clean merge); a file of our own.
+  writeOnDisk(bundleFile('notes.md'), v1['notes.md'].replace('note 1', 'note 1, mine'));
+  writeOnDisk(bundleFile('both.md'), v1['both.md'].replace('both 1', 'both 1, mine'));
+  writeOnDisk(bundleFile('merge.md'), v1['merge.md'].replace('merge 1', 'merge 1, mine'));
+  writeOnDisk(bundleFile('mine.md'), '# Mine\n');
+  const published = await fetch(`${CONTROL_URL}/control/registry/publish/2.0.0`, { method: 'POST' });
+  assert.equal(published.status, 200, 'publish mailer 2.0.0');
+
+  await root.getByRole('tab', { name: 'Bundles' }).click();
+  const bundles = root.locator('.dir-bundles');
+  const mailer = bundles.locator('.dir-bundle[data-namespace="mailer"]');
+  await mailer.waitFor();
+  assert.equal(await mailer.getAttribute('data-state'), 'modified');
+  assert.equal(await mailer.locator('.dir-state').textContent(), 'modified');
+  assert.match(await mailer.locator('.dir-bundle-source').textContent(), /^mailer@1\.0\.0/);
+  const filesLine = (label) => mailer.locator('.dir-bundle-files', { hasText: label });
+  assert.equal(await filesLine('Modified here').textContent(), 'Modified here: both.md, merge.md, notes.md');
+  assert.equal(await filesLine('Untracked').textContent(), 'Untracked: mine.md');
+
+  await bundles.getByRole('button', { name: 'Check for updates', exact: true }).click();
+  await mailer.locator('.dir-update--available', { hasText: 'Update available: 2.0.0' }).waitFor();
+
+  await mailer.getByRole('button', { name: 'Plan update of mailer' }).click();
+  const plan = bundles.locator('.dir-plan');
+  await plan.waitFor();
+  assert.match(await plan.locator('h3').textContent(), /mailer@1\.0\.0.*→ mailer@2\.0\.0/);
+  const planRow = (path) => plan.locator(`tr[data-path="${path}"]`);
+  const cells = async (path) => (await planRow(path).locator('td').allTextContents()).map((t) => t.trim());
+  assert.deepEqual(await cells('both.md'), ['both.md', 'changed', 'modified', 'conflict: your copy stays, upstream lands as both.md.upstream']);
+  assert.deepEqual(await cells('merge.md'), ['merge.md', 'changed', 'modified', 'merged three-way (clean)']);
+  assert.deepEqual(await cells('notes.md'), ['notes.md', 'unchanged', 'modified', 'your copy stays']);
+  assert.deepEqual(await cells('gone.md'), ['gone.md', 'removed', 'clean', 'removed']);
+  assert.deepEqual(await cells('scripts/send.sh'), ['scripts/send.sh', 'added', 'absent', 'added']);
+  assert.deepEqual(await cells('SKILL.md'), ['SKILL.md', 'changed', 'clean', 'updated']);
+  const planCount = async (key) => Number(await plan.locator(`[data-count="${key}"] strong`).textContent());
+  assert.deepEqual(
+    [await planCount('added'), await planCount('changed'), await planCount('removed'), await planCount('conflicts'), await planCount('merges')],
+    [1, 3, 1, 1, 1],
+  );
+  await plan.locator('.dir-review li', { hasText: 'adds scripts/send.sh (executable)' }).waitFor();
+  // The choice changes what the table says apply does.
+  await plan.getByLabel('Take upstream').check();
+  assert.equal((await cells('both.md'))[3], 'upstream replaces your copy');
+  await plan.getByLabel('Merge').check();
+  mkdirSync(OUT_DIR, { recursive: true });
+  await page.screenshot({ path: join(OUT_DIR, 'bundles-plan.png') });
+
+  // A file changes after the plan: apply refuses it (D336), nothing is written, a fresh plan shows.
+  const firstPlan = await plan.getAttribute('data-plan-id');
+  writeOnDisk(bundleFile('notes.md'), v1['notes.md'].replace('note 1', 'note 1, mine again'));
+  const beforeStale = onDisk(bundleFile('SKILL.md'));
+  await plan.getByRole('button', { name: 'Apply', exact: true }).click();
+  const problem = bundles.locator('.dir-plan-problem');
+  await problem.filter({ hasText: /^D336 conflict: / }).waitFor();
+  assert.match(await problem.textContent(), /nothing was written\. Below is a fresh plan made from what is on disk now: review it and apply again\./);
+  await page.waitForFunction(
+    (old) => {
+      const id = document.querySelector('[data-iii-ui="iii-directory"] .dir-plan')?.getAttribute('data-plan-id');
+      return id && id !== old;
+    },
+    firstPlan,
+  );
+  assert.equal(onDisk(bundleFile('SKILL.md')), beforeStale, 'a stale plan writes nothing');
+
+  // The plan is dropped from the worker's memory (32 newer plans push it out): D337, and the
+  // page offers to plan again.
+  await page.evaluate(async () => {
+    for (let i = 0; i < 32; i++) await window.__harness.trigger('directory::skills::bundles::plan-update', { namespace: 'mailer' });
+  });
+  await plan.getByRole('button', { name: 'Apply', exact: true }).click();
+  await problem.filter({ hasText: /^D337 not_found: / }).waitFor();
+  assert.match(await problem.textContent(), /Make a fresh plan\./);
+  await plan.waitFor({ state: 'detached' });
+  await problem.getByRole('button', { name: 'Plan again' }).click();
+  await plan.waitFor();
+
+  // Apply, merging: the result on screen, then on disk.
+  await plan.getByRole('button', { name: 'Apply', exact: true }).click();
+  const result = bundles.locator('.dir-result');
+  await result.waitFor();
+  assert.match(await result.locator('h3').textContent(), /Applied: mailer is now at mailer@2\.0\.0/);
+  assert.equal(await result.locator('.dir-result-merged').textContent(), 'Merged three-way: merge.md');
+  assert.equal(await result.locator('.dir-result-removed').textContent(), 'Removed (upstream removed them): gone.md');
+  assert.match(await result.locator('.dir-result-kept_local').textContent(), /notes\.md/);
+  await result.locator('.dir-result-conflicts li', { hasText: 'both.md kept as you have it; the upstream text is in both.md.upstream' }).waitFor();
+  const v2 = (text, line) => text.replace(line, `${line}, from 2.0.0`);
+  assert.equal(onDisk(bundleFile('SKILL.md')), v2(v1['SKILL.md'], 'line 3'));
+  assert.equal(onDisk(bundleFile('merge.md')), v2(v1['merge.md'].replace('merge 1', 'merge 1, mine'), 'merge 5'));
+  assert.equal(onDisk(bundleFile('both.md')), v1['both.md'].replace('both 1', 'both 1, mine'));
+  assert.equal(onDisk(bundleFile('both.md.upstream')), v2(v1['both.md'], 'both 1'));
+  assert.equal(onDisk(bundleFile('notes.md')), v1['notes.md'].replace('note 1', 'note 1, mine again'));
+  assert.equal(onDisk(bundleFile('gone.md')), null);
+  assert.equal(onDisk(bundleFile('scripts/send.sh')), '#!/bin/sh\necho sent\n');
+  assert.equal(onDisk(bundleFile('mine.md')), '# Mine\n');
+  const locked = JSON.parse(disk('skills/iii-bundles.lock.json'));
+  assert.equal(locked.bundles.mailer.source.version, '2.0.0');
+  await mailer.locator('.dir-bundle-source', { hasText: 'mailer@2.0.0' }).waitFor();
+  await filesLine('Open conflicts').filter({ hasText: 'both.md.upstream' }).waitFor();
+  await bundles.getByRole('button', { name: 'Check for updates', exact: true }).click();
+  await mailer.locator('.dir-update--current', { hasText: 'Up to date' }).waitFor();
+  await page.screenshot({ path: join(OUT_DIR, 'bundles-applied.png') });
+
+  // The conflict settled by hand (upstream's text taken, the copy left behind): the view
+  // follows the change on disk by itself, the copy is stale and said so, and the next apply
+  // removes it.
+  writeOnDisk(bundleFile('both.md'), onDisk(bundleFile('both.md.upstream')));
+  await mailer.locator('.dir-bundle-stale', { hasText: 'both.md.upstream' }).waitFor();
+  await mailer.getByRole('button', { name: 'Plan update of mailer' }).click();
+  await planRow('both.md').locator('td', { hasText: 'removes the stale both.md.upstream' }).waitFor();
+  await plan.getByRole('button', { name: 'Apply', exact: true }).click();
+  await result.locator('.dir-result-upstream_copies_removed', { hasText: 'both.md.upstream' }).waitFor();
+  assert.equal(onDisk(bundleFile('both.md.upstream')), null);
+  await mailer.locator('.dir-bundle-stale').waitFor({ state: 'detached' });
+  await root.getByRole('tab', { name: /^Skills/ }).click();
   await root.locator('.dir-header').waitFor();
 
   // ---- Teardown: the page goes, and so do its bindings ------------------------------------------

@@ -70,3 +70,35 @@ test('skill texts read as the vectors say, or are left to the server', () => {
   }
   assert.ok(local >= 10, `${local} readings are local`);
 });
+
+// Not shared vectors: the bundles view's reading of the worker's answers (the browser test
+// drives the same view against the real worker).
+test('a stale plan error gives its fresh plan; an unknown plan is expired', () => {
+  const fresh = { plan_id: 'plan-2', files: [] };
+  const stale = page.planFailure(
+    new Error(`handler error: D336 conflict: the files of bundle "m" changed; nothing was written. A fresh plan: ${JSON.stringify(fresh)}`),
+  );
+  assert.equal(stale.kind, 'stale');
+  assert.deepEqual(stale.fresh, fresh);
+  assert.equal(stale.text, 'D336 conflict: the files of bundle "m" changed; nothing was written.');
+  const cut = page.planFailure(new Error('D336 conflict: changed. A fresh plan: {"plan_id": "pl'));
+  assert.equal(cut.kind, 'stale');
+  assert.equal(cut.fresh, null, 'a cut message gives no plan: the page plans again');
+  assert.equal(page.planFailure(new Error('D337 not_found: no update plan "x"')).kind, 'expired');
+  assert.equal(page.planFailure(new Error('D334 not_found: no bundle')).kind, 'other');
+});
+
+test('what apply does with a planned file follows on_conflict', () => {
+  const both = { path: 'a.md', upstream: 'changed', local: 'modified', conflict: true, merge: 'conflict' };
+  assert.equal(page.plannedAction(both, 'merge'), 'conflict: your copy stays, upstream lands as a.md.upstream');
+  assert.equal(page.plannedAction({ ...both, merge: 'clean' }, 'merge'), 'merged three-way (clean)');
+  assert.equal(page.plannedAction(both, 'keep-local'), 'your copy stays');
+  assert.equal(page.plannedAction(both, 'take-upstream'), 'upstream replaces your copy');
+  const edited = { path: 'b.md', upstream: 'unchanged', local: 'modified', conflict: false };
+  assert.equal(page.plannedAction(edited, 'merge'), 'your copy stays');
+  assert.equal(page.plannedAction({ path: 'c.md', upstream: 'removed', local: 'modified', conflict: true }, 'merge'), 'kept: you edited it');
+  assert.equal(page.plannedAction({ path: 'd.md', upstream: 'removed', local: 'clean', conflict: false }, 'merge'), 'removed');
+  assert.deepEqual(page.updateText({ state: 'update-available', upstream: { version: '2.0.0' } }), ['available', 'Update available: 2.0.0']);
+  assert.equal(page.updateText({ state: 'unknown', reason: 'timed out' })[1], 'Unknown: timed out');
+  assert.equal(page.bundleSource({ kind: 'registry', worker: 'm', version: '1.0.0', tag: 'latest' }), 'm@1.0.0 (latest)');
+});

@@ -8,6 +8,7 @@
 use test_support::{common, fake_engine, worker_process};
 
 mod clobber;
+mod copies;
 mod crash;
 mod from_registry;
 mod from_repo;

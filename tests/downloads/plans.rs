@@ -403,3 +403,30 @@ async fn random_edits_on_both_sides_land_as_the_three_way_expectation() {
         assert_eq!(shas, expected, "round {round}: the lock");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_adding_an_executable_is_refused_at_apply_when_the_setting_says_so() {
+    let s = Setup::with(|config| config.settings.download_allow_executables = false);
+    let mut v1 = BTreeMap::new();
+    v1.insert("SKILL.md".to_string(), "# Up\n".to_string());
+    publish(&s, "1.0.0", &v1);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+    let mut v2 = v1.clone();
+    v2.insert("SKILL.md".into(), "# Up, 2.0.0\n".into());
+    v2.insert("scripts/send.sh".into(), "#!/bin/sh\necho sent\n".into());
+    publish(&s, "2.0.0", &v2);
+    // The plan shows what the update brings; apply refuses it whole.
+    let planned = plan_update(&s, json!({"namespace": NS}))
+        .await
+        .expect("plan");
+    assert_eq!(planned["review"]["executables"], json!(["scripts/send.sh"]));
+    let before = s.state();
+    let err = apply(&s, json!({"plan_id": planned["plan_id"]}))
+        .await
+        .expect_err("refused");
+    assert!(err.starts_with("D333 invalid_input:"), "{err}");
+    assert!(err.contains("\"scripts/send.sh\""), "{err}");
+    assert_eq!(s.state(), before, "nothing written, the lock untouched");
+}

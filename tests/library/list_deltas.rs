@@ -742,14 +742,14 @@ fn a_client_keeps_the_skills_list_current_with_small_answers() {
 /// An index of an earlier schema (3: before the change log; 4: texts inside the index file;
 /// 5: texts stored by content hash; 6: skip reasons stored as sentences; 7: before the spec
 /// checks; 8: before the skill embeddings; 9: before the global roots and the profiles'
-/// `functions` and `skills_index`; 10: skill rows without the frontmatter name) is rebuilt at
-/// open with the log's table, an epoch, a floor
+/// `functions` and `skills_index`; 10: skill rows without the frontmatter name; 11: skill
+/// vectors of the earlier skill text) is rebuilt at open with the log's table, an epoch, a floor
 /// and a texts store, and the lists answer deltas from then on.
 #[test]
 fn an_index_of_an_earlier_schema_is_rebuilt_with_a_change_log() {
     use iii_directory::testing::{SCHEMA_VERSION, encode};
-    assert_eq!(SCHEMA_VERSION, 11);
-    for earlier in [3u64, 4, 5, 6, 7, 8, 9, 10] {
+    assert_eq!(SCHEMA_VERSION, 12);
+    for earlier in [3u64, 4, 5, 6, 7, 8, 9, 10, 11] {
         rebuilt_from(earlier, encode);
     }
 }

@@ -178,7 +178,7 @@ fn the_evaluation_sets_have_the_promised_shape() {
         |cases: &[FunctionCase], kind: &str| cases.iter().filter(|c| c.kind == kind).count();
     let dev = function_cases("dev");
     let held = function_cases("heldout");
-    assert_eq!(dev.len(), 41);
+    assert_eq!(dev.len(), 85);
     assert_eq!(
         [
             count(&held, "direct"),
@@ -200,7 +200,7 @@ fn the_evaluation_sets_have_the_promised_shape() {
         }
     }
     let tasks = skill_tasks("heldout");
-    assert_eq!(skill_tasks("dev").len(), 30);
+    assert_eq!(skill_tasks("dev").len(), 47);
     assert!(tasks.len() >= 100, "{}", tasks.len());
     assert!(tasks.iter().filter(|t| t.kind == "no_match").count() >= 15);
 }
@@ -240,12 +240,12 @@ fn function_search_quality_on_the_held_out_cases() {
     let held = hybrid(&catalog, &function_cases("heldout"), Some(&lane));
     println!("{}", dev.table("functions, dev (hybrid)"));
     println!("{}", held.table("functions, held-out (hybrid)"));
-    // The hybrid figures when the floor was tuned (on dev): a change that costs quality fails.
-    assert!(held.all.recall(0) >= 0.92, "{}", held.all.recall(0));
+    // The hybrid figures when the floors were tuned (on dev): a change that costs quality fails.
+    assert!(held.all.recall(0) >= 0.94, "{}", held.all.recall(0));
     assert!(held.kind("direct").recall(0) >= 0.99);
-    assert!(held.kind("paraphrased").recall(0) >= 0.79);
+    assert!(held.kind("paraphrased").recall(0) >= 0.83);
     assert!(held.kind("multi").coverage() >= 0.97);
-    assert!(held.kind("no_match").answered <= 6);
+    assert!(held.kind("no_match").answered <= 5);
 }
 
 /// A directory over the shared corpus: the community skills as the read-only agents skills root

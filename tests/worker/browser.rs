@@ -6,7 +6,9 @@
 //! few fixtures), and a loopback HTTP server for the harness and React's ES modules (built
 //! from the npm packages by esbuild at test time), then runs `tests/browser/run.mjs`, which
 //! does what a person would and prints the figures: setup to first rows, filter keystroke to
-//! repaint, external edit to screen. It needs Node.js, `npm ci --prefix tests/browser` and
+//! repaint, external edit to screen; and the Bundles tab over a bundle it downloads from the
+//! loopback registry stand-in (status, check for updates, plan, a stale and an unknown plan,
+//! apply, a settled conflict's copy removed). It needs Node.js, `npm ci --prefix tests/browser` and
 //! `/usr/bin/chromium` (or `CHROMIUM`); without them it says so on one line and passes as
 //! skipped. `.ci/run` installs them. `BROWSER_SKILLS` changes the tree size.
 
@@ -22,6 +24,7 @@ use std::time::Duration;
 use fake_engine::FakeEngine;
 use serde_json::Value;
 use test_support::generate::{TreeSpec, write_tree};
+use test_support::loopback::registry::FakeRegistry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use worker_process::WorkerProcess;
@@ -152,13 +155,63 @@ fn route(path: &str, vendor: &Path) -> Option<(PathBuf, &'static str)> {
     }
 }
 
+/// The registry worker whose bundle the run downloads, then updates from the page.
+const BUNDLE_WORKER: &str = "mailer";
+
+/// `mailer`'s bundle at `version` (1.0.0 or 2.0.0). 2.0.0 changes a line of SKILL.md, both.md
+/// and merge.md, removes gone.md and adds an executable script; run.mjs edits notes.md,
+/// both.md (the same line: a conflict) and merge.md (another line: a clean merge) in between.
+fn bundle_files(version: &str) -> Option<Vec<(String, String)>> {
+    let mut files = vec![
+        (
+            "SKILL.md",
+            "---\ntitle: Mailer\ndescription: Sends mail.\n---\n# Mailer\n\nline 1\nline 2\nline 3\n",
+        ),
+        ("notes.md", "# Notes\n\nnote 1\nnote 2\n"),
+        ("both.md", "# Both\n\nboth 1\nboth 2\nboth 3\n"),
+        (
+            "merge.md",
+            "# Merge\n\nmerge 1\nmerge 2\nmerge 3\nmerge 4\nmerge 5\n",
+        ),
+        ("gone.md", "# Gone\n"),
+    ];
+    let changed = |text: &str, line: &str| text.replace(line, &format!("{line}, from 2.0.0"));
+    let files: Vec<(String, String)> = match version {
+        "1.0.0" => files
+            .drain(..)
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect(),
+        "2.0.0" => files
+            .drain(..)
+            .filter(|(p, _)| *p != "gone.md")
+            .map(|(p, t)| {
+                let t = match p {
+                    "SKILL.md" => changed(t, "line 3"),
+                    "both.md" => changed(t, "both 1"),
+                    "merge.md" => changed(t, "merge 5"),
+                    _ => t.to_string(),
+                };
+                (p.to_string(), t)
+            })
+            .chain([(
+                "scripts/send.sh".to_string(),
+                "#!/bin/sh\necho sent\n".to_string(),
+            )])
+            .collect(),
+        _ => return None,
+    };
+    Some(files)
+}
+
 /// What the run can ask of the test through `/control/…`: stop the worker and start it again
-/// under the open page (the worker gone and back, as a person sees it).
+/// under the open page (the worker gone and back, as a person sees it), and publish a version
+/// of [`BUNDLE_WORKER`]'s bundle on the loopback registry stand-in.
 struct Control {
     engine_url: String,
     tree: PathBuf,
     seed: PathBuf,
     worker: tokio::sync::Mutex<Option<WorkerProcess>>,
+    registry: FakeRegistry,
 }
 
 impl Control {
@@ -181,6 +234,16 @@ impl Control {
                     *worker = Some(self.spawn());
                 }
                 ("200 OK", "started\n".into())
+            }
+            _ if path.starts_with("/control/registry/publish/") => {
+                let version = &path["/control/registry/publish/".len()..];
+                match bundle_files(version) {
+                    Some(files) => {
+                        self.registry.publish(BUNDLE_WORKER, version, &files);
+                        ("200 OK", "published\n".into())
+                    }
+                    None => ("404 Not Found", "no such version\n".into()),
+                }
             }
             _ => ("404 Not Found", "not found\n".into()),
         }
@@ -352,8 +415,23 @@ async fn the_console_page_in_chromium() {
     let tree = work.path().join("compose");
     lay_out_tree(&tree, skills);
     let seed = work.path().join("seed.yaml");
+    // The registry stand-in publishes the bundle the run downloads and updates (answers not
+    // cached, so that check-updates sees a version published a moment ago).
+    let registry = FakeRegistry::start();
+    registry.publish(
+        BUNDLE_WORKER,
+        "1.0.0",
+        &bundle_files("1.0.0").expect("1.0.0"),
+    );
     // Every generated namespace listed and writable, whatever the engine says is installed.
-    fs::write(&seed, "filter_unregistered: false\n").expect("write the seed");
+    fs::write(
+        &seed,
+        format!(
+            "filter_unregistered: false\nregistry_url: {}/\nregistry_cache_ttl_ms: 0\n",
+            registry.url()
+        ),
+    )
+    .expect("write the seed");
     let vendor = work.path().join("vendor");
     build_vendor(&vendor);
 
@@ -367,6 +445,7 @@ async fn the_console_page_in_chromium() {
         tree: tree.clone(),
         seed: seed.clone(),
         worker: tokio::sync::Mutex::new(None),
+        registry,
     });
     let worker = control.spawn();
     let registered = engine.wait_function(UI_CONTENT, WORKER_UP_WITHIN).await;
@@ -419,6 +498,17 @@ async fn the_console_page_in_chromium() {
         "{showcase}"
     );
     assert!(!tree.join("skills/fixtures/made-in-browser.md").exists());
+    // The bundle the page updated: at 2.0.0 in the lock, the merge landed, the settled
+    // conflict's upstream copy gone.
+    let lock: Value = serde_json::from_str(
+        &fs::read_to_string(tree.join("skills/iii-bundles.lock.json")).expect("the lock"),
+    )
+    .expect("lock JSON");
+    assert_eq!(lock["bundles"][BUNDLE_WORKER]["source"]["version"], "2.0.0");
+    let merged = fs::read_to_string(tree.join("skills/mailer/merge.md")).expect("merge.md");
+    assert!(merged.contains("merge 1, mine") && merged.contains("merge 5, from 2.0.0"));
+    assert!(!tree.join("skills/mailer/both.md.upstream").exists());
+    assert!(!tree.join("skills/mailer/gone.md").exists());
     for shot in ["light.png", "dark.png"] {
         let bytes = fs::read(out.join(shot)).expect("a screenshot");
         assert!(

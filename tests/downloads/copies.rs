@@ -1,0 +1,235 @@
+//! The `<name>.upstream` copies a conflicting update leaves (issue 29): status and verify tell
+//! a live copy (its conflict still open) from a stale one (the file is clean again, or upstream
+//! moved past the copy's text), the plan says which copies its apply removes, and the apply
+//! that lands a version where the file is no longer in conflict removes them in the same
+//! landing, while a copy whose conflict is still open stays.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use iii_directory::download::BundlesFunction;
+use iii_directory::download::DownloadFunction::FromRegistry;
+use iii_directory::download::{guard, plan, status};
+
+use crate::Setup;
+
+const NS: &str = "copies";
+
+fn lines(prefix: &str, n: usize) -> String {
+    (0..n).map(|i| format!("{prefix} line {i}\n")).collect()
+}
+
+fn publish(s: &Setup, version: &str, files: &BTreeMap<String, String>) {
+    let files: Vec<(String, String)> = files.iter().map(|(p, c)| (p.clone(), c.clone())).collect();
+    s.server.publish(NS, version, &files);
+}
+
+fn path(s: &Setup, rel: &str) -> std::path::PathBuf {
+    s.tree.path(&format!("skills/{NS}/{rel}"))
+}
+
+fn read(s: &Setup, rel: &str) -> Option<String> {
+    std::fs::read_to_string(path(s, rel)).ok()
+}
+
+fn status_of(s: &Setup, function: BundlesFunction) -> Value {
+    status::answer(
+        &s.directory.config().paths,
+        function,
+        &json!({ "namespace": NS }),
+    )
+    .expect("status")
+}
+
+fn row<'a>(plan: &'a Value, path: &str) -> &'a Value {
+    plan["files"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["path"] == path))
+        .unwrap_or_else(|| panic!("{path} not in the plan: {plan}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_conflict_loses_its_upstream_copy_and_an_open_one_keeps_it() {
+    let s = Setup::new();
+    let names = ["both.md", "taken.md", "open.md"];
+    let v1: BTreeMap<String, String> = names.iter().map(|n| (n.to_string(), lines(n, 6))).collect();
+    publish(&s, "1.0.0", &v1);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+
+    // Line 1 of every file edited here and upstream alike: three conflicts.
+    let mut v2 = v1.clone();
+    for name in names {
+        let text = lines(name, 6);
+        s.tree.write(
+            &format!("skills/{NS}/{name}"),
+            &text.replace(&format!("{name} line 1"), &format!("{name} line 1, mine")),
+        );
+        v2.insert(
+            name.into(),
+            text.replace(&format!("{name} line 1"), &format!("{name} line 1, theirs")),
+        );
+    }
+    publish(&s, "2.0.0", &v2);
+    let planned = plan::plan_update(&s.directory, &s.registry, &json!({"namespace": NS}))
+        .await
+        .expect("plan v2");
+    let applied = plan::apply(
+        &s.directory,
+        &s.registry,
+        &json!({"plan_id": planned["plan_id"]}),
+    )
+    .await
+    .expect("apply v2");
+    assert_eq!(
+        applied["conflicts"].as_array().map(Vec::len),
+        Some(3),
+        "{applied}"
+    );
+    assert_eq!(applied["upstream_copies_removed"], json!([]));
+    for name in names {
+        assert_eq!(
+            read(&s, &format!("{name}.upstream")),
+            Some(v2[name].clone())
+        );
+    }
+
+    // Status: three live copies, none stale; the copies are not untracked files.
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["state"], "modified", "{listed}");
+    assert_eq!(
+        listed["upstream_copies"],
+        json!(["both.md.upstream", "open.md.upstream", "taken.md.upstream"])
+    );
+    assert_eq!(listed["stale_upstream_copies"], json!([]));
+    assert_eq!(listed["untracked"], json!([]));
+
+    // The user settles taken.md by taking the upstream text, and leaves the copy behind.
+    s.tree
+        .write(&format!("skills/{NS}/taken.md"), &v2["taken.md"]);
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(
+        listed["stale_upstream_copies"],
+        json!(["taken.md.upstream"]),
+        "{listed}"
+    );
+    let verified = status_of(&s, BundlesFunction::Verify);
+    assert_eq!(verified["ok"], false);
+    assert_eq!(
+        verified["bundles"][0]["stale_upstream_copies"],
+        json!(["taken.md.upstream"]),
+        "{verified}"
+    );
+
+    // 3.0.0 changes both.md's line 4 (which merges with the edit of line 1) and nothing else.
+    let mut v3 = v2.clone();
+    v3.insert(
+        "both.md".into(),
+        v2["both.md"].replace("both.md line 4", "both.md line 4, v3"),
+    );
+    publish(&s, "3.0.0", &v3);
+    let planned = plan::plan_update(&s.directory, &s.registry, &json!({"namespace": NS}))
+        .await
+        .expect("plan v3");
+    let all = json!(["merge", "keep-local", "take-upstream"]);
+    let both = row(&planned, "both.md");
+    assert_eq!(both["merge"], "clean", "{planned}");
+    assert_eq!(both["upstream_copy"]["path"], "both.md.upstream");
+    assert_eq!(both["upstream_copy"]["removed_by"], all);
+    // Clean again, with a copy beside it: listed, for the copy.
+    let taken = row(&planned, "taken.md");
+    assert_eq!(
+        (&taken["upstream"], &taken["local"]),
+        (&json!("unchanged"), &json!("clean"))
+    );
+    assert_eq!(taken["upstream_copy"]["removed_by"], all);
+    // Still in conflict (edited here, upstream's text the copy's): no choice removes it but
+    // take-upstream, which overwrites the file.
+    let open = row(&planned, "open.md");
+    assert_eq!(
+        open["upstream_copy"]["removed_by"],
+        json!(["take-upstream"]),
+        "{planned}"
+    );
+    assert_eq!(planned["summary"]["upstream_copies_removed"], 2);
+
+    let before_open = read(&s, "open.md");
+    let applied = plan::apply(
+        &s.directory,
+        &s.registry,
+        &json!({"plan_id": planned["plan_id"]}),
+    )
+    .await
+    .expect("apply v3");
+    assert_eq!(
+        applied["upstream_copies_removed"],
+        json!(["both.md.upstream", "taken.md.upstream"]),
+        "{applied}"
+    );
+    assert_eq!(applied["merged"], json!(["both.md"]));
+    assert!(!path(&s, "both.md.upstream").exists());
+    assert!(!path(&s, "taken.md.upstream").exists());
+    assert_eq!(read(&s, "open.md.upstream"), Some(v2["open.md"].clone()));
+    assert_eq!(read(&s, "open.md"), before_open);
+    let merged = read(&s, "both.md").expect("both.md");
+    assert!(merged.contains("both.md line 1, mine") && merged.contains("both.md line 4, v3"));
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(
+        listed["upstream_copies"],
+        json!(["open.md.upstream"]),
+        "{listed}"
+    );
+    assert_eq!(listed["stale_upstream_copies"], json!([]));
+
+    // The bundle's record no longer names the removed copies: a copy made again by hand is
+    // the user's, never a file the bundle may overwrite unasked.
+    let record = std::fs::read_to_string(path(&s, guard::RECORD_FILE)).expect("the record");
+    assert!(!record.contains("both.md.upstream"), "{record}");
+    assert!(record.contains("open.md.upstream"), "{record}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_of_the_locked_namespace_removes_a_settled_copy_too() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [("a.md".to_string(), lines("a", 4))].into();
+    publish(&s, "1.0.0", &v1);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+    s.tree.write(
+        &format!("skills/{NS}/a.md"),
+        &lines("a", 4).replace("a line 1", "a line 1, mine"),
+    );
+    let v2: BTreeMap<String, String> = [(
+        "a.md".to_string(),
+        lines("a", 4).replace("a line 1", "a line 1, theirs"),
+    )]
+    .into();
+    publish(&s, "2.0.0", &v2);
+    let landed = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download 2.0.0");
+    assert_eq!(
+        landed["conflicts"][0]["upstream_copy"], "a.md.upstream",
+        "{landed}"
+    );
+    assert_eq!(landed["upstream_copies_removed"], json!([]));
+    // Settled by taking upstream's text; the next download says it removed the copy.
+    s.tree.write(&format!("skills/{NS}/a.md"), &v2["a.md"]);
+    let again = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download again");
+    assert_eq!(
+        again["upstream_copies_removed"],
+        json!(["a.md.upstream"]),
+        "{again}"
+    );
+    assert!(!path(&s, "a.md.upstream").exists());
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["state"], "clean", "{listed}");
+    assert_eq!(listed["upstream_copies"], json!([]));
+}
