@@ -59,10 +59,19 @@ impl Serialize for Answer {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
             Answer::Value(value) => value.serialize(serializer),
+            // Only the SDK serializes an answer (into its value): a long list builds that
+            // value in the answer arena, and frees it at once when sent.
+            Answer::SkillList(rows) if rows.len() >= ARENA_ROWS => {
+                crate::arena::building_large(|| rows.serialize(serializer))
+            }
             Answer::SkillList(rows) => rows.serialize(serializer),
         }
     }
 }
+
+/// Lists of at least this many rows build the SDK's value in the answer arena (`arena.rs`):
+/// about 20 allocations a row, so that the freeing of shorter ones is already quick.
+const ARENA_ROWS: usize = 1000;
 
 /// A writer that only counts what it is given.
 struct ByteCounter(usize);

@@ -13,6 +13,7 @@
 // invariant); unit tests may unwrap (`clippy.toml`).
 #![warn(clippy::unwrap_used)]
 
+pub mod arena;
 pub mod config;
 pub mod doc;
 pub mod download;

@@ -22,6 +22,10 @@ use cli_error::CliError;
 use iii_directory::config::Config;
 use iii_directory::{Directory, Progress, ReadFunction, SpecSeverity, worker};
 
+/// Large answers' values are built in the answer arena (`arena.rs`), the rest on glibc's malloc.
+#[global_allocator]
+static ALLOCATOR: iii_directory::arena::AnswerAllocator = iii_directory::arena::AnswerAllocator;
+
 /// Where the engine listens by default (contract).
 const DEFAULT_URL: &str = "ws://127.0.0.1:49134";
 

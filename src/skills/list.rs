@@ -89,6 +89,11 @@ impl ListRows {
         }
     }
 
+    /// How many rows the answer lists.
+    pub fn len(&self) -> usize {
+        self.picked.len()
+    }
+
     fn rows(&self) -> impl ExactSizeIterator<Item = &Listed> {
         self.cache.rows().picked(&self.picked).map(|r| &**r)
     }

@@ -45,7 +45,11 @@ impl Trimmer {
             tokio::time::sleep(AFTER).await;
             // Cleared first: an answer handed over during the trim schedules another.
             this.scheduled.store(false, Ordering::Release);
-            let _ = tokio::task::spawn_blocking(give_back).await;
+            let _ = tokio::task::spawn_blocking(|| {
+                give_back();
+                crate::arena::give_back();
+            })
+            .await;
         });
     }
 }

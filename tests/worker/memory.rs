@@ -159,6 +159,30 @@ fn the_workers_resident_set_stays_flat_over_mixed_calls() {
         shown.join(", "),
         mib(bus.worker.memory_bytes("VmHWM"))
     );
+    // The lists above (2,000 rows) were built in the worker's answer arena (`src/arena.rs`),
+    // reused round after round: the last one is still the library's own answer, row for row.
+    let wire = bus
+        .call("directory::skills::list", json!({}))
+        .expect("a whole list");
+    let index = tempfile::tempdir().expect("temp dir");
+    let mut config = iii_directory::config::Config::for_root(tree.path());
+    config.paths.index_path = index.path().join("index.redb");
+    let directory = iii_directory::Directory::open(config).expect("the library on the tree");
+    directory.reconcile().expect("index the tree");
+    let library = directory
+        .read_json(iii_directory::ReadFunction::SkillsList, &json!({}), None)
+        .expect("the library's list");
+    let library: Value = serde_json::from_str(&library).expect("JSON");
+    let rows = wire["skills"].as_array().map_or(0, Vec::len);
+    assert!(
+        rows >= TREE_SKILLS / 2,
+        "a list long enough for the arena: {rows} rows"
+    );
+    assert_eq!(
+        wire["skills"], library["skills"],
+        "the wire's list is the library's"
+    );
+
     let most = samples.iter().copied().max().unwrap_or(warm);
     assert!(
         most as f64 <= warm as f64 * (1.0 + FLAT_WITHIN),

@@ -36,12 +36,12 @@ impl Deferred {
 }
 
 pub(super) fn handle_text(shared: &Shared, conn: u64, text: &str) {
-    let frame: Value =
+    let mut frame: Value =
         serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
     let deferred = {
         let mut st = shared.lock();
         record(&mut st, conn, &frame);
-        handle_frame(&mut st, conn, &frame)
+        handle_frame(&mut st, conn, &mut frame)
     };
     if let Some(deferred) = deferred {
         // Run outside the lock: the closure may call the fake.
@@ -63,12 +63,13 @@ fn record(st: &mut State, conn: u64, frame: &Value) {
     }
 }
 
-fn handle_frame(st: &mut State, conn: u64, frame: &Value) -> Option<Deferred> {
+fn handle_frame(st: &mut State, conn: u64, frame: &mut Value) -> Option<Deferred> {
     let kind = frame
         .get("type")
         .and_then(Value::as_str)
-        .unwrap_or_default();
-    match kind {
+        .unwrap_or_default()
+        .to_owned();
+    match kind.as_str() {
         "ping" => {
             st.send_to(conn, json!({"type": "pong"}));
         }
