@@ -15,8 +15,9 @@
 //! Only the binary installs [`AnswerAllocator`] as its global allocator; elsewhere (tests,
 //! other users of the library) [`building_large`] still runs its closure, and every
 //! allocation goes to the system allocator as usual. Whatever is allocated in the region and
-//! outlives the answer (a lazily built static, say) only keeps the region from being reused:
-//! once it is full, allocations go to the system allocator again.
+//! outlives the answer (a lazily built static, say) only keeps the region from rewinding: the
+//! next values are built after it, and once that reaches a quarter of the region they go to
+//! the system allocator instead, so at most that much stays resident for it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -25,6 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// The address space reserved for the region. Only the pages written are resident; the
 /// largest answer the engine carries (16 MiB of JSON) builds a value of well under this.
 const CAPACITY: usize = 512 << 20;
+
+/// A value still alive in the region when the next one starts is built after it; past this
+/// offset the next one goes to the system allocator instead. This bounds what a block that is
+/// never freed (a static made lazily inside a scope) could keep resident.
+const STACK_LIMIT: usize = CAPACITY / 4;
 
 thread_local! {
     /// Set while this thread builds a large answer's value.
@@ -99,7 +105,8 @@ impl Region {
         }
     }
 
-    /// Takes the claim, and rewinds the bump pointer when nothing in the region is alive.
+    /// Takes the claim, and rewinds the bump pointer when nothing in the region is alive; with
+    /// something alive past [`STACK_LIMIT`], leaves the region alone.
     fn claim(&self) -> bool {
         if self.claimed.swap(true, Ordering::Acquire) {
             return false;
@@ -107,6 +114,9 @@ impl Region {
         // Frees count down with `Release`: once this reads 0, every earlier value is gone.
         if self.live.load(Ordering::Acquire) == 0 {
             self.next.store(0, Ordering::Relaxed);
+        } else if self.next.load(Ordering::Relaxed) >= STACK_LIMIT {
+            self.release_claim();
+            return false;
         }
         true
     }
@@ -216,6 +226,10 @@ unsafe impl GlobalAlloc for AnswerAllocator {
         if !in_region && !BUILDING.get() {
             // SAFETY: forwarded unchanged.
             return unsafe { System.realloc(ptr, layout, new_size) };
+        }
+        // A region block shrinks where it is (its free does not depend on its size).
+        if in_region && new_size <= layout.size() {
+            return ptr;
         }
         if in_region && BUILDING.get() && REGION.grow_last(ptr, layout.size(), new_size) {
             return ptr;
@@ -341,6 +355,16 @@ mod tests {
         let again = building_large(|| alloc_zeroed(24));
         assert_eq!(again, a, "rewound");
         assert!(bytes(again, 24).iter().all(|&x| x == 0));
+
+        // A block never freed does not make the region grow without bound: once what is alive
+        // reaches past the stacking limit, new values go to the system allocator.
+        let pinned = building_large(|| alloc(STACK_LIMIT));
+        assert!(REGION.holds(pinned), "only reserved, never written");
+        let after = building_large(|| alloc(24));
+        assert!(!REGION.holds(after), "built beside the region");
+        free(after, 24);
+        free(pinned, STACK_LIMIT);
         free(again, 24);
+        assert_eq!(usage().1, 0);
     }
 }

@@ -31,7 +31,9 @@
 //! fast figures), `BENCH_BASELINE_RUNS` (runs of each rescan baseline), `BENCH_COLD_RUNS`,
 //! `BENCH_EDITS` (edits for change to visible), `BENCH_RESULTS` (results folder, default
 //! `target/bench-results`), `BENCH_OUT` (where `report` writes BENCHMARKS.md and
-//! `bench/plot.svg`, default the crate folder), `BENCH_SIZES` (sizes `report` reads).
+//! `bench/plot.svg`, default the crate folder), `BENCH_SIZES` (sizes `report` reads),
+//! `BENCH_ENGINE_URL` (a real iii engine, `ws://…`: the `mixed` section runs its rounds through
+//! it too).
 //!
 //! Trees: the generated tree `target/bench-trees/<size>` is only read (it may be shared); the
 //! suite keeps its index files, and a copy of the tree that it edits and serves from the

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use iii_directory::config::Config;
 use iii_directory::{Directory, ReadFunction, WriteFunction};
 use serde_json::{Value, json};
+use test_support::engine_client;
 use test_support::fake_engine::FakeEngine;
 
 use crate::Settings;
@@ -225,6 +226,21 @@ impl Calls for Directory {
 struct Wire {
     runtime: tokio::runtime::Runtime,
     engine: FakeEngine,
+}
+
+/// The worker behind a real iii engine (`BENCH_ENGINE_URL`), called by an SDK client of it.
+struct RealWire {
+    runtime: tokio::runtime::Runtime,
+    client: iii_sdk::IIIClient,
+}
+
+impl Calls for RealWire {
+    fn call(&self, function: &str, request: Value) -> bool {
+        let answer =
+            self.runtime
+                .block_on(engine_client::try_call(&self.client, function, request));
+        std::hint::black_box(answer).is_ok()
+    }
 }
 
 impl Calls for Wire {
@@ -454,6 +470,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
         .block_on(engine.wait_function(floor_worker::PING, BOOT_TIMEOUT))
         .expect("the floor worker registers");
     let wire = Wire { runtime, engine };
+    let whole_request = whole.request();
     let ping = crate::measure::measure(10, settings.iterations * 3, || {
         assert!(wire.call(floor_worker::PING, json!({})), "ping");
     });
@@ -553,6 +570,67 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             measured.list.runs,
             whole.said()
         )),
+    );
+    if let Ok(url) = std::env::var("BENCH_ENGINE_URL") {
+        eprintln!("mixed load, real iii engine at {url}");
+        out.extend(real_engine(
+            settings,
+            &url,
+            tree,
+            work,
+            &config_file,
+            &mut plan,
+            whole_request,
+        ));
+    }
+    out
+}
+
+/// The same rounds through a real iii engine at `url` (`BENCH_ENGINE_URL`, not set in CI):
+/// the worker binary connects to it, and an SDK client of the same engine calls it, with the
+/// same targets as over the fake engine.
+fn real_engine(
+    settings: &Settings,
+    url: &str,
+    tree: &Path,
+    work: &Path,
+    config_file: &Path,
+    plan: &mut Plan,
+    whole: Value,
+) -> Vec<Figure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let worker = Reaped(
+        command(tree, config_file)
+            .args(["--url", url])
+            .stderr(std::fs::File::create(work.join("mixed-real-worker.log")).expect("log file"))
+            .spawn()
+            .expect("start the worker"),
+    );
+    let client = runtime.block_on(async { engine_client::client(url, "bench-mixed".into()) });
+    let real = RealWire { runtime, client };
+    let deadline = Instant::now() + BOOT_TIMEOUT;
+    while !real.call("directory::skills::index", json!({})) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never answered through {url}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let measured = measure_calls(settings, &real, plan, whole);
+    let peak = status_mib(worker.0.id(), "VmHWM").unwrap_or(f64::NAN);
+    let mut out = place_figures("real", "real iii engine", &measured);
+    out.push(
+        Figure::new(
+            "mixed_real_rss",
+            "peak RSS, worker through the mixed run, real iii engine",
+            "MiB",
+            peak,
+        )
+        .note(format!("the engine at {url}")),
     );
     out
 }
