@@ -622,7 +622,42 @@ fn real_engine(
     }
     let measured = measure_calls(settings, &real, plan, whole);
     let peak = status_mib(worker.0.id(), "VmHWM").unwrap_or(f64::NAN);
+    drop(worker);
+    // The minimal worker on the same engine: its trivial call alone, and right after it
+    // answered the same whole list (what the engine and the SDK alone make that call wait).
+    let _floor = floor_worker::start(url, &work.join("mixed-floor.json"));
+    while !real.call(floor_worker::PING, json!({})) {
+        assert!(
+            Instant::now() < deadline,
+            "the minimal worker never answered through {url}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ping = crate::measure::measure(10, settings.iterations * 3, || {
+        assert!(real.call(floor_worker::PING, json!({})), "ping");
+    });
+    let floor_after: Vec<Duration> = (0..settings.iterations.min(LIST_ROUNDS))
+        .map(|_| {
+            assert!(real.call(floor_worker::LIST, json!({})), "floor list");
+            let start = Instant::now();
+            assert!(real.call(floor_worker::PING, json!({})), "ping");
+            start.elapsed()
+        })
+        .collect();
     let mut out = place_figures("real", "real iii engine", &measured);
+    out.push(Figure::timing(
+        "mixed_real_ping",
+        "trivial call (minimal worker answering {}), real iii engine",
+        &ping,
+    ));
+    out.push(
+        Figure::timing(
+            "mixed_real_floor_after_list",
+            "trivial call right after the minimal worker's own whole list, real iii engine",
+            &Sample::of(floor_after),
+        )
+        .twin(&ping),
+    );
     out.push(
         Figure::new(
             "mixed_real_rss",

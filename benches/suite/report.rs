@@ -246,13 +246,16 @@ fn mixed_table(md: &mut String, skills: usize, mixed: &[&Figure]) {
             "engine socket"
         } else if f.key.starts_with("mixed_lib") {
             "library"
+        } else if f.key.starts_with("mixed_real") {
+            "real iii engine"
         } else {
             "worker"
         };
         let name = f
             .name
             .trim_end_matches(", library")
-            .trim_end_matches(", engine socket");
+            .trim_end_matches(", engine socket")
+            .trim_end_matches(", real iii engine");
         let tail =
             |p99: Option<f64>| p99.map_or(String::new(), |p| format!(" / {}", show(p, &f.unit)));
         let measured = format!("{}{}", show(f.value, &f.unit), tail(f.p99));
@@ -331,7 +334,9 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   engine socket (the real binary behind the loopback fake engine, with the minimal worker's
   `{}` as the trivial call), and the worker's peak RSS through the whole run. The same whole
   list, then `{}`, on the minimal worker shows what the SDK alone makes a call after a whole
-  list wait.
+  list wait. With `BENCH_ENGINE_URL` (a real iii engine on loopback; never in CI) the rounds
+  also run through that engine, called by an SDK client of it: that engine parses, copies and
+  frees every answer it passes on, which the fake engine does not imitate.
 - **Hybrid search** (issue 28, section `hybrid`, with `III_DIRECTORY_SEARCH_MODEL`):
   `skills::search` with the model ready and every content's vector in memory, p50 with the
   query's embedding (stand-in vectors: the real embeddings of 24 skill-like texts in turn, since
