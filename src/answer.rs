@@ -69,8 +69,9 @@ impl Serialize for Answer {
     }
 }
 
-/// Lists of at least this many rows build the SDK's value in the answer arena (`arena.rs`):
-/// about 20 allocations a row, so that the freeing of shorter ones is already quick.
+/// Lists of at least this many rows build the SDK's value in the answer arena (`arena.rs`).
+/// A row is about 20 allocations: a shorter list is freed quickly enough on glibc, and leaves
+/// the region to the long ones.
 const ARENA_ROWS: usize = 1000;
 
 /// A writer that only counts what it is given.
