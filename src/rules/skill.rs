@@ -46,10 +46,9 @@ pub struct SkillRow {
     pub agents_skill: bool,
 }
 
-#[cfg(test)]
 impl SkillRow {
-    /// A bundled row shown as `display_id` with every other field empty, for tests that set
-    /// only what they look at.
+    /// A bundled row shown as `display_id` with every other field empty, for callers that set
+    /// only what they look at (tests, the skill text's probe row).
     pub fn blank(display_id: &str) -> SkillRow {
         SkillRow {
             display_id: display_id.to_string(),

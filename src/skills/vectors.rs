@@ -30,7 +30,6 @@ use crate::index::Reader;
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
 use crate::retrieval::texts;
-use crate::rules::Source;
 use crate::rules::skill::SkillRow;
 
 /// The text a skill content is embedded as: `retrieval::texts` decides (the name, title,
@@ -50,19 +49,11 @@ pub fn skill_text(listed: &Listed, text: &str) -> String {
 /// (`directory::dense::vectors_model`), so that vectors of the old texts are embedded again.
 pub fn skill_text_digest() -> String {
     let row = SkillRow {
-        display_id: "probe/sample-skill".into(),
         title: "Sample skill".into(),
         r#type: Some("skill".into()),
-        function_id: None,
-        disable_model_invocation: false,
         description: "Use when a sample is needed.".into(),
         name: Some("sample-skill".into()),
-        compatibility: None,
-        bytes: 0,
-        modified_at: String::new(),
-        source: Source::Bundled,
-        always_visible: false,
-        agents_skill: false,
+        ..SkillRow::blank("probe/sample-skill")
     };
     let listed = Listed::new("probe/sample-skill".into(), &row);
     let text = "---\nname: sample-skill\ndescription: Use when a sample is needed.\n---\n\
