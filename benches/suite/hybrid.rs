@@ -28,7 +28,7 @@ use iii_directory::{Directory, ModelState};
 use serde_json::{Value, json};
 
 use crate::Settings;
-use crate::measure::{cpu_seconds, load_average, measure, status_mib, tree};
+use crate::measure::{load_average, measure, measure_with_process_cpu, status_mib, tree};
 use crate::results::Figure;
 use crate::search::{FUNCTIONS, generated_tools};
 use crate::skill_search::{TASKS, searches};
@@ -123,9 +123,7 @@ fn skill_search(settings: &Settings, config: &Config, embedder: &Arc<Embedder>) 
         .search_skills(&json!({ "query": TASKS[0] }), None, None)
         .expect("search");
     assert_eq!(answer["mode"], "hybrid", "{answer}");
-    let cpu = cpu_seconds();
-    let hybrid = measure(3, settings.iterations, searches(&directory));
-    let cpu_ms = (cpu_seconds() - cpu) * 1e3 / (settings.iterations + 3) as f64;
+    let (hybrid, cpu_ms) = measure_with_process_cpu(3, settings.iterations, searches(&directory));
     let mut turn = 0;
     let query_only = measure(3, settings.iterations, || {
         let query = TASKS[turn % TASKS.len()];
@@ -221,11 +219,9 @@ fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
     let took = started.elapsed();
     let request = json!({ "capabilities": ["send an email with attachments"] });
     let capabilities = query::parse(&request).expect("request");
-    let cpu = cpu_seconds();
-    let search = measure(3, settings.iterations * 4, || {
+    let (search, cpu_ms) = measure_with_process_cpu(3, settings.iterations * 4, || {
         black_box(select_with(&catalog, &capabilities, Some(&lane)));
     });
-    let cpu_ms = (cpu_seconds() - cpu) * 1e3 / (settings.iterations * 4 + 3) as f64;
     vec![
         Figure::timing(
             "search_functions_hybrid",

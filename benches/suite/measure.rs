@@ -50,6 +50,15 @@ pub fn measure(warmup: usize, runs: usize, mut f: impl FnMut()) -> Sample {
     )
 }
 
+/// As [`measure`], with the whole process's CPU time per call (ms, every thread, the warm-up
+/// runs included): how much of the cores one call keeps busy.
+pub fn measure_with_process_cpu(warmup: usize, runs: usize, f: impl FnMut()) -> (Sample, f64) {
+    let cpu = cpu_seconds();
+    let sample = measure(warmup, runs, f);
+    let per_call_ms = (cpu_seconds() - cpu) * 1e3 / (warmup + runs.max(1)) as f64;
+    (sample, per_call_ms)
+}
+
 /// As [`measure`], in the calling thread's CPU time rather than wall time: on a shared machine
 /// a run that waits for a core counts only what it computed, so figures taken under different
 /// loads compare (caches shared with the other load still slow it somewhat).
