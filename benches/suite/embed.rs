@@ -1,5 +1,6 @@
 //! Sentence embeddings (issue 28): a query's embedding on one thread, the same plus an exact
-//! scan of 2,000 function vectors, the exact scan of 50,000 skill vectors, and the embedding
+//! scan of 2,000 function vectors, the exact scan of 50,000 and 100,000 vectors, the passage
+//! scan of 50,000 and 100,000 skills (a lead and a continuation each), and the embedding
 //! of real skill texts (name, title, description and body, their first 2,000 characters, from
 //! `../shared/corpus`) on every core, at 128 and at 256 tokens a text.
 //!
@@ -12,7 +13,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use iii_directory::embed::{DIMENSIONS, Embedder, Quantized, VectorTable};
+use iii_directory::embed::{DIMENSIONS, Embedder, PassageTable, Quantized, VectorTable};
 use test_support::common::{corpus, model_dir};
 use test_support::generate::Rng;
 
@@ -128,6 +129,28 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
     );
     drop(more);
 
+    // Skills as they are stored: a lead and a continuation each, the continuations found
+    // through their sign bits first (`embed::PassageTable`); the top 80, as a search asks.
+    for skills in [50_000, 100_000] {
+        let table = random_passages(&mut rng, skills);
+        let scan = measure(3, runs, || {
+            black_box(table.nearest(&probe, 80, |_| true));
+        });
+        figures.push(
+            Figure::timing(
+                &format!("passage_scan_{}k", skills / 1_000),
+                &format!("top 80 of {skills} skills, two passages each"),
+                &scan,
+            )
+            .note(format!(
+                "{} vectors: the leads scanned exactly, the continuations' sign bits first, \
+                 then the closest {} scored exactly",
+                table.vectors(),
+                iii_directory::embed::candidates(80)
+            )),
+        );
+    }
+
     let texts = skill_texts(env_usize("BENCH_EMBED_TEXTS", 96).max(1));
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     for max_tokens in [128, 256] {
@@ -170,14 +193,28 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
     figures
 }
 
+/// `n` keys with two random passages each (a scan's cost does not depend on their values).
+fn random_passages(rng: &mut Rng, n: usize) -> PassageTable<u32> {
+    let mut table = PassageTable::with_capacity(n);
+    for i in 0..n {
+        let passages = [random_vector(rng), random_vector(rng)];
+        table.push(i as u32, &passages);
+    }
+    table
+}
+
+fn random_vector(rng: &mut Rng) -> Quantized {
+    let v: Vec<f32> = (0..DIMENSIONS)
+        .map(|_| rng.below(2_001) as f32 / 1_000.0 - 1.0)
+        .collect();
+    Quantized::from_vector(&v)
+}
+
 /// `n` random unit vectors, quantized (a scan's cost does not depend on their values).
 fn random_table(rng: &mut Rng, n: usize) -> VectorTable<u32> {
     let mut table = VectorTable::with_capacity(n);
     for i in 0..n {
-        let v: Vec<f32> = (0..DIMENSIONS)
-            .map(|_| rng.below(2_001) as f32 / 1_000.0 - 1.0)
-            .collect();
-        table.push(i as u32, &Quantized::from_vector(&v));
+        table.push(i as u32, &random_vector(rng));
     }
     table
 }

@@ -21,7 +21,7 @@ use crate::embed::{Embedder, Quantized};
 use crate::error::Result;
 use crate::locks;
 use crate::retrieval::fusion::Mode;
-use crate::skills::{SkillCache, SkillLane, SkillVectors, skill_text, skill_text_digest};
+use crate::skills::{SkillCache, SkillLane, SkillVectors, skill_passages, skill_passages_digest};
 
 /// The model this worker embeds with (`embed::fetch::Source::pinned`).
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -160,14 +160,14 @@ fn lower_priority() {
 
 /// The name skill vectors are stored under (`meta.vectors_model`): the model's name, its
 /// files' fingerprint and the tokens it reads, and a digest of the text a skill is embedded
-/// as (`skills::skill_text` of a fixed skill). Vectors stored under another name were made by
+/// as (`skills::skill_passages` of a fixed skill). Vectors stored under another name were made by
 /// another model or from other texts: they are never compared with this one's, and are embedded
 /// again.
 pub fn vectors_model(embedder: &Embedder) -> Arc<str> {
     format!(
         "{MODEL_NAME} {} text:{}",
         embedder.fingerprint(),
-        skill_text_digest()
+        skill_passages_digest()
     )
     .into()
 }
@@ -294,21 +294,26 @@ impl Directory {
                 tried.extend(chunk.iter().copied());
                 // A snapshot per batch: no read transaction stays open across a long pass.
                 let reader = self.index.read()?;
-                let mut hashes = Vec::with_capacity(chunk.len());
-                let mut texts = Vec::with_capacity(chunk.len());
+                let mut contents = Vec::with_capacity(chunk.len());
                 for hash in chunk {
                     if let (Some(text), Some(row)) = (reader.content(hash)?, first.get(hash)) {
-                        hashes.push(*hash);
-                        texts.push(skill_text(row, &text));
+                        contents.push((*hash, skill_passages(row, &text)));
                     }
                 }
                 drop(reader);
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                let vectors = pool.install(|| embedder.embed_batch(&refs));
-                let batch: Vec<_> = hashes
-                    .into_iter()
-                    .zip(&vectors)
-                    .map(|(hash, vector)| (hash, Quantized::from_vector(vector)))
+                // Every passage of the batch in one call (both cores), then regrouped by
+                // content in the same order.
+                let refs: Vec<&str> = contents
+                    .iter()
+                    .flat_map(|(_, passages)| passages.iter().map(String::as_str))
+                    .collect();
+                let mut vectors = pool.install(|| embedder.embed_batch(&refs)).into_iter();
+                let batch: Vec<(_, Vec<Quantized>)> = contents
+                    .iter()
+                    .map(|(hash, passages)| {
+                        let vectors = vectors.by_ref().take(passages.len());
+                        (*hash, vectors.map(|v| Quantized::from_vector(&v)).collect())
+                    })
                     .collect();
                 let kept = self.index.store_vectors(&model, &batch)?;
                 let kept: HashSet<_> = kept.into_iter().collect();
@@ -340,15 +345,15 @@ impl Directory {
         Ok(stored)
     }
 
-    /// Stores a stand-in vector for each skill content lacking one (`vector(i)` for the i-th),
-    /// as [`Directory::embed_pending`] stores real ones, under `embedder`'s name: the
-    /// benchmarks time the scan, the fusion and the worker's memory at sizes whose embedding
-    /// would take an hour.
+    /// Stores stand-in passage vectors for each skill content lacking them (`passages(i)` for
+    /// the i-th), as [`Directory::embed_pending`] stores real ones, under `embedder`'s name:
+    /// the benchmarks time the scan, the fusion and the worker's memory at sizes whose
+    /// embedding would take an hour.
     #[cfg(any(test, feature = "testing"))]
     pub fn store_stand_in_vectors(
         &self,
         embedder: &Embedder,
-        vector: impl Fn(usize) -> Quantized,
+        passages: impl Fn(usize) -> Vec<Quantized>,
     ) -> Result<usize> {
         let model = vectors_model(embedder);
         let cache = self.skill_cache(&self.index.read()?)?;
@@ -358,7 +363,7 @@ impl Directory {
             let batch: Vec<_> = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, hash)| (*hash, vector(stored + i)))
+                .map(|(i, hash)| (*hash, passages(stored + i)))
                 .collect();
             self.index.store_vectors(&model, &batch)?;
             self.dense.vectors.insert(&batch);

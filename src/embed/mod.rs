@@ -8,6 +8,7 @@
 
 mod bert;
 pub mod fetch;
+mod passages;
 mod tokenize;
 mod vectors;
 mod weights;
@@ -17,7 +18,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 pub use bert::mean_pool;
-pub use vectors::{Hit, QUANTIZED_BYTES, Quantized, VectorTable};
+pub use passages::{PREFILTER_FROM, PassageTable, candidates};
+pub use vectors::{Hit, QUANTIZED_BYTES, Quantized, VectorTable, join_bytes, split_bytes};
 
 /// Length of every embedding.
 pub const DIMENSIONS: usize = 384;

@@ -93,6 +93,24 @@ impl Quantized {
     }
 }
 
+/// Several vectors kept as one value (the passages of one skill): their stored forms one after
+/// another.
+pub fn join_bytes(vectors: &[Quantized]) -> Vec<u8> {
+    vectors.iter().flat_map(|v| v.to_bytes()).collect()
+}
+
+/// Reads [`join_bytes`]'s form; `None` for an empty value, a length that is not a multiple of
+/// [`QUANTIZED_BYTES`], or any vector [`Quantized::from_bytes`] refuses.
+pub fn split_bytes(bytes: &[u8]) -> Option<Vec<Quantized>> {
+    if bytes.is_empty() || bytes.len() % QUANTIZED_BYTES != 0 {
+        return None;
+    }
+    bytes
+        .chunks_exact(QUANTIZED_BYTES)
+        .map(Quantized::from_bytes)
+        .collect()
+}
+
 /// Integer dot product of two quantized vectors (at most 127² · 384, far inside i32).
 #[inline(always)]
 fn dot(a: &[i8; DIMENSIONS], b: &[i8; DIMENSIONS]) -> i32 {
@@ -184,6 +202,16 @@ impl<K> VectorTable<K> {
         ))
     }
 
+    /// The vectors' int8 values, in table order.
+    pub(super) fn values(&self) -> &[[i8; DIMENSIONS]] {
+        &self.values
+    }
+
+    /// The vectors' scales (`1 / ‖values‖`), in table order.
+    pub(super) fn scales(&self) -> &[f32] {
+        &self.scales
+    }
+
     /// Bytes the vectors take in memory (keys not counted).
     pub fn vector_bytes(&self) -> usize {
         self.len() * QUANTIZED_BYTES
@@ -261,7 +289,7 @@ impl<K> VectorTable<K> {
 pub const SCAN_CHUNK: usize = 8192;
 
 /// The best `k` of `candidates`, best first.
-fn best_of(candidates: impl Iterator<Item = Ranked>, k: usize) -> Vec<Ranked> {
+pub(super) fn best_of(candidates: impl Iterator<Item = Ranked>, k: usize) -> Vec<Ranked> {
     // A min-heap of the best `k` so far: its top is the one to drop next.
     let mut best: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
     for ranked in candidates {
@@ -278,9 +306,9 @@ fn best_of(candidates: impl Iterator<Item = Ranked>, k: usize) -> Vec<Ranked> {
 /// A scan candidate, ordered best first: a higher score, then an earlier index, is "less",
 /// so a max-heap of them keeps the worst on top and `into_sorted_vec` lists the best first.
 #[derive(Clone, Copy)]
-struct Ranked {
-    score: f32,
-    index: usize,
+pub(super) struct Ranked {
+    pub(super) score: f32,
+    pub(super) index: usize,
 }
 
 impl Ord for Ranked {

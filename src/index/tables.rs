@@ -18,9 +18,13 @@ pub const DOCS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::ne
 /// Content hash → postcard [`Conformance`](crate::rules::spec::Conformance): what the Agent
 /// Skills specification says of the text, checked once per distinct content like the parse.
 pub const SPEC: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("spec");
-/// Content hash → the sentence embedding of its skill text (`embed::Quantized`, int8 with its
-/// scale, [`embed::QUANTIZED_BYTES`](crate::embed::QUANTIZED_BYTES) bytes), written after
-/// reconciles by the background embedder and dropped with the content's parse.
+/// Content hash → the sentence embeddings of its skill passages (`embed::join_bytes`: one
+/// `embed::Quantized` after another, int8 with its scale,
+/// [`embed::QUANTIZED_BYTES`](crate::embed::QUANTIZED_BYTES) bytes each), written after
+/// reconciles by the background embedder and dropped with the content's parse. The layout
+/// needs no schema step: the passages a skill is embedded as are part of the name
+/// `meta.vectors_model` holds, so a table of another layout belongs to another name and is
+/// embedded again, never read as this one.
 pub const VECTORS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("vectors");
 /// Content hash → the key of its text in the texts store (see [`texts`](super::texts)). Keys are
 /// handed out in order, from [`META_NEXT_TEXT`] up, so that new texts are appended to the

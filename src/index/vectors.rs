@@ -1,4 +1,5 @@
-//! The skill embeddings the index keeps by content hash (table `vectors`, schema 9), and which
+//! The skill embeddings the index keeps by content hash (table `vectors`, schema 9: a
+//! content's passages, one vector each, in one value), and which
 //! model made them (`meta.vectors_model`, schema 13): written by the background embedder in
 //! small commits of their own, read back at start, and removed by the reconcile that drops
 //! their content (`reconcile::store`).
@@ -13,7 +14,7 @@ use redb::{ReadableTable, ReadableTableMetadata};
 use super::tables::{DOCS, META, META_VECTORS_MODEL, VECTORS};
 use super::{Handle, Index, Reader, Writer, closed, poisoned};
 use crate::doc::Hash;
-use crate::embed::Quantized;
+use crate::embed::{Quantized, join_bytes, split_bytes};
 use crate::error::{Error, IndexError, Result};
 
 impl Reader {
@@ -30,10 +31,15 @@ impl Reader {
             .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
     }
 
-    /// Hands every embedding stored by `model` to `each`, in content hash order, one at a time
-    /// (none when the table holds another model's); returns how many. A value that is not an
-    /// embedding is skipped: it is embedded again.
-    pub fn each_vector(&self, model: &str, mut each: impl FnMut(Hash, Quantized)) -> Result<u64> {
+    /// Hands every embedding stored by `model` to `each` (a content's passages, one vector
+    /// each), in content hash order, one content at a time (none when the table holds another
+    /// model's); returns how many contents. A value that is not an embedding is skipped: it is
+    /// embedded again.
+    pub fn each_vector(
+        &self,
+        model: &str,
+        mut each: impl FnMut(Hash, Vec<Quantized>),
+    ) -> Result<u64> {
         if self.vectors_model()?.as_deref() != Some(model) {
             return Ok(0);
         }
@@ -41,8 +47,8 @@ impl Reader {
         let mut count = 0;
         for entry in table.iter().map_err(Error::index)? {
             let (hash, bytes) = entry.map_err(Error::index)?;
-            if let Some(vector) = Quantized::from_bytes(bytes.value()) {
-                each(*hash.value(), vector);
+            if let Some(passages) = split_bytes(bytes.value()) {
+                each(*hash.value(), passages);
                 count += 1;
             }
         }
@@ -63,7 +69,11 @@ impl Index {
     /// (see the module doc). The revision stays as it is: no answer's rows change. Returns the
     /// hashes stored. Redb runs one write at a time, so a reconcile waits for this commit (a
     /// batch's few inserts) or this one for it.
-    pub fn store_vectors(&self, model: &str, batch: &[(Hash, Quantized)]) -> Result<Vec<Hash>> {
+    pub fn store_vectors(
+        &self,
+        model: &str,
+        batch: &[(Hash, Vec<Quantized>)],
+    ) -> Result<Vec<Hash>> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(
                 IndexError::Unavailable("a read-only index cannot store embeddings").into(),
@@ -86,10 +96,10 @@ impl Index {
                 meta.insert(META_VECTORS_MODEL, model.as_bytes())
                     .map_err(Error::index)?;
             }
-            for (hash, vector) in batch {
+            for (hash, passages) in batch {
                 if docs.get(hash).map_err(Error::index)?.is_some() {
                     vectors
-                        .insert(hash, vector.to_bytes().as_slice())
+                        .insert(hash, join_bytes(passages).as_slice())
                         .map_err(Error::index)?;
                     stored.push(*hash);
                 }

@@ -1,20 +1,49 @@
 //! What a skill and a function are embedded as: the one place that decides it, for the vectors
 //! kept in the index and for the evaluation that tuned the choice (`tests/search/quality.rs`,
 //! on the `dev` cases). A stored vector is valid only for the text this module made, so a
-//! change here changes every key the vectors are stored under (the text's hash).
+//! change here changes the name skill vectors are stored under (`skills::skill_passages_digest`)
+//! and the keys of function vectors (their text's hash): both are embedded again.
 //!
 //! The dense lane finds what the lexical lane misses: a task in other words than the skill's.
 //! Names are split into words (`pdf-tools` → `pdf tools`, `tailscale::peers::list` →
 //! `tailscale peers list`) so the encoder reads them as words; the description says when to
-//! use a skill and leads; the body's start adds the vocabulary of what it does. The encoder
-//! reads at most `embed::MAX_TOKENS` tokens (128), so the body is cut at [`SKILL_BODY_CHARS`]
-//! before tokenizing: more would be dropped anyway.
+//! use a skill and leads; the body's start adds the vocabulary of what it does, and a second
+//! passage that of its later steps. The encoder reads at most `embed::MAX_TOKENS` tokens (128),
+//! so each passage's body is cut ([`SKILL_BODY_CHARS`], [`SKILL_CONTINUATION_CHARS`]) before
+//! tokenizing: more would be dropped anyway.
 
 use super::tokenize::truncate_at_char_boundary;
 
-/// How much of a skill's body (after its frontmatter) is embedded, in bytes cut on a char
-/// boundary: about what fits in the encoder's 128 tokens after the name and description.
+/// How much of a skill's body (after its frontmatter) its lead passage embeds, in bytes cut on
+/// a char boundary: about what fits in the encoder's 128 tokens after the name and description.
 pub const SKILL_BODY_CHARS: usize = 600;
+/// How much of the body after that its continuation passage embeds (bytes, cut on a char
+/// boundary): about what fits in 128 tokens after the name.
+pub const SKILL_CONTINUATION_CHARS: usize = 700;
+
+/// The passages a skill is embedded as, each a text of its own: the lead ([`skill_text`]) and,
+/// when the body goes on past the lead's cut, a continuation (the name, then the next
+/// [`SKILL_CONTINUATION_CHARS`] of the body). A search scores a skill by its nearest passage.
+///
+/// Why a second passage: a skill's description and first paragraphs say what it is, but a
+/// task phrased indirectly often meets the words of its procedure further down ("draw the
+/// request path for new hires" against an architecture-diagram skill's steps). Tuned on the
+/// `dev` skill tasks (`tests/search/quality.rs`): the continuation lifted recall@10 from 0.70
+/// to 0.76 with no more no-match tasks answered; a third view (the name and description alone)
+/// changed nothing, and the continuation with the description again in front of it found less.
+pub fn skill_passages(name: &str, title: &str, description: &str, body: &str) -> Vec<String> {
+    let mut passages = vec![skill_text(name, title, description, body)];
+    let body = body.trim_start();
+    let lead = truncate_at_char_boundary(body, SKILL_BODY_CHARS).len();
+    let rest = truncate_at_char_boundary(&body[lead..], SKILL_CONTINUATION_CHARS);
+    let rest = collapse_markup(rest);
+    if !rest.is_empty() {
+        let mut continuation = words_of_id(name);
+        push_part(&mut continuation, &rest);
+        passages.push(continuation);
+    }
+    passages
+}
 
 /// The text a skill is embedded from: its name (shown id), title, description and the leading
 /// part of its body (the text after the frontmatter). Empty parts are left out.
@@ -37,6 +66,26 @@ pub fn function_text(id: &str, description: &str) -> String {
     let mut out = words_of_id(id);
     push_part(&mut out, description.trim());
     out
+}
+
+/// The forms a capability is embedded in for function search: it is asked as the description
+/// of a software function would put it, in two phrasings, and a function scores by the mean of
+/// its cosines with both (`search::vectors::function_query`).
+///
+/// Why: an agent states a capability in everyday words ("book a hotel room", "wake someone up
+/// about an outage"), which the encoder places near whatever functions share its topic, served
+/// or not. Put as what a software tool does, a need a function serves moves toward it, and a
+/// need no function serves stands out less. On the `dev` function cases (30 paraphrased, 34
+/// no-match), at the gate that answers at most 2 no-match cases, the plain capability found 19
+/// paraphrases (0.63), one form 22 to 24 depending on the phrasing, and the mean of these two
+/// 26 (0.87); the best single form and the best pairs of seven phrasings tried were within a
+/// case of each other, so no one wording carries it.
+pub fn function_query_forms(capability: &str) -> [String; 2] {
+    let capability = capability.trim();
+    [
+        format!("a software tool that can {capability}"),
+        format!("Function: {capability}"),
+    ]
 }
 
 /// An id's words: separators (`::`, `/`, `-`, `_`, `.`) become spaces.
@@ -121,6 +170,44 @@ mod tests {
         let text = skill_text("a", "", "", &body);
         assert!(text.len() <= "a. ".len() + SKILL_BODY_CHARS);
         assert!(text.ends_with('é'));
+    }
+
+    #[test]
+    fn a_long_body_adds_a_continuation_passage_after_the_lead() {
+        let lead_words = "a".repeat(SKILL_BODY_CHARS);
+        let body = format!("{lead_words}## Later steps\n\nRotate the **keys** weekly.");
+        let passages = skill_passages("ops/keys", "", "Key care.", &body);
+        assert_eq!(passages.len(), 2);
+        assert_eq!(passages[0], skill_text("ops/keys", "", "Key care.", &body));
+        assert_eq!(passages[1], "ops keys. Later steps Rotate the keys weekly.");
+        // A body the lead holds whole, or followed only by markup, has one passage.
+        assert_eq!(skill_passages("x", "", "d", "short body").len(), 1);
+        let markup = format!("{lead_words}\n\n---\n| |\n");
+        assert_eq!(skill_passages("x", "", "d", &markup).len(), 1);
+    }
+
+    #[test]
+    fn the_continuation_is_cut_on_a_char_boundary() {
+        let body = format!(
+            "{}{}",
+            "a".repeat(SKILL_BODY_CHARS),
+            "é".repeat(SKILL_CONTINUATION_CHARS)
+        );
+        let passages = skill_passages("a", "", "", &body);
+        assert!(passages[1].len() <= "a. ".len() + SKILL_CONTINUATION_CHARS);
+        assert!(passages[1].ends_with('é'));
+        assert_eq!(passages.len(), 2, "a lead and one continuation at most");
+    }
+
+    #[test]
+    fn a_capability_is_asked_in_two_software_phrasings() {
+        assert_eq!(
+            function_query_forms("  book a flight "),
+            [
+                "a software tool that can book a flight".to_string(),
+                "Function: book a flight".to_string()
+            ]
+        );
     }
 
     #[test]

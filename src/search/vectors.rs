@@ -1,6 +1,6 @@
 //! The dense lane of function search: each catalog function's text (its id and slim
 //! description) embedded once per distinct text, and an exact scan of the current catalog's
-//! vectors per capability.
+//! vectors per capability, asked in the forms `retrieval::texts::function_query_forms` gives.
 //!
 //! A catalog change embeds only the functions whose text is new (the vectors are kept by the
 //! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
@@ -18,6 +18,25 @@ use crate::retrieval::texts;
 /// The text a function is embedded as (`retrieval::texts` decides, for the evaluation too).
 pub fn function_text(tool: &SlimTool) -> String {
     texts::function_text(&tool.name, &tool.description)
+}
+
+/// A capability as the function lane compares it: the mean of its forms' embeddings
+/// (`texts::function_query_forms`, embedded side by side on the query threads), quantized, and
+/// the norm of that mean. The forms are unit vectors, so a function's cosine with the quantized
+/// mean times that norm is the mean of its cosines with the forms: the similarity the floors
+/// were tuned on.
+pub fn function_query(embedder: &Embedder, capability: &str) -> (Quantized, f32) {
+    let forms = texts::function_query_forms(capability);
+    let refs: Vec<&str> = forms.iter().map(String::as_str).collect();
+    let vectors = embedder.on_query_threads(|| embedder.embed_batch(&refs));
+    let mut mean = vec![0.0f32; vectors[0].len()];
+    for vector in &vectors {
+        for (m, v) in mean.iter_mut().zip(vector) {
+            *m += v / vectors.len() as f32;
+        }
+    }
+    let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
+    (Quantized::from_vector(&mean), norm)
 }
 
 /// See the module doc.
@@ -100,14 +119,14 @@ impl DenseRanker for FunctionLane {
         if table.is_empty() {
             return None;
         }
-        let query = self.embedder.embed_query_quantized(query);
+        let (query, norm) = function_query(&self.embedder, query);
         Some(
             table
                 .top_k(&query, limit)
                 .into_iter()
                 .map(|hit| DenseHit {
                     key: hit.key.clone(),
-                    similarity: hit.score,
+                    similarity: hit.score * norm,
                 })
                 .collect(),
         )

@@ -27,4 +27,4 @@ pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
 pub use search::{SkillTerms, search};
-pub use vectors::{SkillLane, SkillVectors, skill_text, skill_text_digest};
+pub use vectors::{SkillLane, SkillVectors, skill_passages, skill_passages_digest};

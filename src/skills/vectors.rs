@@ -1,30 +1,32 @@
 //! The skill embeddings in memory, and the dense lane of skill search over them.
 //!
-//! One vector per distinct content (the index's `vectors` table, read when the model becomes
-//! ready, only if that model made them, then added to batch by batch as the background embedder
-//! stores them) sits in one [`VectorTable`] keyed by content hash. A query is embedded and
-//! then one exact scan of that table runs (int8, AVX2 when the processor has it: about 1 ms of
-//! one core at 50,000 vectors, in chunks over both), on the embedder's query threads; the hits are turned into the
-//! skill ids of the revision being answered through a map from content to row positions, built
-//! once per revision from the revision's rows. Vectors of contents no row holds any more are
-//! skipped by that map, and dropped from the table when they reach an eighth of it.
+//! Each distinct content has one vector per passage (`retrieval::texts::skill_passages`: the
+//! lead, and a continuation when the body goes on; the index's `vectors` table, read when the
+//! model becomes ready, only if that model made them, then added to batch by batch as the
+//! background embedder stores them), all in one [`PassageTable`] keyed by content hash. A
+//! query is embedded and then the table is scanned (int8, AVX2 or AVX-512 VNNI, in chunks over
+//! both cores), on the embedder's query threads; a content scores by its nearest passage, and
+//! the hits are turned into the skill ids of the revision being answered through a
+//! map from content to row positions, built once per revision from the revision's rows. Vectors
+//! of contents no row holds any more are skipped by that map, and dropped from the table when
+//! they reach an eighth of it.
 //!
 //! An approximate index (HNSW, IVF) would start to pay where the scan stops fitting the query
-//! budget. The scan is linear: the top 10 of 50,000 vectors took 0.57 ms p50 (AVX-512 VNNI,
-//! both cores; 1.30 ms on one core with AVX2 before) and of 100,000 2.1 ms p50 on a shared,
-//! loaded machine (`cargo bench --bench suite -- embed`). Beside the query's embedding (about
-//! 2.5 ms) and the lexical lane and fusion (about 1 ms at 50,000), a search stays within 5 ms
-//! up to roughly 100,000 skills on a loaded machine and 150,000 to 200,000 on two free cores;
-//! below that the exact scan is exact, and costs nothing to keep current.
+//! budget. The leads are scanned exactly and the continuations through their sign bits first
+//! (`embed::PassageTable`): the top 80 of 50,000 skills with two passages each takes about
+//! 1 ms of both cores, 0.3 ms more than the leads alone (`cargo bench --bench suite -- embed`,
+//! which also times 100,000). Beside the query's embedding (about 2.8 ms) and the lexical lane
+//! and fusion, a search is about 5 ms at 50,000 skills on two cores; past 100,000 the leads'
+//! exact scan (linear, about 2 ms there) is what an approximate index would replace.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::cache::SkillCache;
 use super::listed::Listed;
 use super::search::leading_body;
 use crate::doc::Hash;
-use crate::embed::{Embedder, Quantized, VectorTable};
+use crate::embed::{Embedder, PassageTable, Quantized};
 use crate::error::Result;
 use crate::index::Reader;
 use crate::locks;
@@ -32,11 +34,11 @@ use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
 use crate::retrieval::texts;
 use crate::rules::skill::SkillRow;
 
-/// The text a skill content is embedded as: `retrieval::texts` decides (the name, title,
-/// description and leading body of the row that holds it), the same text the quality tests
-/// score.
-pub fn skill_text(listed: &Listed, text: &str) -> String {
-    texts::skill_text(
+/// The passages a skill content is embedded as: `retrieval::texts` decides (from the name,
+/// title, description and leading body of the row that holds it), the same texts the quality
+/// tests score.
+pub fn skill_passages(listed: &Listed, text: &str) -> Vec<String> {
+    texts::skill_passages(
         &listed.shown_id(),
         &listed.title(),
         &listed.description(),
@@ -44,10 +46,11 @@ pub fn skill_text(listed: &Listed, text: &str) -> String {
     )
 }
 
-/// A digest of [`skill_text`] as it treats a fixed skill (16 hex digits): it changes when the
-/// text a skill is embedded as changes, and with it the name stored vectors are kept under
-/// (`directory::dense::vectors_model`), so that vectors of the old texts are embedded again.
-pub fn skill_text_digest() -> String {
+/// A digest of [`skill_passages`] as it treats a fixed skill with a long body (16 hex digits):
+/// it changes when the texts a skill is embedded as change, and with it the name stored vectors
+/// are kept under (`directory::dense::vectors_model`), so that vectors of the old texts are
+/// embedded again.
+pub fn skill_passages_digest() -> String {
     let row = SkillRow {
         title: "Sample skill".into(),
         r#type: Some("skill".into()),
@@ -56,10 +59,15 @@ pub fn skill_text_digest() -> String {
         ..SkillRow::blank("probe/sample-skill")
     };
     let listed = Listed::new("probe/sample-skill".into(), &row);
-    let text = "---\nname: sample-skill\ndescription: Use when a sample is needed.\n---\n\
-                # Sample skill\n\n## Steps\n\n1. Run `sample --check` on the **input**.\n\n\
-                | a | b |\n|---|---|\n\nMore words of the body follow here.\n";
-    blake3::hash(skill_text(&listed, text).as_bytes()).to_hex()[..16].to_string()
+    // Long enough that every passage rule (the lead's cut, the continuation) shows.
+    let text = format!(
+        "---\nname: sample-skill\ndescription: Use when a sample is needed.\n---\n\
+         # Sample skill\n\n## Steps\n\n1. Run `sample --check` on the **input**.\n\n\
+         | a | b |\n|---|---|\n\n{}",
+        "More words of the body follow here.\n".repeat(60)
+    );
+    let passages = skill_passages(&listed, &text);
+    blake3::hash(passages.join("\n\0").as_bytes()).to_hex()[..16].to_string()
 }
 
 /// See the module doc.
@@ -72,8 +80,10 @@ pub struct SkillVectors {
 
 #[derive(Default)]
 struct Table {
-    vectors: VectorTable<Hash>,
-    at: HashMap<Hash, u32>,
+    /// Every passage's vector, keyed by its content.
+    passages: PassageTable<Hash>,
+    /// The contents that have their vectors.
+    held: HashSet<Hash>,
 }
 
 /// The row positions holding each content in one revision.
@@ -93,31 +103,31 @@ impl SkillVectors {
             0
         };
         let mut table = Table {
-            vectors: VectorTable::with_capacity(count),
-            at: HashMap::with_capacity(count),
+            passages: PassageTable::with_capacity(count),
+            held: HashSet::with_capacity(count),
         };
-        reader.each_vector(model, |hash, vector| table.push(hash, &vector))?;
+        reader.each_vector(model, |hash, passages| table.push(hash, &passages))?;
         *locks::write(&self.table) = table;
         Ok(())
     }
 
-    /// Adds embeddings (a content already held keeps its vector).
-    pub fn insert(&self, batch: &[(Hash, Quantized)]) {
+    /// Adds embeddings, each a content's passages (a content already held keeps its vectors).
+    pub fn insert(&self, batch: &[(Hash, Vec<Quantized>)]) {
         let mut table = locks::write(&self.table);
-        for (hash, vector) in batch {
-            table.push(*hash, vector);
+        for (hash, passages) in batch {
+            table.push(*hash, passages);
         }
     }
 
     /// The distinct contents of `cache`'s rows that have no vector yet, in row order.
     pub fn pending(&self, cache: &SkillCache) -> Vec<Hash> {
         let table = locks::read(&self.table);
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         cache
             .rows()
             .iter()
             .filter_map(|row| row.content)
-            .filter(|hash| !table.at.contains_key(hash) && seen.insert(*hash))
+            .filter(|hash| !table.held.contains(hash) && seen.insert(*hash))
             .collect()
     }
 
@@ -128,7 +138,7 @@ impl SkillVectors {
         let embedded = by_content
             .rows
             .keys()
-            .filter(|hash| table.at.contains_key(*hash))
+            .filter(|hash| table.held.contains(*hash))
             .count();
         (embedded as u64, (by_content.rows.len() - embedded) as u64)
     }
@@ -138,27 +148,14 @@ impl SkillVectors {
     pub fn compact(&self, cache: &SkillCache) {
         let by_content = self.by_content(cache);
         let mut table = locks::write(&self.table);
-        let live = table
-            .at
-            .keys()
-            .filter(|hash| by_content.rows.contains_key(*hash))
-            .count();
-        let dead = table.vectors.len() - live;
-        if dead == 0 || dead * 8 < table.vectors.len() {
+        let live = |hash: &Hash| by_content.rows.contains_key(hash);
+        let dead = table.passages.keys().filter(|h| !live(h)).count();
+        if dead == 0 || dead * 8 < table.passages.vectors() {
             return;
         }
-        let mut kept = Table {
-            vectors: VectorTable::with_capacity(live),
-            at: HashMap::with_capacity(live),
-        };
-        for index in 0..table.vectors.len() {
-            if let Some((hash, vector)) = table.vectors.get(index)
-                && by_content.rows.contains_key(hash)
-            {
-                kept.push(*hash, &vector);
-            }
-        }
-        *table = kept;
+        let passages = table.passages.retain(live);
+        table.held.retain(live);
+        table.passages = passages;
     }
 
     /// The row positions of each content in `cache`'s revision (built on the revision's first
@@ -186,26 +183,27 @@ impl SkillVectors {
         map
     }
 
-    /// The skill ids of `cache`'s revision nearest to `query`, best first, at most `limit`
-    /// (a content two skills share gives both, at the same similarity).
+    /// The skill ids of `cache`'s revision nearest to `query` (each by its nearest passage),
+    /// best first, at most `limit` (a content two skills share gives both, at the same
+    /// similarity).
     pub fn nearest(&self, query: &Quantized, cache: &SkillCache, limit: usize) -> Vec<DenseHit> {
         let by_content = self.by_content(cache);
         let table = locks::read(&self.table);
         // Unfiltered first (no lookup per vector): dead vectors are under an eighth of the
         // table; only when they crowd the head is the scan repeated with the filter.
-        let mut hits = table.vectors.top_k(query, 2 * limit);
+        let mut hits = table.passages.nearest(query, 2 * limit, |_| true);
         let live = |hash: &Hash| by_content.rows.contains_key(hash);
-        if hits.iter().filter(|h| live(h.key)).count() < limit.min(by_content.rows.len())
-            && table.vectors.len() > hits.len()
+        if hits.iter().filter(|(hash, _)| live(hash)).count() < limit.min(by_content.rows.len())
+            && table.held.len() > hits.len()
         {
-            hits = table.vectors.top_k_where(query, limit, |hash| live(hash));
+            hits = table.passages.nearest(query, limit, live);
         }
         let mut out = Vec::with_capacity(limit);
-        for hit in hits {
-            for &position in by_content.rows.get(hit.key).into_iter().flatten() {
+        for (hash, similarity) in hits {
+            for &position in by_content.rows.get(hash).into_iter().flatten() {
                 out.push(DenseHit {
                     key: cache.at(position).id.to_string(),
-                    similarity: hit.score,
+                    similarity,
                 });
             }
         }
@@ -215,12 +213,10 @@ impl SkillVectors {
 }
 
 impl Table {
-    fn push(&mut self, hash: Hash, vector: &Quantized) {
-        if self.at.contains_key(&hash) {
-            return;
+    fn push(&mut self, hash: Hash, passages: &[Quantized]) {
+        if !passages.is_empty() && self.held.insert(hash) {
+            self.passages.push(hash, passages);
         }
-        self.at.insert(hash, self.vectors.len() as u32);
-        self.vectors.push(hash, vector);
     }
 }
 

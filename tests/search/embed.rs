@@ -14,7 +14,8 @@ use iii_directory::embed::fetch::{
     FetchError, PinnedFile, REVISION, Source, fetch, is_complete, model_folder, sha256_file,
 };
 use iii_directory::embed::{
-    DIMENSIONS, Embedder, MAX_TOKENS, QUANTIZED_BYTES, Quantized, VectorTable, mean_pool,
+    DIMENSIONS, Embedder, MAX_TOKENS, PREFILTER_FROM, PassageTable, QUANTIZED_BYTES, Quantized,
+    VectorTable, join_bytes, mean_pool, split_bytes,
 };
 use iii_embed_kernel::{Kernel, Linear, f16_bits, f16_to_f32};
 use serde_json::Value;
@@ -248,6 +249,137 @@ fn top_k_is_the_exact_ranking() {
     let hits = table.top_k(&plain[17], 2);
     assert_eq!((hits[0].index, hits[1].index), (17, 1_000));
     assert!(VectorTable::<u32>::new().top_k(&plain[0], 3).is_empty());
+}
+
+/// Stored vectors around a few topics, as real skills' are: each a topic's direction plus its
+/// own noise.
+fn clustered(rng: &mut Rng, topics: &[Vec<f32>], noise: f32) -> Vec<f32> {
+    let topic = &topics[(rng.next() % topics.len() as u64) as usize];
+    let mut v: Vec<f32> = topic.iter().map(|x| x + noise * rng.signed()).collect();
+    let norm = dot(&v, &v).sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+/// Each key's best cosine over its passages, best first (ties by key).
+fn exact_nearest(passages: &[(u32, Vec<Quantized>)], query: &Quantized) -> Vec<(u32, f32)> {
+    let mut best: Vec<(u32, f32)> = passages
+        .iter()
+        .map(|(key, vectors)| {
+            let score = vectors
+                .iter()
+                .map(|v| query.cosine(v))
+                .fold(f32::MIN, f32::max);
+            (*key, score)
+        })
+        .collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    best
+}
+
+#[test]
+fn a_key_with_several_passages_comes_once_scored_by_its_nearest() {
+    let mut rng = Rng(11);
+    // Under the prefilter's size every passage is scored: the answer is the exact one.
+    let mut table = PassageTable::with_capacity(400);
+    let mut passages = Vec::new();
+    for key in 0..400u32 {
+        let count = 1 + usize::from(key % 3 != 0);
+        let vectors: Vec<Quantized> = (0..count)
+            .map(|_| Quantized::from_vector(&rng.unit()))
+            .collect();
+        table.push(key, &vectors);
+        passages.push((key, vectors));
+    }
+    assert_eq!((table.len(), table.vectors()), (400, 400 + 266));
+    for _ in 0..20 {
+        let query = Quantized::from_vector(&rng.unit());
+        let want = exact_nearest(&passages, &query);
+        for (k, odd_only) in [(1, false), (10, false), (40, true), (400, false)] {
+            let keep = |key: &u32| !odd_only || key % 2 == 1;
+            let got: Vec<(u32, f32)> = table
+                .nearest(&query, k, keep)
+                .into_iter()
+                .map(|(key, score)| (*key, score))
+                .collect();
+            let expected: Vec<(u32, f32)> = want
+                .iter()
+                .copied()
+                .filter(|(key, _)| keep(key))
+                .take(k)
+                .collect();
+            assert_eq!(got, expected, "k {k}");
+        }
+    }
+    // Keys kept by `retain` answer as they did.
+    let odd = table.retain(|key| key % 2 == 1);
+    assert_eq!(odd.len(), 200);
+    let query = Quantized::from_vector(&rng.unit());
+    assert_eq!(
+        odd.nearest(&query, 10, |_| true),
+        table.nearest(&query, 10, |key| key % 2 == 1)
+    );
+}
+
+#[test]
+fn the_sign_prefilter_finds_the_passages_near_a_query() {
+    let mut rng = Rng(17);
+    let topics: Vec<Vec<f32>> = (0..64).map(|_| rng.unit()).collect();
+    let keys = PREFILTER_FROM as u32 + 2_000;
+    let mut table = PassageTable::with_capacity(keys as usize);
+    let mut passages = Vec::new();
+    for key in 0..keys {
+        let vectors = vec![
+            Quantized::from_vector(&clustered(&mut rng, &topics, 0.08)),
+            Quantized::from_vector(&clustered(&mut rng, &topics, 0.08)),
+        ];
+        table.push(key, &vectors);
+        passages.push((key, vectors));
+    }
+    let (mut found, mut wanted) = (0, 0);
+    for _ in 0..30 {
+        // A query near one stored continuation: its key must come first, at its exact cosine.
+        let (key, vectors) = &passages[(rng.next() % u64::from(keys)) as usize];
+        let mut near = vectors[1].dequantize();
+        near.iter_mut().for_each(|x| *x += 0.02 * rng.signed());
+        let query = Quantized::from_vector(&near);
+        let got = table.nearest(&query, 40, |_| true);
+        let exact = exact_nearest(&passages, &query);
+        assert_eq!(got[0].0, key);
+        assert_eq!(got[0].1, exact[0].1);
+        // Every score is a passage's exact cosine, best first, each key once.
+        assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
+        let distinct: std::collections::HashSet<u32> = got.iter().map(|(k, _)| **k).collect();
+        assert_eq!(distinct.len(), got.len());
+        // The exact top 10 over the passages a similarity floor would admit.
+        for (k, score) in exact.iter().take(10).filter(|(_, s)| *s >= 0.33) {
+            wanted += 1;
+            found += usize::from(got.iter().any(|(g, s)| **g == *k && s == score));
+        }
+    }
+    assert!(found * 100 >= wanted * 95, "found {found} of {wanted}");
+}
+
+#[test]
+fn passages_are_kept_as_one_value_and_read_back_whole() {
+    let mut rng = Rng(13);
+    let passages: Vec<Quantized> = (0..2)
+        .map(|_| Quantized::from_vector(&rng.unit()))
+        .collect();
+    let bytes = join_bytes(&passages);
+    assert_eq!(bytes.len(), 2 * QUANTIZED_BYTES);
+    assert_eq!(split_bytes(&bytes), Some(passages.clone()));
+    assert_eq!(
+        split_bytes(&join_bytes(&passages[..1])),
+        Some(passages[..1].to_vec()),
+        "a single vector's stored form is read as one passage"
+    );
+    assert_eq!(split_bytes(&[]), None);
+    assert_eq!(split_bytes(&bytes[..QUANTIZED_BYTES + 1]), None);
+    // One vector that is not one refuses the whole value: it is embedded again.
+    let mut bad = bytes.clone();
+    bad[QUANTIZED_BYTES..QUANTIZED_BYTES + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert_eq!(split_bytes(&bad), None);
 }
 
 #[test]

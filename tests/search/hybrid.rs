@@ -8,7 +8,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use iii_directory::embed::Embedder;
+use iii_directory::embed::{Embedder, Quantized};
+use iii_directory::retrieval::texts::skill_passages;
 use iii_directory::{Directory, ModelState, vectors_model};
 use serde_json::{Value, json};
 use test_support::common::{Tree, model_dir};
@@ -174,7 +175,7 @@ fn another_models_vectors_are_never_compared_and_are_embedded_again() {
         // Every content stored as the garden planner, so that using them would show.
         let garden = other.embed_query_quantized("plan vegetable beds and planting dates");
         let stored_now = directory
-            .store_stand_in_vectors(&other, |_| garden.clone())
+            .store_stand_in_vectors(&other, |_| vec![garden.clone()])
             .expect("store");
         assert_eq!(stored_now, 3);
     }
@@ -213,4 +214,48 @@ fn another_models_vectors_are_never_compared_and_are_embedded_again() {
     directory.reconcile().expect("reconcile");
     directory.set_model_state(ModelState::Ready(model));
     assert_eq!(directory.embed_pending().expect("embed"), 0);
+}
+
+#[test]
+fn a_long_body_is_stored_as_its_lead_and_its_continuation() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let steps = "1. Collect the merged pull requests since the last tag.\n".repeat(12);
+    let body = format!(
+        "# Release notes\n\n{steps}\n## Translating\n\nHave the notes translated for the regional teams.\n"
+    );
+    tree.write(
+        "skills/release-notes/SKILL.md",
+        &format!(
+            "---\nname: release-notes\ndescription: Write the notes of a version.\n---\n{body}"
+        ),
+    );
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model.clone()));
+    assert_eq!(directory.embed_pending().expect("embed"), 4);
+    let reader = directory.index().read().expect("read");
+    let mut stored = Vec::new();
+    reader
+        .each_vector(&vectors_model(&model), |_, passages| stored.push(passages))
+        .expect("read the vectors");
+    let mut counts: Vec<usize> = stored.iter().map(Vec::len).collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        [1, 1, 1, 2],
+        "the three short skills have their lead alone"
+    );
+    // The second vector is the continuation's embedding: the name, then the body after the
+    // lead's cut, where the later steps are).
+    let continuation = &skill_passages("release-notes", "", "", &body)[1];
+    assert!(
+        continuation.starts_with("release notes. "),
+        "{continuation}"
+    );
+    assert!(continuation.contains("Translating"), "{continuation}");
+    let fresh = Quantized::from_vector(&model.embed_batch(&[continuation.as_str()])[0]);
+    let long = stored.iter().find(|p| p.len() == 2).expect("two passages");
+    assert!(long[1].cosine(&fresh) > 0.999, "{}", long[1].cosine(&fresh));
+    assert!(long[0].cosine(&fresh) < 0.99, "the lead is another text");
 }

@@ -21,7 +21,7 @@
 
 mod dots;
 
-pub use dots::int8_dots;
+pub use dots::{bit_distances, int8_dots};
 
 /// Outputs per panel: one 16-lane (AVX-512) or two 8-lane (AVX2) f32 vectors.
 pub const PANEL: usize = 16;
