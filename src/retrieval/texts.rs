@@ -26,8 +26,8 @@ pub const SKILL_CONTINUATION_CHARS: usize = 700;
 /// [`SKILL_CONTINUATION_CHARS`] of the body). A search scores a skill by its nearest passage.
 ///
 /// Why a second passage: a skill's description and first paragraphs say what it is, but a
-/// task phrased indirectly often meets the words of its procedure further down ("draw the
-/// request path for new hires" against an architecture-diagram skill's steps). Tuned on the
+/// task phrased indirectly often meets the words of its procedure further down rather than
+/// those of its summary, and one vector of both blurs the two. Tuned on the
 /// `dev` skill tasks (`tests/search/quality.rs`): the continuation lifted recall@10 from 0.70
 /// to 0.76 with no more no-match tasks answered; a third view (the name and description alone)
 /// changed nothing, and the continuation with the description again in front of it found less.
@@ -77,7 +77,7 @@ pub fn function_text(id: &str, description: &str) -> String {
 /// or not. Put as what a software tool does, a need a function serves moves toward it, and a
 /// need no function serves stands out less. On the `dev` function cases (30 paraphrased, 34
 /// no-match), at the gate that answers at most 2 no-match cases, the plain capability found 19
-/// paraphrases (0.63), one form 22 to 24 depending on the phrasing, and the mean of these two
+/// paraphrases (0.63), one form 16 to 24 depending on the phrasing, and the mean of these two
 /// 26 (0.87); the best single form and the best pairs of seven phrasings tried were within a
 /// case of each other, so no one wording carries it.
 pub fn function_query_forms(capability: &str) -> [String; 2] {
