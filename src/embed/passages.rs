@@ -93,23 +93,23 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
         self.leads.keys().iter().chain(self.rest.keys())
     }
 
-    /// The keys `keep` accepts, with their passages, in a table of their own.
+    /// The keys `keep` accepts, with their passages, in a table of their own (each table's
+    /// order kept, so equal scores rank as they did).
     pub fn retain(&self, keep: impl Fn(&K) -> bool) -> PassageTable<K> {
-        let mut passages: HashMap<&K, Vec<Quantized>> = HashMap::new();
-        for table in [&self.leads, &self.rest] {
-            for index in 0..table.len() {
-                if let Some((key, vector)) = table.get(index)
-                    && keep(key)
-                {
-                    passages.entry(key).or_default().push(vector);
-                }
+        let mut kept = PassageTable::default();
+        for index in 0..self.leads.len() {
+            if let Some((key, lead)) = self.leads.get(index)
+                && keep(key)
+            {
+                kept.leads.push(key.clone(), &lead);
             }
         }
-        let mut kept = PassageTable::with_capacity(passages.len());
-        // Leads in their old order, so that equal scores keep ranking as they did.
-        for key in self.leads.keys().iter().filter(|k| keep(k)) {
-            if let Some(vectors) = passages.get(key) {
-                kept.push(key.clone(), vectors);
+        for index in 0..self.rest.len() {
+            if let Some((key, passage)) = self.rest.get(index)
+                && keep(key)
+            {
+                kept.rest.push(key.clone(), &passage);
+                kept.signs.push(self.signs[index]);
             }
         }
         kept
@@ -180,14 +180,11 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
             .filter(|&(_, (&distance, key))| usize::from(distance) <= cutoff && keep(key))
             .map(|(index, _)| index)
             .collect();
-        // The candidates' values side by side, scored as a scan scores them.
-        let rows: Vec<[i8; DIMENSIONS]> = chosen.iter().map(|&i| self.rest.values()[i]).collect();
-        let mut sums = vec![0i32; rows.len()];
-        iii_embed_kernel::int8_dots(&query.values, &rows, &mut sums);
-        let scored = chosen.iter().zip(&sums).map(|(&index, &sum)| Ranked {
-            score: sum as f32 * query.scale * self.rest.scales()[index],
-            index,
-        });
+        let scores = self.rest.scores_at(query, &chosen);
+        let scored = chosen
+            .iter()
+            .zip(scores)
+            .map(|(&index, score)| Ranked { score, index });
         best_of(scored, k)
             .into_iter()
             .map(|ranked| Hit {

@@ -202,14 +202,12 @@ impl<K> VectorTable<K> {
         ))
     }
 
-    /// The vectors' int8 values, in table order.
-    pub(super) fn values(&self) -> &[[i8; DIMENSIONS]] {
-        &self.values
-    }
-
-    /// The vectors' scales (`1 / ‖values‖`), in table order.
-    pub(super) fn scales(&self) -> &[f32] {
-        &self.scales
+    /// The cosine of `query` with the vectors at `indices`, in that order: those rows side by
+    /// side, scored as [`VectorTable::scores`] scores every row.
+    pub(super) fn scores_at(&self, query: &Quantized, indices: &[usize]) -> Vec<f32> {
+        let values: Vec<[i8; DIMENSIONS]> = indices.iter().map(|&i| self.values[i]).collect();
+        let scales: Vec<f32> = indices.iter().map(|&i| self.scales[i]).collect();
+        scan(query, &values, &scales)
     }
 
     /// Bytes the vectors take in memory (keys not counted).
