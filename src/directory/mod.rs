@@ -483,7 +483,12 @@ impl Directory {
         self.skill_search_wanted.store(true, Ordering::Relaxed);
         let embedder = self.embedder();
         let own = self.skill_lane(cache, embedder.as_deref());
-        let dense = dense.or(own.as_ref().map(|lane| lane as &dyn DenseRanker));
+        let given = dense.map(|lane| skills::ById { lane, cache });
+        let dense = match (&given, &own) {
+            (Some(given), _) => Some(given as &dyn DenseRanker<u32>),
+            (None, Some(own)) => Some(own as &dyn DenseRanker<u32>),
+            (None, None) => None,
+        };
         skills::search(reader, cache, &self.skill_terms, visibility, request, dense)
     }
 

@@ -37,8 +37,9 @@ pub fn candidates(k: usize) -> usize {
 pub struct PassageTable<K> {
     /// Every key's first passage.
     leads: VectorTable<K>,
-    /// Every later passage, with its sign bits at the same position in `signs`.
-    rest: VectorTable<K>,
+    /// Every later passage, keyed by its lead's position in `leads` (4 bytes, not a copy of
+    /// the key: a content hash is 32), with its sign bits at the same position in `signs`.
+    rest: VectorTable<u32>,
     signs: Vec<[u64; SIGN_WORDS]>,
 }
 
@@ -67,8 +68,9 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
         let Some((lead, rest)) = passages.split_first() else {
             return;
         };
+        let at = self.leads.len() as u32;
         for passage in rest {
-            self.rest.push(key.clone(), passage);
+            self.rest.push(at, passage);
             self.signs.push(signs(&passage.values));
         }
         self.leads.push(key, lead);
@@ -90,25 +92,37 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
 
     /// Every vector's key, each passage once.
     pub fn keys(&self) -> impl Iterator<Item = &K> {
-        self.leads.keys().iter().chain(self.rest.keys())
+        let rest = self.rest.keys().iter().map(|&at| self.lead_key(at));
+        self.leads.keys().iter().chain(rest)
+    }
+
+    /// The key of the lead at `at`.
+    fn lead_key(&self, at: u32) -> &K {
+        &self.leads.keys()[at as usize]
     }
 
     /// The keys `keep` accepts, with their passages, in a table of their own (each table's
     /// order kept, so equal scores rank as they did).
     pub fn retain(&self, keep: impl Fn(&K) -> bool) -> PassageTable<K> {
         let mut kept = PassageTable::default();
+        // Each kept lead's new position, by its old one.
+        let mut moved: Vec<Option<u32>> = Vec::with_capacity(self.leads.len());
         for index in 0..self.leads.len() {
-            if let Some((key, lead)) = self.leads.get(index)
-                && keep(key)
-            {
-                kept.leads.push(key.clone(), &lead);
-            }
+            let new = self
+                .leads
+                .get(index)
+                .filter(|(key, _)| keep(key))
+                .map(|(key, lead)| {
+                    kept.leads.push(key.clone(), &lead);
+                    (kept.leads.len() - 1) as u32
+                });
+            moved.push(new);
         }
         for index in 0..self.rest.len() {
-            if let Some((key, passage)) = self.rest.get(index)
-                && keep(key)
+            if let Some((&at, passage)) = self.rest.get(index)
+                && let Some(new) = moved[at as usize]
             {
-                kept.rest.push(key.clone(), &passage);
+                kept.rest.push(new, &passage);
                 kept.signs.push(self.signs[index]);
             }
         }
@@ -127,12 +141,13 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
         let rest = self.rest_nearest(query, k, &keep);
         let mut best: Vec<(&K, f32)> = Vec::with_capacity(leads.len() + rest.len());
         let mut at: HashMap<&K, usize> = HashMap::with_capacity(leads.len() + rest.len());
-        for hit in leads.into_iter().chain(rest) {
-            match at.get(hit.key) {
-                Some(&i) => best[i].1 = best[i].1.max(hit.score),
+        let hits = leads.into_iter().map(|hit| (hit.key, hit.score));
+        for (key, score) in hits.chain(rest) {
+            match at.get(key) {
+                Some(&i) => best[i].1 = best[i].1.max(score),
                 None => {
-                    at.insert(hit.key, best.len());
-                    best.push((hit.key, hit.score));
+                    at.insert(key, best.len());
+                    best.push((key, score));
                 }
             }
         }
@@ -142,16 +157,32 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
         best
     }
 
-    /// The `k` later passages nearest to `query` (see the module doc).
+    /// The `k` later passages nearest to `query` (see the module doc), as their keys and
+    /// cosines, best first.
     fn rest_nearest(
         &self,
         query: &Quantized,
         k: usize,
         keep: &(impl Fn(&K) -> bool + Sync),
-    ) -> Vec<Hit<'_, K>> {
-        if self.rest.len() < PREFILTER_FROM {
-            return self.rest.top_k_where(query, k, keep);
-        }
+    ) -> Vec<(&K, f32)> {
+        let keep = |&at: &u32| keep(self.lead_key(at));
+        let hits = if self.rest.len() < PREFILTER_FROM {
+            self.rest.top_k_where(query, k, keep)
+        } else {
+            self.prefiltered(query, k, keep)
+        };
+        hits.into_iter()
+            .map(|hit| (self.lead_key(*hit.key), hit.score))
+            .collect()
+    }
+
+    /// [`Self::rest_nearest`]'s two steps, for a table of [`PREFILTER_FROM`] passages or more.
+    fn prefiltered(
+        &self,
+        query: &Quantized,
+        k: usize,
+        keep: impl Fn(&u32) -> bool,
+    ) -> Vec<Hit<'_, u32>> {
         let wanted = signs(&query.values);
         let keys = self.rest.keys();
         let mut distances = vec![0u16; self.signs.len()];

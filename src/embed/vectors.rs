@@ -220,6 +220,33 @@ impl<K> VectorTable<K> {
         scan(query, &self.values, &self.scales)
     }
 
+    /// Each vector's hubness: the mean cosine of its `n` nearest other vectors in the table. A
+    /// vector near many others is near many queries too, served or not, so its similarity to
+    /// one says less. Every pair is scored (spread over the rayon pool the caller runs on): for
+    /// a catalog of functions, not a tree of skills.
+    pub fn hubness(&self, n: usize) -> Vec<f32>
+    where
+        K: Sync,
+    {
+        (0..self.len())
+            .into_par_iter()
+            .map(|i| {
+                let vector = Quantized {
+                    scale: self.scales[i],
+                    values: self.values[i],
+                };
+                let mut others = self.scores(&vector);
+                others.swap_remove(i);
+                let n = n.min(others.len());
+                if n == 0 {
+                    return 0.0;
+                }
+                others.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+                others[..n].iter().sum::<f32>() / n as f32
+            })
+            .collect()
+    }
+
     /// The `k` vectors nearest to `query` by cosine, best first (equal scores in table
     /// order), from an exact scan of the whole table.
     pub fn top_k(&self, query: &Quantized, k: usize) -> Vec<Hit<'_, K>>

@@ -4,7 +4,9 @@
 //!
 //! A catalog change embeds only the functions whose text is new (the vectors are kept by the
 //! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
-//! searches fuse with the previous one's vectors, filtered to the functions still listed.
+//! searches fuse with the previous one's vectors, filtered to the functions still listed. It
+//! also measures each function's hubness in the new catalog (`VectorTable::hubness`), which
+//! the confidence gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -12,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::catalog::{Catalog, SlimTool};
 use crate::embed::{Embedder, Quantized, VectorTable};
 use crate::locks;
-use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
+use crate::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS, Progress};
 use crate::retrieval::texts;
 
 /// The text a function is embedded as (`retrieval::texts` decides, for the evaluation too).
@@ -44,11 +46,18 @@ pub struct FunctionLane {
     model: String,
     embedder: Arc<Embedder>,
     /// The current catalog's vectors, by function id.
-    table: RwLock<Arc<VectorTable<String>>>,
+    table: RwLock<Arc<Scanned>>,
     /// Text hash → vector, for every function text embedded so far.
     known: Mutex<HashMap<blake3::Hash, Quantized>>,
     /// The catalog fingerprint `table` was built for.
     fingerprint: Mutex<Option<String>>,
+}
+
+/// One catalog's vectors and each one's hubness, at the same position.
+#[derive(Default)]
+struct Scanned {
+    table: VectorTable<String>,
+    hubness: Vec<f32>,
 }
 
 impl FunctionLane {
@@ -103,7 +112,8 @@ impl FunctionLane {
                 texts.iter().map(|(hash, _)| hash).collect();
             known.retain(|hash, _| live.contains(hash));
         }
-        *locks::write(&self.table) = Arc::new(table);
+        let hubness = table.hubness(HUBNESS_NEIGHBOURS);
+        *locks::write(&self.table) = Arc::new(Scanned { table, hubness });
         *fingerprint = Some(catalog.fingerprint().to_string());
         missing.len()
     }
@@ -115,18 +125,20 @@ impl DenseRanker for FunctionLane {
     }
 
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
-        let table = locks::read(&self.table).clone();
-        if table.is_empty() {
+        let scanned = locks::read(&self.table).clone();
+        if scanned.table.is_empty() {
             return None;
         }
         let (query, norm) = function_query(&self.embedder, query);
         Some(
-            table
+            scanned
+                .table
                 .top_k(&query, limit)
                 .into_iter()
                 .map(|hit| DenseHit {
                     key: hit.key.clone(),
                     similarity: hit.score * norm,
+                    hubness: scanned.hubness[hit.index],
                 })
                 .collect(),
         )
@@ -134,7 +146,7 @@ impl DenseRanker for FunctionLane {
 
     fn progress(&self) -> Progress {
         Progress {
-            embedded: locks::read(&self.table).len() as u64,
+            embedded: locks::read(&self.table).table.len() as u64,
             pending: 0,
             ready: true,
         }

@@ -29,7 +29,7 @@ use crate::doc::frontmatter;
 use crate::error::{Error, Result};
 use crate::index::Reader;
 use crate::request;
-use crate::retrieval::fusion::{DenseRanker, Mode, SKILL_FLOORS, fuse};
+use crate::retrieval::fusion::{DenseHit, DenseRanker, Mode, Progress, SKILL_FLOORS, fuse};
 use crate::retrieval::lexical::{DocTerms, Index, Vocabulary};
 use crate::retrieval::tokenize::{terms, truncate_at_char_boundary};
 use crate::rules::skill::Visibility;
@@ -137,15 +137,50 @@ impl SkillTerms {
     }
 }
 
+/// A dense lane keyed by skill id (a caller's own, as the evaluation's) answering as the
+/// search reads hits: by row position in `cache`'s revision. Ids not in it are dropped.
+pub struct ById<'a> {
+    pub lane: &'a dyn DenseRanker,
+    pub cache: &'a SkillCache,
+}
+
+impl DenseRanker<u32> for ById<'_> {
+    fn model(&self) -> &str {
+        self.lane.model()
+    }
+
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<u32>>> {
+        let hits = self.lane.nearest(query, limit)?;
+        let rows = self.cache.rows();
+        Some(
+            hits.into_iter()
+                .filter_map(|hit| {
+                    let position = rows.search(&hit.key).ok()?;
+                    Some(DenseHit {
+                        key: position as u32,
+                        similarity: hit.similarity,
+                        hubness: hit.hubness,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    fn progress(&self) -> Progress {
+        self.lane.progress()
+    }
+}
+
 /// `directory::skills::search`. `terms` holds the counted terms across revisions; `dense` is
-/// the embedder's lane for skills, when there is one.
+/// the embedder's lane for skills, when there is one, its hits row positions in `cache`'s
+/// revision (as the lexical lane's are: no id is looked up while ranking).
 pub fn search(
     reader: &Reader,
     cache: &SkillCache,
     terms_store: &Mutex<SkillTerms>,
     visibility: Visibility<'_>,
     request: &Value,
-    dense: Option<&dyn DenseRanker>,
+    dense: Option<&dyn DenseRanker<u32>>,
 ) -> Result<Value> {
     let req: SearchRequest = request::parse(request)?;
     if req.query.trim().is_empty() {
@@ -192,17 +227,13 @@ pub fn search(
                 .collect(),
         ),
         Some(nearest) => {
-            let keys: Vec<String> = lexical
-                .iter()
-                .take(depth)
-                .map(|&(doc, _)| rows.at(doc as usize).id.to_string())
-                .collect();
+            let keys: Vec<u32> = lexical.iter().take(depth).map(|&(doc, _)| doc).collect();
             let fused = fuse(&keys, &nearest, SKILL_FLOORS);
             (
                 Mode::Hybrid,
                 fused
                     .into_iter()
-                    .filter_map(|f| cache.row(&f.key).map(|row| (row, f.score)))
+                    .map(|f| (cache.at(f.key), f.score))
                     .collect(),
             )
         }

@@ -6,8 +6,9 @@
 //! background embedder stores them), all in one [`PassageTable`] keyed by content hash. A
 //! query is embedded and then the table is scanned (int8, AVX2 or AVX-512 VNNI, in chunks over
 //! both cores), on the embedder's query threads; a content scores by its nearest passage, and
-//! the hits are turned into the skill ids of the revision being answered through a
-//! map from content to row positions, built once per revision from the revision's rows. Vectors
+//! the hits are turned into the row positions of the revision being answered (which the search
+//! fuses and reads rows by, with no id looked up) through a map from content to row positions,
+//! built once per revision from the revision's rows. Vectors
 //! of contents no row holds any more are skipped by that map, and dropped from the table when
 //! they reach an eighth of it.
 //!
@@ -15,8 +16,8 @@
 //! budget. The leads are scanned exactly and the continuations through their sign bits first
 //! (`embed::PassageTable`): the top 80 of 50,000 skills with two passages each takes about
 //! 1 ms of both cores, 0.3 ms more than the leads alone (`cargo bench --bench suite -- embed`,
-//! which also times 100,000). Beside the query's embedding (about 2.8 ms) and the lexical lane
-//! and fusion, a search is about 5 ms at 50,000 skills on two cores; past 100,000 the leads'
+//! which also times 100,000). Beside the query's embedding (about 2.9 ms) and the lexical lane
+//! and fusion, a search is about 4.5 ms at 50,000 skills on two cores; past 100,000 the leads'
 //! exact scan (linear, about 2 ms there) is what an approximate index would replace.
 
 use std::collections::{HashMap, HashSet};
@@ -183,10 +184,15 @@ impl SkillVectors {
         map
     }
 
-    /// The skill ids of `cache`'s revision nearest to `query` (each by its nearest passage),
-    /// best first, at most `limit` (a content two skills share gives both, at the same
-    /// similarity).
-    pub fn nearest(&self, query: &Quantized, cache: &SkillCache, limit: usize) -> Vec<DenseHit> {
+    /// The rows of `cache`'s revision nearest to `query` (each by its nearest passage), as
+    /// positions, best first, at most `limit` (a content two skills share gives both, at the
+    /// same similarity).
+    pub fn nearest(
+        &self,
+        query: &Quantized,
+        cache: &SkillCache,
+        limit: usize,
+    ) -> Vec<DenseHit<u32>> {
         let by_content = self.by_content(cache);
         let table = locks::read(&self.table);
         // Unfiltered first (no lookup per vector): dead vectors are under an eighth of the
@@ -201,10 +207,7 @@ impl SkillVectors {
         let mut out = Vec::with_capacity(limit);
         for (hash, similarity) in hits {
             for &position in by_content.rows.get(hash).into_iter().flatten() {
-                out.push(DenseHit {
-                    key: cache.at(position).id.to_string(),
-                    similarity,
-                });
+                out.push(DenseHit::new(position, similarity));
             }
         }
         out.truncate(limit);
@@ -220,7 +223,8 @@ impl Table {
     }
 }
 
-/// The dense lane of one skill search: the model, the vectors, and the revision answered.
+/// The dense lane of one skill search: the model, the vectors, and the revision answered (its
+/// hits are row positions in that revision).
 pub struct SkillLane<'a> {
     pub model: &'a str,
     pub embedder: &'a Embedder,
@@ -228,12 +232,12 @@ pub struct SkillLane<'a> {
     pub cache: &'a SkillCache,
 }
 
-impl DenseRanker for SkillLane<'_> {
+impl DenseRanker<u32> for SkillLane<'_> {
     fn model(&self) -> &str {
         self.model
     }
 
-    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<u32>>> {
         Some(self.embedder.on_query_threads(|| {
             let query = self.embedder.embed_query_quantized(query);
             self.vectors.nearest(&query, self.cache, limit)

@@ -251,6 +251,54 @@ fn top_k_is_the_exact_ranking() {
     assert!(VectorTable::<u32>::new().top_k(&plain[0], 3).is_empty());
 }
 
+#[test]
+fn hubness_is_the_mean_cosine_of_each_vectors_nearest_others() {
+    let mut rng = Rng(11);
+    let topics: Vec<Vec<f32>> = (0..4).map(|_| rng.unit()).collect();
+    let mut table = VectorTable::new();
+    let mut plain = Vec::new();
+    // 60 vectors around four topics, then 20 scattered ones: the clustered are the hubs.
+    for i in 0..80u32 {
+        let v = if i < 60 {
+            clustered(&mut rng, &topics, 0.05)
+        } else {
+            rng.unit()
+        };
+        let q = Quantized::from_vector(&v);
+        table.push(i, &q);
+        plain.push(q);
+    }
+    let hubness = table.hubness(10);
+    assert_eq!(hubness.len(), 80);
+    for (i, &measured) in hubness.iter().enumerate() {
+        let mut others: Vec<f32> = (0..plain.len())
+            .filter(|&j| j != i)
+            .map(|j| plain[i].cosine(&plain[j]))
+            .collect();
+        others.sort_by(|a, b| b.total_cmp(a));
+        let want = others[..10].iter().sum::<f32>() / 10.0;
+        assert!(
+            (measured - want).abs() < 1e-5,
+            "{i}: {measured} against {want}"
+        );
+    }
+    let least_clustered = hubness[..60].iter().copied().fold(f32::MAX, f32::min);
+    let most_scattered = hubness[60..].iter().copied().fold(f32::MIN, f32::max);
+    assert!(least_clustered > most_scattered + 0.3);
+    // Fewer others than asked for: the mean of all of them; a lone vector has none.
+    assert!(
+        (table.hubness(1_000)[0] - {
+            let all: Vec<f32> = (1..80).map(|j| plain[0].cosine(&plain[j])).collect();
+            all.iter().sum::<f32>() / all.len() as f32
+        })
+        .abs()
+            < 1e-5
+    );
+    let mut lone = VectorTable::new();
+    lone.push(0u32, &plain[0]);
+    assert_eq!(lone.hubness(10), [0.0]);
+}
+
 /// Stored vectors around a few topics, as real skills' are: each a topic's direction plus its
 /// own noise.
 fn clustered(rng: &mut Rng, topics: &[Vec<f32>], noise: f32) -> Vec<f32> {
