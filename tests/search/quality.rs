@@ -95,14 +95,12 @@ impl Embedded {
         }
     }
 
-    /// Measures each key's hubness over its first texts, as the function lane does.
-    fn with_hubness(mut self, texts: &[(String, Vec<String>)]) -> Embedded {
+    /// Measures each key's hubness over its first texts (their vectors in `cache`), as the
+    /// function lane does.
+    fn with_hubness(mut self, cache: &str, texts: &[(String, Vec<String>)]) -> Embedded {
         let firsts = texts.iter().map(|(_, t)| t[0].as_str());
         let mut table = VectorTable::with_capacity(texts.len());
-        for ((key, _), vector) in texts
-            .iter()
-            .zip(cached_vectors(self.model, "functions", firsts))
-        {
+        for ((key, _), vector) in texts.iter().zip(cached_vectors(self.model, cache, firsts)) {
             table.push(key.clone(), &vector);
         }
         let hubness = table.hubness(HUBNESS_NEIGHBOURS);
@@ -208,7 +206,8 @@ fn function_lane(catalog: &Catalog) -> Option<Embedded> {
             )
         })
         .collect();
-    Some(Embedded::new(model, "functions", texts.clone(), function_query).with_hubness(&texts))
+    let cache = "functions";
+    Some(Embedded::new(model, cache, texts.clone(), function_query).with_hubness(cache, &texts))
 }
 
 #[test]
