@@ -484,10 +484,9 @@ impl Directory {
         let embedder = self.embedder();
         let own = self.skill_lane(cache, embedder.as_deref());
         let given = dense.map(|lane| skills::ById { lane, cache });
-        let dense = match (&given, &own) {
-            (Some(given), _) => Some(given as &dyn DenseRanker<u32>),
-            (None, Some(own)) => Some(own as &dyn DenseRanker<u32>),
-            (None, None) => None,
+        let dense = match &given {
+            Some(given) => Some(given as &dyn DenseRanker<u32>),
+            None => own.as_ref().map(|own| own as &dyn DenseRanker<u32>),
         };
         skills::search(reader, cache, &self.skill_terms, visibility, request, dense)
     }

@@ -33,10 +33,8 @@ pub const SKILL_CONTINUATION_CHARS: usize = 700;
 /// changed nothing, and the continuation with the description again in front of it found less.
 pub fn skill_passages(name: &str, title: &str, description: &str, body: &str) -> Vec<String> {
     let mut passages = vec![skill_text(name, title, description, body)];
-    let body = body.trim_start();
-    let lead = truncate_at_char_boundary(body, SKILL_BODY_CHARS).len();
-    let rest = truncate_at_char_boundary(&body[lead..], SKILL_CONTINUATION_CHARS);
-    let rest = collapse_markup(rest);
+    let (_, after) = split_lead(body);
+    let rest = collapse_markup(truncate_at_char_boundary(after, SKILL_CONTINUATION_CHARS));
     if !rest.is_empty() {
         let mut continuation = words_of_id(name);
         push_part(&mut continuation, &rest);
@@ -56,9 +54,17 @@ pub fn skill_text(name: &str, title: &str, description: &str, body: &str) -> Str
         push_part(&mut out, title);
     }
     push_part(&mut out, description.trim());
-    let body = truncate_at_char_boundary(body.trim_start(), SKILL_BODY_CHARS);
-    push_part(&mut out, &collapse_markup(body));
+    let (lead, _) = split_lead(body);
+    push_part(&mut out, &collapse_markup(lead));
     out
+}
+
+/// A body's part the lead passage embeds (its first [`SKILL_BODY_CHARS`], leading whitespace
+/// skipped) and what follows it: the one cut both passages are made by.
+fn split_lead(body: &str) -> (&str, &str) {
+    let body = body.trim_start();
+    let lead = truncate_at_char_boundary(body, SKILL_BODY_CHARS);
+    (lead, &body[lead.len()..])
 }
 
 /// The text a function is embedded from: its id as words, then its description.
