@@ -199,10 +199,14 @@ pub fn select_with(
                         .into_iter()
                         .filter(|h| catalog.contains(&h.key))
                         .collect();
-                    fuse(&lexical, &nearest, FUNCTION_FLOORS)
-                        .into_iter()
-                        .map(|f| f.key)
-                        .collect()
+                    fuse(
+                        &lexical,
+                        &nearest,
+                        FUNCTION_FLOORS.for_terms(capability.terms.len()),
+                    )
+                    .into_iter()
+                    .map(|f| f.key)
+                    .collect()
                 }
                 None => lexical,
             }

@@ -218,7 +218,7 @@ fn the_evaluation_sets_have_the_promised_shape() {
         |cases: &[FunctionCase], kind: &str| cases.iter().filter(|c| c.kind == kind).count();
     let dev = function_cases("dev");
     let held = function_cases("heldout");
-    assert_eq!(dev.len(), 85);
+    assert_eq!(dev.len(), 97);
     assert_eq!(
         [
             count(&held, "direct"),
@@ -281,9 +281,9 @@ fn function_search_quality_on_the_held_out_cases() {
     println!("{}", dev.table("functions, dev (hybrid)"));
     println!("{}", held.table("functions, held-out (hybrid)"));
     // The hybrid figures when the floors were tuned (on dev): a change that costs quality fails.
-    assert!(held.all.recall(0) >= 0.94, "{}", held.all.recall(0));
+    assert!(held.all.recall(0) >= 0.96, "{}", held.all.recall(0));
     assert!(held.kind("direct").recall(0) >= 0.99);
-    assert!(held.kind("paraphrased").recall(0) >= 0.83);
+    assert!(held.kind("paraphrased").recall(0) >= 0.91);
     assert!(held.kind("multi").coverage() >= 0.97);
     assert!(held.kind("no_match").answered <= 2);
 }
