@@ -218,7 +218,7 @@ fn the_evaluation_sets_have_the_promised_shape() {
         |cases: &[FunctionCase], kind: &str| cases.iter().filter(|c| c.kind == kind).count();
     let dev = function_cases("dev");
     let held = function_cases("heldout");
-    assert_eq!(dev.len(), 97);
+    assert_eq!(dev.len(), 105);
     assert_eq!(
         [
             count(&held, "direct"),
