@@ -90,6 +90,11 @@ impl<K: Clone + Eq + std::hash::Hash + Sync> PassageTable<K> {
         self.leads.len() + self.rest.len()
     }
 
+    /// Every key's first passage, in the order the keys were pushed.
+    pub fn leads(&self) -> &VectorTable<K> {
+        &self.leads
+    }
+
     /// Every vector's key, each passage once.
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         let rest = self.rest.keys().iter().map(|&at| self.lead_key(at));

@@ -261,7 +261,8 @@ impl SkillCache {
         Ok(self.search.get_or_init(|| built).clone())
     }
 
-    /// The row at a position [`SkillCache::sharing_segment`] gave.
+    /// The row at a position in this revision, as [`SkillCache::sharing_segment`] and the
+    /// skill search's lanes give them.
     pub fn at(&self, position: u32) -> &Listed {
         self.rows.at(position as usize)
     }

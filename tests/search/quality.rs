@@ -17,9 +17,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use iii_directory::embed::fetch::REVISION;
-use iii_directory::embed::{
-    Embedder, MAX_TOKENS, PassageTable, QUANTIZED_BYTES, Quantized, VectorTable,
-};
+use iii_directory::embed::{Embedder, MAX_TOKENS, PassageTable, QUANTIZED_BYTES, Quantized};
 use iii_directory::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS, Progress};
 use iii_directory::retrieval::texts::{function_text, skill_passages};
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
@@ -95,16 +93,11 @@ impl Embedded {
         }
     }
 
-    /// Measures each key's hubness over its first texts (their vectors in `cache`), as the
-    /// function lane does.
-    fn with_hubness(mut self, cache: &str, texts: &[(String, Vec<String>)]) -> Embedded {
-        let firsts = texts.iter().map(|(_, t)| t[0].as_str());
-        let mut table = VectorTable::with_capacity(texts.len());
-        for ((key, _), vector) in texts.iter().zip(cached_vectors(self.model, cache, firsts)) {
-            table.push(key.clone(), &vector);
-        }
-        let hubness = table.hubness(HUBNESS_NEIGHBOURS);
-        self.hubness = table.keys().iter().cloned().zip(hubness).collect();
+    /// Measures each key's hubness over its first texts' vectors, as the function lane does.
+    fn with_hubness(mut self) -> Embedded {
+        let leads = self.table.leads();
+        let hubness = leads.hubness(HUBNESS_NEIGHBOURS);
+        self.hubness = leads.keys().iter().cloned().zip(hubness).collect();
         self
     }
 }
@@ -196,7 +189,7 @@ fn cached_vectors<'a>(
 /// The function catalog's lane.
 fn function_lane(catalog: &Catalog) -> Option<Embedded> {
     let model = embedder()?;
-    let texts: Vec<(String, Vec<String>)> = catalog
+    let texts = catalog
         .tools()
         .iter()
         .map(|tool| {
@@ -206,8 +199,7 @@ fn function_lane(catalog: &Catalog) -> Option<Embedded> {
             )
         })
         .collect();
-    let cache = "functions";
-    Some(Embedded::new(model, cache, texts.clone(), function_query).with_hubness(cache, &texts))
+    Some(Embedded::new(model, "functions", texts, function_query).with_hubness())
 }
 
 #[test]
