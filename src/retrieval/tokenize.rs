@@ -11,6 +11,58 @@ pub const STOPWORDS: [&str; 22] = [
     "or", "that", "the", "this", "to", "was", "with",
 ];
 
+/// Personal pronouns, possessives and reflexives: words that say whose thing a need concerns,
+/// never which capability serves it. The contract's lexical ranking keeps them (its stoplist is
+/// exactly [`STOPWORDS`]); a lexical lane ranked beside an embedder leaves them out, see
+/// [`content_terms`]. `us` and `mine` are not here: they are also a region code and a verb.
+pub const PRONOUNS: [&str; 28] = [
+    "i",
+    "me",
+    "my",
+    "myself",
+    "we",
+    "our",
+    "ours",
+    "ourselves",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "he",
+    "him",
+    "his",
+    "himself",
+    "she",
+    "her",
+    "hers",
+    "herself",
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "themselves",
+    "its",
+    "itself",
+];
+
+/// `terms` without the [`PRONOUNS`] (as [`terms`] makes them: `ours` is folded to `our`).
+///
+/// Beside an embedder, a lexical hit is evidence enough to answer a capability, so a hit made
+/// of a pronoun and one other word is costly: "file my tax return" matched `mysql::query`,
+/// whose `MySQL` splits into `my` and `sql`, and that one hit let the dense lane answer a need
+/// no function serves. A pronoun never tells the lanes apart from anything else, so leaving it
+/// out loses nothing the embedder does not read in the whole text.
+pub fn content_terms(terms: &[String]) -> Vec<String> {
+    static FOLDED: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| PRONOUNS.iter().map(|p| singularize(p)).collect());
+    terms
+        .iter()
+        .filter(|term| !FOLDED.contains(term))
+        .cloned()
+        .collect()
+}
+
 /// Capability text beyond this many bytes is ignored (contract: 2048, cut on a char boundary).
 pub const MAX_CAPABILITY_BYTES: usize = 2048;
 
@@ -190,6 +242,28 @@ mod tests {
         assert_eq!(t("The Queue FOR jobs"), ["queue", "job"]);
         // Near misses are kept.
         assert_eq!(t("into onto these"), ["into", "onto", "these"]);
+    }
+
+    #[test]
+    fn content_terms_leave_out_every_pronoun_and_keep_the_rest_in_order() {
+        let all = PRONOUNS.join(" ");
+        assert_eq!(t(&all).len(), PRONOUNS.len(), "no pronoun is a stopword");
+        assert!(
+            content_terms(&t(&all)).is_empty(),
+            "{:?}",
+            content_terms(&t(&all))
+        );
+        assert_eq!(
+            content_terms(&t("file my tax return with Theirs and Ours")),
+            ["file", "tax", "return"]
+        );
+        // The camelCase parts of a name are terms like any other: only the pronoun part goes.
+        assert_eq!(content_terms(&t("MySQL")), ["sql", "mysql"]);
+        // Words that only look like pronouns, and the two left out of the list, are kept.
+        assert_eq!(
+            content_terms(&t("mine us-east-1 mythic theme")),
+            ["mine", "us", "east", "1", "mythic", "theme"]
+        );
     }
 
     #[test]

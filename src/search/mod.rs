@@ -173,9 +173,9 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
 }
 
 /// [`select`] with the embedder's lane for functions, when it is ready: each capability's
-/// lexical ranking (through its floors) is fused by reciprocal rank with the functions the lane
-/// finds above its floor, then merged as [`select`] merges. `None` (or a lane not ready) is
-/// [`select`].
+/// lexical ranking of its content terms ([`tokenize::content_terms`], through the floors) is
+/// fused by reciprocal rank with the functions the lane finds above its floor, then merged as
+/// [`select`] merges. `None` (or a lane not ready) is [`select`].
 pub fn select_with(
     catalog: &Catalog,
     capabilities: &[Capability],
@@ -183,34 +183,26 @@ pub fn select_with(
 ) -> Vec<String> {
     let rankings: Vec<Vec<String>> = capabilities
         .iter()
-        .map(|capability| {
-            let ranked: Vec<(&str, f64)> =
-                coverage_prune(ranked_hits(catalog.index(), &capability.terms))
-                    .into_iter()
-                    .map(|hit| (catalog.tools()[hit.doc].name.as_str(), hit.score))
-                    .collect();
-            let lexical: Vec<String> = namespace_floor(ranked, NAMESPACE_FLOOR)
-                .into_iter()
-                .map(|(id, _)| id.to_string())
-                .collect();
-            match dense.and_then(|d| d.nearest(&capability.text, DENSE_DEPTH)) {
+        .map(
+            |capability| match dense.and_then(|d| d.nearest(&capability.text, DENSE_DEPTH)) {
                 Some(nearest) => {
+                    let terms = tokenize::content_terms(&capability.terms);
                     let nearest: Vec<DenseHit> = nearest
                         .into_iter()
                         .filter(|h| catalog.contains(&h.key))
                         .collect();
                     fuse(
-                        &lexical,
+                        &lexical_ranking(catalog, &terms),
                         &nearest,
-                        FUNCTION_FLOORS.for_terms(capability.terms.len()),
+                        FUNCTION_FLOORS.for_terms(terms.len()),
                     )
                     .into_iter()
                     .map(|f| f.key)
                     .collect()
                 }
-                None => lexical,
-            }
-        })
+                None => lexical_ranking(catalog, &capability.terms),
+            },
+        )
         .collect();
     let rankings: Vec<Vec<&str>> = rankings
         .iter()
@@ -219,6 +211,19 @@ pub fn select_with(
     limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS)
         .into_iter()
         .map(str::to_string)
+        .collect()
+}
+
+/// The catalog's functions for `terms`, best first, through the coverage prune and the
+/// namespace floor.
+fn lexical_ranking(catalog: &Catalog, terms: &[String]) -> Vec<String> {
+    let ranked: Vec<(&str, f64)> = coverage_prune(ranked_hits(catalog.index(), terms))
+        .into_iter()
+        .map(|hit| (catalog.tools()[hit.doc].name.as_str(), hit.score))
+        .collect();
+    namespace_floor(ranked, NAMESPACE_FLOOR)
+        .into_iter()
+        .map(|(id, _)| id.to_string())
         .collect()
 }
 
