@@ -42,8 +42,9 @@ use serde_json::Value;
 use catalog::Catalog;
 use query::Capability;
 use rank::{
-    MAX_CANDIDATES, MAX_WORKERS, NAMESPACE_FLOOR, coverage_prune, group_by_namespace,
-    limit_workers, namespace_floor, ranked_hits, round_robin,
+    MAX_CANDIDATES, MAX_WORKERS, MIN_MATCHED_TERMS, NAMESPACE_FLOOR, coverage_prune,
+    group_by_namespace, limit_workers, matched_beside_dense, namespace_floor, ranked_hits_matching,
+    round_robin,
 };
 use registry::WorkerSource;
 use response::{Candidate, Response, Worker};
@@ -173,9 +174,10 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
 }
 
 /// [`select`] with the embedder's lane for functions, when it is ready: each capability's
-/// lexical ranking of its content terms ([`tokenize::content_terms`], through the floors) is
-/// fused by reciprocal rank with the functions the lane finds above its floor, then merged as
-/// [`select`] merges. `None` (or a lane not ready) is [`select`].
+/// lexical ranking of its content terms ([`tokenize::content_terms`]; a hit matching one in
+/// five of them, [`rank::matched_beside_dense`]; through the floors) is fused by reciprocal rank with
+/// the functions the lane finds above its floor, then merged as [`select`] merges. `None` (or a
+/// lane not ready) is [`select`].
 pub fn select_with(
     catalog: &Catalog,
     capabilities: &[Capability],
@@ -191,16 +193,13 @@ pub fn select_with(
                         .into_iter()
                         .filter(|h| catalog.contains(&h.key))
                         .collect();
-                    fuse(
-                        &lexical_ranking(catalog, &terms),
-                        &nearest,
-                        FUNCTION_FLOORS.for_terms(terms.len()),
-                    )
-                    .into_iter()
-                    .map(|f| f.key)
-                    .collect()
+                    let lexical = lexical_ranking(catalog, &terms, matched_beside_dense(&terms));
+                    fuse(&lexical, &nearest, FUNCTION_FLOORS.for_terms(terms.len()))
+                        .into_iter()
+                        .map(|f| f.key)
+                        .collect()
                 }
-                None => lexical_ranking(catalog, &capability.terms),
+                None => lexical_ranking(catalog, &capability.terms, MIN_MATCHED_TERMS),
             },
         )
         .collect();
@@ -214,10 +213,11 @@ pub fn select_with(
         .collect()
 }
 
-/// The catalog's functions for `terms`, best first, through the coverage prune and the
-/// namespace floor.
-fn lexical_ranking(catalog: &Catalog, terms: &[String]) -> Vec<String> {
-    let ranked: Vec<(&str, f64)> = coverage_prune(ranked_hits(catalog.index(), terms))
+/// The catalog's functions matching at least `min_matched` distinct terms of `terms`, best
+/// first, through the coverage prune and the namespace floor.
+fn lexical_ranking(catalog: &Catalog, terms: &[String], min_matched: usize) -> Vec<String> {
+    let hits = ranked_hits_matching(catalog.index(), terms, min_matched);
+    let ranked: Vec<(&str, f64)> = coverage_prune(hits)
         .into_iter()
         .map(|hit| (catalog.tools()[hit.doc].name.as_str(), hit.score))
         .collect();

@@ -24,13 +24,37 @@ pub const MAX_CANDIDATES: usize = 12;
 /// Workers per search (contract).
 pub const MAX_WORKERS: usize = 6;
 
+/// Beside an embedder, a lexical hit must match one distinct term of every this many of its
+/// capability's, rounded up ([`matched_beside_dense`]).
+pub const TERMS_PER_MATCH_BESIDE_DENSE: usize = 5;
+
 /// The documents that match at least [`MIN_MATCHED_TERMS`] distinct terms with a positive
 /// score, best first (ties in document order, which is name order in a catalog).
 pub fn ranked_hits(index: &Index, query: &[String]) -> Vec<Hit> {
+    ranked_hits_matching(index, query, MIN_MATCHED_TERMS)
+}
+
+/// How many distinct terms of `query` a lexical hit must match when an embedder ranks beside
+/// it: one of every [`TERMS_PER_MATCH_BESIDE_DENSE`], and the contract's two at least. Up to
+/// 10 terms that is the contract's two; a longer capability asks more. Why: beside the
+/// embedder a lexical hit is enough to answer a capability, and two words of a long need are
+/// met by chance (on the `dev` cases, "come over … and help me carry a heavy old piano up two
+/// flights of stairs into the new apartment" met `coder::edit_file` on "old" and "new").
+/// Reading the whole text, the embedder finds what serves a long need.
+pub fn matched_beside_dense(query: &[String]) -> usize {
+    let distinct: HashSet<&String> = query.iter().collect();
+    distinct
+        .len()
+        .div_ceil(TERMS_PER_MATCH_BESIDE_DENSE)
+        .max(MIN_MATCHED_TERMS)
+}
+
+/// [`ranked_hits`] with hits matching at least `min_matched` distinct terms.
+pub fn ranked_hits_matching(index: &Index, query: &[String], min_matched: usize) -> Vec<Hit> {
     let mut hits: Vec<Hit> = index
         .score(query)
         .into_iter()
-        .filter(|h| h.score > 0.0 && h.matched >= MIN_MATCHED_TERMS)
+        .filter(|h| h.score > 0.0 && h.matched >= min_matched)
         .collect();
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
     hits
@@ -180,6 +204,38 @@ mod tests {
         assert!(docs.contains(&0) && docs.contains(&1));
         let single: Vec<String> = vec!["mail".into()];
         assert!(ranked_hits(&index, &single).is_empty());
+    }
+
+    #[test]
+    fn beside_a_dense_lane_a_long_query_asks_one_term_in_five() {
+        let words = |text: &str| -> Vec<String> { text.split(' ').map(String::from).collect() };
+        // Up to 10 distinct terms, the contract's two; duplicates count once.
+        assert_eq!(matched_beside_dense(&[]), MIN_MATCHED_TERMS);
+        assert_eq!(matched_beside_dense(&words("send mail")), 2);
+        assert_eq!(matched_beside_dense(&words("a b c d e f g h i j")), 2);
+        assert_eq!(matched_beside_dense(&words("a b c d e f g h i j a b")), 2);
+        assert_eq!(matched_beside_dense(&words("a b c d e f g h i j k")), 3);
+        assert_eq!(
+            matched_beside_dense(&words("a b c d e f g h i j k l m n o p")),
+            4
+        );
+
+        let docs: Vec<Vec<String>> = ["old new file edit", "old new a b c", "x y"]
+            .iter()
+            .map(|d| words(d))
+            .collect();
+        let index = Index::build(&docs);
+        let long = words("carry old piano up new stairs into apartment over a b");
+        let matched = |min| -> Vec<usize> {
+            ranked_hits_matching(&index, &long, min)
+                .iter()
+                .map(|h| h.doc)
+                .collect()
+        };
+        // Two words of eleven meet the contract's floor, not one in five.
+        assert_eq!(matched(MIN_MATCHED_TERMS), [1, 0]);
+        assert_eq!(matched(matched_beside_dense(&long)), [1]);
+        assert_eq!(ranked_hits(&index, &long).len(), 2);
     }
 
     #[test]
