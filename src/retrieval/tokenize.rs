@@ -17,7 +17,8 @@ pub const STOPWORDS: [&str; 22] = [
 /// out, see [`content_terms`]. `us` and `mine` are not here: they are also a region code and a
 /// verb.
 pub const PRONOUNS: &str = "i me my myself we our ours ourselves you your yours yourself \
-    yourselves he him his himself she her hers herself they them their theirs themselves its itself";
+    yourselves he him his himself she her hers herself they them their theirs themselves \
+    its itself";
 
 /// `terms` without the [`PRONOUNS`] (as [`terms`] makes them: `ours` is folded to `our`).
 ///

@@ -175,9 +175,9 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
 
 /// [`select`] with the embedder's lane for functions, when it is ready: each capability's
 /// lexical ranking of its content terms ([`tokenize::content_terms`]; a hit matching one in
-/// five of them, [`rank::matched_beside_dense`]; through the floors) is fused by reciprocal rank with
-/// the functions the lane finds above its floor, then merged as [`select`] merges. `None` (or a
-/// lane not ready) is [`select`].
+/// five of them, [`rank::matched_beside_dense`]; through the floors) is fused by reciprocal
+/// rank with the functions the lane finds above its floor, then merged as [`select`] merges.
+/// `None` (or a lane not ready) is [`select`].
 pub fn select_with(
     catalog: &Catalog,
     capabilities: &[Capability],

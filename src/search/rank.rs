@@ -24,8 +24,8 @@ pub const MAX_CANDIDATES: usize = 12;
 /// Workers per search (contract).
 pub const MAX_WORKERS: usize = 6;
 
-/// Beside an embedder, a lexical hit must match one distinct term of every this many of its
-/// capability's, rounded up ([`matched_beside_dense`]).
+/// Beside an embedder, a lexical hit must match one in this many of its capability's distinct
+/// terms, rounded up ([`matched_beside_dense`]).
 pub const TERMS_PER_MATCH_BESIDE_DENSE: usize = 5;
 
 /// The documents that match at least [`MIN_MATCHED_TERMS`] distinct terms with a positive
