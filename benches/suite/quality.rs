@@ -26,6 +26,7 @@ pub fn print() {
     let splits = [
         ("dev", function_cases("dev")),
         ("held-out", function_cases("heldout")),
+        ("held-out long", function_cases("heldout_long")),
     ];
     let score = |cases: &[FunctionCase], dense: Option<&dyn DenseRanker>| -> Report {
         score_functions(cases, |capabilities| {
