@@ -25,8 +25,8 @@ use iii_directory::search::vectors::function_query;
 use iii_directory::search::{query, select_with};
 use test_support::common::model_dir;
 use test_support::search_eval::{
-    FunctionCase, Report, function_cases, function_catalog, ndcg_at, recall_at, reciprocal_rank,
-    score_functions, score_skills, skill_tasks,
+    FunctionCase, Report, function_cases, function_catalog, function_judgments_audit, ndcg_at,
+    recall_at, reciprocal_rank, score_functions, score_skills, skill_tasks,
 };
 
 fn catalog() -> Catalog {
@@ -246,6 +246,53 @@ fn the_evaluation_sets_have_the_promised_shape() {
     assert!(tasks.iter().filter(|t| t.kind == "no_match").count() >= 15);
 }
 
+/// The cases hold the audited grades (`JUDGING.md`): each pooled pair's grade changed only where
+/// both judges agreed on another, and its record says what it was, what they said, and what it
+/// is now.
+#[test]
+fn the_function_grades_are_the_audited_ones() {
+    let splits = ["dev", "heldout", "heldout_long"];
+    let cases: Vec<FunctionCase> = splits.iter().flat_map(|s| function_cases(s)).collect();
+    let grade = |case: &str, need: &str, id: &str| {
+        let case = cases.iter().find(|c| c.id == case).expect("audited case");
+        let capability = case.capabilities.iter().find(|c| c.text == need);
+        capability
+            .expect("audited need")
+            .relevant
+            .get(id)
+            .copied()
+            .unwrap_or(0)
+    };
+    let audit = function_judgments_audit();
+    let mut changed = 0;
+    for pair in &audit {
+        let [a, b] = pair.judges;
+        let expected = if a == b { a } else { pair.before };
+        assert_eq!(pair.after, expected, "{pair:?}");
+        assert_eq!(
+            grade(&pair.case, &pair.need, &pair.function_id),
+            pair.after,
+            "{pair:?}"
+        );
+        changed += usize::from(pair.after != pair.before);
+    }
+    assert_eq!(changed, 265);
+    // A grade above 0 that the audit never saw would be unaudited.
+    for case in &cases {
+        for capability in &case.capabilities {
+            for id in capability.relevant.keys() {
+                assert!(
+                    audit.iter().any(|p| p.case == case.id
+                        && p.need == capability.text
+                        && &p.function_id == id),
+                    "{}: {id} was not audited",
+                    case.id
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_metrics_follow_their_definitions() {
     let relevant = [("a".to_string(), 2u8), ("b".to_string(), 1)].into();
@@ -270,10 +317,11 @@ fn function_search_quality_on_the_held_out_cases() {
     println!("{}", dev.table("functions, dev (lexical)"));
     println!("{}", held.table("functions, held-out (lexical)"));
     println!("{}", long.table("functions, held-out long needs (lexical)"));
-    // The lexical figures when the sets were written: a change that costs quality fails here.
+    // The lexical figures under the audited judgments (`JUDGING.md`): a change that costs quality
+    // fails here.
     assert!(held.all.recall(0) >= 0.77, "{}", held.all.recall(0));
     assert!(held.kind("direct").recall(0) >= 0.99);
-    assert!(held.kind("multi").coverage() >= 0.90);
+    assert!(held.kind("multi").coverage() >= 0.87);
     assert!(held.kind("no_match").answered <= 1);
     assert!(long.all.recall(0) >= 0.62, "{}", long.all.recall(0));
     assert!(long.kind("no_match").answered <= 2);

@@ -5,7 +5,8 @@
 //! The sets were written for this project: a catalog of 680 engine functions of plausible
 //! workers with graded function cases, and task-phrased skill queries over the shared corpus,
 //! graded by reading the candidates. Each case is `dev` (what a ranking may be tuned on) or
-//! `heldout` (only ever reported). Grades: 2 = serves the need, 1 = related but partial.
+//! `heldout` (only ever reported). Grades: 2 = serves the need, 1 = related but partial; how they
+//! are given, and how the function grades were audited, is in the sets' `JUDGING.md`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,12 +22,16 @@ pub const SKILL_KS: [usize; 2] = [5, 10];
 /// A grade at or above this counts for recall and MRR ("serves the need").
 pub const SERVES: u8 = 2;
 
-fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(concat!(
+fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/fixtures/search_eval"
     ))
-    .join(name);
+    .join(name)
+}
+
+fn fixture(name: &str) -> Value {
+    let path = fixture_path(name);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
@@ -80,6 +85,28 @@ pub fn function_cases(split: &str) -> Vec<FunctionCase> {
     let all: FunctionCases =
         serde_json::from_value(fixture("functions_cases.json")).expect("function cases");
     all.cases.into_iter().filter(|c| c.split == split).collect()
+}
+
+/// One pooled (need, function) pair of the judgment audit (`JUDGING.md`): the grade the cases
+/// held, the two judges' grades, and the grade the cases hold since.
+#[derive(Clone, Debug, Deserialize)]
+pub struct AuditedJudgment {
+    pub case: String,
+    pub need: String,
+    pub function_id: String,
+    pub before: u8,
+    pub judges: [u8; 2],
+    pub after: u8,
+}
+
+/// The audit's record: every pooled pair that anyone graded above 0 (the rest were 0 for all).
+pub fn function_judgments_audit() -> Vec<AuditedJudgment> {
+    let path = fixture_path("function_judgments_audit.jsonl");
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect()
 }
 
 /// The skill tasks of one split (`dev` or `heldout`).
