@@ -233,7 +233,7 @@ fn cold_embedding(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> 
 fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
     eprintln!("hybrid function search on {FUNCTIONS} functions");
     let catalog = Catalog::build(&generated_tools(FUNCTIONS));
-    let lane = FunctionLane::new("all-MiniLM-L6-v2", embedder.clone());
+    let lane = FunctionLane::new(embedder.clone());
     let started = Instant::now();
     let embedded = lane.update(&catalog);
     let took = started.elapsed();

@@ -47,7 +47,7 @@ pub fn print() {
         return;
     };
     let embedder = Arc::new(Embedder::load(Path::new(&folder)).expect("load the model"));
-    let lane = FunctionLane::new("all-MiniLM-L6-v2", embedder);
+    let lane = FunctionLane::new(embedder);
     lane.update(&catalog);
     for (name, cases) in &splits {
         println!(

@@ -216,7 +216,6 @@ impl Directory {
             .caught_up
             .load(Ordering::SeqCst)
             .then_some(SkillLane {
-                model: MODEL_NAME,
                 embedder,
                 vectors: &self.dense.vectors,
                 cache,

@@ -169,39 +169,9 @@ pub const HUBNESS_NEIGHBOURS: usize = 10;
 
 /// The dense lane: an embedder and the vectors of one catalog (skills, or functions).
 pub trait DenseRanker<K = String>: Send + Sync {
-    /// The model's name, for `index::status`.
-    fn model(&self) -> &str;
     /// The `limit` nearest keys to `query`, best first; `None` while the lane cannot answer
     /// (the model is loading, the catalog is still being embedded), which means lexical.
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<K>>>;
-    /// How many texts have their embedding, and how many are waiting for one.
-    fn progress(&self) -> Progress;
-}
-
-/// A dense lane's progress through its catalog.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Progress {
-    pub embedded: u64,
-    pub pending: u64,
-    /// Whether the lane answers queries (the model is loaded).
-    pub ready: bool,
-}
-
-/// `index::status`'s `search`: `{mode, model, embedded, pending}`; without a lane (or before it
-/// is ready) the mode is lexical, and without one the model is `null`.
-pub fn status<K>(dense: Option<&dyn DenseRanker<K>>) -> serde_json::Value {
-    let progress = dense.map(|d| d.progress()).unwrap_or_default();
-    let mode = if progress.ready {
-        Mode::Hybrid
-    } else {
-        Mode::Lexical
-    };
-    serde_json::json!({
-        "mode": mode,
-        "model": dense.map(|d| d.model()),
-        "embedded": progress.embedded,
-        "pending": progress.pending,
-    })
 }
 
 /// One fused result: the key and its fused score (the sum of its lanes' reciprocal ranks).
@@ -275,44 +245,6 @@ mod tests {
 
     fn order(fused: &[Fused]) -> Vec<&str> {
         fused.iter().map(|f| f.key.as_str()).collect()
-    }
-
-    struct Lane(Progress);
-
-    impl DenseRanker for Lane {
-        fn model(&self) -> &str {
-            "all-MiniLM-L6-v2"
-        }
-        fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
-            self.0.ready.then(Vec::new)
-        }
-        fn progress(&self) -> Progress {
-            self.0
-        }
-    }
-
-    #[test]
-    fn the_status_names_the_mode_and_the_model() {
-        assert_eq!(
-            status::<String>(None),
-            serde_json::json!({ "mode": "lexical", "model": null, "embedded": 0, "pending": 0 })
-        );
-        let loading = Lane(Progress {
-            embedded: 0,
-            pending: 40,
-            ready: false,
-        });
-        assert_eq!(status(Some(&loading))["mode"], "lexical");
-        assert_eq!(status(Some(&loading))["model"], "all-MiniLM-L6-v2");
-        let ready = Lane(Progress {
-            embedded: 40,
-            pending: 2,
-            ready: true,
-        });
-        assert_eq!(
-            status(Some(&ready)),
-            serde_json::json!({ "mode": "hybrid", "model": "all-MiniLM-L6-v2", "embedded": 40, "pending": 2 })
-        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::catalog::{Catalog, SlimTool};
 use crate::embed::{Embedder, Quantized, VectorTable};
 use crate::locks;
-use crate::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS, Progress};
+use crate::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS};
 use crate::retrieval::texts;
 
 /// The text a function is embedded as (`retrieval::texts` decides, for the evaluation too).
@@ -43,7 +43,6 @@ pub fn function_query(embedder: &Embedder, capability: &str) -> (Quantized, f32)
 
 /// See the module doc.
 pub struct FunctionLane {
-    model: String,
     embedder: Arc<Embedder>,
     /// The current catalog's vectors, by function id.
     table: RwLock<Arc<Scanned>>,
@@ -61,9 +60,8 @@ struct Scanned {
 }
 
 impl FunctionLane {
-    pub fn new(model: &str, embedder: Arc<Embedder>) -> FunctionLane {
+    pub fn new(embedder: Arc<Embedder>) -> FunctionLane {
         FunctionLane {
-            model: model.to_string(),
             embedder,
             table: RwLock::default(),
             known: Mutex::default(),
@@ -120,10 +118,6 @@ impl FunctionLane {
 }
 
 impl DenseRanker for FunctionLane {
-    fn model(&self) -> &str {
-        &self.model
-    }
-
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
         let scanned = locks::read(&self.table).clone();
         if scanned.table.is_empty() {
@@ -142,13 +136,5 @@ impl DenseRanker for FunctionLane {
                 })
                 .collect(),
         )
-    }
-
-    fn progress(&self) -> Progress {
-        Progress {
-            embedded: locks::read(&self.table).table.len() as u64,
-            pending: 0,
-            ready: true,
-        }
     }
 }

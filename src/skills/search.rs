@@ -29,7 +29,7 @@ use crate::doc::frontmatter;
 use crate::error::{Error, Result};
 use crate::index::Reader;
 use crate::request;
-use crate::retrieval::fusion::{DenseHit, DenseRanker, Mode, Progress, SKILL_FLOORS, fuse};
+use crate::retrieval::fusion::{DenseHit, DenseRanker, Mode, SKILL_FLOORS, fuse};
 use crate::retrieval::lexical::{DocTerms, Index, Vocabulary};
 use crate::retrieval::tokenize::{terms, truncate_at_char_boundary};
 use crate::rules::skill::Visibility;
@@ -145,10 +145,6 @@ pub struct ById<'a> {
 }
 
 impl DenseRanker<u32> for ById<'_> {
-    fn model(&self) -> &str {
-        self.lane.model()
-    }
-
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<u32>>> {
         let hits = self.lane.nearest(query, limit)?;
         let rows = self.cache.rows();
@@ -164,10 +160,6 @@ impl DenseRanker<u32> for ById<'_> {
                 })
                 .collect(),
         )
-    }
-
-    fn progress(&self) -> Progress {
-        self.lane.progress()
     }
 }
 

@@ -31,7 +31,7 @@ use crate::embed::{Embedder, PassageTable, Quantized};
 use crate::error::Result;
 use crate::index::Reader;
 use crate::locks;
-use crate::retrieval::fusion::{DenseHit, DenseRanker, Progress};
+use crate::retrieval::fusion::{DenseHit, DenseRanker};
 use crate::retrieval::texts;
 use crate::rules::skill::SkillRow;
 
@@ -223,33 +223,19 @@ impl Table {
     }
 }
 
-/// The dense lane of one skill search: the model, the vectors, and the revision answered (its
+/// The dense lane of one skill search: the embedder, the vectors, and the revision answered (its
 /// hits are row positions in that revision).
 pub struct SkillLane<'a> {
-    pub model: &'a str,
     pub embedder: &'a Embedder,
     pub vectors: &'a SkillVectors,
     pub cache: &'a SkillCache,
 }
 
 impl DenseRanker<u32> for SkillLane<'_> {
-    fn model(&self) -> &str {
-        self.model
-    }
-
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<u32>>> {
         Some(self.embedder.on_query_threads(|| {
             let query = self.embedder.embed_query_quantized(query);
             self.vectors.nearest(&query, self.cache, limit)
         }))
-    }
-
-    fn progress(&self) -> Progress {
-        let (embedded, pending) = self.vectors.progress(self.cache);
-        Progress {
-            embedded,
-            pending,
-            ready: true,
-        }
     }
 }

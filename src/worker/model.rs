@@ -43,7 +43,7 @@ pub fn start(
                 );
                 let embedder = Arc::new(embedder);
                 directory.set_model_state(ModelState::Ready(embedder.clone()));
-                let lane = Arc::new(FunctionLane::new(MODEL_NAME, embedder));
+                let lane = Arc::new(FunctionLane::new(embedder));
                 search.connect_lane(lane).await;
             }
             Ok(Err((folder, e))) => {

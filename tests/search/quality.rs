@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use iii_directory::embed::fetch::REVISION;
 use iii_directory::embed::{Embedder, MAX_TOKENS, PassageTable, QUANTIZED_BYTES, Quantized};
-use iii_directory::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS, Progress};
+use iii_directory::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS};
 use iii_directory::retrieval::texts::{function_text, skill_passages};
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::vectors::function_query;
@@ -103,9 +103,6 @@ impl Embedded {
 }
 
 impl DenseRanker for Embedded {
-    fn model(&self) -> &str {
-        "all-MiniLM-L6-v2"
-    }
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
         let (query, scale) = (self.query)(self.model, query);
         Some(
@@ -119,13 +116,6 @@ impl DenseRanker for Embedded {
                 })
                 .collect(),
         )
-    }
-    fn progress(&self) -> Progress {
-        Progress {
-            embedded: self.table.len() as u64,
-            pending: 0,
-            ready: true,
-        }
     }
 }
 
@@ -491,9 +481,6 @@ fn skill_search_quality_on_the_held_out_tasks() {
 struct Lane(Vec<(&'static str, Vec<(&'static str, f32)>)>);
 
 impl DenseRanker for Lane {
-    fn model(&self) -> &str {
-        "test lane"
-    }
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
         let hits = self
             .0
@@ -507,13 +494,6 @@ impl DenseRanker for Lane {
                 .map(|(key, similarity)| DenseHit::new(key.to_string(), similarity))
                 .collect(),
         )
-    }
-    fn progress(&self) -> Progress {
-        Progress {
-            embedded: 680,
-            pending: 0,
-            ready: true,
-        }
     }
 }
 
