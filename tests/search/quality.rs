@@ -25,8 +25,8 @@ use iii_directory::search::vectors::function_query;
 use iii_directory::search::{query, select_with};
 use test_support::common::model_dir;
 use test_support::search_eval::{
-    FunctionCase, Report, function_cases, function_catalog, function_judgments_audit, ndcg_at,
-    recall_at, reciprocal_rank, score_functions, score_skills, skill_tasks,
+    FunctionCase, Report, function_cases, function_catalog, judgments_audit, ndcg_at, recall_at,
+    reciprocal_rank, score_functions, score_skills, skill_tasks,
 };
 
 fn catalog() -> Catalog {
@@ -236,14 +236,42 @@ fn the_evaluation_sets_have_the_promised_shape() {
     assert!(tasks.iter().filter(|t| t.kind == "no_match").count() >= 15);
 }
 
-/// The cases hold the audited grades (`JUDGING.md`): each pooled pair's grade changed only where
-/// both judges agreed on another, and its record says what it was, what they said, and what it
-/// is now.
+/// Checks a set against its audit's record (`JUDGING.md`): each pooled pair's grade changed only
+/// where both judges agreed on another, the set holds each pair's grade after the audit
+/// (`graded`: case, need, id), and every grade above 0 was audited (`graded_pairs`). Returns
+/// how many grades the audit changed.
+fn check_audit(
+    record: &str,
+    graded: impl Fn(&str, &str, &str) -> u8,
+    graded_pairs: Vec<(String, String, String)>,
+) -> usize {
+    let audit = judgments_audit(record);
+    for pair in &audit {
+        let [a, b] = pair.judges;
+        let expected = if a == b { a } else { pair.before };
+        assert_eq!(pair.after, expected, "{pair:?}");
+        assert_eq!(
+            graded(&pair.case, &pair.need, &pair.id),
+            pair.after,
+            "{pair:?}"
+        );
+    }
+    for (case, need, id) in graded_pairs {
+        assert!(
+            audit
+                .iter()
+                .any(|p| p.case == case && p.need == need && p.id == id),
+            "{case}: {id} was not audited"
+        );
+    }
+    audit.iter().filter(|p| p.after != p.before).count()
+}
+
 #[test]
 fn the_function_grades_are_the_audited_ones() {
     let splits = ["dev", "heldout", "heldout_long"];
     let cases: Vec<FunctionCase> = splits.iter().flat_map(|s| function_cases(s)).collect();
-    let grade = |case: &str, need: &str, id: &str| {
+    let graded = |case: &str, need: &str, id: &str| {
         let case = cases.iter().find(|c| c.id == case).expect("audited case");
         let capability = case.capabilities.iter().find(|c| c.text == need);
         capability
@@ -253,34 +281,44 @@ fn the_function_grades_are_the_audited_ones() {
             .copied()
             .unwrap_or(0)
     };
-    let audit = function_judgments_audit();
-    let mut changed = 0;
-    for pair in &audit {
-        let [a, b] = pair.judges;
-        let expected = if a == b { a } else { pair.before };
-        assert_eq!(pair.after, expected, "{pair:?}");
-        assert_eq!(
-            grade(&pair.case, &pair.need, &pair.function_id),
-            pair.after,
-            "{pair:?}"
-        );
-        changed += usize::from(pair.after != pair.before);
-    }
-    assert_eq!(changed, 265);
-    // A grade above 0 that the audit never saw would be unaudited.
-    for case in &cases {
-        for capability in &case.capabilities {
-            for id in capability.relevant.keys() {
-                assert!(
-                    audit.iter().any(|p| p.case == case.id
-                        && p.need == capability.text
-                        && &p.function_id == id),
-                    "{}: {id} was not audited",
-                    case.id
-                );
-            }
-        }
-    }
+    let pairs = cases
+        .iter()
+        .flat_map(|case| {
+            case.capabilities.iter().flat_map(|capability| {
+                let need = &capability.text;
+                let ids = capability.relevant.keys();
+                ids.map(|id| (case.id.clone(), need.clone(), id.clone()))
+            })
+        })
+        .collect();
+    assert_eq!(
+        check_audit("function_judgments_audit.jsonl", graded, pairs),
+        265
+    );
+}
+
+#[test]
+fn the_skill_grades_are_the_audited_ones() {
+    let tasks: Vec<_> = ["dev", "heldout"]
+        .iter()
+        .flat_map(|s| skill_tasks(s))
+        .collect();
+    let graded = |case: &str, query: &str, id: &str| {
+        let task = tasks.iter().find(|t| t.id == case).expect("audited task");
+        assert_eq!(task.query, query, "{case}");
+        task.relevant.get(id).copied().unwrap_or(0)
+    };
+    let pairs = tasks
+        .iter()
+        .flat_map(|task| {
+            let ids = task.relevant.keys();
+            ids.map(|id| (task.id.clone(), task.query.clone(), id.clone()))
+        })
+        .collect();
+    assert_eq!(
+        check_audit("skill_judgments_audit.jsonl", graded, pairs),
+        271
+    );
 }
 
 #[test]
@@ -469,10 +507,11 @@ fn skill_search_quality_on_the_held_out_tasks() {
     });
     println!("{}", dev.table("skills, dev (hybrid)"));
     println!("{}", held.table("skills, held-out (hybrid)"));
-    // The hybrid figures when the floor was tuned (on the dev function cases).
-    assert!(held.all.recall(1) >= 0.85, "{}", held.all.recall(1));
+    // The hybrid figures under the audited judgments (`JUDGING.md`); the floor was tuned on the
+    // dev function cases.
+    assert!(held.all.recall(1) >= 0.83, "{}", held.all.recall(1));
     assert!(held.kind("direct").recall(1) >= 0.99);
-    assert!(held.kind("indirect").recall(1) >= 0.61);
+    assert!(held.kind("indirect").recall(1) >= 0.58);
     assert!(held.kind("no_match").answered <= 4);
 }
 

@@ -87,21 +87,23 @@ pub fn function_cases(split: &str) -> Vec<FunctionCase> {
     all.cases.into_iter().filter(|c| c.split == split).collect()
 }
 
-/// One pooled (need, function) pair of the judgment audit (`JUDGING.md`): the grade the cases
-/// held, the two judges' grades, and the grade the cases hold since.
+/// One pooled (need, answer) pair of a judgment audit (`JUDGING.md`): the case and its need
+/// (a function case's capability, a skill task's query), the function or skill id, the grade the
+/// set held, the two judges' grades, and the grade the set holds since.
 #[derive(Clone, Debug, Deserialize)]
 pub struct AuditedJudgment {
     pub case: String,
     pub need: String,
-    pub function_id: String,
+    pub id: String,
     pub before: u8,
     pub judges: [u8; 2],
     pub after: u8,
 }
 
-/// The audit's record: every pooled pair that anyone graded above 0 (the rest were 0 for all).
-pub fn function_judgments_audit() -> Vec<AuditedJudgment> {
-    let path = fixture_path("function_judgments_audit.jsonl");
+/// An audit's record (`function_judgments_audit.jsonl` or `skill_judgments_audit.jsonl`): every
+/// pooled pair that anyone graded above 0 (the rest were 0 for all).
+pub fn judgments_audit(name: &str) -> Vec<AuditedJudgment> {
+    let path = fixture_path(name);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     text.lines()
