@@ -175,11 +175,12 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
     select_with(catalog, capabilities, None)
 }
 
-/// The contract's selection with the embedder's lane for functions, when it is ready: each capability's
-/// lexical ranking of its content terms ([`tokenize::content_terms`]; a hit matching one in
-/// five of them, [`rank::matched_beside_dense`]; through the floors) is fused by reciprocal
-/// rank with the functions the lane finds above its floor, then merged round-robin up to 12, at
-/// most 6 workers. `None` (or a lane not ready) ranks each capability as the contract does.
+/// The contract's selection with the embedder's lane for functions, when it is ready: each
+/// capability's lexical ranking of its content terms ([`tokenize::content_terms`]; a hit
+/// matching one in five of them, [`rank::matched_beside_dense`]; through the floors) is fused
+/// by reciprocal rank with the functions the lane finds above its floor, then merged
+/// round-robin up to 12, at most 6 workers. `None` (or a lane not ready) ranks each capability
+/// as the contract does.
 pub fn select_with(
     catalog: &Catalog,
     capabilities: &[Capability],

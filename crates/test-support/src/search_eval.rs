@@ -6,7 +6,7 @@
 //! workers with graded function cases, and task-phrased skill queries over the shared corpus,
 //! graded by reading the candidates. Each case is `dev` (what a ranking may be tuned on) or
 //! `heldout` (only ever reported). Grades: 2 = serves the need, 1 = related but partial; how they
-//! are given, and how the function grades were audited, is in the sets' `JUDGING.md`.
+//! are given, and how both sets' grades were audited, is in the sets' `JUDGING.md`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
