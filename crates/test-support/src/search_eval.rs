@@ -22,19 +22,17 @@ pub const SKILL_KS: [usize; 2] = [5, 10];
 /// A grade at or above this counts for recall and MRR ("serves the need").
 pub const SERVES: u8 = 2;
 
-fn fixture_path(name: &str) -> PathBuf {
-    PathBuf::from(concat!(
+fn fixture_text(name: &str) -> String {
+    let path = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/fixtures/search_eval"
     ))
-    .join(name)
+    .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
 fn fixture(name: &str) -> Value {
-    let path = fixture_path(name);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    serde_json::from_str(&fixture_text(name)).unwrap_or_else(|e| panic!("{name} is not JSON: {e}"))
 }
 
 /// The function catalog: an `engine::functions::info` answer (`{functions: [...]}`).
@@ -103,10 +101,8 @@ pub struct AuditedJudgment {
 /// An audit's record (`function_judgments_audit.jsonl` or `skill_judgments_audit.jsonl`): every
 /// pooled pair that anyone graded above 0 (the rest were 0 for all).
 pub fn judgments_audit(name: &str) -> Vec<AuditedJudgment> {
-    let path = fixture_path(name);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    text.lines()
+    fixture_text(name)
+        .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
         .collect()
 }
