@@ -87,13 +87,14 @@ pub fn function_cases(split: &str) -> Vec<FunctionCase> {
 
 /// One pooled (need, answer) pair of a judgment audit (`JUDGING.md`): the case and its need
 /// (a function case's capability, a skill task's query), the function or skill id, the grade the
-/// set held, the two judges' grades, and the grade the set holds since.
+/// set held (`None` for a pair first judged by the audit: a task added later, or an answer no
+/// ranking had returned before), the two judges' grades, and the grade the set holds since.
 #[derive(Clone, Debug, Deserialize)]
 pub struct AuditedJudgment {
     pub case: String,
     pub need: String,
     pub id: String,
-    pub before: u8,
+    pub before: Option<u8>,
     pub judges: [u8; 2],
     pub after: u8,
 }
