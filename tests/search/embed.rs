@@ -400,7 +400,8 @@ fn the_sign_prefilter_finds_the_passages_near_a_query() {
         let distinct: std::collections::HashSet<u32> = got.iter().map(|(k, _)| **k).collect();
         assert_eq!(distinct.len(), got.len());
         // The exact top 10 over the passages a similarity floor would admit.
-        for (k, score) in exact.iter().take(10).filter(|(_, s)| *s >= 0.33) {
+        let floor = iii_directory::retrieval::fusion::SKILL_FLOORS.similarity;
+        for (k, score) in exact.iter().take(10).filter(|(_, s)| *s >= floor) {
             wanted += 1;
             found += usize::from(got.iter().any(|(g, s)| **g == *k && s == score));
         }

@@ -499,7 +499,7 @@ fn skill_search_quality_on_the_held_out_tasks() {
     let held = score_skills(&skill_tasks("heldout"), |q| skill_ids(&directory, q, None));
     println!("{}", dev.table("skills, dev (lexical)"));
     println!("{}", held.table("skills, held-out (lexical)"));
-    assert!(held.all.recall(1) >= 0.70, "{}", held.all.recall(1));
+    assert!(held.all.recall(1) >= 0.73, "{}", held.all.recall(1));
     assert!(held.kind("direct").recall(1) >= 0.98);
     assert!(held.kind("no_match").answered <= 2);
 
@@ -514,11 +514,11 @@ fn skill_search_quality_on_the_held_out_tasks() {
     });
     println!("{}", dev.table("skills, dev (hybrid)"));
     println!("{}", held.table("skills, held-out (hybrid)"));
-    // The hybrid figures under the audited judgments (`JUDGING.md`); the floor was tuned on the
-    // dev function cases.
-    assert!(held.all.recall(1) >= 0.83, "{}", held.all.recall(1));
+    // The hybrid figures under the audited judgments (`JUDGING.md`); the similarity floor was
+    // tuned on the dev skill tasks.
+    assert!(held.all.recall(1) >= 0.85, "{}", held.all.recall(1));
     assert!(held.kind("direct").recall(1) >= 0.99);
-    assert!(held.kind("indirect").recall(1) >= 0.58);
+    assert!(held.kind("indirect").recall(1) >= 0.61);
     assert!(held.kind("no_match").answered <= 4);
 }
 
