@@ -237,7 +237,8 @@ fn the_evaluation_sets_have_the_promised_shape() {
 }
 
 /// Checks a set against its audit's record (`JUDGING.md`): each pooled pair's grade changed only
-/// where both judges agreed on another, the set holds each pair's grade after the audit
+/// where both judges agreed on another (a pair first judged by the audit takes the lower of
+/// their grades where they differ), the set holds each pair's grade after the audit
 /// (`graded`: case, need, id), and every grade above 0 was audited (`graded_pairs`). Returns
 /// how many grades the audit changed.
 fn check_audit(
