@@ -284,6 +284,18 @@ mod tests {
             .clone()
     }
 
+    /// The ids `request` answers, in order.
+    fn result_ids(directory: &Directory, request: serde_json::Value) -> Vec<String> {
+        directory
+            .search_skills(&request, None, None)
+            .expect("search")["results"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["id"].as_str().expect("id").to_string())
+            .collect()
+    }
+
     const QUERIES: [&str; 4] = [
         "send an email report",
         "deploy the site",
@@ -373,12 +385,7 @@ mod tests {
         }
         let directory = Directory::open(config).expect("open");
         directory.reconcile().expect("reconcile");
-        let ids = |query: &str| -> Vec<String> {
-            let rows = answer(&directory, query);
-            let rows = rows.as_array().expect("rows").iter();
-            rows.map(|r| r["id"].as_str().expect("id").to_string())
-                .collect()
-        };
+        let ids = |query: &str| result_ids(&directory, json!({ "query": query, "limit": 50 }));
         // "our" and "talk" would carry two thirds of the task: the messaging skill is about
         // neither databases nor agents.
         assert_eq!(ids("talk to our database"), ["db-tools"]);
@@ -405,16 +412,7 @@ mod tests {
         .expect("write");
         let directory = Directory::open(config).expect("open");
         directory.reconcile().expect("reconcile");
-        let ids = |request: serde_json::Value| -> Vec<String> {
-            directory
-                .search_skills(&request, None, None)
-                .expect("search")["results"]
-                .as_array()
-                .expect("rows")
-                .iter()
-                .map(|r| r["id"].as_str().expect("id").to_string())
-                .collect()
-        };
+        let ids = |request: serde_json::Value| result_ids(&directory, request);
         let all = ids(json!({ "query": "send email report" }));
         assert_eq!(all.len(), 3, "{all:?}");
         let mailer: Vec<String> = all
