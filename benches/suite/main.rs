@@ -10,7 +10,7 @@
 //! cargo bench --bench suite -- search               # only function search (target/bench-results/search.json)
 //! cargo bench --bench suite -- embed                # only sentence embeddings (target/bench-results/embed.json)
 //! cargo bench --bench suite -- bundles              # only bundle updates (target/bench-results/bundles.json)
-//! cargo bench --bench suite -- quality              # function search's quality tables, lexical and hybrid (printed)
+//! cargo bench --bench suite -- quality              # the quality tables of function and skill search, lexical and hybrid (printed)
 //! BENCH_SECTIONS="reindex latency" cargo bench --bench suite   # only these sections
 //! ```
 //!
@@ -22,10 +22,9 @@
 //! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
 //! beside its steady state), `search`, `skill_search` (ranked skill search over the tree),
 //! `hybrid` (issue 28: hybrid skill and function search, a cold tree's embedding, the worker's
-//! memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`). A run
-//! `catalog` (issue 30: `skills::catalog` and `check --spec` on a tree of Agent Skills). A run
-//! of
-//! some sections replaces their figures in the saved results of its size and keeps the others.
+//! memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`), `catalog` (issue 30:
+//! `skills::catalog` and `check --spec` on a tree of Agent Skills). A run of some sections
+//! replaces their figures in the saved results of its size and keeps the others.
 //!
 //! Settings (environment): `BENCH_SKILLS` (tree size), `BENCH_ITERATIONS` (timed runs of the
 //! fast figures), `BENCH_BASELINE_RUNS` (runs of each rescan baseline), `BENCH_COLD_RUNS`,

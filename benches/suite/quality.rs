@@ -3,26 +3,42 @@
 //! `test_support::search_eval`), lexical and, with the model (`III_DIRECTORY_SEARCH_MODEL`),
 //! hybrid through the worker's own function lane (`FunctionLane`, the texts it embeds and the
 //! floors it fuses with): recall@12, nDCG@12, MRR, multi-capability coverage and the no-match
-//! answers, per kind of case, for the `dev` and held-out splits. Printed, not saved: these are
-//! not timings. The skill tables need the shared corpus and its 2,217 embedded skills, which the
-//! quality test caches (`cargo test --test search quality -- --nocapture`).
+//! answers, per kind of case, for the `dev` and held-out splits. Then skill search's, with the
+//! shared corpus (`III_DIRECTORY_SHARED`): recall@5 and @10, nDCG@10, MRR and the no-match
+//! answers of `skills::search` over its 2,217 real skills, lexical and, with the model, hybrid
+//! (the corpus's vectors cached under `target/tmp/search-eval-vectors/` with the quality tests,
+//! so only the first run embeds them). Printed, not saved: these are not timings.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use iii_directory::embed::Embedder;
 use iii_directory::retrieval::fusion::DenseRanker;
-use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::vectors::FunctionLane;
 use iii_directory::search::{query, select_with};
+use test_support::search_eval::lanes::{
+    catalog, corpus_directory, listed_rows, skill_ids, skill_lane,
+};
 use test_support::search_eval::{
-    FunctionCase, Report, function_cases, function_catalog, score_functions,
+    FunctionCase, Report, function_cases, score_functions, score_skills, skill_tasks,
 };
 
 pub fn print() {
-    let answer = function_catalog();
-    let ids = parse_list(&answer).expect("the evaluation catalog lists its functions");
-    let catalog = Catalog::build(&tools_from_info(&ids, info_entries(&answer)));
+    let model = std::env::var_os("III_DIRECTORY_SEARCH_MODEL")
+        .map(|folder| Arc::new(Embedder::load(Path::new(&folder)).expect("load the model")));
+    if model.is_none() {
+        println!(
+            "hybrid: skipped (needs the embedding model: export \
+             III_DIRECTORY_SEARCH_MODEL=$(tools/search-model))"
+        );
+    }
+    functions(model.clone());
+    skills(model.as_deref());
+}
+
+/// Function search's tables, the hybrid ones through the worker's own lane.
+fn functions(model: Option<Arc<Embedder>>) {
+    let catalog = catalog();
     let splits = [
         ("dev", function_cases("dev")),
         ("held-out", function_cases("heldout")),
@@ -39,20 +55,39 @@ pub fn print() {
             score(cases, None).table(&format!("functions, {name} (lexical)"))
         );
     }
-    let Some(folder) = std::env::var_os("III_DIRECTORY_SEARCH_MODEL") else {
-        println!(
-            "functions, hybrid: skipped (needs the embedding model: export \
-             III_DIRECTORY_SEARCH_MODEL=$(tools/search-model))"
-        );
+    let Some(model) = model else {
         return;
     };
-    let embedder = Arc::new(Embedder::load(Path::new(&folder)).expect("load the model"));
-    let lane = FunctionLane::new(embedder);
+    let lane = FunctionLane::new(model);
     lane.update(&catalog);
     for (name, cases) in &splits {
         println!(
             "{}",
             score(cases, Some(&lane)).table(&format!("functions, {name} (hybrid)"))
         );
+    }
+}
+
+/// Skill search's tables over the shared corpus, when it is there (`corpus_directory` says how to
+/// point at it otherwise).
+fn skills(model: Option<&Embedder>) {
+    let Some((_dir, directory)) = corpus_directory() else {
+        return;
+    };
+    let splits = [
+        ("dev", skill_tasks("dev")),
+        ("held-out", skill_tasks("heldout")),
+    ];
+    let table = |mode: &str, dense: Option<&dyn DenseRanker>| {
+        for (name, tasks) in &splits {
+            let report = score_skills(tasks, |task| skill_ids(&directory, task, dense));
+            println!("{}", report.table(&format!("skills, {name} ({mode})")));
+        }
+    };
+    table("lexical", None);
+    if let Some(model) = model {
+        let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("search-eval-vectors");
+        let lane = skill_lane(model, &directory, &listed_rows(&directory), &cache);
+        table("hybrid", Some(&lane));
     }
 }

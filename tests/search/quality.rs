@@ -11,29 +11,21 @@
 //! cached under `target/tmp/search-eval-vectors/`, keyed by the model revision and each text's
 //! hash, so only the first run (or a changed text) pays for embedding the 2,217 corpus skills.
 
-use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use iii_directory::embed::fetch::REVISION;
-use iii_directory::embed::{Embedder, MAX_TOKENS, PassageTable, QUANTIZED_BYTES, Quantized};
-use iii_directory::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS};
-use iii_directory::retrieval::texts::{function_text, skill_passages};
-use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
-use iii_directory::search::vectors::function_query;
+use iii_directory::embed::Embedder;
+use iii_directory::retrieval::fusion::{DenseHit, DenseRanker};
+use iii_directory::search::catalog::Catalog;
 use iii_directory::search::{query, select_with};
 use test_support::common::model_dir;
-use test_support::search_eval::{
-    FunctionCase, Report, function_cases, function_catalog, judgments_audit, ndcg_at, recall_at,
-    reciprocal_rank, score_functions, score_skills, skill_tasks,
+use test_support::search_eval::lanes::{
+    Embedded, catalog, corpus_directory, function_lane, listed_rows, skill_ids, skill_lane,
 };
-
-fn catalog() -> Catalog {
-    let answer = function_catalog();
-    let ids = parse_list(&answer).expect("list");
-    Catalog::build(&tools_from_info(&ids, info_entries(&answer)))
-}
+use test_support::search_eval::{
+    FunctionCase, Report, function_cases, judgments_audit, ndcg_at, recall_at, reciprocal_rank,
+    score_functions, score_skills, skill_tasks,
+};
 
 fn lexical(catalog: &Catalog, cases: &[FunctionCase]) -> Report {
     hybrid(catalog, cases, None)
@@ -53,143 +45,15 @@ fn embedder() -> Option<&'static Embedder> {
         .as_ref()
 }
 
-/// The embedder's lane over one catalog, as the worker keeps it: every text embedded once,
-/// quantized, and scanned for a query asked as the worker asks it; a key with several texts (a
-/// skill's passages) scores by its nearest.
-struct Embedded {
-    model: &'static Embedder,
-    table: PassageTable<String>,
-    /// The query's vector, and the factor its cosines are scaled by.
-    query: fn(&Embedder, &str) -> (Quantized, f32),
-    /// Each key's hubness, where the worker measures it (functions).
-    hubness: HashMap<String, f32>,
+/// Where the lanes keep their vectors between runs (shared with the benchmark suite's
+/// `quality` command).
+fn vector_cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("search-eval-vectors")
 }
 
-/// A skill search's query: the task as written.
-fn task_query(model: &Embedder, task: &str) -> (Quantized, f32) {
-    (model.embed_query_quantized(task), 1.0)
-}
-
-impl Embedded {
-    /// `texts` is `(key, its texts)`; `cache` names the file their vectors are kept in.
-    fn new(
-        model: &'static Embedder,
-        cache: &str,
-        texts: Vec<(String, Vec<String>)>,
-        query: fn(&Embedder, &str) -> (Quantized, f32),
-    ) -> Embedded {
-        let all = texts.iter().flat_map(|(_, t)| t.iter().map(String::as_str));
-        let mut vectors = cached_vectors(model, cache, all).into_iter();
-        let mut table = PassageTable::with_capacity(texts.len());
-        for (key, passages) in texts {
-            let passages: Vec<Quantized> = vectors.by_ref().take(passages.len()).collect();
-            table.push(key, &passages);
-        }
-        Embedded {
-            model,
-            table,
-            query,
-            hubness: HashMap::new(),
-        }
-    }
-
-    /// Measures each key's hubness over its first texts' vectors, as the function lane does.
-    fn with_hubness(mut self) -> Embedded {
-        let leads = self.table.leads();
-        let hubness = leads.hubness(HUBNESS_NEIGHBOURS);
-        self.hubness = leads.keys().iter().cloned().zip(hubness).collect();
-        self
-    }
-}
-
-impl DenseRanker for Embedded {
-    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
-        let (query, scale) = (self.query)(self.model, query);
-        Some(
-            self.table
-                .nearest(&query, limit, |_| true)
-                .into_iter()
-                .map(|(key, score)| DenseHit {
-                    key: key.clone(),
-                    similarity: score * scale,
-                    hubness: self.hubness.get(key).copied().unwrap_or_default(),
-                })
-                .collect(),
-        )
-    }
-}
-
-/// The vectors of `texts`, in order: read from `target/tmp/search-eval-vectors/<name>` when an
-/// earlier run embedded the same text with the same model and length, the rest embedded on
-/// every core and added to the file.
-fn cached_vectors<'a>(
-    model: &Embedder,
-    name: &str,
-    texts: impl Iterator<Item = &'a str>,
-) -> Vec<Quantized> {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("search-eval-vectors")
-        .join(name);
-    let key = |text: &str| -> [u8; 32] {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(format!("{REVISION}\0{MAX_TOKENS}\0").as_bytes());
-        hasher.update(text.as_bytes());
-        *hasher.finalize().as_bytes()
-    };
-    let mut known: HashMap<[u8; 32], Quantized> = HashMap::new();
-    if let Ok(bytes) = std::fs::read(&path) {
-        for record in bytes.chunks_exact(32 + QUANTIZED_BYTES) {
-            let (k, v) = record.split_at(32);
-            if let Some(vector) = Quantized::from_bytes(v) {
-                known.insert(k.try_into().expect("32 bytes"), vector);
-            }
-        }
-    }
-    let texts: Vec<(&str, [u8; 32])> = texts.map(|t| (t, key(t))).collect();
-    let missing: Vec<&str> = texts
-        .iter()
-        .filter(|(_, k)| !known.contains_key(k))
-        .map(|&(t, _)| t)
-        .collect();
-    if !missing.is_empty() {
-        let started = std::time::Instant::now();
-        let vectors = model.embed_batch(&missing);
-        eprintln!(
-            "embedded {} texts for {name} in {:.1} s",
-            missing.len(),
-            started.elapsed().as_secs_f64()
-        );
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .expect("open the vector cache");
-        for (text, vector) in missing.iter().zip(vectors) {
-            let vector = Quantized::from_vector(&vector);
-            let k = key(text);
-            file.write_all(&k).expect("write");
-            file.write_all(&vector.to_bytes()).expect("write");
-            known.insert(k, vector);
-        }
-    }
-    texts.iter().map(|(_, k)| known[k].clone()).collect()
-}
-
-/// The function catalog's lane.
-fn function_lane(catalog: &Catalog) -> Option<Embedded> {
-    let model = embedder()?;
-    let texts = catalog
-        .tools()
-        .iter()
-        .map(|tool| {
-            (
-                tool.name.clone(),
-                vec![function_text(&tool.name, &tool.description)],
-            )
-        })
-        .collect();
-    Some(Embedded::new(model, "functions", texts, function_query).with_hubness())
+/// The function catalog's lane, with the model.
+fn functions_lane(catalog: &Catalog) -> Option<Embedded<'static>> {
+    Some(function_lane(embedder()?, catalog, &vector_cache()))
 }
 
 #[test]
@@ -362,7 +226,7 @@ fn function_search_quality_on_the_held_out_cases() {
     assert!(long.all.recall(0) >= 0.62, "{}", long.all.recall(0));
     assert!(long.kind("no_match").answered <= 2);
 
-    let Some(lane) = function_lane(&catalog) else {
+    let Some(lane) = functions_lane(&catalog) else {
         return;
     };
     let dev = hybrid(&catalog, &function_cases("dev"), Some(&lane));
@@ -382,105 +246,12 @@ fn function_search_quality_on_the_held_out_cases() {
     assert_eq!(long.kind("no_match").answered, 0);
 }
 
-/// A directory over the shared corpus: the community skills as the read-only agents skills root
-/// (read in place, never written), the Anthropic skills' `SKILL.md` files copied under
-/// `anthropic/` in a temporary skills folder; nothing hidden by `filter_unregistered`.
-fn corpus_directory() -> Option<(tempfile::TempDir, iii_directory::Directory)> {
-    let corpus = test_support::common::shared_path("corpus")?;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut config = iii_directory::config::Config::for_root(dir.path());
-    config.paths.agents_skills_folder = corpus.join("community-skills");
-    config.settings.filter_unregistered = false;
-    for entry in std::fs::read_dir(corpus.join("anthropic-skills")).expect("anthropic skills") {
-        let entry = entry.expect("entry");
-        let skill = entry.path().join("SKILL.md");
-        if skill.is_file() {
-            let target = config
-                .paths
-                .skills_folder
-                .join("anthropic")
-                .join(entry.file_name());
-            std::fs::create_dir_all(&target).expect("mkdir");
-            std::fs::copy(&skill, target.join("SKILL.md")).expect("copy");
-        }
-    }
-    let directory = iii_directory::Directory::open(config).expect("open");
-    directory.reconcile().expect("reconcile");
-    Some((dir, directory))
-}
-
-fn skill_ids(
-    directory: &iii_directory::Directory,
-    query: &str,
-    dense: Option<&dyn DenseRanker>,
-) -> Vec<String> {
-    let answer = directory
-        .search_skills(
-            &serde_json::json!({ "query": query, "limit": 10 }),
-            None,
-            dense,
-        )
-        .expect("search");
-    let mode = if dense.is_some() { "hybrid" } else { "lexical" };
-    assert_eq!(answer["mode"], mode);
-    answer["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| r["id"].as_str().expect("id").to_string())
-        .collect()
-}
-
-/// The corpus skills' lane: each listed skill's passages from its row and its body (`get`), keyed
-/// by its id in the index (a folder's `SKILL.md` is `<folder>/index`, shown without the
-/// suffix).
-fn skill_lane(directory: &iii_directory::Directory, rows: &serde_json::Value) -> Option<Embedded> {
-    let model = embedder()?;
-    let texts = rows["skills"]
-        .as_array()
-        .expect("skills")
-        .iter()
-        .map(|row| {
-            let shown = row["id"].as_str().expect("id");
-            let got = directory
-                .read(
-                    iii_directory::ReadFunction::SkillsGet,
-                    &serde_json::json!({ "id": shown }),
-                    None,
-                )
-                .expect("get");
-            let text = |field: &str| row[field].as_str().unwrap_or_default().to_string();
-            let file = got["path"].as_str().expect("path");
-            let folder_index = ["/SKILL.md", "/SKILLS.md", "/index.md"]
-                .iter()
-                .any(|end| file.ends_with(end));
-            let key = if folder_index && !shown.ends_with("/index") && shown != "index" {
-                format!("{shown}/index")
-            } else {
-                shown.to_string()
-            };
-            let body = got["body"].as_str().unwrap_or_default();
-            (
-                key,
-                skill_passages(shown, &text("title"), &text("description"), body),
-            )
-        })
-        .collect();
-    Some(Embedded::new(model, "skills", texts, task_query))
-}
-
 #[test]
 fn skill_search_quality_on_the_held_out_tasks() {
     let Some((_dir, directory)) = corpus_directory() else {
         return;
     };
-    let rows = directory
-        .read(
-            iii_directory::ReadFunction::SkillsList,
-            &serde_json::json!({}),
-            None,
-        )
-        .expect("list");
+    let rows = listed_rows(&directory);
     let listed: std::collections::HashSet<&str> = rows["skills"]
         .as_array()
         .expect("skills")
@@ -504,9 +275,10 @@ fn skill_search_quality_on_the_held_out_tasks() {
     assert!(held.kind("direct").recall(1) >= 0.98);
     assert!(held.kind("no_match").answered <= 2);
 
-    let Some(lane) = skill_lane(&directory, &rows) else {
+    let Some(model) = embedder() else {
         return;
     };
+    let lane = skill_lane(model, &directory, &rows, &vector_cache());
     let dev = score_skills(&skill_tasks("dev"), |q| {
         skill_ids(&directory, q, Some(&lane))
     });

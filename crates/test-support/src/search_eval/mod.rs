@@ -1,12 +1,15 @@
 //! The retrieval evaluation sets (`tests/fixtures/search_eval/`) and their scorer: recall@k,
 //! nDCG@k, MRR, multi-capability coverage and the no-match rate, per kind of case, printed as
-//! a table. Shared by the quality tests (`tests/search/quality.rs`) and the benchmark suite.
+//! a table. Shared by the quality tests (`tests/search/quality.rs`) and the benchmark suite;
+//! [`lanes`] holds what both score over (the catalog, the corpus, the dense lanes).
 //!
 //! The sets were written for this project: a catalog of 680 engine functions of plausible
 //! workers with graded function cases, and task-phrased skill queries over the shared corpus,
 //! graded by reading the candidates. Each case is `dev` (what a ranking may be tuned on) or
 //! `heldout` (only ever reported). Grades: 2 = serves the need, 1 = related but partial; how they
 //! are given, and how both sets' grades were audited, is in the sets' `JUDGING.md`.
+
+pub mod lanes;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
