@@ -8,7 +8,8 @@ use std::path::PathBuf;
 /// Names the folder holding the model's three files.
 pub const MODEL_ENV: &str = "III_DIRECTORY_SEARCH_MODEL";
 
-/// The model folder, or `None` (after saying so in one line) when [`MODEL_ENV`] is unset.
+/// The model folder, absolute (a worker the test starts runs in a folder of its own), or `None`
+/// (after saying so in one line) when [`MODEL_ENV`] is unset.
 pub fn model_dir() -> Option<PathBuf> {
     let Some(dir) = std::env::var_os(MODEL_ENV).map(PathBuf::from) else {
         eprintln!(
@@ -24,5 +25,5 @@ pub fn model_dir() -> Option<PathBuf> {
             dir.join(name).display()
         );
     }
-    Some(dir)
+    Some(std::path::absolute(&dir).expect("the model folder as an absolute path"))
 }
