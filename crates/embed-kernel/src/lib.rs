@@ -61,12 +61,9 @@ impl Kernel {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 return Kernel::Avx512;
             }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-                && std::arch::is_x86_feature_detected!("f16c")
-            {
-                return Kernel::Avx2;
-            }
+        }
+        if Kernel::avx2_ok() {
+            return Kernel::Avx2;
         }
         Kernel::Portable
     }
@@ -81,6 +78,7 @@ impl Kernel {
             .collect()
     }
 
+    /// Whether this CPU has what the AVX2 kernel needs: AVX2, FMA and F16C.
     fn avx2_ok() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
