@@ -149,6 +149,7 @@ fn skill_search(settings: &Settings, config: &Config, embedder: &Arc<Embedder>) 
         )
         .baseline("the query's embedding alone", query_only.p50)
         .target(
+            28,
             "skills::search hybrid p50 ≤ 5 ms at 50,000 skills",
             TARGET_AT,
             settings.skills != TARGET_AT || hybrid.p50 <= P50_MAX_MS,
@@ -249,9 +250,10 @@ fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
             &search,
         )
         .target(
+            28,
             "search_functions hybrid p50 ≤ 5 ms on 2,000 functions",
-            settings.skills,
-            search.p50 <= P50_MAX_MS,
+            TARGET_AT,
+            settings.skills != TARGET_AT || search.p50 <= P50_MAX_MS,
         )
         .note(format!(
             "the generated catalog of {FUNCTIONS} functions; its first embedding: {embedded} \
@@ -332,6 +334,7 @@ fn worker_rss(
             peaks[0],
         )
         .target(
+            28,
             "≤ 150 MiB plus the model's size at 50,000 skills",
             TARGET_AT,
             settings.skills != TARGET_AT || peaks[0] <= 150.0 + model_mib,

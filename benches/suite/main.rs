@@ -176,27 +176,22 @@ fn main() {
         report::write(&settings);
         return;
     }
-    if command.first().map(String::as_str) == Some("search") {
-        alone(&settings, "search", "function search", search::figures);
-        return;
-    }
-    if command.first().map(String::as_str) == Some("bundles") {
-        alone(&settings, "bundles", "bundle updates", bundles::figures);
-        return;
-    }
     if command.first().map(String::as_str) == Some("quality") {
         quality::print();
         return;
     }
-    if command.first().map(String::as_str) == Some("embed") {
-        alone(&settings, "embed", "sentence embeddings", embed::figures);
+    if let Some(&(name, _, figures)) = PARTS
+        .iter()
+        .find(|(name, ..)| command.first().map(String::as_str) == Some(*name))
+    {
+        alone(&settings, name, figures);
         return;
     }
     let sections = Sections::from_env();
     let file = settings.results.join(format!("{}.json", settings.skills));
     let mut run = run(&settings, &sections);
-    if !sections.all() {
-        run = keep_other_figures(&file, run);
+    if let Some(chosen) = &sections.0 {
+        run = keep_other_figures(&file, run, chosen);
     }
     results::print(&run);
     std::fs::create_dir_all(&settings.results).expect("results folder");
@@ -206,6 +201,25 @@ fn main() {
     )
     .expect("write results");
     println!("\nresults: {}", file.display());
+}
+
+/// What a part measures.
+type PartFigures = fn(&Settings) -> Vec<Figure>;
+
+/// The parts that need no skills tree and run alone (`cargo bench --bench suite -- <name>`,
+/// saved to `<results>/<name>.json`): name, title, figures.
+const PARTS: [(&str, &str, PartFigures); 3] = [
+    ("search", "Function search", search::figures),
+    ("embed", "Sentence embeddings", embed::figures),
+    ("bundles", "Bundle updates", bundles::figures),
+];
+
+/// The title of the part `name` (one of [`PARTS`]).
+pub fn part_title(name: &str) -> &str {
+    PARTS
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .map_or(name, |(_, title, _)| title)
 }
 
 /// The sections of the suite a run measures (`BENCH_SECTIONS`, all when unset).
@@ -247,33 +261,32 @@ impl Sections {
         Sections(chosen)
     }
 
-    fn all(&self) -> bool {
-        self.0.is_none()
-    }
-
     fn has(&self, name: &str) -> bool {
         self.0.as_ref().is_none_or(|s| s.iter().any(|n| n == name))
     }
 }
 
-/// A run of some sections, with the figures of the others taken from the saved results of
-/// the same size (if any).
-fn keep_other_figures(file: &std::path::Path, mut run: Run) -> Run {
-    let Some(saved) = std::fs::read(file)
+/// A run of the `chosen` sections merged into the saved run of the same size (if any): its
+/// figures replace theirs, the saved run's own account (duration, load) stays, and the rerun is
+/// recorded beside it so the report can say which figures came later.
+fn keep_other_figures(file: &std::path::Path, run: Run, chosen: &[String]) -> Run {
+    let Some(mut saved) = std::fs::read(file)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Run>(&bytes).ok())
     else {
         return run;
     };
-    let fresh: Vec<String> = run.figures.iter().map(|f| f.key.clone()).collect();
-    run.figures.extend(
-        saved
-            .figures
-            .into_iter()
-            .filter(|f| !fresh.contains(&f.key)),
-    );
-    sort_figures(&mut run.figures);
-    run
+    let fresh: Vec<&str> = run.figures.iter().map(|f| f.key.as_str()).collect();
+    saved.figures.retain(|f| !fresh.contains(&f.key.as_str()));
+    saved.figures.extend(run.figures);
+    sort_figures(&mut saved.figures);
+    saved.reruns.push(results::Rerun {
+        sections: chosen.to_vec(),
+        at: iii_directory::testing::Stamp::now().rfc3339(),
+        seconds: run.seconds,
+        load_start: run.load_start,
+    });
+    saved
 }
 
 fn sort_figures(figures: &mut [Figure]) {
@@ -285,20 +298,22 @@ fn sort_figures(figures: &mut [Figure]) {
     });
 }
 
-/// A section that needs no skills tree, alone (function search, sentence embeddings): its
-/// figures go to `<results>/<name>.json`.
-fn alone(settings: &Settings, name: &str, title: &str, figures: fn(&Settings) -> Vec<Figure>) {
+/// A part that needs no skills tree ([`PARTS`]), alone: its figures go to
+/// `<results>/<name>.json`.
+fn alone(settings: &Settings, name: &str, figures: PartFigures) {
     let load_start = load_average();
     let started = Instant::now();
-    eprintln!("{title}");
+    eprintln!("{}", part_title(name));
     let run = Run {
         skills: settings.skills,
+        alone: Some(name.to_string()),
         files: 0,
         content_bytes: 0,
         load_start,
         load_end: String::new(),
         seconds: 0.0,
         figures: figures(settings),
+        reruns: Vec::new(),
     };
     let run = Run {
         load_end: load_average(),
@@ -448,11 +463,13 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
     sort_figures(&mut figures);
     Run {
         skills: settings.skills,
+        alone: None,
         files,
         content_bytes,
         load_start,
         load_end: load_average(),
         seconds: started.elapsed().as_secs_f64(),
         figures,
+        reruns: Vec::new(),
     }
 }

@@ -97,7 +97,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
             peak,
         )
         .floor("minimal worker, same full lists", rounds.floor)
-        .target("<150 MiB", LARGE, peak < RSS_50K_MAX_MIB)
+        .target(5, "<150 MiB", LARGE, peak < RSS_50K_MAX_MIB)
         .check(
             15,
             LARGE,

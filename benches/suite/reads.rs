@@ -85,6 +85,7 @@ pub fn figures(settings: &Settings, directory: &Directory) -> Vec<Figure> {
         .baseline("rescan + list", list_base.p50)
         .floor("to_vec of the rows", list_floor.p50)
         .target(
+            5,
             "≥100× baseline, ≤3× floor",
             TARGET_SKILLS,
             speedup >= LIST_MIN_SPEEDUP && over_floor <= LIST_MAX_OVER_FLOOR,

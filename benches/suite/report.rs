@@ -47,7 +47,8 @@ pub fn write(settings: &Settings) {
     println!("\nwrote {} and {}", markdown.display(), plot.display());
 }
 
-/// The saved runs of the sizes in `BENCH_SIZES` (all saved sizes when unset), smallest first.
+/// The saved runs: the trees of the sizes in `BENCH_SIZES` (all saved sizes when unset),
+/// smallest first, then the parts that need no tree.
 fn load_runs(folder: &Path) -> Vec<Run> {
     let sizes: Option<Vec<usize>> = std::env::var("BENCH_SIZES").ok().map(|s| {
         s.split_whitespace()
@@ -60,9 +61,11 @@ fn load_runs(folder: &Path) -> Vec<Run> {
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
-        .filter(|run: &Run| sizes.as_ref().is_none_or(|s| s.contains(&run.skills)))
+        .filter(|run: &Run| {
+            run.alone.is_some() || sizes.as_ref().is_none_or(|s| s.contains(&run.skills))
+        })
         .collect();
-    runs.sort_by_key(|r| r.skills);
+    runs.sort_by_key(|r| (r.alone.clone(), r.skills));
     runs
 }
 
@@ -117,12 +120,34 @@ fn separated(n: usize) -> String {
     out
 }
 
+/// The commands that wrote the saved runs, each in backticks.
 fn command_line(runs: &[Run]) -> String {
-    let sizes: Vec<String> = runs.iter().map(|r| r.skills.to_string()).collect();
-    if sizes == ["1000", "10000", "50000"] {
-        "bench/run".into()
+    let sizes: Vec<String> = runs
+        .iter()
+        .filter(|r| r.alone.is_none())
+        .map(|r| r.skills.to_string())
+        .collect();
+    let trees = if sizes.is_empty() {
+        None
+    } else if sizes == ["1000", "10000", "50000"] {
+        Some("`bench/run`".to_string())
     } else {
-        format!("BENCH_SIZES=\"{}\" bench/run", sizes.join(" "))
+        Some(format!("`BENCH_SIZES=\"{}\" bench/run`", sizes.join(" ")))
+    };
+    let parts = runs
+        .iter()
+        .filter_map(|r| r.alone.as_ref())
+        .map(|name| format!("`cargo bench --bench suite -- {name}`"));
+    let commands: Vec<String> = trees.into_iter().chain(parts).collect();
+    in_words(&commands)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn in_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -131,7 +156,7 @@ fn benchmarks_md(runs: &[Run]) -> String {
     let _ = writeln!(md, "# Benchmarks\n");
     let _ = writeln!(
         md,
-        "Written by `{}` on {} (the suite is `benches/suite/`; see README, \"Benchmarks\"). \
+        "Written by {} on {} (the suite is `benches/suite/`; see README, \"Benchmarks\"). \
          Every figure stands beside the rescan-on-every-read baseline (walk, read and parse every \
          file with the project's parser, then answer) and the physical floor (walk and stat the \
          tree; serialize the same answer to JSON; …), as ratios. Timings are medians (p50) unless \
@@ -149,7 +174,16 @@ fn benchmarks_md(runs: &[Run]) -> String {
         load_average()
     );
 
-    let _ = writeln!(md, "## Targets (issues 5, 15, 30 and 31)\n");
+    let mut issues: Vec<u32> = runs
+        .iter()
+        .flat_map(|run| run.figures.iter().flat_map(|f| f.targets.iter()))
+        .map(|t| t.issue)
+        .collect();
+    issues.sort_unstable();
+    issues.dedup();
+    let issues: Vec<String> = issues.iter().map(u32::to_string).collect();
+    let noun = if issues.len() == 1 { "issue" } else { "issues" };
+    let _ = writeln!(md, "## Targets ({noun} {})\n", in_words(&issues));
     let _ = writeln!(
         md,
         "| issue | figure | target | at | result |\n| --- | --- | --- | --- | --- |"
@@ -161,20 +195,23 @@ fn benchmarks_md(runs: &[Run]) -> String {
             run.figures.iter().flat_map(move |f| {
                 f.targets
                     .iter()
-                    .filter(|t| t.at_skills == run.skills)
+                    .filter(|t| run.judges(t))
                     .map(move |t| (t.issue, run, f, t))
             })
         })
         .collect();
-    judged.sort_by_key(|(issue, run, _, _)| (*issue, run.skills));
+    judged.sort_by_key(|(issue, run, _, _)| (*issue, run.alone.is_some(), run.skills));
     for (issue, run, f, t) in judged {
         any = true;
+        let at = match &run.alone {
+            Some(name) => crate::part_title(name).to_string(),
+            None => format!("{} skills", separated(run.skills)),
+        };
         let _ = writeln!(
             md,
-            "| {issue} | {} | {} | {} skills | {} {} |",
+            "| {issue} | {} | {} | {at} | {} {} |",
             f.name,
             t.text,
-            separated(run.skills),
             if t.met { "✅ met" } else { "❌ missed" },
             headline(f)
         );
@@ -191,16 +228,7 @@ fn benchmarks_md(runs: &[Run]) -> String {
     );
 
     for run in runs {
-        let _ = writeln!(
-            md,
-            "## {} skills\n\n{} markdown files, {} of markdown; run took {:.0} s; load average {} → {}.\n",
-            separated(run.skills),
-            separated(run.files),
-            show(run.content_bytes as f64, "bytes"),
-            run.seconds,
-            run.load_start,
-            run.load_end
-        );
+        heading(&mut md, run);
         let (mixed, steady): (Vec<&Figure>, Vec<&Figure>) = run
             .figures
             .iter()
@@ -208,11 +236,11 @@ fn benchmarks_md(runs: &[Run]) -> String {
         let _ = writeln!(md, "| {} |", COLUMNS.join(" | "));
         let _ = writeln!(md, "|{}", " --- |".repeat(COLUMNS.len()));
         for f in &steady {
-            let row = cells(f, run.skills);
+            let row = cells(f, run);
             let _ = writeln!(md, "| {} |", row.map(|c| c.replace('|', "\\|")).join(" | "));
         }
         if !mixed.is_empty() {
-            mixed_table(&mut md, run.skills, &mixed);
+            mixed_table(&mut md, run, &mixed);
         }
         let notes: Vec<&Figure> = run.figures.iter().filter(|f| !f.note.is_empty()).collect();
         if !notes.is_empty() {
@@ -227,9 +255,47 @@ fn benchmarks_md(runs: &[Run]) -> String {
     md
 }
 
+/// A run's heading: the tree it measured (or the part it is), how long it took, under what
+/// load, and which sections were measured again later.
+fn heading(md: &mut String, run: &Run) {
+    let took = format!(
+        "run took {:.0} s; load average {} → {}",
+        run.seconds, run.load_start, run.load_end
+    );
+    match &run.alone {
+        Some(name) => {
+            let _ = writeln!(
+                md,
+                "## {}\n\n`cargo bench --bench suite -- {name}`; {took}.\n",
+                crate::part_title(name)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "## {} skills\n\n{} markdown files, {} of markdown; {took}.\n",
+                separated(run.skills),
+                separated(run.files),
+                show(run.content_bytes as f64, "bytes"),
+            );
+        }
+    }
+    for rerun in &run.reruns {
+        let _ = writeln!(
+            md,
+            "The figures of the sections {} are from a later run (`BENCH_SECTIONS`) at {}, which \
+             took {:.0} s from a load average of {}.\n",
+            in_words(&rerun.sections),
+            rerun.at,
+            rerun.seconds,
+            rerun.load_start
+        );
+    }
+}
+
 /// The mixed-load figures of one size (issue 31): each call's p50 and p99 in the mixed rounds
 /// beside its steady-state twin, in the library and over the engine socket.
-fn mixed_table(md: &mut String, skills: usize, mixed: &[&Figure]) {
+fn mixed_table(md: &mut String, run: &Run, mixed: &[&Figure]) {
     let _ = writeln!(
         md,
         "\n### Mixed load (issue 31)\n\nRounds of \"update one skill, then one each of get hit, get \
@@ -267,7 +333,7 @@ fn mixed_table(md: &mut String, skills: usize, mixed: &[&Figure]) {
             .targets
             .iter()
             .map(|t| {
-                if t.at_skills == skills {
+                if run.judges(t) {
                     format!("{} {}", t.text, if t.met { "✅" } else { "❌" })
                 } else {
                     format!("({} at {})", t.text, separated(t.at_skills))

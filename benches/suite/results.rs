@@ -155,10 +155,10 @@ impl Figure {
         self
     }
 
-    /// A target of issue 5 (the first performance issue), judged by the caller.
-    pub fn target(mut self, text: &str, at_skills: usize, met: bool) -> Figure {
+    /// A target of issue `issue`, judged by the caller.
+    pub fn target(mut self, issue: u32, text: &str, at_skills: usize, met: bool) -> Figure {
         self.targets.push(Target {
-            issue: 5,
+            issue,
             text: text.into(),
             at_skills,
             met,
@@ -197,6 +197,10 @@ impl Figure {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Run {
     pub skills: usize,
+    /// The title of a part that runs alone and needs no tree (`bundle updates`); `None` for a
+    /// run over the tree of `skills` skills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone: Option<String>,
     /// Markdown files the index covers, and their bytes.
     pub files: usize,
     pub content_bytes: u64,
@@ -204,6 +208,27 @@ pub struct Run {
     pub load_end: String,
     pub seconds: f64,
     pub figures: Vec<Figure>,
+    /// Later runs of some sections whose figures replaced this run's, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<Rerun>,
+}
+
+impl Run {
+    /// Whether this run judges `target`: a run over a tree judges the targets stated for its
+    /// size, a part that needs no tree judges all of its own.
+    pub fn judges(&self, target: &Target) -> bool {
+        self.alone.is_some() || target.at_skills == self.skills
+    }
+}
+
+/// A run of some sections only, merged into the saved run of its size.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Rerun {
+    pub sections: Vec<String>,
+    /// When it ran (RFC 3339).
+    pub at: String,
+    pub seconds: f64,
+    pub load_start: String,
 }
 
 /// A value with its unit, short.
@@ -250,9 +275,9 @@ pub const COLUMNS: [&str; 8] = [
     "target",
 ];
 
-/// The cells of a figure's row in a run on `skills` skills. A target stated for another size is
-/// shown for reference, not judged.
-pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
+/// The cells of a figure's row in `run`. A target stated for another size is shown for
+/// reference, not judged.
+pub fn cells(f: &Figure, run: &Run) -> [String; 8] {
     let tails = match (f.p95, f.p99) {
         (Some(p95), Some(p99)) if f.runs > 1 => {
             format!("{} / {}", show(p95, &f.unit), show(p99, &f.unit))
@@ -281,7 +306,7 @@ pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
         f.targets
             .iter()
             .map(|t| {
-                if t.at_skills == skills {
+                if run.judges(t) {
                     format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
                 } else {
                     format!("({} at {})", t.text, t.at_skills)
@@ -294,16 +319,20 @@ pub fn cells(f: &Figure, skills: usize) -> [String; 8] {
 
 /// Prints a run as a plain-text table.
 pub fn print(run: &Run) {
+    let what = match &run.alone {
+        Some(name) => crate::part_title(name).to_string(),
+        None => format!(
+            "{} skills ({} files, {} of markdown)",
+            run.skills,
+            run.files,
+            show(run.content_bytes as f64, "bytes")
+        ),
+    };
     println!(
-        "\n{} skills ({} files, {} of markdown); load {} → {}; {:.0} s",
-        run.skills,
-        run.files,
-        show(run.content_bytes as f64, "bytes"),
-        run.load_start,
-        run.load_end,
-        run.seconds
+        "\n{what}; load {} → {}; {:.0} s",
+        run.load_start, run.load_end, run.seconds
     );
-    let rows: Vec<[String; 8]> = run.figures.iter().map(|f| cells(f, run.skills)).collect();
+    let rows: Vec<[String; 8]> = run.figures.iter().map(|f| cells(f, run)).collect();
     let width = |i: usize| {
         rows.iter()
             .map(|r| r[i].chars().count())
