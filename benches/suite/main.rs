@@ -280,6 +280,10 @@ fn keep_other_figures(file: &std::path::Path, run: Run, chosen: &[String]) -> Ru
     saved.figures.retain(|f| !fresh.contains(&f.key.as_str()));
     saved.figures.extend(run.figures);
     sort_figures(&mut saved.figures);
+    // An earlier rerun of no other sections than these has no figure left on the page.
+    saved
+        .reruns
+        .retain(|earlier| !earlier.sections.iter().all(|s| chosen.contains(s)));
     saved.reruns.push(results::Rerun {
         sections: chosen.to_vec(),
         at: iii_directory::testing::Stamp::now().rfc3339(),

@@ -281,9 +281,14 @@ fn heading(md: &mut String, run: &Run) {
         }
     }
     for rerun in &run.reruns {
+        let noun = if rerun.sections.len() == 1 {
+            "section"
+        } else {
+            "sections"
+        };
         let _ = writeln!(
             md,
-            "The figures of the sections {} are from a later run (`BENCH_SECTIONS`) at {}, which \
+            "The figures of the {noun} {} are from a later run (`BENCH_SECTIONS`) at {}, which \
              took {:.0} s from a load average of {}.\n",
             in_words(&rerun.sections),
             rerun.at,
@@ -407,7 +412,7 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   `skills::search` with the model ready and every content's vector in memory, p50 with the
   query's embedding (stand-in vectors: the real embeddings of 24 skill-like texts in turn, since
   embedding 50,000 skills takes most of an hour and the scan costs the same whatever they hold),
-  beside the query's embedding alone; a cold tree of 200 skills really embedded in the
+  beside the query's embedding alone as its floor (what any hybrid search pays); a cold tree of 200 skills really embedded in the
   background (skills/s) while lexical searches are served (their p50 and p99 beside the idle
   p50); `search_functions`' ranking with the dense lane on the 2,000 generated functions, and
   that catalog's first embedding; the worker's peak RSS with the model loaded, serving rounds of
