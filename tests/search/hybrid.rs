@@ -12,7 +12,7 @@ use iii_directory::embed::{Embedder, Quantized};
 use iii_directory::retrieval::texts::skill_passages;
 use iii_directory::{Directory, ModelState, vectors_model};
 use serde_json::{Value, json};
-use test_support::common::{Tree, model_dir};
+use test_support::common::{Tree, model_dir, result_ids};
 
 fn embedder() -> Option<Arc<Embedder>> {
     static MODEL: OnceLock<Option<Arc<Embedder>>> = OnceLock::new();
@@ -50,15 +50,6 @@ fn search(directory: &Directory, query: &str) -> Value {
         .expect("search")
 }
 
-fn ids(answer: &Value) -> Vec<String> {
-    answer["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| r["id"].as_str().expect("id").to_string())
-        .collect()
-}
-
 fn stored(directory: &Directory) -> u64 {
     directory
         .index()
@@ -78,7 +69,7 @@ fn search_is_hybrid_once_the_tree_is_embedded() {
     let paraphrase = "nudge people who still owe me money";
     let before = search(&directory, paraphrase);
     assert_eq!(before["mode"], "lexical");
-    assert_eq!(ids(&before), Vec::<String>::new());
+    assert_eq!(result_ids(&before), Vec::<String>::new());
     let status = directory.search_status().expect("status");
     assert_eq!(
         status,
@@ -96,13 +87,13 @@ fn search_is_hybrid_once_the_tree_is_embedded() {
     let after = search(&directory, paraphrase);
     assert_eq!(after["mode"], "hybrid");
     assert_eq!(
-        ids(&after).first().map(String::as_str),
+        result_ids(&after).first().map(String::as_str),
         Some("invoice-reminders"),
         "{after}"
     );
     // A task no skill serves stays empty in hybrid mode too.
     assert_eq!(
-        ids(&search(&directory, "bake sourdough bread")),
+        result_ids(&search(&directory, "bake sourdough bread")),
         Vec::<String>::new()
     );
 }
@@ -149,7 +140,7 @@ fn vectors_survive_a_restart_and_only_changed_contents_are_embedded_again() {
         (Some(2), Some(0))
     );
     // A content two skills share answers both.
-    let both = ids(&search(
+    let both = result_ids(&search(
         &directory,
         "deploy a container image to the cluster",
     ));
@@ -204,7 +195,7 @@ fn another_models_vectors_are_never_compared_and_are_embedded_again() {
     let found = search(&directory, "nudge people who still owe me money");
     assert_eq!(found["mode"], "hybrid");
     assert_eq!(
-        ids(&found).first().map(String::as_str),
+        result_ids(&found).first().map(String::as_str),
         Some("invoice-reminders"),
         "{found}"
     );

@@ -9,6 +9,7 @@
 //! pre-generate hint, the hook bound and unbound as `inject_hint` changes, `hint-preview`, and
 //! the `iii-directory search` command.
 
+use test_support::common::result_ids;
 use test_support::{fake_engine, worker_process};
 
 use std::process::{Command, Output};
@@ -735,15 +736,6 @@ const SKILLS: &[(&str, &str)] = &[
         "---\ndescription: Design a job queue with retries and dead letters.\n---\n# Queues\n\nBackoff.\n",
     ),
 ];
-
-fn result_ids(answer: &Value) -> Vec<String> {
-    answer["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| r["id"].as_str().expect("id").to_string())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skill_search_ranks_with_lists_visibility_and_reads_fresh() {

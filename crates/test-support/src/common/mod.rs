@@ -305,6 +305,16 @@ pub fn rows(directory: &Directory, list: ReadFunction, request: Value) -> Vec<Va
         .clone()
 }
 
+/// The ids of a search answer's `results` (`skills::search`), in order.
+pub fn result_ids(answer: &Value) -> Vec<String> {
+    answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
 /// The names (ids) of a list's rows, in order.
 pub fn names(directory: &Directory, list: ReadFunction) -> Vec<String> {
     let (_, field) = list_shape(list);

@@ -23,7 +23,7 @@ use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 
 use super::function_catalog;
-use crate::common::shared_path;
+use crate::common::{result_ids, shared_path};
 
 /// The evaluation catalog, as the worker builds its own from `engine::functions::info`.
 pub fn catalog() -> Catalog {
@@ -78,12 +78,7 @@ pub fn skill_ids(
         .expect("search");
     let mode = if dense.is_some() { "hybrid" } else { "lexical" };
     assert_eq!(answer["mode"], mode);
-    answer["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| r["id"].as_str().expect("id").to_string())
-        .collect()
+    result_ids(&answer)
 }
 
 /// One catalog's dense lane: every text embedded once, quantized, and scanned for a query asked
