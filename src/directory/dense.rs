@@ -173,28 +173,32 @@ pub fn vectors_model(embedder: &Embedder) -> Arc<str> {
 }
 
 impl Directory {
-    /// Sets where the embedding model stands. `Ready` reads the vectors the index keeps of
-    /// that model into memory (once; another model's are embedded again) and starts the
-    /// background pass.
+    /// Sets where the embedding model stands. `Ready` first reads the vectors the index keeps
+    /// of that model into memory (once; another model's are embedded again), then says so and
+    /// starts the background pass. In that order: a pass that saw the model ready before its
+    /// vectors were read would find every content pending and embed the whole tree again (at
+    /// 100,000 skills the read takes a third of a second, and the pass an hour).
     pub fn set_model_state(&self, state: ModelState) {
         let model = match &state {
             ModelState::Ready(embedder) => Some(vectors_model(embedder)),
             _ => None,
         };
         if let Some(model) = &model {
-            *locks::write(&self.dense.model) = Some(model.clone());
-        }
-        *locks::write(&self.dense.state) = state;
-        if let Some(model) = model {
-            if !self.dense.loaded.swap(true, Ordering::SeqCst) {
+            // The model's loader is the one caller: no other thread reads the vectors twice.
+            if !self.dense.loaded.load(Ordering::SeqCst) {
                 let loaded = self
                     .index
                     .read()
-                    .and_then(|reader| self.dense.vectors.load(&reader, &model));
+                    .and_then(|reader| self.dense.vectors.load(&reader, model));
                 if let Err(e) = loaded {
                     tracing::warn!("cannot read the stored skill embeddings: {e}");
                 }
+                self.dense.loaded.store(true, Ordering::SeqCst);
             }
+            *locks::write(&self.dense.model) = Some(model.clone());
+        }
+        *locks::write(&self.dense.state) = state;
+        if model.is_some() {
             self.dense.wake.notify();
         }
     }

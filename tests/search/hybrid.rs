@@ -151,6 +151,61 @@ fn vectors_survive_a_restart_and_only_changed_contents_are_embedded_again() {
 }
 
 #[test]
+fn a_pass_racing_the_models_arrival_finds_the_stored_vectors_already_held() {
+    let Some(model) = embedder() else { return };
+    // Enough contents that reading their vectors back takes a while next to a spinning pass.
+    const SKILLS: usize = 2_000;
+    let tree = Tree::new();
+    for i in 0..SKILLS {
+        tree.write(
+            &format!("skills/s{i}/SKILL.md"),
+            &format!("---\nname: s{i}\ndescription: Skill number {i}.\n---\n# Skill {i}\n"),
+        );
+    }
+    {
+        let directory = tree.open();
+        directory.reconcile().expect("reconcile");
+        let stand_in = model.embed_query_quantized("a stand-in passage");
+        let stored_now = directory
+            .store_stand_in_vectors(&model, |_| vec![stand_in.clone()])
+            .expect("store");
+        assert_eq!(stored_now, SKILLS);
+    }
+    // After a restart, a pass (the background one, here a thread calling it without pause)
+    // that runs as the model arrives must find every content held: none is embedded again.
+    let directory = Arc::new(tree.open());
+    directory.reconcile().expect("reconcile");
+    // The skill rows already cached, as in a worker that has answered calls: the pass then
+    // knows at once what is pending.
+    assert_eq!(
+        directory.search_status().expect("status")["state"],
+        "absent"
+    );
+    let racing = {
+        let directory = directory.clone();
+        std::thread::spawn(move || {
+            let mut embedded = 0;
+            loop {
+                let ready_before = directory.embedder().is_some();
+                embedded += directory.embed_pending().expect("embed");
+                if ready_before {
+                    return embedded;
+                }
+            }
+        })
+    };
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(
+        racing.join().expect("the racing pass"),
+        0,
+        "nothing embedded again"
+    );
+    assert_eq!(directory.embedded_count(), 0);
+    let status = directory.search_status().expect("status");
+    assert_eq!(status["pending"], 0, "{status}");
+}
+
+#[test]
 fn another_models_vectors_are_never_compared_and_are_embedded_again() {
     let Some(model) = embedder() else { return };
     let tree = tree();
