@@ -34,6 +34,49 @@ fn absolute() -> String {
     "absolute".to_owned()
 }
 
+/// The largest sizes `config.json` may give, checked before anything is sized from them:
+/// generous for any BERT sentence encoder (all-MiniLM-L6-v2: 384 wide, 6 layers, 1,536
+/// intermediate, 512 positions, 30,522 words, 2 token types), small enough that a damaged or
+/// hostile file is refused instead of asking for memory the process cannot have.
+const MOST_HIDDEN: usize = 4_096;
+const MOST_LAYERS: usize = 48;
+const MOST_INTERMEDIATE: usize = 16_384;
+const MOST_POSITIONS: usize = 8_192;
+const MOST_WORDS: usize = 1_000_000;
+const MOST_TOKEN_TYPES: usize = 16;
+
+impl Config {
+    /// Refuses sizes out of range, fewer than 2 positions (every text is at least `[CLS]`
+    /// and `[SEP]`), and a LayerNorm epsilon that is not a small positive number (one of
+    /// 1e300 makes every text's embedding the same).
+    fn check(&self) -> Result<(), EmbedError> {
+        let within = |value: usize, least: usize, most: usize| (least..=most).contains(&value);
+        let sizes = within(self.hidden_size, 1, MOST_HIDDEN)
+            && within(self.num_hidden_layers, 1, MOST_LAYERS)
+            && within(self.intermediate_size, 1, MOST_INTERMEDIATE)
+            && within(self.max_position_embeddings, 2, MOST_POSITIONS)
+            && within(self.vocab_size, 1, MOST_WORDS)
+            && within(self.type_vocab_size, 1, MOST_TOKEN_TYPES);
+        if !sizes {
+            return Err(EmbedError::Unsupported(
+                "config.json gives a size out of range for a sentence encoder",
+            ));
+        }
+        let heads = self.num_attention_heads;
+        if heads == 0 || self.hidden_size % heads != 0 {
+            return Err(EmbedError::Unsupported(
+                "config.json's hidden size is not a multiple of its attention heads",
+            ));
+        }
+        if !(self.layer_norm_eps > 0.0 && self.layer_norm_eps <= 1e-3) {
+            return Err(EmbedError::Unsupported(
+                "config.json's layer_norm_eps is not a small positive number",
+            ));
+        }
+        Ok(())
+    }
+}
+
 struct Layer {
     qkv: Linear,
     qkv_bias: Vec<f32>,
@@ -71,40 +114,49 @@ pub struct Bert {
 }
 
 impl Bert {
-    /// Builds the encoder from its configuration and weights; refuses what this pass does not
-    /// implement (another activation or position embedding).
+    /// Builds the encoder from its configuration and weights; refuses sizes out of range
+    /// ([`Config::check`]), what this pass does not implement (another activation or position
+    /// embedding), and a tensor holding a value that is not a finite number (it would make
+    /// every embedding NaN, stored as a zero vector that matches nothing).
     pub fn load(config: &Config, weights: &Weights) -> Result<Bert, EmbedError> {
+        config.check()?;
         if config.hidden_act != "gelu" || config.position_embedding_type != "absolute" {
             return Err(EmbedError::Unsupported(
                 "config.json asks for an activation or position embedding other than gelu and absolute",
             ));
         }
-        let h = config.hidden_size;
-        let heads = config.num_attention_heads;
-        if heads == 0 || h % heads != 0 || config.type_vocab_size == 0 {
-            return Err(EmbedError::Unsupported(
-                "config.json's hidden size is not a multiple of its attention heads",
-            ));
-        }
-        let i = config.intermediate_size;
+        let (h, i, heads) = (
+            config.hidden_size,
+            config.intermediate_size,
+            config.num_attention_heads,
+        );
+        let tensor = |name: &str, shape: &[usize]| -> Result<Vec<f32>, EmbedError> {
+            let values = weights.tensor(name, shape)?;
+            if values.iter().all(|v| v.is_finite()) {
+                Ok(values)
+            } else {
+                Err(EmbedError::NotFinite(name.to_owned()))
+            }
+        };
         let norm = |prefix: &str| -> Result<Norm, EmbedError> {
             Ok(Norm {
-                gain: weights.tensor(&format!("{prefix}.LayerNorm.weight"), &[h])?,
-                bias: weights.tensor(&format!("{prefix}.LayerNorm.bias"), &[h])?,
+                gain: tensor(&format!("{prefix}.LayerNorm.weight"), &[h])?,
+                bias: tensor(&format!("{prefix}.LayerNorm.bias"), &[h])?,
             })
         };
         let kernel = Kernel::detect();
         let too_large = || EmbedError::Unsupported("a weight does not fit in f16");
-        // A linear layer's weight (`[out, in]`, as stored), packed for the product.
+        // A linear layer's weight (`[out, in]`, as stored), packed for the product. Sized by
+        // what the file holds, not reserved from the configuration beforehand.
         let linear = |names: &[String], out: usize, inp: usize| -> Result<Linear, EmbedError> {
-            let mut w = Vec::with_capacity(names.len() * out * inp);
+            let mut w = Vec::new();
             for name in names {
                 w.extend(weights.tensor(&format!("{name}.weight"), &[out, inp])?);
             }
             Linear::new(&w, names.len() * out, inp, kernel).ok_or_else(too_large)
         };
-        let bias = |name: &str, out: usize| weights.tensor(&format!("{name}.bias"), &[out]);
-        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        let bias = |name: &str, out: usize| tensor(&format!("{name}.bias"), &[out]);
+        let mut layers = Vec::new();
         for l in 0..config.num_hidden_layers {
             let p = format!("encoder.layer.{l}");
             let attention = |part: &str| format!("{p}.attention.{part}");
@@ -130,7 +182,7 @@ impl Bert {
             });
         }
         // Rounded to f16 as it is read: the F32 table (47 MB) is never held whole.
-        let mut words = Vec::with_capacity(config.vocab_size * h);
+        let mut words = Vec::new();
         weights.read_tensor(
             "embeddings.word_embeddings.weight",
             &[config.vocab_size, h],
@@ -147,11 +199,11 @@ impl Bert {
             vocab: config.vocab_size,
             eps: config.layer_norm_eps as f32,
             words,
-            positions: weights.tensor(
+            positions: tensor(
                 "embeddings.position_embeddings.weight",
                 &[config.max_position_embeddings, h],
             )?,
-            token_type: weights.tensor(
+            token_type: tensor(
                 "embeddings.token_type_embeddings.weight",
                 &[config.type_vocab_size, h],
             )?,
@@ -159,10 +211,6 @@ impl Bert {
             layers,
             gelu: GeluTable::new(),
         })
-    }
-
-    pub fn hidden(&self) -> usize {
-        self.hidden
     }
 
     pub fn max_positions(&self) -> usize {

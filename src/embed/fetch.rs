@@ -11,10 +11,14 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::{CONFIG_FILE, MODEL_FILE, TOKENIZER_FILE};
+
+/// How often a process waiting for another's fetch looks again.
+const WAIT_FOR_OTHER: Duration = Duration::from_millis(500);
 
 /// The Hugging Face revision of sentence-transformers/all-MiniLM-L6-v2 the files are pinned to.
 pub const REVISION: &str = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41";
@@ -101,8 +105,12 @@ pub enum FetchError {
         expected: String,
         found: String,
     },
-    #[error("another process is fetching the model into {}", path.display())]
-    Busy { path: PathBuf },
+    #[error("model download of {url} resumed at byte {found} instead of {expected}")]
+    Resume {
+        url: String,
+        expected: u64,
+        found: String,
+    },
 }
 
 fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> FetchError + use<> {
@@ -134,9 +142,21 @@ pub async fn fetch(
         return Ok(target);
     }
     fs::create_dir_all(cache).map_err(io_error("create the model cache folder", cache))?;
-    let _lock = Lock::take(&cache.join(format!(".{}.lock", source.folder)))?;
-    // Another process may have finished while this one waited for nothing (the lock is not
-    // waited for, but it may have landed between the check and the lock).
+    let lock_path = cache.join(format!(".{}.lock", source.folder));
+    let mut said = false;
+    // Another process fetching: wait for it (its requests time out, so its lock is let go),
+    // then take what it landed, or fetch in its place if it failed.
+    let _lock = loop {
+        if let Some(lock) = Lock::try_take(&lock_path)? {
+            break lock;
+        }
+        if !said {
+            tracing::info!(lock = %lock_path.display(), "another process is fetching the embedding model; waiting for it");
+            said = true;
+        }
+        tokio::time::sleep(WAIT_FOR_OTHER).await;
+    };
+    // It may have landed between the first check and the lock.
     if is_complete(&target, source) {
         return Ok(target);
     }
@@ -193,8 +213,20 @@ async fn fetch_file(
                 status: status.as_u16(),
             });
         }
-        if !resumed {
+        if resumed {
+            check_resumed_at(&response, have, &url).inspect_err(|_| discard(&part))?;
+        } else {
             have = 0;
+            // An answer of another length (an error page served as 200) is never written:
+            // the next attempt would resume it.
+            if let Some(length) = response.content_length().filter(|&l| l != file.size) {
+                discard(&part);
+                return Err(FetchError::Size {
+                    name: file.name.clone(),
+                    expected: file.size,
+                    found: length,
+                });
+            }
         }
         let mut out = OpenOptions::new()
             .create(true)
@@ -246,6 +278,29 @@ async fn fetch_file(
     Ok(())
 }
 
+/// Checks that a partial answer starts where the `.part` stops (`Content-Range: bytes
+/// <have>-…`).
+fn check_resumed_at(response: &reqwest::Response, have: u64, url: &str) -> Result<(), FetchError> {
+    let range = response
+        .headers()
+        .get(reqwest::header::CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let start = range
+        .strip_prefix("bytes ")
+        .and_then(|r| r.split_once('-'))
+        .map(|(start, _)| start);
+    if start.and_then(|s| s.parse::<u64>().ok()) == Some(have) {
+        Ok(())
+    } else {
+        Err(FetchError::Resume {
+            url: url.to_owned(),
+            expected: have,
+            found: range.to_owned(),
+        })
+    }
+}
+
 /// Removes a file that must not be resumed; a failure leaves it to be overwritten next time.
 fn discard(path: &Path) {
     if let Err(error) = fs::remove_file(path) {
@@ -284,7 +339,8 @@ struct Lock {
 }
 
 impl Lock {
-    fn take(path: &Path) -> Result<Lock, FetchError> {
+    /// The lock, or `None` while another process holds it.
+    fn try_take(path: &Path) -> Result<Option<Lock>, FetchError> {
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -296,18 +352,16 @@ impl Lock {
         let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if taken != 0 {
             let error = io::Error::last_os_error();
-            return Err(if error.kind() == io::ErrorKind::WouldBlock {
-                FetchError::Busy {
-                    path: path.to_path_buf(),
-                }
+            return if error.kind() == io::ErrorKind::WouldBlock {
+                Ok(None)
             } else {
-                FetchError::Io {
+                Err(FetchError::Io {
                     step: "lock",
                     path: path.to_path_buf(),
                     source: error,
-                }
-            });
+                })
+            };
         }
-        Ok(Lock { _file: file })
+        Ok(Some(Lock { _file: file }))
     }
 }

@@ -27,7 +27,7 @@ pub const DIMENSIONS: usize = 384;
 /// Most tokens of a text that are embedded, `[CLS]` and `[SEP]` included; the rest of a longer
 /// text is dropped. sentence-transformers cuts this model at 256; 128 embeds a cold tree more
 /// than twice as fast, and a skill's name, title, description and the start of its body fit
-/// (see BENCHMARKS.md, "Embedding"). A query is far shorter either way.
+/// (see BENCHMARKS.md, "Sentence embeddings"). A query is far shorter either way.
 pub const MAX_TOKENS: usize = 128;
 
 /// The files of a model folder.
@@ -61,6 +61,8 @@ pub enum EmbedError {
         found: Vec<usize>,
         dtype: String,
     },
+    #[error("the model's tensor {0} holds a value that is not a finite number")]
+    NotFinite(String),
     #[error("unsupported model: {0}")]
     Unsupported(&'static str),
 }
@@ -90,15 +92,15 @@ impl Embedder {
         let config_bytes = read(CONFIG_FILE)?;
         let config: bert::Config =
             serde_json::from_slice(&config_bytes).map_err(EmbedError::ConfigJson)?;
+        if config.hidden_size != DIMENSIONS {
+            return Err(EmbedError::Unsupported("the model's width is not 384"));
+        }
         let tokenizer_bytes = read(TOKENIZER_FILE)?;
         let tokenizer_text = String::from_utf8_lossy(&tokenizer_bytes).into_owned();
         let tokenizer = tokenize::Tokenizer::from_json(&tokenizer_text)?;
         let model_path = dir.join(MODEL_FILE);
         let model = bert::Bert::load(&config, &weights::Weights::open(&model_path)?)?;
         let files = fingerprint(&config_bytes, &tokenizer_bytes, &model_path)?;
-        if model.hidden() != DIMENSIONS {
-            return Err(EmbedError::Unsupported("the model's width is not 384"));
-        }
         if tokenizer.max_id() as usize >= model.vocab() {
             return Err(EmbedError::Unsupported(
                 "tokenizer.json has ids beyond the model's vocabulary",

@@ -119,18 +119,25 @@ impl Tokenizer {
     }
 
     /// The ids of `text` between `[CLS]` and `[SEP]`, at most `max_tokens` in all (the text's
-    /// tail is dropped, as the reference truncates).
+    /// tail is dropped, as the reference truncates). The text is read a piece at a time and
+    /// only as far as the tokens kept: a query of megabytes costs what its first words do.
     pub fn encode(&self, text: &str, max_tokens: usize) -> Vec<u32> {
+        self.encode_in_pieces(text, max_tokens, PIECE_BYTES)
+    }
+
+    fn encode_in_pieces(&self, text: &str, max_tokens: usize, piece_bytes: usize) -> Vec<u32> {
         let room = max_tokens.saturating_sub(2);
         let mut ids = Vec::with_capacity(room.min(64) + 2);
         ids.push(self.cls);
-        let normalized = normalize(text);
-        'words: for word in pre_tokenize(&normalized) {
-            for id in self.word_pieces(word) {
-                if ids.len() > room {
-                    break 'words;
+        'text: for piece in pieces(text, piece_bytes) {
+            let normalized = normalize(piece);
+            for word in pre_tokenize(&normalized) {
+                for id in self.word_pieces(word) {
+                    if ids.len() > room {
+                        break 'text;
+                    }
+                    ids.push(id);
                 }
-                ids.push(id);
             }
         }
         ids.push(self.sep);
@@ -171,6 +178,32 @@ impl Tokenizer {
         }
         pieces
     }
+}
+
+/// Bytes of a text normalized at a time, at least (a piece ends before a whitespace).
+const PIECE_BYTES: usize = 4_096;
+
+/// `text` as consecutive pieces of at least `size` bytes (the last may be shorter; a text
+/// without whitespace is one piece), each ending just before a whitespace character. The
+/// normalizer and the pre-tokenizer give the pieces, one after another, the very words of the
+/// whole: a whitespace character ends every word, every step of the normalizer but the
+/// decomposition looks at one character alone, and the decomposition never reorders across
+/// a whitespace character (each is a starter).
+fn pieces(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = rest
+            .char_indices()
+            .skip_while(|&(at, _)| at < size.max(1))
+            .find(|&(_, c)| is_whitespace(c))
+            .map_or(rest.len(), |(at, _)| at);
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 /// BERT's normalizer, in its order: drop control characters and turn whitespace into spaces,
@@ -309,6 +342,48 @@ mod tests {
         // Symbols that are not punctuation (`$`, `+`, `^` are ASCII punctuation; `€` is not).
         let words: Vec<&str> = pre_tokenize("5€+x").collect();
         assert_eq!(words, ["5€", "+", "x"]);
+    }
+
+    #[test]
+    fn a_text_read_in_pieces_gives_the_ids_of_the_whole() {
+        let t = tokenizer();
+        // Characters that exercise each step: every kind of whitespace, controls, combining
+        // marks (after a space too), ideographs, punctuation, case, pieces of the vocabulary.
+        let alphabet = [
+            "un", "aff", "able", "want", "ed", "runn", "ing", "a", "cafe", "CAFÉ", "e\u{301}",
+            "\u{301}", "中", ",", "!", "-", " ", "  ", "\t", "\n", "\r\n", "\u{a0}", "\u{3000}",
+            "\u{0}", "\u{200b}", "\u{7}", "x", "Ω",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as usize
+        };
+        for _ in 0..500 {
+            let text: String = (0..next() % 60)
+                .map(|_| alphabet[next() % alphabet.len()])
+                .collect();
+            let max_tokens = 2 + next() % 40;
+            let whole = t.encode_in_pieces(&text, max_tokens, usize::MAX);
+            for size in [1, 2, 3, 5, 8, 13] {
+                assert_eq!(
+                    t.encode_in_pieces(&text, max_tokens, size),
+                    whole,
+                    "{text:?} in pieces of {size} bytes, {max_tokens} tokens"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_text_is_cut_after_its_first_words() {
+        let t = tokenizer();
+        let long = format!("{}unaffable", "want ".repeat(200_000));
+        assert_eq!(t.encode(&long, 5), [2, 7, 7, 7, 3]);
+        assert_eq!(t.encode(&long, 2), [2, 3]);
     }
 
     #[test]

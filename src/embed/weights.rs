@@ -84,9 +84,37 @@ impl Weights {
 
     /// The F32 tensor `name`, which must have exactly `shape`.
     pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
-        let mut out = Vec::with_capacity(shape.iter().product());
+        // Sized once the header has vouched for it: the file holds that many values.
+        let (_, count) = self.entry(name, shape)?;
+        let mut out = Vec::with_capacity(count);
         self.read_tensor(name, shape, |values| out.extend_from_slice(values))?;
         Ok(out)
+    }
+
+    /// The header's entry for `name` and its number of values, when it is an F32 tensor of
+    /// exactly `shape` whose range holds that many values (a shape whose product overflows
+    /// is none).
+    fn entry(&self, name: &str, shape: &[usize]) -> Result<(&Entry, usize), EmbedError> {
+        let entry = self
+            .entries
+            .get(name)
+            .ok_or_else(|| EmbedError::MissingTensor(name.to_owned()))?;
+        let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let [start, end] = entry.data_offsets;
+        let fits = count
+            .and_then(|n| n.checked_mul(4))
+            .is_some_and(|bytes| end - start == bytes);
+        match count {
+            Some(count) if entry.dtype == "F32" && entry.shape == shape && fits => {
+                Ok((entry, count))
+            }
+            _ => Err(EmbedError::TensorShape {
+                name: name.to_owned(),
+                expected: shape.to_vec(),
+                found: entry.shape.clone(),
+                dtype: entry.dtype.clone(),
+            }),
+        }
     }
 
     /// Hands the F32 tensor `name` (of exactly `shape`) to `each`, a slice of consecutive
@@ -98,20 +126,8 @@ impl Weights {
         shape: &[usize],
         mut each: impl FnMut(&[f32]),
     ) -> Result<(), EmbedError> {
-        let entry = self
-            .entries
-            .get(name)
-            .ok_or_else(|| EmbedError::MissingTensor(name.to_owned()))?;
-        let count: usize = shape.iter().product();
+        let (entry, count) = self.entry(name, shape)?;
         let [start, end] = entry.data_offsets;
-        if entry.dtype != "F32" || entry.shape != shape || end - start != count * 4 {
-            return Err(EmbedError::TensorShape {
-                name: name.to_owned(),
-                expected: shape.to_vec(),
-                found: entry.shape.clone(),
-                dtype: entry.dtype.clone(),
-            });
-        }
         let mut bytes = vec![0u8; SLICE_VALUES.min(count) * 4];
         let mut values = Vec::with_capacity(SLICE_VALUES.min(count));
         let mut at = start;

@@ -5,7 +5,7 @@
 //! The directory's skill vectors and the function search's lane start from it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::Directory;
 use crate::directory::{MODEL_NAME, ModelState};
@@ -14,6 +14,10 @@ use crate::embed::fetch::{self, Source};
 use crate::search::vectors::FunctionLane;
 
 use super::search::SearchState;
+
+/// How long the model's download may take to connect, and to receive its next bytes.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Replaces the pinned download's base URL (a mirror, or the tests' loopback server).
 pub const MODEL_URL_ENV: &str = "III_DIRECTORY_MODEL_URL";
@@ -86,7 +90,19 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
         );
     }
     directory.set_model_state(ModelState::Downloading);
-    match fetch::fetch(&reqwest::Client::new(), &source, &cache).await {
+    // A stalled server must not hold the lock, and the state at "downloading", for good.
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .build();
+    let fetched = match client {
+        Ok(client) => fetch::fetch(&client, &source, &cache).await,
+        Err(e) => Err(fetch::FetchError::Http {
+            url: source.base_url.clone(),
+            source: e,
+        }),
+    };
+    match fetched {
         Ok(folder) => Some(folder),
         Err(e) => {
             tracing::warn!("cannot fetch the search model; search ranks lexically: {e}");

@@ -14,8 +14,8 @@ use iii_directory::embed::fetch::{
     FetchError, PinnedFile, REVISION, Source, fetch, is_complete, model_folder, sha256_file,
 };
 use iii_directory::embed::{
-    DIMENSIONS, Embedder, MAX_TOKENS, PREFILTER_FROM, PassageTable, QUANTIZED_BYTES, Quantized,
-    VectorTable, join_bytes, mean_pool, split_bytes,
+    DIMENSIONS, EmbedError, Embedder, MAX_TOKENS, PREFILTER_FROM, PassageTable, QUANTIZED_BYTES,
+    Quantized, VectorTable, join_bytes, mean_pool, split_bytes,
 };
 use iii_embed_kernel::{Kernel, Linear, f16_bits, f16_to_f32};
 use serde_json::Value;
@@ -659,6 +659,104 @@ fn an_interrupted_fetch_resumes_where_it_stopped() {
 }
 
 #[test]
+fn an_answer_of_another_length_is_never_kept_to_resume() {
+    let (server, scratch, cache) = (
+        FileServer::start(),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let files = fake_files();
+    let source = serve(&server, scratch.path(), &files);
+    // A proxy's error page, served as 200.
+    server.file(
+        "/rev/model.safetensors",
+        b"<html>try again later</html>".to_vec(),
+    );
+    let client = reqwest::Client::new();
+    let error = block_on(fetch(&client, &source, cache.path())).expect_err("short");
+    assert!(
+        matches!(error, FetchError::Size { found: 28, .. }),
+        "{error}"
+    );
+    let part = cache
+        .path()
+        .join(".model-test.partial/model.safetensors.part");
+    assert!(!part.exists(), "nothing of it is kept");
+    // The next attempt asks for the whole file again, not for a range after the page.
+    server.file("/rev/model.safetensors", files[2].1.clone());
+    block_on(fetch(&client, &source, cache.path())).expect("fetch");
+    let last = server.requests().last().cloned().expect("request");
+    assert_eq!(last, ("/rev/model.safetensors".to_owned(), None));
+}
+
+#[test]
+fn a_resumed_answer_from_another_offset_is_discarded() {
+    let (server, scratch, cache) = (
+        FileServer::start(),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let files = fake_files();
+    let source = serve(&server, scratch.path(), &files);
+    server.cut_next("/rev/model.safetensors", 20_000);
+    let client = reqwest::Client::new();
+    assert!(block_on(fetch(&client, &source, cache.path())).is_err());
+    server.range_from_start_next("/rev/model.safetensors");
+    let error = block_on(fetch(&client, &source, cache.path())).expect_err("misplaced");
+    assert!(
+        matches!(
+            error,
+            FetchError::Resume {
+                expected: 20_000,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let part = cache
+        .path()
+        .join(".model-test.partial/model.safetensors.part");
+    assert!(!part.exists(), "the part it would have extended is dropped");
+    let folder = block_on(fetch(&client, &source, cache.path())).expect("fetch");
+    assert_eq!(
+        std::fs::read(folder.join("model.safetensors")).expect("landed"),
+        files[2].1
+    );
+}
+
+#[test]
+fn a_fetch_waits_for_another_process_fetching_the_same_model() {
+    use std::os::fd::AsRawFd;
+    let (server, scratch, cache) = (
+        FileServer::start(),
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let source = serve(&server, scratch.path(), &fake_files());
+    // "Another process": an flock held on the same lock file (flock locks belong to the open
+    // file, so this one excludes the fetch's own as another process's would).
+    let held = std::fs::File::create(cache.path().join(".model-test.lock")).expect("lock file");
+    // SAFETY: flock(2) on a descriptor this test owns and keeps open.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let fetching = {
+        let (source, cache) = (source.clone(), cache.path().to_path_buf());
+        std::thread::spawn(move || block_on(fetch(&reqwest::Client::new(), &source, &cache)))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    assert!(!fetching.is_finished(), "it waits instead of failing");
+    assert!(
+        server.requests().is_empty(),
+        "and asks the server nothing meanwhile"
+    );
+    drop(held);
+    let folder = fetching
+        .join()
+        .expect("thread")
+        .expect("fetched once let go");
+    assert!(is_complete(&folder, &source));
+}
+
+#[test]
 fn the_real_files_fetch_and_load() {
     let Some(dir) = model_dir() else { return };
     let (server, cache) = (FileServer::start(), tempfile::tempdir().expect("dir"));
@@ -673,6 +771,86 @@ fn the_real_files_fetch_and_load() {
     let folder = block_on(fetch(&reqwest::Client::new(), &source, cache.path())).expect("fetch");
     let model = Embedder::load(&folder).expect("load the fetched model");
     assert_eq!(model.embed_query("publish an event").len(), DIMENSIONS);
+}
+
+/// A copy of the model folder whose `config.json` is `edit`ed and in whose
+/// `model.safetensors` the first value of a tensor is replaced (`(name, value)`; without one
+/// the weights are linked, not copied).
+fn altered_model(
+    dir: &Path,
+    edit: impl FnOnce(&mut Value),
+    replace: Option<(&str, f32)>,
+) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().expect("dir");
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).expect("config"))
+            .expect("config json");
+    edit(&mut config);
+    std::fs::write(copy.path().join("config.json"), config.to_string()).expect("write");
+    std::os::unix::fs::symlink(
+        dir.join("tokenizer.json"),
+        copy.path().join("tokenizer.json"),
+    )
+    .expect("link");
+    let weights = copy.path().join("model.safetensors");
+    match replace {
+        Some((name, value)) => {
+            let mut bytes = std::fs::read(dir.join("model.safetensors")).expect("read");
+            set_first_value(&mut bytes, name, value);
+            std::fs::write(&weights, bytes).expect("write");
+        }
+        None => std::os::unix::fs::symlink(dir.join("model.safetensors"), &weights).expect("link"),
+    }
+    copy
+}
+
+/// Writes `value` over the first value of the tensor `name` in a safetensors file's bytes.
+fn set_first_value(bytes: &mut [u8], name: &str, value: f32) {
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().expect("length")) as usize;
+    let header: Value = serde_json::from_slice(&bytes[8..8 + header_len]).expect("header");
+    let start = header[name]["data_offsets"][0].as_u64().expect("offset") as usize;
+    let at = 8 + header_len + start;
+    bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+#[test]
+fn a_damaged_or_hostile_model_folder_is_refused_at_load() {
+    let Some(dir) = model_dir() else { return };
+    // Sizes that would have been reserved before the weights were looked at (the process
+    // aborted), too few positions for `[CLS]` and `[SEP]`, and an epsilon that flattens every
+    // embedding into one.
+    let configs: [(&str, Value); 6] = [
+        ("intermediate_size", Value::from(1_000_000_000_000u64)),
+        ("num_hidden_layers", Value::from(1_000_000_000_000_000u64)),
+        ("vocab_size", Value::from(100_000_000_000_000_000u64)),
+        ("max_position_embeddings", Value::from(1)),
+        ("layer_norm_eps", Value::from(-1.0)),
+        ("layer_norm_eps", Value::from(1e300)),
+    ];
+    for (field, value) in configs {
+        let copy = altered_model(&dir, |c| c[field] = value.clone(), None);
+        let error = Embedder::load(copy.path()).err();
+        assert!(
+            matches!(error, Some(EmbedError::Unsupported(_))),
+            "{field} = {value}: {error:?}"
+        );
+    }
+    // One value that is not a number, in a bias (the linear weights were checked already).
+    for (name, value) in [
+        ("encoder.layer.0.output.dense.bias", f32::NAN),
+        ("embeddings.position_embeddings.weight", f32::INFINITY),
+        ("embeddings.LayerNorm.weight", f32::NAN),
+    ] {
+        let copy = altered_model(&dir, |_| {}, Some((name, value)));
+        let error = Embedder::load(copy.path()).err();
+        assert!(
+            matches!(&error, Some(EmbedError::NotFinite(tensor)) if tensor == name),
+            "{name}: {error:?}"
+        );
+    }
+    // The folder itself, linked, still loads.
+    let copy = altered_model(&dir, |_| {}, None);
+    assert!(Embedder::load(copy.path()).is_ok());
 }
 
 // The encoder's linear layers (`iii_embed_kernel`): f16 rounding, and each kernel's product.

@@ -56,11 +56,8 @@ pub enum Kernel {
 impl Kernel {
     /// The fastest kernel this CPU supports.
     pub fn detect() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Kernel::Avx512;
-            }
+        if Kernel::avx512_ok() {
+            return Kernel::Avx512;
         }
         if Kernel::avx2_ok() {
             return Kernel::Avx2;
@@ -70,12 +67,29 @@ impl Kernel {
 
     /// Every kernel this CPU can run, fastest first (the tests compare them).
     pub fn available() -> Vec<Kernel> {
-        let best = Kernel::detect();
         [Kernel::Avx512, Kernel::Avx2, Kernel::Portable]
             .into_iter()
-            .skip_while(|&k| k != best)
-            .filter(|&k| k != Kernel::Avx2 || Kernel::avx2_ok())
+            .filter(|&k| k.runs_here())
             .collect()
+    }
+
+    /// Whether this CPU can run this kernel.
+    fn runs_here(self) -> bool {
+        match self {
+            Kernel::Avx512 => Kernel::avx512_ok(),
+            Kernel::Avx2 => Kernel::avx2_ok(),
+            Kernel::Portable => true,
+        }
+    }
+
+    /// Whether this CPU has what the AVX-512 kernel needs: AVX-512F.
+    fn avx512_ok() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
     }
 
     /// Whether this CPU has what the AVX2 kernel needs: AVX2, FMA and F16C.
@@ -105,10 +119,18 @@ impl Kernel {
 const MOST_SUMS: usize = 2 * PANEL * 12;
 
 impl Linear {
-    /// Packs `w` (`out` rows of `inp` values) for `kernel`; `None` when a weight does not fit
-    /// in f16 (beyond ±65504; no BERT weight comes near).
+    /// Packs `w` (`out` rows of `inp` values) for `kernel`, or for the portable one when this
+    /// CPU cannot run `kernel` (its instructions are only ever run where they exist); `None`
+    /// when a weight does not fit in f16 (beyond ±65504, or not a number; no BERT weight comes
+    /// near).
     pub fn new(w: &[f32], out: usize, inp: usize, kernel: Kernel) -> Option<Linear> {
+        assert!(inp > 0, "a weight matrix has inputs");
         assert_eq!(w.len(), out * inp, "a weight matrix of {out} × {inp}");
+        let kernel = if kernel.runs_here() {
+            kernel
+        } else {
+            Kernel::Portable
+        };
         let panels = out.div_ceil(PANEL);
         let mut half = vec![0u16; panels * inp * PANEL];
         for (o, row) in w.chunks_exact(inp).enumerate() {

@@ -1,7 +1,8 @@
 //! A loopback file server for the embedding model's download: plain HTTP on
 //! `127.0.0.1:<port>`, files by path, `Range: bytes=N-` answered with 206, and, once per path
-//! when asked, a body cut short after some bytes (a connection that drops mid-file). It records
-//! each request's path and `Range` header.
+//! when asked, a body cut short after some bytes (a connection that drops mid-file) or a range
+//! answered from the file's start (a server that resumes somewhere else). It records each
+//! request's path and `Range` header.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -16,6 +17,8 @@ struct State {
     files: HashMap<String, Arc<Vec<u8>>>,
     /// Path → bytes to send before dropping the connection, for its next request only.
     cut: HashMap<String, usize>,
+    /// Paths whose next ranged request is answered 206 from byte 0.
+    from_start: Vec<String>,
     requests: Vec<(String, Option<String>)>,
 }
 
@@ -49,6 +52,13 @@ impl FileServer {
         state.cut.insert(path.to_owned(), bytes);
     }
 
+    /// The next request for `path` that asks for a range gets 206 with the whole file, its
+    /// `Content-Range` saying it starts at byte 0.
+    pub fn range_from_start_next(&self, path: &str) {
+        let mut state = self.state.lock().expect("state");
+        state.from_start.push(path.to_owned());
+    }
+
     /// Every request so far: its path and its `Range` header.
     pub fn requests(&self) -> Vec<(String, Option<String>)> {
         self.state.lock().expect("state").requests.clone()
@@ -61,31 +71,38 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         return;
     };
     let range = request.header("range").map(str::to_owned);
-    let (file, cut) = {
+    let (file, cut, from_start) = {
         let mut state = state.lock().expect("state");
         state.requests.push((request.path.clone(), range.clone()));
         let cut = state.cut.remove(&request.path);
-        (state.files.get(&request.path).cloned(), cut)
+        let listed = state.from_start.iter().position(|p| *p == request.path);
+        let from_start = match listed {
+            Some(at) if range.is_some() => {
+                state.from_start.remove(at);
+                true
+            }
+            _ => false,
+        };
+        (state.files.get(&request.path).cloned(), cut, from_start)
     };
     let Some(file) = file else {
         let _ = write_response(&mut stream, 404, &[], b"not found");
         return;
     };
-    let start = range
+    let asked = range
         .as_deref()
         .and_then(|r| r.strip_prefix("bytes="))
         .and_then(|r| r.strip_suffix('-'))
         .and_then(|n| n.parse::<usize>().ok())
         .filter(|&n| n < file.len());
+    let start = if from_start { asked.map(|_| 0) } else { asked };
     let body = &file[start.unwrap_or(0)..];
+    let content_range = start.map(|n| format!("bytes {n}-{}/{}", file.len() - 1, file.len()));
     let Some(cut) = cut else {
-        let headers = match start {
-            Some(n) => vec![(
-                "Content-Range".to_owned(),
-                format!("bytes {n}-{}/{}", file.len() - 1, file.len()),
-            )],
-            None => Vec::new(),
-        };
+        let headers: Vec<(String, String)> = content_range
+            .map(|r| ("Content-Range".to_owned(), r))
+            .into_iter()
+            .collect();
         let _ = write_response(
             &mut stream,
             if start.is_some() { 206 } else { 200 },
@@ -95,10 +112,9 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         return;
     };
     // Announce the whole length, send part of it, and close.
-    let status = if start.is_some() {
-        "206 Partial Content"
-    } else {
-        "200 OK"
+    let status = match &content_range {
+        Some(range) => format!("206 Partial Content\r\nContent-Range: {range}"),
+        None => "200 OK".to_owned(),
     };
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
