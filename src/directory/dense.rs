@@ -185,7 +185,15 @@ impl Directory {
         };
         if let Some(model) = &model {
             // The model's loader is the one caller: no other thread reads the vectors twice.
-            if !self.dense.loaded.load(Ordering::SeqCst) {
+            let switched = locks::read(&self.dense.model)
+                .as_ref()
+                .is_some_and(|before| before != model);
+            if switched || !self.dense.loaded.load(Ordering::SeqCst) {
+                // Another model's vectors are never compared with this one's: no pass embeds
+                // with the old one meanwhile, and search is lexical again until the tree is
+                // embedded with the new one.
+                *locks::write(&self.dense.state) = ModelState::Loading;
+                self.dense.caught_up.store(false, Ordering::SeqCst);
                 let loaded = self
                     .index
                     .read()
@@ -275,7 +283,10 @@ impl Directory {
         // Contents tried in this pass: one whose text could not be read is not tried again.
         let mut tried = HashSet::new();
         loop {
-            let cache = self.skill_cache(&self.index.read()?)?;
+            let reader = self.index.read()?;
+            let cache = self.skill_cache(&reader)?;
+            self.dense.vectors.forget_dropped(&reader, &cache)?;
+            drop(reader);
             let mut pending = self.dense.vectors.pending(&cache);
             pending.retain(|hash| !tried.contains(hash));
             if pending.is_empty() {

@@ -23,6 +23,7 @@ use crate::index::Reader;
 use crate::roots::Roots;
 use crate::rules::skill::Visibility;
 use crate::schema::{array_of, boolean, integer, nullable_string, object, string};
+use crate::skills::Audience;
 use crate::{agents, skills, system_prompts};
 
 /// What a read needs of the installed workers' names (`filter_unregistered`).
@@ -333,7 +334,7 @@ library_functions! {
         answer: |directory, reader, visibility, request| {
             let cache = directory.skill_cache(reader)?;
             directory
-                .rank_skills(reader, &cache, visibility, request, None)
+                .rank_skills(reader, &cache, visibility, Audience::Caller, request, None)
                 .map(Answer::Value)
         },
     },

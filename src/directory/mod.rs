@@ -24,6 +24,7 @@ use crate::retrieval::fusion::DenseRanker;
 use crate::roots::{Root, Roots};
 use crate::rules::skill::Visibility;
 use crate::rules::skip::SkipReason;
+use crate::skills::Audience;
 use crate::skills::spec::SpecSummary;
 use crate::{agents, request, skills, store, system_prompts};
 
@@ -467,7 +468,30 @@ impl Directory {
         self.catch_up();
         let reader = self.index.read()?;
         let cache = self.skill_cache(&reader)?;
-        self.rank_skills(&reader, &cache, self.visibility(installed), request, dense)
+        let visibility = self.visibility(installed);
+        self.rank_skills(
+            &reader,
+            &cache,
+            visibility,
+            Audience::Caller,
+            request,
+            dense,
+        )
+    }
+
+    /// `skills::search` for a model to pick from: as [`Directory::search_skills`], without the
+    /// skills whose frontmatter disables model invocation (left out while ranking, so they
+    /// never take the place of one that may be used).
+    pub fn search_skills_for_model(
+        &self,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Result<Value> {
+        self.catch_up();
+        let reader = self.index.read()?;
+        let cache = self.skill_cache(&reader)?;
+        let visibility = self.visibility(installed);
+        self.rank_skills(&reader, &cache, visibility, Audience::Model, request, None)
     }
 
     /// `skills::search` over a snapshot, with `dense` or else the directory's own lane.
@@ -476,6 +500,7 @@ impl Directory {
         reader: &index::Reader,
         cache: &skills::SkillCache,
         visibility: Visibility<'_>,
+        audience: Audience,
         request: &Value,
         dense: Option<&dyn DenseRanker>,
     ) -> Result<Value> {
@@ -488,7 +513,15 @@ impl Directory {
             Some(given) => Some(given as &dyn DenseRanker<u32>),
             None => own.as_ref().map(|own| own as &dyn DenseRanker<u32>),
         };
-        skills::search(reader, cache, &self.skill_terms, visibility, request, dense)
+        skills::search(
+            reader,
+            cache,
+            &self.skill_terms,
+            visibility,
+            audience,
+            request,
+            dense,
+        )
     }
 
     /// Answers a read function with the response's JSON text. `list`, which UIs call

@@ -55,6 +55,12 @@ impl Reader {
         Ok(count)
     }
 
+    /// Whether the content `hash` has a stored embedding.
+    pub fn has_vector(&self, hash: &Hash) -> Result<bool> {
+        let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
+        Ok(table.get(hash).map_err(Error::index)?.is_some())
+    }
+
     /// How many contents have a stored embedding (of whichever model `vectors_model` names).
     pub fn vector_count(&self) -> Result<u64> {
         let table = self.txn.open_table(VECTORS).map_err(Error::index)?;

@@ -175,6 +175,20 @@ pub trait DenseRanker<K = String>: Send + Sync {
     /// The `limit` nearest keys to `query`, best first; `None` while the lane cannot answer
     /// (the model is loading, the catalog is still being embedded), which means lexical.
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<K>>>;
+
+    /// As [`nearest`](Self::nearest), over the keys `keep` admits only (a search's filters):
+    /// `limit` of those when there are that many. This default filters the `limit` nearest
+    /// afterwards, which can leave fewer; a lane that can filter while it scans does.
+    fn nearest_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: &(dyn Fn(&K) -> bool + Sync),
+    ) -> Option<Vec<DenseHit<K>>> {
+        let mut hits = self.nearest(query, limit)?;
+        hits.retain(|hit| keep(&hit.key));
+        Some(hits)
+    }
 }
 
 /// One fused result: the key and its fused score (the sum of its lanes' reciprocal ranks).

@@ -51,13 +51,12 @@ impl Vocabulary {
     /// A query's distinct terms (in order of first appearance), numbered; `None` for a term
     /// never seen.
     pub fn resolve(&self, query: &[String]) -> Vec<Option<u32>> {
-        let mut distinct: Vec<&str> = Vec::with_capacity(query.len());
-        for term in query {
-            if !distinct.contains(&term.as_str()) {
-                distinct.push(term);
-            }
-        }
-        distinct.into_iter().map(|t| self.get(t)).collect()
+        let mut seen = std::collections::HashSet::with_capacity(query.len());
+        query
+            .iter()
+            .filter(|term| seen.insert(term.as_str()))
+            .map(|term| self.get(term))
+            .collect()
     }
 
     /// How many term numbers were handed out.

@@ -26,5 +26,5 @@ pub use listed::{RowForms, list_row_forms, list_row_json};
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
-pub use search::{ById, SkillTerms, search};
+pub use search::{Audience, ById, SkillTerms, search};
 pub use vectors::{SkillLane, SkillVectors, skill_passages, skill_passages_digest};

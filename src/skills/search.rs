@@ -31,7 +31,9 @@ use crate::index::Reader;
 use crate::request;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Mode, SKILL_FLOORS, fuse};
 use crate::retrieval::lexical::{DocTerms, Index, Vocabulary};
-use crate::retrieval::tokenize::{content_terms, terms, truncate_at_char_boundary};
+use crate::retrieval::tokenize::{
+    MAX_CAPABILITY_BYTES, content_terms, terms, truncate_at_char_boundary,
+};
 use crate::rules::skill::Visibility;
 
 /// How much of a body is searched (bytes, cut on a char boundary): the part that says what a
@@ -175,6 +177,15 @@ impl DenseRanker<u32> for ById<'_> {
     }
 }
 
+/// Who a skill search picks for: a caller shown every row it may see, or a model, from which
+/// the skills whose frontmatter says `disable-model-invocation` are left out while ranking (the
+/// side lane of `search_functions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    Caller,
+    Model,
+}
+
 /// `directory::skills::search`. `terms` holds the counted terms across revisions; `dense` is
 /// the embedder's lane for skills, when there is one, its hits row positions in `cache`'s
 /// revision (as the lexical lane's are: no id is looked up while ranking).
@@ -183,11 +194,15 @@ pub fn search(
     cache: &SkillCache,
     terms_store: &Mutex<SkillTerms>,
     visibility: Visibility<'_>,
+    audience: Audience,
     request: &Value,
     dense: Option<&dyn DenseRanker<u32>>,
 ) -> Result<Value> {
     let req: SearchRequest = request::parse(request)?;
-    if req.query.trim().is_empty() {
+    // Capped as a capability of function search is: a task is a sentence or two, and a query
+    // of megabytes must not hold the shared term store while it is split.
+    let query_text = truncate_at_char_boundary(&req.query, MAX_CAPABILITY_BYTES);
+    if query_text.trim().is_empty() {
         return Err(Error::coded(
             Code::SkillsRequestRefused,
             "query must not be blank.".to_string(),
@@ -202,6 +217,7 @@ pub fn search(
     let rows = cache.rows();
     let admits = |listed: &Listed| {
         visibility.allows_id(&listed.id, listed.always_visible)
+            && (audience == Audience::Caller || !listed.disable_model_invocation())
             && req
                 .prefix
                 .as_deref()
@@ -211,17 +227,20 @@ pub fn search(
                 .as_deref()
                 .is_none_or(|t| listed.kind().as_deref() == Some(t))
     };
-    let query = crate::locks::lock(terms_store)
-        .vocabulary
-        .resolve(&query_terms(&req.query));
+    let admitted = |position: &u32| admits(rows.at(*position as usize));
+    let split = query_terms(query_text);
+    let query = crate::locks::lock(terms_store).vocabulary.resolve(&split);
+    // Both lanes rank the admitted rows only: a row the filters drop never takes the place of
+    // one they keep.
     let lexical: Vec<(u32, f64)> = index
         .search(&query)
         .into_iter()
+        .filter(|h| admitted(&h.doc))
         .map(|h| (h.doc, f64::from(h.score)))
         .collect();
-    // The dense lane is asked for more than the answer holds: filters apply after ranking.
+    // The dense lane is asked for more than the answer holds: the fusion's floors drop some.
     let depth = (limit * 4).max(40);
-    let nearest = dense.and_then(|d| d.nearest(&req.query, depth));
+    let nearest = dense.and_then(|d| d.nearest_where(query_text, depth, &admitted));
     let (mode, ranked): (Mode, Vec<(&Listed, f64)>) = match nearest {
         None => (
             Mode::Lexical,
@@ -244,7 +263,6 @@ pub fn search(
     };
     let results: Vec<Value> = ranked
         .into_iter()
-        .filter(|(listed, _)| admits(listed))
         .take(limit)
         .map(|(listed, score)| {
             json!({

@@ -144,6 +144,31 @@ impl SkillVectors {
         (embedded as u64, (by_content.rows.len() - embedded) as u64)
     }
 
+    /// Forgets the held contents of `cache`'s rows whose vectors the index no longer keeps, so
+    /// that they are embedded again: a reconcile dropped them with their content, which came
+    /// back since (a file deleted and restored, a branch switched and back). Returns how many.
+    /// Nothing is looked up while the index keeps as many vectors as are held.
+    pub fn forget_dropped(&self, reader: &Reader, cache: &SkillCache) -> Result<usize> {
+        let (embedded, _) = self.progress(cache);
+        if reader.vector_count()? >= embedded {
+            return Ok(0);
+        }
+        let by_content = self.by_content(cache);
+        let mut dropped = HashSet::new();
+        for hash in locks::read(&self.table).held.iter() {
+            if by_content.rows.contains_key(hash) && !reader.has_vector(hash)? {
+                dropped.insert(*hash);
+            }
+        }
+        if !dropped.is_empty() {
+            let mut table = locks::write(&self.table);
+            let passages = table.passages.retain(|hash| !dropped.contains(hash));
+            table.held.retain(|hash| !dropped.contains(hash));
+            table.passages = passages;
+        }
+        Ok(dropped.len())
+    }
+
     /// Drops the vectors of contents `cache`'s rows no longer hold, once they are an eighth of
     /// the table (the index drops them with their content; this keeps the scan short).
     pub fn compact(&self, cache: &SkillCache) {
@@ -184,30 +209,39 @@ impl SkillVectors {
         map
     }
 
-    /// The rows of `cache`'s revision nearest to `query` (each by its nearest passage), as
-    /// positions, best first, at most `limit` (a content two skills share gives both, at the
-    /// same similarity).
+    /// The rows of `cache`'s revision that `keep` admits nearest to `query` (each by its
+    /// nearest passage), as positions, best first, at most `limit` (a content two skills share
+    /// gives both, at the same similarity).
     pub fn nearest(
         &self,
         query: &Quantized,
         cache: &SkillCache,
         limit: usize,
+        keep: &(dyn Fn(&u32) -> bool + Sync),
     ) -> Vec<DenseHit<u32>> {
         let by_content = self.by_content(cache);
         let table = locks::read(&self.table);
+        let kept = |hash: &Hash| {
+            by_content
+                .rows
+                .get(hash)
+                .is_some_and(|positions| positions.iter().any(keep))
+        };
         // Unfiltered first (no lookup per vector): dead vectors are under an eighth of the
-        // table; only when they crowd the head is the scan repeated with the filter.
+        // table, and filters mostly keep every row; only when too few of the head are kept is
+        // the scan repeated with the filter.
         let mut hits = table.passages.nearest(query, 2 * limit, |_| true);
-        let live = |hash: &Hash| by_content.rows.contains_key(hash);
-        if hits.iter().filter(|(hash, _)| live(hash)).count() < limit.min(by_content.rows.len())
+        if hits.iter().filter(|(hash, _)| kept(hash)).count() < limit
             && table.held.len() > hits.len()
         {
-            hits = table.passages.nearest(query, limit, live);
+            hits = table.passages.nearest(query, limit, kept);
         }
         let mut out = Vec::with_capacity(limit);
         for (hash, similarity) in hits {
             for &position in by_content.rows.get(hash).into_iter().flatten() {
-                out.push(DenseHit::new(position, similarity));
+                if keep(&position) {
+                    out.push(DenseHit::new(position, similarity));
+                }
             }
         }
         out.truncate(limit);
@@ -233,9 +267,18 @@ pub struct SkillLane<'a> {
 
 impl DenseRanker<u32> for SkillLane<'_> {
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit<u32>>> {
+        self.nearest_where(query, limit, &|_| true)
+    }
+
+    fn nearest_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: &(dyn Fn(&u32) -> bool + Sync),
+    ) -> Option<Vec<DenseHit<u32>>> {
         Some(self.embedder.on_query_threads(|| {
             let query = self.embedder.embed_query_quantized(query);
-            self.vectors.nearest(&query, self.cache, limit)
+            self.vectors.nearest(&query, self.cache, limit, keep)
         }))
     }
 }

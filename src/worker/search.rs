@@ -120,10 +120,10 @@ fn session_id() -> Option<String> {
 /// Skills named per capability in a `search_functions` answer (the side lane).
 pub const SKILLS_PER_CAPABILITY: usize = 3;
 
-/// `search_functions`' `skills`: for each capability (intrinsic ones dropped, as the search
-/// drops them), up to [`SKILLS_PER_CAPABILITY`] skills `skills::search` ranks above its floors
-/// with the caller's visibility, leaving out those whose frontmatter disables model
-/// invocation; capabilities no skill serves are left out. `capabilities` is the request's
+/// `search_functions`' `skills`: for each capability (intrinsic ones, and those left blank once
+/// prepared, dropped as the search drops them), up to [`SKILLS_PER_CAPABILITY`] skills
+/// `skills::search` ranks above its floors with the caller's visibility, among those a model
+/// may invoke; capabilities no skill serves are left out. `capabilities` is the request's
 /// (already validated by the search).
 pub fn skill_lane(
     directory: &crate::Directory,
@@ -138,15 +138,16 @@ pub fn skill_lane(
         .collect();
     let mut lane = Vec::new();
     for capability in crate::search::query::prepare(&texts) {
-        // Asked for a few more than kept: rows that disable model invocation are dropped.
-        let request = json!({ "query": capability.text, "limit": 2 * SKILLS_PER_CAPABILITY });
-        let answer = directory.search_skills(&request, installed, None)?;
+        // Only a JSON key, say: nothing to search for.
+        if capability.text.trim().is_empty() {
+            continue;
+        }
+        let request = json!({ "query": capability.text, "limit": SKILLS_PER_CAPABILITY });
+        let answer = directory.search_skills_for_model(&request, installed)?;
         let skills: Vec<Value> = answer["results"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|r| r["disable_model_invocation"] != json!(true))
-            .take(SKILLS_PER_CAPABILITY)
             .map(|r| json!({ "id": r["id"], "title": r["title"], "description": r["description"] }))
             .collect();
         if !skills.is_empty() {

@@ -6,9 +6,11 @@
 //! (`III_DIRECTORY_SEARCH_MODEL`); skips without it. Few texts: the embedder is slow in a
 //! debug build.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use iii_directory::embed::{Embedder, Quantized};
+use iii_directory::retrieval::fusion::{DenseHit, DenseRanker};
 use iii_directory::retrieval::texts::skill_passages;
 use iii_directory::{Directory, ModelState, vectors_model};
 use serde_json::{Value, json};
@@ -203,6 +205,153 @@ fn a_pass_racing_the_models_arrival_finds_the_stored_vectors_already_held() {
     assert_eq!(directory.embedded_count(), 0);
     let status = directory.search_status().expect("status");
     assert_eq!(status["pending"], 0, "{status}");
+}
+
+/// A caller's dense lane that is ready and finds nothing: the search ranks in hybrid mode on
+/// the lexical lane alone.
+struct FindsNothing;
+
+impl DenseRanker for FindsNothing {
+    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
+        Some(Vec::new())
+    }
+}
+
+#[test]
+fn filters_choose_among_every_match_in_hybrid_mode_too() {
+    // 60 skills of `team/` match the task better than `zzz/mailer`, more than the fusion takes
+    // from the lexical lane: the filters must apply before it does.
+    let tree = Tree::new();
+    for i in 0..60 {
+        tree.write(
+            &format!("skills/team/s{i:02}.md"),
+            "---\ndescription: Send the weekly email report.\n---\n# Report\n\nsend email report\n",
+        );
+    }
+    tree.write(
+        "skills/zzz/mailer.md",
+        "---\ndescription: Send email.\n---\n# Mailer\n\nmail\n",
+    );
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    let lane = FindsNothing;
+    let ask = |request: Value, installed: Option<&BTreeSet<String>>, hybrid: bool| {
+        let dense = hybrid.then_some(&lane as &dyn DenseRanker);
+        let answer = directory
+            .search_skills(&request, installed, dense)
+            .expect("search");
+        (answer["mode"].clone(), result_ids(&answer))
+    };
+    let prefixed = json!({ "query": "send email report", "prefix": "zzz/" });
+    let only_zzz: BTreeSet<String> = ["zzz".to_string()].into();
+    let plain = json!({ "query": "send email report" });
+    for hybrid in [false, true] {
+        let mode = if hybrid { "hybrid" } else { "lexical" };
+        assert_eq!(
+            ask(prefixed.clone(), None, hybrid),
+            (json!(mode), vec!["zzz/mailer".to_string()])
+        );
+        // `filter_unregistered`: only the registered worker's namespace is visible.
+        assert_eq!(
+            ask(plain.clone(), Some(&only_zzz), hybrid),
+            (json!(mode), vec!["zzz/mailer".to_string()])
+        );
+    }
+}
+
+#[test]
+fn a_search_for_a_model_ranks_only_the_skills_a_model_may_invoke() {
+    let tree = Tree::new();
+    for i in 0..6 {
+        tree.write(
+            &format!("skills/manual-{i}.md"),
+            "---\ndescription: Send the weekly email report.\ndisable-model-invocation: true\n---\n# Report\n\nsend email report\n",
+        );
+    }
+    tree.write(
+        "skills/mailer.md",
+        "---\ndescription: Send email.\n---\n# Mailer\n\nreport\n",
+    );
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    let request = json!({ "query": "send email report", "limit": 3 });
+    let caller = directory
+        .search_skills(&request, None, None)
+        .expect("search");
+    assert_eq!(
+        result_ids(&caller),
+        ["manual-0", "manual-1", "manual-2"],
+        "a caller sees them, marked"
+    );
+    let model = directory
+        .search_skills_for_model(&request, None)
+        .expect("search");
+    assert_eq!(result_ids(&model), ["mailer"]);
+}
+
+#[test]
+fn a_query_of_megabytes_is_searched_as_its_first_words() {
+    let tree = tree();
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    // The first 2,048 bytes name the task; 200,000 distinct words follow, which would all be
+    // terms of the query if it were not cut there.
+    let task = "kubernetes rollout ".repeat(2_048 / 19 + 1);
+    let distinct: String = (0..200_000).map(|i| format!("w{i} ")).collect();
+    let answer = search(&directory, &format!("{task}{distinct}"));
+    assert_eq!(result_ids(&answer), ["k8s-rollout"]);
+}
+
+#[test]
+fn a_content_deleted_and_restored_is_embedded_again() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 3);
+    // Deleted: the reconcile drops its vector from the index with its content (the table in
+    // memory keeps it until it is compacted).
+    tree.remove(SKILLS[1].0);
+    directory.reconcile().expect("reconcile");
+    assert_eq!(directory.embed_pending().expect("embed"), 0);
+    assert_eq!(stored(&directory), 2);
+    // Restored before anything compacted: its vector must be stored again.
+    tree.write(SKILLS[1].0, SKILLS[1].1);
+    directory.reconcile().expect("reconcile");
+    assert_eq!(directory.embed_pending().expect("embed"), 1);
+    assert_eq!(stored(&directory), 3);
+    let status = directory.search_status().expect("status");
+    assert_eq!(
+        (status["embedded"].as_u64(), status["pending"].as_u64()),
+        (Some(3), Some(0))
+    );
+}
+
+#[test]
+fn switching_models_in_a_process_embeds_again_with_the_new_one() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 3);
+    let other = Arc::new(
+        Embedder::load(&model_dir().expect("model"))
+            .expect("load")
+            .with_max_tokens(16),
+    );
+    directory.set_model_state(ModelState::Ready(other.clone()));
+    let status = directory.search_status().expect("status");
+    assert_eq!(status["mode"], "lexical", "{status}");
+    assert_eq!(directory.embed_pending().expect("embed"), 3);
+    let reader = directory.index().read().expect("read");
+    assert_eq!(
+        reader.vectors_model().expect("model").as_deref(),
+        Some(&*vectors_model(&other))
+    );
+    drop(reader);
+    assert_eq!(search(&directory, "kubernetes rollout")["mode"], "hybrid");
 }
 
 #[test]

@@ -833,6 +833,12 @@ async fn search_functions_names_the_skills_of_each_capability() {
             }],
         }])
     );
+    // A capability that is only a JSON key searches for nothing, and the others keep their
+    // skills.
+    let with_key = h
+        .search(&["send an email to a customer", "\"recipient\":"])
+        .await;
+    assert_eq!(with_key["skills"], answer["skills"], "{with_key}");
     // No capability a skill serves: no `skills` field at all.
     let plain = h.search(&["store a file"]).await;
     assert!(plain.get("skills").is_none(), "{plain}");
