@@ -268,14 +268,26 @@ impl Sections {
 
 /// A run of the `chosen` sections merged into the saved run of the same size (if any): its
 /// figures replace theirs, the saved run's own account (duration, load) stays, and the rerun is
-/// recorded beside it so the report can say which figures came later.
+/// recorded beside it so the report can say which figures came later. With no saved run, it
+/// stands alone, marked as measuring only those sections.
 fn keep_other_figures(file: &std::path::Path, run: Run, chosen: &[String]) -> Run {
     let Some(mut saved) = std::fs::read(file)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Run>(&bytes).ok())
     else {
-        return run;
+        return Run {
+            only: chosen.to_vec(),
+            ..run
+        };
     };
+    // A run of some sections only now also holds these.
+    if !saved.only.is_empty() {
+        for section in chosen {
+            if !saved.only.contains(section) {
+                saved.only.push(section.clone());
+            }
+        }
+    }
     let fresh: Vec<&str> = run.figures.iter().map(|f| f.key.as_str()).collect();
     saved.figures.retain(|f| !fresh.contains(&f.key.as_str()));
     saved.figures.extend(run.figures);
@@ -318,6 +330,7 @@ fn alone(settings: &Settings, name: &str, figures: PartFigures) {
         seconds: 0.0,
         figures: figures(settings),
         reruns: Vec::new(),
+        only: Vec::new(),
     };
     let run = Run {
         load_end: load_average(),
@@ -475,5 +488,6 @@ fn run(settings: &Settings, sections: &Sections) -> Run {
         seconds: started.elapsed().as_secs_f64(),
         figures,
         reruns: Vec::new(),
+        only: Vec::new(),
     }
 }

@@ -59,36 +59,6 @@ pub fn measure_with_process_cpu(warmup: usize, runs: usize, f: impl FnMut()) -> 
     (sample, per_call_ms)
 }
 
-/// As [`measure`], in the calling thread's CPU time rather than wall time: on a shared machine
-/// a run that waits for a core counts only what it computed, so figures taken under different
-/// loads compare (caches shared with the other load still slow it somewhat).
-pub fn measure_cpu(warmup: usize, runs: usize, mut f: impl FnMut()) -> Sample {
-    for _ in 0..warmup {
-        f();
-    }
-    Sample::of(
-        (0..runs.max(1))
-            .map(|_| {
-                let start = thread_cpu_time();
-                f();
-                thread_cpu_time().saturating_sub(start)
-            })
-            .collect(),
-    )
-}
-
-/// CPU time the calling thread has used so far.
-pub fn thread_cpu_time() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid, writable timespec; the call only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    assert_eq!(rc, 0, "the thread CPU clock");
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
 /// Times `f` and `g` alternately, `runs` times each after `warmup` untimed rounds, so that a
 /// figure and its floor see the same load on a shared machine.
 pub fn measure_pair(

@@ -124,7 +124,7 @@ fn separated(n: usize) -> String {
 fn command_line(runs: &[Run]) -> String {
     let sizes: Vec<String> = runs
         .iter()
-        .filter(|r| r.alone.is_none())
+        .filter(|r| r.alone.is_none() && r.only.is_empty())
         .map(|r| r.skills.to_string())
         .collect();
     let trees = if sizes.is_empty() {
@@ -134,11 +134,22 @@ fn command_line(runs: &[Run]) -> String {
     } else {
         Some(format!("`BENCH_SIZES=\"{}\" bench/run`", sizes.join(" ")))
     };
+    let some_sections = runs.iter().filter(|r| !r.only.is_empty()).map(|r| {
+        format!(
+            "`BENCH_SKILLS={} BENCH_SECTIONS=\"{}\" cargo bench --bench suite`",
+            r.skills,
+            r.only.join(" ")
+        )
+    });
     let parts = runs
         .iter()
         .filter_map(|r| r.alone.as_ref())
         .map(|name| format!("`cargo bench --bench suite -- {name}`"));
-    let commands: Vec<String> = trees.into_iter().chain(parts).collect();
+    let commands: Vec<String> = trees
+        .into_iter()
+        .chain(some_sections)
+        .chain(parts)
+        .collect();
     in_words(&commands)
 }
 
@@ -251,8 +262,81 @@ fn benchmarks_md(runs: &[Run]) -> String {
         }
         let _ = writeln!(md);
     }
+    if let Some(reach) = exact_scan_reach(runs) {
+        md.push_str(&reach);
+    }
     md.push_str(WHAT_IS_MEASURED);
     md
+}
+
+/// How far an exact scan of the skill vectors keeps `skills::search` hybrid within its p50
+/// target (issue 28 asks where an approximate index would start to pay): the growth of that
+/// p50 between the two largest tree sizes measured, extended linearly to the target, beside
+/// the growth of the passage scan alone (the embed part) and the query's embedding, which no
+/// index shortens. `None` without two sizes of hybrid rows.
+fn exact_scan_reach(runs: &[Run]) -> Option<String> {
+    let figure = |run: &Run, key: &str| run.figures.iter().find(|f| f.key == key).cloned();
+    let mut hybrid: Vec<(usize, Figure)> = runs
+        .iter()
+        .filter(|r| r.alone.is_none())
+        .filter_map(|r| Some((r.skills, figure(r, "skill_search_hybrid")?)))
+        .collect();
+    hybrid.sort_by_key(|(skills, _)| *skills);
+    let [.., (small, a), (large, b)] = hybrid.as_slice() else {
+        return None;
+    };
+    let per_10k = (b.value - a.value) / (*large - *small) as f64 * 10_000.0;
+    let target = crate::hybrid::P50_MAX_MS;
+    let mut md = format!(
+        "## How far the exact vector scan goes (issue 28)\n\n`skills::search` hybrid p50 went \
+         from {} at {} skills to {} at {} skills: {} more per 10,000 skills.",
+        show(a.value, "ms"),
+        separated(*small),
+        show(b.value, "ms"),
+        separated(*large),
+        show(per_10k, "ms")
+    );
+    let scan = runs
+        .iter()
+        .filter(|r| r.alone.as_deref() == Some("embed"))
+        .find_map(|r| {
+            Some((
+                figure(r, "passage_scan_50k")?,
+                figure(r, "passage_scan_100k")?,
+            ))
+        });
+    if let Some((scan_50k, scan_100k)) = scan {
+        let _ = write!(
+            md,
+            " The passage scan alone (the Sentence embeddings part) grows by {} per 10,000 \
+             skills, from {} at 50,000 to {} at 100,000.",
+            show((scan_100k.value - scan_50k.value) / 5.0, "ms"),
+            show(scan_50k.value, "ms"),
+            show(scan_100k.value, "ms")
+        );
+    }
+    if per_10k > 0.0 && b.value < target {
+        let reach = *large as f64 + (target - b.value) / per_10k * 10_000.0;
+        let _ = write!(
+            md,
+            " At that rate an exact scan keeps the search within its {} target up to about \
+             {} skills on this machine. Past that an approximate index over the int8 vectors \
+             (cells of nearby vectors, a few probed per query) would start to pay.",
+            show(target, "ms"),
+            separated((reach / 1_000.0).round() as usize * 1_000)
+        );
+    }
+    if let Some(embedding) = &b.floor {
+        let _ = write!(
+            md,
+            " The query's embedding ({} at {} skills) is the same at any size, and no index \
+             shortens it.",
+            show(embedding.value, "ms"),
+            separated(*large)
+        );
+    }
+    md.push_str("\n\n");
+    Some(md)
 }
 
 /// A run's heading: the tree it measured (or the part it is), how long it took, under what
@@ -271,9 +355,22 @@ fn heading(md: &mut String, run: &Run) {
             );
         }
         None => {
+            let only = if run.only.is_empty() {
+                String::new()
+            } else {
+                let noun = if run.only.len() == 1 {
+                    "section"
+                } else {
+                    "sections"
+                };
+                format!(
+                    "Only the {noun} {} were measured at this size. ",
+                    in_words(&run.only)
+                )
+            };
             let _ = writeln!(
                 md,
-                "## {} skills\n\n{} markdown files, {} of markdown; {took}.\n",
+                "## {} skills\n\n{only}{} markdown files, {} of markdown; {took}.\n",
                 separated(run.skills),
                 separated(run.files),
                 show(run.content_bytes as f64, "bytes"),
@@ -417,6 +514,14 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   p50); `search_functions`' ranking with the dense lane on the 2,000 generated functions, and
   that catalog's first embedding; the worker's peak RSS with the model loaded, serving rounds of
   40 hybrid searches.
+- **Sentence embeddings** (issue 28; `cargo bench --bench suite -- embed`, `embed.json`, with
+  `III_DIRECTORY_SEARCH_MODEL`): a query's embedding on the embedder's query threads (both
+  cores, as a search runs it; the process's CPU time per query in its note), the same with an
+  exact top 12 of 2,000 function vectors, the exact top 10 of 50,000 and 100,000 int8 vectors,
+  the top 80 of 50,000 and 100,000 skills of two passages each as skills are stored (random
+  vectors: a scan costs the same whatever they hold), and real skill texts from
+  `../shared/corpus` embedded on every core at most 128 and at most 256 tokens a text
+  (texts/s, and texts per second of CPU time).
 - **Skills catalog** (issue 30; section `catalog`): on a tree of as many Agent Skills as the
   size (every skill a `SKILL.md` folder, one in ten not for a model, written once under
   `target/bench-trees/agent-skills-<size>`), `skills::catalog` as JSON text (`read_json`) in

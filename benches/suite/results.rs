@@ -211,6 +211,10 @@ pub struct Run {
     /// Later runs of some sections whose figures replaced this run's, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reruns: Vec<Rerun>,
+    /// The sections this run measured, when it measured only some (`BENCH_SECTIONS`) and
+    /// there was no whole run of its size to merge into; empty for a whole run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
 }
 
 impl Run {
