@@ -207,8 +207,8 @@ fn cold_embedding(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> 
         .index()
         .read()
         .expect("read")
-        .each_vector(&vectors_model(embedder), |_, vectors| {
-            passages += vectors.len()
+        .each_vector(&vectors_model(embedder), |content| {
+            passages += content.passages.len()
         })
         .expect("read the vectors");
     vec![

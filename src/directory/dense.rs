@@ -9,7 +9,7 @@
 //! own, embeds a batch outside any transaction on its own low-priority threads (both cores),
 //! and stores the batch in one short commit of the index's `vectors` table.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -19,9 +19,12 @@ use serde_json::{Value, json};
 use super::Directory;
 use crate::embed::{Embedder, Quantized};
 use crate::error::Result;
+use crate::index::ContentVectors;
 use crate::locks;
 use crate::retrieval::fusion::Mode;
-use crate::skills::{SkillCache, SkillLane, SkillVectors, skill_passages, skill_passages_digest};
+use crate::skills::{
+    SkillCache, SkillLane, SkillVectors, built_as, skill_passages, skill_passages_digest,
+};
 
 /// The model this worker embeds with (`embed::fetch::Source::pinned`).
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -158,14 +161,18 @@ fn lower_priority() {
     }
 }
 
+/// The layout of a stored value (`index::ContentVectors`: 2, the tag of the row the passages
+/// were made from, then the passages).
+const VECTORS_LAYOUT: u32 = 2;
+
 /// The name skill vectors are stored under (`meta.vectors_model`): the model's name, its
-/// files' fingerprint and the tokens it reads, and a digest of the text a skill is embedded
-/// as (`skills::skill_passages` of a fixed skill). Vectors stored under another name were made by
-/// another model or from other texts: they are never compared with this one's, and are embedded
-/// again.
+/// files' fingerprint and the tokens it reads, a digest of the text a skill is embedded
+/// as (`skills::skill_passages` of a fixed skill), and the layout of a stored value. Vectors
+/// stored under another name were made by another model, from other texts or kept otherwise:
+/// they are never compared with this one's, and are embedded again.
 pub fn vectors_model(embedder: &Embedder) -> Arc<str> {
     format!(
-        "{MODEL_NAME} {} text:{}",
+        "{MODEL_NAME} {} text:{} layout:{VECTORS_LAYOUT}",
         embedder.fingerprint(),
         skill_passages_digest()
     )
@@ -288,7 +295,7 @@ impl Directory {
             self.dense.vectors.forget_dropped(&reader, &cache)?;
             drop(reader);
             let mut pending = self.dense.vectors.pending(&cache);
-            pending.retain(|hash| !tried.contains(hash));
+            pending.retain(|p| !tried.contains(&p.hash));
             if pending.is_empty() {
                 self.dense.vectors.compact(&cache);
                 break;
@@ -299,19 +306,15 @@ impl Directory {
                     "embedding skills in the background; search ranks lexically meanwhile"
                 );
             }
-            let first: HashMap<_, _> = cache
-                .rows()
-                .iter()
-                .filter_map(|row| row.content.map(|hash| (hash, row.clone())))
-                .collect();
             for chunk in pending.chunks(BATCH) {
-                tried.extend(chunk.iter().copied());
+                tried.extend(chunk.iter().map(|p| p.hash));
                 // A snapshot per batch: no read transaction stays open across a long pass.
                 let reader = self.index.read()?;
                 let mut contents = Vec::with_capacity(chunk.len());
-                for hash in chunk {
-                    if let (Some(text), Some(row)) = (reader.content(hash)?, first.get(hash)) {
-                        contents.push((*hash, skill_passages(row, &text)));
+                for p in chunk {
+                    if let Some(text) = reader.content(&p.hash)? {
+                        let row = cache.at(p.position);
+                        contents.push((p.hash, built_as(row), skill_passages(row, &text)));
                     }
                 }
                 drop(reader);
@@ -319,21 +322,26 @@ impl Directory {
                 // content in the same order.
                 let refs: Vec<&str> = contents
                     .iter()
-                    .flat_map(|(_, passages)| passages.iter().map(String::as_str))
+                    .flat_map(|(_, _, passages)| passages.iter().map(String::as_str))
                     .collect();
                 let mut vectors = pool.install(|| embedder.embed_batch(&refs)).into_iter();
-                let batch: Vec<(_, Vec<Quantized>)> = contents
+                let batch: Vec<ContentVectors> = contents
                     .iter()
-                    .map(|(hash, passages)| {
-                        let vectors = vectors.by_ref().take(passages.len());
-                        (*hash, vectors.map(|v| Quantized::from_vector(&v)).collect())
+                    .map(|(hash, tag, passages)| ContentVectors {
+                        hash: *hash,
+                        tag: *tag,
+                        passages: vectors
+                            .by_ref()
+                            .take(passages.len())
+                            .map(|v| Quantized::from_vector(&v))
+                            .collect(),
                     })
                     .collect();
                 let kept = self.index.store_vectors(&model, &batch)?;
                 let kept: HashSet<_> = kept.into_iter().collect();
                 let batch: Vec<_> = batch
                     .into_iter()
-                    .filter(|(h, _)| kept.contains(h))
+                    .filter(|c| kept.contains(&c.hash))
                     .collect();
                 self.dense.vectors.insert(&batch);
                 stored += batch.len();
@@ -377,7 +385,11 @@ impl Directory {
             let batch: Vec<_> = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, hash)| (*hash, passages(stored + i)))
+                .map(|(i, p)| ContentVectors {
+                    hash: p.hash,
+                    tag: built_as(cache.at(p.position)),
+                    passages: passages(stored + i),
+                })
                 .collect();
             self.index.store_vectors(&model, &batch)?;
             self.dense.vectors.insert(&batch);

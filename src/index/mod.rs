@@ -33,6 +33,7 @@ use tables::*;
 
 pub use reader::{Reader, Specs};
 pub use reconcile::{Progress, Report, Scope};
+pub use vectors::ContentVectors;
 
 /// Memory redb may use to cache pages. Reads beyond it come from the file (and the OS cache);
 /// the default of 1 GiB would dominate the worker's footprint. The answers a worker serves most

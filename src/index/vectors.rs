@@ -1,5 +1,6 @@
 //! The skill embeddings the index keeps by content hash (table `vectors`, schema 9: a
-//! content's passages, one vector each, in one value), and which
+//! content's passages, one vector each, in one value after the caller's tag of what else they
+//! were made from), and which
 //! model made them (`meta.vectors_model`, schema 13): written by the background embedder in
 //! small commits of their own, read back at start, and removed by the reconcile that drops
 //! their content (`reconcile::store`).
@@ -17,6 +18,35 @@ use crate::doc::Hash;
 use crate::embed::{Quantized, join_bytes, split_bytes};
 use crate::error::{Error, IndexError, Result};
 
+/// One content's embeddings as the `vectors` table keeps them: a tag of the caller's for what,
+/// beyond the content, its passages were made from (a skill's name, title and description:
+/// `skills::built_as`), and one vector per passage. Stored as the tag (8 bytes, little-endian)
+/// followed by the vectors (`embed::join_bytes`).
+#[derive(Clone, Debug)]
+pub struct ContentVectors {
+    pub hash: Hash,
+    pub tag: u64,
+    pub passages: Vec<Quantized>,
+}
+
+impl ContentVectors {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = self.tag.to_le_bytes().to_vec();
+        bytes.extend(join_bytes(&self.passages));
+        bytes
+    }
+
+    /// `None` for a value of another form (it is embedded again).
+    fn from_bytes(hash: Hash, bytes: &[u8]) -> Option<ContentVectors> {
+        let (tag, passages) = bytes.split_first_chunk::<8>()?;
+        Some(ContentVectors {
+            hash,
+            tag: u64::from_le_bytes(*tag),
+            passages: split_bytes(passages)?,
+        })
+    }
+}
+
 impl Reader {
     /// The model the stored embeddings were made by (`None` before the first is stored).
     pub fn vectors_model(&self) -> Result<Option<String>> {
@@ -31,15 +61,10 @@ impl Reader {
             .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
     }
 
-    /// Hands every embedding stored by `model` to `each` (a content's passages, one vector
-    /// each), in content hash order, one content at a time (none when the table holds another
-    /// model's); returns how many contents. A value that is not an embedding is skipped: it is
-    /// embedded again.
-    pub fn each_vector(
-        &self,
-        model: &str,
-        mut each: impl FnMut(Hash, Vec<Quantized>),
-    ) -> Result<u64> {
+    /// Hands every embedding stored by `model` to `each`, in content hash order, one content
+    /// at a time (none when the table holds another model's); returns how many contents. A
+    /// value that is not an embedding is skipped: it is embedded again.
+    pub fn each_vector(&self, model: &str, mut each: impl FnMut(ContentVectors)) -> Result<u64> {
         if self.vectors_model()?.as_deref() != Some(model) {
             return Ok(0);
         }
@@ -47,8 +72,8 @@ impl Reader {
         let mut count = 0;
         for entry in table.iter().map_err(Error::index)? {
             let (hash, bytes) = entry.map_err(Error::index)?;
-            if let Some(passages) = split_bytes(bytes.value()) {
-                each(*hash.value(), passages);
+            if let Some(vectors) = ContentVectors::from_bytes(*hash.value(), bytes.value()) {
+                each(vectors);
                 count += 1;
             }
         }
@@ -75,11 +100,7 @@ impl Index {
     /// (see the module doc). The revision stays as it is: no answer's rows change. Returns the
     /// hashes stored. Redb runs one write at a time, so a reconcile waits for this commit (a
     /// batch's few inserts) or this one for it.
-    pub fn store_vectors(
-        &self,
-        model: &str,
-        batch: &[(Hash, Vec<Quantized>)],
-    ) -> Result<Vec<Hash>> {
+    pub fn store_vectors(&self, model: &str, batch: &[ContentVectors]) -> Result<Vec<Hash>> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(
                 IndexError::Unavailable("a read-only index cannot store embeddings").into(),
@@ -102,12 +123,12 @@ impl Index {
                 meta.insert(META_VECTORS_MODEL, model.as_bytes())
                     .map_err(Error::index)?;
             }
-            for (hash, passages) in batch {
-                if docs.get(hash).map_err(Error::index)?.is_some() {
+            for content in batch {
+                if docs.get(&content.hash).map_err(Error::index)?.is_some() {
                     vectors
-                        .insert(hash, join_bytes(passages).as_slice())
+                        .insert(&content.hash, content.to_bytes().as_slice())
                         .map_err(Error::index)?;
-                    stored.push(*hash);
+                    stored.push(content.hash);
                 }
             }
         }

@@ -12,6 +12,11 @@
 //! of contents no row holds any more are skipped by that map, and dropped from the table when
 //! they reach an eighth of it.
 //!
+//! A content's passages are made from the first row holding it ([`built_as`] tags what they
+//! took from it beyond the content: its name, title and description), and stay as long as a
+//! row with that tag holds it: a renamed skill is embedded again under its new name, a copy
+//! added under another name changes nothing.
+//!
 //! An approximate index (HNSW, IVF) would start to pay where the scan stops fitting the query
 //! budget. The leads are scanned exactly and the continuations through their sign bits first
 //! (`embed::PassageTable`): the top 80 of 50,000 skills with two passages each takes about
@@ -29,11 +34,32 @@ use super::search::leading_body;
 use crate::doc::Hash;
 use crate::embed::{Embedder, PassageTable, Quantized};
 use crate::error::Result;
-use crate::index::Reader;
+use crate::index::{ContentVectors, Reader};
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker};
 use crate::retrieval::texts;
 use crate::rules::skill::SkillRow;
+
+/// What a skill's passages take from its row beyond its content (its shown id, title and
+/// description; the body is the content's): the tag its vectors are stored under, so that the
+/// same content under another name is embedded again.
+pub fn built_as(listed: &Listed) -> u64 {
+    let mut hasher = blake3::Hasher::new();
+    for part in [listed.shown_id(), listed.title(), listed.description()] {
+        hasher.update(part.as_bytes());
+        hasher.update(&[0]);
+    }
+    let digest = hasher.finalize();
+    u64::from_le_bytes(digest.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// A content waiting for its vectors, and the position of the first row holding it (the row
+/// its passages are made from).
+#[derive(Clone, Copy, Debug)]
+pub struct Pending {
+    pub hash: Hash,
+    pub position: u32,
+}
 
 /// The passages a skill content is embedded as: `retrieval::texts` decides (from the name,
 /// title, description and leading body of the row that holds it), the same texts the quality
@@ -83,15 +109,17 @@ pub struct SkillVectors {
 struct Table {
     /// Every passage's vector, keyed by its content.
     passages: PassageTable<Hash>,
-    /// The contents that have their vectors.
-    held: HashSet<Hash>,
+    /// The contents that have their vectors, each with the [`built_as`] tag of the row they
+    /// were made from.
+    held: HashMap<Hash, u64>,
 }
 
-/// The row positions holding each content in one revision.
+/// The row positions holding each content in one revision, and their [`built_as`] tags.
 struct ByContent {
     epoch: u64,
     revision: u64,
     rows: HashMap<Hash, Vec<u32>>,
+    tags: HashMap<Hash, Vec<u64>>,
 }
 
 impl SkillVectors {
@@ -105,41 +133,59 @@ impl SkillVectors {
         };
         let mut table = Table {
             passages: PassageTable::with_capacity(count),
-            held: HashSet::with_capacity(count),
+            held: HashMap::with_capacity(count),
         };
-        reader.each_vector(model, |hash, passages| table.push(hash, &passages))?;
+        reader.each_vector(model, |content| table.push(&content))?;
         *locks::write(&self.table) = table;
         Ok(())
     }
 
-    /// Adds embeddings, each a content's passages (a content already held keeps its vectors).
-    pub fn insert(&self, batch: &[(Hash, Vec<Quantized>)]) {
+    /// Adds embeddings; a content held under another tag (made from another row) has its
+    /// vectors replaced.
+    pub fn insert(&self, batch: &[ContentVectors]) {
         let mut table = locks::write(&self.table);
-        for (hash, passages) in batch {
-            table.push(*hash, passages);
+        let replaced: HashSet<Hash> = batch
+            .iter()
+            .filter(|c| table.held.get(&c.hash).is_some_and(|&tag| tag != c.tag))
+            .map(|c| c.hash)
+            .collect();
+        if !replaced.is_empty() {
+            let passages = table.passages.retain(|hash| !replaced.contains(hash));
+            table.held.retain(|hash, _| !replaced.contains(hash));
+            table.passages = passages;
+        }
+        for content in batch {
+            table.push(content);
         }
     }
 
-    /// The distinct contents of `cache`'s rows that have no vector yet, in row order.
-    pub fn pending(&self, cache: &SkillCache) -> Vec<Hash> {
+    /// The distinct contents of `cache`'s rows without vectors made from a row holding them,
+    /// in row order, each with its first row (the one they are to be made from).
+    pub fn pending(&self, cache: &SkillCache) -> Vec<Pending> {
+        let by_content = self.by_content(cache);
         let table = locks::read(&self.table);
-        let mut seen = HashSet::new();
-        cache
-            .rows()
+        let mut pending: Vec<Pending> = by_content
+            .rows
             .iter()
-            .filter_map(|row| row.content)
-            .filter(|hash| !table.held.contains(hash) && seen.insert(*hash))
-            .collect()
+            .filter(|(hash, _)| !table.is_current(hash, &by_content))
+            .map(|(hash, positions)| Pending {
+                hash: *hash,
+                position: positions[0],
+            })
+            .collect();
+        pending.sort_unstable_by_key(|p| p.position);
+        pending
     }
 
-    /// How many distinct contents of `cache`'s rows have a vector, and how many do not.
+    /// How many distinct contents of `cache`'s rows have vectors made from a row holding them,
+    /// and how many do not.
     pub fn progress(&self, cache: &SkillCache) -> (u64, u64) {
         let by_content = self.by_content(cache);
         let table = locks::read(&self.table);
         let embedded = by_content
             .rows
-            .keys()
-            .filter(|hash| table.held.contains(*hash))
+            .iter()
+            .filter(|(hash, _)| table.is_current(hash, &by_content))
             .count();
         (embedded as u64, (by_content.rows.len() - embedded) as u64)
     }
@@ -155,7 +201,7 @@ impl SkillVectors {
         }
         let by_content = self.by_content(cache);
         let mut dropped = HashSet::new();
-        for hash in locks::read(&self.table).held.iter() {
+        for hash in locks::read(&self.table).held.keys() {
             if by_content.rows.contains_key(hash) && !reader.has_vector(hash)? {
                 dropped.insert(*hash);
             }
@@ -163,7 +209,7 @@ impl SkillVectors {
         if !dropped.is_empty() {
             let mut table = locks::write(&self.table);
             let passages = table.passages.retain(|hash| !dropped.contains(hash));
-            table.held.retain(|hash| !dropped.contains(hash));
+            table.held.retain(|hash, _| !dropped.contains(hash));
             table.passages = passages;
         }
         Ok(dropped.len())
@@ -180,7 +226,7 @@ impl SkillVectors {
             return;
         }
         let passages = table.passages.retain(live);
-        table.held.retain(live);
+        table.held.retain(|hash, _| live(hash));
         table.passages = passages;
     }
 
@@ -195,15 +241,20 @@ impl SkillVectors {
             return map.clone();
         }
         let mut rows: HashMap<Hash, Vec<u32>> = HashMap::with_capacity(cache.rows().len());
+        let mut tags = HashMap::with_capacity(cache.rows().len());
         for (position, row) in cache.rows().iter().enumerate() {
             if let Some(hash) = row.content {
                 rows.entry(hash).or_default().push(position as u32);
+                tags.entry(hash)
+                    .or_insert_with(Vec::new)
+                    .push(built_as(row));
             }
         }
         let map = Arc::new(ByContent {
             epoch: cache.epoch,
             revision: cache.revision,
             rows,
+            tags,
         });
         *held = Some(map.clone());
         map
@@ -250,10 +301,22 @@ impl SkillVectors {
 }
 
 impl Table {
-    fn push(&mut self, hash: Hash, passages: &[Quantized]) {
-        if !passages.is_empty() && self.held.insert(hash) {
-            self.passages.push(hash, passages);
+    /// Adds a content's vectors unless it is held already (see [`SkillVectors::insert`] for
+    /// replacing them).
+    fn push(&mut self, content: &ContentVectors) {
+        if content.passages.is_empty() || self.held.contains_key(&content.hash) {
+            return;
         }
+        self.held.insert(content.hash, content.tag);
+        self.passages.push(content.hash, &content.passages);
+    }
+
+    /// Whether `hash` has vectors made from a row holding it in `by_content`'s revision (a
+    /// copy of a skill added under another name leaves them as they are).
+    fn is_current(&self, hash: &Hash, by_content: &ByContent) -> bool {
+        self.held
+            .get(hash)
+            .is_some_and(|tag| by_content.tags.get(hash).is_some_and(|t| t.contains(tag)))
     }
 }
 

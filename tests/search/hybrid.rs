@@ -355,6 +355,46 @@ fn switching_models_in_a_process_embeds_again_with_the_new_one() {
 }
 
 #[test]
+fn a_renamed_skill_is_embedded_again_under_its_new_name() {
+    let Some(model) = embedder() else { return };
+    let tree = Tree::new();
+    // No frontmatter name: the file's name is the skill's name, and part of what is embedded.
+    let text = "---\ndescription: Run the command, then watch its progress.\n---\n# Steps\n\nRun it and wait until every step reports done.\n";
+    tree.write("skills/untitled.md", text);
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model.clone()));
+    assert_eq!(directory.embed_pending().expect("embed"), 1);
+    let task = "roll out a new version to kubernetes";
+    assert_eq!(result_ids(&search(&directory, task)), Vec::<String>::new());
+    tree.remove("skills/untitled.md");
+    tree.write("skills/kubernetes-rollout.md", text);
+    directory.reconcile().expect("reconcile");
+    assert_eq!(
+        directory.embed_pending().expect("embed"),
+        1,
+        "the same content, another name"
+    );
+    let found = search(&directory, task);
+    assert_eq!(found["mode"], "hybrid");
+    assert_eq!(result_ids(&found), ["kubernetes-rollout"], "{found}");
+    // A copy under another name leaves the vectors as they are, and a restart keeps them.
+    tree.write("skills/another-copy.md", text);
+    directory.reconcile().expect("reconcile");
+    assert_eq!(directory.embed_pending().expect("embed"), 0);
+    drop(directory);
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 0);
+    // The two names share the content's vectors, and so its similarity.
+    assert_eq!(
+        result_ids(&search(&directory, task)),
+        ["another-copy", "kubernetes-rollout"]
+    );
+}
+
+#[test]
 fn another_models_vectors_are_never_compared_and_are_embedded_again() {
     let Some(model) = embedder() else { return };
     let tree = tree();
@@ -432,7 +472,9 @@ fn a_long_body_is_stored_as_its_lead_and_its_continuation() {
     let reader = directory.index().read().expect("read");
     let mut stored = Vec::new();
     reader
-        .each_vector(&vectors_model(&model), |_, passages| stored.push(passages))
+        .each_vector(&vectors_model(&model), |content| {
+            stored.push(content.passages)
+        })
         .expect("read the vectors");
     let mut counts: Vec<usize> = stored.iter().map(Vec::len).collect();
     counts.sort_unstable();
