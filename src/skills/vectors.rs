@@ -114,12 +114,13 @@ struct Table {
     held: HashMap<Hash, u64>,
 }
 
-/// The row positions holding each content in one revision, and their [`built_as`] tags.
+/// The row positions holding each content in one revision, and each row's [`built_as`] tag
+/// (by position: 8 bytes a row).
 struct ByContent {
     epoch: u64,
     revision: u64,
     rows: HashMap<Hash, Vec<u32>>,
-    tags: HashMap<Hash, Vec<u64>>,
+    tags: Vec<u64>,
 }
 
 impl SkillVectors {
@@ -241,13 +242,11 @@ impl SkillVectors {
             return map.clone();
         }
         let mut rows: HashMap<Hash, Vec<u32>> = HashMap::with_capacity(cache.rows().len());
-        let mut tags = HashMap::with_capacity(cache.rows().len());
+        let mut tags = Vec::with_capacity(cache.rows().len());
         for (position, row) in cache.rows().iter().enumerate() {
+            tags.push(built_as(row));
             if let Some(hash) = row.content {
                 rows.entry(hash).or_default().push(position as u32);
-                tags.entry(hash)
-                    .or_insert_with(Vec::new)
-                    .push(built_as(row));
             }
         }
         let map = Arc::new(ByContent {
@@ -316,7 +315,12 @@ impl Table {
     fn is_current(&self, hash: &Hash, by_content: &ByContent) -> bool {
         self.held
             .get(hash)
-            .is_some_and(|tag| by_content.tags.get(hash).is_some_and(|t| t.contains(tag)))
+            .zip(by_content.rows.get(hash))
+            .is_some_and(|(tag, positions)| {
+                positions
+                    .iter()
+                    .any(|&position| by_content.tags[position as usize] == *tag)
+            })
     }
 }
 
