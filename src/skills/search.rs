@@ -231,13 +231,12 @@ pub fn search(
     let split = query_terms(query_text);
     let query = crate::locks::lock(terms_store).vocabulary.resolve(&split);
     // Both lanes rank the admitted rows only: a row the filters drop never takes the place of
-    // one they keep.
-    let lexical: Vec<(u32, f64)> = index
-        .search(&query)
-        .into_iter()
+    // one they keep. The lexical hits are filtered as they are taken, no further than needed.
+    let hits = index.search(&query);
+    let lexical = hits
+        .iter()
         .filter(|h| admitted(&h.doc))
-        .map(|h| (h.doc, f64::from(h.score)))
-        .collect();
+        .map(|h| (h.doc, f64::from(h.score)));
     // The dense lane is asked for more than the answer holds: the fusion's floors drop some.
     let depth = (limit * 4).max(40);
     let nearest = dense.and_then(|d| d.nearest_where(query_text, depth, &admitted));
@@ -245,12 +244,12 @@ pub fn search(
         None => (
             Mode::Lexical,
             lexical
-                .iter()
-                .map(|&(doc, score)| (&**rows.at(doc as usize), score))
+                .take(limit)
+                .map(|(doc, score)| (&**rows.at(doc as usize), score))
                 .collect(),
         ),
         Some(nearest) => {
-            let keys: Vec<u32> = lexical.iter().take(depth).map(|&(doc, _)| doc).collect();
+            let keys: Vec<u32> = lexical.take(depth).map(|(doc, _)| doc).collect();
             let fused = fuse(&keys, &nearest, SKILL_FLOORS);
             (
                 Mode::Hybrid,
