@@ -18,11 +18,12 @@
 //! added under another name changes nothing.
 //!
 //! How far the exact scan goes (BENCHMARKS.md, "How far the exact vector scan goes"): on two
-//! cores a hybrid search is about 4.4 ms at 50,000 skills and 5 to 6.5 ms at 100,000, so the
-//! 5 ms target holds to about 65,000. The query's embedding (about 2.4 ms) does not grow; the
-//! passage scan (the top 80 of 50,000 skills of two passages each in about 0.8 ms, of 100,000
-//! in 1.5 ms) is about a third of the growth, and is what an approximate index (HNSW, IVF)
-//! would replace: the lexical lane, the fusion and the answer grow with the tree too.
+//! cores a hybrid search took 4.0 to 4.4 ms at 50,000 skills and 4.9 to 6.4 ms at 100,000 over
+//! this stop's runs, so the 5 ms target holds to somewhere between 65,000 and 80,000 skills.
+//! The query's embedding (about 2.4 ms) does not grow; the passage scan (the top 80 of 50,000
+//! skills of two passages each in about 0.8 ms, of 100,000 in 1.5 ms) is a third to two fifths
+//! of the growth, and is what an approximate index (HNSW, IVF) would replace: the lexical lane,
+//! the fusion and the answer grow with the tree too.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
