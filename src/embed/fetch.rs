@@ -105,7 +105,9 @@ pub enum FetchError {
         expected: String,
         found: String,
     },
-    #[error("model download of {url} resumed at byte {found} instead of {expected}")]
+    #[error(
+        "model download of {url} answered the range {found:?} to a request from byte {expected}"
+    )]
     Resume {
         url: String,
         expected: u64,
