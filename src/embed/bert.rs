@@ -182,11 +182,16 @@ impl Bert {
             });
         }
         // Rounded to f16 as it is read: the F32 table (47 MB) is never held whole.
+        // Reserved whole once the header has vouched for the table (the first slice), so it
+        // never grows by doubling.
         let mut words = Vec::new();
         weights.read_tensor(
             "embeddings.word_embeddings.weight",
             &[config.vocab_size, h],
-            |values| words.extend(values.iter().copied().map(f16_bits)),
+            |values| {
+                words.reserve_exact(config.vocab_size * h - words.len());
+                words.extend(values.iter().copied().map(f16_bits));
+            },
         )?;
         if words.iter().any(|&b| b & 0x7c00 == 0x7c00) {
             return Err(too_large());
