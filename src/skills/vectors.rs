@@ -26,7 +26,7 @@
 //! the fusion and the answer grow with the tree too.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::cache::SkillCache;
 use super::listed::Listed;
@@ -120,7 +120,17 @@ struct ByContent {
     epoch: u64,
     revision: u64,
     rows: HashMap<Hash, Vec<u32>>,
-    tags: Vec<u64>,
+    tags: OnceLock<Vec<u64>>,
+}
+
+impl ByContent {
+    /// Each row's tag, computed on first use: the embedding pass and the status need them, a
+    /// search does not (it would pay a digest of every row after each change). `cache` is the
+    /// revision this map was built from.
+    fn tags(&self, cache: &SkillCache) -> &[u64] {
+        self.tags
+            .get_or_init(|| cache.rows().iter().map(|row| built_as(row)).collect())
+    }
 }
 
 impl SkillVectors {
@@ -164,11 +174,12 @@ impl SkillVectors {
     /// in row order, each with its first row (the one they are to be made from).
     pub fn pending(&self, cache: &SkillCache) -> Vec<Pending> {
         let by_content = self.by_content(cache);
+        let tags = by_content.tags(cache);
         let table = locks::read(&self.table);
         let mut pending: Vec<Pending> = by_content
             .rows
             .iter()
-            .filter(|(hash, _)| !table.is_current(hash, &by_content))
+            .filter(|(hash, positions)| !table.is_current(hash, positions, tags))
             .map(|(hash, positions)| Pending {
                 hash: *hash,
                 position: positions[0],
@@ -182,11 +193,12 @@ impl SkillVectors {
     /// and how many do not.
     pub fn progress(&self, cache: &SkillCache) -> (u64, u64) {
         let by_content = self.by_content(cache);
+        let tags = by_content.tags(cache);
         let table = locks::read(&self.table);
         let embedded = by_content
             .rows
             .iter()
-            .filter(|(hash, _)| table.is_current(hash, &by_content))
+            .filter(|(hash, positions)| table.is_current(hash, positions, tags))
             .count();
         (embedded as u64, (by_content.rows.len() - embedded) as u64)
     }
@@ -242,9 +254,7 @@ impl SkillVectors {
             return map.clone();
         }
         let mut rows: HashMap<Hash, Vec<u32>> = HashMap::with_capacity(cache.rows().len());
-        let mut tags = Vec::with_capacity(cache.rows().len());
         for (position, row) in cache.rows().iter().enumerate() {
-            tags.push(built_as(row));
             if let Some(hash) = row.content {
                 rows.entry(hash).or_default().push(position as u32);
             }
@@ -253,7 +263,7 @@ impl SkillVectors {
             epoch: cache.epoch,
             revision: cache.revision,
             rows,
-            tags,
+            tags: OnceLock::new(),
         });
         *held = Some(map.clone());
         map
@@ -310,17 +320,14 @@ impl Table {
         self.passages.push(content.hash, &content.passages);
     }
 
-    /// Whether `hash` has vectors made from a row holding it in `by_content`'s revision (a
-    /// copy of a skill added under another name leaves them as they are).
-    fn is_current(&self, hash: &Hash, by_content: &ByContent) -> bool {
-        self.held
-            .get(hash)
-            .zip(by_content.rows.get(hash))
-            .is_some_and(|(tag, positions)| {
-                positions
-                    .iter()
-                    .any(|&position| by_content.tags[position as usize] == *tag)
-            })
+    /// Whether `hash` has vectors made from one of the rows holding it (at `positions`, whose
+    /// tags are in `tags`): a copy of a skill added under another name leaves them as they are.
+    fn is_current(&self, hash: &Hash, positions: &[u32], tags: &[u64]) -> bool {
+        self.held.get(hash).is_some_and(|tag| {
+            positions
+                .iter()
+                .any(|&position| tags[position as usize] == *tag)
+        })
     }
 }
 
