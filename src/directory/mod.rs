@@ -465,18 +465,7 @@ impl Directory {
         installed: Option<&BTreeSet<String>>,
         dense: Option<&dyn DenseRanker>,
     ) -> Result<Value> {
-        self.catch_up();
-        let reader = self.index.read()?;
-        let cache = self.skill_cache(&reader)?;
-        let visibility = self.visibility(installed);
-        self.rank_skills(
-            &reader,
-            &cache,
-            visibility,
-            Audience::Caller,
-            request,
-            dense,
-        )
+        self.search_skills_for(Audience::Caller, request, installed, dense)
     }
 
     /// `skills::search` for a model to pick from: as [`Directory::search_skills`], without the
@@ -487,11 +476,22 @@ impl Directory {
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Result<Value> {
+        self.search_skills_for(Audience::Model, request, installed, None)
+    }
+
+    /// `skills::search` for `audience`, on a fresh snapshot.
+    fn search_skills_for(
+        &self,
+        audience: Audience,
+        request: &Value,
+        installed: Option<&BTreeSet<String>>,
+        dense: Option<&dyn DenseRanker>,
+    ) -> Result<Value> {
         self.catch_up();
         let reader = self.index.read()?;
         let cache = self.skill_cache(&reader)?;
         let visibility = self.visibility(installed);
-        self.rank_skills(&reader, &cache, visibility, Audience::Model, request, None)
+        self.rank_skills(&reader, &cache, visibility, audience, request, dense)
     }
 
     /// `skills::search` over a snapshot, with `dense` or else the directory's own lane.
