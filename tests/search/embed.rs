@@ -7,7 +7,7 @@
 //! f16 rounding of the weights and every kernel of the linear layers against the naive product.
 //! The tests that need the model (`III_DIRECTORY_SEARCH_MODEL`) skip without it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use iii_directory::embed::fetch::{
@@ -553,24 +553,57 @@ fn sha256_of_a_known_text() {
     );
 }
 
+/// The made-up model files served by a loopback server, and an empty cache folder to fetch
+/// them into.
+struct FakeModel {
+    server: FileServer,
+    _scratch: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    files: Vec<(&'static str, Vec<u8>)>,
+    source: Source,
+}
+
+impl FakeModel {
+    fn serve() -> FakeModel {
+        let (server, scratch) = (FileServer::start(), tempfile::tempdir().expect("dir"));
+        let files = fake_files();
+        let source = serve(&server, scratch.path(), &files);
+        FakeModel {
+            server,
+            _scratch: scratch,
+            cache: tempfile::tempdir().expect("dir"),
+            files,
+            source,
+        }
+    }
+
+    /// Fetches `source` (this model's, or a changed copy) into the cache folder.
+    fn fetch(&self, source: &Source) -> Result<PathBuf, FetchError> {
+        block_on(fetch(&reqwest::Client::new(), source, self.cache.path()))
+    }
+
+    /// The folder an attempt under way keeps its files in.
+    fn staging(&self) -> PathBuf {
+        self.cache.path().join(".model-test.partial")
+    }
+
+    /// Where an attempt keeps the weights while they arrive.
+    fn part(&self) -> PathBuf {
+        self.staging().join("model.safetensors.part")
+    }
+}
+
 #[test]
 fn a_fetch_lands_every_checked_file_once() {
-    let (server, scratch, cache) = (
-        FileServer::start(),
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let files = fake_files();
-    let source = serve(&server, scratch.path(), &files);
-    let client = reqwest::Client::new();
-    let folder = block_on(fetch(&client, &source, cache.path())).expect("fetch");
-    assert_eq!(folder, model_folder(cache.path(), &source));
-    for (name, content) in &files {
+    let model = FakeModel::serve();
+    let folder = model.fetch(&model.source).expect("fetch");
+    assert_eq!(folder, model_folder(model.cache.path(), &model.source));
+    for (name, content) in &model.files {
         assert_eq!(&std::fs::read(folder.join(name)).expect("landed"), content);
     }
-    assert!(is_complete(&folder, &source));
+    assert!(is_complete(&folder, &model.source));
     // Nothing of the attempt is left beside it, and a second fetch asks the server nothing.
-    let left: Vec<String> = std::fs::read_dir(cache.path())
+    let left: Vec<String> = std::fs::read_dir(model.cache.path())
         .expect("list")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
@@ -578,46 +611,40 @@ fn a_fetch_lands_every_checked_file_once() {
         left.iter().all(|name| !name.ends_with(".partial")),
         "{left:?}"
     );
-    let asked = server.requests().len();
+    let asked = model.server.requests().len();
     assert_eq!(asked, 3);
-    block_on(fetch(&client, &source, cache.path())).expect("fetch again");
-    assert_eq!(server.requests().len(), asked);
+    model.fetch(&model.source).expect("fetch again");
+    assert_eq!(model.server.requests().len(), asked);
 }
 
 #[test]
 fn a_wrong_hash_or_size_lands_nothing() {
-    let (server, scratch, cache) = (
-        FileServer::start(),
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let mut source = serve(&server, scratch.path(), &fake_files());
+    let model = FakeModel::serve();
+    let mut source = model.source.clone();
     let good = source.files[2].sha256.clone();
     source.files[2].sha256 = "0".repeat(64);
-    let client = reqwest::Client::new();
-    let error = block_on(fetch(&client, &source, cache.path())).expect_err("wrong hash");
+    let error = model.fetch(&source).expect_err("wrong hash");
     assert!(
         matches!(error, FetchError::Hash { ref name, .. } if name == "model.safetensors"),
         "{error}"
     );
-    let folder = model_folder(cache.path(), &source);
+    let folder = model_folder(model.cache.path(), &source);
     assert!(!folder.exists());
-    let staging = cache.path().join(".model-test.partial");
-    assert!(!staging.join("model.safetensors").exists());
-    assert!(!staging.join("model.safetensors.part").exists());
+    assert!(!model.staging().join("model.safetensors").exists());
+    assert!(!model.part().exists());
 
     // A file longer than pinned is cut off and refused.
     source.files[2].sha256 = good.clone();
     source.files[2].size -= 10;
-    let error = block_on(fetch(&client, &source, cache.path())).expect_err("too long");
+    let error = model.fetch(&source).expect_err("too long");
     assert!(matches!(error, FetchError::Size { .. }), "{error}");
     assert!(!folder.exists());
 
     // Right again: only the refused file is asked for; the two checked ones are kept.
     source.files[2].size += 10;
-    let before = server.requests().len();
-    block_on(fetch(&client, &source, cache.path())).expect("fetch");
-    let after: Vec<String> = server.requests()[before..]
+    let before = model.server.requests().len();
+    model.fetch(&source).expect("fetch");
+    let after: Vec<String> = model.server.requests()[before..]
         .iter()
         .map(|(p, _)| p.clone())
         .collect();
@@ -627,24 +654,17 @@ fn a_wrong_hash_or_size_lands_nothing() {
 
 #[test]
 fn an_interrupted_fetch_resumes_where_it_stopped() {
-    let (server, scratch, cache) = (
-        FileServer::start(),
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let files = fake_files();
-    let source = serve(&server, scratch.path(), &files);
-    server.cut_next("/rev/model.safetensors", 20_000);
-    let client = reqwest::Client::new();
-    assert!(block_on(fetch(&client, &source, cache.path())).is_err());
-    let folder = model_folder(cache.path(), &source);
+    let model = FakeModel::serve();
+    model.server.cut_next("/rev/model.safetensors", 20_000);
+    assert!(model.fetch(&model.source).is_err());
+    let folder = model_folder(model.cache.path(), &model.source);
     assert!(!folder.exists());
-    let part = cache
-        .path()
-        .join(".model-test.partial/model.safetensors.part");
-    assert_eq!(std::fs::metadata(&part).expect("part kept").len(), 20_000);
-    block_on(fetch(&client, &source, cache.path())).expect("resume");
-    let last = server.requests().last().cloned().expect("request");
+    assert_eq!(
+        std::fs::metadata(model.part()).expect("part kept").len(),
+        20_000
+    );
+    model.fetch(&model.source).expect("resume");
+    let last = model.server.requests().last().cloned().expect("request");
     assert_eq!(
         last,
         (
@@ -654,55 +674,40 @@ fn an_interrupted_fetch_resumes_where_it_stopped() {
     );
     assert_eq!(
         std::fs::read(folder.join("model.safetensors")).expect("landed"),
-        files[2].1
+        model.files[2].1
     );
 }
 
 #[test]
 fn an_answer_of_another_length_is_never_kept_to_resume() {
-    let (server, scratch, cache) = (
-        FileServer::start(),
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let files = fake_files();
-    let source = serve(&server, scratch.path(), &files);
+    let model = FakeModel::serve();
     // A proxy's error page, served as 200.
-    server.file(
+    model.server.file(
         "/rev/model.safetensors",
         b"<html>try again later</html>".to_vec(),
     );
-    let client = reqwest::Client::new();
-    let error = block_on(fetch(&client, &source, cache.path())).expect_err("short");
+    let error = model.fetch(&model.source).expect_err("short");
     assert!(
         matches!(error, FetchError::Size { found: 28, .. }),
         "{error}"
     );
-    let part = cache
-        .path()
-        .join(".model-test.partial/model.safetensors.part");
-    assert!(!part.exists(), "nothing of it is kept");
+    assert!(!model.part().exists(), "nothing of it is kept");
     // The next attempt asks for the whole file again, not for a range after the page.
-    server.file("/rev/model.safetensors", files[2].1.clone());
-    block_on(fetch(&client, &source, cache.path())).expect("fetch");
-    let last = server.requests().last().cloned().expect("request");
+    model
+        .server
+        .file("/rev/model.safetensors", model.files[2].1.clone());
+    model.fetch(&model.source).expect("fetch");
+    let last = model.server.requests().last().cloned().expect("request");
     assert_eq!(last, ("/rev/model.safetensors".to_owned(), None));
 }
 
 #[test]
 fn a_resumed_answer_from_another_offset_is_discarded() {
-    let (server, scratch, cache) = (
-        FileServer::start(),
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let files = fake_files();
-    let source = serve(&server, scratch.path(), &files);
-    server.cut_next("/rev/model.safetensors", 20_000);
-    let client = reqwest::Client::new();
-    assert!(block_on(fetch(&client, &source, cache.path())).is_err());
-    server.range_from_start_next("/rev/model.safetensors");
-    let error = block_on(fetch(&client, &source, cache.path())).expect_err("misplaced");
+    let model = FakeModel::serve();
+    model.server.cut_next("/rev/model.safetensors", 20_000);
+    assert!(model.fetch(&model.source).is_err());
+    model.server.range_from_start_next("/rev/model.safetensors");
+    let error = model.fetch(&model.source).expect_err("misplaced");
     assert!(
         matches!(
             error,
@@ -713,47 +718,40 @@ fn a_resumed_answer_from_another_offset_is_discarded() {
         ),
         "{error}"
     );
-    let part = cache
-        .path()
-        .join(".model-test.partial/model.safetensors.part");
-    assert!(!part.exists(), "the part it would have extended is dropped");
-    let folder = block_on(fetch(&client, &source, cache.path())).expect("fetch");
+    assert!(
+        !model.part().exists(),
+        "the part it would have extended is dropped"
+    );
+    let folder = model.fetch(&model.source).expect("fetch");
     assert_eq!(
         std::fs::read(folder.join("model.safetensors")).expect("landed"),
-        files[2].1
+        model.files[2].1
     );
 }
 
 #[test]
 fn a_fetch_waits_for_another_process_fetching_the_same_model() {
     use std::os::fd::AsRawFd;
-    let (server, scratch, cache) = (
-        FileServer::start(),
-        tempfile::tempdir().expect("dir"),
-        tempfile::tempdir().expect("dir"),
-    );
-    let source = serve(&server, scratch.path(), &fake_files());
+    let model = FakeModel::serve();
     // "Another process": an flock held on the same lock file (flock locks belong to the open
     // file, so this one excludes the fetch's own as another process's would).
-    let held = std::fs::File::create(cache.path().join(".model-test.lock")).expect("lock file");
+    let held =
+        std::fs::File::create(model.cache.path().join(".model-test.lock")).expect("lock file");
     // SAFETY: flock(2) on a descriptor this test owns and keeps open.
     assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
-    let fetching = {
-        let (source, cache) = (source.clone(), cache.path().to_path_buf());
-        std::thread::spawn(move || block_on(fetch(&reqwest::Client::new(), &source, &cache)))
-    };
-    std::thread::sleep(std::time::Duration::from_millis(1_200));
-    assert!(!fetching.is_finished(), "it waits instead of failing");
-    assert!(
-        server.requests().is_empty(),
-        "and asks the server nothing meanwhile"
-    );
-    drop(held);
-    let folder = fetching
-        .join()
-        .expect("thread")
-        .expect("fetched once let go");
-    assert!(is_complete(&folder, &source));
+    let fetching = std::thread::scope(|scope| {
+        let fetching = scope.spawn(|| model.fetch(&model.source));
+        std::thread::sleep(std::time::Duration::from_millis(1_200));
+        assert!(!fetching.is_finished(), "it waits instead of failing");
+        assert!(
+            model.server.requests().is_empty(),
+            "and asks the server nothing meanwhile"
+        );
+        drop(held);
+        fetching.join().expect("thread")
+    });
+    let folder = fetching.expect("fetched once let go");
+    assert!(is_complete(&folder, &model.source));
 }
 
 #[test]
