@@ -24,15 +24,20 @@ const TERM_BITS: u32 = 24;
 /// Occurrences are counted up to 255 (BM25 saturates long before).
 const MAX_COUNT: u32 = 0xff;
 
-/// Term text to term number; numbers are never reused, so counted terms stay valid.
+/// Term text to term number. A number stays its term's until [`Vocabulary::renumber`], which
+/// keeps only the terms still counted somewhere and starts a new numbering: an [`Index`] is
+/// searched only with the numbering it was built under ([`Index::numbered_by`]).
 #[derive(Default)]
 pub struct Vocabulary {
     ids: HashMap<Box<str>, u32>,
+    /// Which numbering this is: one more after each renumbering.
+    numbering: u32,
 }
 
 impl Vocabulary {
     /// The number of `term`, assigned when new. `None` once 2^24 terms exist (a document then
-    /// loses its newest words; no real tree comes near).
+    /// loses its newest words; [`Vocabulary::renumber`] keeps a long-lived vocabulary far from
+    /// that).
     pub fn intern(&mut self, term: &str) -> Option<u32> {
         if let Some(&id) = self.ids.get(term) {
             return Some(id);
@@ -62,6 +67,54 @@ impl Vocabulary {
     /// How many term numbers were handed out.
     pub fn size(&self) -> usize {
         self.ids.len()
+    }
+
+    /// How many distinct terms `docs` hold between them.
+    pub fn terms_in<'a>(&self, docs: impl IntoIterator<Item = &'a DocTerms>) -> usize {
+        self.live(docs).iter().filter(|&&live| live).count()
+    }
+
+    /// Keeps only the terms `docs` hold, numbered again from 0 in their old order, rewrites
+    /// `docs` to the new numbers and starts a new numbering. Why: terms are numbered as texts
+    /// are first counted and never given back otherwise, so a long-running worker whose skills
+    /// keep changing words would grow the table, and every index's per-term offsets, for
+    /// good (and at 2^24 terms lose words). Every document counted under the old numbering
+    /// must be among `docs`: any other would keep numbers that now name other terms.
+    pub fn renumber<'a>(&mut self, docs: impl IntoIterator<Item = &'a mut DocTerms>) {
+        let docs: Vec<&mut DocTerms> = docs.into_iter().collect();
+        let live = self.live(docs.iter().map(|d| &**d));
+        let mut next = 0u32;
+        let renumbered: Vec<u32> = live
+            .iter()
+            .map(|&live| {
+                let id = next;
+                next += u32::from(live);
+                id
+            })
+            .collect();
+        self.ids.retain(|_, id| live[*id as usize]);
+        for id in self.ids.values_mut() {
+            *id = renumbered[*id as usize];
+        }
+        self.ids.shrink_to_fit();
+        for doc in docs {
+            for entry in doc.packed.iter_mut() {
+                *entry = renumbered[(*entry >> 8) as usize] << 8 | (*entry & MAX_COUNT);
+            }
+            // The old order of the terms is kept, so the entries stay sorted.
+        }
+        self.numbering = self.numbering.wrapping_add(1);
+    }
+
+    /// Which term numbers `docs` hold, by number.
+    fn live<'a>(&self, docs: impl IntoIterator<Item = &'a DocTerms>) -> Vec<bool> {
+        let mut live = vec![false; self.ids.len()];
+        for doc in docs {
+            for &entry in doc.packed.iter() {
+                live[(entry >> 8) as usize] = true;
+            }
+        }
+        live
     }
 }
 
@@ -114,6 +167,8 @@ pub struct Hit {
 /// A BM25 index over documents given as [`DocTerms`].
 #[derive(Default)]
 pub struct Index {
+    /// The [`Vocabulary::numbering`] its terms are numbered by.
+    numbering: u32,
     /// `offsets[t]..offsets[t + 1]` are term `t`'s postings.
     offsets: Vec<u32>,
     /// `doc << 8 | count`, in document order within a term.
@@ -123,9 +178,9 @@ pub struct Index {
 }
 
 impl Index {
-    /// Indexes `docs` (in order: a hit's `doc` is a position here); `terms` is how many term
-    /// numbers the vocabulary has handed out.
-    pub fn build(docs: &[&DocTerms], terms: usize) -> Index {
+    /// Indexes `docs` (in order: a hit's `doc` is a position here), counted by `vocabulary`.
+    pub fn build(docs: &[&DocTerms], vocabulary: &Vocabulary) -> Index {
+        let terms = vocabulary.size();
         let mut offsets = vec![0u32; terms + 1];
         for doc in docs {
             for &entry in doc.packed.iter() {
@@ -162,10 +217,17 @@ impl Index {
             })
             .collect();
         Index {
+            numbering: vocabulary.numbering,
             offsets,
             postings,
             norms,
         }
+    }
+
+    /// Whether a query numbered by `vocabulary` may be searched here: it has not been
+    /// renumbered since this index was built.
+    pub fn numbered_by(&self, vocabulary: &Vocabulary) -> bool {
+        self.numbering == vocabulary.numbering
     }
 
     #[cfg(test)]
@@ -267,7 +329,7 @@ mod tests {
     }
 
     fn index(vocabulary: &Vocabulary, docs: &[DocTerms]) -> Index {
-        Index::build(&docs.iter().collect::<Vec<_>>(), vocabulary.size())
+        Index::build(&docs.iter().collect::<Vec<_>>(), vocabulary)
     }
 
     #[test]
@@ -345,5 +407,48 @@ mod tests {
         }
         assert_eq!(before.len(), 3);
         assert!(Index::default().search(&v.resolve(&q("alpha"))).is_empty());
+    }
+
+    #[test]
+    fn numbering_again_keeps_the_live_terms_and_their_ranking() {
+        let mut v = Vocabulary::default();
+        let d = docs(
+            &mut v,
+            &[
+                "alpha beta beta",
+                "gone words only",
+                "gamma alpha",
+                "more gone",
+            ],
+        );
+        let before = index(&v, &d);
+        // Documents 1 and 3 are dropped: their words ("gone", "words", "only", "more") are
+        // numbered nowhere else.
+        let mut kept = vec![d[0].clone(), d[2].clone()];
+        assert_eq!(v.terms_in(&kept), 3);
+        v.renumber(kept.iter_mut());
+        assert_eq!(v.size(), 3);
+        assert!(v.get("gone").is_none() && v.get("beta").is_some());
+        assert!(
+            !before.numbered_by(&v),
+            "an index of the old numbering is refused"
+        );
+        let after = index(&v, &kept);
+        assert!(after.numbered_by(&v));
+        let mut fresh_v = Vocabulary::default();
+        let fresh_d = docs(&mut fresh_v, &["alpha beta beta", "gamma alpha"]);
+        let fresh = index(&fresh_v, &fresh_d);
+        for query in ["alpha", "beta", "gamma alpha", "gone", "beta zeta"] {
+            assert_eq!(
+                after.search(&v.resolve(&q(query))),
+                fresh.search(&fresh_v.resolve(&q(query))),
+                "{query}"
+            );
+        }
+        // New words are numbered after the kept ones.
+        let added = DocTerms::count(&mut v, "delta alpha".split_whitespace());
+        assert_eq!(v.get("delta"), Some(3));
+        kept.push(added);
+        assert_eq!(index(&v, &kept).search(&v.resolve(&q("delta"))).len(), 1);
     }
 }

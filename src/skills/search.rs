@@ -12,7 +12,9 @@
 //! ([`SkillTerms`], keyed by id and content hash, kept across revisions); the index of one
 //! revision is built on its first search from those counts (two passes over integers) and kept
 //! with the revision's rows (`SkillCache`), so a reconcile that changed one file costs one
-//! file's tokenizing and one integer rebuild.
+//! file's tokenizing and one integer rebuild. Counts no row uses are dropped, and the terms
+//! numbered again once most are no longer used, so a long-running worker's term table follows
+//! its tree; an index built under an earlier numbering is never searched with a later one's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,6 +52,8 @@ pub const DESCRIPTION_WEIGHT: usize = 2;
 
 /// Texts split into terms at a time when counting many (a first build).
 const SPLIT_CHUNK: usize = 512;
+/// The fewest numbered terms worth numbering again (see `SkillTerms::renumber_when_mostly_stale`).
+const RENUMBER_FROM: usize = 4096;
 
 #[derive(Deserialize)]
 struct SearchRequest {
@@ -135,19 +139,56 @@ impl SkillTerms {
                 self.docs.insert(key(listed), Arc::new(doc));
             }
         }
+        if self.docs.len() > 2 * rows.len().max(1024) {
+            let live: std::collections::HashSet<(Box<str>, Hash)> =
+                rows.iter().map(|r| key(r)).collect();
+            self.docs.retain(|key, _| live.contains(key));
+            self.renumber_when_mostly_stale();
+        }
         let docs: Vec<Arc<DocTerms>> = rows
             .iter()
             .map(|listed| self.docs[&key(listed)].clone())
             .collect();
-        if self.docs.len() > 2 * rows.len().max(1024) {
-            let live: std::collections::HashSet<(Box<str>, Hash)> = rows
-                .iter()
-                .map(|r| (r.id.clone(), r.content.unwrap_or_default()))
-                .collect();
-            self.docs.retain(|key, _| live.contains(key));
-        }
         let refs: Vec<&DocTerms> = docs.iter().map(|d| &**d).collect();
-        Ok(Index::build(&refs, self.vocabulary.size()))
+        Ok(Index::build(&refs, &self.vocabulary))
+    }
+
+    /// Numbers the terms again (`Vocabulary::renumber`) once most of those numbered are no
+    /// longer counted in any kept text: the words of skills since changed or deleted. Runs
+    /// after counts are dropped, which is once the kept texts have doubled, so a tree whose
+    /// words keep changing holds at most about twice its live terms.
+    fn renumber_when_mostly_stale(&mut self) {
+        let size = self.vocabulary.size();
+        if size < RENUMBER_FROM
+            || size <= 2 * self.vocabulary.terms_in(self.docs.values().map(|d| &**d))
+        {
+            return;
+        }
+        self.vocabulary
+            .renumber(self.docs.values_mut().map(Arc::make_mut));
+        tracing::debug!(
+            before = size,
+            after = self.vocabulary.size(),
+            "skill search terms numbered again"
+        );
+    }
+
+    /// The query's terms numbered as `index` was built, with `index`, or with an index of
+    /// `cache`'s revision built again when the terms were numbered again since `index` was (a
+    /// search of an older snapshot racing the build of a newer one).
+    fn resolve(
+        &mut self,
+        index: Arc<Index>,
+        reader: &Reader,
+        cache: &SkillCache,
+        query: &[String],
+    ) -> Result<(Arc<Index>, Vec<Option<u32>>)> {
+        let index = if index.numbered_by(&self.vocabulary) {
+            index
+        } else {
+            Arc::new(self.index(reader, cache)?)
+        };
+        Ok((index, self.vocabulary.resolve(query)))
     }
 }
 
@@ -229,7 +270,7 @@ pub fn search(
     };
     let admitted = |position: &u32| admits(rows.at(*position as usize));
     let split = query_terms(query_text);
-    let query = crate::locks::lock(terms_store).vocabulary.resolve(&split);
+    let (index, query) = crate::locks::lock(terms_store).resolve(index, reader, cache, &split)?;
     // Both lanes rank the admitted rows only: a row the filters drop never takes the place of
     // one they keep. The lexical hits are filtered as they are taken, no further than needed.
     let hits = index.search(&query);
@@ -456,5 +497,89 @@ mod tests {
         );
         let blank = directory.search_skills(&json!({ "query": " " }), None, None);
         assert!(blank.is_err());
+    }
+
+    /// A word of letters only, distinct for each `n` (the tokenizer keeps such words whole).
+    fn word(mut n: usize) -> String {
+        let mut out = String::from("qz");
+        loop {
+            out.push((b'a' + (n % 26) as u8) as char);
+            n /= 26;
+            if n == 0 {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn words_of_skills_long_changed_are_numbered_again_and_an_older_snapshot_still_searches() {
+        use std::sync::Mutex;
+
+        use super::{Audience, SkillTerms, search};
+        use crate::rules::skill::Visibility;
+        use crate::skills::SkillCache;
+
+        const SKILLS: usize = 1030;
+        const WORDS: usize = 4;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = Config::for_root(dir.path());
+        let skills = config.paths.skills_folder.clone();
+        let directory = Directory::open(config).expect("open");
+        let terms = Mutex::new(SkillTerms::default());
+        let everyone = Visibility {
+            filter_unregistered: false,
+            installed: None,
+        };
+        // Each round gives every skill words of its own that no other round uses.
+        let unique = |round: usize, skill: usize| -> Vec<String> {
+            (0..WORDS)
+                .map(|w| word((round * SKILLS + skill) * WORDS + w))
+                .collect()
+        };
+        let found = |reader: &crate::index::Reader, cache: &SkillCache, query: String| {
+            let request = json!({ "query": query });
+            search(
+                reader,
+                cache,
+                &terms,
+                everyone,
+                Audience::Caller,
+                &request,
+                None,
+            )
+            .expect("search")["results"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .map(|r| r["id"].as_str().expect("id").to_string())
+                .collect::<Vec<_>>()
+        };
+        let mut first = None;
+        for round in 0..3 {
+            for i in 0..SKILLS {
+                let words = unique(round, i).join(" ");
+                write_skill(&skills, &format!("s{i:04}"), "Keep the ledger.", &words);
+            }
+            directory.reconcile().expect("reconcile");
+            let reader = directory.index().read().expect("reader");
+            let cache = SkillCache::build(&reader).expect("cache");
+            let query = unique(round, 7)[..2].join(" ");
+            assert_eq!(found(&reader, &cache, query), ["s0007"], "round {round}");
+            if round == 0 {
+                first = Some((reader, cache));
+            }
+        }
+        // Three rounds were counted; the first two rounds' words are counted nowhere now.
+        let size = crate::locks::lock(&terms).vocabulary.size();
+        let live = WORDS * SKILLS + 2;
+        assert!(size <= 2 * live, "{size} terms numbered for {live} live");
+        // The snapshot of round 0, whose index was built under the first numbering, still
+        // finds its own words, and not those of the last round.
+        let (reader, cache) = first.expect("round 0");
+        assert_eq!(
+            found(&reader, &cache, unique(0, 9)[1..].join(" ")),
+            ["s0009"]
+        );
+        assert!(found(&reader, &cache, unique(2, 9).join(" ")).is_empty());
     }
 }
