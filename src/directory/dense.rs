@@ -7,7 +7,9 @@
 //! from then on it is hybrid, a content new since then being ranked lexically alone until its
 //! vector is stored (a batch later). The pass reads a content's text from a snapshot of its
 //! own, embeds a batch outside any transaction on its own low-priority threads (both cores),
-//! and stores the batch in one short commit of the index's `vectors` table.
+//! and stores the batch in one short commit of the index's `vectors` table. A pass that fails (a
+//! full disk, say) is tried again after a wait that grows with each failure in a row, or at
+//! once when the tree changes.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,6 +34,10 @@ pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 pub const BATCH: usize = 32;
 /// How often the background pass looks for a new revision when nothing woke it.
 const POLL: Duration = Duration::from_millis(500);
+/// How long after a failed embedding pass (a full disk, say) the next one starts, doubled after
+/// each failure in a row up to [`RETRY_LONGEST`]; a change to the tree starts one at once.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_LONGEST: Duration = Duration::from_secs(300);
 
 /// Where the embedding model stands.
 #[derive(Clone)]
@@ -75,6 +81,9 @@ pub struct Dense {
     wake: Arc<Wake>,
     /// The threads the embedding runs on (created with the first pass).
     pool: Mutex<Option<Arc<rayon::ThreadPool>>>,
+    /// How many of the next vector stores fail as a full disk would (tests of the retry).
+    #[cfg(any(test, feature = "testing"))]
+    failing_stores: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Default)]
@@ -100,6 +109,32 @@ impl Wake {
     }
 }
 
+/// When the background pass tries again after failing: [`RETRY_FIRST`] after a failure, twice
+/// as long after each further one in a row, never longer than [`RETRY_LONGEST`].
+#[derive(Default)]
+struct Retry {
+    /// Failures in a row.
+    failures: u32,
+    at: Option<Instant>,
+}
+
+impl Retry {
+    /// Records a failure; returns how long until the next try.
+    fn failed(&mut self) -> Duration {
+        let wait = RETRY_FIRST
+            .saturating_mul(1 << self.failures.min(16))
+            .min(RETRY_LONGEST);
+        self.failures += 1;
+        self.at = Some(Instant::now() + wait);
+        wait
+    }
+
+    /// Whether a failed pass is waiting and its time has come.
+    fn due(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
+    }
+}
+
 impl Default for Dense {
     fn default() -> Self {
         Dense {
@@ -111,6 +146,8 @@ impl Default for Dense {
             embedded: AtomicU64::new(0),
             wake: Arc::default(),
             pool: Mutex::new(None),
+            #[cfg(any(test, feature = "testing"))]
+            failing_stores: Default::default(),
         }
     }
 }
@@ -128,6 +165,24 @@ impl Dense {
         let embedder = self.ready()?;
         let model = locks::read(&self.model).clone()?;
         Some((embedder, model))
+    }
+
+    /// A test's injected failure of the next vector store, if one is left.
+    fn injected_store_failure(&self) -> Result<()> {
+        #[cfg(any(test, feature = "testing"))]
+        {
+            let take = |n: usize| n.checked_sub(1);
+            if self
+                .failing_stores
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, take)
+                .is_ok()
+            {
+                let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+                let at = std::path::Path::new("the index (an injected failure)");
+                return Err(crate::error::io_error("store skill embeddings in", at)(full).into());
+            }
+        }
+        Ok(())
     }
 
     /// The embedding threads: as many as cores, at a lower scheduling priority than the
@@ -337,6 +392,7 @@ impl Directory {
                             .collect(),
                     })
                     .collect();
+                self.dense.injected_store_failure()?;
                 let kept = self.index.store_vectors(&model, &batch)?;
                 let kept: HashSet<_> = kept.into_iter().collect();
                 let batch: Vec<_> = batch
@@ -398,6 +454,13 @@ impl Directory {
         Ok(stored)
     }
 
+    /// Makes the next `n` stores of skill embeddings fail as on a full disk (tests of the
+    /// background pass's retry).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn fail_next_vector_stores(&self, n: usize) {
+        self.dense.failing_stores.store(n, Ordering::SeqCst);
+    }
+
     /// How many skill contents this process has embedded.
     pub fn embedded_count(&self) -> u64 {
         self.dense.embedded.load(Ordering::Relaxed)
@@ -424,13 +487,14 @@ impl Directory {
             .spawn(move || {
                 lower_priority();
                 let mut done_at = None;
+                let mut retry = Retry::default();
                 loop {
                     let woken = wake.wait();
                     let Some(directory) = directory.upgrade() else {
                         return;
                     };
                     let latest = directory.index.latest();
-                    if !woken && latest == done_at {
+                    if !woken && latest == done_at && !retry.due() {
                         continue;
                     }
                     if latest != done_at && directory.skill_search_wanted() {
@@ -450,11 +514,21 @@ impl Directory {
                         }
                     }
                     if directory.dense.ready().is_none() {
+                        // A failed pass is tried again once a model is ready (that wakes it).
+                        retry = Retry::default();
                         done_at = latest;
                         continue;
                     }
-                    if let Err(e) = directory.embed_pending() {
-                        tracing::warn!("embedding skills failed; retrying at the next change: {e}");
+                    match directory.embed_pending() {
+                        Ok(_) => retry = Retry::default(),
+                        Err(e) => {
+                            let wait = retry.failed();
+                            tracing::warn!(
+                                retry_in_s = wait.as_secs(),
+                                "embedding skills failed; trying again then, or at the next \
+                                 change: {e}"
+                            );
+                        }
                     }
                     done_at = latest;
                 }
@@ -462,5 +536,24 @@ impl Directory {
         if let Err(e) = spawned {
             tracing::warn!("cannot start the background thread of skill search: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_pass_is_tried_again_later_and_later_up_to_the_longest_wait() {
+        let mut retry = Retry::default();
+        assert!(!retry.due(), "nothing failed, nothing to try again");
+        let waits: Vec<u64> = (0..12).map(|_| retry.failed().as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert!(!retry.due(), "the next try is minutes away");
+        for _ in 0..100 {
+            assert_eq!(retry.failed(), RETRY_LONGEST);
+        }
+        retry.at = Some(Instant::now());
+        assert!(retry.due());
     }
 }

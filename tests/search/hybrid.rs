@@ -207,6 +207,33 @@ fn a_pass_racing_the_models_arrival_finds_the_stored_vectors_already_held() {
     assert_eq!(status["pending"], 0, "{status}");
 }
 
+#[test]
+fn a_background_pass_that_failed_to_store_is_tried_again_without_a_change() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let directory = Arc::new(tree.open());
+    directory.reconcile().expect("reconcile");
+    // The first two stores fail as on a full disk; nothing in the tree changes after.
+    directory.fail_next_vector_stores(2);
+    directory.start_background();
+    directory.set_model_state(ModelState::Ready(model));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        let status = directory.search_status().expect("status");
+        if status["mode"] == "hybrid" || std::time::Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status["mode"], "hybrid", "{status}");
+    assert_eq!(status["pending"], 0, "{status}");
+    assert_eq!(stored(&directory), SKILLS.len() as u64);
+    assert_eq!(
+        result_ids(&search(&directory, "nudge people who still owe me money"))[0],
+        "invoice-reminders"
+    );
+}
+
 /// A caller's dense lane that is ready and finds nothing: the search ranks in hybrid mode on
 /// the lexical lane alone.
 struct FindsNothing;
