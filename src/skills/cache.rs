@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::catalog_index::CatalogIndex;
 use super::listed::Listed;
@@ -44,8 +44,9 @@ pub struct SkillCache {
     postings: OnceLock<Arc<Postings>>,
     /// What the first miss derives the postings from; taken when it does.
     earlier: Mutex<Option<Earlier>>,
-    /// Built on the first `search` of the revision.
-    search: OnceLock<Arc<lexical::Index>>,
+    /// Built on the first `search` of the revision; replaced when the terms were numbered
+    /// again since (`SkillTerms::resolve`).
+    search: RwLock<Option<Arc<lexical::Index>>>,
     /// Built on the first `catalog` of the revision.
     catalog: OnceLock<Arc<CatalogIndex>>,
 }
@@ -97,7 +98,7 @@ impl SkillCache {
             overviews,
             postings: OnceLock::new(),
             earlier: Mutex::new(None),
-            search: OnceLock::new(),
+            search: RwLock::default(),
             catalog: OnceLock::new(),
         }
     }
@@ -158,7 +159,7 @@ impl SkillCache {
             overviews,
             postings,
             earlier: Mutex::new(earlier),
-            search: OnceLock::new(),
+            search: RwLock::default(),
             catalog: OnceLock::new(),
         }))
     }
@@ -254,11 +255,17 @@ impl SkillCache {
         &self,
         build: impl FnOnce() -> Result<lexical::Index>,
     ) -> Result<Arc<lexical::Index>> {
-        if let Some(index) = self.search.get() {
+        if let Some(index) = &*locks::read(&self.search) {
             return Ok(index.clone());
         }
         let built = Arc::new(build()?);
-        Ok(self.search.get_or_init(|| built).clone())
+        Ok(locks::write(&self.search).get_or_insert(built).clone())
+    }
+
+    /// Keeps `index` as the revision's skill search index in place of the one built before,
+    /// under terms since numbered again.
+    pub fn replace_search_index(&self, index: Arc<lexical::Index>) {
+        *locks::write(&self.search) = Some(index);
     }
 
     /// The row at a position in this revision, as [`SkillCache::sharing_segment`] and the

@@ -174,8 +174,8 @@ impl SkillTerms {
     }
 
     /// The query's terms numbered as `index` was built, with `index`, or with an index of
-    /// `cache`'s revision built again when the terms were numbered again since `index` was (a
-    /// search of an older snapshot racing the build of a newer one).
+    /// `cache`'s revision built again, and kept in its place, when the terms were numbered
+    /// again since `index` was (a search of one revision racing the build of another).
     fn resolve(
         &mut self,
         index: Arc<Index>,
@@ -186,7 +186,9 @@ impl SkillTerms {
         let index = if index.numbered_by(&self.vocabulary) {
             index
         } else {
-            Arc::new(self.index(reader, cache)?)
+            let fresh = Arc::new(self.index(reader, cache)?);
+            cache.replace_search_index(fresh.clone());
+            fresh
         };
         Ok((index, self.vocabulary.resolve(query)))
     }
@@ -581,5 +583,10 @@ mod tests {
             ["s0009"]
         );
         assert!(found(&reader, &cache, unique(2, 9).join(" ")).is_empty());
+        // The index built again is kept in the stale one's place: later searches reuse it.
+        let kept = cache
+            .search_index(|| panic!("the revision's index was built again"))
+            .expect("kept");
+        assert!(kept.numbered_by(&crate::locks::lock(&terms).vocabulary));
     }
 }
