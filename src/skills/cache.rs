@@ -255,11 +255,16 @@ impl SkillCache {
         &self,
         build: impl FnOnce() -> Result<lexical::Index>,
     ) -> Result<Arc<lexical::Index>> {
-        if let Some(index) = &*locks::read(&self.search) {
-            return Ok(index.clone());
+        if let Some(index) = self.kept_search_index() {
+            return Ok(index);
         }
         let built = Arc::new(build()?);
         Ok(locks::write(&self.search).get_or_insert(built).clone())
+    }
+
+    /// The revision's skill search index, if one was built.
+    pub fn kept_search_index(&self) -> Option<Arc<lexical::Index>> {
+        locks::read(&self.search).clone()
     }
 
     /// Keeps `index` as the revision's skill search index in place of the one built before,

@@ -70,6 +70,10 @@ struct SearchRequest {
 pub struct SkillTerms {
     vocabulary: Vocabulary,
     docs: HashMap<(Box<str>, Hash), Arc<DocTerms>>,
+    /// The newest revision an index was built for (the index file's epoch, the revision): only
+    /// its builds drop counts and number terms again, so a search of an older snapshot never
+    /// drops the counts of the newer one, nor makes its index stale.
+    newest: Option<(u64, u64)>,
 }
 
 /// What a row is searched as: name, title, description, the leading body.
@@ -107,9 +111,10 @@ pub(super) fn leading_body(text: &str) -> &str {
 }
 
 impl SkillTerms {
-    /// The BM25 index of `cache`'s revision (a hit's `doc` is a row's position): each row's counts reused when its id and content were
-    /// seen before, computed (the text read from `reader`) when not. Counts no row uses any
-    /// more are dropped once they outnumber the rows.
+    /// The BM25 index of `cache`'s revision (a hit's `doc` is a row's position): each row's
+    /// counts reused when its id and content were seen before, computed (the text read from
+    /// `reader`) when not. When the revision is the newest built for, counts no row of it uses
+    /// are dropped once they outnumber its rows.
     pub fn index(&mut self, reader: &Reader, cache: &SkillCache) -> Result<Index> {
         let rows = cache.rows();
         let key = |listed: &Listed| (listed.id.clone(), listed.content.unwrap_or_default());
@@ -139,7 +144,7 @@ impl SkillTerms {
                 self.docs.insert(key(listed), Arc::new(doc));
             }
         }
-        if self.docs.len() > 2 * rows.len().max(1024) {
+        if self.is_newest(cache) && self.docs.len() > 2 * rows.len().max(1024) {
             let live: std::collections::HashSet<(Box<str>, Hash)> =
                 rows.iter().map(|r| key(r)).collect();
             self.docs.retain(|key, _| live.contains(key));
@@ -153,10 +158,23 @@ impl SkillTerms {
         Ok(Index::build(&refs, &self.vocabulary))
     }
 
+    /// Whether `cache`'s revision is the newest an index was built for (then it is noted as
+    /// such). A rebuilt index file starts its revisions again: its first revision is the newest.
+    fn is_newest(&mut self, cache: &SkillCache) -> bool {
+        let newest = self
+            .newest
+            .is_none_or(|(epoch, revision)| cache.epoch != epoch || cache.revision >= revision);
+        if newest {
+            self.newest = Some((cache.epoch, cache.revision));
+        }
+        newest
+    }
+
     /// Numbers the terms again (`Vocabulary::renumber`) once most of those numbered are no
     /// longer counted in any kept text: the words of skills since changed or deleted. Runs
-    /// after counts are dropped, which is once the kept texts have doubled, so a tree whose
-    /// words keep changing holds at most about twice its live terms.
+    /// right after counts are dropped (once the kept texts have doubled), and leaves at most
+    /// twice as many terms numbered as the kept texts use: a tree whose words keep changing
+    /// holds a bounded multiple of its live terms.
     fn renumber_when_mostly_stale(&mut self) {
         let size = self.vocabulary.size();
         if size < RENUMBER_FROM
@@ -164,6 +182,9 @@ impl SkillTerms {
         {
             return;
         }
+        // Every count is held here alone (an index keeps postings, not counts): none is
+        // copied by `make_mut`, and none outside keeps the old numbers.
+        debug_assert!(self.docs.values().all(|d| Arc::strong_count(d) == 1));
         self.vocabulary
             .renumber(self.docs.values_mut().map(Arc::make_mut));
         tracing::debug!(
@@ -186,9 +207,15 @@ impl SkillTerms {
         let index = if index.numbered_by(&self.vocabulary) {
             index
         } else {
-            let fresh = Arc::new(self.index(reader, cache)?);
-            cache.replace_search_index(fresh.clone());
-            fresh
+            match cache.kept_search_index() {
+                // Another search of this revision built it again first.
+                Some(kept) if kept.numbered_by(&self.vocabulary) => kept,
+                _ => {
+                    let fresh = Arc::new(self.index(reader, cache)?);
+                    cache.replace_search_index(fresh.clone());
+                    fresh
+                }
+            }
         };
         Ok((index, self.vocabulary.resolve(query)))
     }
@@ -515,7 +542,7 @@ mod tests {
 
     #[test]
     fn words_of_skills_long_changed_are_numbered_again_and_an_older_snapshot_still_searches() {
-        use std::sync::Mutex;
+        use std::sync::{Arc, Mutex};
 
         use super::{Audience, SkillTerms, search};
         use crate::rules::skill::Visibility;
@@ -556,7 +583,7 @@ mod tests {
                 .map(|r| r["id"].as_str().expect("id").to_string())
                 .collect::<Vec<_>>()
         };
-        let mut first = None;
+        let mut snapshots = Vec::new();
         for round in 0..3 {
             for i in 0..SKILLS {
                 let words = unique(round, i).join(" ");
@@ -567,26 +594,42 @@ mod tests {
             let cache = SkillCache::build(&reader).expect("cache");
             let query = unique(round, 7)[..2].join(" ");
             assert_eq!(found(&reader, &cache, query), ["s0007"], "round {round}");
-            if round == 0 {
-                first = Some((reader, cache));
-            }
+            snapshots.push((reader, cache));
         }
         // Three rounds were counted; the first two rounds' words are counted nowhere now.
-        let size = crate::locks::lock(&terms).vocabulary.size();
+        let vocabulary_size = || crate::locks::lock(&terms).vocabulary.size();
         let live = WORDS * SKILLS + 2;
-        assert!(size <= 2 * live, "{size} terms numbered for {live} live");
+        assert!(
+            vocabulary_size() <= 2 * live,
+            "{} numbered for {live} live",
+            vocabulary_size()
+        );
+        let index_of = |cache: &SkillCache| cache.kept_search_index().expect("built");
+        let (latest_reader, latest) = &snapshots[2];
+        let latest_index = index_of(latest);
         // The snapshot of round 0, whose index was built under the first numbering, still
         // finds its own words, and not those of the last round.
-        let (reader, cache) = first.expect("round 0");
-        assert_eq!(
-            found(&reader, &cache, unique(0, 9)[1..].join(" ")),
-            ["s0009"]
-        );
-        assert!(found(&reader, &cache, unique(2, 9).join(" ")).is_empty());
-        // The index built again is kept in the stale one's place: later searches reuse it.
-        let kept = cache
-            .search_index(|| panic!("the revision's index was built again"))
-            .expect("kept");
-        assert!(kept.numbered_by(&crate::locks::lock(&terms).vocabulary));
+        let (reader, cache) = &snapshots[0];
+        let stale = index_of(cache);
+        assert_eq!(found(reader, cache, unique(0, 9)[1..].join(" ")), ["s0009"]);
+        assert!(found(reader, cache, unique(2, 9).join(" ")).is_empty());
+        // The index built again is kept in the stale one's place, and a second search that
+        // took the stale one before it was replaced uses it too: none builds it again.
+        let kept = index_of(cache);
+        assert!(!Arc::ptr_eq(&kept, &stale));
+        let query = unique(0, 3);
+        let (again, _) = crate::locks::lock(&terms)
+            .resolve(stale, reader, cache, &query)
+            .expect("resolve");
+        assert!(Arc::ptr_eq(&again, &kept));
+        // Searches of the older snapshots count their words again, more than twice the rows,
+        // yet drop nothing and number nothing again: the newest revision's index stays good.
+        let (reader, cache) = &snapshots[1];
+        assert_eq!(found(reader, cache, unique(1, 4).join(" ")), ["s0004"]);
+        assert!(Arc::ptr_eq(&index_of(latest), &latest_index));
+        assert!(latest_index.numbered_by(&crate::locks::lock(&terms).vocabulary));
+        let query = unique(2, 5).join(" ");
+        assert_eq!(found(latest_reader, latest, query), ["s0005"]);
+        assert!(Arc::ptr_eq(&index_of(latest), &latest_index));
     }
 }
