@@ -233,10 +233,10 @@ fn cold_embedding(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> 
 
 fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
     eprintln!("hybrid function search on {FUNCTIONS} functions");
-    let catalog = Catalog::build(&generated_tools(FUNCTIONS));
+    let catalog = Arc::new(Catalog::build(&generated_tools(FUNCTIONS)));
     let lane = FunctionLane::new(embedder.clone());
     let started = Instant::now();
-    let embedded = lane.update(&catalog);
+    let embedded = lane.follow(|| catalog.clone());
     let took = started.elapsed();
     let request = json!({ "capabilities": ["send an email with attachments"] });
     let capabilities = query::parse(&request).expect("request");

@@ -38,7 +38,7 @@ pub fn print() {
 
 /// Function search's tables, the hybrid ones through the worker's own lane.
 fn functions(model: Option<Arc<Embedder>>) {
-    let catalog = catalog();
+    let catalog = Arc::new(catalog());
     let splits = [
         ("dev", function_cases("dev")),
         ("held-out", function_cases("heldout")),
@@ -59,7 +59,7 @@ fn functions(model: Option<Arc<Embedder>>) {
         return;
     };
     let lane = FunctionLane::new(model);
-    lane.update(&catalog);
+    lane.follow(|| catalog.clone());
     for (name, cases) in &splits {
         println!(
             "{}",

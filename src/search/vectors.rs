@@ -4,8 +4,9 @@
 //!
 //! A catalog change embeds only the functions whose text is new (the vectors are kept by the
 //! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
-//! searches fuse with the previous one's vectors, filtered to the functions still listed. It
-//! also measures each function's hubness in the new catalog (`VectorTable::hubness`), which
+//! searches fuse with the previous one's vectors, filtered to the functions still listed. The
+//! catalog embedded is the one current when the lane is free (`FunctionLane::follow`), so a
+//! burst of changes embeds the newest catalog once, not every superseded one. It also measures each function's hubness in the new catalog (`VectorTable::hubness`), which
 //! the confidence gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
 
 use std::collections::HashMap;
@@ -69,10 +70,27 @@ impl FunctionLane {
         }
     }
 
-    /// Brings the lane to `catalog`: embeds the texts not seen before (batched over the
-    /// cores), then swaps the catalog's table in. Returns how many texts were embedded.
-    pub fn update(&self, catalog: &Catalog) -> usize {
+    /// Brings the lane to the catalog `current` gives once this call holds the lane, and
+    /// again while a newer one arrived during the embedding. Returns how many texts were
+    /// embedded. Why not the catalog of the change that started the call: each change starts
+    /// one, and those waiting for the lane would embed, one after another, catalogs already
+    /// replaced (a burst of changes kept the lane seconds behind), and could end on an older
+    /// one than the newest.
+    pub fn follow(&self, current: impl Fn() -> Arc<Catalog>) -> usize {
         let mut fingerprint = locks::lock(&self.fingerprint);
+        let mut embedded = 0;
+        loop {
+            let catalog = current();
+            if fingerprint.as_deref() == Some(catalog.fingerprint()) {
+                return embedded;
+            }
+            embedded += self.update_locked(&mut fingerprint, &catalog);
+        }
+    }
+
+    /// Embeds `catalog`'s texts not seen before (batched over the cores), then swaps its table
+    /// in; `fingerprint` is the lane's, held.
+    fn update_locked(&self, fingerprint: &mut Option<String>, catalog: &Catalog) -> usize {
         if fingerprint.as_deref() == Some(catalog.fingerprint()) {
             return 0;
         }

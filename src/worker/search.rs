@@ -76,14 +76,16 @@ impl SearchState {
     }
 
     /// Embeds the texts of the current catalog's functions that the lane has not seen, off
-    /// the runtime's threads.
+    /// the runtime's threads (`FunctionLane::follow`: the catalog current once the lane is
+    /// free, not the one of the change that called this).
     async fn embed_catalog(&self) {
         let Some(lane) = locks::lock(&self.lane).clone() else {
             return;
         };
-        let catalog = self.search.catalog().current();
+        let search = self.search.clone();
         let started = std::time::Instant::now();
-        match tokio::task::spawn_blocking(move || lane.update(&catalog)).await {
+        let current = move || search.catalog().current();
+        match tokio::task::spawn_blocking(move || lane.follow(current)).await {
             Ok(0) => {}
             Ok(embedded) => tracing::info!(
                 embedded,

@@ -2,16 +2,20 @@
 //! `Directory::embed_pending`) over real files and a real redb index: the vectors are stored
 //! by content hash and survive a restart, only contents that changed are embedded again, the
 //! vectors of removed contents leave the index, and search answers `hybrid` once the tree is
-//! embedded, finding a skill a paraphrase shares no word with. Needs the model
+//! embedded, finding a skill a paraphrase shares no word with; the function lane embeds the
+//! newest catalog once, not each one a burst of changes superseded. Needs the model
 //! (`III_DIRECTORY_SEARCH_MODEL`); skips without it. Few texts: the embedder is slow in a
 //! debug build.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use iii_directory::embed::{Embedder, Quantized};
 use iii_directory::retrieval::fusion::{DenseHit, DenseRanker};
 use iii_directory::retrieval::texts::skill_passages;
+use iii_directory::search::catalog::{Catalog, Tool};
+use iii_directory::search::vectors::FunctionLane;
 use iii_directory::{Directory, ModelState, vectors_model};
 use serde_json::{Value, json};
 use test_support::common::{Tree, model_dir, result_ids};
@@ -522,4 +526,63 @@ fn a_long_body_is_stored_as_its_lead_and_its_continuation() {
     let long = stored.iter().find(|p| p.len() == 2).expect("two passages");
     assert!(long[1].cosine(&fresh) > 0.999, "{}", long[1].cosine(&fresh));
     assert!(long[0].cosine(&fresh) < 0.99, "the lead is another text");
+}
+
+/// A catalog of `n` functions in the namespace `name`, each with a text of its own.
+fn functions(name: &str, n: usize) -> Arc<Catalog> {
+    let tools: Vec<Tool> = (0..n)
+        .map(|i| Tool {
+            name: format!("{name}::f{i}"),
+            description: format!("Handle {name} record number {i}."),
+            parameters: json!({}),
+        })
+        .collect();
+    Arc::new(Catalog::build(&tools))
+}
+
+#[test]
+fn the_function_lane_embeds_the_catalog_current_when_it_is_free_not_each_superseded_one() {
+    let Some(model) = embedder() else { return };
+    let lane = Arc::new(FunctionLane::new(model));
+    let current = Arc::new(Mutex::new(functions("alpha", 3)));
+    let now = |current: &Mutex<Arc<Catalog>>| current.lock().expect("lock").clone();
+    // The catalog changes while the call embeds the first one: the call goes on to the new one.
+    let calls = AtomicUsize::new(0);
+    let embedded = lane.follow(|| {
+        let catalog = now(&current);
+        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            *current.lock().expect("lock") = functions("beta", 3);
+        }
+        catalog
+    });
+    assert_eq!(embedded, 6, "alpha, then beta");
+    let ids = |lane: &FunctionLane| -> Vec<String> {
+        lane.nearest("handle a record", 50)
+            .expect("a table")
+            .into_iter()
+            .map(|hit| hit.key)
+            .collect()
+    };
+    assert!(
+        ids(&lane).iter().all(|id| id.starts_with("beta::")),
+        "{:?}",
+        ids(&lane)
+    );
+    // A burst: five changes, each starting a call that waits for the lane. Whichever call
+    // takes it first embeds the newest catalog; the others find it done. None embeds a
+    // superseded one.
+    for i in 0..5 {
+        *current.lock().expect("lock") = functions(&format!("burst{i}"), 4);
+    }
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            let (lane, current) = (lane.clone(), current.clone());
+            std::thread::spawn(move || lane.follow(|| now(&current)))
+        })
+        .collect();
+    let embedded: usize = calls.into_iter().map(|c| c.join().expect("call")).sum();
+    assert_eq!(embedded, 4, "the newest catalog's texts, once");
+    let ids = ids(&lane);
+    assert!(ids.iter().all(|id| id.starts_with("burst4::")), "{ids:?}");
+    assert_eq!(ids.len(), 4);
 }
