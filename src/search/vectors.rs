@@ -6,8 +6,9 @@
 //! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
 //! searches fuse with the previous one's vectors, filtered to the functions still listed. The
 //! catalog embedded is the one current when the lane is free (`FunctionLane::follow`), so a
-//! burst of changes embeds the newest catalog once, not every superseded one. It also measures each function's hubness in the new catalog (`VectorTable::hubness`), which
-//! the confidence gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
+//! burst of changes embeds the newest catalog once, not every superseded one. It also measures
+//! each function's hubness in the new catalog (`VectorTable::hubness`), which the confidence
+//! gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -91,9 +92,6 @@ impl FunctionLane {
     /// Embeds `catalog`'s texts not seen before (batched over the cores), then swaps its table
     /// in; `fingerprint` is the lane's, held.
     fn update_locked(&self, fingerprint: &mut Option<String>, catalog: &Catalog) -> usize {
-        if fingerprint.as_deref() == Some(catalog.fingerprint()) {
-            return 0;
-        }
         let texts: Vec<(blake3::Hash, String)> = catalog
             .tools()
             .iter()
