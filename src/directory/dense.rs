@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Directory;
-use crate::embed::{Embedder, Quantized};
+use crate::embed::{Embedder, Quantized, in_background, lower_priority};
 use crate::error::Result;
 use crate::index::ContentVectors;
 use crate::locks;
@@ -79,8 +79,6 @@ pub struct Dense {
     /// Contents this process embedded.
     embedded: AtomicU64,
     wake: Arc<Wake>,
-    /// The threads the embedding runs on (created with the first pass).
-    pool: Mutex<Option<Arc<rayon::ThreadPool>>>,
     /// How many of the next vector stores fail as a full disk would (tests of the retry).
     #[cfg(any(test, feature = "testing"))]
     failing_stores: std::sync::atomic::AtomicUsize,
@@ -145,7 +143,6 @@ impl Default for Dense {
             caught_up: AtomicBool::new(false),
             embedded: AtomicU64::new(0),
             wake: Arc::default(),
-            pool: Mutex::new(None),
             #[cfg(any(test, feature = "testing"))]
             failing_stores: Default::default(),
         }
@@ -183,36 +180,6 @@ impl Dense {
             }
         }
         Ok(())
-    }
-
-    /// The embedding threads: as many as cores, at a lower scheduling priority than the
-    /// threads answering calls, so that a cold tree's embedding never delays an answer.
-    fn pool(&self) -> Option<Arc<rayon::ThreadPool>> {
-        let mut pool = locks::lock(&self.pool);
-        if pool.is_none() {
-            let built = rayon::ThreadPoolBuilder::new()
-                .thread_name(|i| format!("iii-directory-embed-{i}"))
-                .start_handler(|_| lower_priority())
-                .build();
-            match built {
-                Ok(built) => *pool = Some(Arc::new(built)),
-                Err(e) => tracing::warn!("cannot start the embedding threads: {e}"),
-            }
-        }
-        pool.clone()
-    }
-}
-
-/// Lowers the calling thread's scheduling priority (nice 10); best effort.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: gettid and setpriority take no pointers; on Linux, PRIO_PROCESS with a
-        // thread id sets that one thread's nice value.
-        unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
-        }
     }
 }
 
@@ -337,9 +304,6 @@ impl Directory {
         if !self.index.is_writer() {
             return Ok(0);
         }
-        let Some(pool) = self.dense.pool() else {
-            return Ok(0);
-        };
         let started = Instant::now();
         let mut stored = 0;
         // Contents tried in this pass: one whose text could not be read is not tried again.
@@ -379,7 +343,7 @@ impl Directory {
                     .iter()
                     .flat_map(|(_, _, passages)| passages.iter().map(String::as_str))
                     .collect();
-                let mut vectors = pool.install(|| embedder.embed_batch(&refs)).into_iter();
+                let mut vectors = in_background(|| embedder.embed_batch(&refs)).into_iter();
                 let batch: Vec<ContentVectors> = contents
                     .iter()
                     .map(|(hash, tag, passages)| ContentVectors {
@@ -501,10 +465,7 @@ impl Directory {
                         let started = Instant::now();
                         // On the low-priority threads: boot's registration and the first
                         // calls go first.
-                        let warmed = match directory.dense.pool() {
-                            Some(pool) => pool.install(|| directory.warm_skill_search()),
-                            None => directory.warm_skill_search(),
-                        };
+                        let warmed = in_background(|| directory.warm_skill_search());
                         match warmed {
                             Ok(()) => tracing::debug!(
                                 ms = started.elapsed().as_millis() as u64,

@@ -9,6 +9,7 @@
 mod bert;
 pub mod fetch;
 mod passages;
+mod threads;
 mod tokenize;
 mod vectors;
 mod weights;
@@ -19,6 +20,7 @@ use rayon::prelude::*;
 
 pub use bert::mean_pool;
 pub use passages::{PREFILTER_FROM, PassageTable, candidates};
+pub use threads::{in_background, lower_priority};
 pub use vectors::{Hit, QUANTIZED_BYTES, Quantized, VectorTable, join_bytes, split_bytes};
 
 /// Length of every embedding.
@@ -111,7 +113,7 @@ impl Embedder {
             tokenizer,
             model,
             files,
-            query_threads: query_threads(),
+            query_threads: threads::query_threads(),
         })
     }
 
@@ -185,18 +187,4 @@ fn fingerprint(config: &[u8], tokenizer: &[u8], model: &Path) -> Result<String, 
     hasher.update(&len.to_le_bytes());
     hasher.update_reader(file).map_err(read_error)?;
     Ok(hasher.finalize().to_hex().to_string())
-}
-
-/// The query threads: as many as cores, at most 4 (a query's products are split in two, and
-/// the scan of the vectors after it in chunks).
-fn query_threads() -> Option<rayon::ThreadPool> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2 {
-        return None;
-    }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(cores.min(4))
-        .thread_name(|i| format!("iii-directory-query-{i}"))
-        .build()
-        .ok()
 }

@@ -34,7 +34,7 @@ pub use crate::retrieval::tokenize;
 
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, FUNCTION_FLOORS, fuse};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -97,7 +97,7 @@ pub struct RegistrySearch<'a> {
 pub struct FunctionSearch {
     catalog: CatalogService,
     /// The embedder's lane for functions, once one is connected (lexical until then).
-    dense: std::sync::RwLock<Option<std::sync::Arc<dyn DenseRanker>>>,
+    dense: std::sync::RwLock<Option<Arc<dyn DenseRanker>>>,
     delivered: Mutex<session::Memory>,
     hints: Mutex<hint::Memory>,
 }
@@ -109,7 +109,7 @@ impl FunctionSearch {
 
     /// Connects the embedder's lane for functions: later searches fuse it in whenever it is
     /// ready.
-    pub fn set_dense(&self, lane: std::sync::Arc<dyn DenseRanker>) {
+    pub fn set_dense(&self, lane: Arc<dyn DenseRanker>) {
         *locks::write(&self.dense) = Some(lane);
     }
 
@@ -130,7 +130,10 @@ impl FunctionSearch {
         let capabilities = query::parse(request)?;
         let catalog = self.catalog.current();
         let dense = locks::read(&self.dense).clone();
-        let selected = select_with(&catalog, &capabilities, dense.as_deref());
+        let selected = match dense {
+            Some(dense) => select_off_runtime(catalog.clone(), capabilities.clone(), dense).await,
+            None => select_with(&catalog, &capabilities, None),
+        };
         let split = match session.filter(|s| !s.is_empty()) {
             Some(session) => {
                 locks::lock(&self.delivered).split(session, catalog.fingerprint(), &selected)
@@ -189,13 +192,9 @@ pub fn select_with(
     let rankings: Vec<Vec<String>> = capabilities
         .iter()
         .map(
-            |capability| match dense.and_then(|d| d.nearest(&capability.text, DENSE_DEPTH)) {
+            |capability| match dense.and_then(|d| nearest_listed(d, catalog, &capability.text)) {
                 Some(nearest) => {
                     let terms = tokenize::content_terms(&capability.terms);
-                    let nearest: Vec<DenseHit> = nearest
-                        .into_iter()
-                        .filter(|h| catalog.contains(&h.key))
-                        .collect();
                     let lexical = lexical_ranking(catalog, &terms, matched_beside_dense(&terms));
                     fuse(&lexical, &nearest, FUNCTION_FLOORS.for_terms(terms.len()))
                         .into_iter()
@@ -216,6 +215,25 @@ pub fn select_with(
         .collect()
 }
 
+/// [`select_with`] the dense lane, on tokio's blocking threads: embedding each capability
+/// takes milliseconds of CPU (more in a debug build), which on the runtime's threads would
+/// hold up every other call and timer they serve. A lane that panics is logged, and the
+/// search answers with the lexical selection.
+async fn select_off_runtime(
+    catalog: Arc<Catalog>,
+    capabilities: Vec<Capability>,
+    dense: Arc<dyn DenseRanker>,
+) -> Vec<String> {
+    let (for_lane, asked) = (catalog.clone(), capabilities.clone());
+    let selected =
+        tokio::task::spawn_blocking(move || select_with(&for_lane, &asked, Some(dense.as_ref())))
+            .await;
+    selected.unwrap_or_else(|e| {
+        tracing::warn!("the dense lane of function search failed, ranking lexically: {e}");
+        select_with(&catalog, &capabilities, None)
+    })
+}
+
 /// The catalog's functions matching at least `min_matched` distinct terms of `terms`, best
 /// first, through the coverage prune and the namespace floor.
 fn lexical_ranking(catalog: &Catalog, terms: &[String], min_matched: usize) -> Vec<String> {
@@ -228,6 +246,17 @@ fn lexical_ranking(catalog: &Catalog, terms: &[String], min_matched: usize) -> V
         .into_iter()
         .map(|(id, _)| id.to_string())
         .collect()
+}
+
+/// The [`DENSE_DEPTH`] functions of `catalog` nearest to `capability` in the lane. The lane
+/// may still hold a previous catalog's vectors (it embeds a change in the background): the
+/// functions gone from `catalog` are passed over while it scans, so they take no place.
+fn nearest_listed(
+    dense: &dyn DenseRanker,
+    catalog: &Catalog,
+    capability: &str,
+) -> Option<Vec<DenseHit>> {
+    dense.nearest_where(capability, DENSE_DEPTH, &|id: &String| catalog.contains(id))
 }
 
 /// How many functions the dense lane is asked for per capability.

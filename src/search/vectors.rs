@@ -6,7 +6,8 @@
 //! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
 //! searches fuse with the previous one's vectors, filtered to the functions still listed. The
 //! catalog embedded is the one current when the lane is free (`FunctionLane::follow`), so a
-//! burst of changes embeds the newest catalog once, not every superseded one. It also measures
+//! burst of changes embeds the newest catalog once, not every superseded one. That work runs
+//! on the low-priority background threads (`embed::in_background`). It also measures
 //! each function's hubness in the new catalog (`VectorTable::hubness`), which the confidence
 //! gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
 
@@ -14,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::catalog::{Catalog, SlimTool};
-use crate::embed::{Embedder, Quantized, VectorTable};
+use crate::embed::{Embedder, Quantized, VectorTable, in_background};
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS};
 use crate::retrieval::texts;
@@ -85,12 +86,14 @@ impl FunctionLane {
             if fingerprint.as_deref() == Some(catalog.fingerprint()) {
                 return embedded;
             }
-            embedded += self.update_locked(&mut fingerprint, &catalog);
+            let held: &mut Option<String> = &mut fingerprint;
+            embedded += in_background(|| self.update_locked(held, &catalog));
         }
     }
 
-    /// Embeds `catalog`'s texts not seen before (batched over the cores), then swaps its table
-    /// in; `fingerprint` is the lane's, held.
+    /// Embeds `catalog`'s texts not seen before (batched over the cores of the pool the caller
+    /// runs on: `follow` runs it on the low-priority background threads, so that searches
+    /// meanwhile keep their pace), then swaps its table in; `fingerprint` is the lane's, held.
     fn update_locked(&self, fingerprint: &mut Option<String>, catalog: &Catalog) -> usize {
         let texts: Vec<(blake3::Hash, String)> = catalog
             .tools()
@@ -135,6 +138,15 @@ impl FunctionLane {
 
 impl DenseRanker for FunctionLane {
     fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
+        self.nearest_where(query, limit, &|_| true)
+    }
+
+    fn nearest_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: &(dyn Fn(&String) -> bool + Sync),
+    ) -> Option<Vec<DenseHit>> {
         let scanned = locks::read(&self.table).clone();
         if scanned.table.is_empty() {
             return None;
@@ -143,7 +155,7 @@ impl DenseRanker for FunctionLane {
         Some(
             scanned
                 .table
-                .top_k(&query, limit)
+                .top_k_where(&query, limit, keep)
                 .into_iter()
                 .map(|hit| DenseHit {
                     key: hit.key.clone(),

@@ -586,3 +586,28 @@ fn the_function_lane_embeds_the_catalog_current_when_it_is_free_not_each_superse
     assert!(ids.iter().all(|id| id.starts_with("burst4::")), "{ids:?}");
     assert_eq!(ids.len(), 4);
 }
+
+#[test]
+fn the_function_lane_filters_while_it_scans_so_a_filter_never_shortens_its_answer() {
+    let Some(model) = embedder() else { return };
+    let lane = FunctionLane::new(model);
+    let catalog = functions("alpha", 12);
+    lane.follow(|| catalog.clone());
+    let odd = |id: &String| id.ends_with(['1', '3', '5', '7', '9']);
+    let hits = lane
+        .nearest_where("handle a record", 5, &odd)
+        .expect("a table");
+    let ids: Vec<&str> = hits.iter().map(|hit| hit.key.as_str()).collect();
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    assert!(ids.iter().all(|id| odd(&id.to_string())), "{ids:?}");
+    // The same order as the unfiltered ranking, with the others passed over.
+    let all: Vec<String> = lane
+        .nearest("handle a record", 12)
+        .expect("a table")
+        .into_iter()
+        .map(|hit| hit.key)
+        .filter(|id| odd(id))
+        .take(5)
+        .collect();
+    assert_eq!(ids, all.iter().map(String::as_str).collect::<Vec<_>>());
+}

@@ -12,11 +12,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use iii_directory::registry::RegistryError;
 use iii_directory::registry::{Author, FunctionContract, Worker};
+use iii_directory::retrieval::fusion::{DenseHit, DenseRanker};
 use iii_directory::search::bm25::Hit;
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::rank::{NAMESPACE_FLOOR, namespace_floor, ranked_hits};
 use iii_directory::search::registry::WorkerSource;
-use iii_directory::search::{FunctionSearch, RegistrySearch, query, select};
+use iii_directory::search::{FunctionSearch, RegistrySearch, query, select, select_with};
 use serde_json::{Value, json};
 
 fn fixture() -> Value {
@@ -689,5 +690,131 @@ async fn registry_search_over_http_and_a_registry_that_never_answers() {
     assert!(
         !response.workers.is_empty(),
         "installed candidates are still answered"
+    );
+}
+
+/// A dense lane that ranks one catalog function first for any capability, found by an exact
+/// scan that honours the caller's filter; before answering it waits (at most 2 s) for a task of
+/// the runtime to have run, and records whether it had.
+struct WaitsForTheRuntime {
+    id: String,
+    ticked: Arc<std::sync::atomic::AtomicBool>,
+    saw_tick: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl DenseRanker for WaitsForTheRuntime {
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
+        self.nearest_where(query, limit, &|_| true)
+    }
+
+    fn nearest_where(
+        &self,
+        _: &str,
+        limit: usize,
+        keep: &(dyn Fn(&String) -> bool + Sync),
+    ) -> Option<Vec<DenseHit>> {
+        use std::sync::atomic::Ordering;
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while !self.ticked.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.saw_tick
+            .store(self.ticked.load(Ordering::SeqCst), Ordering::SeqCst);
+        let hits = [DenseHit::new(self.id.clone(), 0.9)];
+        Some(
+            hits.into_iter()
+                .filter(|h| keep(&h.key))
+                .take(limit)
+                .collect(),
+        )
+    }
+}
+
+/// A lane that fails on every query.
+struct Panics;
+
+impl DenseRanker for Panics {
+    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
+        panic!("the lane broke")
+    }
+}
+
+/// The ids of a full answer, in order.
+fn answered_ids(response: &Value) -> Vec<String> {
+    grouped(response)
+        .into_iter()
+        .flat_map(|(_, ids)| ids)
+        .collect()
+}
+
+// `#[tokio::test]` runs on one thread: a lane embedding on it would keep every other task of
+// the runtime waiting, the ticker below included.
+#[tokio::test]
+async fn the_dense_lane_runs_off_the_runtimes_threads_and_a_lane_that_panics_leaves_lexical() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let catalog = catalog();
+    let id = catalog.tools()[0].name.clone();
+    let search = search_with(catalog);
+    let lexical = answer(&search, &["send an email"], None).await;
+    let nonsense = "zqxj vwpk";
+    assert_eq!(
+        answered_ids(&answer(&search, &[nonsense], None).await),
+        Vec::<String>::new()
+    );
+
+    let ticked = Arc::new(AtomicBool::new(false));
+    let saw_tick = Arc::new(AtomicBool::new(false));
+    search.set_dense(Arc::new(WaitsForTheRuntime {
+        id: id.clone(),
+        ticked: ticked.clone(),
+        saw_tick: saw_tick.clone(),
+    }));
+    let ticker = tokio::spawn(async move { ticked.store(true, Ordering::SeqCst) });
+    let hybrid = answer(&search, &[nonsense], None).await;
+    assert!(
+        saw_tick.load(Ordering::SeqCst),
+        "the runtime's thread was held while the lane ranked"
+    );
+    assert_eq!(answered_ids(&hybrid), vec![id], "the lane's answer is used");
+    ticker.await.expect("ticker");
+
+    search.set_dense(Arc::new(Panics));
+    let after_panic = answer(&search, &["send an email"], None).await;
+    assert_eq!(grouped(&after_panic), grouped(&lexical));
+}
+
+/// A lane still holding the vectors of a catalog since replaced: the functions that left rank
+/// first in it, 40 of them, more than a search asks the lane for.
+struct HoldsAnOldCatalog {
+    live: String,
+}
+
+impl DenseRanker for HoldsAnOldCatalog {
+    fn nearest(&self, query: &str, limit: usize) -> Option<Vec<DenseHit>> {
+        self.nearest_where(query, limit, &|_| true)
+    }
+
+    fn nearest_where(
+        &self,
+        _: &str,
+        limit: usize,
+        keep: &(dyn Fn(&String) -> bool + Sync),
+    ) -> Option<Vec<DenseHit>> {
+        let gone = (0..40).map(|i| DenseHit::new(format!("gone::f{i}"), 0.95 - i as f32 * 1e-3));
+        let hits = gone.chain([DenseHit::new(self.live.clone(), 0.8)]);
+        Some(hits.filter(|h| keep(&h.key)).take(limit).collect())
+    }
+}
+
+#[test]
+fn functions_gone_from_the_catalog_take_no_place_in_the_dense_lanes_answer() {
+    let catalog = catalog();
+    let live = catalog.tools()[0].name.clone();
+    let lane = HoldsAnOldCatalog { live: live.clone() };
+    let capabilities = query::prepare(&strings(&["zqxj vwpk"]));
+    assert_eq!(
+        select_with(&catalog, &capabilities, Some(&lane)),
+        vec![live],
+        "the lane is asked for functions of the search's catalog only"
     );
 }
