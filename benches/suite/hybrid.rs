@@ -243,6 +243,9 @@ fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
     let (search, cpu_ms) = measure_with_process_cpu(3, settings.iterations * 4, || {
         black_box(select_with(&catalog, &capabilities, Some(&lane)));
     });
+    let during = searched_while_a_new_catalog_is_embedded(&lane, || {
+        black_box(select_with(&catalog, &capabilities, Some(&lane)));
+    });
     vec![
         Figure::timing(
             "search_functions_hybrid",
@@ -263,7 +266,60 @@ fn functions(settings: &Settings, embedder: &Arc<Embedder>) -> Vec<Figure> {
             embedded as f64 / took.as_secs_f64(),
             load_average()
         )),
+        Figure::timing(
+            "search_functions_hybrid_during_catalog_embed",
+            "search_functions hybrid while a changed catalog is embedded (p50)",
+            &during.sample,
+        )
+        .twin(&search)
+        .note(format!(
+            "the same search, repeated every 10 ms while the lane embeds a catalog whose \
+             {FUNCTIONS} texts all changed ({} texts in {:.1} s); the search meanwhile fuses \
+             the previous catalog's vectors",
+            during.embedded,
+            during.took.as_secs_f64()
+        )),
     ]
+}
+
+/// Searches timed while `lane` embeds a catalog of the same functions with every text
+/// changed (an engine restarted with new versions of its workers, say).
+struct DuringEmbed {
+    sample: crate::measure::Sample,
+    embedded: usize,
+    took: Duration,
+}
+
+fn searched_while_a_new_catalog_is_embedded(
+    lane: &FunctionLane,
+    mut search: impl FnMut(),
+) -> DuringEmbed {
+    let changed: Vec<_> = generated_tools(FUNCTIONS)
+        .into_iter()
+        .map(|mut tool| {
+            // The first sentence is the text embedded: the change must be in it.
+            tool.description = format!("In version two, {}", tool.description);
+            tool
+        })
+        .collect();
+    let changed = Arc::new(Catalog::build(&changed));
+    std::thread::scope(|scope| {
+        let started = Instant::now();
+        let embedding = scope.spawn(move || (lane.follow(|| changed.clone()), started.elapsed()));
+        let mut times = Vec::new();
+        while !embedding.is_finished() {
+            let start = Instant::now();
+            search();
+            times.push(start.elapsed());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (embedded, took) = embedding.join().expect("embedding thread");
+        DuringEmbed {
+            sample: crate::measure::Sample::of(times),
+            embedded,
+            took,
+        }
+    })
 }
 
 fn worker_rss(
