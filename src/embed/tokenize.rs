@@ -1,5 +1,6 @@
-//! The model's tokenizer: BERT's uncased normalizer, its whitespace-and-punctuation split and
-//! WordPiece over the vocabulary of `tokenizer.json`. Written here rather than taken from the
+//! The model's tokenizer: the added tokens a text spells out (`[MASK]`, …), then BERT's uncased
+//! normalizer, its whitespace-and-punctuation split and WordPiece over the vocabulary of
+//! `tokenizer.json`. Written here rather than taken from the
 //! `tokenizers` crate: the model needs only this one pipeline, it cannot fail once loaded, and
 //! the crate would bring a regex engine and a dozen dependencies for it. It follows the
 //! Hugging Face implementation step by step (the same Unicode tables for control characters
@@ -16,10 +17,12 @@ use super::EmbedError;
 /// Words longer than this many characters become one unknown token (WordPiece's own limit).
 const MAX_WORD_CHARS: usize = 100;
 
-/// A loaded WordPiece vocabulary and the ids of the special tokens around every sequence.
+/// A loaded WordPiece vocabulary, the ids of the special tokens around every sequence, and the
+/// added tokens a text may spell out.
 #[derive(Debug)]
 pub struct Tokenizer {
     vocab: HashMap<String, u32>,
+    added: AddedTokens,
     /// The same vocabulary for continuation pieces, without their `##` prefix, so a lookup
     /// needs no allocation.
     continuations: HashMap<String, u32>,
@@ -32,9 +35,26 @@ pub struct Tokenizer {
 /// one pipeline: a file describing another one is refused rather than misread.
 #[derive(Deserialize)]
 struct File {
+    #[serde(default)]
+    added_tokens: Vec<AddedToken>,
     normalizer: Normalizer,
     pre_tokenizer: Tagged,
     model: Model,
+}
+
+/// An entry of `added_tokens`: a token matched in the raw text, before normalization.
+#[derive(Deserialize)]
+struct AddedToken {
+    id: u32,
+    content: String,
+    #[serde(default)]
+    single_word: bool,
+    #[serde(default)]
+    lstrip: bool,
+    #[serde(default)]
+    rstrip: bool,
+    #[serde(default)]
+    normalized: bool,
 }
 
 #[derive(Deserialize)]
@@ -95,6 +115,7 @@ impl Tokenizer {
                     "tokenizer.json lacks a special token",
                 ))
         };
+        let added = AddedTokens::from_file(&file.added_tokens)?;
         let unknown = special(&file.model.unk_token)?;
         let cls = special("[CLS]")?;
         let sep = special("[SEP]")?;
@@ -106,6 +127,7 @@ impl Tokenizer {
             .collect();
         Ok(Tokenizer {
             vocab: file.model.vocab,
+            added,
             continuations,
             unknown,
             cls,
@@ -115,7 +137,8 @@ impl Tokenizer {
 
     /// The largest id the tokenizer hands out.
     pub fn max_id(&self) -> u32 {
-        self.vocab.values().copied().max().unwrap_or(0)
+        let added = self.added.tokens.iter().map(|(_, id)| *id);
+        self.vocab.values().copied().chain(added).max().unwrap_or(0)
     }
 
     /// The ids of `text` between `[CLS]` and `[SEP]`, at most `max_tokens` in all (the text's
@@ -130,9 +153,17 @@ impl Tokenizer {
         let mut ids = Vec::with_capacity(room.min(64) + 2);
         ids.push(self.cls);
         'text: for piece in pieces(text, piece_bytes) {
-            let normalized = normalize(piece);
-            for word in pre_tokenize(&normalized) {
-                for id in self.word_pieces(word) {
+            for segment in self.added.split(piece) {
+                let found = match segment {
+                    Segment::Added(id) => vec![id],
+                    Segment::Text(text) => {
+                        let normalized = normalize(text);
+                        pre_tokenize(&normalized)
+                            .flat_map(|word| self.word_pieces(word))
+                            .collect()
+                    }
+                };
+                for id in found {
                     if ids.len() > room {
                         break 'text;
                     }
@@ -177,6 +208,80 @@ impl Tokenizer {
             }
         }
         pieces
+    }
+}
+
+/// The added tokens (`[CLS]`, `[MASK]`, …) as the reference matches them: spelled out
+/// exactly, case and all, anywhere in the raw text, each one token whatever surrounds it; the
+/// text between them is normalized and split as usual. Only tokens matched as written are
+/// implemented (not normalized, no word or space rules), and none holds a whitespace, so a
+/// text read in pieces (`pieces`) never splits one.
+#[derive(Debug, Default)]
+struct AddedTokens {
+    /// Content and id, longest first: of two starting at the same place the longer wins.
+    tokens: Vec<(String, u32)>,
+}
+
+/// A part of a text: an added token spelled out, or the text between.
+#[derive(Debug, PartialEq)]
+enum Segment<'a> {
+    Added(u32),
+    Text(&'a str),
+}
+
+impl AddedTokens {
+    fn from_file(entries: &[AddedToken]) -> Result<AddedTokens, EmbedError> {
+        let mut tokens = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let plain = !(entry.single_word || entry.lstrip || entry.rstrip || entry.normalized);
+            if !plain || entry.content.is_empty() || entry.content.chars().any(is_whitespace) {
+                return Err(EmbedError::Unsupported(
+                    "tokenizer.json has an added token matched in a way this tokenizer does \
+                     not implement",
+                ));
+            }
+            tokens.push((entry.content.clone(), entry.id));
+        }
+        tokens.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        Ok(AddedTokens { tokens })
+    }
+
+    /// `text` cut at the added tokens it spells out, leftmost first. Each token's next place is
+    /// looked up once and again only once the cut has passed it: a text is read once per token.
+    fn split<'a>(&self, text: &'a str) -> Vec<Segment<'a>> {
+        let mut next: Vec<Option<usize>> = self
+            .tokens
+            .iter()
+            .map(|(token, _)| text.find(token.as_str()))
+            .collect();
+        let mut segments = Vec::new();
+        let mut at = 0;
+        loop {
+            // The leftmost match; of those at one place, the longest (the order of `tokens`).
+            let found = next
+                .iter()
+                .enumerate()
+                .filter_map(|(i, start)| start.map(|start| (start, i)))
+                .min();
+            let Some((start, i)) = found else {
+                break;
+            };
+            if start > at {
+                segments.push(Segment::Text(&text[at..start]));
+            }
+            let (token, id) = &self.tokens[i];
+            segments.push(Segment::Added(*id));
+            at = start + token.len();
+            for (slot, (token, _)) in next.iter_mut().zip(&self.tokens) {
+                if slot.is_some_and(|start| start < at) {
+                    *slot = text[at..].find(token.as_str()).map(|found| at + found);
+                }
+            }
+        }
+        if at < text.len() {
+            segments.push(Segment::Text(&text[at..]));
+        }
+        segments
     }
 }
 
@@ -291,14 +396,29 @@ mod tests {
     fn tokenizer() -> Tokenizer {
         let vocab = [
             "[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "want", "##ed", "runn",
-            "##ing", ",", "!", "cafe", "中", "a",
+            "##ing", ",", "!", "cafe", "中", "a", "[MASK]",
         ];
         let vocab: serde_json::Map<String, serde_json::Value> = vocab
             .iter()
             .enumerate()
             .map(|(i, t)| ((*t).to_owned(), serde_json::Value::from(i)))
             .collect();
+        let added: Vec<serde_json::Value> = [
+            ("[PAD]", 0),
+            ("[UNK]", 1),
+            ("[CLS]", 2),
+            ("[SEP]", 3),
+            ("[MASK]", 16),
+        ]
+        .iter()
+        .map(|(content, id)| {
+            serde_json::json!({"id": id, "content": content,
+                "single_word": false, "lstrip": false, "rstrip": false, "normalized": false,
+                "special": true})
+        })
+        .collect();
         let json = serde_json::json!({
+            "added_tokens": added,
             "normalizer": {"type": "BertNormalizer", "clean_text": true,
                 "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
             "pre_tokenizer": {"type": "BertPreTokenizer"},
@@ -352,7 +472,7 @@ mod tests {
         let alphabet = [
             "un", "aff", "able", "want", "ed", "runn", "ing", "a", "cafe", "CAFÉ", "e\u{301}",
             "\u{301}", "中", ",", "!", "-", " ", "  ", "\t", "\n", "\r\n", "\u{a0}", "\u{3000}",
-            "\u{0}", "\u{200b}", "\u{7}", "x", "Ω",
+            "\u{0}", "\u{200b}", "\u{7}", "x", "Ω", "[MASK]", "[SEP]", "[", "]", "MASK",
         ];
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move || {
@@ -375,6 +495,70 @@ mod tests {
                     "{text:?} in pieces of {size} bytes, {max_tokens} tokens"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn an_added_token_spelled_out_is_one_token_wherever_it_stands() {
+        let t = tokenizer();
+        // Matched in the raw text, before the normalizer lowercases it or the pre-tokenizer
+        // cuts at its brackets, and cutting the words it touches.
+        assert_eq!(t.encode("want [MASK] a", 512), [2, 7, 16, 15, 3]);
+        assert_eq!(t.encode("want[MASK]a", 512), [2, 7, 16, 15, 3]);
+        assert_eq!(t.encode("[[SEP]]", 512), [2, 1, 3, 1, 3]);
+        // Only as written: lowercase is plain text ("[", "mask", "]", each unknown here).
+        assert_eq!(t.encode("[mask]", 512), [2, 1, 1, 1, 3]);
+        // One token, truncated like any other.
+        assert_eq!(t.encode("[MASK][MASK][MASK]", 4), [2, 16, 16, 3]);
+    }
+
+    #[test]
+    fn added_tokens_are_cut_leftmost_then_longest() {
+        let entries: Vec<AddedToken> = [("<a>", 1), ("<a>>", 2), ("a><", 3)]
+            .into_iter()
+            .map(|(content, id)| AddedToken {
+                id,
+                content: content.to_string(),
+                single_word: false,
+                lstrip: false,
+                rstrip: false,
+                normalized: false,
+            })
+            .collect();
+        let added = AddedTokens::from_file(&entries).expect("added tokens");
+        assert_eq!(
+            added.split("x<a>>y<a><a>"),
+            [
+                Segment::Text("x"),
+                Segment::Added(2),
+                Segment::Text("y"),
+                Segment::Added(1),
+                Segment::Added(1),
+            ]
+        );
+        assert_eq!(added.split("plain"), [Segment::Text("plain")]);
+        assert_eq!(added.split(""), []);
+    }
+
+    #[test]
+    fn an_added_token_matched_another_way_is_refused() {
+        let base = serde_json::json!({"id": 5, "content": "[X]", "single_word": false,
+            "lstrip": false, "rstrip": false, "normalized": false});
+        for (field, value) in [
+            ("single_word", serde_json::json!(true)),
+            ("lstrip", serde_json::json!(true)),
+            ("rstrip", serde_json::json!(true)),
+            ("normalized", serde_json::json!(true)),
+            ("content", serde_json::json!("[ X ]")),
+            ("content", serde_json::json!("")),
+        ] {
+            let mut entry = base.clone();
+            entry[field] = value.clone();
+            let entry: AddedToken = serde_json::from_value(entry).expect("entry");
+            assert!(
+                AddedTokens::from_file(&[entry]).is_err(),
+                "{field}: {value} accepted"
+            );
         }
     }
 

@@ -101,6 +101,27 @@ fn vectors_equal_the_reference() {
     assert!(least_cosine >= 0.99999, "least cosine {least_cosine}");
 }
 
+/// Special tokens typed in a text are single tokens, as in the reference tokenizer (ids
+/// recorded from Hugging Face `tokenizers` 0.20.3 with the model's `tokenizer.json`).
+#[test]
+fn special_tokens_spelled_out_in_a_text_tokenize_as_the_reference_does() {
+    let Some(model) = embedder() else { return };
+    let cases: [(&str, &[u32]); 6] = [
+        ("fill the [MASK] token", &[101, 6039, 1996, 103, 19204, 102]),
+        ("foo[MASK]bar", &[101, 29379, 103, 3347, 102]),
+        ("[mask] lower", &[101, 1031, 7308, 1033, 2896, 102]),
+        (
+            "a [SEP] b [CLS] c [PAD] d [UNK] e",
+            &[101, 1037, 102, 1038, 101, 1039, 0, 1040, 100, 1041, 102],
+        ),
+        ("[[MASK]]", &[101, 1031, 103, 1033, 102]),
+        ("x [MASK]\u{301} y", &[101, 1060, 103, 1061, 102]),
+    ];
+    for (text, ids) in cases {
+        assert_eq!(model.tokenize(text), ids, "ids of {text:?}");
+    }
+}
+
 #[test]
 fn similar_texts_score_higher_than_unrelated_ones() {
     let Some(model) = embedder() else { return };
