@@ -215,7 +215,7 @@ pub fn select_with(
         .collect()
 }
 
-/// [`select_with`] the dense lane, on tokio's blocking threads: embedding each capability
+/// [`select_with`] with the dense lane, on tokio's blocking threads: embedding each capability
 /// takes milliseconds of CPU (more in a debug build), which on the runtime's threads would
 /// hold up every other call and timer they serve. A lane that panics is logged, and the
 /// search answers with the lexical selection.
