@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Directory;
-use crate::embed::{Embedder, Quantized, in_background, lower_priority};
+use crate::embed::{Embedder, Quantized, TOKENS_REVISION, in_background, lower_priority};
 use crate::error::Result;
 use crate::index::ContentVectors;
 use crate::locks;
@@ -294,6 +294,49 @@ impl Directory {
         Ok(status)
     }
 
+    /// Drops the stored vectors whose text this build cuts into other tokens than the build
+    /// that embedded them (an index whose `vectors_tokens` is older than
+    /// `embed::TOKENS_REVISION`), so that the pass embeds those again, and only those: a
+    /// change of the tokenizer that touches a few texts costs a few embeddings, not the tree.
+    /// Reads each embedded content once, the first time a newer build runs on the index.
+    fn retokenize_stored(&self, embedder: &Embedder) -> Result<()> {
+        let reader = self.index.read()?;
+        let revision = reader.vectors_tokens()?.unwrap_or(0);
+        if revision >= TOKENS_REVISION {
+            return Ok(());
+        }
+        let cache = self.skill_cache(&reader)?;
+        let mut seen = HashSet::new();
+        let mut stale = HashSet::new();
+        for row in cache.rows().iter() {
+            let Some(hash) = row.content else { continue };
+            if !seen.insert(hash) || !reader.has_vector(&hash)? {
+                continue;
+            }
+            let Some(text) = reader.content(&hash)? else {
+                continue;
+            };
+            let passages = skill_passages(row, &text);
+            if passages
+                .iter()
+                .any(|p| embedder.retokenized_since(revision, p))
+            {
+                stale.insert(hash);
+            }
+        }
+        drop(reader);
+        let hashes: Vec<_> = stale.iter().copied().collect();
+        self.index.retokenized(&hashes)?;
+        self.dense.vectors.forget(&stale);
+        if !stale.is_empty() {
+            tracing::info!(
+                skills = stale.len(),
+                "embedding again the skills whose text this version cuts into other tokens"
+            );
+        }
+        Ok(())
+    }
+
     /// Embeds every skill content of the latest revision that has no vector yet, a batch at a
     /// time, each batch stored in its own commit. Returns how many were stored. Nothing to do
     /// without a ready model, or on a read-only follower (its writer embeds).
@@ -304,6 +347,7 @@ impl Directory {
         if !self.index.is_writer() {
             return Ok(0);
         }
+        self.retokenize_stored(&embedder)?;
         let started = Instant::now();
         let mut stored = 0;
         // Contents tried in this pass: one whose text could not be read is not tried again.

@@ -32,6 +32,12 @@ pub const DIMENSIONS: usize = 384;
 /// (see BENCHMARKS.md, "Sentence embeddings"). A query is far shorter either way.
 pub const MAX_TOKENS: usize = 128;
 
+/// How this build cuts a text into tokens, recorded with the stored vectors
+/// (`meta.vectors_tokens`). 1: added tokens spelled out in a text (`[MASK]`, …) are matched
+/// first, as the reference does; before, they were read as plain words. A stored vector of an
+/// older revision is embedded again only if its text reads differently now.
+pub const TOKENS_REVISION: u64 = 1;
+
 /// The files of a model folder.
 pub const MODEL_FILE: &str = "model.safetensors";
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
@@ -129,6 +135,12 @@ impl Embedder {
     pub fn with_max_tokens(mut self, max_tokens: usize) -> Embedder {
         self.max_tokens = max_tokens.clamp(2, self.model.max_positions());
         self
+    }
+
+    /// Whether this embedder cuts `text` into other tokens than tokens revision `revision`
+    /// did (see [`TOKENS_REVISION`]).
+    pub fn retokenized_since(&self, revision: u64, text: &str) -> bool {
+        revision < 1 && self.tokenizer.spells_added_token(text)
     }
 
     /// The token ids `text` is embedded from, `[CLS]` and `[SEP]` included.

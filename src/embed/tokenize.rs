@@ -42,18 +42,15 @@ struct File {
     model: Model,
 }
 
-/// An entry of `added_tokens`: a token matched in the raw text, before normalization.
+/// An entry of `added_tokens`: a token matched in the raw text, before normalization. Every
+/// field is required, as the reference requires them.
 #[derive(Deserialize)]
 struct AddedToken {
     id: u32,
     content: String,
-    #[serde(default)]
     single_word: bool,
-    #[serde(default)]
     lstrip: bool,
-    #[serde(default)]
     rstrip: bool,
-    #[serde(default)]
     normalized: bool,
 }
 
@@ -115,7 +112,7 @@ impl Tokenizer {
                     "tokenizer.json lacks a special token",
                 ))
         };
-        let added = AddedTokens::from_file(&file.added_tokens)?;
+        let added = AddedTokens::from_file(&file.added_tokens, &file.model.vocab)?;
         let unknown = special(&file.model.unk_token)?;
         let cls = special("[CLS]")?;
         let sep = special("[SEP]")?;
@@ -133,6 +130,15 @@ impl Tokenizer {
             cls,
             sep,
         })
+    }
+
+    /// Whether `text` spells out an added token (`[MASK]`, …): the texts whose tokens
+    /// [`TOKENS_REVISION`](super::TOKENS_REVISION) 1 changed.
+    pub fn spells_added_token(&self, text: &str) -> bool {
+        self.added
+            .tokens
+            .iter()
+            .any(|(token, _)| text.contains(token.as_str()))
     }
 
     /// The largest id the tokenizer hands out.
@@ -230,7 +236,12 @@ enum Segment<'a> {
 }
 
 impl AddedTokens {
-    fn from_file(entries: &[AddedToken]) -> Result<AddedTokens, EmbedError> {
+    /// The entries of `added_tokens`, each with its id in `vocab` when it is there (the
+    /// reference's choice when the two disagree), else the entry's own.
+    fn from_file(
+        entries: &[AddedToken],
+        vocab: &HashMap<String, u32>,
+    ) -> Result<AddedTokens, EmbedError> {
         let mut tokens = Vec::with_capacity(entries.len());
         for entry in entries {
             let plain = !(entry.single_word || entry.lstrip || entry.rstrip || entry.normalized);
@@ -240,7 +251,8 @@ impl AddedTokens {
                      not implement",
                 ));
             }
-            tokens.push((entry.content.clone(), entry.id));
+            let id = vocab.get(&entry.content).copied().unwrap_or(entry.id);
+            tokens.push((entry.content.clone(), id));
         }
         tokens.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
         Ok(AddedTokens { tokens })
@@ -525,7 +537,7 @@ mod tests {
                 normalized: false,
             })
             .collect();
-        let added = AddedTokens::from_file(&entries).expect("added tokens");
+        let added = AddedTokens::from_file(&entries, &HashMap::new()).expect("added tokens");
         assert_eq!(
             added.split("x<a>>y<a><a>"),
             [
@@ -556,10 +568,33 @@ mod tests {
             entry[field] = value.clone();
             let entry: AddedToken = serde_json::from_value(entry).expect("entry");
             assert!(
-                AddedTokens::from_file(&[entry]).is_err(),
+                AddedTokens::from_file(&[entry], &HashMap::new()).is_err(),
                 "{field}: {value} accepted"
             );
         }
+        // A flag left out is refused too, not read as false.
+        let mut entry = base.clone();
+        entry.as_object_mut().expect("entry").remove("normalized");
+        assert!(serde_json::from_value::<AddedToken>(entry).is_err());
+    }
+
+    #[test]
+    fn an_added_tokens_id_is_the_vocabularys_when_it_is_there() {
+        let entry = |content: &str, id: u32| AddedToken {
+            id,
+            content: content.to_string(),
+            single_word: false,
+            lstrip: false,
+            rstrip: false,
+            normalized: false,
+        };
+        let vocab: HashMap<String, u32> = [("[MASK]".to_string(), 103)].into();
+        let added = AddedTokens::from_file(&[entry("[MASK]", 5), entry("<x>", 7)], &vocab)
+            .expect("added tokens");
+        assert_eq!(
+            added.split("[MASK]<x>"),
+            [Segment::Added(103), Segment::Added(7)]
+        );
     }
 
     #[test]

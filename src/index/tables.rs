@@ -54,7 +54,7 @@ pub const SKIPPED: TableDefinition<'static, (u8, &str), &[u8]> =
 pub const CHANGE_LOG: TableDefinition<'static, (u8, u64, &str), ()> =
     TableDefinition::new("change_log");
 /// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`], [`META_EPOCH`],
-/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`], [`META_VECTORS_MODEL`].
+/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`], [`META_VECTORS_MODEL`], [`META_VECTORS_TOKENS`].
 pub const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
 
 pub const META_SCHEMA: &str = "schema_version";
@@ -70,6 +70,9 @@ pub const META_NEXT_TEXT: &str = "next_text";
 /// The model every vector in [`VECTORS`] was made by (UTF-8: its name, files' fingerprint and
 /// text recipe, `directory::dense`); absent until the first vector is stored.
 pub const META_VECTORS_MODEL: &str = "vectors_model";
+/// How the texts of every vector in [`VECTORS`] were cut into tokens (`u64`,
+/// `embed::TOKENS_REVISION`); absent in an index whose vectors predate it.
+pub const META_VECTORS_TOKENS: &str = "vectors_tokens";
 
 /// The postcard `u64` under `key` in a file's [`META`] table: `None` when the table or the key
 /// is missing (the index and its texts store both keep their schema version and epoch there).

@@ -9,13 +9,18 @@
 //! commit storing another model's vectors empties the table first and names its own model; a
 //! reader asking with another model's name is given no vector (so they are embedded again,
 //! never compared with its own).
+//!
+//! `meta.vectors_tokens` says how their texts were cut into tokens (`embed::TOKENS_REVISION`):
+//! set by the first commit into an empty table, and by `retokenized`, which drops the vectors
+//! an older revision made differently, so that only those are embedded again.
 
 use redb::{ReadableTable, ReadableTableMetadata};
 
-use super::tables::{DOCS, META, META_VECTORS_MODEL, VECTORS};
+use super::records::encode;
+use super::tables::{DOCS, META, META_VECTORS_MODEL, META_VECTORS_TOKENS, VECTORS, stored_u64};
 use super::{Handle, Index, Reader, Writer, closed, poisoned};
 use crate::doc::Hash;
-use crate::embed::{Quantized, join_bytes, split_bytes};
+use crate::embed::{Quantized, TOKENS_REVISION, join_bytes, split_bytes};
 use crate::error::{Error, IndexError, Result};
 
 /// One content's embeddings as the `vectors` table keeps them: a tag of the caller's for what,
@@ -86,6 +91,12 @@ impl Reader {
         Ok(table.get(hash).map_err(Error::index)?.is_some())
     }
 
+    /// How the stored embeddings' texts were cut into tokens (`None`: before
+    /// [`TOKENS_REVISION`] was recorded).
+    pub fn vectors_tokens(&self) -> Result<Option<u64>> {
+        stored_u64(&self.txn, META_VECTORS_TOKENS)
+    }
+
     /// How many contents have a stored embedding (of whichever model `vectors_model` names).
     pub fn vector_count(&self) -> Result<u64> {
         let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
@@ -123,6 +134,11 @@ impl Index {
                 meta.insert(META_VECTORS_MODEL, model.as_bytes())
                     .map_err(Error::index)?;
             }
+            // Into an empty table, every vector is of this build's tokens.
+            if vectors.is_empty().map_err(Error::index)? {
+                meta.insert(META_VECTORS_TOKENS, encode(&TOKENS_REVISION).as_slice())
+                    .map_err(Error::index)?;
+            }
             for content in batch {
                 if docs.get(&content.hash).map_err(Error::index)?.is_some() {
                     vectors
@@ -134,5 +150,28 @@ impl Index {
         }
         txn.commit().map_err(Error::index)?;
         Ok(stored)
+    }
+
+    /// Drops the stored embeddings of `stale` (contents whose text an older tokenizer revision
+    /// cut differently) and records, in the same commit, that every one left is of
+    /// [`TOKENS_REVISION`].
+    pub fn retokenized(&self, stale: &[Hash]) -> Result<()> {
+        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
+            return Err(IndexError::Unavailable("a read-only index cannot drop embeddings").into());
+        };
+        let slot = slot.read().map_err(|_| poisoned())?;
+        let stores = slot.as_ref().ok_or_else(closed)?;
+        let txn = stores.index.begin_write().map_err(Error::index)?;
+        {
+            let mut meta = txn.open_table(META).map_err(Error::index)?;
+            let mut vectors = txn.open_table(VECTORS).map_err(Error::index)?;
+            for hash in stale {
+                vectors.remove(hash).map_err(Error::index)?;
+            }
+            meta.insert(META_VECTORS_TOKENS, encode(&TOKENS_REVISION).as_slice())
+                .map_err(Error::index)?;
+        }
+        txn.commit().map_err(Error::index)?;
+        Ok(())
     }
 }

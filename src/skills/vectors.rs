@@ -219,13 +219,19 @@ impl SkillVectors {
                 dropped.insert(*hash);
             }
         }
-        if !dropped.is_empty() {
-            let mut table = locks::write(&self.table);
-            let passages = table.passages.retain(|hash| !dropped.contains(hash));
-            table.held.retain(|hash, _| !dropped.contains(hash));
-            table.passages = passages;
-        }
+        self.forget(&dropped);
         Ok(dropped.len())
+    }
+
+    /// Forgets the vectors of `hashes`, so that their contents are embedded again.
+    pub fn forget(&self, hashes: &HashSet<Hash>) {
+        if hashes.is_empty() {
+            return;
+        }
+        let mut table = locks::write(&self.table);
+        let passages = table.passages.retain(|hash| !hashes.contains(hash));
+        table.held.retain(|hash, _| !hashes.contains(hash));
+        table.passages = passages;
     }
 
     /// Drops the vectors of contents `cache`'s rows no longer hold, once they are an eighth of

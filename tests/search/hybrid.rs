@@ -611,3 +611,76 @@ fn the_function_lane_filters_while_it_scans_so_a_filter_never_shortens_its_answe
         .collect();
     assert_eq!(ids, all.iter().map(String::as_str).collect::<Vec<_>>());
 }
+
+/// The stored vectors of each content, by hash.
+fn stored_vectors(
+    directory: &Directory,
+    model: &Embedder,
+) -> std::collections::HashMap<iii_directory::doc::Hash, Vec<Quantized>> {
+    let mut vectors = std::collections::HashMap::new();
+    directory
+        .index()
+        .read()
+        .expect("read")
+        .each_vector(&vectors_model(model), |content| {
+            vectors.insert(content.hash, content.passages);
+        })
+        .expect("each vector");
+    vectors
+}
+
+#[test]
+fn an_index_of_an_older_tokenizer_embeds_again_only_the_texts_now_cut_otherwise() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    tree.write(
+        "skills/masked-lm/SKILL.md",
+        "---\nname: masked-lm\ndescription: Fill in the [MASK] token with a masked language model.\n---\n# Masked LM\n",
+    );
+    // An index an older build wrote: every content embedded (stand-ins here), and no record of
+    // how the texts were cut into tokens.
+    let stand_in = model.embed_query_quantized("a stand-in passage");
+    {
+        let directory = tree.open();
+        let stored_now = directory
+            .store_stand_in_vectors(&model, |_| vec![stand_in.clone()])
+            .expect("store");
+        assert_eq!(stored_now, 4);
+        let reader = directory.index().read().expect("read");
+        assert_eq!(reader.vectors_tokens().expect("tokens"), Some(1));
+    }
+    let index_path = tree.config().paths.index_path;
+    {
+        let db = redb::Database::open(&index_path).expect("open the index file");
+        let txn = db.begin_write().expect("write");
+        {
+            let meta: redb::TableDefinition<'_, &str, &[u8]> = redb::TableDefinition::new("meta");
+            let mut meta = txn.open_table(meta).expect("meta");
+            assert!(meta.remove("vectors_tokens").expect("remove").is_some());
+        }
+        txn.commit().expect("commit");
+    }
+    // A newer build on that index: only the skill spelling out `[MASK]` is embedded again.
+    let directory = tree.open();
+    directory.set_model_state(ModelState::Ready(model.clone()));
+    assert_eq!(directory.embed_pending().expect("embed"), 1);
+    let reader = directory.index().read().expect("read");
+    assert_eq!(reader.vectors_tokens().expect("tokens"), Some(1));
+    drop(reader);
+    let vectors = stored_vectors(&directory, &model);
+    assert_eq!(vectors.len(), 4);
+    let masked: Vec<_> = vectors
+        .values()
+        .filter(|passages| passages[0].cosine(&stand_in) < 0.999)
+        .collect();
+    assert_eq!(masked.len(), 1, "one content embedded again, the rest kept");
+    let fresh = model
+        .embed_query_quantized("masked-lm. Fill in the [MASK] token with a masked language model.");
+    assert!(masked[0][0].cosine(&fresh) > 0.8, "its own text's vector");
+    // Recorded: the next pass reads nothing again.
+    assert_eq!(directory.embed_pending().expect("embed"), 0);
+    assert_eq!(
+        search(&directory, "fill the masked token")["mode"],
+        "hybrid"
+    );
+}
