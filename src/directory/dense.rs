@@ -330,7 +330,7 @@ impl Directory {
         self.dense.vectors.forget(&stale);
         if !stale.is_empty() {
             tracing::info!(
-                skills = stale.len(),
+                contents = stale.len(),
                 "embedding again the skills whose text this version cuts into other tokens"
             );
         }
