@@ -21,8 +21,9 @@
 //! cold `reindex`, the wire), `memory` (the worker's RSS over rounds of lists, misses and updates),
 //! `mixed` (issue 31: the calls interleaved with writes, in the library and over the wire, each
 //! beside its steady state), `search`, `skill_search` (ranked skill search over the tree),
-//! `hybrid` (issue 28: hybrid skill and function search, a cold tree's embedding, the worker's
-//! memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`), `catalog` (issue 30:
+//! `hybrid` (issue 28: hybrid skill and function search, function search while a changed
+//! catalog is embedded, the first pass on an index of an older tokenizer, a cold tree's
+//! embedding, the worker's memory with the model; needs `III_DIRECTORY_SEARCH_MODEL`), `catalog` (issue 30:
 //! `skills::catalog` and `check --spec` on a tree of Agent Skills). A run of some sections
 //! replaces their figures in the saved results of its size and keeps the others.
 //!
