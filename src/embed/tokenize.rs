@@ -160,16 +160,13 @@ impl Tokenizer {
         ids.push(self.cls);
         'text: for piece in pieces(text, piece_bytes) {
             for segment in self.added.split(piece) {
-                let found = match segment {
-                    Segment::Added(id) => vec![id],
-                    Segment::Text(text) => {
-                        let normalized = normalize(text);
-                        pre_tokenize(&normalized)
-                            .flat_map(|word| self.word_pieces(word))
-                            .collect()
-                    }
+                let (added, normalized) = match segment {
+                    Segment::Added(id) => (Some(id), String::new()),
+                    Segment::Text(text) => (None, normalize(text)),
                 };
-                for id in found {
+                // Lazily: no word past the last one kept is cut into pieces.
+                let words = pre_tokenize(&normalized).flat_map(|word| self.word_pieces(word));
+                for id in added.into_iter().chain(words) {
                     if ids.len() > room {
                         break 'text;
                     }
@@ -524,18 +521,23 @@ mod tests {
         assert_eq!(t.encode("[MASK][MASK][MASK]", 4), [2, 16, 16, 3]);
     }
 
+    /// An added token matched as written.
+    fn plain_token(content: &str, id: u32) -> AddedToken {
+        AddedToken {
+            id,
+            content: content.to_string(),
+            single_word: false,
+            lstrip: false,
+            rstrip: false,
+            normalized: false,
+        }
+    }
+
     #[test]
     fn added_tokens_are_cut_leftmost_then_longest() {
         let entries: Vec<AddedToken> = [("<a>", 1), ("<a>>", 2), ("a><", 3)]
             .into_iter()
-            .map(|(content, id)| AddedToken {
-                id,
-                content: content.to_string(),
-                single_word: false,
-                lstrip: false,
-                rstrip: false,
-                normalized: false,
-            })
+            .map(|(content, id)| plain_token(content, id))
             .collect();
         let added = AddedTokens::from_file(&entries, &HashMap::new()).expect("added tokens");
         assert_eq!(
@@ -580,17 +582,9 @@ mod tests {
 
     #[test]
     fn an_added_tokens_id_is_the_vocabularys_when_it_is_there() {
-        let entry = |content: &str, id: u32| AddedToken {
-            id,
-            content: content.to_string(),
-            single_word: false,
-            lstrip: false,
-            rstrip: false,
-            normalized: false,
-        };
         let vocab: HashMap<String, u32> = [("[MASK]".to_string(), 103)].into();
-        let added = AddedTokens::from_file(&[entry("[MASK]", 5), entry("<x>", 7)], &vocab)
-            .expect("added tokens");
+        let entries = [plain_token("[MASK]", 5), plain_token("<x>", 7)];
+        let added = AddedTokens::from_file(&entries, &vocab).expect("added tokens");
         assert_eq!(
             added.split("[MASK]<x>"),
             [Segment::Added(103), Segment::Added(7)]
