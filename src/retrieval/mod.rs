@@ -2,6 +2,7 @@
 //!
 //! - `tokenize`: text to terms, the same for documents and queries;
 //! - `lexical`: a compact BM25 index over many documents (skills), its weighted-coverage floor;
+//! - `gaps`: the gap-coded `(key, count)` lists that index keeps its postings and counts in;
 //! - `fusion`: the dense lane a sentence embedder plugs into ([`fusion::DenseRanker`]), and the
 //!   reciprocal-rank fusion of the lexical and dense rankings with the floors that keep a query
 //!   no document serves empty. Without a dense lane the answer is lexical, floors included;
@@ -11,6 +12,7 @@
 //! **Architecture invariant:** no I/O; callers hand in texts and get ranked positions back.
 
 pub mod fusion;
+mod gaps;
 pub mod lexical;
 pub mod texts;
 pub mod tokenize;
