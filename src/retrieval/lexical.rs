@@ -504,15 +504,21 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn the_index_ranks_as_bm25_computed_from_the_documents_themselves() {
-        let texts = random_corpus(3_000);
+    /// [`random_corpus`] counted and indexed: the texts, vocabulary, counts and index.
+    fn random_index(documents: usize) -> (Vec<String>, Vocabulary, Vec<DocTerms>, Index) {
+        let texts = random_corpus(documents);
         let mut v = Vocabulary::default();
         let d = docs(
             &mut v,
             &texts.iter().map(String::as_str).collect::<Vec<_>>(),
         );
         let index = index(&v, &d);
+        (texts, v, d, index)
+    }
+
+    #[test]
+    fn the_index_ranks_as_bm25_computed_from_the_documents_themselves() {
+        let (texts, v, _, index) = random_index(3_000);
         // Each document's words counted directly, without the index.
         let counted: Vec<HashMap<&str, u32>> = texts
             .iter()
@@ -537,8 +543,7 @@ mod tests {
             "w4999 nowhere",
             "w3 w3",
         ] {
-            let terms: Vec<&str> = query.split_whitespace().collect();
-            let mut distinct = terms.clone();
+            let mut distinct: Vec<&str> = query.split_whitespace().collect();
             distinct.dedup();
             let idf = |term: &str| {
                 let df = counted.iter().filter(|c| c.contains_key(term)).count();
@@ -583,13 +588,7 @@ mod tests {
 
     #[test]
     fn postings_and_counts_take_about_two_bytes_a_pair() {
-        let texts = random_corpus(3_000);
-        let mut v = Vocabulary::default();
-        let d = docs(
-            &mut v,
-            &texts.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
-        let index = index(&v, &d);
+        let (_, _, d, index) = random_index(3_000);
         let pairs: usize = index.df.iter().map(|&n| n as usize).sum();
         let counts: usize = d.iter().map(|doc| doc.packed.len()).sum();
         assert_eq!(
