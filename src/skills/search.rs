@@ -32,9 +32,9 @@ use crate::error::{Error, Result};
 use crate::index::Reader;
 use crate::request;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Mode, SKILL_FLOORS, fuse};
-use crate::retrieval::lexical::{DocTerms, Index, Vocabulary};
+use crate::retrieval::lexical::{Counted, DocTerms, Index, TermTally, Vocabulary};
 use crate::retrieval::tokenize::{
-    MAX_CAPABILITY_BYTES, content_terms, terms, truncate_at_char_boundary,
+    MAX_CAPABILITY_BYTES, content_terms, for_each_term, terms, truncate_at_char_boundary,
 };
 use crate::rules::skill::Visibility;
 
@@ -46,11 +46,11 @@ pub const DEFAULT_LIMIT: usize = 10;
 /// The most results one answer holds.
 pub const MAX_LIMIT: usize = 50;
 /// The name (shown id) counts this many times, as a function name does in function search.
-pub const NAME_WEIGHT: usize = 2;
+pub const NAME_WEIGHT: u32 = 2;
 /// The description counts this many times: it is written to say when to use the skill.
-pub const DESCRIPTION_WEIGHT: usize = 2;
+pub const DESCRIPTION_WEIGHT: u32 = 2;
 
-/// Texts split into terms at a time when counting many (a first build).
+/// Texts counted at a time when counting many (a first build).
 const SPLIT_CHUNK: usize = 512;
 /// The fewest numbered terms worth numbering again (see `SkillTerms::renumber_when_mostly_stale`).
 const RENUMBER_FROM: usize = 4096;
@@ -76,20 +76,16 @@ pub struct SkillTerms {
     newest: Option<(u64, u64)>,
 }
 
-/// What a row is searched as: name, title, description, the leading body.
-fn row_terms(listed: &Listed, body: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let name = terms(&listed.shown_id());
-    for _ in 0..NAME_WEIGHT {
-        out.extend(name.iter().cloned());
-    }
-    out.extend(terms(&listed.title()));
-    let description = terms(&listed.description());
-    for _ in 0..DESCRIPTION_WEIGHT {
-        out.extend(description.iter().cloned());
-    }
-    out.extend(terms(body));
-    out
+/// What a row is searched as, counted: its name, title, description and leading body, the name
+/// and description weighted.
+fn row_counts(listed: &Listed, body: &str) -> Counted {
+    let mut tally = TermTally::default();
+    let mut add = |text: &str, weight| for_each_term(text, |term| tally.add(term, weight));
+    add(&listed.shown_id(), NAME_WEIGHT);
+    add(&listed.title(), 1);
+    add(&listed.description(), DESCRIPTION_WEIGHT);
+    add(body, 1);
+    tally.finish()
 }
 
 /// What a task is searched as: its terms without the personal pronouns
@@ -118,17 +114,17 @@ impl SkillTerms {
     pub fn index(&mut self, reader: &Reader, cache: &SkillCache) -> Result<Index> {
         let rows = cache.rows();
         let key = |listed: &Listed| (listed.id.clone(), listed.content.unwrap_or_default());
-        // The texts not counted yet are read and split into terms across the cores; only the
-        // numbering of new terms is sequential.
+        // The texts not counted yet are read, split into terms and counted across the cores;
+        // only the numbering of each text's distinct terms is sequential.
         let missing: Vec<&Listed> = rows
             .iter()
             .map(|r| &**r)
             .filter(|listed| !self.docs.contains_key(&key(listed)))
             .collect();
-        // A chunk at a time: the split terms of every text at once (a first build at 50,000
-        // skills) would hold hundreds of MiB of short strings.
+        // A chunk at a time: the counted terms of every text at once (a first build at 50,000
+        // skills) would hold hundreds of MiB.
         for chunk in missing.chunks(SPLIT_CHUNK) {
-            let split: Vec<Result<Vec<String>>> = chunk
+            let counted: Vec<Result<Counted>> = chunk
                 .par_iter()
                 .map(|listed| {
                     // A bundled or unservable row is searched by its row alone (no body).
@@ -136,11 +132,11 @@ impl SkillTerms {
                         Some(hash) => reader.content(&hash)?.unwrap_or_default(),
                         None => String::new(),
                     };
-                    Ok(row_terms(listed, leading_body(&text)))
+                    Ok(row_counts(listed, leading_body(&text)))
                 })
                 .collect();
-            for (listed, terms) in chunk.iter().zip(split) {
-                let doc = DocTerms::count(&mut self.vocabulary, terms?.iter().map(String::as_str));
+            for (listed, counted) in chunk.iter().zip(counted) {
+                let doc = DocTerms::number(&mut self.vocabulary, &counted?);
                 self.docs.insert(key(listed), Arc::new(doc));
             }
         }
