@@ -46,8 +46,8 @@ pub struct Vocabulary {
 
 impl Vocabulary {
     /// The number of `term`, assigned when new. `None` once 2^24 terms exist (a document then
-    /// loses its newest words; [`Vocabulary::renumber`] keeps a long-lived vocabulary far from
-    /// that).
+    /// loses the words not numbered yet; [`Vocabulary::renumber`] keeps a long-lived
+    /// vocabulary far from that).
     pub fn intern(&mut self, term: &str) -> Option<u32> {
         if let Some(&id) = self.ids.get(term) {
             return Some(id);
@@ -207,24 +207,25 @@ impl TermTally {
     }
 
     /// The distinct terms, each with its summed weight. Sorted by hash first: equal terms end
-    /// up side by side while most comparisons are of two integers, not two strings.
+    /// up side by side while most comparisons are of two integers, not two strings. The hash
+    /// is unseeded (unlike the vocabulary's): a collision here costs one string comparison,
+    /// never a wrong count.
     pub fn finish(mut self) -> Counted {
         let text = &self.text;
         let term = |span: &Span| &text[span.start..span.end];
         self.added
             .sort_unstable_by(|a, b| a.hash.cmp(&b.hash).then_with(|| term(a).cmp(term(b))));
-        let mut distinct: Vec<Span> = Vec::with_capacity(self.added.len());
-        for added in &self.added {
-            match distinct.last_mut() {
-                Some(last) if last.hash == added.hash && term(last) == term(added) => {
-                    last.weight = last.weight.saturating_add(added.weight);
-                }
-                _ => distinct.push(*added),
+        // `dedup_by` hands the later span first and keeps the earlier one.
+        self.added.dedup_by(|later, kept| {
+            let same = later.hash == kept.hash && term(later) == term(kept);
+            if same {
+                kept.weight = kept.weight.saturating_add(later.weight);
             }
-        }
+            same
+        });
         Counted {
             text: self.text,
-            distinct,
+            distinct: self.added,
             length: self.length,
         }
     }
@@ -568,13 +569,27 @@ mod tests {
     fn a_weight_counts_as_that_many_occurrences() {
         let mut v = Vocabulary::default();
         let mut tally = TermTally::default();
-        for (term, weight) in [("alpha", 2), ("beta", 1), ("alpha", 1), ("gamma", 3)] {
+        let added = [
+            ("alpha", 2),
+            ("beta", 1),
+            ("alpha", 1),
+            ("gamma", 200),
+            ("gamma", 100),
+        ];
+        for (term, weight) in added {
             tally.add(term, weight);
         }
-        let weighted = DocTerms::number(&mut v, &tally.finish());
-        let repeated = "alpha alpha beta alpha gamma gamma gamma".split_whitespace();
-        assert_eq!(weighted, DocTerms::count(&mut v, repeated));
-        assert_eq!(weighted.length, 7);
+        let doc = DocTerms::number(&mut v, &tally.finish());
+        let mut counts: Vec<(u32, u32)> = doc.pairs().collect();
+        counts.sort_unstable();
+        let mut expected = vec![
+            (v.get("alpha").unwrap(), 3),
+            (v.get("beta").unwrap(), 1),
+            (v.get("gamma").unwrap(), MAX_COUNT),
+        ];
+        expected.sort_unstable();
+        assert_eq!(counts, expected, "summed, the count capped at 255");
+        assert_eq!(doc.length, 304, "the length uncapped");
     }
 
     /// Documents of a fixed-seed random corpus: Zipf-like words (a few common, many rare),

@@ -51,7 +51,7 @@ pub const NAME_WEIGHT: u32 = 2;
 pub const DESCRIPTION_WEIGHT: u32 = 2;
 
 /// Texts counted at a time when counting many (a first build).
-const SPLIT_CHUNK: usize = 512;
+const COUNT_CHUNK: usize = 512;
 /// The fewest numbered terms worth numbering again (see `SkillTerms::renumber_when_mostly_stale`).
 const RENUMBER_FROM: usize = 4096;
 
@@ -123,7 +123,7 @@ impl SkillTerms {
             .collect();
         // A chunk at a time: the counted terms of every text at once (a first build at 50,000
         // skills) would hold hundreds of MiB.
-        for chunk in missing.chunks(SPLIT_CHUNK) {
+        for chunk in missing.chunks(COUNT_CHUNK) {
             let counted: Vec<Result<Counted>> = chunk
                 .par_iter()
                 .map(|listed| {
@@ -352,6 +352,39 @@ mod tests {
 
     use crate::Directory;
     use crate::config::Config;
+
+    /// A row's counted terms are those of its parts as plain term lists, the name and the
+    /// description repeated by their weights (how rows were counted before the tally).
+    #[test]
+    fn a_row_counts_as_its_weighted_parts_listed_term_by_term() {
+        use crate::retrieval::lexical::{DocTerms, Vocabulary};
+        use crate::retrieval::tokenize::terms;
+        use crate::rules::skill::SkillRow;
+        use crate::skills::listed::Listed;
+
+        let row = SkillRow {
+            title: "Deploy Sites".into(),
+            description: "Use when deploying static sites to the edge; rolls back failures.".into(),
+            ..SkillRow::blank("ops/deploySite")
+        };
+        let listed = Listed::new("ops/deploySite".into(), &row);
+        let body = "Run the deploy. The deploys of sites roll back when a check fails.";
+        let mut listed_terms = Vec::new();
+        for (text, weight) in [
+            (listed.shown_id(), super::NAME_WEIGHT),
+            (listed.title(), 1),
+            (listed.description(), super::DESCRIPTION_WEIGHT),
+            (body.into(), 1),
+        ] {
+            for _ in 0..weight {
+                listed_terms.extend(terms(&text));
+            }
+        }
+        let mut v = Vocabulary::default();
+        let counted = DocTerms::number(&mut v, &super::row_counts(&listed, body));
+        let listed = DocTerms::count(&mut v, listed_terms.iter().map(String::as_str));
+        assert_eq!(counted, listed);
+    }
 
     fn write_skill(skills: &Path, id: &str, description: &str, body: &str) {
         let file = skills.join(format!("{id}.md"));
