@@ -127,6 +127,7 @@ impl Iterator for Pairs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieval::seeded::Xorshift;
 
     #[test]
     fn pairs_read_back_as_written_across_every_width() {
@@ -163,20 +164,14 @@ mod tests {
     #[test]
     fn random_ascending_lists_round_trip() {
         // A fixed-seed generator: lists of varied density and counts.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = Xorshift::new(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200 {
-            let spread = 1 + next() % 100_000;
-            let mut key = (next() % spread) as u32;
-            let pairs: Vec<(u32, u32)> = (0..next() % 300)
+            let spread = 1 + random.below(100_000);
+            let mut key = random.below(spread) as u32;
+            let pairs: Vec<(u32, u32)> = (0..random.below(300))
                 .map(|_| {
-                    let pair = (key, 1 + (next() % 4 / 3 * (next() % 255)) as u32);
-                    key += 1 + (next() % spread) as u32;
+                    let pair = (key, 1 + (random.below(4) / 3 * random.below(255)) as u32);
+                    key += 1 + random.below(spread) as u32;
                     pair
                 })
                 .collect();

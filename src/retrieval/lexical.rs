@@ -429,6 +429,7 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieval::seeded::Xorshift;
 
     fn docs(vocabulary: &mut Vocabulary, texts: &[&str]) -> Vec<DocTerms> {
         texts
@@ -595,22 +596,16 @@ mod tests {
     /// Documents of a fixed-seed random corpus: Zipf-like words (a few common, many rare),
     /// some repeated so that counts above 1 and the 255 cap occur.
     fn random_corpus(documents: usize) -> Vec<String> {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |bound: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % bound
-        };
+        let mut random = Xorshift::new(0x2545_f491_4f6c_dd1d);
         (0..documents)
             .map(|_| {
-                let mut words: Vec<String> = (0..1 + next(60))
+                let mut words: Vec<String> = (0..1 + random.below(60))
                     .map(|_| {
-                        let spread = 1 + next(5_000);
-                        format!("w{}", next(spread))
+                        let spread = 1 + random.below(5_000);
+                        format!("w{}", random.below(spread))
                     })
                     .collect();
-                if next(50) == 0 {
+                if random.below(50) == 0 {
                     words.extend(std::iter::repeat_n("flood".to_string(), 300));
                 }
                 words.join(" ")

@@ -14,5 +14,7 @@
 pub mod fusion;
 mod gaps;
 pub mod lexical;
+#[cfg(test)]
+mod seeded;
 pub mod texts;
 pub mod tokenize;

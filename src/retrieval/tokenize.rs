@@ -198,6 +198,7 @@ pub fn is_intrinsic(terms: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieval::seeded::Xorshift;
 
     fn t(text: &str) -> Vec<String> {
         terms(text)
@@ -265,15 +266,11 @@ mod tests {
             "\n",
             "/",
         ];
-        let mut state = 0x51_7cc1_b727_220au64;
-        let mut next = move |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut random = Xorshift::new(0x51_7cc1_b727_220a);
         for _ in 0..2_000 {
-            let text: String = (0..next(12)).map(|_| PIECES[next(PIECES.len())]).collect();
+            let text: String = (0..random.below(12))
+                .map(|_| PIECES[random.below(PIECES.len() as u64) as usize])
+                .collect();
             assert_eq!(terms(&text), plainly(&text), "{text:?}");
         }
     }
