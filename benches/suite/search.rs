@@ -143,6 +143,7 @@ pub fn generated_tools(count: usize) -> Vec<Tool> {
                     capitalized(verb)
                 ),
                 parameters: json!({ "type": "object", "properties": properties }),
+                worker: None,
             }
         })
         .collect()

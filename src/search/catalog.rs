@@ -28,6 +28,8 @@ pub fn is_excluded(function_id: &str) -> bool {
 }
 
 /// A function's namespace (its worker): the part before the first `::`, when there is one.
+/// A catalog groups a function without one under the worker that registered it
+/// ([`SlimTool::worker`]).
 pub fn namespace(function_id: &str) -> Option<&str> {
     let (namespace, _) = function_id.split_once("::")?;
     (!namespace.is_empty()).then_some(namespace)
@@ -40,6 +42,8 @@ pub struct Tool {
     pub description: String,
     /// The request schema (`parameters`, `request_format` or `request_schema`).
     pub parameters: Value,
+    /// The worker that registered it (the engine's `worker_name`), when the engine says.
+    pub worker: Option<String>,
 }
 
 /// A tool reduced to what search reads and what the fingerprint covers.
@@ -50,15 +54,36 @@ pub struct SlimTool {
     pub description: String,
     /// `{type: "object", properties: {<arg>: {}}, required?}`, keys sorted.
     pub parameters: Value,
+    /// For an id without a namespace (the engine's pub/sub registers `publish`), the worker it
+    /// is grouped under: the one that registered it, else the id itself. Absent otherwise, so
+    /// the fingerprint of a catalog of namespaced ids is the contract's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 impl SlimTool {
     pub fn from_tool(tool: &Tool) -> SlimTool {
+        let group = namespace(&tool.name).is_none().then(|| {
+            tool.worker
+                .clone()
+                .filter(|w| !w.trim().is_empty())
+                .unwrap_or_else(|| tool.name.clone())
+        });
         SlimTool {
             name: tool.name.clone(),
             description: slim_description(&tool.description),
             parameters: slim_parameters(&tool.parameters),
+            group,
         }
+    }
+
+    /// The worker a search groups this function under: its namespace, or for an id without
+    /// one, [`SlimTool::group`]. Why not drop such ids, as the contract's search did: an agent
+    /// asking to "publish an event" could then never be shown the engine's `publish`.
+    pub fn worker(&self) -> &str {
+        namespace(&self.name)
+            .or(self.group.as_deref())
+            .unwrap_or(&self.name)
     }
 
     /// The argument names, sorted.
@@ -213,6 +238,7 @@ pub fn tools_from_info<'a>(
                 .find(|v| v.is_object())
                 .cloned()
                 .unwrap_or_else(|| json!({ "type": "object" })),
+            worker: entry["worker_name"].as_str().map(str::to_string),
         })
         .collect()
 }
@@ -272,6 +298,12 @@ impl Catalog {
         self.by_name.contains_key(name)
     }
 
+    /// The worker a listed function is grouped under ([`SlimTool::worker`]); `None` for an id
+    /// the catalog does not hold.
+    pub fn worker_of(&self, name: &str) -> Option<&str> {
+        self.get(name).map(SlimTool::worker)
+    }
+
     pub fn len(&self) -> usize {
         self.tools.len()
     }
@@ -281,12 +313,10 @@ impl Catalog {
         self.tools.is_empty()
     }
 
-    /// The namespaces of every tool (the installed workers, as far as search can tell).
+    /// The workers of every tool ([`SlimTool::worker`]: the installed workers, as far as
+    /// search can tell).
     pub fn namespaces(&self) -> HashSet<&str> {
-        self.tools
-            .iter()
-            .filter_map(|t| namespace(&t.name))
-            .collect()
+        self.tools.iter().map(SlimTool::worker).collect()
     }
 }
 
@@ -406,6 +436,7 @@ mod tests {
             name: name.into(),
             description: description.into(),
             parameters: json!({ "properties": { "to": { "type": "string" } } }),
+            worker: None,
         };
         let a = Catalog::build(&[
             tool("m::send", "Send mail. Long tail."),
@@ -428,11 +459,51 @@ mod tests {
     }
 
     #[test]
+    fn a_function_without_a_namespace_is_grouped_under_the_worker_that_registered_it() {
+        let listed: Vec<String> = ["publish", "ping", "state::get"].map(String::from).to_vec();
+        let answer = json!({ "functions": [
+            { "function_id": "publish", "description": "Publishes an event", "worker_name": "iii-pubsub" },
+            { "function_id": "ping", "worker_name": " " },
+            { "function_id": "state::get", "worker_name": "iii-state" },
+        ]});
+        let catalog = Catalog::build(&tools_from_info(&listed, info_entries(&answer)));
+        // The engine's worker for an id without a namespace; the id itself when the engine
+        // names none; a namespace wins over the engine's worker name.
+        assert_eq!(catalog.worker_of("publish"), Some("iii-pubsub"));
+        assert_eq!(catalog.worker_of("ping"), Some("ping"));
+        assert_eq!(catalog.worker_of("state::get"), Some("state"));
+        assert_eq!(catalog.worker_of("gone::x"), None);
+        assert_eq!(
+            catalog.namespaces(),
+            HashSet::from(["iii-pubsub", "ping", "state"])
+        );
+
+        // The fingerprint: a namespaced function's worker name is not part of it (a catalog of
+        // namespaced ids keeps the contract's); the worker of one without a namespace is.
+        let tool = |name: &str, worker: Option<&str>| Tool {
+            name: name.into(),
+            description: "D.".into(),
+            parameters: json!({}),
+            worker: worker.map(String::from),
+        };
+        let fingerprint = |tools: &[Tool]| Catalog::build(tools).fingerprint().to_string();
+        assert_eq!(
+            fingerprint(&[tool("state::get", Some("iii-state"))]),
+            fingerprint(&[tool("state::get", None)])
+        );
+        assert_ne!(
+            fingerprint(&[tool("publish", Some("iii-pubsub"))]),
+            fingerprint(&[tool("publish", Some("other"))])
+        );
+    }
+
+    #[test]
     fn excluded_functions_never_enter_the_catalog() {
         let tool = |name: &str| Tool {
             name: name.into(),
             description: String::new(),
             parameters: json!({}),
+            worker: None,
         };
         let catalog = Catalog::build(&[
             tool("engine::functions::info"),
@@ -449,6 +520,7 @@ mod tests {
             name: "mailer::send".into(),
             description: "Deliver a message.".into(),
             parameters: json!({ "properties": { "toAddress": {} } }),
+            worker: None,
         });
         assert_eq!(
             slim.document_terms(),

@@ -43,7 +43,7 @@ use catalog::Catalog;
 use query::Capability;
 use rank::{
     MAX_CANDIDATES, MAX_WORKERS, MIN_MATCHED_TERMS, NAMESPACE_FLOOR, coverage_prune,
-    group_by_namespace, limit_workers, matched_beside_dense, namespace_floor, ranked_hits_matching,
+    group_by_worker, limit_workers, matched_beside_dense, namespace_floor, ranked_hits_matching,
     round_robin,
 };
 use registry::WorkerSource;
@@ -209,10 +209,12 @@ pub fn select_with(
         .iter()
         .map(|r| r.iter().map(String::as_str).collect())
         .collect();
-    limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
+    limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS, |id| {
+        catalog.worker_of(id)
+    })
+    .into_iter()
+    .map(str::to_string)
+    .collect()
 }
 
 /// [`select_with`] with the dense lane, on tokio's blocking threads: embedding each capability
@@ -242,7 +244,7 @@ fn lexical_ranking(catalog: &Catalog, terms: &[String], min_matched: usize) -> V
         .into_iter()
         .map(|hit| (catalog.tools()[hit.doc].name.as_str(), hit.score))
         .collect();
-    namespace_floor(ranked, NAMESPACE_FLOOR)
+    namespace_floor(ranked, NAMESPACE_FLOOR, |id| catalog.worker_of(id))
         .into_iter()
         .map(|(id, _)| id.to_string())
         .collect()
@@ -265,7 +267,7 @@ const DENSE_DEPTH: usize = MAX_CANDIDATES * 2;
 /// Candidates grouped by worker, in rank order, with their slim descriptions.
 fn workers(catalog: &Catalog, ids: &[String]) -> Vec<Worker> {
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    group_by_namespace(&ids)
+    group_by_worker(&ids, |id| catalog.worker_of(id))
         .into_iter()
         .map(|(namespace, members)| Worker {
             namespace: namespace.to_string(),

@@ -8,7 +8,6 @@
 use std::collections::HashSet;
 
 use super::bm25::{Hit, Index};
-use super::catalog::namespace;
 
 /// A document must match at least this many distinct query terms (contract).
 pub const MIN_MATCHED_TERMS: usize = 2;
@@ -77,17 +76,21 @@ pub fn coverage_prune(ranked: Vec<Hit>) -> Vec<Hit> {
         .collect()
 }
 
-/// The namespace floor over a ranking (best first): a namespace survives when its first, best
-/// entry scores at least `floor` of the top score, and then all its entries stay. Ids without a
-/// namespace cannot be grouped and are dropped.
-pub fn namespace_floor(ranked: Vec<(&str, f64)>, floor: f64) -> Vec<(&str, f64)> {
+/// The namespace floor over a ranking (best first): a worker survives when its first, best
+/// entry scores at least `floor` of the top score, and then all its entries stay. `worker`
+/// names an id's worker (`Catalog::worker_of`); an id it names none for is dropped.
+pub fn namespace_floor<'a, 'w>(
+    ranked: Vec<(&'a str, f64)>,
+    floor: f64,
+    worker: impl Fn(&'a str) -> Option<&'w str>,
+) -> Vec<(&'a str, f64)> {
     let Some(&(_, top)) = ranked.first() else {
         return ranked;
     };
     let mut judged: HashSet<&str> = HashSet::new();
     let mut surviving: HashSet<&str> = HashSet::new();
     for &(id, score) in &ranked {
-        if let Some(ns) = namespace(id)
+        if let Some(ns) = worker(id)
             && judged.insert(ns)
             && score >= floor * top
         {
@@ -96,7 +99,7 @@ pub fn namespace_floor(ranked: Vec<(&str, f64)>, floor: f64) -> Vec<(&str, f64)>
     }
     ranked
         .into_iter()
-        .filter(|(id, _)| namespace(id).is_some_and(|ns| surviving.contains(ns)))
+        .filter(|(id, _)| worker(id).is_some_and(|ns| surviving.contains(ns)))
         .collect()
 }
 
@@ -120,33 +123,41 @@ pub fn round_robin<'a>(rankings: &[Vec<&'a str>], budget: usize) -> Vec<&'a str>
     taken
 }
 
-/// Keeps the ids of the first `max` namespaces met (in order); ids of later namespaces, and ids
-/// without a namespace, are dropped.
-pub fn limit_workers(selected: Vec<&str>, max: usize) -> Vec<&str> {
-    let mut namespaces: Vec<&str> = Vec::new();
+/// Keeps the ids of the first `max` workers met (in order; `worker` names an id's worker, as
+/// for [`namespace_floor`]); ids of later workers, and ids it names none for, are dropped.
+pub fn limit_workers<'a, 'w>(
+    selected: Vec<&'a str>,
+    max: usize,
+    worker: impl Fn(&'a str) -> Option<&'w str>,
+) -> Vec<&'a str> {
+    let mut workers: Vec<&str> = Vec::new();
     selected
         .into_iter()
         .filter(|id| {
-            let Some(ns) = namespace(id) else {
+            let Some(ns) = worker(id) else {
                 return false;
             };
-            if namespaces.contains(&ns) {
+            if workers.contains(&ns) {
                 return true;
             }
-            if namespaces.len() == max {
+            if workers.len() == max {
                 return false;
             }
-            namespaces.push(ns);
+            workers.push(ns);
             true
         })
         .collect()
 }
 
-/// Groups ids by namespace, namespaces in order of first appearance, ids in order.
-pub fn group_by_namespace<'a>(ids: &[&'a str]) -> Vec<(&'a str, Vec<&'a str>)> {
+/// Groups ids by worker (as `worker` names it), workers in order of first appearance, ids in
+/// order; ids it names none for are left out.
+pub fn group_by_worker<'a, 'w>(
+    ids: &[&'a str],
+    worker: impl Fn(&'a str) -> Option<&'w str>,
+) -> Vec<(&'w str, Vec<&'a str>)> {
     let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
     for &id in ids {
-        let Some(ns) = namespace(id) else {
+        let Some(ns) = worker(id) else {
             continue;
         };
         match groups.iter_mut().find(|(n, _)| *n == ns) {
@@ -160,6 +171,7 @@ pub fn group_by_namespace<'a>(ids: &[&'a str]) -> Vec<(&'a str, Vec<&'a str>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::catalog::namespace;
 
     fn hit(doc: usize, score: f64, matched: usize) -> Hit {
         Hit {
@@ -248,7 +260,7 @@ mod tests {
             ("sms::status", 0.5),
             ("nonamespace", 9.0),
         ];
-        let kept: Vec<&str> = namespace_floor(ranked, NAMESPACE_FLOOR)
+        let kept: Vec<&str> = namespace_floor(ranked, NAMESPACE_FLOOR, namespace)
             .into_iter()
             .map(|(id, _)| id)
             .collect();
@@ -278,7 +290,7 @@ mod tests {
         let ids = vec![
             "a::1", "b::1", "a::2", "c::1", "d::1", "e::1", "f::1", "g::1", "b::2", "bare",
         ];
-        let kept = limit_workers(ids, MAX_WORKERS);
+        let kept = limit_workers(ids, MAX_WORKERS, namespace);
         assert_eq!(
             kept,
             [
@@ -286,7 +298,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            group_by_namespace(&kept),
+            group_by_worker(&kept, namespace),
             [
                 ("a", vec!["a::1", "a::2"]),
                 ("b", vec!["b::1", "b::2"]),

@@ -214,6 +214,8 @@ fn contracts(functions: &[FunctionContract], catalog: &Catalog) -> Vec<Tool> {
             parameters: Some(f.request_schema.clone())
                 .filter(Value::is_object)
                 .unwrap_or_else(|| json!({ "type": "object" })),
+            // Offers are grouped under the registry worker that owns them, not by this.
+            worker: None,
         })
         .collect()
 }
@@ -392,6 +394,7 @@ mod tests {
                 name: n.to_string(),
                 description: String::new(),
                 parameters: json!({}),
+                worker: None,
             })
             .collect();
         Catalog::build(&tools)

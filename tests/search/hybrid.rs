@@ -535,6 +535,7 @@ fn functions(name: &str, n: usize) -> Arc<Catalog> {
             name: format!("{name}::f{i}"),
             description: format!("Handle {name} record number {i}."),
             parameters: json!({}),
+            worker: None,
         })
         .collect();
     Arc::new(Catalog::build(&tools))

@@ -190,10 +190,11 @@ fn the_namespace_floor_drops_trailing_workers_whole() {
         ]
     );
     let top = ranked[0].1;
-    let kept: Vec<&str> = namespace_floor(ranked.clone(), NAMESPACE_FLOOR)
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
+    let kept: Vec<&str> =
+        namespace_floor(ranked.clone(), NAMESPACE_FLOOR, |id| catalog.worker_of(id))
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
     assert_eq!(
         kept,
         [
@@ -303,6 +304,47 @@ async fn answers_group_by_worker_in_rank_order_with_slim_descriptions() {
         response["guidance"]
             .as_str()
             .is_some_and(|g| g.contains("ONE engine::functions::info"))
+    );
+}
+
+/// The engine's own pub/sub registers `publish`, an id without a namespace: it is found, and
+/// grouped under the worker the engine says registered it (`worker_name`), or under its own id
+/// when the engine names none. The contract's search dropped such ids, so "publish an event"
+/// answered nothing.
+#[tokio::test]
+async fn a_function_without_a_namespace_is_found_and_grouped_under_its_worker() {
+    let mut answer_fixture = fixture();
+    let functions = answer_fixture["functions"]
+        .as_array_mut()
+        .expect("functions");
+    functions.push(json!({
+        "function_id": "publish",
+        "description": "Publishes an event",
+        "request_schema": { "type": "object", "properties": { "topic": {}, "data": {} } },
+        "worker_name": "iii-pubsub",
+    }));
+    functions.push(
+        json!({ "function_id": "heartbeat", "description": "Report that a worker is alive." }),
+    );
+    let ids = parse_list(&answer_fixture).expect("list");
+    let search = search_with(Catalog::build(&tools_from_info(
+        &ids,
+        info_entries(&answer_fixture),
+    )));
+
+    let published = answer(&search, &["publish an event"], None).await;
+    assert_eq!(
+        grouped(&published),
+        [("iii-pubsub".to_string(), strings(&["publish"]))]
+    );
+    assert_eq!(
+        published["workers"][0]["functions"][0]["description"],
+        "Publishes an event"
+    );
+    let alive = answer(&search, &["report worker alive"], None).await;
+    assert_eq!(
+        grouped(&alive),
+        [("heartbeat".to_string(), strings(&["heartbeat"]))]
     );
 }
 

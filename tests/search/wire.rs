@@ -351,6 +351,30 @@ async fn a_push_that_adds_and_removes_functions_changes_the_next_answer() {
     h.stop().await;
 }
 
+/// The engine's pub/sub registers `publish` without a namespace; its `functions::info` entry
+/// names the worker (`worker_name`), which the answer groups it under.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_without_a_namespace_is_answered_under_its_worker() {
+    let h = Harness::start(settings(false, 2)).await;
+    assert!(ids(&h.search(&["publish an event"]).await).is_empty());
+    let mut functions = base_catalog();
+    let mut publish = function("publish", "Publishes an event", &["topic", "data"]);
+    publish["worker_name"] = json!("iii-pubsub");
+    functions.push(publish);
+    h.engine.set_catalog(functions);
+    h.call(ON_FUNCTIONS_CHANGE, json!({ "event": "functions_changed" }))
+        .await;
+    let answer = h.search(&["publish an event", "send an email"]).await;
+    assert_eq!(
+        answer["workers"],
+        json!([
+            { "namespace": "iii-pubsub", "functions": [{ "function_id": "publish", "description": "Publishes an event" }] },
+            { "namespace": "mailer", "functions": [{ "function_id": "mailer::send", "description": "Send an email message over SMTP." }] },
+        ])
+    );
+    h.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_functions_info_keeps_the_old_catalog() {
     let h = Harness::start(settings(false, 2)).await;
