@@ -298,10 +298,11 @@ impl Catalog {
         self.by_name.contains_key(name)
     }
 
-    /// The worker a listed function is grouped under ([`SlimTool::worker`]); `None` for an id
-    /// the catalog does not hold.
-    pub fn worker_of(&self, name: &str) -> Option<&str> {
-        self.get(name).map(SlimTool::worker)
+    /// The worker a function is grouped under ([`SlimTool::worker`]): its namespace, read off
+    /// the id without a lookup (a search asks this of every hit); for an id without one, its
+    /// [`SlimTool::group`], or `None` when the catalog does not hold it.
+    pub fn worker_of<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        namespace(name).or_else(|| self.get(name).map(SlimTool::worker))
     }
 
     pub fn len(&self) -> usize {
@@ -472,7 +473,7 @@ mod tests {
         assert_eq!(catalog.worker_of("publish"), Some("iii-pubsub"));
         assert_eq!(catalog.worker_of("ping"), Some("ping"));
         assert_eq!(catalog.worker_of("state::get"), Some("state"));
-        assert_eq!(catalog.worker_of("gone::x"), None);
+        assert_eq!(catalog.worker_of("gone"), None);
         assert_eq!(
             catalog.namespaces(),
             HashSet::from(["iii-pubsub", "ping", "state"])
