@@ -206,30 +206,41 @@ async fn what_only_a_real_engine_shows() {
     );
 
     // A function registered now reaches the search catalog through the engine's
-    // `engine::functions-available` push (the engine polls every 5 s).
+    // `engine::functions-available` push (the engine polls every 5 s). One whose id has no
+    // namespace is grouped under the worker the engine says registered it: this client.
     let fax = format!("fax{pid}::send_fax");
-    iii.register_function(
-        &fax,
-        RegisterFunction::new_async(|_: Value| async { Ok::<_, iii_sdk::Error>(json!({})) })
-            .description("Send a fax to a phone number."),
-    );
-    let found = eventually("the new function found by search", || {
-        let iii = &iii;
-        let fax = fax.clone();
+    let page = format!("page{pid}");
+    for (id, description) in [
+        (&fax, "Send a fax to a phone number."),
+        (&page, "Page the engineer on call about an outage."),
+    ] {
+        iii.register_function(
+            id,
+            RegisterFunction::new_async(|_: Value| async { Ok::<_, iii_sdk::Error>(json!({})) })
+                .description(description),
+        );
+    }
+    let found = eventually("the new functions found by search", || {
+        let (iii, fax, page) = (&iii, &fax, &page);
         async move {
             let answer = call(
                 iii,
                 "directory::search_functions",
-                json!({ "capabilities": ["send a fax to a phone number"] }),
+                json!({ "capabilities": ["send a fax to a phone number", "page the engineer on call"] }),
             )
             .await
             .ok()?;
-            answer["workers"]
-                .as_array()?
-                .iter()
-                .flat_map(|w| w["functions"].as_array().into_iter().flatten())
-                .any(|f| f["function_id"] == fax.as_str())
-                .then_some(answer)
+            let workers = answer["workers"].as_array()?;
+            let listed = |namespace: &str, id: &str| {
+                workers.iter().any(|w| {
+                    w["namespace"] == namespace
+                        && w["functions"]
+                            .as_array()
+                            .is_some_and(|f| f.iter().any(|f| f["function_id"] == id))
+                })
+            };
+            let client = format!("iii-directory-real-engine-{pid}");
+            (listed(&format!("fax{pid}"), fax) && listed(&client, page)).then_some(answer)
         }
     })
     .await;
