@@ -37,6 +37,10 @@ use worker_process::WorkerProcess;
 /// How long a wait on the wire may take before the test fails: generous, since it only runs out
 /// when something is wrong, and a loaded 2-core machine can take seconds to start a worker.
 const WAIT: Duration = Duration::from_secs(30);
+/// The real-engine tests (`real_engine`, `real_engine_only`) each start a directory worker on
+/// the one engine `III_ENGINE_URL` names, where two would register the same functions: they
+/// take turns.
+static REAL_ENGINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Longer than the watcher's burst window (50 ms quiet, 500 ms at most) plus a fan-out, so
 /// "nothing more fired" is checked after anything that could fire has.
 const SETTLE: Duration = Duration::from_millis(1_200);

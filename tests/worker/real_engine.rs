@@ -63,6 +63,7 @@ async fn against_a_real_engine() {
         println!("skipped: set III_ENGINE_URL=ws://… to run against a real engine");
         return;
     };
+    let _turn = REAL_ENGINE.lock().await;
     let tree = fixture_tree();
     let worker = spawn_worker(&url, tree.path(), None, &[]);
     let pid = std::process::id();

@@ -94,6 +94,7 @@ async fn what_only_a_real_engine_shows() {
         println!("skipped: set III_ENGINE_URL=ws://… to run against a real engine");
         return;
     };
+    let _turn = super::REAL_ENGINE.lock().await;
     let pid = std::process::id();
     let registry = FakeRegistry::start();
     registry.bundle("mailer", &[("SKILL.md", "# Mailer\n\nSends mail.\n")]);
