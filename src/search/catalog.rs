@@ -54,21 +54,19 @@ pub struct SlimTool {
     pub description: String,
     /// `{type: "object", properties: {<arg>: {}}, required?}`, keys sorted.
     pub parameters: Value,
-    /// For an id without a namespace (the engine's pub/sub registers `publish`), the worker it
-    /// is grouped under: the one that registered it, else the id itself. Absent otherwise, so
-    /// the fingerprint of a catalog of namespaced ids is the contract's.
+    /// For an id without a namespace (the engine's pub/sub registers `publish`), the worker
+    /// that registered it, when the engine named one. Absent otherwise, so the fingerprint of a
+    /// catalog of namespaced ids is the contract's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
 }
 
 impl SlimTool {
     pub fn from_tool(tool: &Tool) -> SlimTool {
-        let group = namespace(&tool.name).is_none().then(|| {
-            tool.worker
-                .clone()
-                .filter(|w| !w.trim().is_empty())
-                .unwrap_or_else(|| tool.name.clone())
-        });
+        let group = tool
+            .worker
+            .clone()
+            .filter(|w| namespace(&tool.name).is_none() && !w.trim().is_empty());
         SlimTool {
             name: tool.name.clone(),
             description: slim_description(&tool.description),
@@ -78,7 +76,7 @@ impl SlimTool {
     }
 
     /// The worker a search groups this function under: its namespace, or for an id without
-    /// one, [`SlimTool::group`]. Why not drop such ids, as the contract's search did: an agent
+    /// one, [`SlimTool::group`], else the id itself. Why not drop such ids, as the contract's search did: an agent
     /// asking to "publish an event" could then never be shown the engine's `publish`.
     pub fn worker(&self) -> &str {
         namespace(&self.name)

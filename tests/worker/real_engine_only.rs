@@ -109,7 +109,8 @@ async fn what_only_a_real_engine_shows() {
         ),
     )
     .expect("seed");
-    let iii = client(&url, format!("iii-directory-real-engine-{pid}"));
+    let client_name = format!("iii-directory-real-engine-{pid}");
+    let iii = client(&url, client_name.clone());
     // The console's and the worker daemon's trigger types, as those workers would register
     // them; the worker binds to them before or after, and the engine hands the bindings over.
     let mut console_scripts = provide(&iii, "console:script");
@@ -222,7 +223,7 @@ async fn what_only_a_real_engine_shows() {
         );
     }
     let found = eventually("the new functions found by search", || {
-        let (iii, fax, page) = (&iii, &fax, &page);
+        let (iii, fax, page, client_name) = (&iii, &fax, &page, &client_name);
         async move {
             let answer = call(
                 iii,
@@ -240,8 +241,7 @@ async fn what_only_a_real_engine_shows() {
                             .is_some_and(|f| f.iter().any(|f| f["function_id"] == id))
                 })
             };
-            let client = format!("iii-directory-real-engine-{pid}");
-            (listed(&format!("fax{pid}"), fax) && listed(&client, page)).then_some(answer)
+            (listed(&format!("fax{pid}"), fax) && listed(client_name, page)).then_some(answer)
         }
     })
     .await;
