@@ -47,7 +47,9 @@ mod yaml;
 
 pub use answer::Answer;
 pub use code::{Class, Code};
-pub use directory::{Directory, ModelState, ReadFunction, Skipped, WriteFunction, vectors_model};
+pub use directory::{
+    Directory, MODEL_NAME, ModelState, ReadFunction, Skipped, WriteFunction, vectors_model,
+};
 pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};

@@ -6,6 +6,7 @@
 mod cli_bundles;
 mod cli_download;
 mod cli_error;
+mod cli_model;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -36,7 +37,8 @@ paths resolve against III_COMPOSE_DIR, else the current directory.
 Examples:
   iii-directory                              run the worker against ws://127.0.0.1:49134
   iii-directory serve --url ws://host:49134  run the worker against another engine
-  iii-directory reindex                      build or refresh the index, with a summary
+  iii-directory reindex                      build or refresh the index (and the skill
+                                             embeddings, with the model here), with a summary
   iii-directory list skills --prefix resend/ the skills of one namespace
   iii-directory list skills --since-revision N  only the skills changed since revision N
   iii-directory get skill resend/index       one skill's body
@@ -76,11 +78,18 @@ struct Cli {
 enum Command {
     /// Run the worker on the iii engine bus (the default when no command is given).
     Serve,
-    /// Bring the index up to date with the folders (reading only what changed), and summarize.
+    /// Bring the index up to date with the folders (reading only what changed), and its skill
+    /// embeddings when the search model is on this machine; then summarize.
     Reindex {
         /// Delete the index first and rebuild it from every file.
         #[arg(long)]
         from_scratch: bool,
+        /// Do not compute skill embeddings. Without this, when the search model is on this
+        /// machine (search_model_path, or the copy the worker fetched), every skill content
+        /// without an embedding is embedded, as the worker does in the background (tens of
+        /// skills a second).
+        #[arg(long)]
+        no_embed: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -142,7 +151,9 @@ enum Command {
         /// `--skills`, the words of one task.
         #[arg(required = true, value_name = "CAPABILITY")]
         capabilities: Vec<String>,
-        /// Rank skills for the task instead of functions.
+        /// Rank skills for the task instead of functions, offline from the index: hybrid, as
+        /// the worker ranks, when the search model is on this machine and the skills are
+        /// embedded (`reindex` embeds them), else lexical.
         #[arg(long)]
         skills: bool,
         /// How many skills at most (with `--skills`; default 10).
@@ -329,7 +340,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             })
             .map_err(CliError::Serve)
         }
-        Command::Reindex { from_scratch, json } => reindex(config, from_scratch, json),
+        Command::Reindex {
+            from_scratch,
+            no_embed,
+            json,
+        } => reindex(config, from_scratch, !no_embed, json),
         Command::List {
             kind,
             prefix,
@@ -382,10 +397,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
         } => {
             let directory = open_fresh(config)?;
+            let lexical_note = cli_model::ready_for_search(&directory)?;
             let request = json!({ "query": capabilities.join(" "), "limit": limit });
             // Offline there is no engine to ask which workers are installed: nothing hidden.
             let response = directory.search_skills(&request, None, None)?;
-            print(&response, json, || render_skill_search(&response))
+            print(&response, json, || render_skill_search(&response))?;
+            if let Some(note) = lexical_note {
+                eprintln!("{note}");
+            }
+            Ok(())
         }
         Command::Search {
             capabilities, json, ..
@@ -522,7 +542,7 @@ fn emit(text: &str) {
     let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
 }
 
-fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), CliError> {
+fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Result<(), CliError> {
     let index_path = config.paths.index_path.clone();
     let as_writer = |e| CliError::open_as_writer(e, &index_path);
     if from_scratch && index_path.exists() {
@@ -534,8 +554,21 @@ fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), CliErro
     let progress = ProgressLine::new(!json && std::io::stderr().is_terminal());
     let report = directory.reconcile_with_progress(&|p| progress.update(p))?;
     progress.finish();
+    let embeddings = if embed {
+        let embeddings = cli_model::embed_all(&directory, |done, total| {
+            progress.show(&format!("embedded {done}/{total} skill contents"))
+        })?;
+        progress.finish();
+        Some(embeddings)
+    } else {
+        None
+    };
     if json {
-        emit(&serde_json::to_string_pretty(&report)?);
+        let mut summary = serde_json::to_value(&report)?;
+        if let Some(embeddings) = &embeddings {
+            summary["embeddings"] = serde_json::to_value(embeddings)?;
+        }
+        emit(&serde_json::to_string_pretty(&summary)?);
     } else {
         emit(&format!(
             "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
@@ -552,6 +585,9 @@ fn reindex(config: Config, from_scratch: bool, json: bool) -> Result<(), CliErro
                 " (nothing changed)"
             },
         ));
+        if let Some(embeddings) = &embeddings {
+            emit(&embeddings.line());
+        }
         emit(&format!("index: {}", index_path.display()));
     }
     Ok(())
@@ -593,6 +629,13 @@ impl ProgressLine {
         };
         *last = Some(now);
         eprint!("\r\x1b[2K{line}");
+    }
+
+    /// Shows `line` in place of the previous one.
+    fn show(&self, line: &str) {
+        if self.enabled {
+            eprint!("\r\x1b[2K{line}");
+        }
     }
 
     fn finish(&self) {

@@ -12,6 +12,7 @@
 //! once when the tree changes.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Directory;
+use crate::embed::fetch::{self, Source};
 use crate::embed::{Embedder, Quantized, TOKENS_REVISION, in_background, lower_priority};
 use crate::error::Result;
 use crate::index::ContentVectors;
@@ -238,6 +240,41 @@ impl Directory {
         if model.is_some() {
             self.dense.wake.notify();
         }
+    }
+
+    /// The model's folder when it is on this machine already: `search_model_path`, or the copy
+    /// fetched into the cache folder beside the index (`search_model_download`) when every file
+    /// is there at its pinned size. `None` otherwise: the offline commands then rank
+    /// lexically, and only the worker fetches.
+    pub fn local_model_folder(&self) -> Option<PathBuf> {
+        let paths = &self.config().paths;
+        if let Some(path) = &paths.search_model_path {
+            return Some(path.clone());
+        }
+        if !self.settings().search_model_download {
+            return None;
+        }
+        let source = Source::pinned();
+        let folder = fetch::model_folder(&paths.model_cache(), &source);
+        fetch::is_complete(&folder, &source).then_some(folder)
+    }
+
+    /// For a process that runs no background pass (the offline commands): once the model is
+    /// ready and its stored vectors read, turns skill search hybrid when every skill content
+    /// of the latest revision has a vector, as a pass that finds nothing pending does.
+    /// Returns how many contents have none (all of them before the model is ready).
+    pub fn hybrid_when_embedded(&self) -> Result<u64> {
+        let reader = self.index.read()?;
+        let cache = self.skill_cache(&reader)?;
+        if self.dense.ready().is_none() || !self.dense.loaded.load(Ordering::SeqCst) {
+            let contents: HashSet<_> = cache.rows().iter().filter_map(|r| r.content).collect();
+            return Ok(contents.len() as u64);
+        }
+        let (_, pending) = self.dense.vectors.progress(&cache);
+        if pending == 0 {
+            self.dense.caught_up.store(true, Ordering::SeqCst);
+        }
+        Ok(pending)
     }
 
     /// The loaded model, once it is ready (function search embeds with it too).

@@ -65,9 +65,8 @@ pub fn start(
 /// The folder to load the model from: the configured one, or the fetched copy; `None` (the
 /// state said, and logged once) when there is none.
 async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
-    let paths = &directory.config().paths;
-    if let Some(path) = &paths.search_model_path {
-        return Some(path.clone());
+    if let Some(folder) = directory.local_model_folder() {
+        return Some(folder);
     }
     if !directory.settings().search_model_download {
         tracing::info!(
@@ -81,14 +80,12 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
     if let Some(url) = std::env::var(MODEL_URL_ENV).ok().filter(|u| !u.is_empty()) {
         source.base_url = url;
     }
-    let cache = paths.model_cache();
-    if !fetch::is_complete(&fetch::model_folder(&cache, &source), &source) {
-        tracing::info!(
-            from = %source.base_url,
-            into = %cache.display(),
-            "fetching the search model (about 90 MB, once); search ranks lexically meanwhile"
-        );
-    }
+    let cache = directory.config().paths.model_cache();
+    tracing::info!(
+        from = %source.base_url,
+        into = %cache.display(),
+        "fetching the search model (about 90 MB, once); search ranks lexically meanwhile"
+    );
     directory.set_model_state(ModelState::Downloading);
     // A stalled server must not hold the lock, and the state at "downloading", for good.
     let client = reqwest::Client::builder()

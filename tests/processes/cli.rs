@@ -994,3 +994,147 @@ fn global_folders_from_the_config_are_reindexed_listed_and_checked() {
         home.join(".iii/agents/lead.md").display().to_string()
     );
 }
+
+/// A skill a paraphrase shares no word with, and `fillers` others, each its own content.
+fn tree_to_embed(fillers: usize) -> Tree {
+    let tree = Tree::new();
+    tree.write(
+        "skills/invoice-reminders/SKILL.md",
+        "---\nname: invoice-reminders\ndescription: Chase customers who have not paid their bills.\n---\n# Invoice reminders\n\nSend polite payment reminders for overdue invoices.\n",
+    );
+    for i in 0..fillers {
+        tree.write(
+            &format!("skills/notes-{i:02}/SKILL.md"),
+            &format!(
+                "---\nname: notes-{i:02}\ndescription: Meeting notes of week {i}.\n---\n# Week {i}\n"
+            ),
+        );
+    }
+    tree
+}
+
+/// A task that shares no word with the skill serving it: lexical ranking finds nothing.
+const PARAPHRASE: &str = "nudge people who still owe me money";
+
+/// `search --skills --json` for [`PARAPHRASE`]: its answer and what it said on stderr.
+fn search_paraphrase(tree: &Tree, config: &str) -> (Value, String) {
+    let output = run(
+        tree,
+        &[
+            "--config", config, "search", "--skills", "--json", PARAPHRASE,
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let answer = serde_json::from_slice(&output.stdout).expect("JSON");
+    (answer, text(&output.stderr))
+}
+
+#[test]
+fn with_the_model_here_reindex_embeds_the_skills_and_search_ranks_as_the_worker_does() {
+    let Some(model) = common::model_dir() else {
+        return;
+    };
+    let tree = tree_to_embed(40);
+    tree.write(
+        "conf.yaml",
+        &format!("search_model_path: {}\n", model.display()),
+    );
+    let config = tree.path("conf.yaml");
+    let config = config.to_str().expect("utf-8 path");
+
+    let summary = ok_json(
+        &tree,
+        &["--config", config, "reindex", "--no-embed", "--json"],
+    );
+    assert_eq!(summary.get("embeddings"), None, "{summary}");
+    // 41 contents without an embedding: more than search embeds before answering.
+    let (answer, said) = search_paraphrase(&tree, config);
+    assert_eq!(answer, json!({ "mode": "lexical", "results": [] }));
+    assert!(
+        said.contains("41 skill contents have no embedding yet")
+            && said.contains("iii-directory reindex"),
+        "{said}"
+    );
+
+    let summary = ok_json(&tree, &["--config", config, "reindex", "--json"]);
+    let embeddings = &summary["embeddings"];
+    assert_eq!(embeddings["model"], "all-MiniLM-L6-v2", "{summary}");
+    assert_eq!(
+        (
+            embeddings["embedded"].as_u64(),
+            embeddings["pending"].as_u64()
+        ),
+        (Some(41), Some(0)),
+        "{summary}"
+    );
+    let again = ok(&tree, &["--config", config, "reindex"]);
+    assert!(again.contains("skill embeddings up to date"), "{again}");
+
+    let (answer, said) = search_paraphrase(&tree, config);
+    assert_eq!(answer["mode"], "hybrid", "{answer}");
+    assert_eq!(answer["results"][0]["id"], "invoice-reminders", "{answer}");
+    assert_eq!(said, "");
+
+    // One skill changed while no worker ran: search embeds it before answering.
+    tree.write(
+        "skills/notes-00/SKILL.md",
+        "---\nname: notes-00\ndescription: Minutes of the first board meeting.\n---\n# Minutes\n",
+    );
+    let (answer, said) = search_paraphrase(&tree, config);
+    assert_eq!(answer["mode"], "hybrid", "{answer}");
+    assert_eq!(said, "");
+    let summary = ok_json(&tree, &["--config", config, "reindex", "--json"]);
+    assert_eq!(summary["embeddings"]["embedded"], 0, "{summary}");
+}
+
+#[test]
+fn the_copy_of_the_model_the_worker_fetched_is_used_offline() {
+    let Some(model) = common::model_dir() else {
+        return;
+    };
+    let tree = tree_to_embed(1);
+    // Where the worker lands the model with `search_model_download` (the default).
+    let folder = iii_directory::embed::fetch::Source::pinned().folder;
+    let fetched = tree.path("data/iii-directory/models").join(folder);
+    fs::create_dir_all(&fetched).expect("mkdir");
+    for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+        std::os::unix::fs::symlink(model.join(name), fetched.join(name)).expect("link");
+    }
+    let summary = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(
+        summary["embeddings"]["model"], "all-MiniLM-L6-v2",
+        "{summary}"
+    );
+    assert_eq!(summary["embeddings"]["embedded"], 2, "{summary}");
+    // A copy cut short (an interrupted fetch that left a file behind) is not used.
+    fs::remove_file(fetched.join("tokenizer.json")).expect("remove");
+    fs::write(fetched.join("tokenizer.json"), "{}").expect("write");
+    let summary = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(summary["embeddings"]["model"], Value::Null, "{summary}");
+}
+
+#[test]
+fn without_a_model_here_reindex_says_so_and_fetches_nothing() {
+    let tree = tree_to_embed(2);
+    let summary = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(
+        summary["embeddings"],
+        json!({ "model": null, "embedded": 0, "pending": 3, "ms": 0 }),
+        "{summary}"
+    );
+    assert!(
+        !tree.path("data/iii-directory/models").exists(),
+        "the offline commands never fetch the model"
+    );
+    let human = ok(&tree, &["reindex"]);
+    assert!(human.contains("no search model on this machine"), "{human}");
+    let output = run(&tree, &["search", "--skills", "--json", PARAPHRASE]);
+    assert!(output.status.success());
+    assert_eq!(
+        text(&output.stderr),
+        "",
+        "lexical by configuration: nothing to say"
+    );
+    let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(answer["mode"], "lexical");
+}

@@ -105,6 +105,51 @@ fn search_is_hybrid_once_the_tree_is_embedded() {
 }
 
 #[test]
+fn a_process_without_a_pass_of_its_own_turns_hybrid_once_every_content_has_a_vector() {
+    // The offline commands run no background pass: a follower beside a running worker reads
+    // the vectors the worker stored, and is hybrid only when none is missing.
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let writer = tree.open();
+    writer.set_model_state(ModelState::Ready(model.clone()));
+    assert_eq!(writer.embed_pending().expect("embed"), 3);
+    tree.write(
+        "skills/tide-tables/SKILL.md",
+        "---\nname: tide-tables\ndescription: When the sea is high and low.\n---\n# Tides\n",
+    );
+    writer.reconcile().expect("reconcile");
+
+    let follower = Directory::open_shared(tree.config()).expect("open shared");
+    assert!(!follower.is_writer());
+    assert_eq!(
+        follower.hybrid_when_embedded().expect("pending"),
+        4,
+        "without the model every content counts as pending"
+    );
+    follower.set_model_state(ModelState::Ready(model));
+    assert_eq!(follower.hybrid_when_embedded().expect("pending"), 1);
+    let paraphrase = "nudge people who still owe me money";
+    assert_eq!(search(&follower, paraphrase)["mode"], "lexical");
+    assert_eq!(
+        follower.embed_pending().expect("embed"),
+        0,
+        "a follower never stores vectors"
+    );
+
+    assert_eq!(writer.embed_pending().expect("embed"), 1);
+    let follower = Directory::open_shared(tree.config()).expect("open shared");
+    follower.set_model_state(ModelState::Ready(embedder().expect("model")));
+    assert_eq!(follower.hybrid_when_embedded().expect("pending"), 0);
+    let after = search(&follower, paraphrase);
+    assert_eq!(after["mode"], "hybrid", "{after}");
+    assert_eq!(
+        result_ids(&after).first().map(String::as_str),
+        Some("invoice-reminders"),
+        "{after}"
+    );
+}
+
+#[test]
 fn vectors_survive_a_restart_and_only_changed_contents_are_embedded_again() {
     let Some(model) = embedder() else { return };
     let tree = tree();

@@ -1,0 +1,144 @@
+//! The embedding model in the offline commands, when it is on this machine already
+//! (`search_model_path`, or the copy the worker fetched): `search --skills` ranks as the worker
+//! does, and `reindex` stores the skill embeddings the worker would otherwise compute in the
+//! background. Nothing here fetches the model; without it both stay lexical, as before.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iii_directory::embed::Embedder;
+use iii_directory::{Directory, MODEL_NAME, ModelState};
+
+use crate::cli_error::CliError;
+
+/// The most skill contents `search --skills` embeds before it answers (about a second of both
+/// cores, the files just edited while no worker ran); with more pending it answers lexically
+/// and names the command that embeds them.
+const EMBED_BEFORE_SEARCH: u64 = 32;
+
+/// How often `reindex` redraws its embedding progress.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// Loads the model on this machine into `directory`, which reads the vectors its index keeps of
+/// it. False when there is none, or when it cannot be loaded (said on stderr: the command goes
+/// on lexically).
+fn load(directory: &Directory) -> bool {
+    let Some(folder) = directory.local_model_folder() else {
+        return false;
+    };
+    match Embedder::load(&folder) {
+        Ok(embedder) => {
+            directory.set_model_state(ModelState::Ready(Arc::new(embedder)));
+            true
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: cannot load the search model from {}: {e}; ranking lexically",
+                folder.display()
+            );
+            false
+        }
+    }
+}
+
+/// Readies `directory` for `search --skills`: hybrid when the model is here and every skill
+/// content has its embedding (a few missing ones are embedded first, by the index's writer).
+/// Returns a note for stderr when the search stays lexical although the model is here.
+pub fn ready_for_search(directory: &Directory) -> Result<Option<String>, CliError> {
+    if !load(directory) {
+        return Ok(None);
+    }
+    let mut pending = directory.hybrid_when_embedded()?;
+    if pending > 0 && pending <= EMBED_BEFORE_SEARCH && directory.is_writer() {
+        directory.embed_pending()?;
+        pending = directory.hybrid_when_embedded()?;
+    }
+    if pending == 0 {
+        return Ok(None);
+    }
+    Ok(Some(if directory.is_writer() {
+        format!(
+            "ranked lexically: {pending} skill contents have no embedding yet; \
+             `iii-directory reindex` computes them (a running worker does so in the background)"
+        )
+    } else {
+        format!(
+            "ranked lexically: the running worker has not embedded {pending} skill contents yet"
+        )
+    }))
+}
+
+/// What `reindex` did about skill embeddings (its JSON summary's `embeddings`).
+#[derive(serde::Serialize)]
+pub struct Embeddings {
+    /// The model's name; `null` when none is on this machine (`pending` then counts every
+    /// distinct skill content).
+    pub model: Option<&'static str>,
+    /// Skill contents embedded by this run.
+    pub embedded: u64,
+    /// Skill contents still without an embedding (a text that could not be read).
+    pub pending: u64,
+    pub ms: u64,
+}
+
+/// Embeds every skill content of the index that lacks an embedding, calling `progress(done,
+/// total)` as it goes (total: those lacking one at the start).
+pub fn embed_all(
+    directory: &Directory,
+    progress: impl Fn(u64, u64),
+) -> Result<Embeddings, CliError> {
+    if !load(directory) {
+        return Ok(Embeddings {
+            model: None,
+            embedded: 0,
+            pending: directory.hybrid_when_embedded()?,
+            ms: 0,
+        });
+    }
+    let started = Instant::now();
+    let total = directory.hybrid_when_embedded()?;
+    let embedded = if total == 0 {
+        0
+    } else {
+        std::thread::scope(|scope| {
+            let pass = scope.spawn(|| directory.embed_pending());
+            while !pass.is_finished() {
+                progress(directory.embedded_count(), total);
+                std::thread::sleep(PROGRESS_EVERY);
+            }
+            pass.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })? as u64
+    };
+    Ok(Embeddings {
+        model: Some(MODEL_NAME),
+        embedded,
+        pending: directory.hybrid_when_embedded()?,
+        ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+impl Embeddings {
+    /// The summary's line about embeddings.
+    pub fn line(&self) -> String {
+        if self.model.is_none() {
+            return "skill embeddings: no search model on this machine (set search_model_path, \
+                    or let the worker fetch it); skill search ranks lexically"
+                .to_string();
+        }
+        let mut line = if self.embedded == 0 {
+            "skill embeddings up to date".to_string()
+        } else {
+            let seconds = self.ms as f64 / 1000.0;
+            format!(
+                "embedded {} skill contents in {seconds:.1} s ({:.0}/s)",
+                self.embedded,
+                self.embedded as f64 / seconds.max(1e-3)
+            )
+        };
+        if self.pending > 0 {
+            line.push_str(&format!("; {} could not be embedded", self.pending));
+        }
+        line
+    }
+}
