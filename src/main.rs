@@ -733,13 +733,18 @@ fn render_skill_search(response: &Value) -> String {
     }
     for row in &results {
         out.push_str(&format!("{}  {}\n", s(row, "id"), s(row, "title")));
-        let description = s(row, "description");
+        let description = one_line(&s(row, "description"));
         if !description.is_empty() {
             out.push_str(&format!("  {description}\n"));
         }
     }
     out.push_str(&format!("({})", s(response, "mode")));
     out
+}
+
+/// `text` on one line: a description's line breaks would break the layout of its row.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Ranked workers with their candidate functions, then installable registry workers.
@@ -774,6 +779,23 @@ fn render_search(response: &Value) -> String {
             s(worker, "description")
         ));
         out.push_str(table(["", ""], &functions(worker)).trim_start_matches('\n'));
+        out.push('\n');
+    }
+    // The side lane: the skills to read for each capability a skill serves.
+    for lane in response["skills"].as_array().into_iter().flatten() {
+        out.push_str(&format!("skills for \"{}\"\n", s(lane, "capability")));
+        let rows: Vec<[String; 2]> = lane["skills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|skill| {
+                [
+                    format!("  {}", s(skill, "id")),
+                    one_line(&s(skill, "description")),
+                ]
+            })
+            .collect();
+        out.push_str(table(["", ""], &rows).trim_start_matches('\n'));
         out.push('\n');
     }
     out.push_str(&format!(

@@ -366,6 +366,49 @@ fn a_search_for_a_model_ranks_only_the_skills_a_model_may_invoke() {
 }
 
 #[test]
+fn skills_offered_beside_functions_are_near_the_capability_in_meaning() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    // Shares "store", "value" and "key" with the capability, and nothing of its meaning.
+    tree.write(
+        "skills/storefront/SKILL.md",
+        "---\nname: storefront\ndescription: Design a store window display that shows the value of the brand.\n---\n# Storefront\n\nMannequins, lights, key pieces.\n",
+    );
+    let directory = tree.open();
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 4);
+    let ask = |query: &str| json!({ "query": query, "limit": 3 });
+    let capability = ask("store a value under a key");
+    let asked = directory
+        .search_skills(&capability, None, None)
+        .expect("search");
+    assert_eq!(asked["mode"], "hybrid");
+    assert_eq!(
+        result_ids(&asked),
+        ["storefront"],
+        "a caller who asks sees it"
+    );
+    let offered = directory
+        .search_skills_for_model(&capability, None)
+        .expect("search");
+    assert_eq!(result_ids(&offered), Vec::<String>::new(), "{offered}");
+    // A skill near the capability in meaning is offered, words in common or not.
+    for query in [
+        "nudge people who still owe me money",
+        "send invoice reminders",
+    ] {
+        let offered = directory
+            .search_skills_for_model(&ask(query), None)
+            .expect("search");
+        assert_eq!(
+            result_ids(&offered),
+            ["invoice-reminders"],
+            "{query}: {offered}"
+        );
+    }
+}
+
+#[test]
 fn a_query_of_megabytes_is_searched_as_its_first_words() {
     let tree = tree();
     let directory = tree.open();

@@ -866,6 +866,29 @@ async fn search_functions_names_the_skills_of_each_capability() {
     // No capability a skill serves: no `skills` field at all.
     let plain = h.search(&["store a file"]).await;
     assert!(plain.get("skills").is_none(), "{plain}");
+    // The command line prints them under the functions.
+    let out = cli_async(
+        &["search", "send an email to a customer", "store a file"],
+        h.fake.url().to_string(),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let functions = text.find("mailer::send").expect("the function");
+    let heading = text
+        .find("skills for \"send an email to a customer\"")
+        .expect("the skills heading");
+    let skill = text.find("email-etiquette").expect("the skill");
+    assert!(functions < heading && heading < skill, "{text}");
+    assert!(
+        text.contains("Write a clear, polite email to a customer and send it."),
+        "{text}"
+    );
+    assert!(!text.contains("skills for \"store a file\""), "{text}");
     h.stop().await;
 }
 
