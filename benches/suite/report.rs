@@ -487,7 +487,7 @@ const WHAT_IS_MEASURED: &str = "## What is measured
   worker hands the SDK for a whole list.
 - **Cold reindex**: delete the index, open, reconcile; CPU time over wall time shows how many
   cores worked. *Baseline*: the rescan. *Floor*: walk and read every byte (in parallel). Also
-  the real binary, `iii-directory reindex --from-scratch`, with its peak RSS.
+  the real binary, `iii-directory reindex --from-scratch --no-embed`, with its peak RSS.
 - **Warm boot**: open an existing index and reconcile with nothing changed (a restart), and
   reconcile alone on an open index; with 1% of the skill files rewritten while nothing ran.
   *Floor*: walk and stat the tree (what any reconcile must pay).

@@ -1,7 +1,8 @@
 //! The real `iii-directory` binary: `skills::list` and `skills::get` over the wire (through the
 //! loopback fake engine) beside the minimal worker's floor and in-process, and a cold
-//! `iii-directory reindex --from-scratch` with its peak memory. (The worker's own memory is
-//! `memory.rs`.) Runs on the suite's own copy of the tree with its own index file.
+//! `iii-directory reindex --from-scratch --no-embed` (the files, no skill embeddings) with its
+//! peak memory. (The worker's own memory is `memory.rs`.) Runs on the suite's own copy of the
+//! tree with its own index file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -104,7 +105,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     // Cold reindex by the command line.
     let start = Instant::now();
     let child = command(tree, &config)
-        .args(["reindex", "--from-scratch", "--json"])
+        .args(["reindex", "--from-scratch", "--no-embed", "--json"])
         .stdout(Stdio::piped())
         .spawn()
         .expect("start iii-directory reindex");
@@ -114,7 +115,7 @@ pub fn figures(settings: &Settings, tree: &Path, work: &Path) -> Vec<Figure> {
     out.push(
         Figure::new(
             "cli_reindex",
-            "cold reindex, `iii-directory reindex --from-scratch`",
+            "cold reindex, `iii-directory reindex --from-scratch --no-embed`",
             "ms",
             wall.as_secs_f64() * 1e3,
         )
