@@ -7,7 +7,8 @@
 //! shared corpus (`III_DIRECTORY_SHARED`): recall@5 and @10, nDCG@10, MRR and the no-match
 //! answers of `skills::search` over its 2,217 real skills, lexical and, with the model, hybrid
 //! (the corpus's vectors cached under `target/tmp/search-eval-vectors/` with the quality tests,
-//! so only the first run embeds them). Printed, not saved: these are not timings.
+//! so only the first run embeds them), then the skills `search_functions` offers beside
+//! functions (its side lane). Printed, not saved: these are not timings.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,10 +18,11 @@ use iii_directory::retrieval::fusion::DenseRanker;
 use iii_directory::search::vectors::FunctionLane;
 use iii_directory::search::{query, select_with};
 use test_support::search_eval::lanes::{
-    catalog, corpus_directory, listed_rows, skill_ids, skill_lane,
+    catalog, corpus_directory, listed_rows, offered_skill_ids, skill_ids, skill_lane,
 };
 use test_support::search_eval::{
-    FunctionCase, Report, function_cases, score_functions, score_skills, skill_tasks,
+    FunctionCase, Report, SideLane, function_cases, score_functions, score_side_lane, score_skills,
+    skill_tasks,
 };
 
 pub fn print() {
@@ -89,5 +91,11 @@ fn skills(model: Option<&Embedder>) {
         let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("search-eval-vectors");
         let lane = skill_lane(model, &directory, &listed_rows(&directory), &cache);
         table("hybrid", Some(&lane));
+        // The skills `search_functions` offers beside functions.
+        let side: Vec<SideLane> = ["dev", "heldout"]
+            .into_iter()
+            .map(|split| score_side_lane(split, |q| offered_skill_ids(&directory, q, Some(&lane))))
+            .collect();
+        println!("{}", SideLane::table("side lane (hybrid)", &side));
     }
 }

@@ -468,15 +468,17 @@ impl Directory {
         self.search_skills_for(Audience::Caller, request, installed, dense)
     }
 
-    /// `skills::search` for a model to pick from: as [`Directory::search_skills`], without the
-    /// skills whose frontmatter disables model invocation (left out while ranking, so they
-    /// never take the place of one that may be used).
+    /// `skills::search` for a model to pick from, unasked (`search_functions`' side lane): as
+    /// [`Directory::search_skills`], without the skills whose frontmatter disables model
+    /// invocation (left out while ranking, so they never take the place of one that may be
+    /// used), and in hybrid mode without the skills only the lexical lane found.
     pub fn search_skills_for_model(
         &self,
         request: &Value,
         installed: Option<&BTreeSet<String>>,
+        dense: Option<&dyn DenseRanker>,
     ) -> Result<Value> {
-        self.search_skills_for(Audience::Model, request, installed, None)
+        self.search_skills_for(Audience::Model, request, installed, dense)
     }
 
     /// `skills::search` for `audience`, on a fresh snapshot.

@@ -256,11 +256,11 @@ pub enum Audience {
 /// offered beside functions, unasked, must be near the capability in meaning, not only share
 /// words with it. Why: a capability is a few words, and a skill sharing two of them is mostly
 /// a coincidence ("store a value under a key" found security skills through "key" and "value").
-/// Measured through this lane on the `dev` sets and the shared corpus, three skills a query: of
-/// the 54 function needs nothing serves, 9 are offered skills instead of 19; of the 20 skill
-/// tasks nothing serves, none instead of 2; of the 77 skill tasks a skill serves, 42 find one
-/// among the three instead of 45, with as many serving skills offered (68 of 205 instead of 68
-/// of 209).
+/// Measured on the `dev` sets over the shared corpus, three skills a query (the side lane's
+/// table of `cargo test --test search quality`): of the 54 function needs nothing serves, 9 are
+/// offered skills instead of 19; of the 20 skill tasks nothing serves, none instead of 2; of
+/// the 77 skill tasks a skill serves, 43 are offered a serving one instead of 46, with as many
+/// serving skills offered (69 of 206 instead of 69 of 210).
 fn offered_unasked(fused: &mut Vec<Fused<u32>>, nearest: &[DenseHit<u32>]) {
     let near: HashSet<u32> = nearest
         .iter()

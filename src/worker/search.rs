@@ -145,7 +145,7 @@ pub fn skill_lane(
             continue;
         }
         let request = json!({ "query": capability.text, "limit": SKILLS_PER_CAPABILITY });
-        let answer = directory.search_skills_for_model(&request, installed)?;
+        let answer = directory.search_skills_for_model(&request, installed, None)?;
         let skills: Vec<Value> = answer["results"]
             .as_array()
             .into_iter()

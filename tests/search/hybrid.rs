@@ -360,7 +360,7 @@ fn a_search_for_a_model_ranks_only_the_skills_a_model_may_invoke() {
         "a caller sees them, marked"
     );
     let model = directory
-        .search_skills_for_model(&request, None)
+        .search_skills_for_model(&request, None, None)
         .expect("search");
     assert_eq!(result_ids(&model), ["mailer"]);
 }
@@ -389,7 +389,7 @@ fn skills_offered_beside_functions_are_near_the_capability_in_meaning() {
         "a caller who asks sees it"
     );
     let offered = directory
-        .search_skills_for_model(&capability, None)
+        .search_skills_for_model(&capability, None, None)
         .expect("search");
     assert_eq!(result_ids(&offered), Vec::<String>::new(), "{offered}");
     // A skill near the capability in meaning is offered, words in common or not.
@@ -398,7 +398,7 @@ fn skills_offered_beside_functions_are_near_the_capability_in_meaning() {
         "send invoice reminders",
     ] {
         let offered = directory
-            .search_skills_for_model(&ask(query), None)
+            .search_skills_for_model(&ask(query), None, None)
             .expect("search");
         assert_eq!(
             result_ids(&offered),

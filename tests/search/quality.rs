@@ -1,6 +1,7 @@
 //! Retrieval quality on the project's own evaluation sets (`tests/fixtures/search_eval/`, scored
 //! by `test_support::search_eval`): function search over a catalog of 680 functions, and skill
-//! search over the shared corpus of real skills (skipped, saying so, without it). Each test
+//! search over the shared corpus of real skills, and the skills `search_functions` offers beside
+//! functions (its side lane), over the same corpus (skipped, saying so, without it). Each test
 //! prints its tables (`cargo test --test search quality -- --nocapture`) and holds the held-out
 //! figures to the floors measured when the ranking last changed, so a change that costs quality
 //! fails here. Rankings are tuned on the `dev` cases only.
@@ -20,11 +21,12 @@ use iii_directory::search::catalog::Catalog;
 use iii_directory::search::{query, select_with};
 use test_support::common::model_dir;
 use test_support::search_eval::lanes::{
-    Embedded, catalog, corpus_directory, function_lane, listed_rows, skill_ids, skill_lane,
+    Embedded, catalog, corpus_directory, function_lane, listed_rows, offered_skill_ids, skill_ids,
+    skill_lane,
 };
 use test_support::search_eval::{
-    FunctionCase, Report, function_cases, judgments_audit, ndcg_at, recall_at, reciprocal_rank,
-    score_functions, score_skills, skill_tasks,
+    FunctionCase, Report, SideLane, function_cases, judgments_audit, ndcg_at, recall_at,
+    reciprocal_rank, score_functions, score_side_lane, score_skills, skill_tasks,
 };
 
 fn lexical(catalog: &Catalog, cases: &[FunctionCase]) -> Report {
@@ -293,6 +295,33 @@ fn skill_search_quality_on_the_held_out_tasks() {
     assert!(held.kind("direct").recall(1) >= 0.99);
     assert!(held.kind("indirect").recall(1) >= 0.61);
     assert!(held.kind("no_match").answered <= 4);
+}
+
+#[test]
+fn the_side_lane_offers_skills_near_the_need() {
+    let Some((_dir, directory)) = corpus_directory() else {
+        return;
+    };
+    let splits = |dense: Option<&dyn DenseRanker>| -> Vec<SideLane> {
+        ["dev", "heldout"]
+            .into_iter()
+            .map(|split| score_side_lane(split, |q| offered_skill_ids(&directory, q, dense)))
+            .collect()
+    };
+    println!("{}", SideLane::table("side lane (lexical)", &splits(None)));
+    let Some(model) = embedder() else {
+        return;
+    };
+    let lane = skill_lane(model, &directory, &listed_rows(&directory), &vector_cache());
+    let hybrid = splits(Some(&lane));
+    println!("{}", SideLane::table("side lane (hybrid)", &hybrid));
+    // Held out, as measured when the lane was made to offer only what the dense lane found
+    // (`skills::search::offered_unasked`, tuned on nothing: the rule was chosen on dev).
+    let held = &hybrid[1];
+    assert!(held.found >= 73, "{held:?}");
+    assert!(held.serving >= 102, "{held:?}");
+    assert!(held.no_match_tasks_offered <= 2, "{held:?}");
+    assert!(held.no_match_needs_offered <= 5, "{held:?}");
 }
 
 /// A dense lane that knows a few capabilities: what an embedder would find for them, with

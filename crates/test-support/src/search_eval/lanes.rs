@@ -22,7 +22,7 @@ use iii_directory::search::vectors::function_query;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 
-use super::function_catalog;
+use super::{OFFERED, function_catalog};
 use crate::common::{result_ids, shared_path};
 
 /// The evaluation catalog, as the worker builds its own from `engine::functions::info`.
@@ -78,6 +78,20 @@ pub fn skill_ids(
         .expect("search");
     let mode = if dense.is_some() { "hybrid" } else { "lexical" };
     assert_eq!(answer["mode"], mode);
+    result_ids(&answer)
+}
+
+/// The ids `search_functions`' side lane offers for `capability` (`search_skills_for_model`,
+/// [`OFFERED`] at most, as the worker asks), lexical without a lane.
+pub fn offered_skill_ids(
+    directory: &Directory,
+    capability: &str,
+    dense: Option<&dyn DenseRanker>,
+) -> Vec<String> {
+    let request = json!({ "query": capability, "limit": OFFERED });
+    let answer = directory
+        .search_skills_for_model(&request, None, dense)
+        .expect("search");
     result_ids(&answer)
 }
 

@@ -367,3 +367,98 @@ pub fn score_skills(tasks: &[SkillTask], mut search: impl FnMut(&str) -> Vec<Str
     }
     report
 }
+
+/// Skills offered per capability by `search_functions`' side lane.
+pub const OFFERED: usize = 3;
+
+/// How `search_functions`' side lane does on one split: the skills it offers (at most
+/// [`OFFERED`]) for the skill tasks, and for the capabilities of the function cases, where a
+/// need no function serves mostly has no skill either (a household chore, an errand).
+#[derive(Debug, Default)]
+pub struct SideLane {
+    pub split: String,
+    /// Skill tasks a skill serves, and of them those offered a serving skill.
+    pub tasks: usize,
+    pub found: usize,
+    /// Skills offered for those tasks, and of them the ones serving their task.
+    pub offered: usize,
+    pub serving: usize,
+    /// Skill tasks no skill serves, and of them those offered skills anyway.
+    pub no_match_tasks: usize,
+    pub no_match_tasks_offered: usize,
+    /// Distinct capabilities of the function cases, and those offered skills.
+    pub needs: usize,
+    pub needs_offered: usize,
+    /// Capabilities of the no-match function cases, and those offered skills.
+    pub no_match_needs: usize,
+    pub no_match_needs_offered: usize,
+}
+
+/// Scores the side lane on `split`: `offer` answers a capability or task with the display ids
+/// of the skills offered for it.
+pub fn score_side_lane(split: &str, mut offer: impl FnMut(&str) -> Vec<String>) -> SideLane {
+    let mut lane = SideLane {
+        split: split.to_string(),
+        ..SideLane::default()
+    };
+    for task in skill_tasks(split) {
+        let offered = offer(&task.query);
+        if task.kind == "no_match" {
+            lane.no_match_tasks += 1;
+            lane.no_match_tasks_offered += usize::from(!offered.is_empty());
+            continue;
+        }
+        let serving = offered
+            .iter()
+            .filter(|id| task.relevant.get(*id).is_some_and(|&g| g >= SERVES))
+            .count();
+        lane.tasks += 1;
+        lane.found += usize::from(serving > 0);
+        lane.offered += offered.len();
+        lane.serving += serving;
+    }
+    let mut needs: BTreeMap<String, bool> = BTreeMap::new();
+    for case in function_cases(split) {
+        for capability in case.capabilities {
+            *needs.entry(capability.text).or_default() |= case.kind == "no_match";
+        }
+    }
+    for (need, no_match) in needs {
+        let offered = !offer(&need).is_empty();
+        lane.needs += 1;
+        lane.needs_offered += usize::from(offered);
+        if no_match {
+            lane.no_match_needs += 1;
+            lane.no_match_needs_offered += usize::from(offered);
+        }
+    }
+    lane
+}
+
+impl SideLane {
+    /// A Markdown table of `lanes` (one row each) under `title`.
+    pub fn table(title: &str, lanes: &[SideLane]) -> String {
+        let mut out = format!(
+            "{title}\n| split | skill tasks offered a serving skill | offered skills serving | \
+             skill tasks nothing serves, offered skills | function needs offered skills | \
+             function needs nothing serves, offered skills |\n|---|---|---|---|---|---|\n"
+        );
+        for l in lanes {
+            out.push_str(&format!(
+                "| {} | {}/{} | {}/{} | {}/{} | {}/{} | {}/{} |\n",
+                l.split,
+                l.found,
+                l.tasks,
+                l.serving,
+                l.offered,
+                l.no_match_tasks_offered,
+                l.no_match_tasks,
+                l.needs_offered,
+                l.needs,
+                l.no_match_needs_offered,
+                l.no_match_needs,
+            ));
+        }
+        out
+    }
+}
