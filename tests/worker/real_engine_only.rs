@@ -9,6 +9,10 @@
 //! III_ENGINE_URL=ws://127.0.0.1:49150 cargo test --test worker real_engine_only:: -- --nocapture
 //! ```
 //!
+//! Use a freshly started engine with an empty configuration store: an `iii-directory` entry
+//! stored by an earlier worker (another tree, say) is what a worker serves, its `--config` only a
+//! seed, so this test's worker would serve that tree instead of its own.
+//!
 //! This test plays the console and the worker daemon itself: it registers their trigger types
 //! and checks what the engine hands over and what the worker does with it.
 
