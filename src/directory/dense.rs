@@ -185,6 +185,11 @@ impl Dense {
     }
 }
 
+/// The distinct skill contents of `cache`'s revision (what vectors are kept by).
+fn distinct_contents(cache: &SkillCache) -> HashSet<crate::doc::Hash> {
+    cache.rows().iter().filter_map(|r| r.content).collect()
+}
+
 /// The layout of a stored value (`index::ContentVectors`: 2, the tag of the row the passages
 /// were made from, then the passages).
 const VECTORS_LAYOUT: u32 = 2;
@@ -267,7 +272,7 @@ impl Directory {
         let reader = self.index.read()?;
         let cache = self.skill_cache(&reader)?;
         if self.dense.ready().is_none() || !self.dense.loaded.load(Ordering::SeqCst) {
-            let contents: HashSet<_> = cache.rows().iter().filter_map(|r| r.content).collect();
+            let contents = distinct_contents(&cache);
             return Ok(contents.len() as u64);
         }
         let (_, pending) = self.dense.vectors.progress(&cache);
@@ -310,7 +315,7 @@ impl Directory {
         let (embedded, pending) = if self.dense.loaded.load(Ordering::SeqCst) {
             self.dense.vectors.progress(&cache)
         } else {
-            let contents: HashSet<_> = cache.rows().iter().filter_map(|r| r.content).collect();
+            let contents = distinct_contents(&cache);
             let stored = reader.vector_count()?.min(contents.len() as u64);
             (stored, contents.len() as u64 - stored)
         };

@@ -675,30 +675,30 @@ async fn cli_async(args: &'static [&'static str], url: String) -> Output {
         .expect("cli task")
 }
 
+/// [`cli_async`] for a command that must succeed: its stdout.
+async fn cli_stdout(args: &'static [&'static str], url: String) -> String {
+    let out = cli_async(args, url).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_command_prints_workers_and_functions() {
     let h = Harness::start(settings(false, 2)).await;
     let url = h.fake.url().to_string();
-    let out = cli_async(
+    let json = cli_stdout(
         &["search", "send an email", "store a file", "--json"],
         url.clone(),
     )
     .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answer: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    let answer: Value = serde_json::from_str(&json).expect("--json prints JSON");
     assert_eq!(ids(&answer), ["mailer::send", "storage::put"]);
 
-    let out = cli_async(&["search", "send an email", "store a file"], url.clone()).await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = cli_stdout(&["search", "send an email", "store a file"], url.clone()).await;
     let mailer = text.find("mailer").expect("the mailer worker");
     let send = text.find("mailer::send").expect("mailer::send");
     let storage = text.find("storage::put").expect("storage::put");
@@ -867,17 +867,11 @@ async fn search_functions_names_the_skills_of_each_capability() {
     let plain = h.search(&["store a file"]).await;
     assert!(plain.get("skills").is_none(), "{plain}");
     // The command line prints them under the functions.
-    let out = cli_async(
+    let text = cli_stdout(
         &["search", "send an email to a customer", "store a file"],
         h.fake.url().to_string(),
     )
     .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
     let functions = text.find("mailer::send").expect("the function");
     let heading = text
         .find("skills for \"send an email to a customer\"")
