@@ -44,7 +44,7 @@ use surface::{FamilyType, Handler, OnChange, family};
 
 pub use connection::layer as connection_layer;
 pub use error::{ServeError, WorkerError};
-pub use search::{BusSearchError, search_over_bus};
+pub use search::{BusSearchError, SKILLS_PER_CAPABILITY, search_over_bus};
 
 /// The worker's name on the bus (contract).
 pub const WORKER_NAME: &str = "iii-directory";

@@ -19,10 +19,11 @@ use iii_directory::retrieval::fusion::{DenseHit, DenseRanker, HUBNESS_NEIGHBOURS
 use iii_directory::retrieval::texts::{function_text, skill_passages};
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::vectors::function_query;
+use iii_directory::worker::SKILLS_PER_CAPABILITY;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 
-use super::{OFFERED, function_catalog};
+use super::function_catalog;
 use crate::common::{result_ids, shared_path};
 
 /// The evaluation catalog, as the worker builds its own from `engine::functions::info`.
@@ -82,13 +83,13 @@ pub fn skill_ids(
 }
 
 /// The ids `search_functions`' side lane offers for `capability` (`search_skills_for_model`,
-/// [`OFFERED`] at most, as the worker asks), lexical without a lane.
+/// [`SKILLS_PER_CAPABILITY`] at most, as the worker asks), lexical without a lane.
 pub fn offered_skill_ids(
     directory: &Directory,
     capability: &str,
     dense: Option<&dyn DenseRanker>,
 ) -> Vec<String> {
-    let request = json!({ "query": capability, "limit": OFFERED });
+    let request = json!({ "query": capability, "limit": SKILLS_PER_CAPABILITY });
     let answer = directory
         .search_skills_for_model(&request, None, dense)
         .expect("search");

@@ -368,11 +368,8 @@ pub fn score_skills(tasks: &[SkillTask], mut search: impl FnMut(&str) -> Vec<Str
     report
 }
 
-/// Skills offered per capability by `search_functions`' side lane.
-pub const OFFERED: usize = 3;
-
 /// How `search_functions`' side lane does on one split: the skills it offers (at most
-/// [`OFFERED`]) for the skill tasks, and for the capabilities of the function cases, where a
+/// `worker::SKILLS_PER_CAPABILITY`) for the skill tasks, and for the capabilities of the function cases, where a
 /// need no function serves mostly has no skill either (a household chore, an errand).
 #[derive(Debug, Default)]
 pub struct SideLane {
