@@ -18,11 +18,10 @@ use iii_directory::retrieval::fusion::DenseRanker;
 use iii_directory::search::vectors::FunctionLane;
 use iii_directory::search::{query, select_with};
 use test_support::search_eval::lanes::{
-    catalog, corpus_directory, listed_rows, offered_skill_ids, skill_ids, skill_lane,
+    catalog, corpus_directory, listed_rows, side_lanes, skill_ids, skill_lane,
 };
 use test_support::search_eval::{
-    FunctionCase, Report, SideLane, function_cases, score_functions, score_side_lane, score_skills,
-    skill_tasks,
+    FunctionCase, Report, SideLane, function_cases, score_functions, score_skills, skill_tasks,
 };
 
 pub fn print() {
@@ -92,10 +91,7 @@ fn skills(model: Option<&Embedder>) {
         let lane = skill_lane(model, &directory, &listed_rows(&directory), &cache);
         table("hybrid", Some(&lane));
         // The skills `search_functions` offers beside functions.
-        let side: Vec<SideLane> = ["dev", "heldout"]
-            .into_iter()
-            .map(|split| score_side_lane(split, |q| offered_skill_ids(&directory, q, Some(&lane))))
-            .collect();
+        let side = side_lanes(&directory, Some(&lane));
         println!("{}", SideLane::table("side lane (hybrid)", &side));
     }
 }

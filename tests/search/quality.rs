@@ -21,12 +21,12 @@ use iii_directory::search::catalog::Catalog;
 use iii_directory::search::{query, select_with};
 use test_support::common::model_dir;
 use test_support::search_eval::lanes::{
-    Embedded, catalog, corpus_directory, function_lane, listed_rows, offered_skill_ids, skill_ids,
+    Embedded, catalog, corpus_directory, function_lane, listed_rows, side_lanes, skill_ids,
     skill_lane,
 };
 use test_support::search_eval::{
     FunctionCase, Report, SideLane, function_cases, judgments_audit, ndcg_at, recall_at,
-    reciprocal_rank, score_functions, score_side_lane, score_skills, skill_tasks,
+    reciprocal_rank, score_functions, score_skills, skill_tasks,
 };
 
 fn lexical(catalog: &Catalog, cases: &[FunctionCase]) -> Report {
@@ -302,18 +302,15 @@ fn the_side_lane_offers_skills_near_the_need() {
     let Some((_dir, directory)) = corpus_directory() else {
         return;
     };
-    let splits = |dense: Option<&dyn DenseRanker>| -> Vec<SideLane> {
-        ["dev", "heldout"]
-            .into_iter()
-            .map(|split| score_side_lane(split, |q| offered_skill_ids(&directory, q, dense)))
-            .collect()
-    };
-    println!("{}", SideLane::table("side lane (lexical)", &splits(None)));
+    println!(
+        "{}",
+        SideLane::table("side lane (lexical)", &side_lanes(&directory, None))
+    );
     let Some(model) = embedder() else {
         return;
     };
     let lane = skill_lane(model, &directory, &listed_rows(&directory), &vector_cache());
-    let hybrid = splits(Some(&lane));
+    let hybrid = side_lanes(&directory, Some(&lane));
     println!("{}", SideLane::table("side lane (hybrid)", &hybrid));
     // Held out, as measured when the lane was made to offer only what the dense lane found
     // (`skills::search::offered_unasked`, tuned on nothing: the rule was chosen on dev).

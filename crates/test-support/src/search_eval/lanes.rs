@@ -23,7 +23,7 @@ use iii_directory::worker::SKILLS_PER_CAPABILITY;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::{Value, json};
 
-use super::function_catalog;
+use super::{SideLane, function_catalog, score_side_lane};
 use crate::common::{result_ids, shared_path};
 
 /// The evaluation catalog, as the worker builds its own from `engine::functions::info`.
@@ -82,9 +82,18 @@ pub fn skill_ids(
     result_ids(&answer)
 }
 
+/// `search_functions`' side lane over `directory`, scored on the `dev` and held-out splits
+/// (lexical without a lane).
+pub fn side_lanes(directory: &Directory, dense: Option<&dyn DenseRanker>) -> Vec<SideLane> {
+    ["dev", "heldout"]
+        .into_iter()
+        .map(|split| score_side_lane(split, |q| offered_skill_ids(directory, q, dense)))
+        .collect()
+}
+
 /// The ids `search_functions`' side lane offers for `capability` (`search_skills_for_model`,
 /// [`SKILLS_PER_CAPABILITY`] at most, as the worker asks), lexical without a lane.
-pub fn offered_skill_ids(
+fn offered_skill_ids(
     directory: &Directory,
     capability: &str,
     dense: Option<&dyn DenseRanker>,
