@@ -47,6 +47,7 @@ Examples:
   iii-directory check --spec                 every SKILL.md against the Agent Skills spec
   iii-directory search 'send an email'       functions for a capability, from a running engine
   iii-directory search --skills 'deploy a site to Netlify'  skills ranked for a task
+  iii-directory search --skills --prefix netlify/ 'roll back a deploy'  within one namespace
   iii-directory catalog > skills.xml          the Agent Skills catalog for a prompt
   iii-directory download --worker mailer     a worker's skills bundle from the registry
   iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
@@ -159,6 +160,12 @@ enum Command {
         /// How many skills at most (with `--skills`; default 10).
         #[arg(long, requires = "skills")]
         limit: Option<usize>,
+        /// Only skills whose on-disk id starts with this (with `--skills`).
+        #[arg(long, requires = "skills")]
+        prefix: Option<String>,
+        /// Only skills of this frontmatter `type` (with `--skills`).
+        #[arg(long = "type", requires = "skills")]
+        kind_filter: Option<String>,
         /// Print the exact response of directory::search_functions (or skills::search).
         #[arg(long)]
         json: bool,
@@ -394,11 +401,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
             capabilities,
             skills: true,
             limit,
+            prefix,
+            kind_filter,
             json,
         } => {
             let directory = open_fresh(config)?;
             let lexical_note = cli_model::ready_for_search(&directory)?;
-            let request = json!({ "query": capabilities.join(" "), "limit": limit });
+            let request = json!({
+                "query": capabilities.join(" "), "limit": limit, "prefix": prefix, "type": kind_filter,
+            });
             // Offline there is no engine to ask which workers are installed: nothing hidden.
             let response = directory.search_skills(&request, None, None)?;
             print(&response, json, || render_skill_search(&response))?;

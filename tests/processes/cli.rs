@@ -441,6 +441,30 @@ fn human_output_names_what_it_lists() {
 }
 
 #[test]
+fn search_for_skills_narrows_by_prefix_and_type_as_the_function_does() {
+    let tree = sample_tree();
+    let ids = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["search", "--skills", "--json"];
+        args.extend_from_slice(extra);
+        args.push("send an email");
+        let answer = ok_json(&tree, &args);
+        answer["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|row| row["id"].as_str().expect("id").to_string())
+            .collect()
+    };
+    assert_eq!(ids(&[]), ["mailer/send-email", "mailer"]);
+    assert_eq!(ids(&["--type", "how-to"]), ["mailer/send-email"]);
+    assert_eq!(ids(&["--prefix", "mailer/send"]), ["mailer/send-email"]);
+    assert_eq!(ids(&["--prefix", "queue"]), Vec::<String>::new());
+    // The narrowing options belong to the skill search: without `--skills` clap refuses them.
+    let refused = fails(&tree, &["search", "--type", "how-to", "send an email"]);
+    assert!(refused.contains("--skills"), "{refused}");
+}
+
+#[test]
 fn missing_skill_fails_with_d110() {
     let tree = sample_tree();
     let output = run(&tree, &["get", "skill", "mailer/nope"]);
