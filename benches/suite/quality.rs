@@ -18,7 +18,7 @@ use iii_directory::retrieval::fusion::DenseRanker;
 use iii_directory::search::vectors::FunctionLane;
 use iii_directory::search::{query, select_with};
 use test_support::search_eval::lanes::{
-    catalog, corpus_directory, listed_rows, side_lanes, skill_ids, skill_lane,
+    Layout, catalog, corpus_directory_as, listed_rows, side_lanes, skill_ids, skill_lane,
 };
 use test_support::search_eval::{
     FunctionCase, Report, SideLane, function_cases, score_functions, score_skills, skill_tasks,
@@ -34,7 +34,8 @@ pub fn print() {
         );
     }
     functions(model.clone());
-    skills(model.as_deref());
+    skills(model.as_deref(), Layout::AgentsSkills);
+    skills(model.as_deref(), Layout::Downloaded);
 }
 
 /// Function search's tables, the hybrid ones through the worker's own lane.
@@ -69,11 +70,16 @@ fn functions(model: Option<Arc<Embedder>>) {
     }
 }
 
-/// Skill search's tables over the shared corpus, when it is there (`corpus_directory` says how to
-/// point at it otherwise).
-fn skills(model: Option<&Embedder>) {
-    let Some((_dir, directory)) = corpus_directory() else {
+/// Skill search's tables over the shared corpus laid out as `layout`, when it is there
+/// (`corpus_directory_as` says how to point at it otherwise); the side lane's with the first
+/// layout only.
+fn skills(model: Option<&Embedder>, layout: Layout) {
+    let Some((_dir, directory)) = corpus_directory_as(layout) else {
         return;
+    };
+    let tree = match layout {
+        Layout::AgentsSkills => "",
+        Layout::Downloaded => ", downloaded tree",
     };
     let splits = [
         ("dev", skill_tasks("dev")),
@@ -82,7 +88,10 @@ fn skills(model: Option<&Embedder>) {
     let table = |mode: &str, dense: Option<&dyn DenseRanker>| {
         for (name, tasks) in &splits {
             let report = score_skills(tasks, |task| skill_ids(&directory, task, dense));
-            println!("{}", report.table(&format!("skills, {name} ({mode})")));
+            println!(
+                "{}",
+                report.table(&format!("skills, {name}{tree} ({mode})"))
+            );
         }
     };
     table("lexical", None);
@@ -91,7 +100,9 @@ fn skills(model: Option<&Embedder>) {
         let lane = skill_lane(model, &directory, &listed_rows(&directory), &cache);
         table("hybrid", Some(&lane));
         // The skills `search_functions` offers beside functions.
-        let side = side_lanes(&directory, Some(&lane));
-        println!("{}", SideLane::table("side lane (hybrid)", &side));
+        if layout == Layout::AgentsSkills {
+            let side = side_lanes(&directory, Some(&lane));
+            println!("{}", SideLane::table("side lane (hybrid)", &side));
+        }
     }
 }

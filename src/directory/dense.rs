@@ -185,9 +185,13 @@ impl Dense {
     }
 }
 
-/// The distinct skill contents of `cache`'s revision (what vectors are kept by).
+/// The distinct skill contents of `cache`'s revision that are embedded (what vectors are kept
+/// by): an Agent Skill's resources are not searched, so not embedded.
 fn distinct_contents(cache: &SkillCache) -> HashSet<crate::doc::Hash> {
-    cache.rows().iter().filter_map(|r| r.content).collect()
+    (0..cache.rows().len() as u32)
+        .filter(|&position| !cache.is_resource(position))
+        .filter_map(|position| cache.at(position).content)
+        .collect()
 }
 
 /// The layout of a stored value (`index::ContentVectors`: 2, the tag of the row the passages
@@ -402,6 +406,7 @@ impl Directory {
             let mut pending = self.dense.vectors.pending(&cache);
             pending.retain(|p| !tried.contains(&p.hash));
             if pending.is_empty() {
+                self.drop_unused_vectors(&cache)?;
                 self.dense.vectors.compact(&cache);
                 break;
             }
@@ -471,6 +476,29 @@ impl Directory {
             );
         }
         Ok(stored)
+    }
+
+    /// Drops from the index (and from memory) the vectors of contents a file still holds but no
+    /// row embeds: resources an earlier build embedded before skill search left them out. A
+    /// reconcile drops only the vectors of contents no file holds. Looks only when the index
+    /// keeps more vectors than the revision's contents have.
+    fn drop_unused_vectors(&self, cache: &SkillCache) -> Result<()> {
+        let (embedded, _) = self.dense.vectors.progress(cache);
+        if self.index.read()?.vector_count()? <= embedded {
+            return Ok(());
+        }
+        let unused = self.dense.vectors.unused(cache);
+        if unused.is_empty() {
+            return Ok(());
+        }
+        let hashes: Vec<_> = unused.iter().copied().collect();
+        self.index.drop_vectors(&hashes)?;
+        self.dense.vectors.forget(&unused);
+        tracing::info!(
+            contents = hashes.len(),
+            "dropped the stored embeddings of skill resources, which search does not rank"
+        );
+        Ok(())
     }
 
     /// Stores stand-in passage vectors for each skill content lacking them (`passages(i)` for

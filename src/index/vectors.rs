@@ -156,6 +156,25 @@ impl Index {
     /// cut differently) and records, in the same commit, that every one left is of
     /// [`TOKENS_REVISION`].
     pub fn retokenized(&self, stale: &[Hash]) -> Result<()> {
+        self.drop_vectors_and(stale, |meta| {
+            meta.insert(META_VECTORS_TOKENS, encode(&TOKENS_REVISION).as_slice())
+                .map_err(Error::index)?;
+            Ok(())
+        })
+    }
+
+    /// Drops the stored embeddings of `unused`: contents a file still holds that are no longer
+    /// embedded (an Agent Skill's resources, which skill search does not rank).
+    pub fn drop_vectors(&self, unused: &[Hash]) -> Result<()> {
+        self.drop_vectors_and(unused, |_| Ok(()))
+    }
+
+    /// Drops the stored embeddings of `hashes` and updates `meta` in the same commit.
+    fn drop_vectors_and(
+        &self,
+        hashes: &[Hash],
+        update_meta: impl FnOnce(&mut redb::Table<'_, &str, &[u8]>) -> Result<()>,
+    ) -> Result<()> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(IndexError::Unavailable("a read-only index cannot drop embeddings").into());
         };
@@ -165,11 +184,10 @@ impl Index {
         {
             let mut meta = txn.open_table(META).map_err(Error::index)?;
             let mut vectors = txn.open_table(VECTORS).map_err(Error::index)?;
-            for hash in stale {
+            for hash in hashes {
                 vectors.remove(hash).map_err(Error::index)?;
             }
-            meta.insert(META_VECTORS_TOKENS, encode(&TOKENS_REVISION).as_slice())
-                .map_err(Error::index)?;
+            update_meta(&mut meta)?;
         }
         txn.commit().map_err(Error::index)?;
         Ok(())

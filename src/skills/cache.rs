@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::catalog_index::CatalogIndex;
 use super::listed::Listed;
+use super::resources::resource_flags;
 use super::rows::{Rows, Span};
 use crate::doc::distance::Shape;
 use crate::error::Result;
@@ -49,6 +50,9 @@ pub struct SkillCache {
     search: RwLock<Option<Arc<lexical::Index>>>,
     /// Built on the first `catalog` of the revision.
     catalog: OnceLock<Arc<CatalogIndex>>,
+    /// Which rows are Agent Skill resources (`skills::resources`), by position; computed on
+    /// the revision's first search or embedding pass.
+    resources: OnceLock<Vec<bool>>,
 }
 
 /// The postings of an earlier revision, and the ids added and removed since.
@@ -100,6 +104,7 @@ impl SkillCache {
             earlier: Mutex::new(None),
             search: RwLock::default(),
             catalog: OnceLock::new(),
+            resources: OnceLock::new(),
         }
     }
 
@@ -161,6 +166,7 @@ impl SkillCache {
             earlier: Mutex::new(earlier),
             search: RwLock::default(),
             catalog: OnceLock::new(),
+            resources: OnceLock::new(),
         }))
     }
 
@@ -182,6 +188,16 @@ impl SkillCache {
         self.catalog
             .get_or_init(|| Arc::new(CatalogIndex::build(&self.rows)))
             .clone()
+    }
+
+    /// Whether the row at `position` is an Agent Skill's resource, which skill search neither
+    /// ranks nor embeds (`skills::resources`).
+    pub fn is_resource(&self, position: u32) -> bool {
+        self.resources
+            .get_or_init(|| resource_flags(&self.rows))
+            .get(position as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Every row, in on-disk id order.

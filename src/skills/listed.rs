@@ -249,6 +249,9 @@ pub struct Listed {
     /// The on-disk id, which orders the rows.
     pub id: Box<str>,
     pub always_visible: bool,
+    /// Read from a `SKILL.md` file: the entry of an Agent Skill, whose folder's `scripts/`,
+    /// `references/` and `assets/` hold its resources (`skills::resources`).
+    pub skill_file: bool,
     /// The text columns that are `null`, one bit per column.
     null: Mask,
     /// The text columns whose JSON holds an escape (a quote, a backslash, a control character).
@@ -364,6 +367,8 @@ impl Listed {
         Listed {
             id: id.into(),
             always_visible: row.always_visible,
+            skill_file: matches!(&row.source, Source::File { rel, .. }
+                if rel.rsplit('/').next() == Some(SKILL_FILE)),
             null,
             escaped,
             flags,

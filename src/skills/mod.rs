@@ -8,6 +8,7 @@ mod get;
 mod list;
 mod listed;
 mod overview;
+pub mod resources;
 mod rows;
 mod search;
 pub mod spec;

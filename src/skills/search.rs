@@ -6,7 +6,9 @@
 //! [`BODY_CHARS`] of its body, ranked by BM25 (`retrieval::lexical`) and, when a dense lane is
 //! handed in and ready, fused with it (`retrieval::fusion`). The floors keep a task no skill
 //! serves empty in both modes. Rows are filtered as `list` filters them (visibility, `prefix` on
-//! the on-disk id, `type`) after ranking, so the ranking is the same whoever asks.
+//! the on-disk id, `type`) after ranking, so the ranking is the same whoever asks. The resources
+//! of an Agent Skill (its `scripts/`, `references/` and `assets/` documents) are never results
+//! (`skills::resources`): its `SKILL.md` is, and points at them.
 //!
 //! **Keeping it current.** A skill's counted terms are computed once per distinct content
 //! ([`SkillTerms`], keyed by id and content hash, kept across revisions); the index of one
@@ -311,7 +313,9 @@ pub fn search(
                 .as_deref()
                 .is_none_or(|t| listed.kind().as_deref() == Some(t))
     };
-    let admitted = |position: &u32| admits(rows.at(*position as usize));
+    // An Agent Skill's resources are reached through its `SKILL.md`, never ranked beside it.
+    let admitted =
+        |position: &u32| !cache.is_resource(*position) && admits(rows.at(*position as usize));
     let split = query_terms(query_text);
     let (index, query) = crate::locks::lock(terms_store).resolve(index, reader, cache, &split)?;
     // Both lanes rank the admitted rows only: a row the filters drop never takes the place of
@@ -576,6 +580,101 @@ mod tests {
         );
         let blank = directory.search_skills(&json!({ "query": " " }), None, None);
         assert!(blank.is_err());
+    }
+
+    #[test]
+    fn an_agent_skills_resources_are_listed_and_served_but_never_ranked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = Config::for_root(dir.path());
+        config.settings.filter_unregistered = false;
+        let skills = config.paths.skills_folder.clone();
+        let write = |rel: &str, text: &str| {
+            let file = skills.join(rel);
+            fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            fs::write(file, text).expect("write");
+        };
+        // An Agent Skill: its entry, a resource in each of the three folders (one nested
+        // deeper), and a page beside the entry, which is no resource.
+        write(
+            "pdf/SKILL.md",
+            "---\nname: pdf\ndescription: Read, merge and split PDF files.\n---\n# PDF\n\nTo fill a form, read references/forms.md.\n",
+        );
+        let resource = "---\ndescription: Fill the form fields of a PDF form.\n---\n# Forms\n\nFill each PDF form field.\n";
+        write("pdf/references/forms.md", resource);
+        write("pdf/assets/forms/template.md", resource);
+        write("pdf/scripts/fill-form.md", resource);
+        write(
+            "pdf/forms-guide.md",
+            "---\ndescription: A guide to PDF form fields.\n---\n# Guide\n\nForm fields.\n",
+        );
+        // An iii worker bundle's entry is an `index.md`: its `references/` pages are skills.
+        write(
+            "mailer/index.md",
+            "---\ndescription: The mailer worker.\n---\n# Mailer\n",
+        );
+        write(
+            "mailer/references/api.md",
+            "---\ndescription: Fill PDF form fields for mail merges.\n---\n# API\n",
+        );
+        let directory = Directory::open(config).expect("open");
+        directory.reconcile().expect("reconcile");
+        let found = result_ids(&directory, json!({ "query": "fill pdf form fields" }));
+        assert_eq!(found.len(), 3, "{found:?}");
+        for id in ["pdf", "pdf/forms-guide", "mailer/references/api"] {
+            assert!(found.iter().any(|f| f == id), "{id} in {found:?}");
+        }
+        // Narrowed to the skill's own folder (`prefix` is on the on-disk id, so its entry
+        // `pdf/index` is in it), its resources still are not results.
+        let mut narrowed = result_ids(
+            &directory,
+            json!({ "query": "fill pdf form fields", "prefix": "pdf/" }),
+        );
+        narrowed.sort();
+        assert_eq!(narrowed, ["pdf", "pdf/forms-guide"]);
+        // `list` and `get` serve them as any other row.
+        let listed = directory
+            .read(
+                crate::ReadFunction::SkillsList,
+                &json!({ "prefix": "pdf/" }),
+                None,
+            )
+            .expect("list");
+        let ids: Vec<&str> = listed["skills"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["id"].as_str().expect("id"))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "pdf/assets/forms/template",
+                "pdf/forms-guide",
+                "pdf",
+                "pdf/references/forms",
+                "pdf/scripts/fill-form"
+            ]
+        );
+        let got = directory
+            .read(
+                crate::ReadFunction::SkillsGet,
+                &json!({ "id": "pdf/references/forms" }),
+                None,
+            )
+            .expect("get");
+        assert!(
+            got["body"]
+                .as_str()
+                .expect("body")
+                .contains("Fill each PDF form field.")
+        );
+        // Nor are they embedded: the status counts the four other contents (the three
+        // resources share one).
+        let status = directory.search_status().expect("status");
+        assert_eq!(
+            (status["embedded"].as_u64(), status["pending"].as_u64()),
+            (Some(0), Some(4))
+        );
     }
 
     /// A word of letters only, distinct for each `n` (the tokenizer keeps such words whole).

@@ -223,6 +223,18 @@ impl SkillVectors {
         Ok(dropped.len())
     }
 
+    /// The held contents no row of `cache` embeds: contents that left the tree, or that only
+    /// resources hold now.
+    pub fn unused(&self, cache: &SkillCache) -> HashSet<Hash> {
+        let by_content = self.by_content(cache);
+        locks::read(&self.table)
+            .held
+            .keys()
+            .filter(|hash| !by_content.rows.contains_key(*hash))
+            .copied()
+            .collect()
+    }
+
     /// Forgets the vectors of `hashes`, so that their contents are embedded again.
     pub fn forget(&self, hashes: &HashSet<Hash>) {
         if hashes.is_empty() {
@@ -249,8 +261,8 @@ impl SkillVectors {
         table.passages = passages;
     }
 
-    /// The row positions of each content in `cache`'s revision (built on the revision's first
-    /// ask).
+    /// The row positions of each content in `cache`'s revision, resources left out (built on
+    /// the revision's first ask).
     fn by_content(&self, cache: &SkillCache) -> Arc<ByContent> {
         let mut held = locks::lock(&self.rows);
         if let Some(map) = held.as_ref()
@@ -261,7 +273,10 @@ impl SkillVectors {
         }
         let mut rows: HashMap<Hash, Vec<u32>> = HashMap::with_capacity(cache.rows().len());
         for (position, row) in cache.rows().iter().enumerate() {
-            if let Some(hash) = row.content {
+            // A resource is never a search result: its content is not embedded for its row.
+            if let Some(hash) = row.content
+                && !cache.is_resource(position as u32)
+            {
                 rows.entry(hash).or_default().push(position as u32);
             }
         }

@@ -773,3 +773,50 @@ fn an_index_of_an_older_tokenizer_embeds_again_only_the_texts_now_cut_otherwise(
         "hybrid"
     );
 }
+
+#[test]
+fn resources_are_not_embedded_and_their_vectors_from_before_are_dropped() {
+    let Some(model) = embedder() else { return };
+    let tree = Tree::new();
+    let entry = "---\nname: pdf\ndescription: Read, merge and split PDF files.\n---\n# PDF\n\nTo fill a form, read references/forms.md.\n";
+    // As an iii bundle (an `index.md` entry), the folder's `references/` page is a skill, and
+    // is embedded.
+    tree.write("skills/pdf/index.md", entry).write(
+        "skills/pdf/references/forms.md",
+        "---\ndescription: Fill the form fields of a PDF form.\n---\n# Forms\n\nType into each box of the form.\n",
+    );
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model.clone()));
+    assert_eq!(directory.embed_pending().expect("embed"), 2);
+    assert_eq!(stored(&directory), 2);
+    let paraphrase = "type into the boxes of a form";
+    let ids = |directory: &Directory| result_ids(&search(directory, paraphrase));
+    assert!(ids(&directory).contains(&"pdf/references/forms".to_string()));
+    drop(directory);
+    // The same entry as a `SKILL.md`: the page is now the Agent Skill's resource. Its stored
+    // vector is dropped by the next pass, and search no longer answers it.
+    std::fs::remove_file(tree.path("skills/pdf/index.md")).expect("remove");
+    tree.write("skills/pdf/SKILL.md", entry);
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(
+        directory.embed_pending().expect("embed"),
+        0,
+        "same entry, same text"
+    );
+    assert_eq!(stored(&directory), 1);
+    let status = directory.search_status().expect("status");
+    assert_eq!(
+        (status["embedded"].as_u64(), status["pending"].as_u64()),
+        (Some(1), Some(0)),
+        "{status}"
+    );
+    let answer = search(&directory, paraphrase);
+    assert_eq!(answer["mode"], "hybrid");
+    assert!(
+        !ids(&directory).contains(&"pdf/references/forms".to_string()),
+        "{answer}"
+    );
+}

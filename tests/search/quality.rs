@@ -21,8 +21,8 @@ use iii_directory::search::catalog::Catalog;
 use iii_directory::search::{query, select_with};
 use test_support::common::model_dir;
 use test_support::search_eval::lanes::{
-    Embedded, catalog, corpus_directory, function_lane, listed_rows, side_lanes, skill_ids,
-    skill_lane,
+    Embedded, Layout, catalog, corpus_directory, corpus_directory_as, function_lane, listed_rows,
+    side_lanes, skill_ids, skill_lane,
 };
 use test_support::search_eval::{
     FunctionCase, Report, SideLane, function_cases, judgments_audit, ndcg_at, recall_at,
@@ -295,6 +295,71 @@ fn skill_search_quality_on_the_held_out_tasks() {
     assert!(held.kind("direct").recall(1) >= 0.99);
     assert!(held.kind("indirect").recall(1) >= 0.61);
     assert!(held.kind("no_match").answered <= 4);
+}
+
+/// The same tasks over the corpus laid out as downloaded bundles land in `skills_folder`
+/// (`Layout::Downloaded`): every skill folder whole, so its 2,646 resource documents and its
+/// other pages are rows too. Search ranks skills, never an Agent Skill's resources
+/// (`skills::resources`): no answer holds one, and the figures stay those of the skills alone.
+#[test]
+fn skill_search_quality_on_a_downloaded_tree() {
+    let Some((_dir, directory)) = corpus_directory_as(Layout::Downloaded) else {
+        return;
+    };
+    let rows = listed_rows(&directory);
+    let resources = rows["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .filter(|id| {
+            ["/references/", "/assets/", "/scripts/"]
+                .iter()
+                .any(|f| id.contains(f))
+        })
+        .count();
+    assert!(
+        resources > 2000,
+        "the corpus's resources are rows: {resources}"
+    );
+    let lexical = |q: &str| no_resource(skill_ids(&directory, q, None));
+    let dev = score_skills(&skill_tasks("dev"), lexical);
+    let held = score_skills(&skill_tasks("heldout"), lexical);
+    println!("{}", dev.table("skills, dev, downloaded tree (lexical)"));
+    println!(
+        "{}",
+        held.table("skills, held-out, downloaded tree (lexical)")
+    );
+    assert!(held.all.recall(1) >= 0.73, "{}", held.all.recall(1));
+    assert!(held.kind("no_match").answered <= 3);
+
+    let Some(model) = embedder() else {
+        return;
+    };
+    let lane = skill_lane(model, &directory, &rows, &vector_cache());
+    let hybrid = |q: &str| no_resource(skill_ids(&directory, q, Some(&lane)));
+    let dev = score_skills(&skill_tasks("dev"), hybrid);
+    let held = score_skills(&skill_tasks("heldout"), hybrid);
+    println!("{}", dev.table("skills, dev, downloaded tree (hybrid)"));
+    println!(
+        "{}",
+        held.table("skills, held-out, downloaded tree (hybrid)")
+    );
+    assert!(held.all.recall(1) >= 0.85, "{}", held.all.recall(1));
+    assert!(held.kind("no_match").answered <= 6);
+}
+
+/// `ids`, after checking that none is an Agent Skill's resource.
+fn no_resource(ids: Vec<String>) -> Vec<String> {
+    for id in &ids {
+        assert!(
+            !["/references/", "/assets/", "/scripts/"]
+                .iter()
+                .any(|f| id.contains(f)),
+            "a resource answered: {id} in {ids:?}"
+        );
+    }
+    ids
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! the model revision, the encoder's length and each text's hash: only the first run, or a
 //! changed text, pays.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -20,7 +20,7 @@ use iii_directory::retrieval::texts::{function_text, skill_passages};
 use iii_directory::search::catalog::{Catalog, info_entries, parse_list, tools_from_info};
 use iii_directory::search::vectors::function_query;
 use iii_directory::worker::SKILLS_PER_CAPABILITY;
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::{Directory, ReadFunction, skill_resource_owners};
 use serde_json::{Value, json};
 
 use super::{SideLane, function_catalog, score_side_lane};
@@ -33,32 +33,73 @@ pub fn catalog() -> Catalog {
     Catalog::build(&tools_from_info(&ids, info_entries(&answer)))
 }
 
-/// A directory over the shared corpus (`None`, the skip said, without it): the community skills
-/// as the read-only agents skills root (read in place, never written), the Anthropic skills'
-/// `SKILL.md` files copied under `anthropic/` in a temporary skills folder; nothing hidden by
-/// `filter_unregistered`. The folder lives as long as the `TempDir`.
+/// How the shared corpus is laid out for an evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The community skills as the read-only agents skills root (only each folder's
+    /// `SKILL.md` is read, in place, never written) and the Anthropic skills' `SKILL.md` files
+    /// copied under `anthropic/` in a temporary skills folder.
+    AgentsSkills,
+    /// Every skill folder copied whole into a temporary skills folder, as downloaded bundles
+    /// land: each community skill a namespace of its own, the Anthropic skills under
+    /// `anthropic/`. Their resources (`references/`, `assets/`, `scripts/`) and other pages are
+    /// rows too.
+    Downloaded,
+}
+
+/// A directory over the shared corpus laid out as [`Layout::AgentsSkills`] (`None`, the skip
+/// said, without it).
 pub fn corpus_directory() -> Option<(tempfile::TempDir, Directory)> {
+    corpus_directory_as(Layout::AgentsSkills)
+}
+
+/// A directory over the shared corpus laid out as `layout`, nothing hidden by
+/// `filter_unregistered` (`None`, the skip said, without the corpus). The folder lives as long
+/// as the `TempDir`.
+pub fn corpus_directory_as(layout: Layout) -> Option<(tempfile::TempDir, Directory)> {
     let corpus = shared_path("corpus")?;
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = Config::for_root(dir.path());
-    config.paths.agents_skills_folder = corpus.join("community-skills");
     config.settings.filter_unregistered = false;
+    let skills = config.paths.skills_folder.clone();
+    match layout {
+        Layout::AgentsSkills => {
+            config.paths.agents_skills_folder = corpus.join("community-skills");
+        }
+        Layout::Downloaded => copy_folder(&corpus.join("community-skills"), &skills),
+    }
     for entry in std::fs::read_dir(corpus.join("anthropic-skills")).expect("anthropic skills") {
         let entry = entry.expect("entry");
         let skill = entry.path().join("SKILL.md");
-        if skill.is_file() {
-            let target = config
-                .paths
-                .skills_folder
-                .join("anthropic")
-                .join(entry.file_name());
-            std::fs::create_dir_all(&target).expect("mkdir");
-            std::fs::copy(&skill, target.join("SKILL.md")).expect("copy");
+        if !skill.is_file() {
+            continue;
+        }
+        let target = skills.join("anthropic").join(entry.file_name());
+        match layout {
+            Layout::AgentsSkills => {
+                std::fs::create_dir_all(&target).expect("mkdir");
+                std::fs::copy(&skill, target.join("SKILL.md")).expect("copy");
+            }
+            Layout::Downloaded => copy_folder(&entry.path(), &target),
         }
     }
     let directory = Directory::open(config).expect("open");
     directory.reconcile().expect("reconcile");
     Some((dir, directory))
+}
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read folder") {
+        let entry = entry.expect("entry");
+        let path = entry.path();
+        if path.is_dir() {
+            copy_folder(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
 }
 
 /// `skills::list {}` over `directory`: every listed row.
@@ -146,7 +187,7 @@ pub fn skill_lane<'m>(
     rows: &Value,
     cache: &Path,
 ) -> Embedded<'m> {
-    let texts = rows["skills"]
+    let skills: Vec<(String, String, &Value, Value)> = rows["skills"]
         .as_array()
         .expect("skills")
         .iter()
@@ -155,7 +196,6 @@ pub fn skill_lane<'m>(
             let got = directory
                 .read(ReadFunction::SkillsGet, &json!({ "id": shown }), None)
                 .expect("get");
-            let text = |field: &str| row[field].as_str().unwrap_or_default().to_string();
             let file = got["path"].as_str().expect("path");
             let folder_index = ["/SKILL.md", "/SKILLS.md", "/index.md"]
                 .iter()
@@ -165,9 +205,28 @@ pub fn skill_lane<'m>(
             } else {
                 shown.to_string()
             };
+            (key, file.to_string(), row, got)
+        })
+        .collect();
+    // An Agent Skill's resources are never ranked (`skills::resources`), so never embedded.
+    let entries: HashSet<&str> = skills
+        .iter()
+        .filter(|(_, file, _, _)| file.ends_with("/SKILL.md"))
+        .map(|(key, _, _, _)| key.as_str())
+        .collect();
+    let texts = skills
+        .iter()
+        .filter(|(key, _, _, _)| {
+            !skill_resource_owners(key)
+                .iter()
+                .any(|owner| entries.contains(owner.as_str()))
+        })
+        .map(|(key, _, row, got)| {
+            let text = |field: &str| row[field].as_str().unwrap_or_default().to_string();
             let body = got["body"].as_str().unwrap_or_default();
+            let shown = row["id"].as_str().expect("id");
             (
-                key,
+                key.clone(),
                 skill_passages(shown, &text("title"), &text("description"), body),
             )
         })
