@@ -550,6 +550,8 @@ impl Directory {
         let reader = self.index.read()?;
         let cache = self.skill_cache(&reader)?;
         cache.search_index(|| locks::lock(&self.skill_terms).index(&reader, &cache))?;
+        // And which rows are resources, which a search reads too.
+        cache.resources();
         Ok(())
     }
 

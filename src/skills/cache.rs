@@ -193,11 +193,15 @@ impl SkillCache {
     /// Whether the row at `position` is an Agent Skill's resource, which skill search neither
     /// ranks nor embeds (`skills::resources`).
     pub fn is_resource(&self, position: u32) -> bool {
-        self.resources
-            .get_or_init(|| resource_flags(&self.rows))
+        self.resources()
             .get(position as usize)
             .copied()
             .unwrap_or(false)
+    }
+
+    /// Which rows are Agent Skill resources, by position (computed on first use).
+    pub fn resources(&self) -> &[bool] {
+        self.resources.get_or_init(|| resource_flags(&self.rows))
     }
 
     /// Every row, in on-disk id order.
