@@ -6,7 +6,7 @@
 //! the `SKILL.md` to start from, which names its resources, not with one of them.
 //!
 //! Why: laid out as a downloaded tree (`tests/search/quality.rs`, the corpus in
-//! `skills_folder`), the shared corpus has 2,646 resource documents beside its 2,217 skills, and
+//! `skills_folder`), the shared corpus has 2,459 resource rows beside its 2,217 skills, and
 //! they took two fifths of the answers' places. On the `dev` skill tasks, leaving them out
 //! brought hybrid recall@10 from 0.597 back to 0.662 (that of the same skills without their
 //! resources) and the no-match tasks answered from 3 to 2 of 20; counting a resource's match

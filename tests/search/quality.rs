@@ -298,7 +298,7 @@ fn skill_search_quality_on_the_held_out_tasks() {
 }
 
 /// The same tasks over the corpus laid out as downloaded bundles land in `skills_folder`
-/// (`Layout::Downloaded`): every skill folder whole, so its 2,646 resource documents and its
+/// (`Layout::Downloaded`): every skill folder whole, so its resource documents and its
 /// other pages are rows too. Search ranks skills, never an Agent Skill's resources
 /// (`skills::resources`): no answer holds one, and the figures stay those of the skills alone.
 #[test]
@@ -322,6 +322,7 @@ fn skill_search_quality_on_a_downloaded_tree() {
         resources > 2000,
         "the corpus's resources are rows: {resources}"
     );
+    println!("downloaded tree: {resources} resource rows beside the skills");
     let lexical = |q: &str| no_resource(skill_ids(&directory, q, None));
     let dev = score_skills(&skill_tasks("dev"), lexical);
     let held = score_skills(&skill_tasks("heldout"), lexical);
