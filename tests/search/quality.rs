@@ -19,6 +19,7 @@ use iii_directory::embed::Embedder;
 use iii_directory::retrieval::fusion::{DenseHit, DenseRanker};
 use iii_directory::search::catalog::Catalog;
 use iii_directory::search::{query, select_with};
+use iii_directory::skill_resource_owners;
 use test_support::common::model_dir;
 use test_support::search_eval::lanes::{
     Embedded, Layout, catalog, corpus_directory, corpus_directory_as, function_lane, listed_rows,
@@ -312,11 +313,7 @@ fn skill_search_quality_on_a_downloaded_tree() {
         .expect("skills")
         .iter()
         .filter_map(|r| r["id"].as_str())
-        .filter(|id| {
-            ["/references/", "/assets/", "/scripts/"]
-                .iter()
-                .any(|f| id.contains(f))
-        })
+        .filter(|id| !skill_resource_owners(id).is_empty())
         .count();
     assert!(
         resources > 2000,
@@ -350,13 +347,11 @@ fn skill_search_quality_on_a_downloaded_tree() {
     assert!(held.kind("no_match").answered <= 6);
 }
 
-/// `ids`, after checking that none is an Agent Skill's resource.
+/// `ids`, after checking that none lies in a resource folder.
 fn no_resource(ids: Vec<String>) -> Vec<String> {
     for id in &ids {
         assert!(
-            !["/references/", "/assets/", "/scripts/"]
-                .iter()
-                .any(|f| id.contains(f)),
+            skill_resource_owners(id).is_empty(),
             "a resource answered: {id} in {ids:?}"
         );
     }
