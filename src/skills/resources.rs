@@ -57,11 +57,7 @@ pub fn resource_flags(rows: &Rows) -> Vec<bool> {
 
 #[cfg(test)]
 mod tests {
-    use super::possible_owners;
-
-    fn owners(id: &str) -> Vec<String> {
-        possible_owners(id)
-    }
+    use super::possible_owners as owners;
 
     #[test]
     fn a_document_in_a_resource_folder_names_the_entry_above_that_folder() {
