@@ -185,15 +185,6 @@ impl Dense {
     }
 }
 
-/// The distinct skill contents of `cache`'s revision that are embedded (what vectors are kept
-/// by): an Agent Skill's resources are not searched, so not embedded.
-fn distinct_contents(cache: &SkillCache) -> HashSet<crate::doc::Hash> {
-    (0..cache.rows().len() as u32)
-        .filter(|&position| !cache.is_resource(position))
-        .filter_map(|position| cache.at(position).content)
-        .collect()
-}
-
 /// The layout of a stored value (`index::ContentVectors`: 2, the tag of the row the passages
 /// were made from, then the passages).
 const VECTORS_LAYOUT: u32 = 2;
@@ -276,8 +267,7 @@ impl Directory {
         let reader = self.index.read()?;
         let cache = self.skill_cache(&reader)?;
         if self.dense.ready().is_none() || !self.dense.loaded.load(Ordering::SeqCst) {
-            let contents = distinct_contents(&cache);
-            return Ok(contents.len() as u64);
+            return Ok(self.dense.vectors.contents(&cache));
         }
         let (_, pending) = self.dense.vectors.progress(&cache);
         if pending == 0 {
@@ -319,9 +309,9 @@ impl Directory {
         let (embedded, pending) = if self.dense.loaded.load(Ordering::SeqCst) {
             self.dense.vectors.progress(&cache)
         } else {
-            let contents = distinct_contents(&cache);
-            let stored = reader.vector_count()?.min(contents.len() as u64);
-            (stored, contents.len() as u64 - stored)
+            let contents = self.dense.vectors.contents(&cache);
+            let stored = reader.vector_count()?.min(contents);
+            (stored, contents - stored)
         };
         let mode = match state {
             ModelState::Ready(_) if self.dense.caught_up.load(Ordering::SeqCst) => Mode::Hybrid,

@@ -189,6 +189,12 @@ impl SkillVectors {
         pending
     }
 
+    /// How many distinct contents of `cache`'s rows are embedded (resources left out), with a
+    /// vector or not.
+    pub fn contents(&self, cache: &SkillCache) -> u64 {
+        self.by_content(cache).rows.len() as u64
+    }
+
     /// How many distinct contents of `cache`'s rows have vectors made from a row holding them,
     /// and how many do not.
     pub fn progress(&self, cache: &SkillCache) -> (u64, u64) {
