@@ -187,7 +187,7 @@ pub fn skill_lane<'m>(
     rows: &Value,
     cache: &Path,
 ) -> Embedded<'m> {
-    let skills: Vec<(String, String, &Value, Value)> = rows["skills"]
+    let skills: Vec<(String, &Value, Value)> = rows["skills"]
         .as_array()
         .expect("skills")
         .iter()
@@ -205,23 +205,27 @@ pub fn skill_lane<'m>(
             } else {
                 shown.to_string()
             };
-            (key, file.to_string(), row, got)
+            (key, row, got)
         })
         .collect();
     // An Agent Skill's resources are never ranked (`skills::resources`), so never embedded.
     let entries: HashSet<&str> = skills
         .iter()
-        .filter(|(_, file, _, _)| file.ends_with("/SKILL.md"))
-        .map(|(key, _, _, _)| key.as_str())
+        .filter(|(_, _, got)| {
+            got["path"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("/SKILL.md"))
+        })
+        .map(|(key, _, _)| key.as_str())
         .collect();
     let texts = skills
         .iter()
-        .filter(|(key, _, _, _)| {
+        .filter(|(key, _, _)| {
             !skill_resource_owners(key)
                 .iter()
                 .any(|owner| entries.contains(owner.as_str()))
         })
-        .map(|(key, _, row, got)| {
+        .map(|(key, row, got)| {
             let text = |field: &str| row[field].as_str().unwrap_or_default().to_string();
             let body = got["body"].as_str().unwrap_or_default();
             let shown = row["id"].as_str().expect("id");
