@@ -306,7 +306,7 @@ library_functions! {
     read SkillsSearch {
         id: "directory::skills::search",
         installed: InstalledNeed::Cached,
-        description: "Rank the skills for a task phrased as a user would (BM25 over name, title, description and the leading body; fused with sentence embeddings when a model is ready): { mode, results: [{ id, title, description, type, score, disable_model_invocation }] }, best first, the same visibility as list. A task no skill serves answers no results.",
+        description: "Rank the skills for a task phrased as a user would (BM25 over name, title, description and the leading body; fused with sentence embeddings when a model is ready): { mode, results: [{ id, title, description, type, score, disable_model_invocation }] }, best first, the same visibility as list. A task no skill serves answers no results. An Agent Skill's resources (files in the scripts/, references/ and assets/ folders beside its SKILL.md) are answered only when prefix reaches into such a folder.",
         request: object(
             json!({
                 "query": string("the task, in words"),

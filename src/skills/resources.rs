@@ -35,6 +35,14 @@ pub fn possible_owners(id: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether a `prefix` of ids reaches into a resource folder (`pdf/references/`, or
+/// `pdf/references` without its slash): a caller narrowing a search to one skill's resources
+/// asks for them, and is answered with them.
+pub fn reaches_into_resources(prefix: &str) -> bool {
+    let folder = prefix.trim_end_matches('/');
+    !folder.is_empty() && !possible_owners(&format!("{folder}/x")).is_empty()
+}
+
 /// Whether `row` (in `rows`) is a resource of an Agent Skill whose `SKILL.md` is a row too.
 fn is_resource(rows: &Rows, row: &Listed) -> bool {
     // Most ids hold no resource folder: nothing is allocated for them.
@@ -58,6 +66,7 @@ pub fn resource_flags(rows: &Rows) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::possible_owners as owners;
+    use super::reaches_into_resources;
 
     #[test]
     fn a_document_in_a_resource_folder_names_the_entry_above_that_folder() {
@@ -82,6 +91,29 @@ mod tests {
             "mailer/index",
         ] {
             assert!(owners(id).is_empty(), "{id}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_reaches_into_resources_when_it_names_a_resource_folder() {
+        for prefix in [
+            "pdf/references/",
+            "pdf/references",
+            "pdf/scripts/deep",
+            "references/",
+        ] {
+            assert!(reaches_into_resources(prefix), "{prefix}");
+        }
+        for prefix in [
+            "",
+            "/",
+            "pdf",
+            "pdf/",
+            "pdf/ref",
+            "pdf/references-old",
+            "mailer/send",
+        ] {
+            assert!(!reaches_into_resources(prefix), "{prefix}");
         }
     }
 }

@@ -313,9 +313,15 @@ pub fn search(
                 .as_deref()
                 .is_none_or(|t| listed.kind().as_deref() == Some(t))
     };
-    // An Agent Skill's resources are reached through its `SKILL.md`, never ranked beside it.
-    let admitted =
-        |position: &u32| !cache.is_resource(*position) && admits(rows.at(*position as usize));
+    // An Agent Skill's resources are reached through its `SKILL.md`, never ranked beside it,
+    // unless the caller narrowed the search into a resource folder.
+    let resources_asked = req
+        .prefix
+        .as_deref()
+        .is_some_and(super::resources::reaches_into_resources);
+    let admitted = |position: &u32| {
+        (resources_asked || !cache.is_resource(*position)) && admits(rows.at(*position as usize))
+    };
     let split = query_terms(query_text);
     let (index, query) = crate::locks::lock(terms_store).resolve(index, reader, cache, &split)?;
     // Both lanes rank the admitted rows only: a row the filters drop never takes the place of
@@ -583,7 +589,7 @@ mod tests {
     }
 
     #[test]
-    fn an_agent_skills_resources_are_listed_and_served_but_never_ranked() {
+    fn an_agent_skills_resources_are_listed_and_served_but_ranked_only_when_asked_for() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = Config::for_root(dir.path());
         config.settings.filter_unregistered = false;
@@ -631,6 +637,17 @@ mod tests {
         );
         narrowed.sort();
         assert_eq!(narrowed, ["pdf", "pdf/forms-guide"]);
+        // Narrowed into a resource folder, the caller asks for its resources: they are found.
+        for (prefix, resource) in [
+            ("pdf/references/", "pdf/references/forms"),
+            ("pdf/assets", "pdf/assets/forms/template"),
+        ] {
+            let inside = result_ids(
+                &directory,
+                json!({ "query": "fill pdf form fields", "prefix": prefix }),
+            );
+            assert_eq!(inside, [resource], "{prefix}");
+        }
         // `list` and `get` serve them as any other row.
         let listed = directory
             .read(

@@ -819,4 +819,14 @@ fn resources_are_not_embedded_and_their_vectors_from_before_are_dropped() {
         !ids(&directory).contains(&"pdf/references/forms".to_string()),
         "{answer}"
     );
+    // A caller who narrows the search into the resource folder asks for it: having no vector,
+    // it is found by its words.
+    let inside = directory
+        .search_skills(
+            &json!({ "query": "fill the form fields", "prefix": "pdf/references/" }),
+            None,
+            None,
+        )
+        .expect("search");
+    assert_eq!(result_ids(&inside), ["pdf/references/forms"], "{inside}");
 }
