@@ -9,13 +9,15 @@
 //!   many revisions back a caller is;
 //! - the tag, in the low [`TAG_BITS`] bits, never 0: a hash of the epoch, the list (skills,
 //!   system prompts, agents), the binary's version (bundled rows are part of the answers) and,
-//!   for skills, what decides visibility (`filter_unregistered` and the installed workers).
+//!   for skills, what decides visibility (`filter_unregistered` and the installed workers) and
+//!   the request's filters (`prefix`, `type`, `search`, `include_description`).
 //!
 //! A revision is taken back only when its tag equals the current one and its position is at
 //! most the current one: then it is current (`{unchanged}`), or the change log says which keys
 //! changed since (a delta), or it is older than the log reaches (the whole list, `full: true`).
 //! Anything else (another index file, rebuilt or of another tree; a change of visibility; the
-//! revision of another list; a number the worker never gave) gets the whole list too. A
+//! revision of another list or of the same list filtered otherwise; a number the worker never
+//! gave) gets the whole list too. A
 //! revision of another index is mistaken for one of this index only if both its random tag and
 //! its random position fall in range, about one chance in 2^20 × 2^32 / (kept revisions).
 //! 0 is never a revision: a first call sends `since_revision: 0`.
@@ -59,6 +61,16 @@ pub enum Since {
     Full,
 }
 
+/// What decides a skills list's rows besides the index: who may see what, and the request's
+/// filters. A revision of one scope is never taken back for another: a caller that changed its
+/// filters holds rows of another list.
+#[derive(Clone, Copy)]
+pub struct ListScope<'a> {
+    pub visibility: Visibility<'a>,
+    /// The filters as bytes, equal for requests that answer the same rows and fields.
+    pub filters: &'a [u8],
+}
+
 /// The revision fields every list request may carry (beyond the contract).
 #[derive(Deserialize, Default)]
 pub struct RevisionRequest {
@@ -71,21 +83,21 @@ pub struct RevisionRequest {
 }
 
 impl ListRevision {
-    /// The current revision of a list in this snapshot. `visibility` is what decides which
-    /// rows a caller sees (skills only).
+    /// The current revision of a list in this snapshot. `scope` is what decides which rows a
+    /// caller sees besides the index (skills only).
     pub fn current(
         reader: &Reader,
         table: Logged,
-        visibility: Option<Visibility<'_>>,
+        scope: Option<ListScope<'_>>,
     ) -> Result<ListRevision> {
-        Ok(ListRevision::of(reader.latest()?, table, visibility))
+        Ok(ListRevision::of(reader.latest()?, table, scope))
     }
 
     /// The revision of a list at an index file's `latest` state.
-    pub fn of(latest: Latest, table: Logged, visibility: Option<Visibility<'_>>) -> ListRevision {
+    pub fn of(latest: Latest, table: Logged, scope: Option<ListScope<'_>>) -> ListRevision {
         let Latest { epoch, revision } = latest;
         ListRevision {
-            token: (position(epoch, revision) << TAG_BITS) | tag(epoch, table, visibility),
+            token: (position(epoch, revision) << TAG_BITS) | tag(epoch, table, scope),
             index_revision: revision,
             table,
         }
@@ -124,28 +136,36 @@ fn position(epoch: u64, index_revision: u64) -> u64 {
 }
 
 /// Never 0, so that no revision is 0.
-fn tag(epoch: u64, table: Logged, visibility: Option<Visibility<'_>>) -> u64 {
+fn tag(epoch: u64, table: Logged, scope: Option<ListScope<'_>>) -> u64 {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&epoch.to_le_bytes());
     hasher.update(&[table as u8]);
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
     hasher.update(&[0]);
-    // Only what changes the rows: with the filter off, or the installed set unknown, every
-    // row is visible whatever else is set.
-    match visibility {
-        Some(Visibility {
-            filter_unregistered: true,
-            installed: Some(installed),
-        }) => {
-            hasher.update(b"installed");
-            for name in installed {
-                hasher.update(name.as_bytes());
-                hasher.update(&[0]);
+    if let Some(ListScope {
+        visibility,
+        filters,
+    }) = scope
+    {
+        // Only what changes the rows: with the filter off, or the installed set unknown, every
+        // row is visible whatever else is set.
+        match visibility {
+            Visibility {
+                filter_unregistered: true,
+                installed: Some(installed),
+            } => {
+                hasher.update(b"installed");
+                for name in installed {
+                    hasher.update(name.as_bytes());
+                    hasher.update(&[0]);
+                }
+            }
+            _ => {
+                hasher.update(b"all");
             }
         }
-        _ => {
-            hasher.update(b"all");
-        }
+        hasher.update(&(filters.len() as u64).to_le_bytes());
+        hasher.update(filters);
     }
     let hash = u64::from_le_bytes(
         hasher.finalize().as_bytes()[..8]
@@ -278,23 +298,32 @@ mod tests {
             None
         );
         let installed: BTreeSet<String> = ["a".to_string()].into();
-        let hidden = Visibility {
-            filter_unregistered: true,
-            installed: Some(&installed),
+        let scope = |filter_unregistered, installed, filters| {
+            let visibility = Visibility {
+                filter_unregistered,
+                installed,
+            };
+            Some(ListScope {
+                visibility,
+                filters,
+            })
         };
-        let visible_tag = tag(1, Logged::Skills, None);
-        assert_ne!(tag(1, Logged::Skills, Some(hidden)), visible_tag);
+        let visible_tag = tag(1, Logged::Skills, scope(false, None, b""));
+        assert_ne!(
+            tag(1, Logged::Skills, scope(true, Some(&installed), b"")),
+            visible_tag
+        );
         // With the filter off, or the installed set unknown, every row is visible: same tag.
-        let off = Visibility {
-            filter_unregistered: false,
-            installed: Some(&installed),
-        };
-        let unknown = Visibility {
-            filter_unregistered: true,
-            installed: None,
-        };
-        assert_eq!(tag(1, Logged::Skills, Some(off)), visible_tag);
-        assert_eq!(tag(1, Logged::Skills, Some(unknown)), visible_tag);
+        assert_eq!(
+            tag(1, Logged::Skills, scope(false, Some(&installed), b"")),
+            visible_tag
+        );
+        assert_eq!(tag(1, Logged::Skills, scope(true, None, b"")), visible_tag);
+        // Other filters answer other rows: another list.
+        assert_ne!(
+            tag(1, Logged::Skills, scope(false, None, b"pdf/")),
+            visible_tag
+        );
         assert_eq!(now.revisions_behind(0), None);
         assert_eq!(now.revisions_behind(u64::MAX), None);
     }

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
-use crate::list_revision::{self, ListRevision, RevisionRequest};
+use crate::list_revision::{self, ListRevision, ListScope, RevisionRequest};
 use crate::locks;
 use crate::retrieval::fusion::DenseRanker;
 use crate::roots::{Root, Roots};
@@ -432,17 +432,20 @@ impl Directory {
             // A follower: its writer is another process.
             None => self.index.read().and_then(|r| r.latest()).ok()?,
         };
-        let visibility = (table == Logged::Skills).then(|| self.visibility(installed));
-        let current = ListRevision::of(latest, table, visibility);
-        if current.token != held {
-            return None;
-        }
         // Checked whole, as the full read would.
-        let checked = match table {
-            Logged::Skills => skills::check_list_request(request),
-            Logged::Prompts | Logged::Agents => Ok(()),
+        let filters = match table {
+            Logged::Skills => match skills::list_filter_bytes(request) {
+                Ok(filters) => Some(filters),
+                Err(e) => return Some(Err(e)),
+            },
+            Logged::Prompts | Logged::Agents => None,
         };
-        Some(checked.map(|()| Answer::Value(list_revision::unchanged(current.token))))
+        let scope = filters.as_deref().map(|filters| ListScope {
+            visibility: self.visibility(installed),
+            filters,
+        });
+        let current = ListRevision::of(latest, table, scope);
+        (current.token == held).then(|| Ok(Answer::Value(list_revision::unchanged(current.token))))
     }
 
     fn read_in(

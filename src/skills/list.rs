@@ -17,7 +17,7 @@ use super::listed::{Listed, Search, decimal_len};
 use crate::error::Result;
 use crate::index::Reader;
 use crate::index::changelog::Logged;
-use crate::list_revision::{self, ListRevision, Since};
+use crate::list_revision::{self, ListRevision, ListScope, Since};
 use crate::request;
 use crate::rules::skill::Visibility;
 
@@ -156,6 +156,20 @@ impl Serialize for Each<'_> {
     }
 }
 
+impl ListRequest {
+    /// The filters as the bytes a list revision is tagged with: equal for two requests whose
+    /// answers hold the same rows and fields (an empty `search` or `prefix` filters nothing).
+    fn filter_bytes(&self) -> Vec<u8> {
+        let key = (
+            self.prefix.as_deref().unwrap_or_default(),
+            self.kind.as_deref(),
+            self.search.as_deref().unwrap_or_default(),
+            self.include_description.unwrap_or(true),
+        );
+        serde_json::to_vec(&key).expect("strings and a bool serialize")
+    }
+}
+
 /// What a request's filters keep, in the contract's order: visibility, `prefix` on the on-disk
 /// id, `type`, then `search` over display id, title and description.
 struct Filter<'a> {
@@ -186,10 +200,10 @@ impl<'a> Filter<'a> {
     }
 }
 
-/// Whether a `skills::list` request is well formed (the answer to one whose caller holds the
-/// current revision needs nothing else).
-pub fn check_list_request(request: &Value) -> Result<()> {
-    request::parse::<ListRequest>(request).map(drop)
+/// The filters of a well-formed `skills::list` request, as its revision is tagged with them
+/// (the answer to one whose caller holds the current revision needs nothing else).
+pub fn list_filter_bytes(request: &Value) -> Result<Vec<u8>> {
+    request::parse::<ListRequest>(request).map(|req| req.filter_bytes())
 }
 
 /// `directory::skills::list`: `{"skills":[row…]}` sorted by on-disk id, or with `if_revision` /
@@ -212,7 +226,12 @@ pub fn list(
     if req.if_revision.is_none() && req.since_revision.is_none() {
         return whole(None, false);
     }
-    let current = ListRevision::current(reader, Logged::Skills, Some(visibility))?;
+    let filters = req.filter_bytes();
+    let scope = ListScope {
+        visibility,
+        filters: &filters,
+    };
+    let current = ListRevision::current(reader, Logged::Skills, Some(scope))?;
     let revision = current.token;
     let since = match (req.since_revision, req.if_revision) {
         (Some(asked), _) => current.since(reader, asked)?,

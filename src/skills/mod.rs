@@ -20,7 +20,7 @@ pub use cache::SkillCache;
 pub use cache::Structures;
 pub use catalog::catalog;
 pub use get::get;
-pub use list::{ListAnswer, ListRows, check_list_request, list};
+pub use list::{ListAnswer, ListRows, list, list_filter_bytes};
 pub use listed::row_schema as list_row_schema;
 #[cfg(any(test, feature = "testing"))]
 pub use listed::{RowForms, list_row_forms, list_row_json};

@@ -724,6 +724,32 @@ fn a_client_keeps_the_skills_list_current_with_small_answers() {
     assert_eq!(delta["removed"], json!([]), "{delta}");
     assert!(delta["revision"].as_u64() > Some(at));
 
+    // A revision of one filtered list is not taken back for another: a caller that changed
+    // its filters holds other rows, and gets the whole list it asks for now.
+    let held = delta["revision"].as_u64().expect("revision");
+    for other in [
+        json!({ "prefix": "other/" }),
+        json!({ "prefix": "mail/", "type": "index" }),
+        json!({ "prefix": "mail/", "search": "send" }),
+        json!({ "prefix": "mail/", "include_description": false }),
+    ] {
+        let mut asked = other.clone();
+        asked["since_revision"] = json!(held);
+        let answer = list(asked, &directory);
+        assert_eq!(answer["full"], true, "{other}: {answer}");
+        assert_eq!(answer["skills"], list(other.clone(), &directory)["skills"]);
+        asked = other.clone();
+        asked["if_revision"] = json!(held);
+        let answer = list(asked, &directory);
+        assert!(answer["skills"].is_array(), "{other}: {answer}");
+    }
+    // The same filters spelled otherwise (an empty search filters nothing): still current.
+    let same = list(
+        json!({ "since_revision": held, "prefix": "mail/", "search": "" }),
+        &directory,
+    );
+    assert_eq!(same, json!({ "unchanged": true, "revision": held }));
+
     // A rebuilt index is another index: its revisions are not taken for this one's.
     let index_path = directory.config().paths.index_path.clone();
     let held = list(json!({ "since_revision": 0 }), &directory)["revision"].clone();
