@@ -135,6 +135,9 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         check_declared(&declared, &req.name)?;
     }
     let name = declared.unwrap_or(stem);
+    if name != req.name {
+        check_rename(reader, &req.name, &name)?;
+    }
     store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
         .map_err(|e| store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
@@ -142,6 +145,23 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         touched: vec![path],
         event: ChangeEvent::named(Family::SystemPrompts, "update", &name),
     })
+}
+
+/// An update whose frontmatter `name` renames prompt `from` may not take the name of another
+/// prompt's file: the scan keeps one of two files declaring a name and skips the other, so the
+/// written prompt (or the one it collided with) could no longer be read, updated or deleted.
+/// Taking a bundled prompt's name shadows it, as a create may.
+fn check_rename(reader: &Reader, from: &str, to: &str) -> Result<()> {
+    match reader.prompt(to)?.map(|row| row.source) {
+        Some(Source::File { .. }) => Err(Error::coded(
+            Code::PromptExists,
+            format!(
+                "system prompt {to:?} already exists: this content's frontmatter `name` would rename {from:?} onto it, and the next scan would skip one of the two files. Keep the name {from:?}, choose a free one, or delete {to:?} first."
+            ),
+            &NEXT_ON_CONFLICT,
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `directory::system-prompts::delete`: only files can be deleted (a bundled prompt has none).

@@ -332,3 +332,43 @@ fn system_prompts_bundled_update_with_a_skipped_file_in_the_way_is_d214() {
         "{message}"
     );
 }
+
+/// An update cannot rename a prompt onto the name of another prompt's file: the scan keeps one
+/// of two files declaring a name and skips the other, which no call could then reach.
+#[test]
+fn system_prompts_update_cannot_rename_onto_another_prompts_file() {
+    let env = Env::new(prompts_tree);
+    env.ok(
+        WriteFunction::SystemPromptsCreate,
+        json!({"name": "pirate", "content": PIRATE}),
+        Family::SystemPrompts,
+        named_event("create", "pirate"),
+    );
+    let onto = "---\nname: helper\ndescription: Helps too.\n---\nAlso.\n";
+    let (code, message) = env.coded(
+        WriteFunction::SystemPromptsUpdate,
+        json!({"name": "pirate", "content": onto}),
+    );
+    assert_eq!(code, Some("D214"));
+    assert!(
+        message.starts_with(
+            "D214 invalid_input: system prompt \"helper\" already exists: this content's frontmatter `name` would rename \"pirate\" onto it"
+        ),
+        "{message}"
+    );
+    // Both are read as they were.
+    let description = |name: &str| {
+        env.read(ReadFunction::SystemPromptsGet, json!({ "name": name }))["description"].clone()
+    };
+    assert_eq!(description("helper"), "Helps.");
+    assert_eq!(description("pirate"), "Talk like a pirate");
+    // Taking a bundled prompt's name shadows it, as a create of that name may.
+    let shadow = "---\nname: iii-minimal\ndescription: My minimal.\n---\nLess.\n";
+    env.ok(
+        WriteFunction::SystemPromptsUpdate,
+        json!({"name": "pirate", "content": shadow}),
+        Family::SystemPrompts,
+        named_event("update", "iii-minimal"),
+    );
+    assert_eq!(description("iii-minimal"), "My minimal.");
+}
