@@ -65,6 +65,32 @@ pub fn check_inside(root: &Path, target: &Path, code: Code, next: &[Next]) -> Re
     }
 }
 
+/// Refuses a create in `skills_folder` under a top-level folder `top` that `local_skills_folder`
+/// overrides: the scan reads a namespace (and the `system-prompts` folder) from the local root
+/// alone when it has a folder of that name, even an empty one, so the file written would be
+/// hidden from every read. `what` names what was to be written ("skill \"docx/x\"").
+pub fn check_not_overridden(
+    roots: &Roots,
+    top: &str,
+    what: &str,
+    code: Code,
+    next: &[Next],
+) -> Result<()> {
+    let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
+    let overriding = local.join(top);
+    if local == skills || !overriding.is_dir() {
+        return Ok(());
+    }
+    Err(Error::coded(
+        code,
+        format!(
+            "{what} would be written in skills_folder/{top}/, which local_skills_folder overrides with its own {top}/ folder ({}): no read would see it. Write it on disk in that folder, or move that folder away.",
+            overriding.display()
+        ),
+        next,
+    ))
+}
+
 /// The modification time of a file just written, as the contract prints it.
 pub fn modified_at(path: &Path) -> String {
     std::fs::metadata(path)

@@ -13,7 +13,8 @@ use crate::doc::ids::first_segment;
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
-    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
+    store_error, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -91,6 +92,15 @@ pub fn create(
     if path.exists() {
         return Err(file_exists(Code::SkillExists, &path, &NEXT_ON_CONFLICT));
     }
+    // After the existence checks: an id the local folder serves, or a file skipped at the
+    // target, exists (D114).
+    check_not_overridden(
+        roots,
+        namespace,
+        &format!("skill {}", quoted(&id)),
+        Code::SkillPlacementRefused,
+        &[],
+    )?;
     check_content(&req.content)?;
     store::write_atomic(
         &[roots.path(Root::Skills)],

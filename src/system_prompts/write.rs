@@ -14,7 +14,8 @@ use crate::doc::ids::validate_name;
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Outcome, check_content, check_inside, file_exists, modified_at, store_error, writable_roots,
+    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
+    store_error, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -46,6 +47,19 @@ fn target(roots: &Roots, name: &str) -> PathBuf {
         .path(Root::Skills)
         .join(FOLDER)
         .join(format!("{name}.md"))
+}
+
+/// Refuses a new prompt file (D214) that the scan would not read: behind a link out of
+/// `skills_folder`, or in its `system-prompts` folder while `local_skills_folder` has its own.
+fn check_placement(roots: &Roots, name: &str, path: &Path) -> Result<()> {
+    check_inside(roots.path(Root::Skills), path, Code::PromptExists, &[])?;
+    check_not_overridden(
+        roots,
+        FOLDER,
+        &format!("system prompt {name:?}"),
+        Code::PromptExists,
+        &[],
+    )
 }
 
 /// The scan's rules for the prompt being written under `name` (D213): its declared name, when
@@ -86,7 +100,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         ));
     }
     let path = target(roots, &req.name);
-    check_inside(roots.path(Root::Skills), &path, Code::PromptExists, &[])?;
+    check_placement(roots, &req.name, &path)?;
     if path.exists() {
         return Err(file_exists(Code::PromptExists, &path, &NEXT_ON_CONFLICT));
     }
@@ -122,6 +136,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         }
         None if bundled::prompt(&req.name).is_some() => {
             let path = target(roots, &req.name);
+            check_placement(roots, &req.name, &path)?;
             if path.exists() {
                 return Err(file_exists(Code::PromptExists, &path, &NEXT_ON_CONFLICT));
             }

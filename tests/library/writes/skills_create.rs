@@ -353,36 +353,49 @@ fn skills_create_d113_too_large_and_empty_body() {
     assert!(!env.path("skills/empty.md").exists());
 }
 
+/// The contract's create writes `skills_folder/<id>.md` even where a `local_skills_folder`
+/// folder of the same namespace hides it from every read (the original answered success for a
+/// skill no call could then get); this worker refuses it, as it refuses an id the visibility
+/// filter would hide, and writes nothing.
 #[test]
-fn skills_create_lands_in_skills_folder_even_in_a_local_namespace() {
-    let env = Env::new(standard);
-    // `shell` is a local namespace (skills/iii/shell): the file still goes to skills_folder,
-    // where the local namespace shadows it.
-    let response = env.ok(
+fn skills_create_refuses_an_id_a_local_namespace_would_hide() {
+    let env = Env::new(|tree| {
+        standard(tree);
+        tree.mkdir("skills/iii/empty-override");
+    });
+    // `shell` is a local namespace (skills/iii/shell), and a folder overrides even empty.
+    for id in ["shell/newcmd", "shell/deeper/newcmd", "empty-override"] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        let namespace = id.split('/').next().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!(
+                "D115 invalid_input: skill {id:?} would be written in skills_folder/{namespace}/, which local_skills_folder overrides with its own {namespace}/ folder ("
+            )),
+            "{message}"
+        );
+        assert!(message.ends_with("Write it on disk in that folder, or move that folder away."));
+    }
+    // The namespace's own id is the local skill: it exists.
+    let (code, _) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "shell", "content": BODY}),
+    );
+    assert_eq!(code, Some("D114"));
+    // Once the local folder is gone, the namespace is skills_folder's again.
+    fs::remove_dir_all(env.path("skills/iii/shell")).expect("remove the local folder");
+    env.directory.reconcile().expect("reconcile");
+    env.ok(
         WriteFunction::SkillsCreate,
         json!({"id": "shell/newcmd", "content": BODY}),
         Family::Skills,
         skill_event("create", "shell/newcmd"),
     );
-    assert_eq!(response["id"], "shell/newcmd");
-    assert_eq!(text(&env.path("skills/shell/newcmd.md")), BODY);
-    assert!(!env.path("skills/iii/shell/newcmd.md").exists());
-    let skipped = env.directory.skipped().unwrap();
-    assert!(
-        skipped
-            .iter()
-            .any(|s| s.path.ends_with("skills/shell/newcmd.md")
-                && matches!(s.reason, SkipReason::NamespaceShadowed { .. })),
-        "{skipped:?}"
-    );
-    // And, being shadowed, a second create of the same id meets the file on disk.
-    let (code, message) = env.coded(
-        WriteFunction::SkillsCreate,
-        json!({"id": "shell/newcmd", "content": BODY}),
-    );
-    assert_eq!(code, Some("D114"));
-    assert!(
-        message.contains("currently skipped by the scanner"),
-        "{message}"
+    assert_eq!(
+        env.read(ReadFunction::SkillsGet, json!({"id": "shell/newcmd"}))["path"],
+        env.path("skills/shell/newcmd.md").display().to_string()
     );
 }

@@ -46,36 +46,3 @@ fn skills_create_over_an_unreconciled_external_file_is_d114() {
     assert!(message.contains("a file already exists at"), "{message}");
     assert_eq!(text(&env.path("skills/mailer/late.md")), "# Late\n\nx\n");
 }
-
-#[test]
-fn system_prompts_create_under_a_local_system_prompts_folder_is_shadowed() {
-    // Contract §4: a local top-level `system-prompts/` folder shadows the global one wholesale,
-    // and create always writes `<skills_folder>/system-prompts/<name>.md`: the new prompt is on
-    // disk but not served (recorded as skipped), and a second create meets the file.
-    let env = Env::new(|t| {
-        t.write(
-            "skills/iii/system-prompts/local.md",
-            "---\ndescription: Local\n---\nLocal.\n",
-        );
-    });
-    env.ok(
-        WriteFunction::SystemPromptsCreate,
-        json!({"name": "pirate", "content": PIRATE}),
-        Family::SystemPrompts,
-        named_event("create", "pirate"),
-    );
-    assert_eq!(text(&env.path("skills/system-prompts/pirate.md")), PIRATE);
-    assert!(
-        env.read_err(ReadFunction::SystemPromptsGet, json!({"name": "pirate"}))
-            .starts_with("D210")
-    );
-    let (code, message) = env.coded(
-        WriteFunction::SystemPromptsCreate,
-        json!({"name": "pirate", "content": PIRATE}),
-    );
-    assert_eq!(code, Some("D214"));
-    assert!(
-        message.contains("currently skipped by the scanner"),
-        "{message}"
-    );
-}

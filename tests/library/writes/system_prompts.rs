@@ -372,3 +372,41 @@ fn system_prompts_update_cannot_rename_onto_another_prompts_file() {
     );
     assert_eq!(description("iii-minimal"), "My minimal.");
 }
+
+/// A `system-prompts` folder in `local_skills_folder` overrides `skills_folder`'s whole: a
+/// prompt created there, or the copy a bundled prompt's update writes, would be read by no
+/// call. Both are refused, and nothing is written.
+#[test]
+fn system_prompts_writes_refuse_a_file_the_local_folder_would_hide() {
+    let env = Env::new(|tree| {
+        prompts_tree(tree);
+        tree.write(
+            "skills/iii/system-prompts/local.md",
+            "---\ndescription: Local one.\n---\nL.\n",
+        );
+    });
+    for (function, name) in [
+        (WriteFunction::SystemPromptsCreate, "pirate"),
+        (WriteFunction::SystemPromptsUpdate, "iii-minimal"),
+    ] {
+        let (code, message) = env.coded(function, json!({"name": name, "content": PIRATE}));
+        assert_eq!(code, Some("D214"), "{message}");
+        assert!(
+            message.starts_with(&format!(
+                "D214 invalid_input: system prompt {name:?} would be written in skills_folder/system-prompts/, which local_skills_folder overrides"
+            )),
+            "{message}"
+        );
+    }
+    // The local folder's own prompts are updated where they are.
+    env.ok(
+        WriteFunction::SystemPromptsUpdate,
+        json!({"name": "local", "content": PIRATE}),
+        Family::SystemPrompts,
+        named_event("update", "local"),
+    );
+    assert_eq!(
+        text(&env.path("skills/iii/system-prompts/local.md")),
+        PIRATE
+    );
+}
