@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::doc::ids::{validate_name, validate_skill_id};
-use crate::doc::{Frontmatter, MAX_FILE_BYTES, ParsedDoc};
+use crate::doc::{Frontmatter, MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Result};
 use crate::family_writes::check_content;
 use crate::request;
@@ -54,7 +54,7 @@ pub fn check(request: &Value) -> Result<Value> {
             "frontmatter_error": null, "title": null, "description": null, "refused": refused,
         }));
     }
-    let doc = ParsedDoc::parse(&req.content);
+    let doc = ParsedDoc::parse(as_read(&req.content));
     let (frontmatter, frontmatter_error) = match &doc.frontmatter {
         Frontmatter::Absent => ("absent", None),
         Frontmatter::Present(_) => ("yaml", None),
@@ -169,6 +169,19 @@ mod tests {
         let agent = dry("agents", "Bad Id", "---\nname: Helper\n---\n");
         assert_eq!(agent["title"], "Helper");
         assert!(agent["id_error"].is_string(), "{agent}");
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_read_past_as_the_scan_does() {
+        let skill = dry(
+            "skills",
+            "marked",
+            "\u{feff}---\ntitle: Marked\n---\nBody\n",
+        );
+        assert_eq!(
+            (&skill["frontmatter"], &skill["title"], &skill["refused"]),
+            (&json!("yaml"), &json!("Marked"), &Value::Null)
+        );
     }
 
     #[test]

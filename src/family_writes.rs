@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::code::Code;
-use crate::doc::{MAX_FILE_BYTES, frontmatter};
+use crate::doc::{MAX_FILE_BYTES, as_read, frontmatter};
 use crate::error::Next;
 use crate::error::{Error, Result};
 use crate::events::ChangeEvent;
@@ -36,6 +36,7 @@ pub fn check_content(content: &str) -> Result<()> {
             &[],
         ));
     }
+    let content = as_read(content);
     if content[frontmatter::split(content).body_offset..]
         .trim()
         .is_empty()

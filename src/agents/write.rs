@@ -12,7 +12,7 @@ use crate::bundled;
 use crate::code::Code;
 use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
-use crate::doc::{MAX_FILE_BYTES, ParsedDoc};
+use crate::doc::{MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{Outcome, file_exists, modified_at, store_error};
@@ -44,7 +44,7 @@ pub(crate) fn check(content: &str) -> Result<Profile> {
             content.len()
         )));
     }
-    agent::profile(&ParsedDoc::parse(content), Reading::Write).map_err(Error::invalid)
+    agent::profile(&ParsedDoc::parse(as_read(content)), Reading::Write).map_err(Error::invalid)
 }
 
 fn response(id: &str, profile: &Profile, content: &str, path: &Path) -> Value {

@@ -181,8 +181,15 @@ pub fn decode(bytes: &[u8]) -> Result<&str, ReadIssue> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(ReadIssue::TooLarge(bytes.len() as u64));
     }
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    std::str::from_utf8(bytes).map_err(|_| ReadIssue::NotUtf8)
+    std::str::from_utf8(bytes)
+        .map(as_read)
+        .map_err(|_| ReadIssue::NotUtf8)
+}
+
+/// A text about to be written, as the scan will read it back from the file ([`decode`] drops a
+/// leading byte-order mark): a write checks and answers for what the next read sees.
+pub fn as_read(content: &str) -> &str {
+    content.strip_prefix('\u{feff}').unwrap_or(content)
 }
 
 #[cfg(test)]

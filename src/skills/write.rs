@@ -6,10 +6,10 @@
 use serde_json::{Value, json};
 
 use crate::code::Code;
-use crate::doc::ParsedDoc;
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::distance::{SUGGESTIONS, closest_by};
 use crate::doc::ids::first_segment;
+use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
@@ -147,7 +147,7 @@ fn check_reserved(id: &str) -> Result<()> {
 
 /// The response of create and update: the new content's identity.
 fn written(id: &str, content: &str, path: &std::path::Path) -> Value {
-    let identity = identity(Some(&ParsedDoc::parse(content)), id);
+    let identity = identity(Some(&ParsedDoc::parse(as_read(content))), id);
     json!({
         "id": id,
         "title": identity.title,

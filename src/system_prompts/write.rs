@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 
 use crate::bundled;
 use crate::code::Code;
-use crate::doc::ParsedDoc;
 use crate::doc::distance::closest;
 use crate::doc::ids::validate_name;
+use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
@@ -65,7 +65,7 @@ fn check_placement(roots: &Roots, name: &str, path: &Path) -> Result<()> {
 /// The scan's rules for the prompt being written under `name` (D213): its declared name, when
 /// it declares one, and its description.
 pub(crate) fn check_frontmatter(content: &str, name: &str) -> Result<(Option<String>, String)> {
-    let prompt = prompt::read(&ParsedDoc::parse(content), name, Reading::Write)
+    let prompt = prompt::read(&ParsedDoc::parse(as_read(content)), name, Reading::Write)
         .map_err(|problem| problem.write_error())?;
     Ok((prompt.declared, prompt.description))
 }

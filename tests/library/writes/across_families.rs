@@ -55,3 +55,58 @@ fn write_function_ids_round_trip() {
     }
     assert_eq!(WriteFunction::from_id("directory::skills::get"), None);
 }
+
+/// A text that starts with a byte-order mark (as some editors save) is written as given, and
+/// checked and answered for as the scan reads the file back: without the mark, so that its
+/// frontmatter is found by the write as by the next read.
+#[test]
+fn a_leading_byte_order_mark_is_read_by_a_write_as_by_the_scan() {
+    let env = Env::new(standard);
+    let skill = "\u{feff}---\ntitle: Marked\n---\n# Heading\n\nBody.\n";
+    let written = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "marked", "content": skill}),
+        Family::Skills,
+        skill_event("create", "marked"),
+    );
+    let got = env.read(ReadFunction::SkillsGet, json!({"id": "marked"}));
+    assert_eq!(
+        (&written["title"], &got["title"]),
+        (&json!("Marked"), &json!("Marked"))
+    );
+    assert_eq!(written["bytes"], skill.len());
+    assert_eq!(
+        text(&env.path("skills/marked.md")),
+        skill,
+        "written as given"
+    );
+
+    let prompt = "\u{feff}---\ndescription: Marked prompt.\n---\nBe brief.\n";
+    let written = env.ok(
+        WriteFunction::SystemPromptsCreate,
+        json!({"name": "marked", "content": prompt}),
+        Family::SystemPrompts,
+        named_event("create", "marked"),
+    );
+    assert_eq!(written["description"], "Marked prompt.");
+    let got = env.read(ReadFunction::SystemPromptsGet, json!({"name": "marked"}));
+    assert_eq!(got["description"], "Marked prompt.");
+
+    let profile = "\u{feff}---\nname: Marked agent\n---\nShip it.\n";
+    let written = env.ok(
+        WriteFunction::AgentsCreate,
+        json!({"id": "marked", "content": profile}),
+        Family::Agents,
+        named_event("create", "marked"),
+    );
+    assert_eq!(written["name"], "Marked agent");
+    let got = env.read(ReadFunction::AgentsGet, json!({"id": "marked"}));
+    assert_eq!(got["name"], "Marked agent");
+
+    // A body that is only a mark is empty, as the scan finds it.
+    let (code, _) = env.coded(
+        WriteFunction::SkillsUpdate,
+        json!({"id": "marked", "content": "\u{feff}---\ntitle: x\n---\n"}),
+    );
+    assert_eq!(code, Some("D113"));
+}
