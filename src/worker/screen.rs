@@ -131,7 +131,22 @@ fn walk(
             return Err(Error::Invalid(format!(
                 "invalid request: invalid type: string {}, expected {expected}{}",
                 quoted(text),
-                key.map(|k| format!(" for `{k}`")).unwrap_or_default()
+                for_key(key)
+            )));
+        }
+        if let Some(values) = schema.get("enum").and_then(Value::as_array)
+            && !values.iter().any(|v| v.as_str() == Some(text))
+        {
+            let names: Vec<String> = values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|v| format!("`{v}`"))
+                .collect();
+            return Err(Error::Invalid(format!(
+                "invalid request: unknown variant {}, expected one of {}{}",
+                quoted(text),
+                names.join(", "),
+                for_key(key)
             )));
         }
         if let Some(max) = key.and_then(bound)
@@ -148,6 +163,29 @@ fn walk(
             ));
         }
         return Ok(());
+    }
+    if !allowed.is_empty() && !allowed.iter().any(|t| is_of_type(value, t)) {
+        let expected = allowed
+            .iter()
+            .find_map(|t| type_article(t))
+            .unwrap_or("another type");
+        return Err(Error::Invalid(format!(
+            "invalid request: invalid type: {}, expected {expected}{}",
+            shown(value),
+            for_key(key)
+        )));
+    }
+    // No unsigned field takes a number below 0 (serde's message would name only `u64`).
+    let unsigned = schema
+        .get("minimum")
+        .and_then(Value::as_f64)
+        .is_some_and(|min| min >= 0.0);
+    if unsigned && value.as_f64().is_some_and(|n| n < 0.0) {
+        return Err(Error::Invalid(format!(
+            "invalid request: invalid value: {}, expected a number of at least 0{}",
+            shown(value),
+            for_key(key)
+        )));
     }
     match value {
         Value::Object(fields) => {
@@ -180,8 +218,35 @@ fn allowed_types(schema: &Value) -> Vec<&str> {
     }
 }
 
+/// ` for `key``, naming the field a refusal is about.
+fn for_key(key: Option<&str>) -> String {
+    key.map(|k| format!(" for `{k}`")).unwrap_or_default()
+}
+
+/// Whether `value` (not a string, not null) is of JSON schema type `json_type`.
+fn is_of_type(value: &Value, json_type: &str) -> bool {
+    match (json_type, value) {
+        ("boolean", Value::Bool(_)) | ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64(),
+        ("object", Value::Object(_)) | ("array", Value::Array(_)) => true,
+        _ => false,
+    }
+}
+
+/// A refused value that is not a string, shown as serde shows it (`integer `5``); arrays and
+/// objects by their kind only, since they may be long.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => format!("integer `{n}`"),
+        Value::Number(n) => format!("number `{n}`"),
+        other => kind(other).to_string(),
+    }
+}
+
 fn type_article(json_type: &str) -> Option<&'static str> {
     Some(match json_type {
+        "string" => "a string",
         "boolean" => "a boolean",
         "integer" => "an integer",
         "number" => "a number",
@@ -367,5 +432,64 @@ mod tests {
         let odd = json!({"step": huge, "generate": {"tools": [{"name": "x", "parameters": huge}]}});
         assert!(screen(surface::PRE_GENERATE, &odd).is_ok());
         assert!(screen(surface::ON_FUNCTIONS_CHANGE, &json!([huge])).is_ok());
+    }
+
+    #[test]
+    fn a_value_of_another_type_a_negative_count_or_an_unknown_choice_names_its_field() {
+        for (function, request, expected) in [
+            (
+                "directory::skills::list",
+                json!({"search": 5}),
+                "invalid type: integer `5`, expected a string for `search`",
+            ),
+            (
+                "directory::skills::create",
+                json!({"id": "a", "content": ["x"]}),
+                "invalid type: an array, expected a string for `content`",
+            ),
+            (
+                "directory::skills::get",
+                json!({"id": "a", "raw": 1}),
+                "invalid type: integer `1`, expected a boolean for `raw`",
+            ),
+            (
+                "directory::skills::search",
+                json!({"query": "x", "limit": 2.5}),
+                "invalid type: number `2.5`, expected an integer for `limit`",
+            ),
+            (
+                "directory::skills::list",
+                json!({"since_revision": -1}),
+                "invalid value: integer `-1`, expected a number of at least 0 for `since_revision`",
+            ),
+            (
+                "directory::skills::catalog",
+                json!({"format": "yaml"}),
+                "unknown variant \"yaml\", expected one of `xml`, `markdown`, `json` for `format`",
+            ),
+        ] {
+            assert_eq!(
+                refusal(function, request),
+                format!("invalid request: {expected}"),
+                "{function}"
+            );
+        }
+        // What the schemas allow passes to the handler.
+        for (function, request) in [
+            (
+                "directory::skills::search",
+                json!({"query": "x", "limit": 0}),
+            ),
+            (
+                "directory::skills::catalog",
+                json!({"format": "json", "max_bytes": 1}),
+            ),
+            (
+                "directory::skills::list",
+                json!({"since_revision": 0, "search": null}),
+            ),
+        ] {
+            assert!(screen(function, &request).is_ok(), "{function} {request}");
+        }
     }
 }
