@@ -328,6 +328,25 @@ fn init_logging(level: &str) {
         .init();
 }
 
+impl Command {
+    /// What the process is, in the note an index's writer leaves (`index::holder`): a worker
+    /// holds the index for good, a command lets go when done.
+    fn role(&self) -> &'static str {
+        match self {
+            Command::Serve => iii_directory::WORKER_ROLE,
+            Command::Reindex { .. } => "reindex",
+            Command::List { .. } => "list",
+            Command::Get { .. } => "get",
+            Command::Index { .. } => "index",
+            Command::Check { .. } => "check",
+            Command::Search { .. } => "search",
+            Command::Catalog { .. } => "catalog",
+            Command::Download(_) => "download",
+            Command::Bundles { .. } => "bundles",
+        }
+    }
+}
+
 fn run(cli: Cli) -> Result<(), CliError> {
     let (config, warnings) = Config::load(cli.config.as_deref())?;
     for warning in warnings {
@@ -337,7 +356,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
         emit(&serde_json::to_string_pretty(&worker::surface::manifest())?);
         return Ok(());
     }
-    match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    iii_directory::declare_process_role(command.role());
+    match command {
         Command::Serve => {
             let seed = cli.config.is_some().then(|| config.settings.to_json());
             worker::serve(worker::ServeOptions {

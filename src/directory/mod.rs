@@ -78,11 +78,21 @@ pub trait CatchUp: Send + Sync {
     fn pending(&self) -> bool;
 }
 
+/// Says once that an open waits for a command holding the index.
+fn waiting(holder: &index::holder::Holder) {
+    tracing::warn!(
+        "waiting for {}, which holds the index, to finish",
+        holder.describe()
+    );
+}
+
 impl Directory {
-    /// Opens the index as its writer (the worker, or the CLI when no worker runs).
+    /// Opens the index as its writer (the worker, or the CLI when no worker runs), after any
+    /// command of this binary that holds it (see `index::holder`); a worker holding it is
+    /// `Busy`.
     pub fn open(config: Config) -> Result<Directory, OpenError> {
         config.check()?;
-        let index = Index::open_writer(&config.paths.index_path)?;
+        let index = Index::open_writer_after_commands(&config.paths.index_path, waiting)?;
         Ok(Directory::with_index(config, index))
     }
 
@@ -93,10 +103,12 @@ impl Directory {
         Ok(Directory::with_index(config, index))
     }
 
-    /// Opens as the writer when no other process is, else as a read-only follower.
+    /// Opens as the writer when no other process is, else as a read-only follower of the
+    /// worker that holds the index. A command holding it (a `reindex` may be rebuilding it
+    /// from nothing) is waited for, and the index then opened as its writer.
     pub fn open_shared(config: Config) -> Result<Directory, OpenError> {
         config.check()?;
-        match Index::open_writer(&config.paths.index_path) {
+        match Index::open_writer_after_commands(&config.paths.index_path, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(_)) => Directory::open_read_only(config),
             Err(e) => Err(e),

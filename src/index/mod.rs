@@ -10,6 +10,7 @@
 
 pub mod changelog;
 mod clean_close;
+pub mod holder;
 mod owned;
 mod reader;
 pub mod reconcile;
@@ -169,7 +170,33 @@ impl Index {
             gate: RwLock::new(()),
         };
         index.note_latest();
+        holder::note(path);
         Ok(index)
+    }
+
+    /// Opens the index as its writer, first waiting for a command of this binary that holds it
+    /// (a `reindex`, a read bringing it up to date, a download) to let go: it does when done.
+    /// Held by a worker, by this process, or by a process that left no note, it is `Busy` at
+    /// once. `waiting` is told once who is waited for.
+    pub fn open_writer_after_commands(
+        path: &Path,
+        waiting: impl FnOnce(&holder::Holder),
+    ) -> Result<Index, OpenError> {
+        let mut waiting = Some(waiting);
+        loop {
+            match Index::open_writer(path) {
+                Err(OpenError::Busy(busy)) => match holder::of_busy(path) {
+                    Some(holder) if holder.is_command() => {
+                        if let Some(tell) = waiting.take() {
+                            tell(&holder);
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                    _ => return Err(OpenError::Busy(busy)),
+                },
+                other => return other,
+            }
+        }
     }
 
     /// Opens an existing index read-only, following a writer in another process.
@@ -334,7 +361,7 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
     };
     // What was there before this open wrote anything: the open itself creates a new index's
     // tables, which must not count as a marker that makes the file beside it ours.
-    let found = owned::Pair::inspect(path);
+    let found = owned::Pair::inspect_settled(path);
     if found.doubtful() {
         found.may_replace().map_err(not_ours)?;
     } else if let Some(refused) = found.untouchable() {

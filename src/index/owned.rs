@@ -19,6 +19,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use redb::{ReadableDatabase, TableHandle};
 
@@ -175,6 +176,29 @@ impl Pair {
         };
         Pair {
             files: [file(index, Role::Index), file(texts, Role::Texts)],
+        }
+    }
+
+    /// As [`Pair::inspect`], but a doubtful pair that another process may be making right now
+    /// (a file of it changed in the last seconds: two commands started together on a new
+    /// project) is looked at again until it settles, for up to a couple of seconds, rather
+    /// than refused as not ours while that process writes its first tables.
+    pub(super) fn inspect_settled(path: &Path) -> Pair {
+        const SETTLE: Duration = Duration::from_secs(2);
+        const RECENT: Duration = Duration::from_secs(10);
+        let started = Instant::now();
+        loop {
+            let pair = Pair::inspect(path);
+            let refused = pair.doubtful() && pair.may_replace().is_err();
+            let recent = pair.files.iter().any(|file| {
+                std::fs::metadata(&file.path)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age < RECENT))
+            });
+            if !refused || !recent || started.elapsed() >= SETTLE {
+                return pair;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::Tree;
-use iii_directory::{Directory, ReadFunction};
+use iii_directory::{Directory, IndexHolder, ReadFunction, WORKER_ROLE, write_index_holder};
 use serde_json::{Value, json};
 
 /// How recent a file's mtime or ctime must be for reconcile to read it again next time
@@ -713,12 +713,24 @@ fn bad_config_names_the_key() {
     assert!(stderr.contains("/nonexistent/iii.yaml"), "{stderr}");
 }
 
+/// Opens the tree's index as its writer and notes the holder as a worker or command of
+/// `role` would (`index::holder`), this test process standing in for it.
+fn hold_as(tree: &Tree, role: &str) -> Directory {
+    let directory = Directory::open(tree.config()).expect("open as writer");
+    let holder = IndexHolder {
+        pid: std::process::id(),
+        role: role.to_string(),
+    };
+    write_index_holder(&tree.config().paths.index_path, &holder).expect("note the holder");
+    directory
+}
+
 /// A running worker holds the index as its writer: the read commands answer from its live
 /// index (and see what it reconciles later); `reindex` refuses and says why.
 #[test]
 fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
     let tree = sample_tree();
-    let writer = Directory::open(tree.config()).expect("open as writer");
+    let writer = hold_as(&tree, WORKER_ROLE);
     writer.reconcile().expect("reconcile");
 
     let list = ok_json(&tree, &["list", "skills", "--json"]);
@@ -774,7 +786,7 @@ fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
 #[test]
 fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
     let tree = sample_tree();
-    let writer = std::sync::Arc::new(Directory::open(tree.config()).expect("open as writer"));
+    let writer = std::sync::Arc::new(hold_as(&tree, WORKER_ROLE));
     writer.reconcile().expect("reconcile");
     let watcher = iii_directory::Watcher::start(writer.clone(), Default::default());
     for round in 0..5 {
@@ -1161,4 +1173,78 @@ fn without_a_model_here_reindex_says_so_and_fetches_nothing() {
     );
     let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(answer["mode"], "lexical");
+}
+
+/// A command holds the index only while it runs (a `reindex --from-scratch` rebuilding it from
+/// nothing, a read bringing it up to date): a read command started meanwhile waits for it,
+/// says so, and then answers from the index brought up to date, never from one half built.
+#[test]
+fn a_command_waits_for_another_command_that_holds_the_index() {
+    let tree = sample_tree();
+    let holder = hold_as(&tree, "reindex");
+    tree.write(
+        "skills/late/index.md",
+        "# Late\n\nWritten while the index was held.\n",
+    );
+    let mut child = iii(&tree)
+        .args(["list", "skills", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the read waits while the command holds the index"
+    );
+    drop(holder);
+    let output = child.wait_with_output().expect("wait");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let listed: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert!(listed.to_string().contains("\"late\""), "{listed}");
+    assert!(
+        text(&output.stderr).contains(&format!(
+            "waiting for `iii-directory reindex` (pid {}), which holds the index, to finish",
+            std::process::id()
+        )),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+/// Commands started together on a new project (no index yet): each waits for the one making
+/// the index, none takes it, half made, for a file that is not an index.
+#[test]
+fn commands_started_together_on_a_new_project_all_answer() {
+    let tree = sample_tree();
+    for round in 0..3 {
+        let index = tree.config().paths.index_path;
+        let _ = iii_directory::remove_index(&index);
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                iii(&tree)
+                    .args(["list", "skills", "--json"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        let answers: Vec<Value> = children
+            .into_iter()
+            .map(|child| {
+                let output = child.wait_with_output().expect("wait");
+                assert!(
+                    output.status.success(),
+                    "round {round}: {}",
+                    text(&output.stderr)
+                );
+                serde_json::from_slice(&output.stdout).expect("json")
+            })
+            .collect();
+        assert!(
+            answers.windows(2).all(|pair| pair[0] == pair[1]),
+            "round {round}"
+        );
+    }
 }

@@ -1,0 +1,159 @@
+//! Who holds the index as its writer, for the processes that find it held. The writer's lock
+//! (redb's) says only that some process holds it; a note beside the index file
+//! (`<index_path>.holder`: `{pid, role}`) says which. A process of this binary declares its role
+//! once ([`declare`]): `worker`, or the command it runs (`reindex`, `list`, `download`…).
+//!
+//! What the others do with it (`Index::open_writer_after_commands`, `Directory::open_shared`):
+//! a command holds the index for a while and then lets go, so a worker starting, a `reindex`,
+//! or a read that would bring the index up to date waits for it instead of failing or
+//! following an index that is being rebuilt; a worker holds it for good, so a second worker
+//! stops with an error and a command follows the worker's live copy.
+//!
+//! The note is consulted only while the lock is held, so one left by a process that died is
+//! harmless: its pid is no longer alive, and the note is read as no note.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// The role this process declared, if it did (a library user, a test: none).
+static ROLE: OnceLock<String> = OnceLock::new();
+
+/// The role of a worker serving the bus; every other role is a command.
+pub const WORKER: &str = "worker";
+
+/// How long a process that found the index held waits for the holder's note: the holder
+/// writes it right after taking the lock, so a missing note is usually a moment away.
+const NOTE_WAIT: Duration = Duration::from_secs(2);
+
+/// Declares this process's role, written in the note of every index it opens as the writer.
+/// The first declaration holds.
+pub fn declare(role: &str) {
+    let _ = ROLE.set(role.to_string());
+}
+
+/// The process holding an index, as its note says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    pub pid: u32,
+    pub role: String,
+}
+
+impl Holder {
+    /// Whether the holder is a command of this binary, which lets go of the index when done.
+    pub fn is_command(&self) -> bool {
+        self.role != WORKER
+    }
+
+    /// How a message names it: "`iii-directory reindex` (pid 4242)".
+    pub fn describe(&self) -> String {
+        match self.is_command() {
+            true => format!("`iii-directory {}` (pid {})", self.role, self.pid),
+            false => format!("a running iii-directory worker (pid {})", self.pid),
+        }
+    }
+}
+
+fn note_path(index: &Path) -> PathBuf {
+    let mut name = index.as_os_str().to_owned();
+    name.push(".holder");
+    PathBuf::from(name)
+}
+
+/// Notes this process as the writer of the index at `index` (when it declared a role). Best
+/// effort: without the note, the others behave as before notes existed (see [`of_busy`]).
+pub(super) fn note(index: &Path) {
+    let Some(role) = ROLE.get() else {
+        return;
+    };
+    let holder = Holder {
+        pid: std::process::id(),
+        role: role.clone(),
+    };
+    if let Err(e) = write_note(index, &holder) {
+        tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
+    }
+}
+
+/// Writes the note naming `holder` as the writer of the index at `index`, whole (a reader
+/// never sees half of it). Public for tests that stand in for a worker.
+pub fn write_note(index: &Path, holder: &Holder) -> std::io::Result<()> {
+    let path = note_path(index);
+    let temporary = path.with_extension(format!("holder.{}.tmp", holder.pid));
+    let written = serde_json::to_vec(holder)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| std::fs::write(&temporary, bytes))
+        .and_then(|()| std::fs::rename(&temporary, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+/// The holder of an index another process holds, when its note names a live process other
+/// than this one; `None` when no such note appears within [`NOTE_WAIT`] (an older binary, or a
+/// process of this one's own).
+pub fn of_busy(index: &Path) -> Option<Holder> {
+    let started = Instant::now();
+    loop {
+        let note = std::fs::read(note_path(index))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Holder>(&bytes).ok());
+        match note {
+            Some(holder) if holder.pid == std::process::id() => return None,
+            Some(holder) if alive(holder.pid) => return Some(holder),
+            _ if started.elapsed() >= NOTE_WAIT => return None,
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks that the process exists; EPERM means it does, owned by someone else.
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_of_a_live_process_names_it_and_one_of_a_dead_or_this_process_does_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let write = |holder: &Holder| write_note(&index, holder).expect("write");
+        // The parent of this test process is alive and is not this process.
+        let parent = Holder {
+            pid: std::os::unix::process::parent_id(),
+            role: "reindex".into(),
+        };
+        write(&parent);
+        assert_eq!(of_busy(&index), Some(parent.clone()));
+        assert!(parent.is_command());
+        assert_eq!(
+            parent.describe(),
+            format!("`iii-directory reindex` (pid {})", parent.pid)
+        );
+        let own = Holder {
+            pid: std::process::id(),
+            role: WORKER.into(),
+        };
+        write(&own);
+        assert_eq!(of_busy(&index), None);
+        // A pid no process has (above the kernel's pid_max).
+        write(&Holder {
+            pid: 1 << 23,
+            role: WORKER.into(),
+        });
+        let started = Instant::now();
+        assert_eq!(of_busy(&index), None);
+        assert!(started.elapsed() >= NOTE_WAIT, "waited for a live note");
+    }
+}
