@@ -19,24 +19,33 @@ const EMBED_BEFORE_SEARCH: u64 = 32;
 /// How often `reindex` redraws its embedding progress.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
+/// What became of the model on this machine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Model {
+    Loaded,
+    /// None here: no `search_model_path`, and the worker fetched none.
+    Absent,
+    /// Here, but it could not be loaded (said on stderr).
+    Unloadable,
+}
+
 /// Loads the model on this machine into `directory`, which reads the vectors its index keeps of
-/// it. False when there is none, or when it cannot be loaded (said on stderr: the command goes
-/// on lexically).
-fn load(directory: &Directory) -> bool {
+/// it. Without it, or when it cannot be loaded (said on stderr), the command goes on lexically.
+fn load(directory: &Directory) -> Model {
     let Some(folder) = directory.local_model_folder() else {
-        return false;
+        return Model::Absent;
     };
     match Embedder::load(&folder) {
         Ok(embedder) => {
             directory.set_model_state(ModelState::Ready(Arc::new(embedder)));
-            true
+            Model::Loaded
         }
         Err(e) => {
             eprintln!(
                 "warning: cannot load the search model from {}: {e}; ranking lexically",
                 folder.display()
             );
-            false
+            Model::Unloadable
         }
     }
 }
@@ -45,7 +54,7 @@ fn load(directory: &Directory) -> bool {
 /// content has its embedding (a few missing ones are embedded first, by the index's writer).
 /// Returns a note for stderr when the search stays lexical although the model is here.
 pub fn ready_for_search(directory: &Directory) -> Result<Option<String>, CliError> {
-    if !load(directory) {
+    if load(directory) != Model::Loaded {
         return Ok(None);
     }
     let mut pending = directory.hybrid_when_embedded()?;
@@ -74,6 +83,9 @@ pub struct Embeddings {
     /// The model's name; `null` when none is on this machine (`pending` then counts every
     /// distinct skill content).
     pub model: Option<&'static str>,
+    /// The model is on this machine but could not be loaded (the warning says why).
+    #[serde(skip)]
+    pub unloadable: bool,
     /// Skill contents embedded by this run.
     pub embedded: u64,
     /// Skill contents still without an embedding (a text that could not be read).
@@ -87,9 +99,11 @@ pub fn embed_all(
     directory: &Directory,
     progress: impl Fn(u64, u64),
 ) -> Result<Embeddings, CliError> {
-    if !load(directory) {
+    let model = load(directory);
+    if model != Model::Loaded {
         return Ok(Embeddings {
             model: None,
+            unloadable: model == Model::Unloadable,
             embedded: 0,
             pending: directory.hybrid_when_embedded()?,
             ms: 0,
@@ -113,6 +127,7 @@ pub fn embed_all(
     };
     Ok(Embeddings {
         model: Some(MODEL_NAME),
+        unloadable: false,
         embedded,
         pending: directory.hybrid_when_embedded()?,
         ms: started.elapsed().as_millis() as u64,
@@ -122,6 +137,11 @@ pub fn embed_all(
 impl Embeddings {
     /// The summary's line about embeddings.
     pub fn line(&self) -> String {
+        if self.unloadable {
+            return "skill embeddings: none computed, the search model could not be loaded (see \
+                    the warning above); skill search ranks lexically"
+                .to_string();
+        }
         if self.model.is_none() {
             return "skill embeddings: no search model on this machine (set search_model_path, \
                     or let the worker fetch it); skill search ranks lexically"

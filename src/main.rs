@@ -63,16 +63,35 @@ struct Cli {
     config: Option<PathBuf>,
     /// Log level: error, warn, info, debug or trace (RUST_LOG, when set, takes precedence);
     /// the worker defaults to info, the other commands to warn.
-    #[arg(long, global = true, value_name = "LEVEL")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "LEVEL",
+        ignore_case = true,
+        value_parser = ["error", "warn", "info", "debug", "trace", "off"]
+    )]
     log_level: Option<String>,
     /// The engine's WebSocket address (the worker).
-    #[arg(long, global = true, env = "III_URL", default_value = DEFAULT_URL)]
+    #[arg(long, global = true, env = "III_URL", default_value = DEFAULT_URL, value_parser = engine_url)]
     url: String,
     /// Print the functions and trigger types the worker registers, as JSON, and exit.
     #[arg(long, global = true)]
     manifest: bool,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// The engine listens for workers on a WebSocket: anything else would be retried forever.
+fn engine_url(url: &str) -> Result<String, String> {
+    let scheme_ok = ["ws://", "wss://"]
+        .iter()
+        .any(|scheme| url.len() > scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme));
+    match scheme_ok {
+        true => Ok(url.to_string()),
+        false => Err(format!(
+            "the engine's address is a WebSocket URL, ws://HOST:PORT or wss://HOST:PORT (the engine's default is {DEFAULT_URL})"
+        )),
+    }
 }
 
 #[derive(Subcommand)]
@@ -249,7 +268,8 @@ fn main() -> ExitCode {
     }
     let level = cli
         .log_level
-        .clone()
+        .as_deref()
+        .map(str::to_ascii_lowercase)
         .unwrap_or_else(|| if serving { "info" } else { "warn" }.into());
     // The SDK retries a missing engine every 2 s and says so each time, and its telemetry
     // exporter complains too; the worker says it once itself.

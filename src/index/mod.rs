@@ -62,11 +62,15 @@ pub enum OpenError {
     /// A file at `index_path` (or its texts store) that is not an index this worker made: it is
     /// left untouched (see `owned.rs` for the rule).
     #[error(
-        "index_path: {} is {why}; it is left untouched. Set index_path to a file of its own \
-         (or delete this one if it is a damaged index)",
-        path.display()
+        "index_path: {} is {why}; it is left untouched. Set index_path to a file of its own{}",
+        path.display(),
+        if *a_file { " (or delete this one if it is a damaged index)" } else { "" }
     )]
-    NotOurs { path: PathBuf, why: String },
+    NotOurs {
+        path: PathBuf,
+        why: String,
+        a_file: bool,
+    },
     /// The configured folders break a layout rule (`config::layout`): nothing was opened.
     #[error(transparent)]
     Unsafe(#[from] ConfigError),
@@ -358,6 +362,7 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
     let not_ours = |refused: owned::NotOurs| OpenError::NotOurs {
         path: refused.path,
         why: refused.why,
+        a_file: refused.a_file,
     };
     // What was there before this open wrote anything: the open itself creates a new index's
     // tables, which must not count as a marker that makes the file beside it ours.

@@ -60,19 +60,19 @@ impl Role {
 pub(super) fn found(path: &Path) -> Found {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Absent,
-        Err(_) => return Found::Untouchable("it cannot be inspected"),
+        Err(_) => return Found::Untouchable("something that cannot be inspected"),
         Ok(_) => {}
     }
     // Followed, as redb's open would follow it.
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Found::Untouchable("it is a link to a file that does not exist");
+            return Found::Untouchable("a link to a file that does not exist");
         }
-        Err(_) => return Found::Untouchable("it cannot be inspected"),
+        Err(_) => return Found::Untouchable("something that cannot be inspected"),
     };
     if !meta.is_file() {
-        return Found::Untouchable("it is not a regular file");
+        return Found::Untouchable("not a regular file (a folder, a device or a pipe)");
     }
     if meta.len() == 0 {
         return Found::Empty;
@@ -83,7 +83,7 @@ pub(super) fn found(path: &Path) -> Found {
         Ok(()) if head == REDB_MAGIC => Found::Redb,
         Ok(()) => Found::Other,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Found::Other,
-        Err(_) => Found::Untouchable("it cannot be read"),
+        Err(_) => Found::Untouchable("a file that cannot be read"),
     }
 }
 
@@ -159,6 +159,8 @@ pub(super) struct Pair {
 pub(super) struct NotOurs {
     pub path: PathBuf,
     pub why: String,
+    /// A regular file, which may be a damaged index of ours: deleting it is worth suggesting.
+    pub a_file: bool,
 }
 
 impl Pair {
@@ -208,6 +210,7 @@ impl Pair {
             Found::Untouchable(why) => Some(NotOurs {
                 path: file.path.clone(),
                 why: why.to_owned(),
+                a_file: false,
             }),
             _ => None,
         })
@@ -239,6 +242,7 @@ impl Pair {
                 return Err(NotOurs {
                     path: file.path.clone(),
                     why: what.to_owned(),
+                    a_file: true,
                 });
             }
         }

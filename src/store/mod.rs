@@ -159,9 +159,13 @@ fn open_parent(
 ) -> Result<(Dir, OsString), StoreError> {
     let (folder, name) = beneath::split(rel).map_err(|e| refusal(e, dest, root, "write"))?;
     let root_dir = Dir::root(root, create).map_err(io_error("open", root))?;
-    let dir = root_dir
-        .open_dir(folder, create)
-        .map_err(|e| refusal(e, dest, root, "create_dir_all"))?;
+    // The system's error is about the folder (a file where it must be, say), so it names it.
+    let dir = root_dir.open_dir(folder, create).map_err(|e| match e {
+        Refusal::Io(source) => {
+            StoreError::Io(io_error("create_dir_all", &root.join(folder))(source))
+        }
+        other => refusal(other, dest, root, "create_dir_all"),
+    })?;
     Ok((dir, name.to_os_string()))
 }
 

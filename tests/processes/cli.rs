@@ -1248,3 +1248,81 @@ fn commands_started_together_on_a_new_project_all_answer() {
         );
     }
 }
+
+/// Mistakes on the command line and in the configuration are refused with what to do next:
+/// an unknown log level or an engine address that is not a WebSocket URL (usage errors, exit
+/// 2), a folder at `index_path`, a search model that is configured but cannot be loaded.
+#[test]
+fn command_line_and_configuration_mistakes_say_what_to_do() {
+    let tree = sample_tree();
+    let usage = |args: &[&str]| {
+        let output = run(&tree, args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        text(&output.stderr)
+    };
+    let stderr = usage(&["--log-level", "loud", "list", "skills"]);
+    assert!(
+        stderr.contains("[possible values: error, warn, info, debug, trace, off]"),
+        "{stderr}"
+    );
+    assert!(
+        run(&tree, &["--log-level", "DEBUG", "list", "skills"])
+            .status
+            .success()
+    );
+    for url in ["http://127.0.0.1:49134", "127.0.0.1:49134", "ws://"] {
+        let stderr = usage(&["--url", url, "search", "send an email"]);
+        assert!(
+            stderr.contains("the engine's address is a WebSocket URL, ws://HOST:PORT"),
+            "{url}: {stderr}"
+        );
+    }
+
+    fs::create_dir_all(tree.path("a-folder")).expect("mkdir");
+    tree.write(
+        "folder.yaml",
+        "index_path: a-folder\nsearch_model_download: false\n",
+    );
+    let stderr = fails(
+        &tree,
+        &[
+            "--config",
+            tree.path("folder.yaml").to_str().expect("path"),
+            "list",
+            "skills",
+        ],
+    );
+    assert!(
+        stderr.contains(&format!(
+            "index_path: {} is not a regular file (a folder, a device or a pipe); it is left untouched. Set index_path to a file of its own\n",
+            tree.path("a-folder").display()
+        )),
+        "{stderr}"
+    );
+
+    tree.write(
+        "model.yaml",
+        "search_model_path: no-model-here\nsearch_model_download: false\n",
+    );
+    let output = run(
+        &tree,
+        &[
+            "--config",
+            tree.path("model.yaml").to_str().expect("path"),
+            "reindex",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("cannot load the search model from"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(
+        text(&output.stdout).contains(
+            "skill embeddings: none computed, the search model could not be loaded (see the warning above)"
+        ),
+        "{}",
+        text(&output.stdout)
+    );
+}

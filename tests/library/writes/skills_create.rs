@@ -399,3 +399,22 @@ fn skills_create_refuses_an_id_a_local_namespace_would_hide() {
         env.path("skills/shell/newcmd.md").display().to_string()
     );
 }
+
+/// A file where the new skill's folder must be: the system's error names that folder.
+#[test]
+fn skills_create_under_a_file_names_the_folder_it_could_not_make() {
+    let env = Env::new(|tree| {
+        tree.write("skills/zz", "a plain file\n");
+    });
+    let error = env.err(
+        WriteFunction::SkillsCreate,
+        json!({"id": "zz/a", "content": BODY}),
+    );
+    let folder = env.path("skills/zz");
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("create_dir_all {}: ", folder.display())),
+        "{error}"
+    );
+}
