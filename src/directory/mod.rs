@@ -78,6 +78,47 @@ pub trait CatchUp: Send + Sync {
     fn pending(&self) -> bool;
 }
 
+/// The folders a configuration indexes, as a holder's note names them.
+fn folders(roots: &Roots) -> Vec<(String, String)> {
+    roots
+        .active()
+        .map(|(root, path)| (root.config_key().to_string(), path.display().to_string()))
+        .collect()
+}
+
+/// Refuses to follow a holder that indexes other folders than `ours` (a note without folders,
+/// from a command or an older build, is not compared).
+fn check_same_folders(
+    index: &std::path::Path,
+    holder: &index::holder::Holder,
+    ours: &[(String, String)],
+) -> Result<(), OpenError> {
+    if holder.folders.is_empty() || holder.folders == ours {
+        return Ok(());
+    }
+    let differences: Vec<String> = ours
+        .iter()
+        .filter(|folder| !holder.folders.contains(folder))
+        .map(|(key, path)| {
+            let theirs = holder
+                .folders
+                .iter()
+                .find(|(k, _)| k == key)
+                .map_or("none", |(_, p)| p.as_str());
+            format!("{key}: {theirs}, where this configuration names {path}")
+        })
+        .collect();
+    let difference = match differences.is_empty() {
+        true => "it has a folder this configuration does not".to_string(),
+        false => differences.join("; "),
+    };
+    Err(OpenError::OtherFolders {
+        path: index.to_path_buf(),
+        holder: holder.describe(),
+        difference,
+    })
+}
+
 /// Says once that an open waits for a command holding the index.
 fn waiting(holder: &index::holder::Holder) {
     tracing::warn!(
@@ -110,17 +151,24 @@ impl Directory {
         config.check()?;
         match Index::open_writer_after_commands(&config.paths.index_path, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
-            Err(OpenError::Busy(_)) => Directory::open_read_only(config),
+            Err(OpenError::Busy(path)) => {
+                if let Some(holder) = index::holder::read(&path) {
+                    let ours = folders(&Roots::from_paths(&config.paths));
+                    check_same_folders(&path, &holder, &ours)?;
+                }
+                Directory::open_read_only(config)
+            }
             Err(e) => Err(e),
         }
     }
 
     fn with_index(config: Config, index: Index) -> Directory {
+        let roots = Roots::from_paths(&config.paths);
         if index.is_writer() {
+            index::holder::note(&config.paths.index_path, folders(&roots));
             // Before the first reconcile: a download killed mid-landing is finished or undone.
             store::landing::recover_at_open(&config.paths);
         }
-        let roots = Roots::from_paths(&config.paths);
         index.set_change_log_revisions(config.settings.change_log_revisions);
         let settings = RwLock::new(config.settings.clone());
         Directory {

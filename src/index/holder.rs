@@ -39,6 +39,10 @@ pub fn declare(role: &str) {
 pub struct Holder {
     pub pid: u32,
     pub role: String,
+    /// The folders it indexes, `[configuration key, path]` for each root that is on: a
+    /// process with other folders must not read the rows this index holds as its own.
+    #[serde(default)]
+    pub folders: Vec<(String, String)>,
 }
 
 impl Holder {
@@ -62,15 +66,17 @@ fn note_path(index: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Notes this process as the writer of the index at `index` (when it declared a role). Best
-/// effort: without the note, the others behave as before notes existed (see [`of_busy`]).
-pub(super) fn note(index: &Path) {
+/// Notes this process as the writer of the index at `index`, indexing `folders` (when it
+/// declared a role). Best effort: without the note, the others behave as before notes
+/// existed (see [`of_busy`]).
+pub fn note(index: &Path, folders: Vec<(String, String)>) {
     let Some(role) = ROLE.get() else {
         return;
     };
     let holder = Holder {
         pid: std::process::id(),
         role: role.clone(),
+        folders,
     };
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
@@ -98,16 +104,20 @@ pub fn write_note(index: &Path, holder: &Holder) -> std::io::Result<()> {
 pub fn of_busy(index: &Path) -> Option<Holder> {
     let started = Instant::now();
     loop {
-        let note = std::fs::read(note_path(index))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Holder>(&bytes).ok());
-        match note {
-            Some(holder) if holder.pid == std::process::id() => return None,
-            Some(holder) if alive(holder.pid) => return Some(holder),
-            _ if started.elapsed() >= NOTE_WAIT => return None,
-            _ => std::thread::sleep(Duration::from_millis(50)),
+        match read(index) {
+            Some(holder) => return Some(holder).filter(|h| h.pid != std::process::id()),
+            None if started.elapsed() >= NOTE_WAIT => return None,
+            None => std::thread::sleep(Duration::from_millis(50)),
         }
     }
+}
+
+/// The note as it is now, when it names a live process.
+pub fn read(index: &Path) -> Option<Holder> {
+    std::fs::read(note_path(index))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Holder>(&bytes).ok())
+        .filter(|holder| alive(holder.pid))
 }
 
 fn alive(pid: u32) -> bool {
@@ -133,6 +143,7 @@ mod tests {
         let parent = Holder {
             pid: std::os::unix::process::parent_id(),
             role: "reindex".into(),
+            folders: Vec::new(),
         };
         write(&parent);
         assert_eq!(of_busy(&index), Some(parent.clone()));
@@ -144,6 +155,7 @@ mod tests {
         let own = Holder {
             pid: std::process::id(),
             role: WORKER.into(),
+            folders: Vec::new(),
         };
         write(&own);
         assert_eq!(of_busy(&index), None);
@@ -151,6 +163,7 @@ mod tests {
         write(&Holder {
             pid: 1 << 23,
             role: WORKER.into(),
+            folders: Vec::new(),
         });
         let started = Instant::now();
         assert_eq!(of_busy(&index), None);

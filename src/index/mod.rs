@@ -71,6 +71,17 @@ pub enum OpenError {
         why: String,
         a_file: bool,
     },
+    /// The worker holding the index serves other folders than this process's configuration
+    /// names: its rows are not this configuration's to answer with.
+    #[error(
+        "the index at {} belongs to {holder}, which serves other folders ({difference}); answering from it would show that tree as this one. Use the worker's configuration (it is stored in the engine: `iii trigger configuration::get id=iii-directory`), or give this configuration an index_path of its own",
+        path.display()
+    )]
+    OtherFolders {
+        path: PathBuf,
+        holder: String,
+        difference: String,
+    },
     /// The configured folders break a layout rule (`config::layout`): nothing was opened.
     #[error(transparent)]
     Unsafe(#[from] ConfigError),
@@ -174,7 +185,6 @@ impl Index {
             gate: RwLock::new(()),
         };
         index.note_latest();
-        holder::note(path);
         Ok(index)
     }
 

@@ -717,12 +717,31 @@ fn bad_config_names_the_key() {
 /// `role` would (`index::holder`), this test process standing in for it.
 fn hold_as(tree: &Tree, role: &str) -> Directory {
     let directory = Directory::open(tree.config()).expect("open as writer");
+    note_holder(tree, role, tree_folders(tree));
+    directory
+}
+
+/// The folders the tree's configuration indexes, as a holder's note names them.
+fn tree_folders(tree: &Tree) -> Vec<(String, String)> {
+    let paths = tree.config().paths;
+    [
+        ("skills_folder", paths.skills_folder),
+        ("local_skills_folder", paths.local_skills_folder),
+        ("agents_skills_folder", paths.agents_skills_folder),
+        ("agents_folder", paths.agents_folder),
+    ]
+    .into_iter()
+    .map(|(key, path)| (key.to_string(), path.display().to_string()))
+    .collect()
+}
+
+fn note_holder(tree: &Tree, role: &str, folders: Vec<(String, String)>) {
     let holder = IndexHolder {
         pid: std::process::id(),
         role: role.to_string(),
+        folders,
     };
     write_index_holder(&tree.config().paths.index_path, &holder).expect("note the holder");
-    directory
 }
 
 /// A running worker holds the index as its writer: the read commands answer from its live
@@ -1324,5 +1343,35 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
         ),
         "{}",
         text(&output.stdout)
+    );
+}
+
+/// A command whose configuration names other folders than the running worker indexes does not
+/// answer from the worker's index as if it were its own tree: it says whose index it is and
+/// what differs.
+#[test]
+fn a_command_does_not_follow_a_worker_serving_other_folders() {
+    let tree = sample_tree();
+    let writer = hold_as(&tree, WORKER_ROLE);
+    writer.reconcile().expect("reconcile");
+    assert!(
+        run(&tree, &["list", "skills"]).status.success(),
+        "same folders"
+    );
+    let mut elsewhere = tree_folders(&tree);
+    elsewhere[0].1 = "/srv/other-project/skills".to_string();
+    note_holder(&tree, WORKER_ROLE, elsewhere);
+    let stderr = fails(&tree, &["list", "skills"]);
+    assert!(
+        stderr.contains(&format!(
+            "belongs to a running iii-directory worker (pid {}), which serves other folders (skills_folder: /srv/other-project/skills, where this configuration names {})",
+            std::process::id(),
+            tree.config().paths.skills_folder.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("configuration::get id=iii-directory"),
+        "{stderr}"
     );
 }
