@@ -207,20 +207,30 @@ pub struct Checked {
     pub folder: String,
 }
 
+/// What an update's landing does to the bundle's record beyond the files it lands.
+#[derive(Clone, Copy, Default)]
+pub struct Beyond<'a> {
+    /// Placed paths the landing removes: the record forgets them.
+    pub removed: &'a [(Dest, String)],
+    /// Bundle files (placed, with upstream's bytes) that stay as the user has them though the
+    /// lock lists them: the record claims those it does not list yet ([`claim_kept`]).
+    pub kept: &'a [File],
+}
+
 /// Places `files` (routed for `<skills_folder>/<namespace>/`) in the namespace's folder,
 /// checks every one against what is on disk and in the index (see the module doc), and adds
-/// the bundle's updated record, which forgets the files of `removed` (placed paths the landing
-/// removes). Nothing is written.
+/// the bundle's updated record, which forgets the files `beyond.removed` and claims the files
+/// `beyond.kept`. Nothing is written.
 pub fn check(
     paths: &Paths,
     namespace: &str,
     files: Vec<File>,
     served_prompt: ServedPrompt<'_>,
-    (on_edited, removed): (OnEdited, &[(Dest, String)]),
+    (on_edited, beyond): (OnEdited, Beyond<'_>),
 ) -> Result<Checked> {
     check_namespace(namespace)?;
     let folder = namespace_folder(paths, namespace);
-    if files.is_empty() && removed.is_empty() {
+    if files.is_empty() && beyond.removed.is_empty() && beyond.kept.is_empty() {
         return Ok(Checked {
             files,
             kept_local: Vec::new(),
@@ -365,7 +375,7 @@ pub fn check(
     let mut files = landing;
     record.schema = RECORD_SCHEMA;
     record.namespace = namespace.to_string();
-    for (dest, rel) in removed {
+    for (dest, rel) in beyond.removed {
         record.files.remove(&record_key(*dest, rel));
     }
     for file in &files {
@@ -373,6 +383,7 @@ pub fn check(
             .files
             .insert(record_key(file.dest, &file.rel), hash_hex(&file.bytes));
     }
+    claim_kept(&mut record, beyond.kept);
     let bytes = serde_json::to_vec_pretty(&record).map_err(Error::json)?;
     files.push(File {
         dest: Dest::Skills,
@@ -384,6 +395,28 @@ pub fn check(
         kept_local,
         folder,
     })
+}
+
+/// Lists in the record the files of `kept` it does not list yet, under the hash of upstream's
+/// bytes. An update keeps a file as the user has it where upstream's text conflicts with it
+/// (`<name>.upstream` beside it) or `keep-local` asks; the lock lists that file as the
+/// bundle's, with upstream's bytes, and the record must agree: it decides what a landing may
+/// replace, and a file it lacks is refused as one "this bundle did not install" (`D330`) at
+/// every later update, even once the conflict is settled, even forced. That is the case of a
+/// file made here by hand that a new version of the bundle adds: it was never the bundle's
+/// until that landing made it so. Recorded under upstream's bytes, the file reads as edited
+/// until it holds them (the conflict settled by taking upstream's text: clean again). A file
+/// the record lists already keeps the hash it was installed with (edited then, edited still).
+/// Only files of the namespace's own folder are claimed: an agent profile sits in the shared
+/// `agents_folder`, where the file in the way may be the user's own profile or another
+/// namespace's, and profiles are never adopted.
+fn claim_kept(record: &mut Record, kept: &[File]) {
+    for file in kept.iter().filter(|f| f.dest == Dest::Skills) {
+        record
+            .files
+            .entry(record_key(file.dest, &file.rel))
+            .or_insert_with(|| hash_hex(&file.bytes));
+    }
 }
 
 /// Records the files of `merged` (placed paths) in the bundle's record under the hash of the

@@ -64,7 +64,7 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
                 &namespace,
                 bundle.files,
                 &served_prompt,
-                (on_edited, &[]),
+                (on_edited, guard::Beyond::default()),
             )?;
             // An empty bundle writes nothing, not even a lock entry.
             if checked.files.is_empty() && checked.kept_local.is_empty() {

@@ -991,6 +991,7 @@ fn land_now(
     let served_prompt = |name: &str| served_prompt(directory, name);
     struct Decided {
         stale: bool,
+        /// The upstream files not landed as upstream has them (kept or merged).
         kept: Vec<File>,
         written: Vec<String>,
         removed: Vec<String>,
@@ -1023,6 +1024,8 @@ fn land_now(
             }
             let mut files = Vec::new();
             let mut removed = Vec::new();
+            // The files that stay as the user has them while the lock lists upstream's bytes.
+            let mut kept_here = Vec::new();
             for file in &plan.files {
                 let action = match decide(file, on_conflict) {
                     Action::Remove if dropped == Dropped::Keep => Action::Nothing,
@@ -1057,6 +1060,10 @@ fn land_now(
                             "path": file.shown,
                             "upstream_copy": format!("{}{UPSTREAM_SUFFIX}", file.shown),
                         }));
+                        kept_here.push(File {
+                            rel: file.key.1.clone(),
+                            ..up.clone()
+                        });
                         decided.kept.push(up.clone());
                         files.push(File {
                             dest: up.dest,
@@ -1069,6 +1076,10 @@ fn land_now(
                             decided.conflicts.push(json!({ "path": file.shown }));
                         }
                         if let Some(up) = up {
+                            kept_here.push(File {
+                                rel: file.key.1.clone(),
+                                ..up.clone()
+                            });
                             decided.kept.push(up);
                         }
                     }
@@ -1085,7 +1096,13 @@ fn land_now(
                 &namespace,
                 files,
                 &served_prompt,
-                (OnEdited::Overwrite, &removed),
+                (
+                    OnEdited::Overwrite,
+                    guard::Beyond {
+                        removed: &removed,
+                        kept: &kept_here,
+                    },
+                ),
             )?;
             let merged: Vec<(Dest, String, Vec<u8>)> = plan
                 .files

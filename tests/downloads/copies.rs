@@ -233,3 +233,133 @@ async fn a_download_of_the_locked_namespace_removes_a_settled_copy_too() {
     assert_eq!(listed["state"], "clean", "{listed}");
     assert_eq!(listed["upstream_copies"], json!([]));
 }
+
+/// How the user settles the conflict a hand-made file met when a new version added it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Settle {
+    /// `mv notes.md.upstream notes.md`.
+    TakeUpstream,
+    /// `rm notes.md.upstream`.
+    KeepMine,
+}
+
+async fn download_answer(s: &Setup, request: Value) -> Value {
+    s.download(FromRegistry, request.clone())
+        .await
+        .unwrap_or_else(|e| panic!("download {request}: {e}"))
+}
+
+/// A file made here by hand that a new version of the bundle adds: the download keeps it and
+/// lands upstream's text beside it. Once the user settles that conflict, the file is the
+/// bundle's like any file it installed: the next versions update it, merge with it or keep an
+/// edit of it with upstream's text beside it, and `force` replaces it. (The bundle's record,
+/// which decides what a landing may replace, once left such a file out while the lock listed
+/// it, and every later update was refused whole with D330, forced or not.)
+async fn a_settled_collision_with_a_hand_made_file_is_the_bundles_file(settle: Settle) {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [("SKILL.md".to_string(), "# Demo\n".to_string())].into();
+    publish(&s, "1.0.0", &v1);
+    download_answer(&s, json!({"worker": NS})).await;
+    let mine = lines("notes", 6).replace("notes line 0", "notes line 0, mine");
+    s.tree.write(&format!("skills/{NS}/notes.md"), &mine);
+
+    // 2.0.0 adds notes.md: the user's stays, upstream's lands beside it.
+    let mut v2 = v1.clone();
+    v2.insert("notes.md".into(), lines("notes", 6));
+    publish(&s, "2.0.0", &v2);
+    let landed = download_answer(&s, json!({"worker": NS})).await;
+    assert_eq!(
+        landed["conflicts"],
+        json!([{"path": "notes.md", "upstream_copy": "notes.md.upstream"}]),
+        "{landed}"
+    );
+    assert_eq!(landed["kept_local"], json!(["notes.md"]));
+    assert_eq!(read(&s, "notes.md"), Some(mine.clone()));
+    assert_eq!(read(&s, "notes.md.upstream"), Some(v2["notes.md"].clone()));
+
+    // Settled as the README says.
+    match settle {
+        Settle::TakeUpstream => {
+            std::fs::rename(path(&s, "notes.md.upstream"), path(&s, "notes.md"))
+        }
+        Settle::KeepMine => std::fs::remove_file(path(&s, "notes.md.upstream")),
+    }
+    .expect("settle");
+    let listed = status_of(&s, BundlesFunction::Get);
+    let (state, modified) = match settle {
+        Settle::TakeUpstream => ("clean", json!([])),
+        Settle::KeepMine => ("modified", json!(["notes.md"])),
+    };
+    assert_eq!(listed["state"], state, "{listed}");
+    assert_eq!(listed["modified"], modified);
+    assert_eq!(listed["upstream_copies"], json!([]));
+
+    // 3.0.0 changes line 4: taken as is where the user took upstream's text, merged with the
+    // user's line 0 where they kept theirs.
+    let mut v3 = v2.clone();
+    v3.insert(
+        "notes.md".into(),
+        v2["notes.md"].replace("notes line 4", "notes line 4, v3"),
+    );
+    publish(&s, "3.0.0", &v3);
+    let landed = download_answer(&s, json!({"worker": NS})).await;
+    assert_eq!(landed["conflicts"], json!([]), "{landed}");
+    assert_eq!(landed["skills_written"], json!(["SKILL.md", "notes.md"]));
+    match settle {
+        Settle::TakeUpstream => {
+            assert_eq!(landed["kept_local"], json!([]), "{landed}");
+            assert_eq!(read(&s, "notes.md"), Some(v3["notes.md"].clone()));
+        }
+        Settle::KeepMine => {
+            assert_eq!(landed["merged"], json!(["notes.md"]), "{landed}");
+            assert_eq!(landed["kept_local"], json!(["notes.md"]));
+            assert_eq!(
+                read(&s, "notes.md"),
+                Some(v3["notes.md"].replace("notes line 0", "notes line 0, mine"))
+            );
+        }
+    }
+
+    // An edit here of the line 4.0.0 changes too: kept, upstream's text beside it.
+    let edited = read(&s, "notes.md")
+        .expect("notes.md")
+        .replace("notes line 2", "notes line 2, edited here");
+    s.tree.write(&format!("skills/{NS}/notes.md"), &edited);
+    let mut v4 = v3.clone();
+    v4.insert(
+        "notes.md".into(),
+        v3["notes.md"].replace("notes line 2", "notes line 2, v4"),
+    );
+    publish(&s, "4.0.0", &v4);
+    let landed = download_answer(&s, json!({"worker": NS})).await;
+    assert_eq!(
+        landed["conflicts"],
+        json!([{"path": "notes.md", "upstream_copy": "notes.md.upstream"}]),
+        "{landed}"
+    );
+    assert_eq!(landed["kept_local"], json!(["notes.md"]));
+    assert_eq!(read(&s, "notes.md"), Some(edited));
+    assert_eq!(read(&s, "notes.md.upstream"), Some(v4["notes.md"].clone()));
+
+    // force replaces it with upstream's bytes, and the copy goes with the conflict.
+    let forced = download_answer(&s, json!({"worker": NS, "force": true})).await;
+    assert_eq!(forced["kept_local"], json!([]), "{forced}");
+    assert_eq!(
+        forced["upstream_copies_removed"],
+        json!(["notes.md.upstream"])
+    );
+    assert_eq!(read(&s, "notes.md"), Some(v4["notes.md"].clone()));
+    assert!(!path(&s, "notes.md.upstream").exists());
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["state"], "clean", "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collision_settled_by_taking_upstreams_text_is_the_bundles_file() {
+    a_settled_collision_with_a_hand_made_file_is_the_bundles_file(Settle::TakeUpstream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collision_settled_by_keeping_ones_own_text_is_the_bundles_file() {
+    a_settled_collision_with_a_hand_made_file_is_the_bundles_file(Settle::KeepMine).await;
+}
