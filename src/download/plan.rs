@@ -28,7 +28,8 @@
 //! - `take-upstream`: every file takes the upstream bytes (a download's `force: true`); a file
 //!   the bundle never installed is still refused (`D330`), as a download refuses it.
 //!
-//! A file edited locally and removed upstream stays (a conflict) unless `take-upstream`.
+//! A file edited locally and removed upstream stays (a conflict, named in `kept_local` like every
+//! file kept as the user has it) unless `take-upstream`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -50,7 +51,7 @@ use crate::store::landing::{self, Changes};
 
 use super::bundle::{Bundle, Dest, File, Limits};
 use super::guard::{self, OnEdited, namespace_folder, placed_rel};
-use super::land::{Landed, LockPlaces, is_record, served_prompt, shown, without_kept};
+use super::land::{Landed, LockPlaces, is_record, served_prompt, without_kept};
 use super::lock::{self, Entry, LockedSource, Route};
 use super::merge::merge;
 use super::review::{self, Review};
@@ -993,6 +994,9 @@ fn land_now(
         stale: bool,
         /// The upstream files not landed as upstream has them (kept or merged).
         kept: Vec<File>,
+        /// Every file edited here that stays as it is or merged, as the answer names it
+        /// (`kept_local`), upstream removed it or not.
+        kept_local: Vec<String>,
         written: Vec<String>,
         removed: Vec<String>,
         merged: Vec<String>,
@@ -1003,6 +1007,7 @@ fn land_now(
         let mut decided = Decided {
             stale: false,
             kept: Vec::new(),
+            kept_local: Vec::new(),
             written: Vec::new(),
             removed: Vec::new(),
             merged: Vec::new(),
@@ -1048,6 +1053,7 @@ fn land_now(
                     (Action::Merged(bytes), Some(up)) => {
                         decided.merged.push(file.shown.clone());
                         decided.written.push(file.shown.clone());
+                        decided.kept_local.push(file.shown.clone());
                         decided.kept.push(up.clone());
                         files.push(File {
                             bytes: bytes.clone(),
@@ -1060,6 +1066,7 @@ fn land_now(
                             "path": file.shown,
                             "upstream_copy": format!("{}{UPSTREAM_SUFFIX}", file.shown),
                         }));
+                        decided.kept_local.push(file.shown.clone());
                         kept_here.push(File {
                             rel: file.key.1.clone(),
                             ..up.clone()
@@ -1075,6 +1082,8 @@ fn land_now(
                         if file.both_changed() {
                             decided.conflicts.push(json!({ "path": file.shown }));
                         }
+                        // Named even when upstream removed it: it is kept all the same.
+                        decided.kept_local.push(file.shown.clone());
                         if let Some(up) = up {
                             kept_here.push(File {
                                 rel: file.key.1.clone(),
@@ -1174,7 +1183,7 @@ fn land_now(
             ..f.clone()
         })
         .collect();
-    let kept_local: Vec<String> = kept.iter().map(|f| shown(f, &folder)).collect();
+    let kept_local = decided.kept_local.clone();
     let written = without_kept(plan.bundle.written.clone(), &kept, &folder);
     let mut merged_written = written.clone();
     for name in &decided.merged {

@@ -250,6 +250,43 @@ async fn a_stale_plan_is_refused_with_a_fresh_one_and_downloads_merge_the_same_w
     assert!(unknown.starts_with("D334 not_found:"), "{unknown}");
 }
 
+/// A file the bundle installed, edited here, that the next version no longer has: kept as the
+/// user has it and named in `kept_local` (and in `conflicts`), by a download and by apply alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_file_upstream_removed_is_kept_and_named_in_kept_local() {
+    for through_apply in [false, true] {
+        let s = Setup::new();
+        let mut v1 = BTreeMap::new();
+        v1.insert("SKILL.md".to_string(), "# Up\n".to_string());
+        v1.insert("extra.md".to_string(), lines("extra", 3));
+        publish(&s, "1.0.0", &v1);
+        s.download(FromRegistry, json!({"worker": NS}))
+            .await
+            .expect("first download");
+        let edited = lines("extra", 3).replace("extra line 1", "extra line 1, mine");
+        s.tree.write(&format!("skills/{NS}/extra.md"), &edited);
+        let mut v2 = v1.clone();
+        v2.remove("extra.md");
+        publish(&s, "2.0.0", &v2);
+        let answer = if through_apply {
+            let planned = plan_update(&s, json!({"namespace": NS}))
+                .await
+                .expect("plan");
+            apply(&s, json!({"plan_id": planned["plan_id"]}))
+                .await
+                .expect("apply")
+        } else {
+            s.download(FromRegistry, json!({"worker": NS}))
+                .await
+                .expect("download")
+        };
+        assert_eq!(answer["kept_local"], json!(["extra.md"]), "{answer}");
+        assert_eq!(answer["conflicts"], json!([{"path": "extra.md"}]));
+        assert_eq!(answer["removed"], json!([]));
+        assert_eq!(read(&s, "extra.md"), Some(edited));
+    }
+}
+
 /// One file's three sides in the property test: base lines, the lines each side replaced.
 #[derive(Clone, Debug)]
 struct Drawn {
