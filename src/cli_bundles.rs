@@ -218,8 +218,9 @@ fn source(source: &Value) -> String {
     }
 }
 
-/// The lines naming a bundle's modified, missing and untracked files, and its stale
-/// `.upstream` copies.
+/// The lines naming a bundle's modified, missing and untracked files, and its `.upstream`
+/// copies: every one the answer names (`upstream_copies`), each open conflict's as well as the
+/// stale ones, since an open copy is work left to do as much as a stale one.
 fn problems(bundle: &Value) -> String {
     let mut out = String::new();
     for key in ["modified", "missing", "untracked"] {
@@ -227,13 +228,26 @@ fn problems(bundle: &Value) -> String {
             out.push_str(&format!("\n  {key:<9} {path}"));
         }
     }
-    for path in strings(&bundle["stale_upstream_copies"]) {
-        out.push_str(&format!(
-            "\n  {:<9} {path} (its conflict is settled: delete it)",
+    let stale = strings(&bundle["stale_upstream_copies"]);
+    for path in strings(&bundle["upstream_copies"]) {
+        let word = if stale.contains(&path) {
             "stale"
-        ));
+        } else {
+            "copy"
+        };
+        let what = copy_note(stale.contains(&path));
+        out.push_str(&format!("\n  {word:<9} {path} ({what})"));
     }
     out
+}
+
+/// What to do about an `.upstream` copy, stale or still open.
+fn copy_note(stale: bool) -> &'static str {
+    if stale {
+        "its conflict is settled: delete it"
+    } else {
+        "upstream's text of a conflict: merge it by hand, then delete it"
+    }
 }
 
 fn render_list(response: &Value) -> String {
@@ -281,11 +295,7 @@ fn render_one(bundle: &Value) -> String {
     }
     let stale = strings(&bundle["stale_upstream_copies"]);
     for path in strings(&bundle["upstream_copies"]) {
-        let what = if stale.contains(&path) {
-            "stale: its conflict is settled, delete it"
-        } else {
-            "the upstream text of a conflict"
-        };
+        let what = copy_note(stale.contains(&path));
         out.push_str(&format!("\n  {:<8} {:<14} {path} ({what})", "copy", "-"));
     }
     out
@@ -319,7 +329,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stale_upstream_copies_are_named_with_what_to_do() {
+    fn upstream_copies_open_and_stale_are_named_with_what_to_do() {
         let bundle = json!({
             "namespace": "mailer",
             "state": "untracked",
@@ -337,14 +347,21 @@ mod tests {
             listed.contains("stale     b.md.upstream (its conflict is settled: delete it)"),
             "{listed}"
         );
-        assert!(!listed.contains("a.md.upstream"), "{listed}");
+        assert!(
+            listed.contains(
+                "copy      a.md.upstream (upstream's text of a conflict: merge it by hand, then delete it)"
+            ),
+            "{listed}"
+        );
         let one = render_one(&bundle);
         assert!(
-            one.contains("a.md.upstream (the upstream text of a conflict)"),
+            one.contains(
+                "a.md.upstream (upstream's text of a conflict: merge it by hand, then delete it)"
+            ),
             "{one}"
         );
         assert!(
-            one.contains("b.md.upstream (stale: its conflict is settled, delete it)"),
+            one.contains("b.md.upstream (its conflict is settled: delete it)"),
             "{one}"
         );
     }

@@ -1375,3 +1375,76 @@ fn a_command_does_not_follow_a_worker_serving_other_folders() {
         "{stderr}"
     );
 }
+
+/// `bundles` prints what `bundles --json` answers: the plain list, `get` and `verify` name every
+/// `.upstream` copy the answer names, an open conflict's as well as a stale one, each with what
+/// to do about it. The lock is written here as a landing writes it (the command reads only the
+/// lock and the files).
+#[test]
+fn bundles_in_plain_text_name_the_upstream_copies_the_json_names() {
+    use iii_directory::download::lock::sha256_hex;
+    let tree = Tree::new();
+    let locked = [
+        ("SKILL.md", "# Demo\n"),
+        ("open.md", "open, theirs\n"),
+        ("taken.md", "taken, theirs\n"),
+    ];
+    for (path, text) in locked {
+        tree.write(&format!("skills/demo/{path}"), text);
+    }
+    // open.md is still in conflict (edited here, upstream's text beside it); taken.md was
+    // settled by taking upstream's text, its copy left behind.
+    tree.write("skills/demo/open.md", "open, mine\n")
+        .write("skills/demo/open.md.upstream", "open, theirs\n")
+        .write("skills/demo/taken.md.upstream", "taken, theirs\n");
+    let files: Vec<Value> = locked
+        .iter()
+        .map(|(path, text)| {
+            json!({"path": format!("demo/{path}"), "route": "skills", "size": text.len(),
+                   "sha256": sha256_hex(text.as_bytes())})
+        })
+        .collect();
+    let lock = json!({"schema": 1, "bundles": {"demo": {
+        "namespace": "demo",
+        "source": {"kind": "registry", "worker": "demo", "tag": "latest", "version": "2.0.0",
+                   "digest": "sha256:00"},
+        "files": files,
+        "landed_at": "2026-12-02T10:41:07Z",
+    }}});
+    tree.write(
+        "skills/iii-bundles.lock.json",
+        &serde_json::to_string_pretty(&lock).expect("lock"),
+    );
+
+    let listed = ok_json(&tree, &["bundles", "--json"]);
+    let bundle = &listed["bundles"][0];
+    assert_eq!(
+        bundle["upstream_copies"],
+        json!(["open.md.upstream", "taken.md.upstream"]),
+        "{listed}"
+    );
+    assert_eq!(
+        bundle["stale_upstream_copies"],
+        json!(["taken.md.upstream"])
+    );
+    let open = "open.md.upstream (upstream's text of a conflict: merge it by hand, then delete it)";
+    let stale = "taken.md.upstream (its conflict is settled: delete it)";
+    let plain = ok(&tree, &["bundles"]);
+    assert!(plain.contains(&format!("copy      {open}")), "{plain}");
+    assert!(plain.contains(&format!("stale     {stale}")), "{plain}");
+    assert!(plain.contains("modified  open.md"), "{plain}");
+    let output = run(&tree, &["bundles", "verify"]);
+    assert_eq!(output.status.code(), Some(1));
+    let verified = text(&output.stdout);
+    assert!(
+        verified.contains(&format!("copy      {open}")),
+        "{verified}"
+    );
+    assert!(
+        verified.contains(&format!("stale     {stale}")),
+        "{verified}"
+    );
+    let one = ok(&tree, &["bundles", "get", "demo"]);
+    assert!(one.contains(open), "{one}");
+    assert!(one.contains(stale), "{one}");
+}
