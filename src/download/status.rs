@@ -112,6 +112,10 @@ struct GetRequest {
 
 /// Answers one of the three functions from the lock at `paths.bundles_lock` and the disk.
 pub fn answer(paths: &Paths, function: BundlesFunction, request: &Value) -> Result<Value> {
+    // A landing a killed download left half done is finished (or undone) first, under the
+    // landings' own lock: the answer compares the bundles' files, never what a crash left
+    // between two versions (which would read as files edited here).
+    crate::store::landing::recover_at_open(paths);
     match function {
         BundlesFunction::List => {
             let bundles = statuses(paths)?;

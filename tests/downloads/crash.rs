@@ -18,7 +18,7 @@ use std::time::Duration;
 use iii_directory::Directory;
 use iii_directory::Roots;
 use iii_directory::config::Config;
-use iii_directory::download::DownloadFunction;
+use iii_directory::download::{BundlesFunction, DownloadFunction, status};
 use iii_directory::registry::{Endpoint, Registry};
 use serde_json::json;
 use test_support::generate::Rng;
@@ -368,7 +368,20 @@ fn killed_at_any_moment(mode: Mode) {
             assert!(leaked.is_empty(), "cycle {cycle}: the walk saw {leaked:?}");
         }
 
-        // Restart: the open finishes or undoes the landing in flight.
+        // Asked first (as `iii-directory bundles verify` after a crash is), the bundles'
+        // status finishes or undoes the landing in flight itself: no file of it reads as
+        // edited here, and no staging folder is left.
+        if !left.is_empty() {
+            let config = Config::for_root(&base);
+            let verified =
+                status::answer(&config.paths, BundlesFunction::Verify, &json!({})).expect("verify");
+            assert!(staging_left(&base).is_empty(), "cycle {cycle}: {verified}");
+            for bundle in verified["bundles"].as_array().expect("bundles") {
+                assert_eq!(bundle["modified"], json!([]), "cycle {cycle}: {bundle}");
+            }
+        }
+
+        // Restart: the open finishes or undoes the landing in flight (if the status has not).
         let directory = Directory::open(Config::for_root(&base)).expect("reopen");
         directory.reconcile().expect("reconcile");
         let after = disk(&base);
