@@ -71,6 +71,17 @@ pub enum OpenError {
         why: String,
         a_file: bool,
     },
+    /// The index file cannot be written where it is (a read-only file system, a folder this
+    /// process may not write): it is left as it is.
+    #[error(
+        "index_path: {} cannot be written ({source}); the index is a cache this process keeps up to date and needs a writable place. Set index_path to a file in a writable folder (nothing is lost: the index is rebuilt from the folders)",
+        path.display()
+    )]
+    Unwritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The worker holding the index serves other folders than this process's configuration
     /// names: its rows are not this configuration's to answer with.
     #[error(
@@ -382,9 +393,14 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
     } else if let Some(refused) = found.untouchable() {
         return Err(not_ours(refused));
     }
+    let unwritable = |source| OpenError::Unwritable {
+        path: path.to_path_buf(),
+        source,
+    };
     match open_checked(path) {
         Ok(opened) => Ok(opened),
         Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
+        Err(Opened::Unwritable(e)) => Err(unwritable(e)),
         Err(Opened::Unusable(why)) => {
             found.may_replace().map_err(not_ours)?;
             tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
@@ -392,6 +408,7 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
             match open_checked(path) {
                 Ok(opened) => Ok(opened),
                 Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
+                Err(Opened::Unwritable(e)) => Err(unwritable(e)),
                 Err(Opened::Unusable(why)) => Err(failed(why)),
             }
         }
@@ -418,6 +435,8 @@ pub fn remove_files(path: &Path) -> Result<(), IoError> {
 
 enum Opened {
     Busy,
+    /// The file (or its folder) cannot be written: nothing to rebuild, nothing to delete.
+    Unwritable(std::io::Error),
     Unusable(Error),
 }
 
@@ -451,6 +470,15 @@ fn open_file<T>(
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen
                 | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
+                redb::DatabaseError::Storage(redb::StorageError::Io(io))
+                    if matches!(
+                        io.kind(),
+                        std::io::ErrorKind::ReadOnlyFilesystem
+                            | std::io::ErrorKind::PermissionDenied
+                    ) =>
+                {
+                    Opened::Unwritable(io)
+                }
                 other => Opened::Unusable(Error::index(other)),
             })?;
         let prepared = prepare(&db).map_err(Opened::Unusable)?;

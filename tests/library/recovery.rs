@@ -693,3 +693,76 @@ fn an_empty_file_at_index_path_becomes_the_index() {
     fs::write(index_path(&tree), "").expect("empty file");
     assert_recovers(&tree, &recorded, "an empty file at index_path");
 }
+
+/// A folder mounted read-only, unmounted when the test ends (however it ends).
+struct ReadOnlyMount {
+    point: PathBuf,
+}
+
+impl ReadOnlyMount {
+    /// Binds `source` read-only at `point`; `None` where this process may not mount (not
+    /// root, or in a container without the privilege).
+    fn bind(source: &Path, point: &Path) -> Option<ReadOnlyMount> {
+        let mount = |args: &[&str]| {
+            std::process::Command::new("mount")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let (source, point_text) = (source.to_str()?, point.to_str()?);
+        if !mount(&["--bind", source, point_text]) {
+            return None;
+        }
+        let mounted = ReadOnlyMount {
+            point: point.to_path_buf(),
+        };
+        mount(&["-o", "remount,bind,ro", point_text]).then_some(mounted)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.point)
+            .status();
+    }
+}
+
+/// An index on a read-only file system (a valid one, or none yet) is neither rebuilt nor
+/// deleted: the open says the file cannot be written and what to set instead.
+#[test]
+fn an_index_that_cannot_be_written_is_left_as_it_is_with_what_to_do() {
+    let tree = small_tree();
+    let (source, point) = (tree.path("index-source"), tree.path("index-mount"));
+    fs::create_dir_all(&source).expect("mkdir");
+    fs::create_dir_all(&point).expect("mkdir");
+    let mut config = tree.config();
+    config.paths.index_path = source.join("index.redb");
+    Directory::open(config.clone())
+        .expect("open")
+        .reconcile()
+        .expect("reconcile");
+    let Some(_mount) = ReadOnlyMount::bind(&source, &point) else {
+        eprintln!("skipped: a read-only bind mount needs root (run the tests as root to cover it)");
+        return;
+    };
+    for file in ["index.redb", "elsewhere.redb"] {
+        config.paths.index_path = point.join(file);
+        let before = fs::read_dir(&point).expect("list").count();
+        let message = match Directory::open(config.clone()) {
+            Err(e @ OpenError::Unwritable { .. }) => e.to_string(),
+            Err(other) => panic!("{file}: expected the index to be unwritable, got {other}"),
+            Ok(_) => panic!("{file}: opened on a read-only file system"),
+        };
+        assert!(
+            message.starts_with(&format!(
+                "index_path: {} cannot be written (",
+                point.join(file).display()
+            )),
+            "{message}"
+        );
+        assert!(message.contains("Set index_path to a file in a writable folder"));
+        assert_eq!(fs::read_dir(&point).expect("list").count(), before);
+    }
+}
