@@ -541,6 +541,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Check { json, spec: false } => {
+            warn_missing_folders(&config);
             let directory = open_fresh(config)?;
             let skipped = directory.skipped()?;
             if json {
@@ -555,6 +556,29 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 print_table(["ROOT", "PATH", "REASON"], &rows);
             }
             Ok(())
+        }
+    }
+}
+
+/// Says which folders a person most likely mistyped: `skills_folder`, and a user-global
+/// folder that is set, when missing (a missing root serves nothing, silently, by design: it is
+/// served as soon as it appears). The other roots are often absent on purpose.
+fn warn_missing_folders(config: &Config) {
+    let paths = &config.paths;
+    let named = [
+        ("skills_folder", Some(&paths.skills_folder)),
+        (
+            "global_agents_skills_folder",
+            paths.global_agents_skills_folder.as_ref(),
+        ),
+        ("global_agents_folder", paths.global_agents_folder.as_ref()),
+    ];
+    for (key, folder) in named {
+        if let Some(folder) = folder.filter(|folder| !folder.exists()) {
+            tracing::warn!(
+                "{key} {} does not exist: nothing is served from it until it does (relative paths resolve against III_COMPOSE_DIR, else the current directory)",
+                folder.display()
+            );
         }
     }
 }
@@ -595,6 +619,7 @@ fn emit(text: &str) {
 }
 
 fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Result<(), CliError> {
+    warn_missing_folders(&config);
     let index_path = config.paths.index_path.clone();
     let as_writer = |e| CliError::open_as_writer(e, &index_path);
     if from_scratch && index_path.exists() {

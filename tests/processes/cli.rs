@@ -1320,6 +1320,30 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
     );
 
     tree.write(
+        "typo.yaml",
+        "skills_folder: skils\nsearch_model_download: false\n",
+    );
+    for command in ["check", "reindex"] {
+        let output = run(
+            &tree,
+            &[
+                "--config",
+                tree.path("typo.yaml").to_str().expect("path"),
+                command,
+            ],
+        );
+        assert!(output.status.success(), "{command}");
+        assert!(
+            text(&output.stderr).contains(&format!(
+                "skills_folder {} does not exist: nothing is served from it until it does",
+                tree.path("skils").display()
+            )),
+            "{command}: {}",
+            text(&output.stderr)
+        );
+    }
+
+    tree.write(
         "model.yaml",
         "search_model_path: no-model-here\nsearch_model_download: false\n",
     );
