@@ -753,10 +753,25 @@ fn render_list(kind: Kind, response: &Value) -> String {
         .unwrap_or_default();
     let mut out = table(headers, &rows);
     if delta {
-        let removed: Vec<&str> = response["removed"]
+        // `removed` names both forms of an id (`ns/index` is shown as `ns`) for clients that
+        // hold either; a person reading the summary is told once of each row that is gone.
+        let changed: BTreeSet<&str> = rows.iter().map(|row| row[0].as_str()).collect();
+        let named: BTreeSet<&str> = response["removed"]
             .as_array()
-            .map(|ids| ids.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let removed: Vec<&str> = named
+            .iter()
+            .copied()
+            .filter(|id| {
+                let other_form = id.strip_suffix("/index");
+                !changed.contains(id)
+                    && !other_form
+                        .is_some_and(|shown| changed.contains(shown) || named.contains(shown))
+            })
+            .collect();
         out.push_str(&format!("\n{} {key} changed", rows.len()));
         if !removed.is_empty() {
             out.push_str(&format!("; removed: {}", removed.join(", ")));

@@ -1472,3 +1472,41 @@ fn bundles_in_plain_text_name_the_upstream_copies_the_json_names() {
     assert!(one.contains(open), "{one}");
     assert!(one.contains(stale), "{one}");
 }
+
+/// `list --since-revision` answers as the bus does (`--json`), and its summary names only the
+/// rows that are gone: a new `ns/SKILL.md` is the changed row `ns`, not also a removed
+/// `ns/index`.
+#[test]
+fn list_since_a_revision_summarizes_what_changed() {
+    let tree = sample_tree();
+    let first = ok_json(
+        &tree,
+        &["list", "skills", "--since-revision", "0", "--json"],
+    );
+    assert_eq!(first["full"], true, "{first}");
+    let held = first["revision"].as_u64().expect("revision").to_string();
+    let unchanged = ok(&tree, &["list", "skills", "--since-revision", &held]);
+    assert!(
+        unchanged.starts_with("unchanged at revision"),
+        "{unchanged}"
+    );
+
+    tree.write("skills/added/SKILL.md", "# Added\n\nA new skill.\n");
+    let delta = ok_json(
+        &tree,
+        &["list", "skills", "--since-revision", &held, "--json"],
+    );
+    assert_eq!(delta["changed"][0]["id"], "added", "{delta}");
+    assert_eq!(delta["removed"], json!(["added/index"]), "{delta}");
+    let summary = ok(&tree, &["list", "skills", "--since-revision", &held]);
+    assert!(summary.contains("1 skills changed (revision"), "{summary}");
+    assert!(!summary.contains("removed"), "{summary}");
+
+    let held = delta["revision"].as_u64().expect("revision").to_string();
+    fs::remove_file(tree.path("skills/queue/SKILL.md")).expect("remove");
+    let summary = ok(&tree, &["list", "skills", "--since-revision", &held]);
+    assert!(
+        summary.contains("0 skills changed; removed: queue"),
+        "{summary}"
+    );
+}
