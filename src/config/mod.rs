@@ -357,6 +357,9 @@ impl Config {
         let Some(path) = path else {
             return Ok((Config::from_settings(Settings::default()), Vec::new()));
         };
+        // Messages name the file in full: a relative path resolves against the current
+        // directory, not III_COMPOSE_DIR, which is easy to get wrong.
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let in_file = |error: ConfigError| ConfigError::InFile {
             path: path.to_path_buf(),
             error: Box::new(error),

@@ -1319,6 +1319,16 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
         "{stderr}"
     );
 
+    // A relative --config resolves against the current directory, named in full.
+    let stderr = fails(&tree, &["--config", "no-such.yaml", "list", "skills"]);
+    assert!(
+        stderr.contains(&format!(
+            "cannot read configuration file {}: ",
+            std::env::temp_dir().join("no-such.yaml").display()
+        )),
+        "{stderr}"
+    );
+
     tree.write(
         "typo.yaml",
         "skills_folder: skils\nsearch_model_download: false\n",
