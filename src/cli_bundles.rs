@@ -284,19 +284,19 @@ fn render_one(bundle: &Value) -> String {
     }
     for file in bundle["detail"].as_array().into_iter().flatten() {
         out.push_str(&format!(
-            "\n  {:<8} {:<14} {}",
+            "\n  {:<9} {:<14} {}",
             file["state"].as_str().unwrap_or_default(),
             file["route"].as_str().unwrap_or_default(),
             file["path"].as_str().unwrap_or_default()
         ));
     }
     for path in strings(&bundle["untracked"]) {
-        out.push_str(&format!("\n  {:<8} {:<14} {path}", "untracked", "-"));
+        out.push_str(&format!("\n  {:<9} {:<14} {path}", "untracked", "-"));
     }
     let stale = strings(&bundle["stale_upstream_copies"]);
     for path in strings(&bundle["upstream_copies"]) {
         let what = copy_note(stale.contains(&path));
-        out.push_str(&format!("\n  {:<8} {:<14} {path} ({what})", "copy", "-"));
+        out.push_str(&format!("\n  {:<9} {:<14} {path} ({what})", "copy", "-"));
     }
     out
 }
@@ -364,5 +364,28 @@ mod tests {
             one.contains("b.md.upstream (its conflict is settled: delete it)"),
             "{one}"
         );
+    }
+
+    #[test]
+    fn a_bundles_files_line_up_in_columns_whatever_their_state() {
+        let bundle = json!({
+            "namespace": "mailer",
+            "state": "untracked",
+            "source": { "kind": "registry", "worker": "mailer", "version": "2.0.0" },
+            "detail": [{ "state": "modified", "route": "skills", "path": "SKILL.md" }],
+            "untracked": ["notes.md"],
+            "upstream_copies": ["SKILL.md.upstream"],
+        });
+        let one = render_one(&bundle);
+        let columns: Vec<usize> = one
+            .lines()
+            .filter(|line| line.starts_with("  "))
+            .map(|line| {
+                let path = ["SKILL.md", "notes.md"].iter().find_map(|p| line.find(p));
+                path.expect("a path")
+            })
+            .collect();
+        assert_eq!(columns.len(), 3, "{one}");
+        assert!(columns.windows(2).all(|pair| pair[0] == pair[1]), "{one}");
     }
 }
