@@ -24,11 +24,12 @@ const FOLLOW_POLL: Duration = Duration::from_millis(100);
 /// Entries of a list shown in the summary before "… and N more".
 const SUMMARY_ENTRIES: usize = 12;
 
-/// What the command was given.
+/// What the command was given: a repository's skill or a registry worker, one or the other.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["repo", "worker"])))]
 pub struct Args {
     /// https://, ssh:// or git@ URL of a git repository.
-    #[arg(long, conflicts_with_all = ["worker", "version", "tag"])]
+    #[arg(long, conflicts_with_all = ["worker", "version", "tag"], requires = "skill")]
     pub repo: Option<String>,
     /// The folder under the repository's skills/ to copy.
     #[arg(long, requires = "repo")]

@@ -1289,6 +1289,13 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
             .status
             .success()
     );
+    let stderr = usage(&["download"]);
+    assert!(
+        stderr.contains("<--repo <REPO>|--worker <WORKER>>"),
+        "{stderr}"
+    );
+    let stderr = usage(&["download", "--repo", "https://example.com/skills.git"]);
+    assert!(stderr.contains("--skill <SKILL>"), "{stderr}");
     for url in ["http://127.0.0.1:49134", "127.0.0.1:49134", "ws://"] {
         let stderr = usage(&["--url", url, "search", "send an email"]);
         assert!(
