@@ -75,7 +75,7 @@ struct Cli {
     #[arg(long, global = true, env = "III_URL", default_value = DEFAULT_URL, value_parser = engine_url)]
     url: String,
     /// Print the functions and trigger types the worker registers, as JSON, and exit.
-    #[arg(long, global = true)]
+    #[arg(long)]
     manifest: bool,
     #[command(subcommand)]
     command: Option<Command>,
@@ -150,12 +150,14 @@ enum Command {
     },
     /// Render the per-worker skills index (directory::skills::index).
     Index {
+        /// Print the exact response of directory::skills::index.
         #[arg(long)]
         json: bool,
     },
     /// List every file the index does not serve, with the reason; with --spec, every served
     /// SKILL.md that breaks a rule of the Agent Skills specification instead.
     Check {
+        /// Print the list (or with --spec the report) as JSON.
         #[arg(long)]
         json: bool,
         /// Check every served SKILL.md against the Agent Skills specification (agentskills.io):
