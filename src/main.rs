@@ -139,7 +139,8 @@ enum Command {
     Get {
         #[arg(value_enum)]
         kind: KindOne,
-        /// Skill id (also `iii://…` or a path ending in .md), prompt name or agent id.
+        /// Skill id (also `iii://…`, the id's path ending in .md, or the path of its file, as
+        /// `get` prints it), prompt name or agent id.
         id: String,
         /// Include the whole file, frontmatter too.
         #[arg(long)]
@@ -424,7 +425,10 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
         } => {
             let (function, request) = match kind {
-                KindOne::Skill => (ReadFunction::SkillsGet, json!({ "id": id, "raw": raw })),
+                KindOne::Skill => {
+                    let id = skill_id_of_file(&config, &id).unwrap_or(id);
+                    (ReadFunction::SkillsGet, json!({ "id": id, "raw": raw }))
+                }
                 KindOne::SystemPrompt => (
                     ReadFunction::SystemPromptsGet,
                     json!({ "name": id, "raw": raw }),
@@ -560,6 +564,23 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// The id of the skill file at `path`, when `path` names an existing `.md` file under a skill
+/// root (absolute, or relative to the current directory): `get` prints a skill's `path`, and a
+/// person pastes it back. The deepest root holding it decides (`local_skills_folder` sits
+/// inside `skills_folder` by default). Anything else is taken as an id, as the bus takes it.
+fn skill_id_of_file(config: &Config, path: &str) -> Option<String> {
+    let file = std::path::absolute(path).ok()?;
+    if !path.ends_with(".md") || !file.is_file() {
+        return None;
+    }
+    let roots = iii_directory::Roots::from_paths(&config.paths);
+    roots
+        .active()
+        .filter_map(|(_, root)| file.strip_prefix(root).ok())
+        .min_by_key(|rel| rel.components().count())
+        .map(|rel| rel.to_string_lossy().into_owned())
 }
 
 /// Says which folders a person most likely mistyped: `skills_folder`, and a user-global

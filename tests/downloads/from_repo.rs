@@ -555,7 +555,7 @@ fn the_lock_records_the_commit_each_download_resolved() {
         "{shown}"
     );
     assert!(
-        shown.contains("modified skills         components.md"),
+        shown.contains("modified  skills         components.md"),
         "{shown}"
     );
 }

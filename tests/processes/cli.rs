@@ -1527,3 +1527,19 @@ fn list_since_a_revision_summarizes_what_changed() {
         "{summary}"
     );
 }
+
+/// `get skill` takes back the path it prints: the file of a skill in any skill root, as well
+/// as its id.
+#[test]
+fn get_skill_takes_the_path_it_prints() {
+    let tree = sample_tree();
+    for id in ["queue", "mailer/send-email", "local-ns", "helper"] {
+        let by_id = ok_json(&tree, &["get", "skill", id, "--json"]);
+        let path = by_id["path"].as_str().expect("path").to_string();
+        let by_path = ok_json(&tree, &["get", "skill", &path, "--json"]);
+        assert_eq!(by_path, by_id, "{path}");
+    }
+    // A path that names no file is still an id, refused as the bus refuses it.
+    let stderr = fails(&tree, &["get", "skill", "/no/such/skill.md"]);
+    assert!(stderr.contains("leading or trailing '/'"), "{stderr}");
+}
