@@ -282,10 +282,44 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", for_the_command_line(&message.to_string()));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The library's errors name what to do next as bus calls (`Next: call
+/// directory::skills::list …`); on the command line, those with a command of their own are
+/// named as that command.
+fn for_the_command_line(message: &str) -> String {
+    const COMMANDS: [(&str, &str); 6] = [
+        (
+            "call directory::skills::list",
+            "run `iii-directory list skills`",
+        ),
+        ("call directory::skills::index", "run `iii-directory index`"),
+        (
+            "call directory::skills::get",
+            "run `iii-directory get skill`",
+        ),
+        (
+            "call directory::skills::download",
+            "run `iii-directory download`",
+        ),
+        (
+            "call directory::system-prompts::list",
+            "run `iii-directory list system-prompts`",
+        ),
+        (
+            "call directory::agents::list",
+            "run `iii-directory list agents`",
+        ),
+    ];
+    COMMANDS
+        .iter()
+        .fold(message.to_string(), |text, (call, command)| {
+            text.replace(&format!("{call} "), &format!("{command} "))
+        })
 }
 
 /// Large buffers (at least this) are mapped on their own and unmapped when freed.
@@ -948,4 +982,18 @@ fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
 
 fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
     emit(&table(headers, rows));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_the_command_line;
+
+    #[test]
+    fn next_steps_with_a_command_of_their_own_are_named_as_that_command() {
+        let bus = "D110 not_found: skill \"pdff\" does not exist. Did you mean: pdf. Next: call directory::skills::list to browse skill ids; or call directory::skills::download_from_registry to fetch one; or call directory::skills::create to author a new skill.";
+        assert_eq!(
+            for_the_command_line(bus),
+            "D110 not_found: skill \"pdff\" does not exist. Did you mean: pdf. Next: run `iii-directory list skills` to browse skill ids; or call directory::skills::download_from_registry to fetch one; or call directory::skills::create to author a new skill."
+        );
+    }
 }
