@@ -685,7 +685,7 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
         iii_directory::remove_index(&index_path)?;
     }
     let directory = Directory::open(config).map_err(as_writer)?;
-    let progress = ProgressLine::new(!json && std::io::stderr().is_terminal());
+    let progress = ProgressLine::new(json);
     let report = directory.reconcile_with_progress(&|p| progress.update(p))?;
     progress.finish();
     let embeddings = if embed {
@@ -727,53 +727,88 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
     Ok(())
 }
 
-/// A one-line progress display on stderr for long reconciles (only on a terminal).
+/// Progress of long work on stderr: on a terminal one line redrawn in place; elsewhere (a log,
+/// a CI job) a plain line now and then, so that a long `reindex` is seen to move; none for
+/// `--json`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ProgressOutput {
+    Off,
+    Terminal,
+    Lines,
+}
+
 struct ProgressLine {
-    enabled: bool,
+    output: ProgressOutput,
+    started: Instant,
     last: Mutex<Option<Instant>>,
 }
 
 impl ProgressLine {
-    const EVERY: Duration = Duration::from_millis(200);
-
-    fn new(enabled: bool) -> ProgressLine {
+    fn new(json: bool) -> ProgressLine {
+        let output = match (json, std::io::stderr().is_terminal()) {
+            (true, _) => ProgressOutput::Off,
+            (false, true) => ProgressOutput::Terminal,
+            (false, false) => ProgressOutput::Lines,
+        };
         ProgressLine {
-            enabled,
+            output,
+            started: Instant::now(),
             last: Mutex::new(None),
         }
     }
 
+    /// How often the display changes: a redraw is cheap, a plain line is read by a person.
+    fn every(&self) -> Duration {
+        match self.output {
+            ProgressOutput::Lines => Duration::from_secs(5),
+            _ => Duration::from_millis(200),
+        }
+    }
+
     fn update(&self, progress: Progress) {
-        if !self.enabled {
+        let line = match progress {
+            Progress::Walked { files, to_read } => {
+                format!("found {files} files, {to_read} to read")
+            }
+            Progress::Read { done, total } => format!("read {done}/{total} files"),
+        };
+        let last = matches!(progress, Progress::Read { done, total } if done == total);
+        self.emit(&line, matches!(progress, Progress::Walked { .. }) || last);
+    }
+
+    /// Shows `line` in place of the previous one (now and then, when not on a terminal).
+    fn show(&self, line: &str) {
+        self.emit(line, false);
+    }
+
+    /// Shows `line` when one is due, or at once when `always` (on a terminal). Plain lines
+    /// wait for the work to have lasted a while: a short `reindex` in a script says nothing.
+    fn emit(&self, line: &str, always: bool) {
+        let now = Instant::now();
+        let quiet = match self.output {
+            ProgressOutput::Off => true,
+            ProgressOutput::Terminal => false,
+            ProgressOutput::Lines => now.duration_since(self.started) < self.every(),
+        };
+        if quiet {
             return;
         }
         let Ok(mut last) = self.last.lock() else {
             return;
         };
-        let now = Instant::now();
-        let due = last.is_none_or(|t| now.duration_since(t) >= Self::EVERY);
-        let line = match progress {
-            Progress::Walked { files, to_read } => {
-                format!("found {files} files, {to_read} to read")
-            }
-            Progress::Read { done, total } if due || done == total => {
-                format!("read {done}/{total} files")
-            }
-            Progress::Read { .. } => return,
-        };
+        let always = always && self.output == ProgressOutput::Terminal;
+        if !always && last.is_some_and(|t| now.duration_since(t) < self.every()) {
+            return;
+        }
         *last = Some(now);
-        eprint!("\r\x1b[2K{line}");
-    }
-
-    /// Shows `line` in place of the previous one.
-    fn show(&self, line: &str) {
-        if self.enabled {
-            eprint!("\r\x1b[2K{line}");
+        match self.output {
+            ProgressOutput::Terminal => eprint!("\r\x1b[2K{line}"),
+            _ => eprintln!("{line}"),
         }
     }
 
     fn finish(&self) {
-        if self.enabled {
+        if self.output == ProgressOutput::Terminal {
             eprint!("\r\x1b[2K");
         }
     }
