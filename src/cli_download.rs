@@ -138,14 +138,19 @@ fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError
 }
 
 fn summary(response: &Value, indexed: &str, took: Duration) -> String {
+    // Entries are paths, or for a conflict `{path, upstream_copy}`.
     let list = |value: &Value| -> Vec<String> {
+        let entry = |item: &Value| match (item.as_str(), item["path"].as_str()) {
+            (Some(path), _) => Some(path.to_string()),
+            (None, Some(path)) => Some(match item["upstream_copy"].as_str() {
+                Some(copy) => format!("{path} (upstream's text in {copy})"),
+                None => path.to_string(),
+            }),
+            (None, None) => None,
+        };
         value
             .as_array()
-            .map(|v| {
-                v.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
+            .map(|v| v.iter().filter_map(entry).collect())
             .unwrap_or_default()
     };
     let source = &response["source"];
@@ -180,6 +185,11 @@ fn summary(response: &Value, indexed: &str, took: Duration) -> String {
         (
             &response["kept_local"],
             "kept as you edited them (--force replaces them)",
+        ),
+        (&response["merged"], "merged with your edits"),
+        (
+            &response["conflicts"],
+            "conflicts: yours kept, merge upstream's text by hand, then delete its copy",
         ),
         (&review["executables"], "review: executable"),
         (&review["scripts"], "review: scripts"),

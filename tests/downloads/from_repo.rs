@@ -665,5 +665,29 @@ fn a_re_download_across_commits_merges_a_local_edit_three_way() {
         f.read("skills/frontend-design/layouts/grid.md.upstream"),
         "# Grid v2\n"
     );
+    // Once more in plain text: the summary names the merge and the conflict with its copy.
+    repo.write(
+        "skills/frontend-design/components.md",
+        "# Components\n\nbuttons\ncards\nforms, v3\n",
+    )
+    .write("skills/frontend-design/layouts/grid.md", "# Grid v3\n");
+    repo.publish("v3");
+    let out = f.cli(&["download", "--repo", &url, "--skill", "frontend-design"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("\n  merged with your edits (1): components.md"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "\n  conflicts: yours kept, merge upstream's text by hand, then delete its copy (1): layouts/grid.md (upstream's text in layouts/grid.md.upstream)"
+        ),
+        "{stdout}"
+    );
     f.assert_no_clone_left();
 }
