@@ -1,13 +1,15 @@
 //! Who holds the index as its writer, for the processes that find it held. The writer's lock
 //! (redb's) says only that some process holds it; a note beside the index file
-//! (`<index_path>.holder`: `{pid, role}`) says which. A process of this binary declares its role
-//! once ([`declare`]): `worker`, or the command it runs (`reindex`, `list`, `download`…).
+//! (`<index_path>.holder`: `{pid, role, folders}`) says which, and which folders it indexes. A
+//! process of this binary declares its role once ([`declare`]): `worker`, or the command it
+//! runs (`reindex`, `list`, `download`…).
 //!
 //! What the others do with it (`Index::open_writer_after_commands`, `Directory::open_shared`):
 //! a command holds the index for a while and then lets go, so a worker starting, a `reindex`,
 //! or a read that would bring the index up to date waits for it instead of failing or
 //! following an index that is being rebuilt; a worker holds it for good, so a second worker
-//! stops with an error and a command follows the worker's live copy.
+//! stops with an error and a command follows the worker's live copy, unless the worker
+//! indexes other folders than the command's configuration names.
 //!
 //! The note is consulted only while the lock is held, so one left by a process that died is
 //! harmless: its pid is no longer alive, and the note is read as no note.

@@ -201,8 +201,8 @@ impl Index {
 
     /// Opens the index as its writer, first waiting for a command of this binary that holds it
     /// (a `reindex`, a read bringing it up to date, a download) to let go: it does when done.
-    /// Held by a worker, by this process, or by a process that left no note, it is `Busy` at
-    /// once. `waiting` is told once who is waited for.
+    /// Held by a worker, by this process, or by a process whose note does not appear within a
+    /// moment (`holder::of_busy`), it is `Busy`. `waiting` is told once who is waited for.
     pub fn open_writer_after_commands(
         path: &Path,
         waiting: impl FnOnce(&holder::Holder),
