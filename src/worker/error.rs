@@ -51,12 +51,16 @@ impl WorkerError {
 pub enum ServeError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
-    /// Another process is the index's writer.
+    /// Another process is the index's writer: `holder` names it when its note does.
     #[error(
-        "another process (a running iii-directory worker?) owns the index at {}; stop it first",
-        .0.display()
+        "{} owns the index at {}; stop it first, or give this worker an index_path of its own",
+        holder.as_deref().unwrap_or("another process (a running iii-directory worker?)"),
+        path.display()
     )]
-    Busy(PathBuf),
+    Busy {
+        path: PathBuf,
+        holder: Option<String>,
+    },
     #[error(transparent)]
     Open(#[from] OpenError),
     /// The boot reconcile failed.

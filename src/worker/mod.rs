@@ -113,7 +113,10 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let refusals = Arc::new(configuration::Refusals::default());
     let stored = runtime.block_on(configuration::stored(&iii, STORED_CONFIG_WAIT));
     let (config, from_store) = configuration::boot_config(stored, &options.config, &refusals);
-    let busy = |index_path: &std::path::Path| ServeError::Busy(index_path.to_path_buf());
+    let busy = |index_path: &std::path::Path| ServeError::Busy {
+        path: index_path.to_path_buf(),
+        holder: crate::index::holder::read(index_path).map(|holder| holder.describe()),
+    };
     let directory = match Directory::open(config.clone()) {
         Ok(directory) => directory,
         Err(OpenError::Busy(_)) => return Err(busy(&config.paths.index_path)),

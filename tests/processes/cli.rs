@@ -1543,3 +1543,40 @@ fn get_skill_takes_the_path_it_prints() {
     let stderr = fails(&tree, &["get", "skill", "/no/such/skill.md"]);
     assert!(stderr.contains("leading or trailing '/'"), "{stderr}");
 }
+
+/// A second worker on the same index stops at once and names the worker that holds it.
+#[test]
+fn a_second_worker_names_the_worker_that_holds_the_index() {
+    let tree = sample_tree();
+    // No engine answers on port 1: the worker serves its index and keeps waiting for one.
+    let mut first = iii(&tree)
+        .args(["--url", "ws://127.0.0.1:1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the first worker");
+    let note = {
+        let mut name = tree.config().paths.index_path.into_os_string();
+        name.push(".holder");
+        std::path::PathBuf::from(name)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pid = first.id().to_string();
+    while !fs::read_to_string(&note).is_ok_and(|text| text.contains(&format!("\"pid\":{pid},"))) {
+        assert!(
+            Instant::now() < deadline,
+            "the first worker never held the index"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stderr = fails(&tree, &["--url", "ws://127.0.0.1:1"]);
+    first.kill().expect("kill");
+    first.wait().expect("reap");
+    assert!(
+        stderr.contains(&format!(
+            "a running iii-directory worker (pid {pid}) owns the index at {}; stop it first",
+            tree.config().paths.index_path.display()
+        )),
+        "{stderr}"
+    );
+}
