@@ -92,6 +92,45 @@ pub fn check_not_overridden(
     ))
 }
 
+/// Refuses a create in `skills_folder` whose file lands inside `local_skills_folder` (which
+/// sits inside it by default, as `skills/iii`) and starts there a namespace `skills_folder`
+/// serves too: the new local folder (or file) would override that namespace whole, hiding
+/// every skill in it (`iii/pptx/note` hides `pptx`). `id` is the id asked for.
+pub fn check_not_shadowing(roots: &Roots, target: &Path, id: &str, code: Code) -> Result<()> {
+    let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
+    let Ok(rel) = target.strip_prefix(local) else {
+        return Ok(());
+    };
+    if local == skills {
+        return Ok(());
+    }
+    let rel = rel.to_string_lossy();
+    let namespace = match rel.split_once('/') {
+        Some((first, _)) => first.to_string(),
+        None => rel.trim_end_matches(".md").to_string(),
+    };
+    let present = |root: &Path| {
+        root.join(&namespace).exists() || root.join(format!("{namespace}.md")).exists()
+    };
+    // Already a local namespace: its skills are the local ones, and nothing new is hidden.
+    // The local folder itself is no namespace of `skills_folder` to protect.
+    let hides = !present(local) && present(skills) && skills.join(&namespace) != local;
+    if !hides {
+        return Ok(());
+    }
+    let local_id = rel.trim_end_matches(".md");
+    Err(Error::coded(
+        code,
+        format!(
+            "skill {} would start a {namespace} namespace in local_skills_folder ({}), which overrides skills_folder's {namespace} whole and would hide every skill in it. Create it as {} in skills_folder, or make that override on disk if it is what you want.",
+            crate::error::quoted(id),
+            local.display(),
+            crate::error::quoted(local_id)
+        ),
+        &[],
+    ))
+}
+
 /// The modification time of a file just written, as the contract prints it.
 pub fn modified_at(path: &Path) -> String {
     std::fs::metadata(path)

@@ -13,8 +13,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
-    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
-    store_error, writable_roots,
+    Outcome, check_content, check_inside, check_not_overridden, check_not_shadowing, file_exists,
+    modified_at, store_error, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -101,6 +101,7 @@ pub fn create(
         Code::SkillPlacementRefused,
         &[],
     )?;
+    check_not_shadowing(roots, &path, &id, Code::SkillPlacementRefused)?;
     check_content(&req.content)?;
     store::write_atomic(
         &[roots.path(Root::Skills)],

@@ -418,3 +418,47 @@ fn skills_create_under_a_file_names_the_folder_it_could_not_make() {
         "{error}"
     );
 }
+
+/// By default `local_skills_folder` (`skills/iii`) sits inside `skills_folder`, so a create of
+/// `iii/<ns>/…` lands in the local folder. Starting there a namespace `skills_folder` serves
+/// would override it whole and hide its skills: refused (D115), nothing written. Into a local
+/// namespace that exists already, or a new name, the create lands.
+#[test]
+fn skills_create_refuses_to_start_a_local_namespace_that_hides_a_global_one() {
+    let env = Env::new(standard);
+    for (id, local_id) in [("iii/mailer/note", "mailer/note"), ("iii/kit", "kit")] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        let namespace = local_id.split('/').next().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!(
+                "D115 invalid_input: skill {id:?} would start a {namespace} namespace in local_skills_folder ("
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("Create it as {local_id:?} in skills_folder")),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        env.read(ReadFunction::SkillsGet, json!({"id": "mailer/send"}))["title"],
+        "Send"
+    );
+    // `shell` is a local namespace already; `fresh` is no namespace of skills_folder.
+    for id in ["iii/shell/extra", "iii/fresh/note"] {
+        env.ok(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+            Family::Skills,
+            skill_event("create", id),
+        );
+    }
+    assert_eq!(
+        env.read(ReadFunction::SkillsGet, json!({"id": "shell/extra"}))["path"],
+        env.path("skills/iii/shell/extra.md").display().to_string()
+    );
+}
