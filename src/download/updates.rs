@@ -64,7 +64,16 @@ pub async fn check_updates(
     let CheckRequest { namespace } = request::parse(request)?;
     let locked = lock::read(lock_path)?;
     let entries: Vec<Entry> = match namespace.as_deref().map(str::trim) {
-        Some(ns) if !ns.is_empty() => locked.bundles.get(ns).cloned().into_iter().collect(),
+        // One bundle the lock does not hold is refused as `get` and `restore` refuse it.
+        Some(ns) if !ns.is_empty() => {
+            let entry = locked.bundles.get(ns).cloned().ok_or_else(|| {
+                lock::not_locked(
+                    ns,
+                    "it was never downloaded here, or the lock was replaced.",
+                )
+            })?;
+            vec![entry]
+        }
         _ => locked.bundles.into_values().collect(),
     };
     let bound = Duration::from_millis(settings.download_timeout_ms).min(MAX_BOUND);

@@ -55,6 +55,21 @@ async fn a_tag_that_moved_is_an_update_and_a_pinned_version_is_pinned() {
     assert_eq!(mailer["state"], "update-available");
     assert_ne!(mailer["upstream"]["digest"], mailer["locked"]["digest"]);
     assert_eq!(second["bundles"].as_array().map(Vec::len), Some(1));
+    // A bundle the lock does not hold is refused, as `get` refuses it.
+    let error = updates::check_updates(
+        &s.directory.settings(),
+        &s.directory.config().paths.bundles_lock,
+        &s.registry,
+        &json!({"namespace": "nope"}),
+    )
+    .await
+    .expect_err("not locked");
+    assert!(
+        error
+            .to_string()
+            .starts_with("D334 not_found: bundle \"nope\" is not in the bundles lock;"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
