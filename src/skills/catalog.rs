@@ -67,8 +67,8 @@ struct CatalogRequest {
     prefix: Option<String>,
     #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
-    format: Format,
+    /// Absent or null: the default (`xml`).
+    format: Option<Format>,
     limit: Option<usize>,
     max_bytes: Option<usize>,
 }
@@ -125,7 +125,7 @@ pub fn catalog(
                 .as_deref()
                 .is_none_or(|t| listed.kind().as_deref() == Some(t))
     };
-    let mut render = Render::new(req.format, max_bytes);
+    let mut render = Render::new(req.format.unwrap_or_default(), max_bytes);
     let mut left_out = 0usize;
     let mut at = 0;
     while at < entries.len() {
@@ -318,8 +318,10 @@ mod tests {
 
     #[test]
     fn formats_are_read_by_name() {
-        let read = |v: Value| request::parse::<CatalogRequest>(&v).map(|r| r.format);
+        let read =
+            |v: Value| request::parse::<CatalogRequest>(&v).map(|r| r.format.unwrap_or_default());
         assert_eq!(read(json!({})).ok(), Some(Format::Xml));
+        assert_eq!(read(json!({"format": null})).ok(), Some(Format::Xml));
         assert_eq!(
             read(json!({"format": "markdown"})).ok(),
             Some(Format::Markdown)

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::surface;
 use crate::code::Code;
@@ -190,10 +190,22 @@ fn walk(
     match value {
         Value::Object(fields) => {
             if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                let required = schema.get("required").and_then(Value::as_array);
                 for (name, property) in properties {
-                    if let Some(field) = fields.get(name) {
-                        walk(function, code, property, field, Some(name))?;
+                    let Some(field) = fields.get(name) else {
+                        continue;
+                    };
+                    // Null stands for absent, which a required field may not be.
+                    if field.is_null() && required.is_some_and(|r| r.contains(&json!(name))) {
+                        let expected = allowed_types(property)
+                            .iter()
+                            .find_map(|t| type_article(t))
+                            .unwrap_or("a value");
+                        return Err(Error::Invalid(format!(
+                            "invalid request: invalid type: null, expected {expected} for `{name}`"
+                        )));
                     }
+                    walk(function, code, property, field, Some(name))?;
                 }
             }
         }
@@ -474,6 +486,14 @@ mod tests {
                 "{function}"
             );
         }
+        // Null stands for absent: refused for a required field, by name.
+        assert_eq!(
+            refusal(
+                "directory::system-prompts::create",
+                json!({"name": "a", "content": null})
+            ),
+            "invalid request: invalid type: null, expected a string for `content`"
+        );
         // What the schemas allow passes to the handler.
         for (function, request) in [
             (
