@@ -18,7 +18,7 @@ use crate::family_writes::check_content;
 use crate::request;
 use crate::rules::Source;
 use crate::rules::skill::{Placement, row_for};
-use crate::{agents, system_prompts};
+use crate::{Directory, agents, system_prompts};
 
 /// `{family, id, content}`: the text the editor holds, for the document `id` of `family`
 /// (`skills`, `system-prompts` or `agents`, the names of the change events).
@@ -44,7 +44,7 @@ struct Request {
 /// A text over the families' size cap is refused as a save would be, unread (`frontmatter`
 /// `null`).
 /// - `id_error`: why `id` breaks the family's id rule, or `null`.
-pub fn check(request: &Value) -> Result<Value> {
+pub fn check(directory: &Directory, request: &Value) -> Result<Value> {
     let req: Request = request::parse(request)?;
     if req.content.len() as u64 > MAX_FILE_BYTES {
         // Refused unread, as every family's write refuses it.
@@ -68,7 +68,7 @@ pub fn check(request: &Value) -> Result<Value> {
         ),
         "system-prompts" => (
             validate_name(&req.id).err().map(|e| e.to_string()),
-            prompt(&req.id, &req.content),
+            prompt(directory, &req.id, &req.content),
         ),
         "agents" => (
             validate_name(&req.id).err().map(|e| e.to_string()),
@@ -116,10 +116,14 @@ fn skill(id: &str, content: &str, doc: &ParsedDoc) -> Result<(String, String)> {
     Ok((row.title, row.description))
 }
 
-/// A system prompt: the update's checks; its name is the declared one, else the file's.
-fn prompt(name: &str, content: &str) -> Result<(String, String)> {
+/// A system prompt: the update's checks (a declared name never renames it onto another
+/// prompt's file); its name is the declared one, else the file's.
+fn prompt(directory: &Directory, name: &str, content: &str) -> Result<(String, String)> {
     check_content(content)?;
     let (declared, description) = system_prompts::write::check_frontmatter(content, name)?;
+    if let Some(declared) = declared.as_deref().filter(|declared| *declared != name) {
+        system_prompts::write::check_rename(&directory.reader()?, name, declared)?;
+    }
     Ok((declared.unwrap_or_else(|| name.to_string()), description))
 }
 
@@ -134,8 +138,25 @@ mod tests {
     use super::*;
     use crate::code::Code;
 
+    /// A directory over a tree holding the system prompt `helper`.
+    fn directory() -> (tempfile::TempDir, Directory) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let prompts = dir.path().join("skills/system-prompts");
+        std::fs::create_dir_all(&prompts).expect("mkdir");
+        std::fs::write(
+            prompts.join("helper.md"),
+            "---\ndescription: Helps.\n---\nHelp.\n",
+        )
+        .expect("write");
+        let directory = Directory::open(crate::config::Config::for_root(dir.path())).expect("open");
+        directory.reconcile().expect("reconcile");
+        (dir, directory)
+    }
+
     fn dry(family: &str, id: &str, content: &str) -> Value {
-        check(&json!({ "family": family, "id": id, "content": content })).expect("answers")
+        let (_dir, directory) = directory();
+        let request = json!({ "family": family, "id": id, "content": content });
+        check(&directory, &request).expect("answers")
     }
 
     #[test]
@@ -158,6 +179,21 @@ mod tests {
                     Code::PromptFrontmatterRefused
                 ))),
             "{refused}"
+        );
+        // A declared name that renames the prompt onto another prompt's file, as the update.
+        let onto = dry(
+            "system-prompts",
+            "reviewer",
+            "---\nname: helper\ndescription: Reviews.\n---\nBody\n",
+        );
+        assert!(
+            onto["refused"]
+                .as_str()
+                .is_some_and(|r| r.starts_with(&format!(
+                    "{} invalid_input: system prompt \"helper\" already exists",
+                    Code::PromptExists
+                ))),
+            "{onto}"
         );
         let agent = dry("agents", "helper", "---\nname: Helper\ncolor: mauve\n---\n");
         assert!(
@@ -186,7 +222,12 @@ mod tests {
 
     #[test]
     fn an_unknown_family_and_an_oversized_text_are_answered() {
-        let err = check(&json!({ "family": "x", "id": "a", "content": "" })).expect_err("x");
+        let (_dir, directory) = directory();
+        let err = check(
+            &directory,
+            &json!({ "family": "x", "id": "a", "content": "" }),
+        )
+        .expect_err("x");
         assert!(
             err.to_string().starts_with("invalid request: family"),
             "{err}"

@@ -166,7 +166,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 /// prompt's file: the scan keeps one of two files declaring a name and skips the other, so the
 /// written prompt (or the one it collided with) could no longer be read, updated or deleted.
 /// Taking a bundled prompt's name shadows it, as a create may.
-fn check_rename(reader: &Reader, from: &str, to: &str) -> Result<()> {
+pub(crate) fn check_rename(reader: &Reader, from: &str, to: &str) -> Result<()> {
     match reader.prompt(to)?.map(|row| row.source) {
         Some(Source::File { .. }) => Err(Error::coded(
             Code::PromptExists,
