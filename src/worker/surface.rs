@@ -674,7 +674,7 @@ fn download_functions() -> Vec<Function> {
             ),
             exposure: Exposure::Internal,
             deadline: Deadline::Cut,
-            handler: Handler::Directory(|directory, input| crate::dry_run::check(directory, input)),
+            handler: Handler::Directory(crate::dry_run::check),
         },
     ]
 }
