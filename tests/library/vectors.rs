@@ -8,6 +8,7 @@ use iii_directory::doc::frontmatter::split;
 use iii_directory::doc::ids::{validate_name, validate_skill_id};
 use iii_directory::dry_run;
 use serde_json::{Value, json};
+use test_support::common;
 
 fn vectors() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ui/vectors.json");
@@ -69,13 +70,15 @@ fn ids_and_names_are_valid_as_the_vectors_say() {
 fn skill_texts_read_as_the_vectors_say() {
     let vectors = vectors();
     let mut wrong = Vec::new();
+    let tree = common::Tree::new();
+    let directory = tree.open();
     for case in cases(&vectors, "skill_readings") {
-        let answer = dry_run::check(&json!({
+        let request = json!({
             "family": "skills",
             "id": case["id"],
             "content": case["text"],
-        }))
-        .expect("the dry run answers");
+        });
+        let answer = dry_run::check(&directory, &request).expect("the dry run answers");
         let got = json!({
             "frontmatter": answer["frontmatter"],
             "title": answer["title"],
