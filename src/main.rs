@@ -649,7 +649,11 @@ fn warn_missing_folders(config: &Config) {
 fn open_fresh(config: Config) -> Result<Directory, CliError> {
     let directory = Directory::open_shared(config)?;
     if directory.is_writer() {
-        directory.reconcile()?;
+        // Usually a moment; a first index (or one rebuilt after a crash) of a large tree takes
+        // seconds, shown as `reindex` shows them (stderr: the answer on stdout stays whole).
+        let progress = ProgressLine::after(false, Duration::from_secs(1));
+        directory.reconcile_with_progress(&|p| progress.update(p))?;
+        progress.finish();
     } else {
         tracing::info!("a running worker owns the index; answering from its live copy");
     }
@@ -744,11 +748,20 @@ enum ProgressOutput {
 struct ProgressLine {
     output: ProgressOutput,
     started: Instant,
+    /// Nothing is shown before the work has lasted this long.
+    quiet_for: Duration,
     last: Mutex<Option<Instant>>,
 }
 
 impl ProgressLine {
+    /// Progress shown from the start on a terminal (a `reindex`).
     fn new(json: bool) -> ProgressLine {
+        ProgressLine::after(json, Duration::ZERO)
+    }
+
+    /// Progress shown only once the work has lasted `quiet_for` (a read that usually takes a
+    /// moment), or the plain lines' interval if longer.
+    fn after(json: bool, quiet_for: Duration) -> ProgressLine {
         let output = match (json, std::io::stderr().is_terminal()) {
             (true, _) => ProgressOutput::Off,
             (false, true) => ProgressOutput::Terminal,
@@ -757,6 +770,7 @@ impl ProgressLine {
         ProgressLine {
             output,
             started: Instant::now(),
+            quiet_for,
             last: Mutex::new(None),
         }
     }
@@ -789,10 +803,11 @@ impl ProgressLine {
     /// wait for the work to have lasted a while: a short `reindex` in a script says nothing.
     fn emit(&self, line: &str, always: bool) {
         let now = Instant::now();
+        let lasted = now.duration_since(self.started);
         let quiet = match self.output {
             ProgressOutput::Off => true,
-            ProgressOutput::Terminal => false,
-            ProgressOutput::Lines => now.duration_since(self.started) < self.every(),
+            ProgressOutput::Terminal => lasted < self.quiet_for,
+            ProgressOutput::Lines => lasted < self.every().max(self.quiet_for),
         };
         if quiet {
             return;
@@ -812,7 +827,8 @@ impl ProgressLine {
     }
 
     fn finish(&self) {
-        if self.output == ProgressOutput::Terminal {
+        let shown = self.last.lock().is_ok_and(|last| last.is_some());
+        if self.output == ProgressOutput::Terminal && shown {
             eprint!("\r\x1b[2K");
         }
     }
