@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::code::Code;
 use crate::doc::{MAX_FILE_BYTES, as_read, frontmatter};
 use crate::error::Next;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, quoted};
 use crate::events::ChangeEvent;
 use crate::roots::{Root, Roots};
 use crate::store::StoreError;
@@ -70,13 +70,7 @@ pub fn check_inside(root: &Path, target: &Path, code: Code, next: &[Next]) -> Re
 /// overrides: the scan reads a namespace (and the `system-prompts` folder) from the local root
 /// alone when it has a folder of that name, even an empty one, so the file written would be
 /// hidden from every read. `what` names what was to be written ("skill \"docx/x\"").
-pub fn check_not_overridden(
-    roots: &Roots,
-    top: &str,
-    what: &str,
-    code: Code,
-    next: &[Next],
-) -> Result<()> {
+pub fn check_not_overridden(roots: &Roots, top: &str, what: &str, code: Code) -> Result<()> {
     let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
     let overriding = local.join(top);
     if local == skills || !overriding.is_dir() {
@@ -88,7 +82,7 @@ pub fn check_not_overridden(
             "{what} would be written in skills_folder/{top}/, which local_skills_folder overrides with its own {top}/ folder ({}): no read would see it. Write it on disk in that folder, or move that folder away.",
             overriding.display()
         ),
-        next,
+        &[],
     ))
 }
 
@@ -123,9 +117,9 @@ pub fn check_not_shadowing(roots: &Roots, target: &Path, id: &str, code: Code) -
         code,
         format!(
             "skill {} would start a {namespace} namespace in local_skills_folder ({}), which overrides skills_folder's {namespace} whole and would hide every skill in it. Create it as {} in skills_folder, or make that override on disk if it is what you want.",
-            crate::error::quoted(id),
+            quoted(id),
             local.display(),
-            crate::error::quoted(local_id)
+            quoted(local_id)
         ),
         &[],
     ))

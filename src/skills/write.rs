@@ -99,7 +99,6 @@ pub fn create(
         namespace,
         &format!("skill {}", quoted(&id)),
         Code::SkillPlacementRefused,
-        &[],
     )?;
     check_not_shadowing(roots, &path, &id, Code::SkillPlacementRefused)?;
     check_content(&req.content)?;

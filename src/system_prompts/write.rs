@@ -58,7 +58,6 @@ fn check_placement(roots: &Roots, name: &str, path: &Path) -> Result<()> {
         FOLDER,
         &format!("system prompt {name:?}"),
         Code::PromptExists,
-        &[],
     )
 }
 
