@@ -9,8 +9,7 @@ use serde_json::Value;
 
 use crate::code::Code;
 use crate::doc::{MAX_FILE_BYTES, as_read, frontmatter};
-use crate::error::Next;
-use crate::error::{Error, Result, quoted};
+use crate::error::{Error, Next, Result, quoted};
 use crate::events::ChangeEvent;
 use crate::roots::{Root, Roots};
 use crate::store::StoreError;
