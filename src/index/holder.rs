@@ -63,9 +63,7 @@ impl Holder {
 }
 
 fn note_path(index: &Path) -> PathBuf {
-    let mut name = index.as_os_str().to_owned();
-    name.push(".holder");
-    PathBuf::from(name)
+    crate::store::beside(index, ".holder")
 }
 
 /// Notes this process as the writer of the index at `index`, indexing `folders` (when it
