@@ -122,18 +122,10 @@ fn walk(
         return Ok(());
     }
     let allowed = allowed_types(schema);
+    if !allowed.is_empty() && !allowed.iter().any(|t| is_of_type(value, t)) {
+        return Err(wrong_type(&shown(value), schema, key));
+    }
     if let Value::String(text) = value {
-        if !allowed.is_empty() && !allowed.contains(&"string") {
-            let expected = allowed
-                .iter()
-                .find_map(|t| type_article(t))
-                .unwrap_or("another type");
-            return Err(Error::Invalid(format!(
-                "invalid request: invalid type: string {}, expected {expected}{}",
-                quoted(text),
-                for_key(key)
-            )));
-        }
         if let Some(values) = schema.get("enum").and_then(Value::as_array)
             && !values.iter().any(|v| v.as_str() == Some(text))
         {
@@ -164,17 +156,6 @@ fn walk(
         }
         return Ok(());
     }
-    if !allowed.is_empty() && !allowed.iter().any(|t| is_of_type(value, t)) {
-        let expected = allowed
-            .iter()
-            .find_map(|t| type_article(t))
-            .unwrap_or("another type");
-        return Err(Error::Invalid(format!(
-            "invalid request: invalid type: {}, expected {expected}{}",
-            shown(value),
-            for_key(key)
-        )));
-    }
     // No unsigned field takes a number below 0 (serde's message would name only `u64`).
     let unsigned = schema
         .get("minimum")
@@ -197,13 +178,7 @@ fn walk(
                     };
                     // Null stands for absent, which a required field may not be.
                     if field.is_null() && required.is_some_and(|r| r.contains(&json!(name))) {
-                        let expected = allowed_types(property)
-                            .iter()
-                            .find_map(|t| type_article(t))
-                            .unwrap_or("a value");
-                        return Err(Error::Invalid(format!(
-                            "invalid request: invalid type: null, expected {expected} for `{name}`"
-                        )));
+                        return Err(wrong_type("null", property, Some(name)));
                     }
                     walk(function, code, property, field, Some(name))?;
                 }
@@ -235,9 +210,23 @@ fn for_key(key: Option<&str>) -> String {
     key.map(|k| format!(" for `{k}`")).unwrap_or_default()
 }
 
-/// Whether `value` (not a string, not null) is of JSON schema type `json_type`.
+/// The refusal of a value (`found`, as serde shows it) of a type the field's schema does not
+/// allow.
+fn wrong_type(found: &str, schema: &Value, key: Option<&str>) -> Error {
+    let expected = allowed_types(schema)
+        .iter()
+        .find_map(|t| type_article(t))
+        .unwrap_or("another type");
+    Error::Invalid(format!(
+        "invalid request: invalid type: {found}, expected {expected}{}",
+        for_key(key)
+    ))
+}
+
+/// Whether `value` (not null) is of JSON schema type `json_type`.
 fn is_of_type(value: &Value, json_type: &str) -> bool {
     match (json_type, value) {
+        ("string", Value::String(_)) => true,
         ("boolean", Value::Bool(_)) | ("number", Value::Number(_)) => true,
         ("integer", Value::Number(n)) => n.is_i64() || n.is_u64(),
         ("object", Value::Object(_)) | ("array", Value::Array(_)) => true,
@@ -245,10 +234,11 @@ fn is_of_type(value: &Value, json_type: &str) -> bool {
     }
 }
 
-/// A refused value that is not a string, shown as serde shows it (`integer `5``); arrays and
-/// objects by their kind only, since they may be long.
+/// A refused value shown as serde shows it (`integer `5``, `string "x"` cut when long); arrays
+/// and objects by their kind only, since they may be long.
 fn shown(value: &Value) -> String {
     match value {
+        Value::String(text) => format!("string {}", quoted(text)),
         Value::Bool(b) => format!("boolean `{b}`"),
         Value::Number(n) if n.is_i64() || n.is_u64() => format!("integer `{n}`"),
         Value::Number(n) => format!("number `{n}`"),
