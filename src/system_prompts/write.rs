@@ -101,7 +101,7 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let path = target(roots, &req.name);
     check_placement(roots, &req.name, &path)?;
     if path.exists() {
-        return Err(file_exists(Code::PromptExists, &path, &NEXT_ON_CONFLICT));
+        return Err(taken_file(reader, roots, &path)?);
     }
     check_content(&req.content)?;
     let (declared, description) = check_frontmatter(&req.content, &req.name)?;
@@ -137,7 +137,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
             let path = target(roots, &req.name);
             check_placement(roots, &req.name, &path)?;
             if path.exists() {
-                return Err(file_exists(Code::PromptExists, &path, &NEXT_ON_CONFLICT));
+                return Err(taken_file(reader, roots, &path)?);
             }
             (path, Mode::CreateNew, req.name.clone())
         }
@@ -202,6 +202,30 @@ fn existing_file(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<Pa
             Some(roots.file(root, &rel)).filter(|p| p.is_file())
         }
         _ => None,
+    })
+}
+
+/// The refusal of a write whose file is already there: the contract's "currently skipped"
+/// message, unless the file is served under the name its frontmatter declares (a prompt
+/// renamed by an update), which the refusal then names.
+fn taken_file(reader: &Reader, roots: &Roots, path: &Path) -> Result<Error> {
+    let served = reader
+        .prompts()?
+        .into_iter()
+        .find(|(_, row)| match &row.source {
+            Source::File { root, rel, .. } => roots.file(*root, rel) == path,
+            _ => false,
+        });
+    Ok(match served {
+        Some((name, _)) => Error::coded(
+            Code::PromptExists,
+            format!(
+                "a file already exists at {}: it holds the system prompt {name:?} (its frontmatter names it); pick another name, or edit {name:?}.",
+                path.display()
+            ),
+            &NEXT_ON_CONFLICT,
+        ),
+        None => file_exists(Code::PromptExists, path, &NEXT_ON_CONFLICT),
     })
 }
 

@@ -371,6 +371,20 @@ fn system_prompts_update_cannot_rename_onto_another_prompts_file() {
         named_event("update", "iii-minimal"),
     );
     assert_eq!(description("iii-minimal"), "My minimal.");
+    // The renamed prompt's file is in the way of its old name; the refusal says what it holds.
+    let (code, message) = env.coded(
+        WriteFunction::SystemPromptsCreate,
+        json!({"name": "pirate", "content": PIRATE}),
+    );
+    assert_eq!(code, Some("D214"));
+    assert!(
+        message.starts_with(&format!(
+            "D214 invalid_input: a file already exists at {}: it holds the system prompt \"iii-minimal\" (its frontmatter names it)",
+            env.path("skills/system-prompts/pirate.md").display()
+        )),
+        "{message}"
+    );
+    assert_eq!(description("iii-minimal"), "My minimal.");
 }
 
 /// A `system-prompts` folder in `local_skills_folder` overrides `skills_folder`'s whole: a
