@@ -94,6 +94,14 @@ fn engine_url(url: &str) -> Result<String, String> {
     }
 }
 
+/// A `--since-revision` value. Negative numbers reach this parser (rather than clap's tip to
+/// write `-- -1`, which cannot help) so the error says what a revision is.
+fn revision(value: &str) -> Result<u64, String> {
+    value.parse().map_err(|_| {
+        "a revision is a whole number, 0 or more: the `revision` of an earlier `list skills --json` answer (0 for the whole list)".to_string()
+    })
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the worker on the iii engine bus (the default when no command is given).
@@ -129,7 +137,7 @@ enum Command {
         kind_filter: Option<String>,
         /// Only what changed since this revision (from an earlier answer's `revision`; 0 for
         /// the whole list with its revision).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = revision)]
         since_revision: Option<u64>,
         /// Print the exact response of the matching directory:: function.
         #[arg(long)]

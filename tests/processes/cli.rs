@@ -1269,8 +1269,8 @@ fn commands_started_together_on_a_new_project_all_answer() {
 }
 
 /// Mistakes on the command line and in the configuration are refused with what to do next:
-/// an unknown log level or an engine address that is not a WebSocket URL (usage errors, exit
-/// 2), a folder at `index_path`, a search model that is configured but cannot be loaded.
+/// an unknown log level, a revision that is not one, or an engine address that is not a
+/// WebSocket URL (usage errors, exit 2), a folder at `index_path`, a search model that is configured but cannot be loaded.
 #[test]
 fn command_line_and_configuration_mistakes_say_what_to_do() {
     let tree = sample_tree();
@@ -1296,6 +1296,13 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
     );
     let stderr = usage(&["download", "--repo", "https://example.com/skills.git"]);
     assert!(stderr.contains("--skill <SKILL>"), "{stderr}");
+    for revision in ["-1", "ten"] {
+        let stderr = usage(&["list", "skills", "--since-revision", revision]);
+        assert!(
+            stderr.contains("a revision is a whole number, 0 or more"),
+            "{revision}: {stderr}"
+        );
+    }
     for url in ["http://127.0.0.1:49134", "127.0.0.1:49134", "ws://"] {
         let stderr = usage(&["--url", url, "search", "send an email"]);
         assert!(
