@@ -1,11 +1,14 @@
 //! The live catalog: fetched from the engine (`engine::functions::list`, then
 //! `engine::functions::info {function_ids}` in parallel batches of at most 32), indexed once,
 //! and swapped in only when its fingerprint changed. Refreshes are serialized; a failed one
-//! keeps the catalog that was there.
+//! keeps the catalog that was there. A refresh asked for while another already waits its turn
+//! joins that one (it will fetch after the change that asked), so a burst of pushes costs two
+//! fetches, not one each.
 //!
 //! The engine is reached through [`Engine`], so this logic runs without a socket in tests.
 
 use crate::locks;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -83,12 +86,18 @@ pub enum Refresh {
     Changed { functions: usize },
     /// The engine's functions are the ones already indexed.
     Unchanged,
+    /// Another refresh was already waiting its turn, and fetches after this one was asked for.
+    Joined,
 }
 
 /// The catalog searches read, and its refresher.
 pub struct CatalogService {
     current: RwLock<Arc<Catalog>>,
     refreshing: tokio::sync::Mutex<()>,
+    /// A refresh waits for `refreshing` and has not fetched yet.
+    queued: AtomicBool,
+    /// A catalog fetched from the engine is in use (the empty one of a new service is not).
+    loaded: AtomicBool,
 }
 
 impl Default for CatalogService {
@@ -102,7 +111,14 @@ impl CatalogService {
         CatalogService {
             current: RwLock::new(Arc::new(catalog)),
             refreshing: tokio::sync::Mutex::new(()),
+            queued: AtomicBool::new(false),
+            loaded: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a catalog fetched from the engine is in use.
+    pub fn loaded(&self) -> bool {
+        self.loaded.load(Ordering::SeqCst)
     }
 
     /// The catalog in use (a snapshot: a refresh never changes it under a search).
@@ -111,15 +127,44 @@ impl CatalogService {
     }
 
     /// Fetches and indexes the engine's functions, and swaps the new catalog in if it differs.
-    /// One refresh at a time; on error the current catalog stays.
+    /// One refresh at a time; on error the current catalog stays. Joins a refresh that already
+    /// waits its turn ([`Refresh::Joined`]).
     pub async fn refresh(&self, engine: &dyn Engine) -> Result<Refresh, SearchError> {
+        if self.queued.swap(true, Ordering::SeqCst) {
+            return Ok(Refresh::Joined);
+        }
         let _one_at_a_time = self.refreshing.lock().await;
+        self.queued.store(false, Ordering::SeqCst);
+        self.fetch_and_install(engine).await
+    }
+
+    /// Waits for the first catalog from the engine: fetches it now unless a refresh under way
+    /// brings it. A search before then would answer that nothing is installed.
+    pub async fn ensure_loaded(&self, engine: &dyn Engine) -> Result<(), SearchError> {
+        if self.loaded() {
+            return Ok(());
+        }
+        let _one_at_a_time = self.refreshing.lock().await;
+        if !self.loaded() {
+            self.fetch_and_install(engine).await?;
+        }
+        Ok(())
+    }
+
+    async fn fetch_and_install(&self, engine: &dyn Engine) -> Result<Refresh, SearchError> {
         let tools = fetch(engine).await?;
         Ok(self.install(Catalog::build(&tools)))
     }
 
     /// Swaps `catalog` in when its fingerprint differs from the current one.
     pub fn install(&self, catalog: Catalog) -> Refresh {
+        let outcome = self.swap(catalog);
+        // After the swap: a search that sees `loaded` reads the catalog fetched.
+        self.loaded.store(true, Ordering::SeqCst);
+        outcome
+    }
+
+    fn swap(&self, catalog: Catalog) -> Refresh {
         let mut current = locks::write(&self.current);
         if current.fingerprint() == catalog.fingerprint() {
             return Refresh::Unchanged;
@@ -305,11 +350,44 @@ mod tests {
                 tokio::spawn(async move { service.refresh(engine.as_ref()).await })
             })
             .collect();
+        let mut outcomes = Vec::new();
         for run in runs {
-            assert!(run.await.is_ok_and(|r| r.is_ok()));
+            outcomes.push(run.await.ok().and_then(Result::ok));
         }
-        // Two batches per refresh, and never two refreshes' batches at once.
-        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 6);
+        // The first fetches, the second waits its turn, the third joins the second: two
+        // batches per refresh that fetched, and never two refreshes' batches at once.
+        assert_eq!(
+            outcomes,
+            [
+                Some(Refresh::Changed { functions: 64 }),
+                Some(Refresh::Unchanged),
+                Some(Refresh::Joined)
+            ]
+        );
+        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 4);
         assert!(engine.peak.load(Ordering::SeqCst) <= 2);
+        // Once the queue is empty, a refresh fetches again.
+        assert_eq!(
+            service.refresh(engine.as_ref()).await.ok(),
+            Some(Refresh::Unchanged)
+        );
+        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 6);
+    }
+
+    #[tokio::test]
+    async fn the_first_catalog_is_waited_for_once_and_fetched_again_after_a_failure() {
+        let service = CatalogService::default();
+        assert!(!service.loaded());
+        let failing = Scripted::new(Err("timeout"), details);
+        assert!(service.ensure_loaded(&failing).await.is_err());
+        assert!(!service.loaded(), "a failed fetch loads nothing");
+
+        let engine = Scripted::new(Ok(listing(3)), details);
+        assert!(service.ensure_loaded(&engine).await.is_ok());
+        assert!(service.loaded());
+        assert_eq!(service.current().len(), 3);
+        // Loaded: no more fetches for it.
+        assert!(service.ensure_loaded(&engine).await.is_ok());
+        assert_eq!(engine.info_calls.load(Ordering::SeqCst), 1);
     }
 }

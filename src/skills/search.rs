@@ -383,6 +383,7 @@ mod tests {
 
     use crate::Directory;
     use crate::config::Config;
+    use crate::retrieval::tokenize::MAX_CAPABILITY_BYTES;
 
     /// A row's counted terms are those of its parts as plain term lists, the name and the
     /// description repeated by their weights (how rows were counted before the tally).
@@ -584,6 +585,10 @@ mod tests {
             ids(json!({ "query": "send email report", "limit": 500 })),
             all
         );
+        // A task longer than the cap is read up to it: words past it change nothing.
+        let past_the_cap = " ".repeat(MAX_CAPABILITY_BYTES);
+        let long = format!("send email report{past_the_cap}queue jobs");
+        assert_eq!(ids(json!({ "query": long })), all);
         let blank = directory.search_skills(&json!({ "query": " " }), None, None);
         assert!(blank.is_err());
     }

@@ -177,6 +177,7 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
         let refused = tokio::spawn(watch_connection(iii.clone(), options.url.clone()));
         // Everything the worker sets up on the engine, on this connection and every later one.
         tokio::spawn(setup::supervise(iii.clone(), shared.clone()));
+        tokio::spawn(search::recheck_catalog(iii.clone(), shared.search.clone()));
         tokio::select! {
             _ = shutdown_signal() => Ok(()),
             refusal = refused => Err(refusal.map_or_else(ServeError::Watch, ServeError::Refused)),

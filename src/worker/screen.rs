@@ -27,12 +27,13 @@ pub const MAX_NAME_BYTES: usize = 1024;
 pub const MAX_VERSION_BYTES: usize = 256;
 
 /// The bound of a string field, by its name; `None` for fields the screen leaves to their own
-/// checks (`content` has the contract's 262144-byte cap, `system_prompt`, descriptions and the
-/// search capabilities are read, never echoed).
+/// checks (`content` has the contract's 262144-byte cap, `system_prompt`, descriptions, the
+/// search capabilities and a skill search's `query` are read, never echoed: the searches read
+/// the first `MAX_CAPABILITY_BYTES` of a task, however it is phrased).
 fn bound(key: &str) -> Option<usize> {
     match key {
         "id" | "prefix" | "path" | "repo" | "cursor" => Some(MAX_PATH_BYTES),
-        "name" | "search" | "query" | "type" | "function_id" | "skill" | "branch" | "worker"
+        "name" | "search" | "type" | "function_id" | "skill" | "branch" | "worker"
         | "session_id" | "turn_id" | "event" | "expose" | "namespace" | "family" | "format" => {
             Some(MAX_NAME_BYTES)
         }
@@ -327,7 +328,8 @@ mod tests {
             };
             for (key, property) in properties {
                 let strings = allowed_types(property).contains(&"string");
-                let unbounded = ["content", "capabilities"].contains(&key.as_str());
+                // Read to their own caps, never echoed.
+                let unbounded = ["content", "capabilities", "query"].contains(&key.as_str());
                 if strings && !unbounded {
                     assert!(
                         bound(key).is_some(),
@@ -408,6 +410,9 @@ mod tests {
         // At the bound it passes to the handler's own checks.
         let id = "a".repeat(MAX_PATH_BYTES);
         assert!(screen("directory::skills::get", &json!({ "id": id })).is_ok());
+        // A skill search's task is read up to the search's own cap, as a capability is.
+        let task = "deploy the site ".repeat(300);
+        assert!(screen("directory::skills::search", &json!({ "query": task })).is_ok());
         // Content is left to the contract's cap (D113).
         let content = "x".repeat(1 << 20);
         assert!(

@@ -30,8 +30,20 @@ use crate::search::service::{Engine, Refresh};
 use crate::search::vectors::FunctionLane;
 use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 
-/// The engine's push when its functions change (contract).
+/// The engine's push when its functions change (contract). The engine fires it when the set
+/// of function ids changed since its last look (every 5 s), so a function registered again
+/// with another description, or a worker redeployed within those 5 s, fires nothing.
 pub const FUNCTIONS_AVAILABLE: &str = "engine::functions-available";
+/// The engine's push when a worker connects, finishes registering or disconnects: the catalog
+/// is fetched again then too, which catches a redeployed worker's new descriptions at once.
+pub const WORKERS_AVAILABLE: &str = "engine::workers-available";
+/// How often the catalog is fetched again while connected, for what neither push reports (a
+/// function registered again on the same connection with a new description): the
+/// environment's `III_DIRECTORY_CATALOG_RECHECK_MS` (milliseconds; `0` turns it off), else
+/// [`DEFAULT_RECHECK`]. An unchanged catalog costs the fetch and nothing else.
+pub const RECHECK_ENV: &str = "III_DIRECTORY_CATALOG_RECHECK_MS";
+/// See [`RECHECK_ENV`].
+pub const DEFAULT_RECHECK: Duration = Duration::from_secs(60);
 /// The harness hook the hint rides on (contract).
 pub const PRE_GENERATE_HOOK: &str = "harness::hook::pre-generate";
 
@@ -169,9 +181,16 @@ pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, 
     let state = &call.shared.search;
     let registry = state.registry.clone().filter(|_| settings.registry_search);
     let search = state.search.clone();
+    let iii = call.iii.clone();
     let mut answer = state
         .runtime
         .spawn(async move {
+            // Before the first catalog an answer would say that nothing is installed.
+            search
+                .catalog()
+                .ensure_loaded(&Bus(iii))
+                .await
+                .map_err(WorkerError::CatalogFetch)?;
             let registry = registry.as_deref().map(|registry| RegistrySearch {
                 registry,
                 phase_wait: DEFAULT_PHASE_WAIT,
@@ -232,6 +251,7 @@ async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh,
                     tracing::info!(functions, "function search catalog updated")
                 }
                 Refresh::Unchanged => tracing::debug!("function search catalog unchanged"),
+                Refresh::Joined => tracing::debug!("function search catalog refresh joined"),
             }
             Ok(outcome)
         }
@@ -242,10 +262,38 @@ async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh,
     }
 }
 
-/// The binding that refreshes the catalog on `engine::functions-available`. The SDK keeps it
-/// and replays it on every reconnect, so it is made once.
-pub fn follow_binding() -> RegisterTriggerInput {
-    RegisterTriggerInput::new(FUNCTIONS_AVAILABLE, ON_FUNCTIONS_CHANGE, json!({}))
+/// The bindings that refresh the catalog on `engine::functions-available` and
+/// `engine::workers-available`. The SDK keeps them and replays them on every reconnect, so
+/// they are made once.
+pub fn follow_bindings() -> [RegisterTriggerInput; 2] {
+    [FUNCTIONS_AVAILABLE, WORKERS_AVAILABLE]
+        .map(|push| RegisterTriggerInput::new(push, ON_FUNCTIONS_CHANGE, json!({})))
+}
+
+/// The interval of [`recheck_catalog`], from [`RECHECK_ENV`]; `None` when it is off.
+fn recheck_interval() -> Option<Duration> {
+    match std::env::var(RECHECK_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => Some(DEFAULT_RECHECK),
+    }
+}
+
+/// Fetches the catalog again every [`RECHECK_ENV`] interval while the engine is connected (a
+/// failure is logged by the refresh, and the next round tries again).
+pub async fn recheck_catalog(iii: IIIClient, state: Arc<SearchState>) {
+    let Some(every) = recheck_interval() else {
+        return;
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        if iii.get_connection_state() == iii_sdk::runtime::IIIConnectionState::Connected {
+            let _ = refresh_catalog(&iii, &state).await;
+        }
+    }
 }
 
 /// Fetches the catalog from the engine now (at each connection: the engine's functions may
@@ -263,6 +311,7 @@ pub async fn refresh_catalog(
             Ok(format!("catalog updated ({functions} functions)"))
         }
         Refresh::Unchanged => Ok("catalog unchanged".to_string()),
+        Refresh::Joined => Ok("catalog refresh joined one under way".to_string()),
     }
 }
 

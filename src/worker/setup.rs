@@ -402,13 +402,18 @@ fn downloads_reconcile(run: &Run) -> StepFuture<'_> {
     })
 }
 
+/// What the `search.follow` step binds, as its status names it.
+const FOLLOWED_PUSHES: &str = "engine::functions-available and engine::workers-available";
+
 fn search_follow(run: &Run) -> StepFuture<'_> {
     Box::pin(async move {
         let iii = &run.iii;
         run.shared
             .setup
-            .once("search.follow", search::FUNCTIONS_AVAILABLE, || async {
-                iii.register_trigger(search::follow_binding()).map(drop)
+            .once("search.follow", FOLLOWED_PUSHES, || async {
+                search::follow_bindings()
+                    .into_iter()
+                    .try_for_each(|binding| iii.register_trigger(binding).map(drop))
             })
             .await
     })

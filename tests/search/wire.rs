@@ -30,6 +30,7 @@ const HINT_PREVIEW: &str = "directory::hint-preview";
 const ON_CONFIG_CHANGE: &str = "directory::on-config-change";
 const HOOK: &str = "harness::hook::pre-generate";
 const PUSH: &str = "engine::functions-available";
+const WORKERS_PUSH: &str = "engine::workers-available";
 
 /// A function as `engine::functions::info` describes it.
 fn function(id: &str, description: &str, args: &[&str]) -> Value {
@@ -296,6 +297,16 @@ async fn a_push_that_adds_and_removes_functions_changes_the_next_answer() {
         .expect("bound");
     assert_eq!(push.function_id, ON_FUNCTIONS_CHANGE);
     assert_eq!(push.config, json!({}));
+    // A worker connecting or leaving refreshes the catalog too (a redeployed worker's new
+    // descriptions change no function id, so the first push stays silent about them).
+    let workers = h
+        .fake
+        .worker_triggers()
+        .into_values()
+        .find(|t| t.trigger_type == WORKERS_PUSH)
+        .expect("bound");
+    assert_eq!(workers.function_id, ON_FUNCTIONS_CHANGE);
+    assert_eq!(workers.config, json!({}));
 
     let first = h.search(&["send an email", "store a file"]).await;
     assert_eq!(ids(&first), ["mailer::send", "storage::put"]);
@@ -372,6 +383,70 @@ async fn a_function_without_a_namespace_is_answered_under_its_worker() {
             { "namespace": "mailer", "functions": [{ "function_id": "mailer::send", "description": "Send an email message over SMTP." }] },
         ])
     );
+    h.stop().await;
+}
+
+/// Until the worker holds the engine's catalog, a search does not answer that nothing is
+/// installed: it fetches the catalog first, and says why when the engine cannot list it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_before_the_first_catalog_fetches_it_first() {
+    let fake = FakeEngine::start().await;
+    let engine = Engine::install(&fake, settings(false, 2));
+    fake.respond_error("engine::functions::list", "timeout", "the engine is busy");
+    let tree = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
+    let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
+    let h = Harness {
+        fake,
+        engine,
+        worker,
+        _tree: tree,
+    };
+    h.ok("ready", h.fake.wait_ready(WAIT).await);
+    h.ok(SEARCH, h.fake.wait_function(SEARCH, WAIT).await);
+    h.ok(
+        "the boot fetch",
+        h.fake
+            .wait_call(|c| c.function_id == "engine::functions::list", WAIT)
+            .await,
+    );
+    let error = h
+        .call_err(SEARCH, json!({ "capabilities": ["send an email"] }))
+        .await;
+    assert!(
+        error.message.contains("catalog_fetch_failed")
+            && error.message.contains("the engine is busy"),
+        "{error}"
+    );
+    // The engine lists its functions again: the next search fetches them, with no push.
+    Engine::install(&h.fake, settings(false, 2));
+    assert_eq!(ids(&h.search(&["send an email"]).await), ["mailer::send"]);
+    h.stop().await;
+}
+
+/// A function registered again with a new description changes no function id, so the engine
+/// pushes nothing; the worker's periodic fetch (`III_DIRECTORY_CATALOG_RECHECK_MS`) finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_description_without_a_push_is_found_by_the_periodic_fetch() {
+    let h = Harness::start_env(
+        settings(false, 2),
+        &[],
+        &[("III_DIRECTORY_CATALOG_RECHECK_MS", Some("200"))],
+    )
+    .await;
+    let mut functions = base_catalog();
+    functions[0] = function(
+        "mailer::send",
+        "Deliver a letter by electronic post.",
+        &["to", "subject", "body"],
+    );
+    h.engine.set_catalog(functions);
+    h.eventually("the new description", || async {
+        let answer = h.search(&["deliver a letter by electronic post"]).await;
+        answer["workers"][0]["functions"][0]["description"]
+            == json!("Deliver a letter by electronic post.")
+    })
+    .await;
     h.stop().await;
 }
 
