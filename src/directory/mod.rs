@@ -279,7 +279,7 @@ impl Directory {
                 }
             }
             None if !self.index.is_writer() => {
-                crate::sync_cookie::sync_with_writer(&self.config.paths.index_path)
+                crate::sync_cookie::sync_with_writer(&self.config.paths.index_path);
             }
             None => {}
         }
