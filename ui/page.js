@@ -2784,6 +2784,39 @@ export function changedSettings(properties, before, after) {
   return Object.keys(properties).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
 }
 
+/** How long a save waits for the worker to refuse the value it was handed, and how often it looks. */
+const REFUSAL_WAIT_MS = 1500;
+const REFUSAL_POLL_MS = 150;
+
+/** The worker's refusals of configuration values (`index::status`), or `null` if it cannot say. */
+async function configurationRefusals(store) {
+  try {
+    const status = await store.call(STATUS, {});
+    return (status && status.configuration && status.configuration.refused) || [];
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What the worker said when it rejected a value saved after `before` (its refusals then), or
+ * `null`. The configuration worker stores any value that fits the schema; the worker checks it
+ * when it hears of the change (folder layout rules and the like) and keeps its configuration
+ * if the value breaks them, which only `index::status` and its log say.
+ */
+async function rejectionAfter(store, before) {
+  if (before == null) return null;
+  const seen = new Set(before.map((entry) => `${entry.at}\n${entry.what}`));
+  const deadline = Date.now() + REFUSAL_WAIT_MS;
+  for (;;) {
+    const now = await configurationRefusals(store);
+    const fresh = (now || []).filter((entry) => !seen.has(`${entry.at}\n${entry.what}`) && /^configuration rejected/.test(entry.what));
+    if (fresh.length) return fresh[fresh.length - 1].what;
+    if (Date.now() >= deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, REFUSAL_POLL_MS));
+  }
+}
+
 function SettingsForm({ store, theme }) {
   const [entry, setEntry] = useState(null);
   const [draft, setDraft] = useState({});
@@ -2822,11 +2855,20 @@ function SettingsForm({ store, theme }) {
   const save = async () => {
     setBusy(true);
     setError(null);
+    // A notice of an earlier save does not stand next to this one's outcome.
+    setSaved(null);
     try {
+      const before = await configurationRefusals(store);
       await store.call('configuration::set', { id: CONFIG_ENTRY, value: current });
-      const restart = changed.filter((key) => properties[key]['x-restart-required']);
-      setSaved({ changed, restart });
+      const rejected = await rejectionAfter(store, before);
+      // (Read first: a read clears the form's error.)
       await read();
+      if (rejected) {
+        setError(`Stored, but the worker rejected it and keeps its current configuration: ${rejected.replace(/^configuration rejected \((.*)\); keeping the current configuration.*$/s, '$1')}`);
+      } else {
+        const restart = changed.filter((key) => properties[key]['x-restart-required']);
+        setSaved({ changed, restart });
+      }
     } catch (failure) {
       setError(errorText(failure));
     } finally {

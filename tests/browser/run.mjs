@@ -743,6 +743,14 @@ try {
   await setting('auto_download').locator('input').setChecked(!original.auto_download);
   await settings.getByRole('button', { name: 'Save settings' }).click();
   await settings.locator('.dir-settings-saved', { hasText: 'auto_download takes effect after the worker restarts' }).waitFor();
+  // A value the worker rejects (a folder its layout rules refuse) is stored, and the worker keeps
+  // its configuration: the form says that, not "Saved", and the last notice goes.
+  await setting('skills_folder').locator('input').fill('/');
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-error', { hasText: 'the worker rejected it' }).waitFor();
+  assert.match(await settings.locator('.dir-error').textContent(), /filesystem root/);
+  assert.equal(await settings.locator('.dir-settings-saved').count(), 0, 'no "Saved" beside the rejection');
+  await setting('skills_folder').locator('input').fill(original.skills_folder);
   await setting('auto_download').locator('input').setChecked(original.auto_download);
   await setting('download_timeout_ms').locator('input').fill(String(original.download_timeout_ms));
   await setting('inject_hint').locator('input').setChecked(original.inject_hint);
