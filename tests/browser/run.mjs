@@ -554,6 +554,9 @@ try {
   await button('Fields').click();
   const form = root.locator('.dir-form');
   await form.waitFor();
+  // Text boxes and selects are one height, wherever they sit in the form.
+  const heights = await form.locator('.dir-input').evaluateAll((boxes) => boxes.map((box) => Math.round(box.getBoundingClientRect().height)));
+  assert.ok(heights.length >= 7 && heights.every((height) => height === heights[0]), `the form's boxes are ${heights.join(', ')} px high`);
   assert.equal(await form.locator('input[name="name"]').inputValue(), 'Chain B');
   await form.locator('input[name="description"]').fill('Reviews: the second link');
   await form.getByLabel('Colour').selectOption('teal');
