@@ -1187,20 +1187,26 @@ export function familyProblems(familyKey, rows, skipped) {
 }
 
 /** Only the rows in view (plus a margin) are in the document, whatever the list's length. */
-function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken }) {
+function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken, scrollMemory }) {
   const scroller = useRef(null);
   const { height } = useElementSize(scroller);
   const [scrollTop, setScrollTop] = useState(0);
 
-  // A new filter shows its first rows, or keeps the open document's row in view.
+  // A new filter shows its first rows, or keeps the open document's row in view. A list shown
+  // again (back from a document in a narrow page, another tab) is where it was left.
   const latest = useRef({ rows, selectedKey });
   latest.current = { rows, selectedKey };
+  const remembered = useRef(scrollMemory && scrollMemory.token === resetToken ? scrollMemory.top : null);
   useLayoutEffect(() => {
     const element = scroller.current;
     const { rows: current, selectedKey: key } = latest.current;
     const at = key == null ? -1 : current.findIndex((row) => row.key === key);
     const view = element ? element.clientHeight : 0;
-    const top = at < 0 ? 0 : Math.max(0, at * ROW_HEIGHT - Math.floor(view / 2));
+    let top = at < 0 ? 0 : Math.max(0, at * ROW_HEIGHT - Math.floor(view / 2));
+    if (remembered.current != null) {
+      top = remembered.current;
+      remembered.current = null;
+    }
     if (element) element.scrollTop = top;
     setScrollTop(element ? element.scrollTop : 0);
   }, [resetToken]);
@@ -1268,17 +1274,27 @@ function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSiz
       role: 'listbox',
       tabIndex: 0,
       'aria-label': 'Documents',
-      onScroll: (event) => setScrollTop(event.currentTarget.scrollTop),
+      onScroll: (event) => {
+        setScrollTop(event.currentTarget.scrollTop);
+        if (scrollMemory) {
+          scrollMemory.top = event.currentTarget.scrollTop;
+          scrollMemory.token = resetToken;
+        }
+      },
       onKeyDown,
     },
     h('div', { className: 'dir-list-space', style: { height: rows.length * ROW_HEIGHT } }, visible),
   );
 }
 
-function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems }) {
+function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems, view, onView, scrollMemory }) {
   const family = FAMILIES[familyKey];
-  const [query, setQuery] = useState('');
-  const [problemsOnly, setProblemsOnly] = useState(false);
+  // The filter lives with the page, not with this pane: a narrow page takes the list away while
+  // a document is open, and "← List" must bring back the list as it was left.
+  const query = view.query || '';
+  const problemsOnly = !!view.problemsOnly;
+  const setQuery = (value) => onView({ query: value });
+  const setProblemsOnly = (value) => onView({ problemsOnly: value });
   const problems = useMemo(() => familyProblems(familyKey, list.rows, skipped), [familyKey, list.rows, skipped]);
   const all = list.rows || [];
   const rows = useMemo(
@@ -1365,6 +1381,7 @@ function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, 
         onSelect: (key) => onSelect(key, key.startsWith('skipped:') ? problems.orphans.find((o) => o.key === key) : null),
         showSize,
         resetToken: `${familyKey}\n${shownQuery}\n${problemsOnly}`,
+        scrollMemory,
       }),
     ),
   );
@@ -2516,6 +2533,9 @@ function DirectoryPage({ host, store, live, useTheme }) {
   const [bundlesOn, setBundlesOn] = useState(false);
   const [selection, setSelection] = useState({ skills: null, prompts: null, agents: null });
   const [creating, setCreating] = useState(false);
+  /** Each family's filter and problems toggle, and where its list was scrolled to. */
+  const [views, setViews] = useState({ skills: {}, prompts: {}, agents: {} });
+  const scrollMemory = useRef({ skills: {}, prompts: {}, agents: {} });
   const root = useRef(null);
   const { width } = useElementSize(root);
   const narrow = width > 0 && width < NARROW_WIDTH;
@@ -2636,6 +2656,9 @@ function DirectoryPage({ host, store, live, useTheme }) {
                 onNew: () => setCreating(true),
                 onRetry: () => store.refresh(familyKey),
                 onProblems: () => store.refreshStatus(),
+                view: views[familyKey],
+                onView: (patch) => setViews((all) => ({ ...all, [familyKey]: { ...all[familyKey], ...patch } })),
+                scrollMemory: scrollMemory.current[familyKey],
               })
             : null,
           split

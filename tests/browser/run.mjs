@@ -696,6 +696,25 @@ try {
   await row('iii-directory/finding-functions').click();
   await root.locator('.dir-pane--doc .dir-doc-id', { hasText: 'iii-directory/finding-functions' }).waitFor();
   assert.equal(await root.locator('.dir-pane--list').count(), 0);
+  // Back to the list as it was left: its filter, and where it was scrolled to.
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await filter.inputValue(), 'iii-directory/finding-functions');
+  await filter.fill('-1');
+  await root.locator('.dir-list').evaluate((list, top) => {
+    list.scrollTop = top;
+    list.dispatchEvent(new Event('scroll'));
+  }, 100 * ROW_HEIGHT);
+  const deep = root.locator(`.dir-row[style*="translateY(${105 * ROW_HEIGHT}px)"]`);
+  await deep.hover();
+  const scrolledTo = await root.locator('.dir-list').evaluate((list) => list.scrollTop);
+  assert.ok(scrolledTo > 2000, `the list is scrolled to ${scrolledTo}`);
+  await deep.click();
+  await root.locator('.dir-pane--list').waitFor({ state: 'detached' });
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await filter.inputValue(), '-1', 'the filter is kept');
+  assert.equal(await root.locator('.dir-list').evaluate((list) => list.scrollTop), scrolledTo, 'the scroll position is kept');
   await page.setViewportSize({ width: 1360, height: 860 });
   await root.locator('.dir-pane--list').waitFor();
 
