@@ -11,7 +11,7 @@
 // SKILLS (the generated skill count).
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -363,6 +363,12 @@ try {
   const error = root.locator('.dir-pane--doc .dir-error');
   await error.filter({ hasText: /^D113 invalid_input: / }).waitFor();
   assert.equal(disk(SHOWCASE_FILE), edited, 'a refused save writes nothing');
+  // The next save that asks first does not leave the last one's error beside its question.
+  await editor.fill(edited.replace(/^title: .*$/m, 'title: [unclosed'));
+  await button('Save').click();
+  await root.locator('.dir-ask').waitFor();
+  assert.equal(await error.count(), 0, 'the earlier error is gone');
+  await button('Keep editing').click();
   await button('Revert').click();
   assert.equal(await editor.inputValue(), edited);
   await dirtyBadge.waitFor({ state: 'detached' });
@@ -489,6 +495,58 @@ try {
     underDraft,
   );
   await dirtyBadge.waitFor({ state: 'detached' });
+
+  // ---- A kept draft read again after a change on disk: said, never written over ---------------
+  step('a kept draft read again after a change on disk');
+  const draft2 = `${underDraft}DRAFT2\n`;
+  await editor.fill(draft2);
+  await dirtyBadge.waitFor();
+  // Another document, the file changed meanwhile, then back: the draft is there, and so is the
+  // change (the document is read again, and compared with the text the draft started from).
+  await open(unique);
+  const external2 = `${underDraft}EXTERNAL2\n`;
+  writeOnDisk(SHOWCASE_FILE, external2);
+  await filter.fill(SHOWCASE);
+  await row(SHOWCASE).click();
+  await root.locator('.dir-notice', { hasText: 'Changed on disk' }).waitFor();
+  await button('Edit').click();
+  assert.equal(await editor.inputValue(), draft2, 'the draft is kept');
+  await button('Load the disk version').click();
+  await page.waitForFunction(
+    (text) => document.querySelector('[data-iii-ui="iii-directory"] textarea.dir-editor')?.value === text,
+    external2,
+  );
+  await dirtyBadge.waitFor({ state: 'detached' });
+
+  // A save a moment after a write on disk, before its change event can reach the page: the save
+  // reads the file first, and asks instead of writing over it.
+  step('a save right after a write on disk');
+  const draft3 = `${external2}DRAFT3\n`;
+  await editor.fill(draft3);
+  await dirtyBadge.waitFor();
+  const external3 = `${external2}EXTERNAL3\n`;
+  writeOnDisk(SHOWCASE_FILE, external3);
+  await editor.press('Control+s');
+  await root.locator('.dir-notice', { hasText: 'Changed on disk' }).waitFor();
+  await page.waitForTimeout(300);
+  assert.equal(disk(SHOWCASE_FILE), external3, 'the change on disk stays');
+  assert.equal(await editor.inputValue(), draft3, 'the draft stays');
+  // Keeping the draft is a choice; the save after it writes the draft.
+  await button('Keep my draft').click();
+  await editor.press('Control+s');
+  await waitDisk(SHOWCASE_FILE, (text) => text === draft3, 'hold the kept draft');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
+
+  // Ctrl+S with the focus in the filter saves the open draft (not the browser's "Save page as").
+  const draft4 = `${draft3}DRAFT4\n`;
+  await editor.fill(draft4);
+  await dirtyBadge.waitFor();
+  await filter.focus();
+  await page.keyboard.press('Control+s');
+  await waitDisk(SHOWCASE_FILE, (text) => text === draft4, 'hold the draft saved from the filter');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
   await button('Preview').click();
 
   // ---- The list-refresh seam: deltas merge (the since_revision protocol) -----------------------
@@ -537,6 +595,24 @@ try {
   await root.getByRole('tab', { name: /System prompts/ }).click();
   await root.locator('.dir-row[data-key^="prompt-"]').first().click();
   await root.locator('.dir-front dt', { hasText: 'description' }).waitFor();
+  // A text the server refuses (a list where the description is one string): the save says why,
+  // once, without the bus's next steps, and offers no "Save anyway".
+  step('a refused prompt save');
+  await button('Edit').click();
+  await editor.fill('---\ndescription: [a, b]\n---\nList description.\n');
+  await root.locator('.dir-check-refused', { hasText: 'D213' }).waitFor();
+  await editor.press('Control+s');
+  const promptError = root.locator('.dir-pane--doc .dir-error');
+  await promptError.filter({ hasText: /^D213 / }).waitFor();
+  assert.equal(await root.locator('.dir-ask').count(), 0, 'no "Save anyway" for a refused text');
+  assert.doesNotMatch(await promptError.textContent(), /Next: call/);
+  assert.equal(await root.locator('.dir-check-refused').count(), 0, 'the refusal is said once');
+  await button('Revert').click();
+  // A bundled prompt cannot be deleted, and the page says so instead of offering it.
+  await filter.fill('iii-runtime');
+  await row('iii-runtime').click();
+  await root.locator('.dir-read-only').waitFor();
+  assert.equal(await root.getByRole('button', { name: 'Delete…' }).isDisabled(), true);
   await root.getByRole('tab', { name: /Agent profiles/ }).click();
   await open('chain-c');
   const chain = root.locator('.dir-chain .dir-chip');
@@ -581,6 +657,13 @@ try {
   // The raw text is one click away, and shows the same file.
   await button('Edit').click();
   assert.equal(await editor.inputValue(), expectedProfile);
+  // An icon the server refuses: its refusal shows once, in the error of the save.
+  await editor.fill(expectedProfile.replace('color: teal\n', 'color: teal\nicon: bogus\n'));
+  await root.locator('.dir-check-refused').waitFor();
+  await button('Save').click();
+  await root.locator('.dir-pane--doc .dir-error').waitFor();
+  assert.equal(await root.locator('.dir-check-refused').count(), 0, 'the refusal is said once');
+  await button('Revert').click();
   await button('Preview').click();
 
   // ---- Problems where they are made: markers on rows, and a filter of their own ---------------
@@ -609,6 +692,23 @@ try {
   await page.screenshot({ path: join(OUT_DIR, 'problems.png') });
   await filter.fill('');
   await root.locator('.dir-problems').click();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+
+  // ---- A remembered document deleted on disk while another tab is shown ---------------------------
+  step('a remembered document deleted while away');
+  const doomed = 'fixtures/doomed';
+  writeOnDisk(`skills/${doomed}.md`, '# Doomed\n');
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await filter.fill(doomed);
+  await row(doomed).click();
+  await root.locator('.dir-doc-id', { hasText: doomed }).waitFor();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+  unlinkSync(join(TREE_DIR, `skills/${doomed}.md`));
+  await page.waitForTimeout(1000);
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await root.locator('.dir-notice--gone', { hasText: `Deleted on disk. skill ${doomed} no longer exists.` }).waitFor();
+  await root.locator('.dir-pane--doc').waitFor({ state: 'detached' });
+  assert.equal(await root.locator('.dir-error--read').count(), 0, 'no raw not_found and no useless Retry');
   await root.getByRole('tab', { name: /Agent profiles/ }).click();
 
   // ---- The worker stopped and started under the open page ----------------------------------------
