@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::family_writes::check_content;
 use crate::request;
 use crate::rules::Source;
-use crate::rules::skill::{Placement, row_for};
-use crate::{Directory, agents, system_prompts};
+use crate::rules::skill::{Placement, Visibility, parse_id, row_for};
+use crate::{Directory, agents, skills, system_prompts};
 
 /// `{family, id, content}`: the text the editor holds, for the document `id` of `family`
 /// (`skills`, `system-prompts` or `agents`, the names of the change events).
@@ -64,7 +64,7 @@ pub fn check(directory: &Directory, request: &Value) -> Result<Value> {
     let (id_error, reading) = match req.family.as_str() {
         "skills" => (
             validate_skill_id(&req.id).err().map(|e| e.to_string()),
-            skill(&req.id, &req.content, &doc),
+            skill(directory, &req.id, &req.content, &doc),
         ),
         "system-prompts" => (
             validate_name(&req.id).err().map(|e| e.to_string()),
@@ -97,10 +97,30 @@ pub fn check(directory: &Directory, request: &Value) -> Result<Value> {
     }))
 }
 
-/// A skill: the update's content checks, then the row the scan builds (its title falls back to
-/// the id, as the list shows it).
-fn skill(id: &str, content: &str, doc: &ParsedDoc) -> Result<(String, String)> {
+/// A skill: the update's content checks and its read-only rule (a bundled skill, or one under an
+/// agents skills root), then the row the scan builds (its title falls back to the id, as the
+/// list shows it).
+fn skill(
+    directory: &Directory,
+    id: &str,
+    content: &str,
+    doc: &ParsedDoc,
+) -> Result<(String, String)> {
     check_content(content)?;
+    // An id the update would refuse to parse is the page's `id_error`, not a refusal here.
+    if let Ok(parsed) = parse_id(id) {
+        // Nothing hidden: the page edits what its list shows, whatever is installed.
+        let visibility = Visibility {
+            filter_unregistered: false,
+            installed: None,
+        };
+        skills::write::check_not_read_only(
+            &directory.reader()?,
+            directory.roots(),
+            visibility,
+            &parsed,
+        )?;
+    }
     let row = row_for(
         id,
         Some(doc),
@@ -205,6 +225,32 @@ mod tests {
         let agent = dry("agents", "Bad Id", "---\nname: Helper\n---\n");
         assert_eq!(agent["title"], "Helper");
         assert!(agent["id_error"].is_string(), "{agent}");
+    }
+
+    #[test]
+    fn a_read_only_skill_is_refused_as_its_update_is() {
+        let (_dir, directory) = directory();
+        let request = json!({
+            "family": "skills",
+            "id": "iii-directory/finding-functions",
+            "content": "# Finding functions\n\nEdited.\n",
+        });
+        let answer = check(&directory, &request).expect("answers");
+        let update = skills::write::update(
+            &directory.reader().expect("reader"),
+            directory.roots(),
+            Visibility {
+                filter_unregistered: false,
+                installed: None,
+            },
+            &json!({ "id": "iii-directory/finding-functions", "content": "x" }),
+        )
+        .err()
+        .expect("the update refuses a bundled skill");
+        assert_eq!(update.code(), Some(Code::SkillReadOnly));
+        assert_eq!(answer["refused"], json!(update.to_string()), "{answer}");
+        // A skill of the tree's own, and one not written yet, are not refused.
+        assert!(dry("skills", "mine/new-one", "# New\n")["refused"].is_null());
     }
 
     #[test]

@@ -207,6 +207,19 @@ export function classifyFailure(error) {
 }
 
 /**
+ * A worker message without its "Next: call directory::…" tail: those steps are bus calls for
+ * an agent or a script, which a person on this page cannot make (the page offers its own).
+ */
+export function withoutBusSteps(message) {
+  return message.replace(/\s*Next: call [\s\S]*$/, '');
+}
+
+/** Whether a failed read says the document does not exist (any family's `not_found`). */
+function isNotFound(text) {
+  return /^D\d{3} not_found:/.test(text || '');
+}
+
+/**
  * The text to show for a failed call: the worker's own errors from the contract's code on
  * (`D113 invalid_input: …`); the engine's and the connection's said as a sentence with the
  * next step.
@@ -214,7 +227,7 @@ export function classifyFailure(error) {
 export function errorText(error) {
   const message = messageOf(error);
   const coded = /\bD\d{3} [a-z_]+:/.exec(message);
-  if (coded) return message.slice(coded.index);
+  if (coded) return withoutBusSteps(message.slice(coded.index));
   switch (classifyFailure(error)) {
     case 'worker-missing':
       return 'The iii-directory worker is not running (the engine does not know its functions). Start it (iii-directory --url ws://<engine>); this page reconnects by itself when it is back.';
@@ -340,6 +353,11 @@ function createStore(host) {
   let heartbeat = null;
   /** Unsaved drafts (the editor's text) by `<family>:<key>`, kept while the user moves around. */
   const drafts = new Map();
+  /**
+   * The file text each draft was started from (by the same key): a read of the document that
+   * finds something else on disk means another writer changed it under the draft.
+   */
+  const draftBases = new Map();
   let disposed = false;
 
   const publish = (next) => {
@@ -481,11 +499,20 @@ function createStore(host) {
       publish({ ...state, live, liveError });
     },
     drafts,
-    /** Keeps (or with `null` drops) a draft; the list hears of it when a key gains or loses one. */
-    setDraft(key, text) {
+    draftBases,
+    /**
+     * Keeps (or with `null` drops) a draft; the list hears of it when a key gains or loses one.
+     * A new draft remembers `base`, the file text it starts from; dropping it forgets that.
+     */
+    setDraft(key, text, base) {
       const had = drafts.has(key);
-      if (text == null) drafts.delete(key);
-      else drafts.set(key, text);
+      if (text == null) {
+        drafts.delete(key);
+        draftBases.delete(key);
+      } else {
+        drafts.set(key, text);
+        if (!draftBases.has(key) && base != null) draftBases.set(key, base);
+      }
       if (had !== drafts.has(key)) publish({ ...state });
     },
     dispose() {
@@ -1187,20 +1214,26 @@ export function familyProblems(familyKey, rows, skipped) {
 }
 
 /** Only the rows in view (plus a margin) are in the document, whatever the list's length. */
-function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken }) {
+function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken, scrollMemory }) {
   const scroller = useRef(null);
   const { height } = useElementSize(scroller);
   const [scrollTop, setScrollTop] = useState(0);
 
-  // A new filter shows its first rows, or keeps the open document's row in view.
+  // A new filter shows its first rows, or keeps the open document's row in view. A list shown
+  // again (back from a document in a narrow page, another tab) is where it was left.
   const latest = useRef({ rows, selectedKey });
   latest.current = { rows, selectedKey };
+  const remembered = useRef(scrollMemory && scrollMemory.token === resetToken ? scrollMemory.top : null);
   useLayoutEffect(() => {
     const element = scroller.current;
     const { rows: current, selectedKey: key } = latest.current;
     const at = key == null ? -1 : current.findIndex((row) => row.key === key);
     const view = element ? element.clientHeight : 0;
-    const top = at < 0 ? 0 : Math.max(0, at * ROW_HEIGHT - Math.floor(view / 2));
+    let top = at < 0 ? 0 : Math.max(0, at * ROW_HEIGHT - Math.floor(view / 2));
+    if (remembered.current != null) {
+      top = remembered.current;
+      remembered.current = null;
+    }
     if (element) element.scrollTop = top;
     setScrollTop(element ? element.scrollTop : 0);
   }, [resetToken]);
@@ -1268,17 +1301,27 @@ function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSiz
       role: 'listbox',
       tabIndex: 0,
       'aria-label': 'Documents',
-      onScroll: (event) => setScrollTop(event.currentTarget.scrollTop),
+      onScroll: (event) => {
+        setScrollTop(event.currentTarget.scrollTop);
+        if (scrollMemory) {
+          scrollMemory.top = event.currentTarget.scrollTop;
+          scrollMemory.token = resetToken;
+        }
+      },
       onKeyDown,
     },
     h('div', { className: 'dir-list-space', style: { height: rows.length * ROW_HEIGHT } }, visible),
   );
 }
 
-function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems }) {
+function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems, view, onView, scrollMemory }) {
   const family = FAMILIES[familyKey];
-  const [query, setQuery] = useState('');
-  const [problemsOnly, setProblemsOnly] = useState(false);
+  // The filter lives with the page, not with this pane: a narrow page takes the list away while
+  // a document is open, and "← List" must bring back the list as it was left.
+  const query = view.query || '';
+  const problemsOnly = !!view.problemsOnly;
+  const setQuery = (value) => onView({ query: value });
+  const setProblemsOnly = (value) => onView({ problemsOnly: value });
   const problems = useMemo(() => familyProblems(familyKey, list.rows, skipped), [familyKey, list.rows, skipped]);
   const all = list.rows || [];
   const rows = useMemo(
@@ -1365,6 +1408,7 @@ function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, 
         onSelect: (key) => onSelect(key, key.startsWith('skipped:') ? problems.orphans.find((o) => o.key === key) : null),
         showSize,
         resetToken: `${familyKey}\n${shownQuery}\n${problemsOnly}`,
+        scrollMemory,
       }),
     ),
   );
@@ -1509,10 +1553,12 @@ function useDryRun(store, familyKey, id, text) {
 }
 
 /** What the server will make of the draft, under the editor. */
-function CheckStrip({ familyKey, check, text }) {
+function CheckStrip({ familyKey, check, text, error }) {
   if (!check || check.text !== text) return null;
   if (check.error) return null;
   const { answer } = check;
+  // A refused save shows its error next to the editor already: said once.
+  const refused = answer.refused && withoutBusSteps(answer.refused) !== error ? withoutBusSteps(answer.refused) : null;
   const finding = frontmatterFinding(answer);
   const shows = answer.title != null
     ? h(Fragment, null, 'The list will show ', h('strong', null, answer.title), answer.description ? ` — ${answer.description}` : '')
@@ -1520,7 +1566,7 @@ function CheckStrip({ familyKey, check, text }) {
   return h(
     'div',
     { className: `dir-check${finding || answer.refused ? ' dir-check--problem' : ''}`, 'aria-live': 'polite', 'data-family': familyKey },
-    answer.refused ? h('div', { className: 'dir-check-refused' }, `A save would be refused: ${answer.refused}`) : null,
+    refused ? h('div', { className: 'dir-check-refused' }, `A save would be refused: ${refused}`) : null,
     finding ? h('div', { className: 'dir-check-frontmatter' }, finding) : null,
     shows ? h('div', { className: 'dir-check-shows' }, shows) : null,
   );
@@ -1694,7 +1740,7 @@ function ProfileForm({ store, id, text, agents, onChange, onRaw }) {
   );
 }
 
-function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack, onClose }) {
+function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect, onBack, onClose, onGone, saveRef }) {
   const family = FAMILIES[familyKey];
   const draftKey = `${familyKey}:${selectedKey}`;
   const [doc, setDoc] = useState(null);
@@ -1704,7 +1750,6 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const [error, setError] = useState(null);
   const [notice, setNotice] = useState(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
-  const [keptStamp, setKeptStamp] = useState(null);
   /** A save held back because the server would read the text differently: its dry run. */
   const [ask, setAsk] = useState(null);
   /** Why the document could not be read (with a Retry). */
@@ -1720,11 +1765,29 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const check = useDryRun(store, familyKey, selectedKey, dirty ? text : null);
 
   const latestDraft = useRef(null);
+  const docRef = useRef(null);
+  docRef.current = doc;
   const setDraft = useCallback(
     (value) => {
       latestDraft.current = value;
       setDraftState(value);
-      store.setDraft(draftKey, value);
+      // A new draft starts from the text on screen: the one later reads are compared with.
+      store.setDraft(draftKey, value, docRef.current ? docRef.current.raw || '' : null);
+    },
+    [store, draftKey],
+  );
+
+  /**
+   * Whether `raw`, the file as just read, is neither the kept draft nor the text the draft
+   * was started from: another writer changed the file under the draft. Every read that keeps
+   * a draft asks this (the page coming back to the document, a retry, the worker back), or a
+   * later save would write the draft over that change without a word.
+   */
+  const changedUnderDraft = useCallback(
+    (raw) => {
+      const kept = store.drafts.get(draftKey);
+      const basis = store.draftBases.get(draftKey);
+      return kept != null && basis != null && kept !== raw && basis !== raw;
     },
     [store, draftKey],
   );
@@ -1743,24 +1806,35 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
         const loaded = { ...answer, raw: answer.raw || '' };
         loaded.stamp = family.stampOfDoc(loaded);
         setDoc(loaded);
-        setKeptStamp(null);
-        setNotice(null);
         if (!keepDraft) {
           if (latestDraft.current === draftAtStart) setDraft(null);
+          setNotice(null);
+        } else if (store.drafts.get(draftKey) === loaded.raw) {
+          setDraft(null);
+          setNotice(null);
         } else {
-          const saved = store.drafts.get(draftKey);
-          if (saved === loaded.raw) setDraft(null);
+          setNotice(changedUnderDraft(loaded.raw) ? 'changed' : null);
         }
         setError(null);
         setReadError(null);
       } catch (failure) {
         if (mine !== sequence.current) return;
-        setReadError(errorText(failure));
+        const text = errorText(failure);
+        if (isNotFound(text)) {
+          // Deleted on disk while it was not on screen (another tab shown, the page away): said
+          // as the live notice says it. A draft stays on screen to be created again; with none
+          // there is nothing to show, and the selection goes.
+          setReadError(null);
+          if (store.drafts.has(draftKey)) setNotice('deleted-dirty');
+          else if (onGone) onGone(selectedKey);
+          return;
+        }
+        setReadError(text);
       } finally {
         if (mine === sequence.current) setBusy(null);
       }
     },
-    [family, selectedKey, setDraft, store, draftKey],
+    [family, selectedKey, setDraft, store, draftKey, changedUnderDraft, onGone],
   );
 
   // The worker came back (or the console reconnected): read the document again, keeping a
@@ -1793,41 +1867,66 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       setNotice(dirty ? 'deleted-dirty' : 'deleted');
       return;
     }
-    if (row.stamp === doc.stamp || row.stamp === keptStamp) {
+    if (row.stamp === doc.stamp) {
       if (notice === 'deleted' || notice === 'deleted-dirty') setNotice(null);
       return;
     }
-    if (dirty) setNotice('changed');
-    else if (reloadedFor.current !== row.stamp) {
-      // Once per new row stamp: if the two stamps disagree for some other reason, no loop.
+    if (reloadedFor.current !== row.stamp) {
+      // Once per new row stamp: if the two stamps disagree for some other reason, no loop. A
+      // draft stays, and the read compares the file with the text the draft started from.
       reloadedFor.current = row.stamp;
-      load(false);
+      load(dirty);
     }
-  }, [row && row.stamp, doc && doc.stamp, busy, dirty, keptStamp, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [row && row.stamp, doc && doc.stamp, busy, dirty, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
 
   const save = useCallback(async (confirmed) => {
     // A save may start while the last one's read-back is on its way (`loading`).
     if (!dirty || (busy && busy !== 'loading')) return;
     const content = draft;
     setAsk(null);
+    // An earlier save's error is not this one's.
+    setError(null);
     if (confirmed !== true && !readsAsShown(content)) {
       // The server's reading first: a text it would read differently asks before it is saved.
       // (A text of plain frontmatter lines reads the same on both sides, ui/vectors.json.)
       let answer = check && check.text === content ? check.answer : null;
       if (!answer) answer = await dryRun(store, familyKey, selectedKey, content).catch(() => null);
+      if (answer && answer.refused) {
+        // The server would refuse it whatever the answer: nothing to offer but the reason.
+        setError(withoutBusSteps(answer.refused));
+        return;
+      }
       if (readsDifferently(answer)) {
         setAsk(answer);
         return;
       }
     }
     setBusy('saving');
-    setError(null);
     try {
+      // The file as it is now: another writer's change of a moment ago may not have reached
+      // this page yet (its change event comes after the write), and the update would write
+      // over it. `get` reads the disk, so a difference from the draft's starting text asks
+      // first. A failed read leaves the answer to the update.
+      const current = await store.call(family.get, { [family.key]: selectedKey, raw: true }).catch(() => null);
+      if (current) {
+        const raw = current.raw || '';
+        const basis = store.draftBases.has(draftKey) ? store.draftBases.get(draftKey) : base;
+        if (raw !== basis && raw !== content) {
+          const loaded = { ...current, raw };
+          loaded.stamp = family.stampOfDoc(loaded);
+          // A read already on its way must not put an older text back.
+          sequence.current += 1;
+          setDoc(loaded);
+          setNotice('changed');
+          return;
+        }
+      }
       const answer = await store.call(family.update, { [family.key]: selectedKey, content });
       const savedKey = family.renames && answer ? answer[family.key] : null;
       setDoc((current) => ({ ...current, raw: content, stamp: null }));
-      // What was typed while the save was on its way stays a draft.
+      // What was typed while the save was on its way stays a draft, now based on the saved text.
       if (latestDraft.current === content) setDraft(null);
+      else store.draftBases.set(draftKey, content);
       setNotice(null);
       if (savedKey && savedKey !== selectedKey) onSelect(savedKey);
       else {
@@ -1841,7 +1940,17 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     } finally {
       setBusy(null);
     }
-  }, [dirty, busy, draft, check, host, family, familyKey, selectedKey, setDraft, load, onSelect]);
+  }, [dirty, busy, draft, check, base, draftKey, family, familyKey, selectedKey, setDraft, load, onSelect, store]);
+
+  // Ctrl+S reaches the page wherever its focus is (the filter, the list): DirectoryPage asks
+  // the open document through this.
+  useEffect(() => {
+    if (!saveRef) return undefined;
+    saveRef.current = save;
+    return () => {
+      if (saveRef.current === save) saveRef.current = null;
+    };
+  }, [saveRef, save]);
 
   const revert = () => {
     setDraft(null);
@@ -1863,12 +1972,9 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setConfirmDelete(false);
   };
 
-  const onKeyDown = (event) => {
-    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 's') {
-      event.preventDefault();
-      save();
-    }
-  };
+  // Bundled prompts and profiles (the list's `builtin`), and bundled skills (no file: an empty
+  // `path`), are read-only: their delete is refused (D116 and the like), so it is not offered.
+  const readOnly = (familyKey !== 'skills' && row && row.tag === 'bundled') || (familyKey === 'skills' && doc != null && doc.path === '');
 
   const editor = h('textarea', {
     className: 'dir-editor',
@@ -1898,7 +2004,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
 
   return h(
     'section',
-    { className: 'dir-pane dir-pane--doc', 'aria-label': `${family.noun} ${selectedKey}`, onKeyDown },
+    { className: 'dir-pane dir-pane--doc', 'aria-label': `${family.noun} ${selectedKey}` },
     h(
       'div',
       { className: 'dir-doc-head' },
@@ -1933,7 +2039,8 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
             h('button', { type: 'button', className: 'dir-button dir-button--danger', onClick: remove, disabled: !!busy }, 'Delete'),
             h('button', { type: 'button', className: 'dir-button', onClick: () => setConfirmDelete(false) }, 'Cancel'),
           )
-        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc, onClick: () => setConfirmDelete(true) }, 'Delete…'),
+        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc || readOnly, title: readOnly ? 'Bundled with the worker: read-only' : undefined, onClick: () => setConfirmDelete(true) }, 'Delete…'),
+      readOnly ? h('span', { className: 'dir-muted dir-read-only' }, 'Bundled with the worker: read-only, it cannot be deleted.') : null,
     ),
     readError
       ? h(
@@ -1957,7 +2064,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           ),
         )
       : null,
-    dirty && !ask ? h(CheckStrip, { familyKey, check, text }) : null,
+    dirty && !ask ? h(CheckStrip, { familyKey, check, text, error }) : null,
     notice === 'changed'
       ? h(
           'div',
@@ -1965,7 +2072,19 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           h('strong', null, 'Changed on disk. '),
           'This file changed on disk while you have unsaved edits. ',
           h('button', { type: 'button', className: 'dir-button', onClick: () => load(false) }, 'Load the disk version'),
-          h('button', { type: 'button', className: 'dir-button', onClick: () => { setKeptStamp(row ? row.stamp : null); setNotice(null); } }, 'Keep my draft'),
+          h(
+            'button',
+            {
+              type: 'button',
+              className: 'dir-button',
+              onClick: () => {
+                // The draft now answers the disk's text: a save writes it without asking again.
+                if (doc) store.draftBases.set(draftKey, doc.raw || '');
+                setNotice(null);
+              },
+            },
+            'Keep my draft',
+          ),
         )
       : null,
     notice === 'deleted' || notice === 'deleted-dirty'
@@ -2516,6 +2635,13 @@ function DirectoryPage({ host, store, live, useTheme }) {
   const [bundlesOn, setBundlesOn] = useState(false);
   const [selection, setSelection] = useState({ skills: null, prompts: null, agents: null });
   const [creating, setCreating] = useState(false);
+  /** Each family's filter and problems toggle, and where its list was scrolled to. */
+  const [views, setViews] = useState({ skills: {}, prompts: {}, agents: {} });
+  const scrollMemory = useRef({ skills: {}, prompts: {}, agents: {} });
+  /** A remembered document found deleted on disk when it was shown again: `{familyKey, key}`. */
+  const [gone, setGone] = useState(null);
+  /** The open document's save, for Ctrl+S wherever the focus is in the page. */
+  const saveShortcut = useRef(null);
   const root = useRef(null);
   const { width } = useElementSize(root);
   const narrow = width > 0 && width < NARROW_WIDTH;
@@ -2548,6 +2674,7 @@ function DirectoryPage({ host, store, live, useTheme }) {
   const select = useCallback(
     (key, skippedRow = null) => {
       setCreating(false);
+      setGone(null);
       setOrphan(skippedRow);
       setSelection((current) => ({ ...current, [familyKey]: key }));
     },
@@ -2563,9 +2690,24 @@ function DirectoryPage({ host, store, live, useTheme }) {
   const split = showList && showDoc && !narrow;
   const shownListWidth = clampListWidth(listWidth == null ? Math.round(width * DEFAULT_LIST_FRACTION) : listWidth, width);
 
+  const onGone = useCallback(
+    (key) => {
+      select(null);
+      setGone({ familyKey, key });
+    },
+    [select, familyKey],
+  );
+  const onKeyDown = (event) => {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 's' && saveShortcut.current) {
+      // The open document's save, not the browser's "Save page as".
+      event.preventDefault();
+      saveShortcut.current();
+    }
+  };
+
   return h(
     'div',
-    { className: `dir${narrow ? ' dir--narrow' : ''}`, 'data-theme': theme, ref: root },
+    { className: `dir${narrow ? ' dir--narrow' : ''}`, 'data-theme': theme, ref: root, onKeyDown },
     h(
       'header',
       { className: 'dir-header' },
@@ -2616,6 +2758,15 @@ function DirectoryPage({ host, store, live, useTheme }) {
           h('button', { type: 'button', className: 'dir-button', onClick: () => store.retry() }, 'Retry now'),
         )
       : null,
+    !bundlesOn && gone && gone.familyKey === familyKey
+      ? h(
+          'div',
+          { className: 'dir-notice dir-notice--gone', role: 'status' },
+          h('strong', null, 'Deleted on disk. '),
+          `${FAMILIES[familyKey].noun} ${gone.key} no longer exists.`,
+          h('button', { type: 'button', className: 'dir-button dir-button--quiet', onClick: () => setGone(null) }, 'Dismiss'),
+        )
+      : null,
     bundlesOn
       ? h(BundlesPane, { host, changes: FAMILY_KEYS.map((key) => state[key].revision).join(':') })
       : h(
@@ -2636,6 +2787,9 @@ function DirectoryPage({ host, store, live, useTheme }) {
                 onNew: () => setCreating(true),
                 onRetry: () => store.refresh(familyKey),
                 onProblems: () => store.refreshStatus(),
+                view: views[familyKey],
+                onView: (patch) => setViews((all) => ({ ...all, [familyKey]: { ...all[familyKey], ...patch } })),
+                scrollMemory: scrollMemory.current[familyKey],
               })
             : null,
           split
@@ -2675,6 +2829,8 @@ function DirectoryPage({ host, store, live, useTheme }) {
                     onSelect: select,
                     onBack: narrow ? () => select(null) : null,
                     onClose: narrow ? null : () => select(null),
+                    onGone,
+                    saveRef: saveShortcut,
                   })
                 : null
             : null,
@@ -2784,6 +2940,39 @@ export function changedSettings(properties, before, after) {
   return Object.keys(properties).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
 }
 
+/** How long a save waits for the worker to refuse the value it was handed, and how often it looks. */
+const REFUSAL_WAIT_MS = 1500;
+const REFUSAL_POLL_MS = 150;
+
+/** The worker's refusals of configuration values (`index::status`), or `null` if it cannot say. */
+async function configurationRefusals(store) {
+  try {
+    const status = await store.call(STATUS, {});
+    return (status && status.configuration && status.configuration.refused) || [];
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What the worker said when it rejected a value saved after `before` (its refusals then), or
+ * `null`. The configuration worker stores any value that fits the schema; the worker checks it
+ * when it hears of the change (folder layout rules and the like) and keeps its configuration
+ * if the value breaks them, which only `index::status` and its log say.
+ */
+async function rejectionAfter(store, before) {
+  if (before == null) return null;
+  const seen = new Set(before.map((entry) => `${entry.at}\n${entry.what}`));
+  const deadline = Date.now() + REFUSAL_WAIT_MS;
+  for (;;) {
+    const now = await configurationRefusals(store);
+    const fresh = (now || []).filter((entry) => !seen.has(`${entry.at}\n${entry.what}`) && /^configuration rejected/.test(entry.what));
+    if (fresh.length) return fresh[fresh.length - 1].what;
+    if (Date.now() >= deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, REFUSAL_POLL_MS));
+  }
+}
+
 function SettingsForm({ store, theme }) {
   const [entry, setEntry] = useState(null);
   const [draft, setDraft] = useState({});
@@ -2822,11 +3011,20 @@ function SettingsForm({ store, theme }) {
   const save = async () => {
     setBusy(true);
     setError(null);
+    // A notice of an earlier save does not stand next to this one's outcome.
+    setSaved(null);
     try {
+      const before = await configurationRefusals(store);
       await store.call('configuration::set', { id: CONFIG_ENTRY, value: current });
-      const restart = changed.filter((key) => properties[key]['x-restart-required']);
-      setSaved({ changed, restart });
+      const rejected = await rejectionAfter(store, before);
+      // (Read first: a read clears the form's error.)
       await read();
+      if (rejected) {
+        setError(`Stored, but the worker rejected it and keeps its current configuration: ${rejected.replace(/^configuration rejected \((.*)\); keeping the current configuration.*$/s, '$1')}`);
+      } else {
+        const restart = changed.filter((key) => properties[key]['x-restart-required']);
+        setSaved({ changed, restart });
+      }
     } catch (failure) {
       setError(errorText(failure));
     } finally {

@@ -211,6 +211,22 @@ fn writable(
     }
 }
 
+/// The refusal an update of `id` answers because the skill is read-only (bundled, or under an
+/// agents skills root), for the console page's dry run: [`writable`]'s own rule, so that the
+/// two never disagree. A missing skill is left to the update itself (the dry run also reads
+/// texts for ids not written yet).
+pub(crate) fn check_not_read_only(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+    id: &str,
+) -> Result<()> {
+    match writable(reader, roots, visibility, id) {
+        Err(refused) if refused.code() == Some(Code::SkillReadOnly) => Err(refused),
+        _ => Ok(()),
+    }
+}
+
 /// `directory::skills::update`: overwrite an existing skill file; never creates.
 pub fn update(
     reader: &Reader,

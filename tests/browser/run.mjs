@@ -11,7 +11,7 @@
 // SKILLS (the generated skill count).
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -363,6 +363,12 @@ try {
   const error = root.locator('.dir-pane--doc .dir-error');
   await error.filter({ hasText: /^D113 invalid_input: / }).waitFor();
   assert.equal(disk(SHOWCASE_FILE), edited, 'a refused save writes nothing');
+  // The next save that asks first does not leave the last one's error beside its question.
+  await editor.fill(edited.replace(/^title: .*$/m, 'title: [unclosed'));
+  await button('Save').click();
+  await root.locator('.dir-ask').waitFor();
+  assert.equal(await error.count(), 0, 'the earlier error is gone');
+  await button('Keep editing').click();
   await button('Revert').click();
   assert.equal(await editor.inputValue(), edited);
   await dirtyBadge.waitFor({ state: 'detached' });
@@ -489,6 +495,58 @@ try {
     underDraft,
   );
   await dirtyBadge.waitFor({ state: 'detached' });
+
+  // ---- A kept draft read again after a change on disk: said, never written over ---------------
+  step('a kept draft read again after a change on disk');
+  const draft2 = `${underDraft}DRAFT2\n`;
+  await editor.fill(draft2);
+  await dirtyBadge.waitFor();
+  // Another document, the file changed meanwhile, then back: the draft is there, and so is the
+  // change (the document is read again, and compared with the text the draft started from).
+  await open(unique);
+  const external2 = `${underDraft}EXTERNAL2\n`;
+  writeOnDisk(SHOWCASE_FILE, external2);
+  await filter.fill(SHOWCASE);
+  await row(SHOWCASE).click();
+  await root.locator('.dir-notice', { hasText: 'Changed on disk' }).waitFor();
+  await button('Edit').click();
+  assert.equal(await editor.inputValue(), draft2, 'the draft is kept');
+  await button('Load the disk version').click();
+  await page.waitForFunction(
+    (text) => document.querySelector('[data-iii-ui="iii-directory"] textarea.dir-editor')?.value === text,
+    external2,
+  );
+  await dirtyBadge.waitFor({ state: 'detached' });
+
+  // A save a moment after a write on disk, before its change event can reach the page: the save
+  // reads the file first, and asks instead of writing over it.
+  step('a save right after a write on disk');
+  const draft3 = `${external2}DRAFT3\n`;
+  await editor.fill(draft3);
+  await dirtyBadge.waitFor();
+  const external3 = `${external2}EXTERNAL3\n`;
+  writeOnDisk(SHOWCASE_FILE, external3);
+  await editor.press('Control+s');
+  await root.locator('.dir-notice', { hasText: 'Changed on disk' }).waitFor();
+  await page.waitForTimeout(300);
+  assert.equal(disk(SHOWCASE_FILE), external3, 'the change on disk stays');
+  assert.equal(await editor.inputValue(), draft3, 'the draft stays');
+  // Keeping the draft is a choice; the save after it writes the draft.
+  await button('Keep my draft').click();
+  await editor.press('Control+s');
+  await waitDisk(SHOWCASE_FILE, (text) => text === draft3, 'hold the kept draft');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
+
+  // Ctrl+S with the focus in the filter saves the open draft (not the browser's "Save page as").
+  const draft4 = `${draft3}DRAFT4\n`;
+  await editor.fill(draft4);
+  await dirtyBadge.waitFor();
+  await filter.focus();
+  await page.keyboard.press('Control+s');
+  await waitDisk(SHOWCASE_FILE, (text) => text === draft4, 'hold the draft saved from the filter');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
   await button('Preview').click();
 
   // ---- The list-refresh seam: deltas merge (the since_revision protocol) -----------------------
@@ -537,6 +595,24 @@ try {
   await root.getByRole('tab', { name: /System prompts/ }).click();
   await root.locator('.dir-row[data-key^="prompt-"]').first().click();
   await root.locator('.dir-front dt', { hasText: 'description' }).waitFor();
+  // A text the server refuses (a list where the description is one string): the save says why,
+  // once, without the bus's next steps, and offers no "Save anyway".
+  step('a refused prompt save');
+  await button('Edit').click();
+  await editor.fill('---\ndescription: [a, b]\n---\nList description.\n');
+  await root.locator('.dir-check-refused', { hasText: 'D213' }).waitFor();
+  await editor.press('Control+s');
+  const promptError = root.locator('.dir-pane--doc .dir-error');
+  await promptError.filter({ hasText: /^D213 / }).waitFor();
+  assert.equal(await root.locator('.dir-ask').count(), 0, 'no "Save anyway" for a refused text');
+  assert.doesNotMatch(await promptError.textContent(), /Next: call/);
+  assert.equal(await root.locator('.dir-check-refused').count(), 0, 'the refusal is said once');
+  await button('Revert').click();
+  // A bundled prompt cannot be deleted, and the page says so instead of offering it.
+  await filter.fill('iii-runtime');
+  await row('iii-runtime').click();
+  await root.locator('.dir-read-only').waitFor();
+  assert.equal(await root.getByRole('button', { name: 'Delete…' }).isDisabled(), true);
   await root.getByRole('tab', { name: /Agent profiles/ }).click();
   await open('chain-c');
   const chain = root.locator('.dir-chain .dir-chip');
@@ -554,6 +630,9 @@ try {
   await button('Fields').click();
   const form = root.locator('.dir-form');
   await form.waitFor();
+  // Text boxes and selects are one height, wherever they sit in the form.
+  const heights = await form.locator('.dir-input').evaluateAll((boxes) => boxes.map((box) => Math.round(box.getBoundingClientRect().height)));
+  assert.ok(heights.length >= 7 && heights.every((height) => height === heights[0]), `the form's boxes are ${heights.join(', ')} px high`);
   assert.equal(await form.locator('input[name="name"]').inputValue(), 'Chain B');
   await form.locator('input[name="description"]').fill('Reviews: the second link');
   await form.getByLabel('Colour').selectOption('teal');
@@ -578,6 +657,13 @@ try {
   // The raw text is one click away, and shows the same file.
   await button('Edit').click();
   assert.equal(await editor.inputValue(), expectedProfile);
+  // An icon the server refuses: its refusal shows once, in the error of the save.
+  await editor.fill(expectedProfile.replace('color: teal\n', 'color: teal\nicon: bogus\n'));
+  await root.locator('.dir-check-refused').waitFor();
+  await button('Save').click();
+  await root.locator('.dir-pane--doc .dir-error').waitFor();
+  assert.equal(await root.locator('.dir-check-refused').count(), 0, 'the refusal is said once');
+  await button('Revert').click();
   await button('Preview').click();
 
   // ---- Problems where they are made: markers on rows, and a filter of their own ---------------
@@ -606,6 +692,23 @@ try {
   await page.screenshot({ path: join(OUT_DIR, 'problems.png') });
   await filter.fill('');
   await root.locator('.dir-problems').click();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+
+  // ---- A remembered document deleted on disk while another tab is shown ---------------------------
+  step('a remembered document deleted while away');
+  const doomed = 'fixtures/doomed';
+  writeOnDisk(`skills/${doomed}.md`, '# Doomed\n');
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await filter.fill(doomed);
+  await row(doomed).click();
+  await root.locator('.dir-doc-id', { hasText: doomed }).waitFor();
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+  unlinkSync(join(TREE_DIR, `skills/${doomed}.md`));
+  await page.waitForTimeout(1000);
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await root.locator('.dir-notice--gone', { hasText: `Deleted on disk. skill ${doomed} no longer exists.` }).waitFor();
+  await root.locator('.dir-pane--doc').waitFor({ state: 'detached' });
+  assert.equal(await root.locator('.dir-error--read').count(), 0, 'no raw not_found and no useless Retry');
   await root.getByRole('tab', { name: /Agent profiles/ }).click();
 
   // ---- The worker stopped and started under the open page ----------------------------------------
@@ -693,6 +796,25 @@ try {
   await row('iii-directory/finding-functions').click();
   await root.locator('.dir-pane--doc .dir-doc-id', { hasText: 'iii-directory/finding-functions' }).waitFor();
   assert.equal(await root.locator('.dir-pane--list').count(), 0);
+  // Back to the list as it was left: its filter, and where it was scrolled to.
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await filter.inputValue(), 'iii-directory/finding-functions');
+  await filter.fill('-1');
+  await root.locator('.dir-list').evaluate((list, top) => {
+    list.scrollTop = top;
+    list.dispatchEvent(new Event('scroll'));
+  }, 100 * ROW_HEIGHT);
+  const deep = root.locator(`.dir-row[style*="translateY(${105 * ROW_HEIGHT}px)"]`);
+  await deep.hover();
+  const scrolledTo = await root.locator('.dir-list').evaluate((list) => list.scrollTop);
+  assert.ok(scrolledTo > 2000, `the list is scrolled to ${scrolledTo}`);
+  await deep.click();
+  await root.locator('.dir-pane--list').waitFor({ state: 'detached' });
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await filter.inputValue(), '-1', 'the filter is kept');
+  assert.equal(await root.locator('.dir-list').evaluate((list) => list.scrollTop), scrolledTo, 'the scroll position is kept');
   await page.setViewportSize({ width: 1360, height: 860 });
   await root.locator('.dir-pane--list').waitFor();
 
@@ -743,6 +865,14 @@ try {
   await setting('auto_download').locator('input').setChecked(!original.auto_download);
   await settings.getByRole('button', { name: 'Save settings' }).click();
   await settings.locator('.dir-settings-saved', { hasText: 'auto_download takes effect after the worker restarts' }).waitFor();
+  // A value the worker rejects (a folder its layout rules refuse) is stored, and the worker keeps
+  // its configuration: the form says that, not "Saved", and the last notice goes.
+  await setting('skills_folder').locator('input').fill('/');
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-error', { hasText: 'the worker rejected it' }).waitFor();
+  assert.match(await settings.locator('.dir-error').textContent(), /filesystem root/);
+  assert.equal(await settings.locator('.dir-settings-saved').count(), 0, 'no "Saved" beside the rejection');
+  await setting('skills_folder').locator('input').fill(original.skills_folder);
   await setting('auto_download').locator('input').setChecked(original.auto_download);
   await setting('download_timeout_ms').locator('input').fill(String(original.download_timeout_ms));
   await setting('inject_hint').locator('input').setChecked(original.inject_hint);
