@@ -394,7 +394,7 @@ library_functions! {
     },
     write SkillsDelete {
         id: "directory::skills::delete",
-        description: "Delete an existing skill file and the folders it leaves empty; returns the resolved id. Fires on-change { op: delete }.",
+        description: "Delete an existing skill file and the folders it leaves empty. Answers the resolved id and fires on-change { op: delete }.",
         request: skill_id_request(),
         response: object(json!({ "id": string("the deleted on-disk id") }), &["id"]),
         apply: |reader, roots, visibility, request| {
@@ -437,7 +437,7 @@ library_functions! {
     },
     write SystemPromptsUpdate {
         id: "directory::system-prompts::update",
-        description: "Overwrite an existing system prompt file (or shadow a bundled one) with full-file content; returns its effective name. Fires on-change { op: update }.",
+        description: "Overwrite an existing system prompt file (or shadow a bundled one) with full-file content. Answers its effective name and fires on-change { op: update }.",
         request: content_request("name", "existing system prompt name"),
         response: prompt_written(),
         apply: |reader, roots, _, request| system_prompts::write::update(reader, roots, request),

@@ -1062,4 +1062,30 @@ mod tests {
             assert!(seen.insert(function.id), "{} twice", function.id);
         }
     }
+
+    /// The worker's own functions are in every engine's catalog, so their descriptions must
+    /// not answer everyday needs through boilerplate ("file" and "returns" once made
+    /// `skills::delete` and `system-prompts::update` answer "file my tax return").
+    #[test]
+    fn our_own_functions_do_not_answer_needs_they_do_not_serve() {
+        use crate::search::catalog::{Catalog, Tool};
+        use crate::search::{query, select};
+        let tools: Vec<Tool> = functions()
+            .into_iter()
+            .filter(|f| f.exposure == Exposure::Public)
+            .map(|f| Tool {
+                name: f.id.to_string(),
+                description: f.description.to_string(),
+                parameters: f.request,
+                worker: None,
+            })
+            .collect();
+        let catalog = Catalog::build(&tools);
+        let found = |need: &str| select(&catalog, &query::prepare(&[need.to_string()]));
+        for need in ["file my tax return", "book a hotel room", "order a pizza"] {
+            assert!(found(need).is_empty(), "{need}: {:?}", found(need));
+        }
+        // What they serve, they answer.
+        assert!(found("delete a skill file").contains(&"directory::skills::delete".to_string()));
+    }
 }
