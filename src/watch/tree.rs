@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::inotify::{Event, Inotify, Wd};
 use crate::roots::{Layout, Root, Roots};
@@ -78,16 +80,31 @@ pub struct Tree {
     sync: Option<PathBuf>,
     by_wd: HashMap<Wd, PathBuf>,
     by_path: BTreeMap<PathBuf, Wd>,
+    /// At most this many watches, as if it were the kernel's limit (tests of the degraded
+    /// mode and of its recovery; see `WatchOptions::watch_limit`).
+    limit: Option<Arc<AtomicUsize>>,
 }
 
 impl Tree {
     /// Watches every root that exists (and waits for those that do not); `refused` roots are
     /// not watched at all (tests of the degraded mode).
+    #[cfg(test)]
     pub fn new(
         inotify: &Inotify,
         roots: &Roots,
         refused: &dyn Fn(Root) -> bool,
         sync: Option<PathBuf>,
+    ) -> Tree {
+        Tree::with_limit(inotify, roots, refused, sync, None)
+    }
+
+    /// [`Tree::new`], with at most `limit` watches when one is given (tests).
+    pub fn with_limit(
+        inotify: &Inotify,
+        roots: &Roots,
+        refused: &dyn Fn(Root) -> bool,
+        sync: Option<PathBuf>,
+        limit: Option<Arc<AtomicUsize>>,
     ) -> Tree {
         // Off global roots are not configured, so there is nothing to watch or report.
         let specs = [
@@ -123,9 +140,10 @@ impl Tree {
             sync: None,
             by_wd: HashMap::new(),
             by_path: BTreeMap::new(),
+            limit,
         };
         if let Some(sync) = sync {
-            match inotify.add(&sync) {
+            match tree.add(inotify, &sync) {
                 Ok(wd) => {
                     tree.note(wd, sync.clone());
                     tree.sync = Some(sync);
@@ -240,16 +258,32 @@ impl Tree {
     }
 
     /// Adds watches for every folder of every watched root again (those already watched keep
-    /// theirs): after an overflow, events that would have added some were lost.
+    /// theirs): after an overflow, events that would have added some were lost. A root only
+    /// partly watched (the kernel's watch limit was reached) is tried again whole, so once the
+    /// limit is raised (or folders went) it is watched again, and its reads fresh.
     pub fn rewatch(&mut self, inotify: &Inotify) {
         let mut changes = Changes::default();
         self.recheck_roots(inotify, &mut changes);
         for i in 0..self.specs.len() {
-            if matches!(self.specs[i].state, RootState::Watched) {
+            if matches!(
+                self.specs[i].state,
+                RootState::Watched | RootState::Partial(_)
+            ) {
                 let (path, depth) = (self.specs[i].path.clone(), self.specs[i].depth);
-                if let Err(why) = self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
-                    self.specs[i].state = RootState::Partial(why.to_string());
+                let state = match self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
+                    Ok(()) => RootState::Watched,
+                    Err(why) => RootState::Partial(why.to_string()),
+                };
+                if matches!(self.specs[i].state, RootState::Partial(_))
+                    && state == RootState::Watched
+                {
+                    tracing::info!(
+                        "every folder of {} {} is watched again: its reads are fresh",
+                        self.specs[i].root.config_key(),
+                        path.display()
+                    );
                 }
+                self.specs[i].state = state;
             }
         }
     }
@@ -304,7 +338,7 @@ impl Tree {
         let mut above = nearest();
         while let Some(folder) = above {
             if !self.by_path.contains_key(folder) {
-                if let Ok(wd) = inotify.add(folder) {
+                if let Ok(wd) = self.add(inotify, folder) {
                     self.note(wd, folder.to_path_buf());
                 }
             }
@@ -331,7 +365,7 @@ impl Tree {
     ) -> Result<(), WatchLimit> {
         let mut stack = vec![(top.to_path_buf(), 0usize)];
         while let Some((folder, level)) = stack.pop() {
-            match inotify.add(&folder) {
+            match self.add(inotify, &folder) {
                 Ok(wd) => self.note(wd, folder.clone()),
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
                     return Err(WatchLimit { at: folder });
@@ -354,6 +388,19 @@ impl Tree {
             }
         }
         Ok(())
+    }
+
+    /// Watches one folder, unless a test's limit on watches is reached (then refused as the
+    /// kernel refuses past `fs.inotify.max_user_watches`).
+    fn add(&self, inotify: &Inotify, folder: &Path) -> io::Result<Wd> {
+        if let Some(limit) = &self.limit {
+            if !self.by_path.contains_key(folder)
+                && self.by_wd.len() >= limit.load(Ordering::SeqCst)
+            {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+        }
+        inotify.add(folder)
     }
 
     /// Forgets the watches of `top` and every folder under it (it was removed or renamed; a
@@ -623,6 +670,48 @@ mod tests {
         let changes = drain(&inotify, &mut tree);
         assert!(
             changes.paths.contains(&skills.join("pdf/SKILL.md")),
+            "{changes:?}"
+        );
+    }
+
+    /// A root partly watched for lack of watches is tried again whole by `rewatch`, and is
+    /// watched again once there is room.
+    #[test]
+    fn a_partial_root_is_watched_again_once_the_limit_allows() {
+        let base = tempfile::tempdir().unwrap();
+        for ns in 0..5 {
+            std::fs::create_dir_all(base.path().join(format!("skills/ns{ns}/deep"))).unwrap();
+        }
+        let inotify = Inotify::new().unwrap();
+        let limit = Arc::new(AtomicUsize::new(4));
+        let mut tree = Tree::with_limit(
+            &inotify,
+            &roots(base.path()),
+            &|_| false,
+            None,
+            Some(limit.clone()),
+        );
+        let skills = |tree: &Tree| {
+            tree.roots()
+                .into_iter()
+                .find(|r| r.root == "skills_folder")
+                .unwrap()
+        };
+        assert!(matches!(skills(&tree).state, RootState::Partial(_)));
+        assert!(!skills(&tree).fresh_reads);
+        tree.rewatch(&inotify);
+        assert!(matches!(skills(&tree).state, RootState::Partial(_)));
+        limit.store(usize::MAX, Ordering::SeqCst);
+        tree.rewatch(&inotify);
+        assert_eq!(skills(&tree).state, RootState::Watched);
+        assert!(skills(&tree).fresh_reads);
+        assert!(tree.problems().is_empty(), "{:?}", tree.problems());
+        std::fs::write(base.path().join("skills/ns4/deep/a.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(
+            changes
+                .paths
+                .contains(&base.path().join("skills/ns4/deep/a.md")),
             "{changes:?}"
         );
     }

@@ -473,3 +473,65 @@ fn a_file_another_process_writes_into_a_global_root_is_in_the_next_read() {
     }
     assert_matches_fresh(&env.directory);
 }
+
+/// Runs `script` with `sh` in the tree's base folder: another process's change.
+fn sh(env: &Env, script: &str) {
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(env.tree.base())
+        .status()
+        .expect("sh");
+    assert!(status.success(), "{script}");
+}
+
+/// A root that went partial at the watch limit is watched whole again by the safety net once
+/// the limit is raised (here the watcher's own cap, a stand-in for
+/// `fs.inotify.max_user_watches`), and its reads are fresh again.
+#[test]
+fn raising_the_watch_limit_makes_a_partial_root_fresh_again() {
+    let limit = Arc::new(std::sync::atomic::AtomicUsize::new(3));
+    let options = WatchOptions {
+        watch_limit: Some(limit.clone()),
+        ..WatchOptions::default()
+    };
+    let env = Env::start_with(|tree| wide(tree, 5), options, Some(200));
+    let skills = || {
+        env.watcher
+            .as_ref()
+            .unwrap()
+            .status()
+            .roots
+            .into_iter()
+            .find(|r| r.root == "skills_folder")
+            .unwrap()
+    };
+    assert!(
+        matches!(skills().state, iii_directory::RootState::Partial(_)),
+        "{:?}",
+        skills()
+    );
+    assert!(!skills().fresh_reads);
+    limit.store(usize::MAX, Ordering::SeqCst);
+    env.wait_for("the partial root watched again", |_| {
+        skills().state == iii_directory::RootState::Watched
+    });
+    let status = env.watcher.as_ref().unwrap().status();
+    assert!(skills().fresh_reads, "{status:?}");
+    assert!(!status.degraded && status.problems.is_empty(), "{status:?}");
+    // Fresh without the safety net: every folder has its watch back.
+    let mut settings = env.directory.settings();
+    settings.safety_net_interval_ms = 0;
+    env.directory.apply_settings(settings).expect("tunable");
+    std::thread::sleep(Duration::from_millis(300));
+    for ns in 0..5 {
+        sh(
+            &env,
+            &format!("printf '# Late {ns}\\n\\nx\\n' > skills/ns{ns}/late.md"),
+        );
+        assert_eq!(
+            env.title(&format!("ns{ns}/late")),
+            Some(format!("Late {ns}"))
+        );
+    }
+}
