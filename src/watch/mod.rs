@@ -10,6 +10,7 @@
 
 mod fresh;
 mod inotify;
+mod links;
 mod tree;
 
 use std::sync::{Arc, Mutex};
