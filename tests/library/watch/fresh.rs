@@ -630,6 +630,30 @@ fn a_link_made_or_changed_later_is_followed_from_then_on() {
     assert_as_rescan(&env, "links made and removed");
 }
 
+/// A hard link shares its file: an in-place write through one name is in the next read of the
+/// other (the watcher reports it under the name written through only).
+#[test]
+fn an_in_place_write_shows_through_a_hard_link() {
+    let env = Env::start(|tree| {
+        tree.write("skills/hlr/a.md", "# H1\n\nx\n")
+            .write("agents/a.md", "---\nname: Hard1\n---\nHelp.\n");
+        fs::hard_link(tree.path("skills/hlr/a.md"), tree.path("skills/hlr/b.md")).unwrap();
+        fs::hard_link(tree.path("agents/a.md"), tree.path("agents/b.md")).unwrap();
+    });
+    assert_eq!(env.title("hlr/b").as_deref(), Some("H1"));
+    sh(&env, "printf '# H2\\n\\nx\\n' > skills/hlr/a.md");
+    assert_eq!(env.title("hlr/b").as_deref(), Some("H2"));
+    sh(
+        &env,
+        "printf -- '---\\nname: Hard2\\n---\\nHelp.\\n' > agents/a.md",
+    );
+    assert_eq!(agent_name(&env.directory, "b").as_deref(), Some("Hard2"));
+    // Removing one name leaves the other as it is.
+    sh(&env, "rm skills/hlr/a.md");
+    assert_eq!(env.title("hlr/b").as_deref(), Some("H2"));
+    assert_as_rescan(&env, "hard links");
+}
+
 /// A root that went partial at the watch limit is watched whole again by the safety net once
 /// the limit is raised (here the watcher's own cap, a stand-in for
 /// `fs.inotify.max_user_watches`), and its reads are fresh again.
