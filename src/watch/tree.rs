@@ -253,15 +253,20 @@ impl Tree {
                 self.relink |= self.links.remove(&path);
             }
             if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
+                // It may have replaced a link (renamed over it).
+                self.relink |= self.links.remove(&path);
                 if let Some(depth) = self.depth_left(&path) {
                     if let Err(why) = self.watch_tree(inotify, &path, depth) {
                         self.partial_at(&path, why.to_string());
                     }
                 }
             } else if event.is(libc::IN_CREATE | libc::IN_MOVED_TO) && self.in_a_root(&path) {
-                // A link (even to a folder) is not reported as a folder: one `lstat` tells.
+                // A link (even to a folder) is not reported as a folder: one `lstat` tells. A
+                // file renamed over a link replaces it.
                 if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
                     self.note_link(path.clone());
+                } else {
+                    self.relink |= self.links.remove(&path);
                 }
             }
             recheck |= self.holds_a_root(&path);
@@ -809,8 +814,12 @@ mod tests {
             "{changes:?}"
         );
         std::fs::remove_file(skills.join("later")).unwrap();
+        // A file renamed over a link replaces it: a link no more.
+        std::fs::write(skills.join("plain.md"), "x").unwrap();
+        std::fs::rename(skills.join("plain.md"), skills.join("b.md")).unwrap();
         std::fs::remove_file(skills.join("ali")).unwrap();
         drain(&inotify, &mut tree);
+        assert_eq!(tree.links.len(), 2, "the links left: linked, out");
         std::fs::write(skills.join("tgt/z.md"), "x").unwrap();
         let changes = drain(&inotify, &mut tree);
         assert_eq!(changes.paths, BTreeSet::from([skills.join("tgt/z.md")]));
