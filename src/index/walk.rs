@@ -44,6 +44,9 @@ pub struct Found {
     /// For a scoped walk: the `(root, relative path)` subtrees it looked at (an empty path is
     /// the whole root). Empty for a full walk.
     pub scopes: Vec<(Root, String)>,
+    /// Files a scoped walk was given that have other names (hard links, `nlink > 1`): an
+    /// in-place write through one name changes the others, which the watcher hears nothing of.
+    pub shared: Vec<(Root, String)>,
 }
 
 impl Found {
@@ -255,6 +258,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
             } else if meta.is_dir() {
                 walk_tree(root, &path, rel.to_string(), inside, found);
             } else if meta.is_file() && is_markdown(rel) {
+                note_shared(&mut found.shared, &key, &meta);
                 found.files.insert(key, stat_of(&meta));
             } else if meta.is_file() && is_upstream_copy(rel) {
                 found.unreadable.insert(key, SkipReason::UpstreamCopy);
@@ -275,7 +279,9 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                 if let Some(why) = special(&meta, &skill) {
                     found.unreadable.insert((root, skill), why);
                 } else if meta.is_file() {
-                    found.files.insert((root, skill), stat_of(&meta));
+                    let key = (root, skill);
+                    note_shared(&mut found.shared, &key, &meta);
+                    found.files.insert(key, stat_of(&meta));
                 }
             }
         }
@@ -293,7 +299,9 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                     if let Some(why) = special(&meta, rel) {
                         found.unreadable.insert((root, rel.to_string()), why);
                     } else if meta.is_file() {
-                        found.files.insert((root, rel.to_string()), stat_of(&meta));
+                        let key = (root, rel.to_string());
+                        note_shared(&mut found.shared, &key, &meta);
+                        found.files.insert(key, stat_of(&meta));
                     }
                 }
             }
@@ -304,6 +312,13 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
                 }
             }
         }
+    }
+}
+
+/// Notes a file a scoped walk was given by name when it has other names (see `Found::shared`).
+fn note_shared(shared: &mut Vec<(Root, String)>, key: &(Root, String), meta: &Metadata) {
+    if meta.nlink() > 1 {
+        shared.push(key.clone());
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod fresh;
 mod inotify;
+mod links;
 mod tree;
 
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,11 @@ pub struct WatchOptions {
     /// Pretend the watch of these roots failed (tests of the degraded mode).
     #[cfg(any(test, feature = "testing"))]
     pub fail_roots: Vec<Root>,
+    /// Refuse watches past this many, as the kernel does past `fs.inotify.max_user_watches`;
+    /// a test raises it while the watcher runs, as a user raises the limit (tests of the
+    /// degraded mode and its recovery, without root).
+    #[cfg(any(test, feature = "testing"))]
+    pub watch_limit: Option<Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl Default for WatchOptions {
@@ -42,6 +48,8 @@ impl Default for WatchOptions {
             max_delay: Duration::from_millis(500),
             #[cfg(any(test, feature = "testing"))]
             fail_roots: Vec::new(),
+            #[cfg(any(test, feature = "testing"))]
+            watch_limit: None,
         }
     }
 }
@@ -56,6 +64,14 @@ impl WatchOptions {
             let _ = root;
             false
         }
+    }
+
+    /// The test's limit on watches, if it set one.
+    fn watch_limit(&self) -> Option<Arc<std::sync::atomic::AtomicUsize>> {
+        #[cfg(any(test, feature = "testing"))]
+        return self.watch_limit.clone();
+        #[cfg(not(any(test, feature = "testing")))]
+        None
     }
 }
 
@@ -213,7 +229,13 @@ fn track(
         let _ = std::fs::create_dir_all(&sync);
         sync
     });
-    let tree = tree::Tree::new(&inotify, roots, &|root| options.refuses(root), sync);
+    let tree = tree::Tree::with_limit(
+        &inotify,
+        roots,
+        &|root| options.refuses(root),
+        sync,
+        options.watch_limit(),
+    );
     for problem in tree.problems() {
         tracing::warn!("{problem}; changes there are picked up by the safety-net reconcile");
     }

@@ -6,12 +6,19 @@
 //! walks it: a file made in it before its watch existed is found by that walk, one made after
 //! has an event of its own. A root that does not exist yet is waited for through the nearest
 //! folder above it that does.
+//!
+//! A change under a symbolic link's target is reported under the target only: the links in the
+//! watched folders are kept (`links.rs`), and the paths reaching a change through them are
+//! added to what the change asks to reconcile.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::inotify::{Event, Inotify, Wd};
+use super::links::{self, Links};
 use crate::roots::{Layout, Root, Roots};
 use crate::store::is_staging_name;
 
@@ -78,16 +85,35 @@ pub struct Tree {
     sync: Option<PathBuf>,
     by_wd: HashMap<Wd, PathBuf>,
     by_path: BTreeMap<PathBuf, Wd>,
+    /// The symbolic links in the watched folders, and where they lead.
+    links: Links,
+    /// A link was noted or forgotten since the links were last resolved.
+    relink: bool,
+    /// At most this many watches, as if it were the kernel's limit (tests of the degraded
+    /// mode and of its recovery; see `WatchOptions::watch_limit`).
+    limit: Option<Arc<AtomicUsize>>,
 }
 
 impl Tree {
     /// Watches every root that exists (and waits for those that do not); `refused` roots are
     /// not watched at all (tests of the degraded mode).
+    #[cfg(test)]
     pub fn new(
         inotify: &Inotify,
         roots: &Roots,
         refused: &dyn Fn(Root) -> bool,
         sync: Option<PathBuf>,
+    ) -> Tree {
+        Tree::with_limit(inotify, roots, refused, sync, None)
+    }
+
+    /// [`Tree::new`], with at most `limit` watches when one is given (tests).
+    pub fn with_limit(
+        inotify: &Inotify,
+        roots: &Roots,
+        refused: &dyn Fn(Root) -> bool,
+        sync: Option<PathBuf>,
+        limit: Option<Arc<AtomicUsize>>,
     ) -> Tree {
         // Off global roots are not configured, so there is nothing to watch or report.
         let specs = [
@@ -123,9 +149,12 @@ impl Tree {
             sync: None,
             by_wd: HashMap::new(),
             by_path: BTreeMap::new(),
+            links: Links::default(),
+            relink: false,
+            limit,
         };
         if let Some(sync) = sync {
-            match inotify.add(&sync) {
+            match tree.add(inotify, &sync) {
                 Ok(wd) => {
                     tree.note(wd, sync.clone());
                     tree.sync = Some(sync);
@@ -220,12 +249,24 @@ impl Tree {
             }
             if is_dir && event.is(libc::IN_MOVED_FROM | libc::IN_DELETE) {
                 self.unwatch_under(inotify, &path);
+            } else if event.is(libc::IN_MOVED_FROM | libc::IN_DELETE) {
+                self.relink |= self.links.remove(&path);
             }
             if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
+                // It may have replaced a link (renamed over it).
+                self.relink |= self.links.remove(&path);
                 if let Some(depth) = self.depth_left(&path) {
                     if let Err(why) = self.watch_tree(inotify, &path, depth) {
                         self.partial_at(&path, why.to_string());
                     }
+                }
+            } else if event.is(libc::IN_CREATE | libc::IN_MOVED_TO) && self.in_a_root(&path) {
+                // A link (even to a folder) is not reported as a folder: one `lstat` tells. A
+                // file renamed over a link replaces it.
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+                    self.note_link(path.clone());
+                } else {
+                    self.relink |= self.links.remove(&path);
                 }
             }
             recheck |= self.holds_a_root(&path);
@@ -236,22 +277,76 @@ impl Tree {
         if recheck {
             self.recheck_roots(inotify, &mut changes);
         }
+        self.follow_links(&mut changes);
         changes
     }
 
+    /// Adds to `changes` the paths that reach them through links, and the links that lead
+    /// elsewhere since a link was made or removed (`a -> b/x` when `b` is a link that changed).
+    /// Nothing to do, and nothing done, in a tree without links.
+    fn follow_links(&mut self, changes: &mut Changes) {
+        if std::mem::take(&mut self.relink) {
+            let targets = self.link_targets();
+            let moved = self.links.resolve_again(&|link| targets.of(link));
+            changes.paths.extend(moved);
+        }
+        if !self.links.is_empty() {
+            let reached = self.links.reaching(&changes.paths);
+            changes.paths.extend(reached);
+        }
+    }
+
+    /// Notes the link at `path` with where it leads.
+    fn note_link(&mut self, path: PathBuf) {
+        let target = self.link_targets().of(&path);
+        self.relink |= self.links.insert(path, target);
+    }
+
+    /// What resolves links into watched paths, for the roots as they are now.
+    fn link_targets(&self) -> LinkTargets {
+        LinkTargets {
+            roots: self
+                .specs
+                .iter()
+                .filter_map(|spec| {
+                    Some((std::fs::canonicalize(&spec.path).ok()?, spec.path.clone()))
+                })
+                .collect(),
+        }
+    }
+
     /// Adds watches for every folder of every watched root again (those already watched keep
-    /// theirs): after an overflow, events that would have added some were lost.
+    /// theirs): after an overflow, events that would have added some were lost. A root only
+    /// partly watched (the kernel's watch limit was reached) is tried again whole, so once the
+    /// limit is raised (or folders went) it is watched again, and its reads fresh. The links
+    /// are listed again on the way (those made or removed among the lost events too).
     pub fn rewatch(&mut self, inotify: &Inotify) {
         let mut changes = Changes::default();
         self.recheck_roots(inotify, &mut changes);
+        self.links = Links::default();
         for i in 0..self.specs.len() {
-            if matches!(self.specs[i].state, RootState::Watched) {
+            if matches!(
+                self.specs[i].state,
+                RootState::Watched | RootState::Partial(_)
+            ) {
                 let (path, depth) = (self.specs[i].path.clone(), self.specs[i].depth);
-                if let Err(why) = self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
-                    self.specs[i].state = RootState::Partial(why.to_string());
+                let state = match self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
+                    Ok(()) => RootState::Watched,
+                    Err(why) => RootState::Partial(why.to_string()),
+                };
+                if matches!(self.specs[i].state, RootState::Partial(_))
+                    && state == RootState::Watched
+                {
+                    tracing::info!(
+                        "every folder of {} {} is watched again: its reads are fresh",
+                        self.specs[i].root.config_key(),
+                        path.display()
+                    );
                 }
+                self.specs[i].state = state;
             }
         }
+        self.relink = false;
     }
 
     /// Looks at every root again: a root that appeared is watched (and reconciled whole), one
@@ -304,7 +399,7 @@ impl Tree {
         let mut above = nearest();
         while let Some(folder) = above {
             if !self.by_path.contains_key(folder) {
-                if let Ok(wd) = inotify.add(folder) {
+                if let Ok(wd) = self.add(inotify, folder) {
                     self.note(wd, folder.to_path_buf());
                 }
             }
@@ -320,9 +415,11 @@ impl Tree {
         false
     }
 
-    /// Watches `top` and the folders under it, `depth` levels down. Folder links are not
-    /// followed (their targets inside the roots are watched where they are), nor are staging
-    /// folders entered. Stops at the first watch the kernel refuses for lack of room, with why.
+    /// Watches `top` and the folders under it, `depth` levels down, noting the links in them
+    /// (the deepest level is listed for its links too: `<dir>/SKILL.md` or `<id>.md` may be
+    /// one). Folder links are not followed (their targets inside the roots are watched where
+    /// they are), nor are staging folders entered. Stops at the first watch the kernel refuses
+    /// for lack of room, with why.
     fn watch_tree(
         &mut self,
         inotify: &Inotify,
@@ -331,7 +428,7 @@ impl Tree {
     ) -> Result<(), WatchLimit> {
         let mut stack = vec![(top.to_path_buf(), 0usize)];
         while let Some((folder, level)) = stack.pop() {
-            match inotify.add(&folder) {
+            match self.add(inotify, &folder) {
                 Ok(wd) => self.note(wd, folder.clone()),
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
                     return Err(WatchLimit { at: folder });
@@ -339,21 +436,39 @@ impl Tree {
                 // Gone already, not a folder, or unreadable: nothing to watch there.
                 Err(_) => continue,
             }
-            if level >= depth {
-                continue;
-            }
             let Ok(entries) = std::fs::read_dir(&folder) else {
                 continue;
             };
             for entry in entries.flatten() {
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                // The kind comes with the listing: no `stat` for a tree without links.
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
                 let name = entry.file_name();
-                if is_dir && !name.to_str().is_some_and(is_staging_name) {
+                if kind.is_symlink() {
+                    self.note_link(entry.path());
+                } else if kind.is_dir()
+                    && level < depth
+                    && !name.to_str().is_some_and(is_staging_name)
+                {
                     stack.push((entry.path(), level + 1));
                 }
             }
         }
         Ok(())
+    }
+
+    /// Watches one folder, unless a test's limit on watches is reached (then refused as the
+    /// kernel refuses past `fs.inotify.max_user_watches`).
+    fn add(&self, inotify: &Inotify, folder: &Path) -> io::Result<Wd> {
+        if let Some(limit) = &self.limit {
+            if !self.by_path.contains_key(folder)
+                && self.by_wd.len() >= limit.load(Ordering::SeqCst)
+            {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+        }
+        inotify.add(folder)
     }
 
     /// Forgets the watches of `top` and every folder under it (it was removed or renamed; a
@@ -370,6 +485,7 @@ impl Tree {
             self.by_path.remove(&path);
             self.by_wd.remove(&wd);
         }
+        self.relink |= self.links.remove_under(top);
     }
 
     /// The roots holding `path` are no longer wholly watched.
@@ -429,6 +545,32 @@ impl Tree {
                 }
             })
             .max()
+    }
+}
+
+/// The roots' real paths with their configured ones: a link's real target becomes a watched
+/// path (the path events name) under the root whose real path is the longest prefix of it.
+struct LinkTargets {
+    roots: Vec<(PathBuf, PathBuf)>,
+}
+
+impl LinkTargets {
+    /// Where the link at `link` leads as a watched path; `None` when that is outside every
+    /// root or a folder above the link (a loop): the walk never follows those.
+    fn of(&self, link: &Path) -> Option<PathBuf> {
+        if self.roots.is_empty() {
+            return None;
+        }
+        let real = links::real_target(link)?;
+        let (_, target) = self
+            .roots
+            .iter()
+            .filter_map(|(real_root, root)| {
+                let rest = real.strip_prefix(real_root).ok()?;
+                Some((real_root.components().count(), links::join(root, rest)))
+            })
+            .max_by_key(|(depth, _)| *depth)?;
+        (!link.starts_with(&target)).then_some(target)
     }
 }
 
@@ -623,6 +765,104 @@ mod tests {
         let changes = drain(&inotify, &mut tree);
         assert!(
             changes.paths.contains(&skills.join("pdf/SKILL.md")),
+            "{changes:?}"
+        );
+    }
+
+    /// A change under a link's target asks for the paths through the link too, across roots;
+    /// a link made later is noted by its event, and one removed is forgotten.
+    #[test]
+    fn a_change_under_a_link_target_asks_for_the_link_paths() {
+        use std::os::unix::fs::symlink;
+        let base = tempfile::tempdir().unwrap();
+        let skills = base.path().join("skills");
+        let agents_skills = base.path().join(".agents/skills");
+        std::fs::create_dir_all(skills.join("tgt")).unwrap();
+        std::fs::create_dir_all(skills.join("real")).unwrap();
+        std::fs::create_dir_all(&agents_skills).unwrap();
+        symlink("tgt", skills.join("ali")).unwrap();
+        std::fs::write(skills.join("a.md"), "x").unwrap();
+        symlink("a.md", skills.join("b.md")).unwrap();
+        symlink(skills.join("real"), agents_skills.join("linked")).unwrap();
+        // A link out of the roots is never followed, so never asked for.
+        symlink(base.path(), skills.join("out")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        assert_eq!(tree.links.len(), 4);
+        std::fs::write(skills.join("tgt/x.md"), "x").unwrap();
+        std::fs::write(skills.join("a.md"), "y").unwrap();
+        std::fs::write(skills.join("real/SKILL.md"), "y").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        for path in [
+            skills.join("tgt/x.md"),
+            skills.join("ali/x.md"),
+            skills.join("a.md"),
+            skills.join("b.md"),
+            skills.join("real/SKILL.md"),
+            agents_skills.join("linked/SKILL.md"),
+        ] {
+            assert!(changes.paths.contains(&path), "{path:?} in {changes:?}");
+        }
+        // Made later: the link itself, then what reaches it.
+        symlink("tgt", skills.join("later")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&skills.join("later")), "{changes:?}");
+        std::fs::remove_file(skills.join("tgt/x.md")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(
+            changes.paths.contains(&skills.join("later/x.md")),
+            "{changes:?}"
+        );
+        std::fs::remove_file(skills.join("later")).unwrap();
+        // A file renamed over a link replaces it: a link no more.
+        std::fs::write(skills.join("plain.md"), "x").unwrap();
+        std::fs::rename(skills.join("plain.md"), skills.join("b.md")).unwrap();
+        std::fs::remove_file(skills.join("ali")).unwrap();
+        drain(&inotify, &mut tree);
+        assert_eq!(tree.links.len(), 2, "the links left: linked, out");
+        std::fs::write(skills.join("tgt/z.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([skills.join("tgt/z.md")]));
+    }
+
+    /// A root partly watched for lack of watches is tried again whole by `rewatch`, and is
+    /// watched again once there is room.
+    #[test]
+    fn a_partial_root_is_watched_again_once_the_limit_allows() {
+        let base = tempfile::tempdir().unwrap();
+        for ns in 0..5 {
+            std::fs::create_dir_all(base.path().join(format!("skills/ns{ns}/deep"))).unwrap();
+        }
+        let inotify = Inotify::new().unwrap();
+        let limit = Arc::new(AtomicUsize::new(4));
+        let mut tree = Tree::with_limit(
+            &inotify,
+            &roots(base.path()),
+            &|_| false,
+            None,
+            Some(limit.clone()),
+        );
+        let skills = |tree: &Tree| {
+            tree.roots()
+                .into_iter()
+                .find(|r| r.root == "skills_folder")
+                .unwrap()
+        };
+        assert!(matches!(skills(&tree).state, RootState::Partial(_)));
+        assert!(!skills(&tree).fresh_reads);
+        tree.rewatch(&inotify);
+        assert!(matches!(skills(&tree).state, RootState::Partial(_)));
+        limit.store(usize::MAX, Ordering::SeqCst);
+        tree.rewatch(&inotify);
+        assert_eq!(skills(&tree).state, RootState::Watched);
+        assert!(skills(&tree).fresh_reads);
+        assert!(tree.problems().is_empty(), "{:?}", tree.problems());
+        std::fs::write(base.path().join("skills/ns4/deep/a.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(
+            changes
+                .paths
+                .contains(&base.path().join("skills/ns4/deep/a.md")),
             "{changes:?}"
         );
     }

@@ -335,11 +335,52 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
     sweep.removed
 }
 
+/// The other names (hard links) of the files a scoped walk found changed and that have more
+/// than one: an in-place write through one name changes them all, and the watcher reports it
+/// under that name only. Found by inode among the indexed files, a look at each (in memory)
+/// paid only when such a file changed; a name on another device with the same inode number is
+/// walked for nothing (its stat is unchanged).
+fn other_names(
+    mirror: &Mirror,
+    roots: &Roots,
+    found: &super::walk::Found,
+) -> Option<Vec<std::path::PathBuf>> {
+    let inodes: HashSet<u64> = found
+        .shared
+        .iter()
+        .filter_map(|key| {
+            let stat = found.files.get(key)?;
+            // As `to_read` judges it: a racy file may have changed under the same stat.
+            let changed = mirror
+                .files
+                .get(key)
+                .is_none_or(|m| m.stat != *stat || m.racy);
+            changed.then_some(stat.ino)
+        })
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    let more: Vec<std::path::PathBuf> = mirror
+        .files
+        .iter()
+        .filter(|(key, meta)| inodes.contains(&meta.stat.ino) && !found.covers(key))
+        .map(|((root, rel), _)| roots.file(*root, rel))
+        .collect();
+    (!more.is_empty()).then_some(more)
+}
+
 impl Plan {
     fn make(mirror: &Mirror, roots: &Roots, scope: &Scope) -> Plan {
         let mut found = match scope {
             Scope::All => walk(roots),
-            Scope::Paths(paths) => walk_scoped(roots, paths),
+            Scope::Paths(paths) => {
+                let found = walk_scoped(roots, paths);
+                match other_names(mirror, roots, &found) {
+                    Some(more) => walk_scoped(roots, &[paths.as_slice(), &more].concat()),
+                    None => found,
+                }
+            }
         };
         let temps = sweep_temps(roots, &mut found);
         let removed: Vec<(Root, String)> = match scope {

@@ -473,3 +473,234 @@ fn a_file_another_process_writes_into_a_global_root_is_in_the_next_read() {
     }
     assert_matches_fresh(&env.directory);
 }
+
+/// Runs `script` with `sh` in the tree's base folder: another process's change.
+fn sh(env: &Env, script: &str) {
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(env.tree.base())
+        .status()
+        .expect("sh");
+    assert!(status.success(), "{script}");
+}
+
+/// The next read answers what a from-scratch rescan answers (the skipped files too: a link
+/// made broken is reported as such).
+fn assert_as_rescan(env: &Env, what: &str) {
+    let ours = common::dump(&env.directory);
+    let fresh = common::fresh_index(&env.tree.config());
+    let diff = common::dump_diff(&ours, &common::dump(&fresh));
+    assert!(
+        diff.is_empty(),
+        "{what}: the read differs from a rescan:{diff}"
+    );
+}
+
+/// What is reached through a symbolic link to a folder (in the same root, and from
+/// `agents_skills_folder` into `skills_folder`, as installers lay skills out) is refreshed by
+/// the next read when the target changes: the watcher hears the change under the target only.
+#[test]
+fn a_change_under_a_linked_folder_is_in_the_next_read_through_the_link() {
+    let env = Env::start(|tree| {
+        tree.write("skills/tgt/index.md", "# T1\n\nx\n").write(
+            "skills/real-skill/SKILL.md",
+            "---\nname: linked-skill\ndescription: A skill.\n---\nFirst.\n",
+        );
+        std::os::unix::fs::symlink("tgt", tree.path("skills/ali")).unwrap();
+        std::os::unix::fs::symlink(
+            tree.path("skills/real-skill"),
+            tree.path(".agents/skills/linked-skill"),
+        )
+        .unwrap();
+    });
+    assert_eq!(env.title("ali").as_deref(), Some("T1"));
+    sh(
+        &env,
+        "printf '# T2\\n\\nx\\n' > skills/tgt/t.tmp && mv skills/tgt/t.tmp skills/tgt/index.md",
+    );
+    assert_eq!(env.title("ali").as_deref(), Some("T2"), "a save by rename");
+    sh(&env, "printf '# new\\n' > skills/tgt/new.md");
+    assert_eq!(env.title("ali/new").as_deref(), Some("new"), "a new file");
+    sh(&env, "rm skills/tgt/index.md");
+    assert_eq!(env.title("ali"), None, "a removed file");
+    assert_as_rescan(&env, "folder link");
+    let body = || {
+        env.get("linked-skill")
+            .and_then(|v| v["body"].as_str().map(|b| b.trim().to_string()))
+    };
+    assert_eq!(body().as_deref(), Some("First."));
+    sh(
+        &env,
+        "printf -- '---\\nname: linked-skill\\ndescription: A skill.\\n---\\nSecond.\\n' \
+         > skills/real-skill/SKILL.md",
+    );
+    assert_eq!(body().as_deref(), Some("Second."), "across roots");
+    // The target folder renamed away, then back.
+    sh(&env, "mv skills/tgt skills/tgt2");
+    assert_eq!(env.title("ali/new"), None, "its target renamed away");
+    assert_as_rescan(&env, "broken folder link");
+    sh(&env, "mv skills/tgt2 skills/tgt");
+    assert_eq!(env.title("ali/new").as_deref(), Some("new"), "and back");
+    assert_as_rescan(&env, "mended folder link");
+}
+
+/// A symbolic link to a file (a skill, a system prompt, an agent profile) follows its target:
+/// an in-place write shows through the link, and a removed target leaves a broken link.
+#[test]
+fn a_linked_file_follows_its_target_in_the_next_read() {
+    let env = Env::start(|tree| {
+        tree.write("skills/fl/a.md", "# A1\n\nx\n")
+            .write(
+                "skills/fl/system-prompts/a.md",
+                "---\ndescription: P1\n---\nSpeak.\n",
+            )
+            .write("agents/a.md", "---\nname: Agent1\n---\nHelp.\n");
+        for link in [
+            "skills/fl/b.md",
+            "skills/fl/system-prompts/b.md",
+            "agents/b.md",
+        ] {
+            std::os::unix::fs::symlink("a.md", tree.path(link)).unwrap();
+        }
+    });
+    assert_eq!(env.title("fl/b").as_deref(), Some("A1"));
+    sh(&env, "printf '# A2\\n\\nx\\n' > skills/fl/a.md");
+    assert_eq!(env.title("fl/b").as_deref(), Some("A2"), "skill");
+    sh(
+        &env,
+        "printf -- '---\\ndescription: P2\\n---\\nSpeak.\\n' > skills/fl/system-prompts/a.md",
+    );
+    assert_eq!(env.prompt_description("b").as_deref(), Some("P2"), "prompt");
+    sh(
+        &env,
+        "printf -- '---\\nname: Agent2\\n---\\nHelp.\\n' > agents/a.md",
+    );
+    assert_eq!(
+        agent_name(&env.directory, "b").as_deref(),
+        Some("Agent2"),
+        "profile"
+    );
+    sh(
+        &env,
+        "rm skills/fl/a.md skills/fl/system-prompts/a.md agents/a.md",
+    );
+    assert_eq!(env.title("fl/b"), None);
+    assert_eq!(env.prompt_description("b"), None);
+    assert_eq!(agent_name(&env.directory, "b"), None);
+    assert_as_rescan(&env, "broken file links");
+    sh(&env, "printf '# A3\\n\\nx\\n' > skills/fl/a.md");
+    assert_eq!(
+        env.title("fl/b").as_deref(),
+        Some("A3"),
+        "target made again"
+    );
+}
+
+/// A link made, retargeted or removed while the watcher runs is itself picked up: what it
+/// reaches is served, and followed from then on.
+#[test]
+fn a_link_made_or_changed_later_is_followed_from_then_on() {
+    let env = Env::start(|tree| {
+        tree.write("skills/one/index.md", "# One\n\nx\n")
+            .write("skills/two/index.md", "# Two\n\nx\n");
+    });
+    sh(&env, "ln -s one skills/ali");
+    assert_eq!(env.title("ali").as_deref(), Some("One"));
+    sh(&env, "printf '# One b\\n\\nx\\n' > skills/one/index.md");
+    assert_eq!(env.title("ali").as_deref(), Some("One b"));
+    sh(&env, "ln -sfn two skills/ali");
+    assert_eq!(env.title("ali").as_deref(), Some("Two"), "retargeted");
+    sh(&env, "printf '# Two b\\n\\nx\\n' > skills/two/index.md");
+    assert_eq!(env.title("ali").as_deref(), Some("Two b"));
+    // A link through a link: `via` leads to `ali/sub`, so to `two/sub` now.
+    sh(
+        &env,
+        "mkdir -p skills/one/sub skills/two/sub && printf '# Sub two\\n\\nx\\n' > skills/two/sub/index.md && printf '# Sub one\\n\\nx\\n' > skills/one/sub/index.md && ln -s ali/sub skills/via",
+    );
+    assert_eq!(env.title("via").as_deref(), Some("Sub two"));
+    sh(&env, "ln -sfn one skills/ali");
+    assert_eq!(
+        env.title("via").as_deref(),
+        Some("Sub one"),
+        "its link moved"
+    );
+    sh(&env, "rm skills/ali");
+    assert_eq!(env.title("ali"), None);
+    assert_as_rescan(&env, "links made and removed");
+}
+
+/// A hard link shares its file: an in-place write through one name is in the next read of the
+/// other (the watcher reports it under the name written through only).
+#[test]
+fn an_in_place_write_shows_through_a_hard_link() {
+    let env = Env::start(|tree| {
+        tree.write("skills/hlr/a.md", "# H1\n\nx\n")
+            .write("agents/a.md", "---\nname: Hard1\n---\nHelp.\n");
+        fs::hard_link(tree.path("skills/hlr/a.md"), tree.path("skills/hlr/b.md")).unwrap();
+        fs::hard_link(tree.path("agents/a.md"), tree.path("agents/b.md")).unwrap();
+    });
+    assert_eq!(env.title("hlr/b").as_deref(), Some("H1"));
+    sh(&env, "printf '# H2\\n\\nx\\n' > skills/hlr/a.md");
+    assert_eq!(env.title("hlr/b").as_deref(), Some("H2"));
+    sh(
+        &env,
+        "printf -- '---\\nname: Hard2\\n---\\nHelp.\\n' > agents/a.md",
+    );
+    assert_eq!(agent_name(&env.directory, "b").as_deref(), Some("Hard2"));
+    // Removing one name leaves the other as it is.
+    sh(&env, "rm skills/hlr/a.md");
+    assert_eq!(env.title("hlr/b").as_deref(), Some("H2"));
+    assert_as_rescan(&env, "hard links");
+}
+
+/// A root that went partial at the watch limit is watched whole again by the safety net once
+/// the limit is raised (here the watcher's own cap, a stand-in for
+/// `fs.inotify.max_user_watches`), and its reads are fresh again.
+#[test]
+fn raising_the_watch_limit_makes_a_partial_root_fresh_again() {
+    let limit = Arc::new(std::sync::atomic::AtomicUsize::new(3));
+    let options = WatchOptions {
+        watch_limit: Some(limit.clone()),
+        ..WatchOptions::default()
+    };
+    let env = Env::start_with(|tree| wide(tree, 5), options, Some(200));
+    let skills = || {
+        env.watcher
+            .as_ref()
+            .unwrap()
+            .status()
+            .roots
+            .into_iter()
+            .find(|r| r.root == "skills_folder")
+            .unwrap()
+    };
+    assert!(
+        matches!(skills().state, iii_directory::RootState::Partial(_)),
+        "{:?}",
+        skills()
+    );
+    assert!(!skills().fresh_reads);
+    limit.store(usize::MAX, Ordering::SeqCst);
+    env.wait_for("the partial root watched again", |_| {
+        skills().state == iii_directory::RootState::Watched
+    });
+    let status = env.watcher.as_ref().unwrap().status();
+    assert!(skills().fresh_reads, "{status:?}");
+    assert!(!status.degraded && status.problems.is_empty(), "{status:?}");
+    // Fresh without the safety net: every folder has its watch back.
+    let mut settings = env.directory.settings();
+    settings.safety_net_interval_ms = 0;
+    env.directory.apply_settings(settings).expect("tunable");
+    std::thread::sleep(Duration::from_millis(300));
+    for ns in 0..5 {
+        sh(
+            &env,
+            &format!("printf '# Late {ns}\\n\\nx\\n' > skills/ns{ns}/late.md"),
+        );
+        assert_eq!(
+            env.title(&format!("ns{ns}/late")),
+            Some(format!("Late {ns}"))
+        );
+    }
+}
