@@ -152,6 +152,10 @@ impl Tracker {
             state.tree.rewatch(&self.inotify);
             self.drain(state);
         }
+        let swallowed = match state.burst.full {
+            true => state.tree.cookies_waiting(),
+            false => Vec::new(),
+        };
         let burst = &mut state.burst;
         if burst.full || !burst.paths.is_empty() {
             let result = if burst.full {
@@ -161,6 +165,9 @@ impl Tracker {
             };
             match result {
                 Ok(report) => {
+                    if burst.full {
+                        burst.cookies.extend(swallowed);
+                    }
                     burst.touched.extend(report.families_changed());
                     burst.paths.clear();
                     burst.full = false;
@@ -218,8 +225,12 @@ impl Tracker {
         let mut state = self.lock();
         state.tree.rewatch(&self.inotify);
         self.drain(&mut state);
+        let swallowed = state.tree.cookies_waiting();
         let changed = match directory.reconcile_unannounced() {
-            Ok(report) => report.families_changed(),
+            Ok(report) => {
+                state.burst.cookies.extend(swallowed);
+                report.families_changed()
+            }
             Err(e) => {
                 tracing::warn!("safety-net reconcile failed: {e}");
                 Vec::new()
@@ -235,6 +246,22 @@ impl Tracker {
         } else {
             changed
         }
+    }
+
+    /// Runs `change`, then empties the kernel's queue as an overflow does, losing its events,
+    /// and asks for the full reconcile an overflow asks for (tests of what an overflow loses).
+    /// The watcher's thread cannot drain meanwhile: it waits for the state's lock.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn lose_events_of(&self, change: impl FnOnce()) {
+        let mut state = self.lock();
+        change();
+        let mut lost = Vec::new();
+        let _ = self.inotify.read_queued(&mut lost);
+        state.burst.add(Changes {
+            full: true,
+            ..Changes::default()
+        });
+        self.inotify.wake();
     }
 
     pub fn publish_initial_status(&self) {

@@ -162,6 +162,15 @@ impl Watcher {
         self.status.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// Runs `change` and loses the events it queued, as an overflow of the kernel's queue
+    /// does (tests of what the watcher makes of one).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn lose_events_of(&self, change: impl FnOnce()) {
+        if let Some(tracker) = &self.tracker {
+            tracker.lose_events_of(change);
+        }
+    }
+
     /// Stops watching and waits for a burst in progress to finish.
     pub fn stop(mut self) {
         self.shutdown();

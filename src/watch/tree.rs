@@ -170,6 +170,24 @@ impl Tree {
         tree
     }
 
+    /// The sync cookies in the sync folder now: before a full reconcile, the ones it answers
+    /// (an overflow of the kernel's queue may have lost their events, and they were made
+    /// before the walk began, so it takes in every change made before them).
+    pub fn cookies_waiting(&self) -> Vec<PathBuf> {
+        let Some(sync) = &self.sync else {
+            return Vec::new();
+        };
+        std::fs::read_dir(sync)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Each root's watch, for status.
     pub fn roots(&self) -> Vec<RootWatch> {
         self.specs

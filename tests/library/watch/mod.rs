@@ -7,6 +7,7 @@ mod fresh;
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -770,6 +771,46 @@ fn a_tree_of_many_folders_is_watched_whole_without_a_rescan() {
     );
     assert!(has_skill(&env.directory, "wide/f07/g4597/late"));
     env.expect_externals(mark, &[Family::Skills], "an edit in a wide tree");
+    assert_eq!(env.watcher.as_ref().unwrap().status().rescans, 0);
+}
+
+/// A sync cookie whose event an overflow of the kernel's queue lost is still answered: the
+/// full reconcile the overflow asks for covers every change made before it, so the process
+/// waiting on the cookie (the command line beside a worker) gets its answer instead of giving
+/// up and reading stale rows.
+#[test]
+fn a_cookie_an_overflow_swallowed_is_answered_by_the_full_reconcile() {
+    let env = Env::start(|_| {});
+    let index = env.directory.config().paths.index_path.clone();
+    let sync = PathBuf::from(format!("{}.sync", index.display()));
+    assert!(
+        sync.is_dir(),
+        "the writer's watcher makes {}",
+        sync.display()
+    );
+    let cookie = sync.join("4242-0");
+    env.watcher.as_ref().unwrap().lose_events_of(|| {
+        env.tree.write(
+            "skills/mailer/send.md",
+            "# Sent\n\nChanged before the cookie.\n",
+        );
+        fs::write(&cookie, b"").unwrap();
+    });
+    let deadline = Instant::now() + CATCH_UP;
+    while cookie.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the swallowed cookie was never answered"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Answered after the change before it was taken in: a follower reading now sees it.
+    let title = env.directory.read(
+        ReadFunction::SkillsGet,
+        &json!({ "id": "mailer/send" }),
+        None,
+    );
+    assert_eq!(title.unwrap()["title"], "Sent");
     assert_eq!(env.watcher.as_ref().unwrap().status().rescans, 0);
 }
 
