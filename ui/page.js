@@ -1552,6 +1552,33 @@ function useDryRun(store, familyKey, id, text) {
   return result;
 }
 
+/**
+ * Why the open document cannot be changed, as the server would say it, or `null`. A skill under
+ * an agents skills root is read-only by a rule the server owns (its roots), so the page asks the
+ * dry run about the text on disk once per read instead of guessing from the path; a bundled skill
+ * (no file) and a bundled prompt or profile are read-only by what the list and `get` say.
+ */
+function useReadOnly(store, familyKey, id, row, doc) {
+  const [refusal, setRefusal] = useState(null);
+  const onDisk = familyKey === 'skills' && doc != null && doc.path !== '';
+  useEffect(() => {
+    setRefusal(null);
+    if (!onDisk) return undefined;
+    let live = true;
+    dryRun(store, familyKey, id, doc.raw || '').then(
+      (answer) => live && answer && answer.refused && /^D116 /.test(answer.refused) && setRefusal(withoutBusSteps(answer.refused)),
+      () => {},
+    );
+    return () => {
+      live = false;
+    };
+  }, [store, familyKey, id, onDisk, doc && doc.stamp]); // eslint-disable-line react-hooks/exhaustive-deps
+  if (familyKey !== 'skills' ? row && row.tag === 'bundled' : doc != null && doc.path === '') return BUNDLED_READ_ONLY;
+  return onDisk ? refusal : null;
+}
+
+const BUNDLED_READ_ONLY = 'Bundled with the worker: read-only, it cannot be deleted.';
+
 /** What the server will make of the draft, under the editor. */
 function CheckStrip({ familyKey, check, text, error }) {
   if (!check || check.text !== text) return null;
@@ -1972,9 +1999,8 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setConfirmDelete(false);
   };
 
-  // Bundled prompts and profiles (the list's `builtin`), and bundled skills (no file: an empty
-  // `path`), are read-only: their delete is refused (D116 and the like), so it is not offered.
-  const readOnly = (familyKey !== 'skills' && row && row.tag === 'bundled') || (familyKey === 'skills' && doc != null && doc.path === '');
+  // A read-only document's delete is refused (D116 and the like), so it is not offered.
+  const readOnly = useReadOnly(store, familyKey, selectedKey, row, doc);
 
   const editor = h('textarea', {
     className: 'dir-editor',
@@ -2039,8 +2065,8 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
             h('button', { type: 'button', className: 'dir-button dir-button--danger', onClick: remove, disabled: !!busy }, 'Delete'),
             h('button', { type: 'button', className: 'dir-button', onClick: () => setConfirmDelete(false) }, 'Cancel'),
           )
-        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc || readOnly, title: readOnly ? 'Bundled with the worker: read-only' : undefined, onClick: () => setConfirmDelete(true) }, 'Delete…'),
-      readOnly ? h('span', { className: 'dir-muted dir-read-only' }, 'Bundled with the worker: read-only, it cannot be deleted.') : null,
+        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc || readOnly != null, title: readOnly != null ? 'Read-only' : undefined, onClick: () => setConfirmDelete(true) }, 'Delete…'),
+      readOnly != null ? h('span', { className: 'dir-muted dir-read-only' }, readOnly) : null,
     ),
     readError
       ? h(

@@ -711,6 +711,17 @@ try {
   assert.equal(await root.locator('.dir-error--read').count(), 0, 'no raw not_found and no useless Retry');
   await root.getByRole('tab', { name: /Agent profiles/ }).click();
 
+  // ---- A skill another tool owns (under the agents skills root) ---------------------------------
+  // The server refuses its update and delete (D116); the page asks its dry run and offers neither.
+  step('a skill under the agents skills root');
+  await root.getByRole('tab', { name: /Skills/ }).click();
+  await open('agent-tool');
+  await root.locator('.dir-read-only', { hasText: /^D116 .*agents skills root/ }).waitFor();
+  assert.equal(await root.getByRole('button', { name: 'Delete…' }).isDisabled(), true);
+  assert.doesNotMatch(await root.locator('.dir-read-only').textContent(), /Next: call/);
+  await filter.fill('');
+  await root.getByRole('tab', { name: /Agent profiles/ }).click();
+
   // ---- The worker stopped and started under the open page ----------------------------------------
   step('the worker stopped and started under the open page');
   await root.getByRole('tab', { name: /Skills/ }).click();

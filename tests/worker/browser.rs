@@ -106,6 +106,10 @@ fn lay_out_tree(base: &Path, skills: usize) {
             "---\nname: Chain C\nextends: chain-b\nmodel: some-model\n---\nThird link.\n",
         ),
         (
+            ".agents/skills/agent-tool/SKILL.md",
+            "---\nname: agent-tool\ndescription: A skill another tool installed and owns.\n---\nRead-only here.\n",
+        ),
+        (
             "agents/broken-x.md",
             "---\nname: Broken\nextends: nowhere-y\n---\nAlone.\n",
         ),
