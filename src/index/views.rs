@@ -684,10 +684,16 @@ fn prompt_rows(
                 Ok(prompt::Prompt {
                     name, description, ..
                 }) => {
-                    if let Some(problem) = SkipReason::of_frontmatter(&doc.frontmatter) {
+                    // Listed as the contract lists it, while `get` refuses an empty body:
+                    // `check` says so, as for a skill.
+                    let served = served_doc(inputs, meta);
+                    let problem = match &served {
+                        Err(issue) => Some(SkipReason::Unservable(issue.clone())),
+                        Ok(_) => SkipReason::of_frontmatter(&doc.frontmatter),
+                    };
+                    if let Some(problem) = problem {
                         skipped.insert(key, problem);
                     }
-                    let served = served_doc(inputs, meta);
                     let row = PromptRow {
                         description,
                         modified_at: meta.stat.mtime.rfc3339(),

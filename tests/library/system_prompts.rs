@@ -360,6 +360,15 @@ fn empty_body_prompt_is_listed_but_get_fails_naming_the_file() {
             tree.abs("skills/system-prompts/hollow.md")
         )
     );
+    // `check` says why `get` refuses it, as it does for a skill with an empty body.
+    assert_eq!(
+        skipped(
+            &d,
+            "skills_folder",
+            &tree.abs("skills/system-prompts/hollow.md")
+        ),
+        Some(SkipReason::Unservable(ServeIssue::EmptyBody))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
