@@ -102,6 +102,20 @@ fn revision(value: &str) -> Result<u64, String> {
     })
 }
 
+/// A count the matching function bounds (`--limit`, `--max-bytes`): refused outside its range,
+/// as the bus refuses it, rather than brought within it.
+fn count_in(range: std::ops::RangeInclusive<u64>) -> impl Fn(&str) -> Result<u64, String> + Clone {
+    move |value| match value.parse::<u64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ if *range.end() == u64::MAX => Err(format!("a whole number, {} or more", range.start())),
+        _ => Err(format!(
+            "a whole number from {} to {}",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the worker on the iii engine bus (the default when no command is given).
@@ -187,9 +201,9 @@ enum Command {
         /// embedded (`reindex` embeds them), else lexical.
         #[arg(long)]
         skills: bool,
-        /// How many skills at most (with `--skills`; default 10).
-        #[arg(long, requires = "skills")]
-        limit: Option<usize>,
+        /// How many skills at most (with `--skills`; 1 to 50, default 10).
+        #[arg(long, requires = "skills", allow_negative_numbers = true, value_parser = count_in(1..=50))]
+        limit: Option<u64>,
         /// Only skills whose on-disk id starts with this (with `--skills`).
         #[arg(long, requires = "skills")]
         prefix: Option<String>,
@@ -220,13 +234,13 @@ Examples:
         /// Only skills of this frontmatter `type`.
         #[arg(long = "type")]
         kind_filter: Option<String>,
-        /// At most this many entries.
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
+        /// At most this many entries (1 or more).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_in(1..=u64::MAX))]
+        limit: Option<u64>,
         /// The budget in bytes (default 16384, about 4,000 tokens; 256 to 8388608): entries
         /// stop at the first that does not fit.
-        #[arg(long, value_name = "BYTES")]
-        max_bytes: Option<usize>,
+        #[arg(long, value_name = "BYTES", allow_negative_numbers = true, value_parser = count_in(256..=8_388_608))]
+        max_bytes: Option<u64>,
         /// Print the exact response of directory::skills::catalog.
         #[arg(long)]
         json: bool,

@@ -157,17 +157,23 @@ fn walk(
         }
         return Ok(());
     }
-    // No unsigned field takes a number below 0 (serde's message would name only `u64`).
-    let unsigned = schema
-        .get("minimum")
-        .and_then(Value::as_f64)
-        .is_some_and(|min| min >= 0.0);
-    if unsigned && value.as_f64().is_some_and(|n| n < 0.0) {
-        return Err(Error::Invalid(format!(
-            "invalid request: invalid value: {}, expected a number of at least 0{}",
-            shown(value),
-            for_key(key)
-        )));
+    // A number outside its schema's bounds is refused by name, not clamped to them: `limit: 0`
+    // is a mistake to report, not a request for one row (and below 0 serde's message would
+    // name only `u64`).
+    if let Some(n) = value.as_f64() {
+        let bound = |name| schema.get(name).and_then(Value::as_f64);
+        let outside = match (bound("minimum"), bound("maximum")) {
+            (Some(min), _) if n < min => Some(format!("at least {min}")),
+            (_, Some(max)) if n > max => Some(format!("at most {max}")),
+            _ => None,
+        };
+        if let Some(expected) = outside {
+            return Err(Error::Invalid(format!(
+                "invalid request: invalid value: {}, expected a number of {expected}{}",
+                shown(value),
+                for_key(key)
+            )));
+        }
     }
     match value {
         Value::Object(fields) => {
@@ -470,6 +476,21 @@ mod tests {
                 "invalid value: integer `-1`, expected a number of at least 0 for `since_revision`",
             ),
             (
+                "directory::skills::search",
+                json!({"query": "x", "limit": 0}),
+                "invalid value: integer `0`, expected a number of at least 1 for `limit`",
+            ),
+            (
+                "directory::skills::search",
+                json!({"query": "x", "limit": 51}),
+                "invalid value: integer `51`, expected a number of at most 50 for `limit`",
+            ),
+            (
+                "directory::skills::catalog",
+                json!({"format": "json", "max_bytes": 255}),
+                "invalid value: integer `255`, expected a number of at least 256 for `max_bytes`",
+            ),
+            (
                 "directory::skills::catalog",
                 json!({"format": "yaml"}),
                 "unknown variant \"yaml\", expected one of `xml`, `markdown`, `json` for `format`",
@@ -493,11 +514,11 @@ mod tests {
         for (function, request) in [
             (
                 "directory::skills::search",
-                json!({"query": "x", "limit": 0}),
+                json!({"query": "x", "limit": 50}),
             ),
             (
                 "directory::skills::catalog",
-                json!({"format": "json", "max_bytes": 1}),
+                json!({"format": "json", "limit": 1, "max_bytes": 256}),
             ),
             (
                 "directory::skills::list",

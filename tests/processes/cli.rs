@@ -1303,6 +1303,28 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
             "{revision}: {stderr}"
         );
     }
+    // Counts outside what the function takes are refused, as on the bus, not brought within.
+    for (args, range) in [
+        (
+            &["catalog", "--limit", "0"][..],
+            "a whole number, 1 or more",
+        ),
+        (
+            &["catalog", "--max-bytes", "255"][..],
+            "a whole number from 256 to 8388608",
+        ),
+        (
+            &["search", "--skills", "x", "--limit", "51"][..],
+            "from 1 to 50",
+        ),
+        (
+            &["search", "--skills", "x", "--limit", "-3"][..],
+            "from 1 to 50",
+        ),
+    ] {
+        let stderr = usage(args);
+        assert!(stderr.contains(range), "{args:?}: {stderr}");
+    }
     for url in ["http://127.0.0.1:49134", "127.0.0.1:49134", "ws://"] {
         let stderr = usage(&["--url", url, "search", "send an email"]);
         assert!(

@@ -131,8 +131,20 @@ async fn the_catalog_lists_agent_skills_in_each_format_within_its_budget() {
         (limited["count"].clone(), limited["left_out"].clone()),
         (json!(1), json!(2))
     );
-    let tiny = catalog(&h, json!({"max_bytes": 1})).await;
-    assert_eq!(tiny["max_bytes"], 256, "raised to the smallest budget");
+    // Outside the schema's bounds is refused by name, not brought within them.
+    for (request, expected) in [
+        (
+            json!({"max_bytes": 1}),
+            "expected a number of at least 256 for `max_bytes`",
+        ),
+        (
+            json!({"limit": 0}),
+            "expected a number of at least 1 for `limit`",
+        ),
+    ] {
+        let err = h.call_err(CATALOG, request).await;
+        assert!(err.message.contains(expected), "{err}");
+    }
 
     // A bad format is refused.
     let err = h.call_err(CATALOG, json!({"format": "yaml"})).await;
