@@ -578,12 +578,17 @@ impl Directory {
             Some(given) => Some(given as &dyn DenseRanker<u32>),
             None => own.as_ref().map(|own| own as &dyn DenseRanker<u32>),
         };
+        let doubled = skills::doubled::Doubled::of(&self.roots);
+        let asker = skills::Asker {
+            audience,
+            doubled: &doubled,
+        };
         skills::search(
             reader,
             cache,
             &self.skill_terms,
             visibility,
-            audience,
+            asker,
             request,
             dense,
         )

@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::catalog_index::CatalogIndex;
+use super::doubled::Doubled;
 use super::listed::Listed;
 use super::resources::resource_flags;
 use super::rows::{Rows, Span};
@@ -183,10 +184,11 @@ impl SkillCache {
         }
     }
 
-    /// The revision's Agent Skills, as `catalog` reads them (built on its first call).
-    pub fn catalog_index(&self) -> Arc<CatalogIndex> {
+    /// The revision's Agent Skills, as `catalog` reads them (built on its first call; `doubled`
+    /// is the same for every call of a directory, whose roots are fixed).
+    pub fn catalog_index(&self, doubled: &Doubled) -> Arc<CatalogIndex> {
         self.catalog
-            .get_or_init(|| Arc::new(CatalogIndex::build(&self.rows)))
+            .get_or_init(|| Arc::new(CatalogIndex::build(&self.rows, doubled)))
             .clone()
     }
 

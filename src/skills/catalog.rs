@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::cache::SkillCache;
 use super::catalog_index::CatalogRow;
+use super::doubled::Doubled;
 use super::listed::{CatalogEntry, Listed};
 use crate::error::Result;
 use crate::request;
@@ -100,7 +101,11 @@ pub fn catalog(
         .unwrap_or(DEFAULT_MAX_BYTES)
         .clamp(MIN_MAX_BYTES, MAX_MAX_BYTES);
     let limit = req.limit.unwrap_or(usize::MAX).max(1);
-    let index = cache.catalog_index();
+    let doubled = Doubled::of(roots);
+    let index = cache.catalog_index(&doubled);
+    // A file the local folder and `skills_folder` both read is one entry, its local row,
+    // unless the request narrows into the local folder's place (`skills::doubled`).
+    let doubles_asked = doubled.asked_by(req.prefix.as_deref());
     let rows = cache.rows();
     let range = match req.prefix.as_deref() {
         Some(prefix) => cache.prefix_range(prefix),
@@ -115,10 +120,11 @@ pub fn catalog(
     let mut visible: Vec<Option<bool>> = vec![None; index.namespaces.len()];
     let mut admits = |row: &CatalogRow| {
         let listed = &**rows.at(row.at as usize);
-        let shown = row.always_visible
-            || *visible[row.ns as usize].get_or_insert_with(|| {
-                visibility.allows_id(&index.namespaces[row.ns as usize], false)
-            });
+        let shown = (doubles_asked || !row.doubled)
+            && (row.always_visible
+                || *visible[row.ns as usize].get_or_insert_with(|| {
+                    visibility.allows_id(&index.namespaces[row.ns as usize], false)
+                }));
         shown
             && req
                 .kind
@@ -156,9 +162,11 @@ pub fn catalog(
                 installed: Some(_)
             }
         );
-    left_out += match unfiltered {
-        true => rest.len(),
-        false => rest.iter().filter(|row| admits(row)).count(),
+    left_out += match (unfiltered, doubles_asked || !index.any_doubled) {
+        (true, true) => rest.len(),
+        // Second readings are told apart from the compact rows alone.
+        (true, false) => rest.iter().filter(|row| !row.doubled).count(),
+        (false, _) => rest.iter().filter(|row| admits(row)).count(),
     };
     Ok(render.finish(left_out))
 }

@@ -1,6 +1,7 @@
 //! The compact index `skills::catalog` reads (`catalog.rs`), built once per revision by the
 //! skill cache (`cache.rs`), apart from both so that neither imports the other.
 
+use super::doubled::Doubled;
 use super::rows::Rows;
 use crate::doc::ids::first_segment;
 
@@ -11,6 +12,9 @@ pub struct CatalogIndex {
     pub(super) rows: Vec<CatalogRow>,
     /// The namespaces (first id segments) the rows fall in, each once.
     pub(super) namespaces: Vec<Box<str>>,
+    /// Whether a row is a second reading (`skills::doubled`): without one, the rows a
+    /// catalog does not show are counted by their number.
+    pub(super) any_doubled: bool,
 }
 
 pub(super) struct CatalogRow {
@@ -19,13 +23,16 @@ pub(super) struct CatalogRow {
     /// Its namespace, in `namespaces`.
     pub(super) ns: u32,
     pub(super) always_visible: bool,
+    /// The second reading of a local file (`skills::doubled`), shown only when asked for.
+    pub(super) doubled: bool,
 }
 
 impl CatalogIndex {
-    pub fn build(rows: &Rows) -> CatalogIndex {
+    pub fn build(rows: &Rows, doubled: &Doubled) -> CatalogIndex {
         let mut index = CatalogIndex {
             rows: Vec::new(),
             namespaces: Vec::new(),
+            any_doubled: false,
         };
         for (at, listed) in rows.iter().enumerate() {
             if listed.catalog.is_none() {
@@ -41,7 +48,9 @@ impl CatalogIndex {
                 at: at as u32,
                 ns: (index.namespaces.len() - 1) as u32,
                 always_visible: listed.always_visible,
+                doubled: doubled.holds_row(listed),
             });
+            index.any_doubled |= doubled.holds_row(listed);
         }
         index
     }

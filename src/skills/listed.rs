@@ -252,6 +252,8 @@ pub struct Listed {
     /// Read from a `SKILL.md` file: the entry of an Agent Skill, whose folder's `scripts/`,
     /// `references/` and `assets/` hold its resources (`skills::resources`).
     pub skill_file: bool,
+    /// The root the row's file sits under; `None` for a bundled skill.
+    pub root: Option<Root>,
     /// The text columns that are `null`, one bit per column.
     null: Mask,
     /// The text columns whose JSON holds an escape (a quote, a backslash, a control character).
@@ -369,6 +371,10 @@ impl Listed {
             always_visible: row.always_visible,
             skill_file: matches!(&row.source, Source::File { rel, .. }
                 if rel.rsplit('/').next() == Some(SKILL_FILE)),
+            root: match &row.source {
+                Source::File { root, .. } => Some(*root),
+                Source::Bundled => None,
+            },
             null,
             escaped,
             flags,

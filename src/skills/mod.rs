@@ -4,6 +4,7 @@
 mod cache;
 mod catalog;
 mod catalog_index;
+pub mod doubled;
 mod get;
 mod list;
 mod listed;
@@ -27,5 +28,5 @@ pub use listed::{RowForms, list_row_forms, list_row_json};
 pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
-pub use search::{Audience, ById, SkillTerms, search};
+pub use search::{Asker, Audience, ById, SkillTerms, search};
 pub use vectors::{SkillLane, SkillVectors, built_as, skill_passages, skill_passages_digest};

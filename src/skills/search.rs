@@ -26,6 +26,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::cache::SkillCache;
+use super::doubled::Doubled;
 use super::listed::Listed;
 use crate::code::Code;
 use crate::doc::Hash;
@@ -254,6 +255,13 @@ pub enum Audience {
     Model,
 }
 
+/// Who asks, and which rows read a file another row reads too (each file is ranked once).
+#[derive(Clone, Copy, Debug)]
+pub struct Asker<'a> {
+    pub audience: Audience,
+    pub doubled: &'a Doubled,
+}
+
 /// Keeps, of a hybrid ranking, the skills the dense lane found at or above its floor: a skill
 /// offered beside functions, unasked, must be near the capability in meaning, not only share
 /// words with it. Why: a capability is a few words, and a skill sharing two of them is mostly
@@ -280,10 +288,11 @@ pub fn search(
     cache: &SkillCache,
     terms_store: &Mutex<SkillTerms>,
     visibility: Visibility<'_>,
-    audience: Audience,
+    asker: Asker<'_>,
     request: &Value,
     dense: Option<&dyn DenseRanker<u32>>,
 ) -> Result<Value> {
+    let Asker { audience, doubled } = asker;
     let req: SearchRequest = request::parse(request)?;
     // Capped as a capability of function search is: a task is a sentence or two, and a query
     // of megabytes must not hold the shared term store while it is split.
@@ -319,8 +328,14 @@ pub fn search(
         .prefix
         .as_deref()
         .is_some_and(super::resources::reaches_into_resources);
+    // A file the local folder and `skills_folder` both read is ranked once, as its local row,
+    // unless the caller narrowed the search into the local folder's place (`skills::doubled`).
+    let doubles_asked = doubled.asked_by(req.prefix.as_deref());
     let admitted = |position: &u32| {
-        (resources_asked || !cache.is_resource(*position)) && admits(rows.at(*position as usize))
+        let listed = rows.at(*position as usize);
+        (resources_asked || !cache.is_resource(*position))
+            && (doubles_asked || !doubled.holds_row(listed))
+            && admits(listed)
     };
     let split = query_terms(query_text);
     let (index, query) = crate::locks::lock(terms_store).resolve(index, reader, cache, &split)?;
@@ -743,7 +758,10 @@ mod tests {
                 cache,
                 &terms,
                 everyone,
-                Audience::Caller,
+                Asker {
+                    audience: Audience::Caller,
+                    doubled: &Doubled::default(),
+                },
                 &request,
                 None,
             )

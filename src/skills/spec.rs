@@ -126,7 +126,13 @@ pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
     let mut summary = SpecSummary::default();
     let rows = reader.map_skills(|_, row| spec_file(&row).is_some().then_some(row))?;
     let specs = reader.specs()?;
-    for row in rows.into_iter().flatten() {
+    // A file the local folder and `skills_folder` both read is checked once (`skills::doubled`).
+    let doubled = super::doubled::Doubled::of(roots);
+    let once = |row: &SkillRow| match &row.source {
+        Source::File { root, rel, .. } => !doubled.holds(Some(*root), rel),
+        Source::Bundled => true,
+    };
+    for row in rows.into_iter().flatten().filter(once) {
         let stored = stored_in(&specs, &row)?;
         let Some(problems) = problems(roots, &row, stored.as_ref()) else {
             continue;

@@ -167,3 +167,62 @@ fn missing_roots_are_empty() {
     assert_eq!(skill_ids(&d), strings(&BUNDLED_IDS));
     assert_eq!(d.skipped().expect("skipped"), Vec::new());
 }
+
+/// The default layout's doubled files (`iii/pdf` and `pdf` read one file): `list` shows both,
+/// as the contract does, but what offers files to read (the catalog, skill search, the spec
+/// check) takes each once, as its local row, unless the request narrows into `iii/`.
+#[test]
+fn answers_that_offer_files_take_a_local_file_once() {
+    let tree = no_bundled();
+    let pdf = "---\nname: pdf\ndescription: Fill in PDF forms and pull tables out of PDF files.\n---\nUse it for PDF forms.\n";
+    tree.write("skills/iii/pdf/SKILL.md", pdf);
+    tree.write(
+        "skills/cooking/SKILL.md",
+        "---\nname: cooking\ndescription: Plan a week of dinners.\n---\nRecipes.\n",
+    );
+    let d = tree.open();
+    assert_eq!(skill_ids(&d), strings(&["cooking", "iii/pdf", "pdf"]));
+
+    let catalog_ids = |request: Value| -> Vec<String> {
+        let mut request = request;
+        request["format"] = json!("json");
+        let answer = call(&d, ReadFunction::SkillsCatalog, request);
+        answer["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .map(|s| s["id"].as_str().expect("id").to_string())
+            .collect()
+    };
+    assert_eq!(catalog_ids(json!({})), strings(&["cooking", "pdf"]));
+    assert_eq!(
+        catalog_ids(json!({"prefix": "iii/"})),
+        strings(&["iii/pdf"])
+    );
+    // Counted once among what a limit leaves out, too.
+    let limited = call(
+        &d,
+        ReadFunction::SkillsCatalog,
+        json!({"format": "json", "limit": 1}),
+    );
+    assert_eq!(
+        (limited["count"].clone(), limited["left_out"].clone()),
+        (json!(1), json!(1))
+    );
+
+    let search_ids = |request: Value| -> Vec<String> {
+        let answer = d.search_skills(&request, None, None).expect("search");
+        ids_of(answer["results"].as_array().expect("results"))
+    };
+    assert_eq!(
+        search_ids(json!({"query": "fill a pdf form"})),
+        strings(&["pdf"])
+    );
+    assert_eq!(
+        search_ids(json!({"query": "fill a pdf form", "prefix": "iii"})),
+        strings(&["iii/pdf"])
+    );
+
+    let spec = d.spec_check().expect("spec check");
+    assert_eq!(spec.checked, 2, "pdf and cooking, each once");
+}

@@ -1,0 +1,103 @@
+//! Files two skill roots read. The default layout puts `local_skills_folder` inside
+//! `skills_folder` (`skills/iii`), so each file of the local folder is a row of both roots:
+//! `ns` from the local root and `iii/ns` from the other, and `list` shows both, as the contract
+//! does. The answers that offer a model or a person files to read rather than ids to look up
+//! (the catalog, skill search, `check --spec`) take each such file once, as its local row, the
+//! one precedence serves; the second reading only when the caller narrowed into that folder by
+//! prefix (`iii/`), which asks for it.
+
+use super::listed::Listed;
+use crate::roots::{Root, Roots};
+
+/// Which rows are second readings of a local file, for one configuration of the roots.
+#[derive(Clone, Debug, Default)]
+pub struct Doubled {
+    /// The local folder's place inside `skills_folder`, as an id prefix (`iii/`); `None` when
+    /// it is elsewhere.
+    within_skills: Option<Box<str>>,
+}
+
+impl Doubled {
+    pub fn of(roots: &Roots) -> Doubled {
+        let within_skills = roots
+            .get(Root::LocalSkills)
+            .zip(roots.get(Root::Skills))
+            .and_then(|(local, skills)| local.strip_prefix(skills).ok())
+            .filter(|inner| !inner.as_os_str().is_empty())
+            .and_then(|inner| inner.to_str())
+            .map(|inner| format!("{inner}/").into_boxed_str());
+        Doubled { within_skills }
+    }
+
+    /// Whether the file `rel` (or the on-disk id, which starts the same way) of `root` is the
+    /// second reading of a local file.
+    pub fn holds(&self, root: Option<Root>, rel: &str) -> bool {
+        root == Some(Root::Skills)
+            && self
+                .within_skills
+                .as_deref()
+                .is_some_and(|prefix| rel.starts_with(prefix))
+    }
+
+    /// Whether `row` is the second reading of a local file.
+    pub fn holds_row(&self, row: &Listed) -> bool {
+        self.holds(row.root, &row.id)
+    }
+
+    /// Whether a request's id `prefix` narrows into the local folder's second readings (`iii/`,
+    /// `iii/ns`, or `iii` without its slash), which asks for them.
+    pub fn asked_by(&self, prefix: Option<&str>) -> bool {
+        match (self.within_skills.as_deref(), prefix) {
+            (Some(within), Some(prefix)) => {
+                prefix.starts_with(within) || within.strip_suffix('/') == Some(prefix)
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn roots(skills: &str, local: &str) -> Roots {
+        Roots::new(
+            PathBuf::from(skills),
+            PathBuf::from(local),
+            PathBuf::from("/p/.agents/skills"),
+            PathBuf::from("/p/agents"),
+        )
+    }
+
+    #[test]
+    fn a_local_folder_inside_skills_folder_makes_its_files_second_readings_there() {
+        let doubled = Doubled::of(&roots("/p/skills", "/p/skills/iii"));
+        assert!(doubled.holds(Some(Root::Skills), "iii/pdf/SKILL.md"));
+        assert!(doubled.holds(Some(Root::Skills), "iii/pdf/index"));
+        // The local reading, a file beside the folder, and other roots are not.
+        assert!(!doubled.holds(Some(Root::LocalSkills), "iii/pdf/SKILL.md"));
+        assert!(!doubled.holds(Some(Root::Skills), "iii.md"));
+        assert!(!doubled.holds(Some(Root::Skills), "iii-tools/x.md"));
+        assert!(!doubled.holds(None, "iii/pdf/index"));
+        for prefix in ["iii/", "iii", "iii/pdf"] {
+            assert!(doubled.asked_by(Some(prefix)), "{prefix}");
+        }
+        for prefix in [None, Some("ii"), Some("iii-tools/"), Some("pdf")] {
+            assert!(!doubled.asked_by(prefix), "{prefix:?}");
+        }
+    }
+
+    #[test]
+    fn a_local_folder_elsewhere_doubles_nothing() {
+        for (skills, local) in [("/p/skills", "/p/local"), ("/p/skills/iii", "/p/skills")] {
+            let doubled = Doubled::of(&roots(skills, local));
+            assert!(!doubled.holds(Some(Root::Skills), "iii/pdf/SKILL.md"));
+            assert!(!doubled.asked_by(Some("iii/")));
+        }
+        let deeper = Doubled::of(&roots("/p/skills", "/p/skills/team/mine"));
+        assert!(deeper.holds(Some(Root::Skills), "team/mine/x.md"));
+        assert!(!deeper.holds(Some(Root::Skills), "team/other/x.md"));
+    }
+}
