@@ -25,9 +25,100 @@ const COOKIE_WAIT: Duration = Duration::from_secs(1);
 const BUSY_WAIT: Duration = Duration::from_secs(60);
 
 /// The folder beside the index where followers leave sync cookies. Only a watching writer
-/// makes it, and it removes it when it stops.
+/// makes it (see [`claim_folder`]), and it removes it when it stops.
 pub fn sync_folder(index_path: &Path) -> PathBuf {
     crate::store::beside(index_path, ".sync")
+}
+
+/// The file that marks a sync folder as a writer's own. `index_path` is configuration, which a
+/// caller on the bus may set, so a folder found at `<index_path>.sync` may be a user's (`photos`
+/// beside `photos.sync`'s index): the writer empties and removes only a folder it marked, and
+/// only of its cookies, and followers leave cookies only in a marked folder.
+const MARK: &str = ".iii-directory-sync";
+
+/// Whether `name` is a cookie's (`<pid>-<n>`, as [`sync_with_writer`] names them).
+pub fn is_cookie(name: &std::ffi::OsStr) -> bool {
+    let Some((pid, n)) = name.to_str().and_then(|name| name.split_once('-')) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(pid) && digits(n)
+}
+
+/// The cookies in `folder`: regular files named as cookies (never followed, never anything
+/// else a folder may hold).
+pub fn cookies_in(folder: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| is_cookie(&e.file_name()))
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Makes the sync folder beside the index this writer's, clearing the cookies a killed writer
+/// left (they would never be answered): a new folder is made and marked; a marked one, or an
+/// empty one, is taken as it is. Anything else at that path (a user's folder that holds other
+/// files, a file, a link) is left untouched, and `None` says there is no sync folder: commands
+/// beside this writer then read without waiting for its watcher.
+pub fn claim_folder(index_path: &Path) -> Option<PathBuf> {
+    let folder = sync_folder(index_path);
+    let refuse = |why: &str| {
+        tracing::warn!(
+            "{} {why}, so it is not used as the worker's sync folder and nothing in it is touched; \
+             commands run beside the worker read without waiting for it to take in the latest \
+             changes. Move it away, or set another index_path",
+            folder.display()
+        );
+        None
+    };
+    match std::fs::symlink_metadata(&folder) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Err(e) = std::fs::create_dir(&folder) {
+                tracing::debug!("cannot make the sync folder {}: {e}", folder.display());
+                return None;
+            }
+        }
+        Err(e) => return refuse(&format!("cannot be read ({e})")),
+        Ok(meta) if !meta.is_dir() => return refuse("is not a folder"),
+        Ok(_) if folder.join(MARK).is_file() => {
+            for cookie in cookies_in(&folder) {
+                let _ = std::fs::remove_file(cookie);
+            }
+            return Some(folder);
+        }
+        Ok(_) => {
+            let empty = std::fs::read_dir(&folder).is_ok_and(|mut e| e.next().is_none());
+            if !empty {
+                return refuse("holds files that are not the worker's");
+            }
+        }
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(folder.join(MARK))
+    {
+        Ok(_) => Some(folder),
+        Err(e) => {
+            tracing::debug!("cannot mark the sync folder {}: {e}", folder.display());
+            None
+        }
+    }
+}
+
+/// Removes a folder [`claim_folder`] claimed: its cookies and mark, then the folder if that
+/// leaves it empty (never recursively: whatever else appeared in it stays).
+pub fn release_folder(folder: &Path) {
+    for cookie in cookies_in(folder) {
+        let _ = std::fs::remove_file(cookie);
+    }
+    let _ = std::fs::remove_file(folder.join(MARK));
+    let _ = std::fs::remove_dir(folder);
 }
 
 /// How a sync with the writer ended.
@@ -46,7 +137,7 @@ pub enum Synced {
 pub fn sync_with_writer(index_path: &Path) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let folder = sync_folder(index_path);
-    if !folder.is_dir() {
+    if !folder.join(MARK).is_file() {
         return Synced::NoWriter;
     }
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -138,7 +229,7 @@ mod tests {
 
     /// A writer's sync folder beside `index`, and its holder note naming `writer`.
     fn writer_beside(index: &Path, writer: &Child) {
-        std::fs::create_dir_all(sync_folder(index)).expect("sync folder");
+        claim_folder(index).expect("sync folder");
         let note = holder::Holder {
             pid: writer.id(),
             role: holder::WORKER.to_string(),
@@ -153,9 +244,7 @@ mod tests {
         std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
-                let cookies: Vec<PathBuf> = std::fs::read_dir(&folder)
-                    .map(|entries| entries.flatten().map(|e| e.path()).collect())
-                    .unwrap_or_default();
+                let cookies = cookies_in(&folder);
                 if let Some(cookie) = cookies.first() {
                     std::thread::sleep(after);
                     let _ = std::fs::remove_file(cookie);
@@ -164,6 +253,82 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(5));
             }
         })
+    }
+
+    #[test]
+    fn a_folder_at_the_sync_path_that_is_not_the_writers_is_never_touched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("photos");
+        let folder = sync_folder(&index);
+        // A user's folder that happens to sit at `<index_path>.sync`.
+        std::fs::create_dir_all(folder.join("2024")).expect("mkdir");
+        std::fs::write(folder.join("2024/a.jpg"), b"precious").expect("write");
+        std::fs::write(folder.join("1-2"), b"named like a cookie").expect("write");
+        assert_eq!(claim_folder(&index), None);
+        assert_eq!(sync_with_writer(&index), Synced::NoWriter);
+        let mut left: Vec<String> = std::fs::read_dir(&folder)
+            .expect("still there")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["1-2", "2024"], "nothing added, nothing removed");
+        assert_eq!(
+            std::fs::read(folder.join("2024/a.jpg")).expect("kept"),
+            b"precious"
+        );
+
+        // A link there is not followed into its target.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&elsewhere, sync_folder(&linked)).expect("link");
+        assert_eq!(claim_folder(&linked), None);
+        assert_eq!(std::fs::read_dir(&elsewhere).expect("dir").count(), 0);
+    }
+
+    #[test]
+    fn a_writer_clears_only_cookies_from_its_own_folder_and_removes_it_when_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let folder = claim_folder(&index).expect("a new folder is claimed");
+        // A killed writer's cookies, and a file someone put there since.
+        std::fs::write(folder.join("4242-0"), b"").expect("cookie");
+        std::fs::write(folder.join("notes.txt"), b"mine").expect("write");
+        assert_eq!(
+            claim_folder(&index),
+            Some(folder.clone()),
+            "marked: claimed again"
+        );
+        assert!(!folder.join("4242-0").exists(), "a stale cookie is cleared");
+        release_folder(&folder);
+        assert_eq!(
+            std::fs::read(folder.join("notes.txt")).expect("kept"),
+            b"mine"
+        );
+        std::fs::remove_file(folder.join("notes.txt")).expect("remove");
+        // An empty folder (one a writer made and never marked) is taken, and then removed.
+        assert_eq!(claim_folder(&index), Some(folder.clone()));
+        release_folder(&folder);
+        assert!(!folder.exists());
+    }
+
+    #[test]
+    fn cookies_are_named_by_pid_and_count() {
+        for name in ["1-0", "4242-17"] {
+            assert!(is_cookie(std::ffi::OsStr::new(name)), "{name}");
+        }
+        for name in [
+            "",
+            "-",
+            "1-",
+            "-1",
+            "a-1",
+            "1-2-3",
+            ".iii-directory-sync",
+            "1-0.tmp",
+        ] {
+            assert!(!is_cookie(std::ffi::OsStr::new(name)), "{name}");
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! 1. No root is the filesystem root `/`: a root is walked whole and written to.
 //! 2. The index (and the files beside it: its texts store, its stamps, the landing folder) is
 //!    inside no root: it would be listed as that root's files, and a write there would land on
-//!    the index, or the index's rebuild on a skill.
+//!    the index, or the index's rebuild on a skill. Nor is a root named as a file beside the
+//!    index (`<index>.sync`): the worker removes those.
 //! 3. Roots overlap only as the contract's defaults do: `local_skills_folder` may lie inside
 //!    `skills_folder` (by default it is `skills/iii`). No two roots are the same folder, and no
 //!    other root lies inside `skills_folder` or `local_skills_folder`, which are walked
@@ -116,6 +117,30 @@ pub fn check(paths: &Paths) -> Result<(), ConfigError> {
                      be served and overwritten as that root's files",
                     root.config_key(),
                     path.display()
+                ),
+            ));
+        }
+    }
+    // Nor is a root, or a folder above one, named as the files beside the index are
+    // (`<index>.sync`, `<index>.texts`, …): the worker makes, empties and removes those.
+    if let (Some(folder), Some(name)) = (index.parent(), index.file_name()) {
+        let beside = |path: &Path| {
+            let first = path.strip_prefix(folder).ok()?.components().next()?;
+            let rest = first
+                .as_os_str()
+                .as_encoded_bytes()
+                .strip_prefix(name.as_encoded_bytes())?;
+            rest.starts_with(b".").then_some(())
+        };
+        if let Some((root, path)) = roots.iter().find(|(_, path)| beside(path).is_some()) {
+            return Err(unsafe_value(
+                root.config_key(),
+                path,
+                format!(
+                    "is named as a file beside index_path ({}.sync, {}.texts, …), which the \
+                     worker makes and removes; give the root or the index another name",
+                    index.display(),
+                    index.display()
                 ),
             ));
         }

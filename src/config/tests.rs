@@ -738,6 +738,31 @@ fn layout_the_index_lives_outside_every_root() {
 }
 
 #[test]
+fn layout_no_root_is_named_as_a_file_beside_the_index() {
+    let base = Path::new("/p");
+    for (root, index) in [
+        ("/p/team.sync", "/p/team"),
+        ("/p/data/x.redb.sync/skills", "/p/data/x.redb"),
+        ("/p/data/x.redb.texts", "/p/data/x.redb"),
+    ] {
+        let err = layout_error(&paths(base, |p| {
+            p.skills_folder = PathBuf::from(root);
+            p.local_skills_folder = PathBuf::from(format!("{root}/iii"));
+            p.index_path = PathBuf::from(index);
+        }));
+        assert!(err.contains("skills_folder"), "{root}: {err}");
+        assert!(err.contains("beside index_path"), "{root}: {err}");
+    }
+    // A name that only starts the same way is another folder.
+    layout::check(&paths(base, |p| {
+        p.skills_folder = PathBuf::from("/p/teams");
+        p.local_skills_folder = PathBuf::from("/p/teams/iii");
+        p.index_path = PathBuf::from("/p/team");
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
 fn layout_roots_overlap_only_as_the_defaults_do() {
     let base = Path::new("/p");
     type Edit = fn(&mut Paths);

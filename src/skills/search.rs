@@ -396,6 +396,7 @@ mod tests {
 
     use serde_json::json;
 
+    use super::{Asker, Doubled};
     use crate::Directory;
     use crate::config::Config;
     use crate::retrieval::tokenize::MAX_CAPABILITY_BYTES;

@@ -13,13 +13,14 @@ mod inotify;
 mod links;
 mod tree;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::directory::Directory;
 use crate::roots::Root;
-use crate::sync_cookie::sync_folder;
+use crate::sync_cookie;
 use crate::time::Stamp;
 use fresh::Tracker;
 pub use tree::{RootState, RootWatch};
@@ -115,6 +116,8 @@ pub struct Watcher {
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<JoinHandle<()>>,
     status: Arc<Mutex<WatchStatus>>,
+    /// The sync folder this writer claimed, removed when it stops.
+    sync: Mutex<Option<PathBuf>>,
 }
 
 impl Watcher {
@@ -124,7 +127,17 @@ impl Watcher {
     pub fn start(directory: Arc<Directory>, options: WatchOptions) -> Watcher {
         let status = Arc::new(Mutex::new(WatchStatus::default()));
         let started = Instant::now();
-        let tracker = track(&directory, &options, &status).map(Arc::new);
+        // A writer's watcher answers the cookies of the commands beside it.
+        let mut sync = directory
+            .is_writer()
+            .then(|| sync_cookie::claim_folder(&directory.config().paths.index_path))
+            .flatten();
+        let tracker = track(&directory, &options, &status, sync.clone()).map(Arc::new);
+        if tracker.is_none() {
+            // No queue to see cookies in: none may wait for an answer.
+            sync.take()
+                .inspect(|folder| sync_cookie::release_folder(folder));
+        }
         if let Some(tracker) = &tracker {
             directory.set_catch_up(Some(tracker.clone()));
         }
@@ -147,6 +160,7 @@ impl Watcher {
             stop,
             thread: Some(thread),
             status,
+            sync: Mutex::new(sync),
         }
     }
 
@@ -171,6 +185,16 @@ impl Watcher {
         }
     }
 
+    /// Removes the sync folder this writer's watcher claimed: from then on the commands beside
+    /// it wait for nothing (the worker calls it as it shuts down, whoever still holds the
+    /// watcher).
+    pub fn release_sync_folder(&self) {
+        let claimed = self.sync.lock().ok().and_then(|mut sync| sync.take());
+        if let Some(folder) = claimed {
+            sync_cookie::release_folder(&folder);
+        }
+    }
+
     /// Stops watching and waits for a burst in progress to finish.
     pub fn stop(mut self) {
         self.shutdown();
@@ -185,10 +209,7 @@ impl Watcher {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        if self.directory.is_writer() {
-            // Only the writer's watcher made it (and answers its cookies).
-            let _ = std::fs::remove_dir_all(sync_folder(&self.directory.config().paths.index_path));
-        }
+        self.release_sync_folder();
     }
 }
 
@@ -212,6 +233,7 @@ fn track(
     directory: &Directory,
     options: &WatchOptions,
     status: &Arc<Mutex<WatchStatus>>,
+    sync: Option<PathBuf>,
 ) -> Option<Tracker> {
     let roots = directory.roots();
     for root in [Root::Skills, Root::LocalSkills, Root::Agents] {
@@ -231,13 +253,6 @@ fn track(
             return None;
         }
     };
-    let sync = sync_folder(&directory.config().paths.index_path);
-    let sync = directory.is_writer().then(|| {
-        // Cookies a killed worker left would never be answered.
-        let _ = std::fs::remove_dir_all(&sync);
-        let _ = std::fs::create_dir_all(&sync);
-        sync
-    });
     let tree = tree::Tree::with_limit(
         &inotify,
         roots,

@@ -177,15 +177,7 @@ impl Tree {
         let Some(sync) = &self.sync else {
             return Vec::new();
         };
-        std::fs::read_dir(sync)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                    .map(|e| e.path())
-                    .collect()
-            })
-            .unwrap_or_default()
+        crate::sync_cookie::cookies_in(sync)
     }
 
     /// Each root's watch, for status.
@@ -260,7 +252,10 @@ impl Tree {
             let path = folder.join(name);
             let is_dir = event.is(libc::IN_ISDIR);
             if self.sync.as_deref() == Some(folder.as_path()) {
-                if event.is(libc::IN_CREATE | libc::IN_MOVED_TO) && !is_dir {
+                if event.is(libc::IN_CREATE | libc::IN_MOVED_TO)
+                    && !is_dir
+                    && crate::sync_cookie::is_cookie(name)
+                {
                     changes.cookies.push(path);
                 }
                 continue;

@@ -184,6 +184,7 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
         }
     });
     tracing::info!("shutting down");
+    shared.watcher.release_sync_folder();
     iii.shutdown();
     drop(runtime);
     outcome
