@@ -27,11 +27,23 @@ impl CleanClose {
         ))
     }
 
+    /// Leaves the stamp, as a new file: the open consumed the last one, so something at the
+    /// sidecar's path now is not a stamp of this writer's (`index_path` is configuration: a
+    /// user's file, or a link to one, may sit at `<index>.clean`). It is left as it is, and the
+    /// next open verifies the index in full.
     pub(super) fn record(index: &Path) {
-        if let Some(line) = CleanClose::stat_line(index) {
-            if let Err(e) = std::fs::write(CleanClose::sidecar(index), line) {
-                tracing::debug!(error = %e, "could not record the index's clean close");
-            }
+        let Some(line) = CleanClose::stat_line(index) else {
+            return;
+        };
+        let sidecar = CleanClose::sidecar(index);
+        // `create_new` never follows a link, nor opens a file that exists.
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&sidecar)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
+        if let Err(e) = written {
+            tracing::debug!(error = %e, path = %sidecar.display(), "could not record the index's clean close");
         }
     }
 
@@ -78,6 +90,24 @@ mod tests {
         // A writer that never closes (a crash) leaves no stamp behind.
         std::mem::forget(Index::open_writer(&path).expect("open again"));
         assert!(!sidecar.exists(), "the open consumed the stamp");
+    }
+
+    #[test]
+    fn a_file_or_link_at_the_stamps_path_is_never_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index.redb");
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "MY NOTES").expect("write");
+        std::os::unix::fs::symlink(&notes, CleanClose::sidecar(&path)).expect("link");
+        drop(Index::open_writer(&path).expect("open"));
+        assert_eq!(std::fs::read_to_string(&notes).expect("read"), "MY NOTES");
+        std::fs::remove_file(CleanClose::sidecar(&path)).expect("unlink");
+        std::fs::write(CleanClose::sidecar(&path), "a user's file").expect("write");
+        drop(Index::open_writer(&path).expect("open"));
+        assert_eq!(
+            std::fs::read_to_string(CleanClose::sidecar(&path)).expect("read"),
+            "a user's file"
+        );
     }
 
     #[test]

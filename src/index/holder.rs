@@ -87,10 +87,30 @@ pub fn note(index: &Path, folders: Vec<(String, String)>) {
 /// never sees half of it). Public for tests that stand in for a worker.
 pub fn write_note(index: &Path, holder: &Holder) -> std::io::Result<()> {
     let path = note_path(index);
+    // `index_path` is configuration: what sits at `<index>.holder` is replaced only when it is
+    // a note (a regular file that reads as one), never a user's file or a link.
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Ok(meta) if meta.is_file() && read_note(&path).is_some() => {}
+        Ok(_) | Err(_) => {
+            return Err(std::io::Error::other(format!(
+                "{} is not a holder note; it is left as it is",
+                path.display()
+            )));
+        }
+    }
     let temporary = path.with_extension(format!("holder.{}.tmp", holder.pid));
     let written = serde_json::to_vec(holder)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| std::fs::write(&temporary, bytes))
+        .and_then(|bytes| {
+            // A new file: a link or a file left at the temporary name is not written through.
+            let _ = std::fs::remove_file(&temporary);
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temporary)?;
+            std::io::Write::write_all(&mut file, &bytes)
+        })
         .and_then(|()| std::fs::rename(&temporary, &path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -114,10 +134,20 @@ pub fn of_busy(index: &Path) -> Option<Holder> {
 
 /// The note as it is now, when it names a live process.
 pub fn read(index: &Path) -> Option<Holder> {
-    std::fs::read(note_path(index))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Holder>(&bytes).ok())
-        .filter(|holder| alive(holder.pid))
+    read_note(&note_path(index)).filter(|holder| alive(holder.pid))
+}
+
+/// The note at `path`, read capped (a note is a few hundred bytes; a user's large file at that
+/// path is not one).
+fn read_note(path: &Path) -> Option<Holder> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 16)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    serde_json::from_slice::<Holder>(&bytes).ok()
 }
 
 fn alive(pid: u32) -> bool {
@@ -133,6 +163,36 @@ fn alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_users_file_or_a_link_at_the_notes_path_is_never_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let holder = Holder {
+            pid: std::process::id(),
+            role: WORKER.into(),
+            folders: Vec::new(),
+        };
+        std::fs::write(note_path(&index), "my holder text").expect("write");
+        assert!(write_note(&index, &holder).is_err());
+        assert_eq!(
+            std::fs::read_to_string(note_path(&index)).expect("read"),
+            "my holder text"
+        );
+        std::fs::remove_file(note_path(&index)).expect("remove");
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "MY NOTES").expect("write");
+        std::os::unix::fs::symlink(&notes, note_path(&index)).expect("link");
+        assert!(write_note(&index, &holder).is_err());
+        assert_eq!(std::fs::read_to_string(&notes).expect("read"), "MY NOTES");
+        // A link planted at the temporary name is not written through either.
+        std::fs::remove_file(note_path(&index)).expect("unlink");
+        let temporary = note_path(&index).with_extension(format!("holder.{}.tmp", holder.pid));
+        std::os::unix::fs::symlink(&notes, &temporary).expect("link");
+        write_note(&index, &holder).expect("a new note");
+        assert_eq!(std::fs::read_to_string(&notes).expect("read"), "MY NOTES");
+        assert_eq!(read_note(&note_path(&index)), Some(holder));
+    }
 
     #[test]
     fn a_note_of_a_live_process_names_it_and_one_of_a_dead_or_this_process_does_not() {
