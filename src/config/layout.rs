@@ -3,7 +3,9 @@
 //! defaults, or a value stored in the engine's configuration worker, which any caller on the
 //! bus may have set):
 //!
-//! 1. No root is the filesystem root `/`: a root is walked whole and written to.
+//! 1. No root is the filesystem root `/`: a root is walked whole and written to. No writable
+//!    root (`skills_folder`, `local_skills_folder`, `agents_folder`) is a system folder, a
+//!    top-level shared one (`/home`, `/tmp`, …) or the home folder.
 //! 2. The index (and the files beside it: its texts store, its stamps, the landing folder) is
 //!    inside no root: it would be listed as that root's files, and a write there would land on
 //!    the index, or the index's rebuild on a skill. Nor is a root named as a file beside the
@@ -71,6 +73,45 @@ fn roots(paths: &Paths) -> Vec<(Root, &Path)> {
     roots
 }
 
+/// Whether the worker writes and deletes files in the root (on a caller's request over the bus).
+fn writable(root: Root) -> bool {
+    matches!(root, Root::Skills | Root::LocalSkills | Root::Agents)
+}
+
+/// Folders of the system that hold no one's skills, walked whole and written to by no root.
+const SYSTEM_TREES: [&str; 9] = [
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/proc", "/sys",
+];
+/// Top-level folders that hold everyone's files: a root may lie inside them, never be one.
+const SHARED_TOPS: [&str; 8] = [
+    "/home", "/root", "/var", "/opt", "/srv", "/tmp", "/mnt", "/media",
+];
+
+/// Why a writable root may not be `path`: a system folder (or inside one), a top-level shared
+/// folder, or the home folder (or a folder above it). A root's `.md` files are deleted and
+/// overwritten by any caller of the bus, so a stored configuration pointing one at the home
+/// folder would hand that caller every note in it.
+fn system_folder(path: &Path) -> Option<String> {
+    if let Some(tree) = SYSTEM_TREES.iter().find(|tree| path.starts_with(tree)) {
+        return Some(format!(
+            "lies in {tree}, a system folder; a writable root's files are rewritten and deleted on request"
+        ));
+    }
+    if SHARED_TOPS.iter().any(|top| path == Path::new(top)) || path.starts_with("/dev") {
+        return Some(
+            "is a folder every user's files share; give the root a folder of its own inside it"
+                .into(),
+        );
+    }
+    let home = std::env::var_os("HOME").map(|home| normalize(Path::new(&home)))?;
+    (home.parent().is_some() && home.starts_with(path)).then(|| {
+        format!(
+            "is the home folder ({}) or holds it; give the root a folder of its own inside it",
+            home.display()
+        )
+    })
+}
+
 /// Whether the root is walked recursively (anything under it is its file).
 fn recursive(root: Root) -> bool {
     matches!(root, Root::Skills | Root::LocalSkills)
@@ -94,6 +135,11 @@ pub fn check(paths: &Paths) -> Result<(), ConfigError> {
                 path,
                 "is the filesystem root; a root is walked whole and written to".into(),
             ));
+        }
+    }
+    for (root, path) in roots.iter().filter(|(root, _)| writable(*root)) {
+        if let Some(why) = system_folder(path) {
+            return Err(unsafe_value(root.config_key(), path, why));
         }
     }
     let index = normalize(&paths.index_path);

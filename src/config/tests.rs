@@ -738,6 +738,41 @@ fn layout_the_index_lives_outside_every_root() {
 }
 
 #[test]
+fn layout_no_writable_root_is_a_system_folder_or_the_home_folder() {
+    let home = std::env::var("HOME").expect("HOME");
+    for root in [
+        "/etc".to_string(),
+        "/etc/skills".to_string(),
+        "/usr/share/skills".to_string(),
+        "/home".to_string(),
+        "/tmp".to_string(),
+        "/dev/shm".to_string(),
+        home.clone(),
+    ] {
+        for key in ["skills_folder", "local_skills_folder", "agents_folder"] {
+            let p = paths(Path::new("/p"), |p| match key {
+                "skills_folder" => {
+                    p.skills_folder = PathBuf::from(&root);
+                    p.local_skills_folder = PathBuf::from("/p/local");
+                }
+                "local_skills_folder" => p.local_skills_folder = PathBuf::from(&root),
+                _ => p.agents_folder = PathBuf::from(&root),
+            });
+            let err = layout_error(&p);
+            assert!(err.contains(key), "{root}: {err}");
+        }
+    }
+    // A folder of its own inside them is fine, and a read-only root may be one of them.
+    layout::check(&paths(Path::new("/p"), |p| {
+        p.skills_folder = PathBuf::from(format!("{home}/skills"));
+        p.local_skills_folder = PathBuf::from(format!("{home}/skills/iii"));
+        p.agents_folder = PathBuf::from("/tmp/agents");
+        p.agents_skills_folder = PathBuf::from(&home);
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
 fn layout_no_root_is_named_as_a_file_beside_the_index() {
     let base = Path::new("/p");
     for (root, index) in [
