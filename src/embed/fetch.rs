@@ -312,7 +312,7 @@ fn discard(path: &Path) {
 
 /// SHA-256 of the file at `path`, lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String, FetchError> {
-    let mut file = File::open(path).map_err(io_error("read", path))?;
+    let mut file = super::open_regular(path).map_err(io_error("read", path))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];
     loop {

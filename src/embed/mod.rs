@@ -95,7 +95,11 @@ impl Embedder {
     pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
         let read = |name: &str| {
             let path = dir.join(name);
-            std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
+            let mut bytes = Vec::new();
+            open_regular(&path)
+                .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+                .map_err(|source| EmbedError::Read { path, source })?;
+            Ok(bytes)
         };
         let config_bytes = read(CONFIG_FILE)?;
         let config: bert::Config =
@@ -182,6 +186,25 @@ impl Embedder {
     }
 }
 
+/// Opens one of the model's files for reading, refusing anything but a regular file (a link to
+/// one is followed) without blocking on it: a FIFO named like a model file would otherwise
+/// block the open for good, and with it the worker's shutdown and the commands that load the
+/// model.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
 /// BLAKE3 over the model's three files (each preceded by its length, so no two sets of files
 /// hash alike by shifting bytes between them), hex; the weights are streamed from disk.
 fn fingerprint(config: &[u8], tokenizer: &[u8], model: &Path) -> Result<String, EmbedError> {
@@ -194,9 +217,43 @@ fn fingerprint(config: &[u8], tokenizer: &[u8], model: &Path) -> Result<String, 
         path: model.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(model).map_err(read_error)?;
+    let file = open_regular(model).map_err(read_error)?;
     let len = file.metadata().map_err(read_error)?.len();
     hasher.update(&len.to_le_bytes());
     hasher.update_reader(file).map_err(read_error)?;
     Ok(hasher.finalize().to_hex().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FIFO named like a model file is refused at once: opened without blocking (nothing
+    /// writes to it, so a plain open would wait for good, and the worker's shutdown with it).
+    #[test]
+    fn a_fifo_named_like_a_model_file_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [CONFIG_FILE, TOKENIZER_FILE, MODEL_FILE] {
+            let path = dir.path().join(name);
+            let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+            // SAFETY: mkfifo reads a NUL-terminated path and touches nothing else.
+            assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
+        }
+        let (sent, answer) = std::sync::mpsc::channel();
+        let folder = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = sent.send(Embedder::load(&folder).err().map(|e| e.to_string()));
+        });
+        let refused = answer
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the load returned instead of blocking");
+        assert!(
+            refused.is_some_and(|e| e.contains("not a regular file")),
+            "refused, naming why"
+        );
+        for name in [TOKENIZER_FILE, MODEL_FILE] {
+            let err = open_regular(&dir.path().join(name)).expect_err("a FIFO");
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        }
+    }
 }

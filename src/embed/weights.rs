@@ -43,7 +43,7 @@ impl Weights {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(read_error)?;
+        let file = super::open_regular(path).map_err(read_error)?;
         let file_len = file.metadata().map_err(read_error)?.len();
         let bad = EmbedError::Weights;
         let mut len_bytes = [0u8; 8];
