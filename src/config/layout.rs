@@ -83,8 +83,8 @@ const SYSTEM_TREES: [&str; 9] = [
     "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/proc", "/sys",
 ];
 /// Top-level folders that hold everyone's files: a root may lie inside them, never be one.
-const SHARED_TOPS: [&str; 8] = [
-    "/home", "/root", "/var", "/opt", "/srv", "/tmp", "/mnt", "/media",
+const SHARED_TOPS: [&str; 10] = [
+    "/home", "/root", "/var", "/opt", "/srv", "/tmp", "/mnt", "/media", "/dev", "/dev/shm",
 ];
 
 /// Why a writable root may not be `path`: a system folder (or inside one), a top-level shared
@@ -97,7 +97,7 @@ fn system_folder(path: &Path) -> Option<String> {
             "lies in {tree}, a system folder; a writable root's files are rewritten and deleted on request"
         ));
     }
-    if SHARED_TOPS.iter().any(|top| path == Path::new(top)) || path.starts_with("/dev") {
+    if SHARED_TOPS.iter().any(|top| path == Path::new(top)) {
         return Some(
             "is a folder every user's files share; give the root a folder of its own inside it"
                 .into(),

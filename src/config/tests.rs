@@ -747,6 +747,7 @@ fn layout_no_writable_root_is_a_system_folder_or_the_home_folder() {
         "/home".to_string(),
         "/tmp".to_string(),
         "/dev/shm".to_string(),
+        "/usr".to_string(),
         home.clone(),
     ] {
         for key in ["skills_folder", "local_skills_folder", "agents_folder"] {

@@ -186,10 +186,16 @@ pub fn extends_chain<'a, P>(
             ));
         }
         current = lookup(parent).ok_or_else(|| {
+            // The contract's sentence names the missing parent; a chain that reaches it through
+            // others also shows the way, or the user looks for it in the wrong file.
+            let through = match trail.len() {
+                2 => String::new(),
+                _ => format!(" ({})", trail.join(" → ")),
+            };
             inheritance_error(
                 id,
                 &format!(
-                    "extends unknown agent profile {parent}",
+                    "extends unknown agent profile {parent}{through}",
                     parent = quoted(parent)
                 ),
             )
@@ -301,6 +307,8 @@ mod tests {
             ("b", Some("a")),
             ("s", Some("s")),
             ("u", Some("gone")),
+            ("x3", Some("x4")),
+            ("x4", Some("gone")),
         ];
         let err = resolve(&profiles, "a").expect_err("loop").to_string();
         assert!(
@@ -312,6 +320,11 @@ mod tests {
         let err = resolve(&profiles, "u").expect_err("unknown").to_string();
         assert!(
             err.contains("\"u\" extends unknown agent profile \"gone\"."),
+            "{err}"
+        );
+        let err = resolve(&profiles, "x3").expect_err("unknown").to_string();
+        assert!(
+            err.contains("\"x3\" extends unknown agent profile \"gone\" (x3 → x4 → gone)."),
             "{err}"
         );
     }
