@@ -175,6 +175,11 @@ pub struct Row {
     pub coverage: f64,
     /// No-match cases: how many got any answer at all.
     pub answered: usize,
+    /// Function cases: Σ candidates answered, and Σ share of them judged related to the case
+    /// (any grade; an answer of none counts 1). What the recall columns cannot see: a
+    /// candidate an agent must read past.
+    pub candidates: f64,
+    pub precision: f64,
 }
 
 impl Row {
@@ -200,6 +205,14 @@ impl Row {
 
     pub fn coverage(&self) -> f64 {
         self.mean(self.coverage)
+    }
+
+    pub fn candidates(&self) -> f64 {
+        self.mean(self.candidates)
+    }
+
+    pub fn precision(&self) -> f64 {
+        self.mean(self.precision)
     }
 }
 
@@ -238,6 +251,16 @@ impl Report {
             recall: vec![0.0; self.ks.len()],
             ..Row::default()
         })
+    }
+
+    /// For function cases: how many candidates the match cases were answered with, and the
+    /// share of them judged related to the case, one line.
+    pub fn candidates_line(&self) -> String {
+        format!(
+            "match cases: {:.1} candidates an answer, {:.3} of them judged related\n",
+            self.all.candidates(),
+            self.all.precision()
+        )
     }
 
     /// A markdown table: one line per kind, then the match cases together.
@@ -322,6 +345,11 @@ pub fn score_functions(
             / case.capabilities.len() as f64;
         let ndcg = ndcg_at(&answer, &union, FUNCTION_K);
         let mrr = reciprocal_rank(&answer, &union);
+        let related = answer.iter().filter(|id| union.contains_key(*id)).count();
+        let precision = match answer.len() {
+            0 => 1.0,
+            n => related as f64 / n as f64,
+        };
         let add = |row: &mut Row, count: bool| {
             if count {
                 row.cases += 1;
@@ -330,6 +358,8 @@ pub fn score_functions(
             row.ndcg += ndcg;
             row.mrr += mrr;
             row.coverage += served;
+            row.candidates += answer.len() as f64;
+            row.precision += precision;
         };
         add(report.row(&case.kind), false);
         add(&mut report.all, true);
