@@ -278,7 +278,34 @@ pub fn read(path: &Path) -> Result<Lock> {
     if lock.schema != LOCK_SCHEMA {
         return Err(unreadable(format!("schema {}", lock.schema)));
     }
+    // The lock is meant to be committed, so a cloned project's may say anything: a path that
+    // leaves its root would have the status, the plans and the restore look at (and report the
+    // digest of) a file elsewhere.
+    let stray = lock.bundles.values().find_map(|entry| {
+        entry
+            .files
+            .iter()
+            .find(|file| !plain_relative(&file.path))
+            .map(|file| (&entry.namespace, &file.path))
+    });
+    if let Some((namespace, path)) = stray {
+        return Err(unreadable(format!(
+            "bundle {} lists the file {}, which is not a plain relative path inside its root",
+            crate::error::quoted(namespace),
+            crate::error::quoted(path)
+        )));
+    }
     Ok(lock)
+}
+
+/// Whether `path` names a file under a root: relative, each `/`-separated part a name (no
+/// `.`, `..` or empty part, no backslash or NUL).
+fn plain_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains(['\\', '\0'])
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 impl Lock {
@@ -380,6 +407,22 @@ mod tests {
         fs::write(&path, "{}").expect("write");
         let err = read(&path).expect_err("not ours").to_string();
         assert!(err.contains("fix or move it away"), "{err}");
+        // A committed lock may name a path out of its root: the whole lock is refused, naming it.
+        for stray in [
+            "mailer/../../../canary/secret.md",
+            "/etc/passwd",
+            "mailer//x.md",
+            "./mailer/x.md",
+            "mailer\\..\\x.md",
+        ] {
+            let mut hostile = lock.clone();
+            let entry = hostile.bundles.get_mut("mailer").expect("entry");
+            entry.files[0].path = stray.into();
+            fs::write(&path, hostile.to_bytes().expect("bytes")).expect("write");
+            let err = read(&path).expect_err(stray).to_string();
+            assert!(err.contains("not a plain relative path"), "{stray}: {err}");
+            assert!(err.contains("\"mailer\""), "{err}");
+        }
     }
 
     #[test]
