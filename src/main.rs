@@ -486,7 +486,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
         } => {
             let (function, request) = match kind {
                 KindOne::Skill => {
-                    let id = skill_id_of_file(&config, &id).unwrap_or(id);
+                    let id = match skill_id_of_file(&config, &id) {
+                        Some(found) => found,
+                        None if names_a_path(&id) => return Err(no_skill_file(&id).into()),
+                        None => id,
+                    };
                     (ReadFunction::SkillsGet, json!({ "id": id, "raw": raw }))
                 }
                 KindOne::SystemPrompt => (
@@ -641,6 +645,24 @@ fn skill_id_of_file(config: &Config, path: &str) -> Option<String> {
         .filter_map(|(_, root)| file.strip_prefix(root).ok())
         .min_by_key(|rel| rel.components().count())
         .map(|rel| rel.to_string_lossy().into_owned())
+}
+
+/// Whether a `get skill` argument can only be a path (an id never starts with `/` or `.`).
+fn names_a_path(argument: &str) -> bool {
+    argument.starts_with('/') || argument.starts_with("./") || argument.starts_with("../")
+}
+
+/// `D110` for a path `get skill` was given that is no skill's file, rather than the id rule's
+/// complaint about a leading `/`.
+fn no_skill_file(path: &str) -> iii_directory::Error {
+    let shown = std::path::absolute(path).map_or_else(|_| path.into(), |p| p.display().to_string());
+    iii_directory::Error::coded(
+        iii_directory::Code::SkillNotFound,
+        format!(
+            "no skill file at {shown}: a skill's path is an existing .md file under a skill root (skills_folder, local_skills_folder or an agents skills folder). Next: run `iii-directory list skills` to see the skills and their ids."
+        ),
+        &[],
+    )
 }
 
 /// Says which folders a person most likely mistyped: `skills_folder`, and a user-global

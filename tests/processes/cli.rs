@@ -1568,9 +1568,15 @@ fn get_skill_takes_the_path_it_prints() {
         let by_path = ok_json(&tree, &["get", "skill", &path, "--json"]);
         assert_eq!(by_path, by_id, "{path}");
     }
-    // A path that names no file is still an id, refused as the bus refuses it.
-    let stderr = fails(&tree, &["get", "skill", "/no/such/skill.md"]);
-    assert!(stderr.contains("leading or trailing '/'"), "{stderr}");
+    // A path that names no skill file says so, rather than what the id rule makes of it.
+    for path in ["/no/such/skill.md", "./nowhere.md"] {
+        let stderr = fails(&tree, &["get", "skill", path]);
+        assert!(
+            stderr.contains("D110 not_found: no skill file at /"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("iii-directory list skills"), "{stderr}");
+    }
 }
 
 /// A second worker on the same index stops at once and names the worker that holds it.
