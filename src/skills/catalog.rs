@@ -297,17 +297,34 @@ fn push_xml_text(out: &mut String, text: &str) {
 /// become single spaces.
 fn push_markdown_entry(out: &mut String, shown: &Shown<'_>) {
     out.push_str("- **");
-    out.push_str(&shown.entry.name);
+    push_markdown_text(out, &shown.entry.name, true);
     out.push_str("** (");
-    out.push_str(&shown.location);
+    push_markdown_text(out, &shown.location, false);
     out.push_str("): ");
-    for (i, word) in shown.description().split_whitespace().enumerate() {
+    push_markdown_text(out, &shown.description(), false);
+    out.push('\n');
+}
+
+/// `text` on one line: runs of whitespace (a newline among them) as one space, other control
+/// characters as U+FFFD (they would reach a terminal or a prompt raw), and for the bold name
+/// the characters Markdown reads as emphasis or code escaped with a backslash. A description
+/// keeps its Markdown: it is meant to be read as such.
+fn push_markdown_text(out: &mut String, text: &str, in_bold: bool) {
+    for (i, word) in text.split_whitespace().enumerate() {
         if i > 0 {
             out.push(' ');
         }
-        out.push_str(word);
+        for c in word.chars() {
+            match c {
+                '\\' | '*' | '_' | '`' if in_bold => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if c.is_control() => out.push('\u{fffd}'),
+                c => out.push(c),
+            }
+        }
     }
-    out.push('\n');
 }
 
 #[cfg(test)]
@@ -322,6 +339,20 @@ mod tests {
             out,
             "a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&#39;\tf\u{fffd}g"
         );
+    }
+
+    #[test]
+    fn a_markdown_entry_stays_on_one_line_and_its_name_stays_bold() {
+        let mut out = String::new();
+        push_markdown_text(&mut out, "line1\nline2 **bold** a_b `c` \\", true);
+        assert_eq!(out, "line1 line2 \\*\\*bold\\*\\* a\\_b \\`c\\` \\\\");
+        let mut out = String::new();
+        push_markdown_text(
+            &mut out,
+            "Use `pdf`\r\n  to\tread\u{1b}[31m **forms**",
+            false,
+        );
+        assert_eq!(out, "Use `pdf` to read\u{fffd}[31m **forms**");
     }
 
     #[test]
