@@ -165,16 +165,21 @@ impl fmt::Display for Rule {
             Rule::NameTooLong(n) => {
                 write!(f, "`name` is {n} characters long; the limit is {MAX_NAME}")
             }
-            Rule::NameNotLowercase(name) => write!(f, "`name` \"{name}\" has capital letters"),
+            Rule::NameNotLowercase(name) => {
+                write!(f, "`name` \"{}\" has capital letters", visible(name))
+            }
             Rule::NameCharset(c) => write!(
                 f,
-                "`name` may hold only a-z, 0-9 and hyphens, and has {c:?}"
+                "`name` may hold only a-z, 0-9 and hyphens, and has {}",
+                visible_char(*c)
             ),
             Rule::NameEdgeHyphen => f.write_str("`name` must not start or end with a hyphen"),
             Rule::NameDoubleHyphen => f.write_str("`name` must not hold two hyphens in a row"),
             Rule::NameNotFolder { name, folder } => write!(
                 f,
-                "`name` \"{name}\" differs from its folder's name \"{folder}\""
+                "`name` \"{}\" differs from its folder's name \"{}\"",
+                visible(name),
+                visible(folder)
             ),
             Rule::DescriptionMissing => f.write_str("`description` is required and missing"),
             Rule::DescriptionEmpty => f.write_str("`description` must be a non-empty string"),
@@ -213,4 +218,27 @@ impl fmt::Display for Rule {
             ),
         }
     }
+}
+
+/// A character as a message shows it: quoted, or as `U+XXXX` when it is a control or space
+/// character (which a terminal would act on, or show as nothing).
+fn visible_char(c: char) -> String {
+    match c.is_control() || c.is_whitespace() {
+        true => format!("U+{:04X}", u32::from(c)),
+        false => format!("'{c}'"),
+    }
+}
+
+/// `text` with its control characters as `U+XXXX`, so that a message names what is there.
+fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => format!("U+{:04X}", u32::from(c)),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
 }

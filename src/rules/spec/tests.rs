@@ -320,3 +320,23 @@ fn every_rule_has_a_distinct_code_and_a_sentence() {
         assert_eq!(rule.to_json()["code"], rule.code());
     }
 }
+
+#[test]
+fn messages_name_control_and_space_characters_instead_of_printing_them() {
+    assert_eq!(
+        Rule::NameCharset('\u{1}').to_string(),
+        "`name` may hold only a-z, 0-9 and hyphens, and has U+0001"
+    );
+    assert_eq!(
+        Rule::NameCharset('_').to_string(),
+        "`name` may hold only a-z, 0-9 and hyphens, and has '_'"
+    );
+    assert_eq!(
+        Rule::NameNotFolder {
+            name: "ctl\u{1}\u{1b}".into(),
+            folder: "ctl".into()
+        }
+        .to_string(),
+        "`name` \"ctlU+0001U+001B\" differs from its folder's name \"ctl\""
+    );
+}
