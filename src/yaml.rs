@@ -104,10 +104,51 @@ impl fmt::Display for LoadError {
     }
 }
 
+/// yaml-rust2's message for a tab after a mapping key's `:`.
+const TAB_AFTER_COLON: &str = "':' must be followed by a valid YAML whitespace";
+
 /// Loads the document in `yaml`. `Ok(None)` when the text holds no document at all (only
 /// comments, say). A second document is an error: the text is meant to be one mapping, and
 /// silently dropping the rest would hide a mistake.
+///
+/// YAML 1.2 separates a key's `:` from its value with spaces or tabs; the scanner takes only
+/// spaces (`name:\tpdf` is an error to it). A text it refuses for that alone is read again with
+/// those tabs as spaces, so a file written with tabs keeps its frontmatter.
 pub fn load(yaml: &str, limits: &Limits) -> Result<Option<Node>, LoadError> {
+    match load_as_written(yaml, limits) {
+        Err(LoadError::Syntax(why)) if why.contains(TAB_AFTER_COLON) => {
+            let spaced = tabs_after_keys_as_spaces(yaml);
+            load_as_written(&spaced, limits).map_err(|_| LoadError::Syntax(why))
+        }
+        loaded => loaded,
+    }
+}
+
+/// `yaml` with the tabs that follow a plain key's `:` on each line as spaces: the line's first
+/// `:` after a key that holds no quote, bracket or `#`.
+fn tabs_after_keys_as_spaces(yaml: &str) -> String {
+    let mut out = String::with_capacity(yaml.len());
+    for line in yaml.split_inclusive('\n') {
+        let Some(colon) = line.find(':') else {
+            out.push_str(line);
+            continue;
+        };
+        let key = line[..colon].trim_start_matches([' ', '-']);
+        let plain = !key.trim().is_empty() && !key.contains(['"', '\'', '[', '{', '#', '\t']);
+        let rest = &line[colon + 1..];
+        if !plain || !rest.starts_with('\t') {
+            out.push_str(line);
+            continue;
+        }
+        out.push_str(&line[..=colon]);
+        let value = rest.trim_start_matches('\t');
+        out.push_str(&" ".repeat(rest.len() - value.len()));
+        out.push_str(value);
+    }
+    out
+}
+
+fn load_as_written(yaml: &str, limits: &Limits) -> Result<Option<Node>, LoadError> {
     let mut parser = Parser::new_from_str(yaml);
     let mut builder = Builder::new(*limits);
     loop {
@@ -363,6 +404,32 @@ fn is_number(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tab_after_a_keys_colon_separates_as_a_space_does() {
+        let limits = LIMITS;
+        let tabbed = load(
+            "name:\tpdf\ndescription:\t\tRead PDFs.\nlist:\n  - a:\tb\n",
+            &limits,
+        )
+        .expect("read")
+        .expect("a document");
+        let spaced = load(
+            "name: pdf\ndescription:  Read PDFs.\nlist:\n  - a: b\n",
+            &limits,
+        )
+        .expect("read")
+        .expect("a document");
+        assert_eq!(tabbed, spaced);
+        // Other mistakes are still mistakes, reported as they were.
+        let err = load("name:\tpdf\nbad: [\n", &limits).expect_err("unclosed");
+        assert!(err.to_string().contains(TAB_AFTER_COLON), "{err}");
+        // A tab inside a quoted key or a value is left as it is.
+        assert_eq!(
+            tabs_after_keys_as_spaces("\"a:\tb\": x\nk: v:\tw\n"),
+            "\"a:\tb\": x\nk: v:\tw\n"
+        );
+    }
 
     const LIMITS: Limits = Limits {
         max_nodes: 10_000,
