@@ -72,6 +72,33 @@ const PLANTED_DISAGREEMENTS: &[(&str, &str)] = &[
          string",
     ),
     (
+        "bom",
+        "a byte-order mark before the frontmatter: every read here skips it, as an encoding mark \
+         rather than text (the served skill keeps its frontmatter); the validator takes it for \
+         text before the `---`, so no frontmatter",
+    ),
+    (
+        "name-number",
+        "`name: 007` in folder `007`: read here as it is written, as every frontmatter value is; \
+         the validator reads the YAML number 7, which is not the folder's name",
+    ),
+    (
+        "lone-cr-lines",
+        "lines ended by a lone CR (S100): the reader that serves the file (the contract's) ends \
+         lines at LF, CRLF included, so it finds no frontmatter block; the validator splits at \
+         CR too",
+    ),
+    (
+        "fence-trailing-space",
+        "`--- ` with a trailing space (S100): the reader that serves the file takes only `---` \
+         alone on its line as a fence; the validator trims the line",
+    ),
+    (
+        "name-null",
+        "`name: ~` in folder `null` (S111): YAML null is no name here; the validator reads it as \
+         the text \"null\", as it does an empty description",
+    ),
+    (
         "name-accented",
         "a name with letters outside a-z (S114): the validator accepts some Unicode letters \
          (Latin-1, Cyrillic, CJK); the spec says a-z, 0-9 and hyphens",
@@ -377,6 +404,25 @@ fn planted(n: &str) -> Vec<(&'static str, String, String)> {
             n.to_owned(),
             named(n, &format!("{d}version: 1\n")),
         ),
+        // How the block is written rather than what it says.
+        ("bom", n.to_owned(), format!("\u{feff}{}", named(n, d))),
+        (
+            "tab-after-colon",
+            n.to_owned(),
+            file(format!("name:\t{n}\ndescription:\tDoes one thing well.\n")),
+        ),
+        (
+            "lone-cr-lines",
+            n.to_owned(),
+            named(n, d).replace('\n', "\r"),
+        ),
+        (
+            "fence-trailing-space",
+            n.to_owned(),
+            named(n, d).replacen("---\n", "--- \n", 1),
+        ),
+        same("name-number", "007".to_owned(), d),
+        ("name-null", "null".to_owned(), named("~", d)),
     ]
 }
 
