@@ -318,20 +318,4 @@ mod tests {
         };
         assert_eq!(split(agent).1, split(prompt).1);
     }
-
-    #[test]
-    fn runtime_prompt_body_is_the_seed_verbatim() {
-        let Some(seed_path) = test_support::common::shared_path("seeds/iii-runtime.md") else {
-            return;
-        };
-        let seed = std::fs::read_to_string(&seed_path).expect("read the iii-runtime seed");
-        let Some(prompt) = prompt_file("iii-runtime") else {
-            panic!("iii-runtime is bundled");
-        };
-        assert!(
-            split(prompt).1 == seed,
-            "iii-runtime body differs from {}",
-            seed_path.display()
-        );
-    }
 }

@@ -274,10 +274,14 @@ pub fn apply(
             ApplyResult::Applied
         }
         Err(fields) => {
-            tracing::warn!(
-                "configuration change of {} needs a restart (restart required); keeping the whole previous configuration",
+            // Kept for the status too: the other values changed with it wait as well, and a
+            // person who saved them (the console's settings form reads `refused`) must see why
+            // they did nothing.
+            refusals.note(format!(
+                "configuration change of {} needs a restart (restart required); until then the \
+                 whole previous configuration stays, the other values changed with it included",
                 fields.join(", ")
-            );
+            ));
             ApplyResult::RestartRequired(fields)
         }
     }

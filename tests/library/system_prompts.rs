@@ -530,14 +530,36 @@ fn get_bundled_prompt_raw_is_the_embedded_file() {
     assert_eq!(answer["raw"], asset("skills/system-prompts/iii-runtime.md"));
 }
 
+/// The placeholders the seed's text lost (`iii trigger --help`, `name=`, `"name":""`, `ids are
+/// ::`), which the bundled prompt puts back: an agent told to run `iii trigger --help` for a
+/// function's contract runs the CLI's own help instead.
+const RESTORED_PLACEHOLDERS: [(&str, &str); 6] = [
+    ("iii trigger --help —", "iii trigger <function_id> --help —"),
+    ("workers::info name= —", "workers::info name=<worker> —"),
+    (
+        "'{\"search\":\"\"}' pages",
+        "'{\"search\":\"<words>\"}' pages",
+    ),
+    (
+        "workers::info name= returns",
+        "workers::info name=<worker> returns",
+    ),
+    ("\"name\":\"\"}}'", "\"name\":\"<worker>\"}}'"),
+    ("ids are ::,", "ids are <worker>::<function>,"),
+];
+
 #[test]
-fn iii_runtime_body_is_the_shared_seed_verbatim() {
+fn iii_runtime_body_is_the_shared_seed_with_its_placeholders_restored() {
     let tree = Tree::new();
     let d = tree.open();
     let Some(seed) = common::shared_path("seeds/iii-runtime.md") else {
         return;
     };
-    let seed = fs::read_to_string(seed).expect("read the iii-runtime seed");
+    let mut seed = fs::read_to_string(seed).expect("read the iii-runtime seed");
+    for (lost, restored) in RESTORED_PLACEHOLDERS {
+        assert_eq!(seed.matches(lost).count(), 1, "{lost}");
+        seed = seed.replace(lost, restored);
+    }
     assert_eq!(get(&d, "iii-runtime")["body"], seed);
 }
 

@@ -225,6 +225,13 @@ async fn a_topology_change_is_refused_and_the_whole_configuration_kept() {
     assert_eq!(store_and_announce(&h, &moved).await, json!({"ok": true}));
     let stderr = h.worker.wait_stderr("restart required", WAIT).await;
     assert!(stderr.contains("skills_folder"), "{stderr}");
+    // The status says so too (the console's settings form shows it), naming what else waits.
+    let refused = refusals(&h).await;
+    assert!(
+        refused.iter().any(|what| what.contains("skills_folder")
+            && what.contains("the other values changed with it")),
+        "{refused:?}"
+    );
     assert_eq!(
         own(h.skill_ids().await),
         ["ghost/guide", "hello", "mailer/guide", "mailer"],
