@@ -372,6 +372,13 @@ pub fn search(
             )
         }
     };
+    let mut ranked = ranked;
+    if let Some(named) = named_row(query_text, |id| {
+        let position = rows.search(id).ok()? as u32;
+        admitted(&position).then(|| &**rows.at(position as usize))
+    }) {
+        named_first(&mut ranked, named);
+    }
     let results: Vec<Value> = ranked
         .into_iter()
         .take(limit)
@@ -387,6 +394,32 @@ pub fn search(
         })
         .collect();
     Ok(json!({ "mode": mode, "results": results }))
+}
+
+/// The row a task names by its id (`pdf`, `mailer/send-email`, `iii://pdf`, any case), when
+/// the task is one id and the search admits that row: an agent that knows a skill's id and
+/// searches for it wants that skill first, whatever the lanes make of the word (a longer id
+/// holding it, `netlify-deploy-2`, may rank above it).
+fn named_row<'a>(task: &str, find: impl Fn(&str) -> Option<&'a Listed>) -> Option<&'a Listed> {
+    let id = task.trim().to_lowercase();
+    let id = id.strip_prefix("iii://").unwrap_or(&id);
+    let id = id.strip_suffix(".md").unwrap_or(id);
+    if id.is_empty() || id.contains(char::is_whitespace) {
+        return None;
+    }
+    find(id).or_else(|| find(&format!("{id}/index")))
+}
+
+/// Puts `named` first in `ranked` (moved there when it was ranked lower), at the leader's score
+/// or its own, whichever is higher.
+fn named_first<'a>(ranked: &mut Vec<(&'a Listed, f64)>, named: &'a Listed) {
+    let own = ranked
+        .iter()
+        .position(|(listed, _)| std::ptr::eq(*listed, named))
+        .map(|at| ranked.remove(at).1);
+    let leader = ranked.first().map(|(_, score)| *score);
+    let score = own.into_iter().chain(leader).fold(0.0, f64::max);
+    ranked.insert(0, (named, score));
 }
 
 #[cfg(test)]
@@ -554,6 +587,47 @@ mod tests {
         // neither databases nor agents.
         assert_eq!(ids("talk to our database"), ["db-tools"]);
         assert!(ids("our lasagna").is_empty());
+    }
+
+    #[test]
+    fn a_task_that_is_a_skills_id_answers_that_skill_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = Config::for_root(dir.path());
+        config.settings.filter_unregistered = false;
+        let skills = config.paths.skills_folder.clone();
+        // Longer ids and texts that repeat the word outrank the skill the word names.
+        for id in ["netlify-deploy-2", "netlify-cli-and-deploy"] {
+            write_skill(
+                &skills,
+                id,
+                "Deploy to Netlify: netlify deploy, netlify deploy --prod, netlify deploy logs.",
+                "netlify deploy netlify deploy",
+            );
+        }
+        write_skill(&skills, "netlify-deploy", "Ship a site.", "Static hosting.");
+        write_skill(&skills, "pdf/index", "Read PDF files.", "Forms.");
+        let directory = Directory::open(config).expect("open");
+        directory.reconcile().expect("reconcile");
+        let first = |query: &str| result_ids(&directory, json!({ "query": query }))[0].clone();
+        for query in [
+            "netlify-deploy",
+            " Netlify-Deploy ",
+            "iii://netlify-deploy",
+            "netlify-deploy.md",
+        ] {
+            assert_eq!(first(query), "netlify-deploy", "{query:?}");
+        }
+        assert_eq!(first("pdf"), "pdf");
+        // A task of several words, or a prefix that leaves the skill out, names nothing.
+        assert_ne!(first("netlify deploy"), "netlify-deploy");
+        let narrowed = result_ids(
+            &directory,
+            json!({ "query": "netlify-deploy", "prefix": "netlify-deploy-" }),
+        );
+        assert!(
+            !narrowed.contains(&"netlify-deploy".to_string()),
+            "{narrowed:?}"
+        );
     }
 
     #[test]
