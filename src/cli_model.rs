@@ -70,6 +70,11 @@ pub fn ready_for_search(directory: &Directory) -> Result<Option<String>, CliErro
             "ranked lexically: {pending} skill contents have no embedding yet; \
              `iii-directory reindex` computes them (a running worker does so in the background)"
         )
+    } else if directory.embeddings_of_another_model()? {
+        "ranked lexically: the running worker's skill embeddings were made by another copy of \
+         the search model than this command loaded (their files differ); point \
+         search_model_path at the worker's model folder"
+            .to_string()
     } else {
         format!(
             "ranked lexically: the running worker has not embedded {pending} skill contents yet"

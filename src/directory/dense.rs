@@ -276,6 +276,15 @@ impl Directory {
         Ok(pending)
     }
 
+    /// Whether the index holds skill embeddings made by another model than the one loaded here
+    /// (another copy of its files, say): a follower then has none it can use, however many the
+    /// writer has made.
+    pub fn embeddings_of_another_model(&self) -> Result<bool> {
+        let stored = self.index.read()?.vectors_model()?;
+        let own = locks::read(&self.dense.model).clone();
+        Ok(matches!((stored, own), (Some(stored), Some(own)) if *stored != *own))
+    }
+
     /// The loaded model, once it is ready (function search embeds with it too).
     pub fn embedder(&self) -> Option<Arc<Embedder>> {
         self.dense.ready()

@@ -1142,6 +1142,48 @@ fn with_the_model_here_reindex_embeds_the_skills_and_search_ranks_as_the_worker_
     assert_eq!(summary["embeddings"]["embedded"], 0, "{summary}");
 }
 
+/// Beside a worker whose embeddings another copy of the model made (its files differ), search
+/// ranks lexically and says why, rather than that the worker has not embedded the skills yet.
+#[test]
+fn beside_a_worker_with_another_copy_of_the_model_search_says_so() {
+    let Some(model) = common::model_dir() else {
+        return;
+    };
+    let tree = tree_to_embed(1);
+    tree.write(
+        "conf.yaml",
+        &format!("search_model_path: {}\n", model.display()),
+    );
+    let config = tree.path("conf.yaml");
+    let summary = ok_json(
+        &tree,
+        &[
+            "--config",
+            config.to_str().expect("utf-8"),
+            "reindex",
+            "--json",
+        ],
+    );
+    assert_eq!(summary["embeddings"]["embedded"], 2, "{summary}");
+    // The same weights, with config.json written otherwise: another fingerprint.
+    let copy = tree.path("other-model");
+    fs::create_dir_all(&copy).expect("mkdir");
+    for name in ["model.safetensors", "tokenizer.json"] {
+        std::os::unix::fs::symlink(model.join(name), copy.join(name)).expect("link");
+    }
+    let config_json = fs::read_to_string(model.join("config.json")).expect("read");
+    fs::write(copy.join("config.json"), format!("{config_json}\n")).expect("write");
+    tree.write(
+        "other.yaml",
+        &format!("search_model_path: {}\n", copy.display()),
+    );
+    let _worker = hold_as(&tree, WORKER_ROLE);
+    let other = tree.path("other.yaml");
+    let (answer, said) = search_paraphrase(&tree, other.to_str().expect("utf-8"));
+    assert_eq!(answer["mode"], "lexical", "{answer}");
+    assert!(said.contains("another copy of the search model"), "{said}");
+}
+
 #[test]
 fn the_copy_of_the_model_the_worker_fetched_is_used_offline() {
     let Some(model) = common::model_dir() else {
