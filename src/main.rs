@@ -713,12 +713,27 @@ fn read(config: Config, function: ReadFunction, request: &Value) -> Result<Value
 
 fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result<(), CliError> {
     let text = if json {
+        // The exact response, as the bus gives it (JSON escapes what a terminal would act on).
         serde_json::to_string_pretty(response)?
     } else {
-        human()
+        shown_on_a_terminal(&human(), false)
     };
     emit(&text);
     Ok(())
+}
+
+/// `text` from files (names, descriptions, bodies) as a terminal may show it: characters that
+/// act on the terminal or turn text around (`doc::acts_on_display`) as U+FFFD, and in a table
+/// cell (`one_line`) newlines and tabs as spaces, so a row stays a row.
+fn shown_on_a_terminal(text: &str, one_line: bool) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' if one_line => ' ',
+            '\n' | '\t' => c,
+            c if iii_directory::doc::acts_on_display(c) => '\u{fffd}',
+            c => c,
+        })
+        .collect()
 }
 
 /// Writes a line to stdout; a closed pipe (`| head`) is not an error worth reporting.
@@ -1054,6 +1069,12 @@ fn render_search(response: &Value) -> String {
 }
 
 fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
+    // A cell holds text from files: one line of it, shown safely.
+    let rows: Vec<[String; N]> = rows
+        .iter()
+        .map(|row| row.each_ref().map(|cell| shown_on_a_terminal(cell, true)))
+        .collect();
+    let rows = rows.as_slice();
     let mut widths = headers.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -1086,6 +1107,19 @@ fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
 #[cfg(test)]
 mod tests {
     use super::for_the_command_line;
+
+    #[test]
+    fn text_from_files_reaches_the_terminal_as_text() {
+        use super::{shown_on_a_terminal, table};
+        assert_eq!(
+            shown_on_a_terminal("bell\u{7} esc\u{1b}[2J \u{202e}rtl\nnext\tline", false),
+            "bell\u{fffd} esc\u{fffd}[2J \u{fffd}rtl\nnext\tline"
+        );
+        assert_eq!(
+            table(["ID", "TITLE"], &[["nl".into(), "line1\nline2".into()]]),
+            "ID  TITLE\nnl  line1 line2"
+        );
+    }
 
     #[test]
     fn next_steps_with_a_command_of_their_own_are_named_as_that_command() {

@@ -121,6 +121,23 @@ pub fn release_folder(folder: &Path) {
     let _ = std::fs::remove_dir(folder);
 }
 
+/// Says once, when a worker holds the index but has no sync folder (it found something else at
+/// that path, see [`claim_folder`]), that this process's reads may miss the latest changes: the
+/// worker's log says why, but the person running the command would otherwise never know.
+fn warn_of_a_worker_without_a_sync_folder(index_path: &Path) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if let Some(worker) = holder::read(index_path).filter(|h| !h.is_command()) {
+        SAID.call_once(|| {
+            tracing::warn!(
+                "{} has no sync folder beside the index ({}: its log says why), so this \
+                 answer may miss changes made on disk in the last moments",
+                worker.describe(),
+                sync_folder(index_path).display()
+            );
+        });
+    }
+}
+
 /// How a sync with the writer ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Synced {
@@ -138,6 +155,7 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let folder = sync_folder(index_path);
     if !folder.join(MARK).is_file() {
+        warn_of_a_worker_without_a_sync_folder(index_path);
         return Synced::NoWriter;
     }
     let n = NEXT.fetch_add(1, Ordering::Relaxed);

@@ -2981,19 +2981,24 @@ async function configurationRefusals(store) {
 }
 
 /**
- * What the worker said when it rejected a value saved after `before` (its refusals then), or
- * `null`. The configuration worker stores any value that fits the schema; the worker checks it
- * when it hears of the change (folder layout rules and the like) and keeps its configuration
- * if the value breaks them, which only `index::status` and its log say.
+ * What the worker said when it did not apply a value saved after `before` (its refusals then):
+ * `{rejected}` (the reason) when the value breaks its rules (folder layout and the like),
+ * `{waiting}` (the keys) when a key needs a restart, which keeps the whole current configuration
+ * until then; `null` when it applied it. The configuration worker stores any value that fits
+ * the schema; only `index::status` and the worker's log say what became of it.
  */
-async function rejectionAfter(store, before) {
+async function refusalAfter(store, before) {
   if (before == null) return null;
   const seen = new Set(before.map((entry) => `${entry.at}\n${entry.what}`));
   const deadline = Date.now() + REFUSAL_WAIT_MS;
   for (;;) {
     const now = await configurationRefusals(store);
-    const fresh = (now || []).filter((entry) => !seen.has(`${entry.at}\n${entry.what}`) && /^configuration rejected/.test(entry.what));
-    if (fresh.length) return fresh[fresh.length - 1].what;
+    for (const { what } of (now || []).filter((entry) => !seen.has(`${entry.at}\n${entry.what}`)).reverse()) {
+      const rejected = /^configuration rejected \((.*)\); keeping the current configuration/s.exec(what);
+      if (rejected) return { rejected: rejected[1] };
+      const waiting = /^configuration change of (.*?) needs a restart/.exec(what);
+      if (waiting) return { waiting: waiting[1] };
+    }
     if (Date.now() >= deadline) return null;
     await new Promise((resolve) => setTimeout(resolve, REFUSAL_POLL_MS));
   }
@@ -3042,14 +3047,14 @@ function SettingsForm({ store, theme }) {
     try {
       const before = await configurationRefusals(store);
       await store.call('configuration::set', { id: CONFIG_ENTRY, value: current });
-      const rejected = await rejectionAfter(store, before);
+      const refusal = await refusalAfter(store, before);
       // (Read first: a read clears the form's error.)
       await read();
-      if (rejected) {
-        setError(`Stored, but the worker rejected it and keeps its current configuration: ${rejected.replace(/^configuration rejected \((.*)\); keeping the current configuration.*$/s, '$1')}`);
+      if (refusal && refusal.rejected) {
+        setError(`Stored, but the worker rejected it and keeps its current configuration: ${refusal.rejected}`);
       } else {
         const restart = changed.filter((key) => properties[key]['x-restart-required']);
-        setSaved({ changed, restart });
+        setSaved({ changed, restart, waiting: refusal && refusal.waiting });
       }
     } catch (failure) {
       setError(errorText(failure));
@@ -3096,7 +3101,13 @@ function SettingsForm({ store, theme }) {
           'div',
           { className: 'dir-notice dir-settings-saved', role: 'status' },
           saved.changed.length === 0 ? 'Nothing changed.' : `Saved ${saved.changed.join(', ')}.`,
-          saved.restart.length ? ` ${saved.restart.join(', ')} take${saved.restart.length === 1 ? 's' : ''} effect after the worker restarts; the rest apply now.` : saved.changed.length ? ' They apply now.' : '',
+          saved.waiting
+            ? ` The worker keeps its whole current configuration until it restarts (${saved.waiting} needs a restart): nothing saved here applies before then.`
+            : saved.restart.length
+              ? ` ${saved.restart.join(', ')} take${saved.restart.length === 1 ? 's' : ''} effect after the worker restarts; the rest apply now.`
+              : saved.changed.length
+                ? ' They apply now.'
+                : '',
         )
       : null,
     h(

@@ -83,8 +83,24 @@ const SYSTEM_TREES: [&str; 9] = [
     "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/proc", "/sys",
 ];
 /// Top-level folders that hold everyone's files: a root may lie inside them, never be one.
-const SHARED_TOPS: [&str; 10] = [
-    "/home", "/root", "/var", "/opt", "/srv", "/tmp", "/mnt", "/media", "/dev", "/dev/shm",
+const SHARED_TOPS: [&str; 17] = [
+    "/home",
+    "/root",
+    "/var",
+    "/var/tmp",
+    "/var/lib",
+    "/var/log",
+    "/var/cache",
+    "/var/spool",
+    "/opt",
+    "/srv",
+    "/tmp",
+    "/mnt",
+    "/media",
+    "/run",
+    "/run/user",
+    "/dev",
+    "/dev/shm",
 ];
 
 /// Why a writable root may not be `path`: a system folder (or inside one), a top-level shared
@@ -97,18 +113,39 @@ fn system_folder(path: &Path) -> Option<String> {
             "lies in {tree}, a system folder; a writable root's files are rewritten and deleted on request"
         ));
     }
-    if SHARED_TOPS.iter().any(|top| path == Path::new(top)) {
-        return Some(
-            "is a folder every user's files share; give the root a folder of its own inside it"
-                .into(),
-        );
-    }
-    let home = std::env::var_os("HOME").map(|home| normalize(Path::new(&home)))?;
-    (home.parent().is_some() && home.starts_with(path)).then(|| {
-        format!(
+    let home = std::env::var_os("HOME").map(|home| normalize(Path::new(&home)));
+    if let Some(home) = home.filter(|home| home.parent().is_some() && home.starts_with(path)) {
+        return Some(format!(
             "is the home folder ({}) or holds it; give the root a folder of its own inside it",
             home.display()
-        )
+        ));
+    }
+    SHARED_TOPS
+        .iter()
+        .any(|top| path == Path::new(top))
+        .then(|| {
+            "is a folder many programs' or users' files share; give the root a folder of its own \
+             inside it"
+                .into()
+        })
+}
+
+/// Whether `path` is, or lies inside, a file named as the index's files beside it are
+/// (`<index>.sync`, `<index>.texts`, `<index>.holder`, …).
+fn beside_index(index: &Path, path: &Path) -> bool {
+    let (Some(folder), Some(name)) = (index.parent(), index.file_name()) else {
+        return false;
+    };
+    let first = path
+        .strip_prefix(folder)
+        .ok()
+        .and_then(|rest| rest.components().next());
+    first.is_some_and(|first| {
+        first
+            .as_os_str()
+            .as_encoded_bytes()
+            .strip_prefix(name.as_encoded_bytes())
+            .is_some_and(|rest| rest.starts_with(b"."))
     })
 }
 
@@ -169,27 +206,17 @@ pub fn check(paths: &Paths) -> Result<(), ConfigError> {
     }
     // Nor is a root, or a folder above one, named as the files beside the index are
     // (`<index>.sync`, `<index>.texts`, …): the worker makes, empties and removes those.
-    if let (Some(folder), Some(name)) = (index.parent(), index.file_name()) {
-        let beside = |path: &Path| {
-            let first = path.strip_prefix(folder).ok()?.components().next()?;
-            let rest = first
-                .as_os_str()
-                .as_encoded_bytes()
-                .strip_prefix(name.as_encoded_bytes())?;
-            rest.starts_with(b".").then_some(())
-        };
-        if let Some((root, path)) = roots.iter().find(|(_, path)| beside(path).is_some()) {
-            return Err(unsafe_value(
-                root.config_key(),
-                path,
-                format!(
-                    "is named as a file beside index_path ({}.sync, {}.texts, …), which the \
-                     worker makes and removes; give the root or the index another name",
-                    index.display(),
-                    index.display()
-                ),
-            ));
-        }
+    if let Some((root, path)) = roots.iter().find(|(_, path)| beside_index(&index, path)) {
+        return Err(unsafe_value(
+            root.config_key(),
+            path,
+            format!(
+                "is named as a file beside index_path ({}.sync, {}.texts, …), which the worker \
+                 makes and removes; give the root or the index another name",
+                index.display(),
+                index.display()
+            ),
+        ));
     }
     // The lock is data of ours beside the skills: never a document the walk would serve, never
     // a root or the index.
@@ -201,6 +228,12 @@ pub fn check(paths: &Paths) -> Result<(), ConfigError> {
         Some("ends in .md, so the index would read it as a document".to_string())
     } else if lock.parent().is_none() || lock == index {
         Some("is the filesystem root or the index file".to_string())
+    } else if beside_index(&index, &lock) {
+        Some(format!(
+            "is named as a file beside index_path ({}.holder, {}.texts, …), which the worker writes",
+            index.display(),
+            index.display()
+        ))
     } else {
         roots
             .iter()

@@ -748,6 +748,9 @@ fn layout_no_writable_root_is_a_system_folder_or_the_home_folder() {
         "/tmp".to_string(),
         "/dev/shm".to_string(),
         "/usr".to_string(),
+        "/var/tmp".to_string(),
+        "/var/lib".to_string(),
+        "/run".to_string(),
         home.clone(),
     ] {
         for key in ["skills_folder", "local_skills_folder", "agents_folder"] {
@@ -763,6 +766,11 @@ fn layout_no_writable_root_is_a_system_folder_or_the_home_folder() {
             assert!(err.contains(key), "{root}: {err}");
         }
     }
+    // The home folder is named as such.
+    let err = layout_error(&paths(Path::new("/p"), |p| {
+        p.agents_folder = PathBuf::from(&home)
+    }));
+    assert!(err.contains("is the home folder"), "{err}");
     // A folder of its own inside them is fine, and a read-only root may be one of them.
     layout::check(&paths(Path::new("/p"), |p| {
         p.skills_folder = PathBuf::from(format!("{home}/skills"));
@@ -789,6 +797,12 @@ fn layout_no_root_is_named_as_a_file_beside_the_index() {
         assert!(err.contains("skills_folder"), "{root}: {err}");
         assert!(err.contains("beside index_path"), "{root}: {err}");
     }
+    // Nor the bundles lock.
+    let err = layout_error(&paths(base, |p| {
+        p.index_path = PathBuf::from("/p/team");
+        p.bundles_lock = PathBuf::from("/p/team.holder");
+    }));
+    assert!(err.contains("bundles_lock_path"), "{err}");
     // A name that only starts the same way is another folder.
     layout::check(&paths(base, |p| {
         p.skills_folder = PathBuf::from("/p/teams");

@@ -192,6 +192,18 @@ pub fn as_read(content: &str) -> &str {
     content.strip_prefix('\u{feff}').unwrap_or(content)
 }
 
+/// Whether `c` acts on a terminal, or on how the text around it shows, rather than showing
+/// itself: a control character (an escape sequence, a bell, a newline where one line is meant)
+/// or a bidirectional format character (U+202E turns what follows it around). Text a file
+/// supplies is shown with these replaced wherever a person or a model reads it as a line.
+pub fn acts_on_display(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -320,7 +320,7 @@ fn push_markdown_text(out: &mut String, text: &str, in_bold: bool) {
                     out.push('\\');
                     out.push(c);
                 }
-                c if c.is_control() => out.push('\u{fffd}'),
+                c if crate::doc::acts_on_display(c) => out.push('\u{fffd}'),
                 c => out.push(c),
             }
         }
@@ -349,10 +349,10 @@ mod tests {
         let mut out = String::new();
         push_markdown_text(
             &mut out,
-            "Use `pdf`\r\n  to\tread\u{1b}[31m **forms**",
+            "Use `pdf`\r\n  to\tread\u{1b}[31m **forms**\u{202e}",
             false,
         );
-        assert_eq!(out, "Use `pdf` to read\u{fffd}[31m **forms**");
+        assert_eq!(out, "Use `pdf` to read\u{fffd}[31m **forms**\u{fffd}");
     }
 
     #[test]

@@ -44,6 +44,12 @@ impl Doubled {
         self.holds(row.root, &row.id)
     }
 
+    /// The local reading's id of the second reading `id` (`iii/pdf` → `pdf`), when `id` is one
+    /// (an id of `skills_folder`'s rows under the local folder's place).
+    pub fn local_id<'a>(&self, id: &'a str) -> Option<&'a str> {
+        id.strip_prefix(self.within_skills.as_deref()?)
+    }
+
     /// Whether a request's id `prefix` narrows into the local folder's second readings (`iii/`,
     /// `iii/ns`, or `iii` without its slash), which asks for them.
     pub fn asked_by(&self, prefix: Option<&str>) -> bool {

@@ -373,9 +373,13 @@ pub fn search(
         }
     };
     let mut ranked = ranked;
-    if let Some(named) = named_row(query_text, |id| {
+    let admitted_row = |id: &str| {
         let position = rows.search(id).ok()? as u32;
         admitted(&position).then(|| &**rows.at(position as usize))
+    };
+    // A doubled file's second reading (`iii/pdf`) names its local row (`pdf`).
+    if let Some(named) = named_row(query_text, |id| {
+        admitted_row(id).or_else(|| doubled.local_id(id).and_then(admitted_row))
     }) {
         named_first(&mut ranked, named);
     }

@@ -872,10 +872,15 @@ try {
   assert.equal(savedValue.download_timeout_ms, 45000);
   assert.equal(savedValue.inject_hint, !original.inject_hint);
   assert.equal(savedValue.skills_folder, original.skills_folder, 'the other settings are kept');
-  // A restart-required change is saved and said to wait for a restart.
+  // A restart-required change is saved and said to wait for a restart, with everything saved
+  // beside it (the worker keeps its whole configuration until then), and so is a later save.
   await setting('auto_download').locator('input').setChecked(!original.auto_download);
   await settings.getByRole('button', { name: 'Save settings' }).click();
-  await settings.locator('.dir-settings-saved', { hasText: 'auto_download takes effect after the worker restarts' }).waitFor();
+  const waiting = 'The worker keeps its whole current configuration until it restarts (auto_download needs a restart)';
+  await settings.locator('.dir-settings-saved', { hasText: waiting }).waitFor();
+  await setting('download_timeout_ms').locator('input').fill('46000');
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await settings.locator('.dir-settings-saved', { hasText: `Saved download_timeout_ms. ${waiting}` }).waitFor();
   // A value the worker rejects (a folder its layout rules refuse) is stored, and the worker keeps
   // its configuration: the form says that, not "Saved", and the last notice goes.
   await setting('skills_folder').locator('input').fill('/');

@@ -223,7 +223,7 @@ impl fmt::Display for Rule {
 /// A character as a message shows it: quoted, or as `U+XXXX` when it is a control or space
 /// character (which a terminal would act on, or show as nothing).
 fn visible_char(c: char) -> String {
-    match c.is_control() || c.is_whitespace() {
+    match crate::doc::acts_on_display(c) || c.is_whitespace() {
         true => format!("U+{:04X}", u32::from(c)),
         false => format!("'{c}'"),
     }
@@ -231,11 +231,11 @@ fn visible_char(c: char) -> String {
 
 /// `text` with its control characters as `U+XXXX`, so that a message names what is there.
 fn visible(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(crate::doc::acts_on_display) {
         return text.into();
     }
     text.chars()
-        .map(|c| match c.is_control() {
+        .map(|c| match crate::doc::acts_on_display(c) {
             true => format!("U+{:04X}", u32::from(c)),
             false => c.to_string(),
         })

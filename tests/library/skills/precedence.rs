@@ -222,6 +222,8 @@ fn answers_that_offer_files_take_a_local_file_once() {
         search_ids(json!({"query": "fill a pdf form", "prefix": "iii"})),
         strings(&["iii/pdf"])
     );
+    // A query naming the second reading's id answers the local row first.
+    assert_eq!(search_ids(json!({"query": "iii/pdf"}))[0], "pdf");
 
     let spec = d.spec_check().expect("spec check");
     assert_eq!(spec.checked, 2, "pdf and cooking, each once");
