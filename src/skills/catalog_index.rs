@@ -44,13 +44,14 @@ impl CatalogIndex {
             if index.namespaces.last().is_none_or(|last| **last != *ns) {
                 index.namespaces.push(ns.into());
             }
+            let second_reading = doubled.holds_row(listed);
+            index.any_doubled |= second_reading;
             index.rows.push(CatalogRow {
                 at: at as u32,
                 ns: (index.namespaces.len() - 1) as u32,
                 always_visible: listed.always_visible,
-                doubled: doubled.holds_row(listed),
+                doubled: second_reading,
             });
-            index.any_doubled |= doubled.holds_row(listed);
         }
         index
     }
