@@ -50,8 +50,9 @@ pub fn check_content(content: &str) -> Result<()> {
 }
 
 /// Refuses, with the family's coded message, a target that a symbolic link on its way would
-/// put outside `root`: the rule of `store::way`, which the downloads follow too. A write never
-/// lands outside the configured roots (design, bad input); anything else in the way (a file
+/// put outside `root` (design, bad input: a write never lands outside the configured roots),
+/// or that it reaches through a link loop, which the walk never enters: the rule of
+/// `store::way`, which the downloads follow too. Anything else in the way (a file
 /// where a folder is needed) is left to the atomic write, which fails with the system's error.
 /// The guarantee is the write's own (`store::beneath`): a link swapped in after this check
 /// makes the write fail with the same refusal, never land outside.
@@ -61,6 +62,7 @@ pub fn check_inside(root: &Path, target: &Path, code: Code, next: &[Next]) -> Re
     };
     match check_way(root, rel) {
         Err(Blocked::LinkOutside { .. }) => Err(outside(code, target, root, next)),
+        Err(Blocked::LinkLoop { at }) => Err(through_loop(code, target, &at, next)),
         Ok(()) | Err(Blocked::NotAFolder { .. } | Blocked::Unreadable { .. }) => Ok(()),
     }
 }
@@ -164,6 +166,18 @@ fn outside(code: Code, target: &Path, root: &Path, next: &[Next]) -> Error {
     )
 }
 
+fn through_loop(code: Code, target: &Path, link: &Path, next: &[Next]) -> Error {
+    Error::coded(
+        code,
+        format!(
+            "{} would be written through {}, a symbolic link back to a folder above it: the scan never enters such a link, so the file would be served under another id, or not at all. Name the path without the link.",
+            target.display(),
+            link.display()
+        ),
+        next,
+    )
+}
+
 /// `a file already exists at <path> (currently skipped by the scanner); …`
 pub fn file_exists(code: Code, path: &Path, next: &[Next]) -> Error {
     Error::coded(
@@ -186,7 +200,7 @@ mod tests {
     /// is in the way: a file where a folder is needed is left to the write's own error, which
     /// the landing refuses up front ("a file where the bundle needs a folder").
     #[test]
-    fn only_a_link_leading_out_is_refused_before_the_write() {
+    fn only_a_link_leading_out_or_back_up_is_refused_before_the_write() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("skills");
         let outside = dir.path().join("outside");
@@ -202,6 +216,10 @@ mod tests {
             refused.to_string().contains("through a symbolic link"),
             "{refused}"
         );
+        std::os::unix::fs::symlink("..", root.join("ns/up")).expect("link");
+        let refused = check("ns/up/ns/x.md").expect_err("a loop");
+        assert_eq!(refused.code(), Some(Code::SkillPlacementRefused));
+        assert!(refused.to_string().contains("link back"), "{refused}");
         for rel in ["ns/x.md", "new/x.md", "file/x.md"] {
             assert!(check(rel).is_ok(), "{rel}");
         }

@@ -2,7 +2,9 @@
 //! target under a root: each folder on the way from the root to the target, as symbolic links
 //! resolve it, is a folder under the root's real path. A link that leads anywhere else (out of
 //! the root, to nothing) blocks the way, and so does an entry that is not a folder where the
-//! target needs one. A way that stops existing part-way is open: the write makes the rest.
+//! target needs one, and a link back to a folder already on the way (a loop: the walk never
+//! enters one, so a file written through it would be served under another id, or not at all).
+//! A way that stops existing part-way is open: the write makes the rest.
 //!
 //! What the callers add, and why they differ: the landing also refuses a target that is a link
 //! or not a regular file (a bundle replaces only the files it wrote) and any entry it cannot
@@ -15,6 +17,7 @@
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Why the way to a target is blocked.
@@ -23,6 +26,9 @@ pub enum Blocked {
     /// A symbolic link on the way leads out of the root, or to nothing.
     #[error("{} is a symbolic link leading outside {}", at.display(), root.display())]
     LinkOutside { at: PathBuf, root: PathBuf },
+    /// A symbolic link on the way leads back to a folder on the way to it.
+    #[error("{} is a symbolic link back to a folder above it, which the scan never enters", at.display())]
+    LinkLoop { at: PathBuf },
     /// An entry on the way (or a link to one under the root) is not a folder.
     #[error("{} is a file where the bundle needs a folder", at.display())]
     NotAFolder { at: PathBuf },
@@ -44,6 +50,10 @@ pub fn check_way(root: &Path, rel: &Path) -> Result<(), Blocked> {
     let Some(folders) = rel.parent() else {
         return Ok(());
     };
+    // The folders on the way so far, as the walk tells them apart (device and inode).
+    let mut on_the_way: Vec<(u64, u64)> = fs::metadata(root)
+        .map(|meta| vec![(meta.dev(), meta.ino())])
+        .unwrap_or_default();
     let mut at = root.to_path_buf();
     for folder in folders.components() {
         at.push(folder);
@@ -54,6 +64,7 @@ pub fn check_way(root: &Path, rel: &Path) -> Result<(), Blocked> {
         };
         let kind = meta.file_type();
         if kind.is_dir() {
+            on_the_way.push((meta.dev(), meta.ino()));
             continue;
         }
         if !kind.is_symlink() {
@@ -61,7 +72,17 @@ pub fn check_way(root: &Path, rel: &Path) -> Result<(), Blocked> {
         }
         match at.canonicalize() {
             Ok(real) if !real.starts_with(&real_root) => {}
-            Ok(real) if real.is_dir() => continue,
+            Ok(real) if real.is_dir() => {
+                let Ok(meta) = fs::metadata(&real) else {
+                    return Ok(());
+                };
+                let folder = (meta.dev(), meta.ino());
+                if on_the_way.contains(&folder) {
+                    return Err(Blocked::LinkLoop { at });
+                }
+                on_the_way.push(folder);
+                continue;
+            }
             Ok(_) => return Err(Blocked::NotAFolder { at }),
             Err(_) => {}
         }
@@ -150,6 +171,29 @@ mod tests {
                 other => panic!("{rel}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_link_back_to_a_folder_on_the_way_blocks_it() {
+        let t = tree();
+        symlink("..", t.root.join("ns/up")).expect("link");
+        symlink(&t.root, t.root.join("ns/deep/top")).expect("link");
+        for (rel, at) in [
+            ("ns/up/x.md", "ns/up"),
+            ("ns/up/ns/x.md", "ns/up"),
+            ("ns/deep/top/x.md", "ns/deep/top"),
+            ("alias/deep/top/ns/x.md", "alias/deep/top"),
+        ] {
+            match way(&t, rel) {
+                Err(Blocked::LinkLoop { at: blocked }) => {
+                    assert_eq!(blocked, t.root.join(at), "{rel}")
+                }
+                other => panic!("{rel}: {other:?}"),
+            }
+        }
+        // A link to a sibling folder is no loop: the walk enters it.
+        symlink(t.root.join("ns/deep"), t.root.join("deep-alias")).expect("link");
+        assert!(way(&t, "deep-alias/x.md").is_ok());
     }
 
     #[test]

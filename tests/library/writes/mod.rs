@@ -142,7 +142,8 @@ impl Env {
     }
 }
 
-/// Every file and folder under the base (the index folder excepted), with file contents.
+/// Every file, folder and link under the base (the index folder excepted), with file contents
+/// and link targets.
 fn snapshot(base: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
     fn walk(dir: &Path, rel: &str, out: &mut BTreeMap<String, Option<Vec<u8>>>) {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -158,7 +159,15 @@ fn snapshot(base: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
             if child == "data" {
                 continue;
             }
-            if entry.file_type().unwrap().is_dir() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_symlink() {
+                // A link as itself: its target, never what it leads to.
+                let target = fs::read_link(entry.path()).unwrap();
+                out.insert(
+                    format!("{child}@"),
+                    Some(target.into_os_string().into_encoded_bytes()),
+                );
+            } else if kind.is_dir() {
                 out.insert(format!("{child}/"), None);
                 walk(&entry.path(), &child, out);
             } else {

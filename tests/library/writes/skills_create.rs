@@ -419,6 +419,35 @@ fn skills_create_under_a_file_names_the_folder_it_could_not_make() {
     );
 }
 
+/// A write reached through a symbolic link back to a folder above it (`hz/loop/up -> ..`)
+/// would land where the walk serves it under another id (`hz/up/pwn`), while the answer named
+/// the id asked for: refused, nothing written. (A link to a sibling folder is walked, and
+/// stays open: `store::way`'s units.)
+#[test]
+fn skills_create_refuses_a_path_through_a_link_loop() {
+    let env = Env::new(|tree| {
+        tree.write("skills/hz/loop/index.md", "# Loop\n\nServed.\n");
+        std::os::unix::fs::symlink("..", tree.path("skills/hz/loop/up")).expect("link");
+    });
+    for id in ["hz/loop/up/up/pwn", "hz/loop/up/pwn"] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        assert!(
+            message.contains("link back to a folder above it"),
+            "{message}"
+        );
+    }
+    env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "hz/loop/pwn", "content": BODY}),
+        Family::Skills,
+        skill_event("create", "hz/loop/pwn"),
+    );
+}
+
 /// By default `local_skills_folder` (`skills/iii`) sits inside `skills_folder`, so a create of
 /// `iii/<ns>/…` lands in the local folder. Starting there a namespace `skills_folder` serves
 /// would override it whole and hide its skills: refused (D115), nothing written. Into a local
