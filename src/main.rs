@@ -485,14 +485,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
         } => {
             let (function, request) = match kind {
-                KindOne::Skill => {
-                    let id = match skill_id_of_file(&config, &id) {
-                        Some(found) => found,
-                        None if names_a_path(&id) => return Err(no_skill_file(&id).into()),
-                        None => id,
-                    };
-                    (ReadFunction::SkillsGet, json!({ "id": id, "raw": raw }))
+                KindOne::Skill if names_a_path(&id) || names_a_file(&id) => {
+                    let response = get_skill_file(config, &id, raw)?;
+                    return print(&response, json, || render_one(kind, &response, raw));
                 }
+                KindOne::Skill => (ReadFunction::SkillsGet, json!({ "id": id, "raw": raw })),
                 KindOne::SystemPrompt => (
                     ReadFunction::SystemPromptsGet,
                     json!({ "name": id, "raw": raw }),
@@ -630,21 +627,74 @@ fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// The id of the skill file at `path`, when `path` names an existing `.md` file under a skill
-/// root (absolute, or relative to the current directory): `get` prints a skill's `path`, and a
-/// person pastes it back. The deepest root holding it decides (`local_skills_folder` sits
-/// inside `skills_folder` by default). Anything else is taken as an id, as the bus takes it.
-fn skill_id_of_file(config: &Config, path: &str) -> Option<String> {
-    let file = std::path::absolute(path).ok()?;
-    if !path.ends_with(".md") || !file.is_file() {
-        return None;
+/// The skill whose file is `path` (absolute, or relative to the current directory): `get`
+/// prints a skill's `path`, and a person pastes it back. The file asked for is the file
+/// answered: one the scan skips (shadowed by a file of more precedence, an invalid name, …)
+/// is refused with the reason `check` gives, never answered with another file's skill.
+fn get_skill_file(config: Config, path: &str, raw: bool) -> Result<Value, CliError> {
+    let file = lexically_absolute(path);
+    let Some(id) = file
+        .is_file()
+        .then(|| skill_id_of_file(&config, &file))
+        .flatten()
+    else {
+        return Err(no_skill_file(&file).into());
+    };
+    let directory = open_fresh(config)?;
+    let shown = file.display().to_string();
+    if let Some(skipped) = directory.skipped()?.into_iter().find(|s| s.path == shown) {
+        return Err(file_not_served(&file, &skipped.reason.to_string()).into());
     }
+    let response = directory.read(
+        ReadFunction::SkillsGet,
+        &json!({ "id": id, "raw": raw }),
+        None,
+    )?;
+    let answered = response["path"].as_str().map(PathBuf::from);
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+    };
+    match answered {
+        Some(answered) if !same(&answered, &file) => Err(file_not_served(
+            &file,
+            &format!(
+                "the skill it would be is served from {}",
+                answered.display()
+            ),
+        )
+        .into()),
+        _ => Ok(response),
+    }
+}
+
+/// The id a file under a skill root has: its path below the deepest root holding it
+/// (`local_skills_folder` sits inside `skills_folder` by default).
+fn skill_id_of_file(config: &Config, file: &std::path::Path) -> Option<String> {
     let roots = iii_directory::Roots::from_paths(&config.paths);
     roots
         .active()
-        .filter_map(|(_, root)| file.strip_prefix(root).ok())
+        .filter_map(|(_, root)| file.strip_prefix(lexically_absolute(root)).ok())
         .min_by_key(|rel| rel.components().count())
         .map(|rel| rel.to_string_lossy().into_owned())
+}
+
+/// `path` made absolute against the current directory, with `.` and `..` folded as written
+/// (not through links: `skills/../skills/a.md` is `skills/a.md`, as a person reads it).
+fn lexically_absolute(path: impl AsRef<std::path::Path>) -> PathBuf {
+    use std::path::Component;
+    let path = path.as_ref();
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut folded = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                folded.pop();
+            }
+            other => folded.push(other),
+        }
+    }
+    folded
 }
 
 /// Whether a `get skill` argument can only be a path (an id never starts with `/` or `.`).
@@ -652,14 +702,32 @@ fn names_a_path(argument: &str) -> bool {
     argument.starts_with('/') || argument.starts_with("./") || argument.starts_with("../")
 }
 
+/// Whether a `get skill` argument names an existing markdown file from here (`skills/a.md`):
+/// taken as that file rather than as an id.
+fn names_a_file(argument: &str) -> bool {
+    argument.ends_with(".md") && std::path::Path::new(argument).is_file()
+}
+
 /// `D110` for a path `get skill` was given that is no skill's file, rather than the id rule's
 /// complaint about a leading `/`.
-fn no_skill_file(path: &str) -> iii_directory::Error {
-    let shown = std::path::absolute(path).map_or_else(|_| path.into(), |p| p.display().to_string());
+fn no_skill_file(file: &std::path::Path) -> iii_directory::Error {
     iii_directory::Error::coded(
         iii_directory::Code::SkillNotFound,
         format!(
-            "no skill file at {shown}: a skill's path is an existing .md file under a skill root (skills_folder, local_skills_folder or an agents skills folder). Next: run `iii-directory list skills` to see the skills and their ids."
+            "no skill file at {}: a skill's path is an existing .md file under a skill root (skills_folder, local_skills_folder or an agents skills folder). Next: run `iii-directory list skills` to see the skills and their ids.",
+            file.display()
+        ),
+        &[],
+    )
+}
+
+/// `D110` for a file under a skill root that the scan does not serve, with why.
+fn file_not_served(file: &std::path::Path, why: &str) -> iii_directory::Error {
+    iii_directory::Error::coded(
+        iii_directory::Code::SkillNotFound,
+        format!(
+            "{} is not served: {why}. Next: run `iii-directory check` to see every file the scan skips, and why.",
+            file.display()
         ),
         &[],
     )

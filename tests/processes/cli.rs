@@ -31,6 +31,15 @@ fn run(tree: &Tree, args: &[&str]) -> Output {
     iii(tree).args(args).output().expect("run iii-directory")
 }
 
+/// `run` from another current directory.
+fn run_in(tree: &Tree, dir: &Path, args: &[&str]) -> Output {
+    iii(tree)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run iii-directory")
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -1619,6 +1628,60 @@ fn get_skill_takes_the_path_it_prints() {
         );
         assert!(stderr.contains("iii-directory list skills"), "{stderr}");
     }
+    // `..` is folded as written, and a path relative to the current directory works.
+    let base = tree.base().display().to_string();
+    let dotted = format!("{base}/skills/../skills/./queue/SKILL.md");
+    let by_dots = ok_json(&tree, &["get", "skill", &dotted, "--json"]);
+    assert_eq!(by_dots["id"], "queue");
+    let relative = run_in(
+        &tree,
+        tree.base(),
+        &["get", "skill", "skills/queue/SKILL.md", "--json"],
+    );
+    assert!(relative.status.success(), "{}", text(&relative.stderr));
+}
+
+/// The file asked for is the file answered: a file the scan does not serve (shadowed by one of
+/// more precedence, or named as no id can be) is refused with `check`'s reason, never answered
+/// with the skill another file serves.
+#[test]
+fn get_skill_by_path_refuses_a_file_that_is_not_served() {
+    let tree = sample_tree();
+    tree.write(
+        ".agents/skills/queue/SKILL.md",
+        "# Agents queue\n\nShadowed.\n",
+    );
+    let shadowed = tree.path(".agents/skills/queue/SKILL.md");
+    let stderr = fails(&tree, &["get", "skill", &shadowed.display().to_string()]);
+    assert!(
+        stderr.contains(&format!(
+            "D110 not_found: {} is not served: ",
+            shadowed.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("iii-directory check"), "{stderr}");
+    assert!(!stderr.contains("Queues work"), "{stderr}");
+    let invalid = tree.path("skills/mailer/Bad-Name.md");
+    let stderr = fails(&tree, &["get", "skill", &invalid.display().to_string()]);
+    assert!(
+        stderr.contains(&format!(
+            "D110 not_found: {} is not served: ",
+            invalid.display()
+        )),
+        "{stderr}"
+    );
+    // The file that serves the id still answers by its path.
+    let served = ok_json(
+        &tree,
+        &[
+            "get",
+            "skill",
+            &tree.path("skills/queue/SKILL.md").display().to_string(),
+            "--json",
+        ],
+    );
+    assert_eq!(served["body"], "# Queue\n\nQueues work.\n");
 }
 
 /// A second worker on the same index stops at once and names the worker that holds it.
