@@ -248,6 +248,12 @@ impl Directory {
         self.index.is_writer()
     }
 
+    /// Closes the index for good, cleanly (see [`index::Index::close`]): the last step of a
+    /// worker's shutdown. Every later read or write is refused.
+    pub fn close(&self) {
+        self.index.close();
+    }
+
     /// Receives every change event from now on.
     pub fn subscribe(&self, subscriber: Subscriber) {
         self.subscribers.add(subscriber);

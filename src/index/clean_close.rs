@@ -92,6 +92,41 @@ mod tests {
         assert!(!sidecar.exists(), "the open consumed the stamp");
     }
 
+    /// An explicit close (a worker shutting down while its threads still share the index)
+    /// leaves the stamps, and the index stays closed: nothing reopens it and writes to the
+    /// file after its stamp.
+    #[test]
+    fn an_explicit_close_leaves_the_stamps_and_the_index_stays_closed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index.redb");
+        let index = Index::open_writer(&path).expect("open");
+        index.close();
+        let stamp = std::fs::read_to_string(CleanClose::sidecar(&path)).expect("a stamp");
+        assert_eq!(Some(stamp.clone()), CleanClose::stat_line(&path));
+        let texts = crate::index::texts::path(&path);
+        assert!(
+            CleanClose::sidecar(&texts).exists(),
+            "the texts store's stamp"
+        );
+        assert!(index.read().is_err(), "reads are refused once closed");
+        let root = |name: &str| dir.path().join(name);
+        let roots = crate::roots::Roots::new(
+            root("skills"),
+            root("local"),
+            root("agents-skills"),
+            root("agents"),
+        );
+        let reconcile = index.reconcile(&roots, &crate::index::Scope::All, &|_| {});
+        assert!(reconcile.is_err(), "a reconcile does not reopen it");
+        drop(index);
+        assert_eq!(
+            std::fs::read_to_string(CleanClose::sidecar(&path)).expect("the stamp"),
+            stamp,
+            "dropping a closed index changes nothing"
+        );
+        assert!(CleanClose::take(&path), "the next open trusts the file");
+    }
+
     #[test]
     fn a_file_or_link_at_the_stamps_path_is_never_written() {
         let dir = tempfile::tempdir().expect("tempdir");

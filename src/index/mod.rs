@@ -22,6 +22,7 @@ pub mod views;
 pub mod walk;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use redb::ReadableDatabase;
@@ -122,11 +123,14 @@ struct Writer {
     /// the next reconcile tries again.
     slot: RwLock<Option<Stores>>,
     path: PathBuf,
+    /// Set by [`Index::close`]: the files are closed for good, and nothing reopens them.
+    closed: AtomicBool,
 }
 
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let stores = locks::get_mut(&mut self.slot).take();
+impl Writer {
+    /// Closes the files and leaves the clean-close stamps (not while panicking: a panic may
+    /// have left a write half done in memory).
+    fn close(&self, stores: Option<Stores>) {
         // Close first: redb records the clean shutdown in the file, which changes its stat.
         if let Some(Stores { index, texts }) = stores {
             drop(index);
@@ -136,6 +140,13 @@ impl Drop for Writer {
                 CleanClose::record(&texts::path(&self.path));
             }
         }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let stores = locks::get_mut(&mut self.slot).take();
+        self.close(stores);
     }
 }
 
@@ -189,6 +200,7 @@ impl Index {
             handle: Handle::Writer(Writer {
                 slot: RwLock::new(Some(stores)),
                 path: path.to_path_buf(),
+                closed: AtomicBool::new(false),
             }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
@@ -343,9 +355,28 @@ impl Index {
         *locks::lock(&self.latest) = latest.ok();
     }
 
+    /// Closes the writer's files for good, leaving the clean-close stamps, so that the next
+    /// open skips verifying every page. A worker shutting down calls it: the threads that
+    /// still share the directory then (the SDK's handlers, the watcher) keep it from ever being
+    /// dropped. Waits for a reconcile or a commit in flight; every later call is refused as on
+    /// a closed index. A follower has nothing to close.
+    pub fn close(&self) {
+        let Handle::Writer(writer) = &self.handle else {
+            return;
+        };
+        let _no_reconcile = locks::lock(&self.mirror);
+        writer.closed.store(true, Ordering::SeqCst);
+        let stores = locks::write(&writer.slot).take();
+        writer.close(stores);
+    }
+
     /// Closes the writer's database and opens it again (rebuilding it if the file is
-    /// damaged), with the mirror reloaded from it. Callers hold the mirror lock.
+    /// damaged), with the mirror reloaded from it. Callers hold the mirror lock. An index
+    /// closed for good ([`Index::close`]) stays closed.
     fn reopen(&self, slot: &RwLock<Option<Stores>>, mirror: &mut reconcile::Mirror) -> Result<()> {
+        if matches!(&self.handle, Handle::Writer(w) if w.closed.load(Ordering::SeqCst)) {
+            return Err(closed());
+        }
         let mut slot = slot.write().map_err(|_| poisoned())?;
         // The file locks go with the old databases: they must be closed before the new open.
         drop(slot.take());
@@ -366,7 +397,7 @@ fn poisoned() -> Error {
 
 fn closed() -> Error {
     IndexError::Unavailable(
-        "the index was closed after a failed write to its file; the next reconcile reopens it",
+        "the index is closed: the worker is shutting down, or a write to its file failed (the next reconcile then reopens it)",
     )
     .into()
 }

@@ -187,6 +187,9 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     shared.watcher.release_sync_folder();
     iii.shutdown();
     drop(runtime);
+    // The SDK's handlers and the watcher still share the directory, so it is never dropped:
+    // close the index explicitly, or the next start verifies every page of it.
+    shared.directory.close();
     outcome
 }
 

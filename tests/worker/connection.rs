@@ -69,3 +69,36 @@ async fn without_an_engine_it_says_once_that_it_waits_and_stops_cleanly() {
     assert_eq!(stderr.matches(needle).count(), 1, "{stderr}");
     worker.stop().await;
 }
+
+/// A worker stopped with SIGTERM closes its index cleanly: the clean-close stamps are there,
+/// so the next start skips verifying every page. The SDK's handlers and the watcher still
+/// share the directory at shutdown, so only an explicit close leaves them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_with_sigterm_leaves_its_index_cleanly_closed() {
+    let h = Harness::start(Installed::Mailer, None).await;
+    h.call("directory::skills::list", json!({})).await;
+    let index = h.path("data/iii-directory/index.redb");
+    let stamps = [
+        h.path("data/iii-directory/index.redb.clean"),
+        h.path("data/iii-directory/index.redb.texts.clean"),
+    ];
+    // The open consumed the last stamps.
+    for stamp in &stamps {
+        assert!(!stamp.exists(), "{} while the worker runs", stamp.display());
+    }
+    let Harness { worker, tree, .. } = h;
+    worker.stop().await;
+    for stamp in &stamps {
+        let line = fs::read_to_string(stamp)
+            .unwrap_or_else(|e| panic!("no stamp at {}: {e}", stamp.display()));
+        assert!(!line.is_empty(), "{}", stamp.display());
+    }
+    let size = fs::metadata(&index).expect("the index").len();
+    assert!(
+        fs::read_to_string(&stamps[0])
+            .expect("stamp")
+            .starts_with(&format!("{size} ")),
+        "the stamp describes the index file as it was closed"
+    );
+    drop(tree);
+}
