@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use tracing_subscriber::prelude::*;
 
@@ -71,8 +71,8 @@ struct Cli {
         value_parser = ["error", "warn", "info", "debug", "trace", "off"]
     )]
     log_level: Option<String>,
-    /// The engine's WebSocket address (the worker).
-    #[arg(long, global = true, env = "III_URL", default_value = DEFAULT_URL, value_parser = engine_url)]
+    /// The engine's WebSocket address (the worker, and `search` of functions).
+    #[arg(long, global = true, env = "III_URL", default_value = DEFAULT_URL)]
     url: String,
     /// Print the functions and trigger types the worker registers, as JSON, and exit.
     #[arg(long)]
@@ -284,6 +284,7 @@ enum KindOne {
 fn main() -> ExitCode {
     leave_payloads_out_of_traces();
     let cli = Cli::parse();
+    check_usage(&cli);
     let serving = matches!(cli.command, None | Some(Command::Serve));
     if serving {
         // Only the long-lived worker: a command that runs to its end (a cold `reindex`, whose
@@ -296,11 +297,7 @@ fn main() -> ExitCode {
         .as_deref()
         .map(str::to_ascii_lowercase)
         .unwrap_or_else(|| if serving { "info" } else { "warn" }.into());
-    // The SDK retries a missing engine every 2 s and says so each time, and its telemetry
-    // exporter complains too; the worker says it once itself.
-    init_logging(&format!(
-        "{level},iii_sdk=error,iii_helpers=off,opentelemetry=off"
-    ));
+    init_logging(&level);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -393,9 +390,79 @@ fn tune_malloc() {
     }
 }
 
+/// What the command line cannot say in clap's terms: which flags a kind takes, and an engine
+/// address checked only by the commands that use one (a wrong `III_URL` in the environment
+/// must not break `list`). Exits as clap does (status 2) when the usage is wrong.
+fn check_usage(cli: &Cli) {
+    let fail = |message: String| -> ! {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit()
+    };
+    if let Some(Command::List {
+        kind: kind @ (Kind::SystemPrompts | Kind::Agents),
+        prefix,
+        search,
+        kind_filter,
+        ..
+    }) = &cli.command
+    {
+        let given: Vec<&str> = [
+            ("--prefix", prefix.is_some()),
+            ("--search", search.is_some()),
+            ("--type", kind_filter.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, set)| set.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            let name = kind.to_possible_value().expect("a listed kind");
+            fail(format!(
+                "{} filter skills only; `list {}` always lists them all",
+                given.join(", "),
+                name.get_name()
+            ));
+        }
+    }
+    let uses_engine = matches!(
+        cli.command,
+        None | Some(Command::Serve) | Some(Command::Search { skills: false, .. })
+    );
+    if uses_engine && let Err(why) = engine_url(&cli.url) {
+        let from_env = std::env::var("III_URL").is_ok_and(|value| value == cli.url)
+            && !std::env::args().any(|arg| arg == "--url" || arg.starts_with("--url="));
+        let source = if from_env { "III_URL" } else { "--url" };
+        fail(format!("invalid {source} {:?}: {why}", cli.url));
+    }
+}
+
+/// Logs at `level`, or as `RUST_LOG` says when it is set and not empty. Either way the SDK's
+/// retry notices (every 2 s without an engine) and its telemetry exporter's complaints stay
+/// quiet, unless `RUST_LOG` names those targets itself: the worker says those things once.
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    const QUIET: [&str; 3] = ["iii_sdk=error", "iii_helpers=off", "opentelemetry=off"];
+    let asked = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|value| !value.trim().is_empty());
+    let with_quiet = |base: &str| {
+        QUIET
+            .iter()
+            .filter(|quiet| !base.contains(quiet.split('=').next().unwrap_or_default()))
+            .fold(base.to_string(), |all, quiet| format!("{all},{quiet}"))
+    };
+    let filter = asked
+        .and_then(
+            |asked| match tracing_subscriber::EnvFilter::try_new(with_quiet(&asked)) {
+                Ok(filter) => Some(filter),
+                Err(e) => {
+                    eprintln!(
+                        "warning: RUST_LOG={asked:?} is not a log filter ({e}); logging at {level}"
+                    );
+                    None
+                }
+            },
+        )
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(with_quiet(level)));
     // Colour codes only for a person at a terminal: a service manager's journal or a pipe
     // gets plain text (and NO_COLOR is honoured, https://no-color.org).
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();

@@ -1379,8 +1379,47 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
     for url in ["http://127.0.0.1:49134", "127.0.0.1:49134", "ws://"] {
         let stderr = usage(&["--url", url, "search", "send an email"]);
         assert!(
-            stderr.contains("the engine's address is a WebSocket URL, ws://HOST:PORT"),
+            stderr.contains(&format!(
+                "invalid --url {url:?}: the engine's address is a WebSocket URL, ws://HOST:PORT"
+            )),
             "{url}: {stderr}"
+        );
+    }
+    // A wrong III_URL is named as such, and only the commands that reach the engine mind it.
+    let with_env = |args: &[&str]| {
+        iii(&tree)
+            .env("III_URL", "http://x")
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let worker = with_env(&[]);
+    assert_eq!(worker.status.code(), Some(2));
+    assert!(
+        text(&worker.stderr).contains("invalid III_URL \"http://x\""),
+        "{}",
+        text(&worker.stderr)
+    );
+    for args in [
+        &["list", "skills"][..],
+        &["search", "--skills", "email"][..],
+        &["check"][..],
+    ] {
+        let output = with_env(args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+    // The filters of `list` are the skills' only: refused for the other kinds, not ignored.
+    for kind in ["agents", "system-prompts"] {
+        let stderr = usage(&["list", kind, "--prefix", "zzz", "--type", "how-to"]);
+        assert!(
+            stderr.contains(&format!(
+                "--prefix, --type filter skills only; `list {kind}` always lists them all"
+            )),
+            "{stderr}"
         );
     }
 
