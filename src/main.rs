@@ -675,7 +675,6 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Check { json, spec: false } => {
-            warn_missing_folders(&config);
             let directory = open_fresh(config)?;
             let skipped = directory.skipped()?;
             if json {
@@ -800,10 +799,19 @@ fn file_not_served(file: &std::path::Path, why: &str) -> iii_directory::Error {
     )
 }
 
-/// Says which folders a person most likely mistyped: `skills_folder`, and a user-global
-/// folder that is set, when missing (a missing root serves nothing, silently, by design: it is
+/// Says, before any command reads, which folders a person most likely mistyped:
+/// `III_COMPOSE_DIR`, `skills_folder`, and a user-global folder that is set, when missing (a missing root serves nothing, silently, by design: it is
 /// served as soon as it appears). The other roots are often absent on purpose.
 fn warn_missing_folders(config: &Config) {
+    let compose = std::env::var_os(iii_directory::config::COMPOSE_DIR_ENV)
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from);
+    if let Some(compose) = compose.filter(|dir| !dir.exists()) {
+        tracing::warn!(
+            "III_COMPOSE_DIR {} does not exist (a typo?): relative folders resolve inside it, and the index is made there",
+            compose.display()
+        );
+    }
     let paths = &config.paths;
     let named = [
         ("skills_folder", Some(&paths.skills_folder)),
@@ -826,6 +834,7 @@ fn warn_missing_folders(config: &Config) {
 /// Opens the index to answer reads: a follower of a running worker, or the writer, brought up
 /// to date first.
 fn open_fresh(config: Config) -> Result<Directory, CliError> {
+    warn_missing_folders(&config);
     let directory = Directory::open_shared(config)?;
     if directory.is_writer() {
         // Usually a moment; a first index (or one rebuilt after a crash) of a large tree takes

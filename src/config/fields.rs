@@ -351,7 +351,14 @@ fn describe(value: &Value) -> &'static str {
         Value::Bool(_) => "a boolean",
         Value::Number(n) if n.is_u64() => "an integer",
         Value::Number(n) if n.is_i64() => "a negative integer",
-        Value::Number(_) => "a fractional number",
+        // YAML reads `1e5` and digits past u64 as floats: say which, not "fractional".
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() >= u64::MAX as f64 => "a number too large",
+            Some(f) if f.fract() == 0.0 => {
+                "a number written as a float (such as 1e5 or 100000.0); write its digits alone"
+            }
+            _ => "a fractional number",
+        },
         Value::String(s) if s.trim().is_empty() => "an empty string",
         Value::String(_) => "a string",
         Value::Array(_) => "a list",

@@ -188,6 +188,14 @@ fn wrong_types_name_the_key_and_the_expected_type() {
             "configuration key \"hint_min_workers\" must be a non-negative integer, got a fractional number",
         ),
         (
+            "download_timeout_ms: 1e5",
+            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a number written as a float (such as 1e5 or 100000.0); write its digits alone",
+        ),
+        (
+            "download_timeout_ms: 99999999999999999999999",
+            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a number too large",
+        ),
+        (
             "registry_cache_ttl_ms: \"60000\"",
             "configuration key \"registry_cache_ttl_ms\" must be a non-negative integer, got a string",
         ),

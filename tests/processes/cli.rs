@@ -1459,25 +1459,41 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
         "typo.yaml",
         "skills_folder: skils\nsearch_model_download: false\n",
     );
-    for command in ["check", "reindex"] {
-        let output = run(
-            &tree,
-            &[
-                "--config",
-                tree.path("typo.yaml").to_str().expect("path"),
-                command,
-            ],
-        );
-        assert!(output.status.success(), "{command}");
+    let typo = tree.path("typo.yaml");
+    let typo = typo.to_str().expect("path");
+    for command in [
+        &["check"][..],
+        &["reindex"],
+        &["list", "skills"],
+        &["index"],
+        &["catalog"],
+        &["search", "--skills", "email"],
+    ] {
+        let output = run(&tree, &[&["--config", typo][..], command].concat());
+        assert!(output.status.success(), "{command:?}");
         assert!(
             text(&output.stderr).contains(&format!(
                 "skills_folder {} does not exist: nothing is served from it until it does",
                 tree.path("skils").display()
             )),
-            "{command}: {}",
+            "{command:?}: {}",
             text(&output.stderr)
         );
     }
+    let missing = tree.path("no-such-compose");
+    let output = iii(&tree)
+        .env("III_COMPOSE_DIR", &missing)
+        .args(["list", "skills"])
+        .output()
+        .expect("run");
+    assert!(
+        text(&output.stderr).contains(&format!(
+            "III_COMPOSE_DIR {} does not exist (a typo?)",
+            missing.display()
+        )),
+        "{}",
+        text(&output.stderr)
+    );
 
     tree.write(
         "model.yaml",
