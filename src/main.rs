@@ -171,7 +171,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Render the per-worker skills index (directory::skills::index).
+    /// Render the per-worker skills index (directory::skills::index): one entry per skill whose
+    /// frontmatter says `type: index`.
     Index {
         /// Print the exact response of directory::skills::index.
         #[arg(long)]
