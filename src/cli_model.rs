@@ -93,9 +93,13 @@ pub struct Embeddings {
     pub unloadable: bool,
     /// Skill contents embedded by this run.
     pub embedded: u64,
-    /// Skill contents still without an embedding (a text that could not be read).
+    /// Skill contents still without an embedding (a text that could not be read, or the rest
+    /// of a pass a waiting worker ended).
     pub pending: u64,
     pub ms: u64,
+    /// The pid of the worker that was waiting for the index, when the pass stopped early for
+    /// it: the worker embeds the rest in the background.
+    pub yielded_to_worker: Option<u32>,
 }
 
 /// Embeds every skill content of the index that lacks an embedding, calling `progress(done,
@@ -112,6 +116,7 @@ pub fn embed_all(
             embedded: 0,
             pending: directory.hybrid_when_embedded()?,
             ms: 0,
+            yielded_to_worker: None,
         });
     }
     let started = Instant::now();
@@ -130,12 +135,14 @@ pub fn embed_all(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })? as u64
     };
+    let pending = directory.hybrid_when_embedded()?;
     Ok(Embeddings {
         model: Some(MODEL_NAME),
         unloadable: false,
         embedded,
-        pending: directory.hybrid_when_embedded()?,
+        pending,
         ms: started.elapsed().as_millis() as u64,
+        yielded_to_worker: directory.wanted_by_a_worker().filter(|_| pending > 0),
     })
 }
 
@@ -152,7 +159,9 @@ impl Embeddings {
                     or let the worker fetch it); skill search ranks lexically"
                 .to_string();
         }
-        let mut line = if self.embedded == 0 {
+        let mut line = if self.embedded == 0 && self.yielded_to_worker.is_some() {
+            "skill embeddings: none computed".to_string()
+        } else if self.embedded == 0 {
             "skill embeddings up to date".to_string()
         } else {
             let seconds = self.ms as f64 / 1000.0;
@@ -162,8 +171,16 @@ impl Embeddings {
                 self.embedded as f64 / seconds.max(1e-3)
             )
         };
-        if self.pending > 0 {
-            line.push_str(&format!("; {} could not be embedded", self.pending));
+        match self.yielded_to_worker {
+            Some(pid) if self.pending > 0 => line.push_str(&format!(
+                "; stopped there for the worker (pid {pid}) waiting for the index, which embeds \
+                 the other {} in the background",
+                self.pending
+            )),
+            _ if self.pending > 0 => {
+                line.push_str(&format!("; {} could not be embedded", self.pending))
+            }
+            _ => {}
         }
         line
     }

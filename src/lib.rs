@@ -54,7 +54,7 @@ pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Resul
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::holder::{
     Holder as IndexHolder, WORKER as WORKER_ROLE, declare as declare_process_role,
-    write_note as write_index_holder,
+    read as read_index_holder, write_note as write_index_holder,
 };
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};
 pub use roots::{Root, Roots};

@@ -385,6 +385,9 @@ impl Directory {
     /// Embeds every skill content of the latest revision that has no vector yet, a batch at a
     /// time, each batch stored in its own commit. Returns how many were stored. Nothing to do
     /// without a ready model, or on a read-only follower (its writer embeds).
+    ///
+    /// A worker waiting for the index ([`Directory::wanted_by_a_worker`]) ends a command's pass
+    /// early, between batches.
     pub fn embed_pending(&self) -> Result<usize> {
         let Some((embedder, model)) = self.dense.ready_model() else {
             return Ok(0);
@@ -416,6 +419,11 @@ impl Directory {
                 );
             }
             for chunk in pending.chunks(BATCH) {
+                // A command's pass (a `reindex`) lets a waiting worker have the index: the
+                // worker embeds the rest in the background, serving meanwhile.
+                if self.index.wanted_by_a_worker().is_some() {
+                    return Ok(stored);
+                }
                 tried.extend(chunk.iter().map(|p| p.hash));
                 // A snapshot per batch: no read transaction stays open across a long pass.
                 let reader = self.index.read()?;
@@ -536,6 +544,11 @@ impl Directory {
     #[cfg(any(test, feature = "testing"))]
     pub fn fail_next_vector_stores(&self, n: usize) {
         self.dense.failing_stores.store(n, Ordering::SeqCst);
+    }
+
+    /// The worker (its pid) waiting for this process, a command holding the index, to let go.
+    pub fn wanted_by_a_worker(&self) -> Option<u32> {
+        self.index.wanted_by_a_worker().map(|holder| holder.pid)
     }
 
     /// How many skill contents this process has embedded.

@@ -13,6 +13,11 @@
 //!
 //! The note is consulted only while the lock is held, so one left by a process that died is
 //! harmless: its pid is no longer alive, and the note is read as no note.
+//!
+//! A worker that waits for a command says so in a second note, `<index_path>.wanted` (a
+//! [`Wanted`] while it waits): a command whose remaining work can wait for the worker (a
+//! `reindex` embedding skills, which the worker does in the background anyway) stops early
+//! and lets go, rather than keep the worker off the bus for minutes.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -64,6 +69,70 @@ impl Holder {
 
 fn note_path(index: &Path) -> PathBuf {
     crate::store::beside(index, ".holder")
+}
+
+fn wanted_path(index: &Path) -> PathBuf {
+    crate::store::beside(index, ".wanted")
+}
+
+/// This process's note that it waits for the index as a worker, removed when dropped (once
+/// the worker opened the index, or gave up).
+pub struct Wanted {
+    path: PathBuf,
+}
+
+impl Wanted {
+    /// Leaves the note, when this process declared itself a worker. Best effort, and only as a
+    /// new file: a note of a process that died is replaced, anything else at that path (a
+    /// user's file, a link, a live worker's note) is left as it is.
+    pub fn note(index: &Path) -> Option<Wanted> {
+        if ROLE.get().map(String::as_str) != Some(WORKER) {
+            return None;
+        }
+        let path = wanted_path(index);
+        if read_note(&path).is_some_and(|holder| !alive(holder.pid)) {
+            let _ = std::fs::remove_file(&path);
+        }
+        let holder = Holder {
+            pid: std::process::id(),
+            role: WORKER.into(),
+            folders: Vec::new(),
+        };
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut file| {
+                let bytes = serde_json::to_vec(&holder).map_err(std::io::Error::other)?;
+                std::io::Write::write_all(&mut file, &bytes)
+            });
+        match written {
+            Ok(()) => Some(Wanted { path }),
+            Err(e) => {
+                tracing::debug!(path = %path.display(), %e, "could not note that this worker waits for the index");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Wanted {
+    fn drop(&mut self) {
+        // Only our own note: another worker may have replaced a note it found stale.
+        if read_note(&self.path).is_some_and(|holder| holder.pid == std::process::id()) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The worker waiting for the index at `index`, when a live process other than this one says
+/// so ([`Wanted`]), and this process is a command (a worker holds the index for good).
+pub fn wanted_by(index: &Path) -> Option<Holder> {
+    if ROLE.get().is_some_and(|role| role == WORKER) {
+        return None;
+    }
+    read_note(&wanted_path(index))
+        .filter(|holder| holder.pid != std::process::id() && alive(holder.pid))
 }
 
 /// Notes this process as the writer of the index at `index`, indexing `folders` (when it

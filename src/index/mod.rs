@@ -220,12 +220,15 @@ impl Index {
         waiting: impl FnOnce(&holder::Holder),
     ) -> Result<Index, OpenError> {
         let mut waiting = Some(waiting);
+        // Dropped when this returns: the note lasts while the wait does.
+        let mut _wanted = None;
         loop {
             match Index::open_writer(path) {
                 Err(OpenError::Busy(busy)) => match holder::of_busy(path) {
                     Some(holder) if holder.is_command() => {
                         if let Some(tell) = waiting.take() {
                             tell(&holder);
+                            _wanted = holder::Wanted::note(path);
                         }
                         std::thread::sleep(std::time::Duration::from_millis(200));
                     }
@@ -353,6 +356,15 @@ impl Index {
     fn note_latest(&self) {
         let latest = self.read().and_then(|r| r.latest());
         *locks::lock(&self.latest) = latest.ok();
+    }
+
+    /// The worker waiting for this process, a command, to let go of the index (see
+    /// [`holder::Wanted`]).
+    pub fn wanted_by_a_worker(&self) -> Option<holder::Holder> {
+        match self.handle {
+            Handle::Writer(_) => holder::wanted_by(&self.path),
+            Handle::Reader { .. } => None,
+        }
     }
 
     /// Closes the writer's files for good, leaving the clean-close stamps, so that the next

@@ -1133,6 +1133,7 @@ fn with_the_model_here_reindex_embeds_the_skills_and_search_ranks_as_the_worker_
     );
     let again = ok(&tree, &["--config", config, "reindex"]);
     assert!(again.contains("skill embeddings up to date"), "{again}");
+    assert_reindex_lets_a_waiting_worker_have_the_index(&tree, config);
 
     let (answer, said) = search_paraphrase(&tree, config);
     assert_eq!(answer["mode"], "hybrid", "{answer}");
@@ -1149,6 +1150,49 @@ fn with_the_model_here_reindex_embeds_the_skills_and_search_ranks_as_the_worker_
     assert_eq!(said, "");
     let summary = ok_json(&tree, &["--config", config, "reindex", "--json"]);
     assert_eq!(summary["embeddings"]["embedded"], 0, "{summary}");
+}
+
+/// A worker waiting for the index (its `<index>.wanted` note, stood in for by a live process)
+/// ends a `reindex`'s embedding between batches: the worker embeds the rest in the background.
+/// A note of a process that died is ignored.
+fn assert_reindex_lets_a_waiting_worker_have_the_index(tree: &Tree, config: &str) {
+    let wanted = {
+        let mut name = tree.config().paths.index_path.into_os_string();
+        name.push(".wanted");
+        std::path::PathBuf::from(name)
+    };
+    // New contents to embed: every skill's text changes.
+    for n in 0..40 {
+        let path = tree.path(&format!("skills/notes-{n:02}/SKILL.md"));
+        let text = fs::read_to_string(&path).expect("a filler");
+        fs::write(&path, format!("{text}\nRevised.\n")).expect("write");
+    }
+    let mut stand_in = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let note = json!({ "pid": stand_in.id(), "role": "worker", "folders": [] });
+    fs::write(&wanted, note.to_string()).expect("the note");
+    let summary = ok_json(tree, &["--config", config, "reindex", "--json"]);
+    let embeddings = &summary["embeddings"];
+    assert_eq!(embeddings["embedded"], 0, "{summary}");
+    assert_eq!(embeddings["pending"], 40, "{summary}");
+    assert_eq!(embeddings["yielded_to_worker"], stand_in.id(), "{summary}");
+    let human = ok(tree, &["--config", config, "reindex"]);
+    assert!(
+        human.contains(&format!(
+            "skill embeddings: none computed; stopped there for the worker (pid {}) waiting for the index, which embeds the other 40 in the background",
+            stand_in.id()
+        )),
+        "{human}"
+    );
+    stand_in.kill().expect("kill");
+    stand_in.wait().expect("reap");
+    let summary = ok_json(tree, &["--config", config, "reindex", "--json"]);
+    assert_eq!(summary["embeddings"]["embedded"], 40, "{summary}");
+    assert_eq!(
+        summary["embeddings"]["yielded_to_worker"],
+        Value::Null,
+        "{summary}"
+    );
+    fs::remove_file(&wanted).expect("remove the stale note");
 }
 
 /// Beside a worker whose embeddings another copy of the model made (its files differ), search
@@ -1225,7 +1269,7 @@ fn without_a_model_here_reindex_says_so_and_fetches_nothing() {
     let summary = ok_json(&tree, &["reindex", "--json"]);
     assert_eq!(
         summary["embeddings"],
-        json!({ "model": null, "embedded": 0, "pending": 3, "ms": 0 }),
+        json!({ "model": null, "embedded": 0, "pending": 3, "ms": 0, "yielded_to_worker": null }),
         "{summary}"
     );
     assert!(
@@ -1280,6 +1324,47 @@ fn a_command_waits_for_another_command_that_holds_the_index() {
         "{}",
         text(&output.stderr)
     );
+}
+
+/// A worker that starts while a command holds the index waits for it, and says so in
+/// `<index>.wanted` (so that a `reindex` embedding skills lets go early); the note goes once
+/// the worker holds the index.
+#[test]
+fn a_worker_waiting_for_a_command_notes_that_it_wants_the_index() {
+    let tree = sample_tree();
+    let holder = hold_as(&tree, "reindex");
+    let index = tree.config().paths.index_path;
+    let wanted = {
+        let mut name = index.clone().into_os_string();
+        name.push(".wanted");
+        std::path::PathBuf::from(name)
+    };
+    let mut worker = iii(&tree)
+        .args(["--url", "ws://127.0.0.1:1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the worker");
+    let pid = worker.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let note_names = |pid: u32| {
+        fs::read_to_string(&wanted).is_ok_and(|text| text.contains(&format!("\"pid\":{pid},")))
+    };
+    while !note_names(pid) {
+        assert!(Instant::now() < deadline, "the waiting worker left no note");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(holder);
+    let holds = || iii_directory::read_index_holder(&index).is_some_and(|holder| holder.pid == pid);
+    while !holds() || wanted.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never took the index, or left its note"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    worker.kill().expect("kill");
+    worker.wait().expect("reap");
 }
 
 /// Commands started together on a new project (no index yet): each waits for the one making
