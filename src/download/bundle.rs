@@ -161,6 +161,14 @@ impl BundleBuilder {
                 "bundle file {rel:?} has the name of a temporary file ({name}); nothing was written"
             )));
         }
+        // `<file>.upstream` is the name an update gives upstream's text beside a file changed
+        // on both sides: a bundle shipping one could never be updated (its own file would be
+        // taken for a conflict's copy, and the next copy would have nowhere to go).
+        if rel.ends_with(crate::rules::skip::UPSTREAM_SUFFIX) {
+            return Err(Error::Invalid(format!(
+                "bundle file {rel:?} ends in .upstream, the name an update gives the upstream text of a file changed on both sides; a bundle may not ship one, and nothing was written"
+            )));
+        }
         self.bytes += bytes.len() as u64;
         match listed {
             Some((Listed::Skill, entry)) => self.written.skills.push(entry),
@@ -310,5 +318,19 @@ mod tests {
             .expect_err("temp")
             .to_string();
         assert!(err.contains("temporary file"), "{err}");
+    }
+
+    #[test]
+    fn conflict_copy_names_are_refused() {
+        for rel in ["w/SKILL.md.upstream", "w/proxy.conf.upstream"] {
+            let mut b = builder(10, 1000);
+            let err = add(&mut b, rel, b"x")
+                .expect_err("a copy's name")
+                .to_string();
+            assert!(err.contains("ends in .upstream"), "{err}");
+        }
+        let mut b = builder(10, 1000);
+        add(&mut b, "w/upstream.md", b"x").expect("an ordinary name");
+        add(&mut b, "w/notes.upstreams", b"x").expect("another suffix");
     }
 }

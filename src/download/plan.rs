@@ -413,6 +413,9 @@ pub async fn land_locked(
     let Some(entry) = lock::read(&paths.bundles_lock)?.bundles.remove(&namespace) else {
         return Ok(None);
     };
+    if on_conflict != OnConflict::TakeUpstream {
+        refuse_another_origin(&entry, &bundle.source)?;
+    }
     // A download reviews the whole bundle, as a first landing does.
     let whole = review::review(&bundle, directory.settings().download_large_file_bytes);
     let mut plan = make(directory, registry, entry, bundle).await?;
@@ -482,6 +485,7 @@ async fn make(
             .map_err(Error::task("plan task"))?
     };
     let mut plan = scan;
+    refuse_adopted_profiles(&plan)?;
     let needed: Vec<Key> = plan
         .files
         .iter()
@@ -510,6 +514,62 @@ async fn make(
         }
     }
     Ok(plan)
+}
+
+/// Refuses a download into a locked namespace from another origin than the lock's (a
+/// repository for a registry worker, another repository): the lock would silently point
+/// elsewhere, and what the old bundle brought that the new one does not (an agent profile, a
+/// prompt: a repository's bundle never has them) would stay on disk with no bundle owning it.
+/// Another branch of the same repository is the same origin. `force` replaces the bundle.
+fn refuse_another_origin(entry: &Entry, source: &Source) -> Result<()> {
+    let same = match (&entry.source, source) {
+        (LockedSource::Repo { repo: locked, .. }, Source::Repo { repo, .. }) => locked == repo,
+        (LockedSource::Registry { .. }, Source::Registry { .. }) => true,
+        _ => false,
+    };
+    if same {
+        return Ok(());
+    }
+    let locked = match &entry.source {
+        LockedSource::Repo { repo, .. } => format!("the repository {repo}"),
+        LockedSource::Registry { worker, .. } => format!("the registry's worker {worker}"),
+    };
+    let asked = match source {
+        Source::Repo { repo, .. } => format!("the repository {repo}"),
+        Source::Registry { worker, .. } => format!("the registry's worker {worker}"),
+    };
+    Err(Error::coded(
+        Code::BundleConflict,
+        format!(
+            "namespace {} holds the bundle of {locked} (bundles lock), and this download is from {asked}; nothing was written. Download from the locked origin, or pass force: true (`download --force`) to replace the bundle: files of the old one that the new one does not bring then stay on disk, owned by no bundle.",
+            quoted(&entry.namespace)
+        ),
+        &[],
+    ))
+}
+
+/// Refuses an update whose new version adds an agent profile where the user (or another
+/// namespace) has one of that id: a first download refuses it (`D330`), and so does every later
+/// one. A file made by hand in the namespace's own folder may become the bundle's (kept, with
+/// `.upstream` beside it); a profile in the shared `agents_folder` never is (SECURITY.md).
+fn refuse_adopted_profiles(plan: &Plan) -> Result<()> {
+    let Some(file) = plan.files.iter().find(|f| {
+        f.key.0 == Dest::Agents
+            && f.upstream == Upstream::Added
+            && matches!(f.local, Local::Present | Local::Same)
+    }) else {
+        return Ok(());
+    };
+    Err(Error::coded(
+        Code::BundleConflict,
+        format!(
+            "bundle file {:?} would replace the agent profile {:?} (agents_folder/{}), which this bundle did not install; the update was refused and nothing was written. Rename or move your profile to take the bundle's.",
+            file.shown,
+            file.key.1.strip_suffix(".md").unwrap_or(&file.key.1),
+            file.key.1
+        ),
+        &[],
+    ))
 }
 
 fn root_of(paths: &Paths, dest: Dest) -> &std::path::Path {

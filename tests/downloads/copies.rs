@@ -363,3 +363,43 @@ async fn a_collision_settled_by_taking_upstreams_text_is_the_bundles_file() {
 async fn a_collision_settled_by_keeping_ones_own_text_is_the_bundles_file() {
     a_settled_collision_with_a_hand_made_file_is_the_bundles_file(Settle::KeepMine).await;
 }
+
+/// A new version that adds an agent profile where the user has one of that id is refused, as
+/// the first download of such a bundle is (`D330`), forced or not: a profile in the shared
+/// `agents_folder` never becomes a bundle's (it once did: kept with `.upstream` beside it, listed
+/// in the lock as the bundle's, and every later `force` refused). Nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_version_never_takes_over_a_users_agent_profile() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [("SKILL.md".to_string(), "# Demo\n".to_string())].into();
+    publish(&s, "1.0.0", &v1);
+    download_answer(&s, json!({"worker": NS})).await;
+    let profile = "---\nname: mine\ndescription: my own\n---\nmine\n";
+    s.tree.write("agents/mine.md", profile);
+    let lock_before = std::fs::read(&s.directory.config().paths.bundles_lock).expect("lock");
+    let mut v2 = v1.clone();
+    v2.insert(
+        "agents/mine.md".into(),
+        "---\nname: mine\ndescription: the bundle's\n---\ntheirs\n".into(),
+    );
+    publish(&s, "2.0.0", &v2);
+    for request in [json!({"worker": NS}), json!({"worker": NS, "force": true})] {
+        let refused = s
+            .download(FromRegistry, request.clone())
+            .await
+            .expect_err("a user's profile in the way");
+        assert!(
+            refused.starts_with("D330 conflict: bundle file \"agents/mine.md\" would replace the agent profile \"mine\""),
+            "{request}: {refused}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(s.tree.path("agents/mine.md")).expect("profile"),
+        profile
+    );
+    assert!(!s.tree.path("agents/mine.md.upstream").exists());
+    assert_eq!(
+        std::fs::read(&s.directory.config().paths.bundles_lock).expect("lock"),
+        lock_before
+    );
+}

@@ -691,3 +691,60 @@ fn a_re_download_across_commits_merges_a_local_edit_three_way() {
     );
     f.assert_no_clone_left();
 }
+
+/// A locked namespace keeps its origin: a download of the same skill name from another
+/// repository is refused with nothing written (the lock would silently point elsewhere), and
+/// `--force` replaces the bundle. Another branch of the same repository is the same origin.
+#[test]
+fn a_download_from_another_origin_into_a_locked_namespace_is_refused_unless_forced() {
+    let f = Fixture::new(Behaviour::Serve);
+    for name in ["first", "second"] {
+        let repo = f.repo(name);
+        repo.write("skills/sw/SKILL.md", &format!("# Sw from {name}\n"));
+        repo.publish("v1");
+    }
+    let (first, second) = (f.server.url("first"), f.server.url("second"));
+    f.download(&first, "sw", None);
+    let stderr = f.refused(&["download", "--repo", &second, "--skill", "sw"]);
+    assert!(
+        stderr.contains(&format!(
+            "D330 conflict: namespace \"sw\" holds the bundle of the repository {first} (bundles lock), and this download is from the repository {second}; nothing was written"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("download --force"), "{stderr}");
+    let out = f.cli(&[
+        "download", "--repo", &second, "--skill", "sw", "--force", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(f.read("skills/sw/SKILL.md"), "# Sw from second\n");
+    let lock = f.read("skills/iii-bundles.lock.json");
+    assert!(lock.contains(&second) && !lock.contains(&first), "{lock}");
+}
+
+/// A bundle may not ship a file named as an update names upstream's text beside a conflicting
+/// file (`<name>.upstream`): it could never be updated. Refused whole, nothing written.
+#[test]
+fn a_bundle_shipping_a_conflict_copys_name_is_refused() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("upr");
+    repo.write("skills/nginx/SKILL.md", "# Nginx\n")
+        .write("skills/nginx/proxy.conf", "a\n")
+        .write("skills/nginx/proxy.conf.upstream", "b\n");
+    repo.publish("v1");
+    let stderr = f.refused(&[
+        "download",
+        "--repo",
+        &f.server.url("upr"),
+        "--skill",
+        "nginx",
+    ]);
+    assert!(
+        stderr.contains("bundle file \"nginx/proxy.conf.upstream\" ends in .upstream"),
+        "{stderr}"
+    );
+}
