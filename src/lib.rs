@@ -53,7 +53,7 @@ pub use directory::{
 pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::holder::{
-    Holder as IndexHolder, WORKER as WORKER_ROLE, declare as declare_process_role,
+    Holder as IndexHolder, NotedConfig, WORKER as WORKER_ROLE, declare as declare_process_role,
     read as read_index_holder, write_note as write_index_holder,
 };
 pub use index::{OpenError, Progress, Report, files as index_files, remove_files as remove_index};

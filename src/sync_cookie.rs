@@ -251,7 +251,7 @@ mod tests {
         let note = holder::Holder {
             pid: writer.id(),
             role: holder::WORKER.to_string(),
-            folders: Vec::new(),
+            ..holder::Holder::default()
         };
         holder::write_note(index, &note).expect("note");
     }

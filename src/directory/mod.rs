@@ -152,9 +152,15 @@ impl Directory {
         match Index::open_writer_after_commands(&config.paths.index_path, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(path)) => {
+                let mut config = config;
                 if let Some(holder) = index::holder::read(&path) {
                     let ours = folders(&Roots::from_paths(&config.paths));
                     check_same_folders(&path, &holder, &ours)?;
+                    // The worker's stored configuration wins over this process's seed, as it
+                    // does for the worker: its policies, its bundles lock, its model.
+                    if let Some(theirs) = holder.config.as_ref().and_then(|c| c.config()) {
+                        config = theirs;
+                    }
                 }
                 Directory::open_read_only(config)
             }
@@ -165,7 +171,7 @@ impl Directory {
     fn with_index(config: Config, index: Index) -> Directory {
         let roots = Roots::from_paths(&config.paths);
         if index.is_writer() {
-            index::holder::note(&config.paths.index_path, folders(&roots));
+            index::holder::note(&config.paths.index_path, folders(&roots), &config.settings);
             // Before the first reconcile: a download killed mid-landing is finished or undone.
             store::landing::recover_at_open(&config.paths);
         }
@@ -218,6 +224,10 @@ impl Directory {
         }
         self.index
             .set_change_log_revisions(new.change_log_revisions);
+        if self.index.is_writer() {
+            // The commands beside the worker read its live settings from the note.
+            index::holder::note(&self.config.paths.index_path, folders(&self.roots), &new);
+        }
         *settings = new;
         Ok(())
     }

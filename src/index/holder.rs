@@ -42,7 +42,7 @@ pub fn declare(role: &str) {
 }
 
 /// The process holding an index, as its note says.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Holder {
     pub pid: u32,
     pub role: String,
@@ -50,6 +50,37 @@ pub struct Holder {
     /// process with other folders must not read the rows this index holds as its own.
     #[serde(default)]
     pub folders: Vec<(String, String)>,
+    /// A worker's live configuration, which a command beside it takes for its own: the
+    /// worker's stored configuration wins over the command's `--config` (download policies,
+    /// the bundles lock, the search model), as it does for the worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<NotedConfig>,
+}
+
+/// A worker's configuration as its note carries it: its settings, and the folder relative
+/// paths in them resolve against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotedConfig {
+    pub settings: serde_json::Value,
+    pub base: PathBuf,
+}
+
+impl NotedConfig {
+    /// The configuration of this process's own settings, as noted.
+    pub fn of(settings: &crate::config::Settings) -> NotedConfig {
+        NotedConfig {
+            settings: settings.to_json(),
+            base: crate::config::base_dir(),
+        }
+    }
+
+    /// The worker's configuration, resolved as the worker resolves it; `None` when the note's
+    /// settings do not read as settings (a note of another build).
+    pub fn config(&self) -> Option<crate::config::Config> {
+        let (settings, _) = crate::config::Settings::from_json(&self.settings).ok()?;
+        let paths = settings.resolve(&self.base, crate::config::home_dir().as_deref());
+        Some(crate::config::Config { settings, paths })
+    }
 }
 
 impl Holder {
@@ -97,6 +128,7 @@ impl Wanted {
             pid: std::process::id(),
             role: WORKER.into(),
             folders: Vec::new(),
+            config: None,
         };
         let written = std::fs::OpenOptions::new()
             .write(true)
@@ -136,9 +168,9 @@ pub fn wanted_by(index: &Path) -> Option<Holder> {
 }
 
 /// Notes this process as the writer of the index at `index`, indexing `folders` (when it
-/// declared a role). Best effort: without the note, the others behave as before notes
-/// existed (see [`of_busy`]).
-pub fn note(index: &Path, folders: Vec<(String, String)>) {
+/// declared a role), with its live `settings` when it is a worker. Best effort: without the
+/// note, the others behave as before notes existed (see [`of_busy`]).
+pub fn note(index: &Path, folders: Vec<(String, String)>, settings: &crate::config::Settings) {
     let Some(role) = ROLE.get() else {
         return;
     };
@@ -146,6 +178,7 @@ pub fn note(index: &Path, folders: Vec<(String, String)>) {
         pid: std::process::id(),
         role: role.clone(),
         folders,
+        config: (role == WORKER).then(|| NotedConfig::of(settings)),
     };
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
@@ -241,6 +274,7 @@ mod tests {
             pid: std::process::id(),
             role: WORKER.into(),
             folders: Vec::new(),
+            config: None,
         };
         std::fs::write(note_path(&index), "my holder text").expect("write");
         assert!(write_note(&index, &holder).is_err());
@@ -272,7 +306,7 @@ mod tests {
         let parent = Holder {
             pid: std::os::unix::process::parent_id(),
             role: "reindex".into(),
-            folders: Vec::new(),
+            ..Holder::default()
         };
         write(&parent);
         assert_eq!(of_busy(&index), Some(parent.clone()));
@@ -285,6 +319,7 @@ mod tests {
             pid: std::process::id(),
             role: WORKER.into(),
             folders: Vec::new(),
+            config: None,
         };
         write(&own);
         assert_eq!(of_busy(&index), None);
@@ -292,7 +327,7 @@ mod tests {
         write(&Holder {
             pid: 1 << 23,
             role: WORKER.into(),
-            folders: Vec::new(),
+            ..Holder::default()
         });
         let started = Instant::now();
         assert_eq!(of_busy(&index), None);

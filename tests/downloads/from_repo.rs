@@ -450,6 +450,40 @@ fn with_a_running_owner_the_command_lands_and_follows_its_index() {
     assert_no_staging(f.compose.base());
 }
 
+/// Beside a running worker, the command takes the worker's live configuration from its note
+/// (the stored configuration wins over `--config`, as it does for the worker): a policy set
+/// through the configuration worker, `download_allow_executables: false`, refuses the bundle
+/// from the command line too.
+#[test]
+fn beside_a_running_worker_the_command_follows_the_workers_policies() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let index = f.compose.config().paths.index_path;
+    let owner = f.compose.open();
+    let note = iii_directory::IndexHolder {
+        pid: std::process::id(),
+        role: iii_directory::WORKER_ROLE.into(),
+        folders: Vec::new(),
+        config: Some(iii_directory::NotedConfig {
+            settings: json!({ "download_allow_executables": false }),
+            base: f.compose.base().to_path_buf(),
+        }),
+    };
+    iii_directory::write_index_holder(&index, &note).expect("the worker's note");
+    let stderr = f.refused(&[
+        "download",
+        "--repo",
+        &f.server.url("skills"),
+        "--skill",
+        "frontend-design",
+    ]);
+    assert!(stderr.contains("D333"), "{stderr}");
+    assert!(stderr.contains("scripts/build.sh"), "{stderr}");
+    drop(owner);
+}
+
 fn assert_no_staging(base: &Path) {
     let state = tree_state(base);
     assert!(

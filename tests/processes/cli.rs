@@ -749,6 +749,7 @@ fn note_holder(tree: &Tree, role: &str, folders: Vec<(String, String)>) {
         pid: std::process::id(),
         role: role.to_string(),
         folders,
+        ..IndexHolder::default()
     };
     write_index_holder(&tree.config().paths.index_path, &holder).expect("note the holder");
 }

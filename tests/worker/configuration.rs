@@ -130,6 +130,21 @@ async fn a_configuration_update_applies_tunables_live() {
         own(h.skill_ids().await),
         ["ghost/guide", "hello", "mailer/guide", "mailer"]
     );
+    // The note beside the index carries the live settings, for the commands beside the worker.
+    let note: Value = serde_json::from_str(
+        &fs::read_to_string(h.path("data/iii-directory/index.redb.holder")).expect("the note"),
+    )
+    .expect("JSON");
+    assert_eq!(note["role"], "worker", "{note}");
+    assert_eq!(
+        note["config"]["settings"]["filter_unregistered"], false,
+        "{note}"
+    );
+    assert_eq!(
+        note["config"]["base"],
+        h.tree.path().display().to_string(),
+        "{note}"
+    );
     h.stop().await;
 }
 
