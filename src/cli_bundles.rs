@@ -46,12 +46,15 @@ pub enum Action {
 /// (the command then exits 1, after printing the report).
 pub struct Outcome {
     pub text: String,
-    pub differing: Option<usize>,
+    /// Printed, then the command fails with it (a verify that found differences, a restore
+    /// that could not restore every bundle).
+    pub failure: Option<CliError>,
 }
 
 /// Runs the command.
 pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome, CliError> {
     config.check()?;
+    let config = Directory::config_beside_worker(config);
     if let Some(Action::Restore { namespace, force }) = &action {
         return restore(config.clone(), namespace.clone(), *force, json);
     }
@@ -79,9 +82,13 @@ pub fn run(config: Config, action: Option<Action>, json: bool) -> Result<Outcome
             BundlesFunction::Verify => render_verify(&response),
         }
     };
-    let differing = (function == BundlesFunction::Verify && response["ok"] != json!(true))
-        .then(|| response["bundles"].as_array().map_or(0, Vec::len));
-    Ok(Outcome { text, differing })
+    let failure =
+        (function == BundlesFunction::Verify && response["ok"] != json!(true)).then(|| {
+            CliError::NotVerified {
+                bundles: response["bundles"].as_array().map_or(0, Vec::len),
+            }
+        });
+    Ok(Outcome { text, failure })
 }
 
 /// `bundles check-updates`: one line per bundle.
@@ -132,7 +139,7 @@ fn check_updates(
     };
     Ok(Outcome {
         text,
-        differing: None,
+        failure: None,
     })
 }
 
@@ -148,7 +155,7 @@ fn restore(
     if directory.is_writer() {
         directory.reconcile()?;
     }
-    let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
+    let registry = Registry::fixed(Endpoint::from_settings(&directory.settings()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -193,7 +200,7 @@ fn restore(
     };
     Ok(Outcome {
         text,
-        differing: (failed > 0).then_some(failed),
+        failure: (failed > 0).then_some(CliError::NotRestored { bundles: failed }),
     })
 }
 

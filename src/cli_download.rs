@@ -68,7 +68,7 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     if writer {
         directory.reconcile()?;
     }
-    let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
+    let registry = Registry::fixed(Endpoint::from_settings(&directory.settings()));
     let started = Instant::now();
     let quiet = args.json;
     let progress = move |step: Step| {

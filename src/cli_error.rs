@@ -43,6 +43,9 @@ pub enum CliError {
     /// `bundles verify` found files that differ from the lock; the report says which.
     #[error("{bundles} bundle(s) differ from the bundles lock")]
     NotVerified { bundles: usize },
+    /// `bundles restore` could not restore some bundles; the report says which and why.
+    #[error("{bundles} bundle(s) could not be restored (the reasons are above)")]
+    NotRestored { bundles: usize },
     /// The worker stopped serving, or never started.
     #[error(transparent)]
     Serve(#[from] ServeError),

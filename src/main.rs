@@ -638,10 +638,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bundles { action, json } => {
             let outcome = cli_bundles::run(config, action, json)?;
             emit(&outcome.text);
-            match outcome.differing {
-                Some(bundles) => Err(CliError::NotVerified { bundles }),
-                None => Ok(()),
-            }
+            outcome.failure.map_or(Ok(()), Err)
         }
         Command::Check { json, spec: true } => {
             let summary = open_fresh(config)?.spec_check()?;

@@ -152,19 +152,29 @@ impl Directory {
         match Index::open_writer_after_commands(&config.paths.index_path, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(path)) => {
-                let mut config = config;
                 if let Some(holder) = index::holder::read(&path) {
                     let ours = folders(&Roots::from_paths(&config.paths));
                     check_same_folders(&path, &holder, &ours)?;
-                    // The worker's stored configuration wins over this process's seed, as it
-                    // does for the worker: its policies, its bundles lock, its model.
-                    if let Some(theirs) = holder.config.as_ref().and_then(|c| c.config()) {
-                        config = theirs;
-                    }
                 }
-                Directory::open_read_only(config)
+                Directory::open_read_only(Directory::config_beside_worker(config))
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// The configuration a command runs with: a running worker's live one (its holder note
+    /// carries it) when the worker indexes the same folders, since the worker's stored
+    /// configuration wins over the command's seed as it does for the worker (its policies, its
+    /// bundles lock, its model); else `config` itself.
+    pub fn config_beside_worker(config: Config) -> Config {
+        let Some(holder) = index::holder::read(&config.paths.index_path) else {
+            return config;
+        };
+        let ours = folders(&Roots::from_paths(&config.paths));
+        let same = holder.folders.is_empty() || holder.folders == ours;
+        match holder.config.as_ref().and_then(|c| c.config()) {
+            Some(theirs) if same && !holder.is_command() => theirs,
+            _ => config,
         }
     }
 

@@ -216,6 +216,35 @@ pub fn fetch_at(
         .map_err(|e| clone.scrub(e))
 }
 
+/// Removes, once per process, the clone folders a download killed outright left in the
+/// temporary folder: folders of this user named for a process that no longer runs.
+fn sweep_dead_clones() {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(CLONE_PREFIX))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let ours = fs::symlink_metadata(entry.path())
+                .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == me);
+            if ours && !crate::index::holder::alive(pid) {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+}
+
 /// A private temporary folder for one clone, removed when dropped.
 struct CloneDir {
     path: PathBuf,
@@ -223,14 +252,18 @@ struct CloneDir {
 
 static CLONES: AtomicU64 = AtomicU64::new(0);
 
+/// The prefix of a clone's folder name; the process id follows it.
+const CLONE_PREFIX: &str = "iii-directory-clone-";
+
 impl CloneDir {
     fn create() -> Result<CloneDir> {
+        sweep_dead_clones();
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or_default();
         let name = format!(
-            "iii-directory-clone-{}-{}-{nanos}",
+            "{CLONE_PREFIX}{}-{}-{nanos}",
             std::process::id(),
             CLONES.fetch_add(1, Ordering::Relaxed)
         );
@@ -318,6 +351,15 @@ fn guarded_git() -> Command {
         // Its own process group, so a timeout ends git's helpers (git-remote-https,
         // index-pack, ssh) with it.
         .process_group(0);
+    // SAFETY: `prctl` is async-signal-safe and touches nothing of the parent's memory. It asks
+    // the kernel to end git with the thread that started it (a download killed outright), so
+    // no clone runs on, orphaned, until the server gives up.
+    unsafe {
+        git.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     if std::env::var_os("GIT_SSH_COMMAND").is_none() && std::env::var_os("GIT_SSH").is_none() {
         // No passphrase or host-key prompt on a terminal the worker does not have.
         git.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");

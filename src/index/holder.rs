@@ -252,7 +252,7 @@ fn read_note(path: &Path) -> Option<Holder> {
     serde_json::from_slice::<Holder>(&bytes).ok()
 }
 
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };

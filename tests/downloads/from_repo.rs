@@ -782,3 +782,56 @@ fn a_bundle_shipping_a_conflict_copys_name_is_refused() {
         "{stderr}"
     );
 }
+
+/// A restore that cannot fetch a bundle's locked source says so for that bundle, and the
+/// command fails saying that bundles could not be restored (it used to end with "differ from
+/// the bundles lock", though nothing had been compared).
+#[test]
+fn a_restore_that_cannot_fetch_names_the_failure() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("gone");
+    repo.write("skills/writing/SKILL.md", "# Writing\n");
+    repo.publish("v1");
+    f.download(&f.server.url("gone"), "writing", None);
+    std::fs::remove_dir_all(&repo.served).expect("remove the repository");
+    let out = f.cli(&["bundles", "restore"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("not restored writing: "), "{stdout}");
+    assert!(
+        stderr.contains("1 bundle(s) could not be restored (the reasons are above)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("differ from the bundles lock"), "{stderr}");
+}
+
+/// A download killed outright leaves its clone in the temporary folder; the next download
+/// removes the clones of processes that no longer run, and only those.
+#[test]
+fn a_download_removes_the_clones_dead_downloads_left() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    // A pid above the kernel's pid_max is no process; this test's own pid is alive.
+    let dead = f
+        .tmp
+        .path()
+        .join(format!("iii-directory-clone-{}-0-1", 1u32 << 23));
+    let live = f
+        .tmp
+        .path()
+        .join(format!("iii-directory-clone-{}-0-1", std::process::id()));
+    for clone in [&dead, &live] {
+        std::fs::create_dir_all(clone.join("checkout")).expect("mkdir");
+        std::fs::write(clone.join("checkout/README.md"), "x").expect("write");
+    }
+    f.download(&f.server.url("skills"), "frontend-design", None);
+    assert!(!dead.exists(), "the dead download's clone is removed");
+    assert!(live.exists(), "a running download's clone is left alone");
+    std::fs::remove_dir_all(&live).expect("tidy");
+    f.assert_no_clone_left();
+}
