@@ -197,7 +197,7 @@ impl fmt::Display for SkipReason {
                 f.write_str("shadowed: agents_folder has a profile with the same id")
             }
             SkipReason::UpstreamCopy => f.write_str(
-                "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file",
+                "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file (`iii-directory bundles get <namespace>` says when the conflict is settled already)",
             ),
         }
     }
