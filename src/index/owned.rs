@@ -109,25 +109,68 @@ fn probe(path: &Path, role: Role) -> Probe {
             .set_cache_size(1024 * 1024)
             .open_read_only(path)
             .ok()?;
-        let txn = db.begin_read().ok()?;
-        let names: Vec<String> = txn
-            .list_tables()
-            .ok()?
-            .map(|table| table.name().to_owned())
-            .collect();
-        let version = stored_u64(&txn, META_SCHEMA).ok()?;
-        Some(if names.is_empty() {
-            Probe::Blank
-        } else if version.is_some()
-            && names.iter().any(|n| n == META.name())
-            && names.iter().any(|n| n == role.table())
-        {
-            Probe::Marked
-        } else {
-            Probe::Foreign
-        })
+        marker(&db, role)
     });
     probe.ok().flatten().unwrap_or(Probe::Unreadable)
+}
+
+/// Copies larger than this are not made to look for a marker: a partner that big is no texts
+/// store or index of a skills tree.
+const MAX_PROBED_COPY: u64 = 4 << 30;
+
+/// [`probe`] of a file redb will not open read-only because a process that held it died
+/// without closing it (it needs the recovery only a writer's open does): the recovery runs on
+/// a private copy, never on a file that may not be ours. The partner of a damaged file is often
+/// in that state, since damage and a crash tend to come together.
+fn probe_recovered_copy(path: &Path, role: Role) -> Probe {
+    static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if std::fs::metadata(path).map_or(true, |m| m.len() > MAX_PROBED_COPY) {
+        return Probe::Unreadable;
+    }
+    let copy = std::env::temp_dir().join(format!(
+        "iii-directory-probe-{}-{}",
+        std::process::id(),
+        COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let copied = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&copy)
+        .and_then(|mut to| std::io::copy(&mut std::fs::File::open(path)?, &mut to));
+    let probe = copied.ok().and_then(|_| {
+        std::panic::catch_unwind(|| {
+            let db = redb::Builder::new()
+                .set_cache_size(1024 * 1024)
+                .open(&copy)
+                .ok()?;
+            marker(&db, role)
+        })
+        .ok()
+        .flatten()
+    });
+    let _ = std::fs::remove_file(&copy);
+    probe.unwrap_or(Probe::Unreadable)
+}
+
+/// Whether an open database carries this project's marker for `role`.
+fn marker(db: &impl ReadableDatabase, role: Role) -> Option<Probe> {
+    let txn = db.begin_read().ok()?;
+    let names: Vec<String> = txn
+        .list_tables()
+        .ok()?
+        .map(|table| table.name().to_owned())
+        .collect();
+    let version = stored_u64(&txn, META_SCHEMA).ok()?;
+    Some(if names.is_empty() {
+        Probe::Blank
+    } else if version.is_some()
+        && names.iter().any(|n| n == META.name())
+        && names.iter().any(|n| n == role.table())
+    {
+        Probe::Marked
+    } else {
+        Probe::Foreign
+    })
 }
 
 /// One of the two files, as found before the open.
@@ -143,8 +186,13 @@ impl File {
     fn marked(&self) -> bool {
         match self.probe {
             Some(Probe::Marked) => true,
-            // Recovered by the writer's open since, perhaps: look again.
-            Some(Probe::Unreadable) => probe(&self.path, self.role) == Probe::Marked,
+            // Recovered by the writer's open since, perhaps: look again, then at a recovered
+            // copy.
+            Some(Probe::Unreadable) => match probe(&self.path, self.role) {
+                Probe::Marked => true,
+                Probe::Unreadable => probe_recovered_copy(&self.path, self.role) == Probe::Marked,
+                Probe::Foreign | Probe::Blank => false,
+            },
             _ => false,
         }
     }

@@ -766,3 +766,29 @@ fn an_index_that_cannot_be_written_is_left_as_it_is_with_what_to_do() {
         assert_eq!(fs::read_dir(&point).expect("list").count(), before);
     }
 }
+
+/// A damaged index beside a texts store that a writer which died left unclosed: redb opens
+/// that store only as a writer (to recover it), so its marker is read from a recovered copy,
+/// and the pair is ours to rebuild. (It was refused as "not an index of iii-directory", and the
+/// worker could not start, until the user deleted the files.)
+#[test]
+fn a_damaged_index_beside_the_texts_store_of_a_dead_writer_is_rebuilt() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    let (index, texts) = (index_path(&tree), texts_path(&tree));
+    // The files as a writer that died leaves them: copied while one holds them open.
+    let writer = tree.open();
+    let (index_bytes, texts_bytes) = (
+        fs::read(&index).expect("index"),
+        fs::read(&texts).expect("texts"),
+    );
+    drop(writer);
+    fs::write(&index, &index_bytes[..index_bytes.len() / 2]).expect("a truncated index");
+    fs::write(&texts, &texts_bytes).expect("the texts store as the writer left it");
+    for stamp in [&index, &texts] {
+        let mut name = stamp.clone().into_os_string();
+        name.push(".clean");
+        let _ = fs::remove_file(PathBuf::from(name));
+    }
+    assert_recovers(&tree, &recorded, "damaged index beside a dead writer's texts store");
+}
