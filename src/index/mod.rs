@@ -315,27 +315,43 @@ impl Index {
             return Err(IndexError::Unavailable("a read-only index cannot reconcile").into());
         };
         let mut mirror = self.mirror.lock().map_err(|_| poisoned())?;
+        let run = |mirror: &mut reconcile::Mirror, scope: &Scope| -> Result<Report> {
+            match slot.read().map_err(|_| poisoned())?.as_ref() {
+                Some(stores) => {
+                    let target = reconcile::Target {
+                        index: &stores.index,
+                        texts: &stores.texts,
+                        gate: &self.gate,
+                    };
+                    reconcile::run(target, mirror, roots, scope, progress)
+                }
+                None => Err(closed()),
+            }
+        };
+        // A reopened index may have been rebuilt from nothing (its file was damaged): only a
+        // reconcile of every root brings it back whole. A scoped one would leave it holding
+        // the few paths of that scope, and every read answering from them.
+        let mut scope = scope;
         if slot.read().map_err(|_| poisoned())?.is_none() {
             self.reopen(slot, &mut mirror)?;
+            scope = &Scope::All;
         }
-        let result = match slot.read().map_err(|_| poisoned())?.as_ref() {
-            Some(stores) => {
-                let target = reconcile::Target {
-                    index: &stores.index,
-                    texts: &stores.texts,
-                    gate: &self.gate,
-                };
-                reconcile::run(target, &mut mirror, roots, scope, progress)
-            }
-            None => Err(closed()),
-        };
+        let mut result = run(&mut mirror, scope);
         if let Err(e) = &result {
-            // redb refuses all work after a failed write to its file (a full disk, say), and
-            // the mirror may be ahead of what was committed: start again from the file, which
-            // holds the last committed state.
+            // redb refuses all work after a failed write to its file (a full disk, say, or a
+            // file damaged under it), and the mirror may be ahead of what was committed: start
+            // again from the file, which holds the last committed state, or from a rebuilt one.
             tracing::warn!(error = %e, "reconcile failed; reopening the index");
-            if let Err(again) = self.reopen(slot, &mut mirror) {
-                tracing::warn!(error = %again, "the index could not be reopened; the next reconcile retries");
+            match self.reopen(slot, &mut mirror) {
+                Ok(()) => {
+                    if let Ok(report) = run(&mut mirror, &Scope::All) {
+                        result = Ok(report);
+                    }
+                }
+                Err(again) => tracing::warn!(
+                    error = %again,
+                    "the index could not be reopened; the next reconcile retries"
+                ),
             }
         }
         // Under the mirror lock, so that reconciles note their commits in order.

@@ -790,5 +790,52 @@ fn a_damaged_index_beside_the_texts_store_of_a_dead_writer_is_rebuilt() {
         name.push(".clean");
         let _ = fs::remove_file(PathBuf::from(name));
     }
-    assert_recovers(&tree, &recorded, "damaged index beside a dead writer's texts store");
+    assert_recovers(
+        &tree,
+        &recorded,
+        "damaged index beside a dead writer's texts store",
+    );
+}
+
+/// The index file damaged under a running writer: the next write fails to commit, the index is
+/// rebuilt from disk, and brought back whole (not just the written path: a rebuild that only
+/// reconciled the write's scope left the worker serving that one file). The write's answer is
+/// the write's, which landed on disk.
+#[test]
+fn an_index_damaged_under_a_running_writer_is_rebuilt_whole_at_the_next_write() {
+    let tree = small_tree();
+    // Enough rows that the index's pages are not all in redb's cache at the write.
+    for n in 0..12_000 {
+        tree.write(
+            &format!("skills/filler/s{n:05}.md"),
+            &format!("# Filler {n}\n\nFiller skill number {n}.\n"),
+        );
+    }
+    let ids = |directory: &Directory| -> Vec<Value> {
+        let listed = directory
+            .read(ReadFunction::SkillsList, &json!({}), None)
+            .expect("list");
+        listed["skills"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|row| row["id"].clone())
+            .collect()
+    };
+    let directory = tree.open();
+    let before = ids(&directory);
+    truncate(&index_path(&tree), 100_000);
+    let created = directory.write(
+        iii_directory::WriteFunction::SkillsCreate,
+        &json!({ "id": "late/note", "content": "# Late\n\nWritten after the damage.\n" }),
+        None,
+    );
+    assert!(created.is_ok(), "the write landed: {created:?}");
+    let after = ids(&directory);
+    assert_eq!(
+        after.len(),
+        before.len() + 1,
+        "the whole tree, and the new skill"
+    );
+    assert!(after.contains(&json!("late/note")));
 }
