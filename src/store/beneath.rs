@@ -289,6 +289,26 @@ impl Dir {
 
     /// What `name` in this folder is, without following a link; `None` when nothing is there.
     pub fn kind(&self, name: &OsStr) -> io::Result<Option<Kind>> {
+        Ok(self.stat(name)?.map(|st| match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Kind::File,
+            libc::S_IFDIR => Kind::Dir,
+            libc::S_IFLNK => Kind::Link,
+            _ => Kind::Other,
+        }))
+    }
+
+    /// The permission bits of the regular file `name` in this folder (not through a link);
+    /// `None` when no regular file is there.
+    pub fn file_mode(&self, name: &OsStr) -> io::Result<Option<u32>> {
+        Ok(self
+            .stat(name)?
+            .filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)
+            .map(|st| st.st_mode & 0o7777))
+    }
+
+    /// `fstatat` of `name` in this folder, without following a link; `None` when nothing is
+    /// there.
+    fn stat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
         let name = c_name(name)?;
         // SAFETY: `stat` is plain data, filled in by the kernel below.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -302,12 +322,7 @@ impl Dir {
             )
         });
         match ret {
-            Ok(_) => Ok(Some(match st.st_mode & libc::S_IFMT {
-                libc::S_IFREG => Kind::File,
-                libc::S_IFDIR => Kind::Dir,
-                libc::S_IFLNK => Kind::Link,
-                _ => Kind::Other,
-            })),
+            Ok(_) => Ok(Some(st)),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
             Err(e) => Err(e),
         }

@@ -208,7 +208,12 @@ pub fn write_atomic(
     let (dir, name) = open_parent(&root, &rel, dest, true)?;
     let temp = temp_name(&name);
     let temp_path = dest.with_file_name(&temp);
-    let result = write_temp(&dir, &temp, &temp_path, bytes)
+    // A replaced file keeps its permissions: an edit changes the text, not who may read it.
+    let kept_mode = match mode {
+        Mode::Replace => dir.file_mode(&name).ok().flatten(),
+        Mode::CreateNew => None,
+    };
+    let result = write_temp(&dir, &temp, &temp_path, bytes, kept_mode)
         .and_then(|()| publish(&dir, &temp, &name, dest, mode));
     if result.is_err() {
         // Through the very folder it was made in, whatever became of the path meanwhile.
@@ -218,8 +223,19 @@ pub fn write_atomic(
     Ok(dir.sync().map_err(io_error("fsync", dest))?)
 }
 
-fn write_temp(dir: &Dir, temp: &OsStr, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_temp(
+    dir: &Dir,
+    temp: &OsStr,
+    path: &Path,
+    bytes: &[u8],
+    file_mode: Option<u32>,
+) -> Result<(), StoreError> {
     let mut file = dir.create_new(temp).map_err(io_error("write", path))?;
+    if let Some(bits) = file_mode {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(bits))
+            .map_err(io_error("chmod", path))?;
+    }
     file.write_all(bytes).map_err(io_error("write", path))?;
     Ok(file.sync_all().map_err(io_error("fsync", path))?)
 }

@@ -229,3 +229,24 @@ fn skills_update_store_failure_leaves_no_temporary_file() {
     assert!(path.is_dir());
     assert_eq!(temp_files(env.tree.base()), Vec::<String>::new());
 }
+
+/// An update changes a file's text, not who may read it: the replaced file's permissions carry
+/// over (a private 0600 skill stayed private only until its first edit).
+#[test]
+fn skills_update_keeps_the_files_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new(standard);
+    let path = env.path("skills/mailer/send.md");
+    for bits in [0o600, 0o755, 0o640] {
+        fs::set_permissions(&path, fs::Permissions::from_mode(bits)).unwrap();
+        env.ok(
+            WriteFunction::SkillsUpdate,
+            json!({"id": "mailer/send", "content": format!("# Send\n\nMode {bits:o}.\n")}),
+            Family::Skills,
+            skill_event("update", "mailer/send"),
+        );
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, bits, "{bits:o}");
+        assert_eq!(text(&path), format!("# Send\n\nMode {bits:o}.\n"));
+    }
+}
