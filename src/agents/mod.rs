@@ -61,7 +61,13 @@ impl Entry {
     /// The whole file.
     fn raw(&self, reader: &Reader, roots: &Roots) -> Result<String> {
         match self {
-            Entry::File(row) => reader.text(roots, &row.source, ""),
+            Entry::File(row) => reader.text(roots, &row.source, "", || {
+                let id = match &row.source {
+                    crate::rules::Source::File { rel, .. } => rel.trim_end_matches(".md"),
+                    crate::rules::Source::Bundled => "",
+                };
+                Error::not_found(Code::AgentNotFound, "agent profile", id, &[], &[])
+            }),
             Entry::Bundled(agent) => Ok(agent.raw.to_string()),
         }
     }

@@ -194,12 +194,26 @@ impl Reader {
     }
 
     /// The whole text of a row's file (a bundled skill's from the binary), or the read path's
-    /// error for a file that cannot be served.
-    pub fn text(&self, roots: &Roots, source: &Source, bundled_id: &str) -> Result<String> {
+    /// error for a file that cannot be served. A file that could not be read because it was
+    /// removed meanwhile (the reconcile read it a moment after it went; the removal's own
+    /// event is on its way) is `missing()`, the family's not-found answer.
+    pub fn text(
+        &self,
+        roots: &Roots,
+        source: &Source,
+        bundled_id: &str,
+        missing: impl FnOnce() -> Error,
+    ) -> Result<String> {
         match source {
             Source::File { root, rel, content } => {
                 let path = roots.file(*root, rel);
                 match content {
+                    Err(crate::doc::ServeIssue::Read(crate::doc::ReadIssue::Io(_)))
+                        if std::fs::symlink_metadata(&path)
+                            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+                    {
+                        Err(missing())
+                    }
                     Err(issue) => Err(Error::Unservable(issue.message(&path))),
                     Ok(hash) => self.content(hash)?.ok_or_else(|| {
                         IndexError::Missing(format!("the content of {}", path.display())).into()
@@ -238,5 +252,48 @@ impl Reader {
     /// Number of files the index tracks.
     pub fn file_count(&self) -> Result<u64> {
         self.table(FILES)?.len().map_err(Error::index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::Code;
+    use crate::doc::{ReadIssue, ServeIssue};
+    use crate::roots::Root;
+
+    /// A row whose file could not be read is answered with the family's not-found error when
+    /// the file is gone (it was removed while the reconcile read it), and with the read's own
+    /// error while it is there.
+    #[test]
+    fn a_file_removed_before_its_read_is_answered_as_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = |name: &str| dir.path().join(name);
+        let roots = Roots::new(
+            root("skills"),
+            root("local"),
+            root("agents-skills"),
+            root("agents"),
+        );
+        std::fs::create_dir_all(root("skills")).expect("mkdir");
+        let index = crate::index::Index::open_writer(&root("index.redb")).expect("open");
+        let reader = index.read().expect("read");
+        let source = |rel: &str| Source::File {
+            root: Root::Skills,
+            rel: rel.into(),
+            content: Err(ServeIssue::Read(ReadIssue::Io(
+                "No such file or directory".into(),
+            ))),
+        };
+        let missing = || Error::not_found(Code::SkillNotFound, "skill", "ns/gone", &[], &[]);
+        let gone = reader
+            .text(&roots, &source("ns/gone.md"), "", missing)
+            .expect_err("gone");
+        assert_eq!(gone.code(), Some(Code::SkillNotFound), "{gone}");
+        std::fs::write(root("skills/here.md"), "x").expect("write");
+        let here = reader
+            .text(&roots, &source("here.md"), "", missing)
+            .expect_err("unreadable");
+        assert!(matches!(here, Error::Unservable(_)), "{here}");
     }
 }

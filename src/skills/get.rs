@@ -55,7 +55,9 @@ fn serve(
     note: Option<String>,
 ) -> Result<Value> {
     let display = row.display_id.clone();
-    let text = reader.text(roots, &row.source, id)?;
+    let text = reader.text(roots, &row.source, id, || {
+        Error::not_found(Code::SkillNotFound, "skill", &display, &[], &NEXT_ON_MISS)
+    })?;
     let body = &text[frontmatter::split(&text).body_offset..];
     let body = match note {
         Some(note) => format!("{note}\n\n---\n\n{body}"),

@@ -78,7 +78,9 @@ pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
     let mut out = Map::new();
     out.insert("name".into(), json!(req.name));
     if let Some(row) = reader.prompt(&req.name)? {
-        let text = reader.text(roots, &row.source, &req.name)?;
+        let text = reader.text(roots, &row.source, &req.name, || {
+            Error::not_found(Code::PromptNotFound, "system prompt", &req.name, &[], &[])
+        })?;
         out.insert("description".into(), json!(row.description));
         out.insert(
             "body".into(),
