@@ -121,14 +121,17 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
         Ok(directory) => directory,
         Err(OpenError::Busy(_)) => return Err(busy(&config.paths.index_path)),
         Err(e) if from_store => {
+            let seed = Directory::open(options.config.clone()).map_err(|e| match e {
+                OpenError::Busy(_) => busy(&options.config.paths.index_path),
+                other => ServeError::Open(other),
+            })?;
+            // Said once the seed is known to open: a seed that fails too stops the worker with
+            // its own error, not after a line saying it is served.
             refusals.note(format!(
                 "stored configuration refused at boot: {e}; serving the --config seed or the \
                  defaults instead"
             ));
-            Directory::open(options.config.clone()).map_err(|e| match e {
-                OpenError::Busy(_) => busy(&options.config.paths.index_path),
-                other => ServeError::Open(other),
-            })?
+            seed
         }
         Err(e) => return Err(ServeError::Open(e)),
     };
