@@ -359,6 +359,18 @@ pub fn check(
                 file.rel
             ),
         };
+        // A record that is missing (not committed beside the lock, say) owns nothing: say how
+        // to have one again.
+        let locked = || {
+            super::lock::read(&paths.bundles_lock)
+                .is_ok_and(|lock| lock.bundles.contains_key(namespace))
+        };
+        let what = match record.files.is_empty() && locked() {
+            true => format!(
+                "{what} (the bundles lock lists this bundle, but the namespace has no record of the files it wrote, skills_folder/{record_rel}: `iii-directory bundles restore {namespace}` lands it again as locked, with its record)"
+            ),
+            false => what,
+        };
         return refuse(file, what);
     }
     // A kept file keeps the hash it was installed with, so it stays "edited" for the next

@@ -403,3 +403,33 @@ async fn a_new_version_never_takes_over_a_users_agent_profile() {
         lock_before
     );
 }
+
+/// A bundle whose record of what it wrote is missing (`.iii-bundle-files` not committed beside
+/// the lock, say) owns nothing, so an update that changes its files is refused; the refusal
+/// says how to have the record again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_refused_for_a_missing_record_says_how_to_restore_it() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [
+        ("SKILL.md".to_string(), "# Demo\n".to_string()),
+        ("b.md".to_string(), lines("b", 3)),
+    ]
+    .into();
+    publish(&s, "1.0.0", &v1);
+    download_answer(&s, json!({"worker": NS})).await;
+    std::fs::remove_file(path(&s, guard::RECORD_FILE)).expect("remove the record");
+    let mut v2 = v1.clone();
+    v2.insert("b.md".into(), lines("b2", 3));
+    publish(&s, "2.0.0", &v2);
+    let refused = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect_err("no record, nothing owned");
+    assert!(refused.starts_with("D330 conflict"), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "the bundles lock lists this bundle, but the namespace has no record of the files it wrote, skills_folder/{NS}/.iii-bundle-files: `iii-directory bundles restore {NS}`"
+        )),
+        "{refused}"
+    );
+}
