@@ -156,10 +156,17 @@ async fn check_one(
             },
         ) => {
             let moved = now_digest != *digest || (now.is_some() && now != *version);
+            // Other bytes under the locked version: a published version was changed, which a
+            // `restore` refuses (`D335`); worth saying, as the version alone looks current.
+            let republished = moved && now.is_some() && now == *version;
             answer(
                 if moved { "update-available" } else { "current" },
                 Some(json!({ "version": now, "digest": now_digest })),
-                None,
+                republished.then(|| {
+                    "the registry serves other bytes under the locked version: a published \
+                     version was changed"
+                        .into()
+                }),
             )
         }
         (LockedSource::Repo { commit, .. }, Upstream::Repo { commit: now }) => match now {

@@ -124,3 +124,37 @@ async fn a_hanging_registry_marks_its_bundle_unknown_within_the_bound() {
     );
     println!("check-updates with a hanging registry answered in {took:?}");
 }
+
+/// Other bytes under the locked version (a published version changed) are an update, and the
+/// answer says why, as the version alone looks current; a new version carries no such reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_bytes_under_the_locked_version_are_named() {
+    let s = Setup::with(|c| c.settings.registry_cache_ttl_ms = 0);
+    let publish = |version: &str, text: &str| {
+        s.server.publish(
+            "republished",
+            version,
+            &[("SKILL.md".to_string(), text.to_string())],
+        )
+    };
+    publish("1.0.0", "# v1\n");
+    s.download(FromRegistry, json!({"worker": "republished"}))
+        .await
+        .expect("download");
+    publish("1.0.0", "# v1, changed\n");
+    let answer = check(&s, json!({})).await;
+    let row = state_of(&answer, "republished");
+    assert_eq!(row["state"], "update-available", "{row}");
+    assert_eq!(row["upstream"]["version"], "1.0.0", "{row}");
+    assert!(
+        row["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("a published version was changed")),
+        "{row}"
+    );
+    publish("2.0.0", "# v2\n");
+    let answer = check(&s, json!({})).await;
+    let row = state_of(&answer, "republished");
+    assert_eq!(row["state"], "update-available", "{row}");
+    assert_eq!(row["reason"], Value::Null, "{row}");
+}
