@@ -77,7 +77,7 @@ pub fn ready_for_search(directory: &Directory) -> Result<Option<String>, CliErro
             .to_string()
     } else {
         format!(
-            "ranked lexically: the running worker has not embedded {pending} skill contents yet"
+            "ranked lexically: the process holding the index (the worker, or a reindex) has not embedded {pending} skill contents yet"
         )
     }))
 }

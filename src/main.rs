@@ -841,7 +841,9 @@ fn open_fresh(config: Config) -> Result<Directory, CliError> {
         directory.reconcile_with_progress(&|p| progress.update(p))?;
         progress.finish();
     } else {
-        tracing::info!("a running worker owns the index; answering from its live copy");
+        tracing::info!(
+            "another process (a worker, or a reindex past its rows) holds the index; answering from its live copy"
+        );
     }
     Ok(directory)
 }
@@ -897,6 +899,8 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
     let progress = ProgressLine::new(json);
     let report = directory.reconcile_with_progress(&|p| progress.update(p))?;
     progress.finish();
+    // The rows are complete: a read started while the embeddings are computed follows them.
+    directory.note_rows_complete();
     let embeddings = if embed {
         let embeddings = cli_model::embed_all(&directory, |done, total| {
             progress.show(&format!("embedded {done}/{total} skill contents"))

@@ -133,7 +133,7 @@ impl Directory {
     /// `Busy`.
     pub fn open(config: Config) -> Result<Directory, OpenError> {
         config.check()?;
-        let index = Index::open_writer_after_commands(&config.paths.index_path, waiting)?;
+        let index = Index::open_writer_after_commands(&config.paths.index_path, false, waiting)?;
         Ok(Directory::with_index(config, index))
     }
 
@@ -146,10 +146,11 @@ impl Directory {
 
     /// Opens as the writer when no other process is, else as a read-only follower of the
     /// worker that holds the index. A command holding it (a `reindex` may be rebuilding it
-    /// from nothing) is waited for, and the index then opened as its writer.
+    /// from nothing) is waited for, and the index then opened as its writer; or followed too,
+    /// once its rows are complete (a `reindex` computing embeddings).
     pub fn open_shared(config: Config) -> Result<Directory, OpenError> {
         config.check()?;
-        match Index::open_writer_after_commands(&config.paths.index_path, waiting) {
+        match Index::open_writer_after_commands(&config.paths.index_path, true, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(path)) => {
                 if let Some(holder) = index::holder::read(&path) {
@@ -266,6 +267,12 @@ impl Directory {
     /// process's writer).
     pub fn is_writer(&self) -> bool {
         self.index.is_writer()
+    }
+
+    /// Says that the index's rows are complete, so that reads may follow this process, a
+    /// command that goes on adding embeddings (`reindex`), rather than wait for it.
+    pub fn note_rows_complete(&self) {
+        self.index.note_rows_complete();
     }
 
     /// Closes the index for good, cleanly (see [`index::Index::close`]): the last step of a

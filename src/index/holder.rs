@@ -55,6 +55,10 @@ pub struct Holder {
     /// the bundles lock, the search model), as it does for the worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<NotedConfig>,
+    /// A command says so once the index's rows are complete and it only adds what a read does
+    /// not need (a `reindex` computing embeddings): a read may then follow it rather than wait.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub settled: bool,
 }
 
 /// A worker's configuration as its note carries it: its settings, and the folder relative
@@ -127,8 +131,7 @@ impl Wanted {
         let holder = Holder {
             pid: std::process::id(),
             role: WORKER.into(),
-            folders: Vec::new(),
-            config: None,
+            ..Holder::default()
         };
         let written = std::fs::OpenOptions::new()
             .write(true)
@@ -179,9 +182,22 @@ pub fn note(index: &Path, folders: Vec<(String, String)>, settings: &crate::conf
         role: role.clone(),
         folders,
         config: (role == WORKER).then(|| NotedConfig::of(settings)),
+        settled: false,
     };
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
+    }
+}
+
+/// Marks this process's note as [`Holder::settled`]. Best effort, as [`note`].
+pub fn note_settled(index: &Path) {
+    let Some(mut holder) = read_note(&note_path(index)).filter(|h| h.pid == std::process::id())
+    else {
+        return;
+    };
+    holder.settled = true;
+    if let Err(e) = write_note(index, &holder) {
+        tracing::debug!(index = %index.display(), %e, "could not note that the index's rows are complete");
     }
 }
 
@@ -267,14 +283,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_this_processs_own_note_is_marked_settled() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let own = Holder {
+            pid: std::process::id(),
+            role: "reindex".into(),
+            ..Holder::default()
+        };
+        write_note(&index, &own).expect("note");
+        note_settled(&index);
+        assert!(read_note(&note_path(&index)).expect("note").settled);
+        let other = Holder {
+            pid: std::os::unix::process::parent_id(),
+            role: "reindex".into(),
+            ..Holder::default()
+        };
+        write_note(&index, &other).expect("note");
+        note_settled(&index);
+        assert!(!read_note(&note_path(&index)).expect("note").settled);
+    }
+
+    #[test]
     fn a_users_file_or_a_link_at_the_notes_path_is_never_written() {
         let dir = tempfile::tempdir().expect("tempdir");
         let index = dir.path().join("index.redb");
         let holder = Holder {
             pid: std::process::id(),
             role: WORKER.into(),
-            folders: Vec::new(),
-            config: None,
+            ..Holder::default()
         };
         std::fs::write(note_path(&index), "my holder text").expect("write");
         assert!(write_note(&index, &holder).is_err());
@@ -318,8 +355,7 @@ mod tests {
         let own = Holder {
             pid: std::process::id(),
             role: WORKER.into(),
-            folders: Vec::new(),
-            config: None,
+            ..Holder::default()
         };
         write(&own);
         assert_eq!(of_busy(&index), None);

@@ -214,9 +214,12 @@ impl Index {
     /// Opens the index as its writer, first waiting for a command of this binary that holds it
     /// (a `reindex`, a read bringing it up to date, a download) to let go: it does when done.
     /// Held by a worker, by this process, or by a process whose note does not appear within a
-    /// moment (`holder::of_busy`), it is `Busy`. `waiting` is told once who is waited for.
+    /// moment (`holder::of_busy`), it is `Busy`; so is it, with `follow_settled`, held by a
+    /// command whose rows are complete (`Holder::settled`), which a read may follow. `waiting`
+    /// is told once who is waited for.
     pub fn open_writer_after_commands(
         path: &Path,
+        follow_settled: bool,
         waiting: impl FnOnce(&holder::Holder),
     ) -> Result<Index, OpenError> {
         let mut waiting = Some(waiting);
@@ -225,7 +228,7 @@ impl Index {
         loop {
             match Index::open_writer(path) {
                 Err(OpenError::Busy(busy)) => match holder::of_busy(path) {
-                    Some(holder) if holder.is_command() => {
+                    Some(holder) if holder.is_command() && !(follow_settled && holder.settled) => {
                         if let Some(tell) = waiting.take() {
                             tell(&holder);
                             _wanted = holder::Wanted::note(path);
@@ -372,6 +375,14 @@ impl Index {
     fn note_latest(&self) {
         let latest = self.read().and_then(|r| r.latest());
         *locks::lock(&self.latest) = latest.ok();
+    }
+
+    /// Says in this process's holder note that the index's rows are complete: a read started
+    /// now may follow this process instead of waiting for it (see [`holder::note_settled`]).
+    pub fn note_rows_complete(&self) {
+        if let Handle::Writer(_) = self.handle {
+            holder::note_settled(&self.path);
+        }
     }
 
     /// The worker waiting for this process, a command, to let go of the index (see

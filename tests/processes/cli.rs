@@ -1327,6 +1327,47 @@ fn a_command_waits_for_another_command_that_holds_the_index() {
     );
 }
 
+/// A read started while a `reindex` computes embeddings (its note says its rows are complete)
+/// follows it at once, rather than waiting out the embeddings.
+#[test]
+fn a_read_follows_a_reindex_whose_rows_are_complete() {
+    let tree = sample_tree();
+    ok(&tree, &["reindex", "--no-embed"]);
+    let holder = hold_as(&tree, "reindex");
+    let note = IndexHolder {
+        pid: std::process::id(),
+        role: "reindex".into(),
+        folders: tree_folders(&tree),
+        settled: true,
+        ..IndexHolder::default()
+    };
+    write_index_holder(&tree.config().paths.index_path, &note).expect("note");
+    let started = Instant::now();
+    let mut child = iii(&tree)
+        .args(["list", "skills", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the read waited for the reindex"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("wait");
+    drop(holder);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let listed: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert!(listed.to_string().contains("\"queue\""), "{listed}");
+    assert!(
+        !text(&output.stderr).contains("waiting for"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
 /// A worker that starts while a command holds the index waits for it, and says so in
 /// `<index>.wanted` (so that a `reindex` embedding skills lets go early); the note goes once
 /// the worker holds the index.
