@@ -153,6 +153,13 @@ fn read_record(path: &Path, namespace: &str) -> Record {
     read().unwrap_or_default()
 }
 
+/// Whether `namespace`'s folder holds a readable record of what its bundle wrote.
+pub fn has_record(paths: &Paths, namespace: &str) -> bool {
+    let folder = namespace_folder(paths, namespace);
+    let path = paths.skills_folder.join(format!("{folder}/{RECORD_FILE}"));
+    !read_record(&path, namespace).files.is_empty()
+}
+
 /// Whether the file at `dest`/`rel` (placed) holds exactly what `namespace`'s bundle last wrote
 /// there, by its record: the bundle's own bytes, unedited since, whatever the lock says.
 pub fn unedited(paths: &Paths, namespace: &str, dest: Dest, rel: &str) -> bool {
@@ -358,18 +365,6 @@ pub fn check(
                 "would replace skills_folder/{}, which this bundle did not install",
                 file.rel
             ),
-        };
-        // A record that is missing (not committed beside the lock, say) owns nothing: say how
-        // to have one again.
-        let locked = || {
-            super::lock::read(&paths.bundles_lock)
-                .is_ok_and(|lock| lock.bundles.contains_key(namespace))
-        };
-        let what = match record.files.is_empty() && locked() {
-            true => format!(
-                "{what} (the bundles lock lists this bundle, but the namespace has no record of the files it wrote, skills_folder/{record_rel}: `iii-directory bundles restore {namespace}` lands it again as locked, with its record)"
-            ),
-            false => what,
         };
         return refuse(file, what);
     }

@@ -427,7 +427,7 @@ pub async fn land_locked(
                 return Ok(Some(applied.landed));
             }
             Err(Stale::Fresh(fresh)) => plan = *fresh,
-            Err(Stale::Error(e)) => return Err(e),
+            Err(Stale::Error(e)) => return Err(with_record_hint(e, &paths, &namespace)),
         }
     }
     Err(Error::Invalid(format!(
@@ -514,6 +514,29 @@ async fn make(
         }
     }
     Ok(plan)
+}
+
+/// A locked bundle whose record of what it wrote is missing (`.iii-bundle-files` not committed
+/// beside the lock, say) owns nothing, so its update is refused for a file "this bundle did not
+/// install": the refusal then says how to have the record again.
+fn with_record_hint(error: Error, paths: &Paths, namespace: &str) -> Error {
+    match error {
+        Error::Coded {
+            code: Code::BundleConflict,
+            problem,
+        } if problem.contains("did not install") && !guard::has_record(paths, namespace) => {
+            let folder = namespace_folder(paths, namespace);
+            Error::coded(
+                Code::BundleConflict,
+                format!(
+                    "{problem} The bundles lock lists this bundle, but the namespace has no record of the files it wrote (skills_folder/{folder}/{}): `iii-directory bundles restore {namespace}` lands it again as locked, with its record.",
+                    guard::RECORD_FILE
+                ),
+                &[],
+            )
+        }
+        other => other,
+    }
 }
 
 /// Refuses a download into a locked namespace from another origin than the lock's (a

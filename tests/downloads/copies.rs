@@ -428,7 +428,7 @@ async fn an_update_refused_for_a_missing_record_says_how_to_restore_it() {
     assert!(refused.starts_with("D330 conflict"), "{refused}");
     assert!(
         refused.contains(&format!(
-            "the bundles lock lists this bundle, but the namespace has no record of the files it wrote, skills_folder/{NS}/.iii-bundle-files: `iii-directory bundles restore {NS}`"
+            "The bundles lock lists this bundle, but the namespace has no record of the files it wrote (skills_folder/{NS}/.iii-bundle-files): `iii-directory bundles restore {NS}`"
         )),
         "{refused}"
     );
