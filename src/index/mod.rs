@@ -345,15 +345,20 @@ impl Index {
             // file damaged under it), and the mirror may be ahead of what was committed: start
             // again from the file, which holds the last committed state, or from a rebuilt one.
             tracing::warn!(error = %e, "reconcile failed; reopening the index");
-            match self.reopen(slot, &mut mirror) {
-                Ok(()) => {
-                    if let Ok(report) = run(&mut mirror, &Scope::All) {
-                        result = Ok(report);
-                    }
+            let reopened = self.reopen(slot, &mut mirror).and_then(|()| {
+                let whole = run(&mut mirror, &Scope::All);
+                if whole.is_err() {
+                    // Failed again (the disk is still full): back to the file's last state, so
+                    // the mirror is never ahead of what was committed.
+                    self.reopen(slot, &mut mirror)?;
                 }
+                whole
+            });
+            match reopened {
+                Ok(report) => result = Ok(report),
                 Err(again) => tracing::warn!(
                     error = %again,
-                    "the index could not be reopened; the next reconcile retries"
+                    "the index could not be reopened and brought up to date; the next reconcile retries"
                 ),
             }
         }
