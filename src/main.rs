@@ -742,23 +742,11 @@ fn skill_id_of_file(config: &Config, file: &std::path::Path) -> Option<String> {
         .map(|rel| rel.to_string_lossy().into_owned())
 }
 
-/// `path` made absolute against the current directory, with `.` and `..` folded as written
-/// (not through links: `skills/../skills/a.md` is `skills/a.md`, as a person reads it).
+/// `path` made absolute against the current directory, with `.` and `..` folded as written.
 fn lexically_absolute(path: impl AsRef<std::path::Path>) -> PathBuf {
-    use std::path::Component;
     let path = path.as_ref();
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut folded = PathBuf::new();
-    for part in absolute.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                folded.pop();
-            }
-            other => folded.push(other),
-        }
-    }
-    folded
+    iii_directory::config::layout::lexical(&absolute)
 }
 
 /// Whether a `get skill` argument can only be a path (an id never starts with `/` or `.`).

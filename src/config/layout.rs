@@ -300,8 +300,9 @@ pub fn normalize(path: &Path) -> PathBuf {
     }
 }
 
-/// `.` dropped and `..` applied to what precedes it, without touching the disk.
-fn lexical(path: &Path) -> PathBuf {
+/// `.` dropped and `..` applied to what precedes it, without touching the disk (nor through
+/// links: `skills/../skills/a.md` is `skills/a.md`, as a person reads it).
+pub fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

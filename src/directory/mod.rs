@@ -86,6 +86,20 @@ fn folders(roots: &Roots) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The configuration a process beside `holder` runs with: a worker's noted one when it indexes
+/// the same folders (see [`Directory::config_beside_worker`]), else `config`.
+fn config_of(config: Config, holder: Option<&index::holder::Holder>) -> Config {
+    let Some(holder) = holder.filter(|holder| !holder.is_command()) else {
+        return config;
+    };
+    let ours = folders(&Roots::from_paths(&config.paths));
+    let same = holder.folders.is_empty() || holder.folders == ours;
+    match holder.config.as_ref().and_then(|c| c.config()) {
+        Some(theirs) if same => theirs,
+        _ => config,
+    }
+}
+
 /// Refuses to follow a holder that indexes other folders than `ours` (a note without folders,
 /// from a command or an older build, is not compared).
 fn check_same_folders(
@@ -153,11 +167,12 @@ impl Directory {
         match Index::open_writer_after_commands(&config.paths.index_path, true, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(path)) => {
-                if let Some(holder) = index::holder::read(&path) {
+                let holder = index::holder::read(&path);
+                if let Some(holder) = &holder {
                     let ours = folders(&Roots::from_paths(&config.paths));
-                    check_same_folders(&path, &holder, &ours)?;
+                    check_same_folders(&path, holder, &ours)?;
                 }
-                Directory::open_read_only(Directory::config_beside_worker(config))
+                Directory::open_read_only(config_of(config, holder.as_ref()))
             }
             Err(e) => Err(e),
         }
@@ -168,15 +183,8 @@ impl Directory {
     /// configuration wins over the command's seed as it does for the worker (its policies, its
     /// bundles lock, its model); else `config` itself.
     pub fn config_beside_worker(config: Config) -> Config {
-        let Some(holder) = index::holder::read(&config.paths.index_path) else {
-            return config;
-        };
-        let ours = folders(&Roots::from_paths(&config.paths));
-        let same = holder.folders.is_empty() || holder.folders == ours;
-        match holder.config.as_ref().and_then(|c| c.config()) {
-            Some(theirs) if same && !holder.is_command() => theirs,
-            _ => config,
-        }
+        let holder = index::holder::read(&config.paths.index_path);
+        config_of(config, holder.as_ref())
     }
 
     fn with_index(config: Config, index: Index) -> Directory {

@@ -9,7 +9,7 @@
 //! reaches it. With no link in the tree, nothing here costs anything: the map is empty.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// At most this many paths are added for one batch of changes: a bound on trees built to
 /// multiply the paths to a folder (the walk bounds them too, see `MAX_PATHS_TO_A_FOLDER`).
@@ -161,17 +161,7 @@ pub fn real_target(path: &Path) -> Option<PathBuf> {
     }
     let text = std::fs::read_link(path).ok()?;
     let folder = std::fs::canonicalize(path.parent()?).ok()?;
-    let mut out = PathBuf::new();
-    for part in folder.join(text).components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            part => out.push(part),
-        }
-    }
-    Some(out)
+    Some(crate::config::layout::lexical(&folder.join(text)))
 }
 
 #[cfg(test)]
