@@ -98,5 +98,6 @@ pub mod testing {
     pub use crate::rules::spec;
     pub use crate::rules::{Reading, Source};
     pub use crate::skills::{OverviewEntry, RowForms, list_row_forms, list_row_json, render_index};
+    pub use crate::store::beside;
     pub use crate::time::Stamp;
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::Tree;
-use iii_directory::testing::SCHEMA_VERSION;
 use iii_directory::testing::encode;
+use iii_directory::testing::{SCHEMA_VERSION, beside};
 use iii_directory::{Directory, OpenError, ReadFunction};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::{Value, json};
@@ -786,9 +786,7 @@ fn a_damaged_index_beside_the_texts_store_of_a_dead_writer_is_rebuilt() {
     fs::write(&index, &index_bytes[..index_bytes.len() / 2]).expect("a truncated index");
     fs::write(&texts, &texts_bytes).expect("the texts store as the writer left it");
     for stamp in [&index, &texts] {
-        let mut name = stamp.clone().into_os_string();
-        name.push(".clean");
-        let _ = fs::remove_file(PathBuf::from(name));
+        let _ = fs::remove_file(beside(stamp, ".clean"));
     }
     assert_recovers(
         &tree,
@@ -811,19 +809,8 @@ fn an_index_damaged_under_a_running_writer_is_rebuilt_whole_at_the_next_write() 
             &format!("# Filler {n}\n\nFiller skill number {n}.\n"),
         );
     }
-    let ids = |directory: &Directory| -> Vec<Value> {
-        let listed = directory
-            .read(ReadFunction::SkillsList, &json!({}), None)
-            .expect("list");
-        listed["skills"]
-            .as_array()
-            .expect("rows")
-            .iter()
-            .map(|row| row["id"].clone())
-            .collect()
-    };
     let directory = tree.open();
-    let before = ids(&directory);
+    let before = common::skill_ids(&directory);
     truncate(&index_path(&tree), 100_000);
     let created = directory.write(
         iii_directory::WriteFunction::SkillsCreate,
@@ -831,11 +818,11 @@ fn an_index_damaged_under_a_running_writer_is_rebuilt_whole_at_the_next_write() 
         None,
     );
     assert!(created.is_ok(), "the write landed: {created:?}");
-    let after = ids(&directory);
+    let after = common::skill_ids(&directory);
     assert_eq!(
         after.len(),
         before.len() + 1,
         "the whole tree, and the new skill"
     );
-    assert!(after.contains(&json!("late/note")));
+    assert!(after.contains(&"late/note".to_string()));
 }

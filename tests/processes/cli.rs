@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::Tree;
+use iii_directory::testing::beside;
 use iii_directory::{Directory, IndexHolder, ReadFunction, WORKER_ROLE, write_index_holder};
 use serde_json::{Value, json};
 
@@ -1157,11 +1158,7 @@ fn with_the_model_here_reindex_embeds_the_skills_and_search_ranks_as_the_worker_
 /// ends a `reindex`'s embedding between batches: the worker embeds the rest in the background.
 /// A note of a process that died is ignored.
 fn assert_reindex_lets_a_waiting_worker_have_the_index(tree: &Tree, config: &str) {
-    let wanted = {
-        let mut name = tree.config().paths.index_path.into_os_string();
-        name.push(".wanted");
-        std::path::PathBuf::from(name)
-    };
+    let wanted = beside(&tree.config().paths.index_path, ".wanted");
     // New contents to embed: every skill's text changes.
     for n in 0..40 {
         let path = tree.path(&format!("skills/notes-{n:02}/SKILL.md"));
@@ -1376,11 +1373,7 @@ fn a_worker_waiting_for_a_command_notes_that_it_wants_the_index() {
     let tree = sample_tree();
     let holder = hold_as(&tree, "reindex");
     let index = tree.config().paths.index_path;
-    let wanted = {
-        let mut name = index.clone().into_os_string();
-        name.push(".wanted");
-        std::path::PathBuf::from(name)
-    };
+    let wanted = beside(&index, ".wanted");
     let mut worker = iii(&tree)
         .args(["--url", "ws://127.0.0.1:1"])
         .stdout(std::process::Stdio::null())
@@ -1877,11 +1870,7 @@ fn a_second_worker_names_the_worker_that_holds_the_index() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn the first worker");
-    let note = {
-        let mut name = tree.config().paths.index_path.into_os_string();
-        name.push(".holder");
-        std::path::PathBuf::from(name)
-    };
+    let note = beside(&tree.config().paths.index_path, ".holder");
     let deadline = Instant::now() + Duration::from_secs(30);
     let pid = first.id().to_string();
     while !fs::read_to_string(&note).is_ok_and(|text| text.contains(&format!("\"pid\":{pid},"))) {
