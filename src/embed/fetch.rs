@@ -303,10 +303,19 @@ fn check_resumed_at(response: &reqwest::Response, have: u64, url: &str) -> Resul
     }
 }
 
-/// Removes a file that must not be resumed; a failure leaves it to be overwritten next time.
+/// Removes a `.part` that must not be resumed; a failure leaves it to be overwritten next time.
 fn discard(path: &Path) {
-    if let Err(error) = fs::remove_file(path) {
+    if let Err(error) = remove_part(path) {
         tracing::warn!(path = %path.display(), %error, "cannot remove a rejected model file");
+    }
+}
+
+/// A part never written (a wrong-length answer refused before its first byte) is not there,
+/// and that is no cause for a warning.
+fn remove_part(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -365,5 +374,23 @@ impl Lock {
             };
         }
         Ok(Some(Lock { _file: file }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_that_was_never_written_is_removed_without_complaint() {
+        let scratch = tempfile::tempdir().expect("scratch");
+        let part = scratch.path().join("model.safetensors.part");
+        remove_part(&part).expect("a missing part is already removed");
+        fs::write(&part, b"rejected").expect("part");
+        remove_part(&part).expect("removed");
+        assert!(!part.exists());
+        // A part that cannot be removed is still an error: here, a folder in its place.
+        fs::create_dir(&part).expect("folder");
+        assert!(remove_part(&part).is_err());
     }
 }
