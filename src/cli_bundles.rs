@@ -10,7 +10,7 @@ use std::sync::Arc;
 use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::BundlesFunction;
-use iii_directory::download::{restore, status, updates};
+use iii_directory::download::{guard, restore, status, updates};
 use iii_directory::registry::{Endpoint, Registry};
 
 /// What `bundles` does.
@@ -245,7 +245,22 @@ fn problems(bundle: &Value) -> String {
         let what = copy_note(stale.contains(&path));
         out.push_str(&format!("\n  {word:<9} {path} ({what})"));
     }
+    out.push_str(&record_note(bundle));
     out
+}
+
+/// A line for a bundle whose namespace lost its record of what the bundle wrote, which its
+/// files' state cannot show: the next update would be refused.
+fn record_note(bundle: &Value) -> String {
+    if bundle["recorded"] != Value::Bool(false) {
+        return String::new();
+    }
+    let namespace = bundle["namespace"].as_str().unwrap_or_default();
+    format!(
+        "\n  {:<9} no {} in the namespace: its next update is refused until `iii-directory bundles restore {namespace}` lands the bundle again with its record",
+        "record",
+        guard::RECORD_FILE
+    )
 }
 
 /// What to do about an `.upstream` copy, stale or still open.
@@ -305,6 +320,7 @@ fn render_one(bundle: &Value) -> String {
         let what = copy_note(stale.contains(&path));
         out.push_str(&format!("\n  {:<9} {:<14} {path} ({what})", "copy", "-"));
     }
+    out.push_str(&record_note(bundle));
     out
 }
 
@@ -371,6 +387,34 @@ mod tests {
             one.contains("b.md.upstream (its conflict is settled: delete it)"),
             "{one}"
         );
+    }
+
+    #[test]
+    fn a_bundle_without_its_record_says_how_to_have_it_again() {
+        let mut bundle = json!({
+            "namespace": "mailer",
+            "state": "clean",
+            "landed_at": "2026-12-02T17:00:00Z",
+            "files": 2,
+            "source": { "kind": "registry", "worker": "mailer", "version": "2.0.0" },
+            "modified": [], "missing": [], "untracked": [],
+            "upstream_copies": [], "stale_upstream_copies": [],
+            "recorded": false,
+        });
+        let line = "record    no .iii-bundle-files in the namespace: its next update is refused until `iii-directory bundles restore mailer` lands the bundle again with its record";
+        for shown in [
+            render_list(&json!({ "bundles": [&bundle] })),
+            render_one(&bundle),
+        ] {
+            assert!(shown.contains(line), "{shown}");
+        }
+        bundle["recorded"] = json!(true);
+        for shown in [
+            render_list(&json!({ "bundles": [&bundle] })),
+            render_one(&bundle),
+        ] {
+            assert!(!shown.contains("record "), "{shown}");
+        }
     }
 
     #[test]

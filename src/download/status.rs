@@ -27,7 +27,7 @@ use crate::request;
 use crate::store::is_temp_name;
 use crate::store::landing::Dest;
 
-use super::guard::namespace_folder;
+use super::guard::{has_record, namespace_folder};
 use super::lock::{self, Entry, LockedSource, Route};
 use crate::rules::skip::UPSTREAM_SUFFIX;
 
@@ -99,6 +99,10 @@ pub struct BundleStatus {
     pub upstream_copies: Vec<String>,
     /// The copies no conflict needs any more (see [`copy_is_stale`]): safe to delete.
     pub stale_upstream_copies: Vec<String>,
+    /// Whether the namespace holds the bundle's record of what it wrote (`.iii-bundle-files`).
+    /// Without it the bundle owns none of its files, so its next update is refused; `restore`
+    /// lands the record again. The files' state does not depend on it.
+    pub recorded: bool,
     /// Every locked file with its state (`get` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<Vec<FileStatus>>,
@@ -246,6 +250,7 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
         untracked,
         upstream_copies: copies,
         stale_upstream_copies: stale,
+        recorded: has_record(paths, &entry.namespace),
         detail: detail.then_some(files),
     }
 }

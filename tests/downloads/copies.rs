@@ -417,7 +417,13 @@ async fn an_update_refused_for_a_missing_record_says_how_to_restore_it() {
     .into();
     publish(&s, "1.0.0", &v1);
     download_answer(&s, json!({"worker": NS})).await;
+    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
     std::fs::remove_file(path(&s, guard::RECORD_FILE)).expect("remove the record");
+    // The files still match the lock, so the state alone would read clean: `recorded` says
+    // what the next update will find.
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["state"], "clean", "{listed}");
+    assert_eq!(listed["recorded"], false, "{listed}");
     let mut v2 = v1.clone();
     v2.insert("b.md".into(), lines("b2", 3));
     publish(&s, "2.0.0", &v2);
@@ -432,4 +438,19 @@ async fn an_update_refused_for_a_missing_record_says_how_to_restore_it() {
         )),
         "{refused}"
     );
+
+    // The way out the refusal names: the restore lands the locked version with its record,
+    // and the update then goes through.
+    iii_directory::download::restore::restore(
+        &s.directory,
+        &s.registry,
+        &json!({ "namespace": NS }),
+    )
+    .await
+    .expect("restore");
+    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("the update after the restore");
+    assert_eq!(read(&s, "b.md").as_deref(), Some(lines("b2", 3).as_str()));
 }
