@@ -45,13 +45,34 @@ pub struct Inputs<'a> {
     pub prompt_files: &'a BTreeSet<(Root, String)>,
 }
 
-/// The parts of the views a change touched: the skill namespaces whose rows may differ, and
-/// whether the system prompts or the agent profiles may.
+/// The parts of the views a change touched: the skill namespaces whose rows may differ,
+/// whether the system prompts or the agent profiles may, and the file notes (see
+/// [`SkipReason::is_file_note`]) that came, went or changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Dirty {
     pub namespaces: BTreeSet<String>,
     pub prompts: bool,
     pub agents: bool,
+    pub notes: BTreeSet<(Root, String)>,
+}
+
+/// The keys whose entry differs between two sets of walk facts when every difference is a
+/// file note coming, going or changing; `None` when any other fact differs (a folder that
+/// cannot be listed, a link), which only a computation from scratch follows.
+pub fn changed_notes(old: &Unreadable, new: &Unreadable) -> Option<BTreeSet<(Root, String)>> {
+    let is_note = |why: Option<&SkipReason>| why.is_none_or(SkipReason::is_file_note);
+    let mut notes = BTreeSet::new();
+    for key in old.keys().chain(new.keys()) {
+        let (before, after) = (old.get(key), new.get(key));
+        if before == after {
+            continue;
+        }
+        if !is_note(before) || !is_note(after) {
+            return None;
+        }
+        notes.insert(key.clone());
+    }
+    Some(notes)
 }
 
 /// Every row the read functions serve, plus every file that is not served and why.
@@ -138,6 +159,11 @@ pub fn compute_parts(inputs: &Inputs<'_>, dirty: &Dirty) -> Views {
         let (agents, skipped) = agent_rows(inputs);
         views.agents = agents;
         views.skipped.extend(skipped);
+    }
+    for key in &dirty.notes {
+        if let Some(why) = inputs.unreadable.get(key) {
+            views.skipped.insert(key.clone(), why.clone());
+        }
     }
     views
 }
@@ -817,5 +843,37 @@ fn served_hash(
         (Ok(_), Ok(hash)) => Ok(*hash),
         (Err(issue), _) => Err(issue.clone()),
         (Ok(_), Err(issue)) => Err(ServeIssue::Read(issue.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(rel: &str) -> (Root, String) {
+        (Root::Skills, rel.to_string())
+    }
+
+    #[test]
+    fn file_notes_alone_are_followed_part_by_part_and_other_facts_from_scratch() {
+        let copy = (key("ns/a.md.upstream"), SkipReason::UpstreamCopy);
+        let temp = (
+            key("ns/b.md.1-2.tmp"),
+            SkipReason::UnfinishedWrite { pid: 1 },
+        );
+        let folder = (key("locked"), SkipReason::Unlistable("denied".into()));
+        let old: Unreadable = [copy.clone(), folder.clone()].into();
+        // A copy went and a temporary file came: those two keys.
+        let new: Unreadable = [temp.clone(), folder.clone()].into();
+        assert_eq!(
+            changed_notes(&old, &new),
+            Some(BTreeSet::from([copy.0.clone(), temp.0.clone()]))
+        );
+        assert_eq!(changed_notes(&old, &old), Some(BTreeSet::new()));
+        // A folder that became listable, or a note that became a folder fact: from scratch.
+        let listable: Unreadable = [copy.clone()].into();
+        assert_eq!(changed_notes(&old, &listable), None);
+        let turned: Unreadable = [(copy.0.clone(), folder.1.clone()), folder].into();
+        assert_eq!(changed_notes(&old, &turned), None);
     }
 }

@@ -95,6 +95,16 @@ pub enum Special {
 }
 
 impl SkipReason {
+    /// Whether this is a note on one file that is not a document (an update's conflict copy, a
+    /// writer's temporary file): no row of the views depends on it, so its coming and going
+    /// changes its own skipped row and nothing else.
+    pub fn is_file_note(&self) -> bool {
+        matches!(
+            self,
+            SkipReason::UpstreamCopy | SkipReason::UnfinishedWrite { .. }
+        )
+    }
+
     /// The reason `check` gives for the file whose skill namespace a local folder overrides.
     pub fn namespace_shadowed(rel: &str) -> SkipReason {
         SkipReason::NamespaceShadowed {

@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::inotify::{Event, Inotify, Wd};
 use super::links::{self, Links};
 use crate::roots::{Layout, Root, Roots};
-use crate::store::is_staging_name;
+use crate::rules::skip::is_upstream_copy;
+use crate::store::{is_staging_name, is_temp_name};
 
 /// How a root is watched, for `directory::index::status`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -587,16 +588,21 @@ impl LinkTargets {
     }
 }
 
-/// Paths worth a look: documents, and folders or links to them (names without an extension
-/// are taken as such). Our own temporary files and staging folders are not.
+/// Paths worth a look: documents, folders or links to them (names without an extension are
+/// taken as such), and the other files `check` lists, an update's `.upstream` copy and a
+/// writer's temporary file, so that `check` and `index::status` follow them as they come and
+/// go. Staging folders are not: a landing reconciles what it lands.
 fn relevant(path: &Path, is_dir: bool) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
-    if name.ends_with(".tmp") || is_staging_name(name) {
+    if is_staging_name(name) {
         return false;
     }
-    is_dir || path.extension().is_none_or(|ext| ext == "md")
+    is_dir
+        || path.extension().is_none_or(|ext| ext == "md")
+        || is_upstream_copy(name)
+        || is_temp_name(name)
 }
 
 /// Whether `path` is on a file system that does not report changes made elsewhere: network
@@ -680,11 +686,22 @@ mod tests {
         std::fs::write(moved.join("deep/b.md"), "x").unwrap();
         let changes = drain(&inotify, &mut tree);
         assert_eq!(changes.paths, BTreeSet::from([moved.join("deep/b.md")]));
-        // Temporary files, other files and staging folders are not worth a look.
-        std::fs::write(moved.join("deep/b.md.1-2.tmp"), "x").unwrap();
+        // Other files and staging folders are not worth a look.
         std::fs::write(moved.join("deep/picture.png"), "x").unwrap();
+        std::fs::write(moved.join("deep/notes.tmp"), "x").unwrap();
         std::fs::create_dir(base.path().join("skills/.iii-staging-x")).unwrap();
         assert!(drain(&inotify, &mut tree).is_empty());
+        // A writer's temporary file and an update's conflict copy are: `check` lists them.
+        std::fs::write(moved.join("deep/b.md.1-2.tmp"), "x").unwrap();
+        std::fs::write(moved.join("deep/b.md.upstream"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(
+            changes.paths,
+            BTreeSet::from([
+                moved.join("deep/b.md.1-2.tmp"),
+                moved.join("deep/b.md.upstream")
+            ])
+        );
     }
 
     #[test]

@@ -401,7 +401,11 @@ impl Plan {
             Scope::All => (found.top_dirs, found.unreadable),
             Scope::Paths(_) => found.merge_folders(&mirror.top_dirs, &mirror.unreadable),
         };
-        let full_views = !mirror.computed || unreadable != mirror.unreadable;
+        // A folder that became (un)listable, or a link, reaches rows anywhere: recomputed
+        // from scratch. A conflict copy or a temporary file coming or going is only its own
+        // skipped row.
+        let notes = views::changed_notes(&mirror.unreadable, &unreadable);
+        let full_views = !mirror.computed || notes.is_none();
         let files = found.files.len();
         let to_read: Vec<ToRead> = found
             .files
@@ -413,13 +417,15 @@ impl Plan {
                     .is_none_or(|m| m.stat != *stat || m.racy)
             })
             .collect();
-        let dirty = if full_views {
-            Dirty::default()
-        } else {
-            views::dirty_parts(
-                to_read.iter().map(|(key, _)| key).chain(&removed),
-                top_dirs.symmetric_difference(&mirror.top_dirs),
-            )
+        let dirty = match notes {
+            Some(notes) if !full_views => Dirty {
+                notes,
+                ..views::dirty_parts(
+                    to_read.iter().map(|(key, _)| key).chain(&removed),
+                    top_dirs.symmetric_difference(&mirror.top_dirs),
+                )
+            },
+            _ => Dirty::default(),
         };
         Plan {
             files,

@@ -129,6 +129,16 @@ pub fn stored(
             }
         }
     }
+    for (root, rel) in &dirty.notes {
+        if let Some(why) = skipped
+            .get((*root as u8, rel.as_str()))
+            .map_err(Error::index)?
+        {
+            views
+                .skipped
+                .insert((*root, rel.clone()), decode(why.value())?);
+        }
+    }
     Ok(views)
 }
 

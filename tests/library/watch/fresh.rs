@@ -271,6 +271,51 @@ fn a_root_made_after_start_is_served_then_gone_then_served_again() {
     assert_eq!(env.title("back/more").as_deref(), Some("More"));
 }
 
+/// `check` lists two kinds of files that are not documents, an update's `.upstream` conflict
+/// copy and a writer's temporary file. Made and removed on disk by another process while the
+/// watcher runs, each is in the very next `check`, as a rescan lists it, and in no answer.
+#[test]
+fn a_conflict_copy_or_a_temporary_file_on_disk_is_in_the_next_check() {
+    let env = Env::start(|tree| wide(tree, 3));
+    let reasons = |env: &Env| -> BTreeMap<String, String> {
+        env.directory
+            .skipped()
+            .expect("check")
+            .into_iter()
+            .map(|s| {
+                let value = serde_json::to_value(&s).expect("row");
+                let path = value["path"].as_str().expect("path").to_string();
+                let name = path.rsplit('/').next().expect("name").to_string();
+                (name, value["reason"].to_string())
+            })
+            .collect()
+    };
+    let skills_before = env.prefix_ids("");
+    // pid 1 always runs: its temporary file is a write in progress, listed and left alone.
+    let files = ["s1.md.upstream", "s2.md.1-7.tmp"];
+    for name in files {
+        env.tree
+            .write(&format!("skills/ns1/{name}"), "not a document\n");
+        assert!(
+            reasons(&env).contains_key(name),
+            "{name} is in the next check"
+        );
+        assert_as_rescan(&env, &format!("{name} made"));
+    }
+    let listed = reasons(&env);
+    assert!(listed["s1.md.upstream"].contains("upstream"), "{listed:?}");
+    assert!(listed["s2.md.1-7.tmp"].contains("process 1"), "{listed:?}");
+    assert_eq!(env.prefix_ids(""), skills_before, "no answer changes");
+    for name in files {
+        env.tree.remove(&format!("skills/ns1/{name}"));
+        assert!(
+            !reasons(&env).contains_key(name),
+            "{name} is gone from the next check"
+        );
+        assert_as_rescan(&env, &format!("{name} removed"));
+    }
+}
+
 /// A writer thread replaces files (atomically, by rename) while reader threads read: every
 /// answer is what disk held at some moment between the read's start and its end.
 #[test]
