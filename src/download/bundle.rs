@@ -176,7 +176,12 @@ impl BundleBuilder {
             Some((Listed::Agent, entry)) => self.written.agents.push(entry),
             None => {}
         }
-        self.files.push(File { dest, rel, bytes });
+        self.files.push(File {
+            dest,
+            rel,
+            bytes,
+            executable: false,
+        });
         Ok(())
     }
 
@@ -192,9 +197,13 @@ impl BundleBuilder {
                     .map(|f| f.rel.as_str()),
             )?;
         }
+        let mut files = self.files;
+        for file in &mut files {
+            file.executable = self.executable_bits.contains(&file.rel);
+        }
         Ok(Bundle {
             source: self.source,
-            files: self.files,
+            files,
             written: self.written,
             resolved: self.resolved,
             executable_bits: self.executable_bits,

@@ -396,6 +396,7 @@ pub fn check(
         dest: Dest::Skills,
         rel: record_rel,
         bytes,
+        executable: false,
     });
     Ok(Checked {
         files,

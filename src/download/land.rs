@@ -260,6 +260,7 @@ impl LockPlaces {
             dest: Dest::BundlesLock,
             rel: self.name.clone(),
             bytes: next.to_bytes()?,
+            executable: false,
         })
     }
 }

@@ -350,16 +350,19 @@ mod tests {
                 dest: Dest::Skills,
                 rel: "mailer/system-prompts/clerk.md".into(),
                 bytes: b"---\ndescription: d\n---\n".to_vec(),
+                executable: false,
             },
             File {
                 dest: Dest::Agents,
                 rel: "captain.md".into(),
                 bytes: b"---\nname: c\n---\n".to_vec(),
+                executable: false,
             },
             File {
                 dest: Dest::Skills,
                 rel: "mailer/SKILL.md".into(),
                 bytes: b"# Mailer\n".to_vec(),
+                executable: false,
             },
         ];
         let mut lock = Lock {

@@ -1155,10 +1155,11 @@ fn land_now(
                             ..up.clone()
                         });
                         decided.kept.push(up.clone());
+                        // Upstream's text to merge by hand, not to run.
                         files.push(File {
-                            dest: up.dest,
                             rel: beside,
-                            bytes: up.bytes,
+                            executable: false,
+                            ..up
                         });
                     }
                     (Action::Keep, up) => {

@@ -137,6 +137,7 @@ mod tests {
                     dest: *dest,
                     rel: rel.to_string(),
                     bytes: bytes.to_vec(),
+                    executable: false,
                 })
                 .collect(),
             written: Written::default(),

@@ -94,6 +94,9 @@ pub struct FileToLand {
     /// `/`-separated, relative to the dest root (`<namespace>/<path>` or `<id>.md`).
     pub rel: String,
     pub bytes: Vec<u8>,
+    /// Lands with the executable bits (where its read bits are), as a checkout of a file
+    /// whose mode in the repository is executable does.
+    pub executable: bool,
 }
 
 const COMMIT_FILE: &str = "commit.json";
@@ -101,6 +104,16 @@ const FILES_DIR: &str = "files";
 const BACKUP_DIR: &str = "backup";
 /// The commit record's format version.
 const COMMIT_SCHEMA: u32 = 1;
+
+/// Adds an execute bit beside each read bit of the new file's mode (which the umask shaped),
+/// as git does for an executable file.
+fn set_executable(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut permissions = file.metadata()?.permissions();
+    let mode = permissions.mode();
+    permissions.set_mode(mode | (mode & 0o444) >> 2);
+    file.set_permissions(permissions)
+}
 
 /// The advisory lock that serializes landings across processes: beside the index, which
 /// every process serving the same folders shares.
@@ -350,6 +363,9 @@ impl<'a> Txn<'a> {
             let mut new = dir.create_new(&name).map_err(io_error("write", &staged))?;
             new.write_all(&file.bytes)
                 .map_err(io_error("write", &staged))?;
+            if file.executable {
+                set_executable(&new).map_err(io_error("chmod", &staged))?;
+            }
             written.push(staged);
             let target = self.target(file.dest, &file.rel);
             if fs::symlink_metadata(&target).is_ok() {
@@ -956,6 +972,7 @@ mod tests {
             dest,
             rel: rel.into(),
             bytes: text.as_bytes().to_vec(),
+            executable: false,
         }
     }
 

@@ -120,6 +120,41 @@ fn frontend_design(repo: &Repo) {
         .write("skills/other/index.md", "# Another skill\n");
 }
 
+/// A file the repository marks executable lands executable (as a checkout gives it), and
+/// keeps its mode through an update; the others land as plain files.
+#[test]
+fn a_repo_files_executable_mode_lands_with_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    repo.write("skills/tools/SKILL.md", "# Tools\n")
+        .write("skills/tools/scripts/run.sh", "#!/bin/sh\necho run\n")
+        .executable("skills/tools/scripts/run.sh")
+        .write("skills/tools/scripts/lib.sh", "echo lib\n");
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    let mode = |rel: &str| {
+        std::fs::metadata(f.compose.path(&format!("skills/tools/{rel}")))
+            .expect("landed")
+            .permissions()
+            .mode()
+    };
+    for round in ["first download", "update"] {
+        if round == "update" {
+            repo.write("skills/tools/SKILL.md", "# Tools\n\nv2\n");
+            repo.publish("v2");
+        }
+        f.download(&url, "tools", None);
+        assert_ne!(
+            mode("scripts/run.sh") & 0o100,
+            0,
+            "{round}: run.sh is executable"
+        );
+        assert_eq!(mode("scripts/lib.sh") & 0o111, 0, "{round}: lib.sh is not");
+        assert_eq!(mode("SKILL.md") & 0o111, 0, "{round}: SKILL.md is not");
+    }
+}
+
 #[test]
 fn a_repo_skill_lands_with_its_payload_and_without_ignored_paths() {
     let f = Fixture::new(Behaviour::Serve);

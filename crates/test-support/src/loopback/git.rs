@@ -60,6 +60,14 @@ impl Repo {
         self
     }
 
+    /// Gives a written file the mode git records as executable (100755).
+    pub fn executable(&self, rel: &str) -> &Repo {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.work.join(rel);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        self
+    }
+
     pub fn symlink(&self, rel: &str, target: &str) -> &Repo {
         let path = self.work.join(rel);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
