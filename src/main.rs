@@ -61,7 +61,7 @@ struct Cli {
     /// YAML configuration (the same file the worker takes); defaults apply without one.
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// Log level: error, warn, info, debug or trace (RUST_LOG, when set, takes precedence);
+    /// Log level: error, warn, info, debug, trace or off (RUST_LOG, when set, takes precedence);
     /// the worker defaults to info, the other commands to warn.
     #[arg(
         long,
@@ -251,7 +251,9 @@ Examples:
     /// bundle). Checked whole, landed all or nothing; the index is current when it returns.
     Download(cli_download::Args),
     /// Downloaded bundles against the bundles lock: `list` (the default), `get NAMESPACE`,
-    /// `verify` (exit 1 when a file differs, is missing or is untracked).
+    /// `verify` (exit 1 when a file differs, is missing or is untracked), `check-updates
+    /// [NAMESPACE]` (has a source moved on?), `restore [NAMESPACE]` (land exactly what the
+    /// lock records).
     Bundles {
         #[command(subcommand)]
         action: Option<cli_bundles::Action>,

@@ -446,6 +446,11 @@ pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, BusS
             other => BusSearchError::Sdk(other),
         })
     });
-    iii.shutdown();
+    match answer {
+        // Never connected: the connection thread sleeps out a retry, which joining it would
+        // add to the wait the error names. The process ends right after.
+        Err(BusSearchError::NoEngine { .. }) => runtime.block_on(iii.shutdown_async()),
+        _ => iii.shutdown(),
+    }
     answer
 }
