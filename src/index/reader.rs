@@ -127,6 +127,22 @@ impl Reader {
             }))
     }
 
+    /// How many of the worker's bundled skills of namespace `ns` are served from the bundle
+    /// now (no folder on disk has taken the namespace over): one lookup per bundled skill.
+    pub fn bundled_skills_served(&self, ns: &str) -> Result<usize> {
+        let mut served = 0;
+        for (file, _) in bundled::parsed_skills() {
+            if crate::doc::ids::first_segment(file.id) == ns
+                && self
+                    .skill(file.id)?
+                    .is_some_and(|row| row.source == Source::Bundled)
+            {
+                served += 1;
+            }
+        }
+        Ok(served)
+    }
+
     /// Finds a skill this caller may see by id: the exact id wins, then the `<id>/index`
     /// overview alias (contract §3.4).
     pub fn resolve_skill(

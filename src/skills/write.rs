@@ -3,6 +3,8 @@
 //! the id resolves to; read-only skills (the agents skills roots, project and user-global, and
 //! the bundled ones) are refused.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::code::Code;
@@ -92,6 +94,7 @@ pub fn create(
     if path.exists() {
         return Err(file_exists(Code::SkillExists, &path, &NEXT_ON_CONFLICT));
     }
+    check_not_hiding_bundled(reader, roots, &path, &id)?;
     // After the existence checks: an id the local folder serves, or a file skipped at the
     // target, exists (D114).
     check_not_overridden(
@@ -124,6 +127,35 @@ pub fn create(
 }
 
 /// `prompts`, `system-prompts` and `agents` segments make a path something other than a skill.
+/// Refuses a create whose file would start the folder of a namespace the worker's bundled
+/// skills serve (`iii-directory/x`, or `iii/iii-directory/x` in the default local folder): the
+/// bundled skills give way whole to such a folder (a fork on disk), so all of them would be
+/// hidden without a word.
+fn check_not_hiding_bundled(reader: &Reader, roots: &Roots, path: &Path, id: &str) -> Result<()> {
+    let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
+    let rel = match path.strip_prefix(local) {
+        Ok(rel) if local != skills => rel,
+        _ => path.strip_prefix(skills).unwrap_or(path),
+    };
+    let mut parts = rel.iter();
+    let (Some(namespace), Some(_)) = (parts.next().and_then(|p| p.to_str()), parts.next()) else {
+        return Ok(());
+    };
+    let bundled = reader.bundled_skills_served(namespace)?;
+    if bundled == 0 {
+        return Ok(());
+    }
+    Err(Error::coded(
+        Code::SkillPlacementRefused,
+        format!(
+            "namespace {ns} holds the worker's {bundled} bundled skills (read-only); creating {id} would start a {namespace}/ folder on disk, which takes the namespace over and would hide them all. Use a namespace of your own, or copy the bundled skills into skills_folder/{namespace}/ on disk (`get --raw` gives each file) to fork them.",
+            ns = quoted(namespace),
+            id = quoted(id),
+        ),
+        &[],
+    ))
+}
+
 fn check_reserved(id: &str) -> Result<()> {
     let problem = match classify(&format!("{id}.md")) {
         PathClass::Skill => return Ok(()),
@@ -146,7 +178,7 @@ fn check_reserved(id: &str) -> Result<()> {
 }
 
 /// The response of create and update: the new content's identity.
-fn written(id: &str, content: &str, path: &std::path::Path) -> Value {
+fn written(id: &str, content: &str, path: &Path) -> Value {
     let identity = identity(Some(&ParsedDoc::parse(as_read(content))), id);
     json!({
         "id": id,
@@ -263,7 +295,7 @@ pub fn delete(
     let req: request::ById = request::parse(request)?;
     let id = parse_id(&req.id)?;
     let (found, _, path) = writable(reader, roots, visibility, &id)?;
-    let keep: Vec<&std::path::Path> = roots.active().map(|(_, path)| path).collect();
+    let keep: Vec<&Path> = roots.active().map(|(_, path)| path).collect();
     store::remove_beneath(&writable_roots(roots), &path, true, &keep)
         .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
     // A scoped reconcile lists the roots' top-level folders again, so an emptied namespace

@@ -491,3 +491,55 @@ fn skills_create_refuses_to_start_a_local_namespace_that_hides_a_global_one() {
         env.path("skills/iii/shell/extra.md").display().to_string()
     );
 }
+
+/// The worker's bundled skills (`iii-directory/…`) give way whole to a folder of their
+/// namespace on disk: a create that would start that folder (in `skills_folder`, or in the
+/// default local folder as `iii/iii-directory/…`) would hide them all, and is refused with
+/// nothing written. Once the user has forked them on disk, the namespace is theirs.
+#[test]
+fn skills_create_refuses_to_hide_the_bundled_skills() {
+    let env = Env::new(standard);
+    let bundled = |env: &Env| {
+        names(
+            &env.read(ReadFunction::SkillsList, json!({"prefix": "iii-directory"})),
+            "skills",
+            "id",
+        )
+    };
+    let before = bundled(&env);
+    assert!(before.len() > 1, "{before:?}");
+    for (id, folder) in [
+        ("iii-directory/notes", "skills/iii-directory"),
+        ("iii/iii-directory/notes", "skills/iii/iii-directory"),
+    ] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        assert!(
+            message.contains(&format!(
+                "namespace \"iii-directory\" holds the worker's {} bundled skills (read-only); creating {id:?} would start",
+                before.len()
+            )),
+            "{message}"
+        );
+        assert!(!env.path(folder).exists(), "{id}: nothing written");
+    }
+    assert_eq!(bundled(&env), before);
+    // A fork on disk: the namespace is the user's, and a create adds to it.
+    env.tree
+        .write("skills/iii-directory/index.md", "# My fork\n\nMine.\n");
+    env.directory.reconcile().expect("reconcile");
+    env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "iii-directory/notes", "content": BODY}),
+        Family::Skills,
+        skill_event("create", "iii-directory/notes"),
+    );
+    assert_eq!(
+        bundled(&env),
+        ["iii-directory", "iii-directory/notes"],
+        "the fork serves the namespace"
+    );
+}
