@@ -252,6 +252,7 @@ const BUNDLE_STATUS: &[&str] = &[
     "untracked",
     "upstream_copies",
     "stale_upstream_copies",
+    "recorded",
 ];
 
 /// The internal functions (`metadata.internal`), with the metadata each registers.
