@@ -49,7 +49,7 @@ use crate::registry::{Registry, Release};
 use crate::request;
 use crate::store::landing::{self, Changes};
 
-use super::bundle::{Bundle, Dest, File, Limits};
+use super::bundle::{Bundle, Dest, File, Limits, Written};
 use super::guard::{self, OnEdited, namespace_folder, placed_rel};
 use super::land::{Landed, LockPlaces, is_record, served_prompt, without_kept};
 use super::lock::{self, Entry, LockedSource, Route};
@@ -1230,7 +1230,26 @@ fn land_now(
             .into_iter()
             .filter(|p| *p != folders.bundles_lock)
             .collect();
-        let families: Vec<Family> = family_of(&touched, folders);
+        if decided.stale {
+            return Ok(Change {
+                value: (decided, Vec::new(), Written::default()),
+                touched,
+                events: Vec::new(),
+            });
+        }
+        let written = written_lists(plan, (&decided.kept, &decided.merged), &namespace);
+        // As a first download: one event per family the answer names files of (even files
+        // that came back with the same bytes), and per family whose files were removed.
+        let mut families = family_of(&touched, folders);
+        for (family, names) in [
+            (Family::Skills, &written.skills),
+            (Family::SystemPrompts, &written.system_prompts),
+            (Family::Agents, &written.agents),
+        ] {
+            if !names.is_empty() && !families.contains(&family) {
+                families.push(family);
+            }
+        }
         let events = families
             .into_iter()
             .map(|family| ChangeEvent {
@@ -1248,33 +1267,16 @@ fn land_now(
             .cloned()
             .collect::<Vec<_>>();
         Ok(Change {
-            value: (decided, paths),
+            value: (decided, paths, written),
             touched,
             events,
         })
     })?;
-    let (decided, paths) = result;
+    let (decided, paths, merged_written) = result;
     if decided.stale {
         return Ok(None);
     }
-    let folder = plan.folder.clone();
-    // The kept files (placed like the bundle's own) name what was not written as upstream.
-    let kept: Vec<File> = decided
-        .kept
-        .iter()
-        .map(|f| File {
-            rel: placed_rel(&folder, &namespace, f.dest, &f.rel),
-            ..f.clone()
-        })
-        .collect();
     let kept_local = decided.kept_local.clone();
-    let written = without_kept(plan.bundle.written.clone(), &kept, &folder);
-    let mut merged_written = written.clone();
-    for name in &decided.merged {
-        if !merged_written.skills.contains(name) && !name.starts_with("agents/") {
-            merged_written.skills.push(name.clone());
-        }
-    }
     let response = json!({
         "namespace": namespace,
         "skills_written": merged_written.skills,
@@ -1298,6 +1300,26 @@ fn land_now(
         conflicts: decided.conflicts,
         copies_removed: decided.copies_removed,
     }))
+}
+
+/// What an applied plan's answer names as written: the bundle's files but those kept as the
+/// user has them (placed like the bundle's own), plus the merged ones.
+fn written_lists(plan: &Plan, (kept, merged): (&[File], &[String]), namespace: &str) -> Written {
+    let folder = &plan.folder;
+    let kept: Vec<File> = kept
+        .iter()
+        .map(|f| File {
+            rel: placed_rel(folder, namespace, f.dest, &f.rel),
+            ..f.clone()
+        })
+        .collect();
+    let mut written = without_kept(plan.bundle.written.clone(), &kept, folder);
+    for name in merged {
+        if !written.skills.contains(name) && !name.starts_with("agents/") {
+            written.skills.push(name.clone());
+        }
+    }
+    written
 }
 
 /// The families whose files a landing touched.

@@ -106,6 +106,38 @@ async fn a_registry_bundle_lands_routed_indexed_and_announced() {
     );
 }
 
+/// The contract fires a download's event for every family its answer names files of: a
+/// re-pull of the same version, whose bytes are all already there, still answers them as
+/// written, and so still fires the three events a caller may wait for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_pull_of_the_same_bytes_fires_the_events_its_answer_names() {
+    let s = Setup::new();
+    full_bundle(&s);
+    let first = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("first");
+    let before = s.state();
+    let events = s.events().len();
+    let again = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("again");
+    assert_eq!(s.state(), before, "the same bytes: nothing changed on disk");
+    for key in ["skills_written", "system_prompts_written", "agents_written"] {
+        assert_eq!(again[key], first[key], "{key}");
+    }
+    let event = |family: &str| json!({"family": family, "payload": {"op": "download", "namespace": "mailer", "source": "registry"}});
+    assert_eq!(
+        s.events()[events..],
+        [
+            event("directory::skills::on-change"),
+            event("directory::system-prompts::on-change"),
+            event("directory::agents::on-change"),
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_re_pull_overwrites_file_by_file_and_keeps_siblings() {
     let s = Setup::new();
