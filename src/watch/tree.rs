@@ -21,7 +21,7 @@ use super::inotify::{Event, Inotify, Wd};
 use super::links::{self, Links};
 use crate::roots::{Layout, Root, Roots};
 use crate::rules::skip::is_upstream_copy;
-use crate::store::{is_staging_name, is_temp_name};
+use crate::store::{is_staging_name, temp_pid};
 
 /// How a root is watched, for `directory::index::status`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -589,9 +589,10 @@ impl LinkTargets {
 }
 
 /// Paths worth a look: documents, folders or links to them (names without an extension are
-/// taken as such), and the other files `check` lists, an update's `.upstream` copy and a
-/// writer's temporary file, so that `check` and `index::status` follow them as they come and
-/// go. Staging folders are not: a landing reconciles what it lands.
+/// taken as such), and the other files `check` lists, an update's `.upstream` copy and another
+/// process's temporary file, so that `check` and `index::status` follow them as they come and
+/// go. Staging folders are not (a landing reconciles what it lands), nor this process's own
+/// temporary files (its writes reconcile the files they make).
 fn relevant(path: &Path, is_dir: bool) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return false;
@@ -602,7 +603,7 @@ fn relevant(path: &Path, is_dir: bool) -> bool {
     is_dir
         || path.extension().is_none_or(|ext| ext == "md")
         || is_upstream_copy(name)
-        || is_temp_name(name)
+        || temp_pid(name).is_some_and(|pid| pid != std::process::id())
 }
 
 /// Whether `path` is on a file system that does not report changes made elsewhere: network
@@ -691,7 +692,12 @@ mod tests {
         std::fs::write(moved.join("deep/notes.tmp"), "x").unwrap();
         std::fs::create_dir(base.path().join("skills/.iii-staging-x")).unwrap();
         assert!(drain(&inotify, &mut tree).is_empty());
-        // A writer's temporary file and an update's conflict copy are: `check` lists them.
+        // Nor are this process's own temporary files: its writes reconcile what they make.
+        let own = format!("deep/b.md.{}-0.tmp", std::process::id());
+        std::fs::write(moved.join(own), "x").unwrap();
+        assert!(drain(&inotify, &mut tree).is_empty());
+        // Another writer's temporary file and an update's conflict copy are: `check` lists
+        // them.
         std::fs::write(moved.join("deep/b.md.1-2.tmp"), "x").unwrap();
         std::fs::write(moved.join("deep/b.md.upstream"), "x").unwrap();
         let changes = drain(&inotify, &mut tree);

@@ -1245,3 +1245,55 @@ fn bundled_skills_are_served_by_a_new_index_over_a_bare_folder() {
     );
     assert_eq!(common::skill_ids(&directory), expected);
 }
+
+/// An update's `.upstream` copy or another writer's temporary file coming or going changes
+/// its own skipped row and nothing else: the reconcile updates the views part by part, not
+/// from scratch, and answers as a fresh index does. A link that breaks (a walk fact rows may
+/// depend on) is computed from scratch.
+#[test]
+fn file_notes_change_their_own_rows_part_by_part() {
+    let tree = Tree::new();
+    tree.write("skills/ns/a.md", "# A\n\nAbout a.\n");
+    tree.write("skills/ns/b.md", "# B\n\nAbout b.\n");
+    let directory = Directory::open(tree.config()).expect("open");
+    directory.reconcile().expect("first reconcile");
+    let step = |what: &str, change: &dyn Fn(), from_scratch: bool| {
+        change();
+        let report = directory.reconcile().expect("reconcile");
+        assert!(report.changed, "{what}: {report:?}");
+        assert_eq!(
+            report.views_from_scratch, from_scratch,
+            "{what}: {report:?}"
+        );
+        let fresh = common::fresh_index(&tree.config());
+        let diff = common::dump_diff(&common::dump(&directory), &common::dump(&fresh));
+        assert!(diff.is_empty(), "{what}: differs from a fresh index:{diff}");
+    };
+    step(
+        "a conflict copy made",
+        &|| {
+            tree.write("skills/ns/a.md.upstream", "theirs\n");
+        },
+        false,
+    );
+    step(
+        "a temporary file of process 1 made",
+        &|| {
+            tree.write("skills/ns/b.md.1-0.tmp", "half\n");
+        },
+        false,
+    );
+    step(
+        "both removed",
+        &|| {
+            tree.remove("skills/ns/a.md.upstream");
+            tree.remove("skills/ns/b.md.1-0.tmp");
+        },
+        false,
+    );
+    step(
+        "a link named like a document that leads nowhere",
+        &|| std::os::unix::fs::symlink("gone.md", tree.path("skills/ns/c.md")).expect("link"),
+        true,
+    );
+}

@@ -93,6 +93,9 @@ pub struct Report {
     /// `store::sweep_found_temps`); the others it found are listed as skipped.
     #[serde(skip)]
     pub temps: Vec<std::path::PathBuf>,
+    /// Whether the views were computed from scratch rather than part by part.
+    #[serde(skip)]
+    pub views_from_scratch: bool,
 }
 
 impl Report {
@@ -168,6 +171,7 @@ pub fn run(
         report.duration_ms = started.elapsed().as_millis() as u64;
         return Ok(report);
     }
+    report.views_from_scratch = plan.full_views;
 
     let txn = target.index.begin_write().map_err(Error::index)?;
     // Texts an earlier commit stopped referring to: removed from the texts store by this
