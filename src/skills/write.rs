@@ -126,11 +126,11 @@ pub fn create(
     })
 }
 
-/// `prompts`, `system-prompts` and `agents` segments make a path something other than a skill.
 /// Refuses a create whose file would start the folder of a namespace the worker's bundled
 /// skills serve (`iii-directory/x`, or `iii/iii-directory/x` in the default local folder): the
 /// bundled skills give way whole to such a folder (a fork on disk), so all of them would be
-/// hidden without a word.
+/// hidden without a word. (A top-level file `iii/iii-directory.md` hides none of them: it takes
+/// the bare id, and the overview is listed as `iii-directory/index`, as any such pair is.)
 fn check_not_hiding_bundled(reader: &Reader, roots: &Roots, path: &Path, id: &str) -> Result<()> {
     let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
     let rel = match path.strip_prefix(local) {
@@ -156,6 +156,7 @@ fn check_not_hiding_bundled(reader: &Reader, roots: &Roots, path: &Path, id: &st
     ))
 }
 
+/// `prompts`, `system-prompts` and `agents` segments make a path something other than a skill.
 fn check_reserved(id: &str) -> Result<()> {
     let problem = match classify(&format!("{id}.md")) {
         PathClass::Skill => return Ok(()),
