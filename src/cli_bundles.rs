@@ -250,14 +250,14 @@ fn problems(bundle: &Value) -> String {
 }
 
 /// A line for a bundle whose namespace lost its record of what the bundle wrote, which its
-/// files' state cannot show: the next update would be refused.
+/// files' state cannot show.
 fn record_note(bundle: &Value) -> String {
     if bundle["recorded"] != Value::Bool(false) {
         return String::new();
     }
     let namespace = bundle["namespace"].as_str().unwrap_or_default();
     format!(
-        "\n  {:<9} no {} in the namespace: its next update is refused until `iii-directory bundles restore {namespace}` lands the bundle again with its record",
+        "\n  {:<9} no {} in the namespace: the files holding the locked bytes count as the bundle's; `iii-directory bundles restore {namespace}` writes the record again",
         "record",
         guard::RECORD_FILE
     )
@@ -401,7 +401,7 @@ mod tests {
             "upstream_copies": [], "stale_upstream_copies": [],
             "recorded": false,
         });
-        let line = "record    no .iii-bundle-files in the namespace: its next update is refused until `iii-directory bundles restore mailer` lands the bundle again with its record";
+        let line = "record    no .iii-bundle-files in the namespace: the files holding the locked bytes count as the bundle's; `iii-directory bundles restore mailer` writes the record again";
         for shown in [
             render_list(&json!({ "bundles": [&bundle] })),
             render_one(&bundle),

@@ -44,8 +44,6 @@ pub struct Bundle {
     pub written: Written,
     /// The commit, version and digest its fetch resolved, for the lock.
     pub resolved: Resolved,
-    /// Paths (as in `files`) that carried an executable bit at the source.
-    pub executable_bits: BTreeSet<String>,
     /// Entries of the source skipped for a name starting with `.`, under the namespace.
     pub hidden: Vec<String>,
 }
@@ -206,7 +204,6 @@ impl BundleBuilder {
             files,
             written: self.written,
             resolved: self.resolved,
-            executable_bits: self.executable_bits,
             hidden: self.hidden,
         })
     }

@@ -36,6 +36,7 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use crate::bundled;
 use crate::code::Code;
@@ -222,6 +223,49 @@ pub struct Beyond<'a> {
     /// Bundle files (placed, with upstream's bytes) that stay as the user has them though the
     /// lock lists them: the record claims those it does not list yet ([`claim_kept`]).
     pub kept: &'a [File],
+    /// The files the bundles lock lists for the namespace (placed), with their size and
+    /// sha256: the bundle's own when its record is lost and they hold those bytes
+    /// ([`recover_record`]).
+    pub locked: &'a [LockedBytes],
+}
+
+/// A file as the bundles lock lists it.
+#[derive(Clone, Debug)]
+pub struct LockedBytes {
+    pub dest: Dest,
+    /// Placed, relative to the dest root.
+    pub rel: String,
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// A namespace whose record is lost (`.iii-bundle-files` not committed beside the lock, say)
+/// takes it back from the bundles lock, which the same landing wrote: a file the lock lists
+/// that holds the locked bytes is the bundle's own. Without this the bundle would own nothing,
+/// and every update or restore of a bundle with an agent profile would be refused. A file with
+/// other bytes stays unowned (refused, named): nothing says whose edit it is.
+fn recover_record(record: &mut Record, paths: &Paths, locked: &[LockedBytes]) {
+    for file in locked {
+        let root = match file.dest {
+            Dest::Agents => &paths.agents_folder,
+            _ => &paths.skills_folder,
+        };
+        let path = root.join(&file.rel);
+        // One read gives both hashes, so the bytes adopted are the bytes compared.
+        let bytes = match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() == file.size => fs::read(&path).ok(),
+            _ => None,
+        };
+        let Some(bytes) = bytes else {
+            continue;
+        };
+        let sha256 = format!("{:x}", sha2::Sha256::digest(&bytes));
+        if sha256.eq_ignore_ascii_case(&file.sha256) {
+            record
+                .files
+                .insert(record_key(file.dest, &file.rel), hash_hex(&bytes));
+        }
+    }
 }
 
 /// Places `files` (routed for `<skills_folder>/<namespace>/`) in the namespace's folder,
@@ -253,6 +297,10 @@ pub fn check(
         .collect();
     let record_rel = format!("{folder}/{RECORD_FILE}");
     let mut record = read_record(&paths.skills_folder.join(&record_rel), namespace);
+    let record_lost = record.files.is_empty();
+    if record_lost {
+        recover_record(&mut record, paths, beyond.locked);
+    }
     let own_prefix = format!("{folder}/");
     let shown = |file: &File| match file.dest {
         Dest::Agents => format!("agents/{}", file.rel),
@@ -366,6 +414,18 @@ pub fn check(
                 file.rel
             ),
         };
+        let locked_here = beyond
+            .locked
+            .iter()
+            .any(|l| l.dest == file.dest && l.rel == file.rel);
+        if record_lost && locked_here {
+            return refuse(
+                file,
+                format!(
+                    "{what} as far as it can tell: the namespace lost its record of the files the bundle wrote ({folder}/{RECORD_FILE}), and this file does not hold the bytes the bundles lock lists for it. If it is the bundle's file edited here, move your copy aside and run `iii-directory bundles restore {namespace}`, which lands the bundle as locked, with its record"
+                ),
+            );
+        }
         return refuse(file, what);
     }
     // A kept file keeps the hash it was installed with, so it stays "edited" for the next

@@ -59,12 +59,25 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
         // Checked under the landing's lock, so that what the checks saw is what lands, and the
         // bundles lock read here is the one this landing replaces.
         let touched = landing::land_with(targets, || {
+            // Read under the landing lock: what the lock lists now owns its files if the
+            // record was lost.
+            let locked = lock::read(&folders.bundles_lock)?
+                .bundles
+                .get(&namespace)
+                .map(lock::Entry::locked_bytes)
+                .unwrap_or_default();
             let checked = guard::check(
                 folders,
                 &namespace,
                 bundle.files,
                 &served_prompt,
-                (on_edited, guard::Beyond::default()),
+                (
+                    on_edited,
+                    guard::Beyond {
+                        locked: &locked,
+                        ..Default::default()
+                    },
+                ),
             )?;
             // An empty bundle writes nothing, not even a lock entry.
             if checked.files.is_empty() && checked.kept_local.is_empty() {

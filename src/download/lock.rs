@@ -65,6 +65,21 @@ pub struct Entry {
     pub landed_at: String,
 }
 
+impl Entry {
+    /// Its files as the landing's check reads them when the namespace lost its record.
+    pub fn locked_bytes(&self) -> Vec<super::guard::LockedBytes> {
+        self.files
+            .iter()
+            .map(|f| super::guard::LockedBytes {
+                dest: f.route.dest(),
+                rel: f.path.clone(),
+                size: f.size,
+                sha256: f.sha256.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Where a bundle came from, resolved: what another machine needs to fetch the same bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]

@@ -427,7 +427,7 @@ pub async fn land_locked(
                 return Ok(Some(applied.landed));
             }
             Err(Stale::Fresh(fresh)) => plan = *fresh,
-            Err(Stale::Error(e)) => return Err(with_record_hint(e, &paths, &namespace)),
+            Err(Stale::Error(e)) => return Err(e),
         }
     }
     Err(Error::Invalid(format!(
@@ -514,29 +514,6 @@ async fn make(
         }
     }
     Ok(plan)
-}
-
-/// A locked bundle whose record of what it wrote is missing (`.iii-bundle-files` not committed
-/// beside the lock, say) owns nothing, so its update is refused for a file "this bundle did not
-/// install": the refusal then says how to have the record again.
-fn with_record_hint(error: Error, paths: &Paths, namespace: &str) -> Error {
-    match error {
-        Error::Coded {
-            code: Code::BundleConflict,
-            problem,
-        } if problem.contains("did not install") && !guard::has_record(paths, namespace) => {
-            let folder = namespace_folder(paths, namespace);
-            Error::coded(
-                Code::BundleConflict,
-                format!(
-                    "{problem} The bundles lock lists this bundle, but the namespace has no record of the files it wrote (skills_folder/{folder}/{}): `iii-directory bundles restore {namespace}` lands it again as locked, with its record.",
-                    guard::RECORD_FILE
-                ),
-                &[],
-            )
-        }
-        other => other,
-    }
 }
 
 /// Refuses a download into a locked namespace from another origin than the lock's (a
@@ -666,7 +643,12 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
             Dest::Agents => format!("agents/{}", key.1),
             _ => key.1.strip_prefix(&prefix).unwrap_or(&key.1).to_string(),
         };
-        let current = disk.is_some() && disk == up_sha;
+        // A file upstream marks executable that lands without the bit (the repository made it
+        // executable later, or an older landing dropped the bit) is landed again. A bit the
+        // user added stays.
+        let lacks_execute = up.is_some_and(|i| bundle.files[i].executable)
+            && !is_executable(&root_of(paths, key.0).join(&key.1));
+        let current = disk.is_some() && disk == up_sha && !lacks_execute;
         let copy_rel = format!("{}{UPSTREAM_SUFFIX}", key.1);
         let copy = lock::file_sha256(&root_of(paths, key.0).join(&copy_rel)).map(|(_, sha)| sha);
         if copy.is_some() {
@@ -1184,6 +1166,7 @@ fn land_now(
                     _ => {}
                 }
             }
+            let locked = plan.entry.locked_bytes();
             let mut checked = guard::check(
                 folders,
                 &namespace,
@@ -1194,6 +1177,7 @@ fn land_now(
                     guard::Beyond {
                         removed: &removed,
                         kept: &kept_here,
+                        locked: &locked,
                     },
                 ),
             )?;
@@ -1238,29 +1222,28 @@ fn land_now(
             });
         }
         let written = written_lists(plan, (&decided.kept, &decided.merged), &namespace);
-        // As a first download: one event per family the answer names files of (even files
-        // that came back with the same bytes), and per family whose files were removed.
-        let mut families = family_of(&touched, folders);
-        for (family, names) in [
+        // One event per family the landing touched; a download (the contract's function) also
+        // fires one for each family its answer names files of, as a first download does, even
+        // when they came back with the same bytes. `apply` answers only what changed.
+        let touched_families = family_of(&touched, folders);
+        let events = [
             (Family::Skills, &written.skills),
             (Family::SystemPrompts, &written.system_prompts),
             (Family::Agents, &written.agents),
-        ] {
-            if !names.is_empty() && !families.contains(&family) {
-                families.push(family);
-            }
-        }
-        let events = families
-            .into_iter()
-            .map(|family| ChangeEvent {
-                family,
-                payload: json!({
-                    "op": "download",
-                    "namespace": namespace,
-                    "source": source.kind(),
-                }),
-            })
-            .collect();
+        ]
+        .into_iter()
+        .filter(|(family, names)| {
+            touched_families.contains(family) || dropped == Dropped::Keep && !names.is_empty()
+        })
+        .map(|(family, _)| ChangeEvent {
+            family,
+            payload: json!({
+                "op": "download",
+                "namespace": namespace,
+                "source": source.kind(),
+            }),
+        })
+        .collect();
         let paths = touched
             .iter()
             .filter(|p| p.file_name().is_none_or(|n| n != guard::RECORD_FILE))
@@ -1320,6 +1303,13 @@ fn written_lists(plan: &Plan, (kept, merged): (&[File], &[String]), namespace: &
         }
     }
     written
+}
+
+/// Whether the file at `path` has an execute bit (not following a link).
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The families whose files a landing touched.

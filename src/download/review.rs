@@ -80,7 +80,7 @@ pub fn review(bundle: &Bundle, large_bytes: u64) -> Review {
                 .unwrap_or(&file.rel)
                 .to_string(),
         };
-        if bundle.executable_bits.contains(&file.rel) || runs(&file.bytes) {
+        if file.executable || runs(&file.bytes) {
             review.executables.push(shown.clone());
         }
         if is_script(&file.rel) {
@@ -137,12 +137,11 @@ mod tests {
                     dest: *dest,
                     rel: rel.to_string(),
                     bytes: bytes.to_vec(),
-                    executable: false,
+                    executable: bits.contains(rel),
                 })
                 .collect(),
             written: Written::default(),
             resolved: Resolved::default(),
-            executable_bits: bits.iter().map(|b| b.to_string()).collect(),
             hidden: vec![".env".into()],
         }
     }

@@ -100,8 +100,9 @@ pub struct BundleStatus {
     /// The copies no conflict needs any more (see [`copy_is_stale`]): safe to delete.
     pub stale_upstream_copies: Vec<String>,
     /// Whether the namespace holds the bundle's record of what it wrote (`.iii-bundle-files`).
-    /// Without it the bundle owns none of its files, so its next update is refused; `restore`
-    /// lands the record again. The files' state does not depend on it.
+    /// Without it a landing takes back from the lock the files holding the locked bytes, and
+    /// a restore refuses a file of the bundle edited here (`guard::check`). The files' state
+    /// does not depend on it.
     pub recorded: bool,
     /// Every locked file with its state (`get` only).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -105,8 +105,8 @@ const BACKUP_DIR: &str = "backup";
 /// The commit record's format version.
 const COMMIT_SCHEMA: u32 = 1;
 
-/// Adds an execute bit beside each read bit of the new file's mode (which the umask shaped),
-/// as git does for an executable file.
+/// Adds an execute bit beside each read bit of the new file's mode (which the umask shaped):
+/// whoever may read the script may run it.
 fn set_executable(file: &File) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mut permissions = file.metadata()?.permissions();

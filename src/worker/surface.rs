@@ -702,7 +702,7 @@ fn bundles_functions() -> Vec<Function> {
             "untracked": paths(),
             "upstream_copies": names("<name>.upstream copies an update's conflict left beside the bundle's files"),
             "stale_upstream_copies": names("the copies whose conflict is settled (the file is clean again, no longer locked, or upstream moved on): safe to delete; the next apply that lands the file removes them"),
-            "recorded": { "type": "boolean", "description": "whether the namespace holds the bundle's record of the files it wrote (.iii-bundle-files); without it the next update is refused until `restore` lands the record again" },
+            "recorded": { "type": "boolean", "description": "whether the namespace holds the bundle's record of the files it wrote (.iii-bundle-files); without it a landing takes as the bundle's the files holding the bytes the lock lists, and a restore refuses a file of the bundle edited here" },
             "detail": array_of(object(
                 json!({ "path": string("as a download's response names it"), "route": { "enum": ["skills", "system-prompts", "agents"] }, "state": { "enum": ["clean", "modified", "missing"] } }),
                 &["path", "route", "state"],

@@ -407,50 +407,139 @@ async fn a_new_version_never_takes_over_a_users_agent_profile() {
 /// A bundle whose record of what it wrote is missing (`.iii-bundle-files` not committed beside
 /// the lock, say) owns nothing, so an update that changes its files is refused; the refusal
 /// says how to have the record again.
+/// A namespace whose record is lost (`.iii-bundle-files` not committed beside the lock) takes
+/// the bundle's files back from the lock: those holding the locked bytes, agent profile
+/// included, are the bundle's, so an update and a restore land and write the record again. A
+/// file of the bundle edited here is not taken (nothing says whose edit it is): an update keeps
+/// it and lands upstream's text beside it, as for any edit; a restore refuses it, naming it and
+/// the way out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_update_refused_for_a_missing_record_says_how_to_restore_it() {
+async fn a_lost_record_is_taken_back_from_the_lock() {
+    let s = Setup::new();
+    let mut files: BTreeMap<String, String> = [
+        ("SKILL.md".to_string(), "# Demo\n".to_string()),
+        ("b.md".to_string(), lines("b", 3)),
+        (
+            "agents/copier.md".to_string(),
+            "---\nname: Copier\n---\nCopies.\n".to_string(),
+        ),
+    ]
+    .into();
+    publish(&s, "1.0.0", &files);
+    download_answer(&s, json!({"worker": NS})).await;
+    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
+    let lose_record = || std::fs::remove_file(path(&s, guard::RECORD_FILE)).expect("remove");
+    let restore = |force: bool| {
+        let s = &s;
+        async move {
+            let request = json!({ "namespace": NS, "force": force });
+            iii_directory::download::restore::restore(&s.directory, &s.registry, &request).await
+        }
+    };
+
+    // Lost, with every file as locked: the state reads clean, `recorded` tells, and an update
+    // lands (it used to be refused for every file), writing the record again.
+    lose_record();
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["state"], "clean", "{listed}");
+    assert_eq!(listed["recorded"], false, "{listed}");
+    files.insert("b.md".into(), lines("b2", 3));
+    publish(&s, "2.0.0", &files);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("an update with the record lost");
+    assert_eq!(read(&s, "b.md").as_deref(), Some(lines("b2", 3).as_str()));
+    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
+
+    // A restore of a bundle with an agent profile, record lost: the profile is the bundle's.
+    lose_record();
+    restore(false).await.expect("restore with the record lost");
+    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
+
+    // Lost, with b.md edited here: a restore refuses it, even forced, and says what to do.
+    lose_record();
+    std::fs::write(path(&s, "b.md"), "mine\n").expect("edit");
+    for force in [false, true] {
+        let refused = restore(force)
+            .await
+            .expect_err("an edited file nobody owns")
+            .to_string();
+        assert!(refused.starts_with("D330 conflict"), "{refused}");
+        assert!(
+            refused.contains(&format!(
+                "this file does not hold the bytes the bundles lock lists for it. If it is the bundle's file edited here, move your copy aside and run `iii-directory bundles restore {NS}`"
+            )),
+            "{refused}"
+        );
+        assert_eq!(
+            read(&s, "b.md").as_deref(),
+            Some("mine\n"),
+            "nothing written"
+        );
+    }
+    // The way out it names.
+    std::fs::rename(path(&s, "b.md"), path(&s, "b.md.mine")).expect("move aside");
+    restore(false).await.expect("restore");
+    assert_eq!(read(&s, "b.md").as_deref(), Some(lines("b2", 3).as_str()));
+    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
+}
+
+/// `apply` (beyond the contract) fires an event for each family it changed and no other: one
+/// skill updated in a bundle that also brings a system prompt and an agent profile is one
+/// `skills` event, while a re-pull by `download` fires all three, as the contract's download
+/// does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_fires_events_only_for_the_families_it_changed() {
     let s = Setup::new();
     let v1: BTreeMap<String, String> = [
         ("SKILL.md".to_string(), "# Demo\n".to_string()),
         ("b.md".to_string(), lines("b", 3)),
+        (
+            "system-prompts/clerk.md".to_string(),
+            "---\ndescription: Files things.\n---\nFile.\n".to_string(),
+        ),
+        (
+            "agents/copier.md".to_string(),
+            "---\nname: Copier\n---\nCopies.\n".to_string(),
+        ),
     ]
     .into();
     publish(&s, "1.0.0", &v1);
-    download_answer(&s, json!({"worker": NS})).await;
-    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
-    std::fs::remove_file(path(&s, guard::RECORD_FILE)).expect("remove the record");
-    // The files still match the lock, so the state alone would read clean: `recorded` says
-    // what the next update will find.
-    let listed = status_of(&s, BundlesFunction::Get);
-    assert_eq!(listed["state"], "clean", "{listed}");
-    assert_eq!(listed["recorded"], false, "{listed}");
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+    let families = |from: usize| -> Vec<String> {
+        s.events()[from..]
+            .iter()
+            .map(|e| e["family"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
     let mut v2 = v1.clone();
     v2.insert("b.md".into(), lines("b2", 3));
     publish(&s, "2.0.0", &v2);
-    let refused = s
-        .download(FromRegistry, json!({"worker": NS}))
+    let before = s.events().len();
+    let planned = plan::plan_update(&s.directory, &s.registry, &json!({"namespace": NS}))
         .await
-        .expect_err("no record, nothing owned");
-    assert!(refused.starts_with("D330 conflict"), "{refused}");
-    assert!(
-        refused.contains(&format!(
-            "The bundles lock lists this bundle, but the namespace has no record of the files it wrote (skills_folder/{NS}/.iii-bundle-files): `iii-directory bundles restore {NS}`"
-        )),
-        "{refused}"
-    );
-
-    // The way out the refusal names: the restore lands the locked version with its record,
-    // and the update then goes through.
-    iii_directory::download::restore::restore(
+        .expect("plan v2");
+    plan::apply(
         &s.directory,
         &s.registry,
-        &json!({ "namespace": NS }),
+        &json!({"plan_id": planned["plan_id"]}),
     )
     .await
-    .expect("restore");
-    assert_eq!(status_of(&s, BundlesFunction::Get)["recorded"], true);
+    .expect("apply v2");
+    assert_eq!(families(before), ["directory::skills::on-change"]);
+
+    let before = s.events().len();
     s.download(FromRegistry, json!({"worker": NS}))
         .await
-        .expect("the update after the restore");
-    assert_eq!(read(&s, "b.md").as_deref(), Some(lines("b2", 3).as_str()));
+        .expect("re-pull");
+    assert_eq!(
+        families(before),
+        [
+            "directory::skills::on-change",
+            "directory::system-prompts::on-change",
+            "directory::agents::on-change"
+        ]
+    );
 }

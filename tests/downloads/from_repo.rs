@@ -120,8 +120,9 @@ fn frontend_design(repo: &Repo) {
         .write("skills/other/index.md", "# Another skill\n");
 }
 
-/// A file the repository marks executable lands executable (as a checkout gives it), and
-/// keeps its mode through an update; the others land as plain files.
+/// A file the repository marks executable lands executable (as a checkout gives it), and so
+/// does one the repository makes executable later without changing its bytes; the others land
+/// as plain files.
 #[test]
 fn a_repo_files_executable_mode_lands_with_it() {
     use std::os::unix::fs::PermissionsExt;
@@ -139,20 +140,28 @@ fn a_repo_files_executable_mode_lands_with_it() {
             .permissions()
             .mode()
     };
-    for round in ["first download", "update"] {
-        if round == "update" {
-            repo.write("skills/tools/SKILL.md", "# Tools\n\nv2\n");
-            repo.publish("v2");
-        }
-        f.download(&url, "tools", None);
-        assert_ne!(
-            mode("scripts/run.sh") & 0o100,
-            0,
-            "{round}: run.sh is executable"
-        );
-        assert_eq!(mode("scripts/lib.sh") & 0o111, 0, "{round}: lib.sh is not");
-        assert_eq!(mode("SKILL.md") & 0o111, 0, "{round}: SKILL.md is not");
-    }
+    f.download(&url, "tools", None);
+    assert_ne!(mode("scripts/run.sh") & 0o100, 0, "run.sh is executable");
+    assert_eq!(mode("scripts/lib.sh") & 0o111, 0, "lib.sh is not");
+    assert_eq!(mode("SKILL.md") & 0o111, 0, "SKILL.md is not");
+
+    // v2: run.sh changes, lib.sh becomes executable with the same bytes.
+    repo.write("skills/tools/scripts/run.sh", "#!/bin/sh\necho run v2\n")
+        .executable("skills/tools/scripts/run.sh")
+        .executable("skills/tools/scripts/lib.sh");
+    repo.publish("v2");
+    f.download(&url, "tools", None);
+    assert_ne!(
+        mode("scripts/run.sh") & 0o100,
+        0,
+        "the new run.sh is executable"
+    );
+    assert_ne!(
+        mode("scripts/lib.sh") & 0o100,
+        0,
+        "lib.sh is executable now"
+    );
+    assert_eq!(mode("SKILL.md") & 0o111, 0, "SKILL.md is still not");
 }
 
 #[test]
