@@ -72,11 +72,15 @@ struct Fetched {
     /// The set it answered, or after a failure the one before (`None`: never fetched).
     set: Option<Arc<BTreeSet<String>>>,
     failed: bool,
+    /// The engine has no `worker::list` (no worker daemon): asking again before its functions
+    /// change only logs one more error in the engine.
+    missing: bool,
 }
 
 /// After a failed `worker::list`, the calls within this long (or the TTL, when shorter) use
-/// the last set without asking again: an engine without a worker daemon would otherwise cost
-/// every list, get and write a failed round trip.
+/// the last set without asking again, so that a failing daemon does not cost every list, get
+/// and write a failed round trip. An engine with no `worker::list` at all is asked again only
+/// after the TTL, or when its functions change.
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(5);
 
 impl Installed {
@@ -90,7 +94,7 @@ impl Installed {
     ) -> Option<Arc<BTreeSet<String>>> {
         let cached = self.cached.lock().ok().and_then(|c| c.clone());
         if let Some(last) = &cached {
-            let keep_for = if last.failed {
+            let keep_for = if last.failed && !last.missing {
                 ttl.min(RETRY_FAILED_AFTER)
             } else {
                 ttl
@@ -114,6 +118,7 @@ impl Installed {
                     at: Instant::now(),
                     set: Some(Arc::new(names)),
                     failed: false,
+                    missing: false,
                 }
             }
             Err(e) => {
@@ -129,6 +134,7 @@ impl Installed {
                     at: Instant::now(),
                     set: last_set,
                     failed: true,
+                    missing: is_missing(&e),
                 }
             }
         };
@@ -142,6 +148,16 @@ impl Installed {
     pub fn clear(&self) {
         if let Ok(mut c) = self.cached.lock() {
             *c = None;
+        }
+    }
+
+    /// Forgets that the engine had no `worker::list`: its functions changed, and a worker
+    /// daemon may have brought it.
+    pub fn forget_missing(&self) {
+        if let Ok(mut c) = self.cached.lock() {
+            if c.as_ref().is_some_and(|f| f.missing) {
+                *c = None;
+            }
         }
     }
 }

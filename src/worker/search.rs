@@ -215,6 +215,7 @@ pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, 
 
 /// `directory::on-functions-change`: refreshes the catalog.
 pub(super) async fn on_functions_change(call: Call, _: Value) -> Result<Value, WorkerError> {
+    call.shared.installed.forget_missing();
     let state = &call.shared.search;
     let outcome = state
         .runtime

@@ -41,3 +41,39 @@ async fn filter_fails_open_when_worker_list_fails() {
     assert_eq!(ghost["title"], "Ghost guide");
     h.stop().await;
 }
+
+/// An engine without the worker daemon has no `worker::list`. The worker does not ask it
+/// again every few seconds (each time an error in the engine's log): the answer holds for the
+/// cache's TTL, and it is asked again as soon as the engine announces new functions, which a
+/// daemon starting would bring.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_worker_list_is_asked_again_when_functions_change() {
+    // No boot reconcile of worker bundles, whose own retries (the contract's, for a daemon
+    // that starts after the worker) would count here.
+    let h = Harness::start(Installed::Error, Some("auto_download: false\n")).await;
+    let asked = || {
+        h.engine
+            .calls()
+            .iter()
+            .filter(|c| c.function_id == "worker::list")
+            .count()
+    };
+    h.skill_ids().await;
+    let first = asked();
+    assert!(first >= 1, "asked once at least");
+    // Longer than the 5 s a failure that may pass is kept for.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(2_200)).await;
+        h.skill_ids().await;
+    }
+    assert_eq!(asked(), first, "not asked again within the TTL");
+    // The push's handler (this fake has no function catalog to refresh it from, so its own
+    // answer is an error; the forgetting comes first).
+    let _ = h
+        .engine
+        .invoke("directory::on-functions-change", json!({}))
+        .await;
+    h.skill_ids().await;
+    assert_eq!(asked(), first + 1, "asked again once functions changed");
+    h.stop().await;
+}
