@@ -108,22 +108,7 @@ pub fn land(directory: &Directory, bundle: Bundle, on_edited: OnEdited) -> Resul
             .collect();
         let kept_local: Vec<String> = kept.iter().map(|f| shown(f, &folder)).collect();
         let written = without_kept(written, &kept, &folder);
-        let events = [
-            (Family::Skills, &written.skills),
-            (Family::SystemPrompts, &written.system_prompts),
-            (Family::Agents, &written.agents),
-        ]
-        .into_iter()
-        .filter(|(_, names)| !names.is_empty())
-        .map(|(family, _)| ChangeEvent {
-            family,
-            payload: json!({
-                "op": "download",
-                "namespace": namespace,
-                "source": source.kind(),
-            }),
-        })
-        .collect();
+        let events = download_events(&written, &namespace, &source, |_, names| !names.is_empty());
         Ok(Change {
             value: (files, kept_local, written),
             touched,
@@ -164,6 +149,32 @@ pub(super) fn shown(file: &File, folder: &str) -> String {
             .unwrap_or(&file.rel)
             .to_string(),
     }
+}
+
+/// A download's `{op: "download", namespace, source}` event for each family `fires` keeps,
+/// given the names the answer lists for it, in the order skills, system prompts, agents.
+pub(super) fn download_events(
+    written: &Written,
+    namespace: &str,
+    source: &super::source::Source,
+    fires: impl Fn(Family, &[String]) -> bool,
+) -> Vec<ChangeEvent> {
+    [
+        (Family::Skills, &written.skills),
+        (Family::SystemPrompts, &written.system_prompts),
+        (Family::Agents, &written.agents),
+    ]
+    .into_iter()
+    .filter(|(family, names)| fires(*family, names))
+    .map(|(family, _)| ChangeEvent {
+        family,
+        payload: json!({
+            "op": "download",
+            "namespace": namespace,
+            "source": source.kind(),
+        }),
+    })
+    .collect()
 }
 
 /// The response's lists without the files kept locally: they were not written.

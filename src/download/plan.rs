@@ -43,7 +43,7 @@ use crate::code::Code;
 use crate::config::Paths;
 use crate::directory::{Change, Directory};
 use crate::error::{Error, Result, quoted};
-use crate::events::{ChangeEvent, Family};
+use crate::events::Family;
 use crate::locks;
 use crate::registry::{Registry, Release};
 use crate::request;
@@ -51,7 +51,7 @@ use crate::store::landing::{self, Changes};
 
 use super::bundle::{Bundle, Dest, File, Limits, Written};
 use super::guard::{self, OnEdited, namespace_folder, placed_rel};
-use super::land::{Landed, LockPlaces, is_record, served_prompt, without_kept};
+use super::land::{Landed, LockPlaces, download_events, is_record, served_prompt, without_kept};
 use super::lock::{self, Entry, LockedSource, Route};
 use super::merge::merge;
 use super::review::{self, Review};
@@ -1226,24 +1226,9 @@ fn land_now(
         // fires one for each family its answer names files of, as a first download does, even
         // when they came back with the same bytes. `apply` answers only what changed.
         let touched_families = family_of(&touched, folders);
-        let events = [
-            (Family::Skills, &written.skills),
-            (Family::SystemPrompts, &written.system_prompts),
-            (Family::Agents, &written.agents),
-        ]
-        .into_iter()
-        .filter(|(family, names)| {
-            touched_families.contains(family) || dropped == Dropped::Keep && !names.is_empty()
-        })
-        .map(|(family, _)| ChangeEvent {
-            family,
-            payload: json!({
-                "op": "download",
-                "namespace": namespace,
-                "source": source.kind(),
-            }),
-        })
-        .collect();
+        let events = download_events(&written, &namespace, &source, |family, names| {
+            touched_families.contains(&family) || dropped == Dropped::Keep && !names.is_empty()
+        });
         let paths = touched
             .iter()
             .filter(|p| p.file_name().is_none_or(|n| n != guard::RECORD_FILE))
