@@ -74,7 +74,6 @@ pub struct BundleBuilder {
     seen: u64,
     bytes: u64,
     resolved: Resolved,
-    executable_bits: BTreeSet<String>,
     hidden: Vec<String>,
 }
 
@@ -88,7 +87,6 @@ impl BundleBuilder {
             seen: 0,
             bytes: 0,
             resolved: Resolved::default(),
-            executable_bits: BTreeSet::new(),
             hidden: Vec::new(),
         }
     }
@@ -96,11 +94,6 @@ impl BundleBuilder {
     /// Records what the fetch resolved about its source.
     pub fn resolved(&mut self, resolved: Resolved) {
         self.resolved = resolved;
-    }
-
-    /// Marks the file added at `rel` as carrying an executable bit at the source.
-    pub fn executable_bit(&mut self, rel: &str) {
-        self.executable_bits.insert(rel.to_string());
     }
 
     /// Notes a source entry skipped for its hidden name.
@@ -138,8 +131,8 @@ impl BundleBuilder {
         Ok(())
     }
 
-    /// Adds a file the source keeps (already counted). `listed` is the response entry it
-    /// adds, if any.
+    /// Adds a file the source keeps (already counted), without an executable bit (a registry
+    /// bundle has no modes). `listed` is the response entry it adds, if any.
     pub fn add(
         &mut self,
         dest: Dest,
@@ -147,7 +140,19 @@ impl BundleBuilder {
         bytes: Vec<u8>,
         listed: Option<(Listed, String)>,
     ) -> Result<()> {
-        self.check_size(&rel, bytes.len() as u64)?;
+        let file = File {
+            dest,
+            rel,
+            bytes,
+            executable: false,
+        };
+        self.add_file(file, listed)
+    }
+
+    /// [`BundleBuilder::add`] for a file with its mode at the source (a repository's).
+    pub fn add_file(&mut self, file: File, listed: Option<(Listed, String)>) -> Result<()> {
+        let rel = &file.rel;
+        self.check_size(rel, file.bytes.len() as u64)?;
         // Our own temporary files (`<file>.<pid>-<n>.tmp`) are swept by the next reconcile;
         // a bundle file with that shape would be removed behind the user's back.
         if let Some(name) = rel
@@ -167,19 +172,14 @@ impl BundleBuilder {
                 "bundle file {rel:?} ends in .upstream, the name an update gives the upstream text of a file changed on both sides; a bundle may not ship one, and nothing was written"
             )));
         }
-        self.bytes += bytes.len() as u64;
+        self.bytes += file.bytes.len() as u64;
         match listed {
             Some((Listed::Skill, entry)) => self.written.skills.push(entry),
             Some((Listed::SystemPrompt, entry)) => self.written.system_prompts.push(entry),
             Some((Listed::Agent, entry)) => self.written.agents.push(entry),
             None => {}
         }
-        self.files.push(File {
-            dest,
-            rel,
-            bytes,
-            executable: false,
-        });
+        self.files.push(file);
         Ok(())
     }
 
@@ -195,13 +195,9 @@ impl BundleBuilder {
                     .map(|f| f.rel.as_str()),
             )?;
         }
-        let mut files = self.files;
-        for file in &mut files {
-            file.executable = self.executable_bits.contains(&file.rel);
-        }
         Ok(Bundle {
             source: self.source,
-            files,
+            files: self.files,
             written: self.written,
             resolved: self.resolved,
             hidden: self.hidden,

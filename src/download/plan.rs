@@ -1292,9 +1292,7 @@ fn written_lists(plan: &Plan, (kept, merged): (&[File], &[String]), namespace: &
 
 /// Whether the file at `path` has an execute bit (not following a link).
 fn is_executable(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && landing::has_execute_bit(&m))
 }
 
 /// The families whose files a landing touched.

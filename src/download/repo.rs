@@ -25,8 +25,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::paths::{is_markdown, validate_bundle_path};
 use crate::error::{Error, Result, io_error, quoted};
+use crate::store::landing::has_execute_bit;
 
-use super::bundle::{Bundle, BundleBuilder, Dest, Limits, Listed};
+use super::bundle::{Bundle, BundleBuilder, Dest, File, Limits, Listed};
 use super::lock::Resolved;
 use super::source::Source;
 
@@ -670,17 +671,17 @@ fn add_file(
     builder.check_size(&rel, size)?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
     let file = fs::File::open(path).map_err(io_error("read", path))?;
-    let executable = file
-        .metadata()
-        .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    let executable = file.metadata().is_ok_and(|m| has_execute_bit(&m));
     file.take(size.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(io_error("read", path))?;
-    let landed = format!("{skill}/{rel}");
-    if executable {
-        builder.executable_bit(&landed);
-    }
-    builder.add(Dest::Skills, landed, bytes, listed)
+    let landed = File {
+        dest: Dest::Skills,
+        rel: format!("{skill}/{rel}"),
+        bytes,
+        executable,
+    };
+    builder.add_file(landed, listed)
 }
 
 fn stem(rel: &str) -> String {

@@ -105,6 +105,13 @@ const BACKUP_DIR: &str = "backup";
 /// The commit record's format version.
 const COMMIT_SCHEMA: u32 = 1;
 
+/// Whether a file's mode has an execute bit, for anyone: what a landing gives back with
+/// [`set_executable`].
+pub fn has_execute_bit(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
 /// Adds an execute bit beside each read bit of the new file's mode (which the umask shaped):
 /// whoever may read the script may run it.
 fn set_executable(file: &File) -> io::Result<()> {
