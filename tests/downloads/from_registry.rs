@@ -32,6 +32,16 @@ fn full_bundle(s: &Setup) {
     );
 }
 
+/// The events a download of `mailer` from the registry fires: one per family, in order.
+fn mailer_download_events() -> [Value; 3] {
+    [
+        "directory::skills::on-change",
+        "directory::system-prompts::on-change",
+        "directory::agents::on-change",
+    ]
+    .map(|family| json!({"family": family, "payload": {"op": "download", "namespace": "mailer", "source": "registry"}}))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registry_bundle_lands_routed_indexed_and_announced() {
     let s = Setup::new();
@@ -95,15 +105,7 @@ async fn a_registry_bundle_lands_routed_indexed_and_announced() {
     let agent = common::call(d, ReadFunction::AgentsGet, json!({"id": "captain"}));
     assert_eq!(agent["name"], "Captain");
 
-    let event = |family: &str| json!({"family": family, "payload": {"op": "download", "namespace": "mailer", "source": "registry"}});
-    assert_eq!(
-        s.events(),
-        [
-            event("directory::skills::on-change"),
-            event("directory::system-prompts::on-change"),
-            event("directory::agents::on-change"),
-        ]
-    );
+    assert_eq!(s.events(), mailer_download_events());
 }
 
 /// The contract fires a download's event for every family its answer names files of: a
@@ -127,15 +129,7 @@ async fn a_re_pull_of_the_same_bytes_fires_the_events_its_answer_names() {
     for key in ["skills_written", "system_prompts_written", "agents_written"] {
         assert_eq!(again[key], first[key], "{key}");
     }
-    let event = |family: &str| json!({"family": family, "payload": {"op": "download", "namespace": "mailer", "source": "registry"}});
-    assert_eq!(
-        s.events()[events..],
-        [
-            event("directory::skills::on-change"),
-            event("directory::system-prompts::on-change"),
-            event("directory::agents::on-change"),
-        ]
-    );
+    assert_eq!(s.events()[events..], mailer_download_events());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,6 +28,16 @@ fn iii(tree: &Tree) -> Command {
     command
 }
 
+/// `list skills --json` started in the background, its output kept for `wait_with_output`.
+fn spawn_list_skills(tree: &Tree) -> std::process::Child {
+    iii(tree)
+        .args(["list", "skills", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
 fn run(tree: &Tree, args: &[&str]) -> Output {
     iii(tree).args(args).output().expect("run iii-directory")
 }
@@ -1298,12 +1308,7 @@ fn a_command_waits_for_another_command_that_holds_the_index() {
         "skills/late/index.md",
         "# Late\n\nWritten while the index was held.\n",
     );
-    let mut child = iii(&tree)
-        .args(["list", "skills", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_list_skills(&tree);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         child.try_wait().expect("try_wait").is_none(),
@@ -1340,12 +1345,7 @@ fn a_read_follows_a_reindex_whose_rows_are_complete() {
     };
     write_index_holder(&tree.config().paths.index_path, &note).expect("note");
     let started = Instant::now();
-    let mut child = iii(&tree)
-        .args(["list", "skills", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_list_skills(&tree);
     while child.try_wait().expect("try_wait").is_none() {
         assert!(
             started.elapsed() < Duration::from_secs(20),
@@ -1410,16 +1410,7 @@ fn commands_started_together_on_a_new_project_all_answer() {
     for round in 0..3 {
         let index = tree.config().paths.index_path;
         let _ = iii_directory::remove_index(&index);
-        let children: Vec<_> = (0..3)
-            .map(|_| {
-                iii(&tree)
-                    .args(["list", "skills", "--json"])
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("spawn")
-            })
-            .collect();
+        let children: Vec<_> = (0..3).map(|_| spawn_list_skills(&tree)).collect();
         let answers: Vec<Value> = children
             .into_iter()
             .map(|child| {
