@@ -405,11 +405,14 @@ impl Plan {
             Scope::All => (found.top_dirs, found.unreadable),
             Scope::Paths(_) => found.merge_folders(&mirror.top_dirs, &mirror.unreadable),
         };
-        // A folder that became (un)listable, or a link, reaches rows anywhere: recomputed
-        // from scratch. A conflict copy or a temporary file coming or going is only its own
-        // skipped row.
-        let notes = views::changed_notes(&mirror.unreadable, &unreadable);
-        let full_views = !mirror.computed || notes.is_none();
+        // Views never computed, or a folder that became (un)listable, or a link, which reach
+        // rows anywhere: recomputed from scratch. A conflict copy or a temporary file coming
+        // or going is only its own skipped row.
+        let notes = mirror
+            .computed
+            .then(|| views::changed_notes(&mirror.unreadable, &unreadable))
+            .flatten();
+        let full_views = notes.is_none();
         let files = found.files.len();
         let to_read: Vec<ToRead> = found
             .files
@@ -422,14 +425,14 @@ impl Plan {
             })
             .collect();
         let dirty = match notes {
-            Some(notes) if !full_views => Dirty {
+            Some(notes) => Dirty {
                 notes,
                 ..views::dirty_parts(
                     to_read.iter().map(|(key, _)| key).chain(&removed),
                     top_dirs.symmetric_difference(&mirror.top_dirs),
                 )
             },
-            _ => Dirty::default(),
+            None => Dirty::default(),
         };
         Plan {
             files,
