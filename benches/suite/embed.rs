@@ -209,7 +209,7 @@ fn random_table(rng: &mut Rng, n: usize) -> VectorTable<u32> {
 
 /// The leading `SKILL_TEXT_CHARS` of the first `n` SKILL.md files of the corpus (in path
 /// order), or made-up prose of the same length without it.
-fn skill_texts(n: usize) -> Vec<String> {
+pub fn skill_texts(n: usize) -> Vec<String> {
     let mut files = Vec::new();
     if let Some(corpus) = corpus() {
         collect_skills(&corpus, &mut files);

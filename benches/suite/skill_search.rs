@@ -2,11 +2,14 @@
 //! whole tree, beside what a caller can do without it (`skills::list {search}` with the task's
 //! words, a substring filter); and the first search of a revision on a directory opened afresh
 //! (every skill's text counted, the BM25 index built), which later revisions pay only for the
-//! skills that changed.
+//! skills that changed. Also what reading skills in any script costs: counting the terms of
+//! the corpus's texts as skill search does, beside the contract's ASCII terms of the same texts.
 
 use std::hint::black_box;
 
 use iii_directory::config::Config;
+use iii_directory::retrieval::script_terms::for_each_script_term;
+use iii_directory::retrieval::tokenize::for_each_term;
 use iii_directory::{Directory, ReadFunction};
 use serde_json::json;
 
@@ -85,5 +88,47 @@ pub fn figures(settings: &Settings, directory: &Directory, config: &Config) -> V
         "skills::search, first of a process (rows, term counts, index)",
         &first,
     ));
+    out.push(term_counting(settings));
     out
+}
+
+/// A way of handing out a text's terms.
+type TermsOf = fn(&str, &mut dyn FnMut(&str));
+
+/// Texts counted by [`term_counting`]: about the corpus's SKILL.md files (made-up English
+/// prose stands in for those missing without it).
+const COUNTED_TEXTS: usize = 2_500;
+
+/// Every text's terms counted as skill search counts them (`retrieval::script_terms`: words of
+/// any script, accents folded, pairs of characters where words are not spaced), beside the
+/// contract's ASCII terms of the same texts (`tokenize`, which function search keeps and skill
+/// search used before): the price of reading other scripts, on a first search of a revision.
+fn term_counting(settings: &Settings) -> Figure {
+    let texts = crate::embed::skill_texts(COUNTED_TEXTS);
+    let texts = &texts;
+    let count = |each: TermsOf| {
+        move || {
+            let mut terms = 0usize;
+            for text in texts {
+                each(text, &mut |_| terms += 1);
+            }
+            black_box(terms);
+        }
+    };
+    let any_script = measure(
+        1,
+        settings.cold_runs.max(3),
+        count(|t, f| for_each_script_term(t, f)),
+    );
+    let ascii = measure(
+        1,
+        settings.cold_runs.max(3),
+        count(|t, f| for_each_term(t, f)),
+    );
+    Figure::timing(
+        "skill_terms_any_script",
+        &format!("skill terms of {} corpus texts, any script", texts.len()),
+        &any_script,
+    )
+    .floor("the contract's ASCII terms of the same texts", ascii.p50)
 }

@@ -94,6 +94,31 @@ pub fn function_query_forms(capability: &str) -> [String; 2] {
     ]
 }
 
+/// Whether the sentence encoder reads `text`: at least half of its letters are Latin (accented
+/// ones included). all-MiniLM-L6-v2 learned from English; a query in Chinese, Japanese, Arabic
+/// or Cyrillic embeds near whatever else is written in that script, whatever it says (a
+/// Japanese task found three unrelated Japanese skills and not the one titled with its words;
+/// "bake bread" in Chinese found a mail function described in Chinese). Such a query is
+/// answered by the lexical lane alone, which reads every script (`script_terms`) for skills.
+pub fn encoder_reads(text: &str) -> bool {
+    let (mut latin, mut other) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        if is_latin(c) {
+            latin += 1;
+        } else {
+            other += 1;
+        }
+    }
+    latin >= other
+}
+
+/// Whether `c` is a letter of the Latin script: ASCII, the Latin-1 and Latin Extended blocks,
+/// or a full-width Latin letter.
+fn is_latin(c: char) -> bool {
+    c.is_ascii_alphabetic()
+        || matches!(c as u32, 0xC0..=0x24F | 0x1E00..=0x1EFF | 0x2C60..=0x2C7F | 0xA720..=0xA7FF | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A)
+}
+
 /// An id's words: separators (`::`, `/`, `-`, `_`, `.`) become spaces.
 fn words_of_id(id: &str) -> String {
     let spaced: String = id
@@ -148,6 +173,30 @@ fn collapse_markup(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_encoder_reads_text_mostly_in_latin_letters() {
+        for read in [
+            "send an email report",
+            "Rechnungsprüfung für März",
+            "traduire ce document en français",
+            "translate this into 日本語",
+            "ＡＰＩ keys",
+            "2024-05-01",
+            "",
+        ] {
+            assert!(encoder_reads(read), "{read}");
+        }
+        for unread in [
+            "クロスポスト",
+            "PDFを翻訳する",
+            "烤面包",
+            "إرسال البريد",
+            "Развертывание сайта",
+        ] {
+            assert!(!encoder_reads(unread), "{unread}");
+        }
+    }
 
     #[test]
     fn a_skill_reads_as_sentences_of_its_parts() {

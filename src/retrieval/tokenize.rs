@@ -55,29 +55,36 @@ pub fn terms(text: &str) -> Vec<String> {
 /// then itself; each lowercased, dropped when a stopword, else folded to its singular.
 pub fn for_each_term(text: &str, mut found: impl FnMut(&str)) {
     let mut term = String::new();
-    let mut emit = |word: &str| {
-        term.clear();
-        term.push_str(word);
-        term.make_ascii_lowercase();
-        if !is_stopword(&term) {
-            singularize_in_place(&mut term);
-            found(&term);
-        }
-    };
     for token in text
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|t| !t.is_empty())
     {
-        let mut start = 0;
-        for cut in camel_cuts(token) {
-            emit(&token[start..cut]);
-            start = cut;
-        }
-        if start > 0 {
-            emit(&token[start..]);
-        }
-        emit(token);
+        ascii_token_terms(token, &mut term, &mut found);
     }
+}
+
+/// Hands each search term of one token of ASCII letters and digits to `found`: its camelCase
+/// parts, when it has two or more, then itself; each lowercased in `term` (a reused buffer),
+/// dropped when a stopword, else folded to its singular.
+pub(super) fn ascii_token_terms(token: &str, term: &mut String, found: &mut impl FnMut(&str)) {
+    let mut emit = |word: &str| {
+        term.clear();
+        term.push_str(word);
+        term.make_ascii_lowercase();
+        if !is_stopword(term) {
+            singularize_in_place(term);
+            found(term);
+        }
+    };
+    let mut start = 0;
+    for cut in camel_cuts(token) {
+        emit(&token[start..cut]);
+        start = cut;
+    }
+    if start > 0 {
+        emit(&token[start..]);
+    }
+    emit(token);
 }
 
 /// Whether `lowered` is one of the [`STOPWORDS`], none longer than 4 bytes: most words are

@@ -34,6 +34,7 @@ pub use crate::retrieval::tokenize;
 
 use crate::locks;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, FUNCTION_FLOORS, fuse};
+use crate::retrieval::texts::encoder_reads;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -183,7 +184,8 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
 /// matching one in five of them, [`rank::matched_beside_dense`]; through the floors) is fused
 /// by reciprocal rank with the functions the lane finds above its floor, then merged
 /// round-robin up to 12, at most 6 workers. `None` (or a lane not ready) ranks each capability
-/// as the contract does.
+/// as the contract does, as does a capability the encoder does not read
+/// ([`encoder_reads`]: mostly in a script other than Latin).
 pub fn select_with(
     catalog: &Catalog,
     capabilities: &[Capability],
@@ -191,8 +193,11 @@ pub fn select_with(
 ) -> Vec<String> {
     let rankings: Vec<Vec<String>> = capabilities
         .iter()
-        .map(
-            |capability| match dense.and_then(|d| nearest_listed(d, catalog, &capability.text)) {
+        .map(|capability| {
+            match dense
+                .filter(|_| encoder_reads(&capability.text))
+                .and_then(|d| nearest_listed(d, catalog, &capability.text))
+            {
                 Some(nearest) => {
                     let terms = tokenize::content_terms(&capability.terms);
                     let lexical = lexical_ranking(catalog, &terms, matched_beside_dense(&terms));
@@ -202,8 +207,8 @@ pub fn select_with(
                         .collect()
                 }
                 None => lexical_ranking(catalog, &capability.terms, MIN_MATCHED_TERMS),
-            },
-        )
+            }
+        })
         .collect();
     let rankings: Vec<Vec<&str>> = rankings
         .iter()

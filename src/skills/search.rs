@@ -36,9 +36,9 @@ use crate::index::Reader;
 use crate::request;
 use crate::retrieval::fusion::{DenseHit, DenseRanker, Fused, Mode, SKILL_FLOORS, fuse};
 use crate::retrieval::lexical::{Counted, DocTerms, Index, TermTally, Vocabulary};
-use crate::retrieval::tokenize::{
-    MAX_CAPABILITY_BYTES, content_terms, for_each_term, terms, truncate_at_char_boundary,
-};
+use crate::retrieval::script_terms::{for_each_script_term, script_terms};
+use crate::retrieval::texts::encoder_reads;
+use crate::retrieval::tokenize::{MAX_CAPABILITY_BYTES, content_terms, truncate_at_char_boundary};
 use crate::rules::skill::Visibility;
 
 /// How much of a body is searched (bytes, cut on a char boundary): the part that says what a
@@ -83,7 +83,7 @@ pub struct SkillTerms {
 /// and description weighted.
 fn row_counts(listed: &Listed, body: &str) -> Counted {
     let mut tally = TermTally::default();
-    let mut add = |text: &str, weight| for_each_term(text, |term| tally.add(term, weight));
+    let mut add = |text: &str, weight| for_each_script_term(text, |term| tally.add(term, weight));
     add(&listed.shown_id(), NAME_WEIGHT);
     add(&listed.title(), 1);
     add(&listed.description(), DESCRIPTION_WEIGHT);
@@ -100,7 +100,7 @@ fn row_counts(listed: &Listed, body: &str) -> Counted {
 /// recall@10 0.325 → 0.351; hybrid level (48 of 77 at the similarity floor of the time, 0.33);
 /// no more no-match tasks answered in either mode.
 fn query_terms(query: &str) -> Vec<String> {
-    content_terms(&terms(query))
+    content_terms(&script_terms(query))
 }
 
 /// The leading part of a skill's body (after its frontmatter).
@@ -348,7 +348,9 @@ pub fn search(
         .map(|h| (h.doc, f64::from(h.score)));
     // The dense lane is asked for more than the answer holds: the fusion's floors drop some.
     let depth = (limit * 4).max(40);
-    let nearest = dense.and_then(|d| d.nearest_where(query_text, depth, &admitted));
+    let nearest = dense
+        .filter(|_| encoder_reads(query_text))
+        .and_then(|d| d.nearest_where(query_text, depth, &admitted));
     let (mode, ranked): (Mode, Vec<(&Listed, f64)>) = match nearest {
         None => (
             Mode::Lexical,
@@ -443,7 +445,7 @@ mod tests {
     #[test]
     fn a_row_counts_as_its_weighted_parts_listed_term_by_term() {
         use crate::retrieval::lexical::{DocTerms, Vocabulary};
-        use crate::retrieval::tokenize::terms;
+        use crate::retrieval::script_terms::script_terms;
         use crate::rules::skill::SkillRow;
         use crate::skills::listed::Listed;
 
@@ -462,7 +464,7 @@ mod tests {
             (body.into(), 1),
         ] {
             for _ in 0..weight {
-                listed_terms.extend(terms(&text));
+                listed_terms.extend(script_terms(&text));
             }
         }
         let mut v = Vocabulary::default();
@@ -554,6 +556,51 @@ mod tests {
                 .any(|r| r["id"] == "s05")
         );
         assert_eq!(later[3], json!([]));
+    }
+
+    /// Skills written in other scripts are found by the words they are written in, whichever
+    /// spelling the task uses (accents, case, composed or decomposed), and only by them.
+    #[test]
+    fn a_skill_in_any_script_is_found_by_its_own_words() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = Config::for_root(dir.path());
+        let skills = config.paths.skills_folder.clone();
+        let skill =
+            |id: &str, description: &str, body: &str| write_skill(&skills, id, description, body);
+        skill(
+            "zh/fanyi",
+            "将英文技术文档翻译成简体中文，保持术语一致。",
+            "翻译助手",
+        );
+        skill(
+            "ja/honyaku",
+            "英語のドキュメントを日本語に翻訳する。",
+            "翻訳ガイド",
+        );
+        skill(
+            "de/rechnung",
+            "Prüft eingehende Rechnungen auf Fehler.",
+            "Rechnungsprüfung",
+        );
+        skill(
+            "ru/otchet",
+            "Составляет ежемесячный отчёт о продажах.",
+            "Отчёт",
+        );
+        skill("en/email", "Send an email report every week.", "email");
+        let directory = Directory::open(config).expect("open");
+        directory.reconcile().expect("reconcile");
+        let found = |query: &str| result_ids(&directory, json!({ "query": query }));
+        assert_eq!(found("翻译成中文"), ["zh/fanyi"]);
+        assert_eq!(found("日本語に翻訳"), ["ja/honyaku"]);
+        assert_eq!(found("rechnungsprufung"), ["de/rechnung"]);
+        assert_eq!(found("RECHNUNGSPRÜFUNG"), ["de/rechnung"]);
+        assert_eq!(found("Rechnungspru\u{308}fung"), ["de/rechnung"]);
+        assert_eq!(found("ОТЧЁТ о продажах"), ["ru/otchet"]);
+        assert_eq!(found("email report"), ["en/email"]);
+        // Words no skill holds find nothing, in any script.
+        assert_eq!(found("天气预报"), Vec::<String>::new());
+        assert_eq!(found("Wettervorhersage für morgen"), Vec::<String>::new());
     }
 
     #[test]

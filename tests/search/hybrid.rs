@@ -335,6 +335,43 @@ fn filters_choose_among_every_match_in_hybrid_mode_too() {
     }
 }
 
+/// A caller's dense lane that finds one skill for any task, near.
+struct FindsOne(&'static str);
+
+impl DenseRanker for FindsOne {
+    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
+        Some(vec![DenseHit::new(self.0.to_string(), 0.9)])
+    }
+}
+
+/// The encoder reads English: a task mostly in another script is ranked by the lexical lane
+/// alone (which reads every script) and says so, so a lane placing it near unrelated skills
+/// offers none of them; a task in Latin letters still fuses both.
+#[test]
+fn a_task_the_encoder_cannot_read_is_ranked_lexically() {
+    let tree = tree();
+    tree.write(
+        "skills/zh/fanyi.md",
+        "---\ndescription: 将英文技术文档翻译成简体中文。\n---\n# 翻译助手\n\n保持术语一致。\n",
+    );
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    let lane = FindsOne("garden-planner/index");
+    let ask = |query: &str| {
+        let answer = directory
+            .search_skills(&json!({ "query": query }), None, Some(&lane))
+            .expect("search");
+        (answer["mode"].clone(), result_ids(&answer))
+    };
+    assert_eq!(
+        ask("翻译成中文"),
+        (json!("lexical"), vec!["zh/fanyi".to_string()])
+    );
+    let (mode, ids) = ask("Kubernetes-Rollout prüfen");
+    assert_eq!(mode, "hybrid");
+    assert_eq!(ids, ["k8s-rollout", "garden-planner"]);
+}
+
 #[test]
 fn a_search_for_a_model_ranks_only_the_skills_a_model_may_invoke() {
     let tree = Tree::new();
