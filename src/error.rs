@@ -152,6 +152,28 @@ impl Error {
         Error::Coded { code, problem }
     }
 
+    /// A `not_found` for an id whose file is there but skipped by the scan (unreadable, not a
+    /// document of its family): the file and why, instead of "does not exist", which sent a
+    /// caller from `get` to `create`, and from `create` ("a file already exists") back again.
+    pub fn not_served(
+        code: Code,
+        kind: &str,
+        id: &str,
+        path: &std::path::Path,
+        why: impl fmt::Display,
+    ) -> Error {
+        debug_assert_eq!(code.class(), Class::NotFound, "{code:?}");
+        Error::Coded {
+            code,
+            problem: format!(
+                "{kind} {} is not served: its file {} is skipped ({why}). Fix the file, or remove \
+                 it; `iii-directory check` lists every file that is not served.",
+                quoted(id),
+                path.display()
+            ),
+        }
+    }
+
     /// `{CODE} {class}: {problem}` with optional next steps; `problem` is a full sentence.
     pub fn coded(code: Code, problem: impl Into<String>, next: &[Next]) -> Error {
         let mut problem = problem.into();

@@ -694,54 +694,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// The skill whose file is `path` (absolute, or relative to the current directory): `get`
-/// prints a skill's `path`, and a person pastes it back. The file asked for is the file
-/// answered: one the scan skips (shadowed by a file of more precedence, an invalid name, …)
-/// is refused with the reason `check` gives, never answered with another file's skill.
+/// prints a skill's `path`, and a person pastes it back. `directory::skills::get` takes the
+/// absolute path (the file asked for is the file answered, or a refusal with the reason).
 fn get_skill_file(config: Config, path: &str, raw: bool) -> Result<Value, CliError> {
     let file = lexically_absolute(path);
-    let Some(id) = file
-        .is_file()
-        .then(|| skill_id_of_file(&config, &file))
-        .flatten()
-    else {
-        return Err(no_skill_file(&file).into());
-    };
-    let directory = open_fresh(config)?;
-    let shown = file.display().to_string();
-    if let Some(skipped) = directory.skipped()?.into_iter().find(|s| s.path == shown) {
-        return Err(file_not_served(&file, &skipped.reason.to_string()).into());
-    }
-    let response = directory.read(
-        ReadFunction::SkillsGet,
-        &json!({ "id": id, "raw": raw }),
-        None,
-    )?;
-    let answered = response["path"].as_str().map(PathBuf::from);
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
-    };
-    match answered {
-        Some(answered) if !same(&answered, &file) => Err(file_not_served(
-            &file,
-            &format!(
-                "the skill it would be is served from {}",
-                answered.display()
-            ),
-        )
-        .into()),
-        _ => Ok(response),
-    }
-}
-
-/// The id a file under a skill root has: its path below the deepest root holding it
-/// (`local_skills_folder` sits inside `skills_folder` by default).
-fn skill_id_of_file(config: &Config, file: &std::path::Path) -> Option<String> {
-    let roots = iii_directory::Roots::from_paths(&config.paths);
-    roots
-        .active()
-        .filter_map(|(_, root)| file.strip_prefix(lexically_absolute(root)).ok())
-        .min_by_key(|rel| rel.components().count())
-        .map(|rel| rel.to_string_lossy().into_owned())
+    let request = json!({ "id": file.display().to_string(), "raw": raw });
+    Ok(open_fresh(config)?.read(ReadFunction::SkillsGet, &request, None)?)
 }
 
 /// `path` made absolute against the current directory, with `.` and `..` folded as written.
@@ -760,31 +718,6 @@ fn names_a_path(argument: &str) -> bool {
 /// taken as that file rather than as an id.
 fn names_a_file(argument: &str) -> bool {
     argument.ends_with(".md") && std::path::Path::new(argument).is_file()
-}
-
-/// `D110` for a path `get skill` was given that is no skill's file, rather than the id rule's
-/// complaint about a leading `/`.
-fn no_skill_file(file: &std::path::Path) -> iii_directory::Error {
-    iii_directory::Error::coded(
-        iii_directory::Code::SkillNotFound,
-        format!(
-            "no skill file at {}: a skill's path is an existing .md file under a skill root (skills_folder, local_skills_folder or an agents skills folder). Next: run `iii-directory list skills` to see the skills and their ids.",
-            file.display()
-        ),
-        &[],
-    )
-}
-
-/// `D110` for a file under a skill root that the scan does not serve, with why.
-fn file_not_served(file: &std::path::Path, why: &str) -> iii_directory::Error {
-    iii_directory::Error::coded(
-        iii_directory::Code::SkillNotFound,
-        format!(
-            "{} is not served: {why}. Next: run `iii-directory check` to see every file the scan skips, and why.",
-            file.display()
-        ),
-        &[],
-    )
 }
 
 /// Says, before any command reads, which folders a person most likely mistyped:

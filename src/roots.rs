@@ -146,6 +146,10 @@ impl Roots {
 
     /// The absolute path of a file given by root and relative path.
     pub fn file(&self, root: Root, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            // The root itself (a folder `check` lists), without the slash `join` would add.
+            return self.path(root).to_path_buf();
+        }
         self.path(root).join(rel)
     }
 }

@@ -18,9 +18,10 @@ use crate::index::Reader;
 use crate::index::changelog::Logged;
 use crate::list_revision;
 use crate::request;
-use crate::roots::Roots;
+use crate::roots::{Root, Roots};
 use crate::rules::agent::{AgentRow, MAX_EXTENDS_HOPS, Profile, extends_chain};
 use crate::rules::skill::Visibility;
+use crate::rules::skip::SkipReason;
 
 /// One profile of the catalog.
 enum Entry {
@@ -300,6 +301,9 @@ pub fn get(
     validate_name(&req.id).map_err(Error::invalid)?;
     let catalog = Catalog::of_chain(reader, &req.id)?;
     let Some(entry) = catalog.get(&req.id) else {
+        if let Some(skipped) = skipped_profile(reader, roots, &req.id)? {
+            return Err(skipped);
+        }
         let ids: Vec<String> = Catalog::load(reader)?
             .entries
             .into_iter()
@@ -332,4 +336,27 @@ pub fn get(
         out.insert("raw".into(), json!(entry.raw(reader, roots)?));
     }
     Ok(Value::Object(out))
+}
+/// The answer for a profile id no file serves while its file is there, skipped by the scan
+/// (unreadable, or not a profile): [`Error::not_served`], naming the file and why. A file the
+/// project's profile shadows is no such case.
+pub(crate) fn skipped_profile(reader: &Reader, roots: &Roots, id: &str) -> Result<Option<Error>> {
+    let rel = format!("{id}.md");
+    for root in [Root::Agents, Root::GlobalAgents] {
+        match reader.skip_reason(root, &rel)? {
+            None | Some(SkipReason::ProfileShadowed) => {}
+            Some(why) => {
+                let path = roots.file(root, &rel);
+                let kind = "agent profile";
+                return Ok(Some(Error::not_served(
+                    Code::AgentNotFound,
+                    kind,
+                    id,
+                    &path,
+                    why,
+                )));
+            }
+        }
+    }
+    Ok(None)
 }

@@ -74,7 +74,10 @@ fn served_file(reader: &Reader, roots: &Roots, id: &str) -> Result<Option<(Root,
     })
 }
 
-fn miss(reader: &Reader, id: &str) -> Result<Error> {
+fn miss(reader: &Reader, roots: &Roots, id: &str) -> Result<Error> {
+    if let Some(skipped) = super::skipped_profile(reader, roots, id)? {
+        return Ok(skipped);
+    }
     let mut ids: Vec<String> = reader.agents()?.into_iter().map(|(i, _)| i).collect();
     ids.extend(bundled::agents().iter().map(|a| a.id.to_string()));
     Ok(Error::not_found(
@@ -134,7 +137,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         }
         (Root::Agents, path, Mode::CreateNew)
     } else {
-        return Err(miss(reader, &req.id)?);
+        return Err(miss(reader, roots, &req.id)?);
     };
     let profile = check(&req.content)?;
     store::write_atomic(&[roots.path(root)], &path, req.content.as_bytes(), mode)
@@ -161,7 +164,7 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
                 &NEXT_ON_CONFLICT,
             ));
         }
-        return Err(miss(reader, &req.id)?);
+        return Err(miss(reader, roots, &req.id)?);
     };
     store::remove(&[roots.path(root)], &path)
         .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &[]))?;

@@ -253,6 +253,18 @@ impl Reader {
         )
     }
 
+    /// Why the scan skipped the file (or folder) `rel` of `root`, as `check` lists it, if it did.
+    pub fn skip_reason(&self, root: Root, rel: &str) -> Result<Option<SkipReason>> {
+        match self
+            .table(SKIPPED)?
+            .get((root as u8, rel))
+            .map_err(Error::index)?
+        {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
     /// One file's record as last reconciled (its stat and content hash), if the index tracks it.
     pub fn file(&self, root: Root, rel: &str) -> Result<Option<records::FileMeta>> {
         match self

@@ -194,7 +194,13 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
             let Ok(rest) = path.strip_prefix(dir) else {
                 continue;
             };
-            let rel = rest.to_string_lossy().replace('\\', "/");
+            // A name that is not UTF-8 has no key of its own: its folder is walked instead,
+            // which lists it (`check`), or no longer does.
+            let rel = rest
+                .ancestors()
+                .find_map(Path::to_str)
+                .unwrap_or_default()
+                .replace('\\', "/");
             if !found
                 .scopes
                 .iter()
@@ -511,8 +517,20 @@ impl Walk<'_> {
         };
         let mut folders = Vec::new();
         for entry in entries.flatten() {
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
+            let name = match entry.file_name().into_string() {
+                Ok(name) => name,
+                Err(raw) => {
+                    if let Some(why) = not_utf8(&entry, &raw) {
+                        let lossy = raw.to_string_lossy();
+                        let child_rel = if rel.is_empty() {
+                            lossy.into_owned()
+                        } else {
+                            format!("{rel}/{lossy}")
+                        };
+                        part.unreadable.push(((root, child_rel), why));
+                    }
+                    continue;
+                }
             };
             if is_staging_name(&name) {
                 continue;
@@ -572,14 +590,53 @@ impl Walk<'_> {
     }
 }
 
+/// Why an entry whose name is not UTF-8 (`raw`) is listed by `check`: it is a folder (a link
+/// to one included), or a file named like a document; `None` for anything else, which the walk
+/// would pass over whatever its name.
+fn not_utf8(entry: &fs::DirEntry, raw: &std::ffi::OsStr) -> Option<SkipReason> {
+    use std::os::unix::ffi::OsStrExt;
+    if fs::metadata(entry.path()).is_ok_and(|meta| meta.is_dir()) {
+        return Some(SkipReason::NameNotUtf8 { folder: true });
+    }
+    let bytes = raw.as_bytes();
+    let document = bytes.len() > 3 && bytes.ends_with(b".md");
+    document.then_some(SkipReason::NameNotUtf8 { folder: false })
+}
+
+/// The entries of the shallow root `dir`; `None` when it cannot be listed, which `check`
+/// lists (beside the root's own path) unless the folder does not exist: a root is optional.
+fn read_root(root: Root, dir: &Path, found: &mut Found) -> Option<fs::ReadDir> {
+    match fs::read_dir(dir) {
+        Ok(entries) => Some(entries),
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                found
+                    .unreadable
+                    .insert((root, String::new()), SkipReason::Unlistable(e.to_string()));
+            }
+            None
+        }
+    }
+}
+
 /// `agents_skills_folder` (and the global one) is shallow: only `<dir>/SKILL.md` is an entry.
 fn walk_agents_skills(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
-    let Ok(entries) = fs::read_dir(dir) else {
+    let Some(entries) = read_root(root, dir, found) else {
         return;
     };
     for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
+        let name = match entry.file_name().into_string() {
+            Ok(name) => name,
+            Err(raw) => {
+                // Only a folder can hold an entry here.
+                if let Some(why @ SkipReason::NameNotUtf8 { folder: true }) = not_utf8(&entry, &raw)
+                {
+                    found
+                        .unreadable
+                        .insert((root, raw.to_string_lossy().into_owned()), why);
+                }
+                continue;
+            }
         };
         if let Some(why) = refused_link(&entry.path(), &name, inside) {
             found.unreadable.insert((root, name), why);
@@ -592,25 +649,45 @@ fn walk_agents_skills(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Fo
                 .insert((root, format!("{name}/{AGENTS_SKILL_FILE}")), why);
             continue;
         }
-        if let Ok(meta) = fs::metadata(&skill) {
-            let key = (root, format!("{name}/{AGENTS_SKILL_FILE}"));
-            if let Some(why) = special(&meta, AGENTS_SKILL_FILE) {
-                found.unreadable.insert(key, why);
-            } else if meta.is_file() {
-                found.files.insert(key, stat_of(&meta));
+        match fs::metadata(&skill) {
+            Ok(meta) => {
+                let key = (root, format!("{name}/{AGENTS_SKILL_FILE}"));
+                if let Some(why) = special(&meta, AGENTS_SKILL_FILE) {
+                    found.unreadable.insert(key, why);
+                } else if meta.is_file() {
+                    found.files.insert(key, stat_of(&meta));
+                }
             }
+            // A folder the worker may not enter hides its `SKILL.md`, if it has one.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                found
+                    .unreadable
+                    .insert((root, name), SkipReason::Unlistable(e.to_string()));
+            }
+            Err(_) => {}
         }
     }
 }
 
 /// `agents_folder` (and the global one) holds direct `<id>.md` files; nested files are ignored.
 fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
-    let Ok(entries) = fs::read_dir(dir) else {
+    let Some(entries) = read_root(root, dir, found) else {
         return;
     };
     for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
+        let name = match entry.file_name().into_string() {
+            Ok(name) => name,
+            Err(raw) => {
+                // Only a file can be a document here.
+                if let Some(why @ SkipReason::NameNotUtf8 { folder: false }) =
+                    not_utf8(&entry, &raw)
+                {
+                    found
+                        .unreadable
+                        .insert((root, raw.to_string_lossy().into_owned()), why);
+                }
+                continue;
+            }
         };
         if crate::store::is_temp_name(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
             found.temps.push(((root, name.clone()), entry.path()));

@@ -75,6 +75,12 @@ pub enum SkipReason {
     /// `<name>.md.upstream`: the upstream text of a file an update found changed on both
     /// sides, landed beside the user's copy (`download::plan`); never served.
     UpstreamCopy,
+
+    // What the walk finds without opening anything (appended: the index stores variants by
+    // their position).
+    /// A folder, or a file named like a document, whose name is not UTF-8: no id can name it
+    /// (listed under the name with each invalid byte shown as U+FFFD).
+    NameNotUtf8 { folder: bool },
 }
 
 /// The suffix a bundle update gives the upstream text it lands beside a conflicting file.
@@ -101,7 +107,9 @@ impl SkipReason {
     pub fn is_file_note(&self) -> bool {
         matches!(
             self,
-            SkipReason::UpstreamCopy | SkipReason::UnfinishedWrite { .. }
+            SkipReason::UpstreamCopy
+                | SkipReason::UnfinishedWrite { .. }
+                | SkipReason::NameNotUtf8 { .. }
         )
     }
 
@@ -208,6 +216,12 @@ impl fmt::Display for SkipReason {
             }
             SkipReason::UpstreamCopy => f.write_str(
                 "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file (`iii-directory bundles get <namespace>` says when the conflict is settled already)",
+            ),
+            SkipReason::NameNotUtf8 { folder } => write!(
+                f,
+                "its name is not valid UTF-8, so no id can name it{}: rename it in UTF-8 (for \
+                 example `convmv -f latin1 -t utf8 --notest <path>`)",
+                if *folder { " or anything in it" } else { "" }
             ),
         }
     }

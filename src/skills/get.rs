@@ -3,6 +3,8 @@
 //! the closest ids).
 
 use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -11,6 +13,7 @@ use super::cache::{Posting, SkillCache};
 use super::listed::Listed;
 use super::spec;
 use crate::code::Code;
+use crate::config::layout::lexical;
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
@@ -31,11 +34,87 @@ pub fn get(
     cache: impl FnOnce() -> Result<Arc<SkillCache>>,
 ) -> Result<Value> {
     let req: request::GetById = request::parse(request)?;
+    // An absolute path to a markdown file is a file's (no id starts with `/`; the id rules
+    // answer any other such request as the contract does).
+    if req.id.starts_with('/') && req.id.ends_with(".md") {
+        return get_file(reader, roots, visibility, Path::new(&req.id), req.raw);
+    }
     let id = parse_id(&req.id)?;
     if let Some((found, row)) = reader.resolve_skill(visibility, &id)? {
         return serve(reader, roots, &found, row, req.raw, None);
     }
     recover_miss(reader, roots, &*cache()?, visibility, &id, req.raw)
+}
+
+/// The skill whose file is `file` (an absolute path: the catalog's `location`, `get`'s own
+/// `path`), for an agent handed a location and no file access. The file asked for is the file
+/// answered: one the scan skips (shadowed, an invalid name, unreadable, …) is refused with the
+/// reason `check` gives, never answered with another file's skill; a path under no skill root,
+/// or to no file, is no skill's. Nothing is read but the index and the served file.
+fn get_file(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+    file: &Path,
+    raw: bool,
+) -> Result<Value> {
+    let file = lexical(file);
+    // The deepest root holding it: `local_skills_folder` sits inside `skills_folder`.
+    let located = roots
+        .active()
+        .filter_map(|(root, dir)| Some((root, file.strip_prefix(lexical(dir)).ok()?)))
+        .min_by_key(|(_, rel)| rel.components().count());
+    let (root, rel) = match located {
+        Some((root, rel)) if file.is_file() => (root, rel.to_str().unwrap_or_default()),
+        _ => return Err(no_skill_file(&file)),
+    };
+    if let Some(why) = reader.skip_reason(root, rel)? {
+        return Err(file_not_served(&file, &why.to_string()));
+    }
+    let id = parse_id(rel).map_err(|_| no_skill_file(&file))?;
+    let Some((found, row)) = reader.resolve_skill(visibility, &id)? else {
+        return Err(no_skill_file(&file));
+    };
+    let same = match &row.source {
+        Source::File { root, rel, .. } => {
+            let answered = roots.file(*root, rel);
+            answered == file || fs::canonicalize(&answered).ok() == fs::canonicalize(&file).ok()
+        }
+        Source::Bundled => false,
+    };
+    if !same {
+        let why = format!(
+            "the skill it would be is served from {}",
+            path_of(roots, &row.source)
+        );
+        return Err(file_not_served(&file, &why));
+    }
+    serve(reader, roots, &found, row, raw, None)
+}
+
+/// `D110` for a path that is no skill's file, rather than the id rule's complaint about a
+/// leading `/`.
+fn no_skill_file(file: &Path) -> Error {
+    Error::coded(
+        Code::SkillNotFound,
+        format!(
+            "no skill file at {}: a skill's path is an existing .md file under a skill root (skills_folder, local_skills_folder or an agents skills folder) that the scan serves.",
+            file.display()
+        ),
+        &NEXT_ON_MISS,
+    )
+}
+
+/// `D110` for a file under a skill root that the scan does not serve, with why.
+fn file_not_served(file: &Path, why: &str) -> Error {
+    Error::coded(
+        Code::SkillNotFound,
+        format!(
+            "{} is not served: {why}. `iii-directory check` lists every file the scan skips, and why.",
+            file.display()
+        ),
+        &[],
+    )
 }
 
 /// The absolute path of a row's file ("" for bundled content).

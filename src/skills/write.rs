@@ -271,6 +271,19 @@ pub fn update(
     let id = parse_id(&req.id)?;
     check_content(&req.content)?;
     let (_, _, path) = writable(reader, roots, visibility, &id)?;
+    // A replaced file keeps its mode: one this process may not read would stay unserved, yet
+    // the update answer as if it were written and served.
+    if !store::may_read(&path) && path.exists() {
+        return Err(Error::coded(
+            Code::SkillReadOnly,
+            format!(
+                "skill {} cannot be updated: this worker may not read its file {}, and an update keeps a file's permissions, so the new text would not be served either. Make the file readable (chmod u+r), then update it.",
+                quoted(&id),
+                path.display()
+            ),
+            &[],
+        ));
+    }
     store::write_atomic(
         &writable_roots(roots),
         &path,

@@ -194,6 +194,17 @@ pub fn sync_dir(dir: &Path) -> Result<(), IoError> {
         .map_err(io_error("fsync", dir))
 }
 
+/// Whether this process may read `path` (`access(2)`, which opens nothing: a FIFO put in its
+/// place never blocks the check).
+pub fn may_read(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `path` is a NUL-terminated string that outlives the call.
+    unsafe { libc::access(path.as_ptr(), libc::R_OK) == 0 }
+}
+
 /// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
 /// lies under one of them as written; see [`locate`]). Every step goes through folder
 /// descriptors reached without following links, and a failed write removes its temporary

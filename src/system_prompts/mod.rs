@@ -17,7 +17,8 @@ use crate::index::Reader;
 use crate::index::changelog::Logged;
 use crate::list_revision::{self, KeyedRows};
 use crate::request;
-use crate::roots::Roots;
+use crate::roots::{Root, Roots};
+use crate::rules::skip::SkipReason;
 
 /// `directory::system-prompts::list`: `{ prompts: [{ name, description, modified_at, builtin? }] }`.
 pub fn list(reader: &Reader) -> Result<Value> {
@@ -99,6 +100,9 @@ pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
             out.insert("raw".into(), json!(bundled.raw));
         }
     } else {
+        if let Some(skipped) = skipped_prompt(reader, roots, &req.name)? {
+            return Err(skipped);
+        }
         let mut names: Vec<String> = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
         names.extend(bundled::prompts().iter().map(|p| p.name.to_string()));
         return Err(Error::not_found(
@@ -113,4 +117,29 @@ pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
         ));
     }
     Ok(Value::Object(out))
+}
+/// The answer for a prompt name no file serves while a file of that name is there, skipped by
+/// the scan (unreadable, not a system prompt): [`Error::not_served`], naming the file and why.
+/// A file a local folder's own `system-prompts` overrides is no such case.
+pub(crate) fn skipped_prompt(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<Error>> {
+    let rel = format!("{}/{name}.md", write::FOLDER);
+    for root in [Root::LocalSkills, Root::Skills] {
+        match reader.skip_reason(root, &rel)? {
+            None
+            | Some(SkipReason::NamespaceShadowed { .. })
+            | Some(SkipReason::DuplicatePromptName { .. }) => {}
+            Some(why) => {
+                let path = roots.file(root, &rel);
+                let kind = "system prompt";
+                return Ok(Some(Error::not_served(
+                    Code::PromptNotFound,
+                    kind,
+                    name,
+                    &path,
+                    why,
+                )));
+            }
+        }
+    }
+    Ok(None)
 }

@@ -141,7 +141,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
             }
             (path, Mode::CreateNew, req.name.clone())
         }
-        None => return Err(miss(reader, &req.name)?),
+        None => return Err(miss(reader, roots, &req.name)?),
     };
     check_content(&req.content)?;
     let (declared, description) = check_frontmatter(&req.content, &req.name)?;
@@ -183,7 +183,7 @@ pub fn delete(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let req: request::ByName = request::parse(request)?;
     validate_name(&req.name).map_err(Error::invalid)?;
     let Some(path) = existing_file(reader, roots, &req.name)? else {
-        return Err(miss(reader, &req.name)?);
+        return Err(miss(reader, roots, &req.name)?);
     };
     store::remove(&writable_roots(roots), &path)
         .map_err(|e| store_error(e, Code::PromptExists, Code::PromptExists, &[]))?;
@@ -229,7 +229,10 @@ fn taken_file(reader: &Reader, roots: &Roots, path: &Path) -> Result<Error> {
     })
 }
 
-fn miss(reader: &Reader, name: &str) -> Result<Error> {
+fn miss(reader: &Reader, roots: &Roots, name: &str) -> Result<Error> {
+    if let Some(skipped) = super::skipped_prompt(reader, roots, name)? {
+        return Ok(skipped);
+    }
     let names: Vec<String> = reader.prompts()?.into_iter().map(|(n, _)| n).collect();
     Ok(Error::not_found(
         Code::PromptNotFound,

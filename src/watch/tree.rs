@@ -594,16 +594,18 @@ impl LinkTargets {
 /// go. Staging folders are not (a landing reconciles what it lands), nor this process's own
 /// temporary files (its writes reconcile the files they make).
 fn relevant(path: &Path, is_dir: bool) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+    let Some(name) = path.file_name() else {
         return false;
     };
-    if is_staging_name(name) {
+    // A name that is not UTF-8 is looked at too: `check` lists it.
+    let name = name.to_string_lossy();
+    if is_staging_name(&name) {
         return false;
     }
     is_dir
         || path.extension().is_none_or(|ext| ext == "md")
-        || is_upstream_copy(name)
-        || temp_pid(name).is_some_and(|pid| pid != std::process::id())
+        || is_upstream_copy(&name)
+        || temp_pid(&name).is_some_and(|pid| pid != std::process::id())
 }
 
 /// Whether `path` is on a file system that does not report changes made elsewhere: network

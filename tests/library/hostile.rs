@@ -296,15 +296,33 @@ fn non_utf8_files_are_skipped_with_a_reason() {
         b"---\nname: Caf\xe9\n---\nBody\n",
     )
     .expect("write");
-    // A file name that is not UTF-8 cannot be an id; it must not disturb the scan.
-    fs::write(
-        tree.path("skills/latin")
-            .join(std::ffi::OsStr::from_bytes(b"n\xe9.md")),
-        "# Name\n\nx\n",
-    )
-    .expect("write");
+    // A name that is not UTF-8 cannot be an id; it must not disturb the scan, and `check`
+    // lists it (a folder, or a file named like a document; not any other file).
+    let raw = |rel: &str, name: &[u8]| tree.path(rel).join(std::ffi::OsStr::from_bytes(name));
+    fs::write(raw("skills/latin", b"n\xe9.md"), "# Name\n\nx\n").expect("write");
+    fs::write(raw("skills/latin", b"n\xe9.png"), "not a document").expect("write");
+    fs::create_dir(raw("skills", b"caf\xe9")).expect("mkdir");
+    fs::write(raw("skills", b"caf\xe9").join("menu.md"), "# Menu\n\nx\n").expect("write");
+    fs::write(raw("agents", b"b\xe9a.md"), "---\nname: Bea\n---\nx\n").expect("write");
     let before = snapshot(tree.base());
     let d = tree.open();
+    for (rel, folder) in [
+        ("skills/latin/n\u{fffd}.md", false),
+        ("skills/caf\u{fffd}", true),
+        ("agents/b\u{fffd}a.md", false),
+    ] {
+        assert_eq!(
+            expect_skip(&d, &tree, rel),
+            SkipReason::NameNotUtf8 { folder },
+            "{rel}"
+        );
+    }
+    assert!(skip_reason(&d, &tree, "skills/latin/n\u{fffd}.png").is_none());
+    assert!(
+        SkipReason::NameNotUtf8 { folder: true }
+            .to_string()
+            .contains("rename it in UTF-8"),
+    );
 
     for rel in [
         "skills/latin/index.md",
@@ -539,7 +557,34 @@ fn reconcile_in_child() {
     println!("RECONCILE_READ_BYTES={}", rchar() - before);
     let skipped = serde_json::to_string(&d.skipped().expect("skipped")).expect("json");
     println!("SKIPPED={skipped}");
-    assert_healthy(&d);
+    // `HOSTILE_CHILD_CALLS`: functions to call after the reconcile (`[[id, request], …]`),
+    // each answer printed as `{"ok": …}` or `{"err": "…"}`.
+    if let Some(calls) = std::env::var_os("HOSTILE_CHILD_CALLS") {
+        let calls: Vec<(String, Value)> =
+            serde_json::from_str(calls.to_str().expect("utf-8")).expect("calls");
+        let answers: Vec<Value> = calls
+            .iter()
+            .map(|(id, request)| call_any(&d, id, request))
+            .collect();
+        println!("CALLS={}", Value::Array(answers));
+    }
+    // `HOSTILE_CHILD_LOCKED`: the test locked some of the healthy entries.
+    if std::env::var_os("HOSTILE_CHILD_LOCKED").is_none() {
+        assert_healthy(&d);
+    }
+}
+
+/// Calls the read or write function `id` with `request`: `{"ok": answer}` or `{"err": message}`.
+fn call_any(d: &Directory, id: &str, request: &Value) -> Value {
+    let answer = match (ReadFunction::from_id(id), WriteFunction::from_id(id)) {
+        (Some(read), _) => d.read(read, request, None),
+        (None, Some(write)) => d.write(write, request, None),
+        (None, None) => panic!("no function {id}"),
+    };
+    match answer {
+        Ok(value) => json!({ "ok": value }),
+        Err(e) => json!({ "err": e.to_string() }),
+    }
 }
 
 /// Runs [`reconcile_in_child`] on the tree in a child process, as the user `nobody` when
@@ -966,6 +1011,45 @@ fn edits_racing_a_reconcile_end_equal_to_a_fresh_scan() {
     assert_healthy(&d);
 }
 
+/// Root ignores permissions: a permission-denied case is then scanned in a child process as
+/// `nobody` ([`skipped_as_nobody`]), on a tree everyone may read and write but for the entries
+/// a test locks afterwards. Opens the tree to everyone and says whether that can run (it needs
+/// `setpriv`; without it, says so).
+fn can_scan_as_nobody(tree: &Tree) -> bool {
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !setpriv {
+        println!(
+            "note: running as root without setpriv: permissions cannot be enforced, so the \
+             permission-denied skip reasons are not checked in this run"
+        );
+        return false;
+    }
+    open_to_everyone(tree.base());
+    true
+}
+
+/// `check`'s rows (path → reason) after a reconcile of `tree` in a child process as `nobody`
+/// (`healthy`: whether the healthy entries are all readable, as the child then checks).
+fn skipped_as_nobody(tree: &Tree, healthy: bool) -> BTreeMap<String, String> {
+    let locked: &[(&str, &str)] = if healthy {
+        &[]
+    } else {
+        &[("HOSTILE_CHILD_LOCKED", "1")]
+    };
+    let stdout = reconcile_in_a_child_with(tree, true, locked);
+    let rows: Vec<Value> =
+        serde_json::from_str(child_says(&stdout, "SKIPPED")).expect("skipped json");
+    rows.iter()
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().expect("text").to_string();
+            (text("path"), text("reason"))
+        })
+        .collect()
+}
+
 #[test]
 fn unreadable_files_and_folders_are_skipped_and_the_scan_goes_on() {
     let tree = hostile_tree();
@@ -980,37 +1064,16 @@ fn unreadable_files_and_folders_are_skipped_and_the_scan_goes_on() {
     let chmod = |rel: &str, mode: u32| {
         fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(mode)).expect("chmod")
     };
-    // Root ignores permissions: the scan then runs in a child process as `nobody`, on a tree
-    // everyone may read and write but for the locked entries.
-    if as_root {
-        let setpriv = std::process::Command::new("setpriv")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !setpriv {
-            println!(
-                "note: running as root without setpriv: permissions cannot be enforced, so the \
-                 permission-denied skip reasons are not checked in this run"
-            );
-            let d = tree.open();
-            assert_healthy(&d);
-            return;
-        }
-        open_to_everyone(tree.base());
+    if as_root && !can_scan_as_nobody(&tree) {
+        let d = tree.open();
+        assert_healthy(&d);
+        return;
     }
     chmod("skills/locked/index.md", 0o000);
     chmod("skills/system-prompts/locked.md", 0o000);
     chmod("skills/closed", 0o000);
     let skipped: BTreeMap<String, String> = if as_root {
-        let stdout = reconcile_in_a_child(&tree, true);
-        let rows: Vec<Value> =
-            serde_json::from_str(child_says(&stdout, "SKIPPED")).expect("skipped json");
-        rows.iter()
-            .map(|r| {
-                let text = |k: &str| r[k].as_str().expect("text").to_string();
-                (text("path"), text("reason"))
-            })
-            .collect()
+        skipped_as_nobody(&tree, true)
     } else {
         let d = tree.open();
         // The scan went on and served the rest.
@@ -1057,6 +1120,146 @@ fn unreadable_files_and_folders_are_skipped_and_the_scan_goes_on() {
         "{:?}",
         d.skipped()
     );
+}
+
+/// A profile, a system prompt or a skill whose file this process may not read: `get`, `update`
+/// name the file and why it is not served (never "does not exist", from which `create`, "a
+/// file already exists", sends the caller back to `update`), and a skill update, which keeps a file's permissions, is refused rather than
+/// answered as written while the skill stays unserved.
+#[test]
+fn calls_on_an_unreadable_file_name_the_file_and_why() {
+    let tree = hostile_tree();
+    tree.write("agents/eve.md", "---\nname: Eve\n---\nx\n")
+        .write(
+            "skills/system-prompts/hush.md",
+            "---\ndescription: H.\n---\nx\n",
+        )
+        .write("skills/rw/secret.md", "# Secret\n\nx\n");
+    let as_root = permissions_ignored(&tree);
+    if as_root && !can_scan_as_nobody(&tree) {
+        return;
+    }
+    for rel in [
+        "agents/eve.md",
+        "skills/system-prompts/hush.md",
+        "skills/rw/secret.md",
+    ] {
+        fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(0o000)).expect("chmod");
+    }
+    let new_profile = "---\nname: Eve\n---\ny\n";
+    let calls = json!([
+        ["directory::agents::get", {"id": "eve"}],
+        ["directory::agents::update", {"id": "eve", "content": new_profile}],
+        ["directory::agents::create", {"id": "eve", "content": new_profile}],
+        ["directory::system-prompts::get", {"name": "hush"}],
+        ["directory::skills::update", {"id": "rw/secret", "content": "# S2\n\ny\n"}],
+    ]);
+    let answers: Vec<Value> = if as_root {
+        let stdout = reconcile_in_a_child_with(
+            &tree,
+            true,
+            &[
+                ("HOSTILE_CHILD_LOCKED", "1"),
+                ("HOSTILE_CHILD_CALLS", &calls.to_string()),
+            ],
+        );
+        serde_json::from_str(child_says(&stdout, "CALLS")).expect("answers")
+    } else {
+        let d = tree.open();
+        let calls: Vec<(String, Value)> = serde_json::from_value(calls).expect("calls");
+        calls
+            .iter()
+            .map(|(id, request)| call_any(&d, id, request))
+            .collect()
+    };
+    let error = |i: usize| {
+        answers[i]["err"]
+            .as_str()
+            .unwrap_or_else(|| panic!("call {i} answered {}", answers[i]))
+            .to_string()
+    };
+    let eve = tree.path("agents/eve.md").display().to_string();
+    for i in [0, 1] {
+        let e = error(i);
+        assert!(
+            e.starts_with("D410 not_found: agent profile \"eve\" is not served"),
+            "{e}"
+        );
+        assert!(e.contains(&eve) && e.contains("ermission denied"), "{e}");
+    }
+    // The contract's sentence for a file in the way of a create.
+    let create = error(2);
+    assert!(
+        create.starts_with("D414") && create.contains("(currently skipped by the scanner)"),
+        "{create}"
+    );
+    let prompt = error(3);
+    assert!(
+        prompt.starts_with("D210 not_found: system prompt \"hush\" is not served"),
+        "{prompt}"
+    );
+    let skill = error(4);
+    assert!(
+        skill.starts_with("D116") && skill.contains("chmod u+r"),
+        "{skill}"
+    );
+    // Nothing was written: the files are as they were.
+    for rel in ["agents/eve.md", "skills/rw/secret.md"] {
+        fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    assert_eq!(
+        fs::read_to_string(tree.path("agents/eve.md")).expect("read"),
+        "---\nname: Eve\n---\nx\n"
+    );
+    assert_eq!(
+        fs::read_to_string(tree.path("skills/rw/secret.md")).expect("read"),
+        "# Secret\n\nx\n"
+    );
+}
+
+/// The agents folders are read shallowly, but a folder there the worker may not list is
+/// listed by `check` as any skills folder is: profiles and agents skills never vanish unsaid.
+#[test]
+fn unreadable_agents_folders_are_listed_by_check() {
+    let tree = hostile_tree();
+    tree.write(
+        ".agents/skills/hidden/SKILL.md",
+        "---\nname: hidden\ndescription: Hidden.\n---\nx\n",
+    );
+    let as_root = permissions_ignored(&tree);
+    if as_root && !can_scan_as_nobody(&tree) {
+        return;
+    }
+    let chmod = |rel: &str, mode: u32| {
+        fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    chmod("agents", 0o000);
+    chmod(".agents/skills/hidden", 0o000);
+    let skipped: BTreeMap<String, String> = if as_root {
+        skipped_as_nobody(&tree, false)
+    } else {
+        let d = tree.open();
+        d.skipped()
+            .expect("skipped")
+            .into_iter()
+            .map(|s| (s.path, s.reason.to_string()))
+            .collect()
+    };
+    chmod("agents", 0o777);
+    chmod(".agents/skills/hidden", 0o777);
+    for rel in ["agents", ".agents/skills/hidden"] {
+        let reason = skipped
+            .get(&tree.path(rel).display().to_string())
+            .unwrap_or_else(|| panic!("{rel} not listed: {skipped:?}"));
+        assert!(
+            reason.starts_with("folder cannot be listed: ") && reason.contains("ermission denied"),
+            "{rel}: {reason}"
+        );
+    }
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    let d = tree.open();
+    assert!(agent_row(&d, "steady").is_some());
+    assert!(d.skipped().expect("skipped").is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -228,3 +228,52 @@ fn answers_that_offer_files_take_a_local_file_once() {
     let spec = d.spec_check().expect("spec check");
     assert_eq!(spec.checked, 2, "pdf and cooking, each once");
 }
+
+/// `get` takes a skill file's absolute path, as the catalog's `location` gives it, for an
+/// agent handed the catalog and no file access: every location answers the skill the catalog
+/// listed there, whatever its `name` says. The file asked for is the file answered: a path the
+/// scan does not serve, or under no skill root, is refused with why.
+#[test]
+fn get_takes_the_location_the_catalog_gives() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/0-research/SKILL.md",
+        "---\nname: research\ndescription: Research a topic.\n---\n# Research\n\nx\n",
+    );
+    tree.write(
+        "skills/iii/notes/SKILL.md",
+        "---\nname: notes\ndescription: Keep notes.\n---\n# Notes\n\nx\n",
+    );
+    tree.write(
+        ".agents/skills/review/SKILL.md",
+        "---\nname: review\ndescription: Review code.\n---\n# Review\n\nx\n",
+    );
+    // Shadowed by the local namespace of the same name.
+    tree.write(
+        ".agents/skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: Other notes.\n---\n# Other\n\nx\n",
+    );
+    let d = tree.open();
+    let catalog = call(&d, ReadFunction::SkillsCatalog, json!({ "format": "json" }));
+    let entries = catalog["skills"].as_array().expect("skills");
+    assert_eq!(entries.len(), 3, "{catalog}");
+    for entry in entries {
+        let location = entry["location"].as_str().expect("location");
+        let by_location = get(&d, location);
+        assert_eq!(by_location["path"], location);
+        assert_eq!(by_location, get(&d, entry["id"].as_str().expect("id")));
+    }
+    let shadowed = tree.abs(".agents/skills/notes/SKILL.md");
+    let refused = get_err(&d, &shadowed);
+    assert!(
+        refused.starts_with(&format!("D110 not_found: {shadowed} is not served: ")),
+        "{refused}"
+    );
+    for nowhere in [tree.abs("outside.md"), tree.abs("skills/missing.md")] {
+        let refused = get_err(&d, &nowhere);
+        assert!(
+            refused.starts_with(&format!("D110 not_found: no skill file at {nowhere}")),
+            "{refused}"
+        );
+    }
+}

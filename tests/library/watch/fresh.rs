@@ -314,6 +314,23 @@ fn a_conflict_copy_or_a_temporary_file_on_disk_is_in_the_next_check() {
         );
         assert_as_rescan(&env, &format!("{name} removed"));
     }
+    // A document whose name is not UTF-8 is listed too, as it comes and goes.
+    use std::os::unix::ffi::OsStrExt;
+    let raw = env
+        .tree
+        .path("skills/ns1")
+        .join(std::ffi::OsStr::from_bytes(b"n\xe9.md"));
+    fs::write(&raw, "# N\n\nx\n").expect("write");
+    assert!(
+        reasons(&env)["n\u{fffd}.md"].contains("not valid UTF-8"),
+        "{:?}",
+        reasons(&env)
+    );
+    assert_as_rescan(&env, "a name that is not UTF-8 made");
+    fs::remove_file(&raw).expect("remove");
+    assert!(!reasons(&env).contains_key("n\u{fffd}.md"));
+    assert_as_rescan(&env, "a name that is not UTF-8 removed");
+    assert_eq!(env.prefix_ids(""), skills_before, "no answer changes");
 }
 
 /// A writer thread replaces files (atomically, by rename) while reader threads read: every
