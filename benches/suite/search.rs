@@ -144,6 +144,7 @@ pub fn generated_tools(count: usize) -> Vec<Tool> {
                 ),
                 parameters: json!({ "type": "object", "properties": properties }),
                 worker: None,
+                engine_namespace: None,
             }
         })
         .collect()

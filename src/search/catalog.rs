@@ -44,6 +44,9 @@ pub struct Tool {
     pub parameters: Value,
     /// The worker that registered it (the engine's `worker_name`), when the engine says.
     pub worker: Option<String>,
+    /// The engine namespace it is registered in, when not the default one: a caller invokes
+    /// it there (the engine resolves an id in one namespace only).
+    pub engine_namespace: Option<String>,
 }
 
 /// A tool reduced to what search reads and what the fingerprint covers.
@@ -59,6 +62,10 @@ pub struct SlimTool {
     /// catalog of namespaced ids is the contract's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// [`Tool::engine_namespace`]; absent for the default namespace, so the fingerprint of a
+    /// catalog of one namespace is the contract's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_namespace: Option<String>,
 }
 
 impl SlimTool {
@@ -72,6 +79,7 @@ impl SlimTool {
             description: slim_description(&tool.description),
             parameters: slim_parameters(&tool.parameters),
             group,
+            engine_namespace: tool.engine_namespace.clone(),
         }
     }
 
@@ -207,6 +215,9 @@ pub fn is_internal(entry: &Value) -> bool {
     entry["metadata"]["internal"].as_bool() == Some(true)
 }
 
+/// The engine namespace a worker registers in unless it declares another.
+pub const DEFAULT_ENGINE_NAMESPACE: &str = "default";
+
 /// The tools of the listed ids, in listed order, from the info entries of every answered
 /// batch. Entries that carry an `error` or are internal are dropped, as are listed ids no
 /// entry describes.
@@ -237,6 +248,10 @@ pub fn tools_from_info<'a>(
                 .cloned()
                 .unwrap_or_else(|| json!({ "type": "object" })),
             worker: entry["worker_name"].as_str().map(str::to_string),
+            engine_namespace: entry["namespace"]
+                .as_str()
+                .filter(|ns| !ns.is_empty() && *ns != DEFAULT_ENGINE_NAMESPACE)
+                .map(str::to_string),
         })
         .collect()
 }
@@ -436,6 +451,7 @@ mod tests {
             description: description.into(),
             parameters: json!({ "properties": { "to": { "type": "string" } } }),
             worker: None,
+            engine_namespace: None,
         };
         let a = Catalog::build(&[
             tool("m::send", "Send mail. Long tail."),
@@ -484,6 +500,7 @@ mod tests {
             description: "D.".into(),
             parameters: json!({}),
             worker: worker.map(String::from),
+            engine_namespace: None,
         };
         let fingerprint = |tools: &[Tool]| Catalog::build(tools).fingerprint().to_string();
         assert_eq!(
@@ -503,6 +520,7 @@ mod tests {
             description: String::new(),
             parameters: json!({}),
             worker: None,
+            engine_namespace: None,
         };
         let catalog = Catalog::build(&[
             tool("engine::functions::info"),
@@ -520,6 +538,7 @@ mod tests {
             description: "Deliver a message.".into(),
             parameters: json!({ "properties": { "toAddress": {} } }),
             worker: None,
+            engine_namespace: None,
         });
         assert_eq!(
             slim.document_terms(),

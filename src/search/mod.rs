@@ -153,11 +153,7 @@ impl FunctionSearch {
             _ => Vec::new(),
         };
         Ok(Response {
-            guidance: response::guidance(
-                !workers.is_empty(),
-                &split.repeated,
-                !installable.is_empty(),
-            ),
+            guidance: response::guidance_for(&workers, &split.repeated, !installable.is_empty()),
             workers,
             installable,
             latency_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -282,6 +278,7 @@ fn workers(catalog: &Catalog, ids: &[String]) -> Vec<Worker> {
                 .map(|tool| Candidate {
                     function_id: tool.name.clone(),
                     description: tool.description.clone(),
+                    engine_namespace: tool.engine_namespace.clone(),
                 })
                 .collect(),
         })

@@ -216,6 +216,7 @@ fn contracts(functions: &[FunctionContract], catalog: &Catalog) -> Vec<Tool> {
                 .unwrap_or_else(|| json!({ "type": "object" })),
             // Offers are grouped under the registry worker that owns them, not by this.
             worker: None,
+            engine_namespace: None,
         })
         .collect()
 }
@@ -239,6 +240,7 @@ fn rank_contracts(pooled: &[Tool], capabilities: &[Capability]) -> Vec<Candidate
         .map(|tool| Candidate {
             function_id: tool.name.clone(),
             description: tool.description.clone(),
+            engine_namespace: None,
         })
         .collect()
 }
@@ -395,6 +397,7 @@ mod tests {
                 description: String::new(),
                 parameters: json!({}),
                 worker: None,
+                engine_namespace: None,
             })
             .collect();
         Catalog::build(&tools)
@@ -481,11 +484,13 @@ mod tests {
             [
                 Candidate {
                     function_id: "resend::emails::send".into(),
-                    description: "Send an email.".into()
+                    description: "Send an email.".into(),
+                    engine_namespace: None,
                 },
                 Candidate {
                     function_id: "resend::emails::batch".into(),
-                    description: "Send many emails at once.".into()
+                    description: "Send many emails at once.".into(),
+                    engine_namespace: None,
                 },
             ]
         );

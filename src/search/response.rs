@@ -24,6 +24,9 @@ pub const INSTALL_GUIDANCE: &str = "No installed function matched these capabili
 /// Appended when installed candidates and installable workers both came back.
 pub const INSTALL_NOTE: &str = "Choose from `workers` first. The `installable` entries are registry workers that are NOT installed: calling their functions now fails with function_not_found, and their ids must not be passed to engine::functions::info. Only when no `workers` entry fits, first make the given install call (compose::add), wait until it reports the worker ready, then search again and fetch the chosen contracts in one batched engine::functions::info call; never call an installable function before installing it.";
 
+/// Appended when a candidate carries an `engine_namespace`.
+pub const NAMESPACE_NOTE: &str = "A candidate with an `engine_namespace` is registered in that engine namespace, not the default one: call it with that namespace (the invocation's `namespace`; `iii trigger --namespace <ns>`), or it fails with function_not_found.";
+
 /// The sentence naming candidates the session already has (contract wording).
 pub fn repeated_note(repeated: &[String]) -> String {
     format!(
@@ -54,11 +57,29 @@ pub fn guidance(has_workers: bool, repeated: &[String], has_installable: bool) -
     text
 }
 
+/// [`guidance`] for `workers`, with [`NAMESPACE_NOTE`] when one of them needs it.
+pub fn guidance_for(workers: &[Worker], repeated: &[String], has_installable: bool) -> String {
+    let mut text = guidance(!workers.is_empty(), repeated, has_installable);
+    let namespaced = workers
+        .iter()
+        .flat_map(|w| &w.functions)
+        .any(|f| f.engine_namespace.is_some());
+    if namespaced {
+        text.push(' ');
+        text.push_str(NAMESPACE_NOTE);
+    }
+    text
+}
+
 /// A candidate: its id and the first sentence of its description.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Candidate {
     pub function_id: String,
     pub description: String,
+    /// The engine namespace the function is registered in, when not the default one
+    /// (beyond the contract; absent otherwise): the engine finds an id in one namespace only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_namespace: Option<String>,
 }
 
 /// Installed candidates of one worker, best first.

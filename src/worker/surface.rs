@@ -181,7 +181,11 @@ fn connection_status() -> Value {
 
 fn candidate() -> Value {
     object(
-        json!({ "function_id": string("function id"), "description": string("first sentence of its description") }),
+        json!({
+            "function_id": string("function id"),
+            "description": string("first sentence of its description"),
+            "engine_namespace": string("the engine namespace it is registered in, when not the default one: call it there"),
+        }),
         &["function_id", "description"],
     )
 }
@@ -1080,6 +1084,7 @@ mod tests {
                 description: f.description.to_string(),
                 parameters: f.request,
                 worker: None,
+                engine_namespace: None,
             })
             .collect();
         let catalog = Catalog::build(&tools);

@@ -661,6 +661,7 @@ fn functions(name: &str, n: usize) -> Arc<Catalog> {
             description: format!("Handle {name} record number {i}."),
             parameters: json!({}),
             worker: None,
+            engine_namespace: None,
         })
         .collect();
     Arc::new(Catalog::build(&tools))

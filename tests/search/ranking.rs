@@ -886,3 +886,58 @@ fn a_capability_the_encoder_cannot_read_is_ranked_lexically() {
     let english = capabilities("bake a loaf of sourdough bread");
     assert!(select_with(&catalog, &english, Some(&lane)).contains(&lane.0));
 }
+
+/// The engine finds an id in one namespace only: a candidate another engine namespace holds
+/// says which (`engine_namespace`), and the guidance says how to call it; a default-namespace
+/// function carries nothing new, and the catalog's fingerprint stays the contract's.
+#[tokio::test]
+async fn a_candidate_of_another_engine_namespace_says_which() {
+    let listed = strings(&["ledger::post-entry", "mailer::send"]);
+    let info = json!({ "functions": [
+        { "function_id": "ledger::post-entry", "namespace": "team-a",
+          "description": "Post a journal entry to the general ledger." },
+        { "function_id": "mailer::send", "namespace": "default",
+          "description": "Send an email." },
+    ]});
+    let catalog = Catalog::build(&tools_from_info(&listed, info_entries(&info)));
+    // The same catalog with the default namespace left unsaid, and with none named at all.
+    let unsaid = json!({ "functions": [
+        { "function_id": "ledger::post-entry", "namespace": "team-a",
+          "description": "Post a journal entry to the general ledger." },
+        { "function_id": "mailer::send", "description": "Send an email." },
+    ]});
+    let plain = json!({ "functions": [
+        { "function_id": "ledger::post-entry", "description": "Post a journal entry to the general ledger." },
+        { "function_id": "mailer::send", "description": "Send an email." },
+    ]});
+    let fingerprint = |answer: &Value| {
+        Catalog::build(&tools_from_info(&listed, info_entries(answer)))
+            .fingerprint()
+            .to_string()
+    };
+    assert_eq!(fingerprint(&info), fingerprint(&unsaid));
+    assert_ne!(fingerprint(&info), fingerprint(&plain));
+    let search = search_with(catalog);
+    let ledger = answer(&search, &["post a journal entry to the ledger"], None).await;
+    let entry = &ledger["workers"][0]["functions"][0];
+    assert_eq!(entry["function_id"], "ledger::post-entry");
+    assert_eq!(entry["engine_namespace"], "team-a");
+    assert!(
+        ledger["guidance"]
+            .as_str()
+            .expect("guidance")
+            .contains("engine_namespace"),
+        "{ledger}"
+    );
+    let mail = answer(&search, &["send an email"], None).await;
+    let entry = &mail["workers"][0]["functions"][0];
+    assert_eq!(entry["function_id"], "mailer::send");
+    assert!(entry.get("engine_namespace").is_none(), "{mail}");
+    assert!(
+        !mail["guidance"]
+            .as_str()
+            .expect("guidance")
+            .contains("engine_namespace"),
+        "{mail}"
+    );
+}
