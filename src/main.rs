@@ -1144,19 +1144,22 @@ fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
         .map(|row| row.each_ref().map(|cell| shown_on_a_terminal(cell, true)))
         .collect();
     let rows = rows.as_slice();
-    let mut widths = headers.map(str::len);
+    // Columns are counted as a terminal shows them: a CJK character or an emoji takes two, a
+    // combining mark none.
+    let columns = |cell: &str| unicode_width::UnicodeWidthStr::width(cell);
+    let mut widths = headers.map(columns);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count()).min(60);
+            *w = (*w).max(columns(cell)).min(60);
         }
     }
     let line = |cells: [&str; N]| {
         let mut out = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == N {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            out.push_str(cell);
+            if i + 1 < N {
+                let pad = widths[i].saturating_sub(columns(cell)) + 2;
+                out.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.trim_end().to_string()
@@ -1187,6 +1190,18 @@ mod tests {
         assert_eq!(
             table(["ID", "TITLE"], &[["nl".into(), "line1\nline2".into()]]),
             "ID  TITLE\nnl  line1 line2"
+        );
+        // Wide and combining characters take the columns a terminal gives them.
+        assert_eq!(
+            table(
+                ["NAME", "X"],
+                &[
+                    ["船長".into(), "a".into()],
+                    ["cafe\u{301}".into(), "b".into()],
+                    ["ab".into(), "c".into()]
+                ]
+            ),
+            "NAME  X\n船長  a\ncafe\u{301}  b\nab    c"
         );
     }
 
