@@ -174,6 +174,18 @@ impl Directory {
                 }
                 Directory::open_read_only(config_of(config, holder.as_ref()))
             }
+            // Another user's worker holds an index this user may read but not write: its live
+            // rows are the answer, as for the owner (only a writer needs write permission).
+            Err(OpenError::Unwritable { path, source }) => {
+                match index::holder::read(&path).filter(|h| h.role == index::holder::WORKER) {
+                    Some(holder) => {
+                        let ours = folders(&Roots::from_paths(&config.paths));
+                        check_same_folders(&path, &holder, &ours)?;
+                        Directory::open_read_only(config_of(config, Some(&holder)))
+                    }
+                    None => Err(OpenError::Unwritable { path, source }),
+                }
+            }
             Err(e) => Err(e),
         }
     }

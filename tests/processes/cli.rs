@@ -1850,6 +1850,64 @@ fn get_skill_by_path_refuses_a_file_that_is_not_served() {
     assert_eq!(served["body"], "# Queue\n\nQueues work.\n");
 }
 
+/// A user who may read the folders and the index but not write them (another user than the
+/// worker's) reads from the running worker's live index, as its owner does: only a writer needs
+/// write permission. Run as `nobody` beside a worker of this user; skipped, saying so, when this
+/// process cannot switch users (not root, or no `setpriv`).
+#[test]
+fn another_user_reads_beside_the_worker_from_its_live_index() {
+    let switch = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let root = fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    if !(switch && root) {
+        println!(
+            "note: not root, or no setpriv: another user's read beside the worker is not checked in this run"
+        );
+        return;
+    }
+    let tree = sample_tree();
+    let mut worker = iii(&tree)
+        .args(["--url", "ws://127.0.0.1:1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the worker");
+    let note = beside(&tree.config().paths.index_path, ".holder");
+    let pid = worker.id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fs::read_to_string(&note).is_ok_and(|text| text.contains(&format!("\"pid\":{pid},"))) {
+        assert!(Instant::now() < deadline, "the worker never held the index");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Everyone may read the tree and the index; only this user may write them.
+    let status = Command::new("chmod")
+        .args(["-R", "go+rX"])
+        .arg(tree.base())
+        .status()
+        .expect("chmod");
+    assert!(status.success());
+    let as_nobody = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_iii-directory"))
+        .args(["list", "skills", "--json"])
+        .env("III_COMPOSE_DIR", tree.base())
+        .env_remove("RUST_LOG")
+        .current_dir("/")
+        .output()
+        .expect("run as nobody");
+    let own = ok_json(&tree, &["list", "skills", "--json"]);
+    worker.kill().expect("kill");
+    worker.wait().expect("reap");
+    assert!(as_nobody.status.success(), "{}", text(&as_nobody.stderr));
+    let theirs: Value = serde_json::from_slice(&as_nobody.stdout).expect("json");
+    assert_eq!(theirs["skills"], own["skills"]);
+}
+
 /// A second worker on the same index stops at once and names the worker that holds it.
 #[test]
 fn a_second_worker_names_the_worker_that_holds_the_index() {
