@@ -65,6 +65,7 @@ pub use rules::prompt::Problem as PromptProblem;
 pub use rules::skip::{SkipReason, Special};
 /// What `check --spec` reports: the Agent Skills specification's rules per served `SKILL.md`.
 pub use rules::spec::{Rule as SpecRule, Severity as SpecSeverity};
+pub use skills::no_skill_file;
 pub use skills::resources::possible_owners as skill_resource_owners;
 pub use skills::spec::{SpecReport, SpecSummary};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};

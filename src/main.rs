@@ -698,6 +698,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
 /// absolute path (the file asked for is the file answered, or a refusal with the reason).
 fn get_skill_file(config: Config, path: &str, raw: bool) -> Result<Value, CliError> {
     let file = lexically_absolute(path);
+    if !path.ends_with(".md") {
+        return Err(iii_directory::no_skill_file(&file).into());
+    }
     let request = json!({ "id": file.display().to_string(), "raw": raw });
     Ok(open_fresh(config)?.read(ReadFunction::SkillsGet, &request, None)?)
 }

@@ -341,22 +341,14 @@ pub fn get(
 /// (unreadable, or not a profile): [`Error::not_served`], naming the file and why. A file the
 /// project's profile shadows is no such case.
 pub(crate) fn skipped_profile(reader: &Reader, roots: &Roots, id: &str) -> Result<Option<Error>> {
-    let rel = format!("{id}.md");
-    for root in [Root::Agents, Root::GlobalAgents] {
-        match reader.skip_reason(root, &rel)? {
-            None | Some(SkipReason::ProfileShadowed) => {}
-            Some(why) => {
-                let path = roots.file(root, &rel);
-                let kind = "agent profile";
-                return Ok(Some(Error::not_served(
-                    Code::AgentNotFound,
-                    kind,
-                    id,
-                    &path,
-                    why,
-                )));
-            }
-        }
-    }
-    Ok(None)
+    let file = format!("{id}.md");
+    let skipped = reader.skipped_where(|root, rel, why| {
+        matches!(root, Root::Agents | Root::GlobalAgents)
+            && rel == file
+            && *why != SkipReason::ProfileShadowed
+    })?;
+    Ok(skipped.map(|(root, rel, why)| {
+        let path = roots.file(root, &rel);
+        Error::not_served(Code::AgentNotFound, "agent profile", id, &path, why)
+    }))
 }

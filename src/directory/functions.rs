@@ -253,9 +253,9 @@ library_functions! {
     read SkillsGet {
         id: "directory::skills::get",
         installed: InstalledNeed::Cached,
-        description: "Read one skill by id (also iii://<id> or <id>.md; a bare namespace reads its index): { id, title, type, function_id, disable_model_invocation, path, body, modified_at }, plus the whole file as raw with raw: true.",
+        description: "Read one skill by id (also iii://<id> or <id>.md; a bare namespace reads its index; or the absolute path of its file, as directory::skills::catalog gives a location): { id, title, type, function_id, disable_model_invocation, path, body, modified_at }, plus the whole file as raw with raw: true.",
         request: object(
-            json!({ "id": string("skill id"), "raw": boolean("also return the whole file") }),
+            json!({ "id": string("skill id, or the absolute path of its .md file (a catalog location)"), "raw": boolean("also return the whole file") }),
             &["id"],
         ),
         response: object(

@@ -265,6 +265,18 @@ impl Reader {
         }
     }
 
+    /// The first of the files `check` lists (root, relative path, why) that `wanted` picks: a
+    /// scan of the skipped rows, which a miss can afford (they are few, and a miss is rare).
+    pub fn skipped_where(
+        &self,
+        wanted: impl Fn(Root, &str, &SkipReason) -> bool,
+    ) -> Result<Option<(Root, String, SkipReason)>> {
+        Ok(self
+            .skipped()?
+            .into_iter()
+            .find(|(root, rel, why)| wanted(*root, rel, why)))
+    }
+
     /// One file's record as last reconciled (its stat and content hash), if the index tracks it.
     pub fn file(&self, root: Root, rel: &str) -> Result<Option<records::FileMeta>> {
         match self

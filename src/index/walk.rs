@@ -276,19 +276,8 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
         }
         Layout::SkillFolders => {
             let name = first_segment(rel);
-            let skill = format!("{name}/{AGENTS_SKILL_FILE}");
-            if let Some(why) = refused_link(&dir.join(&skill), &skill, inside) {
-                found.unreadable.insert((root, skill), why);
-                return;
-            }
-            if let Ok(meta) = fs::metadata(dir.join(&skill)) {
-                if let Some(why) = special(&meta, &skill) {
-                    found.unreadable.insert((root, skill), why);
-                } else if meta.is_file() {
-                    let key = (root, skill);
-                    note_shared(&mut found.shared, &key, &meta);
-                    found.files.insert(key, stat_of(&meta));
-                }
+            if let Some((key, meta)) = skill_folder_entry(root, dir, name, inside, found) {
+                note_shared(&mut found.shared, &key, &meta);
             }
         }
         Layout::Profiles => {
@@ -520,13 +509,7 @@ impl Walk<'_> {
             let name = match entry.file_name().into_string() {
                 Ok(name) => name,
                 Err(raw) => {
-                    if let Some(why) = not_utf8(&entry, &raw) {
-                        let lossy = raw.to_string_lossy();
-                        let child_rel = if rel.is_empty() {
-                            lossy.into_owned()
-                        } else {
-                            format!("{rel}/{lossy}")
-                        };
+                    if let Some((child_rel, why)) = not_utf8(&entry, &raw, &rel) {
                         part.unreadable.push(((root, child_rel), why));
                     }
                     continue;
@@ -590,17 +573,35 @@ impl Walk<'_> {
     }
 }
 
-/// Why an entry whose name is not UTF-8 (`raw`) is listed by `check`: it is a folder (a link
-/// to one included), or a file named like a document; `None` for anything else, which the walk
-/// would pass over whatever its name.
-fn not_utf8(entry: &fs::DirEntry, raw: &std::ffi::OsStr) -> Option<SkipReason> {
+/// The `check` row of an entry of the folder `parent` (relative) whose name is not UTF-8
+/// (`raw`): a folder (a link to one included), or a file named like a document, keyed by its
+/// path with each byte that is not UTF-8 written `\xNN` (so two such names never share a
+/// row); `None` for anything else, which the walk would pass over whatever its name.
+fn not_utf8(
+    entry: &fs::DirEntry,
+    raw: &std::ffi::OsStr,
+    parent: &str,
+) -> Option<(String, SkipReason)> {
     use std::os::unix::ffi::OsStrExt;
-    if fs::metadata(entry.path()).is_ok_and(|meta| meta.is_dir()) {
-        return Some(SkipReason::NameNotUtf8 { folder: true });
-    }
     let bytes = raw.as_bytes();
+    let folder = fs::metadata(entry.path()).is_ok_and(|meta| meta.is_dir());
     let document = bytes.len() > 3 && bytes.ends_with(b".md");
-    document.then_some(SkipReason::NameNotUtf8 { folder: false })
+    if !(folder || document) {
+        return None;
+    }
+    let mut name = String::new();
+    for chunk in bytes.utf8_chunks() {
+        name.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            name.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    let rel = if parent.is_empty() {
+        name
+    } else {
+        format!("{parent}/{name}")
+    };
+    Some((rel, SkipReason::NameNotUtf8 { folder }))
 }
 
 /// The entries of the shallow root `dir`; `None` when it cannot be listed, which `check`
@@ -629,11 +630,10 @@ fn walk_agents_skills(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Fo
             Ok(name) => name,
             Err(raw) => {
                 // Only a folder can hold an entry here.
-                if let Some(why @ SkipReason::NameNotUtf8 { folder: true }) = not_utf8(&entry, &raw)
+                if let Some((rel, why @ SkipReason::NameNotUtf8 { folder: true })) =
+                    not_utf8(&entry, &raw, "")
                 {
-                    found
-                        .unreadable
-                        .insert((root, raw.to_string_lossy().into_owned()), why);
+                    found.unreadable.insert((root, rel), why);
                 }
                 continue;
             }
@@ -642,30 +642,48 @@ fn walk_agents_skills(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Fo
             found.unreadable.insert((root, name), why);
             continue;
         }
-        let skill = entry.path().join(AGENTS_SKILL_FILE);
-        if let Some(why) = refused_link(&skill, AGENTS_SKILL_FILE, inside) {
-            found
-                .unreadable
-                .insert((root, format!("{name}/{AGENTS_SKILL_FILE}")), why);
-            continue;
-        }
-        match fs::metadata(&skill) {
-            Ok(meta) => {
-                let key = (root, format!("{name}/{AGENTS_SKILL_FILE}"));
-                if let Some(why) = special(&meta, AGENTS_SKILL_FILE) {
-                    found.unreadable.insert(key, why);
-                } else if meta.is_file() {
-                    found.files.insert(key, stat_of(&meta));
-                }
+        skill_folder_entry(root, dir, &name, inside, found);
+    }
+}
+
+/// Looks at the `SKILL.md` of the folder `name` of an agents skills root `dir`: its stat into
+/// `found`, or why it is skipped (a link that leads out, a special file, a folder this process
+/// may not enter). Returns the key and stat of a regular file (for a scoped walk's other
+/// names). The full and the scoped walk both look through it, so they find the same.
+fn skill_folder_entry(
+    root: Root,
+    dir: &Path,
+    name: &str,
+    inside: &[PathBuf],
+    found: &mut Found,
+) -> Option<((Root, String), Metadata)> {
+    let skill = format!("{name}/{AGENTS_SKILL_FILE}");
+    if let Some(why) = refused_link(&dir.join(&skill), &skill, inside) {
+        found.unreadable.insert((root, skill), why);
+        return None;
+    }
+    match fs::metadata(dir.join(&skill)) {
+        Ok(meta) => {
+            let key = (root, skill);
+            if let Some(why) = special(&meta, AGENTS_SKILL_FILE) {
+                found.unreadable.insert(key, why);
+                None
+            } else if meta.is_file() {
+                found.files.insert(key.clone(), stat_of(&meta));
+                Some((key, meta))
+            } else {
+                None
             }
-            // A folder the worker may not enter hides its `SKILL.md`, if it has one.
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                found
-                    .unreadable
-                    .insert((root, name), SkipReason::Unlistable(e.to_string()));
-            }
-            Err(_) => {}
         }
+        // A folder this process may not enter hides its `SKILL.md`, if it has one.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            found.unreadable.insert(
+                (root, name.to_string()),
+                SkipReason::Unlistable(e.to_string()),
+            );
+            None
+        }
+        Err(_) => None,
     }
 }
 
@@ -679,12 +697,10 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
             Ok(name) => name,
             Err(raw) => {
                 // Only a file can be a document here.
-                if let Some(why @ SkipReason::NameNotUtf8 { folder: false }) =
-                    not_utf8(&entry, &raw)
+                if let Some((rel, why @ SkipReason::NameNotUtf8 { folder: false })) =
+                    not_utf8(&entry, &raw, "")
                 {
-                    found
-                        .unreadable
-                        .insert((root, raw.to_string_lossy().into_owned()), why);
+                    found.unreadable.insert((root, rel), why);
                 }
                 continue;
             }

@@ -68,7 +68,13 @@ fn word_terms(word: &str, term: &mut String, folded: &mut String, found: &mut im
         return ascii_token_terms(folded, term, found);
     }
     term.clear();
-    term.extend(folded.chars().flat_map(char::to_lowercase));
+    // Greek's final sigma is the same letter as σ: `ΕΛΕΓΧΟΣ` meets `έλεγχος`.
+    term.extend(
+        folded
+            .chars()
+            .flat_map(char::to_lowercase)
+            .map(|c| if c == 'ς' { 'σ' } else { c }),
+    );
     found(term);
 }
 
@@ -109,16 +115,23 @@ fn runs(text: &str) -> impl Iterator<Item = (Run, &str)> {
     })
 }
 
-/// `word` with its compatibility forms decomposed, its nonspacing marks dropped and `ß` written
-/// `ss`, into `out` (case kept: the ASCII way still reads camelCase from it).
+/// `word` with its compatibility forms decomposed, its accents dropped and `ß` written `ss`,
+/// into `out` (case kept: the ASCII way still reads camelCase from it).
 fn fold_word(word: &str, out: &mut String) {
     out.clear();
-    for c in word.nfkd().filter(|c| !c.is_mark_nonspacing()) {
+    for c in word.nfkd().filter(|&c| !is_accent(c)) {
         match c {
             'ß' | 'ẞ' => out.push_str("ss"),
             _ => out.push(c),
         }
     }
+}
+
+/// Whether `c` is a combining diacritic (the accents of Latin, Greek and Cyrillic letters once
+/// decomposed). Other scripts' combining marks are letters' parts that tell words apart
+/// (Devanagari's vowel signs: `कुल`, total, is not `कल`, tomorrow), so they stay.
+fn is_accent(c: char) -> bool {
+    matches!(c as u32, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F)
 }
 
 /// Hands `run`'s overlapping pairs of characters to `found` (its one character when it has one),
@@ -206,10 +219,13 @@ mod tests {
     fn other_alphabets_are_lowercased_words() {
         assert_eq!(
             script_terms("Проверка СЧЕТОВ, Ελέγχος"),
-            ["проверка", "счетов", "ελεγχος"]
+            ["проверка", "счетов", "ελεγχοσ"]
         );
-        // A combining vowel sign belongs to its word.
+        // A combining vowel sign belongs to its word, and tells it from another.
         assert_eq!(script_terms("हिन्दी अनुवाद").len(), 2);
+        assert_ne!(script_terms("कुल"), script_terms("कल"));
+        // Case folds whole words, final sigma included.
+        assert_eq!(script_terms("ΕΛΕΓΧΟΣ"), script_terms("έλεγχος"));
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub enum SkipReason {
     // What the walk finds without opening anything (appended: the index stores variants by
     // their position).
     /// A folder, or a file named like a document, whose name is not UTF-8: no id can name it
-    /// (listed under the name with each invalid byte shown as U+FFFD).
+    /// (listed under its name with each byte that is not UTF-8 written `\xNN`).
     NameNotUtf8 { folder: bool },
 }
 

@@ -157,7 +157,9 @@ fn sorted(map: Map<String, Value>) -> Value {
 
 /// The function ids of an `engine::functions::list` answer, in listed order, excluded ids
 /// removed. Accepts an array, or an object with a `functions` or `items` array; each item a
-/// string or an object with `function_id`, `id` or `name`.
+/// string or an object with `function_id`, `id` or `name`. An id listed twice is the contract's
+/// `ListDuplicate`, unless each time in another engine namespace (workers in two namespaces
+/// may register the same id): it is listed once, and [`tools_from_info`] picks its entry.
 pub fn parse_list(answer: &Value) -> Result<Vec<String>, SearchError> {
     let items = match answer {
         Value::Array(items) => items,
@@ -168,7 +170,7 @@ pub fn parse_list(answer: &Value) -> Result<Vec<String>, SearchError> {
             .ok_or(SearchError::ListMalformed)?,
         _ => return Err(SearchError::ListMalformed),
     };
-    let mut seen = HashSet::with_capacity(items.len());
+    let mut seen: HashMap<&str, HashSet<Option<&str>>> = HashMap::with_capacity(items.len());
     let mut ids = Vec::with_capacity(items.len());
     for item in items {
         let id = match item {
@@ -176,10 +178,12 @@ pub fn parse_list(answer: &Value) -> Result<Vec<String>, SearchError> {
             Value::Object(_) => id_of(item).ok_or(SearchError::ListMalformed)?,
             _ => return Err(SearchError::ListMalformed),
         };
-        if !seen.insert(id) {
+        let namespaces = seen.entry(id).or_default();
+        let first = namespaces.is_empty();
+        if !namespaces.insert(item["namespace"].as_str()) {
             return Err(SearchError::ListDuplicate);
         }
-        if !is_excluded(id) {
+        if first && !is_excluded(id) {
             ids.push(id.to_string());
         }
     }
@@ -225,10 +229,20 @@ pub fn tools_from_info<'a>(
     listed: &[String],
     entries: impl IntoIterator<Item = &'a Value>,
 ) -> Vec<Tool> {
+    // An id several engine namespaces hold is the default namespace's (a caller reaches it
+    // without naming one), else the first entry's.
+    let default = |entry: &Value| {
+        entry["namespace"]
+            .as_str()
+            .is_none_or(|ns| ns.is_empty() || ns == DEFAULT_ENGINE_NAMESPACE)
+    };
     let mut pool: HashMap<&str, &Value> = HashMap::new();
     for entry in entries {
         if let Some(id) = id_of(entry) {
-            pool.entry(id).or_insert(entry);
+            let kept = pool.entry(id).or_insert(entry);
+            if !default(kept) && default(entry) {
+                *kept = entry;
+            }
         }
     }
     listed
@@ -248,9 +262,9 @@ pub fn tools_from_info<'a>(
                 .cloned()
                 .unwrap_or_else(|| json!({ "type": "object" })),
             worker: entry["worker_name"].as_str().map(str::to_string),
-            engine_namespace: entry["namespace"]
-                .as_str()
-                .filter(|ns| !ns.is_empty() && *ns != DEFAULT_ENGINE_NAMESPACE)
+            engine_namespace: Some(entry)
+                .filter(|entry| !default(entry))
+                .and_then(|entry| entry["namespace"].as_str())
                 .map(str::to_string),
         })
         .collect()
@@ -413,6 +427,39 @@ mod tests {
         }
         assert!(matches!(
             parse_list(&json!(["a::x", { "id": "a::x" }])),
+            Err(SearchError::ListDuplicate)
+        ));
+    }
+
+    /// Workers in two engine namespaces may register the same id: the engine lists it once per
+    /// namespace, which is no duplicate (a catalog refusing it would never refresh while they
+    /// run); the default namespace's entry is the one searched, as a caller reaches it
+    /// without naming a namespace.
+    #[test]
+    fn an_id_in_two_engine_namespaces_is_listed_once_as_the_default_ones() {
+        let list = json!({ "functions": [
+            { "function_id": "ledger::post", "namespace": "team-b" },
+            { "function_id": "ledger::post", "namespace": "default" },
+            { "function_id": "team::only", "namespace": "team-b" },
+        ]});
+        let listed = parse_list(&list).expect("listed");
+        assert_eq!(listed, ["ledger::post", "team::only"]);
+        let info = json!({ "functions": [
+            { "function_id": "ledger::post", "namespace": "team-b", "description": "Team B's." },
+            { "function_id": "ledger::post", "namespace": "default", "description": "Default's." },
+            { "function_id": "team::only", "namespace": "team-b", "description": "Only B's." },
+        ]});
+        let tools = tools_from_info(&listed, info_entries(&info));
+        assert_eq!(tools[0].description, "Default's.");
+        assert_eq!(tools[0].engine_namespace, None);
+        assert_eq!(tools[1].engine_namespace.as_deref(), Some("team-b"));
+        // The same id twice in one namespace is still the contract's duplicate.
+        let twice = json!({ "functions": [
+            { "function_id": "ledger::post", "namespace": "team-b" },
+            { "function_id": "ledger::post", "namespace": "team-b" },
+        ]});
+        assert!(matches!(
+            parse_list(&twice),
             Err(SearchError::ListDuplicate)
         ));
     }

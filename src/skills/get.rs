@@ -20,7 +20,7 @@ use crate::doc::ids::first_segment;
 use crate::error::{Error, IndexError, Result, quoted};
 use crate::index::Reader;
 use crate::request;
-use crate::roots::Roots;
+use crate::roots::{Layout, Roots};
 use crate::rules::Source;
 use crate::rules::skill::{NEXT_ON_MISS, SkillRow, Visibility, parse_id};
 
@@ -35,9 +35,10 @@ pub fn get(
 ) -> Result<Value> {
     let req: request::GetById = request::parse(request)?;
     // An absolute path to a markdown file is a file's (no id starts with `/`; the id rules
-    // answer any other such request as the contract does).
-    if req.id.starts_with('/') && req.id.ends_with(".md") {
-        return get_file(reader, roots, visibility, Path::new(&req.id), req.raw);
+    // answer any other such request as the contract does, a function id first).
+    let asked = req.id.trim();
+    if asked.starts_with('/') && asked.ends_with(".md") && !asked.contains("::") {
+        return get_file(reader, roots, visibility, Path::new(asked), req.raw);
     }
     let id = parse_id(&req.id)?;
     if let Some((found, row)) = reader.resolve_skill(visibility, &id)? {
@@ -59,9 +60,10 @@ fn get_file(
     raw: bool,
 ) -> Result<Value> {
     let file = lexical(file);
-    // The deepest root holding it: `local_skills_folder` sits inside `skills_folder`.
+    // The deepest skill root holding it: `local_skills_folder` sits inside `skills_folder`.
     let located = roots
         .active()
+        .filter(|(root, _)| root.layout() != Layout::Profiles)
         .filter_map(|(root, dir)| Some((root, file.strip_prefix(lexical(dir)).ok()?)))
         .min_by_key(|(_, rel)| rel.components().count());
     let (root, rel) = match located {
@@ -78,7 +80,8 @@ fn get_file(
     let same = match &row.source {
         Source::File { root, rel, .. } => {
             let answered = roots.file(*root, rel);
-            answered == file || fs::canonicalize(&answered).ok() == fs::canonicalize(&file).ok()
+            let real = |path: &Path| fs::canonicalize(path).ok();
+            answered == file || real(&answered).is_some_and(|a| real(&file) == Some(a))
         }
         Source::Bundled => false,
     };
@@ -94,7 +97,7 @@ fn get_file(
 
 /// `D110` for a path that is no skill's file, rather than the id rule's complaint about a
 /// leading `/`.
-fn no_skill_file(file: &Path) -> Error {
+pub fn no_skill_file(file: &Path) -> Error {
     Error::coded(
         Code::SkillNotFound,
         format!(

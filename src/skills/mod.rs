@@ -20,7 +20,7 @@ pub use cache::SkillCache;
 #[cfg(any(test, feature = "testing"))]
 pub use cache::Structures;
 pub use catalog::catalog;
-pub use get::get;
+pub use get::{get, no_skill_file};
 pub use list::{ListAnswer, ListRows, list, list_filter_bytes};
 pub use listed::row_schema as list_row_schema;
 #[cfg(any(test, feature = "testing"))]

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::bundled;
 use crate::code::Code;
+use crate::doc::classify::{PathClass, classify};
 use crate::doc::distance::closest;
 use crate::doc::frontmatter;
 use crate::doc::ids::validate_name;
@@ -119,27 +120,23 @@ pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
     Ok(Value::Object(out))
 }
 /// The answer for a prompt name no file serves while a file of that name is there, skipped by
-/// the scan (unreadable, not a system prompt): [`Error::not_served`], naming the file and why.
-/// A file a local folder's own `system-prompts` overrides is no such case.
+/// the scan (unreadable, not a system prompt), in any `system-prompts` folder of the skills
+/// roots (a bundle's land in its namespace's): [`Error::not_served`], naming the file and why.
+/// A file another `system-prompts` folder overrides, or whose name another file serves, is no
+/// such case.
 pub(crate) fn skipped_prompt(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<Error>> {
-    let rel = format!("{}/{name}.md", write::FOLDER);
-    for root in [Root::LocalSkills, Root::Skills] {
-        match reader.skip_reason(root, &rel)? {
-            None
-            | Some(SkipReason::NamespaceShadowed { .. })
-            | Some(SkipReason::DuplicatePromptName { .. }) => {}
-            Some(why) => {
-                let path = roots.file(root, &rel);
-                let kind = "system prompt";
-                return Ok(Some(Error::not_served(
-                    Code::PromptNotFound,
-                    kind,
-                    name,
-                    &path,
-                    why,
-                )));
-            }
-        }
-    }
-    Ok(None)
+    let file = format!("{name}.md");
+    let skipped = reader.skipped_where(|root, rel, why| {
+        matches!(root, Root::Skills | Root::LocalSkills)
+            && classify(rel) == PathClass::SystemPrompt
+            && rel.rsplit('/').next() == Some(file.as_str())
+            && !matches!(
+                why,
+                SkipReason::NamespaceShadowed { .. } | SkipReason::DuplicatePromptName { .. }
+            )
+    })?;
+    Ok(skipped.map(|(root, rel, why)| {
+        let path = roots.file(root, &rel);
+        Error::not_served(Code::PromptNotFound, "system prompt", name, &path, why)
+    }))
 }

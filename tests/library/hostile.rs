@@ -307,9 +307,9 @@ fn non_utf8_files_are_skipped_with_a_reason() {
     let before = snapshot(tree.base());
     let d = tree.open();
     for (rel, folder) in [
-        ("skills/latin/n\u{fffd}.md", false),
-        ("skills/caf\u{fffd}", true),
-        ("agents/b\u{fffd}a.md", false),
+        ("skills/latin/n\\xE9.md", false),
+        ("skills/caf\\xE9", true),
+        ("agents/b\\xE9a.md", false),
     ] {
         assert_eq!(
             expect_skip(&d, &tree, rel),
@@ -317,7 +317,7 @@ fn non_utf8_files_are_skipped_with_a_reason() {
             "{rel}"
         );
     }
-    assert!(skip_reason(&d, &tree, "skills/latin/n\u{fffd}.png").is_none());
+    assert!(skip_reason(&d, &tree, "skills/latin/n\\xE9.png").is_none());
     assert!(
         SkipReason::NameNotUtf8 { folder: true }
             .to_string()
@@ -1134,7 +1134,11 @@ fn calls_on_an_unreadable_file_name_the_file_and_why() {
             "skills/system-prompts/hush.md",
             "---\ndescription: H.\n---\nx\n",
         )
-        .write("skills/rw/secret.md", "# Secret\n\nx\n");
+        .write("skills/rw/secret.md", "# Secret\n\nx\n")
+        .write(
+            "skills/mailer/system-prompts/digest.md",
+            "---\ndescription: D.\n---\nx\n",
+        );
     let as_root = permissions_ignored(&tree);
     if as_root && !can_scan_as_nobody(&tree) {
         return;
@@ -1143,6 +1147,7 @@ fn calls_on_an_unreadable_file_name_the_file_and_why() {
         "agents/eve.md",
         "skills/system-prompts/hush.md",
         "skills/rw/secret.md",
+        "skills/mailer/system-prompts/digest.md",
     ] {
         fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(0o000)).expect("chmod");
     }
@@ -1153,6 +1158,7 @@ fn calls_on_an_unreadable_file_name_the_file_and_why() {
         ["directory::agents::create", {"id": "eve", "content": new_profile}],
         ["directory::system-prompts::get", {"name": "hush"}],
         ["directory::skills::update", {"id": "rw/secret", "content": "# S2\n\ny\n"}],
+        ["directory::system-prompts::get", {"name": "digest"}],
     ]);
     let answers: Vec<Value> = if as_root {
         let stdout = reconcile_in_a_child_with(
@@ -1202,6 +1208,13 @@ fn calls_on_an_unreadable_file_name_the_file_and_why() {
     assert!(
         skill.starts_with("D116") && skill.contains("chmod u+r"),
         "{skill}"
+    );
+    // A bundle's prompts land in its namespace's `system-prompts` folder.
+    let nested = error(5);
+    assert!(
+        nested.starts_with("D210 not_found: system prompt \"digest\" is not served: its file ")
+            && nested.contains("mailer/system-prompts/digest.md"),
+        "{nested}"
     );
     // Nothing was written: the files are as they were.
     for rel in ["agents/eve.md", "skills/rw/secret.md"] {

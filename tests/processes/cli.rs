@@ -1786,7 +1786,7 @@ fn get_skill_takes_the_path_it_prints() {
         assert_eq!(by_path, by_id, "{path}");
     }
     // A path that names no skill file says so, rather than what the id rule makes of it.
-    for path in ["/no/such/skill.md", "./nowhere.md"] {
+    for path in ["/no/such/skill.md", "./nowhere.md", "./skills/queue"] {
         let stderr = fails(&tree, &["get", "skill", path]);
         assert!(
             stderr.contains("D110 not_found: no skill file at /"),

@@ -269,7 +269,14 @@ fn get_takes_the_location_the_catalog_gives() {
         refused.starts_with(&format!("D110 not_found: {shadowed} is not served: ")),
         "{refused}"
     );
-    for nowhere in [tree.abs("outside.md"), tree.abs("skills/missing.md")] {
+    // An agent profile is no skill's file; a function id is refused as one, path or not.
+    tree.write("agents/steady.md", "---\nname: Steady\n---\nx\n");
+    assert!(get_err(&d, "/a::b.md").starts_with("D112"));
+    for nowhere in [
+        tree.abs("outside.md"),
+        tree.abs("skills/missing.md"),
+        tree.abs("agents/steady.md"),
+    ] {
         let refused = get_err(&d, &nowhere);
         assert!(
             refused.starts_with(&format!("D110 not_found: no skill file at {nowhere}")),
