@@ -604,6 +604,26 @@ fn not_utf8(
     Some((rel, SkipReason::NameNotUtf8 { folder }))
 }
 
+/// The name of an entry of a shallow root, or `None` when it is not UTF-8, which `check` then
+/// lists if the entry could be one of the root's (a folder, or a file: `folder`).
+fn shallow_name(
+    root: Root,
+    entry: &fs::DirEntry,
+    folder: bool,
+    found: &mut Found,
+) -> Option<String> {
+    let raw = match entry.file_name().into_string() {
+        Ok(name) => return Some(name),
+        Err(raw) => raw,
+    };
+    if let Some((rel, why)) = not_utf8(entry, &raw, "") {
+        if why == (SkipReason::NameNotUtf8 { folder }) {
+            found.unreadable.insert((root, rel), why);
+        }
+    }
+    None
+}
+
 /// The entries of the shallow root `dir`; `None` when it cannot be listed, which `check`
 /// lists (beside the root's own path) unless the folder does not exist: a root is optional.
 fn read_root(root: Root, dir: &Path, found: &mut Found) -> Option<fs::ReadDir> {
@@ -626,17 +646,9 @@ fn walk_agents_skills(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Fo
         return;
     };
     for entry in entries.flatten() {
-        let name = match entry.file_name().into_string() {
-            Ok(name) => name,
-            Err(raw) => {
-                // Only a folder can hold an entry here.
-                if let Some((rel, why @ SkipReason::NameNotUtf8 { folder: true })) =
-                    not_utf8(&entry, &raw, "")
-                {
-                    found.unreadable.insert((root, rel), why);
-                }
-                continue;
-            }
+        // Only a folder can hold an entry here.
+        let Some(name) = shallow_name(root, &entry, true, found) else {
+            continue;
         };
         if let Some(why) = refused_link(&entry.path(), &name, inside) {
             found.unreadable.insert((root, name), why);
@@ -693,17 +705,9 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
         return;
     };
     for entry in entries.flatten() {
-        let name = match entry.file_name().into_string() {
-            Ok(name) => name,
-            Err(raw) => {
-                // Only a file can be a document here.
-                if let Some((rel, why @ SkipReason::NameNotUtf8 { folder: false })) =
-                    not_utf8(&entry, &raw, "")
-                {
-                    found.unreadable.insert((root, rel), why);
-                }
-                continue;
-            }
+        // Only a file can be a document here.
+        let Some(name) = shallow_name(root, &entry, false, found) else {
+            continue;
         };
         if crate::store::is_temp_name(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
             found.temps.push(((root, name.clone()), entry.path()));

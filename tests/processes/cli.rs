@@ -1850,6 +1850,25 @@ fn get_skill_by_path_refuses_a_file_that_is_not_served() {
     assert_eq!(served["body"], "# Queue\n\nQueues work.\n");
 }
 
+/// A worker of `tree` started in the background, once it holds the index (its holder note names
+/// it). No engine answers on port 1: it serves its index and keeps waiting for one.
+fn worker_holding_the_index(tree: &Tree) -> std::process::Child {
+    let worker = iii(tree)
+        .args(["--url", "ws://127.0.0.1:1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the worker");
+    let note = beside(&tree.config().paths.index_path, ".holder");
+    let named = format!("\"pid\":{},", worker.id());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fs::read_to_string(&note).is_ok_and(|text| text.contains(&named)) {
+        assert!(Instant::now() < deadline, "the worker never held the index");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    worker
+}
+
 /// A user who may read the folders and the index but not write them (another user than the
 /// worker's) reads from the running worker's live index, as its owner does: only a writer needs
 /// write permission. Run as `nobody` beside a worker of this user; skipped, saying so, when this
@@ -1871,19 +1890,7 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
         return;
     }
     let tree = sample_tree();
-    let mut worker = iii(&tree)
-        .args(["--url", "ws://127.0.0.1:1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the worker");
-    let note = beside(&tree.config().paths.index_path, ".holder");
-    let pid = worker.id().to_string();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !fs::read_to_string(&note).is_ok_and(|text| text.contains(&format!("\"pid\":{pid},"))) {
-        assert!(Instant::now() < deadline, "the worker never held the index");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut worker = worker_holding_the_index(&tree);
     // Everyone may read the tree and the index; only this user may write them.
     let status = Command::new("chmod")
         .args(["-R", "go+rX"])
@@ -1912,23 +1919,8 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
 #[test]
 fn a_second_worker_names_the_worker_that_holds_the_index() {
     let tree = sample_tree();
-    // No engine answers on port 1: the worker serves its index and keeps waiting for one.
-    let mut first = iii(&tree)
-        .args(["--url", "ws://127.0.0.1:1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the first worker");
-    let note = beside(&tree.config().paths.index_path, ".holder");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let pid = first.id().to_string();
-    while !fs::read_to_string(&note).is_ok_and(|text| text.contains(&format!("\"pid\":{pid},"))) {
-        assert!(
-            Instant::now() < deadline,
-            "the first worker never held the index"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut first = worker_holding_the_index(&tree);
+    let pid = first.id();
     let stderr = fails(&tree, &["--url", "ws://127.0.0.1:1"]);
     first.kill().expect("kill");
     first.wait().expect("reap");
