@@ -7,9 +7,10 @@
 //! - a word of ASCII letters and digits: its terms are exactly `tokenize`'s (camelCase parts,
 //!   lowercase, stopwords, plurals), so an English skill ranks as it always has;
 //! - a word with other letters (accented Latin, Cyrillic, Greek, Devanagari: a letter, digit or
-//!   combining mark): compatibility-decomposed with its nonspacing marks dropped, `ß` written
-//!   `ss`, so that `Prüfung` meets `Prufung`, `résumé` meets `resume`, and a full-width `ＡＰＩ`
-//!   meets `API`; a word that is then ASCII goes the ASCII way, any other is lowercased;
+//!   combining mark): compatibility-decomposed with its accents dropped (the combining
+//!   diacritics; other scripts' marks stay), `ß` written `ss`, so that `Prüfung` meets
+//!   `Prufung`, `résumé` meets `resume`, and a full-width `ＡＰＩ` meets `API`; a word that is
+//!   then ASCII goes the ASCII way, any other is lowercased (Greek's final `ς` as `σ`);
 //! - a run of a script written without spaces between words (Chinese, Japanese, Korean, Thai,
 //!   Lao, Khmer, Myanmar): its overlapping pairs of characters (`翻译助手` gives `翻译`, `译助`,
 //!   `助手`), a lone character itself, after compatibility composition (a decomposed kana meets
