@@ -166,8 +166,8 @@ impl Error {
         Error::Coded {
             code,
             problem: format!(
-                "{kind} {} is not served: its file {} is skipped ({why}). Fix the file, or remove \
-                 it; `iii-directory check` lists every file that is not served.",
+                "{kind} {} is not served: {} is skipped ({why}). Fix it, or remove it; \
+                 `iii-directory check` lists every file that is not served.",
                 quoted(id),
                 path.display()
             ),

@@ -1090,7 +1090,16 @@ fn render_search(response: &Value) -> String {
             .as_array()
             .map(|f| {
                 f.iter()
-                    .map(|f| [format!("  {}", s(f, "function_id")), s(f, "description")])
+                    .map(|f| {
+                        // A function of another engine namespace is called there.
+                        let id = match f["engine_namespace"].as_str() {
+                            Some(ns) => {
+                                format!("  {} (engine namespace {ns})", s(f, "function_id"))
+                            }
+                            None => format!("  {}", s(f, "function_id")),
+                        };
+                        [id, s(f, "description")]
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -1206,6 +1215,21 @@ mod tests {
             ),
             "NAME  X\n船長  a\ncafe\u{301}  b\nab    c"
         );
+    }
+
+    /// A candidate of another engine namespace is shown with it: the id alone cannot be called.
+    #[test]
+    fn a_search_shows_a_functions_engine_namespace() {
+        let response = serde_json::json!({ "workers": [{ "namespace": "ledger", "functions": [
+            { "function_id": "ledger::close", "description": "Close.", "engine_namespace": "team-b" },
+            { "function_id": "ledger::open", "description": "Open." },
+        ]}]});
+        let text = super::render_search(&response);
+        assert!(
+            text.contains("ledger::close (engine namespace team-b)  Close."),
+            "{text}"
+        );
+        assert!(text.contains("  ledger::open  "), "{text}");
     }
 
     #[test]

@@ -338,13 +338,14 @@ pub fn get(
     Ok(Value::Object(out))
 }
 /// The answer for a profile id no file serves while its file is there, skipped by the scan
-/// (unreadable, or not a profile): [`Error::not_served`], naming the file and why. A file the
-/// project's profile shadows is no such case.
+/// (unreadable, or not a profile), or the folder of profiles cannot be listed:
+/// [`Error::not_served`], naming the file (or folder) and why. A file the project's profile
+/// shadows is no such case.
 pub(crate) fn skipped_profile(reader: &Reader, roots: &Roots, id: &str) -> Result<Option<Error>> {
     let file = format!("{id}.md");
     let skipped = reader.skipped_where(|root, rel, why| {
         matches!(root, Root::Agents | Root::GlobalAgents)
-            && rel == file
+            && (rel == file || rel.is_empty())
             && *why != SkipReason::ProfileShadowed
     })?;
     Ok(skipped.map(|(root, rel, why)| {

@@ -125,6 +125,19 @@ pub fn get(reader: &Reader, roots: &Roots, request: &Value) -> Result<Value> {
 /// A file another `system-prompts` folder overrides, or whose name another file serves, is no
 /// such case.
 pub(crate) fn skipped_prompt(reader: &Reader, roots: &Roots, name: &str) -> Result<Option<Error>> {
+    Ok(
+        skipped_prompt_file(reader, roots, name)?.map(|(path, why)| {
+            Error::not_served(Code::PromptNotFound, "system prompt", name, &path, why)
+        }),
+    )
+}
+
+/// The file of that name [`skipped_prompt`] answers about, and why the scan skips it.
+pub(crate) fn skipped_prompt_file(
+    reader: &Reader,
+    roots: &Roots,
+    name: &str,
+) -> Result<Option<(std::path::PathBuf, SkipReason)>> {
     let file = format!("{name}.md");
     let skipped = reader.skipped_where(|root, rel, why| {
         matches!(root, Root::Skills | Root::LocalSkills)
@@ -135,8 +148,5 @@ pub(crate) fn skipped_prompt(reader: &Reader, roots: &Roots, name: &str) -> Resu
                 SkipReason::NamespaceShadowed { .. } | SkipReason::DuplicatePromptName { .. }
             )
     })?;
-    Ok(skipped.map(|(root, rel, why)| {
-        let path = roots.file(root, &rel);
-        Error::not_served(Code::PromptNotFound, "system prompt", name, &path, why)
-    }))
+    Ok(skipped.map(|(root, rel, why)| (roots.file(root, &rel), why)))
 }

@@ -103,6 +103,11 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if path.exists() {
         return Err(taken_file(reader, roots, &path)?);
     }
+    // A file of that name the scan skips (unreadable, say) elsewhere: once it is served again,
+    // one of the two would be skipped as a duplicate name.
+    if let Some((other, _)) = super::skipped_prompt_file(reader, roots, &req.name)? {
+        return Err(file_exists(Code::PromptExists, &other, &NEXT_ON_CONFLICT));
+    }
     check_content(&req.content)?;
     let (declared, description) = check_frontmatter(&req.content, &req.name)?;
     check_declared(&declared, &req.name)?;

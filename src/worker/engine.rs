@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::Call;
 use super::error::WorkerError;
 use crate::error::Error;
+use crate::search::catalog::DEFAULT_ENGINE_NAMESPACE;
 
 /// Calls a function and waits for its answer, for at most `timeout`.
 pub async fn call(
@@ -203,7 +204,7 @@ pub(super) async fn function_info(call: Call, request: Value) -> Result<Value, W
             rows.iter().map(|t| json!({ "id": t["id"], "trigger_type": t["trigger_type"], "config": t["config"] })).collect()
         })
         .unwrap_or_default();
-    Ok(json!({
+    let mut answer = json!({
         "function_id": function_id,
         "worker_name": worker_name,
         "description": pick(&["description"]),
@@ -211,5 +212,14 @@ pub(super) async fn function_info(call: Call, request: Value) -> Result<Value, W
         "response_schema": pick(&["response_format", "response_schema"]),
         "metadata": pick(&["metadata"]),
         "registered_triggers": triggers,
-    }))
+    });
+    // Beyond the contract, as in `search_functions`: a function only another engine namespace
+    // holds is called there.
+    if let Some(namespace) = info["namespace"]
+        .as_str()
+        .filter(|ns| !ns.is_empty() && *ns != DEFAULT_ENGINE_NAMESPACE)
+    {
+        answer["engine_namespace"] = json!(namespace);
+    }
+    Ok(answer)
 }

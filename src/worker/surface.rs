@@ -253,6 +253,7 @@ pub fn functions() -> Vec<Function> {
                     "request_schema": { "type": ["object", "null"] }, "response_schema": { "type": ["object", "null"] },
                     "metadata": { "type": ["object", "null"] },
                     "registered_triggers": array_of(object(json!({ "id": string("id"), "trigger_type": string("type"), "config": { "type": "object" } }), &["id", "trigger_type"])),
+                    "engine_namespace": string("the engine namespace it is registered in, when not the default one: call it there"),
                 }),
                 &["function_id", "registered_triggers"],
             ),

@@ -1031,17 +1031,16 @@ fn can_scan_as_nobody(tree: &Tree) -> bool {
     true
 }
 
-/// `check`'s rows (path → reason) after a reconcile of `tree` in a child process as `nobody`
-/// (`healthy`: whether the healthy entries are all readable, as the child then checks).
-fn skipped_as_nobody(tree: &Tree, healthy: bool) -> BTreeMap<String, String> {
-    let locked: &[(&str, &str)] = if healthy {
-        &[]
-    } else {
-        &[("HOSTILE_CHILD_LOCKED", "1")]
-    };
-    let stdout = reconcile_in_a_child_with(tree, true, locked);
+/// `check`'s rows (path → reason) after a reconcile of `tree` in a child process as `nobody`,
+/// every healthy entry readable.
+fn skipped_as_nobody(tree: &Tree) -> BTreeMap<String, String> {
+    skipped_rows(&reconcile_in_a_child(tree, true))
+}
+
+/// The `check` rows (path → reason) a child printed.
+fn skipped_rows(stdout: &str) -> BTreeMap<String, String> {
     let rows: Vec<Value> =
-        serde_json::from_str(child_says(&stdout, "SKIPPED")).expect("skipped json");
+        serde_json::from_str(child_says(stdout, "SKIPPED")).expect("skipped json");
     rows.iter()
         .map(|r| {
             let text = |k: &str| r[k].as_str().expect("text").to_string();
@@ -1073,7 +1072,7 @@ fn unreadable_files_and_folders_are_skipped_and_the_scan_goes_on() {
     chmod("skills/system-prompts/locked.md", 0o000);
     chmod("skills/closed", 0o000);
     let skipped: BTreeMap<String, String> = if as_root {
-        skipped_as_nobody(&tree, true)
+        skipped_as_nobody(&tree)
     } else {
         let d = tree.open();
         // The scan went on and served the rest.
@@ -1159,6 +1158,7 @@ fn calls_on_an_unreadable_file_name_the_file_and_why() {
         ["directory::system-prompts::get", {"name": "hush"}],
         ["directory::skills::update", {"id": "rw/secret", "content": "# S2\n\ny\n"}],
         ["directory::system-prompts::get", {"name": "digest"}],
+        ["directory::system-prompts::create", {"name": "digest", "content": "---\ndescription: New.\n---\ny\n"}],
     ]);
     let answers: Vec<Value> = if as_root {
         let stdout = reconcile_in_a_child_with(
@@ -1212,10 +1212,17 @@ fn calls_on_an_unreadable_file_name_the_file_and_why() {
     // A bundle's prompts land in its namespace's `system-prompts` folder.
     let nested = error(5);
     assert!(
-        nested.starts_with("D210 not_found: system prompt \"digest\" is not served: its file ")
+        nested.starts_with("D210 not_found: system prompt \"digest\" is not served: ")
             && nested.contains("mailer/system-prompts/digest.md"),
         "{nested}"
     );
+    // A create of that name elsewhere would make two files of one name once it is readable.
+    let twin = error(6);
+    assert!(
+        twin.starts_with("D214") && twin.contains("mailer/system-prompts/digest.md"),
+        "{twin}"
+    );
+    assert!(!tree.path("skills/system-prompts/digest.md").exists());
     // Nothing was written: the files are as they were.
     for rel in ["agents/eve.md", "skills/rw/secret.md"] {
         fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(0o644)).expect("chmod");
@@ -1248,16 +1255,37 @@ fn unreadable_agents_folders_are_listed_by_check() {
     };
     chmod("agents", 0o000);
     chmod(".agents/skills/hidden", 0o000);
-    let skipped: BTreeMap<String, String> = if as_root {
-        skipped_as_nobody(&tree, false)
+    let get_steady = json!({ "id": "steady" });
+    let (skipped, answer): (BTreeMap<String, String>, Value) = if as_root {
+        let calls = json!([["directory::agents::get", get_steady]]).to_string();
+        let stdout = reconcile_in_a_child_with(
+            &tree,
+            true,
+            &[
+                ("HOSTILE_CHILD_LOCKED", "1"),
+                ("HOSTILE_CHILD_CALLS", &calls),
+            ],
+        );
+        let answers: Vec<Value> =
+            serde_json::from_str(child_says(&stdout, "CALLS")).expect("answers");
+        (skipped_rows(&stdout), answers[0].clone())
     } else {
         let d = tree.open();
-        d.skipped()
+        let skipped = d
+            .skipped()
             .expect("skipped")
             .into_iter()
             .map(|s| (s.path, s.reason.to_string()))
-            .collect()
+            .collect();
+        (skipped, call_any(&d, "directory::agents::get", &get_steady))
     };
+    // A profile behind a folder that cannot be listed is not said not to exist.
+    let refused = answer["err"].as_str().expect("refused");
+    assert!(
+        refused.starts_with("D410 not_found: agent profile \"steady\" is not served: ")
+            && refused.contains("folder cannot be listed"),
+        "{refused}"
+    );
     chmod("agents", 0o777);
     chmod(".agents/skills/hidden", 0o777);
     for rel in ["agents", ".agents/skills/hidden"] {

@@ -544,6 +544,20 @@ async fn engine_functions_info_is_proxied_to_the_engine() {
             .await,
     );
     assert_eq!(call.data, json!({"function_id": "mailer::send"}));
+    // A function only another engine namespace holds says which (beyond the contract).
+    h.engine.respond(
+        "engine::functions::info",
+        json!({ "function_id": "ledger::close", "namespace": "team-b", "worker_name": "ledger",
+                "registered_triggers": [] }),
+    );
+    let info = h
+        .call(
+            "directory::engine::functions::info",
+            json!({"function_id": "ledger::close"}),
+        )
+        .await;
+    assert_eq!(info["engine_namespace"], "team-b");
+    assert_eq!(info["worker_name"], "ledger");
     h.stop().await;
 }
 
