@@ -222,6 +222,14 @@ pub fn is_internal(entry: &Value) -> bool {
 /// The engine namespace a worker registers in unless it declares another.
 pub const DEFAULT_ENGINE_NAMESPACE: &str = "default";
 
+/// The engine namespace an `engine::functions::info` (or list) entry names, unless it is the
+/// default one: a caller in the default namespace must name it to reach the function.
+pub fn other_engine_namespace(entry: &Value) -> Option<&str> {
+    entry["namespace"]
+        .as_str()
+        .filter(|ns| !ns.is_empty() && *ns != DEFAULT_ENGINE_NAMESPACE)
+}
+
 /// The tools of the listed ids, in listed order, from the info entries of every answered
 /// batch. Entries that carry an `error` or are internal are dropped, as are listed ids no
 /// entry describes.
@@ -231,11 +239,7 @@ pub fn tools_from_info<'a>(
 ) -> Vec<Tool> {
     // An id several engine namespaces hold is the default namespace's (a caller reaches it
     // without naming one), else the first entry's.
-    let default = |entry: &Value| {
-        entry["namespace"]
-            .as_str()
-            .is_none_or(|ns| ns.is_empty() || ns == DEFAULT_ENGINE_NAMESPACE)
-    };
+    let default = |entry: &Value| other_engine_namespace(entry).is_none();
     let mut pool: HashMap<&str, &Value> = HashMap::new();
     for entry in entries {
         if let Some(id) = id_of(entry) {
@@ -262,10 +266,7 @@ pub fn tools_from_info<'a>(
                 .cloned()
                 .unwrap_or_else(|| json!({ "type": "object" })),
             worker: entry["worker_name"].as_str().map(str::to_string),
-            engine_namespace: Some(entry)
-                .filter(|entry| !default(entry))
-                .and_then(|entry| entry["namespace"].as_str())
-                .map(str::to_string),
+            engine_namespace: other_engine_namespace(entry).map(str::to_string),
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::Call;
 use super::error::WorkerError;
 use crate::error::Error;
-use crate::search::catalog::DEFAULT_ENGINE_NAMESPACE;
+use crate::search::catalog::other_engine_namespace;
 
 /// Calls a function and waits for its answer, for at most `timeout`.
 pub async fn call(
@@ -215,10 +215,7 @@ pub(super) async fn function_info(call: Call, request: Value) -> Result<Value, W
     });
     // Beyond the contract, as in `search_functions`: a function only another engine namespace
     // holds is called there.
-    if let Some(namespace) = info["namespace"]
-        .as_str()
-        .filter(|ns| !ns.is_empty() && *ns != DEFAULT_ENGINE_NAMESPACE)
-    {
+    if let Some(namespace) = other_engine_namespace(&info) {
         answer["engine_namespace"] = json!(namespace);
     }
     Ok(answer)
