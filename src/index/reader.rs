@@ -59,6 +59,23 @@ impl Reader {
         }
     }
 
+    /// [`Reader::row`] of a table keyed by a root's file, `(root, relative path)`.
+    fn path_row<T: DeserializeOwned>(
+        &self,
+        def: TableDefinition<'_, (u8, &str), &[u8]>,
+        root: Root,
+        rel: &str,
+    ) -> Result<Option<T>> {
+        match self
+            .table(def)?
+            .get((root as u8, rel))
+            .map_err(Error::index)?
+        {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
     /// Bumped by every reconcile that changed anything.
     pub fn revision(&self) -> Result<u64> {
         self.meta_u64(META_REVISION)
@@ -255,14 +272,7 @@ impl Reader {
 
     /// Why the scan skipped the file (or folder) `rel` of `root`, as `check` lists it, if it did.
     pub fn skip_reason(&self, root: Root, rel: &str) -> Result<Option<SkipReason>> {
-        match self
-            .table(SKIPPED)?
-            .get((root as u8, rel))
-            .map_err(Error::index)?
-        {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
+        self.path_row(SKIPPED, root, rel)
     }
 
     /// The first of the files `check` lists (root, relative path, why) that `wanted` picks: a
@@ -279,14 +289,7 @@ impl Reader {
 
     /// One file's record as last reconciled (its stat and content hash), if the index tracks it.
     pub fn file(&self, root: Root, rel: &str) -> Result<Option<records::FileMeta>> {
-        match self
-            .table(FILES)?
-            .get((root as u8, rel))
-            .map_err(Error::index)?
-        {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
+        self.path_row(FILES, root, rel)
     }
 
     /// Number of files the index tracks.
