@@ -335,15 +335,6 @@ fn filters_choose_among_every_match_in_hybrid_mode_too() {
     }
 }
 
-/// A caller's dense lane that finds one skill for any task, near.
-struct FindsOne(&'static str);
-
-impl DenseRanker for FindsOne {
-    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
-        Some(vec![DenseHit::new(self.0.to_string(), 0.9)])
-    }
-}
-
 /// The encoder reads English: a task mostly in another script is ranked by the lexical lane
 /// alone (which reads every script) and says so, so a lane placing it near unrelated skills
 /// offers none of them; a task in Latin letters still fuses both.
@@ -356,7 +347,7 @@ fn a_task_the_encoder_cannot_read_is_ranked_lexically() {
     );
     let directory = tree.open();
     directory.reconcile().expect("reconcile");
-    let lane = FindsOne("garden-planner/index");
+    let lane = super::FindsOne("garden-planner/index".into());
     let ask = |query: &str| {
         let answer = directory
             .search_skills(&json!({ "query": query }), None, Some(&lane))

@@ -9,3 +9,14 @@ mod hybrid;
 mod quality;
 mod ranking;
 mod wire;
+
+use iii_directory::retrieval::fusion::{DenseHit, DenseRanker};
+
+/// A dense lane that finds one key (a skill's id, a function's) for anything it is asked, near.
+struct FindsOne(String);
+
+impl DenseRanker for FindsOne {
+    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
+        Some(vec![DenseHit::new(self.0.clone(), 0.9)])
+    }
+}

@@ -861,21 +861,13 @@ fn functions_gone_from_the_catalog_take_no_place_in_the_dense_lanes_answer() {
     );
 }
 
-/// A lane that finds the catalog's first function for anything it is asked.
-struct FindsTheFirst(String);
-
-impl DenseRanker for FindsTheFirst {
-    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
-        Some(vec![DenseHit::new(self.0.clone(), 0.9)])
-    }
-}
-
 /// The encoder reads English: a capability mostly in another script is ranked lexically, so
 /// a lane that embeds it near unrelated functions offers none of them.
 #[test]
 fn a_capability_the_encoder_cannot_read_is_ranked_lexically() {
     let catalog = catalog();
-    let lane = FindsTheFirst(catalog.tools()[0].name.clone());
+    // A lane that finds the catalog's first function for anything it is asked.
+    let lane = super::FindsOne(catalog.tools()[0].name.clone());
     let capabilities = |text: &str| query::prepare(&[text.to_string()]);
     let chinese = capabilities("烤面包");
     assert!(select_with(&catalog, &chinese, Some(&lane)).is_empty());
