@@ -104,6 +104,30 @@ pub enum Error {
     /// The index could not be opened, read or written.
     #[error("index: {0}")]
     Index(#[from] IndexError),
+    /// The index cannot record changes (its reconciles fail: the disk under it is full, say),
+    /// so a write was refused before it touched anything.
+    #[error(
+        "index: the index at {} cannot record changes ({source}); nothing was written. Free \
+         space where the index lives (or fix what the error names), then try again",
+        index.display()
+    )]
+    Stalled {
+        index: std::path::PathBuf,
+        source: Box<Error>,
+    },
+    /// A change is on disk, but the index could not record it: the caller must not take the
+    /// failure for "nothing happened".
+    #[error(
+        "index: {source}. The change is on disk ({}), but the index at {} could not record \
+         it; reads serve it once the index can (free space where the index lives)",
+        written.join(", "),
+        index.display()
+    )]
+    Unrecorded {
+        written: Vec<String>,
+        index: std::path::PathBuf,
+        source: Box<Error>,
+    },
     /// A write through an index another process owns.
     #[error("this index is open read-only (a running worker owns it); write through the worker")]
     ReadOnly,

@@ -7,6 +7,7 @@ mod cli_bundles;
 mod cli_download;
 mod cli_error;
 mod cli_model;
+mod cli_open_files;
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -301,6 +302,10 @@ fn main() -> ExitCode {
         .map(str::to_ascii_lowercase)
         .unwrap_or_else(|| if serving { "info" } else { "warn" }.into());
     init_logging(&level);
+    if let Err(message) = cli_open_files::ensure() {
+        eprintln!("error: {message}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -273,6 +273,16 @@ impl Directory {
         &self.index
     }
 
+    /// The index's failing reconciles, while they last (see `index::trouble`).
+    pub fn index_trouble(&self) -> Option<index::trouble::Trouble> {
+        self.index.trouble()
+    }
+
+    /// Whether the watcher or a read may try a reconcile now (see `index::trouble`).
+    pub(crate) fn index_may_retry(&self) -> bool {
+        self.index.may_retry()
+    }
+
     /// A read snapshot of the index.
     pub(crate) fn reader(&self) -> Result<index::Reader> {
         self.index.read()
@@ -437,6 +447,23 @@ impl Directory {
         })
     }
 
+    /// Refuses a change before it touches the disk while the index cannot record changes
+    /// (its last reconciles failed) and a full reconcile, tried now, fails too: the caller
+    /// hears that nothing was written, instead of an error after its file landed. Returns
+    /// the families that reconcile changed, for their `external` events.
+    fn index_records_changes(&self) -> Result<Vec<Family>> {
+        if self.index.trouble().is_none() {
+            return Ok(Vec::new());
+        }
+        match self.index.reconcile(&self.roots, &Scope::All, &|_| {}) {
+            Ok(report) => Ok(report.families_changed()),
+            Err(e) => Err(Error::Stalled {
+                index: self.index.path().to_path_buf(),
+                source: Box::new(e),
+            }),
+        }
+    }
+
     /// Makes a change on disk under the write lock: `change` writes and says what it touched
     /// and which events to publish. The index's writer reconciles the touched paths in the
     /// same call (so the next read sees them, and the watcher's echo of them finds nothing
@@ -444,16 +471,27 @@ impl Directory {
     pub(crate) fn change<T>(&self, change: impl FnOnce() -> Result<Change<T>>) -> Result<T> {
         // Where a change's time goes (issue 31's trace of a write): `debug` level.
         let started = Instant::now();
-        let (done, locked, written) = {
+        let (done, locked, written, caught_up) = {
             let _guard = self.lock()?;
             let locked = started.elapsed();
+            let caught_up = self.index_records_changes()?;
             let done = change()?;
             let written = started.elapsed();
             if self.index.is_writer() && !done.touched.is_empty() {
+                let scope = Scope::Paths(done.touched.clone());
                 self.index
-                    .reconcile(&self.roots, &Scope::Paths(done.touched.clone()), &|_| {})?;
+                    .reconcile(&self.roots, &scope, &|_| {})
+                    .map_err(|e| Error::Unrecorded {
+                        written: done
+                            .touched
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect(),
+                        index: self.index.path().to_path_buf(),
+                        source: Box::new(e),
+                    })?;
             }
-            (done, locked, written)
+            (done, locked, written, caught_up)
         };
         let reconciled = started.elapsed();
         // The watcher's echo of this change was queued by the kernel when the files went into
@@ -463,6 +501,7 @@ impl Directory {
             self.catch_up();
         }
         let echoed = started.elapsed();
+        self.announce_external(&caught_up);
         for event in &done.events {
             self.subscribers.publish(event);
         }
@@ -730,6 +769,12 @@ impl Directory {
             "last_reconcile": last.map(|l| serde_json::json!({
                 "at": l.at.rfc3339(),
                 "duration_ms": l.duration_ms,
+            })),
+            // Reads serve the last recorded state while this is set.
+            "index_error": self.index.trouble().map(|t| serde_json::json!({
+                "error": t.error,
+                "since": t.since.rfc3339(),
+                "attempts": t.attempts,
             })),
         }))
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// redb refused an operation (a transaction, a table, the storage, a commit).
-    #[error(transparent)]
+    #[error("{source}{hint}", source = .0, hint = storage_hint(.0))]
     Database(#[from] redb::Error),
     /// A follower could not open a file of the index another process writes.
     #[error("{}: {source}", path.display())]
@@ -50,4 +50,12 @@ pub enum ContentError {
     Lz4(#[from] lz4_flex::block::DecompressError),
     #[error(transparent)]
     Utf8(#[from] std::string::FromUtf8Error),
+}
+
+/// What to do when redb's storage failed for a reason a person can act on (a full disk).
+fn storage_hint(e: &redb::Error) -> &'static str {
+    match e {
+        redb::Error::Io(io) => super::io::hint(io),
+        _ => "",
+    }
 }

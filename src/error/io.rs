@@ -25,12 +25,19 @@ impl IoError {
     }
 }
 
-/// What to do about a failure a person can act on: a permission this process lacks.
-fn hint(source: &io::Error) -> &'static str {
+/// What to do about a failure a person can act on: a permission this process lacks, a full
+/// disk, too many open files.
+pub(crate) fn hint(source: &io::Error) -> &'static str {
+    if source.raw_os_error() == Some(libc::EMFILE) {
+        return "; this process has too many files open: raise its open-file limit (ulimit -n)";
+    }
     match source.kind() {
         io::ErrorKind::PermissionDenied => {
             "; the user this process runs as lacks that permission: grant it on the folder or \
              file (chmod, chown), or run the worker as the files' owner"
+        }
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            "; the disk (or the quota) there is full: free space, then try again"
         }
         _ => "",
     }
@@ -50,7 +57,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_permission_denied_says_what_to_do_and_other_failures_stay_as_they_are() {
+    fn a_permission_a_full_disk_or_too_many_open_files_say_what_to_do() {
         let denied = io_error("write", Path::new("/srv/skills/a.md"))(io::Error::from(
             io::ErrorKind::PermissionDenied,
         ));
@@ -60,9 +67,17 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("chmod"), "{text}");
-        let full = io_error("write", Path::new("/srv/skills/a.md"))(io::Error::from(
-            io::ErrorKind::StorageFull,
+        let full = io_error("write", Path::new("/srv/skills/a.md"))(io::Error::from_raw_os_error(
+            libc::ENOSPC,
         ));
-        assert!(!full.to_string().contains(';'), "{full}");
+        assert!(full.to_string().contains("; the disk"), "{full}");
+        let open = io_error("open", Path::new("/srv/skills/a.md"))(io::Error::from_raw_os_error(
+            libc::EMFILE,
+        ));
+        assert!(open.to_string().contains("ulimit -n"), "{open}");
+        let other = io_error("read", Path::new("/srv/skills/a.md"))(io::Error::from(
+            io::ErrorKind::InvalidData,
+        ));
+        assert!(!other.to_string().contains(';'), "{other}");
     }
 }

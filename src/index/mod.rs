@@ -17,6 +17,7 @@ pub mod reconcile;
 pub mod records;
 pub mod tables;
 mod texts;
+pub mod trouble;
 mod vectors;
 pub mod views;
 pub mod walk;
@@ -32,6 +33,7 @@ use crate::error::{Error, IndexError, IoError, Result, io_error};
 use crate::locks;
 use clean_close::CleanClose;
 use tables::*;
+use trouble::Trouble;
 
 pub use reader::{Reader, Specs};
 pub use reconcile::{Progress, Report, Scope};
@@ -125,6 +127,8 @@ struct Writer {
     path: PathBuf,
     /// Set by [`Index::close`]: the files are closed for good, and nothing reopens them.
     closed: AtomicBool,
+    /// The failing reconciles, while they last (see [`trouble`]).
+    trouble: Mutex<Option<Trouble>>,
 }
 
 impl Writer {
@@ -201,6 +205,7 @@ impl Index {
                 slot: RwLock::new(Some(stores)),
                 path: path.to_path_buf(),
                 closed: AtomicBool::new(false),
+                trouble: Mutex::new(None),
             }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
@@ -274,6 +279,22 @@ impl Index {
         matches!(self.handle, Handle::Writer(_))
     }
 
+    /// The writer's failing reconciles, while they last: reads serve the last recorded state
+    /// meanwhile (see [`trouble`]). `None` for a follower.
+    pub fn trouble(&self) -> Option<Trouble> {
+        match &self.handle {
+            Handle::Writer(writer) => locks::lock(&writer.trouble).clone(),
+            Handle::Reader { .. } => None,
+        }
+    }
+
+    /// Whether the watcher or a read may try a reconcile now: always, unless the last ones
+    /// failed and their pause has not passed (see [`trouble`]).
+    pub fn may_retry(&self) -> bool {
+        self.trouble()
+            .is_none_or(|t| t.retry_at() <= std::time::Instant::now())
+    }
+
     /// How close to a scan a file's change must be for it to be read again next time (see
     /// [`reconcile::RACY_WINDOW`]). Tests that make sure each edit changes a file's stat lower it.
     #[cfg(any(test, feature = "testing"))]
@@ -314,9 +335,11 @@ impl Index {
         scope: &Scope,
         progress: &dyn Fn(Progress),
     ) -> Result<Report> {
-        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
+        let Handle::Writer(Writer { slot, trouble, .. }) = &self.handle else {
             return Err(IndexError::Unavailable("a read-only index cannot reconcile").into());
         };
+        // Told once per spell of failures; the attempts after the first are logged at debug.
+        let failing = locks::lock(trouble).is_some();
         let mut mirror = self.mirror.lock().map_err(|_| poisoned())?;
         let run = |mirror: &mut reconcile::Mirror, scope: &Scope| -> Result<Report> {
             match slot.read().map_err(|_| poisoned())?.as_ref() {
@@ -336,7 +359,11 @@ impl Index {
         // the few paths of that scope, and every read answering from them.
         let mut scope = scope;
         if slot.read().map_err(|_| poisoned())?.is_none() {
-            self.reopen(slot, &mut mirror)?;
+            if let Err(e) = self.reopen(slot, &mut mirror) {
+                let result = Err(e);
+                note_outcome(trouble, &result);
+                return result;
+            }
             scope = &Scope::All;
         }
         let mut result = run(&mut mirror, scope);
@@ -344,7 +371,11 @@ impl Index {
             // redb refuses all work after a failed write to its file (a full disk, say, or a
             // file damaged under it), and the mirror may be ahead of what was committed: start
             // again from the file, which holds the last committed state, or from a rebuilt one.
-            tracing::warn!(error = %e, "reconcile failed; reopening the index");
+            if failing {
+                tracing::debug!(error = %e, "reconcile failed again; reopening the index");
+            } else {
+                tracing::warn!(error = %e, "reconcile failed; reopening the index");
+            }
             let reopened = self.reopen(slot, &mut mirror).and_then(|()| {
                 let whole = run(&mut mirror, &Scope::All);
                 if whole.is_err() {
@@ -356,12 +387,20 @@ impl Index {
             });
             match reopened {
                 Ok(report) => result = Ok(report),
+                Err(again) if failing => tracing::debug!(
+                    error = %again,
+                    "the index could not be reopened and brought up to date"
+                ),
                 Err(again) => tracing::warn!(
                     error = %again,
-                    "the index could not be reopened and brought up to date; the next reconcile retries"
+                    "the index could not be reopened and brought up to date; reads serve its \
+                     last recorded state, and it is tried again after a pause that grows to 30 s \
+                     (or at the next write). If the disk holding {} is full, free space there",
+                    self.path.display()
                 ),
             }
         }
+        note_outcome(trouble, &result);
         // Under the mirror lock, so that reconciles note their commits in order.
         self.note_latest();
         drop(mirror);
@@ -563,6 +602,24 @@ fn open_file<T>(
         let unreadable = IndexError::Layout("the file is not a readable redb database".into());
         Err(Opened::Unusable(unreadable.into()))
     })
+}
+
+/// Notes a reconcile's outcome in the writer's [`Trouble`]: a failure starts or extends it, a
+/// success ends it (and says so, when it had begun).
+fn note_outcome(trouble: &Mutex<Option<Trouble>>, result: &Result<Report>) {
+    let mut trouble = locks::lock(trouble);
+    match (result, trouble.as_mut()) {
+        (Ok(_), Some(ended)) => {
+            tracing::info!(
+                attempts = ended.attempts,
+                "the index records changes again; reads are as fresh as the disk"
+            );
+            *trouble = None;
+        }
+        (Ok(_), None) => {}
+        (Err(e), Some(going_on)) => going_on.again(e.to_string()),
+        (Err(e), None) => *trouble = Some(Trouble::new(e.to_string())),
+    }
 }
 
 /// The index file's identity (`meta.epoch`).

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::records::Stat;
 use crate::doc::ids::first_segment;
+use crate::error::IoError;
 use crate::locks;
 use crate::roots::{Layout, Root, Roots};
 use crate::rules::skip::{SkipReason, Special, is_upstream_copy};
@@ -47,6 +48,38 @@ pub struct Found {
     /// Files a scoped walk was given that have other names (hard links, `nlink > 1`): an
     /// in-place write through one name changes the others, which the watcher hears nothing of.
     pub shared: Vec<(Root, String)>,
+    /// A folder this process could not list for want of resources (see [`short_of`]): the
+    /// walk saw only part of the tree, and a reconcile must not take it for the whole.
+    pub short: Option<Short>,
+}
+
+/// A folder not listed because this process ran short of something the system gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Short {
+    pub path: PathBuf,
+    pub errno: i32,
+}
+
+impl Short {
+    pub fn error(&self) -> IoError {
+        IoError {
+            step: "list the folder",
+            path: self.path.clone(),
+            source: std::io::Error::from_raw_os_error(self.errno),
+        }
+    }
+}
+
+/// Whether listing `path` failed for want of resources (open files, memory), which passes,
+/// rather than for what the folder is (its permissions), which `check` lists.
+fn short_of(path: &Path, e: &std::io::Error) -> Option<Short> {
+    let errno = e.raw_os_error()?;
+    [libc::EMFILE, libc::ENFILE, libc::ENOMEM]
+        .contains(&errno)
+        .then(|| Short {
+            path: path.to_path_buf(),
+            errno,
+        })
 }
 
 impl Found {
@@ -415,6 +448,9 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
     found.top_dirs.extend(part.top_dirs);
     found.unreadable.extend(part.unreadable);
     found.temps.extend(part.temps);
+    if found.short.is_none() {
+        found.short = part.short;
+    }
 }
 
 /// What one folder and everything under it holds; merged upwards by [`Walk::subtree`].
@@ -424,6 +460,7 @@ struct Part {
     top_dirs: Vec<(Root, String)>,
     unreadable: Vec<((Root, String), SkipReason)>,
     temps: Vec<((Root, String), PathBuf)>,
+    short: Option<Short>,
 }
 
 impl Part {
@@ -432,6 +469,7 @@ impl Part {
         self.top_dirs.append(&mut other.top_dirs);
         self.unreadable.append(&mut other.unreadable);
         self.temps.append(&mut other.temps);
+        self.short = self.short.or(other.short);
         self
     }
 }
@@ -497,7 +535,9 @@ impl Walk<'_> {
         let entries = match fs::read_dir(&path) {
             Ok(entries) => entries,
             Err(e) => {
-                if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
+                if let Some(short) = short_of(&path, &e) {
+                    part.short.get_or_insert(short);
+                } else if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
                     part.unreadable
                         .push(((root, rel), SkipReason::Unlistable(e.to_string())));
                 }
@@ -630,7 +670,9 @@ fn read_root(root: Root, dir: &Path, found: &mut Found) -> Option<fs::ReadDir> {
     match fs::read_dir(dir) {
         Ok(entries) => Some(entries),
         Err(e) => {
-            if e.kind() != std::io::ErrorKind::NotFound {
+            if let Some(short) = short_of(dir, &e) {
+                found.short.get_or_insert(short);
+            } else if e.kind() != std::io::ErrorKind::NotFound {
                 found
                     .unreadable
                     .insert((root, String::new()), SkipReason::Unlistable(e.to_string()));
@@ -731,5 +773,33 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
                 found.files.insert((root, name), stat_of(&meta));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_unlisted_for_want_of_descriptors_or_memory_is_short_not_skipped() {
+        let path = Path::new("/srv/skills/ops");
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOMEM] {
+            let short = short_of(path, &std::io::Error::from_raw_os_error(errno));
+            assert_eq!(short.map(|s| s.errno), Some(errno));
+        }
+        for errno in [libc::EACCES, libc::ENOENT, libc::ENOTDIR, libc::EIO] {
+            assert_eq!(
+                short_of(path, &std::io::Error::from_raw_os_error(errno)),
+                None
+            );
+        }
+        let error = short_of(path, &std::io::Error::from_raw_os_error(libc::EMFILE))
+            .unwrap()
+            .error()
+            .to_string();
+        assert!(
+            error.starts_with("list the folder /srv/skills/ops: "),
+            "{error}"
+        );
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! Events stay exact: a catch-up reconciles without announcing, and the families it changed
 //! are added to the burst in progress, which announces one `external` per family when it ends
-//! (50 ms after its last event, at most 500 ms after its first), as before.
+//! (50 ms after its last event, or 5 s after its first on a disk that stays busy). What a
+//! burst heard is reconciled at most 500 ms after it was heard, whether or not it is over.
 //!
 //! Another process reading the same index (a read-only follower, the command line while a
 //! worker runs) cannot drain this process's queue: it leaves a sync cookie, an empty file in
@@ -50,10 +51,17 @@ struct Burst {
     full: bool,
     /// Sync cookies to remove once caught up.
     cookies: Vec<PathBuf>,
+    /// The first change not reconciled yet.
     first: Option<Instant>,
+    /// The last change heard of.
     last: Option<Instant>,
+    /// The burst's first change: a burst still busy after [`WatchOptions::max_burst`] is
+    /// announced, and a new one begins.
+    opened: Option<Instant>,
     /// Families whose answers the burst changed so far (announced when it ends).
     touched: BTreeSet<Family>,
+    /// After a failed reconcile: when the index may be tried again.
+    not_before: Option<Instant>,
 }
 
 impl Burst {
@@ -65,6 +73,7 @@ impl Burst {
         let now = Instant::now();
         if !changes.paths.is_empty() || changes.full {
             self.first.get_or_insert(now);
+            self.opened.get_or_insert(now);
             self.last = Some(now);
         }
         self.paths.extend(changes.paths);
@@ -80,10 +89,26 @@ impl Burst {
         }
     }
 
-    /// When the burst is over, if one is collecting.
+    /// When the watcher's thread next has work, if a burst is collecting: reconciling what
+    /// it heard (after a quiet period, or at most `max_delay` after the first change not
+    /// taken in), or, all of it taken in, announcing it once the disk is quiet.
     fn deadline(&self, options: &WatchOptions) -> Option<Instant> {
-        let (first, last) = (self.first?, self.last?);
-        Some((last + options.quiet).min(first + options.max_delay))
+        let quiet = self.last? + options.quiet;
+        let due = match self.first {
+            Some(first) => quiet.min(first + options.max_delay),
+            None => quiet,
+        };
+        Some(self.not_before.map_or(due, |retry| due.max(retry)))
+    }
+
+    /// Whether the burst is over: the disk has been quiet, or it has been busy for longer
+    /// than one burst may last.
+    fn over(&self, options: &WatchOptions, now: Instant) -> bool {
+        let quiet = self.last.is_none_or(|last| last + options.quiet <= now);
+        quiet
+            || self
+                .opened
+                .is_some_and(|opened| opened + options.max_burst <= now)
     }
 }
 
@@ -157,7 +182,9 @@ impl Tracker {
             false => Vec::new(),
         };
         let burst = &mut state.burst;
-        if burst.full || !burst.paths.is_empty() {
+        // While the index cannot record changes, attempts wait out its pause (see
+        // `index::trouble`): each one reopens the files and walks every root.
+        if (burst.full || !burst.paths.is_empty()) && directory.index_may_retry() {
             let result = if burst.full {
                 directory.reconcile_unannounced()
             } else {
@@ -207,9 +234,17 @@ impl Tracker {
         }
         self.take_in(directory, &mut state);
         if state.burst.pending() {
-            // The reconcile failed: try again after another quiet period.
+            // The reconcile failed: try again after another quiet period, and not before the
+            // index's pause after failures is over.
             state.burst.last = Some(now);
             state.burst.first = Some(now);
+            state.burst.not_before = directory.index_trouble().map(|t| t.retry_at());
+            return (Vec::new(), state.burst.deadline(&self.options));
+        }
+        if !state.burst.over(&self.options, now) {
+            // Taken in while the disk is still busy (a checkout of thousands of files): reads
+            // and the index keep up, and the one `external` per family waits for the end.
+            state.burst.first = None;
             return (Vec::new(), state.burst.deadline(&self.options));
         }
         let done = std::mem::take(&mut state.burst);
@@ -229,18 +264,25 @@ impl Tracker {
         let changed = match directory.reconcile_unannounced() {
             Ok(report) => {
                 state.burst.cookies.extend(swallowed);
+                state.burst.paths.clear();
+                state.burst.full = false;
                 report.families_changed()
             }
             Err(e) => {
                 tracing::warn!("safety-net reconcile failed: {e}");
+                // What it was to take in is still to be taken in: by a full reconcile, once
+                // the index's pause after failures is over.
+                state.burst.add(Changes {
+                    full: true,
+                    ..Changes::default()
+                });
+                state.burst.not_before = directory.index_trouble().map(|t| t.retry_at());
                 Vec::new()
             }
         };
-        state.burst.paths.clear();
-        state.burst.full = false;
         state.burst.answer_cookies();
         self.publish_status(&state);
-        if state.burst.first.is_some() {
+        if state.burst.opened.is_some() {
             state.burst.touched.extend(changed);
             Vec::new()
         } else {
@@ -294,5 +336,30 @@ impl CatchUp for Tracker {
             self.take_in(directory, &mut state);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_burst_after_a_failed_reconcile_waits_for_the_index_pause() {
+        let options = WatchOptions::default();
+        let now = Instant::now();
+        let mut burst = Burst {
+            first: Some(now),
+            last: Some(now),
+            opened: Some(now),
+            ..Burst::default()
+        };
+        assert_eq!(burst.deadline(&options), Some(now + options.quiet));
+        let retry = now + Duration::from_secs(4);
+        burst.not_before = Some(retry);
+        assert_eq!(burst.deadline(&options), Some(retry));
+        // A pause already over changes nothing.
+        burst.not_before = Some(now);
+        assert_eq!(burst.deadline(&options), Some(now + options.quiet));
     }
 }

@@ -30,8 +30,13 @@ pub use tree::{RootState, RootWatch};
 pub struct WatchOptions {
     /// A burst ends after this long without a new event.
     pub quiet: Duration,
-    /// A burst never waits longer than this from its first event, however busy the disk.
+    /// What a burst heard is reconciled at most this long after the first change not taken
+    /// in yet, however busy the disk.
     pub max_delay: Duration,
+    /// A burst ends (its `external` events go out) once the disk is quiet, or this long after
+    /// its first change, however busy the disk: a `git checkout` of thousands of files is one
+    /// burst, not one every `max_delay`.
+    pub max_burst: Duration,
     /// Pretend the watch of these roots failed (tests of the degraded mode).
     #[cfg(any(test, feature = "testing"))]
     pub fail_roots: Vec<Root>,
@@ -47,6 +52,7 @@ impl Default for WatchOptions {
         WatchOptions {
             quiet: Duration::from_millis(50),
             max_delay: Duration::from_millis(500),
+            max_burst: Duration::from_secs(5),
             #[cfg(any(test, feature = "testing"))]
             fail_roots: Vec::new(),
             #[cfg(any(test, feature = "testing"))]
@@ -227,6 +233,18 @@ fn note_problem(status: &Mutex<WatchStatus>, problem: String) {
     }
 }
 
+/// Why inotify could not be started, with the limit to raise: `EMFILE` there is most often
+/// the per-user count of inotify instances, not the open-file limit its text names.
+fn start_failure(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EMFILE) => format!(
+            "{e}: the per-user limit on inotify instances is reached (raise \
+             fs.inotify.max_user_instances), or this process's open-file limit is (ulimit -n)"
+        ),
+        _ => e.to_string(),
+    }
+}
+
 /// The queue over the roots: the writable roots are created when missing, every root that
 /// exists is watched, and the sync folder beside the index (for other processes' reads) too.
 fn track(
@@ -249,7 +267,20 @@ fn track(
     let inotify = match inotify::Inotify::new() {
         Ok(inotify) => inotify,
         Err(e) => {
-            note_problem(status, format!("the file watcher could not start: {e}"));
+            let why = format!("the file watcher could not start: {}", start_failure(&e));
+            note_problem(status, why.clone());
+            // Every root then says so, as a root the watch cannot reach does.
+            if let Ok(mut status) = status.lock() {
+                status.roots = roots
+                    .active()
+                    .map(|(root, path)| RootWatch {
+                        root: root.config_key(),
+                        path: path.display().to_string(),
+                        state: RootState::Unwatched(why.clone()),
+                        fresh_reads: false,
+                    })
+                    .collect();
+            }
             return None;
         }
     };
@@ -325,5 +356,21 @@ fn run(
             directory.announce_external(&announce);
             next_safety_net = every.map(|every| Instant::now() + every);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watcher_that_cannot_start_names_the_inotify_limit_to_raise() {
+        let instances = start_failure(&std::io::Error::from_raw_os_error(libc::EMFILE));
+        assert!(
+            instances.contains("fs.inotify.max_user_instances"),
+            "{instances}"
+        );
+        let other = start_failure(&std::io::Error::from_raw_os_error(libc::ENOMEM));
+        assert!(!other.contains("inotify"), "{other}");
     }
 }

@@ -207,7 +207,7 @@ pub fn functions() -> Vec<Function> {
     let own = vec![
         Function {
             id: "directory::index::status",
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
+            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the index's error while it cannot record changes, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
@@ -215,6 +215,11 @@ pub fn functions() -> Vec<Function> {
                     "counts": object(json!({ "skills": integer(), "system_prompts": integer(), "agents": integer() }), &["skills", "system_prompts", "agents"]),
                     "skipped": array_of(object(json!({ "root": string("configuration key"), "path": string("absolute path"), "family": nullable_string(), "id": nullable_string(), "reason": string("why") }), &["root", "path", "reason"])),
                     "last_reconcile": { "type": ["object", "null"] },
+                    "index_error": {
+                        "type": ["object", "null"],
+                        "description": "set while the index cannot record changes (a full disk under it, say): reads serve its last recorded state until then",
+                        "properties": { "error": string("the last attempt's error"), "since": string("RFC 3339 time of the first failure"), "attempts": integer() },
+                    },
                     "watcher": { "type": ["object", "null"] },
                     "connection": connection_status(),
                     "configuration": object(

@@ -100,6 +100,20 @@ fn big_writes() -> Vec<(&'static str, WriteFunction, Value)> {
     ]
 }
 
+/// A skill whose text (words that do not compress, half the index's size) fits under a
+/// file-size limit at the index's size, but cannot be recorded without the index growing.
+fn unrecorded(index_bytes: u64) -> Value {
+    let mut text = String::from("---\ntitle: Landed\n---\n# Landed\n\n");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while (text.len() as u64) < index_bytes / 2 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(&format!("w{:x} ", x % 1_000_000_007));
+    }
+    json!({"id": "full/landed", "content": text})
+}
+
 /// Files of the tree the writes must leave alone, and where the creates would have landed.
 const OLD_FILES: [(&str, &str); 3] = [
     (
@@ -177,6 +191,33 @@ fn disk_full_child() {
                 directory.read(ReadFunction::SkillsList, &json!({"prefix": "bulk/"}), None);
             let result = result.map(|l| json!(l["skills"].as_array().map_or(0, Vec::len)));
             say(json!({ "label": "after", "result": outcome(result) }));
+        }
+        "stalled" => {
+            let index = directory.config().paths.index_path.clone();
+            let size = fs::metadata(&index).unwrap().len();
+            limit_file_size(Some(size));
+            let landed = directory.write(WriteFunction::SkillsCreate, &unrecorded(size), None);
+            say(json!({ "label": "landed", "result": outcome(landed) }));
+            let status = directory.status().map(|s| s["index_error"].clone());
+            say(json!({ "label": "status", "result": outcome(status) }));
+            let refused = directory.write(
+                WriteFunction::SkillsCreate,
+                &json!({"id": "full/refused", "content": "# Refused\n\nSmall.\n"}),
+                None,
+            );
+            say(json!({ "label": "refused", "result": outcome(refused) }));
+            limit_file_size(None);
+            let after = directory.write(
+                WriteFunction::SkillsCreate,
+                &json!({"id": "full/after", "content": "# After\n\nRoom again.\n"}),
+                None,
+            );
+            say(json!({ "label": "after", "result": outcome(after) }));
+            let status = directory.status().map(|s| s["index_error"].clone());
+            say(json!({ "label": "status_after", "result": outcome(status) }));
+            let got = directory.read(ReadFunction::SkillsGet, &json!({"id": "full/landed"}), None);
+            let got = got.map(|g| g["title"].clone());
+            say(json!({ "label": "served", "result": outcome(got) }));
         }
         other => panic!("unknown mode {other}"),
     }
@@ -331,4 +372,56 @@ fn an_index_that_cannot_grow_fails_the_reconcile_and_recovers_on_open() {
         ids.iter().filter(|id| id.starts_with("bulk/")).count(),
         BULK
     );
+}
+
+#[test]
+fn a_write_the_index_cannot_record_says_it_landed_and_the_next_is_refused_untouched() {
+    let tree = common::Tree::new();
+    tree.mkdir("skills/iii");
+    for (rel, text) in OLD_FILES {
+        tree.write(rel, text);
+    }
+    drop(tree.open());
+    let results = run_child(tree.base(), "stalled");
+    println!("disk full: stalled -> {results:?}");
+
+    // The write that landed before the index failed says so, naming the file.
+    let landed = results["landed"]["result"]["err"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the index could record the write: {results:?}"));
+    assert!(landed.starts_with("index: "), "{landed}");
+    assert!(
+        landed.contains("The change is on disk (")
+            && landed.contains(&tree.path("skills/full/landed.md").display().to_string()),
+        "{landed}"
+    );
+    assert!(tree.path("skills/full/landed.md").exists());
+
+    // The status says why reads are behind the disk.
+    let error = &results["status"]["result"]["ok"];
+    assert!(
+        error["error"].is_string() && error["attempts"].as_u64() >= Some(1),
+        "{error}"
+    );
+
+    // The next write is refused before it touches the disk.
+    let refused = results["refused"]["result"]["err"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a write went through a failing index: {results:?}"));
+    assert!(
+        refused.starts_with("index: the index at ") && refused.contains("nothing was written"),
+        "{refused}"
+    );
+    assert!(!tree.path("skills/full/refused.md").exists());
+
+    // With room again the same open directory writes, records what landed, and clears the
+    // status.
+    assert!(
+        results["after"]["result"]["ok"].is_object(),
+        "{:?}",
+        results["after"]
+    );
+    assert_eq!(results["status_after"]["result"]["ok"], Value::Null);
+    assert_eq!(results["served"]["result"]["ok"], "Landed");
+    assert_reopens_like_fresh(&tree);
 }

@@ -148,7 +148,7 @@ pub fn run(
 ) -> Result<Report> {
     let started = Instant::now();
     let scan_start = Stamp::now();
-    let plan = Plan::make(mirror, roots, scope);
+    let plan = Plan::make(mirror, roots, scope)?;
     tracing::debug!(
         to_read = plan.to_read.len(),
         walk_ms = started.elapsed().as_millis() as u64,
@@ -375,7 +375,9 @@ fn other_names(
 }
 
 impl Plan {
-    fn make(mirror: &Mirror, roots: &Roots, scope: &Scope) -> Plan {
+    /// Fails when the walk ran short of resources (see `walk::Short`): it saw only part of
+    /// the tree, and what it missed would be dropped as gone.
+    fn make(mirror: &Mirror, roots: &Roots, scope: &Scope) -> Result<Plan> {
         let mut found = match scope {
             Scope::All => walk(roots),
             Scope::Paths(paths) => {
@@ -386,6 +388,9 @@ impl Plan {
                 }
             }
         };
+        if let Some(short) = &found.short {
+            return Err(short.error().into());
+        }
         let temps = sweep_temps(roots, &mut found);
         let removed: Vec<(Root, String)> = match scope {
             Scope::All => mirror
@@ -434,7 +439,7 @@ impl Plan {
             },
             None => Dirty::default(),
         };
-        Plan {
+        Ok(Plan {
             files,
             to_read,
             removed,
@@ -443,7 +448,7 @@ impl Plan {
             full_views,
             dirty,
             temps,
-        }
+        })
     }
 
     fn folders_changed(&self, mirror: &Mirror) -> bool {

@@ -844,3 +844,28 @@ fn a_write_leaves_no_echo_for_the_next_read() {
     let families: Vec<Family> = env.since(mark).iter().map(|e| e.family).collect();
     assert_eq!(families, expected, "{:?}", env.since(mark));
 }
+
+/// A change on disk that keeps the disk busy for longer than `max_delay` (a `git checkout` of
+/// thousands of files) is one burst: its changes are taken in as they come, and it fires one
+/// `external` per family once the disk is quiet, not one every half second.
+#[test]
+fn a_long_busy_change_on_disk_fires_one_external_per_family() {
+    let env = Env::start(|_| {});
+    let mark = env.mark();
+    let started = Instant::now();
+    let mut written = 0;
+    while started.elapsed() < Duration::from_millis(1600) {
+        env.tree.write(
+            &format!("skills/churn/s{}.md", written % 40),
+            &format!("# Churn {written}\n\nBody.\n"),
+        );
+        written += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let last = written - 1;
+    let id = format!("churn/s{}", last % 40);
+    env.wait_for("the last write", |d| {
+        title_of(d, &id) == Some(format!("Churn {last}"))
+    });
+    env.expect_externals(mark, &[Family::Skills], "1.6 s of writes");
+}
