@@ -148,6 +148,21 @@ pub fn truncate_at_char_boundary(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// The longest prefix of `text` of at most `max` bytes that does not end inside a word: a
+/// word the cap cut in two is left out whole, since its first letters are another word
+/// (`depl` of `deploy`), which no text may hold. Text that fits is returned whole.
+pub fn truncate_at_word_boundary(text: &str, max: usize) -> &str {
+    let cut = truncate_at_char_boundary(text, max);
+    let inside = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    if !inside(text[cut.len()..].chars().next()) || !inside(cut.chars().next_back()) {
+        return cut;
+    }
+    match cut.rfind(|c: char| !c.is_alphanumeric()) {
+        Some(at) => &cut[..at],
+        None => cut,
+    }
+}
+
 /// Removes every double-quoted string (backslash escapes honoured) that is followed by optional
 /// whitespace and a colon, together with the colon. Other quoted strings stay.
 pub fn strip_json_keys(text: &str) -> String {
@@ -393,5 +408,18 @@ mod tests {
         assert!(!intrinsic("summarize a web page"));
         assert!(!intrinsic("extract text from a pdf"));
         assert!(!intrinsic("send an email"));
+    }
+
+    #[test]
+    fn a_cap_inside_a_word_leaves_the_word_out() {
+        assert_eq!(truncate_at_word_boundary("deploy deploy", 9), "deploy");
+        assert_eq!(truncate_at_word_boundary("deploy deploy", 7), "deploy ");
+        assert_eq!(
+            truncate_at_word_boundary("deploy deploy", 20),
+            "deploy deploy"
+        );
+        // One word longer than the cap keeps what fits: there is nothing else to search.
+        assert_eq!(truncate_at_word_boundary("deployment", 6), "deploy");
+        assert_eq!(truncate_at_word_boundary("café crème", 9), "café");
     }
 }

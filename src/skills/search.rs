@@ -38,7 +38,9 @@ use crate::retrieval::fusion::{DenseHit, DenseRanker, Fused, Mode, SKILL_FLOORS,
 use crate::retrieval::lexical::{Counted, DocTerms, Index, TermTally, Vocabulary};
 use crate::retrieval::script_terms::{for_each_script_term, script_terms};
 use crate::retrieval::texts::encoder_reads;
-use crate::retrieval::tokenize::{MAX_CAPABILITY_BYTES, content_terms, truncate_at_char_boundary};
+use crate::retrieval::tokenize::{
+    MAX_CAPABILITY_BYTES, content_terms, truncate_at_char_boundary, truncate_at_word_boundary,
+};
 use crate::rules::skill::Visibility;
 
 /// How much of a body is searched (bytes, cut on a char boundary): the part that says what a
@@ -296,7 +298,7 @@ pub fn search(
     let req: SearchRequest = request::parse(request)?;
     // Capped as a capability of function search is: a task is a sentence or two, and a query
     // of megabytes must not hold the shared term store while it is split.
-    let query_text = truncate_at_char_boundary(&req.query, MAX_CAPABILITY_BYTES);
+    let query_text = truncate_at_word_boundary(&req.query, MAX_CAPABILITY_BYTES);
     if query_text.trim().is_empty() {
         return Err(Error::coded(
             Code::SkillsRequestRefused,
@@ -735,6 +737,10 @@ mod tests {
         let past_the_cap = " ".repeat(MAX_CAPABILITY_BYTES);
         let long = format!("send email report{past_the_cap}queue jobs");
         assert_eq!(ids(json!({ "query": long })), all);
+        // A word the cap cuts in two is left out, not searched as its first letters.
+        let repeated = "report ".repeat(MAX_CAPABILITY_BYTES / 7 + 1);
+        assert_eq!(repeated.len() % 7, 0);
+        assert!(!ids(json!({ "query": repeated })).is_empty());
         let blank = directory.search_skills(&json!({ "query": " " }), None, None);
         assert!(blank.is_err());
     }
