@@ -6,6 +6,7 @@
 //! what depends on where the file sits (its id, its display id) is decided by the caller.
 
 pub mod classify;
+pub mod conflict;
 pub mod distance;
 pub mod frontmatter;
 pub mod ids;
