@@ -3,8 +3,23 @@
 //! marker it meets, which tells the user nothing about the merge. The reads that fail on such a
 //! text look for the markers, to say what happened and how to fix it.
 
+/// The marker lines as the messages name them, for the constants below to share.
+macro_rules! marker_lines {
+    () => {
+        "lines starting `<<<<<<< `, `=======`, `>>>>>>> `"
+    };
+}
+
 /// The marker lines, as `check` and the messages name them.
-pub const MARKER_LINES: &str = "lines starting `<<<<<<< `, `=======`, `>>>>>>> `";
+pub const MARKER_LINES: &str = marker_lines!();
+
+/// The reason a frontmatter block holding markers is salvaged with (see
+/// `Frontmatter::holds_conflict_markers`); no trailing period, as the parser's reasons.
+pub const FRONTMATTER_REASON: &str = concat!(
+    "it holds unresolved git merge-conflict markers (",
+    marker_lines!(),
+    "): keep one side's lines, or both, and delete the marker lines"
+);
 
 /// Whether `text` holds a line of a git merge-conflict marker: `<<<<<<<` (the start of this
 /// side), `|||||||` (the merge base, with `merge.conflictStyle diff3`), `=======` (the other

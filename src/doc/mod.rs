@@ -97,6 +97,12 @@ impl Frontmatter {
             Frontmatter::Absent | Frontmatter::Invalid(_) => None,
         }
     }
+
+    /// Whether the block is not YAML because a merge left its conflict markers in it (the
+    /// reason [`frontmatter::read_block`] gives such a block).
+    pub fn holds_conflict_markers(&self) -> bool {
+        matches!(self, Frontmatter::Salvaged { error, .. } if error == conflict::FRONTMATTER_REASON)
+    }
 }
 
 /// The frontmatter keys any family recognises. Values are kept as written (not trimmed) so that
