@@ -327,11 +327,13 @@ fn conflicted(path: &Path) -> Error {
          branches each changed it, and the merge left both versions in the file; nothing was \
          written. Resolve it, then `git add` it: either keep the entries of both sides, delete \
          the marker lines and make sure what is left is one valid JSON object (a comma between \
-         two entries, none after the last); or take one side whole with `git checkout --ours \
+         two entries, none after the last); or take one side whole with `git checkout --ours -- \
          {path}` (or `--theirs`) and download again each bundle only the other side had \
-         (`iii-directory download …`), so that the lock records it. `iii-directory bundles \
-         restore` then lands every bundle exactly as the lock records it, and `iii-directory \
-         bundles verify` checks the files against it",
+         (`iii-directory download …`), so that the lock records it. Where both sides changed \
+         the same bundle, `iii-directory bundles restore <namespace> --force` then lands it \
+         exactly as the lock you kept records it (without `--force`, files that differ from the \
+         lock stay as local edits), and `iii-directory bundles verify` checks every file \
+         against the lock",
         path = path.display(),
         markers = conflict::MARKER_LINES,
     ))
