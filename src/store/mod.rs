@@ -236,9 +236,9 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
 /// lies under one of them as written; see [`locate`]), and answers the path written, links
 /// resolved: where a folder link on the way leads, and for a replace of a file that is a
 /// symbolic link, the file it leads to ([`through_link`]). The scan reads the file under
-/// that name as well, so the caller reconciles both. Every step
-/// goes through folder descriptors reached without following links, and a failed write
-/// removes its temporary file.
+/// that name as well, so the caller reconciles both. Every step goes through folder
+/// descriptors reached without following links, and a failed write removes its temporary
+/// file.
 pub fn write_atomic(
     roots: &[&Path],
     dest: &Path,
