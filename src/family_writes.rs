@@ -23,6 +23,17 @@ pub struct Outcome {
     pub event: ChangeEvent,
 }
 
+/// The paths a write reconciles: the file the id resolved to and, when a symbolic link led the
+/// write elsewhere (the file is a link, or a folder on its way is), the file written, which
+/// the scan serves under its own id as well (`store::write_atomic`).
+pub fn touched(path: PathBuf, written: PathBuf) -> Vec<PathBuf> {
+    if written == path {
+        vec![path]
+    } else {
+        vec![path, written]
+    }
+}
+
 /// The contract's checks on full-file content for skills and system prompts (D113).
 pub fn check_content(content: &str) -> Result<()> {
     if content.len() as u64 > MAX_FILE_BYTES {

@@ -15,7 +15,7 @@ use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
-use crate::family_writes::{Outcome, file_exists, modified_at, store_error};
+use crate::family_writes::{Outcome, file_exists, modified_at, store_error, touched};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
@@ -140,11 +140,11 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         return Err(miss(reader, roots, &req.id)?);
     };
     let profile = check(&req.content)?;
-    store::write_atomic(&[roots.path(root)], &path, req.content.as_bytes(), mode)
+    let target = store::write_atomic(&[roots.path(root)], &path, req.content.as_bytes(), mode)
         .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
-        touched: vec![path],
+        touched: touched(path, target),
         event: ChangeEvent::named(Family::Agents, "update", &req.id),
     })
 }

@@ -4,7 +4,7 @@
 
 mod salvage;
 
-use super::{Fields, Frontmatter, Lenient};
+use super::{Fields, Frontmatter, Lenient, conflict};
 use crate::yaml::{self, Limits, Value};
 
 /// Most nodes one frontmatter document may expand to (aliases counted at the size of what they
@@ -92,6 +92,12 @@ pub fn read_block(yaml: &str) -> Frontmatter {
             Err(unusable) => return Frontmatter::Invalid(unusable.message()),
         }
     }
+    // A merge's conflict markers break the YAML at the first of them: the parser's reason
+    // would point at that line, not at the merge left unresolved.
+    let error = match conflict::has_markers(yaml) {
+        true => conflict::FRONTMATTER_REASON.to_owned(),
+        false => error,
+    };
     Frontmatter::Salvaged {
         fields: Box::new(salvage::salvage(yaml)),
         error,
@@ -698,5 +704,17 @@ unknown: [ignored, {deep: true}]
             Frontmatter::Invalid("`title` must be a string".to_owned())
         );
         assert!(matches!(read_block("title: x"), Frontmatter::Present(_)));
+    }
+
+    #[test]
+    fn a_block_with_merge_conflict_markers_is_salvaged_naming_them() {
+        let yaml = "name: Builder\n<<<<<<< HEAD\ndescription: Ours.\n=======\ndescription: Theirs.\n>>>>>>> feature\n";
+        let block = read_block(yaml);
+        assert!(block.holds_conflict_markers(), "{block:?}");
+        let Frontmatter::Salvaged { fields, .. } = block else {
+            panic!("salvaged");
+        };
+        assert_eq!(fields.name.as_deref(), Some("Builder"));
+        assert!(!read_block("name: a\ndescription: b: c\n").holds_conflict_markers());
     }
 }

@@ -6,6 +6,7 @@
 //! what depends on where the file sits (its id, its display id) is decided by the caller.
 
 pub mod classify;
+pub mod conflict;
 pub mod distance;
 pub mod frontmatter;
 pub mod ids;
@@ -95,6 +96,12 @@ impl Frontmatter {
             Frontmatter::Present(fields) | Frontmatter::Salvaged { fields, .. } => Some(fields),
             Frontmatter::Absent | Frontmatter::Invalid(_) => None,
         }
+    }
+
+    /// Whether the block is not YAML because a merge left its conflict markers in it (the
+    /// reason [`frontmatter::read_block`] gives such a block).
+    pub fn holds_conflict_markers(&self) -> bool {
+        matches!(self, Frontmatter::Salvaged { error, .. } if error == conflict::FRONTMATTER_REASON)
     }
 }
 

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::doc::classify::{PathClass, classify};
+use crate::doc::conflict;
 use crate::doc::paths::is_markdown;
 use crate::error::{Error, Result, io_error};
 use crate::registry::Release;
@@ -289,7 +290,12 @@ pub fn read(path: &Path) -> Result<Lock> {
     fs::File::open(path)
         .and_then(|f| f.take(MAX_LOCK_BYTES).read_to_end(&mut bytes))
         .map_err(io_error("read", path))?;
-    let lock: Lock = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+    let lock: Lock = serde_json::from_slice(&bytes).map_err(|e| {
+        match conflict::has_markers(&String::from_utf8_lossy(&bytes)) {
+            true => conflicted(path),
+            false => unreadable(e.to_string()),
+        }
+    })?;
     if lock.schema != LOCK_SCHEMA {
         return Err(unreadable(format!("schema {}", lock.schema)));
     }
@@ -311,6 +317,26 @@ pub fn read(path: &Path) -> Result<Lock> {
         )));
     }
     Ok(lock)
+}
+
+/// The lock holds a merge's conflict markers: the lock is committed, and two branches that each
+/// downloaded a bundle both changed it. Says how to resolve it; no JSON parser error would.
+fn conflicted(path: &Path) -> Error {
+    Error::Invalid(format!(
+        "the bundles lock {path} holds unresolved git merge-conflict markers ({markers}): two \
+         branches each changed it, and the merge left both versions in the file; nothing was \
+         written. Resolve it, then `git add` it: either keep the entries of both sides, delete \
+         the marker lines and make sure what is left is one valid JSON object (a comma between \
+         two entries, none after the last); or take one side whole with `git checkout --ours -- \
+         {path}` (or `--theirs`) and download again each bundle only the other side had \
+         (`iii-directory download …`), so that the lock records it. Where both sides changed \
+         the same bundle, `iii-directory bundles restore <namespace> --force` then lands it \
+         exactly as the lock you kept records it (without `--force`, files that differ from the \
+         lock stay as local edits), and `iii-directory bundles verify` checks every file \
+         against the lock",
+        path = path.display(),
+        markers = conflict::MARKER_LINES,
+    ))
 }
 
 /// Whether `path` names a file under a root: relative, each `/`-separated part a name (no
@@ -441,6 +467,27 @@ mod tests {
             assert!(err.contains("not a plain relative path"), "{stray}: {err}");
             assert!(err.contains("\"mailer\""), "{err}");
         }
+    }
+
+    #[test]
+    fn a_lock_with_merge_conflict_markers_says_so_and_how_to_resolve_it() {
+        let dir = tempfile::tempdir().expect("temp");
+        let path = dir.path().join("iii-bundles.lock.json");
+        fs::write(
+            &path,
+            "{\n  \"schema\": 1,\n  \"bundles\": {\n<<<<<<< HEAD\n    \"a\": {}\n=======\n    \"b\": {}\n>>>>>>> feature\n  }\n}\n",
+        )
+        .expect("write");
+        let err = read(&path).expect_err("conflicted").to_string();
+        for part in [
+            "holds unresolved git merge-conflict markers",
+            "`git checkout --ours",
+            "iii-directory bundles restore",
+            "nothing was written",
+        ] {
+            assert!(err.contains(part), "{part}: {err}");
+        }
+        assert!(!err.contains("key must be a string"), "{err}");
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub fn write_marker(skills_folder: &Path, worker: &str, release: &Release) -> Re
         text.as_bytes(),
         Mode::Replace,
     )
+    .map(drop)
     .map_err(Error::from)
 }
 

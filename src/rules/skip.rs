@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::agent::ProfileProblem;
 use super::prompt;
 use crate::doc::ids::{IdError, NameError, first_segment};
-use crate::doc::{Frontmatter, ServeIssue};
+use crate::doc::{Frontmatter, ServeIssue, conflict};
 
 /// Why a path is listed by `check`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +81,10 @@ pub enum SkipReason {
     /// A folder, or a file named like a document, whose name is not UTF-8: no id can name it
     /// (listed under its name with each byte that is not UTF-8 written `\xNN`).
     NameNotUtf8 { folder: bool },
+
+    // What a file holds (appended, as above).
+    /// Served from the `key: value` lines of a block a git merge left its conflict markers in.
+    FrontmatterConflicted,
 }
 
 /// The suffix a bundle update gives the upstream text it lands beside a conflicting file.
@@ -125,6 +129,9 @@ impl SkipReason {
         match frontmatter {
             Frontmatter::Absent | Frontmatter::Present(_) => None,
             Frontmatter::Invalid(why) => Some(SkipReason::FrontmatterIgnored(why.clone())),
+            conflicted if conflicted.holds_conflict_markers() => {
+                Some(SkipReason::FrontmatterConflicted)
+            }
             Frontmatter::Salvaged { error, .. } => {
                 Some(SkipReason::FrontmatterSalvaged(error.clone()))
             }
@@ -216,6 +223,14 @@ impl fmt::Display for SkipReason {
             }
             SkipReason::UpstreamCopy => f.write_str(
                 "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file (`iii-directory bundles get <namespace>` says when the conflict is settled already)",
+            ),
+            SkipReason::FrontmatterConflicted => write!(
+                f,
+                "frontmatter holds unresolved git merge-conflict markers ({}), so only its \
+                 one-line `key: value` entries were read (a list such as `skills:` is lost): \
+                 resolve the conflict, keeping one side's lines or both, and delete the marker \
+                 lines",
+                conflict::MARKER_LINES
             ),
             SkipReason::NameNotUtf8 { folder } => write!(
                 f,

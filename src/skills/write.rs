@@ -16,7 +16,7 @@ use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
     Outcome, check_content, check_inside, check_not_overridden, check_not_shadowing, file_exists,
-    modified_at, store_error, writable_roots,
+    modified_at, store_error, touched, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -284,7 +284,7 @@ pub fn update(
             &[],
         ));
     }
-    store::write_atomic(
+    let target = store::write_atomic(
         &writable_roots(roots),
         &path,
         req.content.as_bytes(),
@@ -293,7 +293,7 @@ pub fn update(
     .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
     Ok(Outcome {
         response: written(&id, &req.content, &path),
-        touched: vec![path],
+        touched: touched(path, target),
         event: ChangeEvent::skill("update", &id),
     })
 }

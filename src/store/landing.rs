@@ -417,6 +417,7 @@ impl<'a> Txn<'a> {
             &bytes,
             Mode::CreateNew,
         )
+        .map(drop)
         .map_err(Error::from)
     }
 

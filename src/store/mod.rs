@@ -30,7 +30,8 @@ use crate::error::{Error, IoError, io_error};
 /// Whether a write may replace an existing file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Replace the target if it exists (update).
+    /// Replace the target if it exists (update). A target that is a symbolic link is replaced
+    /// where it leads, and stays a link ([`through_link`]).
     Replace,
     /// Fail with `AlreadyExists` if the target exists, even if another process creates it
     /// between our check and our write (create).
@@ -205,8 +206,37 @@ pub fn may_read(path: &Path) -> bool {
     unsafe { libc::access(path.as_ptr(), libc::R_OK) == 0 }
 }
 
+/// The file a replace of `dest` writes: `dest` itself, or, when `dest` is a symbolic link, the
+/// file it leads to, named under the root of `roots` it lies beneath. A link is served by the
+/// scan when it leads inside the roots, and two ids then read one file: replacing the link by
+/// a file would part them (and show in git as a type change), so the write goes where the link
+/// leads and the link stays. A link leading outside `roots` (or into a read-only root) is
+/// [`StoreError::Link`]: nothing is written through it. As with folders ([`locate`]), the
+/// link is resolved once, here; the write itself follows no link.
+fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
+    if !fs::symlink_metadata(dest).is_ok_and(|meta| meta.is_symlink()) {
+        return Ok(dest.to_path_buf());
+    }
+    // Broken, or a loop: there is no file to write (the scan lists it in `check`).
+    let real = dest.canonicalize().map_err(io_error("write", dest))?;
+    let beneath = roots.iter().find_map(|root| {
+        let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
+        (!rel.as_os_str().is_empty()).then(|| root.join(rel))
+    });
+    beneath.ok_or_else(|| StoreError::Link {
+        path: dest.to_path_buf(),
+        root: roots
+            .iter()
+            .find(|root| dest.starts_with(root))
+            .map_or_else(|| dest.to_path_buf(), |root| root.to_path_buf()),
+    })
+}
+
 /// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
-/// lies under one of them as written; see [`locate`]). Every step goes through folder
+/// lies under one of them as written; see [`locate`]), and answers the path written, links
+/// resolved: where a folder link on the way leads, and for a replace of a file that is a
+/// symbolic link, the file it leads to ([`through_link`]). The scan reads the file under
+/// that name as well, so the caller reconciles both. Every step goes through folder
 /// descriptors reached without following links, and a failed write removes its temporary
 /// file.
 pub fn write_atomic(
@@ -214,8 +244,14 @@ pub fn write_atomic(
     dest: &Path,
     bytes: &[u8],
     mode: Mode,
-) -> Result<(), StoreError> {
+) -> Result<PathBuf, StoreError> {
+    let target = match mode {
+        Mode::Replace => through_link(roots, dest)?,
+        Mode::CreateNew => dest.to_path_buf(),
+    };
+    let dest = target.as_path();
     let (root, rel) = locate(roots, dest)?;
+    let written = named_under(roots, &root, &rel);
     let (dir, name) = open_parent(&root, &rel, dest, true)?;
     let temp = temp_name(&name);
     let temp_path = dest.with_file_name(&temp);
@@ -231,7 +267,18 @@ pub fn write_atomic(
         let _ = dir.unlink(&temp);
     }
     result?;
-    Ok(dir.sync().map_err(io_error("fsync", dest))?)
+    dir.sync().map_err(io_error("fsync", dest))?;
+    Ok(written)
+}
+
+/// The path `rel` beneath the real path of a root names under the one of `roots` that leads
+/// there (the name the scan knows the file by), or under the real path itself.
+fn named_under(roots: &[&Path], real_root: &Path, rel: &Path) -> PathBuf {
+    roots
+        .iter()
+        .find(|root| root.canonicalize().is_ok_and(|real| real == real_root))
+        .map_or(real_root, |root| root)
+        .join(rel)
 }
 
 fn write_temp(
@@ -514,6 +561,37 @@ mod tests {
         // A path outside every root is not written at all.
         assert!(write_atomic(&[&root], &outside.join("z.md"), b"z", Mode::Replace).is_err());
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_replace_of_a_file_link_writes_where_it_leads_and_never_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside.md");
+        fs::create_dir_all(root.join("ns")).unwrap();
+        fs::write(root.join("ns/target.md"), "old").unwrap();
+        fs::write(&outside, "outside").unwrap();
+        std::os::unix::fs::symlink("ns/target.md", root.join("alias.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
+        let written = write_atomic(&[&root], &root.join("alias.md"), b"new", Mode::Replace);
+        assert_eq!(written.unwrap(), root.join("ns/target.md"));
+        assert!(
+            fs::symlink_metadata(root.join("alias.md"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(root.join("ns/target.md")).unwrap(), b"new");
+        let e = write_atomic(&[&root], &root.join("out.md"), b"x", Mode::Replace).unwrap_err();
+        assert!(matches!(e, StoreError::Link { .. }), "{e}");
+        assert_eq!(fs::read(&outside).unwrap(), b"outside");
+        assert!(
+            fs::symlink_metadata(root.join("out.md"))
+                .unwrap()
+                .is_symlink()
+        );
+        // A create never goes through a link: the name is taken.
+        let e = write_atomic(&[&root], &root.join("alias.md"), b"x", Mode::CreateNew);
+        assert!(matches!(e, Err(StoreError::Exists(_))));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
     Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
-    store_error, writable_roots,
+    store_error, touched, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -157,11 +157,13 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if name != req.name {
         check_rename(reader, &req.name, &name)?;
     }
-    store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
-        .map_err(|e| store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT))?;
+    let target = store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
+        .map_err(|e| {
+        store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT)
+    })?;
     Ok(Outcome {
         response: response(&name, &description, &req.content, &path),
-        touched: vec![path],
+        touched: touched(path, target),
         event: ChangeEvent::named(Family::SystemPrompts, "update", &name),
     })
 }

@@ -172,6 +172,77 @@ async fn the_lock_path_is_a_setting_and_a_lock_not_ours_refuses_with_nothing_wri
     assert_eq!(s.state(), before);
 }
 
+/// The lock a git merge of two branches leaves when each downloaded a bundle: `ours` and
+/// `theirs` each add one entry to an empty `base` (`git merge-file`, as `git merge` does).
+fn merged_with_conflicts(base: &lock::Lock, ours: &lock::Lock, theirs: &lock::Lock) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("temp");
+    let sides = [("ours", ours), ("base", base), ("theirs", theirs)];
+    for (name, side) in sides {
+        std::fs::write(dir.path().join(name), side.to_bytes().expect("bytes")).expect("write");
+    }
+    let out = std::process::Command::new("git")
+        .args(["merge-file", "-p", "ours", "base", "theirs"])
+        .current_dir(dir.path())
+        .output()
+        .expect("git merge-file");
+    assert_eq!(out.status.code(), Some(1), "one conflict");
+    out.stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merged_lock_with_conflict_markers_says_so_and_how_to_resolve_it() {
+    let s = Setup::new();
+    s.server.bundle("mailer", &[("SKILL.md", "# Mailer\n")]);
+    s.server.bundle("other", &[("SKILL.md", "# Other\n")]);
+    for worker in ["mailer", "other"] {
+        s.download(FromRegistry, json!({"worker": worker}))
+            .await
+            .expect("download");
+    }
+    let path = s.tree.path("skills/iii-bundles.lock.json");
+    let both = lock::read(&path).expect("lock");
+    let only = |namespace: &str| {
+        let mut one = both.clone();
+        one.bundles.retain(|name, _| name == namespace);
+        one
+    };
+    let base = only("none");
+    std::fs::write(
+        &path,
+        merged_with_conflicts(&base, &only("mailer"), &only("other")),
+    )
+    .expect("write");
+
+    let before = s.state();
+    let err = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect_err("refused");
+    for part in [
+        "holds unresolved git merge-conflict markers",
+        "keep the entries of both sides",
+        "`git checkout --ours",
+        "download again each bundle only the other side had",
+        "iii-directory bundles restore",
+        "nothing was written",
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(!err.contains("key must be a string"), "{err}");
+    assert_eq!(s.state(), before);
+
+    // As the message says: take their side, then download again the bundle only ours had.
+    std::fs::write(&path, only("other").to_bytes().expect("bytes")).expect("write");
+    s.download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect("downloaded again");
+    let mended = lock::read(&path).expect("lock");
+    assert_eq!(
+        mended.bundles.keys().collect::<Vec<_>>(),
+        ["mailer", "other"]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_local_edit_stays_locked_with_the_upstream_bytes() {
     let s = Setup::new();

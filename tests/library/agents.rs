@@ -274,6 +274,30 @@ fn frontmatter_that_is_not_yaml_is_served_from_its_lines_and_reported() {
 }
 
 #[test]
+fn frontmatter_with_merge_conflict_markers_is_served_from_its_lines_and_check_names_the_markers() {
+    let tree = Tree::new();
+    profile(
+        &tree,
+        "builder",
+        "name: Builder\n<<<<<<< HEAD\nskills:\n  - mailer\n=======\nskills:\n  - shell\n>>>>>>> feature",
+        "Build.\n",
+    );
+    let d = tree.open();
+    // Served by the salvage rule, without the `skills:` list it lost.
+    assert_eq!(row(&d, "builder")["name"], "Builder");
+    let reason = skipped(&d, &tree.abs("agents/builder.md")).expect("reported by check");
+    assert_eq!(reason, SkipReason::FrontmatterConflicted);
+    let sentence = reason.to_string();
+    for part in [
+        "unresolved git merge-conflict markers",
+        "`<<<<<<< `, `=======`, `>>>>>>> `",
+        "`skills:` is lost",
+    ] {
+        assert!(sentence.contains(part), "{part}: {sentence}");
+    }
+}
+
+#[test]
 fn missing_or_blank_name_is_skipped() {
     for text in [
         "---\ndescription: No name.\n---\nBody.\n",

@@ -355,6 +355,29 @@ fn frontmatter_that_is_not_yaml_is_read_line_by_line_and_reported() {
 }
 
 #[test]
+fn a_skill_whose_frontmatter_holds_merge_conflict_markers_is_served_and_check_names_them() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/a.md",
+        "---\ntitle: Merged\n<<<<<<< HEAD\ndescription: Ours.\n=======\ndescription: Theirs.\n>>>>>>> feature\n---\n# Body\n\nText.\n",
+    );
+    let d = tree.open();
+    assert_eq!(row(&d, "a")["title"], "Merged");
+    let skipped = d.skipped().expect("check");
+    let reported = skipped
+        .iter()
+        .find(|s| s.path == tree.abs("skills/a.md"))
+        .expect("the file is listed by check");
+    assert_eq!(reported.reason, SkipReason::FrontmatterConflicted);
+    let sentence = reported.reason.to_string();
+    assert!(
+        sentence.starts_with("frontmatter holds unresolved git merge-conflict markers"),
+        "{sentence}"
+    );
+    assert!(!sentence.contains("mapping values"), "{sentence}");
+}
+
+#[test]
 fn emoji_written_as_surrogate_pair_escapes_keep_the_frontmatter() {
     let tree = no_bundled();
     tree.write(

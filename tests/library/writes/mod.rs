@@ -252,6 +252,7 @@ mod across_families;
 mod agents;
 mod escape;
 mod globals;
+mod links;
 mod skills_create;
 mod skills_delete;
 mod skills_update;
