@@ -753,6 +753,7 @@ impl Directory {
     /// adds the watcher's health and its connection.)
     pub fn status(&self) -> Result<Value> {
         self.catch_up();
+        let skipped = self.skipped()?;
         let reader = self.index.read()?;
         let count = |v: Value, key: &str| v[key].as_array().map_or(0, Vec::len);
         let last = reader.last_reconcile()?;
@@ -765,7 +766,8 @@ impl Directory {
                 "system_prompts": count(system_prompts::list(&reader)?, "prompts"),
                 "agents": count(agents::list(&reader)?, "agents"),
             },
-            "skipped": self.skipped()?,
+            "skipped": skipped.iter().take(STATUS_SKIPPED).collect::<Vec<_>>(),
+            "skipped_total": skipped.len(),
             "last_reconcile": last.map(|l| serde_json::json!({
                 "at": l.at.rfc3339(),
                 "duration_ms": l.duration_ms,
@@ -807,6 +809,12 @@ impl Directory {
             .collect())
     }
 }
+
+/// How many skipped files `index::status` lists (`skipped_total` counts them all; `check`
+/// lists every one). A health call stays small however many files a tree holds that are not
+/// served: 50,000 of them (a `node_modules` folder of READMEs) made 17 MB, more than the
+/// engine carries in one message.
+const STATUS_SKIPPED: usize = 1000;
 
 /// What a change on disk made: its answer, the paths it touched, the events it publishes.
 pub(crate) struct Change<T> {

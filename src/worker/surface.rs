@@ -207,13 +207,14 @@ pub fn functions() -> Vec<Function> {
     let own = vec![
         Function {
             id: "directory::index::status",
-            description: "Index health: revision, rows per family, every skipped file with its reason, the last reconcile, the index's error while it cannot record changes, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
+            description: "Index health: revision, rows per family, skipped files with their reasons (the first 1,000 by path; skipped_total counts them all; `iii-directory check` lists every one), the last reconcile, the index's error while it cannot record changes, the file watcher's state, the engine connection (reconnections, last error, what was set up again), the configuration values refused at boot or live, and how search ranks (search: mode, model, state of the model, skill contents embedded and pending, error when the model could not be fetched or loaded).",
             request: object(json!({}), &[]),
             response: object(
                 json!({
                     "revision": integer(), "index_path": string("index file"), "files": integer(),
                     "counts": object(json!({ "skills": integer(), "system_prompts": integer(), "agents": integer() }), &["skills", "system_prompts", "agents"]),
                     "skipped": array_of(object(json!({ "root": string("configuration key"), "path": string("absolute path"), "family": nullable_string(), "id": nullable_string(), "reason": string("why") }), &["root", "path", "reason"])),
+                    "skipped_total": integer(),
                     "last_reconcile": { "type": ["object", "null"] },
                     "index_error": {
                         "type": ["object", "null"],

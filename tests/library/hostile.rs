@@ -1605,3 +1605,30 @@ fn writes_with_hostile_ids_are_refused_and_write_nothing() {
     );
     assert_healthy(&d);
 }
+
+/// A tree of thousands of files that are not served (a `node_modules` folder of READMEs) keeps
+/// `index::status` small: it lists the first 1,000 by path and counts them all; `check`
+/// still lists every one.
+#[test]
+fn status_lists_the_first_thousand_skipped_files_and_counts_them_all() {
+    let tree = Tree::new();
+    tree.write("skills/deploy.md", "# Deploy\n\nShip it.\n");
+    for i in 0..1005 {
+        tree.write(
+            &format!("skills/node_modules/pkg {i:04}/README.md"),
+            "# pkg\n\nreadme\n",
+        );
+    }
+    let d = tree.open();
+    let status = d.status().expect("status");
+    let listed = status["skipped"].as_array().expect("skipped");
+    assert_eq!(listed.len(), 1000);
+    assert_eq!(status["skipped_total"], 1005);
+    assert!(
+        listed[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("pkg 0000/README.md")
+    );
+    assert_eq!(d.skipped().expect("check").len(), 1005);
+}
