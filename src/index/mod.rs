@@ -651,6 +651,7 @@ fn create_tables(db: &redb::Database) -> Result<()> {
         txn.open_table(DOCS).map_err(Error::index)?;
         txn.open_table(SPEC).map_err(Error::index)?;
         txn.open_table(VECTORS).map_err(Error::index)?;
+        txn.open_table(RETIRED_VECTORS).map_err(Error::index)?;
         txn.open_table(TEXT_IDS).map_err(Error::index)?;
         txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?;
         txn.open_table(TOP_DIRS).map_err(Error::index)?;

@@ -26,6 +26,14 @@ pub const SPEC: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::ne
 /// `meta.vectors_model` holds, so a table of another layout belongs to another name and is
 /// embedded again, never read as this one.
 pub const VECTORS: TableDefinition<'static, &[u8; 32], &[u8]> = TableDefinition::new("vectors");
+/// Content hash → the embeddings of a content no file holds any more, kept a while in case it
+/// comes back (see `reconcile::retired`): a `git switch` away and back gets its skills' vectors
+/// back instead of minutes of embedding. Each value is the time it was retired (`u64` seconds,
+/// little-endian), a fingerprint of the model name it was made by (`u64`), then the bytes it
+/// had in [`VECTORS`]. Made when first written: a file without it has retired nothing, and a
+/// binary that does not know it leaves it alone, so it needs no schema step.
+pub const RETIRED_VECTORS: TableDefinition<'static, &[u8; 32], &[u8]> =
+    TableDefinition::new("retired_vectors");
 /// Content hash → the key of its text in the texts store (see [`texts`](super::texts)). Keys are
 /// handed out in order, from [`META_NEXT_TEXT`] up, so that new texts are appended to the
 /// texts store.

@@ -17,7 +17,9 @@
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::records::encode;
-use super::tables::{DOCS, META, META_VECTORS_MODEL, META_VECTORS_TOKENS, VECTORS, stored_u64};
+use super::tables::{
+    DOCS, META, META_VECTORS_MODEL, META_VECTORS_TOKENS, RETIRED_VECTORS, VECTORS, stored_u64,
+};
 use super::{Handle, Index, Reader, Writer, closed, poisoned};
 use crate::doc::Hash;
 use crate::embed::{Quantized, TOKENS_REVISION, join_bytes, split_bytes};
@@ -131,6 +133,9 @@ impl Index {
             let mut vectors = txn.open_table(VECTORS).map_err(Error::index)?;
             if !same {
                 vectors.retain(|_, _| false).map_err(Error::index)?;
+                // Another model's retired vectors would never be taken back.
+                let mut retired = txn.open_table(RETIRED_VECTORS).map_err(Error::index)?;
+                retired.retain(|_, _| false).map_err(Error::index)?;
                 meta.insert(META_VECTORS_MODEL, model.as_bytes())
                     .map_err(Error::index)?;
             }
@@ -156,7 +161,9 @@ impl Index {
     /// cut differently) and records, in the same commit, that every one left is of
     /// [`TOKENS_REVISION`].
     pub fn retokenized(&self, stale: &[Hash]) -> Result<()> {
-        self.drop_vectors_and(stale, |meta| {
+        self.drop_vectors_and(stale, |meta, retired| {
+            // Retired vectors may be of the older revision: none is taken back.
+            retired.retain(|_, _| false).map_err(Error::index)?;
             meta.insert(META_VECTORS_TOKENS, encode(&TOKENS_REVISION).as_slice())
                 .map_err(Error::index)?;
             Ok(())
@@ -166,14 +173,17 @@ impl Index {
     /// Drops the stored embeddings of `unused`: contents a file still holds that are no longer
     /// embedded (an Agent Skill's resources, which skill search does not rank).
     pub fn drop_vectors(&self, unused: &[Hash]) -> Result<()> {
-        self.drop_vectors_and(unused, |_| Ok(()))
+        self.drop_vectors_and(unused, |_, _| Ok(()))
     }
 
     /// Drops the stored embeddings of `hashes` and updates `meta` in the same commit.
     fn drop_vectors_and(
         &self,
         hashes: &[Hash],
-        update_meta: impl FnOnce(&mut redb::Table<'_, &str, &[u8]>) -> Result<()>,
+        update_meta: impl FnOnce(
+            &mut redb::Table<'_, &str, &[u8]>,
+            &mut redb::Table<'_, &[u8; 32], &[u8]>,
+        ) -> Result<()>,
     ) -> Result<()> {
         let Handle::Writer(Writer { slot, .. }) = &self.handle else {
             return Err(IndexError::Unavailable("a read-only index cannot drop embeddings").into());
@@ -187,7 +197,8 @@ impl Index {
             for hash in hashes {
                 vectors.remove(hash).map_err(Error::index)?;
             }
-            update_meta(&mut meta)?;
+            let mut retired = txn.open_table(RETIRED_VECTORS).map_err(Error::index)?;
+            update_meta(&mut meta, &mut retired)?;
         }
         txn.commit().map_err(Error::index)?;
         Ok(())

@@ -201,6 +201,38 @@ fn vectors_survive_a_restart_and_only_changed_contents_are_embedded_again() {
     );
 }
 
+/// A `git switch` away and back: the contents that left come back with the vectors they had,
+/// and nothing is embedded again.
+#[test]
+fn a_content_that_leaves_and_comes_back_takes_its_vectors_back() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 3);
+    let gone = std::fs::read_to_string(tree.path("skills/invoice-reminders/SKILL.md")).unwrap();
+    tree.remove("skills/invoice-reminders/SKILL.md");
+    directory.reconcile().expect("reconcile");
+    assert_eq!(stored(&directory), 2);
+    tree.write("skills/invoice-reminders/SKILL.md", &gone);
+    directory.reconcile().expect("reconcile");
+    assert_eq!(stored(&directory), 3, "its vectors came back with it");
+    assert_eq!(
+        directory.embed_pending().expect("embed"),
+        0,
+        "nothing embedded again"
+    );
+    let status = directory.search_status().expect("status");
+    assert_eq!(status["pending"].as_u64(), Some(0));
+    assert_eq!(
+        result_ids(&search(&directory, "chase unpaid bills"))
+            .first()
+            .map(String::as_str),
+        Some("invoice-reminders")
+    );
+}
+
 #[test]
 fn a_pass_racing_the_models_arrival_finds_the_stored_vectors_already_held() {
     let Some(model) = embedder() else { return };

@@ -20,6 +20,7 @@
 mod mirror;
 mod parts;
 mod read;
+pub(super) mod retired;
 mod store;
 
 use std::collections::{HashMap, HashSet};

@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rayon::prelude::*;
-use redb::{ReadableDatabase, ReadableTableMetadata, Table, WriteTransaction};
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 use serde::Serialize;
 
 use super::mirror::{Mirror, Moves};
 use super::read::Read;
+use super::retired;
 use crate::doc::{Hash, ParsedDoc};
 use crate::error::{Error, Result};
 use crate::index::records::encode;
@@ -26,17 +27,27 @@ pub struct FileTables<'txn> {
     docs: Table<'txn, &'static [u8; 32], &'static [u8]>,
     spec: Table<'txn, &'static [u8; 32], &'static [u8]>,
     vectors: Table<'txn, &'static [u8; 32], &'static [u8]>,
+    retired: Table<'txn, &'static [u8; 32], &'static [u8]>,
+    /// The fingerprint of the model the stored vectors are of (see [`retired`]).
+    model: Option<u64>,
     text_ids: Table<'txn, &'static [u8; 32], u64>,
     garbage: Table<'txn, u64, ()>,
 }
 
 impl<'txn> FileTables<'txn> {
     pub fn open(txn: &'txn WriteTransaction) -> Result<FileTables<'txn>> {
+        let model = {
+            let meta = txn.open_table(META).map_err(Error::index)?;
+            let model = meta.get(META_VECTORS_MODEL).map_err(Error::index)?;
+            model.map(|m| retired::model_print(m.value()))
+        };
         Ok(FileTables {
             files: txn.open_table(FILES).map_err(Error::index)?,
             docs: txn.open_table(DOCS).map_err(Error::index)?,
             spec: txn.open_table(SPEC).map_err(Error::index)?,
             vectors: txn.open_table(VECTORS).map_err(Error::index)?,
+            retired: txn.open_table(RETIRED_VECTORS).map_err(Error::index)?,
+            model,
             text_ids: txn.open_table(TEXT_IDS).map_err(Error::index)?,
             garbage: txn.open_table(TEXTS_GARBAGE).map_err(Error::index)?,
         })
@@ -80,6 +91,8 @@ impl<'txn> FileTables<'txn> {
                     .map_err(Error::index)?;
             }
         }
+        let back = new.iter().map(|(hash, _)| *hash);
+        retired::take_back(&mut self.vectors, &mut self.retired, back, self.model)?;
         let mut texts = Vec::with_capacity(new.len());
         for (hash, content) in new {
             let key = mirror.next_text;
@@ -105,13 +118,14 @@ impl<'txn> FileTables<'txn> {
         Ok(())
     }
 
-    /// Forgets contents no file holds any more: their parses and embeddings now, their texts at the next
-    /// reconcile (listed for it, see [`take_garbage`]).
+    /// Forgets contents no file holds any more: their parses now, their texts at the next
+    /// reconcile (listed for it, see [`take_garbage`]); their embeddings are retired (see
+    /// [`retired`]).
     pub fn forget(&mut self, orphans: &[Hash]) -> Result<()> {
+        retired::retire(&mut self.vectors, &mut self.retired, orphans, self.model)?;
         for hash in orphans {
             self.docs.remove(hash).map_err(Error::index)?;
             self.spec.remove(hash).map_err(Error::index)?;
-            self.vectors.remove(hash).map_err(Error::index)?;
             let key = self.text_ids.remove(hash).map_err(Error::index)?;
             if let Some(key) = key.map(|key| key.value()) {
                 self.garbage.insert(key, ()).map_err(Error::index)?;
