@@ -406,6 +406,7 @@ impl Directory {
             let _guard = self.lock()?;
             self.index.reconcile(&self.roots, scope, progress)?
         };
+        self.note_holder_if_rebuilt();
         // The reconcile removed the temporary files killed writers left (see `store`).
         if !report.temps.is_empty() {
             tracing::info!(
@@ -445,6 +446,19 @@ impl Directory {
                 events: vec![outcome.event],
             })
         })
+    }
+
+    /// Writes this process's holder note again after its index file was built again (it was
+    /// removed under it, with the note beside it): commands find the worker again.
+    fn note_holder_if_rebuilt(&self) {
+        if self.index.take_rebuilt() {
+            let settings = self.settings();
+            index::holder::note(
+                &self.config.paths.index_path,
+                folders(&self.roots),
+                &settings,
+            );
+        }
     }
 
     /// Refuses a change before it touches the disk while the index cannot record changes
@@ -493,6 +507,7 @@ impl Directory {
             }
             (done, locked, written, caught_up)
         };
+        self.note_holder_if_rebuilt();
         let reconciled = started.elapsed();
         // The watcher's echo of this change was queued by the kernel when the files went into
         // place: taken in here, it is paid by the call that caused it, not by the next read

@@ -129,6 +129,18 @@ struct Writer {
     closed: AtomicBool,
     /// The failing reconciles, while they last (see [`trouble`]).
     trouble: Mutex<Option<Trouble>>,
+    /// The device and inode of the index file this writer opened: a file removed or replaced
+    /// under it (a `git clean -fdx` of the folder it lives in) is noticed at the next reconcile.
+    opened: Mutex<Option<(u64, u64)>>,
+    /// Set when the file was built again after it was removed or replaced; taken by
+    /// [`Index::take_rebuilt`].
+    rebuilt: AtomicBool,
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Writer {
@@ -206,6 +218,8 @@ impl Index {
                 path: path.to_path_buf(),
                 closed: AtomicBool::new(false),
                 trouble: Mutex::new(None),
+                opened: Mutex::new(file_id(path)),
+                rebuilt: AtomicBool::new(false),
             }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
@@ -335,9 +349,10 @@ impl Index {
         scope: &Scope,
         progress: &dyn Fn(Progress),
     ) -> Result<Report> {
-        let Handle::Writer(Writer { slot, trouble, .. }) = &self.handle else {
+        let Handle::Writer(writer) = &self.handle else {
             return Err(IndexError::Unavailable("a read-only index cannot reconcile").into());
         };
+        let Writer { slot, trouble, .. } = writer;
         // Told once per spell of failures; the attempts after the first are logged at debug.
         let failing = locks::lock(trouble).is_some();
         let mut mirror = self.mirror.lock().map_err(|_| poisoned())?;
@@ -358,13 +373,27 @@ impl Index {
         // reconcile of every root brings it back whole. A scoped one would leave it holding
         // the few paths of that scope, and every read answering from them.
         let mut scope = scope;
-        if slot.read().map_err(|_| poisoned())?.is_none() {
+        let replaced = writer.replaced();
+        if replaced {
+            tracing::warn!(
+                path = %self.path.display(),
+                "the index file was removed or replaced while this process used it (a `git \
+                 clean` of its folder, say); it is built again there from the folders"
+            );
+            if let Some(parent) = self.path.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+        }
+        if replaced || slot.read().map_err(|_| poisoned())?.is_none() {
             if let Err(e) = self.reopen(slot, &mut mirror) {
                 let result = Err(e);
                 note_outcome(trouble, &result);
                 return result;
             }
             scope = &Scope::All;
+            if replaced {
+                writer.rebuilt.store(true, Ordering::SeqCst);
+            }
         }
         let mut result = run(&mut mirror, scope);
         if let Err(e) = &result {
@@ -470,7 +499,27 @@ impl Index {
         mirror.racy_window = racy_window;
         mirror.log_keep = log_keep;
         *slot = Some(stores);
+        if let Handle::Writer(writer) = &self.handle {
+            *locks::lock(&writer.opened) = file_id(&self.path);
+        }
         Ok(())
+    }
+
+    /// Whether the file was built again since the last call, after it was removed or replaced
+    /// under this writer: the caller writes its holder note again, which went with it.
+    pub fn take_rebuilt(&self) -> bool {
+        match &self.handle {
+            Handle::Writer(writer) => writer.rebuilt.swap(false, Ordering::SeqCst),
+            Handle::Reader { .. } => false,
+        }
+    }
+}
+
+impl Writer {
+    /// Whether the index file at the path is gone, or another file than the one opened.
+    fn replaced(&self) -> bool {
+        let opened = *locks::lock(&self.opened);
+        opened.is_some() && file_id(&self.path) != opened
     }
 }
 

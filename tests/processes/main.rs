@@ -9,4 +9,5 @@
 mod cli;
 mod crash;
 mod disk_full;
+mod index_removed;
 mod open_files;
