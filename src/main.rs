@@ -303,6 +303,8 @@ fn main() -> ExitCode {
     init_logging(&level);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader stopped reading (`| head -1`): what it wanted, it has.
+        Err(CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {}", for_the_command_line(&message.to_string()));
             ExitCode::FAILURE
@@ -506,7 +508,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         tracing::warn!("{warning}");
     }
     if cli.manifest {
-        emit(&serde_json::to_string_pretty(&worker::surface::manifest())?);
+        emit(&serde_json::to_string_pretty(&worker::surface::manifest())?)?;
         return Ok(());
     }
     let command = cli.command.unwrap_or(Command::Serve);
@@ -634,18 +636,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Download(args) => {
-            emit(&cli_download::run(config, args)?);
+            emit(&cli_download::run(config, args)?)?;
             Ok(())
         }
         Command::Bundles { action, json } => {
             let outcome = cli_bundles::run(config, action, json)?;
-            emit(&outcome.text);
+            emit(&outcome.text)?;
             outcome.failure.map_or(Ok(()), Err)
         }
         Command::Check { json, spec: true } => {
             let summary = open_fresh(config)?.spec_check()?;
             if json {
-                emit(&serde_json::to_string_pretty(&summary)?);
+                emit(&serde_json::to_string_pretty(&summary)?)?;
                 return Ok(());
             }
             emit(&format!(
@@ -654,7 +656,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 summary.valid,
                 summary.checked - summary.valid,
                 summary.breaking(SpecSeverity::Warning),
-            ));
+            ))?;
             let rows: Vec<[String; 4]> = summary
                 .files
                 .iter()
@@ -670,7 +672,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 })
                 .collect();
             if !rows.is_empty() {
-                print_table(["ID", "RULE", "SEVERITY", "PROBLEM"], &rows);
+                print_table(["ID", "RULE", "SEVERITY", "PROBLEM"], &rows)?;
             }
             Ok(())
         }
@@ -678,15 +680,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let directory = open_fresh(config)?;
             let skipped = directory.skipped()?;
             if json {
-                emit(&serde_json::to_string_pretty(&skipped)?);
+                emit(&serde_json::to_string_pretty(&skipped)?)?;
             } else if skipped.is_empty() {
-                emit("every file is served");
+                emit("every file is served")?;
             } else {
                 let rows: Vec<[String; 3]> = skipped
                     .into_iter()
                     .map(|s| [s.root.to_string(), s.path, s.reason.to_string()])
                     .collect();
-                print_table(["ROOT", "PATH", "REASON"], &rows);
+                print_table(["ROOT", "PATH", "REASON"], &rows)?;
             }
             Ok(())
         }
@@ -788,8 +790,7 @@ fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result
     } else {
         shown_on_a_terminal(&human(), false)
     };
-    emit(&text);
-    Ok(())
+    emit(&text)
 }
 
 /// `text` from files (names, descriptions, bodies) as a terminal may show it: characters that
@@ -806,10 +807,52 @@ fn shown_on_a_terminal(text: &str, one_line: bool) -> String {
         .collect()
 }
 
-/// Writes a line to stdout; a closed pipe (`| head`) is not an error worth reporting.
-fn emit(text: &str) {
+/// Writes a line to stdout, flushed: every byte of the command's output goes through here, so
+/// an output that cannot be written (a full disk, `> /dev/full`, a closed stdout) fails the
+/// command with the reason instead of leaving a truncated answer behind an exit code 0. A
+/// reader that stopped reading (`| head`) is told apart in `main`, which exits quietly.
+fn emit(text: &str) -> Result<(), CliError> {
+    if stdout_closed_at_start() {
+        return Err(CliError::Output(std::io::Error::from_raw_os_error(
+            libc::EBADF,
+        )));
+    }
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
+    writeln!(out, "{}", text.trim_end_matches('\n'))
+        .and_then(|()| out.flush())
+        .map_err(CliError::Output)
+}
+
+/// Whether the process was started with its stdout closed (`>&-`), noted before Rust's
+/// runtime starts: the runtime then opens /dev/null in its place, where the output would
+/// vanish without an error.
+#[cfg(target_os = "linux")]
+fn stdout_closed_at_start() -> bool {
+    closed_stdout::CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stdout_closed_at_start() -> bool {
+    false
+}
+
+#[cfg(target_os = "linux")]
+mod closed_stdout {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    pub static CLOSED: AtomicBool = AtomicBool::new(false);
+
+    /// Run by the loader before `main` and before Rust's runtime puts /dev/null on a closed
+    /// standard descriptor.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static NOTE: extern "C" fn() = note;
+
+    extern "C" fn note() {
+        // SAFETY: fcntl(F_GETFD) reads a descriptor's flags and touches no memory.
+        let closed = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1;
+        CLOSED.store(closed, Ordering::Relaxed);
+    }
 }
 
 fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Result<(), CliError> {
@@ -841,7 +884,7 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
         if let Some(embeddings) = &embeddings {
             summary["embeddings"] = serde_json::to_value(embeddings)?;
         }
-        emit(&serde_json::to_string_pretty(&summary)?);
+        emit(&serde_json::to_string_pretty(&summary)?)?;
     } else {
         emit(&format!(
             "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
@@ -857,11 +900,11 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
             } else {
                 " (nothing changed)"
             },
-        ));
+        ))?;
         if let Some(embeddings) = &embeddings {
-            emit(&embeddings.line());
+            emit(&embeddings.line())?;
         }
-        emit(&format!("index: {}", index_path.display()));
+        emit(&format!("index: {}", index_path.display()))?;
     }
     Ok(())
 }
@@ -1184,38 +1227,13 @@ fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
     out
 }
 
-fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
-    emit(&table(headers, rows));
+fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> Result<(), CliError> {
+    emit(&table(headers, rows))
 }
 
 #[cfg(test)]
 mod tests {
     use super::for_the_command_line;
-
-    #[test]
-    fn text_from_files_reaches_the_terminal_as_text() {
-        use super::{shown_on_a_terminal, table};
-        assert_eq!(
-            shown_on_a_terminal("bell\u{7} esc\u{1b}[2J \u{202e}rtl\nnext\tline", false),
-            "bell\u{fffd} esc\u{fffd}[2J \u{fffd}rtl\nnext\tline"
-        );
-        assert_eq!(
-            table(["ID", "TITLE"], &[["nl".into(), "line1\nline2".into()]]),
-            "ID  TITLE\nnl  line1 line2"
-        );
-        // Wide and combining characters take the columns a terminal gives them.
-        assert_eq!(
-            table(
-                ["NAME", "X"],
-                &[
-                    ["船長".into(), "a".into()],
-                    ["cafe\u{301}".into(), "b".into()],
-                    ["ab".into(), "c".into()]
-                ]
-            ),
-            "NAME  X\n船長  a\ncafe\u{301}  b\nab    c"
-        );
-    }
 
     /// A candidate of another engine namespace is shown with it: the id alone cannot be called.
     #[test]

@@ -8,3 +8,4 @@
 mod cli;
 mod crash;
 mod disk_full;
+mod operator;
