@@ -468,12 +468,9 @@ fn init_logging(level: &str) {
             },
         )
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(with_quiet(level)));
-    // Colour codes only for a person at a terminal: a service manager's journal or a pipe
-    // gets plain text (and NO_COLOR is honoured, https://no-color.org).
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(colour)
+        .with_ansi(Stderr::now().colour)
         .with_filter(filter);
     // Beside the output, with a filter of its own: the SDK's connection events, whatever the
     // log level, tell the worker each (re)connection (src/worker/connection.rs).
@@ -481,6 +478,35 @@ fn init_logging(level: &str) {
         .with(output)
         .with(worker::connection_layer())
         .init();
+}
+
+/// What stderr shows a person: colour, and a line redrawn in place (`\r\x1b[2K`, cursor
+/// control). Both only on a terminal: a service manager's journal or a pipe gets plain text.
+/// `TERM=dumb` is a terminal without either (an editor's shell buffer, a serial console);
+/// `NO_COLOR` (https://no-color.org) takes the colour away and leaves the redraw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stderr {
+    colour: bool,
+    redraw: bool,
+}
+
+impl Stderr {
+    /// As this process's stderr and environment say.
+    fn now() -> Stderr {
+        Stderr::of(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("TERM").as_deref(),
+            std::env::var_os("NO_COLOR").is_some(),
+        )
+    }
+
+    fn of(terminal: bool, term: Option<&std::ffi::OsStr>, no_colour: bool) -> Stderr {
+        let redraw = terminal && term.is_none_or(|term| term != "dumb");
+        Stderr {
+            colour: redraw && !no_colour,
+            redraw,
+        }
+    }
 }
 
 impl Command {
@@ -910,7 +936,7 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
 }
 
 /// Progress of long work on stderr: on a terminal one line redrawn in place; elsewhere (a log,
-/// a CI job) a plain line now and then, so that a long `reindex` is seen to move; none for
+/// a CI job, a terminal without cursor control: `Stderr`) a plain line now and then, so that a long `reindex` is seen to move; none for
 /// `--json`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ProgressOutput {
@@ -936,7 +962,7 @@ impl ProgressLine {
     /// Progress shown only once the work has lasted `quiet_for` (a read that usually takes a
     /// moment), or the plain lines' interval if longer.
     fn after(json: bool, quiet_for: Duration) -> ProgressLine {
-        let output = match (json, std::io::stderr().is_terminal()) {
+        let output = match (json, Stderr::now().redraw) {
             (true, _) => ProgressOutput::Off,
             (false, true) => ProgressOutput::Terminal,
             (false, false) => ProgressOutput::Lines,
@@ -1234,6 +1260,59 @@ fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> Resu
 #[cfg(test)]
 mod tests {
     use super::for_the_command_line;
+
+    #[test]
+    fn a_dumb_terminal_gets_plain_lines_and_no_colour_and_no_color_only_drops_the_colour() {
+        use super::Stderr;
+        fn term(name: &str) -> Option<&std::ffi::OsStr> {
+            Some(std::ffi::OsStr::new(name))
+        }
+        let both = Stderr {
+            colour: true,
+            redraw: true,
+        };
+        let plain = Stderr {
+            colour: false,
+            redraw: false,
+        };
+        assert_eq!(Stderr::of(true, term("xterm-256color"), false), both);
+        assert_eq!(Stderr::of(true, None, false), both);
+        assert_eq!(Stderr::of(true, term("dumb"), false), plain);
+        assert_eq!(Stderr::of(true, term("dumb"), true), plain);
+        assert_eq!(
+            Stderr::of(true, term("xterm"), true),
+            Stderr {
+                colour: false,
+                redraw: true
+            }
+        );
+        assert_eq!(Stderr::of(false, term("xterm"), false), plain);
+    }
+
+    #[test]
+    fn text_from_files_reaches_the_terminal_as_text() {
+        use super::{shown_on_a_terminal, table};
+        assert_eq!(
+            shown_on_a_terminal("bell\u{7} esc\u{1b}[2J \u{202e}rtl\nnext\tline", false),
+            "bell\u{fffd} esc\u{fffd}[2J \u{fffd}rtl\nnext\tline"
+        );
+        assert_eq!(
+            table(["ID", "TITLE"], &[["nl".into(), "line1\nline2".into()]]),
+            "ID  TITLE\nnl  line1 line2"
+        );
+        // Wide and combining characters take the columns a terminal gives them.
+        assert_eq!(
+            table(
+                ["NAME", "X"],
+                &[
+                    ["船長".into(), "a".into()],
+                    ["cafe\u{301}".into(), "b".into()],
+                    ["ab".into(), "c".into()]
+                ]
+            ),
+            "NAME  X\n船長  a\ncafe\u{301}  b\nab    c"
+        );
+    }
 
     /// A candidate of another engine namespace is shown with it: the id alone cannot be called.
     #[test]
