@@ -285,6 +285,7 @@ enum KindOne {
 }
 
 fn main() -> ExitCode {
+    let_ctrl_c_stop();
     leave_payloads_out_of_traces();
     let cli = Cli::parse();
     check_usage(&cli);
@@ -356,6 +357,22 @@ const MMAP_THRESHOLD_BYTES: libc::c_int = 1 << 20;
 /// Arenas glibc's malloc may create (its default is 8 per core).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENAS: libc::c_int = 2;
+
+/// Ctrl-C (SIGINT) stops every command, and the worker at any moment. A process started in the
+/// background of a script inherits SIGINT ignored (a shell without job control does that), and
+/// so `reindex` ran to its end and the worker missed a Ctrl-C until it listened for one itself
+/// (`worker::serve`, which then stops gracefully). Put back to its default action before
+/// anything else runs: the process ends at once, exit status 130 as a shell shows it, and an
+/// interrupted `reindex` leaves the index as any killed writer does: its last commit, brought
+/// up to date by the next command or worker that opens it (the rows and their completeness
+/// are committed together).
+fn let_ctrl_c_stop() {
+    #[cfg(unix)]
+    // SAFETY: no other thread exists yet; SIG_DFL installs no handler.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
 
 /// The SDK's variable that keeps call payloads out of its trace spans.
 const TRACE_PAYLOADS_OFF: &str = "III_DISABLE_TRACE_PAYLOADS";
