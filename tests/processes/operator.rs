@@ -191,6 +191,40 @@ fn ctrl_c_stops_a_reindex_at_any_moment_and_the_next_command_serves_the_whole_tr
     }
 }
 
+/// Ctrl-C the moment a first index's file appears, while it is being created: the next command
+/// builds the index and serves the tree (a file killed in its making is not taken for
+/// someone else's).
+#[test]
+fn ctrl_c_while_a_first_index_is_created_leaves_nothing_the_next_command_refuses() {
+    let tree = sample_tree();
+    let index = tree.config().paths.index_path;
+    for cycle in 0..10 {
+        for file in iii_directory::index_files(&index) {
+            let _ = fs::remove_file(file);
+        }
+        let mut reindex = iii(&tree)
+            .args(["reindex", "--no-embed"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn reindex");
+        while !index.exists() && reindex.try_wait().expect("try_wait").is_none() {
+            std::hint::spin_loop();
+        }
+        interrupt(&reindex);
+        let _ = reindex.wait();
+        let output = iii(&tree)
+            .args(["list", "skills", "--json"])
+            .output()
+            .expect("list");
+        assert!(
+            output.status.success(),
+            "cycle {cycle}: {}",
+            stderr(&output)
+        );
+    }
+}
+
 /// Sends Ctrl-C again and again until `child` ends: the first may come before the process
 /// takes Ctrl-C back from the ignored state it started in.
 fn interrupted(child: &mut Child) -> ExitStatus {
