@@ -302,7 +302,7 @@ fn main() -> ExitCode {
         .map(str::to_ascii_lowercase)
         .unwrap_or_else(|| if serving { "info" } else { "warn" }.into());
     init_logging(&level);
-    match run(cli) {
+    match start_threads().and_then(|()| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader stopped reading (`| head -1`): what it wanted, it has.
         Err(CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -409,6 +409,22 @@ fn tune_malloc() {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
+    }
+}
+
+/// Starts rayon's pool (reading and parsing files, views, searches) before any command uses
+/// it: rayon would panic at its first use when the process cannot start its threads (a small
+/// address space, a thread limit), where this says so. Its one attempt is made here.
+fn start_threads() -> Result<(), CliError> {
+    match rayon::ThreadPoolBuilder::new().build_global() {
+        Ok(()) => Ok(()),
+        // Only a failure to start a thread has an I/O error as its source.
+        Err(e) if std::error::Error::source(&e).is_some() => {
+            let cause = std::io::Error::other(e);
+            Err(iii_directory::Error::thread("the pool that reads files")(cause).into())
+        }
+        // Started already: the pool is there.
+        Err(_) => Ok(()),
     }
 }
 

@@ -238,3 +238,25 @@ fn interrupted(child: &mut Child) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Every thread the process starts asks for a stack this large (`RUST_MIN_STACK`), which no
+/// address space has room for: a process that cannot start threads, as under a small
+/// `ulimit -v`, made deterministic.
+const NO_ROOM_FOR_A_STACK: &str = "1099511627776";
+
+#[test]
+fn a_reindex_that_cannot_start_its_threads_says_so_without_a_panic() {
+    let tree = sample_tree();
+    let output = iii(&tree)
+        .args(["reindex", "--from-scratch", "--no-embed"])
+        .env("RUST_MIN_STACK", NO_ROOM_FOR_A_STACK)
+        .output()
+        .expect("run reindex");
+    let errors = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{errors}");
+    assert!(!errors.contains("panicked"), "{errors}");
+    assert!(
+        errors.contains("could not start a thread") && errors.contains("raise the limit"),
+        "{errors}"
+    );
+}
