@@ -5,7 +5,6 @@
 //! way (staged, all or nothing, under the same cross-process lock) and the command follows the
 //! worker's live index read-only until it shows every markdown file written, or says why not.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,7 +117,7 @@ fn describe(step: &Step, started: Instant) -> String {
 /// Waits until the running worker's index holds every markdown file written, as written.
 fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError> {
     let deadline = Instant::now() + FOLLOW_TIMEOUT;
-    let waiting = std::io::stderr().is_terminal();
+    let waiting = crate::Stderr::now().redraw;
     loop {
         let missing = download::unindexed(directory, written)?;
         if missing == 0 {

@@ -46,6 +46,12 @@ pub enum CliError {
     /// `bundles restore` could not restore some bundles; the report says which and why.
     #[error("{bundles} bundle(s) could not be restored (the reasons are above)")]
     NotRestored { bundles: usize },
+    /// The command's output could not be written to stdout.
+    #[error(
+        "could not write the output to stdout ({0}), so it is missing or cut short; check \
+         where the output goes (a full disk or a closed stdout) and run the command again"
+    )]
+    Output(#[source] std::io::Error),
     /// The worker stopped serving, or never started.
     #[error(transparent)]
     Serve(#[from] ServeError),

@@ -126,7 +126,10 @@ pub fn embed_all(
         directory.embed_pending()? as u64
     } else {
         std::thread::scope(|scope| {
-            let pass = scope.spawn(|| directory.embed_pending());
+            let pass = std::thread::Builder::new()
+                .name("iii-directory-embed-pass".into())
+                .spawn_scoped(scope, || directory.embed_pending())
+                .map_err(iii_directory::Error::thread("the embedding pass"))?;
             while !pass.is_finished() {
                 progress(directory.embedded_count(), total);
                 std::thread::sleep(PROGRESS_EVERY);

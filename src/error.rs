@@ -137,6 +137,17 @@ pub enum Error {
     /// A response or record could not be encoded or decoded as JSON (a bug, not bad input).
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// A thread could not be started: the process is at a limit of threads or memory.
+    #[error(
+        "could not start a thread for {task} ({source}): the process is at its limit of \
+         threads or memory (ulimit -u or -v, a container's pids or memory limit); raise the \
+         limit and run it again"
+    )]
+    Thread {
+        task: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     /// A task the library ran on another thread ended without an answer (a panic, a
     /// shutdown).
     #[error("{task} failed: {source}")]
@@ -150,6 +161,12 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// For `map_err` on a thread's spawn (`std::thread::Builder`), which fails with an error
+    /// where `std::thread::spawn` would panic.
+    pub fn thread(task: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+        move |source| Error::Thread { task, source }
+    }
+
     /// The error's code, when it has one.
     pub fn code(&self) -> Option<Code> {
         match self {

@@ -286,6 +286,7 @@ enum KindOne {
 }
 
 fn main() -> ExitCode {
+    let_ctrl_c_stop();
     leave_payloads_out_of_traces();
     let cli = Cli::parse();
     check_usage(&cli);
@@ -306,8 +307,10 @@ fn main() -> ExitCode {
         eprintln!("error: {message}");
         return ExitCode::FAILURE;
     }
-    match run(cli) {
+    match start_threads().and_then(|()| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader stopped reading (`| head -1`): what it wanted, it has.
+        Err(CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {}", for_the_command_line(&message.to_string()));
             ExitCode::FAILURE
@@ -360,6 +363,22 @@ const MMAP_THRESHOLD_BYTES: libc::c_int = 1 << 20;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MALLOC_ARENAS: libc::c_int = 2;
 
+/// Ctrl-C (SIGINT) stops every command, and the worker at any moment. A process started in the
+/// background of a script inherits SIGINT ignored (a shell without job control does that), and
+/// so `reindex` ran to its end and the worker missed a Ctrl-C until it listened for one itself
+/// (`worker::serve`, which then stops gracefully). Put back to its default action before
+/// anything else runs: the process ends at once, exit status 130 as a shell shows it, and an
+/// interrupted `reindex` leaves the index as any killed writer does: its last commit, brought
+/// up to date by the next command or worker that opens it (the rows and their completeness
+/// are committed together).
+fn let_ctrl_c_stop() {
+    #[cfg(unix)]
+    // SAFETY: no other thread exists yet; SIG_DFL installs no handler.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
 /// The SDK's variable that keeps call payloads out of its trace spans.
 const TRACE_PAYLOADS_OFF: &str = "III_DISABLE_TRACE_PAYLOADS";
 
@@ -395,6 +414,22 @@ fn tune_malloc() {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
+    }
+}
+
+/// Starts rayon's pool (reading and parsing files, views, searches) before any command uses
+/// it: rayon would panic at its first use when the process cannot start its threads (a small
+/// address space, a thread limit), where this says so. Its one attempt is made here.
+fn start_threads() -> Result<(), CliError> {
+    match rayon::ThreadPoolBuilder::new().build_global() {
+        Ok(()) => Ok(()),
+        // Only a failure to start a thread has an I/O error as its source.
+        Err(e) if std::error::Error::source(&e).is_some() => {
+            let cause = std::io::Error::other(e);
+            Err(iii_directory::Error::thread("the pool that reads files")(cause).into())
+        }
+        // Started already: the pool is there.
+        Err(_) => Ok(()),
     }
 }
 
@@ -471,12 +506,9 @@ fn init_logging(level: &str) {
             },
         )
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(with_quiet(level)));
-    // Colour codes only for a person at a terminal: a service manager's journal or a pipe
-    // gets plain text (and NO_COLOR is honoured, https://no-color.org).
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(colour)
+        .with_ansi(Stderr::now().colour)
         .with_filter(filter);
     // Beside the output, with a filter of its own: the SDK's connection events, whatever the
     // log level, tell the worker each (re)connection (src/worker/connection.rs).
@@ -484,6 +516,35 @@ fn init_logging(level: &str) {
         .with(output)
         .with(worker::connection_layer())
         .init();
+}
+
+/// What stderr shows a person: colour, and a line redrawn in place (`\r\x1b[2K`, cursor
+/// control). Both only on a terminal: a service manager's journal or a pipe gets plain text.
+/// `TERM=dumb` is a terminal without either (an editor's shell buffer, a serial console);
+/// `NO_COLOR` (https://no-color.org) takes the colour away and leaves the redraw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stderr {
+    colour: bool,
+    redraw: bool,
+}
+
+impl Stderr {
+    /// As this process's stderr and environment say.
+    fn now() -> Stderr {
+        Stderr::of(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("TERM").as_deref(),
+            std::env::var_os("NO_COLOR").is_some(),
+        )
+    }
+
+    fn of(terminal: bool, term: Option<&std::ffi::OsStr>, no_colour: bool) -> Stderr {
+        let redraw = terminal && term.is_none_or(|term| term != "dumb");
+        Stderr {
+            colour: redraw && !no_colour,
+            redraw,
+        }
+    }
 }
 
 impl Command {
@@ -511,7 +572,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         tracing::warn!("{warning}");
     }
     if cli.manifest {
-        emit(&serde_json::to_string_pretty(&worker::surface::manifest())?);
+        emit(&serde_json::to_string_pretty(&worker::surface::manifest())?)?;
         return Ok(());
     }
     let command = cli.command.unwrap_or(Command::Serve);
@@ -639,18 +700,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Download(args) => {
-            emit(&cli_download::run(config, args)?);
+            emit(&cli_download::run(config, args)?)?;
             Ok(())
         }
         Command::Bundles { action, json } => {
             let outcome = cli_bundles::run(config, action, json)?;
-            emit(&outcome.text);
+            emit(&outcome.text)?;
             outcome.failure.map_or(Ok(()), Err)
         }
         Command::Check { json, spec: true } => {
             let summary = open_fresh(config)?.spec_check()?;
             if json {
-                emit(&serde_json::to_string_pretty(&summary)?);
+                emit(&serde_json::to_string_pretty(&summary)?)?;
                 return Ok(());
             }
             emit(&format!(
@@ -659,7 +720,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 summary.valid,
                 summary.checked - summary.valid,
                 summary.breaking(SpecSeverity::Warning),
-            ));
+            ))?;
             let rows: Vec<[String; 4]> = summary
                 .files
                 .iter()
@@ -675,7 +736,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 })
                 .collect();
             if !rows.is_empty() {
-                print_table(["ID", "RULE", "SEVERITY", "PROBLEM"], &rows);
+                print_table(["ID", "RULE", "SEVERITY", "PROBLEM"], &rows)?;
             }
             Ok(())
         }
@@ -683,15 +744,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let directory = open_fresh(config)?;
             let skipped = directory.skipped()?;
             if json {
-                emit(&serde_json::to_string_pretty(&skipped)?);
+                emit(&serde_json::to_string_pretty(&skipped)?)?;
             } else if skipped.is_empty() {
-                emit("every file is served");
+                emit("every file is served")?;
             } else {
                 let rows: Vec<[String; 3]> = skipped
                     .into_iter()
                     .map(|s| [s.root.to_string(), s.path, s.reason.to_string()])
                     .collect();
-                print_table(["ROOT", "PATH", "REASON"], &rows);
+                print_table(["ROOT", "PATH", "REASON"], &rows)?;
             }
             Ok(())
         }
@@ -793,8 +854,7 @@ fn print(response: &Value, json: bool, human: impl FnOnce() -> String) -> Result
     } else {
         shown_on_a_terminal(&human(), false)
     };
-    emit(&text);
-    Ok(())
+    emit(&text)
 }
 
 /// `text` from files (names, descriptions, bodies) as a terminal may show it: characters that
@@ -811,10 +871,52 @@ fn shown_on_a_terminal(text: &str, one_line: bool) -> String {
         .collect()
 }
 
-/// Writes a line to stdout; a closed pipe (`| head`) is not an error worth reporting.
-fn emit(text: &str) {
+/// Writes a line to stdout, flushed: every byte of the command's output goes through here, so
+/// an output that cannot be written (a full disk, `> /dev/full`, a closed stdout) fails the
+/// command with the reason instead of leaving a truncated answer behind an exit code 0. A
+/// reader that stopped reading (`| head`) is told apart in `main`, which exits quietly.
+fn emit(text: &str) -> Result<(), CliError> {
+    if stdout_closed_at_start() {
+        return Err(CliError::Output(std::io::Error::from_raw_os_error(
+            libc::EBADF,
+        )));
+    }
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
+    writeln!(out, "{}", text.trim_end_matches('\n'))
+        .and_then(|()| out.flush())
+        .map_err(CliError::Output)
+}
+
+/// Whether the process was started with its stdout closed (`>&-`), noted before Rust's
+/// runtime starts: the runtime then opens /dev/null in its place, where the output would
+/// vanish without an error.
+#[cfg(target_os = "linux")]
+fn stdout_closed_at_start() -> bool {
+    closed_stdout::CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stdout_closed_at_start() -> bool {
+    false
+}
+
+#[cfg(target_os = "linux")]
+mod closed_stdout {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    pub static CLOSED: AtomicBool = AtomicBool::new(false);
+
+    /// Run by the loader before `main` and before Rust's runtime puts /dev/null on a closed
+    /// standard descriptor.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static NOTE: extern "C" fn() = note;
+
+    extern "C" fn note() {
+        // SAFETY: fcntl(F_GETFD) reads a descriptor's flags and touches no memory.
+        let closed = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1;
+        CLOSED.store(closed, Ordering::Relaxed);
+    }
 }
 
 fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Result<(), CliError> {
@@ -846,7 +948,7 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
         if let Some(embeddings) = &embeddings {
             summary["embeddings"] = serde_json::to_value(embeddings)?;
         }
-        emit(&serde_json::to_string_pretty(&summary)?);
+        emit(&serde_json::to_string_pretty(&summary)?)?;
     } else {
         emit(&format!(
             "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
@@ -862,17 +964,17 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
             } else {
                 " (nothing changed)"
             },
-        ));
+        ))?;
         if let Some(embeddings) = &embeddings {
-            emit(&embeddings.line());
+            emit(&embeddings.line())?;
         }
-        emit(&format!("index: {}", index_path.display()));
+        emit(&format!("index: {}", index_path.display()))?;
     }
     Ok(())
 }
 
 /// Progress of long work on stderr: on a terminal one line redrawn in place; elsewhere (a log,
-/// a CI job) a plain line now and then, so that a long `reindex` is seen to move; none for
+/// a CI job, a terminal without cursor control: `Stderr`) a plain line now and then, so that a long `reindex` is seen to move; none for
 /// `--json`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ProgressOutput {
@@ -898,7 +1000,7 @@ impl ProgressLine {
     /// Progress shown only once the work has lasted `quiet_for` (a read that usually takes a
     /// moment), or the plain lines' interval if longer.
     fn after(json: bool, quiet_for: Duration) -> ProgressLine {
-        let output = match (json, std::io::stderr().is_terminal()) {
+        let output = match (json, Stderr::now().redraw) {
             (true, _) => ProgressOutput::Off,
             (false, true) => ProgressOutput::Terminal,
             (false, false) => ProgressOutput::Lines,
@@ -1189,13 +1291,41 @@ fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
     out
 }
 
-fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) {
-    emit(&table(headers, rows));
+fn print_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> Result<(), CliError> {
+    emit(&table(headers, rows))
 }
 
 #[cfg(test)]
 mod tests {
     use super::for_the_command_line;
+
+    #[test]
+    fn a_dumb_terminal_gets_plain_lines_and_no_colour_and_no_color_only_drops_the_colour() {
+        use super::Stderr;
+        fn term(name: &str) -> Option<&std::ffi::OsStr> {
+            Some(std::ffi::OsStr::new(name))
+        }
+        let both = Stderr {
+            colour: true,
+            redraw: true,
+        };
+        let plain = Stderr {
+            colour: false,
+            redraw: false,
+        };
+        assert_eq!(Stderr::of(true, term("xterm-256color"), false), both);
+        assert_eq!(Stderr::of(true, None, false), both);
+        assert_eq!(Stderr::of(true, term("dumb"), false), plain);
+        assert_eq!(Stderr::of(true, term("dumb"), true), plain);
+        assert_eq!(
+            Stderr::of(true, term("xterm"), true),
+            Stderr {
+                colour: false,
+                redraw: true
+            }
+        );
+        assert_eq!(Stderr::of(false, term("xterm"), false), plain);
+    }
 
     #[test]
     fn text_from_files_reaches_the_terminal_as_text() {

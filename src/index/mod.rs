@@ -622,6 +622,7 @@ fn open_file<T>(
     cache_bytes: usize,
     prepare: impl FnOnce(&redb::Database) -> Result<T> + std::panic::UnwindSafe,
 ) -> Result<(redb::Database, T), Opened> {
+    create_whole(path);
     let untouched = CleanClose::take(path);
     let attempt = std::panic::catch_unwind(|| {
         // Unless the file is as a clean close left it, the writer verifies every page's
@@ -668,6 +669,46 @@ fn note_outcome(trouble: &Mutex<Option<Trouble>>, result: &Result<Report>) {
         (Ok(_), None) => {}
         (Err(e), Some(going_on)) => going_on.again(e.to_string()),
         (Err(e), None) => *trouble = Some(Trouble::new(e.to_string())),
+    }
+}
+
+/// Makes a missing file as a new, empty redb database beside it and links it into place
+/// whole. redb writes its magic number last: a file created in place and killed before that
+/// (Ctrl-C at the start of a `reindex --from-scratch`) starts with zeros, is not recognisably
+/// ours, and would be refused from then on (`owned.rs`). Best effort: where no hard link can
+/// be made, redb creates the file in place as before; a file that another process linked
+/// first is left to it.
+fn create_whole(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return;
+    }
+    let prefix = format!(
+        "{}.new-",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    );
+    remove_staged_by_the_dead(path, &prefix);
+    let staged = path.with_file_name(format!("{prefix}{}", std::process::id()));
+    if redb::Database::create(&staged).is_ok() {
+        let _ = std::fs::hard_link(&staged, path);
+    }
+    let _ = std::fs::remove_file(&staged);
+}
+
+/// Removes the files [`create_whole`] staged in processes that were killed before they
+/// removed them (`<prefix><pid>`, the pid no longer running).
+fn remove_staged_by_the_dead(path: &Path, prefix: &str) {
+    let Some(Ok(entries)) = path.parent().map(std::fs::read_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|name| name.strip_prefix(prefix));
+        if pid
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !holder::alive(pid))
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -813,18 +813,25 @@ fn in_parallel(
         return paths.iter().try_for_each(|p| sync(p));
     }
     let chunk = paths.len().div_ceil(SYNC_THREADS);
+    let sync_part = |part: &[PathBuf]| part.iter().try_for_each(|p| sync(p));
     std::thread::scope(|scope| {
+        // A part whose thread cannot start (a limit of threads or memory) is synced here.
         let workers: Vec<_> = paths
             .chunks(chunk)
-            .map(|part| scope.spawn(|| part.iter().try_for_each(|p| sync(p))))
+            .map(|part| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || sync_part(part))
+                    .map_err(|_| part)
+            })
             .collect();
         workers
             .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
+            .map(|worker| match worker {
+                Ok(worker) => worker.join().unwrap_or_else(|_| {
                     let panicked = io::Error::other("the fsync thread panicked");
                     Err(io_error("fsync", &paths[0])(panicked))
-                })
+                }),
+                Err(part) => sync_part(part),
             })
             .collect::<Result<Vec<()>, IoError>>()
             .map(drop)

@@ -19,7 +19,7 @@ const RACY_WINDOW: Duration = Duration::from_secs(2);
 
 /// The binary with `III_COMPOSE_DIR` pointing at the tree, run from an unrelated folder so
 /// that nothing resolves against the current directory by accident.
-fn iii(tree: &Tree) -> Command {
+pub(crate) fn iii(tree: &Tree) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
     command
         .env("III_COMPOSE_DIR", tree.base())
@@ -90,7 +90,7 @@ fn fails(tree: &Tree, args: &[&str]) -> String {
 const SKIPPED_FILES: usize = 3;
 
 /// A tree with skills in every root, prompts, agents, and `SKIPPED_FILES` files not served.
-fn sample_tree() -> Tree {
+pub(crate) fn sample_tree() -> Tree {
     let tree = Tree::new();
     tree.write(
         "skills/mailer/index.md",

@@ -11,3 +11,4 @@ mod crash;
 mod disk_full;
 mod index_removed;
 mod open_files;
+mod operator;

@@ -183,7 +183,12 @@ pub fn run(
     };
     std::thread::scope(|threads| {
         let (to_texts, texts_in) = std::sync::mpsc::sync_channel(TEXTS_AHEAD);
-        let texts = threads.spawn(|| texts::write(target.texts, &removals, texts_in, target.gate));
+        let texts = std::thread::Builder::new()
+            .name("iii-directory-texts".into())
+            .spawn_scoped(threads, || {
+                texts::write(target.texts, &removals, texts_in, target.gate)
+            })
+            .map_err(Error::thread("the texts store's writer"))?;
         let indexed = Phases {
             txn: &txn,
             mirror,
@@ -537,12 +542,15 @@ fn store_files(
     let mut done = 0;
     let stored = std::thread::scope(|scope| -> Result<()> {
         let (sender, batches) = std::sync::mpsc::sync_channel(READ_AHEAD);
-        scope.spawn(move || {
-            // An error means the receiver is gone (storing failed): reading stops.
-            let _ = to_read
-                .par_chunks(batch_len)
-                .try_for_each_with(sender, |sender, batch| sender.send(read_batch(batch)));
-        });
+        std::thread::Builder::new()
+            .name("iii-directory-read".into())
+            .spawn_scoped(scope, move || {
+                // An error means the receiver is gone (storing failed): reading stops.
+                let _ = to_read
+                    .par_chunks(batch_len)
+                    .try_for_each_with(sender, |sender, batch| sender.send(read_batch(batch)));
+            })
+            .map_err(Error::thread("reading the files"))?;
         for reads in batches {
             done += reads.len();
             let texts = tables.store(reads, mirror, moves, &mut fresh)?;
