@@ -59,6 +59,16 @@ impl fmt::Debug for Quoted<'_> {
     }
 }
 
+/// An error's text without the `index: ` its own message starts with, for a message that
+/// says `index:` once already.
+fn unprefixed(e: &Error) -> String {
+    let text = e.to_string();
+    match text.strip_prefix("index: ") {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
+}
+
 /// `message` cut to at most `max` bytes on a character boundary, ending in "…" when cut.
 pub fn bounded(mut message: String, max: usize) -> String {
     if message.len() <= max {
@@ -107,9 +117,10 @@ pub enum Error {
     /// The index cannot record changes (its reconciles fail: the disk under it is full, say),
     /// so a write was refused before it touched anything.
     #[error(
-        "index: the index at {} cannot record changes ({source}); nothing was written. Free \
-         space where the index lives (or fix what the error names), then try again",
-        index.display()
+        "index: the index at {} cannot record changes ({}); nothing was written. Fix what \
+         that names (free space, when the disk under the index is full), then try again",
+        index.display(),
+        unprefixed(source)
     )]
     Stalled {
         index: std::path::PathBuf,
@@ -118,8 +129,9 @@ pub enum Error {
     /// A change is on disk, but the index could not record it: the caller must not take the
     /// failure for "nothing happened".
     #[error(
-        "index: {source}. The change is on disk ({}), but the index at {} could not record \
-         it; reads serve it once the index can (free space where the index lives)",
+        "index: {}. The change is on disk ({}), but the index at {} could not record it; \
+         reads serve it once the index can",
+        unprefixed(source),
         written.join(", "),
         index.display()
     )]

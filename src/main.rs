@@ -705,8 +705,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Bundles { action, json } => {
             let outcome = cli_bundles::run(config, action, json)?;
-            emit(&outcome.text)?;
-            outcome.failure.map_or(Ok(()), Err)
+            let written = emit(&outcome.text);
+            // A failed bundle fails the command even when the reader stopped reading early.
+            outcome.failure.map_or(written, Err)
         }
         Command::Check { json, spec: true } => {
             let summary = open_fresh(config)?.spec_check()?;

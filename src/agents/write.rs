@@ -15,7 +15,9 @@ use crate::doc::ids::validate_name;
 use crate::doc::{MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
-use crate::family_writes::{Outcome, file_exists, modified_at, store_error, touched};
+use crate::family_writes::{
+    Outcome, file_exists, modified_at, store_error, touched, writable_roots,
+};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Root, Roots};
@@ -129,7 +131,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let req: request::IdContent = request::parse(request)?;
     validate_name(&req.id).map_err(Error::invalid)?;
     let (root, path, mode) = if let Some((root, path)) = served_file(reader, roots, &req.id)? {
-        (root, path, Mode::Replace)
+        (root, path, Mode::Update)
     } else if bundled::agent(&req.id).is_some() {
         let path = target(roots, &req.id);
         if path.exists() {
@@ -140,7 +142,13 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         return Err(miss(reader, roots, &req.id)?);
     };
     let profile = check(&req.content)?;
-    let target = store::write_atomic(&[roots.path(root)], &path, req.content.as_bytes(), mode)
+    // The profile's own root (a global one is edited in place), and the roots a link from it
+    // may lead into, as the scan follows it.
+    let mut may_write = writable_roots(roots);
+    if !may_write.contains(&roots.path(root)) {
+        may_write.push(roots.path(root));
+    }
+    let target = store::write_atomic(&may_write, &path, req.content.as_bytes(), mode)
         .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),

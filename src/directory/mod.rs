@@ -335,6 +335,13 @@ impl Directory {
     /// the watcher's queue in the writer, through the writer's watcher in a follower. A
     /// failure to catch up is logged, and the read answers from the index as it is.
     fn catch_up(&self) {
+        // The index file removed under this writer (a `git clean` of its folder): until it is
+        // built again, nothing keeps a command from building another there.
+        if self.index.replaced() && self.index.may_retry() {
+            if let Err(e) = self.reconcile() {
+                tracing::warn!("building the removed index again failed: {e}");
+            }
+        }
         match self.catcher() {
             Some(catcher) => {
                 if let Err(e) = catcher.catch_up(self) {
@@ -463,15 +470,35 @@ impl Directory {
 
     /// Refuses a change before it touches the disk while the index cannot record changes
     /// (its last reconciles failed) and a full reconcile, tried now, fails too: the caller
-    /// hears that nothing was written, instead of an error after its file landed. Returns
-    /// the families that reconcile changed, for their `external` events.
-    fn index_records_changes(&self) -> Result<Vec<Family>> {
+    /// hears that nothing was written, instead of an error after its file landed. The
+    /// families that reconcile changed go to `caught_up`, for their `external` events.
+    fn index_records_changes(&self, caught_up: &mut Vec<Family>) -> Result<()> {
         if self.index.trouble().is_none() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         match self.index.reconcile(&self.roots, &Scope::All, &|_| {}) {
-            Ok(report) => Ok(report.families_changed()),
+            Ok(report) => {
+                caught_up.extend(report.families_changed());
+                Ok(())
+            }
             Err(e) => Err(Error::Stalled {
+                index: self.index.path().to_path_buf(),
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    /// Takes the paths a change touched into the index (a writer's own): when it cannot, the
+    /// error says the change is on disk all the same.
+    fn record(&self, touched: &[PathBuf]) -> Result<()> {
+        if !self.index.is_writer() || touched.is_empty() {
+            return Ok(());
+        }
+        let scope = Scope::Paths(touched.to_vec());
+        match self.index.reconcile(&self.roots, &scope, &|_| {}) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::Unrecorded {
+                written: touched.iter().map(|p| p.display().to_string()).collect(),
                 index: self.index.path().to_path_buf(),
                 source: Box::new(e),
             }),
@@ -485,29 +512,22 @@ impl Directory {
     pub(crate) fn change<T>(&self, change: impl FnOnce() -> Result<Change<T>>) -> Result<T> {
         // Where a change's time goes (issue 31's trace of a write): `debug` level.
         let started = Instant::now();
-        let (done, locked, written, caught_up) = {
+        let mut caught_up = Vec::new();
+        let made = {
             let _guard = self.lock()?;
             let locked = started.elapsed();
-            let caught_up = self.index_records_changes()?;
-            let done = change()?;
-            let written = started.elapsed();
-            if self.index.is_writer() && !done.touched.is_empty() {
-                let scope = Scope::Paths(done.touched.clone());
-                self.index
-                    .reconcile(&self.roots, &scope, &|_| {})
-                    .map_err(|e| Error::Unrecorded {
-                        written: done
-                            .touched
-                            .iter()
-                            .map(|p| p.display().to_string())
-                            .collect(),
-                        index: self.index.path().to_path_buf(),
-                        source: Box::new(e),
-                    })?;
-            }
-            (done, locked, written, caught_up)
+            self.index_records_changes(&mut caught_up)
+                .and_then(|()| change())
+                .and_then(|done| {
+                    let written = started.elapsed();
+                    self.record(&done.touched)?;
+                    Ok((done, locked, written))
+                })
         };
         self.note_holder_if_rebuilt();
+        // What the catch-up took in is announced whatever became of the change itself.
+        self.announce_external(&caught_up);
+        let (done, locked, written) = made?;
         let reconciled = started.elapsed();
         // The watcher's echo of this change was queued by the kernel when the files went into
         // place: taken in here, it is paid by the call that caused it, not by the next read
@@ -516,7 +536,6 @@ impl Directory {
             self.catch_up();
         }
         let echoed = started.elapsed();
-        self.announce_external(&caught_up);
         for event in &done.events {
             self.subscribers.publish(event);
         }

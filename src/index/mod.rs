@@ -385,7 +385,14 @@ impl Index {
             }
         }
         if replaced || slot.read().map_err(|_| poisoned())?.is_none() {
-            if let Err(e) = self.reopen(slot, &mut mirror) {
+            // A replaced file is another inode, with a lock of its own: it is opened before the
+            // one served now is let go, so a failed open (a command holding the new file)
+            // leaves reads served from the old.
+            let reopened = match replaced {
+                true => self.open_again(slot, &mut mirror),
+                false => self.reopen(slot, &mut mirror),
+            };
+            if let Err(e) = reopened {
                 let result = Err(e);
                 note_outcome(trouble, &result);
                 return result;
@@ -486,14 +493,45 @@ impl Index {
     /// damaged), with the mirror reloaded from it. Callers hold the mirror lock. An index
     /// closed for good ([`Index::close`]) stays closed.
     fn reopen(&self, slot: &RwLock<Option<Stores>>, mirror: &mut reconcile::Mirror) -> Result<()> {
-        if matches!(&self.handle, Handle::Writer(w) if w.closed.load(Ordering::SeqCst)) {
-            return Err(closed());
-        }
+        self.refuse_when_closed()?;
         let mut slot = slot.write().map_err(|_| poisoned())?;
         // The file locks go with the old databases: they must be closed before the new open.
         drop(slot.take());
-        let (stores, fresh) =
-            open_or_rebuild(&self.path).map_err(|e| IndexError::Reopen(Box::new(e)))?;
+        let opened = open_or_rebuild(&self.path).map_err(|e| IndexError::Reopen(Box::new(e)))?;
+        self.install(&mut slot, opened, mirror);
+        Ok(())
+    }
+
+    /// Opens the writer's files at the path again, then lets go of the ones open now: for a
+    /// file replaced under this writer (see [`Writer::replaced`]), another inode with a lock
+    /// of its own.
+    fn open_again(
+        &self,
+        slot: &RwLock<Option<Stores>>,
+        mirror: &mut reconcile::Mirror,
+    ) -> Result<()> {
+        self.refuse_when_closed()?;
+        let opened = open_or_rebuild(&self.path).map_err(|e| IndexError::Reopen(Box::new(e)))?;
+        self.install(&mut locks::write(slot), opened, mirror);
+        Ok(())
+    }
+
+    /// An index closed for good ([`Index::close`]) stays closed.
+    fn refuse_when_closed(&self) -> Result<()> {
+        match &self.handle {
+            Handle::Writer(w) if w.closed.load(Ordering::SeqCst) => Err(closed()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Serves the files just opened (letting go of any open before) with the mirror loaded
+    /// from them, keeping the mirror's settings.
+    fn install(
+        &self,
+        slot: &mut Option<Stores>,
+        (stores, fresh): (Stores, reconcile::Mirror),
+        mirror: &mut reconcile::Mirror,
+    ) {
         let (racy_window, log_keep) = (mirror.racy_window, mirror.log_keep);
         *mirror = fresh;
         mirror.racy_window = racy_window;
@@ -502,7 +540,11 @@ impl Index {
         if let Handle::Writer(writer) = &self.handle {
             *locks::lock(&writer.opened) = file_id(&self.path);
         }
-        Ok(())
+    }
+
+    /// Whether the writer's index file was removed or replaced under it (one `stat`).
+    pub fn replaced(&self) -> bool {
+        matches!(&self.handle, Handle::Writer(writer) if writer.replaced())
     }
 
     /// Whether the file was built again since the last call, after it was removed or replaced
@@ -564,6 +606,7 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
         Ok(opened) => Ok(opened),
         Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
         Err(Opened::Unwritable(e)) => Err(unwritable(e)),
+        Err(Opened::Short(why)) => Err(failed(why)),
         Err(Opened::Unusable(why)) => {
             found.may_replace().map_err(not_ours)?;
             tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
@@ -572,7 +615,7 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
                 Ok(opened) => Ok(opened),
                 Err(Opened::Busy) => Err(OpenError::Busy(path.to_path_buf())),
                 Err(Opened::Unwritable(e)) => Err(unwritable(e)),
-                Err(Opened::Unusable(why)) => Err(failed(why)),
+                Err(Opened::Short(why) | Opened::Unusable(why)) => Err(failed(why)),
             }
         }
     }
@@ -600,7 +643,35 @@ enum Opened {
     Busy,
     /// The file (or its folder) cannot be written: nothing to rebuild, nothing to delete.
     Unwritable(std::io::Error),
+    /// The system ran short of something the open needed (descriptors, memory, space) or the
+    /// disk failed a read: the file may be whole, and is left as it is for a later attempt.
+    Short(Error),
     Unusable(Error),
+}
+
+/// Whether an I/O failure of an open passes with the shortage that caused it (or is the disk's,
+/// not the file's), so that the file must not be deleted as damaged for it.
+fn passing(io: &std::io::Error) -> bool {
+    let short = [
+        libc::EMFILE,
+        libc::ENFILE,
+        libc::ENOMEM,
+        libc::ENOSPC,
+        libc::EDQUOT,
+        libc::EIO,
+        libc::EAGAIN,
+    ];
+    io.raw_os_error()
+        .is_some_and(|errno| short.contains(&errno))
+}
+
+/// An error of preparing an opened file, as an [`Opened`]: a passing I/O failure leaves the
+/// file alone; anything else says it is unusable.
+fn unusable_or_short(e: Error) -> Opened {
+    match &e {
+        Error::Index(IndexError::Database(redb::Error::Io(io))) if passing(io) => Opened::Short(e),
+        _ => Opened::Unusable(e),
+    }
 }
 
 /// Opens both files and checks they are an index (and its texts) this binary can use.
@@ -643,9 +714,9 @@ fn open_file<T>(
                 {
                     Opened::Unwritable(io)
                 }
-                other => Opened::Unusable(Error::index(other)),
+                other => unusable_or_short(Error::index(other)),
             })?;
-        let prepared = prepare(&db).map_err(Opened::Unusable)?;
+        let prepared = prepare(&db).map_err(unusable_or_short)?;
         Ok((db, prepared))
     });
     attempt.unwrap_or_else(|_| {

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::records::Stat;
 use crate::doc::ids::first_segment;
+use crate::doc::{ReadIssue, ServeIssue};
 use crate::error::IoError;
 use crate::locks;
 use crate::roots::{Layout, Root, Roots};
@@ -51,6 +52,24 @@ pub struct Found {
     /// A folder this process could not list for want of resources (see [`short_of`]): the
     /// walk saw only part of the tree, and a reconcile must not take it for the whole.
     pub short: Option<Short>,
+}
+
+/// Why an entry the walk found cannot be looked at, when `check` should say so: a path longer
+/// than the system takes (a folder nested dozens deep), which would otherwise vanish without a
+/// word. An entry gone since the listing, or a link that leads nowhere (judged elsewhere), is
+/// not reported here.
+fn unreachable_entry(entry: &fs::DirEntry, name: &str, e: &std::io::Error) -> Option<SkipReason> {
+    if e.raw_os_error() != Some(libc::ENAMETOOLONG) {
+        return None;
+    }
+    let why = format!("{e} (the path is longer than the system takes; nest it less deeply)");
+    match entry.file_type() {
+        Ok(kind) if kind.is_dir() => Some(SkipReason::Unlistable(why)),
+        _ if is_markdown(name) => {
+            Some(SkipReason::Unservable(ServeIssue::Read(ReadIssue::Io(why))))
+        }
+        _ => None,
+    }
 }
 
 /// A folder not listed because this process ran short of something the system gives it.
@@ -570,8 +589,14 @@ impl Walk<'_> {
                 }
             }
             // `stat` only: nothing here opens a file, so a FIFO never blocks the walk.
-            let Ok(meta) = fs::metadata(entry.path()) else {
-                continue;
+            let meta = match fs::metadata(entry.path()) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    if let Some(why) = unreachable_entry(&entry, &name, &e) {
+                        part.unreadable.push(((root, child_rel), why));
+                    }
+                    continue;
+                }
             };
             if let Some(why) = special(&meta, &name) {
                 part.unreadable.push(((root, child_rel), why));

@@ -148,16 +148,18 @@ pub fn truncate_at_char_boundary(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// The longest prefix of `text` of at most `max` bytes that does not end inside a word: a
-/// word the cap cut in two is left out whole, since its first letters are another word
-/// (`depl` of `deploy`), which no text may hold. Text that fits is returned whole.
+/// The longest prefix of `text` of at most `max` bytes that does not end inside an ASCII
+/// word: a word the cap cut in two is left out whole, since its first letters are another
+/// word (`depl` of `deploy`), which no text may hold. Text that fits is returned whole. Text
+/// in other scripts is cut on a character boundary only: text written without spaces is
+/// searched by pairs of characters, which a cut harms no more than any pair.
 pub fn truncate_at_word_boundary(text: &str, max: usize) -> &str {
     let cut = truncate_at_char_boundary(text, max);
-    let inside = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let inside = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     if !inside(text[cut.len()..].chars().next()) || !inside(cut.chars().next_back()) {
         return cut;
     }
-    match cut.rfind(|c: char| !c.is_alphanumeric()) {
+    match cut.rfind(|c: char| !c.is_ascii_alphanumeric()) {
         Some(at) => &cut[..at],
         None => cut,
     }
@@ -420,6 +422,8 @@ mod tests {
         );
         // One word longer than the cap keeps what fits: there is nothing else to search.
         assert_eq!(truncate_at_word_boundary("deployment", 6), "deploy");
-        assert_eq!(truncate_at_word_boundary("café crème", 9), "café");
+        assert_eq!(truncate_at_word_boundary("deploy crème", 10), "deploy cr");
+        // Unspaced text keeps all it can hold.
+        assert_eq!(truncate_at_word_boundary("、翻译助手", 9), "、翻译");
     }
 }

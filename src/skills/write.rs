@@ -288,7 +288,7 @@ pub fn update(
         &writable_roots(roots),
         &path,
         req.content.as_bytes(),
-        Mode::Replace,
+        Mode::Update,
     )
     .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
     Ok(Outcome {

@@ -30,9 +30,12 @@ use crate::error::{Error, IoError, io_error};
 /// Whether a write may replace an existing file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Replace the target if it exists (update). A target that is a symbolic link is replaced
-    /// where it leads, and stays a link ([`through_link`]).
+    /// Replace the target if it exists: a link at its name is replaced by the file (the
+    /// worker's own files: a download's marker, a landing's files).
     Replace,
+    /// Replace a document (a family's update): a target that is a symbolic link to another
+    /// document is replaced where it leads, and stays a link ([`through_link`]).
+    Update,
     /// Fail with `AlreadyExists` if the target exists, even if another process creates it
     /// between our check and our write (create).
     CreateNew,
@@ -219,9 +222,14 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     }
     // Broken, or a loop: there is no file to write (the scan lists it in `check`).
     let real = dest.canonicalize().map_err(io_error("write", dest))?;
-    let beneath = roots.iter().find_map(|root| {
-        let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
-        (!rel.as_os_str().is_empty()).then(|| root.join(rel))
+    // Only to another document: a link to the bundles lock or a script is not one to write
+    // markdown through.
+    let document = real.extension().is_some_and(|e| e == "md") && real.is_file();
+    let beneath = document.then_some(()).and_then(|()| {
+        roots.iter().find_map(|root| {
+            let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
+            (!rel.as_os_str().is_empty()).then(|| root.join(rel))
+        })
     });
     beneath.ok_or_else(|| StoreError::Link {
         path: dest.to_path_buf(),
@@ -246,8 +254,8 @@ pub fn write_atomic(
     mode: Mode,
 ) -> Result<PathBuf, StoreError> {
     let target = match mode {
-        Mode::Replace => through_link(roots, dest)?,
-        Mode::CreateNew => dest.to_path_buf(),
+        Mode::Update => through_link(roots, dest)?,
+        Mode::Replace | Mode::CreateNew => dest.to_path_buf(),
     };
     let dest = target.as_path();
     let (root, rel) = locate(roots, dest)?;
@@ -257,7 +265,7 @@ pub fn write_atomic(
     let temp_path = dest.with_file_name(&temp);
     // A replaced file keeps its permissions: an edit changes the text, not who may read it.
     let kept_mode = match mode {
-        Mode::Replace => dir.file_mode(&name).ok().flatten(),
+        Mode::Replace | Mode::Update => dir.file_mode(&name).ok().flatten(),
         Mode::CreateNew => None,
     };
     let result = write_temp(&dir, &temp, &temp_path, bytes, kept_mode)
@@ -306,7 +314,7 @@ fn publish(
     mode: Mode,
 ) -> Result<(), StoreError> {
     match mode {
-        Mode::Replace => Ok(dir
+        Mode::Replace | Mode::Update => Ok(dir
             .rename(temp, dir, name)
             .map_err(io_error("rename", dest))?),
         Mode::CreateNew => match dir.link(temp, dir, name) {
@@ -573,7 +581,7 @@ mod tests {
         fs::write(&outside, "outside").unwrap();
         std::os::unix::fs::symlink("ns/target.md", root.join("alias.md")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("out.md")).unwrap();
-        let written = write_atomic(&[&root], &root.join("alias.md"), b"new", Mode::Replace);
+        let written = write_atomic(&[&root], &root.join("alias.md"), b"new", Mode::Update);
         assert_eq!(written.unwrap(), root.join("ns/target.md"));
         assert!(
             fs::symlink_metadata(root.join("alias.md"))
@@ -581,7 +589,7 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(fs::read(root.join("ns/target.md")).unwrap(), b"new");
-        let e = write_atomic(&[&root], &root.join("out.md"), b"x", Mode::Replace).unwrap_err();
+        let e = write_atomic(&[&root], &root.join("out.md"), b"x", Mode::Update).unwrap_err();
         assert!(matches!(e, StoreError::Link { .. }), "{e}");
         assert_eq!(fs::read(&outside).unwrap(), b"outside");
         assert!(
@@ -592,6 +600,21 @@ mod tests {
         // A create never goes through a link: the name is taken.
         let e = write_atomic(&[&root], &root.join("alias.md"), b"x", Mode::CreateNew);
         assert!(matches!(e, Err(StoreError::Exists(_))));
+        // An update goes through to a document only: not to a lock or a script.
+        fs::write(root.join("ns/lock.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("ns/lock.json", root.join("lock.md")).unwrap();
+        let e = write_atomic(&[&root], &root.join("lock.md"), b"x", Mode::Update).unwrap_err();
+        assert!(matches!(e, StoreError::Link { .. }), "{e}");
+        assert_eq!(fs::read(root.join("ns/lock.json")).unwrap(), b"{}");
+        // The worker's own files are replaced at their name, link or not (a download's marker).
+        let written = write_atomic(&[&root], &root.join("lock.md"), b"mine", Mode::Replace);
+        assert_eq!(written.unwrap(), root.join("lock.md"));
+        assert!(
+            !fs::symlink_metadata(root.join("lock.md"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(root.join("ns/lock.json")).unwrap(), b"{}");
     }
 
     #[test]

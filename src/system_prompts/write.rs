@@ -136,7 +136,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            (path, Mode::Replace, stem)
+            (path, Mode::Update, stem)
         }
         None if bundled::prompt(&req.name).is_some() => {
             let path = target(roots, &req.name);

@@ -28,6 +28,10 @@ use crate::error::Result;
 use crate::events::Family;
 use crate::locks;
 
+/// How many changed paths a burst keeps while the index cannot record them before it asks for
+/// a full reconcile instead.
+const PATHS_KEPT_WHILE_FAILING: usize = 10_000;
+
 /// The queue, the watched tree and the burst being collected.
 pub struct Tracker {
     inotify: Inotify,
@@ -239,6 +243,12 @@ impl Tracker {
             state.burst.last = Some(now);
             state.burst.first = Some(now);
             state.burst.not_before = directory.index_trouble().map(|t| t.retry_at());
+            // While the index fails, what changes gathers: past a bound, one full reconcile
+            // stands for it all.
+            if state.burst.paths.len() > PATHS_KEPT_WHILE_FAILING {
+                state.burst.paths.clear();
+                state.burst.full = true;
+            }
             return (Vec::new(), state.burst.deadline(&self.options));
         }
         if !state.burst.over(&self.options, now) {

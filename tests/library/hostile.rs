@@ -1632,3 +1632,71 @@ fn status_lists_the_first_thousand_skipped_files_and_counts_them_all() {
     );
     assert_eq!(d.skipped().expect("check").len(), 1005);
 }
+
+/// Makes `depth` folders named `segment`, each inside the last, under `base`, and a skill in the
+/// deepest, through directory descriptors: past the system's path limit no whole path works.
+fn nest(base: &Path, segment: &str, depth: usize) {
+    use std::ffi::CString;
+    let open = |at: libc::c_int, name: &CString| {
+        // SAFETY: a valid descriptor (or AT_FDCWD) and a NUL-terminated name.
+        let fd = unsafe { libc::openat(at, name.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
+        assert!(fd >= 0, "openat: {}", std::io::Error::last_os_error());
+        fd
+    };
+    let mut fd = open(
+        libc::AT_FDCWD,
+        &CString::new(base.as_os_str().as_bytes()).unwrap(),
+    );
+    let segment = CString::new(segment).unwrap();
+    for _ in 0..depth {
+        // SAFETY: as above; each descriptor is closed once the next is open.
+        unsafe {
+            assert_eq!(libc::mkdirat(fd, segment.as_ptr(), 0o755), 0);
+            let next = open(fd, &segment);
+            libc::close(fd);
+            fd = next;
+        }
+    }
+    let leaf = CString::new("leaf.md").unwrap();
+    let body = b"# Deep\n\nbody\n";
+    // SAFETY: as above; the buffer outlives the write.
+    unsafe {
+        let file = libc::openat(fd, leaf.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+        assert!(file >= 0);
+        assert_eq!(
+            libc::write(file, body.as_ptr().cast(), body.len()),
+            body.len() as isize
+        );
+        libc::close(file);
+        libc::close(fd);
+    }
+}
+
+/// A folder nested so deep that its path is longer than the system takes is listed by `check`
+/// with the reason, instead of vanishing with everything under it.
+#[test]
+fn a_folder_past_the_path_limit_is_listed_by_check() {
+    let tree = Tree::new();
+    tree.write("skills/deploy.md", "# Deploy\n\nShip it.\n");
+    tree.mkdir("skills/deep");
+    nest(&tree.path("skills/deep"), &"t".repeat(64), 70);
+    let d = tree.open();
+    let too_long: Vec<_> = d
+        .skipped()
+        .expect("check")
+        .into_iter()
+        .filter(|s| {
+            s.reason
+                .to_string()
+                .contains("longer than the system takes")
+        })
+        .collect();
+    assert_eq!(too_long.len(), 1, "{too_long:?}");
+    assert!(
+        too_long[0]
+            .reason
+            .to_string()
+            .starts_with("folder cannot be listed: ")
+    );
+    assert!(get(&d, "deploy").is_ok());
+}

@@ -273,12 +273,21 @@ async fn index_status_reports_revision_counts_skips_and_the_watcher() {
             "files",
             "counts",
             "skipped",
+            "skipped_total",
             "search",
             "last_reconcile",
+            "index_error",
             "watcher",
             "connection",
             "configuration"
         ])
+    );
+    // A healthy index has no error, and lists every skipped file it counts.
+    assert_eq!(status["index_error"], Value::Null, "{status}");
+    assert_eq!(
+        status["skipped_total"].as_u64(),
+        status["skipped"].as_array().map(|s| s.len() as u64),
+        "{status}"
     );
     assert!(
         status["revision"].as_u64().is_some_and(|r| r > 0),

@@ -52,7 +52,7 @@ pub struct Reading<'a> {
 impl Reading<'_> {
     pub fn read(&self, key: &(Root, String), stat: Stat) -> Read {
         let racy = stat.mtime >= self.racy_after || stat.ctime >= self.racy_after;
-        let done = |content, new| Read {
+        let done = |content, new, racy| Read {
             key: key.clone(),
             meta: FileMeta {
                 stat,
@@ -63,11 +63,13 @@ impl Reading<'_> {
         };
         let text = match self.load(key, stat) {
             Ok(bytes) => bytes,
-            Err(issue) => return done(Err(issue), None),
+            // A read that failed for want of descriptors or memory is tried again by the next
+            // reconcile, as a file changed too near its scan is: its stat will not change.
+            Err((issue, passing)) => return done(Err(issue), None, racy || passing),
         };
         let text = match doc::decode(&text) {
             Ok(text) => text,
-            Err(issue) => return done(Err(issue), None),
+            Err(issue) => return done(Err(issue), None, racy),
         };
         let hash = *blake3::hash(text.as_bytes()).as_bytes();
         let first = !self.known.contains_key(&hash) && locks::lock(&self.claimed).insert(hash);
@@ -96,13 +98,14 @@ impl Reading<'_> {
                 packed,
             }
         });
-        done(Ok(hash), new)
+        done(Ok(hash), new, racy)
     }
 
     /// The file's bytes, capped: a file that grew past the cap since its stat is not read whole.
-    fn load(&self, key: &(Root, String), stat: Stat) -> Result<Vec<u8>, ReadIssue> {
+    /// A failure says whether it passes with a shortage of the system's (descriptors, memory).
+    fn load(&self, key: &(Root, String), stat: Stat) -> Result<Vec<u8>, (ReadIssue, bool)> {
         if stat.size > MAX_FILE_BYTES {
-            return Err(ReadIssue::TooLarge(stat.size));
+            return Err((ReadIssue::TooLarge(stat.size), false));
         }
         // Never blocking on a FIFO swapped in since the walk's `stat`: `O_NONBLOCK` (no effect
         // on a regular file), and anything but a regular file is not read.
@@ -121,6 +124,10 @@ impl Reading<'_> {
             file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
             Ok(bytes)
         });
-        read.map_err(|e| ReadIssue::Io(e.to_string()))
+        read.map_err(|e| {
+            let passing =
+                [libc::EMFILE, libc::ENFILE, libc::ENOMEM].contains(&e.raw_os_error().unwrap_or(0));
+            (ReadIssue::Io(e.to_string()), passing)
+        })
     }
 }

@@ -29,7 +29,7 @@ pub fn model_print(model: &[u8]) -> u64 {
     )
 }
 
-/// The table's value for `vector` (the bytes it had in `VECTORS`), retired now.
+/// The table's value for `vector` (the bytes it had in `VECTORS`), retired at `now`.
 fn retired_value(vector: &[u8], model: u64, now: u64) -> Vec<u8> {
     let mut value = Vec::with_capacity(HEADER + vector.len());
     value.extend_from_slice(&now.to_le_bytes());
@@ -52,10 +52,10 @@ fn retired_at(value: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-fn now_secs() -> u64 {
+fn now_nanos() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 type Vectors<'txn> = Table<'txn, &'static [u8; 32], &'static [u8]>;
@@ -68,8 +68,11 @@ pub fn retire(
     gone: &[Hash],
     model: Option<u64>,
 ) -> Result<()> {
-    let now = now_secs();
+    // Each retired content is stamped apart from the others, in order, so that the trim's
+    // oldest are exactly the first retired.
+    let mut now = now_nanos();
     for hash in gone {
+        now += 1;
         let Some(vector) = vectors.remove(hash).map_err(Error::index)? else {
             continue;
         };
@@ -116,17 +119,16 @@ fn trim(retired: &mut Vectors<'_>) -> Result<()> {
     if len <= KEPT + SLACK {
         return Ok(());
     }
-    let mut ages: Vec<u64> = Vec::with_capacity(len as usize);
+    let mut ages: Vec<(u64, Hash)> = Vec::with_capacity(len as usize);
     for entry in retired.iter().map_err(Error::index)? {
-        let (_, value) = entry.map_err(Error::index)?;
-        ages.push(retired_at(value.value()));
+        let (hash, value) = entry.map_err(Error::index)?;
+        ages.push((retired_at(value.value()), *hash.value()));
     }
     ages.sort_unstable();
-    // Everything retired at or before this second goes (a second may hold a few more).
-    let cutoff = ages[(len - KEPT) as usize - 1];
-    retired
-        .retain(|_, value| retired_at(value) > cutoff)
-        .map_err(Error::index)
+    for (_, hash) in &ages[..(len - KEPT) as usize] {
+        retired.remove(hash).map_err(Error::index)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -180,6 +182,18 @@ mod tests {
                 "the oldest went"
             );
             assert!(retired.get(&hash(100 + over - 1)).unwrap().is_some());
+
+            // Many retired by one reconcile, past the bound at once: exactly the bound is kept,
+            // the last retired among them.
+            retired.retain(|_, _| false).unwrap();
+            let many: Vec<Hash> = (0..over).map(|i| hash(1_000_000 + i)).collect();
+            for h in &many {
+                vectors.insert(h, [1u8].as_slice()).unwrap();
+            }
+            retire(&mut vectors, &mut retired, &many, model).unwrap();
+            assert_eq!(retired.len().unwrap(), KEPT);
+            assert!(retired.get(&many[over as usize - 1]).unwrap().is_some());
+            assert!(retired.get(&many[0]).unwrap().is_none());
         }
         txn.abort().unwrap();
     }

@@ -128,6 +128,41 @@ fn agents_update_through_a_file_link_writes_where_it_leads_and_keeps_the_link() 
     assert_eq!(text(&env.path("agents/builder.md")), new);
 }
 
+/// A profile linked from another writable root (the skills folder): the scan serves it, so the
+/// update writes where it leads.
+#[test]
+fn agents_update_through_a_link_into_the_skills_folder_writes_there() {
+    let env = Env::new(|t| {
+        t.write(
+            "skills/team/profiles/shared.md",
+            "---\nname: Shared\n---\nShare.\n",
+        );
+        symlink(
+            "../skills/team/profiles/shared.md",
+            t.path("agents/shared.md"),
+        )
+        .unwrap();
+    });
+    let new = "---\nname: Shared\n---\nShare more.\n";
+    env.ok(
+        WriteFunction::AgentsUpdate,
+        json!({"id": "shared", "content": new}),
+        Family::Agents,
+        named_event("update", "shared"),
+    );
+    assert_still_links(
+        &env,
+        "agents/shared.md",
+        "../skills/team/profiles/shared.md",
+    );
+    assert_eq!(text(&env.path("skills/team/profiles/shared.md")), new);
+    let got = env.read(
+        ReadFunction::AgentsGet,
+        json!({"id": "shared", "raw": true}),
+    );
+    assert_eq!(got["raw"], new);
+}
+
 #[test]
 fn system_prompts_update_through_a_file_link_writes_where_it_leads_and_keeps_the_link() {
     let env = Env::new(|t| {
