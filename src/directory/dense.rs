@@ -23,7 +23,7 @@ use super::Directory;
 use crate::embed::fetch::{self, Source};
 use crate::embed::{Embedder, Quantized, TOKENS_REVISION, in_background, lower_priority};
 use crate::error::Result;
-use crate::index::ContentVectors;
+use crate::index::{ContentVectors, Reader};
 use crate::locks;
 use crate::retrieval::fusion::Mode;
 use crate::skills::{
@@ -404,6 +404,7 @@ impl Directory {
             let reader = self.index.read()?;
             let cache = self.skill_cache(&reader)?;
             self.dense.vectors.forget_dropped(&reader, &cache)?;
+            self.hold_stored(&reader, &model, &cache)?;
             drop(reader);
             let mut pending = self.dense.vectors.pending(&cache);
             pending.retain(|p| !tried.contains(&p.hash));
@@ -483,6 +484,24 @@ impl Directory {
             );
         }
         Ok(stored)
+    }
+
+    /// Takes into memory the vectors the index keeps of contents pending here: a content that
+    /// left and came back (a `git switch` away and back) had its vectors retired and taken back
+    /// by the index (`reconcile::retired`), while memory let them go.
+    fn hold_stored(&self, reader: &Reader, model: &str, cache: &SkillCache) -> Result<()> {
+        let (held, _) = self.dense.vectors.progress(cache);
+        if reader.vector_count()? <= held {
+            return Ok(());
+        }
+        let mut stored = Vec::new();
+        for pending in self.dense.vectors.pending(cache) {
+            if let Some(vectors) = reader.vectors_of(model, &pending.hash)? {
+                stored.push(vectors);
+            }
+        }
+        self.dense.vectors.insert(&stored);
+        Ok(())
     }
 
     /// Drops from the index (and from memory) the vectors of contents a file still holds but no

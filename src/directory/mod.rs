@@ -278,6 +278,12 @@ impl Directory {
         self.index.trouble()
     }
 
+    /// Whether the index file this writer serves is the one at its path (not removed or
+    /// replaced under it; see `Index::replaced`).
+    pub(crate) fn index_in_place(&self) -> bool {
+        !self.index.replaced()
+    }
+
     /// Whether the watcher or a read may try a reconcile now (see `index::trouble`).
     pub(crate) fn index_may_retry(&self) -> bool {
         self.index.may_retry()

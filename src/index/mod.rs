@@ -649,6 +649,14 @@ enum Opened {
     Unusable(Error),
 }
 
+/// Whether an I/O failure says the file (or its folder) cannot be written at all.
+fn unwritable(io: &std::io::Error) -> bool {
+    matches!(
+        io.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    )
+}
+
 /// Whether an I/O failure of an open passes with the shortage that caused it (or is the disk's,
 /// not the file's), so that the file must not be deleted as damaged for it.
 fn passing(io: &std::io::Error) -> bool {
@@ -693,7 +701,7 @@ fn open_file<T>(
     cache_bytes: usize,
     prepare: impl FnOnce(&redb::Database) -> Result<T> + std::panic::UnwindSafe,
 ) -> Result<(redb::Database, T), Opened> {
-    create_whole(path);
+    create_whole(path)?;
     let untouched = CleanClose::take(path);
     let attempt = std::panic::catch_unwind(|| {
         // Unless the file is as a clean close left it, the writer verifies every page's
@@ -705,13 +713,7 @@ fn open_file<T>(
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen
                 | redb::DatabaseError::LockProtocolMismatch => Opened::Busy,
-                redb::DatabaseError::Storage(redb::StorageError::Io(io))
-                    if matches!(
-                        io.kind(),
-                        std::io::ErrorKind::ReadOnlyFilesystem
-                            | std::io::ErrorKind::PermissionDenied
-                    ) =>
-                {
+                redb::DatabaseError::Storage(redb::StorageError::Io(io)) if unwritable(&io) => {
                     Opened::Unwritable(io)
                 }
                 other => unusable_or_short(Error::index(other)),
@@ -748,10 +750,11 @@ fn note_outcome(trouble: &Mutex<Option<Trouble>>, result: &Result<Report>) {
 /// (Ctrl-C at the start of a `reindex --from-scratch`) starts with zeros, is not recognisably
 /// ours, and would be refused from then on (`owned.rs`). Best effort: where no hard link can
 /// be made, redb creates the file in place as before; a file that another process linked
-/// first is left to it.
-fn create_whole(path: &Path) {
+/// first is left to it. A database that cannot be made at all (a full disk) fails the open
+/// here: made in place, it would leave the same zeros.
+fn create_whole(path: &Path) -> Result<(), Opened> {
     if std::fs::symlink_metadata(path).is_ok() {
-        return;
+        return Ok(());
     }
     let prefix = format!(
         "{}.new-",
@@ -759,10 +762,25 @@ fn create_whole(path: &Path) {
     );
     remove_staged_by_the_dead(path, &prefix);
     let staged = path.with_file_name(format!("{prefix}{}", std::process::id()));
-    if redb::Database::create(&staged).is_ok() {
-        let _ = std::fs::hard_link(&staged, path);
-    }
+    let created = redb::Database::create(&staged);
+    let made = match created {
+        Ok(db) => {
+            drop(db);
+            let _ = std::fs::hard_link(&staged, path);
+            Ok(())
+        }
+        Err(redb::DatabaseError::Storage(redb::StorageError::Io(io))) if unwritable(&io) => {
+            Err(Opened::Unwritable(io))
+        }
+        Err(redb::DatabaseError::Storage(redb::StorageError::Io(io))) => {
+            let failed = Error::Io(io_error("create", path)(io));
+            Err(Opened::Short(failed))
+        }
+        // Anything else: redb's own open in place says what it is.
+        Err(_) => Ok(()),
+    };
     let _ = std::fs::remove_file(&staged);
+    made
 }
 
 /// Removes the files [`create_whole`] staged in processes that were killed before they

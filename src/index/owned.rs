@@ -81,9 +81,33 @@ pub(super) fn found(path: &Path) -> Found {
     let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
     match read {
         Ok(()) if head == REDB_MAGIC => Found::Redb,
+        // A redb file whose creation stopped before its header (a full disk, a kill): nothing
+        // but zeros, nobody's data, and replaced like an empty file.
+        Ok(()) if all_zeros(path, meta.len()) => Found::Empty,
         Ok(()) => Found::Other,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Found::Other,
         Err(_) => Found::Untouchable("a file that cannot be read"),
+    }
+}
+
+/// Files larger than this are never read through to see whether they hold only zeros.
+const MAX_ZEROS_CHECKED: u64 = 64 << 20;
+
+/// Whether the file holds nothing but zero bytes (and is small enough to read through).
+fn all_zeros(path: &Path, len: u64) -> bool {
+    if len > MAX_ZEROS_CHECKED {
+        return false;
+    }
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(n) if buf[..n].iter().all(|&b| b == 0) => {}
+            Ok(_) | Err(_) => return false,
+        }
     }
 }
 

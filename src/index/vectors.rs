@@ -87,6 +87,16 @@ impl Reader {
         Ok(count)
     }
 
+    /// The stored embeddings of `hash` made by `model`, if there are (none of another model's).
+    pub fn vectors_of(&self, model: &str, hash: &Hash) -> Result<Option<ContentVectors>> {
+        if self.vectors_model()?.as_deref() != Some(model) {
+            return Ok(None);
+        }
+        let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
+        let value = table.get(hash).map_err(Error::index)?;
+        Ok(value.and_then(|bytes| ContentVectors::from_bytes(*hash, bytes.value())))
+    }
+
     /// Whether the content `hash` has a stored embedding.
     pub fn has_vector(&self, hash: &Hash) -> Result<bool> {
         let table = self.txn.open_table(VECTORS).map_err(Error::index)?;

@@ -156,6 +156,7 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let name = declared.unwrap_or(stem);
     if name != req.name {
         check_rename(reader, &req.name, &name)?;
+        check_not_a_link(&path, &req.name, &name)?;
     }
     let target = store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
         .map_err(|e| {
@@ -183,6 +184,23 @@ pub(crate) fn check_rename(reader: &Reader, from: &str, to: &str) -> Result<()> 
         )),
         _ => Ok(()),
     }
+}
+
+/// A rename written through a symbolic link would rename the file it leads to, which its own
+/// name (and every other link to it) reads too: the scan would then find one name declared
+/// by two files and skip them both.
+fn check_not_a_link(path: &Path, from: &str, to: &str) -> Result<()> {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        return Ok(());
+    }
+    Err(Error::coded(
+        Code::PromptExists,
+        format!(
+            "system prompt {from:?} is a symbolic link ({}), and other names read the file it leads to: this content's frontmatter `name` would rename them all to {to:?}, and the next scan would skip them. Keep the name {from:?}, or rename the file the link leads to.",
+            path.display()
+        ),
+        &NEXT_ON_CONFLICT,
+    ))
 }
 
 /// `directory::system-prompts::delete`: only files can be deleted (a bundled prompt has none).

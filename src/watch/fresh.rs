@@ -75,13 +75,13 @@ impl Burst {
 
     fn add(&mut self, changes: Changes) {
         let now = Instant::now();
-        if !changes.paths.is_empty() || changes.full {
+        if !changes.paths.is_empty() || changes.full || changes.sync_gone {
             self.first.get_or_insert(now);
             self.opened.get_or_insert(now);
             self.last = Some(now);
         }
         self.paths.extend(changes.paths);
-        self.full |= changes.full;
+        self.full |= changes.full || changes.sync_gone;
         self.cookies.extend(changes.cookies);
     }
 
@@ -208,6 +208,13 @@ impl Tracker {
             }
         }
         burst.answer_cookies();
+        let index_path = &directory.config().paths.index_path;
+        state.tree.restore_sync(&self.inotify, || {
+            directory
+                .index_in_place()
+                .then(|| crate::sync_cookie::claim_folder(index_path))
+                .flatten()
+        });
         self.publish_status(state);
     }
 

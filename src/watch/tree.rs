@@ -60,12 +60,15 @@ pub struct Changes {
     pub full: bool,
     /// Sync cookies that arrived (see `fresh.rs`): they ask for a catch-up now.
     pub cookies: Vec<PathBuf>,
+    /// The sync folder beside the index went, the index perhaps with it: a full reconcile
+    /// builds it again (see `Index::replaced`).
+    pub sync_gone: bool,
 }
 
 impl Changes {
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.paths.is_empty() && !self.full && self.cookies.is_empty()
+        self.paths.is_empty() && !self.full && self.cookies.is_empty() && !self.sync_gone
     }
 }
 
@@ -84,6 +87,9 @@ pub struct Tree {
     specs: Vec<Spec>,
     /// The folder sync cookies are made in, watched on its own.
     sync: Option<PathBuf>,
+    /// The sync folder went (a `git clean` of the index's folder): made and watched again by
+    /// [`Tree::restore_sync`].
+    sync_lost: bool,
     by_wd: HashMap<Wd, PathBuf>,
     by_path: BTreeMap<PathBuf, Wd>,
     /// The symbolic links in the watched folders, and where they lead.
@@ -148,6 +154,7 @@ impl Tree {
         let mut tree = Tree {
             specs,
             sync: None,
+            sync_lost: false,
             by_wd: HashMap::new(),
             by_path: BTreeMap::new(),
             links: Links::default(),
@@ -169,6 +176,26 @@ impl Tree {
         }
         tree.recheck_roots(inotify, &mut Changes::default());
         tree
+    }
+
+    /// Makes the sync folder again and watches it, when it went: the commands beside this
+    /// writer wait on their cookies there. `claim` makes (and marks) the folder. Tried again
+    /// at the next turn when it cannot be made yet (the index's folder is made again with
+    /// the index, at the next reconcile).
+    pub fn restore_sync(&mut self, inotify: &Inotify, claim: impl FnOnce() -> Option<PathBuf>) {
+        if !self.sync_lost {
+            return;
+        }
+        let Some(folder) = claim() else { return };
+        match self.add(inotify, &folder) {
+            Ok(wd) => {
+                self.note(wd, folder.clone());
+                self.sync = Some(folder);
+                self.sync_lost = false;
+                tracing::info!("the sync folder beside the index is back");
+            }
+            Err(e) => tracing::debug!("cannot watch {} yet: {e}", folder.display()),
+        }
     }
 
     /// The sync cookies in the sync folder now: before a full reconcile, the ones it answers
@@ -240,6 +267,12 @@ impl Tree {
             };
             if event.is(libc::IN_IGNORED) {
                 self.forget_wd(event.wd);
+                if self.sync.as_deref() == Some(folder.as_path()) {
+                    // The folder beside the index went, the index perhaps with it (a `git
+                    // clean`): a reconcile now builds it again before a command builds its own.
+                    self.sync_lost = true;
+                    changes.sync_gone = true;
+                }
                 recheck |= self.holds_a_root(&folder);
                 continue;
             }

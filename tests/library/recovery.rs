@@ -222,6 +222,18 @@ fn an_index_folder_removed_under_a_running_writer_is_built_again_there() {
     assert_answers_eq(&answers(&reopened), &recorded, "reopened");
 }
 
+/// A creation of the index stopped before redb wrote its header (a full disk at the first
+/// start, a kill): a file of zeros, which is replaced like an empty one, not refused as
+/// someone else's file.
+#[test]
+fn an_index_of_zeros_is_rebuilt() {
+    let tree = small_tree();
+    let recorded = record(&tree);
+    fs::write(index_path(&tree), vec![0u8; 73_728]).expect("zeros");
+    fs::remove_file(texts_path(&tree)).expect("the texts store was never made");
+    assert_recovers(&tree, &recorded, "an index of zeros");
+}
+
 #[test]
 fn index_truncated_to_zero_bytes_is_rebuilt() {
     let tree = small_tree();

@@ -153,6 +153,23 @@ fn disk_full_child() {
         return;
     };
     let base = PathBuf::from(base);
+    if std::env::var(MODE_VAR).unwrap() == "first_open" {
+        limit_file_size(Some(4096));
+        let first = Directory::open(Config::for_root(&base)).map(|_| json!("opened"));
+        let first = first.map_err(|e| e.to_string());
+        say(json!({ "label": "full", "result": { "err": first.err() } }));
+        limit_file_size(None);
+        let again =
+            Directory::open(Config::for_root(&base)).map(|d| d.reconcile().map(|r| r.files));
+        let again = match again {
+            Ok(Ok(files)) => json!({ "ok": files }),
+            Ok(Err(e)) => json!({ "err": e.to_string() }),
+            Err(e) => json!({ "err": e.to_string() }),
+        };
+        say(json!({ "label": "room", "result": again }));
+        say(json!("DONE"));
+        return;
+    }
     let directory = Directory::open(Config::for_root(&base)).unwrap();
     directory.reconcile().unwrap();
     match std::env::var(MODE_VAR).unwrap().as_str() {
@@ -429,4 +446,24 @@ fn a_write_the_index_cannot_record_says_it_landed_and_the_next_is_refused_untouc
     assert_eq!(results["status_after"]["result"]["ok"], Value::Null);
     assert_eq!(results["served"]["result"]["ok"], "Landed");
     assert_reopens_like_fresh(&tree);
+}
+
+/// The first start of a worker on a full disk: the index cannot be made. It says so, leaves no
+/// file that a later start refuses as someone else's, and the next start with room builds it.
+#[test]
+fn a_first_index_on_a_full_disk_fails_clearly_and_the_next_start_builds_it() {
+    let tree = common::Tree::new();
+    tree.write("skills/deploy.md", "# Deploy\n\nShip it.\n");
+    let results = run_child(tree.base(), "first_open");
+    println!("disk full: first open -> {results:?}");
+    let full = results["full"]["result"]["err"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the index was made past the limit: {results:?}"));
+    assert!(full.contains("File too large"), "{full}");
+    assert!(!full.contains("not an index"), "{full}");
+    assert_eq!(
+        results["room"]["result"]["ok"], 1,
+        "the start with room: {:?}",
+        results["room"]
+    );
 }

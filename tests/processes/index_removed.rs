@@ -1,7 +1,8 @@
 //! The folder the index lives in removed under a running worker (a `git clean -fdx` of a
-//! repository whose ignored `data/` holds it): the next reconcile builds the index again at its
-//! path, and the worker's holder note beside it, so the commands beside the worker follow it
-//! again instead of building an index of their own. The child declares itself a worker, which
+//! repository whose ignored `data/` holds it): the watcher hears its sync folder go, and at
+//! once builds the index again at its path, with the worker's holder note and the sync folder
+//! beside it, so the commands beside the worker follow it again instead of building an index
+//! of their own, and wait on it for fresh reads. The child declares itself a worker, which
 //! a process may do once, so it runs alone (`common::child`).
 
 use test_support::common::{Tree, child};
@@ -20,16 +21,26 @@ fn index_removed_child() {
     iii_directory::declare_process_role(iii_directory::WORKER_ROLE);
     let config = iii_directory::config::Config::for_root(std::path::Path::new(&base));
     let index = config.paths.index_path.clone();
-    let directory = iii_directory::Directory::open(config).expect("open");
+    let sync = index.with_file_name("index.redb.sync");
+    let directory = std::sync::Arc::new(iii_directory::Directory::open(config).expect("open"));
     directory.reconcile().expect("reconcile");
+    let watcher =
+        iii_directory::Watcher::start(directory.clone(), iii_directory::WatchOptions::default());
+    assert!(sync.is_dir(), "the watcher claims the sync folder");
     std::fs::remove_dir_all(index.parent().unwrap()).expect("remove the index's folder");
-    directory.reconcile().expect("reconcile after the removal");
+    // No read, no change in the folders: the watcher notices on its own.
+    let started = std::time::Instant::now();
+    while !(index.is_file() && sync.is_dir()) && started.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let holder = iii_directory::read_index_holder(&index).map(|h| (h.pid, h.role));
     child::say(&format!(
-        "RESULT {} {:?}",
+        "RESULT {} {} {:?}",
         index.is_file(),
+        sync.is_dir(),
         holder == Some((std::process::id(), iii_directory::WORKER_ROLE.to_string()))
     ));
+    watcher.stop();
 }
 
 #[test]
@@ -43,7 +54,7 @@ fn an_index_removed_under_a_worker_is_built_again_with_its_holder_note() {
         .expect("run the child");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("RESULT true true"),
+        stdout.contains("RESULT true true true"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );

@@ -194,3 +194,23 @@ fn system_prompts_update_through_a_file_link_writes_where_it_leads_and_keeps_the
     assert!(fs::symlink_metadata(env.path("skills/system-prompts/short.md")).is_err());
     assert_eq!(text(&env.path("skills/system-prompts/terse.md")), new);
 }
+
+/// A rename through a link would rename the file other names read too: refused, nothing
+/// written.
+#[test]
+fn system_prompts_rename_through_a_file_link_is_refused() {
+    let env = Env::new(|t| {
+        t.write(
+            "skills/ns/system-prompts/sp.md",
+            "---\ndescription: Plain\n---\nBe plain.\n",
+        );
+        symlink("sp.md", t.path("skills/ns/system-prompts/splink.md")).unwrap();
+    });
+    let e = env.err(
+        WriteFunction::SystemPromptsUpdate,
+        json!({"name": "splink", "content": "---\nname: renamed2\ndescription: R\n---\nR.\n"}),
+    );
+    assert_eq!(e.code().map(|c| c.text()), Some("D214"), "{e}");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    assert_still_links(&env, "skills/ns/system-prompts/splink.md", "sp.md");
+}
