@@ -414,10 +414,17 @@ impl Directory {
                 break;
             }
             if pending.len() > BATCH {
-                tracing::info!(
-                    pending = pending.len(),
-                    "embedding skills in the background; search ranks lexically meanwhile"
-                );
+                // Once caught up, search stays hybrid: skills still pending rank by words.
+                match self.dense.caught_up.load(Ordering::SeqCst) {
+                    true => tracing::info!(
+                        pending = pending.len(),
+                        "embedding changed skills in the background; they rank by their words meanwhile"
+                    ),
+                    false => tracing::info!(
+                        pending = pending.len(),
+                        "embedding skills in the background; search ranks lexically meanwhile"
+                    ),
+                }
             }
             for chunk in pending.chunks(BATCH) {
                 // A command's pass (a `reindex`) lets a waiting worker have the index: the

@@ -85,6 +85,9 @@ pub(super) fn found(path: &Path) -> Found {
         // but zeros, nobody's data, and replaced like an empty file.
         Ok(()) if all_zeros(path, meta.len()) => Found::Empty,
         Ok(()) => Found::Other,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && all_zeros(path, meta.len()) => {
+            Found::Empty
+        }
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Found::Other,
         Err(_) => Found::Untouchable("a file that cannot be read"),
     }

@@ -153,10 +153,12 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if mode == Mode::CreateNew {
         check_declared(&declared, &req.name)?;
     }
+    if let Some(to) = &declared {
+        check_one_name(reader, roots, &path, &req.name, to)?;
+    }
     let name = declared.unwrap_or(stem);
     if name != req.name {
         check_rename(reader, &req.name, &name)?;
-        check_not_a_link(&path, &req.name, &name)?;
     }
     let target = store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
         .map_err(|e| {
@@ -186,18 +188,33 @@ pub(crate) fn check_rename(reader: &Reader, from: &str, to: &str) -> Result<()> 
     }
 }
 
-/// A rename written through a symbolic link would rename the file it leads to, which its own
-/// name (and every other link to it) reads too: the scan would then find one name declared
-/// by two files and skip them both.
-fn check_not_a_link(path: &Path, from: &str, to: &str) -> Result<()> {
-    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+/// A file read under more than one name (a symbolic link to it, or it a link to another's
+/// file) takes each name from its file name: a declared `name` would give them all one name,
+/// and the next scan would skip every file declaring it. Refused unless the file has no other
+/// name.
+fn check_one_name(reader: &Reader, roots: &Roots, path: &Path, from: &str, to: &str) -> Result<()> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    let real = path.canonicalize().ok();
+    let mut others = Vec::new();
+    for (name, row) in reader.prompts()? {
+        if let Source::File { root, rel, .. } = &row.source {
+            let file = roots.file(*root, rel);
+            if name != from && file != path && real.is_some() && file.canonicalize().ok() == real {
+                others.push(name);
+            }
+        }
+    }
+    if !is_link && others.is_empty() {
         return Ok(());
     }
+    let names = match others.is_empty() {
+        true => "another name".to_string(),
+        false => format!("{} too", others.join(", ")),
+    };
     Err(Error::coded(
         Code::PromptExists,
         format!(
-            "system prompt {from:?} is a symbolic link ({}), and other names read the file it leads to: this content's frontmatter `name` would rename them all to {to:?}, and the next scan would skip them. Keep the name {from:?}, or rename the file the link leads to.",
-            path.display()
+            "system prompt {from:?} is read from a file with more than one name (a symbolic link: {names}): a frontmatter `name` ({to:?}) would give every one of them that name, and the next scan would skip them. Leave `name` out (each name comes from its file name), or rename the files themselves."
         ),
         &NEXT_ON_CONFLICT,
     ))

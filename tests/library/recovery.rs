@@ -232,6 +232,10 @@ fn an_index_of_zeros_is_rebuilt() {
     fs::write(index_path(&tree), vec![0u8; 73_728]).expect("zeros");
     fs::remove_file(texts_path(&tree)).expect("the texts store was never made");
     assert_recovers(&tree, &recorded, "an index of zeros");
+    // Shorter than redb's header, too.
+    fs::write(index_path(&tree), [0u8; 2]).expect("zeros");
+    fs::remove_file(texts_path(&tree)).expect("texts");
+    assert_recovers(&tree, &recorded, "two zero bytes");
 }
 
 #[test]

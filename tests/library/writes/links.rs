@@ -213,4 +213,14 @@ fn system_prompts_rename_through_a_file_link_is_refused() {
     assert_eq!(e.code().map(|c| c.text()), Some("D214"), "{e}");
     assert!(e.to_string().contains("symbolic link"), "{e}");
     assert_still_links(&env, "skills/ns/system-prompts/splink.md", "sp.md");
+    // Nor may either name declare a name: the link's own, or the target's, which the link
+    // reads too.
+    for (name, declared) in [("splink", "splink"), ("sp", "sp2"), ("sp", "sp")] {
+        let content = format!("---\nname: {declared}\ndescription: R\n---\nR.\n");
+        let e = env.err(
+            WriteFunction::SystemPromptsUpdate,
+            json!({"name": name, "content": content}),
+        );
+        assert_eq!(e.code().map(|c| c.text()), Some("D214"), "{name}: {e}");
+    }
 }
