@@ -130,7 +130,8 @@ struct Writer {
     /// The failing reconciles, while they last (see [`trouble`]).
     trouble: Mutex<Option<Trouble>>,
     /// The device and inode of the index file this writer opened: a file removed or replaced
-    /// under it (a `git clean -fdx` of the folder it lives in) is noticed at the next reconcile.
+    /// under it (a `git clean -fdx` of the folder it lives in) is noticed by the next read or
+    /// reconcile, and by the watcher when the sync folder beside it goes.
     opened: Mutex<Option<(u64, u64)>>,
     /// Set when the file was built again after it was removed or replaced; taken by
     /// [`Index::take_rebuilt`].
