@@ -258,16 +258,20 @@ impl Dir {
         }
     }
 
-    /// A failed open of `name` in this folder: a link there is a [`Refusal::Link`].
+    /// A failed open of `name` in this folder: a link there is a [`Refusal::Link`]. So is a
+    /// folder there now that was not one at the open: a link swapped in and out again while
+    /// the write ran (a file where a folder must be stays the system's error).
     fn explain(&self, name: &OsStr, at: &Path, e: io::Error) -> Refusal {
-        if matches!(
-            e.raw_os_error(),
-            Some(libc::ELOOP | libc::ENOTDIR | libc::EXDEV)
-        ) && self.kind(name).ok().flatten() == Some(Kind::Link)
-        {
-            return Refusal::Link(at.to_path_buf());
+        let errno = e.raw_os_error().unwrap_or(0);
+        let swapped = match self.kind(name).ok().flatten() {
+            Some(Kind::Link) => [libc::ELOOP, libc::ENOTDIR, libc::EXDEV].contains(&errno),
+            Some(Kind::Dir) => [libc::ELOOP, libc::ENOTDIR].contains(&errno),
+            _ => false,
+        };
+        match swapped {
+            true => Refusal::Link(at.to_path_buf()),
+            false => Refusal::Io(e),
         }
-        Refusal::Io(e)
     }
 
     fn open_child_dir(&self, name: &OsStr) -> io::Result<Dir> {
