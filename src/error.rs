@@ -8,7 +8,7 @@ mod io;
 use std::fmt::{self, Write as _};
 
 pub use index::{ContentError, IndexError};
-pub use io::{IoError, io_error};
+pub use io::{IoError, io_error, short_of_resources};
 
 use crate::code::{Class, Code};
 

@@ -501,12 +501,8 @@ impl Directory {
         if reader.vector_count()? <= held {
             return Ok(());
         }
-        let mut stored = Vec::new();
-        for pending in self.dense.vectors.pending(cache) {
-            if let Some(vectors) = reader.vectors_of(model, &pending.hash)? {
-                stored.push(vectors);
-            }
-        }
+        let pending = self.dense.vectors.pending(cache);
+        let stored = reader.vectors_of(model, pending.iter().map(|p| &p.hash))?;
         self.dense.vectors.insert(&stored);
         Ok(())
     }

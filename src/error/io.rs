@@ -25,6 +25,15 @@ impl IoError {
     }
 }
 
+/// Whether a failure is this process running short of what the system gives it (descriptors,
+/// memory): it passes, and says nothing about the file or folder it was about.
+pub fn short_of_resources(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM)
+    )
+}
+
 /// What to do about a failure a person can act on: a permission this process lacks, a full
 /// disk, too many open files.
 pub(crate) fn hint(source: &io::Error) -> &'static str {

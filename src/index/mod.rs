@@ -29,7 +29,7 @@ use std::sync::{Mutex, RwLock};
 use redb::ReadableDatabase;
 
 use crate::config::ConfigError;
-use crate::error::{Error, IndexError, IoError, Result, io_error};
+use crate::error::{Error, IndexError, IoError, Result, io_error, short_of_resources};
 use crate::locks;
 use clean_close::CleanClose;
 use tables::*;
@@ -661,17 +661,11 @@ fn unwritable(io: &std::io::Error) -> bool {
 /// Whether an I/O failure of an open passes with the shortage that caused it (or is the disk's,
 /// not the file's), so that the file must not be deleted as damaged for it.
 fn passing(io: &std::io::Error) -> bool {
-    let short = [
-        libc::EMFILE,
-        libc::ENFILE,
-        libc::ENOMEM,
-        libc::ENOSPC,
-        libc::EDQUOT,
-        libc::EIO,
-        libc::EAGAIN,
-    ];
-    io.raw_os_error()
-        .is_some_and(|errno| short.contains(&errno))
+    short_of_resources(io)
+        || matches!(
+            io.raw_os_error(),
+            Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EAGAIN)
+        )
 }
 
 /// An error of preparing an opened file, as an [`Opened`]: a passing I/O failure leaves the

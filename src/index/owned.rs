@@ -81,15 +81,14 @@ pub(super) fn found(path: &Path) -> Found {
     let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
     match read {
         Ok(()) if head == REDB_MAGIC => Found::Redb,
-        // A redb file whose creation stopped before its header (a full disk, a kill): nothing
-        // but zeros, nobody's data, and replaced like an empty file.
-        Ok(()) if all_zeros(path, meta.len()) => Found::Empty,
-        Ok(()) => Found::Other,
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && all_zeros(path, meta.len()) => {
-            Found::Empty
+        Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => {
+            Found::Untouchable("a file that cannot be read")
         }
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Found::Other,
-        Err(_) => Found::Untouchable("a file that cannot be read"),
+        // Read, whole or shorter than the magic. A redb file whose creation stopped before its
+        // header (a full disk, a kill) is nothing but zeros, nobody's data: replaced like an
+        // empty file.
+        _ if all_zeros(path, meta.len()) => Found::Empty,
+        _ => Found::Other,
     }
 }
 

@@ -68,14 +68,24 @@ impl Reader {
             .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
     }
 
+    /// The vectors table, when it holds `model`'s embeddings (`None` for another model's).
+    fn vectors_of_model(
+        &self,
+        model: &str,
+    ) -> Result<Option<redb::ReadOnlyTable<&'static [u8; 32], &'static [u8]>>> {
+        if self.vectors_model()?.as_deref() != Some(model) {
+            return Ok(None);
+        }
+        Ok(Some(self.txn.open_table(VECTORS).map_err(Error::index)?))
+    }
+
     /// Hands every embedding stored by `model` to `each`, in content hash order, one content
     /// at a time (none when the table holds another model's); returns how many contents. A
     /// value that is not an embedding is skipped: it is embedded again.
     pub fn each_vector(&self, model: &str, mut each: impl FnMut(ContentVectors)) -> Result<u64> {
-        if self.vectors_model()?.as_deref() != Some(model) {
+        let Some(table) = self.vectors_of_model(model)? else {
             return Ok(0);
-        }
-        let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
+        };
         let mut count = 0;
         for entry in table.iter().map_err(Error::index)? {
             let (hash, bytes) = entry.map_err(Error::index)?;
@@ -87,14 +97,23 @@ impl Reader {
         Ok(count)
     }
 
-    /// The stored embeddings of `hash` made by `model`, if there are (none of another model's).
-    pub fn vectors_of(&self, model: &str, hash: &Hash) -> Result<Option<ContentVectors>> {
-        if self.vectors_model()?.as_deref() != Some(model) {
-            return Ok(None);
+    /// The stored embeddings made by `model` of those of `hashes` that have them (none of
+    /// another model's).
+    pub fn vectors_of<'h>(
+        &self,
+        model: &str,
+        hashes: impl IntoIterator<Item = &'h Hash>,
+    ) -> Result<Vec<ContentVectors>> {
+        let Some(table) = self.vectors_of_model(model)? else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        for hash in hashes {
+            if let Some(bytes) = table.get(hash).map_err(Error::index)? {
+                found.extend(ContentVectors::from_bytes(*hash, bytes.value()));
+            }
         }
-        let table = self.txn.open_table(VECTORS).map_err(Error::index)?;
-        let value = table.get(hash).map_err(Error::index)?;
-        Ok(value.and_then(|bytes| ContentVectors::from_bytes(*hash, bytes.value())))
+        Ok(found)
     }
 
     /// Whether the content `hash` has a stored embedding.

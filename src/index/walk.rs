@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::records::Stat;
 use crate::doc::ids::first_segment;
 use crate::doc::{ReadIssue, ServeIssue};
-use crate::error::IoError;
+use crate::error::{IoError, short_of_resources};
 use crate::locks;
 use crate::roots::{Layout, Root, Roots};
 use crate::rules::skip::{SkipReason, Special, is_upstream_copy};
@@ -93,12 +93,10 @@ impl Short {
 /// rather than for what the folder is (its permissions), which `check` lists.
 fn short_of(path: &Path, e: &std::io::Error) -> Option<Short> {
     let errno = e.raw_os_error()?;
-    [libc::EMFILE, libc::ENFILE, libc::ENOMEM]
-        .contains(&errno)
-        .then(|| Short {
-            path: path.to_path_buf(),
-            errno,
-        })
+    short_of_resources(e).then(|| Short {
+        path: path.to_path_buf(),
+        errno,
+    })
 }
 
 impl Found {

@@ -225,12 +225,13 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     // Only to another document: a link to the bundles lock or a script is not one to write
     // markdown through.
     let document = real.extension().is_some_and(|e| e == "md") && real.is_file();
-    let beneath = document.then_some(()).and_then(|()| {
+    let in_a_root = || {
         roots.iter().find_map(|root| {
             let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
             (!rel.as_os_str().is_empty()).then(|| root.join(rel))
         })
-    });
+    };
+    let beneath = if document { in_a_root() } else { None };
     beneath.ok_or_else(|| StoreError::Link {
         path: dest.to_path_buf(),
         root: roots

@@ -171,16 +171,7 @@ fn ctrl_c_stops_a_reindex_at_any_moment_and_the_next_command_serves_the_whole_tr
             status.signal() == Some(libc::SIGINT) || (moment > 0 && status.success()),
             "at moment {moment}: {status}"
         );
-        let output = iii(&tree)
-            .args(["list", "skills", "--json"])
-            .output()
-            .expect("list");
-        assert!(
-            output.status.success(),
-            "at moment {moment}: {}",
-            stderr(&output)
-        );
-        let listed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        let listed = list_skills(&tree, &format!("at moment {moment}"));
         let ours = listed["skills"]
             .as_array()
             .expect("skills")
@@ -213,16 +204,19 @@ fn ctrl_c_while_a_first_index_is_created_leaves_nothing_the_next_command_refuses
         }
         interrupt(&reindex);
         let _ = reindex.wait();
-        let output = iii(&tree)
-            .args(["list", "skills", "--json"])
-            .output()
-            .expect("list");
-        assert!(
-            output.status.success(),
-            "cycle {cycle}: {}",
-            stderr(&output)
-        );
+        list_skills(&tree, &format!("cycle {cycle}"));
     }
+}
+
+/// `list skills --json` after an interrupted command (`when` says which): it must succeed, and
+/// answers the list.
+fn list_skills(tree: &Tree, when: &str) -> serde_json::Value {
+    let output = iii(tree)
+        .args(["list", "skills", "--json"])
+        .output()
+        .expect("list");
+    assert!(output.status.success(), "{when}: {}", stderr(&output));
+    serde_json::from_slice(&output.stdout).expect("JSON")
 }
 
 /// Sends Ctrl-C again and again until `child` ends: the first may come before the process

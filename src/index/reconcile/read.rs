@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::doc::{self, Hash, MAX_FILE_BYTES, ParsedDoc, ReadIssue};
+use crate::error::short_of_resources;
 use crate::index::records::{FileMeta, Stat, compress_text, encode};
 use crate::locks;
 use crate::roots::{Root, Roots};
@@ -124,10 +125,6 @@ impl Reading<'_> {
             file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
             Ok(bytes)
         });
-        read.map_err(|e| {
-            let passing =
-                [libc::EMFILE, libc::ENFILE, libc::ENOMEM].contains(&e.raw_os_error().unwrap_or(0));
-            (ReadIssue::Io(e.to_string()), passing)
-        })
+        read.map_err(|e| (ReadIssue::Io(e.to_string()), short_of_resources(&e)))
     }
 }
