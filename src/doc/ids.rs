@@ -269,9 +269,61 @@ pub fn skill_id_for(rel_path: &str) -> String {
     }
 }
 
+/// The paths [`skill_id_for`] maps to `id`, whether or not they exist: `<id>.md`, and for an
+/// `index` id the folder's overview files. What a change to one skill may touch is found by
+/// these paths, without a look at the rest of its folder.
+pub fn skill_files_for(id: &str) -> Vec<String> {
+    let folder = if id == INDEX {
+        Some("")
+    } else {
+        id.strip_suffix(INDEX).and_then(|f| f.strip_suffix('/'))
+    };
+    let mut paths = vec![format!("{id}{MARKDOWN_EXTENSION}")];
+    if let Some(folder) = folder {
+        let prefix = if folder.is_empty() {
+            String::new()
+        } else {
+            format!("{folder}/")
+        };
+        paths.extend(OVERVIEW_FILE_NAMES.map(|name| format!("{prefix}{name}")));
+    }
+    paths.retain(|path| skill_id_for(path) == id);
+    paths
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skill_files_for_is_the_inverse_of_skill_id_for() {
+        for (id, paths) in [
+            ("a/b", vec!["a/b.md"]),
+            ("a/index", vec!["a/index.md", "a/SKILL.md", "a/SKILLS.md"]),
+            ("index", vec!["index.md", "SKILL.md", "SKILLS.md"]),
+            (
+                "a/b/index",
+                vec!["a/b/index.md", "a/b/SKILL.md", "a/b/SKILLS.md"],
+            ),
+            // No file has these ids: an overview file's name is always read as `index`.
+            ("a/SKILL", vec![]),
+            ("SKILLS", vec![]),
+        ] {
+            assert_eq!(skill_files_for(id), paths, "{id}");
+        }
+        for path in [
+            "a/b.md",
+            "a/SKILL.md",
+            "SKILLS.md",
+            "x/y/z.md",
+            "a/myindex.md",
+        ] {
+            assert!(
+                skill_files_for(&skill_id_for(path)).contains(&path.to_string()),
+                "{path}"
+            );
+        }
+    }
 
     /// The message a validator refuses with, as callers see it; `None` when it accepts.
     fn refusal<T>(checked: Result<T, impl std::fmt::Display>) -> Option<String> {

@@ -12,7 +12,9 @@ use super::records::FileMeta;
 use super::walk::Unreadable;
 use crate::bundled;
 use crate::doc::classify::{PathClass, classify};
-use crate::doc::ids::{first_segment, skill_id_for, validate_name, validate_skill_id};
+use crate::doc::ids::{
+    first_segment, skill_files_for, skill_id_for, validate_name, validate_skill_id,
+};
 use crate::doc::{Hash, ParsedDoc, ServeIssue};
 use crate::roots::{Layout, Root};
 use crate::rules::agent::{self, AgentRow};
@@ -45,12 +47,17 @@ pub struct Inputs<'a> {
     pub prompt_files: &'a BTreeSet<(Root, String)>,
 }
 
-/// The parts of the views a change touched: the skill namespaces whose rows may differ,
-/// whether the system prompts or the agent profiles may, and the file notes (see
-/// [`SkipReason::is_file_note`]) that came, went or changed.
+/// The parts of the views a change touched: the skill namespaces whose rows may differ (whole,
+/// or only some of their ids), whether the system prompts or the agent profiles may, and the
+/// file notes (see [`SkipReason::is_file_note`]) that came, went or changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Dirty {
     pub namespaces: BTreeSet<String>,
+    /// Namespaces where only these ids may differ: each a folder of a skills root before and
+    /// after the change, so that no agents skill or bundled skill takes part in it and every id
+    /// is decided by its own files (see [`dirty_parts`]). A namespace of 30,000 skills then
+    /// costs an edit the few rows it touches, not 30,000.
+    pub skill_ids: BTreeMap<String, BTreeSet<String>>,
     pub prompts: bool,
     pub agents: bool,
     pub notes: BTreeSet<(Root, String)>,
@@ -125,7 +132,8 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
             files_of(inputs, root).map(|((_, rel), _)| namespace_of(root, rel).to_string()),
         );
     }
-    for (rows, skipped) in all_namespace_rows(inputs, &shadows, &namespaces) {
+    let parts = namespaces.iter().map(|ns| (ns, Part::Whole));
+    for (rows, skipped) in all_namespace_rows(inputs, &shadows, parts) {
         views.skills.extend(rows);
         views.skipped.extend(skipped);
     }
@@ -146,7 +154,9 @@ pub fn compute(inputs: &Inputs<'_>) -> Views {
 pub fn compute_parts(inputs: &Inputs<'_>, dirty: &Dirty) -> Views {
     let shadows = Shadows::of(inputs);
     let mut views = Views::default();
-    for (rows, skipped) in all_namespace_rows(inputs, &shadows, &dirty.namespaces) {
+    let parts = (dirty.namespaces.iter().map(|ns| (ns, Part::Whole)))
+        .chain(dirty.skill_ids.iter().map(|(ns, ids)| (ns, Part::Ids(ids))));
+    for (rows, skipped) in all_namespace_rows(inputs, &shadows, parts) {
         views.skills.extend(rows);
         views.skipped.extend(skipped);
     }
@@ -168,30 +178,48 @@ pub fn compute_parts(inputs: &Inputs<'_>, dirty: &Dirty) -> Views {
     views
 }
 
-/// The rows of these namespaces, computed on every core (each namespace is independent).
+/// Which rows of a namespace are computed.
+#[derive(Clone, Copy)]
+enum Part<'d> {
+    Whole,
+    /// These ids, of a namespace that is a folder of a skills root (see [`Dirty::skill_ids`]).
+    Ids(&'d BTreeSet<String>),
+}
+
+/// The rows of these parts of namespaces, computed on every core (each is independent).
 fn all_namespace_rows<'n>(
     inputs: &Inputs<'_>,
     shadows: &Shadows<'_>,
-    namespaces: impl IntoIterator<Item = &'n String>,
+    parts: impl IntoIterator<Item = (&'n String, Part<'n>)>,
 ) -> Vec<(BTreeMap<String, SkillRow>, Skipped)> {
-    let namespaces: Vec<&String> = namespaces.into_iter().collect();
-    namespaces
+    let parts: Vec<(&String, Part<'_>)> = parts.into_iter().collect();
+    parts
         .into_par_iter()
-        .map(|ns| namespace_rows(inputs, shadows, ns))
+        .map(|(ns, part)| namespace_rows(inputs, shadows, ns, part))
         .collect()
 }
 
 /// The parts of the views whose rows may differ after these files (added, changed or removed)
-/// and these top-level folders (added or removed) changed.
+/// changed, with the top-level folders of the roots as they were (`old_dirs`) and are
+/// (`new_dirs`).
 pub fn dirty_parts<'a>(
     files: impl IntoIterator<Item = &'a (Root, String)>,
-    top_dirs: impl IntoIterator<Item = &'a (Root, String)>,
+    old_dirs: &BTreeSet<(Root, String)>,
+    new_dirs: &BTreeSet<(Root, String)>,
 ) -> Dirty {
     let mut dirty = Dirty::default();
     for (root, rel) in files {
         match root {
             Root::Agents | Root::GlobalAgents => dirty.agents = true,
             Root::Skills | Root::LocalSkills if is_prompt_file(*root, rel) => dirty.prompts = true,
+            // A file inside a namespace folder: the ids its own change may touch.
+            Root::Skills | Root::LocalSkills if rel.contains('/') => {
+                let ids = dirty
+                    .skill_ids
+                    .entry(first_segment(rel).to_string())
+                    .or_default();
+                ids.extend(ids_touched_by(&skill_id_for(rel)));
+            }
             _ => {
                 dirty
                     .namespaces
@@ -202,7 +230,7 @@ pub fn dirty_parts<'a>(
     // A top-level folder shadows (or stops shadowing) the namespace of its name, and a file of
     // a lower root that sits beside it with the same name; a local one also shadows the
     // system prompts of the namespace of its name.
-    for (root, name) in top_dirs {
+    for (root, name) in old_dirs.symmetric_difference(new_dirs) {
         dirty.namespaces.insert(name.clone());
         dirty
             .namespaces
@@ -211,7 +239,37 @@ pub fn dirty_parts<'a>(
             dirty.prompts = true;
         }
     }
+    // Narrowed to ids only where the namespace stays a folder of a skills root (a folder that
+    // came or went made it whole above) and nothing else of it changed.
+    let is_folder = |ns: &str| {
+        [Root::LocalSkills, Root::Skills]
+            .iter()
+            .any(|r| new_dirs.contains(&(*r, ns.to_string())))
+    };
+    let narrowed = std::mem::take(&mut dirty.skill_ids);
+    for (ns, ids) in narrowed {
+        if dirty.namespaces.contains(&ns) {
+            continue;
+        }
+        if is_folder(&ns) {
+            dirty.skill_ids.insert(ns, ids);
+        } else {
+            dirty.namespaces.insert(ns);
+        }
+    }
     dirty
+}
+
+/// The skill ids whose rows a change to the files of skill `id` may change: its own, and the
+/// ids whose display id depends on whether it is served (`<id>/index` shows as `<id>` when no
+/// `<id>` is served); its bare form for an `index` id, so that its own display id can be
+/// decided within the part.
+fn ids_touched_by(id: &str) -> Vec<String> {
+    let mut ids = vec![id.to_string(), format!("{id}/index")];
+    if let Some(bare) = id.strip_suffix("/index") {
+        ids.push(bare.to_string());
+    }
+    ids
 }
 
 /// Whether a file is a system prompt: under a skills root, with a `system-prompts` segment.
@@ -243,6 +301,9 @@ pub fn files_needed<'a>(
         for root in SKILL_ROOTS {
             needed.extend(namespace_entries(files, root, ns));
         }
+    }
+    for ids in dirty.skill_ids.values() {
+        needed.extend(id_file_keys(ids).filter_map(|key| files.get_key_value(&key)));
     }
     if dirty.prompts {
         needed.extend(
@@ -291,7 +352,7 @@ pub fn namespace_id_range(ns: &str) -> (String, String) {
 pub fn owns(inputs: &Inputs<'_>, dirty: &Dirty, key: &(Root, String)) -> bool {
     match owner(inputs, key) {
         Owner::Folder => false,
-        Owner::Namespace(ns) => dirty.namespaces.contains(ns),
+        Owner::Namespace(ns) => dirty.namespaces.contains(ns) || dirty.skill_ids.contains_key(ns),
         Owner::Prompts => dirty.prompts,
         Owner::Agents => dirty.agents,
     }
@@ -384,37 +445,23 @@ type SkillFiles<'a> = BTreeMap<String, (Root, &'a str, &'a FileMeta)>;
 /// The skill rows of one namespace, and the skip reasons of its files. Precedence, highest
 /// first: `local_skills_folder`, `skills_folder`, `agents_skills_folder`, the bundled skills,
 /// `global_agents_skills_folder`; each step below takes what the steps before it left.
+/// For [`Part::Ids`], only the files of those ids take part: the namespace is a folder of a
+/// skills root, which leaves the agents skills and bundled skills out of it.
 fn namespace_rows(
     inputs: &Inputs<'_>,
     shadows: &Shadows<'_>,
     ns: &str,
+    part: Part<'_>,
 ) -> (BTreeMap<String, SkillRow>, Skipped) {
     let mut skipped = Skipped::new();
-    let mut files = skills_root_files(inputs, shadows, ns, &mut skipped);
-    let mut agents_namespace = add_agents_skill(
-        inputs,
-        Root::AgentsSkills,
-        shadows,
-        ns,
-        None,
-        &mut files,
-        &mut skipped,
-    );
-    let bundled = bundled_fallbacks(shadows, ns, agents_namespace, &files);
-    if !agents_namespace {
-        let taken = (!bundled.is_empty()).then_some(Taken::Bundled);
-        agents_namespace = add_agents_skill(
-            inputs,
-            Root::GlobalAgentsSkills,
-            shadows,
-            ns,
-            taken,
-            &mut files,
-            &mut skipped,
-        );
-    } else {
-        shadow_global_agents_skill(inputs, ns, &mut skipped);
-    }
+    let mut files = skills_root_files(inputs, shadows, ns, part, &mut skipped);
+    let (agents_namespace, bundled) = match part {
+        Part::Whole => agents_and_bundled(inputs, shadows, ns, &mut files, &mut skipped),
+        Part::Ids(_) => {
+            debug_assert!(shadows.has_folder(ns), "{ns} is narrowed but not a folder");
+            (false, BTreeMap::new())
+        }
+    };
     let all_ids: BTreeSet<String> = files.keys().chain(bundled.keys()).cloned().collect();
     let mut rows = BTreeMap::new();
     for (id, file) in &files {
@@ -426,6 +473,42 @@ fn namespace_rows(
         rows.insert(id, row);
     }
     (rows, skipped)
+}
+
+/// Steps 2 to 4 of a whole namespace: its agents skills and bundled skills. Returns whether an
+/// agents skill serves the namespace, and the bundled skills it serves.
+fn agents_and_bundled<'a>(
+    inputs: &'a Inputs<'_>,
+    shadows: &Shadows<'_>,
+    ns: &str,
+    files: &mut SkillFiles<'a>,
+    skipped: &mut Skipped,
+) -> (bool, BTreeMap<String, &'static ParsedDoc>) {
+    let mut agents_namespace = add_agents_skill(
+        inputs,
+        Root::AgentsSkills,
+        shadows,
+        ns,
+        None,
+        files,
+        skipped,
+    );
+    let bundled = bundled_fallbacks(shadows, ns, agents_namespace, files);
+    if !agents_namespace {
+        let taken = (!bundled.is_empty()).then_some(Taken::Bundled);
+        agents_namespace = add_agents_skill(
+            inputs,
+            Root::GlobalAgentsSkills,
+            shadows,
+            ns,
+            taken,
+            files,
+            skipped,
+        );
+    } else {
+        shadow_global_agents_skill(inputs, ns, skipped);
+    }
+    (agents_namespace, bundled)
 }
 
 /// What one file of a skills root is to its namespace, before the roots are merged.
@@ -444,12 +527,21 @@ fn skills_root_files<'a>(
     inputs: &'a Inputs<'_>,
     shadows: &Shadows<'_>,
     ns: &str,
+    part: Part<'_>,
     skipped: &mut Skipped,
 ) -> SkillFiles<'a> {
     let mut chosen = SkillFiles::new();
     for root in [Root::LocalSkills, Root::Skills] {
         let mut own_ids: BTreeMap<String, &str> = BTreeMap::new();
-        for (rel, meta) in namespace_files(inputs, root, ns) {
+        let files = match part {
+            Part::Whole => namespace_files(inputs, root, ns),
+            Part::Ids(ids) => sorted(
+                id_file_keys(ids)
+                    .filter(|(r, _)| *r == root)
+                    .filter_map(|key| inputs.files.get_key_value(&key)),
+            ),
+        };
+        for (rel, meta) in files {
             let shadowed = root == Root::Skills && shadows.local.contains(first_segment(rel));
             let id = match verdict(rel, shadowed, &mut own_ids) {
                 Verdict::NotASkill => continue,
@@ -645,11 +737,29 @@ fn namespace_files<'a>(
     root: Root,
     ns: &str,
 ) -> Vec<(&'a String, &'a FileMeta)> {
-    let mut files: Vec<(&String, &FileMeta)> = namespace_entries(inputs.files, root, ns)
-        .map(|((_, rel), meta)| (rel, meta))
-        .collect();
+    sorted(namespace_entries(inputs.files, root, ns))
+}
+
+/// Entries of the file table as `(relative path, record)`, in path order.
+fn sorted<'a>(
+    entries: impl Iterator<Item = (&'a (Root, String), &'a FileMeta)>,
+) -> Vec<(&'a String, &'a FileMeta)> {
+    let mut files: Vec<(&String, &FileMeta)> =
+        entries.map(|((_, rel), meta)| (rel, meta)).collect();
     files.sort_by(|a, b| a.0.cmp(b.0));
     files
+}
+
+/// The keys a file of either skills root whose skill id is one of `ids` has (see
+/// [`skill_files_for`]), whether or not such a file exists: what a [`Part::Ids`] part looks at.
+pub fn id_file_keys(ids: &BTreeSet<String>) -> impl Iterator<Item = (Root, String)> + '_ {
+    [Root::LocalSkills, Root::Skills]
+        .into_iter()
+        .flat_map(move |root| {
+            ids.iter()
+                .flat_map(|id| skill_files_for(id))
+                .map(move |rel| (root, rel))
+        })
 }
 
 /// The entries of [`namespace_files`], unsorted.
@@ -852,6 +962,58 @@ mod tests {
 
     fn key(rel: &str) -> (Root, String) {
         (Root::Skills, rel.to_string())
+    }
+
+    #[test]
+    fn an_edit_inside_a_namespace_folder_touches_only_its_own_ids() {
+        let dirs: BTreeSet<(Root, String)> = [key("big"), (Root::LocalSkills, "loc".into())].into();
+        let ids = |ns: &str, ids: &[&str]| {
+            (
+                ns.to_string(),
+                ids.iter().map(|id| id.to_string()).collect(),
+            )
+        };
+        let dirty = dirty_parts(
+            &[
+                key("big/a.md"),
+                key("big/sub/SKILL.md"),
+                (Root::LocalSkills, "loc/x.md".into()),
+            ],
+            &dirs,
+            &dirs,
+        );
+        assert!(dirty.namespaces.is_empty(), "{dirty:?}");
+        let want: BTreeMap<String, BTreeSet<String>> = [
+            ids(
+                "big",
+                &[
+                    "big/a",
+                    "big/a/index",
+                    "big/sub",
+                    "big/sub/index",
+                    "big/sub/index/index",
+                ],
+            ),
+            ids("loc", &["loc/x", "loc/x/index"]),
+        ]
+        .into();
+        assert_eq!(dirty.skill_ids, want);
+
+        // A folder that came makes its namespace whole; so does a file at the top, a file of an
+        // agents skills root, or a file whose first folder is not a folder of a skills root.
+        let more: BTreeSet<(Root, String)> = dirs.iter().cloned().chain([key("new")]).collect();
+        let dirty = dirty_parts(
+            &[
+                key("new/a.md"),
+                key("big.md"),
+                (Root::AgentsSkills, "loc/SKILL.md".into()),
+                key("gone/a.md"),
+            ],
+            &dirs,
+            &more,
+        );
+        let whole: BTreeSet<String> = ["new", "big", "loc", "gone"].map(String::from).into();
+        assert_eq!((dirty.namespaces, dirty.skill_ids.len()), (whole, 0));
     }
 
     #[test]

@@ -275,6 +275,7 @@ impl Phases<'_, '_> {
         tracing::debug!(
             full = plan.full_views,
             namespaces = plan.dirty.namespaces.len(),
+            narrowed = plan.dirty.skill_ids.len(),
             views_ms = started.elapsed().as_millis() as u64,
             "views updated"
         );
@@ -440,7 +441,8 @@ impl Plan {
                 notes,
                 ..views::dirty_parts(
                     to_read.iter().map(|(key, _)| key).chain(&removed),
-                    top_dirs.symmetric_difference(&mirror.top_dirs),
+                    &mirror.top_dirs,
+                    &top_dirs,
                 )
             },
             None => Dirty::default(),

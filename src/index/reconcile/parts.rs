@@ -77,6 +77,11 @@ pub fn stored(
                 .insert(id.value().to_string(), decode(row.value())?);
         }
     }
+    for id in dirty.skill_ids.values().flatten() {
+        if let Some(row) = skills.get(id.as_str()).map_err(Error::index)? {
+            views.skills.insert(id.clone(), decode(row.value())?);
+        }
+    }
     if dirty.prompts {
         views.prompts = whole(txn, PROMPTS)?;
     }
@@ -98,6 +103,16 @@ pub fn stored(
             for entry in skipped.range(range).map_err(Error::index)? {
                 let (key, why) = entry.map_err(Error::index)?;
                 keep(root, key.value().1, why.value())?;
+            }
+        }
+    }
+    for ids in dirty.skill_ids.values() {
+        for (root, rel) in views::id_file_keys(ids) {
+            if let Some(why) = skipped
+                .get((root as u8, rel.as_str()))
+                .map_err(Error::index)?
+            {
+                keep(root, &rel, why.value())?;
             }
         }
     }
