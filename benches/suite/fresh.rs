@@ -1,7 +1,8 @@
 //! Fresh reads (issue 26): what catching up with the disk costs a read. The same reads with
 //! the watcher's catch-up and without it (the watcher stopped), in alternating blocks so that
 //! both see the same load; a `get` right after one file changed on disk; and a `get` right
-//! after a burst of 1,000 changed files, beside the scoped reconcile of the same files.
+//! after a burst of 1,000 changed files, beside the scoped reconcile of the same files; and a
+//! `get` right after one change in a tree that is a single folder of as many skills.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -231,5 +232,54 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>) -> Vec<Figure> {
     );
     // Leave the tree as the index holds it.
     directory.reconcile().expect("reconcile");
+    out.push(one_change_in_one_folder(settings));
     out
+}
+
+/// A `get` right after one file changed, in a tree whose skills are all in one folder: the
+/// namespace is the whole tree, and only the changed skill's rows may be recomputed.
+fn one_change_in_one_folder(settings: &Settings) -> Figure {
+    let work = tempfile::tempdir().expect("temp dir");
+    let folder = work.path().join("skills").join("flat");
+    std::fs::create_dir_all(&folder).expect("folder");
+    for i in 0..settings.skills {
+        let text = format!("---\ndescription: Flat skill {i}.\n---\n# Flat {i}\n\nBody {i}.\n");
+        std::fs::write(folder.join(format!("s{i:06}.md")), text).expect("write");
+    }
+    let mut config = iii_directory::config::Config::for_root(work.path());
+    config.paths.index_path = work.path().join("flat.redb");
+    let directory = Arc::new(Directory::open(config).expect("open"));
+    directory.reconcile().expect("index");
+    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
+    let runs = settings.iterations.clamp(5, 200);
+    let step = (settings.skills / runs).max(1);
+    let (mut idle, mut after_one) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let n = (i * step) % settings.skills;
+        let id = format!("flat/s{n:06}");
+        let start = Instant::now();
+        black_box(get(&directory, &id));
+        idle.push(start.elapsed());
+        let title = format!("flat probe {i}");
+        replace(
+            &folder.join(format!("s{n:06}.md")),
+            &format!("# {title}\n\nChanged.\n"),
+        );
+        let start = Instant::now();
+        let got = get(&directory, &id);
+        after_one.push(start.elapsed());
+        assert_eq!(got["title"], title.as_str(), "a stale read");
+    }
+    watcher.stop();
+    let (idle, after_one) = (Sample::of(idle), Sample::of(after_one));
+    Figure::timing(
+        "fresh_get_one_change_one_folder",
+        &format!(
+            "skills::get right after its file changed, {} skills in one folder",
+            settings.skills
+        ),
+        &after_one,
+    )
+    .baseline("the same get, nothing changed", idle.p50)
+    .note("the namespace is the whole tree: only the changed skill's rows are recomputed")
 }
