@@ -158,13 +158,14 @@ impl Watcher {
             std::thread::Builder::new()
                 .name("iii-directory-watch".into())
                 .spawn(move || run(&directory, tracker.as_deref(), &stop, &status))
-                .expect("spawning the watcher thread")
+                .map_err(crate::error::Error::thread("the watcher's thread"))
         };
+        let thread = started_or_noted(thread, &status);
         Watcher {
             directory,
             tracker,
             stop,
-            thread: Some(thread),
+            thread,
             status,
             sync: Mutex::new(sync),
         }
@@ -227,10 +228,34 @@ impl Drop for Watcher {
 
 fn note_problem(status: &Mutex<WatchStatus>, problem: String) {
     tracing::warn!("{problem}; changes there are picked up by the safety-net reconcile");
+    record_problem(status, problem);
+}
+
+fn record_problem(status: &Mutex<WatchStatus>, problem: String) {
     if let Ok(mut status) = status.lock() {
         status.degraded = true;
         status.problems.push(problem);
     }
+}
+
+/// The watcher's thread, or, when it could not start, the problem in the status: reads still
+/// take in the queue (their catch-up is set before the thread starts), so only the
+/// announcements of changes and the safety net are lost, and the worker keeps serving.
+fn started_or_noted(
+    thread: Result<JoinHandle<()>, crate::error::Error>,
+    status: &Mutex<WatchStatus>,
+) -> Option<JoinHandle<()>> {
+    let error = match thread {
+        Ok(thread) => return Some(thread),
+        Err(e) => e,
+    };
+    let problem = format!(
+        "{error}; until then, reads still see every change on disk, but changes are not \
+         announced to subscribers and no safety-net reconcile runs"
+    );
+    tracing::error!("{problem}");
+    record_problem(status, problem);
+    None
 }
 
 /// Why inotify could not be started, with the limit to raise: `EMFILE` there is most often
@@ -372,5 +397,22 @@ mod tests {
         );
         let other = start_failure(&std::io::Error::from_raw_os_error(libc::ENOMEM));
         assert!(!other.contains("inotify"), "{other}");
+    }
+
+    #[test]
+    fn a_watcher_thread_that_cannot_start_is_a_problem_in_the_status_not_a_panic() {
+        let status = Mutex::new(WatchStatus::default());
+        let refused = Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+            .map_err(crate::error::Error::thread("the watcher's thread"));
+        assert!(started_or_noted(refused, &status).is_none());
+        let status = status.into_inner().expect("status");
+        assert!(status.degraded);
+        let problem = &status.problems[0];
+        assert!(
+            problem.contains("could not start a thread for the watcher's thread")
+                && problem.contains("ulimit -u")
+                && problem.contains("not announced"),
+            "{problem}"
+        );
     }
 }
