@@ -81,6 +81,10 @@ struct Spec {
     state: RootState,
     /// The file system does not report other machines' changes.
     remote: bool,
+    /// The folder watched at the root's path (device and inode, links followed): a link
+    /// re-pointed, or another folder renamed to where a link leads, is another folder, whose
+    /// changes the old watches never report.
+    watched_as: Option<(u64, u64)>,
 }
 
 pub struct Tree {
@@ -149,6 +153,7 @@ impl Tree {
                 RootState::Absent
             },
             remote: false,
+            watched_as: None,
         })
         .collect();
         let mut tree = Tree {
@@ -307,7 +312,10 @@ impl Tree {
                         self.partial_at(&path, why.to_string());
                     }
                 }
-            } else if event.is(libc::IN_CREATE | libc::IN_MOVED_TO) && self.in_a_root(&path) {
+            } else if event.is(libc::IN_CREATE | libc::IN_MOVED_TO)
+                && self.in_a_root(&path)
+                && !self.is_a_root(&path)
+            {
                 // A link (even to a folder) is not reported as a folder: one `lstat` tells. A
                 // file renamed over a link replaces it.
                 if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
@@ -377,10 +385,7 @@ impl Tree {
                 RootState::Watched | RootState::Partial(_)
             ) {
                 let (path, depth) = (self.specs[i].path.clone(), self.specs[i].depth);
-                let state = match self.watch_tree(inotify, &path, depth.unwrap_or(usize::MAX)) {
-                    Ok(()) => RootState::Watched,
-                    Err(why) => RootState::Partial(why.to_string()),
-                };
+                let state = self.watch_root(inotify, i, &path, depth.unwrap_or(usize::MAX));
                 if matches!(self.specs[i].state, RootState::Partial(_))
                     && state == RootState::Watched
                 {
@@ -420,20 +425,39 @@ impl Tree {
                 // It was made while the watch above it was being set up: watch it now.
             }
             if matches!(self.specs[i].state, RootState::Absent) {
-                let state = match self.watch_tree(inotify, &path, depth) {
-                    Ok(()) => RootState::Watched,
-                    Err(why) => RootState::Partial(why.to_string()),
-                };
+                let state = self.watch_root(inotify, i, &path, depth);
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
                 changes.paths.insert(path);
-            } else if !self.by_path.contains_key(&path) {
-                // Replaced by another folder under the same name: watch the new one.
-                if let Err(why) = self.watch_tree(inotify, &path, depth) {
-                    self.specs[i].state = RootState::Partial(why.to_string());
-                }
+            } else if !self.by_path.contains_key(&path)
+                || self.specs[i].watched_as != folder_identity(&path)
+            {
+                // Replaced by another folder under the same name, or a link to it that leads
+                // elsewhere now: the old folder's watches go, and the new one is watched.
+                self.unwatch_under(inotify, &path);
+                self.relink = true;
+                self.specs[i].state = self.watch_root(inotify, i, &path, depth);
                 changes.paths.insert(path);
             }
+        }
+    }
+
+    /// Watches root `i` at `path` whole, noting which folder that is, and, when the path is a
+    /// link, the folder the link is in: re-pointing it (`ln -sfn`, a rename over it) is
+    /// reported only there.
+    fn watch_root(&mut self, inotify: &Inotify, i: usize, path: &Path, depth: usize) -> RootState {
+        self.specs[i].watched_as = folder_identity(path);
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+        if let Some(parent) = path.parent().filter(|_| is_link) {
+            if !self.by_path.contains_key(parent) {
+                if let Ok(wd) = self.add(inotify, parent) {
+                    self.note(wd, parent.to_path_buf());
+                }
+            }
+        }
+        match self.watch_tree(inotify, path, depth) {
+            Ok(()) => RootState::Watched,
+            Err(why) => RootState::Partial(why.to_string()),
         }
     }
 
@@ -572,6 +596,12 @@ impl Tree {
             .any(|s| s.path.starts_with(path) && !matches!(s.state, RootState::Unwatched(_)))
     }
 
+    /// Whether `path` is a root's own path (a link there is the root, looked at again by
+    /// [`Tree::recheck_roots`], not a link inside it).
+    fn is_a_root(&self, path: &Path) -> bool {
+        self.specs.iter().any(|s| s.path == path)
+    }
+
     fn in_a_root(&self, path: &Path) -> bool {
         self.specs
             .iter()
@@ -619,6 +649,12 @@ impl LinkTargets {
             .max_by_key(|(depth, _)| *depth)?;
         (!link.starts_with(&target)).then_some(target)
     }
+}
+
+/// The device and inode of the folder at `path`, links followed.
+fn folder_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Paths worth a look: documents, folders or links to them (names without an extension are
@@ -780,6 +816,60 @@ mod tests {
         let changes = drain(&inotify, &mut tree);
         assert!(changes.paths.contains(&agents_skills), "{changes:?}");
         assert_eq!(state(&tree, "agents_skills_folder"), RootState::Watched);
+    }
+
+    #[test]
+    fn a_root_that_is_a_link_is_watched_where_it_leads_after_it_is_re_pointed() {
+        let base = tempfile::tempdir().unwrap();
+        let releases = base.path().join("releases");
+        let (a, b) = (releases.join("a"), releases.join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let skills = base.path().join("skills");
+        std::os::unix::fs::symlink(&a, &skills).unwrap();
+        // Every other root exists, so that no wait for one watches the folder the link is in.
+        for root in [
+            ".agents/skills",
+            "agents",
+            "releases/a/iii",
+            "releases/b/iii",
+        ] {
+            std::fs::create_dir_all(base.path().join(root)).unwrap();
+        }
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        std::fs::write(a.join("one.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([skills.join("one.md")]));
+
+        // `ln -sfn releases/b skills`: a new link renamed over the old one.
+        let next = base.path().join("skills.next");
+        std::os::unix::fs::symlink(&b, &next).unwrap();
+        std::fs::rename(&next, &skills).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&skills), "{changes:?}");
+        // The new target is heard; the old one is no root any more.
+        std::fs::write(b.join("two.md"), "x").unwrap();
+        std::fs::write(a.join("old.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([skills.join("two.md")]));
+
+        // The link stays, and the folder it names is replaced by another renamed into place.
+        let old = releases.join("b.old");
+        std::fs::rename(&b, &old).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&skills), "{changes:?}");
+        std::fs::write(b.join("three.md"), "x").unwrap();
+        std::fs::write(old.join("gone.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([skills.join("three.md")]));
+        let state = tree
+            .roots()
+            .into_iter()
+            .find(|r| r.root == "skills_folder")
+            .unwrap();
+        assert_eq!(state.state, RootState::Watched);
     }
 
     /// A root whose folders are made between the look for the nearest existing folder and the
