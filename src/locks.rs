@@ -1,9 +1,10 @@
 //! Taking a lock whose last holder panicked. What these locks guard stays whole whatever a
 //! panicking holder was doing (a cache, a set of names in flight, the last values noted, a
 //! gate with no data), so a poisoned lock is taken as it is: one panicked call must not turn
-//! into a failure of every later one. The locks whose data a panic can leave half-changed (the
-//! directory's write lock, the index's mirror) report `Error::Poisoned` instead, and do not
-//! use these.
+//! into a failure of every later one. The locks whose data a panic can leave half-changed do
+//! not use these: the directory's write lock and skill cache fail with `Error::Poisoned`, and
+//! an index read or reconcile that finds the index's mirror, gate or file slot poisoned fails
+//! with `IndexError::Unavailable` ("index state poisoned by a panic").
 
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

@@ -27,7 +27,8 @@ pub const COMPOSE_DIR_ENV: &str = "III_COMPOSE_DIR";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
-    // Topology: fixed for the process lifetime (a change needs a restart).
+    // Topology: fixed for the process lifetime (a change needs a restart). So are the two
+    // `search_model_*` fields at the end (`fields` marks them `topology`).
     /// Writable root of skills and system prompts.
     pub skills_folder: String,
     /// Project-scoped root whose top-level namespaces shadow `skills_folder` wholesale.
@@ -49,7 +50,8 @@ pub struct Settings {
     /// The bundles lock: what every downloaded bundle landed, with its provenance (ours).
     pub bundles_lock_path: String,
 
-    // Tunable: applied in place on a configuration update.
+    // Tunable: applied in place on a configuration update, all but the last two
+    // (`search_model_path`, `search_model_download`), which need a restart.
     /// Base URL of the public workers registry.
     pub registry_url: String,
     /// Timeout of one git clone or registry HTTP request, in milliseconds.
@@ -79,10 +81,12 @@ pub struct Settings {
     /// Bundle files of at least this many bytes are listed in a download's `review` (ours).
     pub download_large_file_bytes: u64,
     /// Folder holding the embedding model's `model.safetensors`, `tokenizer.json` and
-    /// `config.json`; empty for none (ours, not in the upstream contract).
+    /// `config.json`; empty for none; read at start, a change needs a restart (ours, not in the
+    /// upstream contract).
     pub search_model_path: String,
     /// Without `search_model_path`, fetch the model once into `models/` beside the index file
-    /// (pinned URLs, checked files); off for an air-gapped deployment (ours).
+    /// (pinned URLs, checked files); off for an air-gapped deployment; read at start, a change
+    /// needs a restart (ours).
     pub search_model_download: bool,
 }
 

@@ -6,10 +6,10 @@
 //! first pass has embedded every content (a cold tree embeds at tens of skills a second);
 //! from then on it is hybrid, a content new since then being ranked lexically alone until its
 //! vector is stored (a batch later). The pass reads a content's text from a snapshot of its
-//! own, embeds a batch outside any transaction on its own low-priority threads (both cores),
-//! and stores the batch in one short commit of the index's `vectors` table. A pass that fails (a
-//! full disk, say) is tried again after a wait that grows with each failure in a row, or at
-//! once when the tree changes.
+//! own, embeds a batch outside any transaction on the process's low-priority background threads
+//! (one per core, `embed::in_background`), and stores the batch in one short commit of the
+//! index's `vectors` table. A pass that fails (a full disk, say) is tried again after a wait
+//! that grows with each failure in a row, or at once when the tree changes.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ use crate::skills::{
 
 /// The model this worker embeds with (`embed::fetch::Source::pinned`).
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
-/// Contents embedded, then stored, per commit: about a second of both cores.
+/// Contents embedded, then stored, per commit: about a second on a two-core machine.
 pub const BATCH: usize = 32;
 /// How often the background pass looks for a new revision when nothing woke it.
 const POLL: Duration = Duration::from_millis(500);
@@ -443,8 +443,8 @@ impl Directory {
                     }
                 }
                 drop(reader);
-                // Every passage of the batch in one call (both cores), then regrouped by
-                // content in the same order.
+                // Every passage of the batch in one call (over every background thread), then
+                // regrouped by content in the same order.
                 let refs: Vec<&str> = contents
                     .iter()
                     .flat_map(|(_, _, passages)| passages.iter().map(String::as_str))

@@ -244,9 +244,10 @@ impl Directory {
         read(&locks::read(&self.settings))
     }
 
-    /// Applies new settings live. Topology fields (folders, index path, `auto_download`) cannot
-    /// change while the directory is open: if any differs, nothing is applied and their names
-    /// are returned.
+    /// Applies new settings live. The restart-required fields (`topology` in `config::fields`:
+    /// the six folders, `auto_download`, `index_path`, `bundles_lock_path`, `search_model_path`
+    /// and `search_model_download`) cannot change while the directory is open: if any differs,
+    /// nothing is applied and their names are returned.
     pub fn apply_settings(&self, new: config::Settings) -> Result<(), Vec<&'static str>> {
         let mut settings = locks::write(&self.settings);
         let refused = settings.topology_changed(&new);

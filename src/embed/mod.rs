@@ -83,8 +83,9 @@ pub struct Embedder {
     max_tokens: usize,
     /// BLAKE3 of the three files, hex: which model this is, whatever its folder is called.
     files: String,
-    /// The threads a single query is embedded on (both cores, at normal priority; `None`
-    /// when they could not be started: the calling thread alone).
+    /// The threads a single query is embedded on (one per core, at most 4, at normal
+    /// priority; `None` on one core or when they could not be started: the calling thread
+    /// alone).
     query_threads: Option<rayon::ThreadPool>,
 }
 
@@ -153,7 +154,7 @@ impl Embedder {
     }
 
     /// One text's embedding, unit length, its layers' products split over this embedder's
-    /// query threads (a search waits for it: both cores shorten the wait).
+    /// query threads (a search waits for it: more threads shorten the wait).
     pub fn embed_query(&self, text: &str) -> Vec<f32> {
         let ids = self.tokenize(text);
         self.on_query_threads(|| self.model.embed(&ids))

@@ -260,9 +260,9 @@ impl<K> VectorTable<K> {
     /// visibility rule, applied before ranking so it never shortens the answer).
     ///
     /// A large table is scanned in chunks of [`SCAN_CHUNK`] spread over the rayon pool the
-    /// caller runs on (both cores: at 50,000 vectors the scan is about a millisecond of one
-    /// core's memory bandwidth); each chunk keeps its own best `k`, and the best `k` of those
-    /// are the table's, ties included, since every chunk ranks by the same order.
+    /// caller runs on (every thread of it: at 50,000 vectors the scan is about a millisecond
+    /// of one core's memory bandwidth); each chunk keeps its own best `k`, and the best `k` of
+    /// those are the table's, ties included, since every chunk ranks by the same order.
     pub fn top_k_where(
         &self,
         query: &Quantized,

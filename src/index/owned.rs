@@ -4,7 +4,8 @@
 //! recognisably an index of ours or its damaged form. The rule, for the pair of files (the
 //! index, and its texts store `<index>.texts`):
 //!
-//! 1. A file that is absent or empty may be created.
+//! 1. A file that is absent or empty may be created. A file of nothing but zero bytes, up to
+//!    64 MiB (a redb file whose creation stopped before its header), counts as empty.
 //! 2. A file that is not a regular file (a folder, a device, a FIFO, a link to nothing) is
 //!    never opened, created through or replaced.
 //! 3. A redb database (its first bytes are redb's magic number) that carries this project's

@@ -4,8 +4,9 @@
 //! lead, and a continuation when the body goes on; the index's `vectors` table, read when the
 //! model becomes ready, only if that model made them, then added to batch by batch as the
 //! background embedder stores them), all in one [`PassageTable`] keyed by content hash. A
-//! query is embedded and then the table is scanned (int8, AVX2 or AVX-512 VNNI, in chunks over
-//! both cores), on the embedder's query threads; a content scores by its nearest passage, and
+//! query is embedded and then the table is scanned (int8, AVX2 or AVX-512 VNNI, in chunks), on
+//! the embedder's query threads (one per core, at most 4; none on one core, where the calling
+//! thread does it); a content scores by its nearest passage, and
 //! the hits are turned into the row positions of the revision being answered (which the search
 //! fuses and reads rows by, with no id looked up) through a map from content to row positions,
 //! built once per revision from the revision's rows. Vectors

@@ -6,9 +6,9 @@
 //! `D122 timeout`, sent before the caller's default timeout, so the caller hears why instead
 //! of waiting.
 //!
-//! Each function's entry says whether it is cut (`surface::Deadline`): downloads, restores and
-//! the worker-added hook are not, as a clone or a bundle has its own timeouts, and callers of a
-//! download wait longer than 30 s.
+//! Each function's entry says whether it is cut (`surface::Deadline`): downloads, restores,
+//! a bundle's plan-update and apply, and the worker-added hook are not, as a clone or a bundle
+//! has its own timeouts, and callers of a download wait longer than 30 s.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
