@@ -13,10 +13,14 @@
 //!
 //! Pure apart from the per-session record of gate 6.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use serde_json::{Value, json};
 
 use super::catalog::{ENGINE_PREFIX, SEARCH_FUNCTION_ID};
-use super::session::Sessions;
+use super::session::{Digest, Sessions, digest};
+use crate::locks;
 
 /// Why a generation got no hint (the annotation's `reason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +94,8 @@ pub fn preview() -> Value {
 /// The turn and step a session's hint last went out in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sent {
-    turn_id: String,
+    /// The turn id's digest (a caller may send an id of any length).
+    turn: Digest,
     step: u64,
 }
 
@@ -107,14 +112,12 @@ impl Memory {
         if session.is_empty() {
             return true;
         }
+        let turn = digest(turn_id);
         let record = self.sessions.entry(session);
         match record {
-            Some(sent) if sent.turn_id == turn_id => step <= sent.step,
+            Some(sent) if sent.turn == turn => step <= sent.step,
             _ => {
-                *record = Some(Sent {
-                    turn_id: turn_id.to_string(),
-                    step,
-                });
+                *record = Some(Sent { turn, step });
                 true
             }
         }
@@ -177,12 +180,19 @@ struct Generation<'a> {
     messages: Vec<Message<'a>>,
     functions_generation: u64,
     tools: Vec<&'a str>,
+    /// The same names, to look up: a task's tokens are each looked up once, so a request of
+    /// many tokens and many tools costs their sum, not their product.
+    tool_set: HashSet<&'a str>,
     expose: Expose,
 }
 
 impl<'a> Generation<'a> {
     fn read(request: &'a Value) -> Generation<'a> {
         let generate = &request["generate"];
+        let tools: Vec<&str> = generate["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
         let turn_id = match &request["turn_id"] {
             Value::String(s) => s.clone(),
             Value::Null => String::new(),
@@ -198,10 +208,8 @@ impl<'a> Generation<'a> {
                 .map(|m| m.iter().map(Message).collect())
                 .unwrap_or_default(),
             functions_generation: generate["functions_generation"].as_u64().unwrap_or(0),
-            tools: generate["tools"]
-                .as_array()
-                .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
-                .unwrap_or_default(),
+            tool_set: tools.iter().copied().collect(),
+            tools,
             expose: Expose::parse(generate["expose"].as_str()),
         }
     }
@@ -242,12 +250,12 @@ impl<'a> Generation<'a> {
             .flat_map(Message::texts)
             .flat_map(str::split_whitespace)
             .filter(|token| token.contains("::"))
-            .any(|token| self.tools.contains(&as_function_id(token)))
+            .any(|token| self.tool_set.contains(as_function_id(token)))
     }
 
     /// Gates 1 to 5.
     fn stateless_gate(&self, hint_min_workers: u64) -> Option<Skip> {
-        if !self.tools.contains(&SEARCH_FUNCTION_ID) {
+        if !self.tool_set.contains(SEARCH_FUNCTION_ID) {
             return Some(Skip::SearchUnavailable);
         }
         if self.results_in_task().any(|id| id == SEARCH_FUNCTION_ID) {
@@ -270,9 +278,12 @@ impl<'a> Generation<'a> {
 }
 
 /// `directory::pre-generate`: the hook's answer for one generation.
-pub fn pre_generate(memory: &mut Memory, request: &Value, hint_min_workers: u64) -> Value {
+/// Only gate 6 holds the sessions' lock: the other gates read the request alone, so one large
+/// request does not hold up the others.
+pub fn pre_generate(memory: &Mutex<Memory>, request: &Value, hint_min_workers: u64) -> Value {
     let generation = Generation::read(request);
     let skip = generation.stateless_gate(hint_min_workers).or_else(|| {
+        let mut memory = locks::lock(memory);
         (!memory.once_per_turn(generation.session_id, &generation.turn_id, generation.step))
             .then_some(Skip::HintAlreadySent)
     });
@@ -369,7 +380,7 @@ mod tests {
         }
     }
 
-    fn outcome(memory: &mut Memory, request: &Value, min: u64) -> Outcome {
+    fn outcome(memory: &Mutex<Memory>, request: &Value, min: u64) -> Outcome {
         let answer = pre_generate(memory, request, min);
         assert_eq!(answer["decision"], "continue");
         let annotation = &answer["annotations"]["directory"];
@@ -407,13 +418,13 @@ mod tests {
     }
 
     fn skipped(request: &Value, min: u64) -> Option<String> {
-        outcome(&mut Memory::default(), request, min).reason()
+        outcome(&Mutex::default(), request, min).reason()
     }
 
     #[test]
     fn a_fresh_task_on_a_wide_surface_gets_the_hint_appended() {
         let prompt = outcome(
-            &mut Memory::default(),
+            &Mutex::default(),
             &request(vec![user("Email the Q1 report")]),
             2,
         )
@@ -425,7 +436,7 @@ mod tests {
         assert!(prompt.ends_with("</discovery_assist>"));
         let mut alone = request(vec![user("hi")]);
         alone["generate"]["system_prompt"] = json!("");
-        let prompt = outcome(&mut Memory::default(), &alone, 2)
+        let prompt = outcome(&Mutex::default(), &alone, 2)
             .prompt()
             .unwrap_or_default();
         assert!(prompt.starts_with("<discovery_assist"));
@@ -546,14 +557,14 @@ mod tests {
 
     #[test]
     fn once_per_turn_with_replays() {
-        let mut memory = Memory::default();
-        assert!(outcome(&mut memory, &at("t1", 2), 2).prompt().is_some());
+        let memory = Mutex::default();
+        assert!(outcome(&memory, &at("t1", 2), 2).prompt().is_some());
         // The same step again (a replay), or an earlier one, gets it again.
-        assert!(outcome(&mut memory, &at("t1", 2), 2).prompt().is_some());
-        assert!(outcome(&mut memory, &at("t1", 1), 2).prompt().is_some());
+        assert!(outcome(&memory, &at("t1", 2), 2).prompt().is_some());
+        assert!(outcome(&memory, &at("t1", 1), 2).prompt().is_some());
         // A later step of the same turn does not.
         assert_eq!(
-            outcome(&mut memory, &at("t1", 3), 2).reason().as_deref(),
+            outcome(&memory, &at("t1", 3), 2).reason().as_deref(),
             Some("hint_already_sent")
         );
         // A new generation or exposure mid-turn does not re-arm it.
@@ -561,25 +572,25 @@ mod tests {
         changed["generate"]["functions_generation"] = json!(8);
         changed["generate"]["expose"] = json!("native");
         assert_eq!(
-            outcome(&mut memory, &changed, 2).reason().as_deref(),
+            outcome(&memory, &changed, 2).reason().as_deref(),
             Some("hint_already_sent")
         );
         // A new turn does, and re-anchors at its step.
-        assert!(outcome(&mut memory, &at("t2", 5), 2).prompt().is_some());
-        assert!(outcome(&mut memory, &at("t2", 6), 2).reason().is_some());
+        assert!(outcome(&memory, &at("t2", 5), 2).prompt().is_some());
+        assert!(outcome(&memory, &at("t2", 6), 2).reason().is_some());
         // Other sessions are independent.
         let mut other = at("t1", 3);
         other["session_id"] = json!("s2");
-        assert!(outcome(&mut memory, &other, 2).prompt().is_some());
+        assert!(outcome(&memory, &other, 2).prompt().is_some());
     }
 
     #[test]
     fn a_skipped_generation_does_not_use_up_the_turn() {
-        let mut memory = Memory::default();
+        let memory = Mutex::default();
         let mut narrow = at("t1", 0);
         narrow["generate"]["tools"] = json!(tools(&[SEARCH]));
-        assert!(outcome(&mut memory, &narrow, 2).reason().is_some());
-        assert!(outcome(&mut memory, &at("t1", 1), 2).prompt().is_some());
+        assert!(outcome(&memory, &narrow, 2).reason().is_some());
+        assert!(outcome(&memory, &at("t1", 1), 2).prompt().is_some());
     }
 
     #[test]
@@ -614,7 +625,7 @@ mod tests {
         assert!(!native.contains("agent_trigger"));
         let mut r = request(vec![user("x")]);
         r["generate"]["expose"] = json!("something-else");
-        let prompt = outcome(&mut Memory::default(), &r, 2)
+        let prompt = outcome(&Mutex::default(), &r, 2)
             .prompt()
             .unwrap_or_default();
         assert!(prompt.ends_with(&render(Expose::Native, 7)));
@@ -625,5 +636,43 @@ mod tests {
         let p = preview();
         assert_eq!(p["agent_trigger"], render(Expose::AgentTrigger, 0));
         assert_eq!(p["native"], render(Expose::Native, 0));
+    }
+
+    #[test]
+    fn long_ids_are_remembered_by_their_digest() {
+        let memory = Mutex::default();
+        let long = |c: &str| c.repeat(1 << 20);
+        let mut first = at(&long("t"), 2);
+        first["session_id"] = json!(long("s"));
+        assert!(outcome(&memory, &first, 2).prompt().is_some());
+        let mut later = first.clone();
+        later["step"] = json!(3);
+        assert_eq!(
+            outcome(&memory, &later, 2).reason().as_deref(),
+            Some("hint_already_sent")
+        );
+        // The record holds digests: a megabyte id keeps no megabyte.
+        let memory = memory.into_inner().unwrap();
+        let sent = memory.sessions.get(&long("s")).cloned().flatten();
+        assert_eq!(sent.map(|s| s.turn), Some(digest(&long("t"))));
+    }
+
+    #[test]
+    fn many_tokens_against_many_tools_cost_their_sum() {
+        // 200,000 tokens against 100,000 tools: 2·10^10 comparisons if each token were
+        // compared with each tool (minutes), a few hundred thousand lookups here.
+        let task = vec!["zz::q"; 200_000].join(" ");
+        let mut names: Vec<String> = (0..100_000).map(|i| format!("w{i}::f")).collect();
+        names.push(SEARCH.to_string());
+        let mut r = request(vec![user(&task)]);
+        r["generate"]["tools"] =
+            json!(names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>());
+        let started = std::time::Instant::now();
+        assert_eq!(skipped(&r, 2), None);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

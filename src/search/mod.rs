@@ -162,8 +162,7 @@ impl FunctionSearch {
 
     /// `directory::pre-generate`.
     pub fn pre_generate(&self, request: &Value, hint_min_workers: u64) -> Value {
-        let mut hints = locks::lock(&self.hints);
-        hint::pre_generate(&mut hints, request, hint_min_workers)
+        hint::pre_generate(&self.hints, request, hint_min_workers)
     }
 }
 

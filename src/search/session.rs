@@ -4,7 +4,8 @@
 //! Sessions are keyed by a caller-supplied id (OTel baggage `iii.session.id`, or the hook's
 //! `session_id`): a cache key, never a security boundary; a wrong or missing id only costs a
 //! full resend or an extra hint. Both the number of sessions and the ids remembered per
-//! session are bounded; the oldest go first.
+//! session are bounded; the oldest go first. A session is remembered by a digest of its id,
+//! so an id of megabytes costs what a short one does.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -14,12 +15,23 @@ pub const MAX_SESSIONS: usize = 1024;
 /// that outgrows this only gets an old candidate again).
 pub const MAX_DELIVERED_PER_SESSION: usize = 512;
 
+/// What a caller-supplied id (a session's, a turn's) is remembered as: 16 bytes of its
+/// blake3 digest, whatever its length.
+pub type Digest = [u8; 16];
+
+/// The [`Digest`] of `id`.
+pub fn digest(id: &str) -> Digest {
+    let mut out = [0; 16];
+    out.copy_from_slice(&blake3::hash(id.as_bytes()).as_bytes()[..16]);
+    out
+}
+
 /// A map of at most `capacity` sessions that forgets the oldest-created one when full.
 #[derive(Debug)]
 pub struct Sessions<V> {
     capacity: usize,
-    entries: HashMap<String, V>,
-    order: VecDeque<String>,
+    entries: HashMap<Digest, V>,
+    order: VecDeque<Digest>,
 }
 
 impl<V: Default> Sessions<V> {
@@ -33,20 +45,21 @@ impl<V: Default> Sessions<V> {
 
     /// The session's record, created (evicting the oldest when full) if new.
     pub fn entry(&mut self, session: &str) -> &mut V {
-        if !self.entries.contains_key(session) {
+        let key = digest(session);
+        if !self.entries.contains_key(&key) {
             while self.order.len() >= self.capacity {
                 if let Some(oldest) = self.order.pop_front() {
                     self.entries.remove(&oldest);
                 }
             }
-            self.order.push_back(session.to_string());
+            self.order.push_back(key);
         }
-        self.entries.entry(session.to_string()).or_default()
+        self.entries.entry(key).or_default()
     }
 
     #[cfg(any(test, feature = "testing"))]
     pub fn get(&self, session: &str) -> Option<&V> {
-        self.entries.get(session)
+        self.entries.get(&digest(session))
     }
 
     #[cfg(any(test, feature = "testing"))]
