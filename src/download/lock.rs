@@ -299,9 +299,21 @@ pub fn read(path: &Path) -> Result<Lock> {
     if lock.schema != LOCK_SCHEMA {
         return Err(unreadable(format!("schema {}", lock.schema)));
     }
-    // The lock is meant to be committed, so a cloned project's may say anything: a path that
-    // leaves its root would have the status, the plans and the restore look at (and report the
-    // digest of) a file elsewhere.
+    // The lock is meant to be committed, so a cloned project's may say anything: a namespace
+    // or a path that leaves its root would have the status, the plans and the restore look at
+    // (and report the digest or the names of) files elsewhere.
+    let stray_namespace = lock
+        .bundles
+        .iter()
+        .find(|(key, entry)| *key != &entry.namespace || !one_folder_name(&entry.namespace));
+    if let Some((key, entry)) = stray_namespace {
+        return Err(unreadable(format!(
+            "the entry {} names the namespace {}, which is not the name of one folder of \
+             skills_folder matching its key",
+            crate::error::quoted(key),
+            crate::error::quoted(&entry.namespace)
+        )));
+    }
     let stray = lock.bundles.values().find_map(|entry| {
         entry
             .files
@@ -347,6 +359,11 @@ fn plain_relative(path: &str) -> bool {
         && path
             .split('/')
             .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// Whether `name` names one folder: a plain relative path of one part.
+fn one_folder_name(name: &str) -> bool {
+    plain_relative(name) && !name.contains('/')
 }
 
 impl Lock {
@@ -466,6 +483,23 @@ mod tests {
             let err = read(&path).expect_err(stray).to_string();
             assert!(err.contains("not a plain relative path"), "{stray}: {err}");
             assert!(err.contains("\"mailer\""), "{err}");
+        }
+        // So is a namespace out of `skills_folder` (status would list the files there), or
+        // one its key does not name.
+        for (key, stray) in [
+            ("../../etc", "../../etc"),
+            ("..", ".."),
+            ("a/b", "a/b"),
+            ("", ""),
+            ("mailer", "other"),
+        ] {
+            let mut hostile = lock.clone();
+            let mut entry = hostile.bundles.remove("mailer").expect("entry");
+            entry.namespace = stray.into();
+            hostile.bundles.insert(key.into(), entry);
+            fs::write(&path, hostile.to_bytes().expect("bytes")).expect("write");
+            let err = read(&path).expect_err(stray).to_string();
+            assert!(err.contains("not the name of one folder"), "{stray}: {err}");
         }
     }
 
