@@ -351,12 +351,10 @@ fn describe(value: &Value) -> &'static str {
         Value::Bool(_) => "a boolean",
         Value::Number(n) if n.is_u64() => "an integer",
         Value::Number(n) if n.is_i64() => "a negative integer",
-        // YAML reads `1e5` and digits past u64 as floats: say which, not "fractional".
+        // YAML reads digits past u64 as floats: say so, not "fractional".
         Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() >= u64::MAX as f64 => "a number too large",
-            Some(f) if f.fract() == 0.0 => {
-                "a number written as a float (such as 1e5 or 100000.0); write its digits alone"
-            }
+            Some(f) if f.fract() == 0.0 && f < 0.0 => "a negative number",
+            Some(f) if f.fract() == 0.0 => "a number too large",
             _ => "a fractional number",
         },
         Value::String(s) if s.trim().is_empty() => "an empty string",
@@ -364,6 +362,19 @@ fn describe(value: &Value) -> &'static str {
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
     }
+}
+
+/// Largest integer a JSON number written as a float holds exactly (2^53).
+const EXACT_FLOAT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// A count: an integer that is not negative, or a number written as a float with nothing after
+/// the point (`20000.0`, `1e5`). JSON does not tell the two apart, and the engine's schema
+/// check admits both as integers, so a stored value of `20000.0` is the value 20000.
+fn count_of(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        let f = value.as_f64()?;
+        (f.fract() == 0.0 && (0.0..=EXACT_FLOAT_INTEGER).contains(&f)).then_some(f as u64)
+    })
 }
 
 /// Store `value` into `slot` when it has the field's type.
@@ -377,8 +388,7 @@ fn assign(field: &Field, slot: Slot<'_>, value: &Value) -> Result<(), ConfigErro
             .map(|s| *dst = s.to_owned()),
         Slot::OptionalText(dst) => value.as_str().map(|s| *dst = s.trim().to_owned()),
         Slot::Flag(dst) => value.as_bool().map(|b| *dst = b),
-        // `as_u64` is `Some` only for integers that are not negative.
-        Slot::Count(dst) => value.as_u64().map(|n| *dst = n),
+        Slot::Count(dst) => count_of(value).map(|n| *dst = n),
     };
     stored.ok_or_else(|| ConfigError::InvalidValue {
         key: field.name,

@@ -173,6 +173,22 @@ fn non_string_keys_are_named_in_warnings() {
 }
 
 #[test]
+fn a_count_written_as_a_float_with_nothing_after_the_point_is_that_count() {
+    // The engine's schema check admits `20000.0` as an integer, and stores it so.
+    for (text, want) in [
+        ("download_timeout_ms: 20000.0", 20_000),
+        ("download_timeout_ms: 1e5", 100_000),
+    ] {
+        let (settings, _) = yaml(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(settings.download_timeout_ms, want, "{text}");
+    }
+    let stored = json!({ "download_timeout_ms": 20000.0 });
+    let (settings, _) =
+        super::fields::settings_from_value(&stored).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(settings.download_timeout_ms, 20_000);
+}
+
+#[test]
 fn wrong_types_name_the_key_and_the_expected_type() {
     let cases = [
         (
@@ -188,8 +204,8 @@ fn wrong_types_name_the_key_and_the_expected_type() {
             "configuration key \"hint_min_workers\" must be a non-negative integer, got a fractional number",
         ),
         (
-            "download_timeout_ms: 1e5",
-            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a number written as a float (such as 1e5 or 100000.0); write its digits alone",
+            "download_timeout_ms: -1.0",
+            "configuration key \"download_timeout_ms\" must be a non-negative integer, got a negative number",
         ),
         (
             "download_timeout_ms: 99999999999999999999999",
