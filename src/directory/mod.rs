@@ -93,11 +93,29 @@ fn config_of(config: Config, holder: Option<&index::holder::Holder>) -> Config {
         return config;
     };
     let ours = folders(&Roots::from_paths(&config.paths));
-    let same = holder.folders.is_empty() || holder.folders == ours;
+    let same = holder.folders.is_empty() || same_folders(&holder.folders, &ours);
     match holder.config.as_ref().and_then(|c| c.config()) {
         Some(theirs) if same => theirs,
         _ => config,
     }
+}
+
+/// Whether two lists of `(setting, folder)` name the same folders for the same settings, however
+/// each is spelled (`..`, `.`, a link on the way: a command run with `III_COMPOSE_DIR=../proj`
+/// beside a worker started in `proj`).
+fn same_folders(theirs: &[(String, String)], ours: &[(String, String)]) -> bool {
+    theirs.len() == ours.len()
+        && theirs
+            .iter()
+            .zip(ours)
+            .all(|((k1, p1), (k2, p2))| k1 == k2 && same_folder(p1, p2))
+}
+
+/// Whether two spellings name one folder: equal, or equal once `.`, `..` and links are
+/// resolved as far as the path exists (as the folder rules compare them).
+fn same_folder(a: &str, b: &str) -> bool {
+    use crate::config::layout::normalize;
+    a == b || normalize(std::path::Path::new(a)) == normalize(std::path::Path::new(b))
 }
 
 /// Refuses to follow a holder that indexes other folders than `ours` (a note without folders,
@@ -107,12 +125,17 @@ fn check_same_folders(
     holder: &index::holder::Holder,
     ours: &[(String, String)],
 ) -> Result<(), OpenError> {
-    if holder.folders.is_empty() || holder.folders == ours {
+    if holder.folders.is_empty() || same_folders(&holder.folders, ours) {
         return Ok(());
     }
     let differences: Vec<String> = ours
         .iter()
-        .filter(|folder| !holder.folders.contains(folder))
+        .filter(|(key, path)| {
+            !holder
+                .folders
+                .iter()
+                .any(|(k, p)| k == key && same_folder(p, path))
+        })
         .map(|(key, path)| {
             let theirs = holder
                 .folders

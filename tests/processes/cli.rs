@@ -1645,6 +1645,24 @@ fn a_command_does_not_follow_a_worker_serving_other_folders() {
         run(&tree, &["list", "skills"]).status.success(),
         "same folders"
     );
+    // The same folders spelled otherwise (`..`, a link on the way, as a worker started with
+    // `III_COMPOSE_DIR=../proj` notes them) are the same folders.
+    let base = tree.path("");
+    let link = tree.path("through-a-link");
+    std::os::unix::fs::symlink(&base, &link).expect("link");
+    let respelled: Vec<(String, String)> = tree_folders(&tree)
+        .into_iter()
+        .map(|(key, path)| {
+            let rest = std::path::Path::new(&path)
+                .strip_prefix(&base)
+                .expect("in the tree");
+            let spelled = link.join("skills").join("..").join(rest);
+            (key, spelled.display().to_string())
+        })
+        .collect();
+    note_holder(&tree, WORKER_ROLE, respelled);
+    let output = run(&tree, &["list", "skills"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
     let mut elsewhere = tree_folders(&tree);
     elsewhere[0].1 = "/srv/other-project/skills".to_string();
     note_holder(&tree, WORKER_ROLE, elsewhere);
