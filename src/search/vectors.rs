@@ -12,6 +12,7 @@
 //! gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::catalog::{Catalog, SlimTool};
@@ -53,7 +54,13 @@ pub struct FunctionLane {
     known: Mutex<HashMap<blake3::Hash, Quantized>>,
     /// The catalog fingerprint `table` was built for.
     fingerprint: Mutex<Option<String>>,
+    /// Set as the worker shuts down: an embedding in progress ends at its next chunk, so a
+    /// catalog of thousands of new functions does not hold the shutdown for a minute.
+    stopped: AtomicBool,
 }
+
+/// Texts embedded between two looks at [`FunctionLane::stop`].
+const CHUNK: usize = 64;
 
 /// One catalog's vectors and each one's hubness, at the same position.
 #[derive(Default)]
@@ -69,7 +76,18 @@ impl FunctionLane {
             table: RwLock::default(),
             known: Mutex::default(),
             fingerprint: Mutex::default(),
+            stopped: AtomicBool::new(false),
         }
+    }
+
+    /// Ends the embedding in progress at its next chunk, and any later one at once: what it
+    /// embedded so far is kept, and searches keep the catalog the lane had.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
     }
 
     /// Brings the lane to the catalog `current` gives once this call holds the lane, and
@@ -83,7 +101,7 @@ impl FunctionLane {
         let mut embedded = 0;
         loop {
             let catalog = current();
-            if fingerprint.as_deref() == Some(catalog.fingerprint()) {
+            if self.is_stopped() || fingerprint.as_deref() == Some(catalog.fingerprint()) {
                 return embedded;
             }
             let held: &mut Option<String> = &mut fingerprint;
@@ -111,12 +129,18 @@ impl FunctionLane {
                 .filter(|(hash, _)| !known.contains_key(hash) && seen.insert(*hash))
                 .collect()
         };
-        let refs: Vec<&str> = missing.iter().map(|(_, text)| text.as_str()).collect();
-        let vectors = self.embedder.embed_batch(&refs);
-        let mut known = locks::lock(&self.known);
-        for ((hash, _), vector) in missing.iter().zip(&vectors) {
-            known.insert(*hash, Quantized::from_vector(vector));
+        for chunk in missing.chunks(CHUNK) {
+            if self.is_stopped() {
+                return 0;
+            }
+            let refs: Vec<&str> = chunk.iter().map(|(_, text)| text.as_str()).collect();
+            let vectors = self.embedder.embed_batch(&refs);
+            let mut known = locks::lock(&self.known);
+            for ((hash, _), vector) in chunk.iter().zip(&vectors) {
+                known.insert(*hash, Quantized::from_vector(vector));
+            }
         }
+        let mut known = locks::lock(&self.known);
         let mut table = VectorTable::with_capacity(texts.len());
         for (tool, (hash, _)) in catalog.tools().iter().zip(&texts) {
             if let Some(vector) = known.get(hash) {

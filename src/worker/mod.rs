@@ -188,13 +188,19 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     });
     tracing::info!("shutting down");
     shared.watcher.release_sync_folder();
+    shared.search.stop();
     iii.shutdown();
-    drop(runtime);
+    // A task on the blocking threads that does not end within this (no write does: each is
+    // short) is left to the process's exit rather than holding a supervisor's stop.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     // The SDK's handlers and the watcher still share the directory, so it is never dropped:
     // close the index explicitly, or the next start verifies every page of it.
     shared.directory.close();
     outcome
 }
+
+/// How long the shutdown waits for tasks in progress on the runtime's blocking threads.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 fn connect(url: &str) -> IIIClient {
     let metadata = WorkerMetadata {

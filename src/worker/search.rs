@@ -63,6 +63,8 @@ pub struct SearchState {
     runtime: tokio::runtime::Handle,
     /// The dense lane of function search, once the model is loaded.
     lane: Mutex<Option<Arc<FunctionLane>>>,
+    /// The worker is shutting down: a lane connected from now on is stopped at once.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl SearchState {
@@ -76,13 +78,30 @@ impl SearchState {
             hint_binding: Mutex::new(None),
             runtime,
             lane: Mutex::new(None),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Stops the function lane's embedding (at its next chunk) as the worker shuts down.
+    pub fn stop(&self) {
+        let lane = locks::lock(&self.lane);
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(lane) = lane.as_ref() {
+            lane.stop();
         }
     }
 
     /// Connects the function lane (the model is loaded): searches fuse it in from now on,
     /// with the vectors of the catalog embedded in the background.
     pub async fn connect_lane(self: &Arc<Self>, lane: Arc<FunctionLane>) {
-        *locks::lock(&self.lane) = Some(lane.clone());
+        {
+            let mut connected = locks::lock(&self.lane);
+            if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                lane.stop();
+            }
+            *connected = Some(lane.clone());
+        }
         self.search.set_dense(lane);
         self.embed_catalog().await;
     }

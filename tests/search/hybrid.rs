@@ -716,6 +716,36 @@ fn the_function_lane_embeds_the_catalog_current_when_it_is_free_not_each_superse
     assert_eq!(ids.len(), 4);
 }
 
+/// A worker shutting down stops the lane's embedding at its next chunk: a catalog of
+/// thousands of new functions held a SIGTERM for a minute.
+#[test]
+fn a_stopped_function_lane_ends_its_embedding_at_the_next_chunk() {
+    let Some(model) = embedder() else { return };
+    let lane = Arc::new(FunctionLane::new(model));
+    let catalog = functions("many", 2_000);
+    let following = {
+        let (lane, catalog) = (lane.clone(), catalog.clone());
+        std::thread::spawn(move || lane.follow(|| catalog.clone()))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    lane.stop();
+    following.join().expect("follow");
+    // One chunk of 64 texts at most is left to finish (seconds in a debug build); the whole
+    // catalog would be minutes.
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        asked.elapsed()
+    );
+    // The lane kept no table of a catalog it did not finish, and embeds nothing more.
+    assert!(
+        lane.nearest("handle a record", 5)
+            .is_none_or(|hits| hits.is_empty())
+    );
+    assert_eq!(lane.follow(|| catalog.clone()), 0);
+}
+
 #[test]
 fn the_function_lane_filters_while_it_scans_so_a_filter_never_shortens_its_answer() {
     let Some(model) = embedder() else { return };
