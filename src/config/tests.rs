@@ -183,8 +183,7 @@ fn a_count_written_as_a_float_with_nothing_after_the_point_is_that_count() {
         assert_eq!(settings.download_timeout_ms, want, "{text}");
     }
     let stored = json!({ "download_timeout_ms": 20000.0 });
-    let (settings, _) =
-        super::fields::settings_from_value(&stored).unwrap_or_else(|e| panic!("{e}"));
+    let (settings, _) = fields::settings_from_value(&stored).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(settings.download_timeout_ms, 20_000);
 }
 

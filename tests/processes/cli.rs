@@ -1653,9 +1653,7 @@ fn a_command_does_not_follow_a_worker_serving_other_folders() {
     let respelled: Vec<(String, String)> = tree_folders(&tree)
         .into_iter()
         .map(|(key, path)| {
-            let rest = std::path::Path::new(&path)
-                .strip_prefix(&base)
-                .expect("in the tree");
+            let rest = Path::new(&path).strip_prefix(&base).expect("in the tree");
             let spelled = link.join("skills").join("..").join(rest);
             (key, spelled.display().to_string())
         })
