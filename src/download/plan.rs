@@ -62,6 +62,10 @@ use super::{fetch, repo};
 pub const PLAN_TTL: Duration = Duration::from_secs(10 * 60);
 /// The most plans kept at once; a new one drops the oldest.
 pub const MAX_PLANS: usize = 32;
+/// The most bytes of upstream bundles the plans kept hold together; a new plan drops the
+/// oldest until it fits (alone, it is kept whatever its size: a download's own limit bounds
+/// it). Without it, 32 plans of a 60 MiB bundle pinned 2 GiB for ten minutes.
+const MAX_PLAN_BYTES: usize = 256 * 1024 * 1024;
 /// The most bundles kept as bases (each a bundle's bytes at a pin).
 const MAX_BASES: usize = 8;
 /// The most bytes the bases kept hold together; a bundle larger than this is not kept.
@@ -251,11 +255,17 @@ fn keep(plan: Plan) {
         .cloned()
         .collect();
     store.order = live.into();
-    while store.order.len() >= MAX_PLANS {
-        if let Some(old) = store.order.pop_front() {
-            store.plans.remove(&old);
-        }
-    }
+    let Store { plans, order, .. } = &mut *store;
+    let room = Room {
+        count: MAX_PLANS,
+        bytes: MAX_PLAN_BYTES,
+    };
+    room.make(
+        order,
+        plans,
+        |p| bundle_bytes(&p.bundle),
+        bundle_bytes(&plan.bundle),
+    );
     store.order.push_back(plan.id.clone());
     store.plans.insert(plan.id.clone(), plan);
 }
@@ -757,6 +767,34 @@ pub(crate) fn remember_base(registry: &Registry, bundle: &Bundle) {
     keep_base(key, Arc::new(bundle.clone()));
 }
 
+/// How much a kept set (plans, bases) may hold: entries, and bytes together.
+struct Room {
+    count: usize,
+    bytes: usize,
+}
+
+impl Room {
+    /// Drops the oldest entries (`order`, oldest first) until one more of `size` bytes fits;
+    /// an entry alone is never dropped for its size.
+    fn make<V>(
+        &self,
+        order: &mut VecDeque<String>,
+        kept: &mut HashMap<String, V>,
+        bytes: impl Fn(&V) -> usize,
+        size: usize,
+    ) {
+        let mut held: usize = kept.values().map(&bytes).sum();
+        while order.len() >= self.count || (held > 0 && held + size > self.bytes) {
+            let Some(old) = order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = kept.remove(&old) {
+                held -= bytes(&gone);
+            }
+        }
+    }
+}
+
 fn bundle_bytes(bundle: &Bundle) -> usize {
     bundle.files.iter().map(|f| f.bytes.len()).sum()
 }
@@ -770,15 +808,14 @@ fn keep_base(key: String, bundle: Arc<Bundle>) {
     if store.bases.contains_key(&key) {
         return;
     }
-    let mut held: usize = store.bases.values().map(|b| bundle_bytes(b)).sum();
-    while store.base_order.len() >= MAX_BASES || held + size > MAX_BASE_BYTES {
-        let Some(old) = store.base_order.pop_front() else {
-            break;
-        };
-        if let Some(gone) = store.bases.remove(&old) {
-            held -= bundle_bytes(&gone);
-        }
-    }
+    let Store {
+        bases, base_order, ..
+    } = &mut *store;
+    let room = Room {
+        count: MAX_BASES,
+        bytes: MAX_BASE_BYTES,
+    };
+    room.make(base_order, bases, |b| bundle_bytes(b), size);
     store.base_order.push_back(key.clone());
     store.bases.insert(key, bundle);
 }
@@ -1324,6 +1361,34 @@ fn family_of(touched: &[PathBuf], paths: &Paths) -> Vec<Family> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_plans_and_bases_are_bounded_in_count_and_in_bytes() {
+        let room = Room {
+            count: 3,
+            bytes: 100,
+        };
+        let mut order = VecDeque::new();
+        let mut kept: HashMap<String, usize> = HashMap::new();
+        let mut add = |name: &str, size: usize| {
+            room.make(&mut order, &mut kept, |v| *v, size);
+            order.push_back(name.to_string());
+            kept.insert(name.to_string(), size);
+            let mut names: Vec<String> = order.iter().cloned().collect();
+            names.sort();
+            names.join(",")
+        };
+        assert_eq!(add("a", 40), "a");
+        assert_eq!(add("b", 40), "a,b");
+        // 120 bytes would not fit: the oldest goes.
+        assert_eq!(add("c", 40), "b,c");
+        assert_eq!(add("d", 10), "b,c,d");
+        // Four would be too many.
+        assert_eq!(add("e", 10), "c,d,e");
+        // One larger than the room alone is kept, alone.
+        assert_eq!(add("f", 500), "f");
+        assert_eq!(add("g", 1), "g");
+    }
 
     fn planned(upstream: Upstream, local: Local, merged: Option<Merged>) -> Planned {
         Planned {
