@@ -467,3 +467,41 @@ async fn a_watched_tree_sees_no_external_echo_of_a_download() {
     assert!(status.bursts > 0, "the watcher saw the landing: {status:?}");
     watcher.stop();
 }
+
+/// Each fetch holds its bundle's bytes while it reads and checks them: at most four run at
+/// once in a process, and the others wait their turn (thirty at once held 2.9 GiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_four_fetches_run_at_once_and_the_others_wait_their_turn() {
+    use iii_directory::download::{self, Source};
+    use iii_directory::registry::Release;
+    let s = std::sync::Arc::new(Setup::new());
+    for i in 0..8 {
+        let body = json!({ "name": format!("w{i}"), "version": "1.0.0", "skills": [
+            { "path": "skills/SKILL.md", "content": format!("# W{i}\n\nBody.\n") }
+        ]});
+        s.server.reply(
+            &format!("/w/w{i}/skills"),
+            Reply::Slow(Duration::from_millis(800), Box::new(Reply::Json(200, body))),
+        );
+    }
+    let fetches: Vec<_> = (0..8)
+        .map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let source = Source::Registry {
+                    worker: format!("w{i}"),
+                    release: Release::latest(),
+                };
+                download::fetch(&s.directory.settings(), &s.registry, source, &|_| {}).await
+            })
+        })
+        .collect();
+    // The first four are being answered, slowly; the other four have not asked yet.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let asked = s.server.requests().len();
+    assert!((1..=4).contains(&asked), "{asked} fetches at once");
+    for fetch in fetches {
+        fetch.await.expect("task").expect("fetch");
+    }
+    assert_eq!(s.server.requests().len(), 8);
+}
