@@ -994,6 +994,9 @@ fn decide(file: &Planned, on_conflict: OnConflict) -> Action {
         (Upstream::Unchanged, Local::Clean) if !file.current => Action::Upstream,
         (Upstream::Unchanged, Local::Clean | Local::Same) => Action::Nothing,
         (Upstream::Unchanged, Local::Modified | Local::Present) if !take => Action::Keep,
+        // A file made here by hand was never the bundle's: taking upstream (a forced download)
+        // never replaces it, it gets upstream's text beside it, as a plain download does.
+        (_, Local::Present) if take => Action::KeepBeside,
         (_, Local::Modified | Local::Present) => match on_conflict {
             OnConflict::TakeUpstream => Action::Upstream,
             OnConflict::KeepLocal => Action::Keep,

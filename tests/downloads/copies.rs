@@ -364,6 +364,32 @@ async fn a_collision_settled_by_keeping_ones_own_text_is_the_bundles_file() {
     a_settled_collision_with_a_hand_made_file_is_the_bundles_file(Settle::KeepMine).await;
 }
 
+/// A forced download never replaces a file made here by hand, which the bundle never installed:
+/// like a plain download it keeps it and lands upstream's text beside it (a forced one was
+/// refused whole with D330 where the plain one landed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_download_keeps_a_hand_made_file_a_new_version_adds() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [("SKILL.md".to_string(), "# Demo\n".to_string())].into();
+    publish(&s, "1.0.0", &v1);
+    download_answer(&s, json!({"worker": NS})).await;
+    let mine = "# Mine\n\nprecious\n";
+    s.tree.write(&format!("skills/{NS}/mine.md"), mine);
+    let mut v2 = v1.clone();
+    v2.insert("mine.md".into(), "# Theirs\n".into());
+    v2.insert("SKILL.md".into(), "# Demo 2\n".into());
+    publish(&s, "2.0.0", &v2);
+    let forced = download_answer(&s, json!({"worker": NS, "force": true})).await;
+    assert_eq!(
+        forced["conflicts"],
+        json!([{"path": "mine.md", "upstream_copy": "mine.md.upstream"}]),
+        "{forced}"
+    );
+    assert_eq!(read(&s, "mine.md").as_deref(), Some(mine));
+    assert_eq!(read(&s, "mine.md.upstream").as_deref(), Some("# Theirs\n"));
+    assert_eq!(read(&s, "SKILL.md").as_deref(), Some("# Demo 2\n"));
+}
+
 /// A new version that adds an agent profile where the user has one of that id is refused, as
 /// the first download of such a bundle is (`D330`), forced or not: a profile in the shared
 /// `agents_folder` never becomes a bundle's (it once did: kept with `.upstream` beside it, listed
