@@ -568,7 +568,7 @@ impl Command {
 
 fn run(cli: Cli) -> Result<(), CliError> {
     let (config, warnings) = Config::load(cli.config.as_deref())?;
-    for warning in warnings {
+    for warning in &warnings {
         tracing::warn!("{warning}");
     }
     if cli.manifest {
@@ -584,6 +584,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 url: cli.url,
                 config,
                 seed,
+                seed_warnings: warnings,
             })
             .map_err(CliError::Serve)
         }

@@ -110,6 +110,11 @@ impl Refusals {
     /// Logs `what` and keeps it for the status.
     pub fn note(&self, what: String) {
         tracing::warn!("{what}");
+        self.keep(what);
+    }
+
+    /// Keeps `what` for the status (said in the log already).
+    pub fn keep(&self, what: String) {
         let mut last = locks::lock(&self.last);
         if last.len() == REFUSALS_KEPT {
             last.pop_front();

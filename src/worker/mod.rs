@@ -59,6 +59,9 @@ pub struct ServeOptions {
     pub config: Config,
     /// The `--config` seed as JSON, offered as the configuration entry's initial value.
     pub seed: Option<Value>,
+    /// What reading the seed warned of (numbers brought into range, unknown keys): kept for
+    /// `index::status` while the seed is what the worker serves.
+    pub seed_warnings: Vec<String>,
 }
 
 /// Everything a handler needs, shared.
@@ -117,8 +120,8 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
         path: index_path.to_path_buf(),
         holder: crate::index::holder::read(index_path).map(|holder| holder.describe()),
     };
-    let directory = match Directory::open(config.clone()) {
-        Ok(directory) => directory,
+    let (directory, on_seed) = match Directory::open(config.clone()) {
+        Ok(directory) => (directory, !from_store),
         Err(OpenError::Busy(_)) => return Err(busy(&config.paths.index_path)),
         Err(e) if from_store => {
             let seed = Directory::open(options.config.clone()).map_err(|e| match e {
@@ -131,10 +134,11 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
                 "stored configuration refused at boot: {e}; serving the --config seed or the \
                  defaults instead"
             ));
-            seed
+            (seed, true)
         }
         Err(e) => return Err(ServeError::Open(e)),
     };
+    say_which_configuration(&options, &config, on_seed, &refusals);
     let directory = Arc::new(directory);
     // Watch first, then reconcile: a change made while the boot reconcile runs is either seen by
     // it or heard by the watcher. The other way round, one made between the two would wait for
@@ -201,6 +205,32 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
 
 /// How long the shutdown waits for tasks in progress on the runtime's blocking threads.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Keeps the seed's warnings for the status while the seed is served, and says when a `--config`
+/// file differs from the stored configuration the worker serves instead (its values seed the
+/// entry only when none is stored, which nothing else would tell its author).
+fn say_which_configuration(
+    options: &ServeOptions,
+    served: &Config,
+    on_seed: bool,
+    refusals: &configuration::Refusals,
+) {
+    if on_seed {
+        for warning in &options.seed_warnings {
+            refusals.keep(format!("--config seed: {warning}"));
+        }
+    } else if options
+        .seed
+        .as_ref()
+        .is_some_and(|seed| *seed != served.settings.to_json())
+    {
+        tracing::info!(
+            "serving the configuration stored in the engine, which differs from the --config \
+             file: the file only seeds the entry when none is stored (see it with `iii trigger \
+             configuration::get id=iii-directory`, change it with `configuration::set`)"
+        );
+    }
+}
 
 fn connect(url: &str) -> IIIClient {
     let metadata = WorkerMetadata {

@@ -276,6 +276,38 @@ async fn refusals(h: &Harness) -> Vec<String> {
         .collect()
 }
 
+/// A number of the `--config` seed brought into its range is said in the status while the seed
+/// is served (it was only in the log); once a stored value is served, the seed's warnings are
+/// not its own, and the log says the file differs from what is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_warnings_are_in_the_status_while_the_seed_is_served() {
+    let seed = "hint_min_workers: 99999\n";
+    let h = Harness::start(Installed::Mailer, Some(seed)).await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused.iter().any(|r| r.starts_with("--config seed: ")
+            && r.contains("\"hint_min_workers\" is 99999, out of its range")),
+        "{refused:?}"
+    );
+    h.stop().await;
+
+    let stored = iii_directory::config::Settings::default().to_json();
+    let h = Harness::start_with(Installed::Mailer, Some(seed), &[], Some(stored)).await;
+    let refused = refusals(&h).await;
+    assert!(
+        !refused.iter().any(|r| r.contains("--config seed")),
+        "{refused:?}"
+    );
+    assert!(
+        h.worker.stderr().contains(
+            "serving the configuration stored in the engine, which differs from the --config file"
+        ),
+        "{}",
+        h.worker.stderr()
+    );
+    h.stop().await;
+}
+
 /// A stored `skills_folder: "/"` walked the whole filesystem at the next start, and a create
 /// under `tmp/` wrote into the system's `/tmp`. Now the worker starts on its defaults, says why
 /// in the status and the log, and serves and writes its own tree.
