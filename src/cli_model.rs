@@ -98,7 +98,7 @@ pub struct Embeddings {
     pub pending: u64,
     pub ms: u64,
     /// The pid of the worker that was waiting for the index, when the pass stopped early for
-    /// it: the worker embeds the rest in the background.
+    /// it: the worker embeds the rest in the background, when it has the model.
     pub yielded_to_worker: Option<u32>,
 }
 
@@ -176,8 +176,10 @@ impl Embeddings {
         };
         match self.yielded_to_worker {
             Some(pid) if self.pending > 0 => line.push_str(&format!(
-                "; stopped there for the worker (pid {pid}) waiting for the index, which embeds \
-                 the other {} in the background",
+                "; stopped there for the worker (pid {pid}) waiting for the index; it embeds \
+                 the other {} in the background if it has the search model (`search.state` in \
+                 its directory::index::status says), else the next `iii-directory reindex` \
+                 does",
                 self.pending
             )),
             _ if self.pending > 0 => {

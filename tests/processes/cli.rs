@@ -1186,7 +1186,7 @@ fn assert_reindex_lets_a_waiting_worker_have_the_index(tree: &Tree, config: &str
     let human = ok(tree, &["--config", config, "reindex"]);
     assert!(
         human.contains(&format!(
-            "skill embeddings: none computed; stopped there for the worker (pid {}) waiting for the index, which embeds the other 40 in the background",
+            "skill embeddings: none computed; stopped there for the worker (pid {}) waiting for the index; it embeds the other 40 in the background if it has the search model",
             stand_in.id()
         )),
         "{human}"
