@@ -793,7 +793,8 @@ fn names_a_file(argument: &str) -> bool {
 
 /// Says, before any command reads, which folders a person most likely mistyped:
 /// `III_COMPOSE_DIR`, `skills_folder`, and a user-global folder that is set, when missing (a missing root serves nothing, silently, by design: it is
-/// served as soon as it appears). The other roots are often absent on purpose.
+/// served as soon as it appears), and any root that is a file. The other roots are often absent
+/// on purpose.
 fn warn_missing_folders(config: &Config) {
     let compose = std::env::var_os(iii_directory::config::COMPOSE_DIR_ENV)
         .filter(|dir| !dir.is_empty())
@@ -817,6 +818,15 @@ fn warn_missing_folders(config: &Config) {
         if let Some(folder) = folder.filter(|folder| !folder.exists()) {
             tracing::warn!(
                 "{key} {} does not exist: nothing is served from it until it does (relative paths resolve against III_COMPOSE_DIR, else the current directory)",
+                folder.display()
+            );
+        }
+    }
+    for (root, folder) in iii_directory::Roots::from_paths(paths).active() {
+        if folder.exists() && !folder.is_dir() {
+            tracing::warn!(
+                "{} {} is a file, not a folder: nothing is served from it; point the setting at a folder",
+                root.config_key(),
                 folder.display()
             );
         }

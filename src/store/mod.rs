@@ -50,6 +50,14 @@ pub enum StoreError {
     /// leads elsewhere (or was swapped in while the write ran). Nothing was written.
     #[error("{} would lead outside {} through a symbolic link", path.display(), root.display())]
     Link { path: PathBuf, root: PathBuf },
+    /// The root the target is under is a file (or a link to one), not a folder: a setting
+    /// pointed at the wrong path. Nothing was written.
+    #[error(
+        "{} is a file, not a folder, so nothing is served from it and nothing can be written \
+         under it; point its setting at a folder, or move the file away",
+        root.display()
+    )]
+    RootNotAFolder { root: PathBuf },
     #[error(transparent)]
     Io(#[from] IoError),
 }
@@ -119,6 +127,11 @@ pub(crate) fn locate(roots: &[&Path], dest: &Path) -> Result<(PathBuf, PathBuf),
         // No root yet: nothing below it exists, the write creates it all.
         return Ok((root.to_path_buf(), rel.to_path_buf()));
     };
+    if !real_root.is_dir() {
+        return Err(StoreError::RootNotAFolder {
+            root: root.to_path_buf(),
+        });
+    }
     // The nearest folder on the way that exists, and what is missing below it.
     let mut existing = dest.parent();
     let mut missing = Vec::new();

@@ -1591,6 +1591,24 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
             text(&output.stderr)
         );
     }
+    tree.write("a-file.md", "# A file\n\nNot a folder.\n");
+    tree.write(
+        "file.yaml",
+        "skills_folder: a-file.md\nsearch_model_download: false\n",
+    );
+    let file = tree.path("file.yaml");
+    let output = run(
+        &tree,
+        &["--config", file.to_str().expect("path"), "list", "skills"],
+    );
+    assert!(
+        text(&output.stderr).contains(&format!(
+            "skills_folder {} is a file, not a folder: nothing is served from it",
+            tree.path("a-file.md").display()
+        )),
+        "{}",
+        text(&output.stderr)
+    );
     let missing = tree.path("no-such-compose");
     let output = iii(&tree)
         .env("III_COMPOSE_DIR", &missing)

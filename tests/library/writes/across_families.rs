@@ -110,3 +110,42 @@ fn a_leading_byte_order_mark_is_read_by_a_write_as_by_the_scan() {
     );
     assert_eq!(code, Some("D113"));
 }
+
+/// A folder setting pointed at a file: every family's create says so, with nothing written
+/// (the skills create answered the system's "File exists" for the folders it tried to make).
+#[test]
+fn a_folder_setting_pointed_at_a_file_is_said_and_nothing_is_written() {
+    let env = Env::with_config(
+        |t| {
+            t.write("a-file.md", "# Not a folder\n\nText.\n");
+            t.write("b-file.md", "# Not a folder\n\nText.\n");
+        },
+        |config| {
+            config.paths.skills_folder = config.paths.skills_folder.with_file_name("a-file.md");
+            config.paths.agents_folder = config.paths.agents_folder.with_file_name("b-file.md");
+        },
+    );
+    let content = "---\nname: zz\ndescription: d\n---\n# T\n\nBody.\n";
+    for (function, request) in [
+        (
+            WriteFunction::SkillsCreate,
+            json!({"id": "zz", "content": content}),
+        ),
+        (
+            WriteFunction::AgentsCreate,
+            json!({"id": "zz", "content": content}),
+        ),
+        (
+            WriteFunction::SystemPromptsCreate,
+            json!({"name": "zz", "content": content}),
+        ),
+    ] {
+        let message = env.err(function, request).to_string();
+        assert!(
+            message.contains("-file.md is a file, not a folder")
+                && message.contains("point its setting at a folder"),
+            "{}: {message}",
+            function.id()
+        );
+    }
+}
