@@ -88,7 +88,7 @@ pub enum OpenError {
     /// The worker holding the index serves other folders than this process's configuration
     /// names: its rows are not this configuration's to answer with.
     #[error(
-        "the index at {} belongs to {holder}, which serves other folders ({difference}); answering from it would show that tree as this one. Use the worker's configuration (it is stored in the engine: `iii trigger configuration::get id=iii-directory`), or give this configuration an index_path of its own",
+        "the index at {} belongs to {holder}, which serves other folders ({difference}); answering from it would show that tree as this one. Use the folders the worker serves (its `directory::index::status` names them; a configuration stored in the engine since it started, which `iii trigger configuration::get id=iii-directory` shows, is served only after the worker restarts), or give this configuration an index_path of its own",
         path.display()
     )]
     OtherFolders {

@@ -1692,7 +1692,8 @@ fn a_command_does_not_follow_a_worker_serving_other_folders() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("configuration::get id=iii-directory"),
+        stderr.contains("configuration::get id=iii-directory")
+            && stderr.contains("served only after the worker restarts"),
         "{stderr}"
     );
 }
