@@ -322,8 +322,14 @@ impl Index {
     /// How many revisions the change log keeps (`change_log_revisions`); applies from the
     /// next reconcile that changes something.
     pub fn set_change_log_revisions(&self, keep: u64) {
-        if let Ok(mut mirror) = self.mirror.lock() {
-            mirror.log_keep = keep;
+        match self.mirror.lock() {
+            Ok(mut mirror) => mirror.log_keep = keep,
+            // Every reconcile fails the same way then, and says so: this only must not be
+            // lost without a word.
+            Err(_) => tracing::warn!(
+                "change_log_revisions: {keep} not applied: the index state was poisoned by a \
+                 panic; restart the worker"
+            ),
         }
     }
 
