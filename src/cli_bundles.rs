@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli_error::CliError;
+use crate::cli_error::{CliError, cli_runtime};
 use std::sync::Arc;
 
 use iii_directory::Directory;
@@ -98,10 +98,7 @@ fn check_updates(
     json: bool,
 ) -> Result<Outcome, CliError> {
     let registry = Registry::fixed(Endpoint::from_settings(&config.settings));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
+    let runtime = cli_runtime()?;
     let request = json!({ "namespace": namespace });
     let response = runtime.block_on(updates::check_updates(
         &config.settings,
@@ -156,10 +153,7 @@ fn restore(
         directory.reconcile()?;
     }
     let registry = Registry::fixed(Endpoint::from_settings(&directory.settings()));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
+    let runtime = cli_runtime()?;
     let request = json!({ "namespace": namespace, "force": force });
     let response = runtime.block_on(restore::restore(&directory, &registry, &request))?;
     let one = |r: &Value| {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cli_error::CliError;
+use crate::cli_error::{CliError, cli_runtime};
 use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::{self, DownloadFunction, Step};
@@ -75,10 +75,7 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
             eprintln!("{}", describe(&step, started));
         }
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Runtime)?;
+    let runtime = cli_runtime()?;
     let bundle = runtime.block_on(download::fetch(
         &directory.settings(),
         &registry,

@@ -66,3 +66,12 @@ impl CliError {
         }
     }
 }
+
+/// The runtime a command's one async call (a download, a restore, a question to the registry)
+/// runs on: this thread alone.
+pub fn cli_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)
+}

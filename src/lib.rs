@@ -26,6 +26,7 @@ mod agents;
 mod answer;
 mod bundled;
 mod code;
+mod digest;
 mod directory;
 mod error;
 mod events;

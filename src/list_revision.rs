@@ -167,11 +167,7 @@ fn tag(epoch: u64, table: Logged, scope: Option<ListScope<'_>>) -> u64 {
         hasher.update(&(filters.len() as u64).to_le_bytes());
         hasher.update(filters);
     }
-    let hash = u64::from_le_bytes(
-        hasher.finalize().as_bytes()[..8]
-            .try_into()
-            .expect("8 bytes"),
-    );
+    let hash = crate::digest::u64_of(&hasher.finalize());
     1 + hash % ((1 << TAG_BITS) - 1)
 }
 

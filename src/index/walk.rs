@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::records::Stat;
 use crate::doc::ids::first_segment;
+use crate::doc::paths::is_markdown;
 use crate::doc::{ReadIssue, ServeIssue};
 use crate::error::{IoError, short_of_resources};
 use crate::locks;
@@ -411,10 +412,6 @@ pub fn stat_of(meta: &Metadata) -> Stat {
         },
         ino: meta.ino(),
     }
-}
-
-pub fn is_markdown(name: &str) -> bool {
-    name.len() > 3 && name.ends_with(".md")
 }
 
 /// A recursive walk collecting `**/*.md` files. Symbolic links within the roots are followed,

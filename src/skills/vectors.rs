@@ -50,8 +50,7 @@ pub fn built_as(listed: &Listed) -> u64 {
         hasher.update(part.as_bytes());
         hasher.update(&[0]);
     }
-    let digest = hasher.finalize();
-    u64::from_le_bytes(digest.as_bytes()[..8].try_into().expect("8 bytes"))
+    crate::digest::u64_of(&hasher.finalize())
 }
 
 /// A content waiting for its vectors, and the position of the first row holding it (the row

@@ -74,10 +74,7 @@ pub async fn stored(iii: &IIIClient, wait: Duration) -> Stored {
 /// it into a restart loop.
 pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Config, bool) {
     let refused = |why: String| {
-        refusals.note(format!(
-            "stored configuration refused at boot: {why}; serving the --config seed or the \
-             defaults instead"
-        ));
+        refusals.refused_at_boot(why);
         (seed.clone(), false)
     };
     match stored {
@@ -111,6 +108,14 @@ impl Refusals {
     pub fn note(&self, what: String) {
         tracing::warn!("{what}");
         self.keep(what);
+    }
+
+    /// Notes a stored configuration refused as the worker started, the seed served instead.
+    pub fn refused_at_boot(&self, why: impl std::fmt::Display) {
+        self.note(format!(
+            "stored configuration refused at boot: {why}; serving the --config seed or the \
+             defaults instead"
+        ));
     }
 
     /// Keeps `what` for the status (said in the log already).

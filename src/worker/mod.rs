@@ -130,10 +130,7 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
             })?;
             // Said once the seed is known to open: a seed that fails too stops the worker with
             // its own error, not after a line saying it is served.
-            refusals.note(format!(
-                "stored configuration refused at boot: {e}; serving the --config seed or the \
-                 defaults instead"
-            ));
+            refusals.refused_at_boot(e);
             (seed, true)
         }
         Err(e) => return Err(ServeError::Open(e)),

@@ -22,11 +22,7 @@ const HEADER: usize = 16;
 
 /// A fingerprint of a model name, as kept with each retired vector.
 pub fn model_print(model: &[u8]) -> u64 {
-    u64::from_le_bytes(
-        blake3::hash(model).as_bytes()[..8]
-            .try_into()
-            .expect("8 bytes"),
-    )
+    crate::digest::u64_of(&blake3::hash(model))
 }
 
 /// The table's value for `vector` (the bytes it had in `VECTORS`), retired at `now`.
