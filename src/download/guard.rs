@@ -385,7 +385,7 @@ pub fn check(
             return refuse(
                 file,
                 format!(
-                    "would shadow skills_folder/{sibling} (the same skill id), which this bundle did not install"
+                    "would shadow skills_folder/{sibling} (the same skill id), which this bundle did not install (move or rename that file, then download again)"
                 ),
             );
         }
@@ -405,12 +405,12 @@ pub fn check(
         }
         let what = match file.dest {
             Dest::Agents => format!(
-                "would replace the agent profile {:?} (agents_folder/{}), which this bundle did not install",
+                "would replace the agent profile {:?} (agents_folder/{}), which this bundle did not install (move or rename your profile, then download again)",
                 file.rel.strip_suffix(".md").unwrap_or(&file.rel),
                 file.rel
             ),
             Dest::Skills | Dest::BundlesLock => format!(
-                "would replace skills_folder/{}, which this bundle did not install",
+                "would replace skills_folder/{}, which this bundle did not install (move or rename your file, then download again)",
                 file.rel
             ),
         };

@@ -110,7 +110,7 @@ pub fn allow(review: &Review, allow_executables: bool) -> Result<()> {
     Err(Error::coded(
         Code::BundleExecutableRefused,
         format!(
-            "the bundle holds executable files ({}) and download_allow_executables is false; the bundle was refused and nothing was written.",
+            "the bundle holds executable files ({}) and download_allow_executables is false; the bundle was refused and nothing was written. Read those files, and if you trust them set download_allow_executables: true and download again.",
             named.join(", ")
         ),
         &[],
