@@ -26,7 +26,7 @@ const BUSY_WAIT: Duration = Duration::from_secs(60);
 
 /// The folder beside the index where followers leave sync cookies. Only a watching writer
 /// makes it (see [`claim_folder`]), and it removes it when it stops.
-pub fn sync_folder(index_path: &Path) -> PathBuf {
+fn sync_folder(index_path: &Path) -> PathBuf {
     crate::store::beside(index_path, ".sync")
 }
 

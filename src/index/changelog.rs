@@ -24,7 +24,7 @@ use super::views::Changes;
 use crate::error::{Error, Result};
 
 /// A revision changing more keys than this is not itemised (see the module doc).
-pub const MAX_KEYS_PER_REVISION: usize = 4_096;
+const MAX_KEYS_PER_REVISION: usize = 4_096;
 
 /// The list tables whose changes are logged, as stored in the log's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -399,7 +399,7 @@ fn special(meta: &Metadata, name: &str) -> Option<SkipReason> {
     (is_markdown(name) || crate::store::is_temp_name(name)).then_some(SkipReason::NotRegular(what))
 }
 
-pub fn stat_of(meta: &Metadata) -> Stat {
+fn stat_of(meta: &Metadata) -> Stat {
     Stat {
         size: meta.len(),
         mtime: Stamp {

@@ -217,7 +217,7 @@ impl SkillCache {
     }
 
     /// The rows whose on-disk id starts with `prefix`.
-    pub fn with_prefix(&self, prefix: &str) -> Span<'_> {
+    fn with_prefix(&self, prefix: &str) -> Span<'_> {
         self.rows.span(self.prefix_range(prefix))
     }
 

@@ -266,7 +266,7 @@ fn stored(reader: &Reader, id: &str) -> Result<SkillRow> {
 
 /// Matches a requested top segment to an installed worker: a case-insensitive exact match wins,
 /// else the unique shortest case-insensitive substring match.
-pub fn resolve_worker<'a>(top: &str, names: &BTreeSet<&'a str>) -> Option<&'a str> {
+fn resolve_worker<'a>(top: &str, names: &BTreeSet<&'a str>) -> Option<&'a str> {
     let wanted = top.to_lowercase();
     if wanted.is_empty() || wanted == "iii" {
         return None;

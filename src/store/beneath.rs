@@ -135,7 +135,7 @@ impl Dir {
     }
 
     /// A second descriptor of the same folder.
-    pub fn try_clone(&self) -> io::Result<Dir> {
+    fn try_clone(&self) -> io::Result<Dir> {
         Ok(Dir {
             fd: self.fd.try_clone()?,
         })

@@ -13,7 +13,7 @@ use crate::doc::Hash;
 use crate::error::{Error, Result};
 
 /// How many retired contents are kept (about 400 bytes each: some 8 MiB).
-pub const KEPT: u64 = 20_000;
+const KEPT: u64 = 20_000;
 /// How far past [`KEPT`] the table may grow before the oldest are dropped, so that the scan
 /// that finds them runs once per so many retirements, not on each.
 const SLACK: u64 = KEPT / 8;
