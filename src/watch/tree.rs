@@ -100,6 +100,9 @@ pub struct Tree {
     links: Links,
     /// A link was noted or forgotten since the links were last resolved.
     relink: bool,
+    /// Where the roots that are dangling links lead: their coming (a folder renamed to where a
+    /// link leads) is heard through the nearest folder above them, as an absent root's is.
+    link_waits: BTreeSet<PathBuf>,
     /// At most this many watches, as if it were the kernel's limit (tests of the degraded
     /// mode and of its recovery; see `WatchOptions::watch_limit`).
     limit: Option<Arc<AtomicUsize>>,
@@ -164,6 +167,7 @@ impl Tree {
             by_path: BTreeMap::new(),
             links: Links::default(),
             relink: false,
+            link_waits: BTreeSet::new(),
             limit,
         };
         if let Some(sync) = sync {
@@ -324,7 +328,8 @@ impl Tree {
                     self.relink |= self.links.remove(&path);
                 }
             }
-            recheck |= self.holds_a_root(&path);
+            recheck |=
+                self.holds_a_root(&path) || self.link_waits.iter().any(|w| w.starts_with(&path));
             if self.in_a_root(&path) && relevant(&path, is_dir) {
                 changes.paths.insert(path);
             }
@@ -405,6 +410,7 @@ impl Tree {
     /// that went is forgotten (and reconciled, which drops its rows), and an absent one is
     /// waited for through the nearest folder above it.
     fn recheck_roots(&mut self, inotify: &Inotify, changes: &mut Changes) {
+        self.link_waits.clear();
         for i in 0..self.specs.len() {
             let spec = &self.specs[i];
             if matches!(spec.state, RootState::Unwatched(_)) {
@@ -419,7 +425,14 @@ impl Tree {
                     changes.paths.insert(path.clone());
                 }
                 self.specs[i].state = RootState::Absent;
-                if !self.wait_for(inotify, &path) {
+                let mut made = self.wait_for(inotify, &path);
+                // A link whose target went (renamed away, to be replaced): its target's coming
+                // is reported where the target is, not where the link is.
+                if let Some(target) = link_target(&path) {
+                    made |= self.wait_for(inotify, &target) && path.is_dir();
+                    self.link_waits.insert(target);
+                }
+                if !made {
                     continue;
                 }
                 // It was made while the watch above it was being set up: watch it now.
@@ -651,6 +664,15 @@ impl LinkTargets {
     }
 }
 
+/// Where the symbolic link at `path` leads (one step), when it is one.
+fn link_target(path: &Path) -> Option<PathBuf> {
+    let target = std::fs::read_link(path).ok()?;
+    Some(match path.parent() {
+        Some(parent) => parent.join(target),
+        None => target,
+    })
+}
+
 /// The device and inode of the folder at `path`, links followed.
 fn folder_identity(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
@@ -864,12 +886,31 @@ mod tests {
         std::fs::write(old.join("gone.md"), "x").unwrap();
         let changes = drain(&inotify, &mut tree);
         assert_eq!(changes.paths, BTreeSet::from([skills.join("three.md")]));
-        let state = tree
-            .roots()
-            .into_iter()
-            .find(|r| r.root == "skills_folder")
-            .unwrap();
-        assert_eq!(state.state, RootState::Watched);
+        let state = |tree: &Tree| {
+            tree.roots()
+                .into_iter()
+                .find(|r| r.root == "skills_folder")
+                .unwrap()
+                .state
+        };
+        assert_eq!(state(&tree), RootState::Watched);
+
+        // The target renamed away, the link dangling for a moment, then a folder prepared
+        // elsewhere renamed to where the link leads: watched there once it comes.
+        let next = releases.join("next");
+        std::fs::create_dir(&next).unwrap();
+        std::fs::write(next.join("four.md"), "x").unwrap();
+        std::fs::rename(&b, releases.join("b.older")).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&skills), "{changes:?}");
+        assert_eq!(state(&tree), RootState::Absent);
+        std::fs::rename(&next, &b).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&skills), "{changes:?}");
+        assert_eq!(state(&tree), RootState::Watched);
+        std::fs::write(b.join("five.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths, BTreeSet::from([skills.join("five.md")]));
     }
 
     /// A root whose folders are made between the look for the nearest existing folder and the
