@@ -180,7 +180,7 @@ fn summary(response: &Value, indexed: &str, took: Duration) -> String {
         (&response["agents_written"], "agent profiles"),
         (
             &response["kept_local"],
-            "kept as you edited them (--force replaces them)",
+            "kept as you have them (--force replaces those the bundle installed and you edited)",
         ),
         (&response["merged"], "merged with your edits"),
         (
