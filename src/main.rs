@@ -701,10 +701,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Download(args) => {
+            warn_missing_folders(&config);
             emit(&cli_download::run(config, args)?)?;
             Ok(())
         }
         Command::Bundles { action, json } => {
+            warn_missing_folders(&config);
             let outcome = cli_bundles::run(config, action, json)?;
             let written = emit(&outcome.text);
             // A failed bundle fails the command even when the reader stopped reading early.

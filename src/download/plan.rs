@@ -277,9 +277,10 @@ fn take_plan(id: &str) -> Result<Plan> {
         _ => Err(Error::coded(
             Code::BundlePlanUnknown,
             format!(
-                "no update plan {} (plans are kept {} minutes, in this process only); make a new one.",
+                "no update plan {} (a plan is kept {} minutes, in this process only, and only the {MAX_PLANS} newest holding at most {} MiB of bundles together); make a new one.",
                 quoted(id),
-                PLAN_TTL.as_secs() / 60
+                PLAN_TTL.as_secs() / 60,
+                MAX_PLAN_BYTES / (1024 * 1024)
             ),
             &[crate::error::next(PLAN_UPDATE, "make a fresh plan")],
         )),

@@ -658,6 +658,10 @@ fn check_target(root: &Path, rel: &str) -> Result<()> {
             root.join(rel).display()
         )))
     };
+    if fs::metadata(root).is_ok_and(|meta| !meta.is_dir()) {
+        let root = root.to_path_buf();
+        return refuse(store::StoreError::RootNotAFolder { root }.to_string());
+    }
     if let Err(blocked) = way::check_way(root, Path::new(rel)) {
         return refuse(blocked.to_string());
     }

@@ -505,3 +505,28 @@ async fn at_most_four_fetches_run_at_once_and_the_others_wait_their_turn() {
     }
     assert_eq!(s.server.requests().len(), 8);
 }
+
+/// A `skills_folder` pointed at a file: the download says so, with nothing written (it said
+/// "… cannot be read (Not a directory)").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_into_a_skills_folder_that_is_a_file_says_so() {
+    let s = Setup::with(|config| {
+        let file = config.paths.skills_folder.with_file_name("a-file");
+        std::fs::write(&file, "not a folder\n").expect("write");
+        config.paths.skills_folder = file;
+    });
+    full_bundle(&s);
+    let refused = s
+        .download(FromRegistry, json!({"worker": "mailer"}))
+        .await
+        .expect_err("a file for a folder");
+    assert!(
+        refused.contains("a-file is a file, not a folder")
+            && refused.contains("nothing was written"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.tree.path("a-file")).expect("the file"),
+        "not a folder\n"
+    );
+}
