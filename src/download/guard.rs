@@ -169,10 +169,7 @@ pub fn unedited(paths: &Paths, namespace: &str, dest: Dest, rel: &str) -> bool {
         &paths.skills_folder.join(format!("{folder}/{RECORD_FILE}")),
         namespace,
     );
-    let root = match dest {
-        Dest::Agents => &paths.agents_folder,
-        _ => &paths.skills_folder,
-    };
+    let root = dest.bundle_root(paths);
     record
         .files
         .get(&record_key(dest, rel))
@@ -246,11 +243,7 @@ pub struct LockedBytes {
 /// other bytes stays unowned (refused, named): nothing says whose edit it is.
 fn recover_record(record: &mut Record, paths: &Paths, locked: &[LockedBytes]) {
     for file in locked {
-        let root = match file.dest {
-            Dest::Agents => &paths.agents_folder,
-            _ => &paths.skills_folder,
-        };
-        let path = root.join(&file.rel);
+        let path = file.dest.bundle_root(paths).join(&file.rel);
         // One read gives both hashes, so the bytes adopted are the bytes compared.
         let bytes = match fs::symlink_metadata(&path) {
             Ok(meta) if meta.is_file() && meta.len() == file.size => fs::read(&path).ok(),
@@ -336,14 +329,10 @@ pub fn check(
         .collect();
     let mut kept = vec![false; files.len()];
     for (i, file) in files.iter().enumerate() {
-        let root = match file.dest {
-            Dest::Skills => &paths.skills_folder,
-            Dest::Agents => &paths.agents_folder,
-            Dest::BundlesLock => {
-                return refuse(file, "is routed where no bundle file may go".into());
-            }
-        };
-        let target = root.join(&file.rel);
+        if file.dest == Dest::BundlesLock {
+            return refuse(file, "is routed where no bundle file may go".into());
+        }
+        let target = file.dest.bundle_root(paths).join(&file.rel);
         if let Some(why) = roots.read_elsewhere(file.dest, &target, namespace) {
             return refuse(file, why);
         }

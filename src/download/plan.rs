@@ -583,13 +583,6 @@ fn refuse_adopted_profiles(plan: &Plan) -> Result<()> {
     ))
 }
 
-fn root_of(paths: &Paths, dest: Dest) -> &std::path::Path {
-    match dest {
-        Dest::Agents => &paths.agents_folder,
-        _ => &paths.skills_folder,
-    }
-}
-
 /// The two-sided part of a plan: upstream against the lock, the disk against the lock.
 fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
     let namespace = entry.namespace.clone();
@@ -613,7 +606,7 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
     let mut files = Vec::with_capacity(keys.len());
     let mut changed_upstream = Vec::new();
     for key in keys {
-        let disk = lock::file_sha256(&root_of(paths, key.0).join(&key.1)).map(|(_, sha)| sha);
+        let disk = lock::file_sha256(&key.0.bundle_root(paths).join(&key.1)).map(|(_, sha)| sha);
         let up = upstream.get(&key).copied();
         let up_sha = up.map(|i| lock::sha256_hex(&bundle.files[i].bytes));
         let base_sha = locked.get(&key).map(|f| f.sha256.clone());
@@ -658,10 +651,10 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
         // executable later, or an older landing dropped the bit) is landed again. A bit the
         // user added stays.
         let lacks_execute = up.is_some_and(|i| bundle.files[i].executable)
-            && !is_executable(&root_of(paths, key.0).join(&key.1));
+            && !is_executable(&key.0.bundle_root(paths).join(&key.1));
         let current = disk.is_some() && disk == up_sha && !lacks_execute;
         let copy_rel = format!("{}{UPSTREAM_SUFFIX}", key.1);
-        let copy = lock::file_sha256(&root_of(paths, key.0).join(&copy_rel)).map(|(_, sha)| sha);
+        let copy = lock::file_sha256(&key.0.bundle_root(paths).join(&copy_rel)).map(|(_, sha)| sha);
         if copy.is_some() {
             seen.insert((key.0, copy_rel), copy.clone());
         }
@@ -709,7 +702,7 @@ fn merge_all(paths: &Paths, plan: &mut Plan, base: Option<&Base>) {
             continue;
         };
         let theirs = &plan.bundle.files[up].bytes;
-        let mine = std::fs::read(root_of(paths, file.key.0).join(&file.key.1)).ok();
+        let mine = std::fs::read(file.key.0.bundle_root(paths).join(&file.key.1)).ok();
         let merged = match (base.and_then(|b| b.get(&file.key)), mine) {
             (Some(base), Some(mine)) if file.local == Local::Modified => {
                 merge(base, &mine, theirs).map_or(Merged::Conflict, Merged::Clean)
@@ -1127,7 +1120,7 @@ fn land_now(
                 .get(&namespace)
                 .is_some_and(|e| e.source == plan.entry.source && e.files == plan.entry.files);
             let unchanged_disk = plan.seen.iter().all(|(key, sha)| {
-                lock::file_sha256(&root_of(folders, key.0).join(&key.1)).map(|(_, s)| s) == *sha
+                lock::file_sha256(&key.0.bundle_root(folders).join(&key.1)).map(|(_, s)| s) == *sha
             });
             if !unchanged_lock || !unchanged_disk {
                 decided.stale = true;

@@ -173,10 +173,7 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
     let (mut modified, mut missing, mut files) = (Vec::new(), Vec::new(), Vec::new());
     let (mut copies, mut stale) = (Vec::new(), Vec::new());
     for file in &entry.files {
-        let root = match file.route.dest() {
-            Dest::Agents => &paths.agents_folder,
-            _ => &paths.skills_folder,
-        };
+        let root = file.route.dest().bundle_root(paths);
         let disk = lock::file_sha256(&root.join(&file.path));
         let state = match &disk {
             None => FileState::Missing,

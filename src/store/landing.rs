@@ -77,6 +77,15 @@ pub enum Dest {
 impl Dest {
     pub const ALL: [Dest; 3] = [Dest::Skills, Dest::Agents, Dest::BundlesLock];
 
+    /// The root a bundle's file for this dest is under: `agents_folder` for a profile, else
+    /// `skills_folder` (the lock's own file is found by `bundles_lock_path`, never by this).
+    pub fn bundle_root(self, paths: &Paths) -> &Path {
+        match self {
+            Dest::Agents => &paths.agents_folder,
+            Dest::Skills | Dest::BundlesLock => &paths.skills_folder,
+        }
+    }
+
     /// The name of the dest's folder inside a staging folder.
     pub fn word(self) -> &'static str {
         match self {
