@@ -37,13 +37,14 @@ impl Http {
     }
 
     /// The body of a GET, as bytes: 404 is `NotFound`, other non-2xx statuses `Status`, a
-    /// body over the cap `TooLarge`, and anything that kept the answer from arriving (within
-    /// the timeout) `Unreachable`.
+    /// body over `cap` bytes `TooLarge`, and anything that kept the answer from arriving
+    /// (within the timeout) `Unreachable`.
     pub async fn get_bytes(
         &self,
         endpoint: &Endpoint,
         url: &str,
         query: &[(&str, &str)],
+        cap: u64,
     ) -> Result<Vec<u8>, RegistryError> {
         let client = self.client.as_ref().ok_or(RegistryError::Unreachable)?;
         let mut response = client
@@ -60,7 +61,6 @@ impl Http {
         if !status.is_success() {
             return Err(RegistryError::Status(status.as_u16()));
         }
-        let cap = endpoint.max_response_bytes;
         if response.content_length().is_some_and(|length| length > cap) {
             return Err(RegistryError::TooLarge(cap));
         }
@@ -74,15 +74,20 @@ impl Http {
         Ok(body)
     }
 
-    /// [`Http::get_bytes`], decoded as JSON.
+    /// [`Http::get_bytes`], decoded as JSON on the blocking pool: a body of megabytes takes
+    /// a runtime thread long enough to hold up other calls.
     pub async fn get_json(
         &self,
         endpoint: &Endpoint,
         url: &str,
         query: &[(&str, &str)],
+        cap: u64,
     ) -> Result<Value, RegistryError> {
-        let bytes = self.get_bytes(endpoint, url, query).await?;
-        serde_json::from_slice(&bytes).map_err(|_| RegistryError::Decode)
+        let bytes = self.get_bytes(endpoint, url, query, cap).await?;
+        tokio::task::spawn_blocking(move || serde_json::from_slice(&bytes))
+            .await
+            .map_err(|_| RegistryError::Decode)?
+            .map_err(|_| RegistryError::Decode)
     }
 }
 

@@ -60,6 +60,11 @@ pub struct Endpoint {
 /// bundle's escapes (`\n`, `\"`) add far less than its own size.
 const RESPONSE_FRAMING_BYTES: u64 = 1024 * 1024;
 
+/// The most body bytes read from a registry answer that carries no file contents (a page of
+/// workers, a worker's record): a published worker's record is kilobytes, and decoded, such an
+/// answer takes tens of times its size in memory (a 15 MB record took 900 MB).
+pub const MAX_RECORD_BYTES: u64 = 4 * 1024 * 1024;
+
 impl Endpoint {
     /// The endpoint the settings describe.
     pub fn from_settings(settings: &Settings) -> Endpoint {
@@ -195,7 +200,8 @@ impl Registry {
             query.push(("cursor", cursor));
         }
         let url = format!("{}/w", endpoint.base_url);
-        let body = self.http.get_json(&endpoint, &url, &query).await?;
+        let cap = MAX_RECORD_BYTES.min(endpoint.max_response_bytes);
+        let body = self.http.get_json(&endpoint, &url, &query, cap).await?;
         let page = Arc::new(model::parse_page(&body)?);
         self.cache
             .put(key, Cached::Page(page.clone()), endpoint.cache_ttl);
@@ -223,9 +229,13 @@ impl Registry {
         let query = [("version", release.value())];
         let detail_url = format!("{}/w/{name}", endpoint.base_url);
         let skills_url = format!("{}/w/{name}/skills", endpoint.base_url);
+        // The skills leg carries the files' contents (dropped here): it reads as a bundle does.
+        let record_cap = MAX_RECORD_BYTES.min(endpoint.max_response_bytes);
         let (detail, skills) = tokio::join!(
-            self.http.get_json(&endpoint, &detail_url, &query),
-            self.http.get_json(&endpoint, &skills_url, &query),
+            self.http
+                .get_json(&endpoint, &detail_url, &query, record_cap),
+            self.http
+                .get_json(&endpoint, &skills_url, &query, endpoint.max_response_bytes),
         );
         // A missing worker is reported as such whichever leg said so first.
         let (detail, skills) = match (detail, skills) {
@@ -252,7 +262,12 @@ impl Registry {
         let url = format!("{}/w/{worker}/skills", endpoint.base_url);
         let bytes = self
             .http
-            .get_bytes(&endpoint, &url, &[("version", release.value())])
+            .get_bytes(
+                &endpoint,
+                &url,
+                &[("version", release.value())],
+                endpoint.max_response_bytes,
+            )
             .await?;
         model::parse_bundle(&bytes)
     }

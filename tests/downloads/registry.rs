@@ -331,3 +331,35 @@ async fn nothing_listening_is_unreachable() {
         "{err}"
     );
 }
+
+/// A worker's record or a page of workers over 4 MiB is refused unread past the cap: decoded,
+/// such an answer took tens of times its size in memory and held the worker's other calls.
+/// The skills leg, which carries file contents, still reads as a bundle does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_record_over_four_mib_is_refused_unread() {
+    let s = Setup::new();
+    let functions: Vec<Value> = (0..40_000)
+        .map(|i| json!({"name": format!("huge::f{i}"), "description": "x".repeat(100)}))
+        .collect();
+    s.server
+        .json("/w/huge", json!({"name": "huge", "functions": functions}));
+    s.server
+        .bundle("huge", &[("skills/SKILL.md", "# Huge\n\nBody.\n")]);
+    let refused = functions::info(&s.registry, &json!({"name": "huge"}))
+        .await
+        .expect_err("too large")
+        .to_string();
+    assert!(
+        refused.starts_with("D320 registry_error: registry response is larger than 4194304 bytes"),
+        "{refused}"
+    );
+    let workers: Vec<Value> = (0..40_000)
+        .map(|i| json!({"name": format!("w{i}"), "description": "x".repeat(100)}))
+        .collect();
+    s.server.json("/w", json!({"workers": workers}));
+    let refused = functions::list(&s.registry, &json!({}))
+        .await
+        .expect_err("too large")
+        .to_string();
+    assert!(refused.contains("larger than 4194304 bytes"), "{refused}");
+}
