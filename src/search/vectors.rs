@@ -96,7 +96,7 @@ impl FunctionLane {
     /// one, and those waiting for the lane would embed, one after another, catalogs already
     /// replaced (a burst of changes kept the lane seconds behind), and could end on an older
     /// one than the newest.
-    pub fn follow(&self, current: impl Fn() -> Arc<Catalog>) -> usize {
+    pub fn follow(&self, current: impl Fn() -> Arc<Catalog> + Sync) -> usize {
         let mut fingerprint = locks::lock(&self.fingerprint);
         let mut embedded = 0;
         loop {
@@ -105,14 +105,22 @@ impl FunctionLane {
                 return embedded;
             }
             let held: &mut Option<String> = &mut fingerprint;
-            embedded += in_background(|| self.update_locked(held, &catalog));
+            embedded += in_background(|| self.update_locked(held, &catalog, &current));
         }
     }
 
     /// Embeds `catalog`'s texts not seen before (batched over the cores of the pool the caller
     /// runs on: `follow` runs it on the low-priority background threads, so that searches
     /// meanwhile keep their pace), then swaps its table in; `fingerprint` is the lane's, held.
-    fn update_locked(&self, fingerprint: &mut Option<String>, catalog: &Catalog) -> usize {
+    /// A catalog `current` no longer gives is left after the chunk in progress, its table not
+    /// swapped in (the texts embedded stay known, so the newer catalog does not embed them
+    /// again): thousands of functions that left held both cores for minutes.
+    fn update_locked(
+        &self,
+        fingerprint: &mut Option<String>,
+        catalog: &Catalog,
+        current: &(impl Fn() -> Arc<Catalog> + Sync),
+    ) -> usize {
         let texts: Vec<(blake3::Hash, String)> = catalog
             .tools()
             .iter()
@@ -129,15 +137,20 @@ impl FunctionLane {
                 .filter(|(hash, _)| !known.contains_key(hash) && seen.insert(*hash))
                 .collect()
         };
+        let mut embedded = 0;
         for chunk in missing.chunks(CHUNK) {
             if self.is_stopped() {
-                return 0;
+                return embedded;
             }
             let refs: Vec<&str> = chunk.iter().map(|(_, text)| text.as_str()).collect();
             let vectors = self.embedder.embed_batch(&refs);
             let mut known = locks::lock(&self.known);
             for ((hash, _), vector) in chunk.iter().zip(&vectors) {
                 known.insert(*hash, Quantized::from_vector(vector));
+            }
+            embedded += chunk.len();
+            if embedded < missing.len() && current().fingerprint() != catalog.fingerprint() {
+                return embedded;
             }
         }
         let mut known = locks::lock(&self.known);

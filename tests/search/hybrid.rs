@@ -716,6 +716,36 @@ fn the_function_lane_embeds_the_catalog_current_when_it_is_free_not_each_superse
     assert_eq!(ids.len(), 4);
 }
 
+/// A catalog superseded while its texts are embedded is left after the chunk in progress:
+/// thousands of functions that had left the engine held both cores for minutes.
+#[test]
+fn the_function_lane_leaves_a_superseded_catalog_after_its_chunk_in_progress() {
+    let Some(model) = embedder() else { return };
+    let lane = FunctionLane::new(model);
+    let current = Mutex::new(functions("many", 200));
+    let calls = AtomicUsize::new(0);
+    let embedded = lane.follow(|| {
+        let catalog = current.lock().expect("lock").clone();
+        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            *current.lock().expect("lock") = functions("few", 3);
+        }
+        catalog
+    });
+    assert_eq!(
+        embedded,
+        64 + 3,
+        "one chunk of the old catalog, then the new one"
+    );
+    let ids: Vec<String> = lane
+        .nearest("handle a record", 50)
+        .expect("a table")
+        .into_iter()
+        .map(|hit| hit.key)
+        .collect();
+    assert!(ids.iter().all(|id| id.starts_with("few::")), "{ids:?}");
+    assert_eq!(ids.len(), 3);
+}
+
 /// A worker shutting down stops the lane's embedding at its next chunk: a catalog of
 /// thousands of new functions held a SIGTERM for a minute.
 #[test]
