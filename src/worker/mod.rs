@@ -213,8 +213,13 @@ fn say_which_configuration(
     refusals: &configuration::Refusals,
 ) {
     if on_seed {
+        let from = if options.seed.is_some() {
+            "--config seed"
+        } else {
+            "configuration"
+        };
         for warning in &options.seed_warnings {
-            refusals.keep(format!("--config seed: {warning}"));
+            refusals.keep(format!("{from}: {warning}"));
         }
     } else if options
         .seed
