@@ -825,13 +825,7 @@ fn warn_missing_folders(config: &Config) {
         }
     }
     for (root, folder) in iii_directory::Roots::from_paths(paths).active() {
-        if folder.exists() && !folder.is_dir() {
-            tracing::warn!(
-                "{} {} is a file, not a folder: nothing is served from it; point the setting at a folder",
-                root.config_key(),
-                folder.display()
-            );
-        }
+        root.warn_if_a_file(folder);
     }
 }
 

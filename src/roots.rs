@@ -67,6 +67,20 @@ impl Root {
         }
     }
 
+    /// Warns, and says so, when this root's `path` is a file rather than a folder: a setting
+    /// pointed at the wrong path, from which nothing is ever served.
+    pub fn warn_if_a_file(self, path: &Path) -> bool {
+        let a_file = path.exists() && !path.is_dir();
+        if a_file {
+            tracing::warn!(
+                "{} {} is a file, not a folder: nothing is served from it; point the setting at a folder",
+                self.config_key(),
+                path.display()
+            );
+        }
+        a_file
+    }
+
     pub fn layout(self) -> Layout {
         match self {
             Root::Skills | Root::LocalSkills => Layout::Tree,

@@ -536,9 +536,7 @@ fn skills_root_files<'a>(
         let files = match part {
             Part::Whole => namespace_files(inputs, root, ns),
             Part::Ids(ids) => sorted(
-                id_file_keys(ids)
-                    .filter(|(r, _)| *r == root)
-                    .filter_map(|key| inputs.files.get_key_value(&key)),
+                id_file_keys_in(root, ids).filter_map(|key| inputs.files.get_key_value(&key)),
             ),
         };
         for (rel, meta) in files {
@@ -755,11 +753,17 @@ fn sorted<'a>(
 pub fn id_file_keys(ids: &BTreeSet<String>) -> impl Iterator<Item = (Root, String)> + '_ {
     [Root::LocalSkills, Root::Skills]
         .into_iter()
-        .flat_map(move |root| {
-            ids.iter()
-                .flat_map(|id| skill_files_for(id))
-                .map(move |rel| (root, rel))
-        })
+        .flat_map(move |root| id_file_keys_in(root, ids))
+}
+
+/// [`id_file_keys`] of one skills root.
+fn id_file_keys_in(
+    root: Root,
+    ids: &BTreeSet<String>,
+) -> impl Iterator<Item = (Root, String)> + '_ {
+    ids.iter()
+        .flat_map(|id| skill_files_for(id))
+        .map(move |rel| (root, rel))
 }
 
 /// The entries of [`namespace_files`], unsorted.

@@ -66,6 +66,11 @@ const RESPONSE_FRAMING_BYTES: u64 = 1024 * 1024;
 pub const MAX_RECORD_BYTES: u64 = 4 * 1024 * 1024;
 
 impl Endpoint {
+    /// The most body bytes read from an answer that carries no file contents.
+    fn record_cap(&self) -> u64 {
+        MAX_RECORD_BYTES.min(self.max_response_bytes)
+    }
+
     /// The endpoint the settings describe.
     pub fn from_settings(settings: &Settings) -> Endpoint {
         Endpoint {
@@ -200,7 +205,7 @@ impl Registry {
             query.push(("cursor", cursor));
         }
         let url = format!("{}/w", endpoint.base_url);
-        let cap = MAX_RECORD_BYTES.min(endpoint.max_response_bytes);
+        let cap = endpoint.record_cap();
         let body = self.http.get_json(&endpoint, &url, &query, cap).await?;
         let page = Arc::new(model::parse_page(&body)?);
         self.cache
@@ -230,7 +235,7 @@ impl Registry {
         let detail_url = format!("{}/w/{name}", endpoint.base_url);
         let skills_url = format!("{}/w/{name}/skills", endpoint.base_url);
         // The skills leg carries the files' contents (dropped here): it reads as a bundle does.
-        let record_cap = MAX_RECORD_BYTES.min(endpoint.max_response_bytes);
+        let record_cap = endpoint.record_cap();
         let (detail, skills) = tokio::join!(
             self.http
                 .get_json(&endpoint, &detail_url, &query, record_cap),

@@ -281,13 +281,10 @@ fn track(
     let roots = directory.roots();
     for root in [Root::Skills, Root::LocalSkills, Root::Agents] {
         let path = roots.path(root);
-        if path.exists() && !path.is_dir() {
-            tracing::warn!(
-                "{} {} is a file, not a folder: nothing is served from it; point the setting at a folder",
-                root.config_key(),
-                path.display()
-            );
-        } else if let Err(e) = std::fs::create_dir_all(path) {
+        if root.warn_if_a_file(path) {
+            continue;
+        }
+        if let Err(e) = std::fs::create_dir_all(path) {
             tracing::warn!(
                 "cannot create {} {}: {e}; it is served as soon as it exists",
                 root.config_key(),

@@ -389,15 +389,14 @@ impl Tree {
                 self.specs[i].state,
                 RootState::Watched | RootState::Partial(_)
             ) {
-                let (path, depth) = (self.specs[i].path.clone(), self.specs[i].depth);
-                let state = self.watch_root(inotify, i, &path, depth.unwrap_or(usize::MAX));
+                let state = self.watch_root(inotify, i);
                 if matches!(self.specs[i].state, RootState::Partial(_))
                     && state == RootState::Watched
                 {
                     tracing::info!(
                         "every folder of {} {} is watched again: its reads are fresh",
                         self.specs[i].root.config_key(),
-                        path.display()
+                        self.specs[i].path.display()
                     );
                 }
                 self.specs[i].state = state;
@@ -417,7 +416,6 @@ impl Tree {
                 continue;
             }
             let path = spec.path.clone();
-            let depth = spec.depth.unwrap_or(usize::MAX);
             let was_there = !matches!(spec.state, RootState::Absent);
             if !path.is_dir() {
                 if was_there {
@@ -438,7 +436,7 @@ impl Tree {
                 // It was made while the watch above it was being set up: watch it now.
             }
             if matches!(self.specs[i].state, RootState::Absent) {
-                let state = self.watch_root(inotify, i, &path, depth);
+                let state = self.watch_root(inotify, i);
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
                 changes.paths.insert(path);
@@ -449,28 +447,36 @@ impl Tree {
                 // elsewhere now: the old folder's watches go, and the new one is watched.
                 self.unwatch_under(inotify, &path);
                 self.relink = true;
-                self.specs[i].state = self.watch_root(inotify, i, &path, depth);
+                self.specs[i].state = self.watch_root(inotify, i);
                 changes.paths.insert(path);
             }
         }
     }
 
-    /// Watches root `i` at `path` whole, noting which folder that is, and, when the path is a
-    /// link, the folder the link is in: re-pointing it (`ln -sfn`, a rename over it) is
-    /// reported only there.
-    fn watch_root(&mut self, inotify: &Inotify, i: usize, path: &Path, depth: usize) -> RootState {
-        self.specs[i].watched_as = folder_identity(path);
-        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    /// Watches root `i` whole, noting which folder that is, and, when its path is a link, the
+    /// folder the link is in: re-pointing it (`ln -sfn`, a rename over it) is reported only
+    /// there.
+    fn watch_root(&mut self, inotify: &Inotify, i: usize) -> RootState {
+        let path = self.specs[i].path.clone();
+        let depth = self.specs[i].depth.unwrap_or(usize::MAX);
+        self.specs[i].watched_as = folder_identity(&path);
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
         if let Some(parent) = path.parent().filter(|_| is_link) {
-            if !self.by_path.contains_key(parent) {
-                if let Ok(wd) = self.add(inotify, parent) {
-                    self.note(wd, parent.to_path_buf());
-                }
-            }
+            self.watch_folder(inotify, parent);
         }
-        match self.watch_tree(inotify, path, depth) {
+        match self.watch_tree(inotify, &path, depth) {
             Ok(()) => RootState::Watched,
             Err(why) => RootState::Partial(why.to_string()),
+        }
+    }
+
+    /// Watches one folder above the roots (where a root or a link to one comes or goes),
+    /// unless it already is.
+    fn watch_folder(&mut self, inotify: &Inotify, folder: &Path) {
+        if !self.by_path.contains_key(folder) {
+            if let Ok(wd) = self.add(inotify, folder) {
+                self.note(wd, folder.to_path_buf());
+            }
         }
     }
 
@@ -482,11 +488,7 @@ impl Tree {
         let nearest = || path.ancestors().skip(1).find(|a| a.is_dir());
         let mut above = nearest();
         while let Some(folder) = above {
-            if !self.by_path.contains_key(folder) {
-                if let Ok(wd) = self.add(inotify, folder) {
-                    self.note(wd, folder.to_path_buf());
-                }
-            }
+            self.watch_folder(inotify, folder);
             if path.is_dir() {
                 return true;
             }
