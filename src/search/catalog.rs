@@ -161,21 +161,13 @@ fn sorted(map: Map<String, Value>) -> Value {
 /// `ListDuplicate`, unless each time in another engine namespace (workers in two namespaces
 /// may register the same id): it is listed once, and [`tools_from_info`] picks its entry.
 pub fn parse_list(answer: &Value) -> Result<Vec<String>, SearchError> {
-    let items = match answer {
-        Value::Array(items) => items,
-        Value::Object(object) => object
-            .get("functions")
-            .or_else(|| object.get("items"))
-            .and_then(Value::as_array)
-            .ok_or(SearchError::ListMalformed)?,
-        _ => return Err(SearchError::ListMalformed),
-    };
+    let items = list_items(answer).ok_or(SearchError::ListMalformed)?;
     let mut seen: HashMap<&str, HashSet<Option<&str>>> = HashMap::with_capacity(items.len());
     let mut ids = Vec::with_capacity(items.len());
     for item in items {
         let id = match item {
             Value::String(id) => id.as_str(),
-            Value::Object(_) => id_of(item).ok_or(SearchError::ListMalformed)?,
+            Value::Object(_) => listed_id(item).ok_or(SearchError::ListMalformed)?,
             _ => return Err(SearchError::ListMalformed),
         };
         let namespaces = seen.entry(id).or_default();
@@ -190,7 +182,20 @@ pub fn parse_list(answer: &Value) -> Result<Vec<String>, SearchError> {
     Ok(ids)
 }
 
-fn id_of(entry: &Value) -> Option<&str> {
+/// The entries of a list answer: the array itself, or its `functions` (or `items`) array.
+pub fn list_items(answer: &Value) -> Option<&Vec<Value>> {
+    match answer {
+        Value::Array(items) => Some(items),
+        Value::Object(object) => object
+            .get("functions")
+            .or_else(|| object.get("items"))
+            .and_then(Value::as_array),
+        _ => None,
+    }
+}
+
+/// The function id of a list or info entry object.
+pub fn listed_id(entry: &Value) -> Option<&str> {
     ["function_id", "id", "name"]
         .iter()
         .find_map(|key| entry.get(*key).and_then(Value::as_str))
@@ -199,18 +204,10 @@ fn id_of(entry: &Value) -> Option<&str> {
 /// The detail entries of one `engine::functions::info {function_ids}` answer: a `functions`
 /// (or `items`) array, a bare array, or a single detail object.
 pub fn info_entries(answer: &Value) -> Vec<&Value> {
-    match answer {
-        Value::Array(items) => items.iter().collect(),
-        Value::Object(object) => match object
-            .get("functions")
-            .or_else(|| object.get("items"))
-            .and_then(Value::as_array)
-        {
-            Some(items) => items.iter().collect(),
-            None if id_of(answer).is_some() => vec![answer],
-            None => Vec::new(),
-        },
-        _ => Vec::new(),
+    match list_items(answer) {
+        Some(items) => items.iter().collect(),
+        None if listed_id(answer).is_some() => vec![answer],
+        None => Vec::new(),
     }
 }
 
@@ -242,7 +239,7 @@ pub fn tools_from_info<'a>(
     let default = |entry: &Value| other_engine_namespace(entry).is_none();
     let mut pool: HashMap<&str, &Value> = HashMap::new();
     for entry in entries {
-        if let Some(id) = id_of(entry) {
+        if let Some(id) = listed_id(entry) {
             let kept = pool.entry(id).or_insert(entry);
             if !default(kept) && default(entry) {
                 *kept = entry;
@@ -283,27 +280,7 @@ pub struct Catalog {
 impl Catalog {
     /// Builds the catalog of these tools (excluded ids dropped, duplicates keep the first).
     pub fn build(tools: &[Tool]) -> Catalog {
-        let mut seen = HashSet::new();
-        let mut slim: Vec<SlimTool> = tools
-            .iter()
-            .filter(|t| !is_excluded(&t.name) && seen.insert(t.name.as_str()))
-            .map(SlimTool::from_tool)
-            .collect();
-        slim.sort_by(|a, b| a.name.cmp(&b.name));
-        let fingerprint = fingerprint(&slim);
-        let documents: Vec<Vec<String>> = slim.iter().map(SlimTool::document_terms).collect();
-        let index = Index::build(&documents);
-        let by_name = slim
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
-            .collect();
-        Catalog {
-            tools: slim,
-            fingerprint,
-            index,
-            by_name,
-        }
+        Draft::new(tools.iter().map(SlimTool::from_tool).collect()).finish()
     }
 
     pub fn tools(&self) -> &[SlimTool] {
@@ -346,6 +323,49 @@ impl Catalog {
     /// search can tell).
     pub fn namespaces(&self) -> HashSet<&str> {
         self.tools.iter().map(SlimTool::worker).collect()
+    }
+}
+
+/// A catalog's tools and fingerprint before its index is built: a refresh that fetched the
+/// catalog in use compares fingerprints and builds nothing.
+pub struct Draft {
+    tools: Vec<SlimTool>,
+    fingerprint: String,
+}
+
+impl Draft {
+    /// These tools, excluded ids dropped, duplicates keeping the first, sorted by name.
+    pub fn new(tools: Vec<SlimTool>) -> Draft {
+        let mut seen = HashSet::new();
+        let mut tools: Vec<SlimTool> = tools
+            .into_iter()
+            .filter(|t| !is_excluded(&t.name) && seen.insert(t.name.clone()))
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let fingerprint = fingerprint(&tools);
+        Draft { tools, fingerprint }
+    }
+
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The catalog, its index built.
+    pub fn finish(self) -> Catalog {
+        let documents: Vec<Vec<String>> = self.tools.iter().map(SlimTool::document_terms).collect();
+        let index = Index::build(&documents);
+        let by_name = self
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Catalog {
+            tools: self.tools,
+            fingerprint: self.fingerprint,
+            index,
+            by_name,
+        }
     }
 }
 

@@ -22,6 +22,7 @@
 pub mod bm25;
 pub mod catalog;
 pub mod hint;
+pub mod known;
 pub mod query;
 pub mod rank;
 pub mod registry;

@@ -1,7 +1,9 @@
 //! The live catalog: fetched from the engine (`engine::functions::list`, then
 //! `engine::functions::info {function_ids}` in parallel batches of at most 32), indexed once,
-//! and swapped in only when its fingerprint changed. Refreshes are serialized; a failed one
-//! keeps the catalog that was there. A refresh asked for while another already waits its turn
+//! and swapped in only when its fingerprint changed. A refresh on one of the engine's pushes
+//! asks only for the contracts that may have changed (`known.rs`); the periodic one and the
+//! one at each connection ask for all. Refreshes are serialized; a failed one keeps the
+//! catalog that was there. A refresh asked for while another already waits its turn
 //! joins that one (it will fetch after the change that asked), so a burst of pushes costs two
 //! fetches, not one each.
 //!
@@ -15,8 +17,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
-use super::catalog::{Catalog, Tool, info_entries, parse_list, tools_from_info};
+use super::catalog::{Catalog, Draft, SlimTool, info_entries, parse_list, tools_from_info};
+pub use super::known::Reuse;
+use super::known::{Connections, Known, connections, stamps};
 use super::{EngineError, SearchError};
 
 /// Timeout of `engine::functions::list` (contract: 5 s).
@@ -38,9 +43,23 @@ pub trait Engine: Send + Sync {
 }
 
 const LIST: &str = "engine::functions::list";
+const INFO: &str = "engine::functions::info";
+const WORKERS: &str = "engine::workers::list";
 
-/// The engine's functions as tools, in listed order (excluded and internal ones left out).
-pub async fn fetch(engine: &dyn Engine) -> Result<Vec<Tool>, SearchError> {
+/// `engine::functions::info` batches in flight at once: each wave's answers are turned into
+/// tools before the next is asked for, so a catalog of thousands of functions is never held as raw answers all together.
+const INFO_IN_FLIGHT: usize = 8;
+
+/// The engine's functions as slim tools, in listed order (excluded and internal ones left out).
+/// With [`Reuse::Unchanged`], a function whose stamp is the one `known` holds keeps the
+/// contract fetched before; `known` then holds this fetch's tools.
+pub async fn fetch(
+    engine: &dyn Engine,
+    known: &mut Known,
+    reuse: Reuse,
+) -> Result<Vec<SlimTool>, SearchError> {
+    // Before the list: a worker redeployed between the two calls is seen by the next push.
+    let connections = worker_connections(engine).await;
     let listed = engine
         .call(LIST, json!({}), LIST_TIMEOUT)
         .await
@@ -49,34 +68,87 @@ pub async fn fetch(engine: &dyn Engine) -> Result<Vec<Tool>, SearchError> {
             source,
         })?;
     let ids = parse_list(&listed)?;
+    let stamps = connections
+        .map(|connections| stamps(&listed, &connections))
+        .unwrap_or_default();
+    let kept = |id: &str| match reuse {
+        Reuse::Nothing => None,
+        Reuse::Unchanged => known.kept(id, *stamps.get(id)?),
+    };
+    let asked: Vec<String> = ids
+        .iter()
+        .filter(|id| kept(id).is_none())
+        .cloned()
+        .collect();
+    let mut fetched: HashMap<String, SlimTool> = contracts(engine, &asked)
+        .await?
+        .into_iter()
+        .map(|tool| (tool.name.clone(), tool))
+        .collect();
+    let tools: Vec<SlimTool> = ids
+        .iter()
+        .filter_map(|id| fetched.remove(id).or_else(|| kept(id).cloned()))
+        .collect();
+    if !asked.is_empty() || reuse == Reuse::Nothing {
+        tracing::debug!(
+            functions = ids.len(),
+            asked = asked.len(),
+            "engine::functions::info fetched"
+        );
+    }
+    known.replace(&tools, &stamps);
+    Ok(tools)
+}
+
+/// The connection of each worker the engine lists, or `None` when it does not answer (then
+/// nothing is kept).
+async fn worker_connections(engine: &dyn Engine) -> Option<Connections> {
+    let answer = engine
+        .call(WORKERS, json!({}), LIST_TIMEOUT)
+        .await
+        .inspect_err(|e| tracing::debug!("{WORKERS} failed; every contract is fetched: {e}"))
+        .ok()?;
+    Some(connections(&answer))
+}
+
+/// The contracts of these ids as tools, from `engine::functions::info` batches of at most 32,
+/// [`INFO_IN_FLIGHT`] at a time. A failed batch leaves its functions out; every batch failing
+/// is an error.
+async fn contracts(engine: &dyn Engine, ids: &[String]) -> Result<Vec<SlimTool>, SearchError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let answers = join_all(ids.chunks(INFO_BATCH).map(|batch| async move {
-        engine
-            .call(
-                "engine::functions::info",
-                json!({ "function_ids": batch }),
-                INFO_TIMEOUT,
-            )
-            .await
-            .inspect_err(|e| {
-                tracing::warn!(
-                    functions = batch.len(),
-                    "engine::functions::info batch failed; those functions stay out of search: {e}"
-                );
-            })
-            .ok()
-    }))
-    .await;
-    let answered: Vec<Value> = answers.into_iter().flatten().collect();
-    if answered.is_empty() {
+    let mut tools = Vec::with_capacity(ids.len());
+    let mut answered = false;
+    let batches: Vec<&[String]> = ids.chunks(INFO_BATCH).collect();
+    for wave in batches.chunks(INFO_IN_FLIGHT) {
+        let answers = join_all(wave.iter().map(|batch| info(engine, batch))).await;
+        for (batch, answer) in wave.iter().zip(answers) {
+            if let Some(answer) = answer {
+                answered = true;
+                let fetched = tools_from_info(batch, info_entries(&answer));
+                tools.extend(fetched.iter().map(SlimTool::from_tool));
+            }
+        }
+    }
+    if !answered {
         return Err(SearchError::InfoAllFailed);
     }
-    Ok(tools_from_info(
-        &ids,
-        answered.iter().flat_map(info_entries),
-    ))
+    Ok(tools)
+}
+
+/// One `engine::functions::info` batch's answer; a failure is logged.
+async fn info(engine: &dyn Engine, batch: &[String]) -> Option<Value> {
+    engine
+        .call(INFO, json!({ "function_ids": batch }), INFO_TIMEOUT)
+        .await
+        .inspect_err(|e| {
+            tracing::warn!(
+                functions = batch.len(),
+                "{INFO} batch failed; those functions stay out of search: {e}"
+            );
+        })
+        .ok()
 }
 
 /// What a refresh did.
@@ -93,9 +165,12 @@ pub enum Refresh {
 /// The catalog searches read, and its refresher.
 pub struct CatalogService {
     current: RwLock<Arc<Catalog>>,
-    refreshing: tokio::sync::Mutex<()>,
+    /// Held by the refresh under way, with the contracts the last fetch brought.
+    refreshing: tokio::sync::Mutex<Known>,
     /// A refresh waits for `refreshing` and has not fetched yet.
     queued: AtomicBool,
+    /// A refresh that keeps no contract was asked for and has not started yet.
+    fetch_all: AtomicBool,
     /// A catalog fetched from the engine is in use (the empty one of a new service is not).
     loaded: AtomicBool,
 }
@@ -110,8 +185,9 @@ impl CatalogService {
     pub fn new(catalog: Catalog) -> CatalogService {
         CatalogService {
             current: RwLock::new(Arc::new(catalog)),
-            refreshing: tokio::sync::Mutex::new(()),
+            refreshing: tokio::sync::Mutex::new(Known::default()),
             queued: AtomicBool::new(false),
+            fetch_all: AtomicBool::new(false),
             loaded: AtomicBool::new(false),
         }
     }
@@ -129,13 +205,22 @@ impl CatalogService {
     /// Fetches and indexes the engine's functions, and swaps the new catalog in if it differs.
     /// One refresh at a time; on error the current catalog stays. Joins a refresh that already
     /// waits its turn ([`Refresh::Joined`]).
-    pub async fn refresh(&self, engine: &dyn Engine) -> Result<Refresh, SearchError> {
+    /// A refresh that may keep contracts fetches them all anyway when a refresh that may not
+    /// was asked for before it started.
+    pub async fn refresh(&self, engine: &dyn Engine, reuse: Reuse) -> Result<Refresh, SearchError> {
+        if reuse == Reuse::Nothing {
+            self.fetch_all.store(true, Ordering::SeqCst);
+        }
         if self.queued.swap(true, Ordering::SeqCst) {
             return Ok(Refresh::Joined);
         }
-        let _one_at_a_time = self.refreshing.lock().await;
+        let mut known = self.refreshing.lock().await;
         self.queued.store(false, Ordering::SeqCst);
-        self.fetch_and_install(engine).await
+        let reuse = match self.fetch_all.swap(false, Ordering::SeqCst) {
+            true => Reuse::Nothing,
+            false => Reuse::Unchanged,
+        };
+        self.fetch_and_install(engine, &mut known, reuse).await
     }
 
     /// Waits for the first catalog from the engine: fetches it now unless a refresh under way
@@ -144,16 +229,25 @@ impl CatalogService {
         if self.loaded() {
             return Ok(());
         }
-        let _one_at_a_time = self.refreshing.lock().await;
+        let mut known = self.refreshing.lock().await;
         if !self.loaded() {
-            self.fetch_and_install(engine).await?;
+            self.fetch_and_install(engine, &mut known, Reuse::Nothing)
+                .await?;
         }
         Ok(())
     }
 
-    async fn fetch_and_install(&self, engine: &dyn Engine) -> Result<Refresh, SearchError> {
-        let tools = fetch(engine).await?;
-        Ok(self.install(Catalog::build(&tools)))
+    async fn fetch_and_install(
+        &self,
+        engine: &dyn Engine,
+        known: &mut Known,
+        reuse: Reuse,
+    ) -> Result<Refresh, SearchError> {
+        let draft = Draft::new(fetch(engine, known, reuse).await?);
+        if self.loaded() && self.current().fingerprint() == draft.fingerprint() {
+            return Ok(Refresh::Unchanged);
+        }
+        Ok(self.install(draft.finish()))
     }
 
     /// Swaps `catalog` in when its fingerprint differs from the current one.
@@ -188,8 +282,11 @@ mod tests {
     /// An engine answering from closures, counting calls and the largest concurrency seen.
     struct Scripted {
         list: Mutex<Answer>,
+        workers: Mutex<Answer>,
         info: InfoAnswer,
         info_calls: AtomicUsize,
+        /// Every id asked of `engine::functions::info`, in order.
+        asked: Mutex<Vec<String>>,
         in_flight: AtomicUsize,
         peak: AtomicUsize,
     }
@@ -201,8 +298,10 @@ mod tests {
         ) -> Scripted {
             Scripted {
                 list: Mutex::new(list),
+                workers: Mutex::new(Err("unexpected call")),
                 info: Box::new(info),
                 info_calls: AtomicUsize::new(0),
+                asked: Mutex::new(Vec::new()),
                 in_flight: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
             }
@@ -217,11 +316,18 @@ mod tests {
             payload: Value,
             _: Duration,
         ) -> Result<Value, EngineError> {
+            // Every call yields, as a call over a socket does.
+            tokio::task::yield_now().await;
             let answer = match function_id {
                 "engine::functions::list" => self
                     .list
                     .lock()
                     .map(|l| l.clone())
+                    .unwrap_or(Err("poisoned")),
+                "engine::workers::list" => self
+                    .workers
+                    .lock()
+                    .map(|w| w.clone())
                     .unwrap_or(Err("poisoned")),
                 "engine::functions::info" => {
                     self.info_calls.fetch_add(1, Ordering::SeqCst);
@@ -232,6 +338,9 @@ mod tests {
                     let ids: Vec<String> =
                         serde_json::from_value(payload["function_ids"].clone()).unwrap_or_default();
                     assert!(ids.len() <= INFO_BATCH, "a batch of {}", ids.len());
+                    if let Ok(mut asked) = self.asked.lock() {
+                        asked.extend(ids.iter().cloned());
+                    }
                     (self.info)(&ids)
                 }
                 _ => Err("unexpected call"),
@@ -258,7 +367,9 @@ mod tests {
     #[tokio::test]
     async fn fetches_in_parallel_batches_of_at_most_32() {
         let engine = Scripted::new(Ok(listing(100)), details);
-        let tools = fetch(&engine).await.unwrap_or_default();
+        let tools = fetch(&engine, &mut Known::default(), Reuse::Nothing)
+            .await
+            .unwrap_or_default();
         assert_eq!(tools.len(), 100);
         assert_eq!(tools[0].name, "w0::f0");
         assert_eq!(engine.info_calls.load(Ordering::SeqCst), 4);
@@ -271,13 +382,23 @@ mod tests {
     #[tokio::test]
     async fn an_empty_listing_is_an_empty_catalog_without_info_calls() {
         let engine = Scripted::new(Ok(json!({ "functions": [] })), details);
-        assert_eq!(fetch(&engine).await.ok(), Some(Vec::new()));
+        assert_eq!(
+            fetch(&engine, &mut Known::default(), Reuse::Nothing)
+                .await
+                .ok(),
+            Some(Vec::new())
+        );
         assert_eq!(engine.info_calls.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]
     async fn failures_are_reported_with_the_contract_texts() {
-        let refusal = async |engine: Scripted| fetch(&engine).await.expect_err("fails").to_string();
+        let refusal = async |engine: Scripted| {
+            fetch(&engine, &mut Known::default(), Reuse::Nothing)
+                .await
+                .expect_err("fails")
+                .to_string()
+        };
         assert_eq!(
             refusal(Scripted::new(Err("timeout"), details)).await,
             "engine::functions::list: timeout"
@@ -301,7 +422,9 @@ mod tests {
                 details(ids)
             }
         });
-        let tools = fetch(&engine).await.unwrap_or_default();
+        let tools = fetch(&engine, &mut Known::default(), Reuse::Nothing)
+            .await
+            .unwrap_or_default();
         assert_eq!(tools.len(), 40 - INFO_BATCH);
     }
 
@@ -311,13 +434,13 @@ mod tests {
         let empty = service.current().fingerprint().to_string();
         let engine = Scripted::new(Ok(listing(10)), details);
         assert_eq!(
-            service.refresh(&engine).await.ok(),
+            service.refresh(&engine, Reuse::Unchanged).await.ok(),
             Some(Refresh::Changed { functions: 10 })
         );
         let first = service.current();
         assert_ne!(first.fingerprint(), empty);
         assert_eq!(
-            service.refresh(&engine).await.ok(),
+            service.refresh(&engine, Reuse::Unchanged).await.ok(),
             Some(Refresh::Unchanged)
         );
         assert!(
@@ -326,7 +449,7 @@ mod tests {
         );
 
         let failing = Scripted::new(Ok(listing(12)), |_| Err("down"));
-        assert!(service.refresh(&failing).await.is_err());
+        assert!(service.refresh(&failing, Reuse::Unchanged).await.is_err());
         assert!(
             Arc::ptr_eq(&first, &service.current()),
             "a failed refresh keeps the catalog"
@@ -334,7 +457,7 @@ mod tests {
 
         let grown = Scripted::new(Ok(listing(12)), details);
         assert_eq!(
-            service.refresh(&grown).await.ok(),
+            service.refresh(&grown, Reuse::Unchanged).await.ok(),
             Some(Refresh::Changed { functions: 12 })
         );
     }
@@ -347,7 +470,9 @@ mod tests {
             .map(|_| {
                 let service = service.clone();
                 let engine = engine.clone();
-                tokio::spawn(async move { service.refresh(engine.as_ref()).await })
+                tokio::spawn(
+                    async move { service.refresh(engine.as_ref(), Reuse::Unchanged).await },
+                )
             })
             .collect();
         let mut outcomes = Vec::new();
@@ -368,7 +493,10 @@ mod tests {
         assert!(engine.peak.load(Ordering::SeqCst) <= 2);
         // Once the queue is empty, a refresh fetches again.
         assert_eq!(
-            service.refresh(engine.as_ref()).await.ok(),
+            service
+                .refresh(engine.as_ref(), Reuse::Unchanged)
+                .await
+                .ok(),
             Some(Refresh::Unchanged)
         );
         assert_eq!(engine.info_calls.load(Ordering::SeqCst), 6);
@@ -389,5 +517,127 @@ mod tests {
         // Loaded: no more fetches for it.
         assert!(service.ensure_loaded(&engine).await.is_ok());
         assert_eq!(engine.info_calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// A listing whose entries name their workers (`w0` to `w6`, each one connection).
+    fn listing_by_worker(n: usize) -> Value {
+        let functions: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({
+                    "function_id": format!("w{}::f{i}", i % 7),
+                    "namespace": "default",
+                    "worker_name": format!("w{}", i % 7),
+                    "description": format!("Function {i}."),
+                })
+            })
+            .collect();
+        json!({ "functions": functions })
+    }
+
+    fn connections_of(ids: &[&str; 7]) -> Answer {
+        let workers: Vec<Value> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| json!({ "name": format!("w{i}"), "namespace": "default", "id": id }))
+            .collect();
+        Ok(json!({ "workers": workers }))
+    }
+
+    fn set(slot: &Mutex<Answer>, answer: Answer) {
+        if let Ok(mut slot) = slot.lock() {
+            *slot = answer;
+        }
+    }
+
+    fn take_asked(engine: &Scripted) -> Vec<String> {
+        engine
+            .asked
+            .lock()
+            .map(|mut asked| std::mem::take(&mut *asked))
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn a_push_refresh_asks_only_for_the_contracts_that_may_have_changed() {
+        let service = CatalogService::default();
+        let engine = Scripted::new(Ok(listing_by_worker(100)), details);
+        let first = ["a", "b", "c", "d", "e", "f", "g"];
+        set(&engine.workers, connections_of(&first));
+        let refresh = async |reuse| service.refresh(&engine, reuse).await.ok();
+
+        assert_eq!(
+            refresh(Reuse::Unchanged).await,
+            Some(Refresh::Changed { functions: 100 })
+        );
+        assert_eq!(take_asked(&engine).len(), 100, "nothing known yet");
+        assert_eq!(refresh(Reuse::Unchanged).await, Some(Refresh::Unchanged));
+        assert!(take_asked(&engine).is_empty(), "nothing changed");
+
+        // A new description: that function alone.
+        let mut list = listing_by_worker(100);
+        list["functions"][9]["description"] = json!("Function nine, renamed.");
+        set(&engine.list, Ok(list.clone()));
+        refresh(Reuse::Unchanged).await;
+        assert_eq!(take_asked(&engine), ["w2::f9"]);
+
+        // Worker w3 redeployed (a new connection, entries unchanged): its functions alone.
+        let mut redeployed = first;
+        redeployed[3] = "d2";
+        set(&engine.workers, connections_of(&redeployed));
+        refresh(Reuse::Unchanged).await;
+        let asked = take_asked(&engine);
+        assert_eq!(asked.len(), 14);
+        assert!(asked.iter().all(|id| id.starts_with("w3::")), "{asked:?}");
+
+        // A worker the engine does not list (no pid): its functions every time.
+        let mut pidless = connections_of(&redeployed).unwrap_or_default();
+        pidless["workers"].as_array_mut().map(|w| w.remove(5));
+        set(&engine.workers, Ok(pidless));
+        refresh(Reuse::Unchanged).await;
+        refresh(Reuse::Unchanged).await;
+        let asked = take_asked(&engine);
+        assert_eq!(asked.len(), 28);
+        assert!(asked.iter().all(|id| id.starts_with("w5::")), "{asked:?}");
+
+        // No answer from engine::workers::list, or a refresh that keeps nothing: all of them.
+        set(&engine.workers, Err("forbidden"));
+        refresh(Reuse::Unchanged).await;
+        assert_eq!(take_asked(&engine).len(), 100);
+        set(&engine.workers, connections_of(&redeployed));
+        refresh(Reuse::Unchanged).await;
+        assert_eq!(
+            take_asked(&engine).len(),
+            100,
+            "the failed one kept nothing"
+        );
+        refresh(Reuse::Nothing).await;
+        assert_eq!(take_asked(&engine).len(), 100);
+    }
+
+    #[tokio::test]
+    async fn a_push_refresh_joined_by_a_full_one_fetches_every_contract() {
+        let service = CatalogService::default();
+        let engine = Scripted::new(Ok(listing_by_worker(40)), details);
+        set(
+            &engine.workers,
+            connections_of(&["a", "b", "c", "d", "e", "f", "g"]),
+        );
+        assert!(service.refresh(&engine, Reuse::Nothing).await.is_ok());
+        take_asked(&engine);
+        // The first fetches; the second waits its turn; the third, a full one, joins it.
+        let (first, second, third) = tokio::join!(
+            service.refresh(&engine, Reuse::Unchanged),
+            service.refresh(&engine, Reuse::Unchanged),
+            service.refresh(&engine, Reuse::Nothing),
+        );
+        assert_eq!(
+            [first.ok(), second.ok(), third.ok()],
+            [
+                Some(Refresh::Unchanged),
+                Some(Refresh::Unchanged),
+                Some(Refresh::Joined)
+            ]
+        );
+        assert_eq!(take_asked(&engine).len(), 40, "the waiting one fetched all");
     }
 }

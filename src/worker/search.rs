@@ -26,7 +26,7 @@ use super::{Call, blocking, installed_workers};
 use crate::error::Error;
 use crate::locks;
 use crate::search::registry::{DEFAULT_PHASE_WAIT, WorkerSource};
-use crate::search::service::{Engine, Refresh};
+use crate::search::service::{Engine, Refresh, Reuse};
 use crate::search::vectors::FunctionLane;
 use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 
@@ -238,7 +238,11 @@ pub(super) async fn on_functions_change(call: Call, _: Value) -> Result<Value, W
     let state = &call.shared.search;
     let outcome = state
         .runtime
-        .spawn(refresh(call.iii.clone(), state.search.clone()))
+        .spawn(refresh(
+            call.iii.clone(),
+            state.search.clone(),
+            Reuse::Unchanged,
+        ))
         .await
         .map_err(WorkerError::task("catalog_refresh_task_failed"))?;
     if let Ok(Refresh::Changed { .. }) = outcome {
@@ -263,8 +267,12 @@ pub(super) async fn hint_preview(_: Call, _: Value) -> Result<Value, WorkerError
 }
 
 /// Refreshes the catalog from the engine; the error carries `catalog_fetch_failed`.
-async fn refresh(iii: IIIClient, search: Arc<FunctionSearch>) -> Result<Refresh, WorkerError> {
-    match search.catalog().refresh(&Bus(iii)).await {
+async fn refresh(
+    iii: IIIClient,
+    search: Arc<FunctionSearch>,
+    reuse: Reuse,
+) -> Result<Refresh, WorkerError> {
+    match search.catalog().refresh(&Bus(iii), reuse).await {
         Ok(outcome) => {
             match outcome {
                 Refresh::Changed { functions } => {
@@ -322,7 +330,7 @@ pub async fn refresh_catalog(
     iii: &IIIClient,
     state: &Arc<SearchState>,
 ) -> Result<String, WorkerError> {
-    match refresh(iii.clone(), state.search.clone()).await? {
+    match refresh(iii.clone(), state.search.clone(), Reuse::Nothing).await? {
         Refresh::Changed { functions } => {
             let embed = state.clone();
             state

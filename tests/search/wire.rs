@@ -362,6 +362,94 @@ async fn a_push_that_adds_and_removes_functions_changes_the_next_answer() {
     h.stop().await;
 }
 
+/// The ids the worker asked `engine::functions::info` for since the last `clear`.
+fn info_asked(h: &Harness) -> Vec<String> {
+    h.fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.function_id == "engine::functions::info")
+        .flat_map(|c| serde_json::from_value::<Vec<String>>(c.data["function_ids"].clone()))
+        .flatten()
+        .collect()
+}
+
+/// A push asks the engine for the contracts of the functions whose list entry changed or
+/// whose worker connected again, and keeps the others: every short-lived client fires pushes,
+/// and at thousands of functions asking for every contract reads a hundred megabytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_asks_only_for_the_contracts_that_may_have_changed() {
+    let h = Harness::start(settings(false, 2)).await;
+    // The engine's real list names each function's worker and namespace, and leaves internal
+    // ones out; its workers list gives each worker's connection.
+    let catalog = h.engine.catalog.clone();
+    h.fake.respond_with("engine::functions::list", move |_| {
+        let functions: Vec<Value> = catalog
+            .lock()
+            .expect("catalog")
+            .iter()
+            .filter(|f| f["metadata"]["internal"] != json!(true))
+            .map(|f| {
+                let id = f["function_id"].as_str().unwrap_or_default();
+                json!({
+                    "function_id": id,
+                    "namespace": "default",
+                    "worker_name": id.split("::").next(),
+                    "description": f["description"],
+                })
+            })
+            .collect();
+        Ok(json!({ "functions": functions }))
+    });
+    let connections = Arc::new(Mutex::new(("mailer-1", "storage-1")));
+    let current = connections.clone();
+    h.fake.respond_with("engine::workers::list", move |_| {
+        let (mailer, storage) = *current.lock().expect("connections");
+        Ok(json!({ "workers": [
+            { "name": "mailer", "namespace": "default", "id": mailer },
+            { "name": "storage", "namespace": "default", "id": storage },
+            { "name": "queue", "namespace": "default", "id": "queue-1" },
+        ]}))
+    });
+    let push = async || {
+        h.fake.clear();
+        let ack = h
+            .call(ON_FUNCTIONS_CHANGE, json!({ "event": "worker_connected" }))
+            .await;
+        assert_eq!(ack, json!({ "ok": true }));
+        let mut asked = info_asked(&h);
+        asked.sort();
+        asked
+    };
+    assert_eq!(push().await.len(), 4, "nothing known before the first push");
+    assert!(push().await.is_empty(), "a client came and went");
+
+    let mut functions = base_catalog();
+    functions[0] = function(
+        "mailer::send",
+        "Deliver a letter by electronic post.",
+        &["to", "subject", "body"],
+    );
+    h.engine.set_catalog(functions.clone());
+    assert_eq!(push().await, ["mailer::send"]);
+    let answer = h.search(&["deliver a letter by electronic post"]).await;
+    assert_eq!(
+        answer["workers"][0]["functions"][0]["description"],
+        "Deliver a letter by electronic post."
+    );
+
+    // The storage worker redeployed (a new argument, the same descriptions): its contracts
+    // are asked for again.
+    functions[1] = function(
+        "storage::put",
+        "Store a file in a bucket.",
+        &["bucket", "key", "content", "content_type"],
+    );
+    h.engine.set_catalog(functions);
+    *connections.lock().expect("connections") = ("mailer-1", "storage-2");
+    assert_eq!(push().await, ["storage::get", "storage::put"]);
+    h.stop().await;
+}
+
 /// The engine's pub/sub registers `publish` without a namespace; its `functions::info` entry
 /// names the worker (`worker_name`), which the answer groups it under.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
