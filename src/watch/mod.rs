@@ -102,7 +102,8 @@ pub struct WatchStatus {
     pub problems: Vec<String>,
     /// Roots watched.
     pub watched: Vec<String>,
-    /// Each root: watched, absent (served as soon as it appears) or not wholly watched, and
+    /// Each root: watched, absent (served as soon as it appears), a file in a folder's place,
+    /// or not wholly watched, and
     /// whether reads there are as fresh as a rescan.
     pub roots: Vec<RootWatch>,
     /// Bursts handled.

@@ -32,11 +32,21 @@ pub enum RootState {
     /// It does not exist (nothing is served from it); the folder above it is watched, so it
     /// is served as soon as it appears.
     Absent,
+    /// A file (or anything but a folder) is where it should be: nothing is served from it, and
+    /// the folder above it is watched, so a folder made in its place is served at once.
+    NotAFolder,
     /// Some of it could not be watched (the reason says why): changes there are picked up by
     /// the safety net.
     Partial(String),
     /// It could not be watched at all.
     Unwatched(String),
+}
+
+impl RootState {
+    /// Whether the root has no folder to watch (absent, or something else in its place).
+    fn is_missing(&self) -> bool {
+        matches!(self, RootState::Absent | RootState::NotAFolder)
+    }
 }
 
 /// One root as the watch sees it.
@@ -225,7 +235,7 @@ impl Tree {
                 root: spec.root.config_key(),
                 path: spec.path.display().to_string(),
                 fresh_reads: !spec.remote
-                    && matches!(spec.state, RootState::Watched | RootState::Absent),
+                    && (spec.state == RootState::Watched || spec.state.is_missing()),
                 state: spec.state.clone(),
             })
             .collect()
@@ -416,13 +426,16 @@ impl Tree {
                 continue;
             }
             let path = spec.path.clone();
-            let was_there = !matches!(spec.state, RootState::Absent);
+            let was_there = !spec.state.is_missing();
             if !path.is_dir() {
                 if was_there {
                     self.unwatch_under(inotify, &path);
                     changes.paths.insert(path.clone());
                 }
-                self.specs[i].state = RootState::Absent;
+                self.specs[i].state = match path.exists() {
+                    true => RootState::NotAFolder,
+                    false => RootState::Absent,
+                };
                 let mut made = self.wait_for(inotify, &path);
                 // A link whose target went (renamed away, to be replaced): its target's coming
                 // is reported where the target is, not where the link is.
@@ -435,7 +448,7 @@ impl Tree {
                 }
                 // It was made while the watch above it was being set up: watch it now.
             }
-            if matches!(self.specs[i].state, RootState::Absent) {
+            if self.specs[i].state.is_missing() {
                 let state = self.watch_root(inotify, i);
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
@@ -803,6 +816,41 @@ mod tests {
                 moved.join("deep/b.md.upstream")
             ])
         );
+    }
+
+    #[test]
+    fn a_root_that_is_a_file_says_so_and_is_watched_once_a_folder_takes_its_place() {
+        let base = tempfile::tempdir().unwrap();
+        let inotify = Inotify::new().unwrap();
+        let roots = roots(base.path());
+        let skills = roots.path(Root::Skills).to_path_buf();
+        std::fs::write(&skills, "not a folder").unwrap();
+        let mut tree = Tree::new(&inotify, &roots, &|_| false, None);
+        let watch = |tree: &Tree| {
+            tree.roots()
+                .into_iter()
+                .find(|r| r.root == "skills_folder")
+                .unwrap()
+        };
+        assert_eq!(watch(&tree).state, RootState::NotAFolder);
+        assert!(watch(&tree).fresh_reads);
+        assert!(tree.problems().is_empty(), "no change is missed there");
+        std::fs::remove_file(&skills).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(
+            changes.is_empty() || changes.paths.contains(&skills),
+            "{changes:?}"
+        );
+        assert_eq!(watch(&tree).state, RootState::Absent);
+        std::fs::create_dir(&skills).unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert!(changes.paths.contains(&skills), "{changes:?}");
+        assert_eq!(watch(&tree).state, RootState::Watched);
+        // And a file in a watched root's place, later.
+        std::fs::remove_dir(&skills).unwrap();
+        std::fs::write(&skills, "x").unwrap();
+        drain(&inotify, &mut tree);
+        assert_eq!(watch(&tree).state, RootState::NotAFolder);
     }
 
     #[test]
