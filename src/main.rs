@@ -742,6 +742,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
             if !rows.is_empty() {
                 print_table(["ID", "RULE", "SEVERITY", "PROBLEM"], &rows)?;
             }
+            if !summary.notes.is_empty() {
+                emit(&format!(
+                    "{} SKILL.md files the worker does not serve as written:",
+                    summary.notes.len()
+                ))?;
+                let notes: Vec<[String; 2]> = summary
+                    .notes
+                    .iter()
+                    .map(|n| [n.path.clone(), n.note.clone()])
+                    .collect();
+                print_table(["PATH", "NOTE"], &notes)?;
+            }
             Ok(())
         }
         Command::Check { json, spec: false } => {

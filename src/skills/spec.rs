@@ -59,6 +59,26 @@ pub struct SpecSummary {
     pub valid: usize,
     /// The ones breaking at least one rule, warnings included, in on-disk id order.
     pub files: Vec<SpecReport>,
+    /// What the worker does with a `SKILL.md` beyond the rules: not served (and so not
+    /// checked), served as an ordinary skill (its name's case differs), or served with its
+    /// frontmatter ignored or read line by line.
+    pub notes: Vec<SpecNote>,
+}
+
+/// A `SKILL.md` the worker does not serve as written, and how it serves it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SpecNote {
+    /// The configuration key of the root it sits under.
+    pub root: &'static str,
+    pub path: String,
+    pub note: String,
+}
+
+/// Whether a file name is `SKILL.md` in some case.
+pub fn named_skill_md(rel: &str) -> bool {
+    Path::new(rel)
+        .file_name()
+        .is_some_and(|name| name.eq_ignore_ascii_case(spec::SKILL_FILE))
 }
 
 /// Whether a served row is a file the specification covers (a `SKILL.md`).
@@ -124,7 +144,10 @@ fn with_folder(conformance: &Conformance, path: &Path) -> Vec<Rule> {
 /// Checks every served `SKILL.md`, in on-disk id order.
 pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
     let mut summary = SpecSummary::default();
-    let rows = reader.map_skills(|_, row| spec_file(&row).is_some().then_some(row))?;
+    let rows = reader.map_skills(|_, row| match &row.source {
+        Source::File { rel, .. } if named_skill_md(rel) => Some(row),
+        _ => None,
+    })?;
     let specs = reader.specs()?;
     // A file the local folder and `skills_folder` both read is checked once (`skills::doubled`).
     let doubled = super::doubled::Doubled::of(roots);
@@ -133,6 +156,19 @@ pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
         Source::Bundled => true,
     };
     for row in rows.into_iter().flatten().filter(once) {
+        if let (Source::File { root, rel, .. }, None) = (&row.source, spec_file(&row)) {
+            summary.notes.push(SpecNote {
+                root: root.config_key(),
+                path: roots.file(*root, rel).display().to_string(),
+                note: format!(
+                    "served as the ordinary skill `{}`: agents look for the exact name {}; \
+                     rename the file to check it",
+                    row.display_id,
+                    spec::SKILL_FILE
+                ),
+            });
+            continue;
+        }
         let stored = stored_in(&specs, &row)?;
         let Some(problems) = problems(roots, &row, stored.as_ref()) else {
             continue;

@@ -639,6 +639,69 @@ fn check_spec_reports_each_rule_a_served_skill_breaks() {
     }
 }
 
+/// `check --spec` says which would-be `SKILL.md` files it could not check, or that the worker
+/// serves otherwise than written, instead of counting them nowhere.
+#[test]
+fn check_spec_notes_the_skill_files_the_worker_does_not_serve_as_written() {
+    let tree = Tree::new();
+    // Not served: an id with capitals; an empty body.
+    tree.write(
+        "skills/My-Skill/SKILL.md",
+        "---\nname: My-Skill\ndescription: Capitals.\n---\n# B\n",
+    );
+    tree.write(
+        "skills/fm-only/SKILL.md",
+        "---\nname: fm-only\ndescription: No body.\n---\n",
+    );
+    // Served as the ordinary skill `lower/skill`.
+    tree.write(
+        "skills/lower/skill.md",
+        "---\nname: lower\ndescription: Lower case.\n---\n# B\n",
+    );
+    // Served, its frontmatter ignored: the hide flag is not applied.
+    tree.write(
+        "skills/hide-me/SKILL.md",
+        "---\nname: hide-me\ndescription: Hidden.\ndisable-model-invocation: yes\n---\n# H\n\nRun it.\n",
+    );
+    tree.write(
+        "skills/fine/SKILL.md",
+        "---\nname: fine\ndescription: Fine.\n---\n# F\n\nBody.\n",
+    );
+
+    let json = ok_json(&tree, &["check", "--spec", "--json"]);
+    let note = |file: &str| -> String {
+        let path = tree.path(file).display().to_string();
+        json["notes"]
+            .as_array()
+            .expect("notes")
+            .iter()
+            .find(|n| n["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("{file} in {json}"))["note"]
+            .as_str()
+            .expect("note")
+            .to_string()
+    };
+    assert!(note("skills/My-Skill/SKILL.md").starts_with("not served, so not checked: "));
+    assert!(note("skills/fm-only/SKILL.md").starts_with("not served, so not checked: "));
+    assert!(
+        note("skills/lower/skill.md").contains("ordinary skill `lower/skill`"),
+        "{json}"
+    );
+    let hidden = note("skills/hide-me/SKILL.md");
+    assert!(
+        hidden.contains("ignored") && hidden.contains("disable-model-invocation"),
+        "{hidden}"
+    );
+    assert_eq!(json["notes"].as_array().map(Vec::len), Some(4), "{json}");
+    assert_eq!(json["checked"], 2, "{json}");
+
+    let human = ok(&tree, &["check", "--spec"]);
+    assert!(
+        human.contains("4 SKILL.md files the worker does not serve as written:"),
+        "{human}"
+    );
+}
+
 #[test]
 fn help_mentions_the_subcommands() {
     let tree = Tree::new();
