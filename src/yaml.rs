@@ -115,10 +115,16 @@ const TAB_AFTER_COLON: &str = "':' must be followed by a valid YAML whitespace";
 /// spaces (`name:\tpdf` is an error to it). A text it refuses for that alone is read again with
 /// those tabs as spaces, so a file written with tabs keeps its frontmatter.
 pub fn load(yaml: &str, limits: &Limits) -> Result<Option<Node>, LoadError> {
-    match load_as_written(yaml, limits) {
+    load_at(yaml, limits, 1)
+}
+
+/// [`load`] of a text that starts at line `first_line` of its file (a frontmatter block starts
+/// at line 2, below its fence): a syntax error names the file's line, where an editor finds it.
+pub fn load_at(yaml: &str, limits: &Limits, first_line: usize) -> Result<Option<Node>, LoadError> {
+    match load_as_written(yaml, limits, first_line) {
         Err(LoadError::Syntax(why)) if why.contains(TAB_AFTER_COLON) => {
             let spaced = tabs_after_keys_as_spaces(yaml);
-            load_as_written(&spaced, limits).map_err(|_| LoadError::Syntax(why))
+            load_as_written(&spaced, limits, first_line).map_err(|_| LoadError::Syntax(why))
         }
         loaded => loaded,
     }
@@ -148,7 +154,11 @@ fn tabs_after_keys_as_spaces(yaml: &str) -> String {
     out
 }
 
-fn load_as_written(yaml: &str, limits: &Limits) -> Result<Option<Node>, LoadError> {
+fn load_as_written(
+    yaml: &str,
+    limits: &Limits,
+    first_line: usize,
+) -> Result<Option<Node>, LoadError> {
     let mut parser = Parser::new_from_str(yaml);
     let mut builder = Builder::new(*limits);
     loop {
@@ -157,7 +167,14 @@ fn load_as_written(yaml: &str, limits: &Limits) -> Result<Option<Node>, LoadErro
             if error.info() == SCANNER_NESTING_LIMIT {
                 LoadError::TooDeep(limits.max_depth)
             } else {
-                LoadError::Syntax(error.to_string())
+                // The scanner counts lines from 1 and columns from 0.
+                let at = error.marker();
+                LoadError::Syntax(format!(
+                    "{} at line {} column {}",
+                    error.info(),
+                    at.line() + first_line - 1,
+                    at.col() + 1
+                ))
             }
         })?;
         if builder.accept(event)? == Step::Finished {

@@ -21,6 +21,9 @@ const LIMITS: Limits = Limits {
     aliases: true,
 };
 
+/// The line of its file a frontmatter block starts at: the one below the opening fence.
+pub const BLOCK_FIRST_LINE: usize = 2;
+
 /// The opening fence, with either line ending; it must sit at byte 0.
 const OPENERS: [&str; 2] = ["---\n", "---\r\n"];
 
@@ -148,7 +151,7 @@ pub fn parse_fields(yaml: &str) -> Result<Fields, FieldsError> {
     if yaml.trim().is_empty() {
         return Ok(Fields::default());
     }
-    let loaded = yaml::load(yaml, &LIMITS).map_err(|e| match e {
+    let loaded = yaml::load_at(yaml, &LIMITS, BLOCK_FIRST_LINE).map_err(|e| match e {
         yaml::LoadError::Syntax(why) => FieldsError::NotAMapping(why),
         other if other.is_limit() => FieldsError::Refused(format!("frontmatter {other}")),
         other => FieldsError::NotAMapping(format!("frontmatter {other}")),

@@ -87,7 +87,7 @@ pub fn check(text: &str) -> Conformance {
         out.rules.push(Rule::NoFrontmatter);
         return out;
     };
-    match yaml::load(block, &LIMITS) {
+    match yaml::load_at(block, &LIMITS, frontmatter::BLOCK_FIRST_LINE) {
         Err(why) => out.rules.push(Rule::NotYaml(why.to_string())),
         Ok(None) => keys(&mut out, &[]),
         Ok(Some(node)) => match &*node {

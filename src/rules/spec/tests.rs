@@ -340,3 +340,24 @@ fn messages_name_control_and_space_characters_instead_of_printing_them() {
         "`name` \"ctlU+0001U+001B\" differs from its folder's name \"ctl\""
     );
 }
+
+/// A YAML mistake is named at its line in the file, as an editor numbers it (the block starts
+/// below its fence), and at its column.
+#[test]
+fn a_yaml_mistake_is_placed_at_its_line_in_the_file() {
+    let text = "---\nname: colon-desc\ndescription: Use this: when you need colons\n---\n# B\n";
+    let rules = check(text).problems("colon-desc");
+    let message = rules
+        .iter()
+        .find(|r| r.code() == "S101")
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(message.contains("at line 3 column 22"), "{message}");
+    // The worker's own reading of the block says the same.
+    match crate::doc::frontmatter::read_block("name: colon-desc\ndescription: Use this: when\n") {
+        crate::doc::Frontmatter::Salvaged { error, .. } => {
+            assert!(error.contains("at line 3 column 22"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
