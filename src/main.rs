@@ -1194,7 +1194,12 @@ fn render_skill_search(response: &Value) -> String {
         out.push_str("no skill matched\n");
     }
     for row in &results {
-        out.push_str(&format!("{}  {}\n", s(row, "id"), s(row, "title")));
+        // A skill whose frontmatter sets `disable-model-invocation` is for a user to invoke.
+        let mark = match row["disable_model_invocation"].as_bool() {
+            Some(true) => "  [user-invoked only]",
+            _ => "",
+        };
+        out.push_str(&format!("{}  {}{mark}\n", s(row, "id"), s(row, "title")));
         let description = one_line(&s(row, "description"));
         if !description.is_empty() {
             out.push_str(&format!("  {description}\n"));

@@ -482,6 +482,19 @@ fn search_for_skills_narrows_by_prefix_and_type_as_the_function_does() {
     // The narrowing options belong to the skill search: without `--skills` clap refuses them.
     let refused = fails(&tree, &["search", "--type", "how-to", "send an email"]);
     assert!(refused.contains("--skills"), "{refused}");
+
+    // A skill for a user to invoke is marked on its line, as the JSON marks it.
+    tree.write(
+        "skills/mailer/bulk-send.md",
+        "---\ndisable-model-invocation: true\n---\n# Bulk send email\n\nSend an email to a list.\n",
+    );
+    let human = ok(&tree, &["search", "--skills", "send an email to a list"]);
+    let marked: Vec<&str> = human
+        .lines()
+        .filter(|l| l.contains("[user-invoked only]"))
+        .collect();
+    assert_eq!(marked.len(), 1, "{human}");
+    assert!(marked[0].starts_with("mailer/bulk-send"), "{human}");
 }
 
 #[test]
