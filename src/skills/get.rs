@@ -20,7 +20,7 @@ use crate::doc::ids::first_segment;
 use crate::error::{Error, IndexError, Result, quoted};
 use crate::index::Reader;
 use crate::request;
-use crate::roots::{Layout, Roots};
+use crate::roots::{Layout, Root, Roots};
 use crate::rules::Source;
 use crate::rules::skill::{NEXT_ON_MISS, SkillRow, Visibility, parse_id};
 
@@ -34,10 +34,14 @@ pub fn get(
     cache: impl FnOnce() -> Result<Arc<SkillCache>>,
 ) -> Result<Value> {
     let req: request::GetById = request::parse(request)?;
-    // An absolute path to a markdown file is a file's (no id starts with `/`; the id rules
-    // answer any other such request as the contract does, a function id first).
+    // An absolute path to a markdown file, or to any file under a skill root (a script an
+    // Agent Skill names), is a file's: no id starts with `/`. The id rules answer any other
+    // such request as the contract does, a function id first.
     let asked = req.id.trim();
-    if asked.starts_with('/') && asked.ends_with(".md") && !asked.contains("::") {
+    if asked.starts_with('/')
+        && !asked.contains("::")
+        && (asked.ends_with(".md") || skill_root_of(roots, &lexical(Path::new(asked))).is_some())
+    {
         return get_file(reader, roots, visibility, Path::new(asked), req.raw);
     }
     let id = parse_id(&req.id)?;
@@ -60,13 +64,7 @@ fn get_file(
     raw: bool,
 ) -> Result<Value> {
     let file = lexical(file);
-    // The deepest skill root holding it: `local_skills_folder` sits inside `skills_folder`.
-    let located = roots
-        .active()
-        .filter(|(root, _)| root.layout() != Layout::Profiles)
-        .filter_map(|(root, dir)| Some((root, file.strip_prefix(lexical(dir)).ok()?)))
-        .min_by_key(|(_, rel)| rel.components().count());
-    let (root, rel) = match located {
+    let (root, rel) = match skill_root_of(roots, &file) {
         Some((root, rel)) if file.is_file() => (root, rel.to_str().unwrap_or_default()),
         _ => return Err(no_skill_file(&file)),
     };
@@ -93,6 +91,16 @@ fn get_file(
         return Err(file_not_served(&file, &why));
     }
     serve(reader, roots, &found, row, raw, None)
+}
+
+/// The deepest skill root holding `file` (`local_skills_folder` sits inside `skills_folder`),
+/// and the path below it; told by the paths alone, nothing is read.
+fn skill_root_of<'a>(roots: &Roots, file: &'a Path) -> Option<(Root, &'a Path)> {
+    roots
+        .active()
+        .filter(|(root, _)| root.layout() != Layout::Profiles)
+        .filter_map(|(root, dir)| Some((root, file.strip_prefix(lexical(dir)).ok()?)))
+        .min_by_key(|(_, rel)| rel.components().count())
 }
 
 /// `D110` for a path that is no skill's file, rather than the id rule's complaint about a

@@ -283,4 +283,20 @@ fn get_takes_the_location_the_catalog_gives() {
             "{refused}"
         );
     }
+    // A script an Agent Skill names, by its path, is no skill either: coded as a miss, where
+    // the id rules would complain of the leading `/`. A path outside the roots keeps the id
+    // rules' answer (nothing is looked up there).
+    tree.write("skills/pdf-suite/scripts/extract.py", "print(1)\n");
+    let script = tree.abs("skills/pdf-suite/scripts/extract.py");
+    let refused = get_err(&d, &script);
+    assert!(
+        refused.starts_with(&format!("D110 not_found: no skill file at {script}")),
+        "{refused}"
+    );
+    let outside = tree.abs("elsewhere/run.py");
+    assert!(
+        get_err(&d, &outside).starts_with("id may not have a leading or trailing '/'"),
+        "{}",
+        get_err(&d, &outside)
+    );
 }
