@@ -77,12 +77,17 @@ pub fn create(
             &[],
         ));
     }
-    if reader.resolve_skill(visibility, &id)?.is_some() {
-        return Err(Error::coded(
-            Code::SkillExists,
-            format!("skill {id} already exists.", id = quoted(&id)),
-            &NEXT_ON_CONFLICT,
-        ));
+    if let Some((_, row)) = reader.resolve_skill(visibility, &id)? {
+        let exists = format!("skill {id} already exists.", id = quoted(&id));
+        // Its update would be refused too: say so, rather than send the caller there.
+        return Err(match read_only(roots, &id, &row.source) {
+            Some(why) => Error::coded(
+                Code::SkillExists,
+                format!("{exists} It is not yours to write: {why}"),
+                &NEXT_ON_CONFLICT[1..],
+            ),
+            None => Error::coded(Code::SkillExists, exists, &NEXT_ON_CONFLICT),
+        });
     }
     let path = roots.path(Root::Skills).join(format!("{id}.md"));
     check_inside(
@@ -215,32 +220,35 @@ fn writable(
     let Some((found, row)) = reader.resolve_skill(visibility, id)? else {
         return Err(miss()?);
     };
+    if let Some(why) = read_only(roots, id, &row.source) {
+        return Err(Error::coded(Code::SkillReadOnly, why, &[]));
+    }
     match row.source {
-        Source::File {
-            root: root @ (Root::AgentsSkills | Root::GlobalAgentsSkills),
-            ..
-        } => Err(Error::coded(
-            Code::SkillReadOnly,
-            format!(
-                "skill {id} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
-                roots.path(root).display(),
-                id = quoted(id)
-            ),
-            &[],
-        )),
-        Source::Bundled => Err(Error::coded(
-            Code::SkillReadOnly,
-            format!(
-                "skill {id} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else.",
-                id = quoted(id)
-            ),
-            &[],
-        )),
         // Disk is the truth: a file removed behind the index's back is missing, not writable.
         Source::File { root, rel, .. } if roots.file(root, &rel).is_file() => {
             Ok((found, root, roots.file(root, &rel)))
         }
-        Source::File { .. } => Err(miss()?),
+        Source::File { .. } | Source::Bundled => Err(miss()?),
+    }
+}
+
+/// Why a skill served from `source` cannot be written, when it cannot: bundled with the
+/// worker, or under an agents skills root (another tool owns it).
+fn read_only(roots: &Roots, id: &str, source: &Source) -> Option<String> {
+    match source {
+        Source::File {
+            root: root @ (Root::AgentsSkills | Root::GlobalAgentsSkills),
+            ..
+        } => Some(format!(
+            "skill {id} is system-installed under an agents skills root ({}) and read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
+            roots.path(*root).display(),
+            id = quoted(id)
+        )),
+        Source::Bundled => Some(format!(
+            "skill {id} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else.",
+            id = quoted(id)
+        )),
+        Source::File { .. } => None,
     }
 }
 

@@ -272,10 +272,8 @@ fn skills_create_d114_visible_alias_agents_and_skipped_file() {
         ("mailer/send", "mailer/send"),
         ("mailer", "mailer"), // `<id>/index` alias
         ("mailer/index", "mailer/index"),
-        ("kit", "kit"),                                 // `kit/SKILL.md`
-        ("impeccable", "impeccable"),                   // agents skill, via the alias
-        ("shell", "shell"),                             // the local overview
-        ("iii-directory/index", "iii-directory/index"), // bundled
+        ("kit", "kit"),     // `kit/SKILL.md`
+        ("shell", "shell"), // the local overview
     ] {
         let (code, message) = env.coded(
             WriteFunction::SkillsCreate,
@@ -285,6 +283,23 @@ fn skills_create_d114_visible_alias_agents_and_skipped_file() {
         assert_eq!(
             message,
             format!("D114 invalid_input: skill \"{shown}\" already exists.{next}")
+        );
+    }
+    // A read-only skill (an agents skill, via the alias; a bundled one): the contract's
+    // sentence, then why an update would be refused too, and no update to call.
+    for id in ["impeccable", "iii-directory/index"] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D114"), "{id}: {message}");
+        assert!(
+            message.starts_with(&format!(
+                "D114 invalid_input: skill \"{id}\" already exists. It is not yours to write: skill \"{id}\" is "
+            )) && message.ends_with(
+                "read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it. Next: call directory::skills::list to browse skill ids."
+            ) || message.contains("bundled with the worker and read-only"),
+            "{message}"
         );
     }
     let path = env.path("skills/shell/hidden.md");

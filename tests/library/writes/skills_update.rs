@@ -84,6 +84,19 @@ fn skills_update_d116_agents_skills_and_bundled() {
         assert_eq!(message, expected, "{id}");
     }
     assert!(env.path(".agents/skills/impeccable/SKILL.md").is_file());
+    // A create of its id says it exists, and that an update would be refused too (it used to
+    // send the caller to update).
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "impeccable", "content": BODY}),
+    );
+    assert_eq!(code, Some("D114"), "{message}");
+    assert!(
+        message.contains("already exists. It is not yours to write: ")
+            && message.contains("read-only"),
+        "{message}"
+    );
+    assert!(!message.contains("directory::skills::update"), "{message}");
     // Bundled `iii-directory/*` skills are read-only too.
     for id in [
         "iii-directory/index",
