@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::doc::ids::{validate_name, validate_skill_id};
+use crate::doc::ids::validate_name;
 use crate::doc::{Frontmatter, MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Result};
 use crate::family_writes::check_content;
@@ -63,7 +63,8 @@ pub fn check(directory: &Directory, request: &Value) -> Result<Value> {
     };
     let (id_error, reading) = match req.family.as_str() {
         "skills" => (
-            validate_skill_id(&req.id).err().map(|e| e.to_string()),
+            // The update's own reading of the id: `<folder>/SKILL.md` is `<folder>/index`.
+            parse_id(&req.id).err().map(|e| e.to_string()),
             skill(directory, &req.id, &req.content, &doc),
         ),
         "system-prompts" => (
@@ -225,6 +226,17 @@ mod tests {
         let agent = dry("agents", "Bad Id", "---\nname: Helper\n---\n");
         assert_eq!(agent["title"], "Helper");
         assert!(agent["id_error"].is_string(), "{agent}");
+    }
+
+    #[test]
+    fn an_agent_skill_s_file_name_is_an_id_as_the_create_reads_it() {
+        let answer = dry(
+            "skills",
+            "invoice-check/SKILL.md",
+            "---\nname: invoice-check\ndescription: Check invoices.\n---\n# B\n",
+        );
+        assert_eq!(answer["id_error"], Value::Null, "{answer}");
+        assert!(dry("skills", "Invoice/x", "# B\n")["id_error"].is_string());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::quoted;
 
 /// The link form `directory::skills::get` accepts in front of an id.
-const III_SCHEME: &str = "iii://";
+pub(crate) const III_SCHEME: &str = "iii://";
 
 /// File names that stand for a folder's overview document, `<folder>/index`.
 const OVERVIEW_FILE_NAMES: [&str; 2] = ["SKILL.md", "SKILLS.md"];

@@ -89,7 +89,7 @@ pub fn create(
             None => Error::coded(Code::SkillExists, exists, &NEXT_ON_CONFLICT),
         });
     }
-    let path = roots.path(Root::Skills).join(format!("{id}.md"));
+    let path = roots.path(Root::Skills).join(file_for(&req.id, &id));
     check_inside(
         roots.path(Root::Skills),
         &path,
@@ -194,6 +194,22 @@ fn written(id: &str, content: &str, path: &Path) -> Value {
         "bytes": content.len(),
         "modified_at": modified_at(path),
     })
+}
+
+/// The file a create writes, relative to `skills_folder`: `<id>.md`, or `<folder>/SKILL.md` when
+/// the caller asked for that file by name (an Agent Skill; the id is `<folder>/index` either
+/// way, which both files serve).
+fn file_for(asked: &str, id: &str) -> String {
+    let asked = asked.trim();
+    let asked = asked
+        .strip_prefix(crate::doc::ids::III_SCHEME)
+        .unwrap_or(asked);
+    match id.strip_suffix("/index") {
+        Some(folder) if asked.ends_with(&format!("/{}", crate::rules::spec::SKILL_FILE)) => {
+            format!("{folder}/{}", crate::rules::spec::SKILL_FILE)
+        }
+        _ => format!("{id}.md"),
+    }
 }
 
 /// Finds the file an update or delete acts on, refusing read-only skills.

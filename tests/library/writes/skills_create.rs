@@ -80,7 +80,8 @@ fn skills_create_success_response_event_and_read_your_writes() {
         skill_event("create", "newns/index"),
     );
     assert_eq!(overview["id"], "newns/index");
-    assert!(env.path("skills/newns/index.md").is_file());
+    // Named by its file, an Agent Skill is written as that file (1.2.8 wrote `index.md`).
+    assert!(env.path("skills/newns/SKILL.md").is_file());
     assert_eq!(
         env.read(ReadFunction::SkillsGet, json!({"id": "newns"}))["id"],
         "newns"
@@ -557,4 +558,53 @@ fn skills_create_refuses_to_hide_the_bundled_skills() {
         ["iii-directory", "iii-directory/notes"],
         "the fork serves the namespace"
     );
+}
+
+/// An Agent Skill is created by naming its file: `<folder>/SKILL.md` is written as that file
+/// (the id is `<folder>/index` either way), so the catalog offers it and `check --spec` checks
+/// it; any other id is written as `<id>.md`, as the contract writes it.
+#[test]
+fn skills_create_of_a_folder_s_skill_md_writes_that_file() {
+    let env = Env::new(standard);
+    let content = "---\nname: invoice-check\ndescription: Check invoices against purchase orders.\n---\n# Invoice check\n\nCompare totals.\n";
+    let response = env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "invoice-check/SKILL.md", "content": content}),
+        Family::Skills,
+        skill_event("create", "invoice-check/index"),
+    );
+    assert_eq!(response["id"], "invoice-check/index");
+    assert_eq!(text(&env.path("skills/invoice-check/SKILL.md")), content);
+    assert!(!env.path("skills/invoice-check/index.md").exists());
+    let catalog = env.read(
+        ReadFunction::SkillsCatalog,
+        json!({"format": "json", "prefix": "invoice"}),
+    );
+    assert_eq!(catalog["count"], 1, "{catalog}");
+    assert_eq!(
+        catalog["skills"][0]["location"],
+        env.path("skills/invoice-check/SKILL.md")
+            .display()
+            .to_string()
+    );
+    // It exists now, by either name.
+    for id in [
+        "invoice-check/SKILL.md",
+        "invoice-check",
+        "invoice-check/index",
+    ] {
+        let (code, _) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": content}),
+        );
+        assert_eq!(code, Some("D114"), "{id}");
+    }
+    // The contract's alias by any other spelling is written as the contract writes it.
+    env.ok(
+        WriteFunction::SkillsCreate,
+        json!({"id": "ledger/index", "content": content}),
+        Family::Skills,
+        skill_event("create", "ledger/index"),
+    );
+    assert!(env.path("skills/ledger/index.md").is_file());
 }
