@@ -354,7 +354,7 @@ fn a_yaml_mistake_is_placed_at_its_line_in_the_file() {
         .unwrap_or_default();
     assert!(message.contains("at line 3 column 22"), "{message}");
     // The worker's own reading of the block says the same.
-    match crate::doc::frontmatter::read_block("name: colon-desc\ndescription: Use this: when\n") {
+    match frontmatter::read_block("name: colon-desc\ndescription: Use this: when\n") {
         crate::doc::Frontmatter::Salvaged { error, .. } => {
             assert!(error.contains("at line 3 column 22"), "{error}")
         }
