@@ -2,7 +2,7 @@
 //! YAML into the recognised [`Fields`]. The YAML itself is loaded by [`tree`], which bounds what a
 //! hostile block can cost.
 
-mod salvage;
+pub(crate) mod salvage;
 
 use super::{Fields, Frontmatter, Lenient, conflict};
 use crate::yaml::{self, Limits, Value};

@@ -57,20 +57,7 @@ fn hex_escape(text: &str, at: usize) -> Option<u32> {
 /// The recognised fields of the block's top-level `key: value` lines (see the module doc).
 pub fn salvage(yaml: &str) -> Fields {
     let mut fields = Fields::default();
-    for line in yaml.lines() {
-        // Top level only: nested keys of a mapping that failed to parse are not ours to guess.
-        if line.starts_with(char::is_whitespace) {
-            continue;
-        }
-        let Some((key, rest)) = line.split_once(':') else {
-            continue;
-        };
-        if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
-            continue;
-        }
-        let Some(value) = scalar(rest.trim()) else {
-            continue;
-        };
+    for (key, value) in one_line_values(yaml) {
         match key {
             "title" => fields.title = Some(value),
             "name" => fields.name = Some(value),
@@ -92,6 +79,20 @@ pub fn salvage(yaml: &str) -> Fields {
         }
     }
     fields
+}
+
+/// The top-level `key: value` lines of a block whose value is a one-line scalar, in order.
+/// Nested keys of a mapping that failed to parse are not ours to guess.
+pub fn one_line_values(yaml: &str) -> impl Iterator<Item = (&str, String)> {
+    yaml.lines()
+        .filter(|line| !line.starts_with(char::is_whitespace))
+        .filter_map(|line| {
+            let (key, rest) = line.split_once(':')?;
+            if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
+                return None;
+            }
+            Some((key, scalar(rest.trim())?))
+        })
 }
 
 /// A one-line scalar value; `None` for null, an empty value, or one that starts a nested or

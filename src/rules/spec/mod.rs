@@ -88,7 +88,10 @@ pub fn check(text: &str) -> Conformance {
         return out;
     };
     match yaml::load_at(block, &LIMITS, frontmatter::BLOCK_FIRST_LINE) {
-        Err(why) => out.rules.push(Rule::NotYaml(why.to_string())),
+        Err(why) => {
+            out.rules.push(Rule::NotYaml(why.to_string()));
+            one_line_fields(&mut out, block);
+        }
         Ok(None) => keys(&mut out, &[]),
         Ok(Some(node)) => match &*node {
             Value::Null => keys(&mut out, &[]),
@@ -167,6 +170,20 @@ fn keys(out: &mut Conformance, entries: &[(yaml::Node, yaml::Node)]) {
     out.fields.license = get("license")
         .and_then(Value::scalar_text)
         .map(str::to_owned);
+}
+
+/// The optional fields a block that is not YAML still gives on its one-line `key: value`
+/// lines, as the worker's own reading of such a block takes them (`compatibility` comes from
+/// that reading): what `get` answers then, so an author's `license` is not lost to a colon in
+/// the description.
+fn one_line_fields(out: &mut Conformance, block: &str) {
+    for (key, value) in frontmatter::salvage::one_line_values(block) {
+        match key {
+            "license" => out.fields.license = Some(value),
+            "allowed-tools" => out.fields.allowed_tools = Some(value),
+            _ => {}
+        }
+    }
 }
 
 /// A key as the reference sees it: JavaScript object keys are strings, so a scalar key is its

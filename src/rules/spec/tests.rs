@@ -361,3 +361,28 @@ fn a_yaml_mistake_is_placed_at_its_line_in_the_file() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A block that is not YAML still gives its one-line `license` and `allowed-tools`, as the
+/// worker's reading of it gives `compatibility`: a colon in a description loses nothing else.
+#[test]
+fn a_block_that_is_not_yaml_keeps_its_one_line_optional_fields() {
+    let text = skill(
+        "name: pdf-tools\ndescription: Use this: for invoices\nlicense: MIT\nallowed-tools: Read Bash\nmetadata:\n  a: b\n",
+    );
+    let conformance = check(&text);
+    assert!(
+        conformance
+            .problems("pdf-tools")
+            .iter()
+            .any(|r| r.code() == "S101")
+    );
+    assert_eq!(conformance.fields.license.as_deref(), Some("MIT"));
+    assert_eq!(
+        conformance.fields.allowed_tools.as_deref(),
+        Some("Read Bash")
+    );
+    assert_eq!(
+        conformance.fields.metadata, None,
+        "nested values are not guessed"
+    );
+}
