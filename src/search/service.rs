@@ -10,6 +10,7 @@
 //! The engine is reached through [`Engine`], so this logic runs without a socket in tests.
 
 use crate::locks;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -17,7 +18,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 
 use super::catalog::{Catalog, Draft, SlimTool, info_entries, parse_list, tools_from_info};
 pub use super::known::Reuse;
@@ -46,8 +46,8 @@ const LIST: &str = "engine::functions::list";
 const INFO: &str = "engine::functions::info";
 const WORKERS: &str = "engine::workers::list";
 
-/// `engine::functions::info` batches in flight at once: each wave's answers are turned into
-/// tools before the next is asked for, so a catalog of thousands of functions is never held as raw answers all together.
+/// `engine::functions::info` batches in flight at once: each wave's answers are made slim
+/// before the next is asked for, so thousands of schemas are never held all together.
 const INFO_IN_FLIGHT: usize = 8;
 
 /// The engine's functions as slim tools, in listed order (excluded and internal ones left out).
@@ -89,13 +89,11 @@ pub async fn fetch(
         .iter()
         .filter_map(|id| fetched.remove(id).or_else(|| kept(id).cloned()))
         .collect();
-    if !asked.is_empty() || reuse == Reuse::Nothing {
-        tracing::debug!(
-            functions = ids.len(),
-            asked = asked.len(),
-            "engine::functions::info fetched"
-        );
-    }
+    tracing::debug!(
+        functions = ids.len(),
+        asked = asked.len(),
+        "catalog fetched, the contracts asked for"
+    );
     known.replace(&tools, &stamps);
     Ok(tools)
 }
