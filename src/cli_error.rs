@@ -17,11 +17,20 @@ pub enum CliError {
     /// The command must be the index's writer, and a running worker is.
     #[error(
         "a running iii-directory worker owns the index at {}; stop the worker to reindex \
-         offline, or use the read commands (list, get, index, check), which answer from its \
+         offline (`reindex` without --from-scratch asks the worker to walk every folder \
+         again), or use the read commands (list, get, index, check), which answer from its \
          live index",
         .0.display()
     )]
     WorkerOwnsIndex(PathBuf),
+    /// `reindex` asked a running worker to walk every folder again, and it did not say it had.
+    #[error(
+        "the running iii-directory worker that owns the index at {} did not confirm that it \
+         walked every folder again (it has no file watcher, or it stopped answering); see its \
+         log and directory::index::status, or stop it and run reindex again",
+        .0.display()
+    )]
+    RescanNotConfirmed(PathBuf),
     #[error(transparent)]
     Directory(#[from] iii_directory::Error),
     #[error(transparent)]

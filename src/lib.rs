@@ -69,6 +69,8 @@ pub use rules::spec::{Rule as SpecRule, Severity as SpecSeverity};
 pub use skills::no_skill_file;
 pub use skills::resources::possible_owners as skill_resource_owners;
 pub use skills::spec::{SpecReport, SpecSummary};
+/// What the command line asks a running worker through a sync cookie (`reindex` beside it).
+pub use sync_cookie::{Ask as WriterAsk, Synced, ask_writer};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which

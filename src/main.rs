@@ -123,6 +123,11 @@ enum Command {
     Serve,
     /// Bring the index up to date with the folders (reading only what changed), and its skill
     /// embeddings when the search model is on this machine; then summarize.
+    ///
+    /// Beside a running worker (which owns the index), asks it to walk every folder again, as
+    /// its safety net does, and waits until it has: for a change the kernel reports to no
+    /// watch (a write through a hard link from outside the folders, or through a shared
+    /// memory mapping still open).
     Reindex {
         /// Delete the index first and rebuild it from every file.
         #[arg(long)]
@@ -948,7 +953,13 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
         drop(Directory::open(config.clone()).map_err(as_writer)?);
         iii_directory::remove_index(&index_path)?;
     }
-    let directory = Directory::open(config).map_err(as_writer)?;
+    let directory = match Directory::open(config.clone()) {
+        // A running worker owns the index: it walks every folder again when asked.
+        Err(iii_directory::OpenError::Busy(_)) if !from_scratch => {
+            return rescan_by_worker(config, json);
+        }
+        opened => opened.map_err(as_writer)?,
+    };
     let progress = ProgressLine::new(json);
     let report = directory.reconcile_with_progress(&|p| progress.update(p))?;
     progress.finish();
@@ -988,6 +999,39 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
         if let Some(embeddings) = &embeddings {
             emit(&embeddings.line())?;
         }
+        emit(&format!("index: {}", index_path.display()))?;
+    }
+    Ok(())
+}
+
+/// `reindex` beside a running worker: asks it to walk every folder again, as its safety net
+/// does (for a change the kernel reported to no watch: a write through a hard link from
+/// outside the folders, or through a shared memory mapping), waits until it has, and says
+/// where the index stands.
+fn rescan_by_worker(config: Config, json: bool) -> Result<(), CliError> {
+    let index_path = config.paths.index_path.clone();
+    let progress = ProgressLine::new(json);
+    progress.show("the running worker is walking every folder again");
+    let synced = iii_directory::ask_writer(&index_path, iii_directory::WriterAsk::Rescan);
+    progress.finish();
+    if synced != iii_directory::Synced::Answered {
+        return Err(CliError::RescanNotConfirmed(index_path));
+    }
+    let status = open_fresh(config)?.status()?;
+    if json {
+        let summary = json!({
+            "rescanned_by_worker": true,
+            "revision": status["revision"],
+            "files": status["files"],
+            "skipped": status["skipped_total"],
+        });
+        emit(&serde_json::to_string_pretty(&summary)?)?;
+    } else {
+        emit(&format!(
+            "the running worker walked every folder again: {} files, {} skipped (see \
+             `iii-directory check`); revision {}",
+            status["files"], status["skipped_total"], status["revision"]
+        ))?;
         emit(&format!("index: {}", index_path.display()))?;
     }
     Ok(())

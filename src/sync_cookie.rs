@@ -36,9 +36,26 @@ fn sync_folder(index_path: &Path) -> PathBuf {
 /// only of its cookies, and followers leave cookies only in a marked folder.
 const MARK: &str = ".iii-directory-sync";
 
-/// Whether `name` is a cookie's (`<pid>-<n>`, as [`sync_with_writer`] names them).
+/// What a cookie asks of the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// To take in every change made before the cookie (every read of a follower).
+    CatchUp,
+    /// To walk every root again, as its safety net does, before it answers: for the changes
+    /// the kernel reports to no watch (`reindex` beside a running worker).
+    Rescan,
+}
+
+/// How a cookie that asks for [`Ask::Rescan`] ends its name.
+const RESCAN_SUFFIX: &str = "-rescan";
+
+/// Whether `name` is a cookie's (`<pid>-<n>`, with `-rescan` after it for a rescan, as
+/// [`ask_writer`] names them).
 pub fn is_cookie(name: &std::ffi::OsStr) -> bool {
-    let Some((pid, n)) = name.to_str().and_then(|name| name.split_once('-')) else {
+    let name = name
+        .to_str()
+        .map(|n| n.strip_suffix(RESCAN_SUFFIX).unwrap_or(n));
+    let Some((pid, n)) = name.and_then(|name| name.split_once('-')) else {
         return false;
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -149,9 +166,19 @@ pub enum Synced {
     GaveUp,
 }
 
+/// Whether a cookie's name asks for a rescan ([`Ask::Rescan`]).
+pub fn asks_rescan(name: &std::ffi::OsStr) -> bool {
+    is_cookie(name) && name.to_str().is_some_and(|n| n.ends_with(RESCAN_SUFFIX))
+}
+
 /// Leaves a cookie for the writer's watcher and waits until it is answered (see the module
 /// doc). A writer that does not answer in time costs one warning.
 pub fn sync_with_writer(index_path: &Path) -> Synced {
+    ask_writer(index_path, Ask::CatchUp)
+}
+
+/// [`sync_with_writer`], asking the writer for `ask`.
+pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let folder = sync_folder(index_path);
     if !folder.join(MARK).is_file() {
@@ -159,7 +186,11 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
         return Synced::NoWriter;
     }
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let cookie = folder.join(format!("{}-{n}", std::process::id()));
+    let suffix = match ask {
+        Ask::CatchUp => "",
+        Ask::Rescan => RESCAN_SUFFIX,
+    };
+    let cookie = folder.join(format!("{}-{n}{suffix}", std::process::id()));
     if let Err(e) = std::fs::write(&cookie, b"") {
         tracing::debug!("cannot leave a sync cookie in {}: {e}", folder.display());
         return Synced::NoWriter;
@@ -332,10 +363,14 @@ mod tests {
 
     #[test]
     fn cookies_are_named_by_pid_and_count() {
-        for name in ["1-0", "4242-17"] {
-            assert!(is_cookie(std::ffi::OsStr::new(name)), "{name}");
+        let name = std::ffi::OsStr::new;
+        for cookie in ["1-0", "4242-17"] {
+            assert!(is_cookie(name(cookie)), "{cookie}");
+            assert!(!asks_rescan(name(cookie)), "{cookie}");
         }
-        for name in [
+        assert!(is_cookie(name("4242-17-rescan")));
+        assert!(asks_rescan(name("4242-17-rescan")));
+        for other in [
             "",
             "-",
             "1-",
@@ -344,8 +379,12 @@ mod tests {
             "1-2-3",
             ".iii-directory-sync",
             "1-0.tmp",
+            "-rescan",
+            "1-rescan",
+            "1-0-rescan-rescan",
         ] {
-            assert!(!is_cookie(std::ffi::OsStr::new(name)), "{name}");
+            assert!(!is_cookie(name(other)), "{other}");
+            assert!(!asks_rescan(name(other)), "{other}");
         }
     }
 

@@ -75,13 +75,13 @@ impl Burst {
 
     fn add(&mut self, changes: Changes) {
         let now = Instant::now();
-        if !changes.paths.is_empty() || changes.full || changes.sync_gone {
+        if !changes.paths.is_empty() || changes.full || changes.sync_gone || changes.rescan {
             self.first.get_or_insert(now);
             self.opened.get_or_insert(now);
             self.last = Some(now);
         }
         self.paths.extend(changes.paths);
-        self.full |= changes.full || changes.sync_gone;
+        self.full |= changes.full || changes.sync_gone || changes.rescan;
         self.cookies.extend(changes.cookies);
     }
 

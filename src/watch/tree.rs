@@ -73,12 +73,18 @@ pub struct Changes {
     /// The sync folder beside the index went, the index perhaps with it: a full reconcile
     /// builds it again (see `Index::replaced`).
     pub sync_gone: bool,
+    /// A cookie asks for every root to be walked again (`sync_cookie::Ask::Rescan`).
+    pub rescan: bool,
 }
 
 impl Changes {
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.paths.is_empty() && !self.full && self.cookies.is_empty() && !self.sync_gone
+        self.paths.is_empty()
+            && !self.full
+            && self.cookies.is_empty()
+            && !self.sync_gone
+            && !self.rescan
     }
 }
 
@@ -309,6 +315,7 @@ impl Tree {
                     && !is_dir
                     && crate::sync_cookie::is_cookie(name)
                 {
+                    changes.rescan |= crate::sync_cookie::asks_rescan(name);
                     changes.cookies.push(path);
                 }
                 continue;

@@ -862,14 +862,17 @@ fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
     let check = ok_json(&tree, &["check", "--json"]);
     assert_eq!(check.as_array().expect("array").len(), SKIPPED_FILES);
 
-    for args in [
-        &["reindex"][..],
-        &["reindex", "--json"],
-        &["reindex", "--from-scratch"],
-    ] {
+    let stderr = fails(&tree, &["reindex", "--from-scratch"]);
+    assert!(
+        stderr.contains("a running iii-directory worker owns the index"),
+        "{stderr}"
+    );
+    // Without --from-scratch, reindex asks the worker to walk every folder again; this one
+    // has no watcher to hear it, and reindex says so.
+    for args in [&["reindex"][..], &["reindex", "--json"]] {
         let stderr = fails(&tree, args);
         assert!(
-            stderr.contains("a running iii-directory worker owns the index"),
+            stderr.contains("did not confirm that it walked every folder again"),
             "{args:?}: {stderr}"
         );
     }
@@ -936,6 +939,25 @@ fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
     tree.write("agents/late.md", "---\nname: Late\n---\nHi.\n");
     let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
     assert_eq!(agent["name"], "Late");
+
+    // A write the kernel reports to no watch (through a hard link whose other name is outside
+    // every folder) is missed by the reads; `reindex` asks the worker to walk every folder
+    // again, and then they have it.
+    let outside = tempfile::tempdir().expect("temp dir");
+    let other_name = outside.path().join("late.md");
+    fs::hard_link(tree.path("agents/late.md"), &other_name).expect("hard link");
+    fs::write(&other_name, "---\nname: Later\n---\nHi.\n").expect("write through the link");
+    let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
+    assert_eq!(agent["name"], "Late", "the kernel says nothing of it");
+    let summary = ok_json(&tree, &["reindex", "--json"]);
+    assert_eq!(summary["rescanned_by_worker"], true, "{summary}");
+    let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
+    assert_eq!(agent["name"], "Later");
+    let human = ok(&tree, &["reindex"]);
+    assert!(
+        human.starts_with("the running worker walked every folder again: "),
+        "{human}"
+    );
     watcher.stop();
     // Without a watching writer there is no cookie to answer, and no wait.
     let started = Instant::now();
