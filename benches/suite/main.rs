@@ -42,6 +42,7 @@
 mod baseline;
 mod bundles;
 mod catalog;
+mod catalog_refresh;
 mod deltas;
 mod embed;
 mod floor_worker;

@@ -2,8 +2,8 @@
 //! (`FunctionSearch::search`, six capabilities) on a generated catalog of 2,000 functions, with
 //! registry search off and on (an in-memory registry, so the figure is search's own work; and
 //! the worker's registry client against a loopback HTTP registry with its cache off, so every
-//! call goes over HTTP), and the catalog rebuild (slim, fingerprint, BM25 index) for 2,000
-//! functions.
+//! call goes over HTTP), the catalog rebuild (slim, fingerprint, BM25 index) for 2,000
+//! functions, and the catalog's refresh on a push at 6,000 (`catalog_refresh.rs`).
 //! The baseline is what the original worker does on every call: rebuild the index, then rank.
 //!
 //! Runs in the full suite, or alone: `cargo bench --bench suite -- search`. The catalog does not
@@ -345,7 +345,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         );
     });
 
-    vec![
+    let mut figures = vec![
         Figure::timing(
             "search_off",
             "search_functions, 2,000 functions, 6 capabilities",
@@ -375,5 +375,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         Figure::timing("search_rebuild", "search catalog rebuild, 2,000 functions", &rebuild)
             .target(13, "<50 ms", TARGET_SKILLS, rebuild.p50 < REBUILD_MAX_MS)
             .note("slim tools, blake3 fingerprint, BM25 index; once per catalog change"),
-    ]
+    ];
+    figures.extend(crate::catalog_refresh::figures(settings));
+    figures
 }
