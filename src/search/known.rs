@@ -7,8 +7,8 @@
 //! engine namespace) are the same and the worker that registered it is still the same
 //! connection. A worker redeployed with a new schema connects again under a new id, so its
 //! functions are asked for again. What this cannot see, a function registered again on the
-//! same connection with a new schema and the same description, is what the periodic full
-//! fetch is for ([`Reuse::Nothing`]).
+//! same connection with a new schema and the same description, is what the full fetches are
+//! for ([`Reuse::Nothing`]: at each connection, and one periodic round in ten).
 
 use std::collections::HashMap;
 
@@ -19,9 +19,10 @@ use super::catalog::{DEFAULT_ENGINE_NAMESPACE, SlimTool, list_items, listed_id};
 /// How much of the last fetch a refresh may keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reuse {
-    /// Every contract is fetched again (the periodic recheck, and each connection).
+    /// Every contract is fetched again (each connection, one periodic round in ten).
     Nothing,
-    /// A function whose stamp is unchanged keeps the contract fetched before (the pushes).
+    /// A function whose stamp is unchanged keeps the contract fetched before (the pushes, and
+    /// the other periodic rounds).
     Unchanged,
 }
 

@@ -1,8 +1,9 @@
 //! The live catalog: fetched from the engine (`engine::functions::list`, then
 //! `engine::functions::info {function_ids}` in parallel batches of at most 32), indexed once,
-//! and swapped in only when its fingerprint changed. A refresh on one of the engine's pushes
-//! asks only for the contracts that may have changed (`known.rs`); the periodic one and the
-//! one at each connection ask for all. Refreshes are serialized; a failed one keeps the
+//! and swapped in only when its fingerprint changed. A refresh on one of the engine's pushes,
+//! and most periodic ones, ask only for the contracts that may have changed (`known.rs`); the
+//! one at each connection and one periodic round in ten ask for all. Refreshes are
+//! serialized; a failed one keeps the
 //! catalog that was there. A refresh asked for while another already waits its turn
 //! joins that one (it will fetch after the change that asked), so a burst of pushes costs two
 //! fetches, not one each.

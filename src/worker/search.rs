@@ -38,7 +38,7 @@ pub const FUNCTIONS_AVAILABLE: &str = "engine::functions-available";
 /// is fetched again then too, which catches a redeployed worker's new descriptions at once.
 pub const WORKERS_AVAILABLE: &str = "engine::workers-available";
 /// How often the catalog is fetched again while connected, for what neither push reports (a
-/// function registered again on the same connection with a new description): the
+/// function registered again on the same connection with a new description or schema): the
 /// environment's `III_DIRECTORY_CATALOG_RECHECK_MS` (milliseconds; `0` turns it off), else
 /// [`DEFAULT_RECHECK`]. An unchanged catalog costs the fetch and nothing else.
 pub const RECHECK_ENV: &str = "III_DIRECTORY_CATALOG_RECHECK_MS";
@@ -310,27 +310,40 @@ fn recheck_interval() -> Option<Duration> {
     }
 }
 
+/// Every how many rounds of [`recheck_catalog`] every contract is asked for: the others ask
+/// only for the functions whose list entry or worker connection changed (a new description is
+/// one), so a schema changed on the same connection under the same description is seen within
+/// ten rounds (ten minutes by default), and an idle worker over thousands of functions does not
+/// read every schema each minute.
+const FULL_RECHECK_EVERY: u64 = 10;
+
 /// Fetches the catalog again every [`RECHECK_ENV`] interval while the engine is connected (a
 /// failure is logged by the refresh, and the next round tries again).
 pub async fn recheck_catalog(iii: IIIClient, state: Arc<SearchState>) {
     let Some(every) = recheck_interval() else {
         return;
     };
-    loop {
+    for round in 1.. {
         tokio::time::sleep(every).await;
         if iii.get_connection_state() == iii_sdk::runtime::IIIConnectionState::Connected {
-            let _ = refresh_catalog(&iii, &state).await;
+            let reuse = match round % FULL_RECHECK_EVERY {
+                0 => Reuse::Nothing,
+                _ => Reuse::Unchanged,
+            };
+            let _ = refresh_catalog(&iii, &state, reuse).await;
         }
     }
 }
 
-/// Fetches the catalog from the engine now (at each connection: the engine's functions may
-/// have changed while it was away). Returns how many functions it holds, or why not.
+/// Fetches the catalog from the engine now (at each connection, asking for every contract:
+/// the engine's functions may have changed while it was away). Returns how many functions it
+/// holds, or why not.
 pub async fn refresh_catalog(
     iii: &IIIClient,
     state: &Arc<SearchState>,
+    reuse: Reuse,
 ) -> Result<String, WorkerError> {
-    match refresh(iii.clone(), state.search.clone(), Reuse::Nothing).await? {
+    match refresh(iii.clone(), state.search.clone(), reuse).await? {
         Refresh::Changed { functions } => {
             let embed = state.clone();
             state

@@ -30,6 +30,7 @@ use super::configuration::{self, ApplyResult, Registration};
 use super::search::{self, HintBinding};
 use super::{console, downloads};
 use crate::locks;
+use crate::search::service::Reuse;
 use crate::time::Stamp;
 
 /// What a step came to.
@@ -421,7 +422,7 @@ fn search_follow(run: &Run) -> StepFuture<'_> {
 
 fn search_catalog(run: &Run) -> StepFuture<'_> {
     Box::pin(async move {
-        match search::refresh_catalog(&run.iii, &run.shared.search).await {
+        match search::refresh_catalog(&run.iii, &run.shared.search, Reuse::Nothing).await {
             Ok(detail) => Outcome::Done(detail),
             Err(e) => Outcome::Failed(e.to_string()),
         }

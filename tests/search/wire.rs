@@ -373,14 +373,10 @@ fn info_asked(h: &Harness) -> Vec<String> {
         .collect()
 }
 
-/// A push asks the engine for the contracts of the functions whose list entry changed or
-/// whose worker connected again, and keeps the others: every short-lived client fires pushes,
-/// and at thousands of functions asking for every contract reads a hundred megabytes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_push_asks_only_for_the_contracts_that_may_have_changed() {
-    let h = Harness::start(settings(false, 2)).await;
-    // The engine's real list names each function's worker and namespace, and leaves internal
-    // ones out; its workers list gives each worker's connection.
+/// Has the fake engine answer `engine::functions::list` as the real one does (each function's
+/// worker and namespace named, internal ones left out) and `engine::workers::list` with each
+/// worker's connection id; the connections of `mailer` and `storage` can be changed.
+fn answer_as_the_real_engine(h: &Harness) -> Arc<Mutex<(&'static str, &'static str)>> {
     let catalog = h.engine.catalog.clone();
     h.fake.respond_with("engine::functions::list", move |_| {
         let functions: Vec<Value> = catalog
@@ -410,6 +406,53 @@ async fn a_push_asks_only_for_the_contracts_that_may_have_changed() {
             { "name": "queue", "namespace": "default", "id": "queue-1" },
         ]}))
     });
+    connections
+}
+
+/// The periodic fetch asks only for what may have changed, but every tenth round for every
+/// contract: a schema changed on the same connection under the same description is seen
+/// within ten rounds, and an idle worker does not read every schema each minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_periodic_fetch_asks_for_every_contract_one_round_in_ten() {
+    let h = Harness::start_env(
+        settings(false, 2),
+        &[],
+        &[("III_DIRECTORY_CATALOG_RECHECK_MS", Some("100"))],
+    )
+    .await;
+    answer_as_the_real_engine(&h);
+    let mut functions = base_catalog();
+    functions[1] = function(
+        "storage::put",
+        "Store a file in a bucket.",
+        &["bucket", "key", "content", "content_type"],
+    );
+    h.engine.set_catalog(functions);
+    h.fake.clear();
+    h.eventually("storage::put asked for again", || async {
+        info_asked(&h).iter().any(|id| id == "storage::put")
+    })
+    .await;
+    // Over two seconds (about twenty rounds), about two ask for every contract; every round
+    // would make twenty.
+    h.fake.clear();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let asked = info_asked(&h);
+    assert!(
+        asked.len() <= 4 * 4,
+        "{} contracts asked for in two seconds: {asked:?}",
+        asked.len()
+    );
+    h.stop().await;
+}
+
+/// A push asks the engine for the contracts of the functions whose list entry changed or
+/// whose worker connected again, and keeps the others: every short-lived client fires pushes,
+/// and at thousands of functions asking for every contract reads a hundred megabytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_asks_only_for_the_contracts_that_may_have_changed() {
+    let h = Harness::start(settings(false, 2)).await;
+    let connections = answer_as_the_real_engine(&h);
     let push = async || {
         h.fake.clear();
         let ack = h
