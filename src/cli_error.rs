@@ -31,6 +31,13 @@ pub enum CliError {
         .0.display()
     )]
     RescanNotConfirmed(PathBuf),
+    /// The running worker walked every folder again, but its index could not record it.
+    #[error(
+        "the running iii-directory worker walked every folder again, but its index cannot \
+         record changes ({0}); fix what that names (free space, when the disk under the index \
+         is full), and reads will follow"
+    )]
+    RescanNotRecorded(String),
     #[error(transparent)]
     Directory(#[from] iii_directory::Error),
     #[error(transparent)]

@@ -1018,6 +1018,10 @@ fn rescan_by_worker(config: Config, json: bool) -> Result<(), CliError> {
         return Err(CliError::RescanNotConfirmed(index_path));
     }
     let status = open_fresh(config)?.status()?;
+    // The worker answers a cookie whether or not its index could record the walk.
+    if let Some(trouble) = status["index_error"]["error"].as_str() {
+        return Err(CliError::RescanNotRecorded(trouble.to_string()));
+    }
     if json {
         let summary = json!({
             "rescanned_by_worker": true,
