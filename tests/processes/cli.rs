@@ -2024,6 +2024,10 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
     }
     let tree = sample_tree();
     let mut worker = worker_holding_the_index(&tree);
+    // This user's read waits for the worker to take the tree in (its sync cookie is answered
+    // after the worker's first reconcile); the other user, who cannot leave a cookie, then
+    // reads the same rows.
+    let own = ok_json(&tree, &["list", "skills", "--json"]);
     // Everyone may read the tree and the index; only this user may write them.
     let status = Command::new("chmod")
         .args(["-R", "go+rX"])
@@ -2040,7 +2044,6 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
         .current_dir("/")
         .output()
         .expect("run as nobody");
-    let own = ok_json(&tree, &["list", "skills", "--json"]);
     worker.kill().expect("kill");
     worker.wait().expect("reap");
     assert!(as_nobody.status.success(), "{}", text(&as_nobody.stderr));
