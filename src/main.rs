@@ -1014,14 +1014,14 @@ fn rescan_by_worker(config: Config, json: bool) -> Result<(), CliError> {
     progress.show("the running worker is walking every folder again");
     let synced = iii_directory::ask_writer(&index_path, iii_directory::WriterAsk::Rescan);
     progress.finish();
-    if synced != iii_directory::Synced::Answered {
-        return Err(CliError::RescanNotConfirmed(index_path));
+    match synced {
+        iii_directory::Synced::Answered => {}
+        iii_directory::Synced::NotRecorded(why) => return Err(CliError::RescanNotRecorded(why)),
+        iii_directory::Synced::NoWriter | iii_directory::Synced::GaveUp => {
+            return Err(CliError::RescanNotConfirmed(index_path));
+        }
     }
     let status = open_fresh(config)?.status()?;
-    // The worker answers a cookie whether or not its index could record the walk.
-    if let Some(trouble) = status["index_error"]["error"].as_str() {
-        return Err(CliError::RescanNotRecorded(trouble.to_string()));
-    }
     if json {
         let summary = json!({
             "rescanned_by_worker": true,

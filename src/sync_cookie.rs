@@ -49,6 +49,10 @@ pub enum Ask {
 /// How a cookie that asks for [`Ask::Rescan`] ends its name.
 const RESCAN_SUFFIX: &str = "-rescan";
 
+/// What the writer appends to a rescan cookie's name for the file that says why its walk could
+/// not be recorded (see [`answer`]).
+const FAILED_SUFFIX: &str = ".failed";
+
 /// Whether `name` is a cookie's (`<pid>-<n>`, with `-rescan` after it for a rescan, as
 /// [`ask_writer`] names them).
 pub fn is_cookie(name: &std::ffi::OsStr) -> bool {
@@ -77,6 +81,46 @@ pub fn cookies_in(folder: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// The files in `folder` that say why a rescan failed (see [`answer`]), which a follower that
+/// was killed before it read its own leaves behind.
+fn failures_in(folder: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    let name = e.file_name();
+                    let cookie = name.to_str().and_then(|n| n.strip_suffix(FAILED_SUFFIX));
+                    cookie.is_some_and(|c| asks_rescan(c.as_ref()))
+                })
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Answers the cookie at `cookie`: removes it, which is what its follower waits for. When the
+/// cookie asked for a rescan and `failure` says why the walk could not be recorded, a file
+/// beside it says so first, which [`ask_writer`] reads once the cookie is gone.
+pub fn answer(cookie: &Path, failure: Option<&str>) {
+    if let Some(why) = failure.filter(|_| cookie.file_name().is_some_and(asks_rescan)) {
+        if let Err(e) = std::fs::write(failed_beside(cookie), why) {
+            tracing::debug!(
+                "cannot say why a rescan failed beside {}: {e}",
+                cookie.display()
+            );
+        }
+    }
+    let _ = std::fs::remove_file(cookie);
+}
+
+/// The file that says why the rescan `cookie` asked for could not be recorded.
+fn failed_beside(cookie: &Path) -> PathBuf {
+    let mut name = cookie.as_os_str().to_owned();
+    name.push(FAILED_SUFFIX);
+    PathBuf::from(name)
+}
+
 /// Makes the sync folder beside the index this writer's, clearing the cookies a killed writer
 /// left (they would never be answered): a new folder is made and marked; a marked one, or an
 /// empty one, is taken as it is. Anything else at that path (a user's folder that holds other
@@ -103,8 +147,8 @@ pub fn claim_folder(index_path: &Path) -> Option<PathBuf> {
         Err(e) => return refuse(&format!("cannot be read ({e})")),
         Ok(meta) if !meta.is_dir() => return refuse("is not a folder"),
         Ok(_) if folder.join(MARK).is_file() => {
-            for cookie in cookies_in(&folder) {
-                let _ = std::fs::remove_file(cookie);
+            for file in cookies_in(&folder).into_iter().chain(failures_in(&folder)) {
+                let _ = std::fs::remove_file(file);
             }
             return Some(folder);
         }
@@ -131,8 +175,8 @@ pub fn claim_folder(index_path: &Path) -> Option<PathBuf> {
 /// Removes a folder [`claim_folder`] claimed: its cookies and mark, then the folder if that
 /// leaves it empty (never recursively: whatever else appeared in it stays).
 pub fn release_folder(folder: &Path) {
-    for cookie in cookies_in(folder) {
-        let _ = std::fs::remove_file(cookie);
+    for file in cookies_in(folder).into_iter().chain(failures_in(folder)) {
+        let _ = std::fs::remove_file(file);
     }
     let _ = std::fs::remove_file(folder.join(MARK));
     let _ = std::fs::remove_dir(folder);
@@ -156,12 +200,15 @@ fn warn_of_a_worker_without_a_sync_folder(index_path: &Path) {
 }
 
 /// How a sync with the writer ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Synced {
     /// No watching writer (no sync folder), or no cookie could be left: nothing to wait for.
     NoWriter,
     /// The writer took in every change made before the call.
     Answered,
+    /// The writer walked every root as asked ([`Ask::Rescan`]), but its index could not record
+    /// the walk: why.
+    NotRecorded(String),
     /// The writer did not answer in time; the read answers from the index as it is.
     GaveUp,
 }
@@ -229,7 +276,14 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(2));
     }
-    Synced::Answered
+    let failed = failed_beside(&cookie);
+    match std::fs::read_to_string(&failed) {
+        Ok(why) => {
+            let _ = std::fs::remove_file(&failed);
+            Synced::NotRecorded(why)
+        }
+        Err(_) => Synced::Answered,
+    }
 }
 
 /// Whether the writer is working: its CPU time, as last read.

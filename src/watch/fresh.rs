@@ -51,8 +51,13 @@ struct State {
 struct Burst {
     /// Paths not reconciled yet.
     paths: BTreeSet<PathBuf>,
-    /// Everything is to be reconciled (the queue overflowed).
+    /// Everything is to be reconciled (the queue overflowed, the sync folder went, or a
+    /// follower asked for a rescan).
     full: bool,
+    /// A follower asked for a rescan (`reindex` beside the worker): the next attempt is made
+    /// at once, even in the index's pause after failures, since someone waits to know whether
+    /// the walk could be recorded now.
+    rescan: bool,
     /// Sync cookies to remove once caught up.
     cookies: Vec<PathBuf>,
     /// The first change not reconciled yet.
@@ -82,14 +87,17 @@ impl Burst {
         }
         self.paths.extend(changes.paths);
         self.full |= changes.full || changes.sync_gone || changes.rescan;
+        self.rescan |= changes.rescan;
         self.cookies.extend(changes.cookies);
     }
 
     /// Tells the processes waiting on their cookies that every change before them is taken in
-    /// (see `sync_cookie.rs`).
-    fn answer_cookies(&mut self) {
+    /// (see `sync_cookie.rs`), or, to those that asked for a rescan, why the index could not
+    /// record it (`failure`): a catch-up is answered either way, so that a read beside a
+    /// failing index answers from it as it is.
+    fn answer_cookies(&mut self, failure: Option<&str>) {
         for cookie in self.cookies.drain(..) {
-            let _ = std::fs::remove_file(cookie);
+            crate::sync_cookie::answer(&cookie, failure);
         }
     }
 
@@ -186,9 +194,14 @@ impl Tracker {
             false => Vec::new(),
         };
         let burst = &mut state.burst;
+        let mut failure = None;
+        let to_reconcile = burst.full || !burst.paths.is_empty();
         // While the index cannot record changes, attempts wait out its pause (see
         // `index::trouble`): each one reopens the files and walks every root.
-        if (burst.full || !burst.paths.is_empty()) && directory.index_may_retry() {
+        if to_reconcile && !burst.rescan && !directory.index_may_retry() {
+            failure = directory.index_trouble().map(|t| t.error);
+        } else if to_reconcile {
+            burst.rescan = false;
             let result = if burst.full {
                 directory.reconcile_unannounced()
             } else {
@@ -204,10 +217,13 @@ impl Tracker {
                     burst.full = false;
                 }
                 // Kept for the next read or the end of the burst to try again.
-                Err(e) => tracing::warn!("reconcile after file changes failed: {e}"),
+                Err(e) => {
+                    tracing::warn!("reconcile after file changes failed: {e}");
+                    failure = Some(e.to_string());
+                }
             }
         }
-        burst.answer_cookies();
+        burst.answer_cookies(failure.as_deref());
         let index_path = &directory.config().paths.index_path;
         state.tree.restore_sync(&self.inotify, || {
             directory
@@ -278,6 +294,7 @@ impl Tracker {
         state.tree.rewatch(&self.inotify);
         self.drain(&mut state);
         let swallowed = state.tree.cookies_waiting();
+        let mut failure = None;
         let changed = match directory.reconcile_unannounced() {
             Ok(report) => {
                 state.burst.cookies.extend(swallowed);
@@ -286,6 +303,7 @@ impl Tracker {
                 report.families_changed()
             }
             Err(e) => {
+                failure = Some(e.to_string());
                 tracing::warn!("safety-net reconcile failed: {e}");
                 // What it was to take in is still to be taken in: by a full reconcile, once
                 // the index's pause after failures is over.
@@ -297,7 +315,7 @@ impl Tracker {
                 Vec::new()
             }
         };
-        state.burst.answer_cookies();
+        state.burst.answer_cookies(failure.as_deref());
         self.publish_status(&state);
         if state.burst.opened.is_some() {
             state.burst.touched.extend(changed);

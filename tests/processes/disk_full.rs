@@ -10,6 +10,8 @@
 //!   `index:` error and touches no document; once there is room again the same open directory
 //!   reconciles (it reopens its file), and the next open serves exactly what a fresh index of
 //!   the disk serves.
+//! - `reindex` beside a worker whose index cannot grow fails, naming why; with room again the
+//!   next one is recorded at once.
 
 use test_support::common;
 
@@ -20,7 +22,9 @@ use std::process::Stdio;
 
 use common::child;
 use iii_directory::config::Config;
-use iii_directory::{Directory, ReadFunction, WriteFunction};
+use iii_directory::{
+    Directory, IndexHolder, ReadFunction, WORKER_ROLE, WriteFunction, write_index_holder,
+};
 use serde_json::{Value, json};
 
 const CHILD: &str = "disk_full_child";
@@ -236,9 +240,64 @@ fn disk_full_child() {
             let got = got.map(|g| g["title"].clone());
             say(json!({ "label": "served", "result": outcome(got) }));
         }
+        "rescan" => {
+            let directory = std::sync::Arc::new(directory);
+            note_worker(&base);
+            let watcher = iii_directory::Watcher::start(directory.clone(), Default::default());
+            let index = directory.config().paths.index_path.clone();
+            limit_file_size(Some(fs::metadata(&index).unwrap().len()));
+            for i in 0..BULK {
+                let path = base.join(format!("skills/bulk/b{i}.md"));
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(path, bulk_content(i)).unwrap();
+            }
+            say(json!({ "label": "full", "result": reindex_beside(&base) }));
+            limit_file_size(None);
+            say(json!({ "label": "room", "result": reindex_beside(&base) }));
+            watcher.stop();
+        }
         other => panic!("unknown mode {other}"),
     }
     say(json!("DONE"));
+}
+
+/// Notes this process as the worker holding the index of the tree at `base` (as a worker's
+/// holder note names it), so that a command run beside it follows it.
+fn note_worker(base: &Path) {
+    let paths = Config::for_root(base).paths;
+    let folders = [
+        ("skills_folder", paths.skills_folder),
+        ("local_skills_folder", paths.local_skills_folder),
+        ("agents_skills_folder", paths.agents_skills_folder),
+        ("agents_folder", paths.agents_folder),
+    ];
+    let holder = IndexHolder {
+        pid: std::process::id(),
+        role: WORKER_ROLE.to_string(),
+        folders: folders
+            .into_iter()
+            .map(|(key, path)| (key.to_string(), path.display().to_string()))
+            .collect(),
+        ..IndexHolder::default()
+    };
+    write_index_holder(&paths.index_path, &holder).expect("note the holder");
+}
+
+/// `iii-directory reindex --json` over the tree at `base`, beside this process: its exit
+/// status, output and error output.
+fn reindex_beside(base: &Path) -> Value {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+        .args(["reindex", "--json"])
+        .env("III_COMPOSE_DIR", base)
+        .env_remove("RUST_LOG")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("run iii-directory");
+    json!({
+        "success": output.status.success(),
+        "stdout": String::from_utf8_lossy(&output.stdout),
+        "stderr": String::from_utf8_lossy(&output.stderr),
+    })
 }
 
 /// Runs the child in `mode` over `base`; returns its results by label.
@@ -389,6 +448,39 @@ fn an_index_that_cannot_grow_fails_the_reconcile_and_recovers_on_open() {
         ids.iter().filter(|id| id.starts_with("bulk/")).count(),
         BULK
     );
+}
+
+/// `reindex` beside a worker whose index cannot grow fails, naming the index's trouble: the
+/// worker walked every folder as asked but could not record the walk. Once there is room
+/// again, the next `reindex` is recorded at once, without waiting out the pause the worker
+/// keeps between attempts on a failing index.
+#[test]
+fn reindex_beside_a_worker_whose_index_cannot_grow_says_so_and_then_records() {
+    let tree = common::Tree::new();
+    tree.mkdir("skills/iii");
+    for (rel, text) in OLD_FILES {
+        tree.write(rel, text);
+    }
+    drop(tree.open());
+    let results = run_child(tree.base(), "rescan");
+    let full = &results["full"]["result"];
+    assert_eq!(full["success"], false, "{full}");
+    let stderr = full["stderr"].as_str().unwrap_or_default();
+    assert!(
+        stderr.contains("walked every folder again, but its index cannot record changes (index: "),
+        "{stderr}"
+    );
+    let room = &results["room"]["result"];
+    assert_eq!(room["success"], true, "{room}");
+    let summary: Value = serde_json::from_str(room["stdout"].as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("reindex printed invalid JSON ({e}): {room}"));
+    assert_eq!(summary["rescanned_by_worker"], true, "{summary}");
+    assert_eq!(
+        summary["files"].as_u64(),
+        Some((OLD_FILES.len() + BULK) as u64),
+        "{summary}"
+    );
+    assert_eq!(temps(tree.base()), Vec::<PathBuf>::new());
 }
 
 #[test]
