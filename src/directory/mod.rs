@@ -851,30 +851,7 @@ impl Directory {
     /// line by line, is noted with the reason.
     pub fn spec_check(&self) -> Result<SpecSummary> {
         self.catch_up();
-        let reader = self.index.read()?;
-        let mut summary = skills::spec::check(&reader, &self.roots)?;
-        let notes = reader
-            .skipped()?
-            .into_iter()
-            .filter(|(_, rel, _)| skills::spec::named_skill_md(rel))
-            .map(|(root, rel, reason)| skills::spec::SpecNote {
-                root: root.config_key(),
-                path: self.roots.file(root, &rel).display().to_string(),
-                note: match reason {
-                    SkipReason::FrontmatterIgnored(why) => format!(
-                        "served without its frontmatter, which the worker ignored ({why}): \
-                         no name or description of its own, and no \
-                         `disable-model-invocation`; fix the value"
-                    ),
-                    SkipReason::FrontmatterSalvaged(why) => format!(
-                        "served from the block's one-line `key: value` entries only; it is not \
-                         YAML ({why})"
-                    ),
-                    other => format!("not served, so not checked: {other}"),
-                },
-            });
-        summary.notes.extend(notes);
-        Ok(summary)
+        skills::spec::check(&self.index.read()?, &self.roots)
     }
 
     /// Every file (or folder) the index does not serve, or serves with a problem, with why.

@@ -12,6 +12,7 @@ use crate::index::{Reader, Specs};
 use crate::roots::Roots;
 use crate::rules::Source;
 use crate::rules::skill::SkillRow;
+use crate::rules::skip::SkipReason;
 use crate::rules::spec::{self, Conformance, Rule, Severity};
 
 /// One served `SKILL.md` and the rules it breaks.
@@ -141,7 +142,9 @@ fn with_folder(conformance: &Conformance, path: &Path) -> Vec<Rule> {
     conformance.problems(&folder)
 }
 
-/// Checks every served `SKILL.md`, in on-disk id order.
+/// Checks every served `SKILL.md`, in on-disk id order, and notes each `SKILL.md` the worker
+/// does not serve as written (see [`SpecSummary::notes`]). A file the local folder and
+/// `skills_folder` both read is checked, and noted, once.
 pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
     let mut summary = SpecSummary::default();
     let rows = reader.map_skills(|_, row| match &row.source {
@@ -149,7 +152,6 @@ pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
         _ => None,
     })?;
     let specs = reader.specs()?;
-    // A file the local folder and `skills_folder` both read is checked once (`skills::doubled`).
     let doubled = super::doubled::Doubled::of(roots);
     let once = |row: &SkillRow| match &row.source {
         Source::File { root, rel, .. } => !doubled.holds(Some(*root), rel),
@@ -190,7 +192,36 @@ pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
             problems,
         });
     }
+    for (root, rel, reason) in reader.skipped()? {
+        if named_skill_md(&rel) && !doubled.holds(Some(root), &rel) {
+            summary.notes.push(SpecNote {
+                root: root.config_key(),
+                path: roots.file(root, &rel).display().to_string(),
+                note: skip_note(&reason),
+            });
+        }
+    }
     Ok(summary)
+}
+
+/// What `check --spec` says of a `SKILL.md` the index skipped, or serves with a problem.
+fn skip_note(reason: &SkipReason) -> String {
+    match reason {
+        SkipReason::FrontmatterIgnored(why) => format!(
+            "served without its frontmatter, which the worker ignored ({why}): no name or \
+             description of its own, and no `disable-model-invocation`; fix the value"
+        ),
+        SkipReason::FrontmatterSalvaged(why) => format!(
+            "served from the block's one-line `key: value` entries only; it is not YAML ({why})"
+        ),
+        SkipReason::FrontmatterConflicted => "served from the block's one-line `key: value` \
+             entries only: it holds the conflict markers a git merge left; settle the conflict"
+            .to_string(),
+        SkipReason::Unservable(issue) => {
+            format!("listed, but its text cannot be served, so not checked: {issue}")
+        }
+        other => format!("not served, so not checked: {other}"),
+    }
 }
 
 impl SpecSummary {

@@ -680,6 +680,16 @@ fn check_spec_notes_the_skill_files_the_worker_does_not_serve_as_written() {
         "skills/fine/SKILL.md",
         "---\nname: fine\ndescription: Fine.\n---\n# F\n\nBody.\n",
     );
+    // Served from its one-line entries: a merge left its conflict markers in the block.
+    tree.write(
+        "skills/merged/SKILL.md",
+        "---\nname: merged\n<<<<<<< HEAD\ndescription: Ours.\n=======\ndescription: Theirs.\n>>>>>>> x\n---\n# M\n\nBody.\n",
+    );
+    // Read by both `skills_folder` and the local folder inside it: noted once.
+    tree.write(
+        "skills/iii/local/SKILL.md",
+        "---\nname: local\ndescription: Local.\ndisable-model-invocation: yes\n---\n# L\n\nBody.\n",
+    );
 
     let json = ok_json(&tree, &["check", "--spec", "--json"]);
     let note = |file: &str| -> String {
@@ -695,7 +705,22 @@ fn check_spec_notes_the_skill_files_the_worker_does_not_serve_as_written() {
             .to_string()
     };
     assert!(note("skills/My-Skill/SKILL.md").starts_with("not served, so not checked: "));
-    assert!(note("skills/fm-only/SKILL.md").starts_with("not served, so not checked: "));
+    assert!(
+        note("skills/fm-only/SKILL.md")
+            .starts_with("listed, but its text cannot be served, so not checked: empty body")
+    );
+    let merged = note("skills/merged/SKILL.md");
+    assert!(
+        merged.starts_with("served from the block's one-line") && merged.contains("conflict"),
+        "{merged}"
+    );
+    let local = tree.path("skills/iii/local/SKILL.md").display().to_string();
+    let local_notes = json["notes"].as_array().expect("notes").iter();
+    assert_eq!(
+        local_notes.filter(|n| n["path"] == local.as_str()).count(),
+        1,
+        "{json}"
+    );
     assert!(
         note("skills/lower/skill.md").contains("ordinary skill `lower/skill`"),
         "{json}"
@@ -705,12 +730,12 @@ fn check_spec_notes_the_skill_files_the_worker_does_not_serve_as_written() {
         hidden.contains("ignored") && hidden.contains("disable-model-invocation"),
         "{hidden}"
     );
-    assert_eq!(json["notes"].as_array().map(Vec::len), Some(4), "{json}");
-    assert_eq!(json["checked"], 2, "{json}");
+    assert_eq!(json["notes"].as_array().map(Vec::len), Some(6), "{json}");
+    assert_eq!(json["checked"], 4, "{json}");
 
     let human = ok(&tree, &["check", "--spec"]);
     assert!(
-        human.contains("4 SKILL.md files the worker does not serve as written:"),
+        human.contains("6 SKILL.md files the worker does not serve as written:"),
         "{human}"
     );
 }
@@ -842,7 +867,7 @@ fn note_holder(tree: &Tree, role: &str, folders: Vec<(String, String)>) {
 }
 
 /// A running worker holds the index as its writer: the read commands answer from its live
-/// index (and see what it reconciles later); `reindex` refuses and says why.
+/// index (and see what it reconciles later); `reindex --from-scratch` refuses and says why.
 #[test]
 fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
     let tree = sample_tree();
