@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::roots::Root;
 
 /// Version of the layout below; see `migrations/`.
-pub const SCHEMA_VERSION: u64 = 13;
+pub const SCHEMA_VERSION: u64 = 14;
 
 /// `(root, relative path)` → postcard [`FileMeta`](super::records::FileMeta).
 pub const FILES: TableDefinition<'static, (u8, &str), &[u8]> = TableDefinition::new("files");
