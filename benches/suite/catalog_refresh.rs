@@ -144,7 +144,7 @@ pub fn figures(settings: &Settings) -> Vec<Figure> {
         )
         .baseline("every contract asked for (each push, before stop 62)", every_contract.p50)
         .note(format!(
-            "{} MB of engine answers in all (2 KB descriptions, {ARGUMENTS} documented arguments); the engine answers in process from JSON text decoded per call, so the socket is left out; the periodic refresh (every 60 s) still asks for every contract",
+            "{} MB of engine answers in all (2 KB descriptions, {ARGUMENTS} documented arguments); the engine answers in process from JSON text decoded per call, so the socket is left out; the periodic refresh (every 60 s) asks the same way, and for every contract one round in ten",
             engine.bytes() / 1_000_000
         )),
     ]

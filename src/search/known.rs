@@ -86,31 +86,39 @@ fn connection_of<'a>(entry: &Value, connections: &'a Connections) -> Option<&'a 
         .map(String::as_str)
 }
 
-/// The tools of the last fetch, each with the stamp it was fetched under. Slim: what search
-/// reads of a contract, not the whole schema.
+/// What the last fetch settled for each function, with the stamp it was fetched under: its
+/// slim tool (what search reads of a contract, not the whole schema), or `None` when the
+/// engine answered with no usable contract (an error entry, an internal function), which is
+/// not asked for again while its stamp stays.
 #[derive(Default)]
 pub struct Known {
-    tools: HashMap<String, (u64, SlimTool)>,
+    tools: HashMap<String, (u64, Option<SlimTool>)>,
 }
 
 impl Known {
-    /// The tool fetched before under this same stamp.
-    pub fn kept(&self, id: &str, stamp: u64) -> Option<&SlimTool> {
+    /// What was settled before under this same stamp: `Some(None)` for a function the engine
+    /// gave no usable contract for.
+    pub fn kept(&self, id: &str, stamp: u64) -> Option<Option<&SlimTool>> {
         self.tools
             .get(id)
             .filter(|(known, _)| *known == stamp)
-            .map(|(_, tool)| tool)
+            .map(|(_, tool)| tool.as_ref())
     }
 
-    /// Remembers the tools of this fetch that have a stamp, and forgets every other.
-    pub fn replace(&mut self, tools: &[SlimTool], stamps: &HashMap<&str, u64>) {
-        self.tools = tools
-            .iter()
-            .filter_map(|tool| {
-                let stamp = *stamps.get(tool.name.as_str())?;
-                Some((tool.name.clone(), (stamp, tool.clone())))
-            })
-            .collect();
+    /// The tool fetched before under any stamp: what a function whose contract could not be
+    /// fetched this time is searched by meanwhile.
+    pub fn earlier(&self, id: &str) -> Option<&SlimTool> {
+        self.tools.get(id).and_then(|(_, tool)| tool.as_ref())
+    }
+
+    /// Whether anything was settled before for `id`, under any stamp.
+    pub fn knows(&self, id: &str) -> bool {
+        self.tools.contains_key(id)
+    }
+
+    /// Notes what this fetch settled for `id` under `stamp`.
+    pub fn settle(&mut self, id: &str, stamp: u64, tool: Option<SlimTool>) {
+        self.tools.insert(id.to_string(), (stamp, tool));
     }
 }
 
@@ -181,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn only_stamped_tools_are_kept_and_only_under_their_stamp() {
+    fn what_was_settled_is_kept_only_under_its_stamp() {
         let tool = |name: &str| SlimTool {
             name: name.into(),
             description: String::new(),
@@ -190,13 +198,18 @@ mod tests {
             engine_namespace: None,
         };
         let mut known = Known::default();
-        let stamps = HashMap::from([("a::x", 7)]);
-        known.replace(&[tool("a::x"), tool("b::y")], &stamps);
-        assert_eq!(known.tools.len(), 1);
-        assert_eq!(known.kept("a::x", 7), Some(&tool("a::x")));
+        known.settle("a::x", 7, Some(tool("a::x")));
+        known.settle("b::y", 7, None);
+        assert_eq!(known.kept("a::x", 7), Some(Some(&tool("a::x"))));
         assert_eq!(known.kept("a::x", 8), None);
-        assert_eq!(known.kept("b::y", 7), None);
-        known.replace(&[], &HashMap::new());
-        assert!(known.tools.is_empty());
+        assert_eq!(
+            known.kept("b::y", 7),
+            Some(None),
+            "no usable contract, settled"
+        );
+        assert_eq!(known.kept("c::z", 7), None);
+        assert_eq!(known.earlier("a::x"), Some(&tool("a::x")));
+        assert_eq!(known.earlier("b::y"), None);
+        assert!(known.knows("b::y") && !known.knows("c::z"));
     }
 }

@@ -11,14 +11,16 @@
 //! The engine is reached through [`Engine`], so this logic runs without a socket in tests.
 
 use crate::locks;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::future::join_all;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::catalog::{Catalog, Draft, SlimTool, info_entries, parse_list, tools_from_info};
 pub use super::known::Reuse;
@@ -47,13 +49,19 @@ const LIST: &str = "engine::functions::list";
 const INFO: &str = "engine::functions::info";
 const WORKERS: &str = "engine::workers::list";
 
-/// `engine::functions::info` batches in flight at once: each wave's answers are made slim
-/// before the next is asked for, so thousands of schemas are never held all together.
+/// `engine::functions::info` batches in flight at once: each answer is made slim as it comes,
+/// so thousands of schemas are never held all together.
 const INFO_IN_FLIGHT: usize = 8;
 
+/// How long a fetch goes on asking for contracts: the batches not asked for by then count as
+/// failed (against an engine that stalls, a full fetch of 6,000 functions would otherwise take
+/// 188 batches' timeouts, 8 at a time, every search waiting for the first catalog meanwhile).
+const INFO_DEADLINE: Duration = Duration::from_secs(20);
+
 /// The engine's functions as slim tools, in listed order (excluded and internal ones left out).
-/// With [`Reuse::Unchanged`], a function whose stamp is the one `known` holds keeps the
-/// contract fetched before; `known` then holds this fetch's tools.
+/// With [`Reuse::Unchanged`], a function whose stamp is the one `known` holds keeps what was
+/// fetched before. A function whose batch failed is searched by the contract fetched before,
+/// if any, and asked for again next time. `known` then holds what this fetch settled.
 pub async fn fetch(
     engine: &dyn Engine,
     known: &mut Known,
@@ -81,21 +89,32 @@ pub async fn fetch(
         .filter(|id| kept(id).is_none())
         .cloned()
         .collect();
-    let mut fetched: HashMap<String, SlimTool> = contracts(engine, &asked)
-        .await?
-        .into_iter()
-        .map(|tool| (tool.name.clone(), tool))
-        .collect();
-    let tools: Vec<SlimTool> = ids
-        .iter()
-        .filter_map(|id| fetched.remove(id).or_else(|| kept(id).cloned()))
-        .collect();
+    let mut answers = contracts(engine, &asked).await;
+    // Nothing answered, and some function would be left out of search for it: the catalog
+    // that is there stays.
+    if answers.settled.is_empty() && asked.iter().any(|id| !known.knows(id)) {
+        return Err(SearchError::InfoAllFailed);
+    }
+    let mut settled = Known::default();
+    let mut tools = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let (tool, is_settled) = match kept(id) {
+            Some(tool) => (tool.cloned(), true),
+            None if answers.settled.contains(id) => (answers.tools.remove(id), true),
+            None => (known.earlier(id).cloned(), false),
+        };
+        if let (true, Some(stamp)) = (is_settled, stamps.get(id.as_str())) {
+            settled.settle(id, *stamp, tool.clone());
+        }
+        tools.extend(tool);
+    }
     tracing::debug!(
         functions = ids.len(),
         asked = asked.len(),
+        unanswered = asked.len() - answers.settled.len(),
         "catalog fetched, the contracts asked for"
     );
-    known.replace(&tools, &stamps);
+    *known = settled;
     Ok(tools)
 }
 
@@ -110,44 +129,58 @@ async fn worker_connections(engine: &dyn Engine) -> Option<Connections> {
     Some(connections(&answer))
 }
 
-/// The contracts of these ids as tools, from `engine::functions::info` batches of at most 32,
-/// [`INFO_IN_FLIGHT`] at a time. A failed batch leaves its functions out; every batch failing
-/// is an error.
-async fn contracts(engine: &dyn Engine, ids: &[String]) -> Result<Vec<SlimTool>, SearchError> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut tools = Vec::with_capacity(ids.len());
-    let mut answered = false;
-    let batches: Vec<&[String]> = ids.chunks(INFO_BATCH).collect();
-    for wave in batches.chunks(INFO_IN_FLIGHT) {
-        let answers = join_all(wave.iter().map(|batch| info(engine, batch))).await;
-        for (batch, answer) in wave.iter().zip(answers) {
-            if let Some(answer) = answer {
-                answered = true;
-                let fetched = tools_from_info(batch, info_entries(&answer));
-                tools.extend(fetched.iter().map(SlimTool::from_tool));
-            }
-        }
-    }
-    if !answered {
-        return Err(SearchError::InfoAllFailed);
-    }
-    Ok(tools)
+/// What `engine::functions::info` answered for the ids asked.
+#[derive(Default)]
+struct Contracts {
+    /// The usable contracts, by id.
+    tools: HashMap<String, SlimTool>,
+    /// The ids whose batch was answered: with a usable contract, or without one (an error
+    /// entry, an internal function, no entry at all).
+    settled: HashSet<String>,
 }
 
-/// One `engine::functions::info` batch's answer; a failure is logged.
-async fn info(engine: &dyn Engine, batch: &[String]) -> Option<Value> {
-    engine
+/// The contracts of these ids, from `engine::functions::info` batches of at most 32,
+/// [`INFO_IN_FLIGHT`] in flight at a time, asked for until [`INFO_DEADLINE`]. A failed batch
+/// settles none of its ids.
+async fn contracts(engine: &dyn Engine, ids: &[String]) -> Contracts {
+    let deadline = Instant::now() + INFO_DEADLINE;
+    let mut batches = ids.chunks(INFO_BATCH);
+    let mut in_flight = FuturesUnordered::new();
+    let mut contracts = Contracts::default();
+    loop {
+        while in_flight.len() < INFO_IN_FLIGHT && Instant::now() < deadline {
+            let Some(batch) = batches.next() else { break };
+            in_flight.push(info(engine, batch));
+        }
+        let Some((batch, answer)) = in_flight.next().await else {
+            break;
+        };
+        let Some(answer) = answer else { continue };
+        let fetched = tools_from_info(batch, info_entries(&answer));
+        contracts.settled.extend(batch.iter().cloned());
+        contracts.tools.extend(
+            fetched
+                .iter()
+                .map(|tool| (tool.name.clone(), SlimTool::from_tool(tool))),
+        );
+    }
+    contracts
+}
+
+/// One `engine::functions::info` batch and its answer; a failure is logged.
+async fn info<'a>(engine: &dyn Engine, batch: &'a [String]) -> (&'a [String], Option<Value>) {
+    let answer = engine
         .call(INFO, json!({ "function_ids": batch }), INFO_TIMEOUT)
         .await
         .inspect_err(|e| {
             tracing::warn!(
                 functions = batch.len(),
-                "{INFO} batch failed; those functions stay out of search: {e}"
+                "{INFO} batch failed; those functions are searched by the contracts fetched \
+                 before, if any, until the next refresh: {e}"
             );
         })
-        .ok()
+        .ok();
+    (batch, answer)
 }
 
 /// What a refresh did.
@@ -288,6 +321,8 @@ mod tests {
         asked: Mutex<Vec<String>>,
         in_flight: AtomicUsize,
         peak: AtomicUsize,
+        /// How long each `engine::functions::info` call takes.
+        delay: Duration,
     }
 
     impl Scripted {
@@ -303,6 +338,7 @@ mod tests {
                 asked: Mutex::new(Vec::new()),
                 in_flight: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
+                delay: Duration::from_millis(20),
             }
         }
     }
@@ -332,7 +368,7 @@ mod tests {
                     self.info_calls.fetch_add(1, Ordering::SeqCst);
                     let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                     self.peak.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    tokio::time::sleep(self.delay).await;
                     self.in_flight.fetch_sub(1, Ordering::SeqCst);
                     let ids: Vec<String> =
                         serde_json::from_value(payload["function_ids"].clone()).unwrap_or_default();
@@ -638,5 +674,93 @@ mod tests {
             ]
         );
         assert_eq!(take_asked(&engine).len(), 40, "the waiting one fetched all");
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_keeps_the_earlier_contract_and_is_asked_for_again() {
+        let service = CatalogService::default();
+        let fails = Arc::new(AtomicBool::new(false));
+        let failing = fails.clone();
+        let engine = Scripted::new(
+            Ok(listing_by_worker(40)),
+            move |ids: &[String]| match failing.load(Ordering::SeqCst) {
+                true => Err("timeout"),
+                false => details(ids),
+            },
+        );
+        set(
+            &engine.workers,
+            connections_of(&["a", "b", "c", "d", "e", "f", "g"]),
+        );
+        assert!(service.refresh(&engine, Reuse::Nothing).await.is_ok());
+        take_asked(&engine);
+
+        // One function's entry changes and another leaves; the one batch asked for fails.
+        let mut list = listing_by_worker(40);
+        list["functions"][9]["description"] = json!("Function nine, renamed.");
+        list["functions"].as_array_mut().map(|f| f.remove(0));
+        set(&engine.list, Ok(list));
+        fails.store(true, Ordering::SeqCst);
+        assert_eq!(
+            service.refresh(&engine, Reuse::Unchanged).await.ok(),
+            Some(Refresh::Changed { functions: 39 }),
+            "the removal is in, the changed function kept as it was"
+        );
+        assert_eq!(take_asked(&engine), ["w2::f9"]);
+        let catalog = service.current();
+        let nine = catalog.tools().iter().find(|t| t.name == "w2::f9");
+        assert_eq!(nine.map(|t| t.description.as_str()), Some("Does w2::f9."));
+
+        // The next refresh asks for it again, and takes its new contract.
+        fails.store(false, Ordering::SeqCst);
+        assert!(service.refresh(&engine, Reuse::Unchanged).await.is_ok());
+        assert_eq!(take_asked(&engine), ["w2::f9"]);
+        assert!(service.refresh(&engine, Reuse::Unchanged).await.is_ok());
+        assert!(take_asked(&engine).is_empty(), "settled");
+    }
+
+    #[tokio::test]
+    async fn a_function_the_engine_refuses_is_not_asked_for_again_while_its_entry_stays() {
+        let service = CatalogService::default();
+        let engine = Scripted::new(Ok(listing_by_worker(10)), |ids: &[String]| {
+            let functions: Vec<Value> = ids
+                .iter()
+                .map(|id| match id.as_str() {
+                    "w3::f3" => json!({ "function_id": id, "error": "forbidden" }),
+                    _ => json!({ "function_id": id, "description": format!("Does {id}.") }),
+                })
+                .collect();
+            Ok(json!({ "functions": functions }))
+        });
+        set(
+            &engine.workers,
+            connections_of(&["a", "b", "c", "d", "e", "f", "g"]),
+        );
+        assert_eq!(
+            service.refresh(&engine, Reuse::Unchanged).await.ok(),
+            Some(Refresh::Changed { functions: 9 })
+        );
+        assert_eq!(take_asked(&engine).len(), 10);
+        assert_eq!(
+            service.refresh(&engine, Reuse::Unchanged).await.ok(),
+            Some(Refresh::Unchanged)
+        );
+        assert!(take_asked(&engine).is_empty(), "the refusal is remembered");
+        assert!(service.refresh(&engine, Reuse::Nothing).await.is_ok());
+        assert_eq!(take_asked(&engine).len(), 10, "a full round asks again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn against_a_stalled_engine_a_fetch_stops_asking_at_its_deadline() {
+        let mut engine = Scripted::new(Ok(listing(INFO_BATCH * 100)), details);
+        engine.delay = Duration::from_secs(8);
+        let started = Instant::now();
+        let tools = fetch(&engine, &mut Known::default(), Reuse::Nothing).await;
+        // Eight in flight at once; a batch is asked for only before the deadline.
+        let calls = engine.info_calls.load(Ordering::SeqCst);
+        assert_eq!(calls, 3 * INFO_IN_FLIGHT, "asked at 0, 8 and 16 s");
+        assert_eq!(tools.map(|t| t.len()).ok(), Some(calls * INFO_BATCH));
+        assert!(started.elapsed() < INFO_DEADLINE + Duration::from_secs(8));
+        assert_eq!(engine.peak.load(Ordering::SeqCst), INFO_IN_FLIGHT);
     }
 }
