@@ -12,6 +12,7 @@ use crate::doc::{MAX_FILE_BYTES, as_read, frontmatter};
 use crate::error::{Error, Next, Result, quoted};
 use crate::events::ChangeEvent;
 use crate::roots::{Root, Roots};
+use crate::rules::spec::SKILL_FILE;
 use crate::store::StoreError;
 use crate::store::way::{Blocked, check_way};
 use crate::time::Stamp;
@@ -124,7 +125,11 @@ pub fn check_not_shadowing(roots: &Roots, target: &Path, id: &str, code: Code) -
     if !hides {
         return Ok(());
     }
-    let local_id = rel.trim_end_matches(".md");
+    // A `SKILL.md` is created by naming it (`<folder>/SKILL.md`); another file by its id.
+    let local_id = match Path::new(&*rel).file_name() == Some(SKILL_FILE.as_ref()) {
+        true => &*rel,
+        false => rel.trim_end_matches(".md"),
+    };
     Err(Error::coded(
         code,
         format!(

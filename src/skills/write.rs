@@ -29,6 +29,8 @@ const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),
     next("directory::skills::list", "browse skill ids"),
 ];
+/// A create of an id a read-only skill serves: its update would be refused too.
+const NEXT_ON_READ_ONLY_CONFLICT: [Next; 1] = [next("directory::skills::list", "browse skill ids")];
 const NEXT_ON_MISS: [Next; 3] = [
     next("directory::skills::list", "browse skill ids"),
     next(
@@ -80,11 +82,11 @@ pub fn create(
     if let Some((_, row)) = reader.resolve_skill(visibility, &id)? {
         let exists = format!("skill {id} already exists.", id = quoted(&id));
         // Its update would be refused too: say so, rather than send the caller there.
-        return Err(match read_only(roots, &id, &row.source) {
+        return Err(match read_only(roots, &id, &row.source, Asked::Create) {
             Some(why) => Error::coded(
                 Code::SkillExists,
                 format!("{exists} It is not yours to write: {why}"),
-                &NEXT_ON_CONFLICT[1..],
+                &NEXT_ON_READ_ONLY_CONFLICT,
             ),
             None => Error::coded(Code::SkillExists, exists, &NEXT_ON_CONFLICT),
         });
@@ -236,7 +238,7 @@ fn writable(
     let Some((found, row)) = reader.resolve_skill(visibility, id)? else {
         return Err(miss()?);
     };
-    if let Some(why) = read_only(roots, id, &row.source) {
+    if let Some(why) = read_only(roots, id, &row.source, Asked::Update) {
         return Err(Error::coded(Code::SkillReadOnly, why, &[]));
     }
     match row.source {
@@ -248,9 +250,16 @@ fn writable(
     }
 }
 
+/// The write that found a skill read-only: what to do instead depends on it.
+#[derive(Clone, Copy)]
+enum Asked {
+    Create,
+    Update,
+}
+
 /// Why a skill served from `source` cannot be written, when it cannot: bundled with the
 /// worker, or under an agents skills root (another tool owns it).
-fn read_only(roots: &Roots, id: &str, source: &Source) -> Option<String> {
+fn read_only(roots: &Roots, id: &str, source: &Source, asked: Asked) -> Option<String> {
     match source {
         Source::File {
             root: root @ (Root::AgentsSkills | Root::GlobalAgentsSkills),
@@ -261,8 +270,14 @@ fn read_only(roots: &Roots, id: &str, source: &Source) -> Option<String> {
             id = quoted(id)
         )),
         Source::Bundled => Some(format!(
-            "skill {id} is bundled with the worker and read-only; create a skill of your own (directory::skills::create) to say something else.",
-            id = quoted(id)
+            "skill {id} is bundled with the worker and read-only; {instead}",
+            id = quoted(id),
+            instead = match asked {
+                Asked::Update => {
+                    "create a skill of your own (directory::skills::create) to say something else."
+                }
+                Asked::Create => "create yours under another id.",
+            }
         )),
         Source::File { .. } => None,
     }

@@ -288,7 +288,16 @@ fn skills_create_d114_visible_alias_agents_and_skipped_file() {
     }
     // A read-only skill (an agents skill, via the alias; a bundled one): the contract's
     // sentence, then why an update would be refused too, and no update to call.
-    for id in ["impeccable", "iii-directory/index"] {
+    for (id, why) in [
+        (
+            "impeccable",
+            "is system-installed under an agents skills root",
+        ),
+        (
+            "iii-directory/index",
+            "is bundled with the worker and read-only; create yours under another id.",
+        ),
+    ] {
         let (code, message) = env.coded(
             WriteFunction::SkillsCreate,
             json!({"id": id, "content": BODY}),
@@ -296,12 +305,16 @@ fn skills_create_d114_visible_alias_agents_and_skipped_file() {
         assert_eq!(code, Some("D114"), "{id}: {message}");
         assert!(
             message.starts_with(&format!(
-                "D114 invalid_input: skill \"{id}\" already exists. It is not yours to write: skill \"{id}\" is "
-            )) && message.ends_with(
-                "read-only; edit it with its owning tool, or copy it into skills_folder on disk to fork it. Next: call directory::skills::list to browse skill ids."
-            ) || message.contains("bundled with the worker and read-only"),
+                "D114 invalid_input: skill \"{id}\" already exists. It is not yours to write: skill \"{id}\" "
+            )),
             "{message}"
         );
+        assert!(message.contains(why), "{message}");
+        assert!(
+            message.ends_with(" Next: call directory::skills::list to browse skill ids."),
+            "{message}"
+        );
+        assert!(!message.contains("skills::update"), "{message}");
     }
     let path = env.path("skills/shell/hidden.md");
     let (code, message) = env.coded(
@@ -471,7 +484,12 @@ fn skills_create_refuses_a_path_through_a_link_loop() {
 #[test]
 fn skills_create_refuses_to_start_a_local_namespace_that_hides_a_global_one() {
     let env = Env::new(standard);
-    for (id, local_id) in [("iii/mailer/note", "mailer/note"), ("iii/kit", "kit")] {
+    for (id, shown, local_id) in [
+        ("iii/mailer/note", "iii/mailer/note", "mailer/note"),
+        ("iii/kit", "iii/kit", "kit"),
+        // An Agent Skill is created by naming its file: so is the suggestion.
+        ("iii/mailer/SKILL.md", "iii/mailer/index", "mailer/SKILL.md"),
+    ] {
         let (code, message) = env.coded(
             WriteFunction::SkillsCreate,
             json!({"id": id, "content": BODY}),
@@ -480,7 +498,7 @@ fn skills_create_refuses_to_start_a_local_namespace_that_hides_a_global_one() {
         let namespace = local_id.split('/').next().unwrap_or_default();
         assert!(
             message.starts_with(&format!(
-                "D115 invalid_input: skill {id:?} would start a {namespace} namespace in local_skills_folder ("
+                "D115 invalid_input: skill {shown:?} would start a {namespace} namespace in local_skills_folder ("
             )),
             "{message}"
         );
