@@ -224,9 +224,15 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
     ask_writer(index_path, Ask::CatchUp)
 }
 
-/// [`sync_with_writer`], asking the writer for `ask`.
+/// [`sync_with_writer`], asking the writer for `ask`. A worker that has not finished its first
+/// reconcile (its note is not [`settled`](holder::Holder::settled)) is waited for first: until
+/// then its index holds a previous run's rows, or none, and its watcher may not answer yet.
 pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let building = || holder::read(index_path).is_some_and(|h| !h.is_command() && !h.settled);
+    if building() && !wait_for_writer(index_path, building, "build its index") {
+        return Synced::GaveUp;
+    }
     let folder = sync_folder(index_path);
     if !folder.join(MARK).is_file() {
         warn_of_a_worker_without_a_sync_folder(index_path);
@@ -242,39 +248,13 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         tracing::debug!("cannot leave a sync cookie in {}: {e}", folder.display());
         return Synced::NoWriter;
     }
-    let started = Instant::now();
-    let mut next_look = COOKIE_WAIT;
-    let mut writer: Option<Busy> = None;
-    let mut pause = Duration::from_micros(50);
-    while cookie.exists() {
-        if started.elapsed() > next_look {
-            match writer.as_mut() {
-                // The first look: how much CPU the writer has used so far.
-                None => {
-                    writer = Some(Busy::of_writer(index_path));
-                    tracing::warn!(
-                        "waiting for the worker to take in the changes made on disk (no answer \
-                         within {} ms; up to {} s while it works)",
-                        COOKIE_WAIT.as_millis(),
-                        BUSY_WAIT.as_secs()
-                    );
-                }
-                Some(busy) => {
-                    if started.elapsed() > BUSY_WAIT || !busy.still_working() {
-                        let _ = std::fs::remove_file(&cookie);
-                        tracing::warn!(
-                            "the worker did not confirm within {} ms that it had taken in the \
-                             latest changes; answering from the index as it is",
-                            started.elapsed().as_millis()
-                        );
-                        return Synced::GaveUp;
-                    }
-                }
-            }
-            next_look += COOKIE_WAIT;
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(2));
+    if !wait_for_writer(
+        index_path,
+        || cookie.exists(),
+        "take in the changes made on disk",
+    ) {
+        let _ = std::fs::remove_file(&cookie);
+        return Synced::GaveUp;
     }
     let failed = failed_beside(&cookie);
     match std::fs::read_to_string(&failed) {
@@ -284,6 +264,46 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         }
         Err(_) => Synced::Answered,
     }
+}
+
+/// Waits while `pending` holds, for the writer to `what` (as the warnings say it): up to
+/// [`COOKIE_WAIT`], then for as long as the writer keeps using the CPU, up to [`BUSY_WAIT`].
+/// Returns whether `pending` ended; a writer given up on costs one warning.
+fn wait_for_writer(index_path: &Path, pending: impl Fn() -> bool, what: &str) -> bool {
+    let started = Instant::now();
+    let mut next_look = COOKIE_WAIT;
+    let mut writer: Option<Busy> = None;
+    let mut pause = Duration::from_micros(50);
+    while pending() {
+        if started.elapsed() > next_look {
+            match writer.as_mut() {
+                // The first look: how much CPU the writer has used so far.
+                None => {
+                    writer = Some(Busy::of_writer(index_path));
+                    tracing::warn!(
+                        "waiting for the worker to {what} (no answer within {} ms; up to {} s \
+                         while it works)",
+                        COOKIE_WAIT.as_millis(),
+                        BUSY_WAIT.as_secs()
+                    );
+                }
+                Some(busy) => {
+                    if started.elapsed() > BUSY_WAIT || !busy.still_working() {
+                        tracing::warn!(
+                            "the worker did not confirm within {} ms that it had done so; \
+                             answering from the index as it is",
+                            started.elapsed().as_millis()
+                        );
+                        return false;
+                    }
+                }
+            }
+            next_look += COOKIE_WAIT;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(2));
+    }
+    true
 }
 
 /// Whether the writer is working: its CPU time, as last read.

@@ -17,6 +17,7 @@ use crate::doc::ids::skill_id_for;
 use crate::error::{Error, Result};
 use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
+use crate::index::holder::Rows;
 use crate::index::{self, Index, OpenError, Progress, Report, Scope};
 use crate::list_revision::{self, ListRevision, ListScope, RevisionRequest};
 use crate::locks;
@@ -225,7 +226,12 @@ impl Directory {
     fn with_index(config: Config, index: Index) -> Directory {
         let roots = Roots::from_paths(&config.paths);
         if index.is_writer() {
-            index::holder::note(&config.paths.index_path, folders(&roots), &config.settings);
+            index::holder::note(
+                &config.paths.index_path,
+                folders(&roots),
+                &config.settings,
+                Rows::Building,
+            );
             // Before the first reconcile: a download killed mid-landing is finished or undone.
             store::landing::recover_at_open(&config.paths);
         }
@@ -281,7 +287,12 @@ impl Directory {
             .set_change_log_revisions(new.change_log_revisions);
         if self.index.is_writer() {
             // The commands beside the worker read its live settings from the note.
-            index::holder::note(&self.config.paths.index_path, folders(&self.roots), &new);
+            index::holder::note(
+                &self.config.paths.index_path,
+                folders(&self.roots),
+                &new,
+                Rows::AsNoted,
+            );
         }
         *settings = new;
         Ok(())
@@ -329,8 +340,9 @@ impl Directory {
         self.index.is_writer()
     }
 
-    /// Says that the index's rows are complete, so that reads may follow this process, a
-    /// command that goes on adding embeddings (`reindex`), rather than wait for it.
+    /// Says that the index's rows are complete, so that reads may follow this process rather
+    /// than wait for it: a command that goes on adding embeddings (`reindex`), or a worker
+    /// after its first reconcile.
     pub fn note_rows_complete(&self) {
         self.index.note_rows_complete();
     }
@@ -486,7 +498,8 @@ impl Directory {
     }
 
     /// Writes this process's holder note again after its index file was built again (it was
-    /// removed under it, with the note beside it): commands find the worker again.
+    /// removed under it, with the note beside it): commands find the worker again. Called
+    /// after the reconcile that built it, so its rows are complete.
     fn note_holder_if_rebuilt(&self) {
         if self.index.take_rebuilt() {
             let settings = self.settings();
@@ -494,6 +507,7 @@ impl Directory {
                 &self.config.paths.index_path,
                 folders(&self.roots),
                 &settings,
+                Rows::Complete,
             );
         }
     }

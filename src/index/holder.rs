@@ -55,8 +55,10 @@ pub struct Holder {
     /// the bundles lock, the search model), as it does for the worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<NotedConfig>,
-    /// A command says so once the index's rows are complete and it only adds what a read does
+    /// The index's rows are complete. A command says so when it only adds what a read does
     /// not need (a `reindex` computing embeddings): a read may then follow it rather than wait.
+    /// A worker says so once its first reconcile is done: until then a read beside it waits
+    /// (`sync_cookie`), since the rows it would read are a previous run's, or none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub settled: bool,
 }
@@ -170,19 +172,41 @@ pub fn wanted_by(index: &Path) -> Option<Holder> {
         .filter(|holder| holder.pid != std::process::id() && alive(holder.pid))
 }
 
+/// Whether the rows of an index this process notes itself as holding are complete (see
+/// [`Holder::settled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Not yet: the process has not reconciled the file it just opened or built.
+    Building,
+    /// A reconcile of this file is done.
+    Complete,
+    /// As this process's note says already (a note written again for new settings).
+    AsNoted,
+}
+
 /// Notes this process as the writer of the index at `index`, indexing `folders` (when it
 /// declared a role), with its live `settings` when it is a worker. Best effort: without the
 /// note, the others behave as before notes existed (see [`of_busy`]).
-pub fn note(index: &Path, folders: Vec<(String, String)>, settings: &crate::config::Settings) {
+pub fn note(
+    index: &Path,
+    folders: Vec<(String, String)>,
+    settings: &crate::config::Settings,
+    rows: Rows,
+) {
     let Some(role) = ROLE.get() else {
         return;
+    };
+    let settled = match rows {
+        Rows::Building => false,
+        Rows::Complete => true,
+        Rows::AsNoted => own_note(index).is_some_and(|own| own.settled),
     };
     let holder = Holder {
         pid: std::process::id(),
         role: role.clone(),
         folders,
         config: (role == WORKER).then(|| NotedConfig::of(settings)),
-        settled: false,
+        settled,
     };
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
@@ -191,14 +215,18 @@ pub fn note(index: &Path, folders: Vec<(String, String)>, settings: &crate::conf
 
 /// Marks this process's note as [`Holder::settled`]. Best effort, as [`note`].
 pub fn note_settled(index: &Path) {
-    let Some(mut holder) = read_note(&note_path(index)).filter(|h| h.pid == std::process::id())
-    else {
+    let Some(mut holder) = own_note(index) else {
         return;
     };
     holder.settled = true;
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note that the index's rows are complete");
     }
+}
+
+/// This process's own note, if the note at `index` is one.
+fn own_note(index: &Path) -> Option<Holder> {
+    read_note(&note_path(index)).filter(|h| h.pid == std::process::id())
 }
 
 /// Writes the note naming `holder` as the writer of the index at `index`, whole (a reader

@@ -142,6 +142,8 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     // the safety net.
     let watcher = Watcher::start(directory.clone(), WatchOptions::default());
     let report = directory.reconcile().map_err(ServeError::Reconcile)?;
+    // The commands beside the worker have waited for this (`sync_cookie`).
+    directory.note_rows_complete();
     tracing::info!(
         files = report.files,
         read = report.read,

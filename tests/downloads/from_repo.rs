@@ -514,7 +514,8 @@ fn beside_a_running_worker_the_command_follows_the_workers_policies() {
             settings: json!({ "download_allow_executables": false }),
             base: f.compose.base().to_path_buf(),
         }),
-        ..iii_directory::IndexHolder::default()
+        // Its first reconcile is done (the fixture opened the index as its writer).
+        settled: true,
     };
     iii_directory::write_index_holder(&index, &note).expect("the worker's note");
     let stderr = f.refused(&[

@@ -861,9 +861,51 @@ fn note_holder(tree: &Tree, role: &str, folders: Vec<(String, String)>) {
         pid: std::process::id(),
         role: role.to_string(),
         folders,
+        // A worker stood in for here reconciles before any command runs beside it; a command
+        // stood in for is one a read waits for.
+        settled: role == WORKER_ROLE,
         ..IndexHolder::default()
     };
     write_index_holder(&tree.config().paths.index_path, &holder).expect("note the holder");
+}
+
+/// A read beside a worker that has not finished its first reconcile (its holder note is not
+/// settled) waits for it: until then the index holds none of the tree's rows (or a previous
+/// run's), and the worker's watcher may not answer a sync cookie yet.
+#[test]
+fn a_read_beside_a_booting_worker_waits_for_its_first_reconcile() {
+    let tree = sample_tree();
+    let writer = Directory::open(tree.config()).expect("open as writer");
+    let mut note = IndexHolder {
+        pid: std::process::id(),
+        role: WORKER_ROLE.to_string(),
+        folders: tree_folders(&tree),
+        ..IndexHolder::default()
+    };
+    let index = tree.config().paths.index_path;
+    write_index_holder(&index, &note).expect("note");
+    let mut child = spawn_list_skills(&tree);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the read answered before the worker's first reconcile"
+    );
+    writer.reconcile().expect("reconcile");
+    note.settled = true;
+    write_index_holder(&index, &note).expect("note");
+    let output = child.wait_with_output().expect("wait");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let listed: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(
+        listed,
+        common::call(&writer, ReadFunction::SkillsList, json!({}))
+    );
+    assert!(
+        listed["skills"]
+            .as_array()
+            .is_some_and(|rows| rows.iter().any(|row| row["id"] == "mailer/send-email")),
+        "{listed}"
+    );
 }
 
 /// A running worker holds the index as its writer: the read commands answer from its live
@@ -2049,9 +2091,8 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
     }
     let tree = sample_tree();
     let mut worker = worker_holding_the_index(&tree);
-    // This user's read waits for the worker to take the tree in (its sync cookie is answered
-    // after the worker's first reconcile); the other user, who cannot leave a cookie, then
-    // reads the same rows.
+    // This user's read waits for the worker's first reconcile (the worker's holder note says
+    // when it is done); the other user, who cannot leave a cookie, then reads the same rows.
     let own = ok_json(&tree, &["list", "skills", "--json"]);
     // Everyone may read the tree and the index; only this user may write them.
     let status = Command::new("chmod")

@@ -278,6 +278,8 @@ fn note_worker(base: &Path) {
             .into_iter()
             .map(|(key, path)| (key.to_string(), path.display().to_string()))
             .collect(),
+        // The child reconciled before it notes itself.
+        settled: true,
         ..IndexHolder::default()
     };
     write_index_holder(&paths.index_path, &holder).expect("note the holder");
