@@ -133,6 +133,8 @@ struct Writer {
     /// under it (a `git clean -fdx` of the folder it lives in) is noticed by the next read or
     /// reconcile, and by the watcher when the sync folder beside it goes.
     opened: Mutex<Option<(u64, u64)>>,
+    /// The device and inode of the texts store this writer opened beside it.
+    opened_texts: Mutex<Option<(u64, u64)>>,
     /// Set when the file was built again after it was removed or replaced; taken by
     /// [`Index::take_rebuilt`].
     rebuilt: AtomicBool,
@@ -220,6 +222,7 @@ impl Index {
                 closed: AtomicBool::new(false),
                 trouble: Mutex::new(None),
                 opened: Mutex::new(file_id(path)),
+                opened_texts: Mutex::new(file_id(&texts::path(path))),
                 rebuilt: AtomicBool::new(false),
             }),
             path: path.to_path_buf(),
@@ -518,6 +521,9 @@ impl Index {
         mirror: &mut reconcile::Mirror,
     ) -> Result<()> {
         self.refuse_when_closed()?;
+        if let Handle::Writer(writer) = &self.handle {
+            writer.let_go_of_a_lone_texts_store();
+        }
         let opened = open_or_rebuild(&self.path).map_err(|e| IndexError::Reopen(Box::new(e)))?;
         self.install(&mut locks::write(slot), opened, mirror);
         Ok(())
@@ -546,6 +552,7 @@ impl Index {
         *slot = Some(stores);
         if let Handle::Writer(writer) = &self.handle {
             *locks::lock(&writer.opened) = file_id(&self.path);
+            *locks::lock(&writer.opened_texts) = file_id(&texts::path(&self.path));
         }
     }
 
@@ -565,6 +572,20 @@ impl Index {
 }
 
 impl Writer {
+    /// When only the index file went (an `rm` of it, not of its folder), the texts store at its
+    /// path is still the one this writer holds, locked, and belongs to the index removed: it is
+    /// unlinked, so that both files are built again (the open handle serves reads until then).
+    /// Opened as it is, this writer's own lock on it refused the rebuild on every attempt.
+    fn let_go_of_a_lone_texts_store(&self) {
+        let texts = texts::path(&self.path);
+        let held = *locks::lock(&self.opened_texts);
+        if file_id(&self.path).is_none() && held.is_some() && file_id(&texts) == held {
+            if let Err(e) = std::fs::remove_file(&texts) {
+                tracing::warn!(path = %texts.display(), %e, "cannot remove the texts store of the removed index");
+            }
+        }
+    }
+
     /// Whether the index file at the path is gone, or another file than the one opened.
     fn replaced(&self) -> bool {
         let opened = *locks::lock(&self.opened);

@@ -2,8 +2,9 @@
 //! repository whose ignored `data/` holds it): the watcher hears its sync folder go, and at
 //! once builds the index again at its path, with the worker's holder note and the sync folder
 //! beside it, so the commands beside the worker follow it again instead of building an index
-//! of their own, and wait on it for fresh reads. The child declares itself a worker, which
-//! a process may do once, so it runs alone (`common::child`).
+//! of their own, and wait on it for fresh reads. The index file removed alone is built again
+//! too, with its texts store. The child declares itself a worker, which a process may do
+//! once, so it runs alone (`common::child`).
 
 use test_support::common::{Tree, child};
 
@@ -11,6 +12,7 @@ use std::process::Stdio;
 
 const CHILD: &str = "index_removed_child";
 const TREE_VAR: &str = "III_DIRECTORY_INDEX_REMOVED_TREE";
+const MODE_VAR: &str = "III_DIRECTORY_INDEX_REMOVED_MODE";
 
 #[test]
 #[ignore = "run by the index-removal test as a child process"]
@@ -27,6 +29,11 @@ fn index_removed_child() {
     let watcher =
         iii_directory::Watcher::start(directory.clone(), iii_directory::WatchOptions::default());
     assert!(sync.is_dir(), "the watcher claims the sync folder");
+    if std::env::var(MODE_VAR).as_deref() == Ok("file") {
+        file_removed(&directory, &base);
+        watcher.stop();
+        return;
+    }
     std::fs::remove_dir_all(index.parent().unwrap()).expect("remove the index's folder");
     // No read, no change in the folders: the watcher notices on its own.
     let started = std::time::Instant::now();
@@ -41,6 +48,51 @@ fn index_removed_child() {
         holder == Some((std::process::id(), iii_directory::WORKER_ROLE.to_string()))
     ));
     watcher.stop();
+}
+
+/// In the child: the index file alone is removed (its texts store stays, held by this
+/// writer); the next read builds both again and serves what is on disk, and writes land.
+fn file_removed(directory: &iii_directory::Directory, base: &str) {
+    use iii_directory::{ReadFunction, WriteFunction};
+    use serde_json::json;
+    let index = directory.config().paths.index_path.clone();
+    std::fs::remove_file(&index).expect("remove the index file");
+    let skill = std::path::Path::new(base).join("skills/later.md");
+    std::fs::write(&skill, "# Later\n\nWritten after the index went.\n").expect("write");
+    let got = directory.read(ReadFunction::SkillsGet, &json!({"id": "later"}), None);
+    let title = got.map(|g| g["title"].clone()).map_err(|e| e.to_string());
+    let created = directory.write(
+        WriteFunction::SkillsCreate,
+        &json!({"id": "made", "content": "# Made\n\nAfter the rebuild.\n"}),
+        None,
+    );
+    let status = directory.status().map(|s| s["index_error"].clone());
+    child::say(&format!(
+        "RESULT {title:?} {} {:?} {}",
+        created.is_ok(),
+        status.map_err(|e| e.to_string()),
+        index.is_file()
+    ));
+}
+
+/// Only the index file removed under a worker (`rm data/index.redb`): its texts store is still
+/// the one the worker holds, locked, which refused every rebuild until a restart.
+#[test]
+fn an_index_file_removed_alone_under_a_worker_is_built_again() {
+    let tree = Tree::new();
+    tree.write("skills/deploy.md", "# Deploy\n\nShip it.\n");
+    let output = child::command(&child::test_path(module_path!(), CHILD))
+        .env(TREE_VAR, tree.base())
+        .env(MODE_VAR, "file")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(r#"RESULT Ok(String("Later")) true Ok(Null) true"#),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]
