@@ -769,14 +769,15 @@ fn a_client_keeps_the_skills_list_current_with_small_answers() {
 /// 5: texts stored by content hash; 6: skip reasons stored as sentences; 7: before the spec
 /// checks; 8: before the skill embeddings; 9: before the global roots and the profiles'
 /// `functions` and `skills_index`; 10: skill rows without the frontmatter name; 11: skill
-/// vectors of the earlier skill text; 12: skill vectors that do not name their model) is rebuilt
+/// vectors of the earlier skill text; 12: skill vectors that do not name their model; 13: YAML
+/// mistakes placed one line early, salvaged blocks without license or allowed-tools) is rebuilt
 /// at open with the log's table, an epoch, a floor and a texts store, and the lists answer
 /// deltas from then on.
 #[test]
 fn an_index_of_an_earlier_schema_is_rebuilt_with_a_change_log() {
     use iii_directory::testing::{SCHEMA_VERSION, encode};
-    assert_eq!(SCHEMA_VERSION, 13);
-    for earlier in [3u64, 4, 5, 6, 7, 8, 9, 10, 11, 12] {
+    assert_eq!(SCHEMA_VERSION, 14);
+    for earlier in [3u64, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] {
         rebuilt_from(earlier, encode);
     }
 }
