@@ -455,13 +455,14 @@ fn namespace_rows(
 ) -> (BTreeMap<String, SkillRow>, Skipped) {
     let mut skipped = Skipped::new();
     let mut files = skills_root_files(inputs, shadows, ns, part, &mut skipped);
-    let (agents_namespace, bundled) = match part {
+    let bundled = match part {
         Part::Whole => agents_and_bundled(inputs, shadows, ns, &mut files, &mut skipped),
         Part::Ids(_) => {
             debug_assert!(shadows.has_folder(ns), "{ns} is narrowed but not a folder");
-            (false, BTreeMap::new())
+            BTreeMap::new()
         }
     };
+    let agents_namespace = agents_namespace(inputs, ns);
     let all_ids: BTreeSet<String> = files.keys().chain(bundled.keys()).cloned().collect();
     let mut rows = BTreeMap::new();
     for (id, file) in &files {
@@ -475,16 +476,28 @@ fn namespace_rows(
     (rows, skipped)
 }
 
-/// Steps 2 to 4 of a whole namespace: its agents skills and bundled skills. Returns whether an
-/// agents skill serves the namespace, and the bundled skills it serves.
+/// Whether `ns` is an agents namespace: an agents skills root (the project's or the global one)
+/// has a valid skill of that name, served or shadowed by a skills root folder of the name. Its
+/// skills bypass `filter_unregistered`, the contract's "agents namespaces" being every valid
+/// agents skill's: a project fork of an agents skill (`skills/<ns>/SKILL.md`, as a read-only
+/// skill's refusal advises) stays visible.
+fn agents_namespace(inputs: &Inputs<'_>, ns: &str) -> bool {
+    validate_skill_id(&format!("{ns}/index")).is_ok()
+        && [Root::AgentsSkills, Root::GlobalAgentsSkills]
+            .into_iter()
+            .any(|root| namespace_entries(inputs.files, root, ns).next().is_some())
+}
+
+/// Steps 2 to 4 of a whole namespace: its agents skills and bundled skills. Returns the
+/// bundled skills it serves.
 fn agents_and_bundled<'a>(
     inputs: &'a Inputs<'_>,
     shadows: &Shadows<'_>,
     ns: &str,
     files: &mut SkillFiles<'a>,
     skipped: &mut Skipped,
-) -> (bool, BTreeMap<String, &'static ParsedDoc>) {
-    let mut agents_namespace = add_agents_skill(
+) -> BTreeMap<String, &'static ParsedDoc> {
+    let served_by_agents_skill = add_agents_skill(
         inputs,
         Root::AgentsSkills,
         shadows,
@@ -493,10 +506,10 @@ fn agents_and_bundled<'a>(
         files,
         skipped,
     );
-    let bundled = bundled_fallbacks(shadows, ns, agents_namespace, files);
-    if !agents_namespace {
+    let bundled = bundled_fallbacks(shadows, ns, served_by_agents_skill, files);
+    if !served_by_agents_skill {
         let taken = (!bundled.is_empty()).then_some(Taken::Bundled);
-        agents_namespace = add_agents_skill(
+        add_agents_skill(
             inputs,
             Root::GlobalAgentsSkills,
             shadows,
@@ -508,7 +521,7 @@ fn agents_and_bundled<'a>(
     } else {
         shadow_global_agents_skill(inputs, ns, skipped);
     }
-    (agents_namespace, bundled)
+    bundled
 }
 
 /// What one file of a skills root is to its namespace, before the roots are merged.
@@ -600,8 +613,7 @@ enum Taken {
 /// Step 2 (`agents_skills_folder`) and step 4 (`global_agents_skills_folder`): the root's
 /// `<ns>/SKILL.md`, served as `<ns>/index` unless a folder of either skills root has the
 /// namespace's name, or (for the global root) a higher step already serves the namespace
-/// (`taken`). Returns whether it serves the namespace (the rows then say so, and the bundled
-/// skills stay out).
+/// (`taken`). Returns whether it serves the namespace (the bundled skills then stay out).
 fn add_agents_skill<'a>(
     inputs: &'a Inputs<'_>,
     root: Root,

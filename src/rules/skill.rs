@@ -128,7 +128,8 @@ pub struct Placement {
     pub source: Source,
     /// Served from `agents_skills_folder`.
     pub agents_skill: bool,
-    /// Its namespace is served by the agents skills root (which bypasses the filter).
+    /// Its namespace is an agents namespace (a valid agents skill has its name, served or
+    /// shadowed by a skills root folder), whose skills bypass the filter.
     pub agents_namespace: bool,
 }
 

@@ -73,6 +73,36 @@ fn filter_keeps_agents_skills_namespaces() {
     assert!(installed_ids(&d, &[]).contains(&"tool".to_string()));
 }
 
+/// An agents skill's namespace stays an agents namespace when a skills root folder of its name
+/// shadows it (a project fork, made as a read-only skill's refusal advises): the fork, and an
+/// edit of it afterwards, stay visible.
+#[test]
+fn filter_keeps_a_project_fork_of_an_agents_skill() {
+    let tree = filter_tree();
+    tree.write("skills/tool/SKILL.md", "# Tool, forked\n\nOurs.\n");
+    tree.write("skills/iii/tool2/SKILL.md", "# Tool two\n\nLocal.\n");
+    tree.write(".agents/skills/tool2/SKILL.md", "# Tool two upstream\n");
+    let d = tree.open();
+    let ids = installed_ids(&d, &[]);
+    assert!(ids.contains(&"tool".to_string()), "{ids:?}");
+    assert!(ids.contains(&"tool2".to_string()), "{ids:?}");
+    let got = d
+        .read(GET, &json!({ "id": "tool" }), Some(&Default::default()))
+        .expect("the fork is visible");
+    assert_eq!(got["title"], "Tool, forked");
+    // An edit inside the fork's folder recomputes only its ids: still visible.
+    tree.write("skills/tool/notes.md", "# Notes\n\nMore.\n");
+    d.reconcile().expect("reconcile");
+    let ids = installed_ids(&d, &[]);
+    assert!(ids.contains(&"tool/notes".to_string()), "{ids:?}");
+    assert!(ids.contains(&"tool".to_string()), "{ids:?}");
+    // Without the agents skill, the fork's namespace is an uninstalled worker's.
+    tree.remove(".agents/skills/tool/SKILL.md");
+    d.reconcile().expect("reconcile");
+    let ids = installed_ids(&d, &[]);
+    assert!(!ids.contains(&"tool/notes".to_string()), "{ids:?}");
+}
+
 #[test]
 fn filter_off_hides_nothing() {
     let tree = filter_tree();
