@@ -210,7 +210,9 @@ impl LockedSource {
                 skill,
                 branch,
             } => LockedSource::Repo {
-                repo: repo.clone(),
+                // The lock is meant to be committed: the clone's credentials stay out of it
+                // (an update or restore asks git's credential helpers).
+                repo: super::repo::without_credentials(repo).into_owned(),
                 branch: branch.clone(),
                 folder: format!("skills/{skill}"),
                 commit: resolved.commit.clone(),

@@ -78,7 +78,7 @@ pub async fn fetch(
             repo::check(&source)?;
             guard::check_namespace(source.namespace())?;
             progress(Step::Cloning {
-                repo: repo.clone(),
+                repo: repo::without_credentials(repo).into_owned(),
                 branch: branch.clone(),
             });
             let timeout = Duration::from_millis(settings.download_timeout_ms);

@@ -534,7 +534,9 @@ async fn make(
 /// Another branch of the same repository is the same origin. `force` replaces the bundle.
 fn refuse_another_origin(entry: &Entry, source: &Source) -> Result<()> {
     let same = match (&entry.source, source) {
-        (LockedSource::Repo { repo: locked, .. }, Source::Repo { repo, .. }) => locked == repo,
+        (LockedSource::Repo { repo: locked, .. }, Source::Repo { repo, .. }) => {
+            *locked == repo::without_credentials(repo)
+        }
         (LockedSource::Registry { .. }, Source::Registry { .. }) => true,
         _ => false,
     };
@@ -546,7 +548,9 @@ fn refuse_another_origin(entry: &Entry, source: &Source) -> Result<()> {
         LockedSource::Registry { worker, .. } => format!("the registry's worker {worker}"),
     };
     let asked = match source {
-        Source::Repo { repo, .. } => format!("the repository {repo}"),
+        Source::Repo { repo, .. } => {
+            format!("the repository {}", repo::without_credentials(repo))
+        }
         Source::Registry { worker, .. } => format!("the registry's worker {worker}"),
     };
     Err(Error::coded(

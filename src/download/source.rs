@@ -73,15 +73,21 @@ impl Source {
         }
     }
 
-    /// The response's `source`: `{kind:"repo", repo, skill, branch}`, or `{kind:"registry",
-    /// worker}` with exactly one of `version` and `tag`.
+    /// The response's `source`: `{kind:"repo", repo, skill, branch}` (the URL without the
+    /// credentials it may carry), or `{kind:"registry", worker}` with exactly one of `version`
+    /// and `tag`.
     pub fn to_json(&self) -> Value {
         match self {
             Source::Repo {
                 repo,
                 skill,
                 branch,
-            } => json!({ "kind": "repo", "repo": repo, "skill": skill, "branch": branch }),
+            } => json!({
+                "kind": "repo",
+                "repo": super::repo::without_credentials(repo),
+                "skill": skill,
+                "branch": branch,
+            }),
             Source::Registry { worker, release } => {
                 json!({ "kind": "registry", "worker": worker, release.key(): release.value() })
             }

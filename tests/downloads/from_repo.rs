@@ -552,6 +552,59 @@ fn head(repo: &Repo) -> String {
         .to_string()
 }
 
+/// A repository URL carrying credentials (`https://user:token@host/…`) clones with them, and
+/// shows and keeps itself without them: in the answer, the progress and summary lines, the
+/// bundles lock (which is meant to be committed) and `bundles list`.
+#[test]
+fn credentials_in_a_repo_url_are_used_and_never_shown_or_kept() {
+    use iii_directory::download::lock;
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let url = f.server.url("skills");
+    let secret = "ghp_s3cretTOKEN";
+    let with_token = url.replacen("https://", &format!("https://alice:{secret}@"), 1);
+    let out = f.cli(&[
+        "download",
+        "--repo",
+        &with_token,
+        "--skill",
+        "frontend-design",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let shown = format!("{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(!shown.contains(secret) && shown.contains(&url), "{shown}");
+    let json = f.cli(&[
+        "download",
+        "--repo",
+        &with_token,
+        "--skill",
+        "frontend-design",
+        "--json",
+    ]);
+    let answer: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(answer["source"]["repo"], url.as_str(), "{answer}");
+    let lock_path = f.compose.path("skills/iii-bundles.lock.json");
+    assert!(!f.read("skills/iii-bundles.lock.json").contains(secret));
+    let locked = lock::read(&lock_path).expect("lock");
+    assert!(
+        matches!(&locked.bundles["frontend-design"].source, lock::LockedSource::Repo { repo, .. } if *repo == url)
+    );
+    let listed = f.cli(&["bundles", "list", "--json"]);
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains(secret));
+    // A refused URL is named without its credentials too.
+    let refused = f.refused(&[
+        "download",
+        "--repo",
+        &format!("{with_token} x"),
+        "--skill",
+        "frontend-design",
+    ]);
+    assert!(!refused.contains(secret), "{refused}");
+}
+
 #[test]
 fn the_lock_records_the_commit_each_download_resolved() {
     use iii_directory::download::lock;
