@@ -245,7 +245,16 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     };
     let cookie = folder.join(format!("{}-{n}{suffix}", std::process::id()));
     if let Err(e) = std::fs::write(&cookie, b"") {
-        tracing::debug!("cannot leave a sync cookie in {}: {e}", folder.display());
+        // Said once: a command run as another user than the worker's meets it on every read.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(
+                "cannot leave a sync cookie in {} ({e}), so this answer may miss changes made on \
+                 disk in the last moments; run the command as the worker's user, or let this \
+                 user write in that folder",
+                folder.display()
+            );
+        });
         return Synced::NoWriter;
     }
     if !wait_for_writer(

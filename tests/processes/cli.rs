@@ -2113,6 +2113,12 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
     worker.kill().expect("kill");
     worker.wait().expect("reap");
     assert!(as_nobody.status.success(), "{}", text(&as_nobody.stderr));
+    // Their read could not wait on the worker's watcher, and says so.
+    let warned = text(&as_nobody.stderr);
+    assert!(
+        warned.contains("cannot leave a sync cookie in "),
+        "{warned}"
+    );
     let theirs: Value = serde_json::from_slice(&as_nobody.stdout).expect("json");
     assert_eq!(theirs["skills"], own["skills"]);
 }
