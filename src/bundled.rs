@@ -93,6 +93,20 @@ pub fn skill_raw(id: &str) -> Option<&'static str> {
     skill_file(id).map(|f| f.raw)
 }
 
+/// Each bundled skill's id, the content hash of its text (BLAKE3, as a file's content is
+/// hashed) and its text: what skill search keys its vectors by (it has no file, so the index
+/// keeps nothing of it).
+pub fn skill_contents() -> &'static [(&'static str, crate::doc::Hash, &'static str)] {
+    static CONTENTS: OnceLock<Vec<(&'static str, crate::doc::Hash, &'static str)>> =
+        OnceLock::new();
+    CONTENTS.get_or_init(|| {
+        SKILLS
+            .iter()
+            .map(|f| (f.id, *blake3::hash(f.raw.as_bytes()).as_bytes(), f.raw))
+            .collect()
+    })
+}
+
 /// A bundled system prompt: name, description, body and whole file.
 pub struct Prompt {
     pub name: &'static str,

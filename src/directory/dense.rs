@@ -298,14 +298,16 @@ impl Directory {
         embedder: Option<&'a Embedder>,
     ) -> Option<SkillLane<'a>> {
         let embedder = embedder?;
-        self.dense
-            .caught_up
-            .load(Ordering::SeqCst)
-            .then_some(SkillLane {
-                embedder,
-                vectors: &self.dense.vectors,
-                cache,
-            })
+        if !self.dense.caught_up.load(Ordering::SeqCst) {
+            return None;
+        }
+        // Once per process (a handful of texts): see `SkillVectors::embed_bundled`.
+        self.dense.vectors.embed_bundled(embedder, cache);
+        Some(SkillLane {
+            embedder,
+            vectors: &self.dense.vectors,
+            cache,
+        })
     }
 
     /// `index::status`'s `search`: `{mode, model, state, embedded, pending}`, and `error`
@@ -411,6 +413,8 @@ impl Directory {
             if pending.is_empty() {
                 self.drop_unused_vectors(&cache)?;
                 self.dense.vectors.compact(&cache);
+                // Here rather than on the first search, which would wait for it.
+                in_background(|| self.dense.vectors.embed_bundled(&embedder, &cache));
                 break;
             }
             if pending.len() > BATCH {

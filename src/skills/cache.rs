@@ -236,6 +236,11 @@ impl SkillCache {
         self.rows.search(id).ok().map(|i| &**self.rows.at(i))
     }
 
+    /// The position of an on-disk id's row in this revision.
+    pub fn position_of(&self, id: &str) -> Option<u32> {
+        self.rows.search(id).ok().map(|i| i as u32)
+    }
+
     /// The rows of namespace `ns`: the id `ns` itself and every id under `ns/`, in id order.
     pub fn namespace<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Listed> + 'a {
         self.row(ns)

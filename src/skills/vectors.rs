@@ -119,11 +119,25 @@ struct Table {
 struct ByContent {
     epoch: u64,
     revision: u64,
+    /// The contents of files, which the index stores vectors of (and `index::status` counts).
     rows: HashMap<Hash, Vec<u32>>,
+    /// The bundled skills the revision serves, by the hash of their text: embedded by each
+    /// process and held in memory only ([`SkillVectors::embed_bundled`]).
+    bundled: HashMap<Hash, Vec<u32>>,
     tags: OnceLock<Vec<u64>>,
 }
 
 impl ByContent {
+    /// The rows holding a content, a file's or a bundled skill's.
+    fn positions(&self, hash: &Hash) -> Option<&Vec<u32>> {
+        self.rows.get(hash).or_else(|| self.bundled.get(hash))
+    }
+
+    /// Whether a row of the revision holds the content.
+    fn live(&self, hash: &Hash) -> bool {
+        self.positions(hash).is_some()
+    }
+
     /// Each row's tag, computed on first use: the embedding pass and the status need them, a
     /// search does not (it would pay a digest of every row after each change). `cache` is the
     /// revision this map was built from.
@@ -236,9 +250,49 @@ impl SkillVectors {
         locks::read(&self.table)
             .held
             .keys()
-            .filter(|hash| !by_content.rows.contains_key(*hash))
+            .filter(|hash| !by_content.live(hash))
             .copied()
             .collect()
+    }
+
+    /// Embeds the bundled skills `cache`'s revision serves that have no vectors here yet: a
+    /// handful of texts, embedded once by each process that searches (milliseconds) and held
+    /// in memory only, since their text is the binary's and the index keeps nothing of them.
+    /// Without them a bundled skill (the worker's own how-to for finding functions) could only
+    /// be found by its words, and never offered beside functions.
+    pub fn embed_bundled(&self, embedder: &Embedder, cache: &SkillCache) {
+        let missing: Vec<(Hash, &Listed, &str)> = {
+            let table = locks::read(&self.table);
+            crate::bundled::skill_contents()
+                .iter()
+                .filter(|(_, hash, _)| !table.held.contains_key(hash))
+                .filter_map(|(id, hash, text)| Some((*hash, cache.row(id)?, *text)))
+                .filter(|(_, row, _)| row.root.is_none())
+                .collect()
+        };
+        if missing.is_empty() {
+            return;
+        }
+        let passages: Vec<Vec<String>> = missing
+            .iter()
+            .map(|(_, row, text)| skill_passages(row, text))
+            .collect();
+        let refs: Vec<&str> = passages.iter().flatten().map(String::as_str).collect();
+        let mut vectors = embedder.embed_batch(&refs).into_iter();
+        let batch: Vec<ContentVectors> = missing
+            .iter()
+            .zip(&passages)
+            .map(|((hash, row, _), passages)| ContentVectors {
+                hash: *hash,
+                tag: built_as(row),
+                passages: vectors
+                    .by_ref()
+                    .take(passages.len())
+                    .map(|v| Quantized::from_vector(&v))
+                    .collect(),
+            })
+            .collect();
+        self.insert(&batch);
     }
 
     /// Forgets the vectors of `hashes`, so that their contents are embedded again.
@@ -257,7 +311,7 @@ impl SkillVectors {
     pub fn compact(&self, cache: &SkillCache) {
         let by_content = self.by_content(cache);
         let mut table = locks::write(&self.table);
-        let live = |hash: &Hash| by_content.rows.contains_key(hash);
+        let live = |hash: &Hash| by_content.live(hash);
         let dead = table.passages.keys().filter(|h| !live(h)).count();
         if dead == 0 || dead * 8 < table.passages.vectors() {
             return;
@@ -286,10 +340,19 @@ impl SkillVectors {
                 rows.entry(hash).or_default().push(position as u32);
             }
         }
+        let mut bundled: HashMap<Hash, Vec<u32>> = HashMap::new();
+        for (id, hash, _) in crate::bundled::skill_contents() {
+            if let Some(position) = cache.position_of(id)
+                && cache.at(position).root.is_none()
+            {
+                bundled.entry(*hash).or_default().push(position);
+            }
+        }
         let map = Arc::new(ByContent {
             epoch: cache.epoch,
             revision: cache.revision,
             rows,
+            bundled,
             tags: OnceLock::new(),
         });
         *held = Some(map.clone());
@@ -310,8 +373,7 @@ impl SkillVectors {
         let table = locks::read(&self.table);
         let kept = |hash: &Hash| {
             by_content
-                .rows
-                .get(hash)
+                .positions(hash)
                 .is_some_and(|positions| positions.iter().any(keep))
         };
         // Unfiltered first (no lookup per vector): dead vectors are under an eighth of the
@@ -325,7 +387,7 @@ impl SkillVectors {
         }
         let mut out = Vec::with_capacity(limit);
         for (hash, similarity) in hits {
-            for &position in by_content.rows.get(hash).into_iter().flatten() {
+            for &position in by_content.positions(hash).into_iter().flatten() {
                 if keep(&position) {
                     out.push(DenseHit::new(position, similarity));
                 }

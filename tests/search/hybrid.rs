@@ -104,6 +104,36 @@ fn search_is_hybrid_once_the_tree_is_embedded() {
     );
 }
 
+/// The bundled skills are in the dense lane too (embedded by each process, held in memory, not
+/// counted among the index's contents): a paraphrase of one that shares few of its words finds
+/// it, by meaning.
+#[test]
+fn the_bundled_skills_are_found_by_meaning_too() {
+    let Some(model) = embedder() else { return };
+    let tree = tree();
+    let directory = tree.open();
+    directory.set_model_state(ModelState::Ready(model));
+    assert_eq!(directory.embed_pending().expect("embed"), 3, "files only");
+    let status = directory.search_status().expect("status");
+    assert_eq!(
+        (status["embedded"].as_u64(), status["pending"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let query = "work out which functions to call for a task, and read what they take";
+    let found = search(&directory, query);
+    assert_eq!(found["mode"], "hybrid");
+    let rows = found["results"].as_array().cloned().unwrap_or_default();
+    let bundled = rows
+        .iter()
+        .find(|row| row["id"] == "iii-directory/finding-functions")
+        .unwrap_or_else(|| panic!("{found}"));
+    // Ranked by both lanes: above what one lane alone gives its best hit (1/61).
+    assert!(
+        bundled["score"].as_f64().unwrap_or_default() > 1.0 / 61.0,
+        "{found}"
+    );
+}
+
 #[test]
 fn a_process_without_a_pass_of_its_own_turns_hybrid_once_every_content_has_a_vector() {
     // The offline commands run no background pass: a follower beside a running worker reads
