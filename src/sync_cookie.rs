@@ -359,15 +359,20 @@ mod tests {
     use super::*;
     use std::process::{Child, Command};
 
-    /// A writer's sync folder beside `index`, and its holder note naming `writer`.
+    /// A writer's sync folder beside `index`, and its holder note naming `writer`, a worker
+    /// past its first reconcile.
     fn writer_beside(index: &Path, writer: &Child) {
         claim_folder(index).expect("sync folder");
-        let note = holder::Holder {
+        holder::write_note(index, &worker_note(writer, true)).expect("note");
+    }
+
+    fn worker_note(writer: &Child, settled: bool) -> holder::Holder {
+        holder::Holder {
             pid: writer.id(),
             role: holder::WORKER.to_string(),
+            settled,
             ..holder::Holder::default()
-        };
-        holder::write_note(index, &note).expect("note");
+        }
     }
 
     /// Answers the first cookie left in `index`'s sync folder after `after`.
@@ -497,6 +502,31 @@ mod tests {
         answer.join().expect("joined");
         let _ = idle.kill();
         let _ = idle.wait();
+    }
+
+    #[test]
+    fn a_follower_waits_for_a_booting_workers_first_reconcile() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let mut worker = Command::new("sleep").arg("30").spawn().expect("spawn");
+        // Booting: no sync folder yet, and a note that is not settled.
+        holder::write_note(&index, &worker_note(&worker, false)).expect("note");
+        let settles = {
+            let (index, note) = (index.clone(), worker_note(&worker, true));
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(400));
+                claim_folder(&index).expect("sync folder");
+                holder::write_note(&index, &note).expect("note");
+            })
+        };
+        let answer = answer_after(&index, Duration::ZERO);
+        let started = Instant::now();
+        assert_eq!(sync_with_writer(&index), Synced::Answered);
+        assert!(started.elapsed() >= Duration::from_millis(400));
+        settles.join().expect("settled");
+        answer.join().expect("answered");
+        let _ = worker.kill();
+        let _ = worker.wait();
     }
 
     #[test]
