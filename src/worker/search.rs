@@ -170,7 +170,13 @@ pub fn skill_lane(
         .filter_map(|c| c.as_str().map(str::to_string))
         .collect();
     let mut lane = Vec::new();
-    for capability in crate::search::query::prepare(&texts) {
+    for asked in &texts {
+        // Searched as the functions are (JSON keys stripped, intrinsic needs dropped), and
+        // named as the caller wrote it, so that each entry is matched to its capability.
+        let Some(capability) = crate::search::query::prepare(std::slice::from_ref(asked)).pop()
+        else {
+            continue;
+        };
         // Only a JSON key, say: nothing to search for.
         if capability.text.trim().is_empty() {
             continue;
@@ -184,7 +190,7 @@ pub fn skill_lane(
             .map(|r| json!({ "id": r["id"], "title": r["title"], "description": r["description"] }))
             .collect();
         if !skills.is_empty() {
-            lane.push(json!({ "capability": capability.text, "skills": skills }));
+            lane.push(json!({ "capability": asked, "skills": skills }));
         }
     }
     Ok(lane)

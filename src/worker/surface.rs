@@ -318,7 +318,7 @@ pub fn functions() -> Vec<Function> {
                     "latency_ms": { "type": "number" },
                     "skills": array_of(object(
                         json!({
-                            "capability": string("the capability, as searched"),
+                            "capability": string("the capability, as the request wrote it"),
                             "skills": array_of(object(
                                 json!({ "id": string("skill id"), "title": string("title"), "description": string("description") }),
                                 &["id", "title", "description"],

@@ -1069,6 +1069,11 @@ async fn search_functions_names_the_skills_of_each_capability() {
         .search(&["send an email to a customer", "\"recipient\":"])
         .await;
     assert_eq!(with_key["skills"], answer["skills"], "{with_key}");
+    // A capability the search reads otherwise (JSON values, spaces around) is named as asked,
+    // so that a caller matches each entry to its capability.
+    let asked = "  {\"to\": \"a customer\", \"do\": \"send an email to a customer\"}";
+    let keyed = h.search(&[asked]).await;
+    assert_eq!(keyed["skills"][0]["capability"], asked, "{keyed}");
     // No capability a skill serves: no `skills` field at all.
     let plain = h.search(&["store a file"]).await;
     assert!(plain.get("skills").is_none(), "{plain}");
