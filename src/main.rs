@@ -843,6 +843,16 @@ fn warn_missing_folders(config: &Config) {
     }
     for (root, folder) in iii_directory::Roots::from_paths(paths).active() {
         root.warn_if_a_file(folder);
+        if let Err(e) = std::fs::read_dir(folder)
+            && e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            tracing::warn!(
+                "{} {} cannot be listed ({e}): nothing is served from it to this user (fix its \
+                 mode, or run as its owner)",
+                root.config_key(),
+                folder.display()
+            );
+        }
     }
 }
 

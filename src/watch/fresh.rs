@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::inotify::{Event, Inotify};
-use super::tree::{Changes, Tree};
+use super::tree::{Changes, RootState, RootWatch, Tree};
 use super::{WatchOptions, WatchStatus};
 use crate::directory::{CatchUp, Directory};
 use crate::error::Result;
@@ -121,6 +121,29 @@ impl Burst {
             || self
                 .opened
                 .is_some_and(|opened| opened + options.max_burst <= now)
+    }
+}
+
+/// Logs each root that became unreadable to this process (its mode changed under the worker),
+/// and each that is readable again: reads then serve nothing from it, which only its status
+/// said.
+fn say_unreadable_roots(before: &[RootWatch], now: &[RootWatch]) {
+    for root in now {
+        let was = before.iter().find(|b| b.root == root.root);
+        let was_unreadable = was.is_some_and(|b| matches!(b.state, RootState::Unreadable(_)));
+        match &root.state {
+            RootState::Unreadable(why) if !was_unreadable => tracing::warn!(
+                "{} {} cannot be listed ({why}): nothing is served from it until this process \
+                 may read it (fix its mode, or run the worker as its owner)",
+                root.root,
+                root.path
+            ),
+            RootState::Unreadable(_) => {}
+            _ if was_unreadable => {
+                tracing::info!("{} {} can be listed again", root.root, root.path);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -236,7 +259,9 @@ impl Tracker {
 
     fn publish_status(&self, state: &State) {
         if let Ok(mut status) = self.status.lock() {
-            status.roots = state.tree.roots();
+            let roots = state.tree.roots();
+            say_unreadable_roots(&status.roots, &roots);
+            status.roots = roots;
             status.watched = state.tree.watched();
             status.problems = state.tree.problems();
             status.degraded = !status.problems.is_empty();

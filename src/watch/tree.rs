@@ -40,6 +40,9 @@ pub enum RootState {
     Partial(String),
     /// It could not be watched at all.
     Unwatched(String),
+    /// It is watched, but this process may not list it (the reason says why): nothing is
+    /// served from it until it may, which is seen at once.
+    Unreadable(String),
 }
 
 impl RootState {
@@ -47,6 +50,36 @@ impl RootState {
     fn is_missing(&self) -> bool {
         matches!(self, RootState::Absent | RootState::NotAFolder)
     }
+}
+
+/// A watched root's state as status shows it: [`RootState::Unreadable`] when this process may
+/// not list it now (its mode changed under the worker, say), which its watch alone does not
+/// tell. One `opendir` a root.
+fn shown_state(spec: &Spec) -> RootState {
+    listed_state(&spec.state, || std::fs::read_dir(&spec.path).map(drop))
+}
+
+/// [`shown_state`] of a root in `state` whose folder `list` tries to list.
+fn listed_state(state: &RootState, list: impl FnOnce() -> io::Result<()>) -> RootState {
+    match state {
+        RootState::Watched | RootState::Partial(_) => match list() {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                RootState::Unreadable(e.to_string())
+            }
+            _ => state.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
+/// The status line of a root this process may not list, saying what to do.
+fn unreadable_problem(spec: &Spec, why: &str) -> String {
+    format!(
+        "cannot list {} {} ({why}): nothing is served from it until this process may read it \
+         (fix its mode, or run the worker as its owner)",
+        spec.root.config_key(),
+        spec.path.display()
+    )
 }
 
 /// One root as the watch sees it.
@@ -242,21 +275,23 @@ impl Tree {
                 path: spec.path.display().to_string(),
                 fresh_reads: !spec.remote
                     && (spec.state == RootState::Watched || spec.state.is_missing()),
-                state: spec.state.clone(),
+                state: shown_state(spec),
             })
             .collect()
     }
 
-    /// Problems worth a line in status, one per root that is not wholly watched.
+    /// Problems worth a line in status, one per root that is not wholly watched or cannot be
+    /// listed.
     pub fn problems(&self) -> Vec<String> {
         self.specs
             .iter()
-            .filter_map(|spec| match &spec.state {
+            .filter_map(|spec| match shown_state(spec) {
                 RootState::Partial(why) | RootState::Unwatched(why) => Some(format!(
                     "cannot watch {} {}: {why}",
                     spec.root.config_key(),
                     spec.path.display()
                 )),
+                RootState::Unreadable(why) => Some(unreadable_problem(spec, &why)),
                 _ => None,
             })
             .collect()
@@ -764,6 +799,34 @@ struct WatchLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watched_root_this_process_may_not_list_is_unreadable() {
+        let denied = || Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        let state = listed_state(&RootState::Watched, denied);
+        assert!(
+            matches!(&state, RootState::Unreadable(why) if !why.is_empty()),
+            "{state:?}"
+        );
+        let partial = RootState::Partial("limit".into());
+        assert!(matches!(
+            listed_state(&partial, denied),
+            RootState::Unreadable(_)
+        ));
+        // Listed, or gone meanwhile (the watch says so next): as the watch has it.
+        assert_eq!(
+            listed_state(&RootState::Watched, || Ok(())),
+            RootState::Watched
+        );
+        let gone = || Err(io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(listed_state(&RootState::Watched, gone), RootState::Watched);
+        assert_eq!(listed_state(&RootState::Absent, denied), RootState::Absent);
+        let json = serde_json::to_value(RootState::Unreadable("Permission denied".into()));
+        assert_eq!(
+            json.ok(),
+            Some(serde_json::json!({ "unreadable": "Permission denied" }))
+        );
+    }
 
     fn roots(base: &Path) -> Roots {
         Roots::new(

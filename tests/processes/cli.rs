@@ -2123,6 +2123,52 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
     assert_eq!(theirs["skills"], own["skills"]);
 }
 
+/// A command run by a user who may not list a configured folder says so (it served nothing
+/// from it without a word).
+#[test]
+fn a_folder_this_user_may_not_list_is_named() {
+    let switch = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let root = fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    if !(switch && root) {
+        println!(
+            "note: not root, or no setpriv: a folder another user may not list is not checked in this run"
+        );
+        return;
+    }
+    let tree = sample_tree();
+    let status = Command::new("chmod")
+        .args(["-R", "go+rwX"])
+        .arg(tree.base())
+        .status()
+        .expect("chmod");
+    assert!(status.success());
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(tree.path("skills"), fs::Permissions::from_mode(0o700)).expect("chmod");
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_iii-directory"))
+        .args(["list", "skills"])
+        .env("III_COMPOSE_DIR", tree.base())
+        .env_remove("RUST_LOG")
+        .current_dir("/")
+        .output()
+        .expect("run as nobody");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "skills_folder {} cannot be listed (",
+            tree.path("skills").display()
+        )),
+        "{stderr}"
+    );
+}
+
 /// A second worker on the same index stops at once and names the worker that holds it.
 #[test]
 fn a_second_worker_names_the_worker_that_holds_the_index() {
