@@ -398,7 +398,10 @@ impl Index {
             // A replaced file is another inode, with a lock of its own: it is opened before the
             // one served now is let go, so a failed open (a command holding the new file)
             // leaves reads served from the old.
-            let reopened = match replaced {
+            // The texts store alone gone (the index file still the one held): this writer's
+            // files are let go of first, as the index file's lock is this writer's own, and
+            // both are built again (a texts store of another index is no use to this one).
+            let reopened = match replaced && writer.index_replaced() {
                 true => self.open_again(slot, &mut mirror),
                 false => self.reopen(slot, &mut mirror),
             };
@@ -586,10 +589,20 @@ impl Writer {
         }
     }
 
-    /// Whether the index file at the path is gone, or another file than the one opened.
+    /// Whether the index file at the path, or its texts store, is gone, or another file than
+    /// the one opened.
     fn replaced(&self) -> bool {
+        self.index_replaced() || self.texts_replaced()
+    }
+
+    fn index_replaced(&self) -> bool {
         let opened = *locks::lock(&self.opened);
         opened.is_some() && file_id(&self.path) != opened
+    }
+
+    fn texts_replaced(&self) -> bool {
+        let opened = *locks::lock(&self.opened_texts);
+        opened.is_some() && file_id(&texts::path(&self.path)) != opened
     }
 }
 

@@ -217,6 +217,10 @@ impl Tracker {
             false => Vec::new(),
         };
         let burst = &mut state.burst;
+        // An index file or texts store removed under this writer (`rm` of one of them, which
+        // no watch reports) is built again before a cookie is answered: the command waiting
+        // on it reads the files at the path.
+        burst.full |= !burst.cookies.is_empty() && !directory.index_in_place();
         let mut failure = None;
         let to_reconcile = burst.full || !burst.paths.is_empty();
         // While the index cannot record changes, attempts wait out its pause (see

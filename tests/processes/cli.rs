@@ -1025,6 +1025,12 @@ fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
         human.starts_with("the running worker walked every folder again: "),
         "{human}"
     );
+    // The texts store removed under the worker (which no watch reports): the worker builds
+    // both files again before it answers the next command's cookie.
+    let index = tree.config().paths.index_path;
+    fs::remove_file(index.with_file_name("index.redb.texts")).expect("remove the texts store");
+    let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
+    assert_eq!(agent["name"], "Later");
     watcher.stop();
     // Without a watching writer there is no cookie to answer, and no wait.
     let started = Instant::now();

@@ -29,10 +29,19 @@ fn index_removed_child() {
     let watcher =
         iii_directory::Watcher::start(directory.clone(), iii_directory::WatchOptions::default());
     assert!(sync.is_dir(), "the watcher claims the sync folder");
-    if std::env::var(MODE_VAR).as_deref() == Ok("file") {
-        file_removed(&directory, &base);
-        watcher.stop();
-        return;
+    match std::env::var(MODE_VAR).as_deref() {
+        Ok("file") => {
+            file_removed(&directory, &base, &index);
+            watcher.stop();
+            return;
+        }
+        Ok("texts") => {
+            let texts = index.with_file_name("index.redb.texts");
+            file_removed(&directory, &base, &texts);
+            watcher.stop();
+            return;
+        }
+        _ => {}
     }
     std::fs::remove_dir_all(index.parent().unwrap()).expect("remove the index's folder");
     // No read, no change in the folders: the watcher notices on its own.
@@ -50,13 +59,13 @@ fn index_removed_child() {
     watcher.stop();
 }
 
-/// In the child: the index file alone is removed (its texts store stays, held by this
+/// In the child: one of the index's two files is removed (the other stays, held by this
 /// writer); the next read builds both again and serves what is on disk, and writes land.
-fn file_removed(directory: &iii_directory::Directory, base: &str) {
+fn file_removed(directory: &iii_directory::Directory, base: &str, file: &std::path::Path) {
     use iii_directory::{ReadFunction, WriteFunction};
     use serde_json::json;
     let index = directory.config().paths.index_path.clone();
-    std::fs::remove_file(&index).expect("remove the index file");
+    std::fs::remove_file(file).expect("remove one of the index's files");
     let skill = std::path::Path::new(base).join("skills/later.md");
     std::fs::write(&skill, "# Later\n\nWritten after the index went.\n").expect("write");
     let got = directory.read(ReadFunction::SkillsGet, &json!({"id": "later"}), None);
@@ -71,28 +80,31 @@ fn file_removed(directory: &iii_directory::Directory, base: &str) {
         "RESULT {title:?} {} {:?} {}",
         created.is_ok(),
         status.map_err(|e| e.to_string()),
-        index.is_file()
+        index.is_file() && file.is_file()
     ));
 }
 
 /// Only the index file removed under a worker (`rm data/index.redb`): its texts store is still
-/// the one the worker holds, locked, which refused every rebuild until a restart.
+/// the one the worker holds, locked, which refused every rebuild until a restart. Only the
+/// texts store removed: the worker went on unaware, and every command beside it failed.
 #[test]
 fn an_index_file_removed_alone_under_a_worker_is_built_again() {
-    let tree = Tree::new();
-    tree.write("skills/deploy.md", "# Deploy\n\nShip it.\n");
-    let output = child::command(&child::test_path(module_path!(), CHILD))
-        .env(TREE_VAR, tree.base())
-        .env(MODE_VAR, "file")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains(r#"RESULT Ok(String("Later")) true Ok(Null) true"#),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for mode in ["file", "texts"] {
+        let tree = Tree::new();
+        tree.write("skills/deploy.md", "# Deploy\n\nShip it.\n");
+        let output = child::command(&child::test_path(module_path!(), CHILD))
+            .env(TREE_VAR, tree.base())
+            .env(MODE_VAR, mode)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the child");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains(r#"RESULT Ok(String("Later")) true Ok(Null) true"#),
+            "{mode}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 #[test]
