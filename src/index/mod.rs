@@ -738,7 +738,7 @@ fn open_file<T>(
 ) -> Result<(redb::Database, T), Opened> {
     create_whole(path)?;
     let untouched = CleanClose::take(path);
-    let attempt = std::panic::catch_unwind(|| {
+    let attempt = isolated(|| {
         // Unless the file is as a clean close left it, the writer verifies every page's
         // checksum at open: a damaged file is rebuilt here rather than trusted (and perhaps
         // served, or panicking) later.
@@ -760,6 +760,33 @@ fn open_file<T>(
         let unreadable = IndexError::Layout("the file is not a readable redb database".into());
         Err(Opened::Unusable(unreadable.into()))
     })
+}
+
+thread_local! {
+    /// Set while [`isolated`] runs on this thread.
+    static ISOLATED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `open`, which may panic on a file that is not a database (redb does, on a truncated or
+/// damaged one), and catches the panic without the panic hook's message and backtrace on
+/// stderr: the caller says what it does about the file (rebuild it, or refuse it), and a raw
+/// panic in front of that looked like a crash. Other threads' panics are reported as before.
+pub(crate) fn isolated<T>(
+    open: impl FnOnce() -> T + std::panic::UnwindSafe,
+) -> std::thread::Result<T> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let reported = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !ISOLATED.with(std::cell::Cell::get) {
+                reported(info);
+            }
+        }));
+    });
+    ISOLATED.with(|on| on.set(true));
+    let result = std::panic::catch_unwind(open);
+    ISOLATED.with(|on| on.set(false));
+    result
 }
 
 /// Notes a reconcile's outcome in the writer's [`Trouble`]: a failure starts or extends it, a

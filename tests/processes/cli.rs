@@ -1038,6 +1038,57 @@ fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// A damaged index file whose clean-close stamp still matches it (damage that kept the file's
+/// size and time: a disk's fault, a restore from a bad copy) is opened without the page-by-page
+/// check, and redb panics on what it reads. The command catches that and rebuilds the index
+/// with one warning, with no panic message or backtrace in front of it. Every page in turn.
+#[test]
+fn a_damaged_index_behind_a_clean_stamp_is_rebuilt_without_a_panic_on_stderr() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::MetadataExt;
+    let tree = sample_tree();
+    let expected = ok_json(&tree, &["list", "skills", "--json"]);
+    let path = tree.config().paths.index_path;
+    let stamp = path.with_file_name("index.redb.clean");
+    let original = fs::read(&path).expect("read the index");
+    let mut rebuilt = 0;
+    for page in 1..original.len() / 4096 {
+        fs::write(&path, &original).expect("restore the index");
+        let meta = fs::metadata(&path).expect("stat");
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.seek(SeekFrom::Start((page * 4096 + 8) as u64))
+            .expect("seek");
+        file.write_all(&[0xff; 64]).expect("damage");
+        let times = fs::FileTimes::new().set_modified(meta.modified().expect("mtime"));
+        file.set_times(times).expect("keep the time");
+        drop(file);
+        let meta = fs::metadata(&path).expect("stat");
+        let line = format!(
+            "{} {} {} {}",
+            meta.len(),
+            meta.ino(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        );
+        fs::write(&stamp, line).expect("stamp");
+        let output = iii(&tree)
+            .args(["list", "skills", "--json"])
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .expect("run");
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "page {page}: {stderr}");
+        assert!(!stderr.contains("panicked"), "page {page}: {stderr}");
+        rebuilt += usize::from(stderr.contains("rebuilding it from disk"));
+        let listed: Value = serde_json::from_slice(&output.stdout).expect("json");
+        assert_eq!(listed, expected, "page {page}");
+    }
+    assert!(rebuilt > 0, "no damage was noticed");
+}
+
 /// A damaged index (a few bytes inside one of its pages) is rebuilt by whichever command opens
 /// it as the writer, and `reindex --from-scratch` always recovers. Every page is damaged in turn.
 #[test]
