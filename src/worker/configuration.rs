@@ -97,7 +97,9 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
 /// `directory::index::status` (`configuration.refused`).
 #[derive(Default)]
 pub struct Refusals {
-    last: Mutex<VecDeque<Value>>,
+    /// Each refusal, with whether it refused a live value (which a value applied later
+    /// supersedes).
+    last: Mutex<VecDeque<(bool, Value)>>,
 }
 
 /// How many refusals `index::status` shows.
@@ -108,6 +110,15 @@ impl Refusals {
     pub fn note(&self, what: String) {
         tracing::warn!("{what}");
         self.keep(what);
+    }
+
+    /// [`Refusals::note`] of a live value refused whole (rejected, or waiting for a restart):
+    /// a value applied later supersedes it, and it is forgotten then.
+    fn note_live(&self, what: String) {
+        self.note(what);
+        if let Some(last) = locks::lock(&self.last).back_mut() {
+            last.0 = true;
+        }
     }
 
     /// Notes a stored configuration refused as the worker started, the seed served instead.
@@ -124,13 +135,21 @@ impl Refusals {
         if last.len() == REFUSALS_KEPT {
             last.pop_front();
         }
-        last.push_back(json!({ "at": crate::time::Stamp::now().rfc3339(), "what": what }));
+        let refusal = json!({ "at": crate::time::Stamp::now().rfc3339(), "what": what });
+        last.push_back((false, refusal));
+    }
+
+    /// Forgets the live values refused before one was applied: what they said ("keeping the
+    /// current configuration, and the next start refuses it too") is no longer true, and the
+    /// console's settings form reads the refusals after a save.
+    fn superseded(&self) {
+        locks::lock(&self.last).retain(|(live, _)| !live);
     }
 
     /// The `configuration` object of `directory::index::status`.
     pub fn status(&self) -> Value {
         let last = locks::lock(&self.last);
-        json!({ "refused": last.iter().cloned().collect::<Vec<_>>() })
+        json!({ "refused": last.iter().map(|(_, refusal)| refusal.clone()).collect::<Vec<_>>() })
     }
 }
 
@@ -262,7 +281,7 @@ pub fn apply(
             settings
         }
         Err(e) => {
-            refusals.note(format!(
+            refusals.note_live(format!(
                 "configuration rejected ({e}); keeping the current configuration"
             ));
             return ApplyResult::Rejected(e.to_string());
@@ -270,7 +289,7 @@ pub fn apply(
     };
     // Folders that break the layout rules are refused here too, not only at the next start.
     if let Err(e) = Config::from_settings(settings.clone()).check() {
-        refusals.note(format!(
+        refusals.note_live(format!(
             "configuration rejected ({e}); keeping the current configuration, and the next \
              start refuses it too"
         ));
@@ -280,6 +299,7 @@ pub fn apply(
         Ok(()) => {
             installed.clear();
             registry.clear_cache();
+            refusals.superseded();
             tracing::info!("configuration applied");
             ApplyResult::Applied
         }
@@ -287,7 +307,7 @@ pub fn apply(
             // Kept for the status too: the other values changed with it wait as well, and a
             // person who saved them (the console's settings form reads `refused`) must see why
             // they did nothing.
-            refusals.note(format!(
+            refusals.note_live(format!(
                 "configuration change of {} needs a restart (restart required); until then the \
                  whole previous configuration stays, the other values changed with it included",
                 fields.join(", ")

@@ -460,6 +460,18 @@ async fn stored_numbers_get_their_floors_and_unsafe_live_values_are_rejected() {
             .any(|r| r.contains("rejected") && r.contains("filesystem root")),
         "{refused:?}"
     );
+    // A good value applied since supersedes the rejection ("the next start refuses it too" is
+    // no longer true); what its own apply says stays.
+    store_and_announce(&h, &stored).await;
+    let refused = refusals(&h).await;
+    assert!(
+        !refused.iter().any(|r| r.contains("filesystem root")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.iter().any(|r| r.contains("safety_net_interval_ms")),
+        "{refused:?}"
+    );
     let mut file_registry = stored.clone();
     file_registry["registry_url"] = json!("file:///etc/passwd");
     store_and_announce(&h, &file_registry).await;
