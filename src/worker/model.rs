@@ -51,7 +51,11 @@ pub fn start(
                 search.connect_lane(lane).await;
             }
             Ok(Err((folder, e))) => {
-                tracing::warn!(folder = %folder.display(), "cannot load the search model; search ranks lexically: {e}");
+                tracing::warn!(
+                    folder = %folder.display(),
+                    "cannot load the search model; search ranks lexically until the worker \
+                     restarts with the model's files in place: {e}"
+                );
                 directory.set_model_state(ModelState::Failed(e.to_string()));
             }
             Err(e) => {
