@@ -27,7 +27,8 @@ use crate::index::{ContentVectors, Reader};
 use crate::locks;
 use crate::retrieval::fusion::Mode;
 use crate::skills::{
-    SkillCache, SkillLane, SkillVectors, built_as, skill_passages, skill_passages_digest,
+    SkillCache, SkillLane, SkillVectors, built_as, embed_contents, skill_passages,
+    skill_passages_digest,
 };
 
 /// The model this worker embeds with (`embed::fetch::Source::pinned`).
@@ -447,25 +448,10 @@ impl Directory {
                     }
                 }
                 drop(reader);
-                // Every passage of the batch in one call (over every background thread), then
-                // regrouped by content in the same order.
-                let refs: Vec<&str> = contents
-                    .iter()
-                    .flat_map(|(_, _, passages)| passages.iter().map(String::as_str))
-                    .collect();
-                let mut vectors = in_background(|| embedder.embed_batch(&refs)).into_iter();
-                let batch: Vec<ContentVectors> = contents
-                    .iter()
-                    .map(|(hash, tag, passages)| ContentVectors {
-                        hash: *hash,
-                        tag: *tag,
-                        passages: vectors
-                            .by_ref()
-                            .take(passages.len())
-                            .map(|v| Quantized::from_vector(&v))
-                            .collect(),
-                    })
-                    .collect();
+                // Over every background thread.
+                let batch = embed_contents(&contents, |texts| {
+                    in_background(|| embedder.embed_batch(texts))
+                });
                 self.dense.injected_store_failure()?;
                 let kept = self.index.store_vectors(&model, &batch)?;
                 let kept: HashSet<_> = kept.into_iter().collect();

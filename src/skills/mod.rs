@@ -29,4 +29,6 @@ pub use overview::index;
 #[cfg(any(test, feature = "testing"))]
 pub use overview::{OverviewEntry, render_index};
 pub use search::{Asker, Audience, ById, SkillTerms, search};
-pub use vectors::{SkillLane, SkillVectors, built_as, skill_passages, skill_passages_digest};
+pub use vectors::{
+    SkillLane, SkillVectors, built_as, embed_contents, skill_passages, skill_passages_digest,
+};

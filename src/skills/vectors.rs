@@ -53,6 +53,35 @@ pub fn built_as(listed: &Listed) -> u64 {
     crate::digest::u64_of(&hasher.finalize())
 }
 
+/// A content to embed: its hash, the [`built_as`] tag of the row its passages are made from,
+/// and those passages.
+pub type ToEmbed = (Hash, u64, Vec<String>);
+
+/// The vectors of `contents`: every passage in one call of `embed` (a batch over the cores),
+/// then regrouped by content in the same order.
+pub fn embed_contents(
+    contents: &[ToEmbed],
+    embed: impl FnOnce(&[&str]) -> Vec<Vec<f32>>,
+) -> Vec<ContentVectors> {
+    let refs: Vec<&str> = contents
+        .iter()
+        .flat_map(|(_, _, passages)| passages.iter().map(String::as_str))
+        .collect();
+    let mut vectors = embed(&refs).into_iter();
+    contents
+        .iter()
+        .map(|(hash, tag, passages)| ContentVectors {
+            hash: *hash,
+            tag: *tag,
+            passages: vectors
+                .by_ref()
+                .take(passages.len())
+                .map(|v| Quantized::from_vector(&v))
+                .collect(),
+        })
+        .collect()
+}
+
 /// A content waiting for its vectors, and the position of the first row holding it (the row
 /// its passages are made from).
 #[derive(Clone, Copy, Debug)]
@@ -273,26 +302,13 @@ impl SkillVectors {
         if missing.is_empty() {
             return;
         }
-        let passages: Vec<Vec<String>> = missing
+        let contents: Vec<ToEmbed> = missing
             .iter()
-            .map(|(_, row, text)| skill_passages(row, text))
+            .map(|(hash, row, text)| (*hash, built_as(row), skill_passages(row, text)))
             .collect();
-        let refs: Vec<&str> = passages.iter().flatten().map(String::as_str).collect();
-        let mut vectors = embedder.embed_batch(&refs).into_iter();
-        let batch: Vec<ContentVectors> = missing
-            .iter()
-            .zip(&passages)
-            .map(|((hash, row, _), passages)| ContentVectors {
-                hash: *hash,
-                tag: built_as(row),
-                passages: vectors
-                    .by_ref()
-                    .take(passages.len())
-                    .map(|v| Quantized::from_vector(&v))
-                    .collect(),
-            })
-            .collect();
-        self.insert(&batch);
+        self.insert(&embed_contents(&contents, |texts| {
+            embedder.embed_batch(texts)
+        }));
     }
 
     /// Forgets the vectors of `hashes`, so that their contents are embedded again.

@@ -2126,12 +2126,9 @@ fn worker_holding_the_index(tree: &Tree) -> std::process::Child {
     worker
 }
 
-/// A user who may read the folders and the index but not write them (another user than the
-/// worker's) reads from the running worker's live index, as its owner does: only a writer needs
-/// write permission. Run as `nobody` beside a worker of this user; skipped, saying so, when this
-/// process cannot switch users (not root, or no `setpriv`).
-#[test]
-fn another_user_reads_beside_the_worker_from_its_live_index() {
+/// Whether this process may run a command as `nobody` (root, with `setpriv`); says in one line
+/// that `what` is not checked when it may not.
+fn may_run_as_nobody(what: &str) -> bool {
     let switch = Command::new("setpriv")
         .arg("--version")
         .output()
@@ -2141,9 +2138,31 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
         m.uid() == 0
     });
     if !(switch && root) {
-        println!(
-            "note: not root, or no setpriv: another user's read beside the worker is not checked in this run"
-        );
+        println!("note: not root, or no setpriv: {what} is not checked in this run");
+    }
+    switch && root
+}
+
+/// The binary run as `nobody` over the tree.
+fn run_as_nobody(tree: &Tree, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_iii-directory"))
+        .args(args)
+        .env("III_COMPOSE_DIR", tree.base())
+        .env_remove("RUST_LOG")
+        .current_dir("/")
+        .output()
+        .expect("run as nobody")
+}
+
+/// A user who may read the folders and the index but not write them (another user than the
+/// worker's) reads from the running worker's live index, as its owner does: only a writer needs
+/// write permission. Run as `nobody` beside a worker of this user; skipped, saying so, when this
+/// process cannot switch users (not root, or no `setpriv`).
+#[test]
+fn another_user_reads_beside_the_worker_from_its_live_index() {
+    if !may_run_as_nobody("another user's read beside the worker") {
         return;
     }
     let tree = sample_tree();
@@ -2158,15 +2177,7 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
         .status()
         .expect("chmod");
     assert!(status.success());
-    let as_nobody = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_iii-directory"))
-        .args(["list", "skills", "--json"])
-        .env("III_COMPOSE_DIR", tree.base())
-        .env_remove("RUST_LOG")
-        .current_dir("/")
-        .output()
-        .expect("run as nobody");
+    let as_nobody = run_as_nobody(&tree, &["list", "skills", "--json"]);
     worker.kill().expect("kill");
     worker.wait().expect("reap");
     assert!(as_nobody.status.success(), "{}", text(&as_nobody.stderr));
@@ -2184,18 +2195,7 @@ fn another_user_reads_beside_the_worker_from_its_live_index() {
 /// from it without a word).
 #[test]
 fn a_folder_this_user_may_not_list_is_named() {
-    let switch = Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let root = fs::metadata("/proc/self").is_ok_and(|m| {
-        use std::os::unix::fs::MetadataExt;
-        m.uid() == 0
-    });
-    if !(switch && root) {
-        println!(
-            "note: not root, or no setpriv: a folder another user may not list is not checked in this run"
-        );
+    if !may_run_as_nobody("a folder another user may not list") {
         return;
     }
     let tree = sample_tree();
@@ -2207,15 +2207,7 @@ fn a_folder_this_user_may_not_list_is_named() {
     assert!(status.success());
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(tree.path("skills"), fs::Permissions::from_mode(0o700)).expect("chmod");
-    let output = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_iii-directory"))
-        .args(["list", "skills"])
-        .env("III_COMPOSE_DIR", tree.base())
-        .env_remove("RUST_LOG")
-        .current_dir("/")
-        .output()
-        .expect("run as nobody");
+    let output = run_as_nobody(&tree, &["list", "skills"]);
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(&format!(
