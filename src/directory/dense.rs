@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 
 use super::Directory;
 use crate::embed::fetch::{self, Source};
-use crate::embed::{Embedder, Quantized, TOKENS_REVISION, in_background, lower_priority};
+use crate::embed::{Embedder, TOKENS_REVISION, in_background, lower_priority};
 use crate::error::Result;
-use crate::index::{ContentVectors, Reader};
+use crate::index::Reader;
 use crate::locks;
 use crate::retrieval::fusion::Mode;
 use crate::skills::{
@@ -528,7 +528,7 @@ impl Directory {
     pub fn store_stand_in_vectors(
         &self,
         embedder: &Embedder,
-        passages: impl Fn(usize) -> Vec<Quantized>,
+        passages: impl Fn(usize) -> Vec<crate::embed::Quantized>,
     ) -> Result<usize> {
         let model = vectors_model(embedder);
         let cache = self.skill_cache(&self.index.read()?)?;
@@ -538,7 +538,7 @@ impl Directory {
             let batch: Vec<_> = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, p)| ContentVectors {
+                .map(|(i, p)| crate::index::ContentVectors {
                     hash: p.hash,
                     tag: built_as(cache.at(p.position)),
                     passages: passages(stored + i),
