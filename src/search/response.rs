@@ -24,6 +24,9 @@ pub const INSTALL_GUIDANCE: &str = "No installed function matched these capabili
 /// Appended when installed candidates and installable workers both came back.
 pub const INSTALL_NOTE: &str = "Choose from `workers` first. The `installable` entries are registry workers that are NOT installed: calling their functions now fails with function_not_found, and their ids must not be passed to engine::functions::info. Only when no `workers` entry fits, and the operator allows it (ask when unsure), first make the given install call (compose::add), wait until it reports the worker ready, then search again and fetch the chosen contracts in one batched engine::functions::info call; never call an installable function before installing it.";
 
+/// Appended when the answer names skills for its capabilities (`search_functions`' side lane).
+pub const SKILLS_NOTE: &str = "The `skills` field names installed skills that serve some of these capabilities (matched by `capability`): read the one that fits with directory::skills::get {\"id\": \"<id>\"} before acting, beside or instead of the functions.";
+
 /// Appended when a candidate carries an `engine_namespace`.
 pub const NAMESPACE_NOTE: &str = "A candidate with an `engine_namespace` is registered in that engine namespace, not the default one: call it with that namespace (the invocation's `namespace`; `iii trigger --namespace <ns>`), or it fails with function_not_found.";
 

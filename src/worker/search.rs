@@ -231,7 +231,16 @@ pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, 
     })
     .await;
     match lane {
-        Ok(skills) if !skills.is_empty() => answer["skills"] = json!(skills),
+        Ok(skills) if !skills.is_empty() => {
+            answer["skills"] = json!(skills);
+            // Without a word, an answer with no function tells the agent to go and list skills.
+            if let Some(guidance) = answer["guidance"].as_str() {
+                answer["guidance"] = json!(format!(
+                    "{guidance} {}",
+                    crate::search::response::SKILLS_NOTE
+                ));
+            }
+        }
         Ok(_) => {}
         Err(e) => tracing::warn!("search_functions answered without skills: {e}"),
     }

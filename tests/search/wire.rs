@@ -1069,6 +1069,12 @@ async fn search_functions_names_the_skills_of_each_capability() {
         .search(&["send an email to a customer", "\"recipient\":"])
         .await;
     assert_eq!(with_key["skills"], answer["skills"], "{with_key}");
+    // The guidance says what the field is for; an answer without it says nothing of skills.
+    let guidance = answer["guidance"].as_str().unwrap_or_default();
+    assert!(
+        guidance.ends_with("beside or instead of the functions."),
+        "{guidance}"
+    );
     // A capability the search reads otherwise (JSON values, spaces around) is named as asked,
     // so that a caller matches each entry to its capability.
     let asked = "  {\"to\": \"a customer\", \"do\": \"send an email to a customer\"}";
@@ -1077,6 +1083,13 @@ async fn search_functions_names_the_skills_of_each_capability() {
     // No capability a skill serves: no `skills` field at all.
     let plain = h.search(&["store a file"]).await;
     assert!(plain.get("skills").is_none(), "{plain}");
+    assert!(
+        !plain["guidance"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("`skills`"),
+        "{plain}"
+    );
     // The command line prints them under the functions.
     let text = cli_stdout(
         &["search", "send an email to a customer", "store a file"],
