@@ -104,12 +104,17 @@ fn failures_in(folder: &Path) -> Vec<PathBuf> {
 /// beside it says so first, which [`ask_writer`] reads once the cookie is gone.
 pub fn answer(cookie: &Path, failure: Option<&str>) {
     if let Some(why) = failure.filter(|_| cookie.file_name().is_some_and(asks_rescan)) {
-        if let Err(e) = std::fs::write(failed_beside(cookie), why) {
+        // On the full disk that failed the walk, the note may not be made: the cookie is then
+        // left unanswered, and its follower gives up and says so, rather than hear success.
+        if let Err(e) = std::fs::File::create(failed_beside(cookie)) {
             tracing::debug!(
                 "cannot say why a rescan failed beside {}: {e}",
                 cookie.display()
             );
+            return;
         }
+        // Best effort: an empty note still says the walk was not recorded.
+        let _ = std::fs::write(failed_beside(cookie), why);
     }
     let _ = std::fs::remove_file(cookie);
 }
@@ -269,7 +274,12 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     match std::fs::read_to_string(&failed) {
         Ok(why) => {
             let _ = std::fs::remove_file(&failed);
-            Synced::NotRecorded(why)
+            Synced::NotRecorded(match why.trim() {
+                "" => "the worker could not write why; its log and directory::index::status \
+                       `index_error` say"
+                    .to_string(),
+                _ => why,
+            })
         }
         Err(_) => Synced::Answered,
     }

@@ -14,7 +14,7 @@ use crate::answer::Answer;
 use crate::config::{self, Config};
 use crate::doc::classify::{PathClass, classify};
 use crate::doc::ids::skill_id_for;
-use crate::error::{Error, IndexError, Result};
+use crate::error::{Error, Result};
 use crate::events::{ChangeEvent, Family, Subscriber, Subscribers};
 use crate::index::changelog::Logged;
 use crate::index::holder::Rows;
@@ -196,18 +196,14 @@ impl Directory {
                     let ours = folders(&Roots::from_paths(&config.paths));
                     check_same_folders(&path, holder, &ours)?;
                 }
-                let config = config_of(config, holder.as_ref());
-                match Directory::open_read_only(config.clone()) {
-                    // One of the worker's files removed under it (an `rm`, which no watch
-                    // reports): the worker builds both again before it answers a cookie.
-                    Err(OpenError::Follow(IndexError::NotBuilt(_)))
-                        if holder.as_ref().is_some_and(|h| !h.is_command()) =>
-                    {
-                        crate::sync_cookie::sync_with_writer(&path);
-                        Directory::open_read_only(config)
-                    }
-                    opened => opened,
+                // A worker's files may have been removed under it (an `rm` of one, which no
+                // watch reports; the open above may then have made an empty index file in its
+                // place): it builds them again before it answers a cookie, so the files opened
+                // below are the ones it serves.
+                if holder.as_ref().is_some_and(|h| !h.is_command()) {
+                    crate::sync_cookie::sync_with_writer(&path);
                 }
+                Directory::open_read_only(config_of(config, holder.as_ref()))
             }
             // Another user's worker holds an index this user may read but not write: its live
             // rows are the answer, as for the owner (only a writer needs write permission).

@@ -212,7 +212,7 @@ impl LockedSource {
             } => LockedSource::Repo {
                 // The lock is meant to be committed: the clone's credentials stay out of it
                 // (an update or restore asks git's credential helpers).
-                repo: super::repo::without_credentials(repo).into_owned(),
+                repo: super::url::without_credentials(repo).into_owned(),
                 branch: branch.clone(),
                 folder: format!("skills/{skill}"),
                 commit: resolved.commit.clone(),

@@ -24,6 +24,7 @@ pub mod review;
 pub mod source;
 pub mod status;
 pub mod updates;
+mod url;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,7 +79,7 @@ pub async fn fetch(
             repo::check(&source)?;
             guard::check_namespace(source.namespace())?;
             progress(Step::Cloning {
-                repo: repo::without_credentials(repo).into_owned(),
+                repo: url::without_credentials(repo).into_owned(),
                 branch: branch.clone(),
             });
             let timeout = Duration::from_millis(settings.download_timeout_ms);

@@ -56,7 +56,7 @@ use super::lock::{self, Entry, LockedSource, Route};
 use super::merge::merge;
 use super::review::{self, Review};
 use super::source::Source;
-use super::{fetch, repo};
+use super::{fetch, repo, url};
 
 /// How long a plan stays valid.
 pub const PLAN_TTL: Duration = Duration::from_secs(10 * 60);
@@ -535,7 +535,7 @@ async fn make(
 fn refuse_another_origin(entry: &Entry, source: &Source) -> Result<()> {
     let same = match (&entry.source, source) {
         (LockedSource::Repo { repo: locked, .. }, Source::Repo { repo, .. }) => {
-            *locked == repo::without_credentials(repo)
+            *locked == url::without_credentials(repo)
         }
         (LockedSource::Registry { .. }, Source::Registry { .. }) => true,
         _ => false,
@@ -549,7 +549,7 @@ fn refuse_another_origin(entry: &Entry, source: &Source) -> Result<()> {
     };
     let asked = match source {
         Source::Repo { repo, .. } => {
-            format!("the repository {}", repo::without_credentials(repo))
+            format!("the repository {}", url::without_credentials(repo))
         }
         Source::Registry { worker, .. } => format!("the registry's worker {worker}"),
     };

@@ -84,7 +84,7 @@ impl Source {
                 branch,
             } => json!({
                 "kind": "repo",
-                "repo": super::repo::without_credentials(repo),
+                "repo": super::url::without_credentials(repo),
                 "skill": skill,
                 "branch": branch,
             }),

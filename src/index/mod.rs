@@ -11,6 +11,7 @@
 pub mod changelog;
 mod clean_close;
 pub mod holder;
+mod isolated;
 mod owned;
 mod reader;
 pub mod reconcile;
@@ -575,14 +576,15 @@ impl Index {
 }
 
 impl Writer {
-    /// When only the index file went (an `rm` of it, not of its folder), the texts store at its
-    /// path is still the one this writer holds, locked, and belongs to the index removed: it is
-    /// unlinked, so that both files are built again (the open handle serves reads until then).
-    /// Opened as it is, this writer's own lock on it refused the rebuild on every attempt.
+    /// When only the index file went (an `rm` of it, not of its folder; a command may have made
+    /// an empty one in its place since), the texts store at its path is still the one this
+    /// writer holds, locked, and belongs to the index removed: it is unlinked, so that both
+    /// files are built again (the open handle serves reads until then). Opened as it is, this
+    /// writer's own lock on it refused the rebuild on every attempt.
     fn let_go_of_a_lone_texts_store(&self) {
         let texts = texts::path(&self.path);
         let held = *locks::lock(&self.opened_texts);
-        if file_id(&self.path).is_none() && held.is_some() && file_id(&texts) == held {
+        if self.index_replaced() && held.is_some() && file_id(&texts) == held {
             if let Err(e) = std::fs::remove_file(&texts) {
                 tracing::warn!(path = %texts.display(), %e, "cannot remove the texts store of the removed index");
             }
@@ -738,7 +740,7 @@ fn open_file<T>(
 ) -> Result<(redb::Database, T), Opened> {
     create_whole(path)?;
     let untouched = CleanClose::take(path);
-    let attempt = isolated(|| {
+    let attempt = isolated::isolated(|| {
         // Unless the file is as a clean close left it, the writer verifies every page's
         // checksum at open: a damaged file is rebuilt here rather than trusted (and perhaps
         // served, or panicking) later.
@@ -760,33 +762,6 @@ fn open_file<T>(
         let unreadable = IndexError::Layout("the file is not a readable redb database".into());
         Err(Opened::Unusable(unreadable.into()))
     })
-}
-
-thread_local! {
-    /// Set while [`isolated`] runs on this thread.
-    static ISOLATED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `open`, which may panic on a file that is not a database (redb does, on a truncated or
-/// damaged one), and catches the panic without the panic hook's message and backtrace on
-/// stderr: the caller says what it does about the file (rebuild it, or refuse it), and a raw
-/// panic in front of that looked like a crash. Other threads' panics are reported as before.
-pub(crate) fn isolated<T>(
-    open: impl FnOnce() -> T + std::panic::UnwindSafe,
-) -> std::thread::Result<T> {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let reported = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !ISOLATED.with(std::cell::Cell::get) {
-                reported(info);
-            }
-        }));
-    });
-    ISOLATED.with(|on| on.set(true));
-    let result = std::panic::catch_unwind(open);
-    ISOLATED.with(|on| on.set(false));
-    result
 }
 
 /// Notes a reconcile's outcome in the writer's [`Trouble`]: a failure starts or extends it, a

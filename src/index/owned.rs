@@ -131,7 +131,7 @@ enum Probe {
 /// Reads the marker of the redb file at `path` for `role`, read-only, so that nothing is written
 /// to a file that may not be ours.
 fn probe(path: &Path, role: Role) -> Probe {
-    let probe = super::isolated(|| {
+    let probe = super::isolated::isolated(|| {
         let db = redb::Builder::new()
             .set_cache_size(1024 * 1024)
             .open_read_only(path)
@@ -165,7 +165,7 @@ fn probe_recovered_copy(path: &Path, role: Role) -> Probe {
         .open(&copy)
         .and_then(|mut to| std::io::copy(&mut std::fs::File::open(path)?, &mut to));
     let probe = copied.ok().and_then(|_| {
-        super::isolated(|| {
+        super::isolated::isolated(|| {
             let db = redb::Builder::new()
                 .set_cache_size(1024 * 1024)
                 .open(&copy)

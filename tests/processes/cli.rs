@@ -1031,6 +1031,14 @@ fn beside_a_watching_writer_read_commands_see_changes_made_just_before() {
     fs::remove_file(index.with_file_name("index.redb.texts")).expect("remove the texts store");
     let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
     assert_eq!(agent["name"], "Later");
+    // The index file removed, and a command the first to come: it answers from the files the
+    // worker builds again (its open made an empty index file in the removed one's place).
+    let listed = ok_json(&tree, &["list", "skills", "--json"]);
+    fs::remove_file(&index).expect("remove the index file");
+    assert_eq!(ok_json(&tree, &["list", "skills", "--json"]), listed);
+    let agent = ok_json(&tree, &["get", "agent", "late", "--json"]);
+    assert_eq!(agent["name"], "Later");
+    assert!(writer.status().expect("status")["index_error"].is_null());
     watcher.stop();
     // Without a watching writer there is no cookie to answer, and no wait.
     let started = Instant::now();
