@@ -325,18 +325,23 @@ fn cached_vectors<'a>(
             started.elapsed().as_secs_f64()
         );
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .expect("open the vector cache");
+        // One append of every record: tests running side by side append to the same file, and
+        // a key and its vector written apart interleaved with another test's, shifting every
+        // record after them (one quality test then ranked with another text's vectors).
+        let mut records = Vec::with_capacity(missing.len() * (32 + QUANTIZED_BYTES));
         for (text, vector) in missing.iter().zip(vectors) {
             let vector = Quantized::from_vector(&vector);
             let k = key(text);
-            file.write_all(&k).expect("write");
-            file.write_all(&vector.to_bytes()).expect("write");
+            records.extend_from_slice(&k);
+            records.extend_from_slice(&vector.to_bytes());
             known.insert(k, vector);
         }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut file| file.write_all(&records))
+            .expect("append to the vector cache");
     }
     texts.iter().map(|(_, k)| known[k].clone()).collect()
 }
