@@ -106,15 +106,19 @@ pub fn answer(cookie: &Path, failure: Option<&str>) {
     if let Some(why) = failure.filter(|_| cookie.file_name().is_some_and(asks_rescan)) {
         // On the full disk that failed the walk, the note may not be made: the cookie is then
         // left unanswered, and its follower gives up and says so, rather than hear success.
-        if let Err(e) = std::fs::File::create(failed_beside(cookie)) {
-            tracing::debug!(
-                "cannot say why a rescan failed beside {}: {e}",
-                cookie.display()
-            );
-            return;
+        match std::fs::File::create(failed_beside(cookie)) {
+            // Best effort: an empty note still says the walk was not recorded.
+            Ok(mut note) => {
+                let _ = std::io::Write::write_all(&mut note, why.as_bytes());
+            }
+            Err(e) => {
+                tracing::debug!(
+                    "cannot say why a rescan failed beside {}: {e}",
+                    cookie.display()
+                );
+                return;
+            }
         }
-        // Best effort: an empty note still says the walk was not recorded.
-        let _ = std::fs::write(failed_beside(cookie), why);
     }
     let _ = std::fs::remove_file(cookie);
 }
