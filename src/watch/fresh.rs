@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::inotify::{Event, Inotify};
-use super::tree::{Changes, RootState, RootWatch, Tree};
+use super::tree::{Changes, RootState, RootWatch, Tree, problems_of};
 use super::{WatchOptions, WatchStatus};
 use crate::directory::{CatchUp, Directory};
 use crate::error::Result;
@@ -265,9 +265,9 @@ impl Tracker {
         if let Ok(mut status) = self.status.lock() {
             let roots = state.tree.roots();
             say_unreadable_roots(&status.roots, &roots);
+            status.problems = problems_of(&roots);
             status.roots = roots;
             status.watched = state.tree.watched();
-            status.problems = state.tree.problems();
             status.degraded = !status.problems.is_empty();
         }
     }

@@ -320,7 +320,14 @@ fn track(
         sync,
         options.watch_limit(),
     );
-    for problem in tree.problems() {
+    // The roots not wholly watched; one that cannot be listed is said when the status is
+    // first published (`fresh::say_unreadable_roots`), the safety net being no help there.
+    let unwatched: Vec<RootWatch> = tree
+        .roots()
+        .into_iter()
+        .filter(|root| matches!(root.state, RootState::Partial(_) | RootState::Unwatched(_)))
+        .collect();
+    for problem in tree::problems_of(&unwatched) {
         tracing::warn!("{problem}; changes there are picked up by the safety-net reconcile");
     }
     tracing::debug!(folders = tree.folders(), "folders watched");

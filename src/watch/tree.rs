@@ -52,6 +52,24 @@ impl RootState {
     }
 }
 
+/// The problems of [`Tree::problems`], from roots already looked at (each look lists them).
+pub fn problems_of(roots: &[RootWatch]) -> Vec<String> {
+    roots
+        .iter()
+        .filter_map(|root| match &root.state {
+            RootState::Partial(why) | RootState::Unwatched(why) => {
+                Some(format!("cannot watch {} {}: {why}", root.root, root.path))
+            }
+            RootState::Unreadable(why) => Some(format!(
+                "cannot list {} {} ({why}): nothing is served from it until this process may \
+                 read it (fix its mode, or run the worker as its owner)",
+                root.root, root.path
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A watched root's state as status shows it: [`RootState::Unreadable`] when this process may
 /// not list it now (its mode changed under the worker, say), which its watch alone does not
 /// tell. One `opendir` a root.
@@ -70,16 +88,6 @@ fn listed_state(state: &RootState, list: impl FnOnce() -> io::Result<()>) -> Roo
         },
         other => other.clone(),
     }
-}
-
-/// The status line of a root this process may not list, saying what to do.
-fn unreadable_problem(spec: &Spec, why: &str) -> String {
-    format!(
-        "cannot list {} {} ({why}): nothing is served from it until this process may read it \
-         (fix its mode, or run the worker as its owner)",
-        spec.root.config_key(),
-        spec.path.display()
-    )
 }
 
 /// One root as the watch sees it.
@@ -281,20 +289,10 @@ impl Tree {
     }
 
     /// Problems worth a line in status, one per root that is not wholly watched or cannot be
-    /// listed.
+    /// listed (the status takes them from the roots it has looked at: [`problems_of`]).
+    #[cfg(test)]
     pub fn problems(&self) -> Vec<String> {
-        self.specs
-            .iter()
-            .filter_map(|spec| match shown_state(spec) {
-                RootState::Partial(why) | RootState::Unwatched(why) => Some(format!(
-                    "cannot watch {} {}: {why}",
-                    spec.root.config_key(),
-                    spec.path.display()
-                )),
-                RootState::Unreadable(why) => Some(unreadable_problem(spec, &why)),
-                _ => None,
-            })
-            .collect()
+        problems_of(&self.roots())
     }
 
     /// The roots watched (their paths), for status.
