@@ -497,36 +497,46 @@ mod tests {
         assert_eq!(sync_with_writer(&index), Synced::NoWriter);
 
         // A writer spinning on the CPU, answering after 2.5 s: waited for.
-        let mut spinning = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .expect("spawn");
-        writer_beside(&index, &spinning);
+        let spinning = Reaped(
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("spawn"),
+        );
+        writer_beside(&index, &spinning.0);
         let answer = answer_after(&index, Duration::from_millis(2500));
         assert_eq!(sync_with_writer(&index), Synced::Answered);
         answer.join().expect("answered");
-        let _ = spinning.kill();
-        let _ = spinning.wait();
+        drop(spinning);
 
         // A writer that uses no CPU (asleep, as a stopped or stuck one): given up on.
-        let mut idle = Command::new("sleep").arg("30").spawn().expect("spawn");
-        writer_beside(&index, &idle);
+        let idle = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn"));
+        writer_beside(&index, &idle.0);
         let answer = answer_after(&index, Duration::from_millis(4000));
         assert_eq!(sync_with_writer(&index), Synced::GaveUp);
         answer.join().expect("joined");
-        let _ = idle.kill();
-        let _ = idle.wait();
+    }
+
+    /// A process a test started, killed when the test ends, failed assertions included: a
+    /// spinning `sh` left behind by a failed run would hold a core for every later test.
+    struct Reaped(Child);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 
     #[test]
     fn a_follower_waits_for_a_booting_workers_first_reconcile() {
         let dir = tempfile::tempdir().expect("tempdir");
         let index = dir.path().join("index.redb");
-        let mut worker = Command::new("sleep").arg("30").spawn().expect("spawn");
+        let worker = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn"));
         // Booting: no sync folder yet, and a note that is not settled.
-        holder::write_note(&index, &worker_note(&worker, false)).expect("note");
+        holder::write_note(&index, &worker_note(&worker.0, false)).expect("note");
         let settles = {
-            let (index, note) = (index.clone(), worker_note(&worker, true));
+            let (index, note) = (index.clone(), worker_note(&worker.0, true));
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(400));
                 claim_folder(&index).expect("sync folder");
@@ -539,8 +549,6 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(400));
         settles.join().expect("settled");
         answer.join().expect("answered");
-        let _ = worker.kill();
-        let _ = worker.wait();
     }
 
     #[test]

@@ -27,6 +27,14 @@ pub const INSTALL_NOTE: &str = "Choose from `workers` first. The `installable` e
 /// Appended when the answer names skills for its capabilities (`search_functions`' side lane).
 pub const SKILLS_NOTE: &str = "The `skills` field names installed skills that serve some of these capabilities (matched by `capability`): read the one that fits with directory::skills::get {\"id\": \"<id>\"} before acting, beside or instead of the functions.";
 
+/// The sentence naming skills the side lane named earlier in the session and leaves out now.
+pub fn skills_repeated_note(repeated: &[String]) -> String {
+    format!(
+        "Skills named earlier in this session for these capabilities, left out of `skills` (read the one that fits with directory::skills::get if you no longer have it): {}.",
+        repeated.join(", ")
+    )
+}
+
 /// Appended when a candidate carries an `engine_namespace`.
 pub const NAMESPACE_NOTE: &str = "A candidate with an `engine_namespace` is registered in that engine namespace, not the default one: call it with that namespace (the invocation's `namespace`; `iii trigger --namespace <ns>`), or it fails with function_not_found.";
 

@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::locks;
 use crate::search::registry::{DEFAULT_PHASE_WAIT, WorkerSource};
 use crate::search::service::{Engine, Refresh, Reuse};
+use crate::search::session::{self, Split};
 use crate::search::vectors::FunctionLane;
 use crate::search::{EngineError, FunctionSearch, RegistrySearch, SESSION_BAGGAGE_KEY, hint};
 
@@ -65,6 +66,9 @@ pub struct SearchState {
     lane: Mutex<Option<Arc<FunctionLane>>>,
     /// The worker is shutting down: a lane connected from now on is stopped at once.
     stopping: std::sync::atomic::AtomicBool,
+    /// The skills each session's `search_functions` answers named (the side lane), so that a
+    /// later answer names only new ones, as it does functions.
+    named_skills: Mutex<session::Memory>,
 }
 
 impl SearchState {
@@ -79,6 +83,7 @@ impl SearchState {
             runtime,
             lane: Mutex::new(None),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            named_skills: Mutex::default(),
         }
     }
 
@@ -207,6 +212,7 @@ pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, 
     let registry = state.registry.clone().filter(|_| settings.registry_search);
     let search = state.search.clone();
     let iii = call.iii.clone();
+    let searched_in = session.clone();
     let mut answer = state
         .runtime
         .spawn(async move {
@@ -220,7 +226,9 @@ pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, 
                 registry,
                 phase_wait: DEFAULT_PHASE_WAIT,
             });
-            let response = search.search(&input, session.as_deref(), registry).await?;
+            let response = search
+                .search(&input, searched_in.as_deref(), registry)
+                .await?;
             serde_json::to_value(response).map_err(|e| WorkerError::from(Error::json(e)))
         })
         .await
@@ -230,21 +238,79 @@ pub(super) async fn search_functions(call: Call, input: Value) -> Result<Value, 
         skill_lane(&shared.directory, &capabilities, installed.as_deref())
     })
     .await;
-    match lane {
-        Ok(skills) if !skills.is_empty() => {
-            answer["skills"] = json!(skills);
-            // Without a word, an answer with no function tells the agent to go and list skills.
-            if let Some(guidance) = answer["guidance"].as_str() {
-                answer["guidance"] = json!(format!(
-                    "{guidance} {}",
-                    crate::search::response::SKILLS_NOTE
-                ));
-            }
+    let lane = match lane {
+        Ok(lane) => lane,
+        Err(e) => {
+            tracing::warn!("search_functions answered without skills: {e}");
+            Vec::new()
         }
-        Ok(_) => {}
-        Err(e) => tracing::warn!("search_functions answered without skills: {e}"),
+    };
+    let (lane, repeated) = match session.as_deref() {
+        Some(session) => name_each_skill_once(lane, |named| {
+            locks::lock(&state.named_skills).split(session, SKILLS_FINGERPRINT, named)
+        }),
+        None => (lane, Vec::new()),
+    };
+    let mut notes = Vec::new();
+    if !lane.is_empty() {
+        answer["skills"] = json!(lane);
+        // Without a word, an answer with no function tells the agent to go and list skills.
+        notes.push(crate::search::response::SKILLS_NOTE.to_string());
+    }
+    if !repeated.is_empty() {
+        notes.push(crate::search::response::skills_repeated_note(&repeated));
+    }
+    if let Some(guidance) = answer["guidance"].as_str().filter(|_| !notes.is_empty()) {
+        answer["guidance"] = json!(format!("{guidance} {}", notes.join(" ")));
     }
     Ok(answer)
+}
+
+/// The side lane's session memory is kept apart from the catalog's: a skill's id is all a
+/// session needs to read it again, whatever changed in the tree since.
+const SKILLS_FINGERPRINT: &str = "skills";
+
+/// The side lane with the skills the session was named before left out (`split` says which,
+/// from every id the lane names, in order), and those skills' ids, for the guidance. An entry
+/// left without skills is dropped. When every skill was named before, `split` sends them all
+/// again (the caller most likely lost the earlier answer), as it does functions.
+fn name_each_skill_once(
+    lane: Vec<Value>,
+    split: impl FnOnce(&[String]) -> Split,
+) -> (Vec<Value>, Vec<String>) {
+    let mut named: Vec<String> = Vec::new();
+    for id in lane.iter().flat_map(skill_ids) {
+        if !named.contains(&id) {
+            named.push(id);
+        }
+    }
+    if named.is_empty() {
+        return (lane, Vec::new());
+    }
+    let Split { send, repeated } = split(&named);
+    let lane = lane
+        .into_iter()
+        .filter_map(|mut entry| {
+            let skills = entry["skills"].as_array_mut()?;
+            skills.retain(|skill| {
+                skill["id"]
+                    .as_str()
+                    .is_some_and(|id| send.iter().any(|s| s == id))
+            });
+            (!skills.is_empty()).then_some(entry)
+        })
+        .collect();
+    (lane, repeated)
+}
+
+/// The ids of the skills one side-lane entry names.
+fn skill_ids(entry: &Value) -> Vec<String> {
+    entry["skills"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|skill| skill["id"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// `directory::on-functions-change`: refreshes the catalog.
@@ -509,4 +575,65 @@ pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, BusS
         _ => iii.shutdown(),
     }
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(capability: &str, ids: &[&str]) -> Value {
+        let skills: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({ "id": id, "title": id, "description": "" }))
+            .collect();
+        json!({ "capability": capability, "skills": skills })
+    }
+
+    fn named(lane: &[Value]) -> Vec<Vec<String>> {
+        lane.iter().map(skill_ids).collect()
+    }
+
+    #[test]
+    fn a_session_is_named_each_skill_once_and_everything_again_when_nothing_is_new() {
+        let mut memory = session::Memory::default();
+        let mut ask = |lane: Vec<Value>| {
+            name_each_skill_once(lane, |ids| memory.split("s", SKILLS_FINGERPRINT, ids))
+        };
+        let (lane, repeated) = ask(vec![entry("email", &["mail", "tone"])]);
+        assert_eq!(named(&lane), [["mail", "tone"]]);
+        assert!(repeated.is_empty());
+        // A later answer: the skills named before leave their entries, and an entry left with
+        // none goes.
+        let (lane, repeated) = ask(vec![
+            entry("email", &["mail"]),
+            entry("deploy", &["tone", "netlify"]),
+        ]);
+        assert_eq!(named(&lane), [["netlify"]]);
+        assert_eq!(lane[0]["capability"], "deploy");
+        assert_eq!(repeated, ["mail", "tone"]);
+        // Nothing new: everything again.
+        let (lane, repeated) = ask(vec![entry("email", &["mail", "tone"])]);
+        assert_eq!(named(&lane), [["mail", "tone"]]);
+        assert!(repeated.is_empty());
+    }
+
+    #[test]
+    fn a_skill_two_capabilities_share_stays_under_both_in_the_answer_that_names_it() {
+        let mut memory = session::Memory::default();
+        let (lane, repeated) = name_each_skill_once(
+            vec![entry("a", &["shared", "x"]), entry("b", &["shared"])],
+            |ids| {
+                assert_eq!(ids, ["shared", "x"], "each id asked once, in order");
+                memory.split("s", SKILLS_FINGERPRINT, ids)
+            },
+        );
+        assert_eq!(named(&lane), [vec!["shared", "x"], vec!["shared"]]);
+        assert!(repeated.is_empty());
+    }
+
+    #[test]
+    fn an_empty_lane_asks_nothing() {
+        let (lane, repeated) = name_each_skill_once(Vec::new(), |_| unreachable!());
+        assert!(lane.is_empty() && repeated.is_empty());
+    }
 }

@@ -1110,6 +1110,59 @@ async fn search_functions_names_the_skills_of_each_capability() {
     h.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_named_each_skill_once() {
+    let h = Harness::start_with(settings(false, 2), SKILLS).await;
+    let email = "send an email to a customer";
+    let queue = "design a job queue with retries";
+    let first = h.search_in_session("s-1", &[email]).await;
+    assert_eq!(
+        first["skills"][0]["skills"][0]["id"], "email-etiquette",
+        "{first}"
+    );
+    // Later in the session: only the new skill, and the guidance names the one left out.
+    let second = h.search_in_session("s-1", &[email, queue]).await;
+    assert_eq!(
+        second["skills"],
+        json!([{
+            "capability": queue,
+            "skills": [{
+                "id": "queue-design",
+                "title": "Queues",
+                "description": "Design a job queue with retries and dead letters.",
+            }],
+        }]),
+        "{second}"
+    );
+    let guidance = second["guidance"].as_str().unwrap_or_default();
+    assert!(
+        guidance.ends_with("if you no longer have it): email-etiquette."),
+        "{guidance}"
+    );
+    // Another session, and a call without baggage, are named everything.
+    for answer in [
+        h.search_in_session("s-2", &[email, queue]).await,
+        h.search(&[email, queue]).await,
+    ] {
+        assert_eq!(
+            answer["skills"].as_array().map(Vec::len),
+            Some(2),
+            "{answer}"
+        );
+    }
+    // Nothing new: all of it again (the caller most likely lost the earlier answer).
+    let again = h.search_in_session("s-1", &[email]).await;
+    assert_eq!(again["skills"], first["skills"], "{again}");
+    assert!(
+        !again["guidance"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("earlier in this session for these capabilities"),
+        "{again}"
+    );
+    h.stop().await;
+}
+
 /// The model's state in `index::status`'s `search`.
 async fn search_status(h: &Harness) -> Value {
     h.call("directory::index::status", json!({})).await["search"].clone()
