@@ -12,8 +12,8 @@ use iii_directory::{Directory, MODEL_NAME, ModelState};
 use crate::cli_error::CliError;
 
 /// The most skill contents `search --skills` embeds before it answers (about a second of both
-/// cores, the files just edited while no worker ran); with more pending it answers lexically
-/// and names the command that embeds them.
+/// cores, the files just edited while no worker ran); with more pending it says so and names
+/// the command that embeds them (answering lexically if the tree was never embedded).
 const EMBED_BEFORE_SEARCH: u64 = 32;
 
 /// How often `reindex` redraws its embedding progress.
@@ -51,8 +51,9 @@ fn load(directory: &Directory) -> Model {
 }
 
 /// Readies `directory` for `search --skills`: hybrid when the model is here and every skill
-/// content has its embedding (a few missing ones are embedded first, by the index's writer).
-/// Returns a note for stderr when the search stays lexical although the model is here.
+/// content has its embedding (a few missing ones are embedded first, by the index's writer),
+/// or the index records that this model embedded the tree once, as the worker ranks.
+/// Returns a note for stderr when contents lack an embedding although the model is here.
 pub fn ready_for_search(directory: &Directory) -> Result<Option<String>, CliError> {
     if load(directory) != Model::Loaded {
         return Ok(None);
@@ -64,6 +65,19 @@ pub fn ready_for_search(directory: &Directory) -> Result<Option<String>, CliErro
     }
     if pending == 0 {
         return Ok(None);
+    }
+    if directory.skill_search_is_hybrid() {
+        // The tree was embedded once: as the worker does, the contents changed since rank by
+        // their words until embedded.
+        return Ok(Some(format!(
+            "{pending} skill contents changed since they were embedded rank by their words \
+             until {}",
+            if directory.is_writer() {
+                "`iii-directory reindex` embeds them (a running worker does so in the background)"
+            } else {
+                "the process holding the index (the worker, or a reindex) embeds them"
+            }
+        )));
     }
     Ok(Some(if directory.is_writer() {
         format!(

@@ -233,6 +233,15 @@ impl Directory {
                 if let Err(e) = loaded {
                     tracing::warn!("cannot read the stored skill embeddings: {e}");
                 }
+                // A tree this model embedded once before (in this process or another) is
+                // searched hybrid at once, as the pass that embedded it left it.
+                let caught_up = self
+                    .index
+                    .read()
+                    .and_then(|reader| reader.vectors_caught_up(model));
+                if caught_up.unwrap_or(false) {
+                    self.dense.caught_up.store(true, Ordering::SeqCst);
+                }
                 self.dense.loaded.store(true, Ordering::SeqCst);
             }
             *locks::write(&self.dense.model) = Some(model.clone());
@@ -262,7 +271,8 @@ impl Directory {
 
     /// For a process that runs no background pass (the offline commands): once the model is
     /// ready and its stored vectors read, turns skill search hybrid when every skill content
-    /// of the latest revision has a vector, as a pass that finds nothing pending does.
+    /// of the latest revision has a vector, as a pass that finds nothing pending does. (It is
+    /// hybrid already when the index records that the model embedded the tree once.)
     /// Returns how many contents have none (all of them before the model is ready).
     pub fn hybrid_when_embedded(&self) -> Result<u64> {
         let reader = self.index.read()?;
@@ -275,6 +285,11 @@ impl Directory {
             self.dense.caught_up.store(true, Ordering::SeqCst);
         }
         Ok(pending)
+    }
+
+    /// Whether skill search ranks hybrid here (the model ready, and the tree embedded once).
+    pub fn skill_search_is_hybrid(&self) -> bool {
+        self.dense.ready().is_some() && self.dense.caught_up.load(Ordering::SeqCst)
     }
 
     /// Whether the index holds skill embeddings made by another model than the one loaded here
@@ -325,9 +340,9 @@ impl Directory {
             let stored = reader.vector_count()?.min(contents);
             (stored, contents - stored)
         };
-        let mode = match state {
-            ModelState::Ready(_) if self.dense.caught_up.load(Ordering::SeqCst) => Mode::Hybrid,
-            _ => Mode::Lexical,
+        let mode = match self.skill_search_is_hybrid() {
+            true => Mode::Hybrid,
+            false => Mode::Lexical,
         };
         let mut status = json!({
             "mode": mode,
@@ -412,6 +427,11 @@ impl Directory {
             let mut pending = self.dense.vectors.pending(&cache);
             pending.retain(|p| !tried.contains(&p.hash));
             if pending.is_empty() {
+                // Recorded for the next start and for the commands beside this process, which
+                // then rank as it does.
+                if let Err(e) = self.index.note_vectors_caught_up(&model) {
+                    tracing::warn!("cannot record that the skill embeddings are complete: {e}");
+                }
                 self.drop_unused_vectors(&cache)?;
                 self.dense.vectors.compact(&cache);
                 // Here rather than on the first search, which would wait for it.

@@ -62,7 +62,8 @@ pub const SKIPPED: TableDefinition<'static, (u8, &str), &[u8]> =
 pub const CHANGE_LOG: TableDefinition<'static, (u8, u64, &str), ()> =
     TableDefinition::new("change_log");
 /// Named values: [`META_SCHEMA`], [`META_REVISION`], [`META_RECONCILE`], [`META_EPOCH`],
-/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`], [`META_VECTORS_MODEL`], [`META_VECTORS_TOKENS`].
+/// [`META_LOG_FLOOR`], [`META_NEXT_TEXT`], [`META_VECTORS_MODEL`], [`META_VECTORS_TOKENS`],
+/// [`META_VECTORS_CAUGHT_UP`].
 pub const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
 
 pub const META_SCHEMA: &str = "schema_version";
@@ -81,6 +82,11 @@ pub const META_VECTORS_MODEL: &str = "vectors_model";
 /// How the texts of every vector in [`VECTORS`] were cut into tokens (`u64`,
 /// `embed::TOKENS_REVISION`); absent in an index whose vectors predate it.
 pub const META_VECTORS_TOKENS: &str = "vectors_tokens";
+/// The model (as [`META_VECTORS_MODEL`] names it) that has once embedded every skill content of
+/// a revision: from then on skill search is hybrid in every process that loads that model,
+/// contents changed since ranking by their words until embedded. Removed with that model's
+/// vectors.
+pub const META_VECTORS_CAUGHT_UP: &str = "vectors_caught_up";
 
 /// The postcard `u64` under `key` in a file's [`META`] table: `None` when the table or the key
 /// is missing (the index and its texts store both keep their schema version and epoch there).

@@ -18,7 +18,8 @@ use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::records::encode;
 use super::tables::{
-    DOCS, META, META_VECTORS_MODEL, META_VECTORS_TOKENS, RETIRED_VECTORS, VECTORS, stored_u64,
+    DOCS, META, META_VECTORS_CAUGHT_UP, META_VECTORS_MODEL, META_VECTORS_TOKENS, RETIRED_VECTORS,
+    VECTORS, stored_u64,
 };
 use super::{Handle, Index, Reader, Writer, closed, poisoned};
 use crate::doc::Hash;
@@ -66,6 +67,19 @@ impl Reader {
             .get(META_VECTORS_MODEL)
             .map_err(Error::index)?
             .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
+    }
+
+    /// Whether `model` has once embedded every skill content of a revision (see
+    /// [`META_VECTORS_CAUGHT_UP`]).
+    pub fn vectors_caught_up(&self, model: &str) -> Result<bool> {
+        let meta = match self.txn.open_table(META) {
+            Ok(meta) => meta,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
+            Err(e) => return Err(Error::index(e)),
+        };
+        let caught_up = meta.get(META_VECTORS_CAUGHT_UP).map_err(Error::index)?;
+        Ok(self.vectors_model()?.as_deref() == Some(model)
+            && caught_up.is_some_and(|v| v.value() == model.as_bytes()))
     }
 
     /// The vectors table, when it holds `model`'s embeddings (`None` for another model's).
@@ -167,6 +181,7 @@ impl Index {
                 retired.retain(|_, _| false).map_err(Error::index)?;
                 meta.insert(META_VECTORS_MODEL, model.as_bytes())
                     .map_err(Error::index)?;
+                meta.remove(META_VECTORS_CAUGHT_UP).map_err(Error::index)?;
             }
             // Into an empty table, every vector is of this build's tokens.
             if vectors.is_empty().map_err(Error::index)? {
@@ -184,6 +199,35 @@ impl Index {
         }
         txn.commit().map_err(Error::index)?;
         Ok(stored)
+    }
+
+    /// Records that `model` has embedded every skill content of the latest revision (see
+    /// [`META_VECTORS_CAUGHT_UP`]); a commit only the first time.
+    pub fn note_vectors_caught_up(&self, model: &str) -> Result<()> {
+        if self.read()?.vectors_caught_up(model)? {
+            return Ok(());
+        }
+        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
+            return Err(IndexError::Unavailable("a read-only index records no embeddings").into());
+        };
+        let slot = slot.read().map_err(|_| poisoned())?;
+        let stores = slot.as_ref().ok_or_else(closed)?;
+        let txn = stores.index.begin_write().map_err(Error::index)?;
+        {
+            let mut meta = txn.open_table(META).map_err(Error::index)?;
+            // Only over that model's vectors: a commit of another model's since the pass read
+            // its snapshot leaves it unrecorded.
+            let same = meta
+                .get(META_VECTORS_MODEL)
+                .map_err(Error::index)?
+                .is_some_and(|v| v.value() == model.as_bytes());
+            if same {
+                meta.insert(META_VECTORS_CAUGHT_UP, model.as_bytes())
+                    .map_err(Error::index)?;
+            }
+        }
+        txn.commit().map_err(Error::index)?;
+        Ok(())
     }
 
     /// Drops the stored embeddings of `stale` (contents whose text an older tokenizer revision

@@ -1392,6 +1392,23 @@ fn with_the_model_here_reindex_embeds_the_skills_and_search_ranks_as_the_worker_
     assert_eq!(said, "");
     let summary = ok_json(&tree, &["--config", config, "reindex", "--json"]);
     assert_eq!(summary["embeddings"]["embedded"], 0, "{summary}");
+
+    // A large copy after the tree was embedded once: hybrid still, as the worker ranks, the
+    // new contents by their words until embedded.
+    for n in 0..40 {
+        tree.write(
+            &format!("skills/copied-{n:02}/SKILL.md"),
+            &format!("---\nname: copied-{n:02}\ndescription: Copied notes {n}.\n---\n# Copy {n}\n"),
+        );
+    }
+    let (answer, said) = search_paraphrase(&tree, config);
+    assert_eq!(answer["mode"], "hybrid", "{answer}");
+    assert_eq!(answer["results"][0]["id"], "invoice-reminders", "{answer}");
+    assert!(
+        said.contains("40 skill contents changed since they were embedded rank by their words")
+            && said.contains("iii-directory reindex"),
+        "{said}"
+    );
 }
 
 /// A worker waiting for the index (its `<index>.wanted` note, stood in for by a live process)
