@@ -340,9 +340,10 @@ impl Directory {
             let stored = reader.vector_count()?.min(contents);
             (stored, contents - stored)
         };
-        let mode = match self.skill_search_is_hybrid() {
-            true => Mode::Hybrid,
-            false => Mode::Lexical,
+        let mode = if self.skill_search_is_hybrid() {
+            Mode::Hybrid
+        } else {
+            Mode::Lexical
         };
         let mut status = json!({
             "mode": mode,

@@ -78,6 +78,8 @@ impl Reader {
             Err(e) => return Err(Error::index(e)),
         };
         let caught_up = meta.get(META_VECTORS_CAUGHT_UP).map_err(Error::index)?;
+        // The stored model is checked too: a build from before this record stores another
+        // model's vectors without removing it.
         Ok(self.vectors_model()?.as_deref() == Some(model)
             && caught_up.is_some_and(|v| v.value() == model.as_bytes()))
     }
