@@ -116,6 +116,14 @@ impl Known {
         self.tools.contains_key(id)
     }
 
+    /// Keeps what `earlier` held of `id`, under its stamp then: a function whose batch failed
+    /// is searched by that contract until a fetch settles it, however many fail meanwhile.
+    pub fn carry(&mut self, earlier: &Known, id: &str) {
+        if let Some(entry) = earlier.tools.get(id) {
+            self.tools.insert(id.to_string(), entry.clone());
+        }
+    }
+
     /// Notes what this fetch settled for `id` under `stamp`.
     pub fn settle(&mut self, id: &str, stamp: u64, tool: Option<SlimTool>) {
         self.tools.insert(id.to_string(), (stamp, tool));

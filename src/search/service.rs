@@ -61,7 +61,8 @@ const INFO_DEADLINE: Duration = Duration::from_secs(20);
 /// The engine's functions as slim tools, in listed order (excluded and internal ones left out).
 /// With [`Reuse::Unchanged`], a function whose stamp is the one `known` holds keeps what was
 /// fetched before. A function whose batch failed is searched by the contract fetched before,
-/// if any, and asked for again next time. `known` then holds what this fetch settled.
+/// if any, kept until a fetch settles it, and asked for again next time. `known` then holds
+/// what this fetch settled, and what it carried.
 pub async fn fetch(
     engine: &dyn Engine,
     known: &mut Known,
@@ -103,8 +104,10 @@ pub async fn fetch(
             None if answers.settled.contains(id) => (answers.tools.remove(id), true),
             None => (known.earlier(id).cloned(), false),
         };
-        if let (true, Some(stamp)) = (is_settled, stamps.get(id.as_str())) {
-            settled.settle(id, *stamp, tool.clone());
+        match (is_settled, stamps.get(id.as_str())) {
+            (true, Some(stamp)) => settled.settle(id, *stamp, tool.clone()),
+            (true, None) => {}
+            (false, _) => settled.carry(known, id),
         }
         tools.extend(tool);
     }
@@ -707,9 +710,21 @@ mod tests {
             "the removal is in, the changed function kept as it was"
         );
         assert_eq!(take_asked(&engine), ["w2::f9"]);
-        let catalog = service.current();
-        let nine = catalog.tools().iter().find(|t| t.name == "w2::f9");
-        assert_eq!(nine.map(|t| t.description.as_str()), Some("Does w2::f9."));
+        let nine = |service: &CatalogService| {
+            let catalog = service.current();
+            let tool = catalog.tools().iter().find(|t| t.name == "w2::f9").cloned();
+            tool.map(|t| t.description)
+        };
+        assert_eq!(nine(&service).as_deref(), Some("Does w2::f9."));
+
+        // Failing again, and on a full refresh whose every batch fails: still kept.
+        assert!(service.refresh(&engine, Reuse::Unchanged).await.is_ok());
+        assert_eq!(take_asked(&engine), ["w2::f9"]);
+        assert_eq!(nine(&service).as_deref(), Some("Does w2::f9."));
+        assert!(service.refresh(&engine, Reuse::Nothing).await.is_ok());
+        assert_eq!(take_asked(&engine).len(), 39);
+        assert_eq!(service.current().tools().len(), 39);
+        assert_eq!(nine(&service).as_deref(), Some("Does w2::f9."));
 
         // The next refresh asks for it again, and takes its new contract.
         fails.store(false, Ordering::SeqCst);
