@@ -234,13 +234,19 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
 }
 
 /// [`sync_with_writer`], asking the writer for `ask`. A worker that has not finished its first
-/// reconcile (its note is not [`settled`](holder::Holder::settled)) is waited for first: until
-/// then its index holds a previous run's rows, or none, and its watcher may not answer yet.
+/// reconcile (its note says it is [`building`](holder::Holder::building)) is waited for first:
+/// until then its index holds a previous run's rows, or none, and its watcher may not answer
+/// yet. A worker whose note goes on saying so past that wait is asked all the same.
 pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let building = || holder::read(index_path).is_some_and(|h| !h.is_command() && !h.settled);
-    if building() && !wait_for_writer(index_path, building, "build its index") {
-        return Synced::GaveUp;
+    let building = || holder::read(index_path).is_some_and(|h| !h.is_command() && h.building);
+    if building() {
+        wait_for_writer(
+            index_path,
+            building,
+            "build its index",
+            "asking it for the changes made on disk",
+        );
     }
     let folder = sync_folder(index_path);
     if !folder.join(MARK).is_file() {
@@ -270,6 +276,7 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         index_path,
         || cookie.exists(),
         "take in the changes made on disk",
+        "answering from the index as it is",
     ) {
         let _ = std::fs::remove_file(&cookie);
         return Synced::GaveUp;
@@ -291,8 +298,9 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
 
 /// Waits while `pending` holds, for the writer to `what` (as the warnings say it): up to
 /// [`COOKIE_WAIT`], then for as long as the writer keeps using the CPU, up to [`BUSY_WAIT`].
-/// Returns whether `pending` ended; a writer given up on costs one warning.
-fn wait_for_writer(index_path: &Path, pending: impl Fn() -> bool, what: &str) -> bool {
+/// Returns whether `pending` ended; a writer given up on costs one warning, saying what is
+/// done `then`.
+fn wait_for_writer(index_path: &Path, pending: impl Fn() -> bool, what: &str, then: &str) -> bool {
     let started = Instant::now();
     let mut next_look = COOKIE_WAIT;
     let mut writer: Option<Busy> = None;
@@ -314,7 +322,7 @@ fn wait_for_writer(index_path: &Path, pending: impl Fn() -> bool, what: &str) ->
                     if started.elapsed() > BUSY_WAIT || !busy.still_working() {
                         tracing::warn!(
                             "the worker did not confirm within {} ms that it had done so; \
-                             answering from the index as it is",
+                             {then}",
                             started.elapsed().as_millis()
                         );
                         return false;
@@ -380,11 +388,12 @@ mod tests {
         holder::write_note(index, &worker_note(writer, true)).expect("note");
     }
 
-    fn worker_note(writer: &Child, settled: bool) -> holder::Holder {
+    fn worker_note(writer: &Child, built: bool) -> holder::Holder {
         holder::Holder {
             pid: writer.id(),
             role: holder::WORKER.to_string(),
-            settled,
+            settled: built,
+            building: !built,
             ..holder::Holder::default()
         }
     }
@@ -548,6 +557,37 @@ mod tests {
         assert_eq!(sync_with_writer(&index), Synced::Answered);
         assert!(started.elapsed() >= Duration::from_millis(400));
         settles.join().expect("settled");
+        answer.join().expect("answered");
+    }
+
+    #[test]
+    fn a_worker_whose_note_goes_on_saying_it_builds_is_asked_all_the_same() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        // Idle, and noted as building for good (its last note could not be written).
+        let worker = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn"));
+        claim_folder(&index).expect("sync folder");
+        holder::write_note(&index, &worker_note(&worker.0, false)).expect("note");
+        let answer = answer_after(&index, Duration::ZERO);
+        let started = Instant::now();
+        assert_eq!(sync_with_writer(&index), Synced::Answered);
+        assert!(
+            started.elapsed() < COOKIE_WAIT * 3,
+            "{:?}",
+            started.elapsed()
+        );
+        answer.join().expect("answered");
+        // A note without the word (a worker of an older build) is not waited for at all.
+        let older = holder::Holder {
+            pid: worker.0.id(),
+            role: holder::WORKER.to_string(),
+            ..holder::Holder::default()
+        };
+        holder::write_note(&index, &older).expect("note");
+        let answer = answer_after(&index, Duration::ZERO);
+        let started = Instant::now();
+        assert_eq!(sync_with_writer(&index), Synced::Answered);
+        assert!(started.elapsed() < COOKIE_WAIT, "{:?}", started.elapsed());
         answer.join().expect("answered");
     }
 

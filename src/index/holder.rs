@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +33,7 @@ pub const WORKER: &str = "worker";
 
 /// How long a process that found the index held waits for the holder's note: the holder
 /// writes it right after taking the lock, so a missing note is usually a moment away.
-const NOTE_WAIT: Duration = Duration::from_secs(2);
+pub const NOTE_WAIT: Duration = Duration::from_secs(2);
 
 /// Declares this process's role, written in the note of every index it opens as the writer.
 /// The first declaration holds.
@@ -57,10 +57,14 @@ pub struct Holder {
     pub config: Option<NotedConfig>,
     /// The index's rows are complete. A command says so when it only adds what a read does
     /// not need (a `reindex` computing embeddings): a read may then follow it rather than wait.
-    /// A worker says so once its first reconcile is done: until then a read beside it waits
-    /// (`sync_cookie`), since the rows it would read are a previous run's, or none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub settled: bool,
+    /// A worker's first reconcile is not done: until it is, a read beside it waits
+    /// (`sync_cookie`), since the rows it would read are a previous run's, or none. Said while
+    /// building rather than once built, so that a note without it (a worker of an older
+    /// build, or one whose last note could not be written) is never waited for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub building: bool,
 }
 
 /// A worker's configuration as its note carries it: its settings, and the folder relative
@@ -173,20 +177,19 @@ pub fn wanted_by(index: &Path) -> Option<Holder> {
 }
 
 /// Whether the rows of an index this process notes itself as holding are complete (see
-/// [`Holder::settled`]).
+/// [`Holder::settled`] and [`Holder::building`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rows {
     /// Not yet: the process has not reconciled the file it just opened or built.
     Building,
     /// A reconcile of this file is done.
     Complete,
-    /// As this process's note says already (a note written again for new settings).
-    AsNoted,
 }
 
 /// Notes this process as the writer of the index at `index`, indexing `folders` (when it
 /// declared a role), with its live `settings` when it is a worker. Best effort: without the
-/// note, the others behave as before notes existed (see [`of_busy`]).
+/// note, the others behave as before notes existed (see
+/// `Index::open_writer_after_commands`).
 pub fn note(
     index: &Path,
     folders: Vec<(String, String)>,
@@ -196,10 +199,9 @@ pub fn note(
     let Some(role) = ROLE.get() else {
         return;
     };
-    let settled = match rows {
-        Rows::Building => false,
-        Rows::Complete => true,
-        Rows::AsNoted => own_note(index).is_some_and(|own| own.settled),
+    let (settled, building) = match rows {
+        Rows::Building => (false, role == WORKER),
+        Rows::Complete => (true, false),
     };
     let holder = Holder {
         pid: std::process::id(),
@@ -207,18 +209,21 @@ pub fn note(
         folders,
         config: (role == WORKER).then(|| NotedConfig::of(settings)),
         settled,
+        building,
     };
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
     }
 }
 
-/// Marks this process's note as [`Holder::settled`]. Best effort, as [`note`].
+/// Marks this process's note as [`Holder::settled`], and no longer [`Holder::building`]. Best
+/// effort, as [`note`].
 pub fn note_settled(index: &Path) {
     let Some(mut holder) = own_note(index) else {
         return;
     };
     holder.settled = true;
+    holder.building = false;
     if let Err(e) = write_note(index, &holder) {
         tracing::debug!(index = %index.display(), %e, "could not note that the index's rows are complete");
     }
@@ -262,20 +267,6 @@ pub fn write_note(index: &Path, holder: &Holder) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
-}
-
-/// The holder of an index another process holds, when its note names a live process other
-/// than this one; `None` when no such note appears within [`NOTE_WAIT`] (an older binary, or a
-/// process of this one's own).
-pub fn of_busy(index: &Path) -> Option<Holder> {
-    let started = Instant::now();
-    loop {
-        match read(index) {
-            Some(holder) => return Some(holder).filter(|h| h.pid != std::process::id()),
-            None if started.elapsed() >= NOTE_WAIT => return None,
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
 }
 
 /// The note as it is now, when it names a live process.
@@ -363,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn a_note_of_a_live_process_names_it_and_one_of_a_dead_or_this_process_does_not() {
+    fn a_note_of_a_live_process_names_it_and_one_of_a_dead_one_does_not() {
         let dir = tempfile::tempdir().expect("tempdir");
         let index = dir.path().join("index.redb");
         let write = |holder: &Holder| write_note(&index, holder).expect("write");
@@ -374,27 +365,18 @@ mod tests {
             ..Holder::default()
         };
         write(&parent);
-        assert_eq!(of_busy(&index), Some(parent.clone()));
+        assert_eq!(read(&index), Some(parent.clone()));
         assert!(parent.is_command());
         assert_eq!(
             parent.describe(),
             format!("`iii-directory reindex` (pid {})", parent.pid)
         );
-        let own = Holder {
-            pid: std::process::id(),
-            role: WORKER.into(),
-            ..Holder::default()
-        };
-        write(&own);
-        assert_eq!(of_busy(&index), None);
         // A pid no process has (above the kernel's pid_max).
         write(&Holder {
             pid: 1 << 23,
             role: WORKER.into(),
             ..Holder::default()
         });
-        let started = Instant::now();
-        assert_eq!(of_busy(&index), None);
-        assert!(started.elapsed() >= NOTE_WAIT, "waited for a live note");
+        assert_eq!(read(&index), None);
     }
 }

@@ -139,6 +139,8 @@ struct Writer {
     /// Set when the file was built again after it was removed or replaced; taken by
     /// [`Index::take_rebuilt`].
     rebuilt: AtomicBool,
+    /// Set by [`Index::note_rows_complete`]: what a holder note written again says.
+    rows_complete: AtomicBool,
 }
 
 /// The device and inode of the file at `path`, if there is one.
@@ -225,6 +227,7 @@ impl Index {
                 opened: Mutex::new(file_id(path)),
                 opened_texts: Mutex::new(file_id(&texts::path(path))),
                 rebuilt: AtomicBool::new(false),
+                rows_complete: AtomicBool::new(false),
             }),
             path: path.to_path_buf(),
             mirror: Mutex::new(mirror),
@@ -237,10 +240,14 @@ impl Index {
 
     /// Opens the index as its writer, first waiting for a command of this binary that holds it
     /// (a `reindex`, a read bringing it up to date, a download) to let go: it does when done.
-    /// Held by a worker, by this process, or by a process whose note does not appear within a
-    /// moment (`holder::of_busy`), it is `Busy`; so is it, with `follow_settled`, held by a
-    /// command whose rows are complete (`Holder::settled`), which a read may follow. `waiting`
-    /// is told once who is waited for.
+    /// Held by a worker, by this process, or by a process whose note does not appear within
+    /// [`holder::NOTE_WAIT`] (an older binary), it is `Busy`; so is it, with `follow_settled`,
+    /// held by a command whose rows are complete (`Holder::settled`), which a read may follow.
+    /// `waiting` is told once who is waited for.
+    ///
+    /// While no note names a live holder the open is tried again: the holder may have just
+    /// taken the lock (it notes itself right after), or just let go of it, its note with it (two
+    /// `reindex` run by cron at once met that, and the second took the first for a worker).
     pub fn open_writer_after_commands(
         path: &Path,
         follow_settled: bool,
@@ -249,19 +256,33 @@ impl Index {
         let mut waiting = Some(waiting);
         // Dropped when this returns: the note lasts while the wait does.
         let mut _wanted = None;
+        let mut unnoted_since: Option<std::time::Instant> = None;
         loop {
-            match Index::open_writer(path) {
-                Err(OpenError::Busy(busy)) => match holder::of_busy(path) {
-                    Some(holder) if holder.is_command() && !(follow_settled && holder.settled) => {
-                        if let Some(tell) = waiting.take() {
-                            tell(&holder);
-                            _wanted = holder::Wanted::note(path);
-                        }
-                        std::thread::sleep(std::time::Duration::from_millis(200));
-                    }
-                    _ => return Err(OpenError::Busy(busy)),
-                },
+            let busy = match Index::open_writer(path) {
+                Err(OpenError::Busy(busy)) => busy,
                 other => return other,
+            };
+            match holder::read(path) {
+                Some(holder)
+                    if holder.pid != std::process::id()
+                        && holder.is_command()
+                        && !(follow_settled && holder.settled) =>
+                {
+                    unnoted_since = None;
+                    if let Some(tell) = waiting.take() {
+                        tell(&holder);
+                        _wanted = holder::Wanted::note(path);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Some(_) => return Err(OpenError::Busy(busy)),
+                None => {
+                    let since = unnoted_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= holder::NOTE_WAIT {
+                        return Err(OpenError::Busy(busy));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
             }
         }
     }
@@ -474,8 +495,20 @@ impl Index {
     /// Says in this process's holder note that the index's rows are complete: a read started
     /// now may follow this process instead of waiting for it (see [`holder::note_settled`]).
     pub fn note_rows_complete(&self) {
-        if let Handle::Writer(_) = self.handle {
+        if let Handle::Writer(writer) = &self.handle {
+            writer.rows_complete.store(true, Ordering::SeqCst);
             holder::note_settled(&self.path);
+        }
+    }
+
+    /// Whether this writer's rows are complete, for a holder note written again (see
+    /// [`Index::note_rows_complete`]).
+    pub fn rows(&self) -> holder::Rows {
+        match &self.handle {
+            Handle::Writer(writer) if writer.rows_complete.load(Ordering::SeqCst) => {
+                holder::Rows::Complete
+            }
+            _ => holder::Rows::Building,
         }
     }
 

@@ -514,8 +514,9 @@ fn beside_a_running_worker_the_command_follows_the_workers_policies() {
             settings: json!({ "download_allow_executables": false }),
             base: f.compose.base().to_path_buf(),
         }),
-        // Its first reconcile is done (the fixture opened the index as its writer).
-        settled: true,
+        // Its first reconcile is done (the fixture opened the index as its writer): the note
+        // does not say it is building.
+        ..Default::default()
     };
     iii_directory::write_index_holder(&index, &note).expect("the worker's note");
     let stderr = f.refused(&[

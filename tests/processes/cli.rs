@@ -861,16 +861,46 @@ fn note_holder(tree: &Tree, role: &str, folders: Vec<(String, String)>) {
         pid: std::process::id(),
         role: role.to_string(),
         folders,
-        // A worker stood in for here reconciles before any command runs beside it; a command
-        // stood in for is one a read waits for.
-        settled: role == WORKER_ROLE,
+        // A worker stood in for here reconciles before any command runs beside it (its note
+        // does not say it is building); a command stood in for is one a read waits for (its
+        // note does not say its rows are settled).
         ..IndexHolder::default()
     };
     write_index_holder(&tree.config().paths.index_path, &holder).expect("note the holder");
 }
 
-/// A read beside a worker that has not finished its first reconcile (its holder note is not
-/// settled) waits for it: until then the index holds none of the tree's rows (or a previous
+/// Commands started at once, as cron starts them, with no worker: each waits for the one
+/// holding the index, and none takes another for a running worker (one that had just let go,
+/// its note gone with it, was taken for a worker that did not answer).
+#[test]
+fn commands_started_at_once_wait_for_each_other() {
+    let tree = sample_tree();
+    for round in 0..4 {
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                iii(&tree)
+                    .args(["reindex", "--no-embed", "--json"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .chain(std::iter::once(spawn_list_skills(&tree)))
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().expect("wait");
+            assert!(
+                output.status.success(),
+                "round {round}: {}",
+                text(&output.stderr)
+            );
+            serde_json::from_slice::<Value>(&output.stdout).expect("one JSON answer");
+        }
+    }
+}
+
+/// A read beside a worker that has not finished its first reconcile (its holder note says it
+/// is building) waits for it: until then the index holds none of the tree's rows (or a previous
 /// run's), and the worker's watcher may not answer a sync cookie yet.
 #[test]
 fn a_read_beside_a_booting_worker_waits_for_its_first_reconcile() {
@@ -880,6 +910,7 @@ fn a_read_beside_a_booting_worker_waits_for_its_first_reconcile() {
         pid: std::process::id(),
         role: WORKER_ROLE.to_string(),
         folders: tree_folders(&tree),
+        building: true,
         ..IndexHolder::default()
     };
     let index = tree.config().paths.index_path;
@@ -891,7 +922,7 @@ fn a_read_beside_a_booting_worker_waits_for_its_first_reconcile() {
         "the read answered before the worker's first reconcile"
     );
     writer.reconcile().expect("reconcile");
-    note.settled = true;
+    note.building = false;
     write_index_holder(&index, &note).expect("note");
     let output = child.wait_with_output().expect("wait");
     assert!(output.status.success(), "{}", text(&output.stderr));
