@@ -148,7 +148,7 @@ fn restore(
     force: bool,
     json: bool,
 ) -> Result<Outcome, CliError> {
-    let directory = Arc::new(Directory::open_shared(config.clone())?);
+    let directory = Arc::new(Directory::open_to_write(config.clone())?);
     if directory.is_writer() {
         directory.reconcile()?;
     }

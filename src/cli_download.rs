@@ -62,12 +62,10 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     });
     let source = download::source::parse(DownloadFunction::Download, &request)?;
     let on_edited = download::source::on_edited(&request)?;
-    let directory = Arc::new(Directory::open_shared(config.clone())?);
-    let writer = directory.is_writer();
-    if writer {
-        directory.reconcile()?;
-    }
-    let registry = Registry::fixed(Endpoint::from_settings(&directory.settings()));
+    // Fetched before the index is opened: a command holds the index while it runs, and the
+    // reads beside it would wait for a slow registry or clone too (they waited a minute).
+    let settings = Directory::config_beside_worker(config.clone()).settings;
+    let registry = Registry::fixed(Endpoint::from_settings(&settings));
     let started = Instant::now();
     let quiet = args.json;
     let progress = move |step: Step| {
@@ -76,12 +74,12 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
         }
     };
     let runtime = cli_runtime()?;
-    let bundle = runtime.block_on(download::fetch(
-        &directory.settings(),
-        &registry,
-        source,
-        &progress,
-    ))?;
+    let bundle = runtime.block_on(download::fetch(&settings, &registry, source, &progress))?;
+    let directory = Arc::new(Directory::open_to_write(config.clone())?);
+    let writer = directory.is_writer();
+    if writer {
+        directory.reconcile()?;
+    }
     progress(Step::Landing {
         files: bundle.files.len(),
     });

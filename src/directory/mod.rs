@@ -195,8 +195,19 @@ impl Directory {
     /// from nothing) is waited for, and the index then opened as its writer; or followed too,
     /// once its rows are complete (a `reindex` computing embeddings).
     pub fn open_shared(config: Config) -> Result<Directory, OpenError> {
+        Directory::open_beside(config, true)
+    }
+
+    /// [`Directory::open_shared`] for a command that writes files into the folders (a
+    /// download, a restore): a command holding the index is waited for until it lets go,
+    /// whatever its rows, since only a worker takes in files written beside it.
+    pub fn open_to_write(config: Config) -> Result<Directory, OpenError> {
+        Directory::open_beside(config, false)
+    }
+
+    fn open_beside(config: Config, follow_settled: bool) -> Result<Directory, OpenError> {
         config.check()?;
-        match Index::open_writer_after_commands(&config.paths.index_path, true, waiting) {
+        match Index::open_writer_after_commands(&config.paths.index_path, follow_settled, waiting) {
             Ok(index) => Ok(Directory::with_index(config, index)),
             Err(OpenError::Busy(path)) => {
                 let holder = index::holder::read(&path);

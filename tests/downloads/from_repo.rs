@@ -494,6 +494,47 @@ fn with_a_running_owner_the_command_lands_and_follows_its_index() {
     assert_no_staging(f.compose.base());
 }
 
+/// A command holds the index past its rows (a `reindex` computing embeddings, which reads may
+/// follow): a download waits until it lets go and lands as the index's writer, rather than
+/// follow an index nobody takes the files into (it waited 30 s and failed, the bundle landed).
+#[test]
+fn beside_a_reindex_past_its_rows_the_command_waits_and_lands_as_the_writer() {
+    let f = Fixture::new(Behaviour::Serve);
+    let repo = f.repo("skills");
+    frontend_design(&repo);
+    repo.publish("v1");
+    let index = f.compose.config().paths.index_path;
+    let owner = f.compose.open();
+    let note = iii_directory::IndexHolder {
+        pid: std::process::id(),
+        role: "reindex".into(),
+        settled: true,
+        ..Default::default()
+    };
+    iii_directory::write_index_holder(&index, &note).expect("the command's note");
+    let url = f.server.url("skills");
+    let out = std::thread::scope(|scope| {
+        let download =
+            scope.spawn(|| f.cli(&["download", "--repo", &url, "--skill", "frontend-design"]));
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!download.is_finished(), "waited for the command");
+        drop(owner);
+        download.join().expect("the download")
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("index updated"), "{stdout}");
+    let ids = crate::common::skill_ids(&f.compose.open());
+    assert!(
+        ids.contains(&"frontend-design/layouts/grid".to_string()),
+        "{ids:?}"
+    );
+}
+
 /// Beside a running worker, the command takes the worker's live configuration from its note
 /// (the stored configuration wins over `--config`, as it does for the worker): a policy set
 /// through the configuration worker, `download_allow_executables: false`, refuses the bundle
