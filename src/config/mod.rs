@@ -219,6 +219,27 @@ impl Settings {
             .expect("Settings holds only strings, booleans and integers, which always serialize")
     }
 
+    /// The path settings written from the home folder (`~`, `~/…`), as `(key, value)`.
+    pub fn tilde_paths(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("skills_folder", &self.skills_folder),
+            ("local_skills_folder", &self.local_skills_folder),
+            ("agents_folder", &self.agents_folder),
+            ("agents_skills_folder", &self.agents_skills_folder),
+            ("global_agents_folder", &self.global_agents_folder),
+            (
+                "global_agents_skills_folder",
+                &self.global_agents_skills_folder,
+            ),
+            ("index_path", &self.index_path),
+            ("bundles_lock_path", &self.bundles_lock_path),
+            ("search_model_path", &self.search_model_path),
+        ]
+        .into_iter()
+        .map(|(key, raw)| (key, raw.trim()))
+        .filter(|(_, raw)| *raw == "~" || raw.starts_with("~/"))
+    }
+
     /// The configured folders and index file as paths: relative ones joined onto `base`, `~`
     /// expanded with `home`. Resolved literally: the default local folder sits inside the
     /// default skills folder, as upstream does.
@@ -373,11 +394,22 @@ impl Config {
             other => other,
         })?;
         let (settings, warnings) = Settings::from_yaml_str(&text).map_err(in_file)?;
-        let warnings = warnings
+        let mut warnings: Vec<String> = warnings
             .into_iter()
             .map(|w| format!("{}: {w}", path.display()))
             .collect();
-        Ok((Config::from_settings(settings), warnings))
+        let config = Config::from_settings(settings);
+        if home_dir().is_none() {
+            warnings.extend(config.settings.tilde_paths().map(|(key, raw)| {
+                format!(
+                    "{}: {key} `{raw}` names a folder called `~` in {}, since no home folder \
+                     is set (HOME is unset or empty); set HOME, or write the full path",
+                    path.display(),
+                    base_dir().display()
+                )
+            }));
+        }
+        Ok((config, warnings))
     }
 
     /// The defaults with every relative path resolved against `root` and no `~` expansion, so

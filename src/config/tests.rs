@@ -420,6 +420,20 @@ fn tilde_expands_to_home() {
 }
 
 #[test]
+fn the_paths_written_from_home_are_named() {
+    let settings = Settings {
+        agents_folder: "~/agents".into(),
+        index_path: " ~ ".into(),
+        skills_folder: "~user/skills".into(),
+        search_model_path: "models/~/x".into(),
+        ..Settings::default()
+    };
+    let named: Vec<_> = settings.tilde_paths().collect();
+    assert_eq!(named, [("agents_folder", "~/agents"), ("index_path", "~")]);
+    assert_eq!(Settings::default().tilde_paths().count(), 0);
+}
+
+#[test]
 fn relative_paths_drop_dot_components_and_join_the_base() {
     let base = Path::new("/compose");
     assert_eq!(

@@ -834,6 +834,48 @@ fn bad_config_names_the_key() {
     assert!(stderr.contains("/nonexistent/iii.yaml"), "{stderr}");
 }
 
+/// A path written from the home folder, run where no home folder is set (a cron job or a
+/// service without HOME): resolved as the contract says, under a folder called `~`, and said.
+#[test]
+fn a_home_path_without_a_home_folder_is_said() {
+    let tree = sample_tree();
+    tree.write(
+        "home.yaml",
+        "bundles_lock_path: ~/lock.json
+",
+    );
+    let config = tree.path("home.yaml");
+    let output = iii(&tree)
+        .args([
+            "--config",
+            config.to_str().expect("utf-8"),
+            "list",
+            "agents",
+        ])
+        .env_remove("HOME")
+        .env_remove("USERPROFILE")
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("bundles_lock_path `~/lock.json` names a folder called `~`")
+            && stderr.contains("set HOME"),
+        "{stderr}"
+    );
+    let output = iii(&tree)
+        .args([
+            "--config",
+            config.to_str().expect("utf-8"),
+            "list",
+            "agents",
+        ])
+        .env("HOME", tree.base())
+        .output()
+        .expect("run");
+    assert!(!text(&output.stderr).contains("names a folder called"));
+}
+
 /// Opens the tree's index as its writer and notes the holder as a worker or command of
 /// `role` would (`index::holder`), this test process standing in for it.
 fn hold_as(tree: &Tree, role: &str) -> Directory {
