@@ -9,7 +9,7 @@ pub enum IndexError {
     #[error("{source}{hint}", source = .0, hint = storage_hint(.0))]
     Database(#[from] redb::Error),
     /// A follower could not open a file of the index another process writes.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}{hint}", path.display(), hint = follow_hint(source))]
     Follow {
         path: PathBuf,
         #[source]
@@ -56,6 +56,20 @@ pub enum ContentError {
 fn storage_hint(e: &redb::Error) -> &'static str {
     match e {
         redb::Error::Io(io) => super::io::hint(io),
+        _ => "",
+    }
+}
+
+/// What to do when a follower finds the file locked for good: the process holding it left no
+/// note a follower can use (it is not an iii-directory worker or command of this version, or
+/// it is a tool that locked the file itself).
+fn follow_hint(source: &redb::DatabaseError) -> &'static str {
+    match source {
+        redb::DatabaseError::DatabaseAlreadyOpen => {
+            " (another process holds it, and it is not an iii-directory worker or command that \
+             says so beside the index: `fuser` or `lsof` on the file names it; stop it, or \
+             point index_path elsewhere)"
+        }
         _ => "",
     }
 }

@@ -834,6 +834,32 @@ fn bad_config_names_the_key() {
     assert!(stderr.contains("/nonexistent/iii.yaml"), "{stderr}");
 }
 
+/// The index file locked by a process that is no iii-directory worker or command (a tool that
+/// locked it, an older build): a read says what holds it and how to find it, after a moment.
+#[test]
+fn an_index_locked_by_another_program_is_said() {
+    let tree = sample_tree();
+    ok(&tree, &["reindex"]);
+    let index = tree.config().paths.index_path;
+    let Ok(mut locker) = Command::new("flock")
+        .arg("-x")
+        .arg(&index)
+        .args(["sleep", "30"])
+        .spawn()
+    else {
+        eprintln!("skipped: util-linux `flock` is not installed");
+        return;
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let stderr = fails(&tree, &["list", "skills"]);
+    let _ = locker.kill();
+    let _ = locker.wait();
+    assert!(
+        stderr.contains("not an iii-directory worker or command") && stderr.contains("fuser"),
+        "{stderr}"
+    );
+}
+
 /// A path written from the home folder, run where no home folder is set (a cron job or a
 /// service without HOME): resolved as the contract says, under a folder called `~`, and said.
 #[test]
