@@ -1052,11 +1052,10 @@ fn rescan_by_worker(config: Config, json: bool) -> Result<(), CliError> {
 }
 
 /// Progress of long work on stderr: on a terminal one line redrawn in place; elsewhere (a log,
-/// a CI job, a terminal without cursor control: `Stderr`) a plain line now and then, so that a long `reindex` is seen to move; none for
-/// `--json`.
+/// a CI job, a terminal without cursor control: `Stderr`) and with `--json`, a plain line now
+/// and then, so that a long `reindex` is seen to move.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ProgressOutput {
-    Off,
     Terminal,
     Lines,
 }
@@ -1078,10 +1077,11 @@ impl ProgressLine {
     /// Progress shown only once the work has lasted `quiet_for` (a read that usually takes a
     /// moment), or the plain lines' interval if longer.
     fn after(json: bool, quiet_for: Duration) -> ProgressLine {
+        // With `--json`, a script reads stdout; stderr still shows that long work goes on,
+        // as plain lines (a cron job's log, a CI step), never a line redrawn in place.
         let output = match (json, Stderr::now().redraw) {
-            (true, _) => ProgressOutput::Off,
             (false, true) => ProgressOutput::Terminal,
-            (false, false) => ProgressOutput::Lines,
+            _ => ProgressOutput::Lines,
         };
         ProgressLine {
             output,
@@ -1121,7 +1121,6 @@ impl ProgressLine {
         let now = Instant::now();
         let lasted = now.duration_since(self.started);
         let quiet = match self.output {
-            ProgressOutput::Off => true,
             ProgressOutput::Terminal => lasted < self.quiet_for,
             ProgressOutput::Lines => lasted < self.every().max(self.quiet_for),
         };
