@@ -104,9 +104,21 @@ fn failures_in(folder: &Path) -> Vec<PathBuf> {
 /// beside it says so first, which [`ask_writer`] reads once the cookie is gone.
 pub fn answer(cookie: &Path, failure: Option<&str>) {
     if let Some(why) = failure.filter(|_| cookie.file_name().is_some_and(asks_rescan)) {
+        // A follower that gave up has taken its cookie back: nobody would read the note.
+        if !cookie.is_file() {
+            return;
+        }
+        // Made new, never through what sits at that path (the folder is anyone's who can
+        // write to it: a link there would have the worker write through it).
+        let failed = failed_beside(cookie);
+        let _ = std::fs::remove_file(&failed);
+        let note = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&failed);
         // On the full disk that failed the walk, the note may not be made: the cookie is then
         // left unanswered, and its follower gives up and says so, rather than hear success.
-        match std::fs::File::create(failed_beside(cookie)) {
+        match note {
             // Best effort: an empty note still says the walk was not recorded.
             Ok(mut note) => {
                 let _ = std::io::Write::write_all(&mut note, why.as_bytes());
@@ -259,6 +271,8 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         Ask::Rescan => RESCAN_SUFFIX,
     };
     let cookie = folder.join(format!("{}-{n}{suffix}", std::process::id()));
+    // A note an earlier process of this pid was never there to read would answer for this one.
+    let _ = std::fs::remove_file(failed_beside(&cookie));
     if let Err(e) = std::fs::write(&cookie, b"") {
         // Said once: a command run as another user than the worker's meets it on every read.
         static SAID: std::sync::Once = std::sync::Once::new();
@@ -589,6 +603,30 @@ mod tests {
         assert_eq!(sync_with_writer(&index), Synced::Answered);
         assert!(started.elapsed() < COOKIE_WAIT, "{:?}", started.elapsed());
         answer.join().expect("answered");
+    }
+
+    #[test]
+    fn a_failure_note_is_made_new_and_only_for_a_cookie_still_waiting() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("index.redb.sync");
+        std::fs::create_dir(&folder).expect("mkdir");
+        // A link planted where the note goes: the file it points at is left as it is.
+        let planted = dir.path().join("precious.txt");
+        std::fs::write(&planted, "mine").expect("write");
+        let cookie = folder.join("7-1-rescan");
+        std::fs::write(&cookie, b"").expect("cookie");
+        std::os::unix::fs::symlink(&planted, failed_beside(&cookie)).expect("link");
+        answer(&cookie, Some("index: no space left on device"));
+        assert_eq!(std::fs::read_to_string(&planted).expect("read"), "mine");
+        assert_eq!(
+            std::fs::read_to_string(failed_beside(&cookie)).expect("the note"),
+            "index: no space left on device"
+        );
+        assert!(!cookie.exists(), "answered");
+        // A cookie its follower took back gets no note.
+        std::fs::remove_file(failed_beside(&cookie)).expect("remove");
+        answer(&cookie, Some("index: no space left on device"));
+        assert!(!failed_beside(&cookie).exists());
     }
 
     #[test]
