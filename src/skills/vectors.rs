@@ -157,14 +157,18 @@ struct ByContent {
 }
 
 impl ByContent {
-    /// The rows holding a content, a file's or a bundled skill's.
-    fn positions(&self, hash: &Hash) -> Option<&Vec<u32>> {
-        self.rows.get(hash).or_else(|| self.bundled.get(hash))
+    /// The rows holding a content: files' and bundled skills' alike (a file copied from a
+    /// bundled skill to start a fork holds its text too).
+    fn positions(&self, hash: &Hash) -> impl Iterator<Item = &u32> {
+        [self.rows.get(hash), self.bundled.get(hash)]
+            .into_iter()
+            .flatten()
+            .flatten()
     }
 
     /// Whether a row of the revision holds the content.
     fn live(&self, hash: &Hash) -> bool {
-        self.positions(hash).is_some()
+        self.rows.contains_key(hash) || self.bundled.contains_key(hash)
     }
 
     /// Each row's tag, computed on first use: the embedding pass and the status need them, a
@@ -387,11 +391,7 @@ impl SkillVectors {
     ) -> Vec<DenseHit<u32>> {
         let by_content = self.by_content(cache);
         let table = locks::read(&self.table);
-        let kept = |hash: &Hash| {
-            by_content
-                .positions(hash)
-                .is_some_and(|positions| positions.iter().any(keep))
-        };
+        let kept = |hash: &Hash| by_content.positions(hash).any(keep);
         // Unfiltered first (no lookup per vector): dead vectors are under an eighth of the
         // table, and filters mostly keep every row; only when too few of the head are kept is
         // the scan repeated with the filter.
@@ -403,7 +403,7 @@ impl SkillVectors {
         }
         let mut out = Vec::with_capacity(limit);
         for (hash, similarity) in hits {
-            for &position in by_content.positions(hash).into_iter().flatten() {
+            for &position in by_content.positions(hash) {
                 if keep(&position) {
                     out.push(DenseHit::new(position, similarity));
                 }
