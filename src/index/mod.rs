@@ -407,10 +407,15 @@ impl Index {
         let mut scope = scope;
         let replaced = writer.replaced();
         if replaced {
+            let which = if writer.index_replaced() {
+                "the index file"
+            } else {
+                "the index's texts store (beside it)"
+            };
             tracing::warn!(
                 path = %self.path.display(),
-                "the index file was removed or replaced while this process used it (a `git \
-                 clean` of its folder, say); it is built again there from the folders"
+                "{which} was removed or replaced while this process used it (a `git clean` of \
+                 its folder, say); the index is built again there from the folders"
             );
             if let Some(parent) = self.path.parent() {
                 let _ = std::fs::create_dir_all(parent);
@@ -558,10 +563,12 @@ impl Index {
         mirror: &mut reconcile::Mirror,
     ) -> Result<()> {
         self.refuse_when_closed()?;
-        if let Handle::Writer(writer) = &self.handle {
-            writer.let_go_of_a_lone_texts_store();
-        }
-        let opened = open_or_rebuild(&self.path).map_err(|e| IndexError::Reopen(Box::new(e)))?;
+        let expected = match &self.handle {
+            Handle::Writer(writer) => writer.let_go_of_a_lone_texts_store(),
+            Handle::Reader { .. } => false,
+        };
+        let opened = open_or_rebuild_as(&self.path, expected)
+            .map_err(|e| IndexError::Reopen(Box::new(e)))?;
         self.install(&mut locks::write(slot), opened, mirror);
         Ok(())
     }
@@ -614,14 +621,19 @@ impl Writer {
     /// writer holds, locked, and belongs to the index removed: it is unlinked, so that both
     /// files are built again (the open handle serves reads until then). Opened as it is, this
     /// writer's own lock on it refused the rebuild on every attempt.
-    fn let_go_of_a_lone_texts_store(&self) {
+    /// Returns whether it did: the rebuild that follows is then this writer's own doing.
+    fn let_go_of_a_lone_texts_store(&self) -> bool {
         let texts = texts::path(&self.path);
         let held = *locks::lock(&self.opened_texts);
         if self.index_replaced() && held.is_some() && file_id(&texts) == held {
-            if let Err(e) = std::fs::remove_file(&texts) {
-                tracing::warn!(path = %texts.display(), %e, "cannot remove the texts store of the removed index");
+            match std::fs::remove_file(&texts) {
+                Ok(()) => return true,
+                Err(e) => {
+                    tracing::warn!(path = %texts.display(), %e, "cannot remove the texts store of the removed index")
+                }
             }
         }
+        false
     }
 
     /// Whether the index file at the path, or its texts store, is gone, or another file than
@@ -657,6 +669,15 @@ fn closed() -> Error {
 /// replace: a file at `index_path` that is not recognisably an index of ours (or its damaged
 /// form) is refused, untouched (`owned.rs`).
 fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError> {
+    open_or_rebuild_as(path, false)
+}
+
+/// [`open_or_rebuild`]; with `expected`, the caller has just removed the texts store itself,
+/// and the rebuild that follows is not warned of (the caller said why already).
+fn open_or_rebuild_as(
+    path: &Path,
+    expected: bool,
+) -> Result<(Stores, reconcile::Mirror), OpenError> {
     let failed = |source: Error| OpenError::Failed {
         path: path.to_path_buf(),
         source,
@@ -685,7 +706,11 @@ fn open_or_rebuild(path: &Path) -> Result<(Stores, reconcile::Mirror), OpenError
         Err(Opened::Short(why)) => Err(failed(why)),
         Err(Opened::Unusable(why)) => {
             found.may_replace().map_err(not_ours)?;
-            tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
+            if expected {
+                tracing::debug!(path = %path.display(), %why, "rebuilding the index");
+            } else {
+                tracing::warn!(path = %path.display(), %why, "index unusable; rebuilding it from disk");
+            }
             remove_files(path).map_err(|e| failed(e.into()))?;
             match open_checked(path) {
                 Ok(opened) => Ok(opened),
