@@ -78,9 +78,15 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
         (seed.clone(), false)
     };
     match stored {
-        Stored::Nothing => (seed.clone(), false),
+        Stored::Nothing => {
+            // The seed is offered as the first stored value, and read back: not a new one.
+            refusals.announced(Some(&seed.settings));
+            (seed.clone(), false)
+        }
         Stored::Refused(why) => refused(why),
         Stored::Settings(settings, warnings) => {
+            // Read again once connected: what is said of it now stands until another comes.
+            refusals.announced(Some(&settings));
             for warning in warnings {
                 refusals.note(format!("stored configuration: {warning}"));
             }
@@ -94,12 +100,15 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
 }
 
 /// The last refusals of configuration values (at boot, or live), for the log and for
-/// `directory::index::status` (`configuration.refused`).
+/// `directory::index::status` (`configuration.refused`). Each is about a value that another
+/// value announced since replaces: a new value forgets them all ([`Refusals::announced`]).
 #[derive(Default)]
 pub struct Refusals {
-    /// Each refusal, with whether it refused a live value (which a value applied later
-    /// supersedes).
-    last: Mutex<VecDeque<(bool, Value)>>,
+    last: Mutex<VecDeque<Value>>,
+    /// The settings of the value last announced, at boot or live (`None`: one that did not
+    /// parse), so that the same value read again (at each connection, the seed offered as the
+    /// first stored value) forgets nothing.
+    latest: Mutex<Option<Settings>>,
 }
 
 /// How many refusals `index::status` shows.
@@ -110,15 +119,6 @@ impl Refusals {
     pub fn note(&self, what: String) {
         tracing::warn!("{what}");
         self.keep(what);
-    }
-
-    /// [`Refusals::note`] of a live value refused whole (rejected, or waiting for a restart):
-    /// a value applied later supersedes it, and it is forgotten then.
-    fn note_live(&self, what: String) {
-        self.note(what);
-        if let Some(last) = locks::lock(&self.last).back_mut() {
-            last.0 = true;
-        }
     }
 
     /// Notes a stored configuration refused as the worker started, the seed served instead.
@@ -136,20 +136,26 @@ impl Refusals {
             last.pop_front();
         }
         let refusal = json!({ "at": crate::time::Stamp::now().rfc3339(), "what": what });
-        last.push_back((false, refusal));
+        last.push_back(refusal);
     }
 
-    /// Forgets the live values refused before one was applied: what they said ("keeping the
-    /// current configuration, and the next start refuses it too") is no longer true, and the
-    /// console's settings form reads the refusals after a save.
-    fn superseded(&self) {
-        locks::lock(&self.last).retain(|(live, _)| !live);
+    /// Records a value announced (`None`: one that does not parse); when it is another than the
+    /// last, forgets every refusal: what they said of the values before it ("keeping the
+    /// current configuration", "serving the --config seed instead", a warning about a key of a
+    /// value replaced) is no longer what stands, and the console's settings form reads the
+    /// refusals after a save. What is said of this value is noted after.
+    fn announced(&self, settings: Option<&Settings>) {
+        let mut latest = locks::lock(&self.latest);
+        if latest.as_ref() != settings || settings.is_none() {
+            *latest = settings.cloned();
+            locks::lock(&self.last).clear();
+        }
     }
 
     /// The `configuration` object of `directory::index::status`.
     pub fn status(&self) -> Value {
         let last = locks::lock(&self.last);
-        json!({ "refused": last.iter().map(|(_, refusal)| refusal.clone()).collect::<Vec<_>>() })
+        json!({ "refused": last.iter().cloned().collect::<Vec<_>>() })
     }
 }
 
@@ -273,23 +279,23 @@ pub fn apply(
     refusals: &Refusals,
     value: &Value,
 ) -> ApplyResult {
-    let settings = match Settings::from_json(value) {
-        Ok((settings, warnings)) => {
-            for warning in warnings {
-                refusals.note(format!("configuration: {warning}"));
-            }
-            settings
-        }
+    let (settings, warnings) = match Settings::from_json(value) {
+        Ok(parsed) => parsed,
         Err(e) => {
-            refusals.note_live(format!(
+            refusals.announced(None);
+            refusals.note(format!(
                 "configuration rejected ({e}); keeping the current configuration"
             ));
             return ApplyResult::Rejected(e.to_string());
         }
     };
+    refusals.announced(Some(&settings));
+    for warning in &warnings {
+        refusals.note(format!("configuration: {warning}"));
+    }
     // Folders that break the layout rules are refused here too, not only at the next start.
     if let Err(e) = Config::from_settings(settings.clone()).check() {
-        refusals.note_live(format!(
+        refusals.note(format!(
             "configuration rejected ({e}); keeping the current configuration, and the next \
              start refuses it too"
         ));
@@ -299,7 +305,6 @@ pub fn apply(
         Ok(()) => {
             installed.clear();
             registry.clear_cache();
-            refusals.superseded();
             tracing::info!("configuration applied");
             ApplyResult::Applied
         }
@@ -307,7 +312,7 @@ pub fn apply(
             // Kept for the status too: the other values changed with it wait as well, and a
             // person who saved them (the console's settings form reads `refused`) must see why
             // they did nothing.
-            refusals.note_live(format!(
+            refusals.note(format!(
                 "configuration change of {} needs a restart (restart required); until then the \
                  whole previous configuration stays, the other values changed with it included",
                 fields.join(", ")

@@ -289,6 +289,22 @@ async fn the_seeds_warnings_are_in_the_status_while_the_seed_is_served() {
             && r.contains("\"hint_min_workers\" is 99999, out of its range")),
         "{refused:?}"
     );
+    // A value applied live: what was said of the seed is forgotten, what is said of the value
+    // applied is kept.
+    let mut applied = stored_value(&h);
+    applied["hint_min_workers"] = json!(100000);
+    applied["filter_unregistered"] = json!(false);
+    assert_eq!(store_and_announce(&h, &applied).await, json!({"ok": true}));
+    let refused = refusals(&h).await;
+    assert!(
+        !refused.iter().any(|r| r.contains("--config seed")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.iter().any(|r| r.starts_with("configuration: ")
+            && r.contains("\"hint_min_workers\" is 100000, out of its range")),
+        "{refused:?}"
+    );
     h.stop().await;
 
     let stored = iii_directory::config::Settings::default().to_json();
