@@ -834,18 +834,31 @@ fn warn_missing_folders(config: &Config) {
         ("global_agents_folder", paths.global_agents_folder.as_ref()),
     ];
     for (key, folder) in named {
-        if let Some(folder) = folder.filter(|folder| !folder.exists()) {
+        // Only what is known to be missing: a folder under one this user cannot enter is
+        // said below, as its unlistable parent root.
+        if let Some(folder) = folder.filter(|folder| matches!(folder.try_exists(), Ok(false))) {
             tracing::warn!(
                 "{key} {} does not exist: nothing is served from it until it does (relative paths resolve against III_COMPOSE_DIR, else the current directory)",
                 folder.display()
             );
         }
     }
-    for (root, folder) in iii_directory::Roots::from_paths(paths).active() {
+    let roots = iii_directory::Roots::from_paths(paths);
+    // Outer folders first, so that one inside another is seen after it.
+    let mut active: Vec<_> = roots.active().collect();
+    active.sort_by_key(|(_, folder)| folder.components().count());
+    let mut unlistable: Vec<&std::path::Path> = Vec::new();
+    for (root, folder) in active {
         root.warn_if_a_file(folder);
         if let Err(e) = std::fs::read_dir(folder)
             && e.kind() == std::io::ErrorKind::PermissionDenied
         {
+            // A root inside one said already (the local folder in the skills folder) is
+            // unlistable because its parent is, whether it exists or not.
+            if unlistable.iter().any(|outer| folder.starts_with(outer)) {
+                continue;
+            }
+            unlistable.push(folder);
             tracing::warn!(
                 "{} {} cannot be listed ({e}): nothing is served from it to this user (fix its \
                  mode, or run as its owner)",
