@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -38,6 +39,9 @@ pub struct Tracker {
     state: Mutex<State>,
     status: Arc<Mutex<WatchStatus>>,
     options: WatchOptions,
+    /// The writer let go of its sync folder (it shuts down): the folder's removal is not a
+    /// loss to repair.
+    sync_released: AtomicBool,
 }
 
 struct State {
@@ -163,7 +167,13 @@ impl Tracker {
             }),
             status,
             options,
+            sync_released: AtomicBool::new(false),
         }
+    }
+
+    /// Says the sync folder is let go of for good: it is not made again when it goes.
+    pub fn release_sync(&self) {
+        self.sync_released.store(true, Ordering::SeqCst);
     }
 
     pub fn inotify(&self) -> &Inotify {
@@ -253,8 +263,8 @@ impl Tracker {
         burst.answer_cookies(failure.as_deref());
         let index_path = &directory.config().paths.index_path;
         state.tree.restore_sync(&self.inotify, || {
-            directory
-                .index_in_place()
+            let wanted = !self.sync_released.load(Ordering::SeqCst) && directory.index_in_place();
+            wanted
                 .then(|| crate::sync_cookie::claim_folder(index_path))
                 .flatten()
         });

@@ -197,6 +197,9 @@ impl Watcher {
     /// it wait for nothing (the worker calls it as it shuts down, whoever still holds the
     /// watcher).
     pub fn release_sync_folder(&self) {
+        if let Some(tracker) = &self.tracker {
+            tracker.release_sync();
+        }
         let claimed = self.sync.lock().ok().and_then(|mut sync| sync.take());
         if let Some(folder) = claimed {
             sync_cookie::release_folder(&folder);

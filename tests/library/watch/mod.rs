@@ -875,3 +875,27 @@ fn a_long_busy_change_on_disk_fires_one_external_per_family() {
     });
     env.expect_externals(mark, &[Family::Skills], "1.6 s of writes");
 }
+
+/// A writer that lets go of its sync folder as it shuts down: the watcher, still running,
+/// does not take the folder's removal for a loss and make it again (it was left behind, marked,
+/// after every stop).
+#[test]
+fn a_released_sync_folder_is_not_made_again() {
+    let env = Env::start(|_| {});
+    let sync = env
+        .directory
+        .config()
+        .paths
+        .index_path
+        .with_file_name("index.redb.sync");
+    assert!(sync.is_dir(), "claimed at start");
+    let watcher = env.watcher.as_ref().expect("watcher");
+    watcher.release_sync_folder();
+    assert!(!sync.exists(), "released");
+    // A change, so that a burst runs (and with it the repair of a lost sync folder).
+    env.tree
+        .write("skills/late.md", "# Late\n\nAfter the release.\n");
+    env.wait_for("the late skill", |d| has_skill(d, "late"));
+    std::thread::sleep(SETTLE);
+    assert!(!sync.exists(), "made again after its release");
+}
