@@ -865,41 +865,31 @@ fn an_index_locked_by_another_program_is_said() {
 #[test]
 fn a_home_path_without_a_home_folder_is_said() {
     let tree = sample_tree();
-    tree.write(
-        "home.yaml",
-        "bundles_lock_path: ~/lock.json
-",
-    );
+    tree.write("home.yaml", "bundles_lock_path: ~/lock.json\n");
     let config = tree.path("home.yaml");
-    let output = iii(&tree)
-        .args([
+    let stderr_with = |home: Option<&Path>| {
+        let mut command = iii(&tree);
+        command.args([
             "--config",
             config.to_str().expect("utf-8"),
             "list",
             "agents",
-        ])
-        .env_remove("HOME")
-        .env_remove("USERPROFILE")
-        .output()
-        .expect("run");
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let stderr = text(&output.stderr);
+        ]);
+        match home {
+            Some(home) => command.env("HOME", home),
+            None => command.env_remove("HOME").env_remove("USERPROFILE"),
+        };
+        let output = command.output().expect("run");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stderr)
+    };
+    let stderr = stderr_with(None);
     assert!(
         stderr.contains("bundles_lock_path `~/lock.json` names a folder called `~`")
             && stderr.contains("set HOME"),
         "{stderr}"
     );
-    let output = iii(&tree)
-        .args([
-            "--config",
-            config.to_str().expect("utf-8"),
-            "list",
-            "agents",
-        ])
-        .env("HOME", tree.base())
-        .output()
-        .expect("run");
-    assert!(!text(&output.stderr).contains("names a folder called"));
+    assert!(!stderr_with(Some(tree.base())).contains("names a folder called"));
 }
 
 /// Opens the tree's index as its writer and notes the holder as a worker or command of
