@@ -1147,18 +1147,50 @@ impl ProgressLine {
         if !always && last.is_some_and(|t| now.duration_since(t) < self.every()) {
             return;
         }
+        let first = last.is_none();
         *last = Some(now);
         match self.output {
-            ProgressOutput::Terminal => eprint!("\r\x1b[2K{line}"),
+            ProgressOutput::Terminal => {
+                if first {
+                    end_the_line_on_ctrl_c(true);
+                }
+                eprint!("\r\x1b[2K{line}")
+            }
             _ => eprintln!("{line}"),
         }
     }
 
+    /// Ends the line (a later `show` starts a new one).
     fn finish(&self) {
-        let shown = self.last.lock().is_ok_and(|last| last.is_some());
+        let shown = self.last.lock().is_ok_and(|mut last| last.take().is_some());
         if self.output == ProgressOutput::Terminal && shown {
+            end_the_line_on_ctrl_c(false);
             eprint!("\r\x1b[2K");
         }
+    }
+}
+
+/// While a progress line is drawn in place, Ctrl-C ends it with a newline before the process
+/// stops as it always does (the default action, exit status 130): the shell's prompt then
+/// starts a line of its own instead of following the progress text.
+fn end_the_line_on_ctrl_c(on: bool) {
+    extern "C" fn end_line_then_stop(signal: libc::c_int) {
+        const NEWLINE: &[u8] = b"\n";
+        // SAFETY: write, signal and raise are async-signal-safe; the buffer is static.
+        unsafe {
+            libc::write(libc::STDERR_FILENO, NEWLINE.as_ptr().cast(), NEWLINE.len());
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+    }
+    let action = if on {
+        end_line_then_stop as extern "C" fn(libc::c_int) as libc::sighandler_t
+    } else {
+        libc::SIG_DFL
+    };
+    // SAFETY: the handler only makes async-signal-safe calls.
+    unsafe {
+        libc::signal(libc::SIGINT, action);
     }
 }
 
