@@ -143,13 +143,16 @@ impl Refusals {
     /// last, forgets every refusal: what they said of the values before it ("keeping the
     /// current configuration", "serving the --config seed instead", a warning about a key of a
     /// value replaced) is no longer what stands, and the console's settings form reads the
-    /// refusals after a save. What is said of this value is noted after.
-    fn announced(&self, settings: Option<&Settings>) {
+    /// refusals after a save. What is said of this value is noted after, when it is new (said
+    /// once, not at every connection): returns whether it is.
+    fn announced(&self, settings: Option<&Settings>) -> bool {
         let mut latest = locks::lock(&self.latest);
-        if latest.as_ref() != settings || settings.is_none() {
+        let new = latest.as_ref() != settings || settings.is_none();
+        if new {
             *latest = settings.cloned();
             locks::lock(&self.last).clear();
         }
+        new
     }
 
     /// The `configuration` object of `directory::index::status`.
@@ -289,13 +292,20 @@ pub fn apply(
             return ApplyResult::Rejected(e.to_string());
         }
     };
-    refusals.announced(Some(&settings));
+    let new = refusals.announced(Some(&settings));
+    let note = |what: String| {
+        if new {
+            refusals.note(what);
+        } else {
+            tracing::debug!("{what} (said before)");
+        }
+    };
     for warning in &warnings {
-        refusals.note(format!("configuration: {warning}"));
+        note(format!("configuration: {warning}"));
     }
     // Folders that break the layout rules are refused here too, not only at the next start.
     if let Err(e) = Config::from_settings(settings.clone()).check() {
-        refusals.note(format!(
+        note(format!(
             "configuration rejected ({e}); keeping the current configuration, and the next \
              start refuses it too"
         ));
@@ -312,7 +322,7 @@ pub fn apply(
             // Kept for the status too: the other values changed with it wait as well, and a
             // person who saved them (the console's settings form reads `refused`) must see why
             // they did nothing.
-            refusals.note(format!(
+            note(format!(
                 "configuration change of {} needs a restart (restart required); until then the \
                  whole previous configuration stays, the other values changed with it included",
                 fields.join(", ")
