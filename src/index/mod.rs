@@ -240,8 +240,9 @@ impl Index {
 
     /// Opens the index as its writer, first waiting for a command of this binary that holds it
     /// (a `reindex`, a read bringing it up to date, a download) to let go: it does when done.
-    /// Held by a worker, by this process, or by a process whose note does not appear within
-    /// [`holder::NOTE_WAIT`] (an older binary), it is `Busy`; so is it, with `follow_settled`,
+    /// Held by a worker, or by a process whose note does not appear within
+    /// [`holder::NOTE_WAIT`] (an older binary, another program), it is `Busy`; so is it, with
+    /// `follow_settled`,
     /// held by a command whose rows are complete (`Holder::settled`), which a read may follow.
     /// `waiting` is told once who is waited for.
     ///
@@ -262,12 +263,11 @@ impl Index {
                 Err(OpenError::Busy(busy)) => busy,
                 other => return other,
             };
-            match holder::read(path) {
-                Some(holder)
-                    if holder.pid != std::process::id()
-                        && holder.is_command()
-                        && !(follow_settled && holder.settled) =>
-                {
+            // A note of this process is one it left when it let go (a `reindex --from-scratch`
+            // opens twice): another process took the lock since, and has not noted itself yet.
+            let noted = holder::read(path).filter(|h| h.pid != std::process::id());
+            match noted {
+                Some(holder) if holder.is_command() && !(follow_settled && holder.settled) => {
                     unnoted_since = None;
                     if let Some(tell) = waiting.take() {
                         tell(&holder);

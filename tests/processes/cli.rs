@@ -929,15 +929,18 @@ fn note_holder(tree: &Tree, role: &str, folders: Vec<(String, String)>) {
 
 /// Commands started at once, as cron starts them, with no worker: each waits for the one
 /// holding the index, and none takes another for a running worker (one that had just let go,
-/// its note gone with it, was taken for a worker that did not answer).
+/// its note gone with it, was taken for a worker that did not answer; a `--from-scratch`, which
+/// opens twice, took its own note left from the first open for a worker's).
 #[test]
 fn commands_started_at_once_wait_for_each_other() {
     let tree = sample_tree();
-    for round in 0..4 {
-        let children: Vec<_> = (0..3)
-            .map(|_| {
+    for round in 0..6 {
+        let children: Vec<_> = [&[][..], &[][..], &["--from-scratch"][..]]
+            .into_iter()
+            .map(|more| {
                 iii(&tree)
                     .args(["reindex", "--no-embed", "--json"])
+                    .args(more)
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .spawn()
