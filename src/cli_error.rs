@@ -23,6 +23,14 @@ pub enum CliError {
         .0.display()
     )]
     WorkerOwnsIndex(PathBuf),
+    /// The index is locked by a process that leaves no note (another program, an older build).
+    #[error(
+        "the index at {} is locked by another process, which is no iii-directory worker or \
+         command of this version that says so beside the index; `fuser` or `lsof` on the file \
+         names it: stop it, or point index_path elsewhere",
+        .0.display()
+    )]
+    LockedByAnother(PathBuf),
     /// `reindex` asked a running worker to walk every folder again, and it did not say it had.
     #[error(
         "the running iii-directory worker that owns the index at {} did not confirm that it \
@@ -77,8 +85,18 @@ impl CliError {
     /// An error opening the index as its writer, saying so when a running worker holds it.
     pub fn open_as_writer(error: OpenError, index_path: &std::path::Path) -> CliError {
         match error {
-            OpenError::Busy(_) => CliError::WorkerOwnsIndex(index_path.to_path_buf()),
+            OpenError::Busy(_) => CliError::busy(index_path),
             other => CliError::Open(other),
+        }
+    }
+
+    /// The index held by another process: a worker, when its note says so.
+    pub fn busy(index_path: &std::path::Path) -> CliError {
+        match iii_directory::read_index_holder(index_path) {
+            Some(holder) if !holder.is_command() => {
+                CliError::WorkerOwnsIndex(index_path.to_path_buf())
+            }
+            _ => CliError::LockedByAnother(index_path.to_path_buf()),
         }
     }
 }

@@ -979,7 +979,10 @@ fn reindex(config: Config, from_scratch: bool, embed: bool, json: bool) -> Resul
     let directory = match Directory::open(config.clone()) {
         // A running worker owns the index: it walks every folder again when asked.
         Err(iii_directory::OpenError::Busy(_)) if !from_scratch => {
-            return rescan_by_worker(config, json);
+            return match CliError::busy(&index_path) {
+                CliError::WorkerOwnsIndex(_) => rescan_by_worker(config, json),
+                other => Err(other),
+            };
         }
         opened => opened.map_err(as_writer)?,
     };

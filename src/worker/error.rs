@@ -54,7 +54,10 @@ pub enum ServeError {
     /// Another process is the index's writer: `holder` names it when its note does.
     #[error(
         "{} owns the index at {}; stop it first, or give this worker an index_path of its own",
-        holder.as_deref().unwrap_or("another process (a running iii-directory worker?)"),
+        holder.as_deref().unwrap_or(
+            "another process, which is no iii-directory worker or command of this version that \
+             says so beside the index (`fuser` or `lsof` on the file names it),"
+        ),
         path.display()
     )]
     Busy {

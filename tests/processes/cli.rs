@@ -835,7 +835,8 @@ fn bad_config_names_the_key() {
 }
 
 /// The index file locked by a process that is no iii-directory worker or command (a tool that
-/// locked it, an older build): a read says what holds it and how to find it, after a moment.
+/// locked it, an older build): a read and a `reindex` say what holds it and how to find it,
+/// after a moment, and never that a worker owns it.
 #[test]
 fn an_index_locked_by_another_program_is_said() {
     let tree = sample_tree();
@@ -851,13 +852,23 @@ fn an_index_locked_by_another_program_is_said() {
         return;
     };
     std::thread::sleep(Duration::from_millis(300));
-    let stderr = fails(&tree, &["list", "skills"]);
+    let said: Vec<String> = [
+        &["list", "skills"][..],
+        &["reindex", "--no-embed"][..],
+        &["reindex", "--from-scratch", "--no-embed"][..],
+    ]
+    .into_iter()
+    .map(|args| fails(&tree, args))
+    .collect();
     let _ = locker.kill();
     let _ = locker.wait();
-    assert!(
-        stderr.contains("not an iii-directory worker or command") && stderr.contains("fuser"),
-        "{stderr}"
-    );
+    for stderr in said {
+        assert!(
+            stderr.contains("iii-directory worker or command") && stderr.contains("fuser"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("running iii-directory worker"), "{stderr}");
+    }
 }
 
 /// A path written from the home folder, run where no home folder is set (a cron job or a
