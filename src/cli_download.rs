@@ -118,6 +118,9 @@ fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError
         if missing == 0 {
             return Ok("indexed by the running worker".into());
         }
+        if iii_directory::writer_unanswered(&directory.config().paths.index_path) {
+            return Err(CliError::WorkerUnanswered { missing });
+        }
         if Instant::now() >= deadline {
             return Err(CliError::NotIndexed {
                 missing,

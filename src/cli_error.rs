@@ -64,6 +64,13 @@ pub enum CliError {
         waited.as_secs()
     )]
     NotIndexed { missing: usize, waited: Duration },
+    /// A download landed beside a worker that does not answer (stopped, or stuck).
+    #[error(
+        "the files are on disk, but the running worker does not answer (it is stopped, or \
+         stuck), so it has not indexed {missing} of them; it takes them in when it runs again \
+         (see its log, or restart it)"
+    )]
+    WorkerUnanswered { missing: usize },
     /// `bundles verify` found files that differ from the lock; the report says which.
     #[error("{bundles} bundle(s) differ from the bundles lock")]
     NotVerified { bundles: usize },

@@ -70,7 +70,7 @@ pub use skills::no_skill_file;
 pub use skills::resources::possible_owners as skill_resource_owners;
 pub use skills::spec::{SpecReport, SpecSummary};
 /// What the command line asks a running worker through a sync cookie (`reindex` beside it).
-pub use sync_cookie::{Ask as WriterAsk, Synced, ask_writer};
+pub use sync_cookie::{Ask as WriterAsk, Synced, ask_writer, writer_unanswered};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which

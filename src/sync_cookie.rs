@@ -23,6 +23,50 @@ use crate::index::holder;
 const COOKIE_WAIT: Duration = Duration::from_secs(1);
 /// The longest a follower waits for a writer that stays busy.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
+/// How long a writer given up on is not waited for again by this process: a command makes
+/// several reads, and waited for a stopped worker at each.
+const GIVEN_UP_FOR: Duration = Duration::from_secs(30);
+
+/// A writer this process gave up on: the index, the writer's pid, and when.
+type GaveUpOn = Option<(PathBuf, u32, Instant)>;
+
+/// The writers this process gave up on: for a cookie that went unanswered, and for a first
+/// reconcile that did not end.
+struct GivenUp {
+    unanswered: GaveUpOn,
+    building: GaveUpOn,
+}
+
+static GIVEN_UP: std::sync::Mutex<GivenUp> = std::sync::Mutex::new(GivenUp {
+    unanswered: None,
+    building: None,
+});
+
+/// Whether `slot` names the writer `pid` of the index at `index_path`, given up on less than
+/// [`GIVEN_UP_FOR`] ago.
+fn given_up_on(slot: &GaveUpOn, index_path: &Path, pid: u32) -> bool {
+    slot.as_ref().is_some_and(|(index, given_up, at)| {
+        index == index_path && *given_up == pid && at.elapsed() < GIVEN_UP_FOR
+    })
+}
+
+/// Notes that this process gave up on the writer `pid` of the index at `index_path`.
+fn give_up_on(slot: &mut GaveUpOn, index_path: &Path, pid: u32) {
+    *slot = Some((index_path.to_path_buf(), pid, Instant::now()));
+}
+
+/// Whether this process gave up on the writer of the index at `index_path` a moment ago: its
+/// cookie went unanswered (it is stopped, or stuck). What a command waiting for it to take in
+/// files can tell its user, rather than wait on.
+pub fn writer_unanswered(index_path: &Path) -> bool {
+    holder::read(index_path).is_some_and(|writer| {
+        given_up_on(
+            &crate::locks::lock(&GIVEN_UP).unanswered,
+            index_path,
+            writer.pid,
+        )
+    })
+}
 
 /// The folder beside the index where followers leave sync cookies. Only a watching writer
 /// makes it (see [`claim_folder`]), and it removes it when it stops.
@@ -251,14 +295,28 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
 /// yet. A worker whose note goes on saying so past that wait is asked all the same.
 pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let writer = holder::read(index_path).filter(|h| !h.is_command());
+    let pid = writer.as_ref().map(|w| w.pid);
+    if let Some(pid) = pid
+        && given_up_on(&crate::locks::lock(&GIVEN_UP).unanswered, index_path, pid)
+    {
+        tracing::debug!("not asking the worker (pid {pid}) again: it did not answer a moment ago");
+        return Synced::GaveUp;
+    }
     let building = || holder::read(index_path).is_some_and(|h| !h.is_command() && h.building);
-    if building() {
-        wait_for_writer(
+    let building_given_up = pid
+        .is_some_and(|pid| given_up_on(&crate::locks::lock(&GIVEN_UP).building, index_path, pid));
+    if building()
+        && !building_given_up
+        && !wait_for_writer(
             index_path,
             building,
             "build its index",
             "asking it for the changes made on disk",
-        );
+        )
+        && let Some(pid) = pid
+    {
+        give_up_on(&mut crate::locks::lock(&GIVEN_UP).building, index_path, pid);
     }
     let folder = sync_folder(index_path);
     if !folder.join(MARK).is_file() {
@@ -293,6 +351,13 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         "answering from the index as it is",
     ) {
         let _ = std::fs::remove_file(&cookie);
+        if let Some(pid) = pid {
+            give_up_on(
+                &mut crate::locks::lock(&GIVEN_UP).unanswered,
+                index_path,
+                pid,
+            );
+        }
         return Synced::GaveUp;
     }
     let failed = failed_beside(&cookie);
@@ -591,9 +656,16 @@ mod tests {
             started.elapsed()
         );
         answer.join().expect("answered");
+        // Waited for once: the next read of this process asks at once.
+        let answer = answer_after(&index, Duration::ZERO);
+        let started = Instant::now();
+        assert_eq!(sync_with_writer(&index), Synced::Answered);
+        assert!(started.elapsed() < COOKIE_WAIT, "{:?}", started.elapsed());
+        answer.join().expect("answered");
         // A note without the word (a worker of an older build) is not waited for at all.
+        let other = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn"));
         let older = holder::Holder {
-            pid: worker.0.id(),
+            pid: other.0.id(),
             role: holder::WORKER.to_string(),
             ..holder::Holder::default()
         };
