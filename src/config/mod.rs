@@ -264,6 +264,24 @@ fn optional(raw: &str) -> Option<&str> {
     Some(raw.trim()).filter(|raw| !raw.is_empty())
 }
 
+/// A warning for each path setting written from the home folder while no home folder is set
+/// (a service or cron job without HOME): the contract resolves it under a folder called `~`.
+pub fn homeless_paths(settings: &Settings) -> Vec<String> {
+    if home_dir().is_some() {
+        return Vec::new();
+    }
+    settings
+        .tilde_paths()
+        .map(|(key, raw)| {
+            format!(
+                "{key} `{raw}` names a folder called `~` in {}, since no home folder is set \
+                 (HOME is unset or empty); set HOME, or write the full path",
+                base_dir().display()
+            )
+        })
+        .collect()
+}
+
 /// Resolve one configured path (contract: spec 2.6). Absolute stays as is; `~` alone is the home
 /// folder and `~/x` is `x` under it (without a home folder both are taken as relative);
 /// anything else has its `.` components dropped and is joined onto `base`.
@@ -399,16 +417,11 @@ impl Config {
             .map(|w| format!("{}: {w}", path.display()))
             .collect();
         let config = Config::from_settings(settings);
-        if home_dir().is_none() {
-            warnings.extend(config.settings.tilde_paths().map(|(key, raw)| {
-                format!(
-                    "{}: {key} `{raw}` names a folder called `~` in {}, since no home folder \
-                     is set (HOME is unset or empty); set HOME, or write the full path",
-                    path.display(),
-                    base_dir().display()
-                )
-            }));
-        }
+        warnings.extend(
+            homeless_paths(&config.settings)
+                .into_iter()
+                .map(|w| format!("{}: {w}", path.display())),
+        );
         Ok((config, warnings))
     }
 

@@ -87,7 +87,8 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
         Stored::Settings(settings, warnings) => {
             // Read again once connected: what is said of it now stands until another comes.
             refusals.announced(Some(&settings));
-            for warning in warnings {
+            let homeless = crate::config::homeless_paths(&settings);
+            for warning in warnings.into_iter().chain(homeless) {
                 refusals.note(format!("stored configuration: {warning}"));
             }
             let config = Config::from_settings(*settings);
@@ -300,7 +301,10 @@ pub fn apply(
             tracing::debug!("{what} (said before)");
         }
     };
-    for warning in &warnings {
+    for warning in warnings
+        .iter()
+        .chain(&crate::config::homeless_paths(&settings))
+    {
         note(format!("configuration: {warning}"));
     }
     // Folders that break the layout rules are refused here too, not only at the next start.

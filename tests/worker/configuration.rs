@@ -502,3 +502,27 @@ async fn stored_numbers_get_their_floors_and_unsafe_live_values_are_rejected() {
     );
     h.stop().await;
 }
+
+/// A stored path written from the home folder, served by a worker started without one (a
+/// service without HOME): resolved as the contract says, under a folder called `~`, and said in
+/// the status and the log (it was silent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_home_path_without_a_home_folder_is_said() {
+    let mut stored = iii_directory::config::Settings::default().to_json();
+    stored["agents_folder"] = json!("~/agents");
+    let env = [("HOME", ""), ("USERPROFILE", "")];
+    let h = Harness::start_with_env(Installed::Mailer, None, &[], Some(stored), &env).await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused.iter().any(|r| r.starts_with(
+            "stored configuration: agents_folder `~/agents` names a folder called `~`"
+        )),
+        "{refused:?}"
+    );
+    assert!(
+        h.worker.stderr().contains("set HOME"),
+        "{}",
+        h.worker.stderr()
+    );
+    h.stop().await;
+}
