@@ -132,14 +132,10 @@ impl SkillTerms {
             let counted: Vec<Result<Counted>> = chunk
                 .par_iter()
                 .map(|listed| {
-                    // A bundled skill's text is the binary's own; an unservable row is
-                    // searched by its row alone (no body).
-                    let text = match (listed.content, &listed.root) {
-                        (Some(hash), _) => reader.content(&hash)?.unwrap_or_default(),
-                        (None, None) => crate::bundled::skill_raw(&listed.id)
-                            .unwrap_or_default()
-                            .to_string(),
-                        (None, Some(_)) => String::new(),
+                    // A bundled or unservable row is searched by its row alone (no body).
+                    let text = match listed.content {
+                        Some(hash) => reader.content(&hash)?.unwrap_or_default(),
+                        None => String::new(),
                     };
                     Ok(row_counts(listed, leading_body(&text)))
                 })

@@ -1011,29 +1011,3 @@ fn resources_are_not_embedded_and_their_vectors_from_before_are_dropped() {
         .expect("search");
     assert_eq!(result_ids(&inside), ["pdf/references/forms"], "{inside}");
 }
-
-/// Lexical search reads a bundled skill's body too, as it reads a file's: words only its body
-/// holds find it, with or without a file that copies its text (they found only the copy).
-#[test]
-fn a_bundled_skills_body_is_searched_by_its_words() {
-    let tree = tree();
-    let directory = tree.open();
-    let body_words = "page through the whole catalog";
-    let raw = include_str!("../../skills/iii-directory/finding-functions.md");
-    let (head, body) = raw.split_at(raw.find("\n---").expect("frontmatter") + 4);
-    assert!(
-        body.contains("page through the whole catalog") && !head.contains("catalog"),
-        "the words are the body's alone"
-    );
-    let found = result_ids(&search(&directory, body_words));
-    assert!(
-        found.contains(&"iii-directory/finding-functions".to_string()),
-        "{found:?}"
-    );
-    tree.write("skills/forked/SKILL.md", raw);
-    directory.reconcile().expect("reconcile");
-    let found = result_ids(&search(&directory, body_words));
-    for id in ["iii-directory/finding-functions", "forked"] {
-        assert!(found.contains(&id.to_string()), "{id}: {found:?}");
-    }
-}
