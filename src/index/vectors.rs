@@ -159,16 +159,8 @@ impl Index {
     /// hashes stored. Redb runs one write at a time, so a reconcile waits for this commit (a
     /// batch's few inserts) or this one for it.
     pub fn store_vectors(&self, model: &str, batch: &[ContentVectors]) -> Result<Vec<Hash>> {
-        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
-            return Err(
-                IndexError::Unavailable("a read-only index cannot store embeddings").into(),
-            );
-        };
-        let slot = slot.read().map_err(|_| poisoned())?;
-        let stores = slot.as_ref().ok_or_else(closed)?;
-        let txn = stores.index.begin_write().map_err(Error::index)?;
-        let mut stored = Vec::with_capacity(batch.len());
-        {
+        self.in_one_commit("a read-only index cannot store embeddings", |txn| {
+            let mut stored = Vec::with_capacity(batch.len());
             let mut meta = txn.open_table(META).map_err(Error::index)?;
             let same = meta
                 .get(META_VECTORS_MODEL)
@@ -198,9 +190,26 @@ impl Index {
                     stored.push(content.hash);
                 }
             }
-        }
+            Ok(stored)
+        })
+    }
+
+    /// Runs `body` in one write transaction of the index and commits it; a follower's index
+    /// refuses with `read_only`.
+    fn in_one_commit<T>(
+        &self,
+        read_only: &'static str,
+        body: impl FnOnce(&redb::WriteTransaction) -> Result<T>,
+    ) -> Result<T> {
+        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
+            return Err(IndexError::Unavailable(read_only).into());
+        };
+        let slot = slot.read().map_err(|_| poisoned())?;
+        let stores = slot.as_ref().ok_or_else(closed)?;
+        let txn = stores.index.begin_write().map_err(Error::index)?;
+        let done = body(&txn)?;
         txn.commit().map_err(Error::index)?;
-        Ok(stored)
+        Ok(done)
     }
 
     /// Records that `model` has embedded every skill content of the latest revision (see
@@ -209,13 +218,7 @@ impl Index {
         if self.read()?.vectors_caught_up(model)? {
             return Ok(());
         }
-        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
-            return Err(IndexError::Unavailable("a read-only index records no embeddings").into());
-        };
-        let slot = slot.read().map_err(|_| poisoned())?;
-        let stores = slot.as_ref().ok_or_else(closed)?;
-        let txn = stores.index.begin_write().map_err(Error::index)?;
-        {
+        self.in_one_commit("a read-only index records no embeddings", |txn| {
             let mut meta = txn.open_table(META).map_err(Error::index)?;
             // Only over that model's vectors: a commit of another model's since the pass read
             // its snapshot leaves it unrecorded.
@@ -227,9 +230,8 @@ impl Index {
                 meta.insert(META_VECTORS_CAUGHT_UP, model.as_bytes())
                     .map_err(Error::index)?;
             }
-        }
-        txn.commit().map_err(Error::index)?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Drops the stored embeddings of `stale` (contents whose text an older tokenizer revision
@@ -260,22 +262,14 @@ impl Index {
             &mut redb::Table<'_, &[u8; 32], &[u8]>,
         ) -> Result<()>,
     ) -> Result<()> {
-        let Handle::Writer(Writer { slot, .. }) = &self.handle else {
-            return Err(IndexError::Unavailable("a read-only index cannot drop embeddings").into());
-        };
-        let slot = slot.read().map_err(|_| poisoned())?;
-        let stores = slot.as_ref().ok_or_else(closed)?;
-        let txn = stores.index.begin_write().map_err(Error::index)?;
-        {
+        self.in_one_commit("a read-only index cannot drop embeddings", |txn| {
             let mut meta = txn.open_table(META).map_err(Error::index)?;
             let mut vectors = txn.open_table(VECTORS).map_err(Error::index)?;
             for hash in hashes {
                 vectors.remove(hash).map_err(Error::index)?;
             }
             let mut retired = txn.open_table(RETIRED_VECTORS).map_err(Error::index)?;
-            update_meta(&mut meta, &mut retired)?;
-        }
-        txn.commit().map_err(Error::index)?;
-        Ok(())
+            update_meta(&mut meta, &mut retired)
+        })
     }
 }
