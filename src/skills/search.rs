@@ -132,7 +132,9 @@ impl SkillTerms {
             let counted: Vec<Result<Counted>> = chunk
                 .par_iter()
                 .map(|listed| {
-                    // A bundled or unservable row is searched by its row alone (no body).
+                    // A bundled or unservable row is searched by its row alone (no body): the
+                    // bundled how-tos' bodies are full of example tasks they do not serve
+                    // ("send an email"), which would make them answer those tasks.
                     let text = match listed.content {
                         Some(hash) => reader.content(&hash)?.unwrap_or_default(),
                         None => String::new(),
