@@ -295,8 +295,9 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
 /// yet. A worker whose note goes on saying so past that wait is asked all the same.
 pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let writer = holder::read(index_path).filter(|h| !h.is_command());
-    let pid = writer.as_ref().map(|w| w.pid);
+    let pid = holder::read(index_path)
+        .filter(|h| !h.is_command())
+        .map(|writer| writer.pid);
     if let Some(pid) = pid
         && given_up_on(&crate::locks::lock(&GIVEN_UP).unanswered, index_path, pid)
     {

@@ -242,9 +242,8 @@ impl Index {
     /// (a `reindex`, a read bringing it up to date, a download) to let go: it does when done.
     /// Held by a worker, or by a process whose note does not appear within
     /// [`holder::NOTE_WAIT`] (an older binary, another program), it is `Busy`; so is it, with
-    /// `follow_settled`,
-    /// held by a command whose rows are complete (`Holder::settled`), which a read may follow.
-    /// `waiting` is told once who is waited for.
+    /// `follow_settled`, held by a command whose rows are complete (`Holder::settled`), which a
+    /// read may follow. `waiting` is told once who is waited for.
     ///
     /// While no note names a live holder the open is tried again: the holder may have just
     /// taken the lock (it notes itself right after), or just let go of it, its note with it (two

@@ -263,8 +263,7 @@ impl Tracker {
         burst.answer_cookies(failure.as_deref());
         let index_path = &directory.config().paths.index_path;
         state.tree.restore_sync(&self.inotify, || {
-            let wanted = !self.sync_released.load(Ordering::SeqCst) && directory.index_in_place();
-            wanted
+            (!self.sync_released.load(Ordering::SeqCst) && directory.index_in_place())
                 .then(|| crate::sync_cookie::claim_folder(index_path))
                 .flatten()
         });

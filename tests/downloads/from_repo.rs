@@ -35,6 +35,15 @@ impl Fixture {
         }
     }
 
+    /// A fixture serving the repository `skills` with `frontend-design` published at `v1`.
+    fn serving_frontend_design() -> Fixture {
+        let f = Fixture::new(Behaviour::Serve);
+        let repo = f.repo("skills");
+        frontend_design(&repo);
+        repo.publish("v1");
+        f
+    }
+
     fn repo(&self, name: &str) -> Repo {
         Repo::init(self.repos.path(), name)
     }
@@ -464,10 +473,7 @@ fn a_clone_that_hangs_is_killed_at_the_timeout_and_removed() {
 /// lands the files on disk and waits until that live index shows them.
 #[test]
 fn with_a_running_owner_the_command_lands_and_follows_its_index() {
-    let f = Fixture::new(Behaviour::Serve);
-    let repo = f.repo("skills");
-    frontend_design(&repo);
-    repo.publish("v1");
+    let f = Fixture::serving_frontend_design();
     let owner = std::sync::Arc::new(f.compose.open());
     let watcher =
         iii_directory::Watcher::start(owner.clone(), iii_directory::WatchOptions::default());
@@ -499,10 +505,7 @@ fn with_a_running_owner_the_command_lands_and_follows_its_index() {
 /// follow an index nobody takes the files into (it waited 30 s and failed, the bundle landed).
 #[test]
 fn beside_a_reindex_past_its_rows_the_command_waits_and_lands_as_the_writer() {
-    let f = Fixture::new(Behaviour::Serve);
-    let repo = f.repo("skills");
-    frontend_design(&repo);
-    repo.publish("v1");
+    let f = Fixture::serving_frontend_design();
     let index = f.compose.config().paths.index_path;
     let owner = f.compose.open();
     let note = iii_directory::IndexHolder {
@@ -541,10 +544,7 @@ fn beside_a_reindex_past_its_rows_the_command_waits_and_lands_as_the_writer() {
 /// from the command line too.
 #[test]
 fn beside_a_running_worker_the_command_follows_the_workers_policies() {
-    let f = Fixture::new(Behaviour::Serve);
-    let repo = f.repo("skills");
-    frontend_design(&repo);
-    repo.publish("v1");
+    let f = Fixture::serving_frontend_design();
     let index = f.compose.config().paths.index_path;
     let owner = f.compose.open();
     let note = iii_directory::IndexHolder {
