@@ -6,7 +6,7 @@
 //! Imports are read from `crate::…`, `super::…` and `self::…` paths (in `use` lines and in
 //! code), each resolved to the file of the longest module path it names; unit test modules are
 //! left out. `lib.rs` only declares and re-exports, so paths through it are not counted. A
-//! module is a file or folder at the top of `src/`; the binary's files (`main.rs`, `cli_*.rs`)
+//! module is a file or folder at the top of `src/`; the binary's files (`main.rs`, `cli/`)
 //! reach the library only through its public paths and are left out.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -133,14 +133,14 @@ fn named_paths(code: &str, me: &[String], is_mod_file: bool) -> Vec<Vec<String>>
     found
 }
 
-/// The binary's own files: `main.rs` and the `cli_*` modules beside it.
+/// The binary's own files: `main.rs` and its `cli` modules.
 fn is_binary(src: &Path, file: &Path) -> bool {
     let name = file
         .strip_prefix(src)
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let name = name.to_string_lossy();
-    name == "main.rs" || (name.starts_with("cli_") && !name.contains('/'))
+    name == "main.rs" || name.starts_with("cli/")
 }
 
 fn graph() -> (PathBuf, BTreeMap<PathBuf, BTreeSet<PathBuf>>) {

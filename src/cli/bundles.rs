@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli_error::{CliError, cli_runtime};
+use super::error::{CliError, cli_runtime};
 use std::sync::Arc;
 
 use iii_directory::Directory;

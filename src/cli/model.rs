@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use iii_directory::embed::Embedder;
 use iii_directory::{Directory, MODEL_NAME, ModelState};
 
-use crate::cli_error::CliError;
+use super::error::CliError;
 
 /// The most skill contents `search --skills` embeds before it answers (about a second of both
 /// cores, the files just edited while no worker ran); with more pending it says so and names

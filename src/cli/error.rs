@@ -116,3 +116,61 @@ pub fn cli_runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .build()
         .map_err(CliError::Runtime)
 }
+
+/// The library's errors name what to do next as bus calls (`Next: call
+/// directory::skills::list …`); on the command line, those with a command of their own are
+/// named as that command.
+pub(crate) fn for_the_command_line(message: &str) -> String {
+    const COMMANDS: [(&str, &str); 7] = [
+        (
+            "call directory::skills::list",
+            "run `iii-directory list skills`",
+        ),
+        ("call directory::skills::index", "run `iii-directory index`"),
+        (
+            "call directory::skills::get",
+            "run `iii-directory get skill`",
+        ),
+        (
+            "call directory::skills::download",
+            "run `iii-directory download`",
+        ),
+        (
+            "call directory::system-prompts::list",
+            "run `iii-directory list system-prompts`",
+        ),
+        (
+            "call directory::agents::list",
+            "run `iii-directory list agents`",
+        ),
+        (
+            "call directory::skills::bundles::list",
+            "run `iii-directory bundles`",
+        ),
+    ];
+    COMMANDS
+        .iter()
+        .fold(message.to_string(), |text, (call, command)| {
+            text.replace(&format!("{call} "), &format!("{command} "))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_the_command_line;
+
+    #[test]
+    fn next_steps_with_a_command_of_their_own_are_named_as_that_command() {
+        let bus = "D110 not_found: skill \"pdff\" does not exist. Did you mean: pdf. Next: call directory::skills::list to browse skill ids; or call directory::skills::download_from_registry to fetch one; or call directory::skills::create to author a new skill.";
+        assert_eq!(
+            for_the_command_line(
+                "D334 not_found: bundle \"nope\" is not in the bundles lock; x. Next: call directory::skills::bundles::list to see the bundles the lock records."
+            ),
+            "D334 not_found: bundle \"nope\" is not in the bundles lock; x. Next: run `iii-directory bundles` to see the bundles the lock records."
+        );
+        assert_eq!(
+            for_the_command_line(bus),
+            "D110 not_found: skill \"pdff\" does not exist. Did you mean: pdf. Next: run `iii-directory list skills` to browse skill ids; or call directory::skills::download_from_registry to fetch one; or call directory::skills::create to author a new skill."
+        );
+    }
+}

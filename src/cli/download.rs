@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cli_error::{CliError, cli_runtime};
+use super::error::{CliError, cli_runtime};
 use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::{self, DownloadFunction, Step};
@@ -112,7 +112,7 @@ fn describe(step: &Step, started: Instant) -> String {
 /// Waits until the running worker's index holds every markdown file written, as written.
 fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError> {
     let deadline = Instant::now() + FOLLOW_TIMEOUT;
-    let waiting = crate::Stderr::now().redraw;
+    let waiting = super::output::Stderr::now().redraw;
     loop {
         let missing = download::unindexed(directory, written)?;
         if missing == 0 {

@@ -1,0 +1,211 @@
+//! Answers as a person reads them: lists and single records, ranked skills, and the functions
+//! `search` found (`--json` prints the answer itself instead).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::args::{Kind, KindOne};
+use super::output::{one_line, table};
+
+pub(crate) fn render_list(kind: Kind, response: &Value) -> String {
+    let field = |v: &Value, k: &str| match &v[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let (key, headers, columns): (&str, [&str; 3], [&str; 3]) = match kind {
+        Kind::Skills => ("skills", ["ID", "TYPE", "TITLE"], ["id", "type", "title"]),
+        Kind::SystemPrompts => (
+            "prompts",
+            ["NAME", "BUILTIN", "DESCRIPTION"],
+            ["name", "builtin", "description"],
+        ),
+        Kind::Agents => (
+            "agents",
+            ["ID", "NAME", "DESCRIPTION"],
+            ["id", "name", "description"],
+        ),
+    };
+    let revision = response["revision"].as_u64();
+    if response["unchanged"] == json!(true) {
+        return format!("unchanged at revision {}", revision.unwrap_or_default());
+    }
+    let delta = response.get("changed").is_some();
+    let listed = if delta { "changed" } else { key };
+    let rows: Vec<[String; 3]> = response[listed]
+        .as_array()
+        .map(|rows| rows.iter().map(|r| columns.map(|c| field(r, c))).collect())
+        .unwrap_or_default();
+    let mut out = table(headers, &rows);
+    if delta {
+        // `removed` names both forms of an id (`ns/index` is shown as `ns`) for clients that
+        // hold either; a person reading the summary is told once of each row that is gone.
+        let changed: BTreeSet<&str> = rows.iter().map(|row| row[0].as_str()).collect();
+        let named: BTreeSet<&str> = response["removed"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let removed: Vec<&str> = named
+            .iter()
+            .copied()
+            .filter(|id| {
+                let other_form = id.strip_suffix("/index");
+                !changed.contains(id)
+                    && !other_form
+                        .is_some_and(|shown| changed.contains(shown) || named.contains(shown))
+            })
+            .collect();
+        out.push_str(&format!("\n{} {key} changed", rows.len()));
+        if !removed.is_empty() {
+            out.push_str(&format!("; removed: {}", removed.join(", ")));
+        }
+    } else {
+        out.push_str(&format!("\n{} {key}", rows.len()));
+    }
+    if let Some(revision) = revision {
+        out.push_str(&format!(" (revision {revision}"));
+        if response["full"] == json!(true) {
+            out.push_str("; the whole list");
+        }
+        out.push(')');
+    }
+    out
+}
+
+pub(crate) fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
+    if raw {
+        return response["raw"].as_str().unwrap_or_default().to_string();
+    }
+    let s = |k: &str| response[k].as_str().unwrap_or_default().to_string();
+    match kind {
+        KindOne::Skill => format!(
+            "# {} ({})\npath: {}\n\n{}",
+            s("title"),
+            s("id"),
+            s("path"),
+            s("body")
+        ),
+        KindOne::SystemPrompt => format!("{}: {}\n\n{}", s("name"), s("description"), s("body")),
+        KindOne::Agent => {
+            let mut out = format!("{} ({}): {}\n", s("name"), s("id"), s("description"));
+            if let Some(error) = response["inheritance_error"].as_str() {
+                out.push_str(&format!("inheritance error: {error}\n"));
+            }
+            out.push('\n');
+            out.push_str(&s("system_prompt"));
+            out
+        }
+    }
+}
+
+/// Ranked skills: id and title, then the description, and the mode that ranked them.
+pub(crate) fn render_skill_search(response: &Value) -> String {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let results = response["results"].as_array().cloned().unwrap_or_default();
+    let mut out = String::new();
+    if results.is_empty() {
+        out.push_str("no skill matched\n");
+    }
+    for row in &results {
+        // A skill whose frontmatter sets `disable-model-invocation` is for a user to invoke.
+        let mark = match row["disable_model_invocation"].as_bool() {
+            Some(true) => "  [user-invoked only]",
+            _ => "",
+        };
+        out.push_str(&format!("{}  {}{mark}\n", s(row, "id"), s(row, "title")));
+        let description = one_line(&s(row, "description"));
+        if !description.is_empty() {
+            out.push_str(&format!("  {description}\n"));
+        }
+    }
+    out.push_str(&format!("({})", s(response, "mode")));
+    out
+}
+
+/// Ranked workers with their candidate functions, then installable registry workers.
+pub(crate) fn render_search(response: &Value) -> String {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let functions = |worker: &Value| -> Vec<[String; 2]> {
+        worker["functions"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .map(|f| {
+                        // A function of another engine namespace is called there.
+                        let id = match f["engine_namespace"].as_str() {
+                            Some(ns) => {
+                                format!("  {} (engine namespace {ns})", s(f, "function_id"))
+                            }
+                            None => format!("  {}", s(f, "function_id")),
+                        };
+                        [id, s(f, "description")]
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    let workers = response["workers"].as_array().cloned().unwrap_or_default();
+    if workers.is_empty() {
+        out.push_str("no installed function matched\n");
+    }
+    for worker in &workers {
+        out.push_str(&format!("{}\n", s(worker, "namespace")));
+        out.push_str(table(["", ""], &functions(worker)).trim_start_matches('\n'));
+        out.push('\n');
+    }
+    for worker in response["installable"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{} {} (not installed; install with compose::add {{\"worker\": \"{}\"}}): {}\n",
+            s(worker, "name"),
+            s(worker, "version"),
+            s(worker, "name"),
+            s(worker, "description")
+        ));
+        out.push_str(table(["", ""], &functions(worker)).trim_start_matches('\n'));
+        out.push('\n');
+    }
+    // The side lane: the skills to read for each capability a skill serves.
+    for lane in response["skills"].as_array().into_iter().flatten() {
+        out.push_str(&format!("skills for \"{}\"\n", s(lane, "capability")));
+        let rows: Vec<[String; 2]> = lane["skills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|skill| {
+                [
+                    format!("  {}", s(skill, "id")),
+                    one_line(&s(skill, "description")),
+                ]
+            })
+            .collect();
+        out.push_str(table(["", ""], &rows).trim_start_matches('\n'));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "({:.1} ms)",
+        response["latency_ms"].as_f64().unwrap_or_default()
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// A candidate of another engine namespace is shown with it: the id alone cannot be called.
+    #[test]
+    fn a_search_shows_a_functions_engine_namespace() {
+        let response = serde_json::json!({ "workers": [{ "namespace": "ledger", "functions": [
+            { "function_id": "ledger::close", "description": "Close.", "engine_namespace": "team-b" },
+            { "function_id": "ledger::open", "description": "Open." },
+        ]}]});
+        let text = super::render_search(&response);
+        assert!(
+            text.contains("ledger::close (engine namespace team-b)  Close."),
+            "{text}"
+        );
+        assert!(text.contains("  ledger::open  "), "{text}");
+    }
+}
