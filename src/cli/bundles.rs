@@ -148,14 +148,40 @@ fn restore(
     force: bool,
     json: bool,
 ) -> Result<Outcome, CliError> {
-    let directory = Arc::new(Directory::open_to_write(config.clone())?);
-    if directory.is_writer() {
-        directory.reconcile()?;
-    }
-    let registry = Registry::fixed(Endpoint::from_settings(&directory.settings()));
+    let settings = Directory::config_beside_worker(config.clone()).settings;
+    let registry = Registry::fixed(Endpoint::from_settings(&settings));
     let runtime = cli_runtime()?;
     let request = json!({ "namespace": namespace, "force": force });
-    let response = runtime.block_on(restore::restore(&directory, &registry, &request))?;
+    let asked = restore::Restore::asked(&config.paths, &request)?;
+    let mut outcomes = Vec::new();
+    for entry in asked.entries() {
+        // Each bundle is fetched and checked before the index is opened, and the index is
+        // let go once it lands: a command holds the index while it runs, and the reads beside
+        // it would wait for the network too.
+        let fetched = runtime.block_on(restore::fetch_checked(
+            &settings,
+            &config.paths,
+            &registry,
+            entry,
+        ));
+        let outcome = match fetched {
+            Ok(bundle) => {
+                let directory = Arc::new(Directory::open_to_write(config.clone())?);
+                if directory.is_writer() {
+                    directory.reconcile()?;
+                }
+                runtime.block_on(restore::land_checked(
+                    &directory,
+                    entry,
+                    bundle,
+                    asked.on_edited(),
+                ))
+            }
+            Err(e) => Err(e),
+        };
+        outcomes.push(outcome);
+    }
+    let response = asked.answer(outcomes)?;
     let one = |r: &Value| {
         let kept = strings(&r["kept_local"]);
         let mut line = format!(

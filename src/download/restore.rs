@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::code::Code;
+use crate::config::{Paths, Settings};
 use crate::directory::Directory;
 use crate::error::{Error, Result, quoted};
 use crate::registry::{Registry, Release};
@@ -35,59 +36,106 @@ struct RestoreRequest {
     force: bool,
 }
 
-/// Restores one locked bundle (`namespace`) or all of them. One bundle answers its outcome or
-/// its error; all of them answer `{restored: [...], failed: [{namespace, error}]}`, each bundle
-/// landed or refused on its own.
+/// A restore asked for: the lock's entries it restores, and how it treats files edited
+/// locally. Each entry is fetched and checked ([`fetch_checked`]), then landed
+/// ([`land_checked`]): apart, so that a command can hold the index only while it lands.
+pub struct Restore {
+    entries: Vec<Entry>,
+    /// One namespace was asked for: its outcome, or its error, is the answer.
+    one: bool,
+    on_edited: OnEdited,
+}
+
+impl Restore {
+    /// Reads the request and the bundles lock at `paths` (`D334` for a namespace it does not
+    /// record).
+    pub fn asked(paths: &Paths, request: &Value) -> Result<Restore> {
+        let RestoreRequest { namespace, force } = request::parse(request)?;
+        let on_edited = if force {
+            OnEdited::Overwrite
+        } else {
+            OnEdited::Keep
+        };
+        let locked = lock::read(&paths.bundles_lock)?;
+        let namespace = namespace
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty());
+        let entries: Vec<Entry> = match &namespace {
+            Some(ns) => vec![
+                locked
+                    .bundles
+                    .get(ns)
+                    .cloned()
+                    .ok_or_else(|| lock::not_locked(ns, "nothing to restore."))?,
+            ],
+            None => locked.bundles.into_values().collect(),
+        };
+        Ok(Restore {
+            entries,
+            one: namespace.is_some(),
+            on_edited,
+        })
+    }
+
+    /// The entries to restore, in the lock's order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn on_edited(&self) -> OnEdited {
+        self.on_edited
+    }
+
+    /// The answer, from each entry's outcome in order: one bundle answers its outcome or its
+    /// error; all of them answer `{restored: [...], failed: [{namespace, error}]}`, each bundle
+    /// landed or refused on its own.
+    pub fn answer(&self, outcomes: Vec<Result<Value>>) -> Result<Value> {
+        if self.one {
+            return outcomes.into_iter().next().unwrap_or(Ok(Value::Null));
+        }
+        let mut restored = Vec::new();
+        let mut failed = Vec::new();
+        for (entry, outcome) in self.entries.iter().zip(outcomes) {
+            match outcome {
+                Ok(outcome) => restored.push(outcome),
+                Err(e) => {
+                    failed.push(json!({ "namespace": entry.namespace, "error": e.to_string() }))
+                }
+            }
+        }
+        Ok(json!({ "restored": restored, "failed": failed }))
+    }
+}
+
+/// Restores one locked bundle (`namespace`) or all of them, landing each through `directory`
+/// (see [`Restore::answer`] for the answer).
 pub async fn restore(
     directory: &Arc<Directory>,
     registry: &Registry,
     request: &Value,
 ) -> Result<Value> {
-    let RestoreRequest { namespace, force } = request::parse(request)?;
-    let on_edited = if force {
-        OnEdited::Overwrite
-    } else {
-        OnEdited::Keep
-    };
-    let paths = directory.config().paths.clone();
-    let locked = lock::read(&paths.bundles_lock)?;
-    let namespace = namespace
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty());
-    let entries: Vec<Entry> = match &namespace {
-        Some(ns) => vec![
-            locked
-                .bundles
-                .get(ns)
-                .cloned()
-                .ok_or_else(|| lock::not_locked(ns, "nothing to restore."))?,
-        ],
-        None => locked.bundles.into_values().collect(),
-    };
-    let mut restored = Vec::new();
-    let mut failed = Vec::new();
-    for entry in entries {
-        match restore_one(directory, registry, &entry, on_edited).await {
-            Ok(outcome) => restored.push(outcome),
-            Err(e) if namespace.is_some() => return Err(e),
-            Err(e) => failed.push(json!({ "namespace": entry.namespace, "error": e.to_string() })),
-        }
+    let paths = &directory.config().paths;
+    let asked = Restore::asked(paths, request)?;
+    let mut outcomes = Vec::new();
+    for entry in asked.entries() {
+        let outcome = match fetch_checked(&directory.settings(), paths, registry, entry).await {
+            Ok(bundle) => land_checked(directory, entry, bundle, asked.on_edited()).await,
+            Err(e) => Err(e),
+        };
+        outcomes.push(outcome);
     }
-    if namespace.is_some() {
-        return Ok(restored.pop().unwrap_or(Value::Null));
-    }
-    Ok(json!({ "restored": restored, "failed": failed }))
+    asked.answer(outcomes)
 }
 
-/// Fetches one entry's locked source, checks it against the entry, lands it.
-async fn restore_one(
-    directory: &Arc<Directory>,
+/// Fetches one entry's locked source and checks it against the entry: every file with its
+/// locked sha256, nothing more or less (`D335` otherwise). Reads no index.
+pub async fn fetch_checked(
+    settings: &Settings,
+    paths: &Paths,
     registry: &Registry,
     entry: &Entry,
-    on_edited: OnEdited,
-) -> Result<Value> {
-    let settings = directory.settings();
-    let limits = Limits::from_settings(&settings);
+) -> Result<Bundle> {
+    let limits = Limits::from_settings(settings);
     let mut bundle = match &entry.source {
         LockedSource::Repo {
             repo,
@@ -133,7 +181,7 @@ async fn restore_one(
                 worker: worker.clone(),
                 release: Release::Version(version.clone()),
             };
-            let bundle = fetch(&settings, registry, source, &|_| {}).await?;
+            let bundle = fetch(settings, registry, source, &|_| {}).await?;
             let served = bundle.resolved.digest.clone().unwrap_or_default();
             if served != *digest {
                 return Err(differs(format!(
@@ -143,22 +191,28 @@ async fn restore_one(
             bundle
         }
     };
-    check_against(
-        &bundle,
-        entry,
-        &namespace_folder(&directory.config().paths, &entry.namespace),
-    )?;
+    check_against(&bundle, entry, &namespace_folder(paths, &entry.namespace))?;
     if let LockedSource::Registry { tag, .. } = &entry.source {
         bundle.resolved.tag = tag.clone();
     }
+    Ok(bundle)
+}
+
+/// Lands a bundle [`fetch_checked`] answered for `entry`, as a download lands (staged, all or
+/// nothing, the lock in the same commit).
+pub async fn land_checked(
+    directory: &Arc<Directory>,
+    entry: &Entry,
+    bundle: Bundle,
+    on_edited: OnEdited,
+) -> Result<Value> {
     let landing = directory.clone();
     let landed = tokio::task::spawn_blocking(move || land(&landing, bundle, on_edited))
         .await
         .map_err(Error::task("restore task"))??;
-    let files = entry.files.len();
     Ok(json!({
         "namespace": entry.namespace,
-        "files": files,
+        "files": entry.files.len(),
         "kept_local": landed.response["kept_local"],
     }))
 }

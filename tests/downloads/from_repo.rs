@@ -766,6 +766,49 @@ fn restore_fetches_the_locked_commit_after_the_branch_moved() {
     f.assert_no_clone_left();
 }
 
+/// A restore holds the index only while it lands: reads beside a restore whose source is
+/// slow answer at once, instead of waiting for the network with it.
+#[test]
+fn reads_beside_a_restore_do_not_wait_for_its_fetch() {
+    let f = Fixture::serving_frontend_design();
+    let url = f.server.url("skills");
+    f.download(&url, "frontend-design", None);
+    // The lock now names a source that accepts and never answers.
+    let hanging = GitServer::start(f.repos.path(), Behaviour::Hang);
+    let lock = f.compose.path("skills/iii-bundles.lock.json");
+    let text = std::fs::read_to_string(&lock).expect("lock");
+    std::fs::write(&lock, text.replace(&url, &hanging.url("skills"))).expect("lock");
+    let config = f.compose.path("slow.yaml");
+    std::fs::write(&config, "download_timeout_ms: 6000\n").expect("config");
+    let config = config.to_str().expect("utf8");
+    std::thread::scope(|scope| {
+        let restore = scope.spawn(|| f.cli(&["--config", config, "bundles", "restore"]));
+        std::thread::sleep(Duration::from_millis(1000));
+        assert!(!restore.is_finished(), "the restore waits on its source");
+        let started = Instant::now();
+        let list = f.cli(&["--config", config, "list", "skills"]);
+        let took = started.elapsed();
+        assert!(
+            list.status.success(),
+            "{}",
+            String::from_utf8_lossy(&list.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&list.stdout).contains("frontend-design"),
+            "{}",
+            String::from_utf8_lossy(&list.stdout)
+        );
+        assert!(
+            took < Duration::from_secs(3) && !restore.is_finished(),
+            "the read waited for the restore ({took:?}): {}",
+            String::from_utf8_lossy(&list.stderr)
+        );
+        let restored = restore.join().expect("the restore");
+        let said = String::from_utf8_lossy(&restored.stdout);
+        assert!(said.contains("timed out"), "{said}");
+    });
+}
+
 #[test]
 fn check_updates_sees_the_branch_move() {
     let f = Fixture::new(Behaviour::Serve);
