@@ -80,13 +80,13 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
     match stored {
         Stored::Nothing => {
             // The seed is offered as the first stored value, and read back: not a new one.
-            refusals.announced(Some(&seed.settings));
+            refusals.announced(Announced::Parsed(Box::new(seed.settings.clone())));
             (seed.clone(), false)
         }
         Stored::Refused(why) => refused(why),
         Stored::Settings(settings, warnings) => {
             // Read again once connected: what is said of it now stands until another comes.
-            refusals.announced(Some(&settings));
+            refusals.announced(Announced::Parsed(settings.clone()));
             let homeless = crate::config::homeless_paths(&settings);
             for warning in warnings.into_iter().chain(homeless) {
                 refusals.note(format!("stored configuration: {warning}"));
@@ -106,10 +106,16 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
 #[derive(Default)]
 pub struct Refusals {
     last: Mutex<VecDeque<Value>>,
-    /// The settings of the value last announced, at boot or live (`None`: one that did not
-    /// parse), so that the same value read again (at each connection, the seed offered as the
-    /// first stored value) forgets nothing.
-    latest: Mutex<Option<Settings>>,
+    /// The value last announced, at boot or live, so that the same value read again (at each
+    /// connection, the seed offered as the first stored value) forgets nothing.
+    latest: Mutex<Option<Announced>>,
+}
+
+/// A configuration value as announced: its settings, or, when it does not parse, the value.
+#[derive(Debug, PartialEq)]
+enum Announced {
+    Parsed(Box<Settings>),
+    Unparsable(Value),
 }
 
 /// How many refusals `index::status` shows.
@@ -140,17 +146,16 @@ impl Refusals {
         last.push_back(refusal);
     }
 
-    /// Records a value announced (`None`: one that does not parse); when it is another than the
-    /// last, forgets every refusal: what they said of the values before it ("keeping the
+    /// Records a value announced; when it is another than the last, forgets every refusal: what they said of the values before it ("keeping the
     /// current configuration", "serving the --config seed instead", a warning about a key of a
     /// value replaced) is no longer what stands, and the console's settings form reads the
     /// refusals after a save. What is said of this value is noted after, when it is new (said
     /// once, not at every connection): returns whether it is.
-    fn announced(&self, settings: Option<&Settings>) -> bool {
+    fn announced(&self, value: Announced) -> bool {
         let mut latest = locks::lock(&self.latest);
-        let new = latest.as_ref() != settings || settings.is_none();
+        let new = latest.as_ref() != Some(&value);
         if new {
-            *latest = settings.cloned();
+            *latest = Some(value);
             locks::lock(&self.last).clear();
         }
         new
@@ -286,14 +291,15 @@ pub fn apply(
     let (settings, warnings) = match Settings::from_json(value) {
         Ok(parsed) => parsed,
         Err(e) => {
-            refusals.announced(None);
-            refusals.note(format!(
-                "configuration rejected ({e}); keeping the current configuration"
-            ));
+            let what = format!("configuration rejected ({e}); keeping the current configuration");
+            match refusals.announced(Announced::Unparsable(value.clone())) {
+                true => refusals.note(what),
+                false => tracing::debug!("{what} (said before)"),
+            }
             return ApplyResult::Rejected(e.to_string());
         }
     };
-    let new = refusals.announced(Some(&settings));
+    let new = refusals.announced(Announced::Parsed(Box::new(settings.clone())));
     let note = |what: String| {
         if new {
             refusals.note(what);

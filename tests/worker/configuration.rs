@@ -496,6 +496,23 @@ async fn stored_numbers_get_their_floors_and_unsafe_live_values_are_rejected() {
         refused.iter().any(|r| r.contains("registry_url")),
         "{refused:?}"
     );
+    // A value that does not parse, announced again (as at each connection): said once.
+    let mut unparsable = stored.clone();
+    unparsable["skills_folder"] = json!(5);
+    store_and_announce(&h, &unparsable).await;
+    store_and_announce(&h, &unparsable).await;
+    let refused = refusals(&h).await;
+    let rejections = refused
+        .iter()
+        .filter(|r| r.starts_with("configuration rejected"))
+        .count();
+    assert_eq!(rejections, 1, "{refused:?}");
+    let logged = h
+        .worker
+        .stderr()
+        .matches("\"skills_folder\" must be a non-empty string")
+        .count();
+    assert_eq!(logged, 1, "{}", h.worker.stderr());
     assert_eq!(
         own(h.skill_ids().await),
         ["hello", "mailer/guide", "mailer"]
