@@ -7,7 +7,7 @@ mod io;
 
 use std::fmt::{self, Write as _};
 
-pub use index::{ContentError, IndexError};
+pub use index::{ContentError, IndexError, UNNOTED_HOLDER};
 pub use io::{IoError, io_error, short_of_resources};
 
 use crate::code::{Class, Code};

@@ -51,7 +51,9 @@ pub use code::{Class, Code};
 pub use directory::{
     Directory, MODEL_NAME, ModelState, ReadFunction, Skipped, WriteFunction, vectors_model,
 };
-pub use error::{ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result};
+pub use error::{
+    ContentError, Error, IndexError, IoError, MAX_ERROR_BYTES, Result, UNNOTED_HOLDER,
+};
 pub use events::{ChangeEvent, Family, Subscriber};
 pub use index::holder::{
     Holder as IndexHolder, NotedConfig, WORKER as WORKER_ROLE, declare as declare_process_role,
@@ -70,7 +72,9 @@ pub use skills::no_skill_file;
 pub use skills::resources::possible_owners as skill_resource_owners;
 pub use skills::spec::{SpecReport, SpecSummary};
 /// What the command line asks a running worker through a sync cookie (`reindex` beside it).
-pub use sync_cookie::{Ask as WriterAsk, Synced, ask_writer, writer_unanswered};
+pub use sync_cookie::{
+    Ask as WriterAsk, Synced, ask_writer, ask_writer_afresh, worker_folder_beside,
+};
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
 /// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which

@@ -27,45 +27,43 @@ const BUSY_WAIT: Duration = Duration::from_secs(60);
 /// several reads, and waited for a stopped worker at each.
 const GIVEN_UP_FOR: Duration = Duration::from_secs(30);
 
+/// What this process waited for a writer to do, and gave up on.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// To answer a cookie (it is stopped, or stuck).
+    Answer,
+    /// To end its first reconcile.
+    Build,
+}
+
 /// A writer this process gave up on: the index, the writer's pid, and when.
 type GaveUpOn = Option<(PathBuf, u32, Instant)>;
 
-/// The writers this process gave up on: for a cookie that went unanswered, and for a first
-/// reconcile that did not end.
-struct GivenUp {
-    unanswered: GaveUpOn,
-    building: GaveUpOn,
+/// The writers this process gave up on, one for each [`Wait`].
+static GIVEN_UP: std::sync::Mutex<[GaveUpOn; 2]> = std::sync::Mutex::new([None, None]);
+
+/// Whether this process gave up on `wait` of the writer `pid` of the index at `index_path`
+/// less than [`GIVEN_UP_FOR`] ago.
+fn gave_up(wait: Wait, index_path: &Path, pid: u32) -> bool {
+    crate::locks::lock(&GIVEN_UP)[wait as usize]
+        .as_ref()
+        .is_some_and(|(index, given_up, at)| {
+            index == index_path && *given_up == pid && at.elapsed() < GIVEN_UP_FOR
+        })
 }
 
-static GIVEN_UP: std::sync::Mutex<GivenUp> = std::sync::Mutex::new(GivenUp {
-    unanswered: None,
-    building: None,
-});
-
-/// Whether `slot` names the writer `pid` of the index at `index_path`, given up on less than
-/// [`GIVEN_UP_FOR`] ago.
-fn given_up_on(slot: &GaveUpOn, index_path: &Path, pid: u32) -> bool {
-    slot.as_ref().is_some_and(|(index, given_up, at)| {
-        index == index_path && *given_up == pid && at.elapsed() < GIVEN_UP_FOR
-    })
+/// Notes that this process gave up on `wait` of the writer `pid` of the index at `index_path`.
+fn give_up(wait: Wait, index_path: &Path, pid: u32) {
+    crate::locks::lock(&GIVEN_UP)[wait as usize] =
+        Some((index_path.to_path_buf(), pid, Instant::now()));
 }
 
-/// Notes that this process gave up on the writer `pid` of the index at `index_path`.
-fn give_up_on(slot: &mut GaveUpOn, index_path: &Path, pid: u32) {
-    *slot = Some((index_path.to_path_buf(), pid, Instant::now()));
-}
-
-/// Whether this process gave up on the writer of the index at `index_path` a moment ago: its
-/// cookie went unanswered (it is stopped, or stuck). What a command waiting for it to take in
-/// files can tell its user, rather than wait on.
-pub fn writer_unanswered(index_path: &Path) -> bool {
-    holder::read(index_path).is_some_and(|writer| {
-        given_up_on(
-            &crate::locks::lock(&GIVEN_UP).unanswered,
-            index_path,
-            writer.pid,
-        )
-    })
+/// [`ask_writer`], even of a writer this process gave up on a moment ago: for a question whose
+/// answer matters more than the wait (a download that just landed asks whether the worker took
+/// its files in; given up on before it landed, the worker may have been slow only then).
+pub fn ask_writer_afresh(index_path: &Path, ask: Ask) -> Synced {
+    crate::locks::lock(&GIVEN_UP)[Wait::Answer as usize].take_if(|(index, ..)| index == index_path);
+    ask_writer(index_path, ask)
 }
 
 /// The folder beside the index where followers leave sync cookies. Only a watching writer
@@ -79,6 +77,13 @@ fn sync_folder(index_path: &Path) -> PathBuf {
 /// beside `photos.sync`'s index): the writer empties and removes only a folder it marked, and
 /// only of its cookies, and followers leave cookies only in a marked folder.
 const MARK: &str = ".iii-directory-sync";
+
+/// Whether a worker's sync folder (one it marked) stands beside the index at `index_path`: a
+/// worker runs there, or one was killed there. What tells a worker from another program when
+/// the index's holder left no note (it could not write one).
+pub fn worker_folder_beside(index_path: &Path) -> bool {
+    sync_folder(index_path).join(MARK).is_file()
+}
 
 /// What a cookie asks of the writer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -295,18 +300,22 @@ pub fn sync_with_writer(index_path: &Path) -> Synced {
 /// yet. A worker whose note goes on saying so past that wait is asked all the same.
 pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let pid = holder::read(index_path)
-        .filter(|h| !h.is_command())
-        .map(|writer| writer.pid);
+    let holder = holder::read(index_path);
+    // A command answers no cookie: what it holds is complete when a read follows it (a
+    // `reindex` computing embeddings), and a sync folder beside it is one a killed worker
+    // left, which nobody watches.
+    if holder.as_ref().is_some_and(holder::Holder::is_command) {
+        return Synced::NoWriter;
+    }
+    let pid = holder.map(|worker| worker.pid);
     if let Some(pid) = pid
-        && given_up_on(&crate::locks::lock(&GIVEN_UP).unanswered, index_path, pid)
+        && gave_up(Wait::Answer, index_path, pid)
     {
         tracing::debug!("not asking the worker (pid {pid}) again: it did not answer a moment ago");
         return Synced::GaveUp;
     }
     let building = || holder::read(index_path).is_some_and(|h| !h.is_command() && h.building);
-    let building_given_up = pid
-        .is_some_and(|pid| given_up_on(&crate::locks::lock(&GIVEN_UP).building, index_path, pid));
+    let building_given_up = pid.is_some_and(|pid| gave_up(Wait::Build, index_path, pid));
     if building()
         && !building_given_up
         && !wait_for_writer(
@@ -317,7 +326,7 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
         )
         && let Some(pid) = pid
     {
-        give_up_on(&mut crate::locks::lock(&GIVEN_UP).building, index_path, pid);
+        give_up(Wait::Build, index_path, pid);
     }
     let folder = sync_folder(index_path);
     if !folder.join(MARK).is_file() {
@@ -353,11 +362,7 @@ pub fn ask_writer(index_path: &Path, ask: Ask) -> Synced {
     ) {
         let _ = std::fs::remove_file(&cookie);
         if let Some(pid) = pid {
-            give_up_on(
-                &mut crate::locks::lock(&GIVEN_UP).unanswered,
-                index_path,
-                pid,
-            );
+            give_up(Wait::Answer, index_path, pid);
         }
         return Synced::GaveUp;
     }
@@ -424,9 +429,12 @@ struct Busy {
 }
 
 impl Busy {
-    /// The writer its holder note names, and its CPU time now (none without a live writer).
+    /// The worker its holder note names, and its CPU time now (none without a live worker: a
+    /// command's work is none of a cookie's business).
     fn of_writer(index_path: &Path) -> Busy {
-        let pid = holder::read(index_path).map(|h| h.pid);
+        let pid = holder::read(index_path)
+            .filter(|h| !h.is_command())
+            .map(|h| h.pid);
         Busy {
             pid,
             cpu: pid.and_then(cpu_ticks),
@@ -675,6 +683,45 @@ mod tests {
         let started = Instant::now();
         assert_eq!(sync_with_writer(&index), Synced::Answered);
         assert!(started.elapsed() < COOKIE_WAIT, "{:?}", started.elapsed());
+        answer.join().expect("answered");
+    }
+
+    /// A command that holds the index past its rows (a `reindex` computing embeddings) answers
+    /// no cookie: a read beside it follows it at once, even beside the sync folder a killed
+    /// worker left (it waited for the whole embedding, blaming a worker that did not exist).
+    #[test]
+    fn a_command_holding_the_index_is_asked_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let folder = claim_folder(&index).expect("a killed worker's sync folder");
+        let command = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn"));
+        let note = holder::Holder {
+            pid: command.0.id(),
+            role: "reindex".to_string(),
+            settled: true,
+            ..holder::Holder::default()
+        };
+        holder::write_note(&index, &note).expect("note");
+        let started = Instant::now();
+        assert_eq!(sync_with_writer(&index), Synced::NoWriter);
+        assert!(started.elapsed() < COOKIE_WAIT, "{:?}", started.elapsed());
+        assert!(cookies_in(&folder).is_empty(), "no cookie is left");
+    }
+
+    /// A worker given up on is not waited for again by the same process, unless asked afresh:
+    /// a download that just landed asks whether it took the files in.
+    #[test]
+    fn a_worker_given_up_on_is_asked_afresh_when_the_answer_matters() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        let worker = Reaped(Command::new("sleep").arg("30").spawn().expect("spawn"));
+        writer_beside(&index, &worker.0);
+        assert_eq!(sync_with_writer(&index), Synced::GaveUp);
+        let started = Instant::now();
+        assert_eq!(sync_with_writer(&index), Synced::GaveUp);
+        assert!(started.elapsed() < COOKIE_WAIT, "{:?}", started.elapsed());
+        let answer = answer_after(&index, Duration::ZERO);
+        assert_eq!(ask_writer_afresh(&index, Ask::CatchUp), Synced::Answered);
         answer.join().expect("answered");
     }
 

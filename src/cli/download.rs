@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::error::{CliError, cli_runtime};
-use iii_directory::Directory;
 use iii_directory::config::Config;
 use iii_directory::download::{self, DownloadFunction, Step};
 use iii_directory::registry::{Endpoint, Registry};
+use iii_directory::{Directory, Synced, WriterAsk};
 
 /// How long to wait for a running worker's index to show the files.
 const FOLLOW_TIMEOUT: Duration = Duration::from_secs(30);
@@ -75,14 +75,16 @@ pub fn run(config: Config, args: Args) -> Result<String, CliError> {
     };
     let runtime = cli_runtime()?;
     let bundle = runtime.block_on(download::fetch(&settings, &registry, source, &progress))?;
+    // Said before the index is opened, which may wait for another command: the time is the
+    // fetch's.
+    progress(Step::Landing {
+        files: bundle.files.len(),
+    });
     let directory = Arc::new(Directory::open_to_write(config.clone())?);
     let writer = directory.is_writer();
     if writer {
         directory.reconcile()?;
     }
-    progress(Step::Landing {
-        files: bundle.files.len(),
-    });
     let landed = runtime.block_on(download::settle(&directory, &registry, bundle, on_edited))?;
     let indexed = if writer {
         let revision = directory.revision()?;
@@ -111,6 +113,11 @@ fn describe(step: &Step, started: Instant) -> String {
 
 /// Waits until the running worker's index holds every markdown file written, as written.
 fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError> {
+    // Asked once the files are on disk, even if this process gave up on the worker a moment
+    // ago (opening the index): one that answers has taken them in; one that does not is said
+    // at once rather than waited on.
+    let index_path = &directory.config().paths.index_path;
+    let synced = iii_directory::ask_writer_afresh(index_path, WriterAsk::CatchUp);
     let deadline = Instant::now() + FOLLOW_TIMEOUT;
     let waiting = super::output::Stderr::now().redraw;
     loop {
@@ -118,7 +125,7 @@ fn follow(directory: &Directory, written: &[PathBuf]) -> Result<String, CliError
         if missing == 0 {
             return Ok("indexed by the running worker".into());
         }
-        if iii_directory::writer_unanswered(&directory.config().paths.index_path) {
+        if synced == Synced::GaveUp {
             return Err(CliError::WorkerUnanswered { missing });
         }
         if Instant::now() >= deadline {

@@ -25,10 +25,9 @@ pub enum CliError {
     WorkerOwnsIndex(PathBuf),
     /// The index is locked by a process that leaves no note (another program, an older build).
     #[error(
-        "the index at {} is locked by another process, which is no iii-directory worker or \
-         command of this version that says so beside the index; `fuser` or `lsof` on the file \
-         names it: stop it, or point index_path elsewhere",
-        .0.display()
+        "the index at {} is locked by {}: stop it, or point index_path elsewhere",
+        .0.display(),
+        iii_directory::UNNOTED_HOLDER
     )]
     LockedByAnother(PathBuf),
     /// `reindex` asked a running worker to walk every folder again, and it did not say it had.
@@ -97,13 +96,16 @@ impl CliError {
         }
     }
 
-    /// The index held by another process: a worker, when its note says so.
+    /// The index held by another process: a worker, when its note says so, or when it left no
+    /// note but its sync folder is beside the index (a worker that could not write its note).
     pub fn busy(index_path: &std::path::Path) -> CliError {
-        match iii_directory::read_index_holder(index_path) {
-            Some(holder) if !holder.is_command() => {
-                CliError::WorkerOwnsIndex(index_path.to_path_buf())
-            }
-            _ => CliError::LockedByAnother(index_path.to_path_buf()),
+        let worker = match iii_directory::read_index_holder(index_path) {
+            Some(holder) => !holder.is_command(),
+            None => iii_directory::worker_folder_beside(index_path),
+        };
+        match worker {
+            true => CliError::WorkerOwnsIndex(index_path.to_path_buf()),
+            false => CliError::LockedByAnother(index_path.to_path_buf()),
         }
     }
 }
@@ -157,7 +159,27 @@ pub(crate) fn for_the_command_line(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::for_the_command_line;
+    use super::{CliError, for_the_command_line};
+
+    /// A held index with no holder note is another program's, unless a worker's sync folder
+    /// stands beside it (a worker that could not write its note): `reindex` then asks that
+    /// worker to walk the folders again instead of blaming another program.
+    #[test]
+    fn an_unnoted_holder_with_a_workers_sync_folder_is_a_worker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = dir.path().join("index.redb");
+        assert!(matches!(
+            CliError::busy(&index),
+            CliError::LockedByAnother(_)
+        ));
+        let folder = dir.path().join("index.redb.sync");
+        std::fs::create_dir(&folder).expect("sync folder");
+        std::fs::write(folder.join(".iii-directory-sync"), b"").expect("its mark");
+        assert!(matches!(
+            CliError::busy(&index),
+            CliError::WorkerOwnsIndex(_)
+        ));
+    }
 
     #[test]
     fn next_steps_with_a_command_of_their_own_are_named_as_that_command() {

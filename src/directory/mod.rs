@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -61,15 +61,7 @@ pub struct Directory {
     catch_up: RwLock<Option<Arc<dyn CatchUp>>>,
     /// The embedding model's state, the skill vectors, the background embedding.
     dense: dense::Dense,
-    /// When a follower's open synced with the worker (`open_shared`): its first read within
-    /// [`SYNCED_OPEN_SERVES`] follows that sync rather than asking again.
-    synced_at_open: Mutex<Option<Instant>>,
 }
-
-/// How long a follower's sync at open serves its first read: a command reads within
-/// milliseconds of opening (a second round trip cost it as much again, and a worker that did
-/// not answer was waited for twice); a later read asks the worker again.
-const SYNCED_OPEN_SERVES: Duration = Duration::from_millis(250);
 
 /// Brings the index up to date with every change the disk reported before a read began: the
 /// watcher implements it over its inotify queue (`watch/fresh.rs`), so that every read, write
@@ -219,13 +211,12 @@ impl Directory {
                 // watch reports; the open above may then have made an empty index file in its
                 // place): it builds them again before it answers a cookie, so the files opened
                 // below are the ones it serves.
-                let synced = holder.as_ref().is_some_and(|h| !h.is_command()).then(|| {
+                // (Its first read asks again: a round trip of a millisecond with a worker that
+                // answers, none with one this process gave up on a moment ago.)
+                if holder.as_ref().is_some_and(|h| !h.is_command()) {
                     crate::sync_cookie::sync_with_writer(&path);
-                    Instant::now()
-                });
-                let directory = Directory::open_read_only(config_of(config, holder.as_ref()))?;
-                *locks::lock(&directory.synced_at_open) = synced;
-                Ok(directory)
+                }
+                Directory::open_read_only(config_of(config, holder.as_ref()))
             }
             // Another user's worker holds an index this user may read but not write: its live
             // rows are the answer, as for the owner (only a writer needs write permission).
@@ -278,7 +269,6 @@ impl Directory {
             settings,
             catch_up: RwLock::new(None),
             dense: dense::Dense::default(),
-            synced_at_open: Mutex::default(),
         }
     }
 
@@ -421,10 +411,7 @@ impl Directory {
                 }
             }
             None if !self.index.is_writer() => {
-                let synced = locks::lock(&self.synced_at_open).take();
-                if synced.is_none_or(|at| at.elapsed() >= SYNCED_OPEN_SERVES) {
-                    crate::sync_cookie::sync_with_writer(&self.config.paths.index_path);
-                }
+                crate::sync_cookie::sync_with_writer(&self.config.paths.index_path);
             }
             None => {}
         }

@@ -60,16 +60,20 @@ fn storage_hint(e: &redb::Error) -> &'static str {
     }
 }
 
+/// Who holds an index when its holder left no note, as every error that meets one says it: the
+/// process is no iii-directory worker or command of this version, or a tool that locked the
+/// file itself.
+pub const UNNOTED_HOLDER: &str = "another process, which is no iii-directory worker or command \
+                                  of this version that says so beside the index (`fuser` or \
+                                  `lsof` on the file names it)";
+
 /// What to do when a follower finds the file locked for good: the process holding it left no
-/// note a follower can use (it is not an iii-directory worker or command of this version, or
-/// it is a tool that locked the file itself).
-fn follow_hint(source: &redb::DatabaseError) -> &'static str {
+/// note a follower can use.
+fn follow_hint(source: &redb::DatabaseError) -> String {
     match source {
         redb::DatabaseError::DatabaseAlreadyOpen => {
-            " (another process holds it, and it is not an iii-directory worker or command that \
-             says so beside the index: `fuser` or `lsof` on the file names it; stop it, or \
-             point index_path elsewhere)"
+            format!(" (held by {UNNOTED_HOLDER}; stop it, or point index_path elsewhere)")
         }
-        _ => "",
+        _ => String::new(),
     }
 }

@@ -188,8 +188,9 @@ pub enum Rows {
 
 /// Notes this process as the writer of the index at `index`, indexing `folders` (when it
 /// declared a role), with its live `settings` when it is a worker. Best effort: without the
-/// note, the others behave as before notes existed (see
-/// `Index::open_writer_after_commands`).
+/// note, the commands beside wait [`NOTE_WAIT`] for one at each open (see
+/// `Index::open_writer_after_commands`), then tell a worker by its sync folder, and follow it
+/// with its configuration file's settings rather than its live ones; a worker says so once.
 pub fn note(
     index: &Path,
     folders: Vec<(String, String)>,
@@ -211,8 +212,24 @@ pub fn note(
         settled,
         building,
     };
-    if let Err(e) = write_note(index, &holder) {
-        tracing::debug!(index = %index.display(), %e, "could not note the index's holder");
+    match write_note(index, &holder) {
+        Err(e) if role == WORKER => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::warn!(
+                    "cannot write {} ({e}), the note that tells commands run beside this worker \
+                     that it holds the index: each of them waits {} s for it at every start, \
+                     and takes the --config file's settings rather than the live ones; move \
+                     aside whatever is at that path, or let this user write there",
+                    note_path(index).display(),
+                    NOTE_WAIT.as_secs()
+                )
+            });
+        }
+        Err(e) => {
+            tracing::debug!(index = %index.display(), %e, "could not note the index's holder")
+        }
+        Ok(()) => {}
     }
 }
 

@@ -53,12 +53,10 @@ pub enum ServeError {
     Runtime(#[source] std::io::Error),
     /// Another process is the index's writer: `holder` names it when its note does.
     #[error(
-        "{} owns the index at {}; stop it first, or give this worker an index_path of its own",
-        holder.as_deref().unwrap_or(
-            "another process, which is no iii-directory worker or command of this version that \
-             says so beside the index (`fuser` or `lsof` on the file names it),"
-        ),
-        path.display()
+        "the index at {} is held by {}; stop it first, or give this worker an index_path of \
+         its own",
+        path.display(),
+        holder.as_deref().unwrap_or(crate::UNNOTED_HOLDER)
     )]
     Busy {
         path: PathBuf,

@@ -2357,7 +2357,7 @@ fn a_second_worker_names_the_worker_that_holds_the_index() {
     first.wait().expect("reap");
     assert!(
         stderr.contains(&format!(
-            "a running iii-directory worker (pid {pid}) owns the index at {}; stop it first",
+            "the index at {} is held by a running iii-directory worker (pid {pid}); stop it first",
             tree.config().paths.index_path.display()
         )),
         "{stderr}"
