@@ -1,6 +1,31 @@
 //! File times as the contract prints them: RFC 3339 in UTC, e.g. `2026-05-04T20:22:41.123456789+00:00`.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long a call on the bus may run before it is answered `D122`: inside the SDK's default
+/// caller timeout (30 s) with room for the answer's way back.
+pub const DEFAULT_CALL_DEADLINE: Duration = Duration::from_secs(25);
+
+/// Sets the call deadline in milliseconds (`0` turns it off), for callers whose own timeouts
+/// are shorter than the SDK's default (and for tests).
+pub const CALL_DEADLINE_ENV: &str = "III_DIRECTORY_CALL_DEADLINE_MS";
+
+/// The call deadline (`None`: off), read once: the worker's watchdog cuts calls at it, and a
+/// download waits no longer than it for its turn to fetch.
+pub fn call_deadline() -> Option<Duration> {
+    static DEADLINE: OnceLock<Option<Duration>> = OnceLock::new();
+    *DEADLINE.get_or_init(|| {
+        match std::env::var(CALL_DEADLINE_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            Some(0) => None,
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => Some(DEFAULT_CALL_DEADLINE),
+        }
+    })
+}
 
 /// A file time as seconds and nanoseconds since the Unix epoch (negative seconds before it).
 #[derive(
@@ -41,7 +66,7 @@ impl Stamp {
     }
 
     /// This time less a duration.
-    pub fn minus(self, d: std::time::Duration) -> Stamp {
+    pub fn minus(self, d: Duration) -> Stamp {
         let total =
             i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos) - d.as_nanos() as i128;
         Stamp {

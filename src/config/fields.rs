@@ -279,7 +279,8 @@ pub struct Bounds {
 
 /// Bounds of every number setting, by key (`None` for the other keys).
 pub fn bounds(name: &str) -> Option<Bounds> {
-    const HOUR_MS: u64 = 3_600_000;
+    const MINUTE_MS: u64 = 60_000;
+    const HOUR_MS: u64 = 60 * MINUTE_MS;
     const DAY_MS: u64 = 24 * HOUR_MS;
     let range = |min, max| Bounds {
         min,
@@ -287,11 +288,16 @@ pub fn bounds(name: &str) -> Option<Bounds> {
         zero_is_off: false,
     };
     Some(match name {
-        "download_timeout_ms" => range(1_000, HOUR_MS),
+        // A clone or a registry request still running after ten minutes is stuck, and it holds
+        // one of the few fetches that run at once (`download::fetch`).
+        "download_timeout_ms" => range(1_000, 10 * MINUTE_MS),
         "registry_cache_ttl_ms" => range(0, DAY_MS),
         "hint_min_workers" => range(0, 10_000),
         "download_max_files" => range(1, 1_000_000),
-        "download_max_bytes" => range(1, 16 * 1024 * 1024 * 1024),
+        // A fetch holds up to twice this in memory while it reads and checks a bundle (markdown
+        // and a few assets: 64 MiB by default); a stored value of 16 GiB let any caller make
+        // the worker buffer gigabytes.
+        "download_max_bytes" => range(1, 256 * 1024 * 1024),
         // A full reconcile walks every root: not more often than once a second.
         "safety_net_interval_ms" => Bounds {
             min: 1_000,

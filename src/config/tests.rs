@@ -603,7 +603,7 @@ download_timeout_ms: 1
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.safety_net_interval_ms, 1_000);
     assert_eq!(s.download_max_files, 1);
-    assert_eq!(s.download_max_bytes, 16 * 1024 * 1024 * 1024);
+    assert_eq!(s.download_max_bytes, 256 * 1024 * 1024);
     assert_eq!(s.change_log_revisions, 1_000_000);
     assert_eq!(s.registry_cache_ttl_ms, 86_400_000);
     assert_eq!(s.hint_min_workers, 10_000);

@@ -12,7 +12,6 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -22,32 +21,10 @@ use super::surface::Deadline;
 use crate::code::Code;
 use crate::error::Error;
 
-/// How long a call may run before it is answered `D122`: inside the SDK's default caller
-/// timeout (30 s) with room for the answer's way back.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(25);
-
-/// Sets the deadline in milliseconds (`0` turns it off), for callers whose own timeouts are
-/// shorter than the SDK's default (and for tests).
-pub const DEADLINE_ENV: &str = "III_DIRECTORY_CALL_DEADLINE_MS";
-
-fn deadline() -> Option<Duration> {
-    static DEADLINE: OnceLock<Option<Duration>> = OnceLock::new();
-    *DEADLINE.get_or_init(|| {
-        match std::env::var(DEADLINE_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            Some(0) => None,
-            Some(ms) => Some(Duration::from_millis(ms)),
-            None => Some(DEFAULT_DEADLINE),
-        }
-    })
-}
-
 /// The deadline of a call to a function of class `class`, if it has one.
 fn deadline_of(class: Deadline) -> Option<Duration> {
     match class {
-        Deadline::Cut => deadline(),
+        Deadline::Cut => crate::time::call_deadline(),
         Deadline::Uncut => None,
     }
 }
@@ -152,6 +129,9 @@ mod tests {
         };
         assert_eq!(class("directory::skills::download_from_repo"), None);
         assert_eq!(class(surface::ON_WORKER_ADDED), None);
-        assert_eq!(class("directory::skills::get"), Some(DEFAULT_DEADLINE));
+        assert_eq!(
+            class("directory::skills::get"),
+            Some(crate::time::DEFAULT_CALL_DEADLINE)
+        );
     }
 }
