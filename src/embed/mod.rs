@@ -87,6 +87,9 @@ pub struct Embedder {
     /// priority; `None` on one core or when they could not be started: the calling thread
     /// alone).
     query_threads: Option<rayon::ThreadPool>,
+    /// The queries waiting for the query threads or running on them, bounded (see
+    /// [`Embedder::on_query_threads_unless_busy`]).
+    queries: threads::QueryGate,
 }
 
 impl Embedder {
@@ -119,12 +122,14 @@ impl Embedder {
                 "tokenizer.json has ids beyond the model's vocabulary",
             ));
         }
+        let query_threads = threads::query_threads();
         Ok(Embedder {
             max_tokens: MAX_TOKENS.min(model.max_positions()),
             tokenizer,
             model,
             files,
-            query_threads: threads::query_threads(),
+            queries: threads::QueryGate::for_threads(query_threads.as_ref()),
+            query_threads,
         })
     }
 
@@ -167,6 +172,15 @@ impl Embedder {
             Some(pool) => pool.install(f),
             None => f(),
         }
+    }
+
+    /// [`Embedder::on_query_threads`], unless the query threads are already busy with as many
+    /// queries as [`threads::QueryGate`] lets wait: `None` then, and the search answers from its
+    /// lexical lane at once instead of queueing behind a burst (a hundred heavy searches at
+    /// once ran past the call deadline, every one of them, and kept the threads busy after).
+    pub fn on_query_threads_unless_busy<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Option<R> {
+        let _entered = self.queries.enter()?;
+        Some(self.on_query_threads(f))
     }
 
     /// One text's embedding quantized as the vectors it is compared with are

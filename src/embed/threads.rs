@@ -4,6 +4,7 @@
 //! at a lower scheduling priority, so that it never delays an answer.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The query threads: as many as cores, at most 4 (a query's products are split in two, and
 /// the scan of the vectors after it in chunks); `None` on one core.
@@ -17,6 +18,48 @@ pub(super) fn query_threads() -> Option<rayon::ThreadPool> {
         .thread_name(|i| format!("iii-directory-query-{i}"))
         .build()
         .ok()
+}
+
+/// How many queries may wait for the query threads or run on them at once, per thread: a
+/// short query takes a few milliseconds, so a full queue is a wait of tens of milliseconds,
+/// and one of heavy queries (six capabilities of a thousand characters) stays under a second.
+const QUERIES_PER_THREAD: usize = 4;
+
+/// Counts the queries waiting for the query threads or running on them, and turns away those
+/// past its bound.
+pub struct QueryGate {
+    inside: AtomicUsize,
+    most: usize,
+}
+
+/// A query let through a [`QueryGate`]; it leaves when dropped.
+pub struct Entered<'a>(&'a AtomicUsize);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl QueryGate {
+    /// A gate for queries run on `pool` (the calling thread alone when `None`).
+    pub fn for_threads(pool: Option<&rayon::ThreadPool>) -> QueryGate {
+        let threads = pool.map_or(1, rayon::ThreadPool::current_num_threads);
+        QueryGate::new(threads * QUERIES_PER_THREAD)
+    }
+
+    fn new(most: usize) -> QueryGate {
+        QueryGate {
+            inside: AtomicUsize::new(0),
+            most,
+        }
+    }
+
+    /// Lets a query in, unless `most` are inside already.
+    pub fn enter(&self) -> Option<Entered<'_>> {
+        let entered = Entered(&self.inside);
+        (self.inside.fetch_add(1, Ordering::AcqRel) < self.most).then_some(entered)
+    }
 }
 
 /// Runs `f` on the background threads (as many as cores, at nice 10; started on first use and
@@ -67,6 +110,17 @@ mod tests {
         // SAFETY: as in `lower_priority`; errno is not consulted (a nice of -1 is not expected
         // in a test run).
         unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    #[test]
+    fn the_gate_turns_away_queries_past_its_bound_until_one_leaves() {
+        let gate = QueryGate::new(2);
+        let first = gate.enter().expect("let in");
+        let _second = gate.enter().expect("let in");
+        assert!(gate.enter().is_none(), "a third is turned away");
+        assert!(gate.enter().is_none(), "and one after it");
+        drop(first);
+        assert!(gate.enter().is_some(), "let in once one left");
     }
 
     #[test]

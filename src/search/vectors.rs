@@ -31,10 +31,11 @@ pub fn function_text(tool: &SlimTool) -> String {
 /// the norm of that mean. The forms are unit vectors, so a function's cosine with the quantized
 /// mean times that norm is the mean of its cosines with the forms: the similarity the floors
 /// were tuned on.
-pub fn function_query(embedder: &Embedder, capability: &str) -> (Quantized, f32) {
+/// `None` when the query threads are busy (`Embedder::on_query_threads_unless_busy`).
+pub fn function_query(embedder: &Embedder, capability: &str) -> Option<(Quantized, f32)> {
     let forms = texts::function_query_forms(capability);
     let refs: Vec<&str> = forms.iter().map(String::as_str).collect();
-    let vectors = embedder.on_query_threads(|| embedder.embed_batch(&refs));
+    let vectors = embedder.on_query_threads_unless_busy(|| embedder.embed_batch(&refs))?;
     let mut mean = vec![0.0f32; vectors[0].len()];
     for vector in &vectors {
         for (m, v) in mean.iter_mut().zip(vector) {
@@ -42,7 +43,7 @@ pub fn function_query(embedder: &Embedder, capability: &str) -> (Quantized, f32)
         }
     }
     let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
-    (Quantized::from_vector(&mean), norm)
+    Some((Quantized::from_vector(&mean), norm))
 }
 
 /// See the module doc.
@@ -188,7 +189,7 @@ impl DenseRanker for FunctionLane {
         if scanned.table.is_empty() {
             return None;
         }
-        let (query, norm) = function_query(&self.embedder, query);
+        let (query, norm) = function_query(&self.embedder, query)?;
         Some(
             scanned
                 .table

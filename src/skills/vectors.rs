@@ -455,9 +455,9 @@ impl DenseRanker<u32> for SkillLane<'_> {
         limit: usize,
         keep: &(dyn Fn(&u32) -> bool + Sync),
     ) -> Option<Vec<DenseHit<u32>>> {
-        Some(self.embedder.on_query_threads(|| {
+        self.embedder.on_query_threads_unless_busy(|| {
             let query = self.embedder.embed_query_quantized(query);
             self.vectors.nearest(&query, self.cache, limit, keep)
-        }))
+        })
     }
 }

@@ -175,7 +175,11 @@ pub fn function_lane<'m>(model: &'m Embedder, catalog: &Catalog, cache: &Path) -
             )
         })
         .collect();
-    Embedded::new(model, &cache.join("functions"), texts, function_query).with_hubness()
+    // An evaluation asks one query at a time: the query threads are never busy.
+    let query = |model: &Embedder, capability: &str| {
+        function_query(model, capability).expect("the query threads are free")
+    };
+    Embedded::new(model, &cache.join("functions"), texts, query).with_hubness()
 }
 
 /// The lane of the skills `rows` lists (a `skills::list` answer): each skill's passages from its
