@@ -36,8 +36,8 @@ use crate::config::Settings;
 use crate::directory::Directory;
 use crate::doc::ids::validate_worker_name;
 use crate::error::{Error, Result};
-use crate::registry::functions::download_error;
-use crate::registry::{Registry, Release};
+use crate::registry::functions::{download_error, registry_error};
+use crate::registry::{Registry, Release, admission};
 
 pub use crate::store::landing::Recovery;
 pub use bundle::{Bundle, Limits};
@@ -57,92 +57,14 @@ pub enum Step {
     Landing { files: usize },
 }
 
-/// Fetches running at once in this process. Each holds its bundle in memory while it is read
-/// and checked (up to twice `download_max_bytes` for a registry answer's JSON): thirty
-/// concurrent downloads of a large bundle held 2.9 GiB, and one under a raised
-/// `download_max_bytes` buffered 2 GiB. So a fetch is admitted against a count and against a
-/// budget of memory ([`FETCH_BUDGET_MIB`]): a fetch allowed more runs with fewer beside it, or
-/// alone. The others wait their turn, no longer than a call may last on the bus
-/// ([`crate::time::call_deadline`]): a fetch whose caller stopped waiting is never started,
-/// and the caller hears why (twenty downloads from a source that never answered held every
-/// other caller's download back for minutes).
-const MAX_FETCHES: u32 = 4;
-/// The memory the fetches running at once may hold together, in MiB: four fetches at the
-/// default `download_max_bytes` (each reserves twice it and 1 MiB).
-const FETCH_BUDGET_MIB: u32 = MAX_FETCHES * 129;
-static FETCHING: Admission = Admission::new(MAX_FETCHES, FETCH_BUDGET_MIB);
-
-/// Admission to fetch: a count and a budget of MiB, both waited for in order, so two fetches
-/// never each hold what the other waits for.
-struct Admission {
-    count: tokio::sync::Semaphore,
-    mib: tokio::sync::Semaphore,
-    limit: u32,
-    budget: u32,
-}
-
-/// A fetch's turn: held while it runs.
-struct Turn<'a> {
-    _count: tokio::sync::SemaphorePermit<'a>,
-    _mib: tokio::sync::SemaphorePermit<'a>,
-}
-
-impl Admission {
-    const fn new(count: u32, budget_mib: u32) -> Admission {
-        Admission {
-            count: tokio::sync::Semaphore::const_new(count as usize),
-            mib: tokio::sync::Semaphore::const_new(budget_mib as usize),
-            limit: count,
-            budget: budget_mib,
-        }
-    }
-
-    /// A turn for a fetch that may hold `bytes` (the whole budget at most), waited for up to
-    /// `wait` (`None`: as long as it takes); `D122` when it does not come in time.
-    async fn take(&self, bytes: u64, wait: Option<Duration>) -> Result<Turn<'_>> {
-        let mib = u32::try_from(bytes.div_ceil(1024 * 1024))
-            .unwrap_or(u32::MAX)
-            .clamp(1, self.budget);
-        let turn = async {
-            // Never closed: an acquire only waits.
-            let count = self.count.acquire().await.ok()?;
-            let mib = self.mib.acquire_many(mib).await.ok()?;
-            Some(Turn {
-                _count: count,
-                _mib: mib,
-            })
-        };
-        let turn = match wait {
-            Some(wait) => tokio::time::timeout(wait, turn).await.ok().flatten(),
-            None => turn.await,
-        };
-        turn.ok_or_else(|| {
-            Error::coded(
-                Code::DeadlinePassed,
-                format!(
-                    "this worker is already fetching as many bundles as it holds in memory at \
-                     once (at most {}, fewer when download_max_bytes is raised), and this \
-                     download waited {} s for its turn without starting; nothing was written. \
-                     Retry in a moment",
-                    self.limit,
-                    wait.unwrap_or_default().as_secs()
-                ),
-                &[],
-            )
-        })
-    }
-}
-
-/// Gets the bundle a source names and checks it whole. Nothing is written. At most
-/// [`MAX_FETCHES`] run at once.
+/// Gets the bundle a source names and checks it whole. Nothing is written. A clone, like a
+/// registry answer carrying files, waits for its turn (`registry::admission`).
 pub async fn fetch(
     settings: &Settings,
     registry: &Registry,
     source: Source,
     progress: &(dyn Fn(Step) + Send + Sync),
 ) -> Result<Bundle> {
-    let holds = crate::registry::Endpoint::from_settings(settings).max_response_bytes;
-    let _turn = FETCHING.take(holds, crate::time::call_deadline()).await?;
     let limits = Limits::from_settings(settings);
     match &source {
         Source::Repo { repo, branch, .. } => {
@@ -153,6 +75,11 @@ pub async fn fetch(
                 branch: branch.clone(),
             });
             let timeout = Duration::from_millis(settings.download_timeout_ms);
+            // A clone's files are read into memory as a registry answer's are: the same turn.
+            let holds = crate::registry::Endpoint::from_settings(settings).max_response_bytes;
+            let _turn = admission::take_turn(holds)
+                .await
+                .map_err(|refused| registry_error(&refused.into()))?;
             tokio::task::spawn_blocking(move || repo::fetch(source, timeout, limits))
                 .await
                 .map_err(Error::task("download task"))?
@@ -164,7 +91,8 @@ pub async fn fetch(
                 worker: worker.clone(),
                 release: release.value().to_string(),
             });
-            let published = registry
+            // Its turn is held until the bundle is checked.
+            let (published, _turn) = registry
                 .skills_bundle(worker, release)
                 .await
                 .map_err(|e| download_error(worker, &e))?;
@@ -260,56 +188,4 @@ pub async fn install_worker(
         .await
         .map_err(Error::task("download task"))??;
     Ok(AutoOutcome::Installed { files })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Instant;
-
-    use super::*;
-
-    const MIB: u64 = 1024 * 1024;
-    const SHORT: Option<Duration> = Some(Duration::from_millis(100));
-
-    #[test]
-    fn the_budget_admits_four_fetches_at_the_default_size() {
-        let each = crate::registry::Endpoint::from_settings(&Settings::default())
-            .max_response_bytes
-            .div_ceil(MIB);
-        assert_eq!(u64::from(FETCH_BUDGET_MIB), u64::from(MAX_FETCHES) * each);
-    }
-
-    #[tokio::test]
-    async fn a_fetch_waits_for_its_turn_no_longer_than_asked() {
-        let admission = Admission::new(2, 10);
-        let first = admission.take(MIB, None).await.expect("a turn");
-        let _second = admission.take(MIB, None).await.expect("a turn");
-        let started = Instant::now();
-        let refused = admission.take(MIB, SHORT).await.err().expect("no turn");
-        assert!(started.elapsed() >= Duration::from_millis(100));
-        let said = refused.to_string();
-        assert!(said.starts_with("D122 timeout:"), "{said}");
-        assert!(said.contains("nothing was written"), "{said}");
-        drop(first);
-        admission
-            .take(MIB, SHORT)
-            .await
-            .expect("a turn once one ends");
-    }
-
-    #[tokio::test]
-    async fn a_fetch_that_may_hold_the_whole_budget_runs_alone() {
-        let admission = Admission::new(4, 10);
-        let small = admission.take(3 * MIB, None).await.expect("a turn");
-        // Allowed more than the budget: it takes the whole of it, so waits for the small one.
-        assert!(admission.take(20 * MIB, SHORT).await.is_err());
-        drop(small);
-        let large = admission.take(20 * MIB, SHORT).await.expect("alone");
-        assert!(
-            admission.take(1, SHORT).await.is_err(),
-            "nothing runs beside it"
-        );
-        drop(large);
-        admission.take(1, SHORT).await.expect("a turn once it ends");
-    }
 }

@@ -194,7 +194,7 @@ async fn ask(entry: &Entry, registry: &Registry, bound: Duration) -> Result<Upst
     match &entry.source {
         LockedSource::Registry { worker, tag, .. } => {
             let release = tag.clone().map_or_else(Release::latest, Release::Tag);
-            let bundle = registry
+            let (bundle, _turn) = registry
                 .skills_bundle(worker, &release)
                 .await
                 .map_err(|e| crate::registry::functions::download_error(worker, &e))?;

@@ -109,6 +109,9 @@ fn invalid_name(why: &WorkerNameError) -> Error {
 
 /// A `D320` error with one of the contract's fixed texts (list and downloads).
 pub fn registry_error(e: &RegistryError) -> Error {
+    if let RegistryError::Busy(refused) = e {
+        return busy(refused);
+    }
     let problem = match e {
         RegistryError::Decode => "could not decode the registry response.".to_string(),
         RegistryError::InvalidName(why) => return Error::invalid(why),
@@ -129,12 +132,18 @@ fn info_error(name: &str, release: &Release, e: &RegistryError) -> Error {
             &[BROWSE_NAMES],
         ),
         RegistryError::InvalidName(why) => invalid_name(why),
+        RegistryError::Busy(refused) => busy(refused),
         other => Error::coded(
             Code::RegistryUnavailable,
             format!("{other}. Next: retry shortly, or call {LIST} to browse worker names."),
             &[],
         ),
     }
+}
+
+/// `D122`: no turn to read the files within the call deadline.
+fn busy(refused: &crate::registry::admission::TurnRefused) -> Error {
+    Error::coded(Code::DeadlinePassed, refused.to_string(), &[])
 }
 
 /// The errors of a registry download: `D310` when the registry has no bundle for the worker,

@@ -21,6 +21,7 @@
 //! response shapes) are in [`functions`]; this module is the client they, the downloads and
 //! function search share.
 
+pub mod admission;
 mod cache;
 pub mod functions;
 mod http;
@@ -136,6 +137,10 @@ pub enum RegistryError {
     /// A body that is not the JSON expected.
     #[error("could not decode the registry response")]
     Decode,
+    /// No turn to read a response carrying files within the call deadline (see [`admission`]);
+    /// nothing was requested.
+    #[error(transparent)]
+    Busy(#[from] admission::TurnRefused),
 }
 
 /// The shared registry client. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -234,7 +239,9 @@ impl Registry {
         let query = [("version", release.value())];
         let detail_url = format!("{}/w/{name}", endpoint.base_url);
         let skills_url = format!("{}/w/{name}/skills", endpoint.base_url);
-        // The skills leg carries the files' contents (dropped here): it reads as a bundle does.
+        // The skills leg carries the files' contents (dropped here): it reads as a bundle does,
+        // in its turn.
+        let _turn = admission::take_turn(endpoint.max_response_bytes).await?;
         let record_cap = endpoint.record_cap();
         let (detail, skills) = tokio::join!(
             self.http
@@ -255,16 +262,19 @@ impl Registry {
         Ok(info)
     }
 
-    /// A worker's published skills bundle with every file's content, for a download. Never
-    /// cached. The body must be `{ name?, version?, skills: [{ path, content }] }`.
+    /// A worker's published skills bundle with every file's content, for a download, with the
+    /// turn it was read in (see [`admission`]): held as long as the bundle is, it keeps the
+    /// bundle within the reads' memory budget. Never cached. The body must be
+    /// `{ name?, version?, skills: [{ path, content }] }`.
     pub async fn skills_bundle(
         &self,
         worker: &str,
         release: &Release,
-    ) -> Result<SkillsBundle, RegistryError> {
+    ) -> Result<(SkillsBundle, admission::Turn<'static>), RegistryError> {
         validate_worker_name(worker).map_err(RegistryError::InvalidName)?;
         let endpoint = self.endpoint();
         let url = format!("{}/w/{worker}/skills", endpoint.base_url);
+        let turn = admission::take_turn(endpoint.max_response_bytes).await?;
         let bytes = self
             .http
             .get_bytes(
@@ -274,6 +284,6 @@ impl Registry {
                 endpoint.max_response_bytes,
             )
             .await?;
-        model::parse_bundle(&bytes)
+        Ok((model::parse_bundle(&bytes)?, turn))
     }
 }
