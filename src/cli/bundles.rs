@@ -1,6 +1,7 @@
 //! `iii-directory bundles`: the bundles lock against the disk, answered as
-//! `directory::skills::bundles::{list, get, verify}` answer it. It reads the lock and the files
-//! only (never the index), so it works the same beside a running worker.
+//! `directory::skills::bundles::{list, get, verify, check-updates}` answer it, reading the lock
+//! and the files only (never the index), so the same beside a running worker; and `restore`,
+//! which lands through the index as a download does.
 
 use serde_json::{Value, json};
 
@@ -148,8 +149,9 @@ fn restore(
     force: bool,
     json: bool,
 ) -> Result<Outcome, CliError> {
-    let settings = Directory::config_beside_worker(config.clone()).settings;
-    let registry = Registry::fixed(Endpoint::from_settings(&settings));
+    // `run` took the running worker's live settings already.
+    let settings = &config.settings;
+    let registry = Registry::fixed(Endpoint::from_settings(settings));
     let runtime = cli_runtime()?;
     let request = json!({ "namespace": namespace, "force": force });
     let asked = restore::Restore::asked(&config.paths, &request)?;
@@ -159,7 +161,7 @@ fn restore(
         // let go once it lands: a command holds the index while it runs, and the reads beside
         // it would wait for the network too.
         let fetched = runtime.block_on(restore::fetch_checked(
-            &settings,
+            settings,
             &config.paths,
             &registry,
             entry,

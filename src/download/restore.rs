@@ -82,6 +82,7 @@ impl Restore {
         &self.entries
     }
 
+    /// What a landing does with a file edited locally (`force` replaces it).
     pub fn on_edited(&self) -> OnEdited {
         self.on_edited
     }
