@@ -447,7 +447,7 @@ async fn deliverable(
     wire::check(function, len)?;
     if len >= trim::LARGE_ANSWER_BYTES {
         trim::Trimmer::before_large_answer().await;
-        shared.trimmer.after_large_answer();
+        shared.trimmer.trim_soon();
     }
     Ok(answer)
 }

@@ -35,9 +35,9 @@ impl Trimmer {
         let _ = tokio::task::spawn_blocking(give_back).await;
     }
 
-    /// Notes that a large answer was handed to the SDK: a trim runs shortly after, once for a
-    /// burst of them.
-    pub fn after_large_answer(self: &Arc<Self>) {
+    /// Notes that large buffers were just let go (a large answer handed to the SDK, a bundle's
+    /// files read): a trim runs shortly after, once for a burst of them.
+    pub fn trim_soon(self: &Arc<Self>) {
         if self.scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
