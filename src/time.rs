@@ -1,4 +1,5 @@
-//! File times as the contract prints them: RFC 3339 in UTC, e.g. `2026-05-04T20:22:41.123456789+00:00`.
+//! Time as the worker reads and says it: file times as the contract prints them (RFC 3339 in
+//! UTC, e.g. `2026-05-04T20:22:41.123456789+00:00`), and the deadline of a call on the bus.
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

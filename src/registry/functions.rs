@@ -107,14 +107,13 @@ fn invalid_name(why: &WorkerNameError) -> Error {
     )
 }
 
-/// A `D320` error with one of the contract's fixed texts (list and downloads).
+/// A `D320` error with one of the contract's fixed texts (list and downloads); `D122` for a
+/// read that got no turn.
 pub fn registry_error(e: &RegistryError) -> Error {
-    if let RegistryError::Busy(refused) = e {
-        return busy(refused);
-    }
     let problem = match e {
         RegistryError::Decode => "could not decode the registry response.".to_string(),
         RegistryError::InvalidName(why) => return Error::invalid(why),
+        RegistryError::Busy(refused) => return busy(refused),
         other => format!("{other}. Next: retry shortly."),
     };
     Error::coded(Code::RegistryUnavailable, problem, &[])
