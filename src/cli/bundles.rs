@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use iii_directory::Directory;
 use iii_directory::config::Config;
-use iii_directory::download::BundlesFunction;
+use iii_directory::download::lock::Entry;
+use iii_directory::download::{Bundle, BundlesFunction, OnEdited};
 use iii_directory::download::{guard, restore, status, updates};
 use iii_directory::registry::{Endpoint, Registry};
 
@@ -141,6 +142,26 @@ fn check_updates(
     })
 }
 
+/// Lands one restored bundle, the index opened for it alone. A failure to open or bring it up
+/// to date is this bundle's, as a landing's is: the report still names the bundles landed
+/// before it.
+fn land_restored(
+    config: &Config,
+    runtime: &tokio::runtime::Runtime,
+    entry: &Entry,
+    bundle: Bundle,
+    on_edited: OnEdited,
+) -> iii_directory::Result<Value> {
+    let directory = match Directory::open_to_write(config.clone()) {
+        Ok(directory) => Arc::new(directory),
+        Err(e) => return Err(iii_directory::Error::Invalid(CliError::from(e).to_string())),
+    };
+    if directory.is_writer() {
+        directory.reconcile()?;
+    }
+    runtime.block_on(restore::land_checked(&directory, entry, bundle, on_edited))
+}
+
 /// `bundles restore`: the same landing as a download (the index brought up to date when no
 /// worker owns it; with a worker running, its watcher picks the files up).
 fn restore(
@@ -167,18 +188,7 @@ fn restore(
             entry,
         ));
         let outcome = match fetched {
-            Ok(bundle) => {
-                let directory = Arc::new(Directory::open_to_write(config.clone())?);
-                if directory.is_writer() {
-                    directory.reconcile()?;
-                }
-                runtime.block_on(restore::land_checked(
-                    &directory,
-                    entry,
-                    bundle,
-                    asked.on_edited(),
-                ))
-            }
+            Ok(bundle) => land_restored(&config, &runtime, entry, bundle, asked.on_edited()),
             Err(e) => Err(e),
         };
         outcomes.push(outcome);

@@ -65,24 +65,11 @@ pub async fn fetch(
     source: Source,
     progress: &(dyn Fn(Step) + Send + Sync),
 ) -> Result<Bundle> {
-    let limits = Limits::from_settings(settings);
     match &source {
-        Source::Repo { repo, branch, .. } => {
+        Source::Repo { .. } => {
             repo::check(&source)?;
             guard::check_namespace(source.namespace())?;
-            progress(Step::Cloning {
-                repo: url::without_credentials(repo).into_owned(),
-                branch: branch.clone(),
-            });
-            let timeout = Duration::from_millis(settings.download_timeout_ms);
-            // A clone's files are read into memory as a registry answer's are: the same turn.
-            let holds = crate::registry::Endpoint::from_settings(settings).max_response_bytes;
-            let _turn = admission::take_turn(holds)
-                .await
-                .map_err(|refused| registry_error(&refused.into()))?;
-            tokio::task::spawn_blocking(move || repo::fetch(source, timeout, limits))
-                .await
-                .map_err(Error::task("download task"))?
+            fetch_repo(settings, source, None, progress).await
         }
         Source::Registry { worker, release } => {
             validate_worker_name(worker).map_err(Error::invalid)?;
@@ -97,9 +84,42 @@ pub async fn fetch(
                 .await
                 .map_err(|e| download_error(worker, &e))?;
             let worker = worker.clone();
-            from_registry::plan(source, &worker, published, limits)
+            from_registry::plan(source, &worker, published, Limits::from_settings(settings))
         }
     }
+}
+
+/// Clones a repository source (at `commit` when one is given) and reads its skill folder into
+/// a checked bundle. The clone runs in a clone's turn, and its files are read in a read's
+/// (`registry::admission`): a git host that never answers holds one of the first, never one
+/// that registry reads wait for. Nothing is written but the clone, removed before this returns.
+pub async fn fetch_repo(
+    settings: &Settings,
+    source: Source,
+    commit: Option<String>,
+    progress: &(dyn Fn(Step) + Send + Sync),
+) -> Result<Bundle> {
+    let Source::Repo { repo, branch, .. } = &source else {
+        return Err(Error::Invalid("not a repo source".into()));
+    };
+    let refused = |refused: admission::TurnRefused| registry_error(&refused.into());
+    let _cloning = admission::take_clone_turn().await.map_err(refused)?;
+    progress(Step::Cloning {
+        repo: url::without_credentials(repo).into_owned(),
+        branch: branch.clone(),
+    });
+    let timeout = Duration::from_millis(settings.download_timeout_ms);
+    let cloned =
+        tokio::task::spawn_blocking(move || repo::clone_at(source, commit.as_deref(), timeout))
+            .await
+            .map_err(Error::task("download task"))??;
+    // A clone's files are read into memory as a registry answer's are: the same turns.
+    let holds = crate::registry::Endpoint::from_settings(settings).max_response_bytes;
+    let _reading = admission::take_turn(holds).await.map_err(refused)?;
+    let limits = Limits::from_settings(settings);
+    tokio::task::spawn_blocking(move || cloned.read(limits))
+        .await
+        .map_err(Error::task("download task"))?
 }
 
 /// One download function call, from request to response: the request read, the bundle

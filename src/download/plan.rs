@@ -49,14 +49,14 @@ use crate::registry::{Registry, Release};
 use crate::request;
 use crate::store::landing::{self, Changes};
 
-use super::bundle::{Bundle, Dest, File, Limits, Written};
+use super::bundle::{Bundle, Dest, File, Written};
 use super::guard::{self, OnEdited, namespace_folder, placed_rel};
 use super::land::{Landed, LockPlaces, download_events, is_record, served_prompt, without_kept};
 use super::lock::{self, Entry, LockedSource, Route};
 use super::merge::merge;
 use super::review::{self, Review};
 use super::source::Source;
-use super::{fetch, repo, url};
+use super::{fetch, fetch_repo, url};
 
 /// How long a plan stays valid.
 pub const PLAN_TTL: Duration = Duration::from_secs(10 * 60);
@@ -832,7 +832,6 @@ async fn base(
     {
         return Ok(bundle);
     }
-    let limits = Limits::from_settings(&settings);
     let bundle = match &entry.source {
         LockedSource::Repo {
             repo,
@@ -848,12 +847,7 @@ async fn base(
                 skill: folder.strip_prefix("skills/").unwrap_or(folder).to_string(),
                 branch: branch.clone(),
             };
-            let timeout = Duration::from_millis(settings.download_timeout_ms);
-            tokio::task::spawn_blocking(move || {
-                repo::fetch_at(source, Some(&commit), timeout, limits)
-            })
-            .await
-            .map_err(Error::task("plan task"))??
+            fetch_repo(&settings, source, Some(commit), &|_| {}).await?
         }
         LockedSource::Registry {
             worker, version, ..

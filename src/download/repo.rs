@@ -169,21 +169,21 @@ pub fn check(source: &Source) -> Result<()> {
     check_branch(branch)
 }
 
-/// Clones the source's branch and reads `skills/<skill>/` into a checked bundle. The clone is
-/// removed before this returns, whatever happens.
-pub fn fetch(source: Source, timeout: Duration, limits: Limits) -> Result<Bundle> {
-    fetch_at(source, None, timeout, limits)
+/// A clone on disk, its files not read yet (see [`Cloned::read`]); the folder is removed when
+/// it is dropped, whatever happens. Apart so that the clone (git waiting on the network) and
+/// the read (the files held in memory) can wait for different turns
+/// (`registry::admission`).
+pub struct Cloned {
+    dir: CloneDir,
+    source: Source,
+    /// The commit checked out, when git could say.
+    head: Option<String>,
 }
 
-/// [`fetch`], at `commit` when one is given (a restore of a locked bundle): when the branch's
-/// head is another commit, that commit is fetched (`git fetch --depth 1 origin <commit>`) and
-/// checked out, bounded by the same timeout.
-pub fn fetch_at(
-    source: Source,
-    commit: Option<&str>,
-    timeout: Duration,
-    limits: Limits,
-) -> Result<Bundle> {
+/// Clones the source's branch, at `commit` when one is given (a restore of a locked bundle):
+/// when the branch's head is another commit, that commit is fetched (`git fetch --depth 1
+/// origin <commit>`) and checked out, bounded by the same timeout.
+pub fn clone_at(source: Source, commit: Option<&str>, timeout: Duration) -> Result<Cloned> {
     check(&source)?;
     if let Some(commit) = commit.filter(|c| !is_commit_id(c)) {
         return Err(Error::Invalid(format!(
@@ -191,31 +191,37 @@ pub fn fetch_at(
             quoted(commit)
         )));
     }
-    let Source::Repo {
-        repo,
-        skill,
-        branch,
-    } = &source
-    else {
+    let Source::Repo { repo, branch, .. } = &source else {
         return Err(Error::Invalid("not a repo source".into()));
     };
-    let clone = CloneDir::create()?;
-    let (repo, skill) = (repo.clone(), skill.clone());
+    let dir = CloneDir::create()?;
     let started = Instant::now();
-    run_git_clone(&repo, branch, &clone.checkout(), timeout)
+    let head = run_git_clone(repo, branch, &dir.checkout(), timeout)
         .and_then(|()| {
-            let head = head_commit(&clone.checkout());
-            let head = match commit {
+            let head = head_commit(&dir.checkout());
+            match commit {
                 Some(want) if head.as_deref() != Some(want) => {
                     let left = timeout.saturating_sub(started.elapsed());
-                    check_out_commit(&clone.checkout(), want, left)?;
-                    head_commit(&clone.checkout())
+                    check_out_commit(&dir.checkout(), want, left)?;
+                    Ok(head_commit(&dir.checkout()))
                 }
-                _ => head,
-            };
-            collect(source, &clone.checkout(), &repo, &skill, limits, head)
+                _ => Ok(head),
+            }
         })
-        .map_err(|e| clone.scrub(e))
+        .map_err(|e| dir.scrub(e))?;
+    Ok(Cloned { dir, source, head })
+}
+
+impl Cloned {
+    /// Reads `skills/<skill>/` of the clone into a checked bundle, then removes the clone.
+    pub fn read(self, limits: Limits) -> Result<Bundle> {
+        let Cloned { dir, source, head } = self;
+        let Source::Repo { repo, skill, .. } = &source else {
+            return Err(Error::Invalid("not a repo source".into()));
+        };
+        let (repo, skill) = (repo.clone(), skill.clone());
+        collect(source, &dir.checkout(), &repo, &skill, limits, head).map_err(|e| dir.scrub(e))
+    }
 }
 
 /// Removes, once per process, the clone folders a download killed outright left in the

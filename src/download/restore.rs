@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,11 +21,11 @@ use crate::error::{Error, Result, quoted};
 use crate::registry::{Registry, Release};
 use crate::request;
 
-use super::bundle::{Bundle, Dest, Limits};
+use super::bundle::{Bundle, Dest};
 use super::guard::{OnEdited, namespace_folder};
 use super::lock::{self, Entry, LockedSource, Route};
 use super::source::Source;
-use super::{fetch, land, repo};
+use super::{fetch, fetch_repo, land};
 
 /// `{namespace?, force?}`.
 #[derive(Deserialize, Default)]
@@ -136,7 +135,6 @@ pub async fn fetch_checked(
     registry: &Registry,
     entry: &Entry,
 ) -> Result<Bundle> {
-    let limits = Limits::from_settings(settings);
     let mut bundle = match &entry.source {
         LockedSource::Repo {
             repo,
@@ -158,13 +156,7 @@ pub async fn fetch_checked(
                 skill,
                 branch: branch.clone(),
             };
-            let commit = commit.clone();
-            let timeout = Duration::from_millis(settings.download_timeout_ms);
-            tokio::task::spawn_blocking(move || {
-                repo::fetch_at(source, commit.as_deref(), timeout, limits)
-            })
-            .await
-            .map_err(Error::task("restore task"))??
+            fetch_repo(settings, source, commit.clone(), &|_| {}).await?
         }
         LockedSource::Registry {
             worker,

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::admission::{self, Turn};
 use super::{Endpoint, RegistryError};
 
 /// `iii-directory/<crate version>` (contract).
@@ -46,8 +47,47 @@ impl Http {
         query: &[(&str, &str)],
         cap: u64,
     ) -> Result<Vec<u8>, RegistryError> {
+        let response = self.answered(endpoint, url, query, cap).await?;
+        body(response, cap).await
+    }
+
+    /// [`Http::get_bytes`] of a body that carries a bundle's files, with the turn it was read
+    /// in (`admission`): taken once the registry answered, so a registry that never does
+    /// holds no turn while the others wait.
+    pub async fn get_files(
+        &self,
+        endpoint: &Endpoint,
+        url: &str,
+        query: &[(&str, &str)],
+        cap: u64,
+    ) -> Result<(Vec<u8>, Turn<'static>), RegistryError> {
+        let response = self.answered(endpoint, url, query, cap).await?;
+        let turn = admission::take_turn(cap).await?;
+        Ok((body(response, cap).await?, turn))
+    }
+
+    /// [`Http::get_bytes`], decoded as JSON.
+    pub async fn get_json(
+        &self,
+        endpoint: &Endpoint,
+        url: &str,
+        query: &[(&str, &str)],
+        cap: u64,
+    ) -> Result<Value, RegistryError> {
+        decode(self.get_bytes(endpoint, url, query, cap).await?).await
+    }
+
+    /// The response to a GET once its status and headers arrived, checked (see
+    /// [`Http::get_bytes`]); its body not read yet.
+    async fn answered(
+        &self,
+        endpoint: &Endpoint,
+        url: &str,
+        query: &[(&str, &str)],
+        cap: u64,
+    ) -> Result<reqwest::Response, RegistryError> {
         let client = self.client.as_ref().ok_or(RegistryError::Unreachable)?;
-        let mut response = client
+        let response = client
             .get(url)
             .query(query)
             .timeout(endpoint.timeout)
@@ -64,31 +104,32 @@ impl Http {
         if response.content_length().is_some_and(|length| length > cap) {
             return Err(RegistryError::TooLarge(cap));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            if body.len() as u64 + chunk.len() as u64 > cap {
-                return Err(RegistryError::TooLarge(cap));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        Ok(response)
     }
+}
 
-    /// [`Http::get_bytes`], decoded as JSON on the blocking pool: a body of megabytes takes
-    /// a runtime thread long enough to hold up other calls.
-    pub async fn get_json(
-        &self,
-        endpoint: &Endpoint,
-        url: &str,
-        query: &[(&str, &str)],
-        cap: u64,
-    ) -> Result<Value, RegistryError> {
-        let bytes = self.get_bytes(endpoint, url, query, cap).await?;
-        tokio::task::spawn_blocking(move || serde_json::from_slice(&bytes))
-            .await
-            .map_err(|_| RegistryError::Decode)?
-            .map_err(|_| RegistryError::Decode)
+/// A response's body, read no further than `cap` bytes (`TooLarge` past it). A body whose
+/// length is announced is read into a buffer of that size: grown by doubling, a large one
+/// held up to twice its bytes.
+async fn body(mut response: reqwest::Response, cap: u64) -> Result<Vec<u8>, RegistryError> {
+    let announced = response.content_length().unwrap_or(0).min(cap);
+    let mut body = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
+    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+        if body.len() as u64 + chunk.len() as u64 > cap {
+            return Err(RegistryError::TooLarge(cap));
+        }
+        body.extend_from_slice(&chunk);
     }
+    Ok(body)
+}
+
+/// `bytes` decoded as JSON on the blocking pool: a body of megabytes takes a runtime thread
+/// long enough to hold up other calls.
+pub async fn decode(bytes: Vec<u8>) -> Result<Value, RegistryError> {
+    tokio::task::spawn_blocking(move || serde_json::from_slice(&bytes))
+        .await
+        .map_err(|_| RegistryError::Decode)?
+        .map_err(|_| RegistryError::Decode)
 }
 
 /// Logs a transport failure without its URL (a `registry_url` may carry credentials) and

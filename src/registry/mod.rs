@@ -239,15 +239,19 @@ impl Registry {
         let query = [("version", release.value())];
         let detail_url = format!("{}/w/{name}", endpoint.base_url);
         let skills_url = format!("{}/w/{name}/skills", endpoint.base_url);
-        // The skills leg carries the files' contents (dropped here): it reads as a bundle does,
-        // in its turn.
-        let _turn = admission::take_turn(endpoint.max_response_bytes).await?;
         let record_cap = endpoint.record_cap();
+        // The skills leg carries the files' contents (dropped here): it is read as a bundle
+        // is, in its turn, held until the record is built.
         let (detail, skills) = tokio::join!(
             self.http
                 .get_json(&endpoint, &detail_url, &query, record_cap),
-            self.http
-                .get_json(&endpoint, &skills_url, &query, endpoint.max_response_bytes),
+            async {
+                let (bytes, turn) = self
+                    .http
+                    .get_files(&endpoint, &skills_url, &query, endpoint.max_response_bytes)
+                    .await?;
+                Ok((http::decode(bytes).await?, turn))
+            },
         );
         // A missing worker is reported as such whichever leg said so first.
         let (detail, skills) = match (detail, skills) {
@@ -256,6 +260,7 @@ impl Registry {
             }
             (detail, skills) => (detail?, skills?),
         };
+        let (skills, _turn) = skills;
         let info = Arc::new(model::merge_info(name, &detail, &skills));
         self.cache
             .put(key, Cached::Info(info.clone()), endpoint.cache_ttl);
@@ -274,10 +279,9 @@ impl Registry {
         validate_worker_name(worker).map_err(RegistryError::InvalidName)?;
         let endpoint = self.endpoint();
         let url = format!("{}/w/{worker}/skills", endpoint.base_url);
-        let turn = admission::take_turn(endpoint.max_response_bytes).await?;
-        let bytes = self
+        let (bytes, turn) = self
             .http
-            .get_bytes(
+            .get_files(
                 &endpoint,
                 &url,
                 &[("version", release.value())],

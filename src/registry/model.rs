@@ -290,10 +290,11 @@ pub fn merge_info(requested: &str, detail_body: &Value, skills_body: &Value) -> 
 /// The skills leg without contents: entries without a string `path` (skills) or `name`
 /// (prompts) are dropped.
 fn skills_tree(body: &Value) -> SkillsTree {
+    // Borrowed: the rows hold every file's content.
     let rows = |key: &str| {
         body.get(key)
             .and_then(Value::as_array)
-            .cloned()
+            .map(Vec::as_slice)
             .unwrap_or_default()
     };
     let text = |row: &Value, key: &str| row.get(key).and_then(Value::as_str).map(str::to_string);

@@ -35,8 +35,8 @@ pub enum Stored {
     Nothing,
     /// A value that parses, with the warnings reading it gave (numbers brought into range).
     Settings(Box<Settings>, Vec<String>),
-    /// A value that does not parse: the seed or defaults apply.
-    Refused(String),
+    /// A value that does not parse, and why: the seed or defaults apply.
+    Refused(String, Value),
 }
 
 /// The settings stored in the configuration worker, when the engine answers within `wait`.
@@ -64,7 +64,7 @@ pub async fn stored(iii: &IIIClient, wait: Duration) -> Stored {
     };
     match Settings::from_json(&value) {
         Ok((settings, warnings)) => Stored::Settings(Box::new(settings), warnings),
-        Err(e) => Stored::Refused(e.to_string()),
+        Err(e) => Stored::Refused(e.to_string(), value),
     }
 }
 
@@ -83,7 +83,11 @@ pub fn boot_config(stored: Stored, seed: &Config, refusals: &Refusals) -> (Confi
             refusals.announced(Announced::Parsed(Box::new(seed.settings.clone())));
             (seed.clone(), false)
         }
-        Stored::Refused(why) => refused(why),
+        Stored::Refused(why, value) => {
+            // Read again once connected: said once, here.
+            refusals.announced(Announced::Unparsable(value));
+            refused(why)
+        }
         Stored::Settings(settings, warnings) => {
             // Read again once connected: what is said of it now stands until another comes.
             refusals.announced(Announced::Parsed(settings.clone()));

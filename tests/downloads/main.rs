@@ -17,6 +17,7 @@ mod measure;
 mod plans;
 mod registry;
 mod restore;
+mod turns;
 mod updates;
 mod worker;
 

@@ -362,6 +362,31 @@ async fn a_stored_skills_folder_at_the_filesystem_root_is_refused_at_boot() {
     h.stop().await;
 }
 
+/// A stored value that does not parse was said twice: refused at boot, then rejected again
+/// (the boot's refusal replaced by "keeping the current configuration") when the first
+/// connection read the same value. It is said once, as refused at boot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_value_that_does_not_parse_is_said_once() {
+    let mut stored = iii_directory::config::Settings::default().to_json();
+    stored["skills_folder"] = json!(5);
+    let h = Harness::start_with(Installed::Mailer, None, &[], Some(stored)).await;
+    assert_eq!(
+        own(h.skill_ids().await),
+        ["hello", "mailer/guide", "mailer"],
+        "the defaults' tree is served"
+    );
+    let refused = refusals(&h).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("refused at boot"), "{refused:?}");
+    // (The connection's setup still says its step failed: that is the step's outcome.)
+    let stderr = h.worker.stderr();
+    assert!(
+        !stderr.contains("keeping the current configuration"),
+        "the same value was said again:\n{stderr}"
+    );
+    h.stop().await;
+}
+
 /// A stored `index_path` at a user's file made the next start replace it (and add
 /// `<file>.texts`). Now the worker refuses it, leaves the file byte for byte, starts on its
 /// defaults, and does the same at every later start (no restart loop, no damage).
