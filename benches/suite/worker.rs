@@ -286,7 +286,9 @@ fn wire_floor(
     let mut any_revision = whole.request();
     any_revision["if_revision"] = json!(0);
     let revision = call("directory::skills::list", any_revision)["revision"].clone();
-    let if_revision = json!({ "if_revision": revision });
+    // Asked with the list's own filters: a revision is the list's as those filters scope it.
+    let mut if_revision = whole.request();
+    if_revision["if_revision"] = revision;
     assert_eq!(
         call("directory::skills::list", if_revision.clone())["unchanged"],
         true,

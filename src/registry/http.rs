@@ -109,8 +109,8 @@ impl Http {
 }
 
 /// A response's body, read no further than `cap` bytes (`TooLarge` past it). A body whose
-/// length is announced is read into a buffer of that size: grown by doubling, a large one
-/// held up to twice its bytes.
+/// length is announced is read into a buffer of that length (at most `cap`) rather than one
+/// grown by doubling, which could hold up to twice the body.
 async fn body(mut response: reqwest::Response, cap: u64) -> Result<Vec<u8>, RegistryError> {
     let announced = response.content_length().unwrap_or(0).min(cap);
     let mut body = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
