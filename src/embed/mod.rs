@@ -133,6 +133,13 @@ impl Embedder {
         })
     }
 
+    /// This embedder with no bound on the queries at once (see [`threads::QueryGate::open`]).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn without_query_bound(mut self) -> Embedder {
+        self.queries = threads::QueryGate::open();
+        self
+    }
+
     /// What identifies the vectors this embedder makes: its files' BLAKE3 and the tokens it
     /// reads of a text. Two embedders with the same fingerprint embed every text alike;
     /// vectors stored under another fingerprint are not comparable with its own.

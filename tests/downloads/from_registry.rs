@@ -506,7 +506,10 @@ async fn fetches_wait_for_a_slow_registry_side_by_side() {
         fetch.await.expect("task").expect("fetch");
     }
     let rest = started.elapsed();
-    assert!(rest < Duration::from_millis(1_200), "answered one after another: {rest:?}");
+    assert!(
+        rest < Duration::from_millis(1_200),
+        "answered one after another: {rest:?}"
+    );
 }
 
 /// A `skills_folder` pointed at a file: the download says so, with nothing written (it said

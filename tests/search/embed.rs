@@ -26,7 +26,14 @@ use test_support::loopback::files::FileServer;
 fn embedder() -> Option<&'static Embedder> {
     static MODEL: OnceLock<Option<Embedder>> = OnceLock::new();
     MODEL
-        .get_or_init(|| model_dir().map(|dir| Embedder::load(&dir).expect("load the model")))
+        .get_or_init(|| {
+            // Shared by every test thread: never turned away as a burst of queries.
+            model_dir().map(|dir| {
+                Embedder::load(&dir)
+                    .expect("load the model")
+                    .without_query_bound()
+            })
+        })
         .as_ref()
 }
 

@@ -23,7 +23,11 @@ use test_support::common::{Tree, model_dir, result_ids};
 fn embedder() -> Option<Arc<Embedder>> {
     static MODEL: OnceLock<Option<Arc<Embedder>>> = OnceLock::new();
     MODEL
-        .get_or_init(|| model_dir().map(|dir| Arc::new(Embedder::load(&dir).expect("load"))))
+        .get_or_init(|| {
+            // Shared by every test thread: never turned away as a burst of queries.
+            model_dir()
+                .map(|dir| Arc::new(Embedder::load(&dir).expect("load").without_query_bound()))
+        })
         .clone()
 }
 
