@@ -114,7 +114,7 @@ pub async fn fetch_repo(
             .await
             .map_err(Error::task("download task"))??;
     // A clone's files are read into memory as a registry answer's are: the same turns.
-    let holds = crate::registry::Endpoint::from_settings(settings).max_response_bytes;
+    let holds = crate::registry::files_cap(settings);
     let _reading = admission::take_turn(holds).await.map_err(refused)?;
     let limits = Limits::from_settings(settings);
     tokio::task::spawn_blocking(move || cloned.read(limits))

@@ -176,6 +176,9 @@ pub fn check(source: &Source) -> Result<()> {
 pub struct Cloned {
     dir: CloneDir,
     source: Source,
+    /// The source's repository and skill, for the read.
+    repo: String,
+    skill: String,
     /// The commit checked out, when git could say.
     head: Option<String>,
 }
@@ -191,12 +194,18 @@ pub fn clone_at(source: Source, commit: Option<&str>, timeout: Duration) -> Resu
             quoted(commit)
         )));
     }
-    let Source::Repo { repo, branch, .. } = &source else {
+    let Source::Repo {
+        repo,
+        skill,
+        branch,
+    } = &source
+    else {
         return Err(Error::Invalid("not a repo source".into()));
     };
+    let (repo, skill) = (repo.clone(), skill.clone());
     let dir = CloneDir::create()?;
     let started = Instant::now();
-    let head = run_git_clone(repo, branch, &dir.checkout(), timeout)
+    let head = run_git_clone(&repo, branch, &dir.checkout(), timeout)
         .and_then(|()| {
             let head = head_commit(&dir.checkout());
             match commit {
@@ -209,17 +218,25 @@ pub fn clone_at(source: Source, commit: Option<&str>, timeout: Duration) -> Resu
             }
         })
         .map_err(|e| dir.scrub(e))?;
-    Ok(Cloned { dir, source, head })
+    Ok(Cloned {
+        dir,
+        source,
+        repo,
+        skill,
+        head,
+    })
 }
 
 impl Cloned {
     /// Reads `skills/<skill>/` of the clone into a checked bundle, then removes the clone.
     pub fn read(self, limits: Limits) -> Result<Bundle> {
-        let Cloned { dir, source, head } = self;
-        let Source::Repo { repo, skill, .. } = &source else {
-            return Err(Error::Invalid("not a repo source".into()));
-        };
-        let (repo, skill) = (repo.clone(), skill.clone());
+        let Cloned {
+            dir,
+            source,
+            repo,
+            skill,
+            head,
+        } = self;
         collect(source, &dir.checkout(), &repo, &skill, limits, head).map_err(|e| dir.scrub(e))
     }
 }

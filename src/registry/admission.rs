@@ -132,9 +132,7 @@ mod tests {
 
     #[test]
     fn the_budget_admits_four_reads_at_the_default_size() {
-        let each = super::super::Endpoint::from_settings(&Settings::default())
-            .max_response_bytes
-            .div_ceil(MIB);
+        let each = super::super::files_cap(&Settings::default()).div_ceil(MIB);
         assert_eq!(u64::from(FETCH_BUDGET_MIB), u64::from(MAX_FETCHES) * each);
     }
 

@@ -78,12 +78,19 @@ impl Endpoint {
             base_url: settings.registry_url.trim_end_matches('/').to_string(),
             timeout: Duration::from_millis(settings.download_timeout_ms),
             cache_ttl: Duration::from_millis(settings.registry_cache_ttl_ms),
-            max_response_bytes: settings
-                .download_max_bytes
-                .saturating_mul(2)
-                .saturating_add(RESPONSE_FRAMING_BYTES),
+            max_response_bytes: files_cap(settings),
         }
     }
+}
+
+/// The most body bytes read from an answer carrying a bundle's files (twice
+/// `download_max_bytes`, for the JSON's escapes, and framing): also what a clone's read is
+/// admitted for (`admission`).
+pub fn files_cap(settings: &Settings) -> u64 {
+    settings
+        .download_max_bytes
+        .saturating_mul(2)
+        .saturating_add(RESPONSE_FRAMING_BYTES)
 }
 
 /// Which release of a worker to ask for. Callers name a `version` (semver) or a `tag` (such
@@ -138,7 +145,7 @@ pub enum RegistryError {
     #[error("could not decode the registry response")]
     Decode,
     /// No turn to read a response carrying files within the call deadline (see [`admission`]);
-    /// nothing was requested.
+    /// its body was not read.
     #[error(transparent)]
     Busy(#[from] admission::TurnRefused),
 }

@@ -153,8 +153,9 @@ impl Refusals {
     /// Records a value announced; when it is another than the last, forgets every refusal: what
     /// they said of the values before it ("keeping the current configuration", "serving the
     /// --config seed instead", a warning about a key of a value replaced) is no longer what
-    /// stands, and the console's settings form reads the refusals after a save. What is said of this value is noted after, when it is new (said
-    /// once, not at every connection): returns whether it is.
+    /// stands, and the console's settings form reads the refusals after a save. What is said of
+    /// this value is noted after, when it is new (said once, not at every connection): returns
+    /// whether it is.
     fn announced(&self, value: Announced) -> bool {
         let mut latest = locks::lock(&self.latest);
         let new = latest.as_ref() != Some(&value);
