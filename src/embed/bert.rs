@@ -1,9 +1,9 @@
 //! The BERT encoder's forward pass for one sequence on the CPU: activations in f32, the
 //! linear layers' weights in f16 with our own product (`iii_embed_kernel`), attention with
-//! `gemm` (pure Rust, runtime-dispatched SIMD kernels). One sequence at a time and one thread
-//! each: a query is a few tokens, where the weights' memory traffic dominates and splitting a
-//! product across threads costs more than it saves; a batch runs its sequences side by side
-//! instead (see `Embedder::embed_batch`), with no padding.
+//! `gemm` (pure Rust, runtime-dispatched SIMD kernels). One sequence at a time: each layer
+//! product of a sequence is split in two halves run side by side when a thread is free (see
+//! [`product_then`]), and a batch runs its sequences side by side (see
+//! `Embedder::embed_batch`), with no padding.
 //!
 //! The query, key and value projections are fused into one layer of `3 * hidden` outputs, so
 //! one pass over the input computes all three.
@@ -277,10 +277,8 @@ impl Bert {
             std::mem::swap(&mut x, &mut sum);
 
             fill_rows(&mut up, &layer.up_bias);
-            product(&layer.up, h, &x, &mut up);
-            for value in &mut up {
-                *value = self.gelu.apply(*value);
-            }
+            let gelu = |rows: &mut [f32]| rows.iter_mut().for_each(|v| *v = self.gelu.apply(*v));
+            product_then(&layer.up, h, &x, &mut up, gelu);
             add_rows(&mut sum, &x, &layer.down_bias);
             product(&layer.down, inter, &up, &mut sum);
             layer.output_norm.apply(&mut sum, h, self.eps);
@@ -290,28 +288,75 @@ impl Bert {
     }
 }
 
-/// Tokens from which a layer's product is split in two halves of the tokens, run side by side
-/// on the rayon pool the caller runs on (`rayon::join`: the other half runs on this thread
-/// when no thread is free). Each half reads the weights once per tile of tokens, so a query
-/// of 7 to 24 tokens reads them twice, as one thread did beyond 12 (AVX-512's tile) anyway,
-/// and takes half the time when the other core is free.
-const SPLIT_FROM: usize = 7;
-
-/// `dst += x · Wᵀ` for rows of `inp` inputs (see [`SPLIT_FROM`]).
+/// `dst += x · Wᵀ` for rows of `inp` inputs, on two threads (see [`product_then`]).
 fn product(linear: &Linear, inp: usize, x: &[f32], dst: &mut [f32]) {
+    product_then(linear, inp, x, dst, |_| {});
+}
+
+/// Tokens from which a product's two halves are halves of the tokens rather than of the
+/// outputs.
+const SPLIT_TOKENS_FROM: usize = 7;
+
+/// `dst += x · Wᵀ` for rows of `inp` inputs, then `then` on every value of `dst`, in two
+/// halves run side by side on the rayon pool the caller runs on (`rayon::join`: the other half
+/// runs on this thread when no thread is free). A short query's cost is reading the weights:
+/// below [`SPLIT_TOKENS_FROM`] tokens each half takes half of the outputs, so it reads half of
+/// the weights, and `then` runs once both are done. From there each half takes half of the
+/// tokens and applies `then` to its own rows (the intermediate layer's GELU: a tenth of a
+/// query's time while one thread did it alone); within the whole model, halves of the tokens
+/// measured faster than halves of the outputs for sequences that long.
+fn product_then(
+    linear: &Linear,
+    inp: usize,
+    x: &[f32],
+    dst: &mut [f32],
+    then: impl Fn(&mut [f32]) + Sync,
+) {
     let n = x.len() / inp;
-    if n < SPLIT_FROM {
-        linear.add_product(x, dst);
+    if n >= SPLIT_TOKENS_FROM {
+        let out = dst.len() / n;
+        let half = n.div_ceil(2);
+        let (x_a, x_b) = x.split_at(half * inp);
+        let (dst_a, dst_b) = dst.split_at_mut(half * out);
+        let run = |x: &[f32], dst: &mut [f32]| {
+            linear.add_product(x, dst);
+            then(dst);
+        };
+        rayon::join(|| run(x_a, dst_a), || run(x_b, dst_b));
         return;
     }
-    let out = dst.len() / n;
-    let half = n.div_ceil(2);
-    let (x_a, x_b) = x.split_at(half * inp);
-    let (dst_a, dst_b) = dst.split_at_mut(half * out);
-    rayon::join(
-        || linear.add_product(x_a, dst_a),
-        || linear.add_product(x_b, dst_b),
+    let panels = linear.panels();
+    let half = panels.len() / 2;
+    if half == 0 {
+        linear.add_product(x, dst);
+        then(dst);
+        return;
+    }
+    // An even count of panels in the first half where it can be: AVX-512 reads them in pairs.
+    let middle = panels.start
+        + if half % 2 == 1 && half + 1 < panels.len() {
+            half + 1
+        } else {
+            half
+        };
+    let (first, second) = (panels.start..middle, middle..panels.end);
+    let (width_a, width_b) = (
+        linear.outputs_of(&first).len(),
+        linear.outputs_of(&second).len(),
     );
+    let (mut a, mut b) = (vec![0.0f32; n * width_a], vec![0.0f32; n * width_b]);
+    rayon::join(
+        || linear.add_product_of(first, x, &mut a),
+        || linear.add_product_of(second, x, &mut b),
+    );
+    let rows = a.chunks_exact(width_a).zip(b.chunks_exact(width_b));
+    for (row, (a, b)) in dst.chunks_exact_mut(width_a + width_b).zip(rows) {
+        let (to_a, to_b) = row.split_at_mut(width_a);
+        for (d, s) in to_a.iter_mut().zip(a).chain(to_b.iter_mut().zip(b)) {
+            *d += s;
+        }
+    }
+    then(dst);
 }
 
 impl Norm {

@@ -17,7 +17,7 @@ use iii_directory::embed::{
     DIMENSIONS, EmbedError, Embedder, MAX_TOKENS, PREFILTER_FROM, PassageTable, QUANTIZED_BYTES,
     Quantized, VectorTable, join_bytes, mean_pool, split_bytes,
 };
-use iii_embed_kernel::{Kernel, Linear, f16_bits, f16_to_f32};
+use iii_embed_kernel::{Kernel, Linear, PANEL, f16_bits, f16_to_f32};
 use serde_json::Value;
 use test_support::common::{crate_dir, model_dir};
 use test_support::loopback::files::FileServer;
@@ -957,6 +957,29 @@ fn kernels_compute_the_product_of_the_rounded_weights() {
                     let got = dst[t * out + o];
                     assert!((got - want).abs() < 1e-5, "{kernel:?} n={n} [{t}][{o}]");
                 }
+            }
+            // Any split of the panels gives the same sums, each output from its own panel.
+            let panels = linear.panels();
+            assert_eq!(panels, 0..3);
+            for middle in 0..=panels.end {
+                let mut halves = Vec::new();
+                for part in [0..middle, middle..panels.end] {
+                    let mut sums = vec![0.0; n * linear.outputs_of(&part).len()];
+                    linear.add_product_of(part, &x, &mut sums);
+                    halves.push(sums);
+                }
+                let (a, b) = (&halves[0], &halves[1]);
+                let width_a = (middle * PANEL).min(out);
+                let joined: Vec<f32> = (0..n)
+                    .flat_map(|t| {
+                        let b_row = &b[t * (out - width_a)..(t + 1) * (out - width_a)];
+                        a[t * width_a..(t + 1) * width_a].iter().chain(b_row)
+                    })
+                    .copied()
+                    .collect();
+                let mut whole = vec![0.0; n * out];
+                linear.add_product(&x, &mut whole);
+                assert_eq!(joined, whole, "{kernel:?} n={n} split at panel {middle}");
             }
         }
     }

@@ -21,6 +21,8 @@
 
 mod dots;
 
+use std::ops::Range;
+
 pub use dots::{bit_distances, int8_dots};
 
 /// Outputs per panel: one 16-lane (AVX-512) or two 8-lane (AVX2) f32 vectors.
@@ -158,17 +160,36 @@ impl Linear {
     /// `dst[t][o] += Σ_k x[t][k] · W[o][k]` for every token `t`: `x` holds rows of `inp`
     /// values, `dst` as many rows of `out`.
     pub fn add_product(&self, x: &[f32], dst: &mut [f32]) {
-        let (out, inp) = (self.out, self.inp);
+        self.add_product_of(self.panels(), x, dst);
+    }
+
+    /// The panels this layer's outputs fill ([`PANEL`] outputs each, the last one padded).
+    pub fn panels(&self) -> Range<usize> {
+        0..self.out.div_ceil(PANEL)
+    }
+
+    /// The outputs panels `panels` hold (the padding of the last one left out).
+    pub fn outputs_of(&self, panels: &Range<usize>) -> Range<usize> {
+        (panels.start * PANEL).min(self.out)..(panels.end * PANEL).min(self.out)
+    }
+
+    /// [`Linear::add_product`] for the outputs of `panels` alone: `dst` holds, for each row of
+    /// `x`, the row of outputs [`Linear::outputs_of`] `panels`. Disjoint panels share no
+    /// weight, so two threads that each take half of them read the weights once between them.
+    pub fn add_product_of(&self, panels: Range<usize>, x: &[f32], dst: &mut [f32]) {
+        let inp = self.inp;
         let n = x.len() / inp;
+        let outputs = self.outputs_of(&panels);
+        let width = outputs.len();
+        assert!(panels.end <= self.panels().end, "panels of this layer");
         assert_eq!(x.len(), n * inp, "whole input rows");
-        assert_eq!(dst.len(), n * out, "one output row per input row");
+        assert_eq!(dst.len(), n * width, "one output row per input row");
         let (group, tile) = self.kernel.shape();
-        let panels = out.div_ceil(PANEL);
         let mut scratch = [0.0f32; MOST_SUMS];
         // Panels outer, tokens inner: a panel group's weights (12 KiB each) stay in the first
         // cache level while every tile of tokens reads them.
-        for first in (0..panels).step_by(group) {
-            let count = group.min(panels - first);
+        for first in panels.clone().step_by(group) {
+            let count = group.min(panels.end - first);
             let cols = count * PANEL;
             let w = first * inp * PANEL..(first + count) * inp * PANEL;
             for t0 in (0..n).step_by(tile) {
@@ -197,9 +218,9 @@ impl Linear {
                     Packed::Full(full) => portable_tile(rows, inp, &full[w.clone()], acc),
                 }
                 for (t, sums) in acc.chunks_exact(cols).enumerate() {
-                    let from = first * PANEL;
-                    let width = cols.min(out - from);
-                    let row = &mut dst[(t0 + t) * out + from..][..width];
+                    let from = first * PANEL - outputs.start;
+                    let filled = cols.min(width - from);
+                    let row = &mut dst[(t0 + t) * width + from..][..filled];
                     for (d, s) in row.iter_mut().zip(sums) {
                         *d += s;
                     }
