@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-pub use bert::mean_pool;
+pub use iii_embed_kernel::encoder::mean_pool;
 pub use passages::{PREFILTER_FROM, PassageTable, candidates};
 pub use threads::{in_background, lower_priority};
 pub use vectors::{Hit, QUANTIZED_BYTES, Quantized, VectorTable, join_bytes, split_bytes};

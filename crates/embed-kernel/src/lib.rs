@@ -1,7 +1,8 @@
-//! The linear layers of iii-directory's sentence encoder (`iii_directory::embed`): weights
-//! rounded to f16 once at load and packed for the way a short sequence reads them, with the
-//! product `dst += x · Wᵀ` computed by a kernel of this crate's own. A crate of its own so the
-//! test profile compiles it optimized (see its manifest).
+//! The arithmetic of iii-directory's sentence encoder (`iii_directory::embed`): the forward
+//! pass ([`encoder`]), its linear layers (this module: weights rounded to f16 once at load and
+//! packed for the way a short sequence reads them, with the product `dst += x · Wᵀ` computed by
+//! a kernel of this crate's own), and the int8 scans of the stored embeddings. A crate of its
+//! own so the test profile compiles it optimized (see its manifest).
 //!
 //! **Why not a general matrix product.** A query is 5 to 20 tokens; its cost is the weights'
 //! ~10.6 M values read once per layer product, not arithmetic. Halving their bytes (f16, whose
@@ -20,6 +21,7 @@
 //! with the same weights, so every machine's embeddings agree to rounding.
 
 mod dots;
+pub mod encoder;
 
 use std::ops::Range;
 
@@ -260,8 +262,8 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn tile(rows: &[f32], inp: usize, panel: &[u16], acc: &mut [f32]) {
         let tokens = rows.len() / inp;
-        debug_assert!((1..=TILE).contains(&tokens) && acc.len() == tokens * PANEL);
-        debug_assert_eq!(panel.len(), inp * PANEL);
+        assert!((1..=TILE).contains(&tokens) && acc.len() == tokens * PANEL);
+        assert_eq!(panel.len(), inp * PANEL);
         // SAFETY: the caller's bounds: each of the `tokens` instantiations reads `tokens`
         // rows of `inp` inputs and `inp * PANEL` weights, and writes `tokens * PANEL` sums.
         unsafe {
@@ -331,8 +333,8 @@ mod avx512 {
     pub unsafe fn tile(rows: &[f32], inp: usize, panels: &[u16], acc: &mut [f32]) {
         let tokens = rows.len() / inp;
         let count = panels.len() / (inp * PANEL);
-        debug_assert!((1..=TILE).contains(&tokens) && (1..=2).contains(&count));
-        debug_assert_eq!(acc.len(), tokens * count * PANEL);
+        assert!((1..=TILE).contains(&tokens) && (1..=2).contains(&count));
+        assert_eq!(acc.len(), tokens * count * PANEL);
         let (x, w, a) = (rows.as_ptr(), panels.as_ptr(), acc.as_mut_ptr());
         macro_rules! by_tokens {
             ($p:literal) => {
