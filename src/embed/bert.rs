@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::EmbedError;
 use super::weights::Weights;
-use iii_embed_kernel::encoder::{Embeddings, Encoder, Layer, Norm};
+use iii_embed_kernel::encoder::{Embeddings, Encoder, Layer, Norm, Shape};
 use iii_embed_kernel::{Kernel, Linear, f16_bits};
 
 /// The fields of `config.json` the forward pass needs.
@@ -176,11 +176,16 @@ impl Bert {
             )?,
             norm: norm("embeddings")?,
         };
-        let eps = config.layer_norm_eps as f32;
+        let shape = Shape {
+            hidden: h,
+            heads,
+            intermediate: i,
+            eps: config.layer_norm_eps as f32,
+        };
         Ok(Bert {
             max_positions: config.max_position_embeddings,
             vocab: config.vocab_size,
-            encoder: Encoder::new(h, heads, i, eps, embeddings, layers),
+            encoder: Encoder::new(shape, embeddings, layers),
         })
     }
 

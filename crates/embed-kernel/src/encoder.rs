@@ -48,38 +48,35 @@ pub struct Embeddings {
     pub norm: Norm,
 }
 
+/// The sizes of an encoder.
+pub struct Shape {
+    /// Values per token state.
+    pub hidden: usize,
+    /// Attention heads; `hidden` is a multiple of them.
+    pub heads: usize,
+    /// Values per token in the feed-forward layers.
+    pub intermediate: usize,
+    /// The layer norms' epsilon.
+    pub eps: f32,
+}
+
 /// A loaded encoder.
 pub struct Encoder {
-    hidden: usize,
-    heads: usize,
-    intermediate: usize,
-    eps: f32,
+    shape: Shape,
     embeddings: Embeddings,
     layers: Vec<Layer>,
     gelu: GeluTable,
 }
 
 impl Encoder {
-    /// An encoder of `hidden` values per token in `heads` attention heads (`hidden` a multiple
-    /// of `heads`) and `intermediate` values in its feed-forward layers, from weights of those
-    /// sizes.
-    pub fn new(
-        hidden: usize,
-        heads: usize,
-        intermediate: usize,
-        eps: f32,
-        embeddings: Embeddings,
-        layers: Vec<Layer>,
-    ) -> Encoder {
+    /// An encoder of `shape` from weights of its sizes.
+    pub fn new(shape: Shape, embeddings: Embeddings, layers: Vec<Layer>) -> Encoder {
         assert!(
-            heads > 0 && hidden.is_multiple_of(heads),
+            shape.heads > 0 && shape.hidden.is_multiple_of(shape.heads),
             "whole attention heads"
         );
         Encoder {
-            hidden,
-            heads,
-            intermediate,
-            eps,
+            shape,
             embeddings,
             layers,
             gelu: GeluTable::new(),
@@ -87,11 +84,17 @@ impl Encoder {
     }
 
     /// The mean of the last layer's token states over all of `ids` (one unpadded sequence,
-    /// so every token counts), scaled to unit length. `ids` holds at least one id, each below
-    /// `vocab`, and at most `max_positions` of them (the tokenizer's truncation sees to it).
+    /// so every token counts), scaled to unit length. `ids` holds at least one id, each a row
+    /// of the word table, and no more ids than the position table has rows.
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
-        let (h, n, inter) = (self.hidden, ids.len(), self.intermediate);
-        let head = h / self.heads;
+        let Shape {
+            hidden: h,
+            heads,
+            intermediate: inter,
+            eps,
+        } = self.shape;
+        let n = ids.len();
+        let head = h / heads;
         let scale = 1.0 / (head as f32).sqrt();
         let mut x = vec![0.0f32; n * h];
         for (t, &id) in ids.iter().enumerate() {
@@ -106,7 +109,7 @@ impl Encoder {
                 *out = f16_to_f32(w) + p + s;
             }
         }
-        self.embeddings.norm.apply(&mut x, h, self.eps);
+        self.embeddings.norm.apply(&mut x, h, eps);
 
         let mut qkv = vec![0.0f32; n * 3 * h];
         let mut scores = vec![0.0f32; n * n];
@@ -116,7 +119,7 @@ impl Encoder {
         for layer in &self.layers {
             fill_rows(&mut qkv, &layer.qkv_bias);
             product(&layer.qkv, h, &x, &mut qkv);
-            for hd in 0..self.heads {
+            for hd in 0..heads {
                 let q = Mat::strided(&qkv[hd * head..], n, head, 3 * h, 1);
                 // The keys read as their transpose: column `j` of the view is token `j`'s key.
                 let k = Mat::strided(&qkv[h + hd * head..], head, n, 1, 3 * h);
@@ -133,7 +136,7 @@ impl Encoder {
             // Residual and bias go into the destination first; the product adds onto them.
             add_rows(&mut sum, &x, &layer.out_bias);
             product(&layer.out, h, &context, &mut sum);
-            layer.attention_norm.apply(&mut sum, h, self.eps);
+            layer.attention_norm.apply(&mut sum, h, eps);
             std::mem::swap(&mut x, &mut sum);
 
             fill_rows(&mut up, &layer.up_bias);
@@ -141,7 +144,7 @@ impl Encoder {
             product_then(&layer.up, h, &x, &mut up, gelu);
             add_rows(&mut sum, &x, &layer.down_bias);
             product(&layer.down, inter, &up, &mut sum);
-            layer.output_norm.apply(&mut sum, h, self.eps);
+            layer.output_norm.apply(&mut sum, h, eps);
             std::mem::swap(&mut x, &mut sum);
         }
         mean_pool(&x, h)
