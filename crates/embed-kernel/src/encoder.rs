@@ -274,7 +274,7 @@ const GELU_STEPS: f32 = 1024.0;
 /// GELU by linear interpolation in a table of exact values: the exact error function costs
 /// more than the matrix products for a short query (a call per intermediate value, 9,216 per
 /// token), the table a load and a multiply-add, with no visible change to the embeddings.
-pub struct GeluTable(Vec<f32>);
+struct GeluTable(Vec<f32>);
 
 impl GeluTable {
     fn new() -> GeluTable {
