@@ -89,6 +89,9 @@ struct Region {
     base: AtomicUsize,
     /// Offset of the next free byte. Only the claim's holder moves it.
     next: AtomicUsize,
+    /// How far blocks have reached since the pages were last given back: the rewind in
+    /// [`Region::claim`] moves `next` back to the start, not the pages it wrote.
+    touched: AtomicUsize,
     /// Allocations made in the region and not yet freed.
     live: AtomicUsize,
     /// Held by the thread building a value (or giving pages back).
@@ -100,6 +103,7 @@ impl Region {
         Region {
             base: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
+            touched: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
             claimed: AtomicBool::new(false),
         }
@@ -153,6 +157,7 @@ impl Region {
             return None;
         }
         self.next.store(end, Ordering::Relaxed);
+        self.touched.fetch_max(end, Ordering::Relaxed);
         self.live.fetch_add(1, Ordering::Relaxed);
         Some((base + start) as *mut u8)
     }
@@ -167,6 +172,7 @@ impl Region {
             return false;
         }
         self.next.store(start + new, Ordering::Relaxed);
+        self.touched.fetch_max(start + new, Ordering::Relaxed);
         true
     }
 
@@ -174,15 +180,15 @@ impl Region {
         self.live.fetch_sub(1, Ordering::Release);
     }
 
-    /// Returns the pages up to the bump pointer to the system if nothing in them is alive.
-    /// Only the claim's holder calls this.
+    /// Returns the pages blocks reached since the last time to the system if nothing in them is
+    /// alive. Only the claim's holder calls this.
     fn discard_pages(&self) {
         let base = self.base.load(Ordering::Relaxed);
         if base == 0 || self.live.load(Ordering::Acquire) != 0 {
             return;
         }
-        let used = self.next.swap(0, Ordering::Relaxed);
-        discard(base, used);
+        self.next.store(0, Ordering::Relaxed);
+        discard(base, self.touched.swap(0, Ordering::Relaxed));
     }
 }
 
@@ -343,15 +349,25 @@ mod tests {
         REGION.release_claim();
 
         free(b, 24);
-        free(grown, 4096);
         free(moved, 64);
         free(outside, 24);
         free(elsewhere, 24);
+        bytes(grown, 4096).fill(9);
+        free(grown, 4096);
         assert_eq!(usage().1, 0, "every block freed");
-        // Nothing alive: the pages go back, and the next value starts at the region's start
-        // again, on zeroed memory.
+        // Nothing alive: the pages go back (a block made there again without zeroing reads the
+        // zeros of a fresh page, not what was written before; the claim `give_back` takes
+        // rewinds the bump pointer first, so what goes back is how far blocks reached), and the
+        // next value starts at the region's start again.
         give_back();
         assert_eq!(usage().0, 0);
+        let reused = building_large(|| alloc(4096 + 48));
+        assert_eq!(reused, a, "rewound");
+        assert!(
+            bytes(reused, 4096 + 48).iter().all(|&x| x == 0),
+            "pages given back"
+        );
+        free(reused, 4096 + 48);
         let again = building_large(|| alloc_zeroed(24));
         assert_eq!(again, a, "rewound");
         assert!(bytes(again, 24).iter().all(|&x| x == 0));
