@@ -43,6 +43,14 @@ pub const MODEL_FILE: &str = "model.safetensors";
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 pub const CONFIG_FILE: &str = "config.json";
 
+/// The longest `config.json` and `tokenizer.json` read: all-MiniLM-L6-v2's are 612 bytes and
+/// 466 KB, and a WordPiece vocabulary of the most words `bert::Config` accepts (a million) some
+/// 30 MB. A longer file is refused rather than read whole: its length bounded nothing, a sparse
+/// file claims gigabytes for nothing, and the tokenizer's was held twice (its bytes and their
+/// text), so the process aborted or was killed instead of failing the load.
+const MOST_CONFIG_BYTES: u64 = 1 << 20;
+const MOST_TOKENIZER_BYTES: u64 = 64 << 20;
+
 /// Why a model folder could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
@@ -97,21 +105,32 @@ impl Embedder {
     /// model whose width is not [`DIMENSIONS`] or whose tokenizer or architecture this module
     /// does not implement.
     pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
-        let read = |name: &str| {
+        let read = |name: &str, most: u64| {
             let path = dir.join(name);
             let mut bytes = Vec::new();
             open_regular(&path)
-                .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+                .and_then(|file| {
+                    // A byte past the bound tells a longer file, whatever its length says.
+                    let mut head = std::io::Read::take(file, most + 1);
+                    std::io::Read::read_to_end(&mut head, &mut bytes)?;
+                    if bytes.len() as u64 > most {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::FileTooLarge,
+                            format!("larger than any model's ({most} bytes at most)"),
+                        ));
+                    }
+                    Ok(())
+                })
                 .map_err(|source| EmbedError::Read { path, source })?;
             Ok(bytes)
         };
-        let config_bytes = read(CONFIG_FILE)?;
+        let config_bytes = read(CONFIG_FILE, MOST_CONFIG_BYTES)?;
         let config: bert::Config =
             serde_json::from_slice(&config_bytes).map_err(EmbedError::ConfigJson)?;
         if config.hidden_size != DIMENSIONS {
             return Err(EmbedError::Unsupported("the model's width is not 384"));
         }
-        let tokenizer_bytes = read(TOKENIZER_FILE)?;
+        let tokenizer_bytes = read(TOKENIZER_FILE, MOST_TOKENIZER_BYTES)?;
         let tokenizer_text = String::from_utf8_lossy(&tokenizer_bytes).into_owned();
         let tokenizer = tokenize::Tokenizer::from_json(&tokenizer_text)?;
         let model_path = dir.join(MODEL_FILE);
@@ -249,6 +268,30 @@ fn fingerprint(config: &[u8], tokenizer: &[u8], model: &Path) -> Result<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `config.json` or `tokenizer.json` far longer than any model's is refused by its
+    /// length, not read whole: a sparse file of a gigabyte costs no disk, and reading one took a
+    /// buffer of its length (and, for the tokenizer, a copy of it): the process aborted once
+    /// the allocator refused the copy, or was killed for the memory it touched.
+    #[test]
+    fn a_json_file_longer_than_any_models_is_refused_without_reading_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = serde_json::json!({"hidden_size": 384, "num_attention_heads": 12,
+            "num_hidden_layers": 6, "intermediate_size": 1536, "max_position_embeddings": 512,
+            "vocab_size": 30522, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+            "hidden_act": "gelu"})
+        .to_string();
+        for name in [TOKENIZER_FILE, CONFIG_FILE] {
+            std::fs::write(dir.path().join(CONFIG_FILE), &config).expect("config");
+            let file = std::fs::File::create(dir.path().join(name)).expect("create");
+            file.set_len(1 << 30).expect("a sparse file");
+            let error = Embedder::load(dir.path()).err().map(|e| e.to_string());
+            assert!(
+                error.as_deref().is_some_and(|e| e.contains("larger than")),
+                "{name}: {error:?}"
+            );
+        }
+    }
 
     /// A FIFO named like a model file is refused at once: opened without blocking (nothing
     /// writes to it, so a plain open would wait for good, and the worker's shutdown with it).

@@ -18,6 +18,12 @@ use super::EmbedError;
 /// Values read from the file per slice of a tensor (1 MiB of F32).
 const SLICE_VALUES: usize = 1 << 18;
 
+/// The longest JSON header read: all-MiniLM-L6-v2's is 11 KB, and the largest encoder
+/// `bert::Config` accepts (48 layers, 16 tensors each) about 120 KB. A longer one is refused
+/// before its buffer is allocated: the file's length alone bounded it, and a sparse file claims
+/// a terabyte for nothing (its allocation failed and aborted the process).
+const MOST_HEADER_BYTES: u64 = 16 << 20;
+
 /// One tensor's entry in the header.
 #[derive(Deserialize)]
 struct Entry {
@@ -52,6 +58,9 @@ impl Weights {
         }
         file.read_exact_at(&mut len_bytes, 0).map_err(read_error)?;
         let header_len = u64::from_le_bytes(len_bytes);
+        if header_len > MOST_HEADER_BYTES {
+            return Err(bad("the header is longer than any model's"));
+        }
         let data_start = header_len
             .checked_add(8)
             .filter(|&end| end <= file_len)
@@ -149,5 +158,30 @@ impl Weights {
             at += len;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header length the file is long enough for but no model's header comes near is
+    /// refused before a buffer of that size is asked for: a sparse file of a terabyte costs no
+    /// disk, and allocating its "header" aborted the process instead of failing the load.
+    #[test]
+    fn a_header_longer_than_any_models_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("model.safetensors");
+        let file = File::create(&path).expect("create");
+        let header_len: u64 = 1 << 40;
+        file.write_all_at(&header_len.to_le_bytes(), 0)
+            .expect("write the length");
+        file.set_len(8 + header_len).expect("a sparse file");
+        let opened = Weights::open(&path);
+        assert!(
+            matches!(opened, Err(EmbedError::Weights(_))),
+            "{:?}",
+            opened.err()
+        );
     }
 }
