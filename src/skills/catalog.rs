@@ -104,9 +104,11 @@ pub fn catalog(
     let doubled = Doubled::of(roots);
     let index = cache.catalog_index(&doubled);
     // A file the local folder and `skills_folder` both read is one entry, its local row,
-    // unless the request narrows into the local folder's place (`skills::doubled`).
+    // unless the request narrows into the local folder's place or the caller cannot see that
+    // row (`skills::doubled`).
     let doubles_asked = doubled.asked_by(req.prefix.as_deref());
     let rows = cache.rows();
+    let local_seen = |id: &str| rows.seen(id, visibility);
     let range = match req.prefix.as_deref() {
         Some(prefix) => cache.prefix_range(prefix),
         None => 0..rows.len(),
@@ -120,7 +122,7 @@ pub fn catalog(
     let mut visible: Vec<Option<bool>> = vec![None; index.namespaces.len()];
     let mut admits = |row: &CatalogRow| {
         let listed = &**rows.at(row.at as usize);
-        let shown = (doubles_asked || !row.doubled)
+        let shown = (doubles_asked || !row.doubled || !doubled.seen_as_local(listed, local_seen))
             && (row.always_visible
                 || *visible[row.ns as usize].get_or_insert_with(|| {
                     visibility.allows_id(&index.namespaces[row.ns as usize], false)

@@ -4,7 +4,8 @@
 //! does. The answers that offer a model or a person files to read rather than ids to look up
 //! (the catalog, skill search, `check --spec`) take each such file once, as its local row, the
 //! one precedence serves; the second reading only when the caller narrowed into that folder by
-//! prefix (`iii/`), which asks for it.
+//! prefix (`iii/`), which asks for it, or cannot see the local row (its namespace is not an
+//! installed worker's, and `list` shows the file as its second reading alone).
 
 use super::listed::Listed;
 use crate::roots::{Root, Roots};
@@ -42,6 +43,14 @@ impl Doubled {
     /// Whether `row` is the second reading of a local file.
     pub fn holds_row(&self, row: &Listed) -> bool {
         self.holds(row.root, &row.id)
+    }
+
+    /// Whether `row` is the second reading of a local file whose local row the caller sees
+    /// (`local_seen`, asked with the local id), so that an answer taking each file once shows
+    /// it as that row. A local row the caller cannot see (its namespace hidden by
+    /// `filter_unregistered`) leaves the second reading to stand for the file, as `list` does.
+    pub fn seen_as_local(&self, row: &Listed, local_seen: impl FnOnce(&str) -> bool) -> bool {
+        self.holds_row(row) && self.local_id(&row.id).is_some_and(local_seen)
     }
 
     /// The local reading's id of the second reading `id` (`iii/pdf` → `pdf`), when `id` is one

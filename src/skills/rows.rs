@@ -13,6 +13,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::listed::Listed;
+use crate::rules::skill::Visibility;
 
 /// Chunks hold at least this many rows when there are that many (a tiny tree is one chunk).
 const MIN_CHUNK: usize = 16;
@@ -95,6 +96,14 @@ impl Rows {
             .binary_search_by(|r| (*r.id).cmp(id))
             .map(|i| start + i)
             .map_err(|i| start + i)
+    }
+
+    /// Whether the row `id` exists and `visibility` lets the caller see it.
+    pub fn seen(&self, id: &str, visibility: Visibility<'_>) -> bool {
+        self.search(id).is_ok_and(|at| {
+            let row = self.at(at);
+            visibility.allows_id(&row.id, row.always_visible)
+        })
     }
 
     /// The first position whose row fails `pred`, which holds for a leading run of the rows.

@@ -229,6 +229,64 @@ fn answers_that_offer_files_take_a_local_file_once() {
     assert_eq!(spec.checked, 2, "pdf and cooking, each once");
 }
 
+/// A local file of a namespace that is not an installed worker: `filter_unregistered` hides
+/// its local row (`mailer/send`), and `list` shows the file as its second reading alone
+/// (`iii/mailer/send`, the `iii` namespace is always visible). The answers that take each file
+/// once offer that reading then, rather than nothing.
+#[test]
+fn a_local_file_whose_local_row_is_hidden_is_offered_as_its_second_reading() {
+    let tree = no_bundled();
+    tree.write(
+        "skills/iii/mailer/send/SKILL.md",
+        "---\nname: send\ndescription: Send an email through the mailer worker.\n---\nSMTP.\n",
+    );
+    tree.write(
+        "skills/iii/shell/exec/SKILL.md",
+        "---\nname: exec\ndescription: Run a shell command and read its output.\n---\nRun it.\n",
+    );
+    let d = tree.open();
+    let installed = ["shell"];
+    assert_eq!(
+        installed_ids(&d, &installed),
+        strings(&["iii/mailer/send", "iii/shell/exec", "shell/exec"])
+    );
+    let catalog = call_installed(
+        &d,
+        ReadFunction::SkillsCatalog,
+        json!({"format": "json"}),
+        &installed,
+    );
+    let entries = ids_of(catalog["skills"].as_array().expect("skills"));
+    assert_eq!(entries, strings(&["iii/mailer/send", "shell/exec"]));
+    assert_eq!(catalog["left_out"], json!(0), "{catalog}");
+    // Counted the same way among what a limit leaves out.
+    let limited = call_installed(
+        &d,
+        ReadFunction::SkillsCatalog,
+        json!({"format": "json", "limit": 1}),
+        &installed,
+    );
+    assert_eq!(limited["left_out"], json!(1), "{limited}");
+
+    let set = installed.iter().map(|s| s.to_string()).collect();
+    let search_ids = |query: &str| -> Vec<String> {
+        let answer = d
+            .search_skills(&json!({ "query": query }), Some(&set), None)
+            .expect("search");
+        ids_of(answer["results"].as_array().expect("results"))
+    };
+    assert_eq!(search_ids("send an email"), strings(&["iii/mailer/send"]));
+    assert_eq!(search_ids("run a shell command"), strings(&["shell/exec"]));
+    // With every namespace visible, each file is offered once, as its local row.
+    let everyone = d
+        .search_skills(&json!({ "query": "send an email" }), None, None)
+        .expect("search");
+    assert_eq!(
+        ids_of(everyone["results"].as_array().expect("results")),
+        strings(&["mailer/send"])
+    );
+}
+
 /// `get` takes a skill file's absolute path, as the catalog's `location` gives it, for an
 /// agent handed the catalog and no file access: every location answers the skill the catalog
 /// listed there, whatever its `name` says. The file asked for is the file answered: a path the
