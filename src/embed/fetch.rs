@@ -115,6 +115,24 @@ pub enum FetchError {
     },
 }
 
+impl FetchError {
+    /// Whether another attempt may well succeed: the connection failed or timed out, the server
+    /// answered 5xx, 408 or 429, a file was cut short (its `.part` is kept and resumed), a
+    /// resumed answer started elsewhere (its part was dropped), or the disk failed. Not a file
+    /// that arrived whole with another hash, or longer than pinned, nor another 4xx: the same
+    /// source would answer the same bytes again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            FetchError::Io { .. } | FetchError::Http { .. } | FetchError::Resume { .. } => true,
+            FetchError::Status { status, .. } => *status >= 500 || *status == 408 || *status == 429,
+            FetchError::Size {
+                expected, found, ..
+            } => found < expected,
+            FetchError::Hash { .. } => false,
+        }
+    }
+}
+
 fn io_error(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> FetchError + use<> {
     let path = path.to_path_buf();
     move |source| FetchError::Io { step, path, source }

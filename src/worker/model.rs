@@ -22,6 +22,22 @@ const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// Replaces the pinned download's base URL (a mirror, or the tests' loopback server).
 pub const MODEL_URL_ENV: &str = "III_DIRECTORY_MODEL_URL";
 
+/// How long after a download that failed for a passing reason (no network yet at boot, a 5xx,
+/// a body cut short) the next attempt starts, doubled after each failure in a row up to
+/// [`RETRY_LONGEST`]; `III_DIRECTORY_MODEL_RETRY_MS` sets the first wait in milliseconds (the
+/// tests' loopback server).
+const RETRY_FIRST: Duration = Duration::from_secs(30);
+const RETRY_LONGEST: Duration = Duration::from_secs(3600);
+pub const MODEL_RETRY_ENV: &str = "III_DIRECTORY_MODEL_RETRY_MS";
+
+/// The first wait before another attempt at the download.
+fn retry_first() -> Duration {
+    std::env::var(MODEL_RETRY_ENV)
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .map_or(RETRY_FIRST, Duration::from_millis)
+}
+
 /// Starts making the model available; returns at once.
 pub fn start(
     directory: Arc<Directory>,
@@ -90,25 +106,45 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
         into = %cache.display(),
         "fetching the search model (about 90 MB, once); search ranks lexically meanwhile"
     );
-    directory.set_model_state(ModelState::Downloading);
     // A stalled server must not hold the lock, and the state at "downloading", for good.
-    let client = reqwest::Client::builder()
+    let client = match reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .read_timeout(READ_TIMEOUT)
-        .build();
-    let fetched = match client {
-        Ok(client) => fetch::fetch(&client, &source, &cache).await,
-        Err(e) => Err(fetch::FetchError::Http {
-            url: source.base_url.clone(),
-            source: e,
-        }),
-    };
-    match fetched {
-        Ok(folder) => Some(folder),
+        .build()
+    {
+        Ok(client) => client,
         Err(e) => {
+            let e = fetch::FetchError::Http {
+                url: source.base_url.clone(),
+                source: e,
+            };
             tracing::warn!("cannot fetch the search model; search ranks lexically: {e}");
             directory.set_model_state(ModelState::Failed(e.to_string()));
-            None
+            return None;
+        }
+    };
+    // A failure that may pass (the network not up yet at boot, a 5xx, a body cut short) is
+    // tried again after a growing wait, resuming what arrived: without it, one such failure
+    // left the worker lexical until someone restarted it.
+    let mut wait = retry_first();
+    loop {
+        directory.set_model_state(ModelState::Downloading);
+        match fetch::fetch(&client, &source, &cache).await {
+            Ok(folder) => return Some(folder),
+            Err(e) if e.is_transient() => {
+                tracing::warn!(
+                    retry_in_ms = wait.as_millis() as u64,
+                    "cannot fetch the search model yet; search ranks lexically meanwhile: {e}"
+                );
+                directory.set_model_state(ModelState::Failed(e.to_string()));
+                tokio::time::sleep(wait).await;
+                wait = wait.saturating_mul(2).min(RETRY_LONGEST);
+            }
+            Err(e) => {
+                tracing::warn!("cannot fetch the search model; search ranks lexically: {e}");
+                directory.set_model_state(ModelState::Failed(e.to_string()));
+                return None;
+            }
         }
     }
 }

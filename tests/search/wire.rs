@@ -1217,6 +1217,47 @@ async fn a_failed_download_is_in_the_status_with_its_reason() {
     h.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_that_failed_for_a_passing_reason_is_tried_again() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // A model server that answers 500 (its upstream down): a passing failure, unlike a wrong
+    // hash. The worker must not stay lexical until a restart.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = asked.clone();
+    let down = test_support::loopback::http::Server::start(move |mut stream| {
+        if test_support::loopback::http::read_request(&mut stream).is_ok() {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let _ = test_support::loopback::http::write_response(&mut stream, 500, &[], b"down");
+        }
+    });
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    let url = down.url();
+    let h = Harness::start_env(
+        config,
+        SKILLS,
+        &[
+            ("III_DIRECTORY_MODEL_URL", Some(&url)),
+            ("III_DIRECTORY_MODEL_RETRY_MS", Some("100")),
+        ],
+    )
+    .await;
+    h.eventually("failed", || async {
+        search_status(&h).await["state"] == "failed"
+    })
+    .await;
+    h.eventually("a second attempt", || async {
+        asked.load(Ordering::SeqCst) >= 2
+    })
+    .await;
+    // Meanwhile search answers by its words.
+    let answer = h
+        .call(SKILLS_SEARCH, json!({ "query": "send an email" }))
+        .await;
+    assert_eq!(answer["mode"], "lexical");
+    h.stop().await;
+}
+
 /// Skills a paraphrase shares no word with (see `tests/search/hybrid.rs`).
 const PARAPHRASED: &[(&str, &str)] = &[
     (
