@@ -106,6 +106,12 @@ pub enum FetchError {
         found: String,
     },
     #[error(
+        "the model download did not finish within {} s (a server sending too slowly); the next \
+         attempt resumes where it stopped",
+        after.as_secs()
+    )]
+    TooSlow { after: Duration },
+    #[error(
         "model download of {url} answered the range {found:?} to a request from byte {expected}"
     )]
     Resume {
@@ -117,13 +123,17 @@ pub enum FetchError {
 
 impl FetchError {
     /// Whether another attempt may well succeed: the connection failed or timed out, the server
-    /// answered 5xx, 408 or 429, a file was cut short (its `.part` is kept and resumed), a
+    /// answered 5xx, 408 or 429 or sent too slowly, a file was cut short (its `.part` is kept
+    /// and resumed), a
     /// resumed answer started elsewhere (its part was dropped), or the disk failed. Not a file
     /// that arrived whole with another hash, or longer than pinned, nor another 4xx: the same
     /// source would answer the same bytes again.
     pub fn is_transient(&self) -> bool {
         match self {
-            FetchError::Io { .. } | FetchError::Http { .. } | FetchError::Resume { .. } => true,
+            FetchError::Io { .. }
+            | FetchError::Http { .. }
+            | FetchError::Resume { .. }
+            | FetchError::TooSlow { .. } => true,
             FetchError::Status { status, .. } => *status >= 500 || *status == 408 || *status == 429,
             FetchError::Size {
                 expected, found, ..

@@ -30,12 +30,19 @@ const RETRY_FIRST: Duration = Duration::from_secs(30);
 const RETRY_LONGEST: Duration = Duration::from_secs(3600);
 pub const MODEL_RETRY_ENV: &str = "III_DIRECTORY_MODEL_RETRY_MS";
 
-/// The first wait before another attempt at the download.
-fn retry_first() -> Duration {
-    std::env::var(MODEL_RETRY_ENV)
+/// The longest one attempt at the download may take: the read timeout bounds a silence, not a
+/// server that sends a byte now and then, which would otherwise hold the fetch's lock, and the
+/// state at `downloading`, for good. 90 MB at 75 KB/s; a slower link gets there over several
+/// attempts, each resuming the last. `III_DIRECTORY_MODEL_ATTEMPT_MS` sets it (the tests).
+const ATTEMPT_LONGEST: Duration = Duration::from_secs(20 * 60);
+pub const MODEL_ATTEMPT_ENV: &str = "III_DIRECTORY_MODEL_ATTEMPT_MS";
+
+/// A duration from the environment variable `name` in milliseconds, or `default`.
+fn duration_from_env(name: &str, default: Duration) -> Duration {
+    std::env::var(name)
         .ok()
         .and_then(|ms| ms.parse::<u64>().ok())
-        .map_or(RETRY_FIRST, Duration::from_millis)
+        .map_or(default, Duration::from_millis)
 }
 
 /// Starts making the model available; returns at once.
@@ -106,7 +113,8 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
         into = %cache.display(),
         "fetching the search model (about 90 MB, once); search ranks lexically meanwhile"
     );
-    // A stalled server must not hold the lock, and the state at "downloading", for good.
+    // A silent server must not hold the lock, and the state at "downloading", for good (nor a
+    // trickling one: `ATTEMPT_LONGEST`).
     let client = match reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .read_timeout(READ_TIMEOUT)
@@ -126,10 +134,17 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
     // A failure that may pass (the network not up yet at boot, a 5xx, a body cut short) is
     // tried again after a growing wait, resuming what arrived: without it, one such failure
     // left the worker lexical until someone restarted it.
-    let mut wait = retry_first();
+    let mut wait = duration_from_env(MODEL_RETRY_ENV, RETRY_FIRST);
+    let longest = duration_from_env(MODEL_ATTEMPT_ENV, ATTEMPT_LONGEST);
     loop {
         directory.set_model_state(ModelState::Downloading);
-        match fetch::fetch(&client, &source, &cache).await {
+        // Dropped at the deadline between two chunks: each `.part` holds whole chunks, and the
+        // fetch's lock goes with it.
+        let attempt = tokio::time::timeout(longest, fetch::fetch(&client, &source, &cache));
+        let fetched = attempt
+            .await
+            .unwrap_or(Err(fetch::FetchError::TooSlow { after: longest }));
+        match fetched {
             Ok(folder) => return Some(folder),
             Err(e) if e.is_transient() => {
                 tracing::warn!(

@@ -1258,6 +1258,65 @@ async fn a_download_that_failed_for_a_passing_reason_is_tried_again() {
     h.stop().await;
 }
 
+/// A server that sends its body a byte at a time, slowly enough that no read times out, is
+/// given up on at the attempt's deadline: the state says why, and the next attempt asks for the
+/// rest of the file (a range from what arrived), not the whole of it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_that_trickles_is_given_up_at_its_deadline_and_resumed() {
+    use std::io::Write;
+    use test_support::loopback::http;
+    let ranges = Arc::new(Mutex::new(Vec::<Option<String>>::new()));
+    let asked = ranges.clone();
+    let trickle = http::Server::start(move |mut stream| {
+        let Ok(request) = http::read_request(&mut stream) else {
+            return;
+        };
+        asked
+            .lock()
+            .expect("ranges")
+            .push(request.header("range").map(str::to_string));
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 612\r\nConnection: close\r\n\r\n";
+        if stream.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        // A byte every 50 ms, until the worker hangs up.
+        while stream.write_all(b"{").and_then(|()| stream.flush()).is_ok() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    let url = trickle.url();
+    let h = Harness::start_env(
+        config,
+        SKILLS,
+        &[
+            ("III_DIRECTORY_MODEL_URL", Some(&url)),
+            ("III_DIRECTORY_MODEL_ATTEMPT_MS", Some("1000")),
+            ("III_DIRECTORY_MODEL_RETRY_MS", Some("100")),
+        ],
+    )
+    .await;
+    h.eventually("a second attempt", || async {
+        ranges.lock().expect("ranges").len() >= 2
+    })
+    .await;
+    let asked = ranges.lock().expect("ranges").clone();
+    assert_eq!(asked[0], None, "the first attempt asks for the whole file");
+    let resumed = asked[1]
+        .as_deref()
+        .expect("the second attempt asks for a range");
+    let from: u64 = resumed
+        .strip_prefix("bytes=")
+        .and_then(|r| r.strip_suffix('-'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a range from what arrived: {resumed}"));
+    assert!(from > 0, "{resumed}");
+    let status = search_status(&h).await;
+    assert_eq!(status["mode"], "lexical");
+    h.stop().await;
+}
+
 /// Skills a paraphrase shares no word with (see `tests/search/hybrid.rs`).
 const PARAPHRASED: &[(&str, &str)] = &[
     (
