@@ -64,12 +64,15 @@ pub fn building_large<R>(build: impl FnOnce() -> R) -> R {
 }
 
 /// Returns the region's pages to the system once no value in it is alive (after a burst of
-/// large answers, with the allocator's own trim).
-pub fn give_back() {
-    if REGION.claim() {
-        REGION.discard_pages();
-        REGION.release_claim();
+/// large answers, with the allocator's own trim). False when a value in it was still alive (or
+/// being built), so nothing could be given back yet.
+pub fn give_back() -> bool {
+    if !REGION.claim() {
+        return false;
     }
+    let given = REGION.discard_pages();
+    REGION.release_claim();
+    given
 }
 
 /// How much of the region is in use (bytes up to its bump pointer) and how many of its
@@ -181,14 +184,17 @@ impl Region {
     }
 
     /// Returns the pages blocks reached since the last time to the system if nothing in them is
-    /// alive. Only the claim's holder calls this.
-    fn discard_pages(&self) {
+    /// alive (true), or leaves them (false). Only the claim's holder calls this.
+    fn discard_pages(&self) -> bool {
         let base = self.base.load(Ordering::Relaxed);
-        if base == 0 || self.live.load(Ordering::Acquire) != 0 {
-            return;
+        if self.live.load(Ordering::Acquire) != 0 {
+            return false;
         }
-        self.next.store(0, Ordering::Relaxed);
-        discard(base, self.touched.swap(0, Ordering::Relaxed));
+        if base != 0 {
+            self.next.store(0, Ordering::Relaxed);
+            discard(base, self.touched.swap(0, Ordering::Relaxed));
+        }
+        true
     }
 }
 
@@ -325,6 +331,7 @@ mod tests {
         assert!(REGION.holds(a) && REGION.holds(b), "built in the region");
         assert_eq!(b as usize - a as usize, 24, "packed, no header between");
         assert_eq!(usage().1, 2);
+        assert!(!give_back(), "nothing is given back while a value is alive");
 
         // Outside the scope: the system allocator, and a grown block moves out of the region.
         let outside = alloc(24);
@@ -359,7 +366,7 @@ mod tests {
         // zeros of a fresh page, not what was written before; the claim `give_back` takes
         // rewinds the bump pointer first, so what goes back is how far blocks reached), and the
         // next value starts at the region's start again.
-        give_back();
+        assert!(give_back());
         assert_eq!(usage().0, 0);
         let reused = building_large(|| alloc(4096 + 48));
         assert_eq!(reused, a, "rewound");
