@@ -106,8 +106,8 @@ pub enum FetchError {
         found: String,
     },
     #[error(
-        "the model download did not finish within {} s (a server sending too slowly); the next \
-         attempt resumes where it stopped",
+        "the model download did not finish within {} s; the next attempt resumes where it \
+         stopped",
         after.as_secs()
     )]
     TooSlow { after: Duration },
@@ -123,17 +123,17 @@ pub enum FetchError {
 
 impl FetchError {
     /// Whether another attempt may well succeed: the connection failed or timed out, the server
-    /// answered 5xx, 408 or 429 or sent too slowly, a file was cut short (its `.part` is kept
-    /// and resumed), a
-    /// resumed answer started elsewhere (its part was dropped), or the disk failed. Not a file
-    /// that arrived whole with another hash, or longer than pinned, nor another 4xx: the same
-    /// source would answer the same bytes again.
+    /// answered 5xx, 408 or 429, the attempt outlived its deadline, a file was cut short or
+    /// announced shorter than pinned (what arrived is kept and resumed), a resumed answer
+    /// started elsewhere (its part was dropped), or the disk failed. Not a file that arrived
+    /// with another hash or longer than pinned, another 4xx, or a request that cannot be made:
+    /// the same source would answer the same way again.
     pub fn is_transient(&self) -> bool {
         match self {
-            FetchError::Io { .. }
-            | FetchError::Http { .. }
-            | FetchError::Resume { .. }
-            | FetchError::TooSlow { .. } => true,
+            // A request that cannot be made (a malformed URL) or redirects without end fails
+            // the same way every time.
+            FetchError::Http { source, .. } => !source.is_builder() && !source.is_redirect(),
+            FetchError::Io { .. } | FetchError::Resume { .. } | FetchError::TooSlow { .. } => true,
             FetchError::Status { status, .. } => *status >= 500 || *status == 408 || *status == 429,
             FetchError::Size {
                 expected, found, ..

@@ -274,7 +274,7 @@ mod tests {
     /// buffer of its length (and, for the tokenizer, a copy of it): the process aborted once
     /// the allocator refused the copy, or was killed for the memory it touched.
     #[test]
-    fn a_json_file_longer_than_any_models_is_refused_without_reading_it() {
+    fn a_json_file_longer_than_any_models_is_refused_without_reading_it_whole() {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = serde_json::json!({"hidden_size": 384, "num_attention_heads": 12,
             "num_hidden_layers": 6, "intermediate_size": 1536, "max_position_embeddings": 512,

@@ -134,7 +134,8 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
     // A failure that may pass (the network not up yet at boot, a 5xx, a body cut short) is
     // tried again after a growing wait, resuming what arrived: without it, one such failure
     // left the worker lexical until someone restarted it.
-    let mut wait = duration_from_env(MODEL_RETRY_ENV, RETRY_FIRST);
+    // Never no wait at all: a failure that recurs at once would be tried again at once.
+    let mut wait = duration_from_env(MODEL_RETRY_ENV, RETRY_FIRST).max(Duration::from_millis(10));
     let longest = duration_from_env(MODEL_ATTEMPT_ENV, ATTEMPT_LONGEST);
     loop {
         directory.set_model_state(ModelState::Downloading);

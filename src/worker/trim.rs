@@ -20,12 +20,12 @@ pub const LARGE_ANSWER_BYTES: usize = 4 << 20;
 /// How long after a large answer the trim runs: time for the SDK to send and free it, and for
 /// a burst of such answers to pass.
 const AFTER: Duration = Duration::from_millis(500);
-/// How many times in a row a trim that found an answer's value still alive in the answer arena
-/// is tried again, [`AFTER`] apart. The trim of a burst runs half a second after its first
-/// answer, so the last answer can be on its way out then, and no later answer schedules
-/// another; without a second try its pages stayed resident at rest, by the timing of the calls
-/// (the benchmark's worker at rest: 97 or 137 MiB from one run to the next). Bounded, since a
-/// block that is never freed keeps the region from ever being given back.
+/// How many times in all, [`AFTER`] apart, a trim gives the answer arena's pages back while it
+/// finds an answer's value still alive there. The trim of a burst runs half a second after its
+/// first answer, so the last answer can be on its way out then, and no later answer schedules
+/// another; with one try its pages stayed resident at rest, by the timing of the calls (the
+/// benchmark's worker at rest: 97 or 137 MiB from one run to the next). Bounded, since a block
+/// that is never freed keeps the region from ever being given back.
 const TRIES: usize = 8;
 
 /// See the module doc.
@@ -50,22 +50,26 @@ impl Trimmer {
         }
         let this = self.clone();
         tokio::spawn(async move {
+            tokio::time::sleep(AFTER).await;
+            // Cleared before the first try: an answer handed over from now on schedules a trim
+            // of its own, so none is left to a trim that already gave up.
+            this.scheduled.store(false, Ordering::Release);
             for _ in 0..TRIES {
-                tokio::time::sleep(AFTER).await;
-                // Cleared first: an answer handed over during the trim schedules another.
-                this.scheduled.store(false, Ordering::Release);
                 let given = tokio::task::spawn_blocking(|| {
                     give_back();
                     crate::arena::give_back()
                 })
                 .await
                 .unwrap_or(true);
-                // Tried again only while no later answer scheduled a trim of its own.
-                if given || this.scheduled.swap(true, Ordering::AcqRel) {
+                if given {
+                    return;
+                }
+                tokio::time::sleep(AFTER).await;
+                // A later answer's trim, scheduled meanwhile, covers what this one left.
+                if this.scheduled.load(Ordering::Acquire) {
                     return;
                 }
             }
-            this.scheduled.store(false, Ordering::Release);
         });
     }
 }

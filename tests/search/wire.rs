@@ -1259,8 +1259,8 @@ async fn a_download_that_failed_for_a_passing_reason_is_tried_again() {
 }
 
 /// A server that sends its body a byte at a time, slowly enough that no read times out, is
-/// given up on at the attempt's deadline: the state says why, and the next attempt asks for the
-/// rest of the file (a range from what arrived), not the whole of it again.
+/// given up on at the attempt's deadline, and the next attempt asks for the rest of the file (a
+/// range from what arrived), not the whole of it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_that_trickles_is_given_up_at_its_deadline_and_resumed() {
     use std::io::Write;
@@ -1292,7 +1292,7 @@ async fn a_download_that_trickles_is_given_up_at_its_deadline_and_resumed() {
         SKILLS,
         &[
             ("III_DIRECTORY_MODEL_URL", Some(&url)),
-            ("III_DIRECTORY_MODEL_ATTEMPT_MS", Some("1000")),
+            ("III_DIRECTORY_MODEL_ATTEMPT_MS", Some("2500")),
             ("III_DIRECTORY_MODEL_RETRY_MS", Some("100")),
         ],
     )
