@@ -104,6 +104,8 @@ pub enum FetchError {
         name: String,
         expected: String,
         found: String,
+        /// The file began with bytes an earlier attempt left (resumed, or complete already).
+        carried: bool,
     },
     #[error(
         "the model download did not finish within {} s; the next attempt resumes where it \
@@ -125,9 +127,10 @@ impl FetchError {
     /// Whether another attempt may well succeed: the connection failed or timed out, the server
     /// answered 5xx, 408 or 429, the attempt outlived its deadline, a file was cut short or
     /// announced shorter than pinned (what arrived is kept and resumed), a resumed answer
-    /// started elsewhere (its part was dropped), or the disk failed. Not a file that arrived
-    /// with another hash or longer than pinned, another 4xx, or a request that cannot be made:
-    /// the same source would answer the same way again.
+    /// started elsewhere (its part was dropped), a file resumed from an earlier attempt's bytes
+    /// failed its hash (it was dropped, and comes whole next time), or the disk failed. Not a
+    /// file that arrived whole with another hash, or longer than pinned, another 4xx, or a
+    /// request that cannot be made: the same source would answer the same way again.
     pub fn is_transient(&self) -> bool {
         match self {
             // A request that cannot be made (a malformed URL) or redirects without end fails
@@ -138,7 +141,7 @@ impl FetchError {
             FetchError::Size {
                 expected, found, ..
             } => found < expected,
-            FetchError::Hash { .. } => false,
+            FetchError::Hash { carried, .. } => *carried,
         }
     }
 }
@@ -224,6 +227,8 @@ async fn fetch_file(
     if have > file.size {
         have = 0;
     }
+    // Whether the file checked below starts with bytes an earlier attempt left.
+    let mut carried = have > 0;
     if have < file.size {
         let mut request = client.get(&url);
         if have > 0 {
@@ -247,6 +252,7 @@ async fn fetch_file(
             check_resumed_at(&response, have, &url).inspect_err(|_| discard(&part))?;
         } else {
             have = 0;
+            carried = false;
             // An answer of another length (an error page served as 200) is never written:
             // the next attempt would resume it.
             if let Some(length) = response.content_length().filter(|&l| l != file.size) {
@@ -302,6 +308,7 @@ async fn fetch_file(
             name: file.name.clone(),
             expected: file.sha256.clone(),
             found,
+            carried,
         });
     }
     fs::rename(&part, &done).map_err(io_error("rename", &done))?;

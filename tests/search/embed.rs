@@ -653,8 +653,12 @@ fn a_wrong_hash_or_size_lands_nothing() {
     source.files[2].sha256 = "0".repeat(64);
     let error = model.fetch(&source).expect_err("wrong hash");
     assert!(
-        matches!(error, FetchError::Hash { ref name, .. } if name == "model.safetensors"),
+        matches!(error, FetchError::Hash { ref name, carried: false, .. } if name == "model.safetensors"),
         "{error}"
+    );
+    assert!(
+        !error.is_transient(),
+        "the same bytes would come again: {error}"
     );
     let folder = model_folder(model.cache.path(), &source);
     assert!(!folder.exists());
@@ -700,6 +704,31 @@ fn an_interrupted_fetch_resumes_where_it_stopped() {
             Some("bytes=20000-".to_owned())
         )
     );
+    assert_eq!(
+        std::fs::read(folder.join("model.safetensors")).expect("landed"),
+        model.files[2].1
+    );
+}
+
+/// A `.part` an earlier attempt left that does not hash right once completed (written by
+/// another mirror's answer, or not synced before a crash) is dropped, and the failure is one
+/// worth another attempt, which fetches the file whole; a file that arrived whole with another
+/// hash is not (`a_wrong_hash_or_size_lands_nothing`).
+#[test]
+fn a_resumed_file_that_fails_its_hash_comes_whole_next_time() {
+    let model = FakeModel::serve();
+    std::fs::create_dir_all(model.staging()).expect("staging");
+    std::fs::write(model.part(), vec![0xa5u8; 20_000]).expect("a stale part");
+    let error = model.fetch(&model.source).expect_err("a stale part");
+    assert!(
+        matches!(error, FetchError::Hash { carried: true, .. }),
+        "{error}"
+    );
+    assert!(error.is_transient(), "{error}");
+    assert!(!model.part().exists(), "the stale part is dropped");
+    let folder = model.fetch(&model.source).expect("fetched whole");
+    let last = model.server.requests().last().cloned().expect("request");
+    assert_eq!(last, ("/rev/model.safetensors".to_owned(), None));
     assert_eq!(
         std::fs::read(folder.join("model.safetensors")).expect("landed"),
         model.files[2].1
