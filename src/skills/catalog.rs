@@ -103,12 +103,16 @@ pub fn catalog(
     let limit = req.limit.unwrap_or(usize::MAX).max(1);
     let doubled = Doubled::of(roots);
     let index = cache.catalog_index(&doubled);
-    // A file the local folder and `skills_folder` both read is one entry, its local row,
-    // unless the request narrows into the local folder's place or the caller cannot see that
-    // row (`skills::doubled`).
-    let doubles_asked = doubled.asked_by(req.prefix.as_deref());
+    // A file the local folder and `skills_folder` both read is one entry: its local row when
+    // the request's prefix and the caller's visibility admit that row, else its second
+    // reading (`skills::doubled`; a file's two readings are of one type).
     let rows = cache.rows();
-    let local_seen = |id: &str| rows.seen(id, visibility);
+    let local_in = |id: &str| {
+        req.prefix.as_deref().is_none_or(|p| id.starts_with(p)) && rows.seen(id, visibility)
+    };
+    let second_shown = |row: &CatalogRow| {
+        !row.doubled || !doubled.answered_as_local(rows.at(row.at as usize), local_in)
+    };
     let range = match req.prefix.as_deref() {
         Some(prefix) => cache.prefix_range(prefix),
         None => 0..rows.len(),
@@ -122,7 +126,7 @@ pub fn catalog(
     let mut visible: Vec<Option<bool>> = vec![None; index.namespaces.len()];
     let mut admits = |row: &CatalogRow| {
         let listed = &**rows.at(row.at as usize);
-        let shown = (doubles_asked || !row.doubled || !doubled.seen_as_local(listed, local_seen))
+        let shown = second_shown(row)
             && (row.always_visible
                 || *visible[row.ns as usize].get_or_insert_with(|| {
                     visibility.allows_id(&index.namespaces[row.ns as usize], false)
@@ -164,10 +168,10 @@ pub fn catalog(
                 installed: Some(_)
             }
         );
-    left_out += match (unfiltered, doubles_asked || !index.any_doubled) {
-        (true, true) => rest.len(),
-        // Second readings are told apart from the compact rows alone.
-        (true, false) => rest.iter().filter(|row| !row.doubled).count(),
+    left_out += match (unfiltered, index.any_doubled) {
+        (true, false) => rest.len(),
+        // Only a second reading needs a look beyond its compact row.
+        (true, true) => rest.iter().filter(|row| second_shown(row)).count(),
         (false, _) => rest.iter().filter(|row| admits(row)).count(),
     };
     Ok(render.finish(left_out))

@@ -2,10 +2,10 @@
 //! `skills_folder` (`skills/iii`), so each file of the local folder is a row of both roots:
 //! `ns` from the local root and `iii/ns` from the other, and `list` shows both, as the contract
 //! does. The answers that offer a model or a person files to read rather than ids to look up
-//! (the catalog, skill search, `check --spec`) take each such file once, as its local row, the
-//! one precedence serves; the second reading only when the caller narrowed into that folder by
-//! prefix (`iii/`), which asks for it, or cannot see the local row (its namespace is not an
-//! installed worker's, and `list` shows the file as its second reading alone).
+//! (the catalog, skill search, `check --spec`) take each such file once: as its local row, the
+//! one precedence serves, when that row is in the answer, and as its second reading otherwise
+//! (a `prefix` that narrows into that folder, `iii/`; a caller who cannot see the local row,
+//! its namespace not an installed worker's, to whom `list` shows the second reading alone).
 
 use super::listed::Listed;
 use crate::roots::{Root, Roots};
@@ -45,29 +45,17 @@ impl Doubled {
         self.holds(row.root, &row.id)
     }
 
-    /// Whether `row` is the second reading of a local file whose local row the caller sees
-    /// (`local_seen`, asked with the local id), so that an answer taking each file once shows
-    /// it as that row. A local row the caller cannot see (its namespace hidden by
-    /// `filter_unregistered`) leaves the second reading to stand for the file, as `list` does.
-    pub fn seen_as_local(&self, row: &Listed, local_seen: impl FnOnce(&str) -> bool) -> bool {
-        self.holds_row(row) && self.local_id(&row.id).is_some_and(local_seen)
+    /// Whether `row` is the second reading of a local file whose local row is in the same
+    /// answer (`local_in`, asked with the local id): an answer taking each file once then
+    /// leaves `row` out.
+    pub fn answered_as_local(&self, row: &Listed, local_in: impl FnOnce(&str) -> bool) -> bool {
+        self.holds_row(row) && self.local_id(&row.id).is_some_and(local_in)
     }
 
     /// The local reading's id of the second reading `id` (`iii/pdf` → `pdf`), when `id` is one
     /// (an id of `skills_folder`'s rows under the local folder's place).
     pub fn local_id<'a>(&self, id: &'a str) -> Option<&'a str> {
         id.strip_prefix(self.within_skills.as_deref()?)
-    }
-
-    /// Whether a request's id `prefix` narrows into the local folder's second readings (`iii/`,
-    /// `iii/ns`, or `iii` without its slash), which asks for them.
-    pub fn asked_by(&self, prefix: Option<&str>) -> bool {
-        match (self.within_skills.as_deref(), prefix) {
-            (Some(within), Some(prefix)) => {
-                prefix.starts_with(within) || within.strip_suffix('/') == Some(prefix)
-            }
-            _ => false,
-        }
     }
 }
 
@@ -96,12 +84,8 @@ mod tests {
         assert!(!doubled.holds(Some(Root::Skills), "iii.md"));
         assert!(!doubled.holds(Some(Root::Skills), "iii-tools/x.md"));
         assert!(!doubled.holds(None, "iii/pdf/index"));
-        for prefix in ["iii/", "iii", "iii/pdf"] {
-            assert!(doubled.asked_by(Some(prefix)), "{prefix}");
-        }
-        for prefix in [None, Some("ii"), Some("iii-tools/"), Some("pdf")] {
-            assert!(!doubled.asked_by(prefix), "{prefix:?}");
-        }
+        assert_eq!(doubled.local_id("iii/pdf/index"), Some("pdf/index"));
+        assert_eq!(doubled.local_id("iii-tools/x"), None);
     }
 
     #[test]
@@ -109,7 +93,7 @@ mod tests {
         for (skills, local) in [("/p/skills", "/p/local"), ("/p/skills/iii", "/p/skills")] {
             let doubled = Doubled::of(&roots(skills, local));
             assert!(!doubled.holds(Some(Root::Skills), "iii/pdf/SKILL.md"));
-            assert!(!doubled.asked_by(Some("iii/")));
+            assert_eq!(doubled.local_id("iii/pdf"), None);
         }
         let deeper = Doubled::of(&roots("/p/skills", "/p/skills/team/mine"));
         assert!(deeper.holds(Some(Root::Skills), "team/mine/x.md"));

@@ -332,16 +332,14 @@ pub fn search(
         .prefix
         .as_deref()
         .is_some_and(super::resources::reaches_into_resources);
-    // A file the local folder and `skills_folder` both read is ranked once, as its local row,
-    // unless the caller narrowed the search into the local folder's place or cannot see that
-    // row (`skills::doubled`).
-    let doubles_asked = doubled.asked_by(req.prefix.as_deref());
-    let local_seen = |id: &str| rows.seen(id, visibility);
+    // A file the local folder and `skills_folder` both read is ranked once: as its local row
+    // when the filters admit that row, else as its second reading (`skills::doubled`).
+    let local_in = |id: &str| rows.search(id).is_ok_and(|at| admits(rows.at(at)));
     let admitted = |position: &u32| {
         let listed = rows.at(*position as usize);
         (resources_asked || !cache.is_resource(*position))
-            && (doubles_asked || !doubled.seen_as_local(listed, local_seen))
             && admits(listed)
+            && !doubled.answered_as_local(listed, local_in)
     };
     let split = query_terms(query_text);
     let (index, query) = crate::locks::lock(terms_store).resolve(index, reader, cache, &split)?;

@@ -199,6 +199,9 @@ fn answers_that_offer_files_take_a_local_file_once() {
         catalog_ids(json!({"prefix": "iii/"})),
         strings(&["iii/pdf"])
     );
+    // A prefix short of `iii/` leaves the local row out too: the file comes as its second
+    // reading, as `list` shows it under that prefix.
+    assert_eq!(catalog_ids(json!({"prefix": "ii"})), strings(&["iii/pdf"]));
     // Counted once among what a limit leaves out, too.
     let limited = call(
         &d,
@@ -218,10 +221,13 @@ fn answers_that_offer_files_take_a_local_file_once() {
         search_ids(json!({"query": "fill a pdf form"})),
         strings(&["pdf"])
     );
-    assert_eq!(
-        search_ids(json!({"query": "fill a pdf form", "prefix": "iii"})),
-        strings(&["iii/pdf"])
-    );
+    for prefix in ["iii", "iii/", "ii"] {
+        assert_eq!(
+            search_ids(json!({"query": "fill a pdf form", "prefix": prefix})),
+            strings(&["iii/pdf"]),
+            "{prefix}"
+        );
+    }
     // A query naming the second reading's id answers the local row first.
     assert_eq!(search_ids(json!({"query": "iii/pdf"}))[0], "pdf");
 
