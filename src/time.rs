@@ -16,16 +16,17 @@ pub const CALL_DEADLINE_ENV: &str = "III_DIRECTORY_CALL_DEADLINE_MS";
 /// download waits no longer than it for its turn to fetch.
 pub fn call_deadline() -> Option<Duration> {
     static DEADLINE: OnceLock<Option<Duration>> = OnceLock::new();
-    *DEADLINE.get_or_init(|| {
-        match std::env::var(CALL_DEADLINE_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            Some(0) => None,
-            Some(ms) => Some(Duration::from_millis(ms)),
-            None => Some(DEFAULT_CALL_DEADLINE),
-        }
+    *DEADLINE.get_or_init(|| match env_millis(CALL_DEADLINE_ENV) {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => Some(DEFAULT_CALL_DEADLINE),
     })
+}
+
+/// A whole number of milliseconds from the environment variable `name` (spaces around it
+/// allowed); `None` when it is unset or not such a number.
+pub fn env_millis(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.trim().parse().ok()
 }
 
 /// A file time as seconds and nanoseconds since the Unix epoch (negative seconds before it).

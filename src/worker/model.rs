@@ -39,10 +39,14 @@ pub const MODEL_ATTEMPT_ENV: &str = "III_DIRECTORY_MODEL_ATTEMPT_MS";
 
 /// A duration from the environment variable `name` in milliseconds, or `default`.
 fn duration_from_env(name: &str, default: Duration) -> Duration {
-    std::env::var(name)
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .map_or(default, Duration::from_millis)
+    crate::time::env_millis(name).map_or(default, Duration::from_millis)
+}
+
+/// Gives the download up until a restart: said in the log and in the model's state.
+fn given_up(directory: &Directory, e: &fetch::FetchError) -> Option<std::path::PathBuf> {
+    tracing::warn!("cannot fetch the search model; search ranks lexically: {e}");
+    directory.set_model_state(ModelState::Failed(e.to_string()));
+    None
 }
 
 /// Starts making the model available; returns at once.
@@ -126,9 +130,7 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
                 url: source.base_url.clone(),
                 source: e,
             };
-            tracing::warn!("cannot fetch the search model; search ranks lexically: {e}");
-            directory.set_model_state(ModelState::Failed(e.to_string()));
-            return None;
+            return given_up(directory, &e);
         }
     };
     // A failure that may pass (the network not up yet at boot, a 5xx, a body cut short) is
@@ -156,11 +158,7 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
                 tokio::time::sleep(wait).await;
                 wait = wait.saturating_mul(2).min(RETRY_LONGEST);
             }
-            Err(e) => {
-                tracing::warn!("cannot fetch the search model; search ranks lexically: {e}");
-                directory.set_model_state(ModelState::Failed(e.to_string()));
-                return None;
-            }
+            Err(e) => return given_up(directory, &e),
         }
     }
 }

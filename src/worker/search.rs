@@ -381,10 +381,7 @@ pub fn follow_bindings() -> [RegisterTriggerInput; 2] {
 
 /// The interval of [`recheck_catalog`], from [`RECHECK_ENV`]; `None` when it is off.
 fn recheck_interval() -> Option<Duration> {
-    match std::env::var(RECHECK_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    {
+    match crate::time::env_millis(RECHECK_ENV) {
         Some(0) => None,
         Some(ms) => Some(Duration::from_millis(ms)),
         None => Some(DEFAULT_RECHECK),

@@ -1168,6 +1168,15 @@ async fn search_status(h: &Harness) -> Value {
     h.call("directory::index::status", json!({})).await["search"].clone()
 }
 
+/// A worker fetching the model from `url` (a loopback server), with `env` beside it.
+async fn downloading_from(url: &str, env: &[(&str, &str)]) -> Harness {
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    let mut vars = vec![("III_DIRECTORY_MODEL_URL", Some(url))];
+    vars.extend(env.iter().map(|&(name, value)| (name, Some(value))));
+    Harness::start_env(config, SKILLS, &vars).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_the_model_downloads_search_is_lexical_and_the_status_says_so() {
     // A model server that takes the request and never answers.
@@ -1175,10 +1184,7 @@ async fn while_the_model_downloads_search_is_lexical_and_the_status_says_so() {
         std::thread::sleep(Duration::from_secs(30));
         drop(stream);
     });
-    let mut config = settings(false, 2);
-    config["search_model_download"] = json!(true);
-    let url = stalled.url();
-    let h = Harness::start_env(config, SKILLS, &[("III_DIRECTORY_MODEL_URL", Some(&url))]).await;
+    let h = downloading_from(&stalled.url(), &[]).await;
     h.eventually("downloading", || async {
         search_status(&h).await["state"] == "downloading"
     })
@@ -1230,18 +1236,7 @@ async fn a_download_that_failed_for_a_passing_reason_is_tried_again() {
             let _ = test_support::loopback::http::write_response(&mut stream, 500, &[], b"down");
         }
     });
-    let mut config = settings(false, 2);
-    config["search_model_download"] = json!(true);
-    let url = down.url();
-    let h = Harness::start_env(
-        config,
-        SKILLS,
-        &[
-            ("III_DIRECTORY_MODEL_URL", Some(&url)),
-            ("III_DIRECTORY_MODEL_RETRY_MS", Some("100")),
-        ],
-    )
-    .await;
+    let h = downloading_from(&down.url(), &[("III_DIRECTORY_MODEL_RETRY_MS", "100")]).await;
     h.eventually("failed", || async {
         search_status(&h).await["state"] == "failed"
     })
@@ -1284,16 +1279,11 @@ async fn a_download_that_trickles_is_given_up_at_its_deadline_and_resumed() {
             std::thread::sleep(Duration::from_millis(50));
         }
     });
-    let mut config = settings(false, 2);
-    config["search_model_download"] = json!(true);
-    let url = trickle.url();
-    let h = Harness::start_env(
-        config,
-        SKILLS,
+    let h = downloading_from(
+        &trickle.url(),
         &[
-            ("III_DIRECTORY_MODEL_URL", Some(&url)),
-            ("III_DIRECTORY_MODEL_ATTEMPT_MS", Some("2500")),
-            ("III_DIRECTORY_MODEL_RETRY_MS", Some("100")),
+            ("III_DIRECTORY_MODEL_ATTEMPT_MS", "2500"),
+            ("III_DIRECTORY_MODEL_RETRY_MS", "100"),
         ],
     )
     .await;
