@@ -19,6 +19,7 @@ use super::doubled::Doubled;
 use super::listed::Listed;
 use super::resources::resource_flags;
 use super::rows::{Rows, Span};
+use super::segments::Segments;
 use crate::doc::distance::Shape;
 use crate::error::Result;
 use crate::index::Reader;
@@ -132,22 +133,22 @@ impl SkillCache {
             match (reader.skill(&id)?, at) {
                 (Some(row), Ok(i)) => {
                     let row = Arc::new(Listed::new(id, &row));
-                    patch_overview(&mut overviews, &row.id, Some(&row));
+                    patch_overview(&mut overviews, row.id(), Some(&row));
                     rows.replace(i, row);
                 }
                 (Some(row), Err(i)) => {
                     let row = Arc::new(Listed::new(id, &row));
-                    patch_overview(&mut overviews, &row.id, Some(&row));
+                    patch_overview(&mut overviews, row.id(), Some(&row));
                     if let Some(earlier) = &mut earlier {
-                        earlier.add(&row.id);
+                        earlier.add(row.id());
                     }
                     rows.insert(i, row);
                 }
                 (None, Ok(i)) => {
                     let gone = rows.remove(i);
-                    patch_overview(&mut overviews, &gone.id, None);
+                    patch_overview(&mut overviews, gone.id(), None);
                     if let Some(earlier) = &mut earlier {
-                        earlier.remove(&gone.id);
+                        earlier.remove(gone.id());
                     }
                 }
                 (None, Err(_)) => {}
@@ -224,10 +225,10 @@ impl SkillCache {
     /// The positions of the rows whose on-disk id starts with `prefix` (they sit together in
     /// id order).
     pub fn prefix_range(&self, prefix: &str) -> Range<usize> {
-        let start = self.rows.partition_point(|r| *r.id < *prefix);
+        let start = self.rows.partition_point(|r| r.id() < prefix);
         let end = self
             .rows
-            .partition_point(|r| *r.id < *prefix || r.id.starts_with(prefix));
+            .partition_point(|r| r.id() < prefix || r.id().starts_with(prefix));
         start..end
     }
 
@@ -309,7 +310,7 @@ impl SkillCache {
 
 /// Puts `row` (or nothing) where the overview of `id` sits in `overviews`, if it is one.
 fn patch_overview(overviews: &mut Vec<Arc<Listed>>, id: &str, row: Option<&Arc<Listed>>) {
-    let at = overviews.binary_search_by(|r| (*r.id).cmp(id));
+    let at = overviews.binary_search_by(|r| r.id().cmp(id));
     let row = row.filter(|r| r.overview.is_some()).cloned();
     match (at, row) {
         (Ok(i), Some(row)) => overviews[i] = row,
@@ -327,7 +328,7 @@ fn patch_overview(overviews: &mut Vec<Arc<Listed>>, id: &str, row: Option<&Arc<L
 struct Postings {
     /// Each segment's number: its rows are `positions[starts[n]..starts[n + 1]]`. A derived
     /// set keeps the segments no id has any more, with no rows.
-    segments: HashMap<Arc<str>, u32>,
+    segments: Segments,
     starts: Vec<u32>,
     /// Row positions (in id order), ascending within a segment.
     positions: Vec<u32>,
@@ -347,16 +348,19 @@ fn text_offset(len: usize) -> u32 {
 impl Postings {
     /// From every row.
     fn build(rows: &Rows) -> Postings {
-        let mut segments: HashMap<Arc<str>, u32> = HashMap::new();
+        let mut segments = Segments::default();
         let mut lists: Vec<Vec<(u32, Shape)>> = Vec::new();
         let mut ids = String::new();
         let mut ends = Vec::with_capacity(rows.len());
         for (i, row) in rows.iter().enumerate() {
-            let lowercase = row.id.to_lowercase();
+            let lowercase = row.id().to_lowercase();
             let shape = Shape::of(&lowercase);
-            for part in row.id.split('/') {
-                let n = segment_number(&mut segments, &mut lists, part);
-                push_once(&mut lists[n], i as u32, shape);
+            for part in row.id().split('/') {
+                let (n, new) = segments.number(part);
+                if new {
+                    lists.push(Vec::new());
+                }
+                push_once(&mut lists[n as usize], i as u32, shape);
             }
             ids.push_str(&lowercase);
             ends.push(text_offset(ids.len()));
@@ -365,7 +369,7 @@ impl Postings {
     }
 
     fn flatten(
-        segments: HashMap<Arc<str>, u32>,
+        segments: Segments,
         lists: &[Vec<(u32, Shape)>],
         ids: String,
         ends: Vec<u32>,
@@ -429,19 +433,14 @@ impl Postings {
         let mut new_lists: Vec<Vec<(u32, Shape)>> = Vec::new();
         let first_new = base.starts.len() as u32 - 1;
         for &q in &added {
-            let id = &rows.at(q as usize).id;
+            let id = rows.at(q as usize).id();
             let lowercase = id.to_lowercase();
             let shape = Shape::of(&lowercase);
             for part in id.split('/') {
-                let n = match segments.get(part) {
-                    Some(&n) => n,
-                    None => {
-                        let n = first_new + new_lists.len() as u32;
-                        segments.insert(part.into(), n);
-                        new_lists.push(Vec::new());
-                        n
-                    }
-                };
+                let (n, new) = segments.number(part);
+                if new {
+                    new_lists.push(Vec::new());
+                }
                 if n >= first_new {
                     push_once(&mut new_lists[(n - first_new) as usize], q, shape);
                 } else {
@@ -531,7 +530,7 @@ impl Postings {
 
     fn posting(&self, segment: &str) -> Posting<'_> {
         match self.segments.get(segment) {
-            Some(&n) => {
+            Some(n) => {
                 let range = self.starts[n as usize] as usize..self.starts[n as usize + 1] as usize;
                 Posting {
                     positions: &self.positions[range.clone()],
@@ -549,21 +548,6 @@ impl Postings {
         let start = if i == 0 { 0 } else { self.ends[i - 1] } as usize;
         &self.ids[start..self.ends[i] as usize]
     }
-}
-
-/// The number of `segment`, given it a new list if it has none yet.
-fn segment_number(
-    segments: &mut HashMap<Arc<str>, u32>,
-    lists: &mut Vec<Vec<(u32, Shape)>>,
-    segment: &str,
-) -> usize {
-    if let Some(&n) = segments.get(segment) {
-        return n as usize;
-    }
-    let n = lists.len();
-    segments.insert(segment.into(), n as u32);
-    lists.push(Vec::new());
-    n
 }
 
 /// Lists a row under a segment once, though its id may repeat the segment.
@@ -619,7 +603,7 @@ impl SkillCache {
         Structures {
             segments: postings
                 .segments
-                .keys()
+                .names()
                 .map(|s| {
                     let p = postings.posting(s);
                     (
@@ -632,14 +616,14 @@ impl SkillCache {
             lowercase_ids: (0..self.rows.len())
                 .map(|i| postings.id_at(i).to_string())
                 .collect(),
-            overviews: self.overviews.iter().map(|r| r.id.to_string()).collect(),
+            overviews: self.overviews.iter().map(|r| r.id().to_string()).collect(),
             rows: self
                 .rows
                 .iter()
                 .map(|r| {
                     let mut json = String::new();
                     r.push_json(&mut json, true);
-                    (r.id.to_string(), json)
+                    (r.id().to_string(), json)
                 })
                 .collect(),
             chunks_well_formed: self.rows.well_formed(),
@@ -662,7 +646,7 @@ impl SkillCache {
 impl SkillCache {
     /// A cache of hand-made rows, for tests of what reads it.
     pub fn of_rows(mut rows: Vec<Listed>) -> SkillCache {
-        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        rows.sort_by(|a, b| a.id().cmp(b.id()));
         SkillCache::of(0, 0, rows.into_iter().map(Arc::new).collect())
     }
 }
@@ -690,7 +674,7 @@ mod tests {
             .map(|r| {
                 let mut json = String::new();
                 r.push_json(&mut json, true);
-                (r.id.to_string(), json)
+                (r.id().to_string(), json)
             })
             .collect()
     }

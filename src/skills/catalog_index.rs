@@ -38,7 +38,7 @@ impl CatalogIndex {
             if listed.catalog.is_none() {
                 continue;
             }
-            let ns = first_segment(&listed.id);
+            let ns = first_segment(listed.id());
             // Rows come in id order, so a namespace's rows are mostly together (`a-b/x` sorts
             // between `a` and `a/x`): a namespace met again gets another entry.
             if index.namespaces.last().is_none_or(|last| **last != *ns) {

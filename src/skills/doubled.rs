@@ -42,14 +42,14 @@ impl Doubled {
 
     /// Whether `row` is the second reading of a local file.
     pub fn holds_row(&self, row: &Listed) -> bool {
-        self.holds(row.root, &row.id)
+        self.holds(row.root, row.id())
     }
 
     /// Whether `row` is the second reading of a local file whose local row is in the same
     /// answer (`local_in`, asked with the local id): an answer taking each file once then
     /// leaves `row` out.
     pub fn answered_as_local(&self, row: &Listed, local_in: impl FnOnce(&str) -> bool) -> bool {
-        self.holds_row(row) && self.local_id(&row.id).is_some_and(local_in)
+        self.holds_row(row) && self.local_id(row.id()).is_some_and(local_in)
     }
 
     /// The local reading's id of the second reading `id` (`iii/pdf` → `pdf`), when `id` is one

@@ -217,7 +217,7 @@ fn recover_miss(
     missed: &str,
     raw: bool,
 ) -> Result<Value> {
-    let visible = |row: &&Listed| visibility.allows_id(&row.id, row.always_visible);
+    let visible = |row: &&Listed| visibility.allows_id(row.id(), row.always_visible);
     let top = first_segment(missed);
     if top != "iii" && !top.is_empty() {
         let mut names: BTreeSet<&str> = visibility
@@ -228,14 +228,14 @@ fn recover_miss(
         if let Some(worker) = resolve_worker(top, &names) {
             let docs: Vec<&Listed> = cache.namespace(worker).filter(visible).collect();
             let overview_id = format!("{worker}/index");
-            if let Some(overview) = docs.iter().find(|row| *row.id == overview_id) {
+            if let Some(overview) = docs.iter().find(|row| row.id() == overview_id) {
                 if !missed.contains('/') || docs.len() == 1 {
-                    let row = stored(reader, &overview.id)?;
+                    let row = stored(reader, overview.id())?;
                     let note = format!(
                         "> Note: there is no skill `{missed}`; this is `{shown}`, the worker's overview. For its callable functions call `engine::functions::list` with worker={worker}; for the other skills it ships call `directory::skills::list` with prefix=\"{worker}/\".",
                         shown = row.display_id
                     );
-                    return serve(reader, roots, &overview.id, row, raw, Some(note));
+                    return serve(reader, roots, overview.id(), row, raw, Some(note));
                 }
             } else if docs.is_empty() {
                 if cache.row("iii/index").as_ref().is_some_and(visible) {
@@ -373,7 +373,7 @@ fn suggestions(missed: &str, cache: &SkillCache, visibility: Visibility<'_>) -> 
                     continue;
                 };
                 let row = cache.at(position);
-                if visibility.allows_id(&row.id, row.always_visible) {
+                if visibility.allows_id(row.id(), row.always_visible) {
                     best.offer(100 * shared - distance as i64, position, row);
                 }
             }
@@ -518,11 +518,11 @@ mod tests {
         let mut scored: Vec<(i64, Cow<'_, str>)> = cache
             .rows()
             .iter()
-            .filter(|r| visibility.allows_id(&r.id, r.always_visible))
+            .filter(|r| visibility.allows_id(r.id(), r.always_visible))
             .map(|r| {
-                let segments: Vec<&str> = r.id.split('/').collect();
+                let segments: Vec<&str> = r.id().split('/').collect();
                 let shared = missed.split('/').filter(|s| segments.contains(s)).count() as i64;
-                let distance = levenshtein(&missed_lower, &r.id.to_lowercase()) as i64;
+                let distance = levenshtein(&missed_lower, &r.id().to_lowercase()) as i64;
                 (100 * shared - distance, r.shown_id())
             })
             .collect();

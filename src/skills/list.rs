@@ -191,8 +191,9 @@ impl<'a> Filter<'a> {
     }
 
     fn admits(&self, listed: &Listed) -> bool {
-        self.visibility.allows_id(&listed.id, listed.always_visible)
-            && self.prefix.is_none_or(|p| listed.id.starts_with(p))
+        self.visibility
+            .allows_id(listed.id(), listed.always_visible)
+            && self.prefix.is_none_or(|p| listed.id().starts_with(p))
             && self
                 .kind
                 .is_none_or(|t| listed.kind().as_deref() == Some(t))

@@ -12,6 +12,7 @@ mod overview;
 pub mod resources;
 mod rows;
 mod search;
+mod segments;
 pub mod spec;
 mod vectors;
 pub mod write;

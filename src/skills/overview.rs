@@ -23,10 +23,10 @@ pub fn index(cache: &SkillCache, visibility: Visibility<'_>) -> Value {
     let overviews: Vec<OverviewEntry<'_>> = cache
         .overviews()
         .iter()
-        .filter(|row| visibility.allows_id(&row.id, row.always_visible))
+        .filter(|row| visibility.allows_id(row.id(), row.always_visible))
         .filter_map(|row| {
             row.overview.as_ref().map(|o| OverviewEntry {
-                id: &row.id,
+                id: row.id(),
                 title: &o.title,
                 description: &o.description,
             })

@@ -48,11 +48,11 @@ fn is_resource(rows: &Rows, row: &Listed) -> bool {
     // Most ids hold no resource folder: nothing is allocated for them.
     if !RESOURCE_FOLDERS
         .iter()
-        .any(|folder| row.id.contains(folder))
+        .any(|folder| row.id().contains(folder))
     {
         return false;
     }
-    possible_owners(&row.id).iter().any(|owner| {
+    possible_owners(row.id()).iter().any(|owner| {
         rows.search(owner)
             .is_ok_and(|position| rows.at(position).skill_file)
     })

@@ -87,13 +87,13 @@ impl Rows {
 
     /// The position of `id` (`Ok`), or where it would go (`Err`), as `slice::binary_search`.
     pub fn search(&self, id: &str) -> Result<usize, usize> {
-        let c = self.chunks.partition_point(|chunk| *chunk[0].id <= *id);
+        let c = self.chunks.partition_point(|chunk| chunk[0].id() <= id);
         if c == 0 {
             return Err(0);
         }
         let start = self.starts[c - 1] as usize;
         self.chunks[c - 1]
-            .binary_search_by(|r| (*r.id).cmp(id))
+            .binary_search_by(|r| r.id().cmp(id))
             .map(|i| start + i)
             .map_err(|i| start + i)
     }
@@ -102,7 +102,7 @@ impl Rows {
     pub fn seen(&self, id: &str, visibility: Visibility<'_>) -> bool {
         self.search(id).is_ok_and(|at| {
             let row = self.at(at);
-            visibility.allows_id(&row.id, row.always_visible)
+            visibility.allows_id(row.id(), row.always_visible)
         })
     }
 
@@ -208,7 +208,7 @@ impl Rows {
             && self
                 .iter()
                 .zip(self.iter().skip(1))
-                .all(|(a, b)| a.id < b.id)
+                .all(|(a, b)| a.id() < b.id())
     }
 }
 
@@ -280,7 +280,7 @@ mod tests {
     }
 
     fn ids(rows: &Rows) -> Vec<String> {
-        rows.iter().map(|r| r.id.to_string()).collect()
+        rows.iter().map(|r| r.id().to_string()).collect()
     }
 
     /// Random inserts, replacements and removals, each checked against a plain sorted list:
@@ -307,7 +307,7 @@ mod tests {
                     if below(3) == 0 {
                         rows.replace(at, row(&id));
                     } else {
-                        assert_eq!(*rows.remove(at).id, *id);
+                        assert_eq!(*rows.remove(at).id(), *id);
                         model.remove(at);
                     }
                 }
@@ -323,15 +323,15 @@ mod tests {
             assert_eq!(ids(&rows), model, "step {step}");
             let (a, b) = (below(model.len() + 1), below(model.len() + 1));
             let range = a.min(b)..a.max(b);
-            let spanned: Vec<&str> = rows.span(range.clone()).map(|r| &*r.id).collect();
+            let spanned: Vec<&str> = rows.span(range.clone()).map(|r| r.id()).collect();
             assert_eq!(spanned, model[range.clone()], "step {step}");
             let picked: Vec<u32> = range.clone().step_by(3).map(|p| p as u32).collect();
-            let got: Vec<&str> = rows.picked(&picked).map(|r| &*r.id).collect();
+            let got: Vec<&str> = rows.picked(&picked).map(|r| r.id()).collect();
             let want: Vec<&str> = picked.iter().map(|&p| &*model[p as usize]).collect();
             assert_eq!(got, want, "step {step}");
             let bound = format!("m{:04}", below(600));
             assert_eq!(
-                rows.partition_point(|r| *r.id < *bound),
+                rows.partition_point(|r| r.id() < bound.as_str()),
                 model.partition_point(|m| *m < bound),
                 "step {step}"
             );

@@ -118,7 +118,12 @@ impl SkillTerms {
     /// are dropped once they outnumber its rows.
     pub fn index(&mut self, reader: &Reader, cache: &SkillCache) -> Result<Index> {
         let rows = cache.rows();
-        let key = |listed: &Listed| (listed.id.clone(), listed.content.unwrap_or_default());
+        let key = |listed: &Listed| {
+            (
+                Box::<str>::from(listed.id()),
+                listed.content.unwrap_or_default(),
+            )
+        };
         // The texts not counted yet are read, split into terms and counted across the cores;
         // only the numbering of each text's distinct terms is sequential.
         let missing: Vec<&Listed> = rows
@@ -315,12 +320,12 @@ pub fn search(
     })?;
     let rows = cache.rows();
     let admits = |listed: &Listed| {
-        visibility.allows_id(&listed.id, listed.always_visible)
+        visibility.allows_id(listed.id(), listed.always_visible)
             && (audience == Audience::Caller || !listed.disable_model_invocation())
             && req
                 .prefix
                 .as_deref()
-                .is_none_or(|p| listed.id.starts_with(p))
+                .is_none_or(|p| listed.id().starts_with(p))
             && req
                 .kind
                 .as_deref()
