@@ -127,7 +127,7 @@ impl FetchError {
     /// Whether another attempt may well succeed: the connection failed or timed out, the server
     /// answered 5xx, 408 or 429, the attempt outlived its deadline, a file was cut short or
     /// announced shorter than pinned (what arrived is kept and resumed), a resumed answer
-    /// started elsewhere (its part was dropped), a file resumed from an earlier attempt's bytes
+    /// started elsewhere or its range was refused (its part was dropped), a file resumed from an earlier attempt's bytes
     /// failed its hash (it was dropped, and comes whole next time), or the disk failed. Not a
     /// file that arrived whole with another hash, or longer than pinned, another 4xx, or a
     /// request that cannot be made: the same source would answer the same way again.
@@ -240,6 +240,17 @@ async fn fetch_file(
         };
         let mut response = request.send().await.map_err(http)?;
         let status = response.status();
+        if status == reqwest::StatusCode::RANGE_NOT_SATISFIABLE && have > 0 {
+            // The file served is no longer than the `.part` (it changed under the pinned
+            // URL): what is there cannot be resumed, so it goes, and the next attempt asks
+            // for the whole file.
+            discard(&part);
+            return Err(FetchError::Resume {
+                url: url.clone(),
+                expected: have,
+                found: content_range(&response).to_owned(),
+            });
+        }
         // A server that ignores the range sends the whole file: start over.
         let resumed = status == reqwest::StatusCode::PARTIAL_CONTENT && have > 0;
         if !status.is_success() {
@@ -315,14 +326,19 @@ async fn fetch_file(
     Ok(())
 }
 
-/// Checks that a partial answer starts where the `.part` stops (`Content-Range: bytes
-/// <have>-…`).
-fn check_resumed_at(response: &reqwest::Response, have: u64, url: &str) -> Result<(), FetchError> {
-    let range = response
+/// The answer's `Content-Range`, empty when it has none.
+fn content_range(response: &reqwest::Response) -> &str {
+    response
         .headers()
         .get(reqwest::header::CONTENT_RANGE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+        .unwrap_or("")
+}
+
+/// Checks that a partial answer starts where the `.part` stops (`Content-Range: bytes
+/// <have>-…`).
+fn check_resumed_at(response: &reqwest::Response, have: u64, url: &str) -> Result<(), FetchError> {
+    let range = content_range(response);
     let start = range
         .strip_prefix("bytes ")
         .and_then(|r| r.split_once('-'))

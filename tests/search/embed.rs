@@ -786,6 +786,42 @@ fn a_resumed_answer_from_another_offset_is_discarded() {
     );
 }
 
+/// A `.part` longer than the file now served under the URL (it changed there): the server
+/// refuses the range (416), the part goes, and the next attempt asks for the whole file, which
+/// is then refused for its length; the right file served again lands.
+#[test]
+fn a_range_the_server_refuses_drops_the_part() {
+    let model = FakeModel::serve();
+    model.server.cut_next("/rev/model.safetensors", 20_000);
+    assert!(model.fetch(&model.source).is_err());
+    model.server.file(
+        "/rev/model.safetensors",
+        model.files[2].1[..10_000].to_vec(),
+    );
+    let error = model.fetch(&model.source).expect_err("refused range");
+    assert!(
+        matches!(error, FetchError::Resume { expected: 20_000, ref found, .. } if found == "bytes */10000"),
+        "{error}"
+    );
+    assert!(error.is_transient(), "{error}");
+    assert!(!model.part().exists(), "the part is dropped");
+    let error = model.fetch(&model.source).expect_err("a shorter file");
+    assert!(
+        matches!(error, FetchError::Size { found: 10_000, .. }),
+        "{error}"
+    );
+    let last = model.server.requests().last().cloned().expect("request");
+    assert_eq!(last, ("/rev/model.safetensors".to_owned(), None));
+    model
+        .server
+        .file("/rev/model.safetensors", model.files[2].1.clone());
+    let folder = model.fetch(&model.source).expect("fetch");
+    assert_eq!(
+        std::fs::read(folder.join("model.safetensors")).expect("landed"),
+        model.files[2].1
+    );
+}
+
 #[test]
 fn a_fetch_waits_for_another_process_fetching_the_same_model() {
     use std::os::fd::AsRawFd;

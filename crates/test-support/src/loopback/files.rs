@@ -93,8 +93,16 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         .as_deref()
         .and_then(|r| r.strip_prefix("bytes="))
         .and_then(|r| r.strip_suffix('-'))
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|&n| n < file.len());
+        .and_then(|n| n.parse::<usize>().ok());
+    // A range from past the end is refused, as HTTP servers do.
+    if asked.is_some_and(|n| n >= file.len()) {
+        let headers = [(
+            "Content-Range".to_owned(),
+            format!("bytes */{}", file.len()),
+        )];
+        let _ = write_response(&mut stream, 416, &headers, b"");
+        return;
+    }
     let start = if from_start { asked.map(|_| 0) } else { asked };
     let body = &file[start.unwrap_or(0)..];
     let content_range = start.map(|n| format!("bytes {n}-{}/{}", file.len() - 1, file.len()));

@@ -212,6 +212,7 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         206 => "Partial Content",
         404 => "Not Found",
+        416 => "Range Not Satisfiable",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         _ => "Status",
