@@ -127,10 +127,11 @@ impl FetchError {
     /// Whether another attempt may well succeed: the connection failed or timed out, the server
     /// answered 5xx, 408 or 429, the attempt outlived its deadline, a file was cut short or
     /// announced shorter than pinned (what arrived is kept and resumed), a resumed answer
-    /// started elsewhere or its range was refused (its part was dropped), a file resumed from an earlier attempt's bytes
-    /// failed its hash (it was dropped, and comes whole next time), or the disk failed. Not a
-    /// file that arrived whole with another hash, or longer than pinned, another 4xx, or a
-    /// request that cannot be made: the same source would answer the same way again.
+    /// started elsewhere or its range was refused (its part was dropped), a file resumed from
+    /// an earlier attempt's bytes failed its hash (it was dropped, and comes whole next time),
+    /// or the disk failed. Not a file that arrived whole with another hash, or longer than
+    /// pinned, another 4xx, or a request that cannot be made: the same source would answer the
+    /// same way again.
     pub fn is_transient(&self) -> bool {
         match self {
             // A request that cannot be made (a malformed URL) or redirects without end fails
