@@ -644,7 +644,12 @@ impl Tree {
     }
 
     fn note(&mut self, wd: Wd, path: PathBuf) {
-        let path: Arc<Path> = path.into();
+        // A folder watched again (replaced under its name) keeps the copy `by_path` holds,
+        // which its insert below would not replace.
+        let path: Arc<Path> = match self.by_path.get_key_value(path.as_path()) {
+            Some((held, _)) => held.clone(),
+            None => path.into(),
+        };
         if let Some(old) = self.by_wd.insert(wd, path.clone()) {
             if old != path {
                 self.by_path.remove(&old);
