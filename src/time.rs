@@ -16,11 +16,17 @@ pub const CALL_DEADLINE_ENV: &str = "III_DIRECTORY_CALL_DEADLINE_MS";
 /// download waits no longer than it for its turn to fetch.
 pub fn call_deadline() -> Option<Duration> {
     static DEADLINE: OnceLock<Option<Duration>> = OnceLock::new();
-    *DEADLINE.get_or_init(|| match env_millis(CALL_DEADLINE_ENV) {
+    *DEADLINE.get_or_init(|| env_interval(CALL_DEADLINE_ENV, DEFAULT_CALL_DEADLINE))
+}
+
+/// An interval in milliseconds from the environment variable `name`: `default` when it is
+/// unset or not a number, `None` (off) when it is `0`.
+pub fn env_interval(name: &str, default: Duration) -> Option<Duration> {
+    match env_millis(name) {
         Some(0) => None,
         Some(ms) => Some(Duration::from_millis(ms)),
-        None => Some(DEFAULT_CALL_DEADLINE),
-    })
+        None => Some(default),
+    }
 }
 
 /// A whole number of milliseconds from the environment variable `name` (spaces around it

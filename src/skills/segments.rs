@@ -23,7 +23,11 @@ pub struct Segments {
 impl Segments {
     /// The number of `name`, if it has one.
     pub fn get(&self, name: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(name);
+        self.find(self.hasher.hash_one(name), name)
+    }
+
+    /// The number of `name`, whose hash is `hash`, if it has one.
+    fn find(&self, hash: u64, name: &str) -> Option<u32> {
         self.table
             .find(hash, |&n| name_of(&self.names, &self.ends, n) == name)
             .copied()
@@ -32,7 +36,8 @@ impl Segments {
     /// The number of `name`, and whether it is new: a name not numbered yet takes the next
     /// number.
     pub fn number(&mut self, name: &str) -> (u32, bool) {
-        if let Some(n) = self.get(name) {
+        let hash = self.hasher.hash_one(name);
+        if let Some(n) = self.find(hash, name) {
             return (n, false);
         }
         let n = u32::try_from(self.ends.len()).expect("under 4 billion names");
@@ -45,9 +50,7 @@ impl Segments {
             table,
             hasher,
         } = self;
-        table.insert_unique(hasher.hash_one(name), n, |&m| {
-            hasher.hash_one(name_of(names, ends, m))
-        });
+        table.insert_unique(hash, n, |&m| hasher.hash_one(name_of(names, ends, m)));
         (n, true)
     }
 

@@ -381,11 +381,7 @@ pub fn follow_bindings() -> [RegisterTriggerInput; 2] {
 
 /// The interval of [`recheck_catalog`], from [`RECHECK_ENV`]; `None` when it is off.
 fn recheck_interval() -> Option<Duration> {
-    match crate::time::env_millis(RECHECK_ENV) {
-        Some(0) => None,
-        Some(ms) => Some(Duration::from_millis(ms)),
-        None => Some(DEFAULT_RECHECK),
-    }
+    crate::time::env_interval(RECHECK_ENV, DEFAULT_RECHECK)
 }
 
 /// Every how many rounds of [`recheck_catalog`] every contract is asked for: the others ask
