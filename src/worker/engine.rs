@@ -85,6 +85,19 @@ struct Fetched {
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(5);
 
 impl Installed {
+    /// The set last fetched while it is younger than `ttl` (a failed fetch's, younger than
+    /// [`RETRY_FAILED_AFTER`]); `None` when it has to be asked for again.
+    pub fn held(&self, ttl: Duration) -> Option<Option<Arc<BTreeSet<String>>>> {
+        let cached = self.cached.lock().ok()?;
+        let last = cached.as_ref()?;
+        let keep_for = if last.failed && !last.missing {
+            ttl.min(RETRY_FAILED_AFTER)
+        } else {
+            ttl
+        };
+        (last.at.elapsed() < keep_for).then(|| last.set.clone())
+    }
+
     /// The set, refetched when older than `ttl` (or always with `fresh`). On a failed fetch the
     /// last set is kept; with none ever fetched the answer is `None` and nothing is hidden.
     pub async fn get(
@@ -93,18 +106,14 @@ impl Installed {
         ttl: Duration,
         fresh: bool,
     ) -> Option<Arc<BTreeSet<String>>> {
-        let cached = self.cached.lock().ok().and_then(|c| c.clone());
-        if let Some(last) = &cached {
-            let keep_for = if last.failed && !last.missing {
-                ttl.min(RETRY_FAILED_AFTER)
-            } else {
-                ttl
-            };
-            if !fresh && last.at.elapsed() < keep_for {
-                return last.set.clone();
-            }
+        if !fresh && let Some(held) = self.held(ttl) {
+            return held;
         }
-        let last_set = cached.and_then(|c| c.set);
+        let last_set = self
+            .cached
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref()?.set.clone());
         let fetched = match call(iii, "worker::list", json!({}), WORKER_LIST_TIMEOUT).await {
             Ok(answer) => {
                 let names: BTreeSet<String> = answer["workers"]

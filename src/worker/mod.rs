@@ -40,7 +40,7 @@ use crate::watch::{WatchOptions, Watcher};
 use engine::Installed;
 use error::Refusal;
 use subscriptions::{Provider, Subscriptions};
-use surface::{FamilyType, Handler, OnChange, family};
+use surface::{Deadline, FamilyType, Handler, OnChange, family};
 
 pub use connection::layer as connection_layer;
 pub use error::{ServeError, WorkerError};
@@ -367,26 +367,14 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         };
         let mut registration = RegisterFunction::new_async(move |input: Value| {
             let call = call.clone();
+            let at_once = idle_poll(&call, id, handler, &input);
             async move {
-                let work = async {
-                    let started = Instant::now();
-                    screen::screen(id, &input)?;
-                    let shared = call.shared.clone();
-                    let answer = handle(call, handler, input).await?;
-                    let answer = deliverable(&shared, id, answer).await;
-                    // From the SDK's dispatch of the frame to the answer handed back to it: a
-                    // `get` right after a whole `list` spends 3 to 6 ms here at 50,000 skills
-                    // (issue 31), against 0.3 ms alone. `debug` level.
-                    tracing::debug!(
-                        function = id,
-                        handler_us = started.elapsed().as_micros() as u64,
-                        "call answered"
-                    );
-                    answer
-                };
-                watchdog::answered(id, deadline, work)
-                    .await
-                    .map_err(wire_error)
+                match at_once {
+                    Some(answer) => answer.map_err(wire_error),
+                    // Boxed: the SDK boxes the future this closure returns, which so stays
+                    // small (see `idle_poll`).
+                    None => Box::pin(answer_call(call, id, deadline, handler, input)).await,
+                }
             }
         })
         .description(function.description)
@@ -397,6 +385,75 @@ fn register(iii: &IIIClient, shared: &Arc<Shared>, runtime: tokio::runtime::Hand
         }
         iii.register_function(function.id, registration);
     }
+}
+
+/// Answers one call, within its deadline (`watchdog.rs`), its answer measured for the wire.
+async fn answer_call(
+    call: Call,
+    id: &'static str,
+    deadline: Deadline,
+    handler: Handler,
+    input: Value,
+) -> Result<Answer, iii_sdk::Error> {
+    let work = async {
+        let started = Instant::now();
+        screen::screen(id, &input)?;
+        let shared = call.shared.clone();
+        let answer = handle(call, handler, input).await?;
+        let answer = deliverable(&shared, id, answer).await;
+        // From the SDK's dispatch of the frame to the answer handed back to it: a `get` right
+        // after a whole `list` spends 3 to 6 ms here at 50,000 skills (issue 31), against 0.3
+        // ms alone. `debug` level.
+        tracing::debug!(
+            function = id,
+            handler_us = started.elapsed().as_micros() as u64,
+            "call answered"
+        );
+        answer
+    };
+    watchdog::answered(id, deadline, work)
+        .await
+        .map_err(wire_error)
+}
+
+/// A UI's idle poll (a `list` whose caller holds the current revision) answered as its frame
+/// is read, before any future is built for the call; `None` for every other call, and for a
+/// poll that needs the installed workers fetched again. The future of a whole call is about
+/// 3 KiB, and glibc hands out a block that large only after merging every small block freed
+/// since, of which the SDK frees a few hundred per call (its copy of the function's
+/// registration); that merge, the deadline's timer and the larger task were a third of what
+/// this worker added to such a poll's time over the SDK's own (issue 15).
+fn idle_poll(
+    call: &Call,
+    id: &str,
+    handler: Handler,
+    input: &Value,
+) -> Option<Result<Answer, WorkerError>> {
+    let Handler::Library(LibraryFunction::Read(function)) = handler else {
+        return None;
+    };
+    let shared = &call.shared;
+    let installed = match function.installed() {
+        InstalledNeed::Never => None,
+        InstalledNeed::Cached => shared.installed.held(installed_ttl(shared))?,
+        InstalledNeed::Fresh => return None,
+    };
+    let started = Instant::now();
+    let answer = watchdog::answered_at_once(id, || {
+        // A request the screen refuses is refused by the whole call, with its reason.
+        screen::screen(id, input).ok()?;
+        let answer = shared
+            .directory
+            .read_if_unchanged(function, input, installed.as_deref())?;
+        Some(answer.map_err(WorkerError::from))
+    })?;
+    // Its answer is a few dozen bytes, always within the wire's limit.
+    tracing::debug!(
+        function = id,
+        handler_us = started.elapsed().as_micros() as u64,
+        "idle poll answered"
+    );
+    Some(answer)
 }
 
 /// Registers family `F`'s trigger type, its payload schema from [`OnChange`].
@@ -543,8 +600,15 @@ async fn installed_workers(
     shared: &Shared,
     fresh: bool,
 ) -> Option<Arc<std::collections::BTreeSet<String>>> {
-    let ttl = Duration::from_millis(shared.directory.setting(|s| s.registry_cache_ttl_ms));
-    shared.installed.get(iii, ttl, fresh).await
+    shared
+        .installed
+        .get(iii, installed_ttl(shared), fresh)
+        .await
+}
+
+/// How long a fetched set of installed workers is used (`registry_cache_ttl_ms`).
+fn installed_ttl(shared: &Shared) -> Duration {
+    Duration::from_millis(shared.directory.setting(|s| s.registry_cache_ttl_ms))
 }
 
 /// Runs library work on the blocking pool.

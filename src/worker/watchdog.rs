@@ -59,10 +59,21 @@ async fn answered_within<T>(
         },
         None => work.await,
     };
-    outcome.unwrap_or_else(|_| {
-        tracing::error!(function, "a handler panicked; answered D123");
-        Err(panicked(function).into())
-    })
+    outcome.unwrap_or_else(|_| after_panic(function))
+}
+
+/// `work`'s outcome, run at once on the caller's thread, or D123 when it panics.
+pub fn answered_at_once<T>(
+    function: &str,
+    work: impl FnOnce() -> Option<Result<T, WorkerError>>,
+) -> Option<Result<T, WorkerError>> {
+    std::panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| Some(after_panic(function)))
+}
+
+/// The answer to a call whose handler panicked.
+fn after_panic<T>(function: &str) -> Result<T, WorkerError> {
+    tracing::error!(function, "a handler panicked; answered D123");
+    Err(panicked(function).into())
 }
 
 fn timed_out(function: &str, limit: Duration) -> Error {
@@ -106,6 +117,25 @@ mod tests {
             "{} internal: directory::skills::get failed unexpectedly",
             Code::HandlerPanicked
         )));
+    }
+
+    #[test]
+    fn a_panic_in_a_call_answered_at_once_is_answered_d123() {
+        let outcome: Option<Result<(), WorkerError>> =
+            answered_at_once("directory::skills::list", || panic!("boom"));
+        let message = outcome
+            .expect("answered")
+            .expect_err("an error")
+            .to_string();
+        assert!(message.starts_with(&format!(
+            "{} internal: directory::skills::list failed unexpectedly",
+            Code::HandlerPanicked
+        )));
+        assert_eq!(
+            answered_at_once("f", || Some(Ok(7))).map(Result::ok),
+            Some(Some(7))
+        );
+        assert!(answered_at_once::<()>("f", || None).is_none());
     }
 
     #[tokio::test]
