@@ -665,12 +665,7 @@ impl Directory {
         request: &Value,
         installed: Option<&BTreeSet<String>>,
     ) -> Option<Result<Answer>> {
-        let table = match function {
-            ReadFunction::SkillsList => Logged::Skills,
-            ReadFunction::SystemPromptsList => Logged::Prompts,
-            ReadFunction::AgentsList => Logged::Agents,
-            _ => return None,
-        };
+        let table = function.listed_table()?;
         let held: RevisionRequest = request::parse(request).ok()?;
         let held = held.since_revision.or(held.if_revision)?;
         // A change on disk waiting to be taken in is caught up by the full read.
@@ -960,6 +955,19 @@ fn skipped_document(root: Root, rel: &str) -> Option<(&'static str, String)> {
 
 fn as_sentence<S: serde::Serializer>(reason: &SkipReason, out: S) -> Result<S::Ok, S::Error> {
     out.collect_str(reason)
+}
+
+impl ReadFunction {
+    /// The table a `list` function lists, whose revision its caller may hold; `None` for every
+    /// other read, which [`Directory::read_if_unchanged`] never answers.
+    pub fn listed_table(self) -> Option<Logged> {
+        match self {
+            ReadFunction::SkillsList => Some(Logged::Skills),
+            ReadFunction::SystemPromptsList => Some(Logged::Prompts),
+            ReadFunction::AgentsList => Some(Logged::Agents),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -432,6 +432,8 @@ fn idle_poll(
     let Handler::Library(LibraryFunction::Read(function)) = handler else {
         return None;
     };
+    // Only a list is ever unchanged: any other read is screened once, by the whole call.
+    function.listed_table()?;
     let shared = &call.shared;
     let installed = match function.installed() {
         InstalledNeed::Never => None,
