@@ -11,6 +11,7 @@ use clap::Parser;
 
 use cli::args::{Cli, Command, check_usage};
 use cli::error::{CliError, for_the_command_line};
+use cli::output::emit_failure;
 use cli::process::{
     init_logging, leave_payloads_out_of_traces, let_ctrl_c_stop, start_threads, tune_malloc,
 };
@@ -37,17 +38,21 @@ fn main() -> ExitCode {
         .map(str::to_ascii_lowercase)
         .unwrap_or_else(|| if serving { "info" } else { "warn" }.into());
     init_logging(&level);
-    if let Err(message) = cli::open_files::ensure() {
+    let json = cli.command.as_ref().is_some_and(Command::json);
+    let fail = |message: &str| {
         eprintln!("error: {message}");
-        return ExitCode::FAILURE;
+        if json {
+            emit_failure(message);
+        }
+        ExitCode::FAILURE
+    };
+    if let Err(message) = cli::open_files::ensure() {
+        return fail(&message);
     }
     match start_threads().and_then(|()| cli::run::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader stopped reading (`| head -1`): what it wanted, it has.
         Err(CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {}", for_the_command_line(&message.to_string()));
-            ExitCode::FAILURE
-        }
+        Err(error) => fail(&for_the_command_line(&error.to_string())),
     }
 }

@@ -33,7 +33,10 @@ Examples:
   iii-directory download --repo https://github.com/anthropics/skills --skill frontend-design
 
 While a worker runs, the read commands answer from its live index; without one, they bring
-the index up to date first.";
+the index up to date first.
+
+Errors go to stderr, with exit status 1. With --json, a failure also prints one object on
+stdout, {\"error\": {\"code\", \"class\", \"message\"}} (code and class null when uncoded).";
 
 #[derive(Parser)]
 #[command(name = "iii-directory", version, about = "Skills, system prompts and agent profiles for the iii engine, served from folders on disk through an embedded index.", after_help = AFTER_HELP)]
@@ -318,6 +321,22 @@ pub(crate) fn check_usage(cli: &Cli) {
 }
 
 impl Command {
+    /// Whether the command was asked for JSON (`--json`), its failure included.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            Command::Serve => false,
+            Command::Download(args) => args.json,
+            Command::Reindex { json, .. }
+            | Command::List { json, .. }
+            | Command::Get { json, .. }
+            | Command::Index { json }
+            | Command::Check { json, .. }
+            | Command::Search { json, .. }
+            | Command::Catalog { json, .. }
+            | Command::Bundles { json, .. } => *json,
+        }
+    }
+
     /// What the process is, in the note an index's writer leaves (`index::holder`): a worker
     /// holds the index for good, a command lets go when done.
     pub(crate) fn role(&self) -> &'static str {

@@ -10,7 +10,7 @@ mod download;
 pub(crate) mod error;
 mod model;
 pub(crate) mod open_files;
-mod output;
+pub(crate) mod output;
 pub(crate) mod process;
 mod progress;
 mod reindex;

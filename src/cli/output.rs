@@ -2,6 +2,9 @@
 //! for a terminal, tables, and what stderr can show.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use iii_directory::Code;
 
 use serde_json::Value;
 
@@ -69,6 +72,8 @@ pub(crate) fn shown_on_a_terminal(text: &str, one_line: bool) -> String {
 /// command with the reason instead of leaving a truncated answer behind an exit code 0. A
 /// reader that stopped reading (`| head`) is told apart in `main`, which exits quietly.
 pub(crate) fn emit(text: &str) -> Result<(), CliError> {
+    // Noted before the write, which may fail part way: a failure then adds nothing after it.
+    EMITTED.store(true, Ordering::Relaxed);
     if stdout_closed_at_start() {
         return Err(CliError::Output(std::io::Error::from_raw_os_error(
             libc::EBADF,
@@ -80,12 +85,41 @@ pub(crate) fn emit(text: &str) -> Result<(), CliError> {
         .map_err(CliError::Output)
 }
 
+/// Whether anything went to stdout (`emit`).
+static EMITTED: AtomicBool = AtomicBool::new(false);
+
+/// A failed command run with `--json`: when it printed nothing yet, its error goes to stdout
+/// too, as one JSON object a script can read instead of an empty output:
+/// `{"error": {"code": "D110", "class": "not_found", "message": "D110 not_found: …"}}`, with
+/// `code` and `class` null for an uncoded error (a configuration, a file, a lock). A command
+/// that printed its report before failing on it (`bundles verify` with differences) has said
+/// it all: one document stays on stdout. Best effort: stderr has the message regardless.
+pub(crate) fn emit_failure(message: &str) {
+    if !EMITTED.load(Ordering::Relaxed) {
+        let _ = emit(&failure_json(message).to_string());
+    }
+}
+
+fn failure_json(message: &str) -> Value {
+    let code = message
+        .split_once(": ")
+        .and_then(|(head, _)| head.split_once(' '))
+        .and_then(|(code, class)| {
+            Code::from_text(code).filter(|code| code.class().as_str() == class)
+        });
+    serde_json::json!({"error": {
+        "code": code.map(Code::text),
+        "class": code.map(|code| code.class().as_str()),
+        "message": message,
+    }})
+}
+
 /// Whether the process was started with its stdout closed (`>&-`), noted before Rust's
 /// runtime starts: the runtime then opens /dev/null in its place, where the output would
 /// vanish without an error.
 #[cfg(target_os = "linux")]
 pub(crate) fn stdout_closed_at_start() -> bool {
-    closed_stdout::CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+    closed_stdout::CLOSED.load(Ordering::Relaxed)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -161,6 +195,31 @@ pub(crate) fn print_table<const N: usize>(
 
 #[cfg(test)]
 mod tests {
+    /// A coded error is split into its code and class; anything else (an uncoded error, a
+    /// message that merely starts like one) keeps them null, and the message whole.
+    #[test]
+    fn a_failure_names_its_code_and_class_when_it_has_them() {
+        use serde_json::json;
+        let coded = "D110 not_found: skill \"x\" does not exist.";
+        assert_eq!(
+            super::failure_json(coded),
+            json!({"error": {"code": "D110", "class": "not_found", "message": coded}})
+        );
+        for uncoded in [
+            "config: unknown key `foo`",
+            "D999 not_found: no such code",
+            "D110 conflict: the class is not D110's",
+            "D110not_found: x",
+            "",
+        ] {
+            assert_eq!(
+                super::failure_json(uncoded),
+                json!({"error": {"code": null, "class": null, "message": uncoded}}),
+                "{uncoded}"
+            );
+        }
+    }
+
     #[test]
     fn a_dumb_terminal_gets_plain_lines_and_no_colour_and_no_color_only_drops_the_colour() {
         use super::Stderr;

@@ -516,6 +516,68 @@ fn missing_skill_fails_with_d110() {
     assert!(stderr.contains("D210 not_found"), "{stderr}");
 }
 
+/// With `--json`, a failure is also one object on stdout that a script can parse: the code and
+/// class of a coded error, null for an uncoded one, and the message stderr has. A command that
+/// printed its report before failing on it keeps that report as stdout's only document.
+#[test]
+fn json_failures_print_one_error_object_on_stdout() {
+    let tree = sample_tree();
+    let failed_json = |args: &[&str]| -> (Value, String) {
+        let output = run(&tree, args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stdout = text(&output.stdout);
+        let parsed = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{args:?} printed no JSON object ({e}): {stdout:?}"));
+        (parsed, text(&output.stderr))
+    };
+    let (error, stderr) = failed_json(&["get", "skill", "mailer/nope", "--json"]);
+    assert_eq!(error["error"]["code"], "D110", "{error}");
+    assert_eq!(error["error"]["class"], "not_found", "{error}");
+    let message = error["error"]["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("D110 not_found: skill \"mailer/nope\" does not exist."),
+        "{message}"
+    );
+    assert!(
+        message.contains("run `iii-directory list skills`"),
+        "{message}"
+    );
+    assert_eq!(stderr.trim_end(), format!("error: {message}"));
+
+    let (error, _) = failed_json(&["get", "agent", "nobody", "--json"]);
+    assert_eq!(error["error"]["code"], "D410", "{error}");
+
+    let (error, _) = failed_json(&[
+        "--config",
+        "/nonexistent/iii.yaml",
+        "list",
+        "skills",
+        "--json",
+    ]);
+    assert_eq!(error["error"]["code"], Value::Null, "{error}");
+    assert_eq!(error["error"]["class"], Value::Null, "{error}");
+    let message = error["error"]["message"].as_str().expect("message");
+    assert!(message.contains("/nonexistent/iii.yaml"), "{message}");
+
+    // A bundle whose file differs from the lock: `verify --json` prints its report, then fails.
+    tree.write("skills/demo/SKILL.md", "# Demo, edited here\n");
+    let lock = json!({"schema": 1, "bundles": {"demo": {
+        "namespace": "demo",
+        "source": {"kind": "registry", "worker": "demo", "tag": "latest", "version": "1.0.0",
+                   "digest": "sha256:00"},
+        "files": [{"path": "demo/SKILL.md", "route": "skills", "size": 7,
+                   "sha256": iii_directory::download::lock::sha256_hex(b"# Demo\n")}],
+        "landed_at": "2026-12-02T10:41:07Z",
+    }}});
+    tree.write(
+        "skills/iii-bundles.lock.json",
+        &serde_json::to_string_pretty(&lock).expect("lock"),
+    );
+    let (report, _) = failed_json(&["bundles", "verify", "--json"]);
+    assert!(report.get("error").is_none(), "{report}");
+    assert_eq!(report["bundles"][0]["namespace"], "demo", "{report}");
+}
+
 #[test]
 fn check_lists_skipped_files_with_reasons() {
     let tree = sample_tree();
