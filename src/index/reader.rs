@@ -1,6 +1,7 @@
 //! A consistent read snapshot of the index: the rows the read functions answer from, the text
-//! of a row's file, and the bookkeeping `status` and `check` show. Nothing here touches the
-//! folders on disk.
+//! of a row's file, and the bookkeeping `status` and `check` show. Nothing here reads the
+//! folders on disk; one `lstat` tells a row whose file could not be read that is gone since
+//! (`not found`) from one still unreadable (`Reader::text`).
 
 use std::collections::BTreeSet;
 
