@@ -4,8 +4,9 @@
 //! bus may have set):
 //!
 //! 1. No root is the filesystem root `/`: a root is walked whole and written to. No writable
-//!    root (`skills_folder`, `local_skills_folder`, `agents_folder`) is a system folder, a
-//!    top-level shared one (`/home`, `/tmp`, …) or the home folder.
+//!    root (`skills_folder`, `local_skills_folder`, `agents_folder`, and `global_agents_folder`,
+//!    whose profiles are updated and deleted in place) is a system folder, a top-level shared
+//!    one (`/home`, `/tmp`, …) or the home folder.
 //! 2. The index (and the files beside it: its texts store, its stamps, the landing folder) is
 //!    inside no root: it would be listed as that root's files, and a write there would land on
 //!    the index, or the index's rebuild on a skill. Nor is a root named as a file beside the
@@ -74,8 +75,12 @@ fn roots(paths: &Paths) -> Vec<(Root, &Path)> {
 }
 
 /// Whether the worker writes and deletes files in the root (on a caller's request over the bus).
+/// The user-global agents folder is: its profiles are updated and deleted in place.
 fn writable(root: Root) -> bool {
-    matches!(root, Root::Skills | Root::LocalSkills | Root::Agents)
+    matches!(
+        root,
+        Root::Skills | Root::LocalSkills | Root::Agents | Root::GlobalAgents
+    )
 }
 
 /// Folders of the system that hold no one's skills, walked whole and written to by no root.

@@ -790,14 +790,20 @@ fn layout_no_writable_root_is_a_system_folder_or_the_home_folder() {
         "/run".to_string(),
         home.clone(),
     ] {
-        for key in ["skills_folder", "local_skills_folder", "agents_folder"] {
+        for key in [
+            "skills_folder",
+            "local_skills_folder",
+            "agents_folder",
+            "global_agents_folder",
+        ] {
             let p = paths(Path::new("/p"), |p| match key {
                 "skills_folder" => {
                     p.skills_folder = PathBuf::from(&root);
                     p.local_skills_folder = PathBuf::from("/p/local");
                 }
                 "local_skills_folder" => p.local_skills_folder = PathBuf::from(&root),
-                _ => p.agents_folder = PathBuf::from(&root),
+                "agents_folder" => p.agents_folder = PathBuf::from(&root),
+                _ => p.global_agents_folder = Some(PathBuf::from(&root)),
             });
             let err = layout_error(&p);
             assert!(err.contains(key), "{root}: {err}");
@@ -813,6 +819,7 @@ fn layout_no_writable_root_is_a_system_folder_or_the_home_folder() {
         p.skills_folder = PathBuf::from(format!("{home}/skills"));
         p.local_skills_folder = PathBuf::from(format!("{home}/skills/iii"));
         p.agents_folder = PathBuf::from("/tmp/agents");
+        p.global_agents_folder = Some(PathBuf::from(format!("{home}/.iii/agents")));
         p.agents_skills_folder = PathBuf::from(&home);
     }))
     .unwrap_or_else(|e| panic!("{e}"));
