@@ -891,7 +891,12 @@ impl Directory {
             .skipped()?
             .into_iter()
             .map(|(root, rel, reason)| {
-                let (family, id) = skipped_document(root, &rel).unzip();
+                // A name that is not UTF-8 is stored written with `\xNN`: no id can name it.
+                let named = !matches!(reason, SkipReason::NameNotUtf8 { .. });
+                let (family, id) = named
+                    .then(|| skipped_document(root, &rel))
+                    .flatten()
+                    .unzip();
                 Skipped {
                     root: root.config_key(),
                     path: self.roots.file(root, &rel).display().to_string(),

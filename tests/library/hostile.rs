@@ -318,6 +318,18 @@ fn non_utf8_files_are_skipped_with_a_reason() {
         );
     }
     assert!(skip_reason(&d, &tree, "skills/latin/n\\xE9.png").is_none());
+    // Its escaped name is no document's id, so `check --json` names none.
+    let unnamed: Vec<_> = d
+        .skipped()
+        .expect("skipped")
+        .into_iter()
+        .filter(|s| matches!(s.reason, SkipReason::NameNotUtf8 { .. }))
+        .collect();
+    assert_eq!(unnamed.len(), 3, "{unnamed:?}");
+    assert!(
+        unnamed.iter().all(|s| s.family.is_none() && s.id.is_none()),
+        "{unnamed:?}"
+    );
     assert!(
         SkipReason::NameNotUtf8 { folder: true }
             .to_string()
