@@ -7,9 +7,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use cli::args::{Cli, Command, check_usage};
+use cli::args::Command;
 use cli::error::{CliError, for_the_command_line};
 use cli::output::emit_failure;
 use cli::process::{
@@ -23,8 +21,7 @@ static ALLOCATOR: iii_directory::arena::AnswerAllocator = iii_directory::arena::
 fn main() -> ExitCode {
     let_ctrl_c_stop();
     leave_payloads_out_of_traces();
-    let cli = Cli::parse();
-    check_usage(&cli);
+    let cli = cli::args::parse();
     let serving = matches!(cli.command, None | Some(Command::Serve));
     if serving {
         // Only the long-lived worker: a command that runs to its end (a cold `reindex`, whose

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
+use super::output::emit_failure;
 use super::{bundles, download};
 
 /// Where the engine listens by default (contract).
@@ -23,7 +24,8 @@ Examples:
   iii-directory list skills --since-revision N  only the skills changed since revision N
   iii-directory get skill resend/index       one skill's body
   iii-directory get agent iii --json         the exact response of directory::agents::get
-  iii-directory check                        every file that is not served, and why
+  iii-directory check                        every file not served (or served with a
+                                             problem), and why
   iii-directory check --spec                 every SKILL.md against the Agent Skills spec
   iii-directory search 'send an email'       functions for a capability, from a running engine
   iii-directory search --skills 'deploy a site to Netlify'  skills ranked for a task
@@ -35,8 +37,9 @@ Examples:
 While a worker runs, the read commands answer from its live index; without one, they bring
 the index up to date first.
 
-Errors go to stderr, with exit status 1. With --json, a failure also prints one object on
-stdout, {\"error\": {\"code\", \"class\", \"message\"}} (code and class null when uncoded).";
+Errors go to stderr, with exit status 1 (2 for a wrong use of the command line). With --json,
+a failure also prints one object on stdout, {\"error\": {\"code\", \"class\", \"message\"}}
+(code and class null when uncoded).";
 
 #[derive(Parser)]
 #[command(name = "iii-directory", version, about = "Skills, system prompts and agent profiles for the iii engine, served from folders on disk through an embedded index.", after_help = AFTER_HELP)]
@@ -168,8 +171,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List every file the index does not serve, with the reason; with --spec, every served
-    /// SKILL.md that breaks a rule of the Agent Skills specification instead.
+    /// List every file the index does not serve, or serves with a problem (its frontmatter
+    /// ignored, a content `get` refuses), with the reason; with --spec, every served SKILL.md
+    /// that breaks a rule of the Agent Skills specification instead.
     Check {
         /// Print the list (or with --spec the report) as JSON.
         #[arg(long)]
@@ -274,14 +278,37 @@ pub(crate) enum KindOne {
     Agent,
 }
 
+/// The command line, parsed and its usage checked. A wrong use exits as clap does (status 2,
+/// the reason and the usage on stderr), and with `--json` among the arguments it also prints
+/// the reason on stdout as the object any failure prints there (`output::emit_failure`).
+pub(crate) fn parse() -> Cli {
+    let checked = Cli::try_parse().and_then(|cli| check_usage(&cli).map(|()| cli));
+    checked.unwrap_or_else(|error| {
+        // `--help` and `--version` are "errors" to clap that print to stdout.
+        if error.use_stderr() && asked_for_json() {
+            let text = error.to_string();
+            let reason = text.lines().next().unwrap_or_default();
+            emit_failure(reason.strip_prefix("error: ").unwrap_or(reason));
+        }
+        error.exit()
+    })
+}
+
+/// Whether `--json` is among the arguments, when they could not be parsed (before a `--`,
+/// after which words are values).
+fn asked_for_json() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|arg| arg != "--")
+        .any(|arg| arg == "--json")
+}
+
 /// What the command line cannot say in clap's terms: which flags a kind takes, and an engine
 /// address checked only by the commands that use one (a wrong `III_URL` in the environment
-/// must not break `list`). Exits as clap does (status 2) when the usage is wrong.
-pub(crate) fn check_usage(cli: &Cli) {
-    let fail = |message: String| -> ! {
-        Cli::command()
-            .error(clap::error::ErrorKind::ArgumentConflict, message)
-            .exit()
+/// must not break `list`).
+fn check_usage(cli: &Cli) -> Result<(), clap::Error> {
+    let fail = |message: String| {
+        Err(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message))
     };
     if let Some(Command::List {
         kind: kind @ (Kind::SystemPrompts | Kind::Agents),
@@ -301,7 +328,7 @@ pub(crate) fn check_usage(cli: &Cli) {
         .collect();
         if !given.is_empty() {
             let name = kind.to_possible_value().expect("a listed kind");
-            fail(format!(
+            return fail(format!(
                 "{} filter skills only; `list {}` always lists them all",
                 given.join(", "),
                 name.get_name()
@@ -316,8 +343,9 @@ pub(crate) fn check_usage(cli: &Cli) {
         let from_env = std::env::var("III_URL").is_ok_and(|value| value == cli.url)
             && !std::env::args().any(|arg| arg == "--url" || arg.starts_with("--url="));
         let source = if from_env { "III_URL" } else { "--url" };
-        fail(format!("invalid {source} {:?}: {why}", cli.url));
+        return fail(format!("invalid {source} {:?}: {why}", cli.url));
     }
+    Ok(())
 }
 
 impl Command {

@@ -57,7 +57,7 @@ pub(crate) fn reindex(
         emit(&serde_json::to_string_pretty(&summary)?)?;
     } else {
         emit(&format!(
-            "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (see `iii-directory check`); revision {}{}",
+            "indexed {} files in {} ms: {} read, {} parsed, {} removed, {} skipped (not served, or served with a problem; see `iii-directory check`); revision {}{}",
             report.files,
             report.duration_ms,
             report.read,
@@ -107,8 +107,8 @@ pub(crate) fn rescan_by_worker(config: Config, json: bool) -> Result<(), CliErro
         emit(&serde_json::to_string_pretty(&summary)?)?;
     } else {
         emit(&format!(
-            "the running worker walked every folder again: {} files, {} skipped (see \
-             `iii-directory check`); revision {}",
+            "the running worker walked every folder again: {} files, {} skipped (not \
+             served, or served with a problem; see `iii-directory check`); revision {}",
             status["files"], status["skipped_total"], status["revision"]
         ))?;
         emit(&format!("index: {}", index_path.display()))?;

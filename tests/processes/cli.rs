@@ -518,18 +518,20 @@ fn missing_skill_fails_with_d110() {
 
 /// With `--json`, a failure is also one object on stdout that a script can parse: the code and
 /// class of a coded error, null for an uncoded one, and the message stderr has. A command that
-/// printed its report before failing on it keeps that report as stdout's only document.
+/// printed its report before failing on it keeps that report as stdout's only document. A
+/// wrong use of the command line exits 2, as clap does, with the object too.
 #[test]
 fn json_failures_print_one_error_object_on_stdout() {
     let tree = sample_tree();
-    let failed_json = |args: &[&str]| -> (Value, String) {
+    let failed_json_with = |status: i32, args: &[&str]| -> (Value, String) {
         let output = run(&tree, args);
-        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(output.status.code(), Some(status), "{args:?}");
         let stdout = text(&output.stdout);
         let parsed = serde_json::from_str(&stdout)
             .unwrap_or_else(|e| panic!("{args:?} printed no JSON object ({e}): {stdout:?}"));
         (parsed, text(&output.stderr))
     };
+    let failed_json = |args: &[&str]| failed_json_with(1, args);
     let (error, stderr) = failed_json(&["get", "skill", "mailer/nope", "--json"]);
     assert_eq!(error["error"]["code"], "D110", "{error}");
     assert_eq!(error["error"]["class"], "not_found", "{error}");
@@ -558,6 +560,20 @@ fn json_failures_print_one_error_object_on_stdout() {
     assert_eq!(error["error"]["class"], Value::Null, "{error}");
     let message = error["error"]["message"].as_str().expect("message");
     assert!(message.contains("/nonexistent/iii.yaml"), "{message}");
+
+    for usage in [
+        &["catalog", "--limit", "0", "--json"][..],
+        &["list", "agents", "--prefix", "x", "--json"],
+    ] {
+        let (error, stderr) = failed_json_with(2, usage);
+        assert_eq!(error["error"]["code"], Value::Null, "{error}");
+        let message = error["error"]["message"].as_str().expect("message");
+        assert!(stderr.starts_with(&format!("error: {message}")), "{stderr}");
+        assert!(stderr.contains("--help"), "{stderr}");
+    }
+    let output = run(&tree, &["catalog", "--limit", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
 
     // A bundle whose file differs from the lock: `verify --json` prints its report, then fails.
     tree.write("skills/demo/SKILL.md", "# Demo, edited here\n");
