@@ -362,6 +362,31 @@ async fn a_stored_skills_folder_at_the_filesystem_root_is_refused_at_boot() {
     h.stop().await;
 }
 
+/// The user-global agents folder is written to (`agents::update` and `::delete` act on its
+/// profiles in place), so a stored one in a system folder is refused at boot like any other
+/// writable root: the worker serves its defaults and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_global_agents_folder_in_a_system_folder_is_refused_at_boot() {
+    let mut stored = iii_directory::config::Settings::default().to_json();
+    stored["global_agents_folder"] = json!("/etc");
+    let mut h = Harness::start_with(Installed::Mailer, None, &[], Some(stored)).await;
+    let refused = refusals(&h).await;
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("global_agents_folder") && r.contains("system folder")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        own(h.skill_ids().await),
+        ["hello", "mailer/guide", "mailer"],
+        "the defaults' tree is served; stderr:\n{}",
+        h.worker.stderr()
+    );
+    assert!(h.worker.try_wait().is_none(), "the worker is still running");
+    h.stop().await;
+}
+
 /// A stored value that does not parse was said twice: refused at boot, then rejected again
 /// (the boot's refusal replaced by "keeping the current configuration") when the first
 /// connection read the same value. It is said once, as refused at boot.
