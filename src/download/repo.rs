@@ -353,7 +353,7 @@ fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
 }
 
 /// git with nothing of the repository's or the user's configuration that could run a program,
-/// https and ssh only, no prompt, in a process group of its own.
+/// https and ssh only, no prompt, in a session (and so a process group) of its own.
 fn guarded_git() -> Command {
     let mut git = Command::new("git");
     for setting in [
@@ -372,22 +372,28 @@ fn guarded_git() -> Command {
         .env("GIT_PROTOCOL_FROM_USER", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        // Its own process group, so a timeout ends git's helpers (git-remote-https,
-        // index-pack, ssh) with it.
-        .process_group(0);
-    // SAFETY: `prctl` is async-signal-safe and touches nothing of the parent's memory. It asks
-    // the kernel to end git with the thread that started it (a download killed outright), so
-    // no clone runs on, orphaned, until the server gives up.
+        .stderr(Stdio::piped());
+    if std::env::var_os("SSH_ASKPASS_REQUIRE").is_none() {
+        // Nor a passphrase dialog on a desktop, which would wait for someone until the timeout.
+        git.env("SSH_ASKPASS_REQUIRE", "never");
+    }
+    // SAFETY: `setsid` and `prctl` are async-signal-safe and touch nothing of the parent's
+    // memory. A session of its own gives git and its helpers (git-remote-https, index-pack,
+    // ssh) a process group a timeout ends whole, and no controlling terminal: ssh then cannot
+    // ask for a passphrase or a host key's approval on the terminal a command runs in (it
+    // fails at once instead of waiting, stopped, for an answer), while the ssh command the
+    // user chose (`GIT_SSH_COMMAND`, `core.sshCommand`: a key per host, a jump host) still
+    // runs as they set it. `PR_SET_PDEATHSIG` asks the kernel to end git with the thread that
+    // started it (a download killed outright), so no clone runs on, orphaned, until the
+    // server gives up.
     unsafe {
         git.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
-    }
-    if std::env::var_os("GIT_SSH_COMMAND").is_none() && std::env::var_os("GIT_SSH").is_none() {
-        // No passphrase or host-key prompt on a terminal the worker does not have.
-        git.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
     }
     git
 }
@@ -452,14 +458,15 @@ fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<ExitStatus
     }
 }
 
-/// SIGKILL to the child's process group (it leads its own, see [`git_command`]).
+/// SIGKILL to the child's process group (it leads its own session, see [`guarded_git`]).
 fn kill_group(child: &mut Child) {
     let Ok(pid) = libc::pid_t::try_from(child.id()) else {
         let _ = child.kill();
         return;
     };
     // SAFETY: kill(2) with a negative pid signals that process group; the group is the child's
-    // own (process_group(0)), created by us and not yet reaped, so it names no other process.
+    // own (`setsid` before exec), created by us and not yet reaped, so it names no other
+    // process.
     let sent = unsafe { libc::kill(-pid, libc::SIGKILL) };
     if sent != 0 {
         let _ = child.kill();

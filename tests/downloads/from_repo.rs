@@ -446,6 +446,63 @@ fn guards_refuse_before_git_runs() {
     }
 }
 
+/// The ssh command a user set in their git configuration (`core.sshCommand`: a key per host, a
+/// jump host) is the one git runs for an ssh URL; the worker's guard against prompts is a
+/// session without a terminal, not an ssh command of its own over theirs.
+#[test]
+fn an_ssh_download_runs_the_ssh_command_the_user_configured() {
+    let f = Fixture::new(Behaviour::Serve);
+    let called = f.tmp.path().join("ssh-called");
+    let ssh = f.tmp.path().join("my-ssh");
+    std::fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\n\
+             if (: </dev/tty) 2>/dev/null; then t=tty; else t=no-tty; fi\n\
+             echo \"$t $*\" > '{}'\n\
+             exit 255\n",
+            called.display()
+        ),
+    )
+    .expect("ssh script");
+    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let gitconfig = f.tmp.path().join("gitconfig");
+    std::fs::write(
+        &gitconfig,
+        format!("[core]\n\tsshCommand = {}\n", ssh.display()),
+    )
+    .expect("gitconfig");
+    let before = tree_state(f.compose.base());
+    let out = Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+        .args([
+            "download",
+            "--repo",
+            "ssh://git@127.0.0.1:1/skills.git",
+            "--skill",
+            "frontend-design",
+        ])
+        .env("III_COMPOSE_DIR", f.compose.base())
+        .env("TMPDIR", f.tmp.path())
+        .env("GIT_CONFIG_GLOBAL", &gitconfig)
+        .env_remove("GIT_SSH_COMMAND")
+        .env_remove("GIT_SSH")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run iii-directory");
+    assert!(!out.status.success());
+    assert_eq!(tree_state(f.compose.base()), before);
+    let seen = std::fs::read_to_string(&called).unwrap_or_else(|e| {
+        panic!(
+            "the configured ssh command was not run ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(seen.contains("127.0.0.1"), "{seen}");
+    // Without a terminal of its own, ssh could not have asked anything of a person.
+    assert!(seen.starts_with("no-tty "), "{seen}");
+}
+
 #[test]
 fn a_clone_that_hangs_is_killed_at_the_timeout_and_removed() {
     let f = Fixture::new(Behaviour::Hang);
