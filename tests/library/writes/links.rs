@@ -60,6 +60,8 @@ fn skills_update_through_a_link_into_a_read_only_root_is_refused_and_writes_noth
         )
         .unwrap();
     });
+    let target = env.path(".agents/skills/impeccable/SKILL.md");
+    let before = fs::read(&target).expect("the read-only skill");
     // The scan serves the link (it stays inside the roots), but where it leads is read-only.
     assert!(
         raw_skill(&env, "polish")
@@ -78,6 +80,7 @@ fn skills_update_through_a_link_into_a_read_only_root_is_refused_and_writes_noth
         "skills/polish.md",
         "../.agents/skills/impeccable/SKILL.md",
     );
+    assert_eq!(fs::read(&target).expect("still there"), before);
 }
 
 #[test]
