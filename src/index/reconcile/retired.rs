@@ -12,7 +12,8 @@ use redb::{ReadableTable, ReadableTableMetadata, Table};
 use crate::doc::Hash;
 use crate::error::{Error, Result};
 
-/// How many retired contents are kept (about 400 bytes each: some 8 MiB).
+/// How many retired contents are kept (388 bytes a passage, most contents having two: some
+/// 16 MB).
 const KEPT: u64 = 20_000;
 /// How far past [`KEPT`] the table may grow before the oldest are dropped, so that the scan
 /// that finds them runs once per so many retirements, not on each.
