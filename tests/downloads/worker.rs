@@ -740,6 +740,13 @@ async fn a_worker_add_never_clobbers_what_is_not_its_own() {
         assert_eq!(answer, json!({"ok": true}));
     }
     assert_eq!(crate::common::tree_state(h.tree.path()), before);
+    // Each was fetched and refused on what it would replace, not left unasked.
+    for worker in ["profiles", "bundled", "aaa"] {
+        assert!(
+            !h.registry.hits(&format!("/w/{worker}/skills")).is_empty(),
+            "{worker} was never fetched"
+        );
+    }
     assert!(h.registry.hits("/w/system-prompts/skills").is_empty());
     let agent = h
         .call("directory::agents::get", json!({"id": "mine"}))

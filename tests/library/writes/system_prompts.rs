@@ -424,3 +424,52 @@ fn system_prompts_writes_refuse_a_file_the_local_folder_would_hide() {
         PIRATE
     );
 }
+
+/// A create whose folder is a symbolic link leading outside the roots is refused with the
+/// family's code, nothing written where the link leads: for a skill (`D115`) and for a system
+/// prompt (`D214`, its `system-prompts` folder a link out).
+#[test]
+fn creates_through_a_link_leading_outside_the_roots_are_refused_and_write_nothing() {
+    let env = Env::new(|t| {
+        t.mkdir("outside/prompts").mkdir("skills");
+        std::os::unix::fs::symlink(t.path("outside"), t.path("skills/out")).expect("link");
+        std::os::unix::fs::symlink(t.path("outside/prompts"), t.path("skills/system-prompts"))
+            .expect("link");
+    });
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "out/pwn", "content": "# Pwn\n\nx\n"}),
+    );
+    assert_eq!(code, Some("D115"), "{message}");
+    assert!(message.contains("through a symbolic link"), "{message}");
+    let (code, message) = env.coded(
+        WriteFunction::SystemPromptsCreate,
+        json!({"name": "pwn", "content": PIRATE}),
+    );
+    assert_eq!(code, Some("D214"), "{message}");
+    assert!(message.contains("through a symbolic link"), "{message}");
+    let landed: Vec<_> = walkdir(&env.path("outside"));
+    assert_eq!(landed, ["prompts"], "nothing lands where the links lead");
+}
+
+/// The names under `dir`, recursively, relative to it.
+fn walkdir(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in fs::read_dir(&at).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            names.push(
+                path.strip_prefix(dir)
+                    .expect("inside")
+                    .display()
+                    .to_string(),
+            );
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    names.sort();
+    names
+}
