@@ -16,7 +16,7 @@ use crate::doc::{ReadIssue, ServeIssue};
 use crate::error::{IoError, short_of_resources};
 use crate::locks;
 use crate::roots::{Layout, Root, Roots};
-use crate::rules::skip::{SkipReason, Special, is_upstream_copy};
+use crate::rules::skip::{MAX_LINKED_PATHS_TO_A_FOLDER, SkipReason, Special, is_upstream_copy};
 // A download's staging folder is never walked: its files are not documents until they land.
 use crate::store::is_staging_name;
 use crate::time::Stamp;
@@ -445,17 +445,26 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
             .insert((root, rel), SkipReason::LinkToAncestor);
         return;
     }
+    // A scoped walk may start on a path through a link: what it reaches counts as such.
+    let linked = !rel.is_empty()
+        && match (
+            dir.ancestors().nth(above).map(fs::canonicalize),
+            fs::canonicalize(dir),
+        ) {
+            (Some(Ok(top)), Ok(real)) => real != top.join(&rel),
+            _ => true,
+        };
     let walk = Walk {
         root,
         inside,
         visits: Mutex::new(HashMap::new()),
     };
-    walk.enter(start);
     ancestors.push(start);
     let start = Pending {
         path: dir.to_path_buf(),
         rel,
         ancestors,
+        linked,
     };
     let part = walk.subtree(start, 0);
     found.files.extend(part.files);
@@ -488,16 +497,12 @@ impl Part {
     }
 }
 
-/// How many paths may lead into one folder (through symbolic links) before the others are
-/// ignored: enough for any real tree, and a bound on trees built to multiply paths.
-const MAX_PATHS_TO_A_FOLDER: u32 = 16;
-
 /// One walk of a tree: what every folder's visit shares.
 struct Walk<'a> {
     root: Root,
     /// See [`real_roots`].
     inside: &'a [PathBuf],
-    /// How many times each folder (by device and inode) was entered.
+    /// How many times each folder (by device and inode) was entered through a link.
     visits: Mutex<HashMap<(u64, u64), u32>>,
 }
 
@@ -507,6 +512,8 @@ struct Pending {
     rel: String,
     /// The folders above it on its path, by device and inode, itself last.
     ancestors: Vec<(u64, u64)>,
+    /// Whether its path crosses a symbolic link (below the root).
+    linked: bool,
 }
 
 /// Folders this close to the start are walked as tasks of their own, in parallel; deeper ones
@@ -537,14 +544,16 @@ impl Walk<'_> {
 
     /// Lists one folder into `part` and returns the folders in it to enter. A folder reached
     /// again below itself (a link loop) is not entered; one reached by several paths is walked
-    /// under each, so what a file is listed as depends only on its own path, whatever order
-    /// the parallel walk runs in.
+    /// under each (its own path always, and at most [`MAX_LINKED_PATHS_TO_A_FOLDER`] through
+    /// links), so what a file is listed as depends only on its own path, whatever order the
+    /// parallel walk runs in, unless a folder is linked to more often than that.
     fn list(&self, folder: Pending, part: &mut Part) -> Vec<Pending> {
         let root = self.root;
         let Pending {
             path,
             rel,
             ancestors,
+            linked,
         } = folder;
         let entries = match fs::read_dir(&path) {
             Ok(entries) => entries,
@@ -577,7 +586,8 @@ impl Walk<'_> {
             } else {
                 format!("{rel}/{name}")
             };
-            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+            if is_link {
                 if let Some(why) = refused_link(&entry.path(), &name, self.inside) {
                     part.unreadable.push(((root, child_rel), why));
                     continue;
@@ -602,15 +612,20 @@ impl Walk<'_> {
                     part.top_dirs.push((root, name));
                 }
                 let id = (meta.dev(), meta.ino());
+                let linked = linked || is_link;
                 if ancestors.contains(&id) {
                     part.unreadable
                         .push(((root, child_rel), SkipReason::LinkToAncestor));
-                } else if self.enter(id) {
+                } else if !linked || self.enter_linked(id) {
                     folders.push(Pending {
                         path: entry.path(),
                         rel: child_rel,
                         ancestors: [ancestors.as_slice(), &[id]].concat(),
+                        linked,
                     });
+                } else {
+                    part.unreadable
+                        .push(((root, child_rel), SkipReason::TooManyLinkedPaths));
                 }
             } else if meta.is_file() && is_markdown(&name) {
                 part.files.push(((root, child_rel), stat_of(&meta)));
@@ -624,12 +639,13 @@ impl Walk<'_> {
         folders
     }
 
-    /// Counts one more path into a folder; false past [`MAX_PATHS_TO_A_FOLDER`].
-    fn enter(&self, id: (u64, u64)) -> bool {
+    /// Counts one more path through a link into a folder; false past
+    /// [`MAX_LINKED_PATHS_TO_A_FOLDER`].
+    fn enter_linked(&self, id: (u64, u64)) -> bool {
         let mut visits = locks::lock(&self.visits);
         let count = visits.entry(id).or_insert(0);
         *count += 1;
-        *count <= MAX_PATHS_TO_A_FOLDER
+        *count <= MAX_LINKED_PATHS_TO_A_FOLDER
     }
 }
 

@@ -14,6 +14,13 @@ use super::prompt;
 use crate::doc::ids::{IdError, NameError, first_segment};
 use crate::doc::{Frontmatter, ServeIssue, conflict};
 
+/// How many paths through symbolic links the walk follows into one folder besides its own;
+/// the others are not followed, each listed by `check` ([`SkipReason::TooManyLinkedPaths`]):
+/// enough for a real tree (a shared folder linked into a few namespaces), and a bound on trees
+/// built to multiply paths. A folder's own path, crossing no link, is always walked, so a
+/// folder is never displaced by the links to it.
+pub const MAX_LINKED_PATHS_TO_A_FOLDER: u32 = 16;
+
 /// Why a path is listed by `check`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SkipReason {
@@ -85,6 +92,11 @@ pub enum SkipReason {
     // What a file holds (appended, as above).
     /// Served from the `key: value` lines of a block a git merge left its conflict markers in.
     FrontmatterConflicted,
+
+    // What the walk finds (appended, as above).
+    /// A path through symbolic links into a folder the walk already follows
+    /// [`MAX_LINKED_PATHS_TO_A_FOLDER`] such paths into: not followed.
+    TooManyLinkedPaths,
 }
 
 /// The suffix a bundle update gives the upstream text it lands beside a conflicting file.
@@ -231,6 +243,13 @@ impl fmt::Display for SkipReason {
                  resolve the conflict, keeping one side's lines or both, and delete the marker \
                  lines",
                 conflict::MARKER_LINES
+            ),
+            SkipReason::TooManyLinkedPaths => write!(
+                f,
+                "path through symbolic links into a folder that {} other such paths already \
+                 lead into; not followed (the walk bounds trees built to multiply paths): link \
+                 to the folder from fewer places",
+                MAX_LINKED_PATHS_TO_A_FOLDER
             ),
             SkipReason::NameNotUtf8 { folder } => write!(
                 f,

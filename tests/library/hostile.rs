@@ -887,6 +887,46 @@ fn symlink_loops_end() {
     assert_matches_fresh(&d);
 }
 
+/// Links that lead many ways into one folder (a tree built to multiply paths) are followed
+/// into it 16 times at most, each of the others listed by `check`; the folder's own path is
+/// always walked, whatever order the parallel walk takes, so the folder is never displaced by
+/// the links to it. A full walk again serves the same number.
+#[test]
+fn a_folder_is_entered_by_its_own_path_and_at_most_sixteen_links() {
+    let tree = hostile_tree();
+    tree.write("skills/hub/index.md", "# Hub\n\nReached many ways.\n");
+    for i in 0..40 {
+        symlink("hub", tree.path(&format!("skills/way{i:02}"))).expect("link");
+    }
+    let d = tree.open();
+    let served = |d: &Directory| {
+        (0..40)
+            .filter(|i| listed(d, &format!("way{i:02}")).is_some())
+            .count()
+    };
+    assert!(listed(&d, "hub").is_some(), "the folder's own path");
+    assert_eq!(served(&d), 16, "paths through links");
+    let refused: Vec<_> = d
+        .skipped()
+        .expect("skipped")
+        .into_iter()
+        .filter(|s| s.reason == SkipReason::TooManyLinkedPaths)
+        .collect();
+    assert_eq!(refused.len(), 24, "{refused:?}");
+    assert!(
+        refused[0]
+            .reason
+            .to_string()
+            .contains("16 other such paths"),
+        "{}",
+        refused[0].reason
+    );
+    d.reconcile().expect("reconcile");
+    assert!(listed(&d, "hub").is_some());
+    assert_eq!(served(&d), 16);
+    assert_healthy(&d);
+}
+
 #[test]
 fn a_root_that_is_a_symlink_works() {
     let tree = hostile_tree();
