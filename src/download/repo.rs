@@ -820,4 +820,73 @@ mod tests {
         drop(clone);
         assert!(!path.exists());
     }
+
+    /// What git is run with, whoever calls it: the settings that keep the repository's and the
+    /// user's configuration from running a program or a transport other than https and ssh,
+    /// come before the subcommand (where `-c` applies), and no prompt.
+    #[test]
+    fn git_runs_with_every_guard_before_its_subcommand() {
+        let git = git_command("https://example.com/r.git", "main", Path::new("/tmp/c"));
+        let args: Vec<String> = git
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let subcommand = args.iter().position(|a| a == "clone").expect("clone");
+        let settings: Vec<&str> = args[..subcommand]
+            .chunks(2)
+            .map(|pair| {
+                assert_eq!(pair[0], "-c", "{args:?}");
+                pair[1].as_str()
+            })
+            .collect();
+        for guard in [
+            "protocol.ext.allow=never",
+            "protocol.file.allow=never",
+            "protocol.allow=never",
+            "protocol.https.allow=always",
+            "protocol.ssh.allow=always",
+            "core.hooksPath=/dev/null",
+            "core.fsmonitor=false",
+            "submodule.recurse=false",
+        ] {
+            assert!(settings.contains(&guard), "{guard} missing: {args:?}");
+        }
+        assert_eq!(
+            &args[subcommand..],
+            [
+                "clone",
+                "--depth",
+                "1",
+                "--no-recurse-submodules",
+                "--branch",
+                "main",
+                "--quiet",
+                "--",
+                "https://example.com/r.git",
+                "/tmp/c"
+            ]
+        );
+        let env: Vec<(String, Option<String>)> = git
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        for (key, value) in [
+            ("GIT_TERMINAL_PROMPT", "0"),
+            ("GIT_PROTOCOL_FROM_USER", "0"),
+        ] {
+            assert!(
+                env.contains(&(key.to_string(), Some(value.to_string()))),
+                "{key}: {env:?}"
+            );
+        }
+        assert!(
+            env.iter().all(|(key, _)| key != "GIT_SSH_COMMAND"),
+            "the user's ssh command stands: {env:?}"
+        );
+    }
 }
