@@ -286,9 +286,12 @@ pub(crate) fn parse() -> Cli {
     checked.unwrap_or_else(|error| {
         // `--help` and `--version` are "errors" to clap that print to stdout.
         if error.use_stderr() && asked_for_json() {
+            // clap's reason is its first paragraph, which may run over lines (the missing
+            // arguments, the values a flag takes); the usage and the hint follow.
             let text = error.to_string();
-            let reason = text.lines().next().unwrap_or_default();
-            emit_failure(reason.strip_prefix("error: ").unwrap_or(reason));
+            let reason = text.split("\n\n").next().unwrap_or_default();
+            let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+            emit_failure(&reason.split_whitespace().collect::<Vec<_>>().join(" "));
         }
         error.exit()
     })

@@ -333,8 +333,8 @@ impl Drop for CloneDir {
     }
 }
 
-/// The git command line: one branch, depth 1, quiet, https/ssh only, nothing of the
-/// repository's or the user's configuration that could run a program.
+/// The git command line: one branch, depth 1, quiet, https/ssh only, with the guards of
+/// [`guarded_git`].
 fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
     let mut git = guarded_git();
     git.args([
@@ -352,8 +352,10 @@ fn git_command(repo: &str, branch: &str, into: &Path) -> Command {
     git
 }
 
-/// git with nothing of the repository's or the user's configuration that could run a program,
-/// https and ssh only, no prompt, in a session (and so a process group) of its own.
+/// git with nothing of the repository's configuration that could run a program (nor the
+/// user's hooks or file-system monitor), https and ssh only, no prompt of any kind, in a
+/// session (and so a process group) of its own. What the user set up to authenticate (an ssh
+/// command, an ssh agent, a credential helper) works as they set it.
 fn guarded_git() -> Command {
     let mut git = Command::new("git");
     for setting in [
@@ -368,24 +370,32 @@ fn guarded_git() -> Command {
     ] {
         git.arg("-c").arg(setting);
     }
+    // No prompt: a question nobody answers holds the download until its timeout. git asks
+    // for a name and password on the terminal (`GIT_TERMINAL_PROMPT`) or through a program
+    // (`GIT_ASKPASS`, `core.askPass`, `SSH_ASKPASS`: an empty `GIT_ASKPASS` stops that
+    // search); ssh asks for a passphrase or a host key's approval on the terminal (none, see
+    // `setsid` below) or in a dialog, which needs a display before OpenSSH 8.4 and is
+    // refused by `SSH_ASKPASS_REQUIRE=never` from 8.4 on (a value the user set stands).
     git.env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ASKPASS", "")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .env("GIT_PROTOCOL_FROM_USER", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if std::env::var_os("SSH_ASKPASS_REQUIRE").is_none() {
-        // Nor a passphrase dialog on a desktop, which would wait for someone until the timeout.
         git.env("SSH_ASKPASS_REQUIRE", "never");
     }
     // SAFETY: `setsid` and `prctl` are async-signal-safe and touch nothing of the parent's
     // memory. A session of its own gives git and its helpers (git-remote-https, index-pack,
-    // ssh) a process group a timeout ends whole, and no controlling terminal: ssh then cannot
-    // ask for a passphrase or a host key's approval on the terminal a command runs in (it
-    // fails at once instead of waiting, stopped, for an answer), while the ssh command the
-    // user chose (`GIT_SSH_COMMAND`, `core.sshCommand`: a key per host, a jump host) still
-    // runs as they set it. `PR_SET_PDEATHSIG` asks the kernel to end git with the thread that
-    // started it (a download killed outright), so no clone runs on, orphaned, until the
-    // server gives up.
+    // ssh) a process group a timeout ends whole, and no controlling terminal, so nothing can
+    // ask a question on the terminal a command runs in (it fails at once instead of waiting,
+    // stopped, for an answer), while the ssh command the user chose (`GIT_SSH_COMMAND`,
+    // `core.sshCommand`: a key per host, a jump host) runs as they set it. A forked child is
+    // never a process group's leader, so `setsid` does not fail. `PR_SET_PDEATHSIG` asks the
+    // kernel to end git with the thread that started it (a download killed outright), so no
+    // clone runs on, orphaned, until the server gives up.
     unsafe {
         git.pre_exec(|| {
             if libc::setsid() == -1 {
@@ -876,11 +886,14 @@ mod tests {
             })
             .collect();
         for (key, value) in [
-            ("GIT_TERMINAL_PROMPT", "0"),
-            ("GIT_PROTOCOL_FROM_USER", "0"),
+            ("GIT_TERMINAL_PROMPT", Some("0")),
+            ("GIT_ASKPASS", Some("")),
+            ("DISPLAY", None),
+            ("WAYLAND_DISPLAY", None),
+            ("GIT_PROTOCOL_FROM_USER", Some("0")),
         ] {
             assert!(
-                env.contains(&(key.to_string(), Some(value.to_string()))),
+                env.contains(&(key.to_string(), value.map(str::to_string))),
                 "{key}: {env:?}"
             );
         }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// At most this many paths are added for one batch of changes: a bound on trees built to
-/// multiply the paths to a folder (the walk bounds them too, see `MAX_PATHS_TO_A_FOLDER`).
+/// multiply the paths to a folder (the walk bounds them too, see `MAX_LINKED_PATHS_TO_A_FOLDER`).
 const MAX_REACHED: usize = 4096;
 
 #[derive(Default)]

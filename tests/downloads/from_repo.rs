@@ -474,7 +474,8 @@ fn an_ssh_download_runs_the_ssh_command_the_user_configured() {
     )
     .expect("gitconfig");
     let before = tree_state(f.compose.base());
-    let out = Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
+    command
         .args([
             "download",
             "--repo",
@@ -487,9 +488,13 @@ fn an_ssh_download_runs_the_ssh_command_the_user_configured() {
         .env("GIT_CONFIG_GLOBAL", &gitconfig)
         .env_remove("GIT_SSH_COMMAND")
         .env_remove("GIT_SSH")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run iii-directory");
+        .env_remove("RUST_LOG");
+    // Run on a terminal of its own, as a person would, so that only git's session keeps ssh
+    // from it.
+    let terminal = Terminal::open();
+    terminal.control(&mut command);
+    let out = command.output().expect("run iii-directory");
+    drop(terminal);
     assert!(!out.status.success());
     assert_eq!(tree_state(f.compose.base()), before);
     let seen = std::fs::read_to_string(&called).unwrap_or_else(|e| {
@@ -501,6 +506,112 @@ fn an_ssh_download_runs_the_ssh_command_the_user_configured() {
     assert!(seen.contains("127.0.0.1"), "{seen}");
     // Without a terminal of its own, ssh could not have asked anything of a person.
     assert!(seen.starts_with("no-tty "), "{seen}");
+}
+
+/// A pseudo-terminal, made the controlling terminal of a command started with it.
+struct Terminal {
+    master: libc::c_int,
+    slave: libc::c_int,
+}
+
+impl Terminal {
+    fn open() -> Terminal {
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes the two descriptors it opens; the other arguments are null
+        // (no name wanted, default settings and size).
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        Terminal { master, slave }
+    }
+
+    /// Starts `command` in a session of its own whose controlling terminal is this one.
+    fn control(&self, command: &mut Command) {
+        let slave = self.slave;
+        // SAFETY: setsid and ioctl are async-signal-safe and touch no memory of the parent.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(command, move || {
+                if libc::setsid() == -1 || libc::ioctl(slave, libc::TIOCSCTTY, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        // SAFETY: the two descriptors openpty gave, closed once.
+        unsafe {
+            libc::close(self.slave);
+            libc::close(self.master);
+        }
+    }
+}
+
+/// A forge that asks for a password (a private or missing repository answers 401) fails the
+/// download at once: no program the environment or the user's configuration names to ask for
+/// one (`GIT_ASKPASS`, `SSH_ASKPASS`, `core.askPass`) is run, nor anything that would wait for
+/// a person until the timeout.
+#[test]
+fn a_repository_asking_for_a_password_fails_at_once_without_asking_anyone() {
+    let f = Fixture::new(Behaviour::Unauthorized);
+    // Beside the fixture's TMPDIR, which must hold no clone afterwards.
+    let aside = tempfile::tempdir().expect("temp");
+    let asked = aside.path().join("asked");
+    let askpass = aside.path().join("askpass");
+    std::fs::write(
+        &askpass,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\necho secret\n",
+            asked.display()
+        ),
+    )
+    .expect("askpass script");
+    std::fs::set_permissions(
+        &askpass,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let gitconfig = aside.path().join("gitconfig");
+    std::fs::write(
+        &gitconfig,
+        format!("[core]\n\taskPass = {}\n", askpass.display()),
+    )
+    .expect("gitconfig");
+    let repo = f.server.url("skills");
+    let before = tree_state(f.compose.base());
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_iii-directory"))
+        .args(["download", "--repo", &repo, "--skill", "frontend-design"])
+        .env("III_COMPOSE_DIR", f.compose.base())
+        .env("GIT_SSL_CAINFO", &f.server.ca_file)
+        .env("TMPDIR", f.tmp.path())
+        .env("GIT_CONFIG_GLOBAL", &gitconfig)
+        .env("GIT_ASKPASS", &askpass)
+        .env("SSH_ASKPASS", &askpass)
+        .env("DISPLAY", ":0")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run iii-directory");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
+    assert!(
+        !asked.exists(),
+        "a password was asked for: {:?}",
+        std::fs::read_to_string(&asked)
+    );
+    assert_eq!(tree_state(f.compose.base()), before);
+    f.assert_no_clone_left();
 }
 
 #[test]

@@ -561,14 +561,20 @@ fn json_failures_print_one_error_object_on_stdout() {
     let message = error["error"]["message"].as_str().expect("message");
     assert!(message.contains("/nonexistent/iii.yaml"), "{message}");
 
-    for usage in [
-        &["catalog", "--limit", "0", "--json"][..],
-        &["list", "agents", "--prefix", "x", "--json"],
+    for (usage, says) in [
+        (&["catalog", "--limit", "0", "--json"][..], "1 or more"),
+        (
+            &["list", "agents", "--prefix", "x", "--json"],
+            "filter skills only",
+        ),
+        // The reason's whole paragraph, the missing argument on its second line included.
+        (&["get", "skill", "--json"], "not provided: <ID>"),
     ] {
         let (error, stderr) = failed_json_with(2, usage);
         assert_eq!(error["error"]["code"], Value::Null, "{error}");
         let message = error["error"]["message"].as_str().expect("message");
-        assert!(stderr.starts_with(&format!("error: {message}")), "{stderr}");
+        assert!(message.contains(says), "{usage:?}: {message}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
         assert!(stderr.contains("--help"), "{stderr}");
     }
     let output = run(&tree, &["catalog", "--limit", "0"]);

@@ -111,6 +111,9 @@ pub enum Behaviour {
     Serve,
     /// Accepts TLS connections and never answers (a clone that must time out).
     Hang,
+    /// Answers every request `401` asking for a password (a private or missing repository on
+    /// a forge), which makes git ask for credentials.
+    Unauthorized,
 }
 
 /// The HTTPS server over `<root>/served`, and the CA file that makes git trust it.
@@ -194,7 +197,17 @@ fn serve(tcp: TcpStream, config: Arc<rustls::ServerConfig>, served: &Path, behav
         std::thread::sleep(Duration::from_secs(30));
         return;
     }
-    let (status, headers, body) = http_backend(&request, served);
+    let (status, headers, body) = match behaviour {
+        Behaviour::Unauthorized => (
+            401,
+            vec![(
+                "WWW-Authenticate".to_string(),
+                "Basic realm=\"private\"".to_string(),
+            )],
+            Vec::new(),
+        ),
+        _ => http_backend(&request, served),
+    };
     let _ = write_response(&mut tls, status, &headers, &body);
     tls.conn.send_close_notify();
     let _ = tls.flush();
