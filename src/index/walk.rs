@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -14,7 +13,6 @@ use crate::doc::ids::first_segment;
 use crate::doc::paths::is_markdown;
 use crate::doc::{ReadIssue, ServeIssue};
 use crate::error::{IoError, short_of_resources};
-use crate::locks;
 use crate::roots::{Layout, Root, Roots};
 use crate::rules::skip::{MAX_LINKED_PATHS_TO_A_FOLDER, SkipReason, Special, is_upstream_copy};
 // A download's staging folder is never walked: its files are not documents until they land.
@@ -454,11 +452,7 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
             (Some(Ok(top)), Ok(real)) => real != top.join(&rel),
             _ => true,
         };
-    let walk = Walk {
-        root,
-        inside,
-        visits: Mutex::new(HashMap::new()),
-    };
+    let walk = Walk { root, inside };
     ancestors.push(start);
     let start = Pending {
         path: dir.to_path_buf(),
@@ -466,7 +460,9 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
         ancestors,
         linked,
     };
-    let part = walk.subtree(start, 0);
+    let mut part = walk.subtree(start, 0);
+    let through_links = walk.through_links(std::mem::take(&mut part.through_links));
+    let part = part.merge(through_links);
     found.files.extend(part.files);
     found.top_dirs.extend(part.top_dirs);
     found.unreadable.extend(part.unreadable);
@@ -484,6 +480,8 @@ struct Part {
     unreadable: Vec<((Root, String), SkipReason)>,
     temps: Vec<((Root, String), PathBuf)>,
     short: Option<Short>,
+    /// Folders reached through a symbolic link, left for [`Walk::through_links`].
+    through_links: Vec<Pending>,
 }
 
 impl Part {
@@ -493,6 +491,7 @@ impl Part {
         self.unreadable.append(&mut other.unreadable);
         self.temps.append(&mut other.temps);
         self.short = self.short.or(other.short);
+        self.through_links.append(&mut other.through_links);
         self
     }
 }
@@ -502,8 +501,6 @@ struct Walk<'a> {
     root: Root,
     /// See [`real_roots`].
     inside: &'a [PathBuf],
-    /// How many times each folder (by device and inode) was entered through a link.
-    visits: Mutex<HashMap<(u64, u64), u32>>,
 }
 
 /// A folder still to list.
@@ -521,14 +518,17 @@ struct Pending {
 const PARALLEL_DEPTH: usize = 2;
 
 impl Walk<'_> {
-    /// Everything under one folder, its first levels in parallel.
+    /// Everything under one folder reached by its own path, its first levels in parallel; the
+    /// folders under it reached through a link are left in `through_links`.
     fn subtree(&self, start: Pending, depth: usize) -> Part {
         let mut part = Part::default();
         let mut stack = vec![(start, depth)];
         let mut tasks = Vec::new();
         while let Some((folder, depth)) = stack.pop() {
             for child in self.list(folder, &mut part) {
-                if depth < PARALLEL_DEPTH {
+                if child.linked {
+                    part.through_links.push(child);
+                } else if depth < PARALLEL_DEPTH {
                     tasks.push(child);
                 } else {
                     stack.push((child, depth + 1));
@@ -542,11 +542,40 @@ impl Walk<'_> {
             .merge(part)
     }
 
+    /// The folders reached through symbolic links, and everything under them: one at a time,
+    /// in the order of their paths, so that which paths into a folder past
+    /// [`MAX_LINKED_PATHS_TO_A_FOLDER`] are not followed (each listed by `check`) is the same
+    /// at every walk, whatever order the parallel walk found them in. Links are few in real
+    /// trees; a tree built to multiply paths is bounded by the count.
+    fn through_links(&self, mut pending: Vec<Pending>) -> Part {
+        let mut part = Part::default();
+        let mut entered: HashMap<(u64, u64), u32> = HashMap::new();
+        // A stack popped in path order, each folder's own folders next.
+        pending.sort_unstable_by(|a, b| b.rel.cmp(&a.rel));
+        while let Some(folder) = pending.pop() {
+            let id = *folder
+                .ancestors
+                .last()
+                .expect("a folder is its own last ancestor");
+            let count = entered.entry(id).or_insert(0);
+            *count += 1;
+            if *count > MAX_LINKED_PATHS_TO_A_FOLDER {
+                part.unreadable
+                    .push(((self.root, folder.rel), SkipReason::TooManyLinkedPaths));
+                continue;
+            }
+            let mut children = self.list(folder, &mut part);
+            children.sort_unstable_by(|a, b| b.rel.cmp(&a.rel));
+            pending.append(&mut children);
+        }
+        part
+    }
+
     /// Lists one folder into `part` and returns the folders in it to enter. A folder reached
     /// again below itself (a link loop) is not entered; one reached by several paths is walked
     /// under each (its own path always, and at most [`MAX_LINKED_PATHS_TO_A_FOLDER`] through
-    /// links), so what a file is listed as depends only on its own path, whatever order the
-    /// parallel walk runs in, unless a folder is linked to more often than that.
+    /// links, see [`Walk::through_links`]), so what a file is listed as depends only on its
+    /// own path.
     fn list(&self, folder: Pending, part: &mut Part) -> Vec<Pending> {
         let root = self.root;
         let Pending {
@@ -612,20 +641,16 @@ impl Walk<'_> {
                     part.top_dirs.push((root, name));
                 }
                 let id = (meta.dev(), meta.ino());
-                let linked = linked || is_link;
                 if ancestors.contains(&id) {
                     part.unreadable
                         .push(((root, child_rel), SkipReason::LinkToAncestor));
-                } else if !linked || self.enter_linked(id) {
+                } else {
                     folders.push(Pending {
                         path: entry.path(),
                         rel: child_rel,
                         ancestors: [ancestors.as_slice(), &[id]].concat(),
-                        linked,
+                        linked: linked || is_link,
                     });
-                } else {
-                    part.unreadable
-                        .push(((root, child_rel), SkipReason::TooManyLinkedPaths));
                 }
             } else if meta.is_file() && is_markdown(&name) {
                 part.files.push(((root, child_rel), stat_of(&meta)));
@@ -637,15 +662,6 @@ impl Walk<'_> {
             }
         }
         folders
-    }
-
-    /// Counts one more path through a link into a folder; false past
-    /// [`MAX_LINKED_PATHS_TO_A_FOLDER`].
-    fn enter_linked(&self, id: (u64, u64)) -> bool {
-        let mut visits = locks::lock(&self.visits);
-        let count = visits.entry(id).or_insert(0);
-        *count += 1;
-        *count <= MAX_LINKED_PATHS_TO_A_FOLDER
     }
 }
 
