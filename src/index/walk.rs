@@ -99,6 +99,16 @@ fn short_of(path: &Path, e: &std::io::Error) -> Option<Short> {
 }
 
 impl Found {
+    /// Adds what another walk found (of other places, or the same again) to this one's.
+    fn absorb(&mut self, other: Found) {
+        self.files.extend(other.files);
+        self.top_dirs.extend(other.top_dirs);
+        self.unreadable.extend(other.unreadable);
+        self.temps.extend(other.temps);
+        self.shared.extend(other.shared);
+        self.short = self.short.take().or(other.short);
+    }
+
     /// Whether a scoped walk looked at the place of this file (or folder) key.
     pub fn covers(&self, key: &(Root, String)) -> bool {
         self.scopes
@@ -191,7 +201,10 @@ pub fn walk(roots: &Roots) -> Found {
 fn walk_root(roots: &Roots, root: Root, inside: &[PathBuf], found: &mut Found) {
     let dir = roots.path(root);
     match root.layout() {
-        Layout::Tree => walk_tree(root, dir, String::new(), inside, found),
+        Layout::Tree => {
+            // A whole root judges its links itself.
+            walk_tree(root, dir, String::new(), inside, found);
+        }
         Layout::SkillFolders => walk_agents_skills(root, dir, inside, found),
         Layout::Profiles => walk_flat(root, dir, inside, found),
     }
@@ -259,11 +272,33 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
             }
         }
     }
-    let scopes = found.scopes.clone();
     let inside = real_roots(roots);
-    for (root, rel) in &scopes {
-        walk_subtree(roots, *root, rel, &inside, &mut found);
+    // Which paths through links a walk follows into a folder depends on every path that leads
+    // there (`Walk::through_links`), so a scope that meets a link is walked as its whole root,
+    // and what the other scopes of that root found is left for it.
+    let mut parts: Vec<(Root, Found)> = Vec::new();
+    let mut whole: Vec<Root> = Vec::new();
+    for (root, rel) in &found.scopes {
+        if whole.contains(root) {
+            continue;
+        }
+        let mut part = Found::default();
+        match walk_subtree(roots, *root, rel, &inside, &mut part) {
+            Scoped::Walked => parts.push((*root, part)),
+            Scoped::MetALink => whole.push(*root),
+        }
     }
+    for (root, part) in parts {
+        if !whole.contains(&root) {
+            found.absorb(part);
+        }
+    }
+    for root in &whole {
+        walk_root(roots, *root, &inside, &mut found);
+        found.scopes.retain(|(r, _)| r != root);
+        found.scopes.push((*root, String::new()));
+    }
+    let scopes = found.scopes.clone();
     for (root, rel) in &scopes {
         // A root walked whole recorded its top-level folders already.
         if root.layout() == Layout::Tree && !rel.is_empty() {
@@ -279,13 +314,27 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     found
 }
 
-fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found: &mut Found) {
+/// What a scoped walk of a subtree did.
+enum Scoped {
+    Walked,
+    /// It reached a folder through a symbolic link, which only a walk of the whole root can
+    /// judge; it recorded nothing.
+    MetALink,
+}
+
+fn walk_subtree(
+    roots: &Roots,
+    root: Root,
+    rel: &str,
+    inside: &[PathBuf],
+    found: &mut Found,
+) -> Scoped {
     if rel.is_empty() {
         walk_root(roots, root, inside, found);
-        return;
+        return Scoped::Walked;
     }
     if rel.split('/').any(is_staging_name) {
-        return;
+        return Scoped::Walked;
     }
     let dir = roots.path(root);
     // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
@@ -296,22 +345,28 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
     };
     if let Some(why) = refused_link(&dir.join(at), at, inside) {
         found.unreadable.insert((root, at.to_string()), why);
-        return;
+        return Scoped::Walked;
     }
     if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !within(&real, inside)) {
-        return;
+        return Scoped::Walked;
     }
     match root.layout() {
         Layout::Tree => {
             let path = dir.join(rel);
             let Ok(meta) = fs::metadata(&path) else {
-                return;
+                return Scoped::Walked;
             };
             let key = (root, rel.to_string());
+            let folder = rel.rsplit_once('/').map(|(folder, _)| folder);
+            if !meta.is_dir() && folder.is_some_and(|folder| through_a_link(dir, folder)) {
+                return Scoped::MetALink;
+            }
             if let Some(why) = special(&meta, rel) {
                 found.unreadable.insert(key, why);
             } else if meta.is_dir() {
-                walk_tree(root, &path, rel.to_string(), inside, found);
+                if !walk_tree(root, &path, rel.to_string(), inside, found) {
+                    return Scoped::MetALink;
+                }
             } else if meta.is_file() && is_markdown(rel) {
                 note_shared(&mut found.shared, &key, &meta);
                 found.files.insert(key, stat_of(&meta));
@@ -357,6 +412,7 @@ fn walk_subtree(roots: &Roots, root: Root, rel: &str, inside: &[PathBuf], found:
             }
         }
     }
+    Scoped::Walked
 }
 
 /// Notes a file a scoped walk was given by name when it has other names (see `Found::shared`).
@@ -416,9 +472,13 @@ fn stat_of(meta: &Metadata) -> Stat {
 /// but never back into a folder above (so a link loop ends). Sibling folders are
 /// walked in parallel: a walk is mostly `stat` calls, which the kernel serves on every core.
 /// Top-level folders are recorded when the walk starts at the root (`rel` empty).
-fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mut Found) {
+///
+/// A scoped walk (`rel` not empty) that would reach a folder through a symbolic link records
+/// nothing and returns false: only a walk of the whole root can say which paths through links
+/// it follows (`Walk::through_links`).
+fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mut Found) -> bool {
     let Ok(meta) = fs::metadata(dir) else {
-        return;
+        return true;
     };
     // A scoped walk starts below the root: as in a full walk, a link back to one of the
     // folders above it is a loop.
@@ -441,26 +501,29 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
         found
             .unreadable
             .insert((root, rel), SkipReason::LinkToAncestor);
-        return;
+        return true;
     }
-    // A scoped walk may start on a path through a link: what it reaches counts as such.
-    let linked = !rel.is_empty()
-        && match (
-            dir.ancestors().nth(above).map(fs::canonicalize),
-            fs::canonicalize(dir),
-        ) {
-            (Some(Ok(top)), Ok(real)) => real != top.join(&rel),
-            _ => true,
-        };
+    let scoped = !rel.is_empty();
+    if scoped
+        && dir
+            .ancestors()
+            .nth(above)
+            .is_none_or(|top| through_a_link(top, &rel))
+    {
+        return false;
+    }
     let walk = Walk { root, inside };
     ancestors.push(start);
     let start = Pending {
         path: dir.to_path_buf(),
         rel,
         ancestors,
-        linked,
+        linked: false,
     };
     let mut part = walk.subtree(start, 0);
+    if scoped && !part.through_links.is_empty() {
+        return false;
+    }
     let through_links = walk.through_links(std::mem::take(&mut part.through_links));
     let part = part.merge(through_links);
     found.files.extend(part.files);
@@ -469,6 +532,16 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
     found.temps.extend(part.temps);
     if found.short.is_none() {
         found.short = part.short;
+    }
+    true
+}
+
+/// Whether the folder at `rel` under the root folder `dir` is reached through a symbolic link
+/// below the root: its real path is not the root's real path joined with `rel`.
+fn through_a_link(dir: &Path, rel: &str) -> bool {
+    match (fs::canonicalize(dir), fs::canonicalize(dir.join(rel))) {
+        (Ok(top), Ok(real)) => real != top.join(rel),
+        _ => true,
     }
 }
 

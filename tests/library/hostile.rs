@@ -934,6 +934,22 @@ fn a_folder_is_entered_by_its_own_path_and_the_first_sixteen_links() {
         assert_eq!(served(&d), (0..16).collect::<Vec<_>>());
         assert_eq!(refused(&d), expected);
     }
+    // A change under the shared folder reaches the index by paths through links (as the
+    // watcher names them): the index stays what a whole walk makes of the tree.
+    tree.write("skills/hub/index.md", "# Hub again\n\nEdited.\n");
+    d.reconcile_paths(vec![
+        tree.path("skills/hub/index.md"),
+        tree.path("skills/ns00/a/b/common/index.md"),
+        tree.path("skills/ns20/a/b/common/index.md"),
+    ])
+    .expect("scoped reconcile");
+    assert_eq!(served(&d), (0..16).collect::<Vec<_>>());
+    assert_eq!(refused(&d), expected);
+    assert_eq!(
+        listed(&d, "ns00/a/b/common").expect("served")["title"],
+        "Hub again"
+    );
+    assert_matches_fresh(&d);
     assert_healthy(&d);
 }
 
