@@ -537,12 +537,14 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
 }
 
 /// Whether the folder at `rel` under the root folder `dir` is reached through a symbolic link
-/// below the root: its real path is not the root's real path joined with `rel`.
+/// below the root: one of the folders on its way, itself included, is a link. One `lstat` per
+/// folder below the root, as a scoped reconcile runs it for every changed file.
 fn through_a_link(dir: &Path, rel: &str) -> bool {
-    match (fs::canonicalize(dir), fs::canonicalize(dir.join(rel))) {
-        (Ok(top), Ok(real)) => real != top.join(rel),
-        _ => true,
-    }
+    let mut path = dir.to_path_buf();
+    rel.split('/').any(|segment| {
+        path.push(segment);
+        fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_symlink())
+    })
 }
 
 /// What one folder and everything under it holds; merged upwards by [`Walk::subtree`].
