@@ -202,8 +202,7 @@ fn walk_root(roots: &Roots, root: Root, inside: &[PathBuf], found: &mut Found) {
     let dir = roots.path(root);
     match root.layout() {
         Layout::Tree => {
-            // A whole root judges its links itself.
-            walk_tree(root, dir, String::new(), inside, found);
+            walk_tree(root, dir, String::new(), false, inside, found);
         }
         Layout::SkillFolders => walk_agents_skills(root, dir, inside, found),
         Layout::Profiles => walk_flat(root, dir, inside, found),
@@ -249,7 +248,11 @@ fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<SkipReaso
 /// that holds them. Of the top-level folders, only those the paths start in are looked at
 /// again (a root given whole is listed whole): a change elsewhere comes with paths of its own,
 /// and listing every namespace folder on every write would cost as much as the tree is wide.
-pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
+///
+/// `bounded` names the roots where the last walk turned a path through links away
+/// ([`SkipReason::TooManyLinkedPaths`]): there, a path that is gone, a link, or a folder that
+/// cannot be listed may have been one of the paths followed, and its place goes to the next.
+pub fn walk_scoped(roots: &Roots, paths: &[PathBuf], bounded: &BTreeSet<Root>) -> Found {
     let mut found = Found::default();
     for path in paths {
         for (root, dir) in roots.active() {
@@ -274,8 +277,9 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
     }
     let inside = real_roots(roots);
     // Which paths through links a walk follows into a folder depends on every path that leads
-    // there (`Walk::through_links`), so a scope that meets a link is walked as its whole root,
-    // and what the other scopes of that root found is left for it.
+    // there (`Walk::through_links`), so a scope that may change them is walked as its whole
+    // root (see `walk_tree_scope`), and what the other scopes of that root found is left for
+    // it, but for the other names of the files they were given.
     let mut parts: Vec<(Root, Found)> = Vec::new();
     let mut whole: Vec<Root> = Vec::new();
     for (root, rel) in &found.scopes {
@@ -283,13 +287,17 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
             continue;
         }
         let mut part = Found::default();
-        match walk_subtree(roots, *root, rel, &inside, &mut part) {
+        let bounded = bounded.contains(root);
+        match walk_subtree(roots, *root, rel, &inside, bounded, &mut part) {
             Scoped::Walked => parts.push((*root, part)),
             Scoped::MetALink => whole.push(*root),
         }
     }
-    for (root, part) in parts {
-        if !whole.contains(&root) {
+    for (root, mut part) in parts {
+        if whole.contains(&root) {
+            // A whole walk notes no other names (see `Found::shared`).
+            found.shared.append(&mut part.shared);
+        } else {
             found.absorb(part);
         }
     }
@@ -315,10 +323,11 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf]) -> Found {
 }
 
 /// What a scoped walk of a subtree did.
+#[derive(Debug, PartialEq, Eq)]
 enum Scoped {
     Walked,
-    /// It reached a folder through a symbolic link, which only a walk of the whole root can
-    /// judge; it recorded nothing.
+    /// What it would list depends on which paths through symbolic links the whole walk
+    /// follows, which only a walk of the whole root can say; it recorded nothing.
     MetALink,
 }
 
@@ -327,6 +336,7 @@ fn walk_subtree(
     root: Root,
     rel: &str,
     inside: &[PathBuf],
+    bounded: bool,
     found: &mut Found,
 ) -> Scoped {
     if rel.is_empty() {
@@ -337,82 +347,131 @@ fn walk_subtree(
         return Scoped::Walked;
     }
     let dir = roots.path(root);
-    // As the full walk: a link is judged where it sits, and nothing past a refused one is seen.
-    let at = if root.layout() == Layout::SkillFolders {
-        first_segment(rel)
-    } else {
-        rel
-    };
-    if let Some(why) = refused_link(&dir.join(at), at, inside) {
-        found.unreadable.insert((root, at.to_string()), why);
-        return Scoped::Walked;
-    }
-    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !within(&real, inside)) {
-        return Scoped::Walked;
-    }
     match root.layout() {
-        Layout::Tree => {
-            let path = dir.join(rel);
-            let Ok(meta) = fs::metadata(&path) else {
-                return Scoped::Walked;
-            };
-            let key = (root, rel.to_string());
-            let folder = rel.rsplit_once('/').map(|(folder, _)| folder);
-            if !meta.is_dir() && folder.is_some_and(|folder| through_a_link(dir, folder)) {
-                return Scoped::MetALink;
-            }
-            if let Some(why) = special(&meta, rel) {
-                found.unreadable.insert(key, why);
-            } else if meta.is_dir() {
-                if !walk_tree(root, &path, rel.to_string(), inside, found) {
-                    return Scoped::MetALink;
-                }
-            } else if meta.is_file() && is_markdown(rel) {
-                note_shared(&mut found.shared, &key, &meta);
-                found.files.insert(key, stat_of(&meta));
-            } else if meta.is_file() && is_upstream_copy(rel) {
-                found.unreadable.insert(key, SkipReason::UpstreamCopy);
-            } else if meta.is_file()
-                && crate::store::is_temp_name(rel.rsplit('/').next().unwrap_or(rel))
-            {
-                found.temps.push((key, path));
-            }
-        }
-        Layout::SkillFolders => {
-            let name = first_segment(rel);
-            if let Some((key, meta)) = skill_folder_entry(root, dir, name, inside, found) {
-                note_shared(&mut found.shared, &key, &meta);
-            }
-        }
-        Layout::Profiles => {
-            if !rel.contains('/')
-                && is_upstream_copy(rel)
-                && fs::symlink_metadata(dir.join(rel)).is_ok_and(|m| m.is_file())
-            {
-                found
-                    .unreadable
-                    .insert((root, rel.to_string()), SkipReason::UpstreamCopy);
-            }
-            if !rel.contains('/') && is_markdown(rel) {
-                if let Ok(meta) = fs::metadata(dir.join(rel)) {
-                    if let Some(why) = special(&meta, rel) {
-                        found.unreadable.insert((root, rel.to_string()), why);
-                    } else if meta.is_file() {
-                        let key = (root, rel.to_string());
-                        note_shared(&mut found.shared, &key, &meta);
-                        found.files.insert(key, stat_of(&meta));
-                    }
-                }
-            }
-            if !rel.contains('/') && crate::store::is_temp_name(rel) {
-                let path = dir.join(rel);
-                if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-                    found.temps.push(((root, rel.to_string()), path));
-                }
-            }
-        }
+        Layout::Tree => return walk_tree_scope(root, dir, rel, inside, bounded, found),
+        Layout::SkillFolders => walk_skill_folder_scope(root, dir, rel, inside, found),
+        Layout::Profiles => walk_profile_scope(root, dir, rel, inside, found),
     }
     Scoped::Walked
+}
+
+/// A path of a tree root, and what is under it, as the whole walk lists it; or
+/// [`Scoped::MetALink`] where which paths through links the whole walk follows decides it.
+fn walk_tree_scope(
+    root: Root,
+    dir: &Path,
+    rel: &str,
+    inside: &[PathBuf],
+    bounded: bool,
+    found: &mut Found,
+) -> Scoped {
+    // Before anything is recorded. Below a link, the whole walk enters the path only if it
+    // follows every link on the way: in a root where the bound turned none away, it does,
+    // unless one of them is refused or leads back up.
+    let linked = rel
+        .rsplit_once('/')
+        .is_some_and(|(folder, _)| through_a_link(dir, folder));
+    if linked && (bounded || !entered_on_the_way(dir, rel, inside)) {
+        return Scoped::MetALink;
+    }
+    let path = dir.join(rel);
+    let own = fs::symlink_metadata(&path);
+    // Where the bound turned paths away, a path that is gone or a link may have been one of
+    // those followed, and its place goes to the next.
+    let gone_or_a_link = own.as_ref().map_or(true, |meta| meta.is_symlink());
+    if bounded && gone_or_a_link {
+        return Scoped::MetALink;
+    }
+    // As the whole walk: a link is judged where it sits, and nothing past a refused one is seen.
+    if let Some(why) = refused_link(&path, rel, inside) {
+        found.unreadable.insert((root, rel.to_string()), why);
+        return Scoped::Walked;
+    }
+    let Ok(meta) = fs::metadata(&path) else {
+        return Scoped::Walked;
+    };
+    let key = (root, rel.to_string());
+    if let Some(why) = special(&meta, rel) {
+        found.unreadable.insert(key, why);
+    } else if meta.is_dir() {
+        // A link to a folder is a path through a link, which may have taken another's place.
+        if own.is_ok_and(|meta| meta.is_symlink()) {
+            return Scoped::MetALink;
+        }
+        let mut part = Found::default();
+        let walked = walk_tree(root, &path, rel.to_string(), linked, inside, &mut part);
+        let unlistable = || {
+            part.unreadable
+                .values()
+                .any(|why| matches!(why, SkipReason::Unlistable(_)))
+        };
+        if walked == Scoped::MetALink || bounded && unlistable() {
+            return Scoped::MetALink;
+        }
+        found.absorb(part);
+    } else if meta.is_file() && is_markdown(rel) {
+        note_shared(&mut found.shared, &key, &meta);
+        found.files.insert(key, stat_of(&meta));
+    } else if meta.is_file() && is_upstream_copy(rel) {
+        found.unreadable.insert(key, SkipReason::UpstreamCopy);
+    } else if meta.is_file() && crate::store::is_temp_name(rel.rsplit('/').next().unwrap_or(rel)) {
+        found.temps.push((key, path));
+    }
+    Scoped::Walked
+}
+
+/// The skill folder a path of an agents skills root is in.
+fn walk_skill_folder_scope(
+    root: Root,
+    dir: &Path,
+    rel: &str,
+    inside: &[PathBuf],
+    found: &mut Found,
+) {
+    // As the whole walk: a link is judged where it sits, and nothing past a refused one is seen.
+    let name = first_segment(rel);
+    if let Some(why) = refused_link(&dir.join(name), name, inside) {
+        found.unreadable.insert((root, name.to_string()), why);
+        return;
+    }
+    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !within(&real, inside)) {
+        return;
+    }
+    if let Some((key, meta)) = skill_folder_entry(root, dir, name, inside, found) {
+        note_shared(&mut found.shared, &key, &meta);
+    }
+}
+
+/// A path of a profiles root: a profile, an upstream copy or a temporary file, when it is one
+/// of the root's own entries (the root is flat).
+fn walk_profile_scope(root: Root, dir: &Path, rel: &str, inside: &[PathBuf], found: &mut Found) {
+    let path = dir.join(rel);
+    if let Some(why) = refused_link(&path, rel, inside) {
+        found.unreadable.insert((root, rel.to_string()), why);
+        return;
+    }
+    if rel.contains('/') || fs::canonicalize(&path).is_ok_and(|real| !within(&real, inside)) {
+        return;
+    }
+    let key = (root, rel.to_string());
+    if is_upstream_copy(rel) && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        found
+            .unreadable
+            .insert(key.clone(), SkipReason::UpstreamCopy);
+    }
+    if is_markdown(rel) {
+        if let Ok(meta) = fs::metadata(&path) {
+            if let Some(why) = special(&meta, rel) {
+                found.unreadable.insert(key.clone(), why);
+            } else if meta.is_file() {
+                note_shared(&mut found.shared, &key, &meta);
+                found.files.insert(key.clone(), stat_of(&meta));
+            }
+        }
+    }
+    if crate::store::is_temp_name(rel) && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        found.temps.push((key, path));
+    }
 }
 
 /// Notes a file a scoped walk was given by name when it has other names (see `Found::shared`).
@@ -473,12 +532,20 @@ fn stat_of(meta: &Metadata) -> Stat {
 /// walked in parallel: a walk is mostly `stat` calls, which the kernel serves on every core.
 /// Top-level folders are recorded when the walk starts at the root (`rel` empty).
 ///
-/// A scoped walk (`rel` not empty) that would reach a folder through a symbolic link records
-/// nothing and returns false: only a walk of the whole root can say which paths through links
-/// it follows (`Walk::through_links`).
-fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mut Found) -> bool {
+/// A scoped walk (`rel` not empty, `linked` when its path crosses a link the whole walk
+/// follows) that would enter a folder through a symbolic link of its own records nothing and
+/// says so: the link may be new, and only a walk of the whole root can say which paths through
+/// links it follows (`Walk::through_links`).
+fn walk_tree(
+    root: Root,
+    dir: &Path,
+    rel: String,
+    linked: bool,
+    inside: &[PathBuf],
+    found: &mut Found,
+) -> Scoped {
     let Ok(meta) = fs::metadata(dir) else {
-        return true;
+        return Scoped::Walked;
     };
     // A scoped walk starts below the root: as in a full walk, a link back to one of the
     // folders above it is a loop.
@@ -501,31 +568,26 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
         found
             .unreadable
             .insert((root, rel), SkipReason::LinkToAncestor);
-        return true;
+        return Scoped::Walked;
     }
     let scoped = !rel.is_empty();
-    if scoped
-        && dir
-            .ancestors()
-            .nth(above)
-            .is_none_or(|top| through_a_link(top, &rel))
-    {
-        return false;
-    }
     let walk = Walk { root, inside };
     ancestors.push(start);
     let start = Pending {
         path: dir.to_path_buf(),
         rel,
         ancestors,
-        linked: false,
+        linked,
     };
     let mut part = walk.subtree(start, 0);
-    if scoped && !part.through_links.is_empty() {
-        return false;
+    if scoped && part.entered_a_link {
+        return Scoped::MetALink;
     }
     let through_links = walk.through_links(std::mem::take(&mut part.through_links));
     let part = part.merge(through_links);
+    if scoped && part.entered_a_link {
+        return Scoped::MetALink;
+    }
     found.files.extend(part.files);
     found.top_dirs.extend(part.top_dirs);
     found.unreadable.extend(part.unreadable);
@@ -533,7 +595,7 @@ fn walk_tree(root: Root, dir: &Path, rel: String, inside: &[PathBuf], found: &mu
     if found.short.is_none() {
         found.short = part.short;
     }
-    true
+    Scoped::Walked
 }
 
 /// Whether the folder at `rel` under the root folder `dir` is reached through a symbolic link
@@ -547,6 +609,39 @@ fn through_a_link(dir: &Path, rel: &str) -> bool {
     })
 }
 
+/// Two relative paths in the order of their names, one folder level at a time (`a/b` before
+/// `a-c`, which a comparison of whole strings puts first).
+fn by_names(a: &str, b: &str) -> std::cmp::Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
+/// Whether the whole walk, following every path through links, enters each folder on the way
+/// to `rel` (its last part aside) under the root folder `dir`: no link on the way is refused,
+/// and none leads back to a folder above it.
+fn entered_on_the_way(dir: &Path, rel: &str, inside: &[PathBuf]) -> bool {
+    let Some((folders, _)) = rel.rsplit_once('/') else {
+        return true;
+    };
+    let Ok(meta) = fs::metadata(dir) else {
+        return false;
+    };
+    let mut above = vec![(meta.dev(), meta.ino())];
+    let mut path = dir.to_path_buf();
+    folders.split('/').all(|segment| {
+        path.push(segment);
+        if refused_link(&path, segment, inside).is_some() {
+            return false;
+        }
+        let Ok(meta) = fs::metadata(&path) else {
+            return false;
+        };
+        let id = (meta.dev(), meta.ino());
+        let entered = meta.is_dir() && !above.contains(&id);
+        above.push(id);
+        entered
+    })
+}
+
 /// What one folder and everything under it holds; merged upwards by [`Walk::subtree`].
 #[derive(Default)]
 struct Part {
@@ -557,6 +652,8 @@ struct Part {
     short: Option<Short>,
     /// Folders reached through a symbolic link, left for [`Walk::through_links`].
     through_links: Vec<Pending>,
+    /// Some folder was entered through a symbolic link listed here.
+    entered_a_link: bool,
 }
 
 impl Part {
@@ -567,6 +664,7 @@ impl Part {
         self.temps.append(&mut other.temps);
         self.short = self.short.or(other.short);
         self.through_links.append(&mut other.through_links);
+        self.entered_a_link |= other.entered_a_link;
         self
     }
 }
@@ -618,7 +716,8 @@ impl Walk<'_> {
     }
 
     /// The folders reached through symbolic links, and everything under them: one at a time,
-    /// in the order of their paths, so that which paths into a folder past
+    /// in the order of their paths compared name by name (depth first, each folder's names
+    /// sorted), so that which paths into a folder past
     /// [`MAX_LINKED_PATHS_TO_A_FOLDER`] are not followed (each listed by `check`) is the same
     /// at every walk, whatever order the parallel walk found them in. Links are few in real
     /// trees; a tree built to multiply paths is bounded by the count.
@@ -626,7 +725,7 @@ impl Walk<'_> {
         let mut part = Part::default();
         let mut entered: HashMap<(u64, u64), u32> = HashMap::new();
         // A stack popped in path order, each folder's own folders next.
-        pending.sort_unstable_by(|a, b| b.rel.cmp(&a.rel));
+        pending.sort_unstable_by(|a, b| by_names(&b.rel, &a.rel));
         while let Some(folder) = pending.pop() {
             let id = *folder
                 .ancestors
@@ -640,7 +739,7 @@ impl Walk<'_> {
                 continue;
             }
             let mut children = self.list(folder, &mut part);
-            children.sort_unstable_by(|a, b| b.rel.cmp(&a.rel));
+            children.sort_unstable_by(|a, b| by_names(&b.rel, &a.rel));
             pending.append(&mut children);
         }
         part
@@ -720,6 +819,7 @@ impl Walk<'_> {
                     part.unreadable
                         .push(((root, child_rel), SkipReason::LinkToAncestor));
                 } else {
+                    part.entered_a_link |= is_link;
                     folders.push(Pending {
                         path: entry.path(),
                         rel: child_rel,
@@ -905,7 +1005,100 @@ fn walk_flat(root: Root, dir: &Path, inside: &[PathBuf], found: &mut Found) {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::symlink;
+
     use super::*;
+
+    /// `skills/team` (two skills) reached also through `skills/alias -> team`, and a folder of
+    /// its own, `skills/plain`.
+    fn linked_tree() -> (tempfile::TempDir, Roots) {
+        let base = tempfile::tempdir().unwrap();
+        let skills = base.path().join("skills");
+        for rel in ["team/one/index.md", "team/two.md", "plain/index.md"] {
+            let path = skills.join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, "# A skill\n\nx\n").unwrap();
+        }
+        symlink("team", skills.join("alias")).unwrap();
+        let roots = Roots::new(
+            skills,
+            base.path().join("local"),
+            base.path().join(".agents/skills"),
+            base.path().join("agents"),
+        );
+        (base, roots)
+    }
+
+    fn scoped(roots: &Roots, rels: &[&str], bounded: &[Root]) -> Found {
+        let paths: Vec<PathBuf> = rels
+            .iter()
+            .map(|rel| roots.file(Root::Skills, rel))
+            .collect();
+        walk_scoped(roots, &paths, &bounded.iter().copied().collect())
+    }
+
+    fn walked_whole(found: &Found) -> bool {
+        found.scopes.contains(&(Root::Skills, String::new()))
+    }
+
+    #[test]
+    fn a_path_below_a_link_is_walked_by_itself_unless_the_bound_turned_paths_away() {
+        let (_base, roots) = linked_tree();
+        let whole = walk(&roots);
+        for rels in [
+            &["alias/two.md"][..],
+            &["alias/one"],
+            &["alias/one/index.md", "team/one/index.md"],
+            &["alias/gone.md"],
+        ] {
+            let found = scoped(&roots, rels, &[]);
+            assert!(!walked_whole(&found), "{rels:?}: {:?}", found.scopes);
+            for (key, stat) in &found.files {
+                assert_eq!(whole.files.get(key), Some(stat), "{key:?}");
+            }
+            let expected = whole.files.keys().filter(|key| found.covers(key)).count();
+            assert_eq!(found.files.len(), expected, "{rels:?}");
+            // Where the bound turned paths away, only the whole walk knows which it follows.
+            assert!(
+                walked_whole(&scoped(&roots, rels, &[Root::Skills])),
+                "{rels:?}"
+            );
+        }
+        // Beside the links, a path is walked by itself in both.
+        assert!(!walked_whole(&scoped(
+            &roots,
+            &["plain/index.md"],
+            &[Root::Skills]
+        )));
+    }
+
+    #[test]
+    fn paths_through_links_are_taken_in_order_of_their_names() {
+        use std::cmp::Ordering::*;
+        assert_eq!(by_names("a/b", "a-c"), Less);
+        assert_eq!(by_names("a/b/c", "a/b"), Greater);
+        assert_eq!(by_names("ns02/x", "ns10"), Less);
+        assert_eq!(by_names("a/b", "a/b"), Equal);
+    }
+
+    #[test]
+    fn a_link_made_or_met_by_a_scoped_walk_sends_it_to_the_whole_root() {
+        let (base, roots) = linked_tree();
+        let skills = base.path().join("skills");
+        // The link itself, as when it is made or points elsewhere.
+        assert!(walked_whole(&scoped(&roots, &["alias"], &[])));
+        // A folder with a link in it, as when it is moved in.
+        symlink("../plain", skills.join("team/also")).unwrap();
+        assert!(walked_whole(&scoped(&roots, &["team"], &[])));
+        assert!(!walked_whole(&scoped(&roots, &["alias/one"], &[])));
+        // Below a link back up, which the whole walk does not enter.
+        symlink("..", skills.join("team/up")).unwrap();
+        assert!(walked_whole(&scoped(
+            &roots,
+            &["alias/up/plain/index.md"],
+            &[]
+        )));
+    }
 
     #[test]
     fn a_folder_unlisted_for_want_of_descriptors_or_memory_is_short_not_skipped() {

@@ -889,34 +889,14 @@ fn symlink_loops_end() {
 
 /// Links that lead many ways into one folder (a shared folder linked from 40 namespaces, or
 /// a tree built to multiply paths) are followed into it 16 times at most, the first 16 paths
-/// in path order, each other path listed by `check`; the folder's own path is always walked.
+/// in path order (compared name by name), each other path listed by `check`; the folder's own path is always walked.
 /// Whatever order the parallel walk finds them in, every walk keeps the same ones, so no row
 /// comes and goes between reconciles.
 #[test]
 fn a_folder_is_entered_by_its_own_path_and_the_first_sixteen_links() {
-    let tree = hostile_tree();
-    tree.write("skills/hub/index.md", "# Hub\n\nReached many ways.\n");
-    for i in 0..40 {
-        tree.mkdir(&format!("skills/ns{i:02}/a/b"));
-        symlink(
-            "../../../hub",
-            tree.path(&format!("skills/ns{i:02}/a/b/common")),
-        )
-        .expect("link");
-    }
-    let served = |d: &Directory| -> Vec<usize> {
-        (0..40)
-            .filter(|i| listed(d, &format!("ns{i:02}/a/b/common")).is_some())
-            .collect()
-    };
-    let refused = |d: &Directory| -> Vec<String> {
-        d.skipped()
-            .expect("skipped")
-            .into_iter()
-            .filter(|s| s.reason == SkipReason::TooManyLinkedPaths)
-            .map(|s| s.path)
-            .collect()
-    };
+    let tree = hub_linked_from_forty_namespaces();
+    let served = |d: &Directory| served_through_links(d, 0..40);
+    let refused = |d: &Directory| not_followed(d);
     let d = tree.open();
     assert!(listed(&d, "hub").is_some(), "the folder's own path");
     assert_eq!(served(&d), (0..16).collect::<Vec<_>>());
@@ -950,6 +930,155 @@ fn a_folder_is_entered_by_its_own_path_and_the_first_sixteen_links() {
         "Hub again"
     );
     assert_matches_fresh(&d);
+    assert_healthy(&d);
+}
+
+/// `skills/hub` (a skill), linked from `skills/nsNN/a/b/common` for NN in 00..40.
+fn hub_linked_from_forty_namespaces() -> Tree {
+    let tree = hostile_tree();
+    tree.write("skills/hub/index.md", "# Hub\n\nReached many ways.\n");
+    for i in 0..40 {
+        tree.mkdir(&format!("skills/ns{i:02}/a/b"));
+        symlink(
+            "../../../hub",
+            tree.path(&format!("skills/ns{i:02}/a/b/common")),
+        )
+        .expect("link");
+    }
+    tree
+}
+
+/// Which of the namespaces `nsNN` serve the hub through their link.
+fn served_through_links(d: &Directory, namespaces: std::ops::Range<usize>) -> Vec<usize> {
+    namespaces
+        .filter(|i| listed(d, &format!("ns{i:02}/a/b/common")).is_some())
+        .collect()
+}
+
+/// The paths through links `check` lists as not followed, for the bound on paths into one
+/// folder.
+fn not_followed(d: &Directory) -> Vec<String> {
+    d.skipped()
+        .expect("skipped")
+        .into_iter()
+        .filter(|s| s.reason == SkipReason::TooManyLinkedPaths)
+        .map(|s| s.path)
+        .collect()
+}
+
+/// Scoped reconciles (a watcher's bursts) in a tree where the bound on paths through links
+/// turned some away leave the index as a whole walk makes it: a link among the followed ones
+/// removed gives its place to the next, links under the shared folder add no `check` rows
+/// under paths the whole walk does not enter, and a file given by name that has another name
+/// in another root brings that name up to date even when its root was walked whole.
+#[test]
+fn scoped_reconciles_where_links_were_turned_away_match_a_whole_walk() {
+    let tree = hub_linked_from_forty_namespaces();
+    let profile = |name: &str| format!("---\nname: {name}\n---\nShared.\n");
+    tree.write("skills/hub/shared.md", &profile("First"));
+    fs::hard_link(
+        tree.path("skills/hub/shared.md"),
+        tree.path("agents/shared.md"),
+    )
+    .expect("hard link");
+    let d = tree.open();
+    let through_links = |rest: &str| -> Vec<PathBuf> {
+        (0..40)
+            .map(|i| tree.path(&format!("skills/ns{i:02}/a/b/common{rest}")))
+            .collect()
+    };
+    let reconcile = |mut paths: Vec<PathBuf>, what: &str| {
+        paths.sort();
+        d.reconcile_paths(paths).expect(what);
+        assert_matches_fresh(&d);
+    };
+
+    // Written in place through the hub's own name; the other root's name follows.
+    fs::write(tree.path("skills/hub/shared.md"), profile("Second")).expect("write");
+    let mut paths = through_links("/shared.md");
+    paths.push(tree.path("skills/hub/shared.md"));
+    reconcile(paths, "an in-place write");
+    assert_eq!(agent_row(&d, "shared").expect("profile")["name"], "Second");
+
+    // A link that leads nowhere and one back up, under the shared folder.
+    symlink("missing.md", tree.path("skills/hub/dangling.md")).expect("link");
+    symlink("..", tree.path("skills/hub/up")).expect("link");
+    let mut paths = [through_links("/dangling.md"), through_links("/up")].concat();
+    paths.extend([
+        tree.path("skills/hub/dangling.md"),
+        tree.path("skills/hub/up"),
+    ]);
+    reconcile(paths, "links under the shared folder");
+    let reasons = d.skipped().expect("skipped");
+    let under = |rest: &str| reasons.iter().filter(|s| s.path.ends_with(rest)).count();
+    assert_eq!(
+        under("/dangling.md"),
+        17,
+        "the hub's own and 16 paths through links"
+    );
+    assert_eq!(under("/up"), 17, "{reasons:#?}");
+
+    // One of the followed links removed, then a namespace holding another: the next paths in
+    // order take their places.
+    fs::remove_file(tree.path("skills/ns00/a/b/common")).expect("remove");
+    reconcile(vec![tree.path("skills/ns00/a/b/common")], "a link removed");
+    assert_eq!(served_through_links(&d, 0..40), (1..17).collect::<Vec<_>>());
+    fs::remove_dir_all(tree.path("skills/ns01")).expect("remove");
+    reconcile(vec![tree.path("skills/ns01")], "a namespace removed");
+    assert_eq!(served_through_links(&d, 0..40), (2..18).collect::<Vec<_>>());
+    let expected: Vec<String> = (18..40)
+        .map(|i| tree.abs(&format!("skills/ns{i:02}/a/b/common")))
+        .collect();
+    assert_eq!(not_followed(&d), expected);
+
+    // A link's own path given as a folder.
+    reconcile(vec![tree.path("skills/ns20/a/b/common")], "a linked folder");
+    assert_healthy(&d);
+}
+
+/// Where no path through links was turned away, scoped reconciles below a link (as a watcher
+/// names a change under a linked folder: by its own path and each path through links) walk those
+/// paths alone, and leave the index as a whole walk makes it, through every kind of change.
+#[test]
+fn scoped_reconciles_below_links_match_a_whole_walk() {
+    let tree = hostile_tree();
+    tree.write("skills/team/one/index.md", "# One\n\nFirst.\n")
+        .write("skills/plain/index.md", "# Plain\n\nBeside.\n");
+    symlink("team", tree.path("skills/alias")).expect("link");
+    symlink("../team", tree.path("skills/plain/again")).expect("link");
+    let d = tree.open();
+    let both = |rel: &str| {
+        vec![
+            tree.path(&format!("skills/team/{rel}")),
+            tree.path(&format!("skills/alias/{rel}")),
+            tree.path(&format!("skills/plain/again/{rel}")),
+        ]
+    };
+    let reconcile = |paths: Vec<PathBuf>, what: &str| {
+        d.reconcile_paths(paths).expect(what);
+        assert_matches_fresh(&d);
+    };
+    tree.write("skills/team/one/index.md", "# One again\n\nEdited.\n");
+    reconcile(both("one/index.md"), "an edit");
+    assert_eq!(
+        listed(&d, "alias/one").expect("served")["title"],
+        "One again"
+    );
+    tree.write("skills/team/two/deep/index.md", "# Two\n\nNew.\n");
+    reconcile(both("two"), "a new folder");
+    assert!(listed(&d, "plain/again/two/deep").is_some());
+    symlink("missing.md", tree.path("skills/team/dangling.md")).expect("link");
+    reconcile(both("dangling.md"), "a link that leads nowhere");
+    symlink("..", tree.path("skills/team/up")).expect("link");
+    reconcile(both("up"), "a link back up");
+    symlink("../plain", tree.path("skills/team/sideways")).expect("link");
+    reconcile(both("sideways"), "a link to a folder beside");
+    assert!(listed(&d, "alias/sideways").is_some());
+    fs::remove_dir_all(tree.path("skills/team/two")).expect("remove");
+    reconcile(both("two"), "a folder removed");
+    fs::remove_file(tree.path("skills/team/sideways")).expect("remove");
+    reconcile(both("sideways"), "a link removed");
+    assert!(listed(&d, "alias/sideways").is_none());
     assert_healthy(&d);
 }
 

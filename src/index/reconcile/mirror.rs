@@ -16,6 +16,7 @@ use crate::index::records::{FileMeta, decode};
 use crate::index::tables::*;
 use crate::index::views;
 use crate::roots::Root;
+use crate::rules::skip::SkipReason;
 
 /// See the module doc. A boot with nothing changed only loads the file and folder tables.
 pub struct Mirror {
@@ -60,6 +61,16 @@ impl Default for Mirror {
 }
 
 impl Mirror {
+    /// The roots where the last walk turned a path through links away for the bound on paths
+    /// into one folder (see `walk::walk_scoped`).
+    pub fn bounded_roots(&self) -> BTreeSet<Root> {
+        self.unreadable
+            .iter()
+            .filter(|(_, why)| matches!(why, SkipReason::TooManyLinkedPaths))
+            .map(|((root, _), _)| *root)
+            .collect()
+    }
+
     pub fn load(db: &redb::Database) -> Result<Mirror> {
         let txn = db.begin_read().map_err(Error::index)?;
         let files = decode_paths(

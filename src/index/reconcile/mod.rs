@@ -388,9 +388,10 @@ impl Plan {
         let mut found = match scope {
             Scope::All => walk(roots),
             Scope::Paths(paths) => {
-                let found = walk_scoped(roots, paths);
+                let bounded = mirror.bounded_roots();
+                let found = walk_scoped(roots, paths, &bounded);
                 match other_names(mirror, roots, &found) {
-                    Some(more) => walk_scoped(roots, &[paths.as_slice(), &more].concat()),
+                    Some(more) => walk_scoped(roots, &[paths.as_slice(), &more].concat(), &bounded),
                     None => found,
                 }
             }
