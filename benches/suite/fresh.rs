@@ -1,8 +1,9 @@
 //! Fresh reads (issue 26): what catching up with the disk costs a read. The same reads with
 //! the watcher's catch-up and without it (the watcher stopped), in alternating blocks so that
 //! both see the same load; a `get` right after one file changed on disk; and a `get` right
-//! after a burst of 1,000 changed files, beside the scoped reconcile of the same files; and a
-//! `get` right after one change in a tree that is a single folder of as many skills.
+//! after a burst of 1,000 changed files, beside the scoped reconcile of the same files; a
+//! `get` right after one change in a tree that is a single folder of as many skills; and one
+//! through a symbolic link right after a change under the folder it leads to.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -233,6 +234,7 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>) -> Vec<Figure> {
     // Leave the tree as the index holds it.
     directory.reconcile().expect("reconcile");
     out.push(one_change_in_one_folder(settings));
+    out.push(one_change_below_a_link(settings));
     out
 }
 
@@ -241,37 +243,17 @@ pub fn figures(settings: &Settings, directory: Arc<Directory>) -> Vec<Figure> {
 fn one_change_in_one_folder(settings: &Settings) -> Figure {
     let work = tempfile::tempdir().expect("temp dir");
     let folder = work.path().join("skills").join("flat");
-    std::fs::create_dir_all(&folder).expect("folder");
-    for i in 0..settings.skills {
-        let text = format!("---\ndescription: Flat skill {i}.\n---\n# Flat {i}\n\nBody {i}.\n");
-        std::fs::write(folder.join(format!("s{i:06}.md")), text).expect("write");
-    }
-    let mut config = iii_directory::config::Config::for_root(work.path());
-    config.paths.index_path = work.path().join("flat.redb");
-    let directory = Arc::new(Directory::open(config).expect("open"));
-    directory.reconcile().expect("index");
-    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
+    write_skills(&folder, 0..settings.skills);
+    let directory = open_indexed(work.path());
     let runs = settings.iterations.clamp(5, 200);
     let step = (settings.skills / runs).max(1);
-    let (mut idle, mut after_one) = (Vec::new(), Vec::new());
-    for i in 0..runs {
-        let n = (i * step) % settings.skills;
-        let id = format!("flat/s{n:06}");
-        let start = Instant::now();
-        black_box(get(&directory, &id));
-        idle.push(start.elapsed());
-        let title = format!("flat probe {i}");
-        replace(
-            &folder.join(format!("s{n:06}.md")),
-            &format!("# {title}\n\nChanged.\n"),
-        );
-        let start = Instant::now();
-        let got = get(&directory, &id);
-        after_one.push(start.elapsed());
-        assert_eq!(got["title"], title.as_str(), "a stale read");
-    }
-    watcher.stop();
-    let (idle, after_one) = (Sample::of(idle), Sample::of(after_one));
+    let probes: Vec<(PathBuf, String)> = (0..runs)
+        .map(|i| {
+            let n = (i * step) % settings.skills;
+            (folder.join(format!("s{n:06}.md")), format!("flat/s{n:06}"))
+        })
+        .collect();
+    let (idle, after_one) = idle_and_after_one_change(&directory, &probes);
     Figure::timing(
         "fresh_get_one_change_one_folder",
         &format!(
@@ -282,4 +264,83 @@ fn one_change_in_one_folder(settings: &Settings) -> Figure {
     )
     .baseline("the same get, nothing changed", idle.p50)
     .note("the namespace is the whole tree: only the changed skill's rows are recomputed")
+}
+
+/// A `get`, by a path through a symbolic link, right after the file changed under the folder
+/// the link leads to: `skills/alias -> team`, in a tree of as many skills in folders of 100. The
+/// watcher hears the change under `team` only and names the paths through the link too; they
+/// are walked by themselves, not as the whole tree.
+fn one_change_below_a_link(settings: &Settings) -> Figure {
+    const PER_FOLDER: usize = 100;
+    let work = tempfile::tempdir().expect("temp dir");
+    let skills = work.path().join("skills");
+    write_skills(&skills.join("team"), 0..PER_FOLDER);
+    for (k, first) in (PER_FOLDER..settings.skills.max(PER_FOLDER))
+        .step_by(PER_FOLDER)
+        .enumerate()
+    {
+        write_skills(&skills.join(format!("ns{k:04}")), first..first + PER_FOLDER);
+    }
+    std::os::unix::fs::symlink("team", skills.join("alias")).expect("link");
+    let directory = open_indexed(work.path());
+    let runs = settings.iterations.clamp(5, 200);
+    let probes: Vec<(PathBuf, String)> = (0..runs)
+        .map(|i| {
+            let n = i % PER_FOLDER;
+            let file = skills.join("team").join(format!("s{n:06}.md"));
+            (file, format!("alias/s{n:06}"))
+        })
+        .collect();
+    let (idle, after_one) = idle_and_after_one_change(&directory, &probes);
+    Figure::timing(
+        "fresh_get_one_change_below_a_link",
+        &format!(
+            "skills::get through a link right after its file changed, {} skills",
+            settings.skills
+        ),
+        &after_one,
+    )
+    .baseline("the same get, nothing changed", idle.p50)
+    .note("the change is heard under the link's target; its paths through the link are walked")
+}
+
+/// Writes a skill `s<n>.md` for each `n` into `folder`.
+fn write_skills(folder: &std::path::Path, numbers: std::ops::Range<usize>) {
+    std::fs::create_dir_all(folder).expect("folder");
+    for i in numbers {
+        let text = format!("---\ndescription: Skill {i}.\n---\n# Skill {i}\n\nBody {i}.\n");
+        std::fs::write(folder.join(format!("s{i:06}.md")), text).expect("write");
+    }
+}
+
+/// A directory over the tree at `root` (its `skills` folder), indexed.
+fn open_indexed(root: &std::path::Path) -> Arc<Directory> {
+    let mut config = iii_directory::config::Config::for_root(root);
+    config.paths.index_path = root.join("bench.redb");
+    let directory = Arc::new(Directory::open(config).expect("open"));
+    directory.reconcile().expect("index");
+    directory
+}
+
+/// For each `(file, id)` probe with a watcher running: the `get` of the id with nothing
+/// changed, then the file replaced and at once the `get` again, which must see the change.
+fn idle_and_after_one_change(
+    directory: &Arc<Directory>,
+    probes: &[(PathBuf, String)],
+) -> (Sample, Sample) {
+    let watcher = Watcher::start(directory.clone(), WatchOptions::default());
+    let (mut idle, mut after_one) = (Vec::new(), Vec::new());
+    for (i, (file, id)) in probes.iter().enumerate() {
+        let start = Instant::now();
+        black_box(get(directory, id));
+        idle.push(start.elapsed());
+        let title = format!("probe {i}");
+        replace(file, &format!("# {title}\n\nChanged.\n"));
+        let start = Instant::now();
+        let got = get(directory, id);
+        after_one.push(start.elapsed());
+        assert_eq!(got["title"], title.as_str(), "a stale read of {id}");
+    }
+    watcher.stop();
+    (Sample::of(idle), Sample::of(after_one))
 }

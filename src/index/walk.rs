@@ -250,8 +250,9 @@ fn refused_link(path: &Path, name: &str, inside: &[PathBuf]) -> Option<SkipReaso
 /// and listing every namespace folder on every write would cost as much as the tree is wide.
 ///
 /// `bounded` names the roots where the last walk turned a path through links away
-/// ([`SkipReason::TooManyLinkedPaths`]): there, a path that is gone, a link, or a folder that
-/// cannot be listed may have been one of the paths followed, and its place goes to the next.
+/// ([`SkipReason::TooManyLinkedPaths`]): there, any change may give a path turned away the
+/// place of one followed (a link or a folder holding one gone, or replaced by a folder of the
+/// same name, or no longer entered), so they are walked whole.
 pub fn walk_scoped(roots: &Roots, paths: &[PathBuf], bounded: &BTreeSet<Root>) -> Found {
     let mut found = Found::default();
     for path in paths {
@@ -283,19 +284,20 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf], bounded: &BTreeSet<Root>) -
     let mut parts: Vec<(Root, Found)> = Vec::new();
     let mut whole: Vec<Root> = Vec::new();
     for (root, rel) in &found.scopes {
-        if whole.contains(root) {
-            continue;
-        }
+        let goes_whole = whole.contains(root) || bounded.contains(root);
         let mut part = Found::default();
-        let bounded = bounded.contains(root);
-        match walk_subtree(roots, *root, rel, &inside, bounded, &mut part) {
-            Scoped::Walked => parts.push((*root, part)),
-            Scoped::MetALink => whole.push(*root),
+        if goes_whole || walk_subtree(roots, *root, rel, &inside, &mut part) == Scoped::MetALink {
+            // A whole walk notes no other names (see `Found::shared`).
+            note_given_file(roots.path(*root), *root, rel, &mut found.shared);
+            if !whole.contains(root) {
+                whole.push(*root);
+            }
+        } else {
+            parts.push((*root, part));
         }
     }
     for (root, mut part) in parts {
         if whole.contains(&root) {
-            // A whole walk notes no other names (see `Found::shared`).
             found.shared.append(&mut part.shared);
         } else {
             found.absorb(part);
@@ -336,7 +338,6 @@ fn walk_subtree(
     root: Root,
     rel: &str,
     inside: &[PathBuf],
-    bounded: bool,
     found: &mut Found,
 ) -> Scoped {
     if rel.is_empty() {
@@ -348,40 +349,34 @@ fn walk_subtree(
     }
     let dir = roots.path(root);
     match root.layout() {
-        Layout::Tree => return walk_tree_scope(root, dir, rel, inside, bounded, found),
+        Layout::Tree => return walk_tree_scope(root, dir, rel, inside, found),
         Layout::SkillFolders => walk_skill_folder_scope(root, dir, rel, inside, found),
         Layout::Profiles => walk_profile_scope(root, dir, rel, inside, found),
     }
     Scoped::Walked
 }
 
-/// A path of a tree root, and what is under it, as the whole walk lists it; or
-/// [`Scoped::MetALink`] where which paths through links the whole walk follows decides it.
+/// A path of a tree root where the bound turned no path through links away, and what is under
+/// it, as the whole walk lists it; or [`Scoped::MetALink`] where it may add paths through
+/// links (a link made, moved in or pointed elsewhere), which could take a folder past the
+/// bound.
 fn walk_tree_scope(
     root: Root,
     dir: &Path,
     rel: &str,
     inside: &[PathBuf],
-    bounded: bool,
     found: &mut Found,
 ) -> Scoped {
     // Before anything is recorded. Below a link, the whole walk enters the path only if it
-    // follows every link on the way: in a root where the bound turned none away, it does,
-    // unless one of them is refused or leads back up.
+    // follows every link on the way: with no path turned away, it does, unless one of them is
+    // refused or leads back up.
     let linked = rel
         .rsplit_once('/')
         .is_some_and(|(folder, _)| through_a_link(dir, folder));
-    if linked && (bounded || !entered_on_the_way(dir, rel, inside)) {
+    if linked && !entered_on_the_way(dir, rel, inside) {
         return Scoped::MetALink;
     }
     let path = dir.join(rel);
-    let own = fs::symlink_metadata(&path);
-    // Where the bound turned paths away, a path that is gone or a link may have been one of
-    // those followed, and its place goes to the next.
-    let gone_or_a_link = own.as_ref().map_or(true, |meta| meta.is_symlink());
-    if bounded && gone_or_a_link {
-        return Scoped::MetALink;
-    }
     // As the whole walk: a link is judged where it sits, and nothing past a refused one is seen.
     if let Some(why) = refused_link(&path, rel, inside) {
         found.unreadable.insert((root, rel.to_string()), why);
@@ -394,18 +389,11 @@ fn walk_tree_scope(
     if let Some(why) = special(&meta, rel) {
         found.unreadable.insert(key, why);
     } else if meta.is_dir() {
-        // A link to a folder is a path through a link, which may have taken another's place.
-        if own.is_ok_and(|meta| meta.is_symlink()) {
+        if fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_symlink()) {
             return Scoped::MetALink;
         }
         let mut part = Found::default();
-        let walked = walk_tree(root, &path, rel.to_string(), linked, inside, &mut part);
-        let unlistable = || {
-            part.unreadable
-                .values()
-                .any(|why| matches!(why, SkipReason::Unlistable(_)))
-        };
-        if walked == Scoped::MetALink || bounded && unlistable() {
+        if walk_tree(root, &path, rel.to_string(), linked, inside, &mut part) == Scoped::MetALink {
             return Scoped::MetALink;
         }
         found.absorb(part);
@@ -471,6 +459,16 @@ fn walk_profile_scope(root: Root, dir: &Path, rel: &str, inside: &[PathBuf], fou
     }
     if crate::store::is_temp_name(rel) && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
         found.temps.push((key, path));
+    }
+}
+
+/// Notes the file at `rel` of a root a scoped walk walks whole, when it is one and has other
+/// names (see `Found::shared`).
+fn note_given_file(dir: &Path, root: Root, rel: &str, shared: &mut Vec<(Root, String)>) {
+    if let Ok(meta) = fs::metadata(dir.join(rel))
+        && meta.is_file()
+    {
+        note_shared(shared, &(root, rel.to_string()), &meta);
     }
 }
 
@@ -1043,33 +1041,49 @@ mod tests {
 
     #[test]
     fn a_path_below_a_link_is_walked_by_itself_unless_the_bound_turned_paths_away() {
-        let (_base, roots) = linked_tree();
+        let (base, roots) = linked_tree();
+        symlink("missing.md", base.path().join("skills/team/dangling.md")).unwrap();
         let whole = walk(&roots);
         for rels in [
             &["alias/two.md"][..],
             &["alias/one"],
             &["alias/one/index.md", "team/one/index.md"],
             &["alias/gone.md"],
+            &["alias/dangling.md"],
         ] {
             let found = scoped(&roots, rels, &[]);
             assert!(!walked_whole(&found), "{rels:?}: {:?}", found.scopes);
-            for (key, stat) in &found.files {
-                assert_eq!(whole.files.get(key), Some(stat), "{key:?}");
-            }
-            let expected = whole.files.keys().filter(|key| found.covers(key)).count();
-            assert_eq!(found.files.len(), expected, "{rels:?}");
-            // Where the bound turned paths away, only the whole walk knows which it follows.
+            let covered_files: BTreeMap<_, _> = whole
+                .files
+                .iter()
+                .filter(|(key, _)| found.covers(key))
+                .collect();
+            assert_eq!(
+                found.files.iter().collect::<BTreeMap<_, _>>(),
+                covered_files
+            );
+            let covered_rows: BTreeMap<_, _> = whole
+                .unreadable
+                .iter()
+                .filter(|(key, _)| found.covers(key))
+                .collect();
+            assert_eq!(
+                found.unreadable.iter().collect::<BTreeMap<_, _>>(),
+                covered_rows
+            );
+            // Where the bound turned paths away, only a whole walk says which it follows.
             assert!(
                 walked_whole(&scoped(&roots, rels, &[Root::Skills])),
                 "{rels:?}"
             );
         }
-        // Beside the links, a path is walked by itself in both.
-        assert!(!walked_whole(&scoped(
+        // There, even a path beside the links: it may be a link's old name.
+        assert!(walked_whole(&scoped(
             &roots,
             &["plain/index.md"],
             &[Root::Skills]
         )));
+        assert!(!walked_whole(&scoped(&roots, &["plain/index.md"], &[])));
     }
 
     #[test]

@@ -987,13 +987,12 @@ fn scoped_reconciles_where_links_were_turned_away_match_a_whole_walk() {
             .map(|i| tree.path(&format!("skills/ns{i:02}/a/b/common{rest}")))
             .collect()
     };
-    let reconcile = |mut paths: Vec<PathBuf>, what: &str| {
-        paths.sort();
+    let reconcile = |paths: Vec<PathBuf>, what: &str| {
         d.reconcile_paths(paths).expect(what);
         assert_matches_fresh(&d);
     };
 
-    // Written in place through the hub's own name; the other root's name follows.
+    // Written in place through the hub's own name, given last; the other root's name follows.
     fs::write(tree.path("skills/hub/shared.md"), profile("Second")).expect("write");
     let mut paths = through_links("/shared.md");
     paths.push(tree.path("skills/hub/shared.md"));
@@ -1026,19 +1025,27 @@ fn scoped_reconciles_where_links_were_turned_away_match_a_whole_walk() {
     fs::remove_dir_all(tree.path("skills/ns01")).expect("remove");
     reconcile(vec![tree.path("skills/ns01")], "a namespace removed");
     assert_eq!(served_through_links(&d, 0..40), (2..18).collect::<Vec<_>>());
-    let expected: Vec<String> = (18..40)
+    // A link replaced by a folder of the same name within one burst: the path is there, but
+    // no longer one through a link.
+    let common = tree.path("skills/ns02/a/b/common");
+    fs::remove_file(&common).expect("remove");
+    tree.write(
+        "skills/ns02/a/b/common/index.md",
+        "# Own\n\nNo longer a link.\n",
+    );
+    reconcile(vec![common], "a link replaced by a folder");
+    assert_eq!(served_through_links(&d, 3..40), (3..19).collect::<Vec<_>>());
+    let expected: Vec<String> = (19..40)
         .map(|i| tree.abs(&format!("skills/ns{i:02}/a/b/common")))
         .collect();
     assert_eq!(not_followed(&d), expected);
-
-    // A link's own path given as a folder.
-    reconcile(vec![tree.path("skills/ns20/a/b/common")], "a linked folder");
     assert_healthy(&d);
 }
 
 /// Where no path through links was turned away, scoped reconciles below a link (as a watcher
-/// names a change under a linked folder: by its own path and each path through links) walk those
-/// paths alone, and leave the index as a whole walk makes it, through every kind of change.
+/// names a change under a linked folder: by its own path and each path through links) leave the
+/// index as a whole walk makes it, through every kind of change. (Which of them walk their paths
+/// alone is asserted by the unit tests of `walk_scoped`.)
 #[test]
 fn scoped_reconciles_below_links_match_a_whole_walk() {
     let tree = hostile_tree();
@@ -1079,6 +1086,22 @@ fn scoped_reconciles_below_links_match_a_whole_walk() {
     fs::remove_file(tree.path("skills/team/sideways")).expect("remove");
     reconcile(both("sideways"), "a link removed");
     assert!(listed(&d, "alias/sideways").is_none());
+    // A burst whose first path (a new link) sends the root whole, with an in-place write
+    // through a name that has another in another root: that name follows.
+    let profile = |name: &str| format!("---\nname: {name}\n---\nShared.\n");
+    tree.write("skills/team/shared.md", &profile("First"));
+    fs::hard_link(
+        tree.path("skills/team/shared.md"),
+        tree.path("agents/shared.md"),
+    )
+    .expect("hard link");
+    d.reconcile().expect("reconcile");
+    symlink("../plain", tree.path("skills/team/across")).expect("link");
+    fs::write(tree.path("skills/team/shared.md"), profile("Second")).expect("write");
+    let mut paths = both("across");
+    paths.extend(both("shared.md"));
+    reconcile(paths, "a link and an in-place write");
+    assert_eq!(agent_row(&d, "shared").expect("profile")["name"], "Second");
     assert_healthy(&d);
 }
 
