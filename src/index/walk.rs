@@ -1035,6 +1035,26 @@ mod tests {
         walk_scoped(roots, &paths, &bounded.iter().copied().collect())
     }
 
+    /// What a scoped walk found (files, or `check` rows) is what the whole walk found in its
+    /// scopes.
+    fn assert_as_whole<V: PartialEq + std::fmt::Debug>(
+        found: &Found,
+        scoped: &BTreeMap<(Root, String), V>,
+        whole: &BTreeMap<(Root, String), V>,
+    ) {
+        let expected: Vec<_> = found
+            .covered(whole)
+            .into_iter()
+            .map(|key| (key, &whole[key]))
+            .collect();
+        assert_eq!(
+            scoped.iter().collect::<Vec<_>>(),
+            expected,
+            "{:?}",
+            found.scopes
+        );
+    }
+
     fn walked_whole(found: &Found) -> bool {
         found.scopes.contains(&(Root::Skills, String::new()))
     }
@@ -1053,24 +1073,8 @@ mod tests {
         ] {
             let found = scoped(&roots, rels, &[]);
             assert!(!walked_whole(&found), "{rels:?}: {:?}", found.scopes);
-            let covered_files: BTreeMap<_, _> = whole
-                .files
-                .iter()
-                .filter(|(key, _)| found.covers(key))
-                .collect();
-            assert_eq!(
-                found.files.iter().collect::<BTreeMap<_, _>>(),
-                covered_files
-            );
-            let covered_rows: BTreeMap<_, _> = whole
-                .unreadable
-                .iter()
-                .filter(|(key, _)| found.covers(key))
-                .collect();
-            assert_eq!(
-                found.unreadable.iter().collect::<BTreeMap<_, _>>(),
-                covered_rows
-            );
+            assert_as_whole(&found, &found.files, &whole.files);
+            assert_as_whole(&found, &found.unreadable, &whole.unreadable);
             // Where the bound turned paths away, only a whole walk says which it follows.
             assert!(
                 walked_whole(&scoped(&roots, rels, &[Root::Skills])),

@@ -966,6 +966,18 @@ fn not_followed(d: &Directory) -> Vec<String> {
         .collect()
 }
 
+/// A profile (and skill) named `name`, as the file both roots share holds it.
+fn shared_profile(name: &str) -> String {
+    format!("---\nname: {name}\n---\nShared.\n")
+}
+
+/// Writes the skill at `rel` and gives it a second name in the agents folder, `shared.md`: a
+/// write in place through one name changes the other, which nothing reports.
+fn shared_with_the_agents_folder(tree: &Tree, rel: &str) {
+    tree.write(rel, &shared_profile("First"));
+    fs::hard_link(tree.path(rel), tree.path("agents/shared.md")).expect("hard link");
+}
+
 /// Scoped reconciles (a watcher's bursts) in a tree where the bound on paths through links
 /// turned some away leave the index as a whole walk makes it: a link among the followed ones
 /// removed gives its place to the next, links under the shared folder add no `check` rows
@@ -974,13 +986,7 @@ fn not_followed(d: &Directory) -> Vec<String> {
 #[test]
 fn scoped_reconciles_where_links_were_turned_away_match_a_whole_walk() {
     let tree = hub_linked_from_forty_namespaces();
-    let profile = |name: &str| format!("---\nname: {name}\n---\nShared.\n");
-    tree.write("skills/hub/shared.md", &profile("First"));
-    fs::hard_link(
-        tree.path("skills/hub/shared.md"),
-        tree.path("agents/shared.md"),
-    )
-    .expect("hard link");
+    shared_with_the_agents_folder(&tree, "skills/hub/shared.md");
     let d = tree.open();
     let through_links = |rest: &str| -> Vec<PathBuf> {
         (0..40)
@@ -993,7 +999,7 @@ fn scoped_reconciles_where_links_were_turned_away_match_a_whole_walk() {
     };
 
     // Written in place through the hub's own name, given last; the other root's name follows.
-    fs::write(tree.path("skills/hub/shared.md"), profile("Second")).expect("write");
+    fs::write(tree.path("skills/hub/shared.md"), shared_profile("Second")).expect("write");
     let mut paths = through_links("/shared.md");
     paths.push(tree.path("skills/hub/shared.md"));
     reconcile(paths, "an in-place write");
@@ -1088,16 +1094,10 @@ fn scoped_reconciles_below_links_match_a_whole_walk() {
     assert!(listed(&d, "alias/sideways").is_none());
     // A burst whose first path (a new link) sends the root whole, with an in-place write
     // through a name that has another in another root: that name follows.
-    let profile = |name: &str| format!("---\nname: {name}\n---\nShared.\n");
-    tree.write("skills/team/shared.md", &profile("First"));
-    fs::hard_link(
-        tree.path("skills/team/shared.md"),
-        tree.path("agents/shared.md"),
-    )
-    .expect("hard link");
+    shared_with_the_agents_folder(&tree, "skills/team/shared.md");
     d.reconcile().expect("reconcile");
     symlink("../plain", tree.path("skills/team/across")).expect("link");
-    fs::write(tree.path("skills/team/shared.md"), profile("Second")).expect("write");
+    fs::write(tree.path("skills/team/shared.md"), shared_profile("Second")).expect("write");
     let mut paths = both("across");
     paths.extend(both("shared.md"));
     reconcile(paths, "a link and an in-place write");
