@@ -889,8 +889,8 @@ fn symlink_loops_end() {
 
 /// Links that lead many ways into one folder (a shared folder linked from 40 namespaces, or
 /// a tree built to multiply paths) are followed into it 16 times at most, the first 16 paths
-/// in path order (compared name by name), each other path listed by `check`; the folder's own path is always walked.
-/// Whatever order the parallel walk finds them in, every walk keeps the same ones, so no row
+/// in path order (compared name by name), each other path listed by `check`; the folder's own
+/// path is always walked. Whatever order the parallel walk finds them in, every walk keeps the same ones, so no row
 /// comes and goes between reconciles.
 #[test]
 fn a_folder_is_entered_by_its_own_path_and_the_first_sixteen_links() {
