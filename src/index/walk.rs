@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, Metadata};
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -283,17 +284,32 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf], bounded: &BTreeSet<Root>) -
     // it, but for the other names of the files they were given.
     let mut parts: Vec<(Root, Found)> = Vec::new();
     let mut whole: Vec<Root> = Vec::new();
+    let mut hidden = HiddenWays::default();
     for (root, rel) in &found.scopes {
         let goes_whole = whole.contains(root) || bounded.contains(root);
-        let mut part = Found::default();
-        if goes_whole || walk_subtree(roots, *root, rel, &inside, &mut part) == Scoped::MetALink {
-            // A whole walk notes no other names (see `Found::shared`).
-            note_given_file(roots.path(*root), *root, rel, &mut found.shared);
-            if !whole.contains(root) {
-                whole.push(*root);
-            }
+        let way = if goes_whole {
+            Way::Listed
         } else {
-            parts.push((*root, part));
+            hidden.way_to(roots.path(*root), *root, rel)
+        };
+        let mut part = Found::default();
+        match way {
+            // As the whole walk: nothing there (the scope's old rows go).
+            Way::Hidden => {}
+            Way::Short(short) => {
+                found.short.get_or_insert(short);
+            }
+            Way::Listed
+                if goes_whole
+                    || walk_subtree(roots, *root, rel, &inside, &mut part) == Scoped::MetALink =>
+            {
+                // A whole walk notes no other names (see `Found::shared`).
+                note_given_file(roots.path(*root), *root, rel, &mut found.shared);
+                if !whole.contains(root) {
+                    whole.push(*root);
+                }
+            }
+            Way::Listed => parts.push((*root, part)),
         }
     }
     for (root, mut part) in parts {
@@ -322,6 +338,62 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf], bounded: &BTreeSet<Root>) -
         }
     }
     found
+}
+
+/// The folders on the way to a scoped walk's paths that exist but cannot be listed: one this
+/// process may enter but not read (mode 0300 for its user) hides what is under it from the
+/// whole walk, while a scoped walk's `stat` would reach it, so a scope below one finds nothing,
+/// as the whole walk does. Each folder is tried once per scoped walk: a burst names many files
+/// of few folders.
+#[derive(Default)]
+struct HiddenWays(HashMap<PathBuf, Way>);
+
+/// What the whole walk does on the way to a path: list every folder there, meet one it cannot
+/// list (it finds nothing below), or fall short of resources listing one (the reconcile must
+/// not take what it found for the whole).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Way {
+    Listed,
+    Hidden,
+    Short(Short),
+}
+
+impl HiddenWays {
+    /// The way the whole walk takes to `rel` of the root at `dir`: through the root itself,
+    /// and for a tree, each folder between it and `rel`.
+    fn way_to(&mut self, dir: &Path, root: Root, rel: &str) -> Way {
+        let folders = match root.layout() {
+            Layout::Tree => rel.rsplit_once('/').map_or("", |(folders, _)| folders),
+            // The whole walk lists the root and looks at each entry by its path.
+            Layout::SkillFolders | Layout::Profiles => "",
+        };
+        let mut on_the_way = vec![dir.to_path_buf()];
+        for segment in folders.split('/').filter(|segment| !segment.is_empty()) {
+            let folder = on_the_way[on_the_way.len() - 1].join(segment);
+            on_the_way.push(folder);
+        }
+        on_the_way
+            .into_iter()
+            .map(|folder| {
+                self.0
+                    .entry(folder)
+                    .or_insert_with_key(|folder| listing(folder))
+                    .clone()
+            })
+            .find(|way| *way != Way::Listed)
+            .unwrap_or(Way::Listed)
+    }
+}
+
+/// How listing the folder at `path` goes: [`Way::Hidden`] when it is there but cannot be listed
+/// for what it is (its permissions, a link loop); [`Way::Listed`] too when it is missing or no
+/// folder, since no walk finds anything below it then.
+fn listing(path: &Path) -> Way {
+    match fs::read_dir(path) {
+        Ok(_) => Way::Listed,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Way::Listed,
+        Err(e) => short_of(path, &e).map_or(Way::Hidden, Way::Short),
+    }
 }
 
 /// What a scoped walk of a subtree did.
@@ -761,7 +833,7 @@ impl Walk<'_> {
             Err(e) => {
                 if let Some(short) = short_of(&path, &e) {
                     part.short.get_or_insert(short);
-                } else if !(rel.is_empty() && e.kind() == std::io::ErrorKind::NotFound) {
+                } else if !(rel.is_empty() && e.kind() == ErrorKind::NotFound) {
                     part.unreadable
                         .push(((root, rel), SkipReason::Unlistable(e.to_string())));
                 }
@@ -897,7 +969,7 @@ fn read_root(root: Root, dir: &Path, found: &mut Found) -> Option<fs::ReadDir> {
         Err(e) => {
             if let Some(short) = short_of(dir, &e) {
                 found.short.get_or_insert(short);
-            } else if e.kind() != std::io::ErrorKind::NotFound {
+            } else if e.kind() != ErrorKind::NotFound {
                 found
                     .unreadable
                     .insert((root, String::new()), SkipReason::Unlistable(e.to_string()));
@@ -955,7 +1027,7 @@ fn skill_folder_entry(
             }
         }
         // A folder this process may not enter hides its `SKILL.md`, if it has one.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
             found.unreadable.insert(
                 (root, name.to_string()),
                 SkipReason::Unlistable(e.to_string()),

@@ -567,6 +567,15 @@ fn reconcile_in_child() {
     })
     .expect("reconcile");
     println!("RECONCILE_READ_BYTES={}", rchar() - before);
+    // `HOSTILE_CHILD_SCOPED`: paths to reconcile by themselves after the whole reconcile
+    // (`[rel, …]`), which must leave the index a fresh one would be.
+    if let Some(paths) = std::env::var_os("HOSTILE_CHILD_SCOPED") {
+        let paths: Vec<String> =
+            serde_json::from_str(paths.to_str().expect("utf-8")).expect("paths");
+        d.reconcile_paths(paths.iter().map(|rel| base.join(rel)).collect())
+            .expect("scoped reconcile");
+        assert_matches_fresh(&d);
+    }
     let skipped = serde_json::to_string(&d.skipped().expect("skipped")).expect("json");
     println!("SKIPPED={skipped}");
     // `HOSTILE_CHILD_CALLS`: functions to call after the reconcile (`[[id, request], …]`),
@@ -1277,6 +1286,50 @@ fn skipped_rows(stdout: &str) -> BTreeMap<String, String> {
             (text("path"), text("reason"))
         })
         .collect()
+}
+
+#[test]
+fn below_a_folder_that_cannot_be_listed_a_scoped_reconcile_finds_what_the_whole_walk_finds() {
+    let tree = hostile_tree();
+    tree.write("skills/locked/top.md", "# Top\n\nx\n")
+        .write("skills/locked/inner/index.md", "# Inner\n\nx\n");
+    let as_root = permissions_ignored(&tree);
+    if as_root && !can_scan_as_nobody(&tree) {
+        return;
+    }
+    let chmod = |rel: &str, mode: u32| {
+        fs::set_permissions(tree.path(rel), fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    // Entered, not listed, by anyone: a whole walk sees nothing below them, a `stat` of a
+    // path below them does.
+    chmod("skills/locked", 0o333);
+    chmod("agents", 0o333);
+    let scoped = json!([
+        "skills/locked/top.md",
+        "skills/locked/inner/index.md",
+        "agents/steady.md",
+        HEALTHY_REL,
+    ])
+    .to_string();
+    let stdout = reconcile_in_a_child_with(
+        &tree,
+        as_root,
+        &[
+            ("HOSTILE_CHILD_LOCKED", "1"),
+            ("HOSTILE_CHILD_SCOPED", &scoped),
+        ],
+    );
+    chmod("skills/locked", 0o755);
+    chmod("agents", 0o755);
+    // The child's scoped reconcile matched a fresh index; both list the two folders.
+    let skipped = skipped_rows(&stdout);
+    for rel in ["skills/locked", "agents"] {
+        let reason = skipped
+            .get(&tree.path(rel).display().to_string())
+            .unwrap_or_else(|| panic!("{rel} not skipped: {skipped:?}"));
+        assert!(reason.contains("ermission denied"), "{reason}");
+    }
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
 }
 
 #[test]
