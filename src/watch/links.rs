@@ -9,17 +9,21 @@
 //! reaches it. With no link in the tree, nothing here costs anything: the map is empty.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// At most this many paths are added for one batch of changes: a bound on trees built to
 /// multiply the paths to a folder (the walk bounds them too, see `MAX_LINKED_PATHS_TO_A_FOLDER`).
 const MAX_REACHED: usize = 4096;
 
+/// At most this many paths are looked at for one batch of changes, added or not (a path the
+/// walk meets a loop on is looked at, and left out): the bound on the time it takes.
+const MAX_LOOKED_AT: usize = 4 * MAX_REACHED;
+
 #[derive(Default)]
 pub struct Links {
     /// Every link in a watched folder, with where it leads, as a watched path (a path under a
     /// root's configured folder, as events name them). `None` when it leads outside every
-    /// root, or back to a folder above itself: the walk never follows those.
+    /// root: the walk never follows those.
     by_link: BTreeMap<PathBuf, Option<PathBuf>>,
     /// The same, by where they lead.
     by_target: BTreeMap<PathBuf, BTreeSet<PathBuf>>,
@@ -106,41 +110,93 @@ impl Links {
     /// link `l` leading to `t` gives `l/<rest>` when `p` is `t/<rest>`, and `l` itself when `p`
     /// is a folder above `t` (renamed or removed with it). Links under a linked folder, and
     /// links to links, are followed too, since a path added is looked up again.
-    pub fn reaching(&self, paths: &BTreeSet<PathBuf>) -> BTreeSet<PathBuf> {
+    ///
+    /// A path on which the walk of every root holding it (`roots`) meets a loop is not added:
+    /// the walk lists nothing there. It is a step all the same, when a link to a folder past
+    /// the loop's first folder could take that folder's place: `a/b/up/f.md` (`a/b/up -> ..`)
+    /// loops, `x/up/f.md` (`x -> a/b`) does not.
+    pub fn reaching(&self, paths: &BTreeSet<PathBuf>, roots: &[PathBuf]) -> BTreeSet<PathBuf> {
         let mut reached = BTreeSet::new();
         if self.by_target.is_empty() {
             return reached;
         }
-        let mut work: Vec<PathBuf> = paths.iter().cloned().collect();
-        while let Some(path) = work.pop() {
+        let mut steps = BTreeSet::new();
+        let mut looked_at = 0;
+        // Each path with the length (in parts) a folder above it must pass to be worth a link
+        // in its place: 0 but for a step.
+        let mut work: Vec<(PathBuf, usize)> = paths.iter().map(|p| (p.clone(), 0)).collect();
+        while let Some((path, past)) = work.pop() {
             let mut found = Vec::new();
             for above in path.ancestors() {
+                if above.components().count() <= past {
+                    break;
+                }
                 if let Some(links) = self.by_target.get(above) {
                     let rest = path.strip_prefix(above).unwrap_or(Path::new(""));
                     found.extend(links.iter().map(|link| join(link, rest)));
                 }
             }
-            found.extend(
-                self.by_target
-                    .range(path.clone()..)
-                    .skip_while(|(target, _)| **target == path)
-                    .take_while(|(target, _)| target.starts_with(&path))
-                    .flat_map(|(_, links)| links.iter().cloned()),
-            );
-            for path in found {
-                if reached.len() >= MAX_REACHED {
+            if past == 0 {
+                found.extend(
+                    self.by_target
+                        .range(path.clone()..)
+                        .skip_while(|(target, _)| **target == path)
+                        .take_while(|(target, _)| target.starts_with(&path))
+                        .flat_map(|(_, links)| links.iter().cloned()),
+                );
+            }
+            for next in found {
+                looked_at += 1;
+                if reached.len() >= MAX_REACHED || looked_at > MAX_LOOKED_AT {
                     tracing::warn!(
                         "more than {MAX_REACHED} paths reach one change through links; the \
                          others are picked up by the safety-net reconcile"
                     );
                     return reached;
                 }
-                if !paths.contains(&path) && reached.insert(path.clone()) {
-                    work.push(path);
+                match self.loop_past(&next, roots) {
+                    None if !paths.contains(&next) && reached.insert(next.clone()) => {
+                        work.push((next, 0));
+                    }
+                    Some(past) if steps.insert(next.clone()) => work.push((next, past)),
+                    _ => {}
                 }
             }
         }
         reached
+    }
+
+    /// Where the walk of each root holding `path` meets a loop on it: `None` when one of them
+    /// meets none (that walk lists it), else the length of the longest path to a folder met
+    /// twice.
+    fn loop_past(&self, path: &Path, roots: &[PathBuf]) -> Option<usize> {
+        let mut past = None;
+        for root in roots.iter().filter(|root| path.starts_with(root)) {
+            past = past.max(Some(self.loop_under(root, path)?));
+        }
+        past
+    }
+
+    /// Whether the walk of `root` meets a loop on `path`, below it: one of its folders, links
+    /// followed, is one it passed on the way there (the walk lists nothing past it; it knows
+    /// folders by device and inode, this by the paths links lead to). Returns the length of
+    /// the path to the folder's first passing.
+    fn loop_under(&self, root: &Path, path: &Path) -> Option<usize> {
+        let below = path.strip_prefix(root).ok()?;
+        let length = root.components().count();
+        let mut real = root.to_path_buf();
+        let mut passed = vec![real.clone()];
+        for part in below.components() {
+            real.push(part);
+            if let Some(Some(target)) = self.by_link.get(&real) {
+                real = target.clone();
+            }
+            if let Some(first) = passed.iter().position(|folder| *folder == real) {
+                return Some(length + first);
+            }
+            passed.push(real.clone());
+        }
+        None
     }
 }
 
@@ -153,15 +209,50 @@ pub fn join(link: &Path, rest: &Path) -> PathBuf {
 }
 
 /// Where the link at `path` leads, as a real path: resolved whole when it can be; else (it is
-/// broken, or leads to something not made yet) its text taken from its folder's real path,
-/// with `.` and `..` worked out, which is the path whose making would mend it.
+/// broken, or leads to something not made yet) its text taken from its folder's real path as
+/// the system would take it, which is the path whose making would mend it.
 pub fn real_target(path: &Path) -> Option<PathBuf> {
     if let Ok(real) = std::fs::canonicalize(path) {
         return Some(real);
     }
     let text = std::fs::read_link(path).ok()?;
     let folder = std::fs::canonicalize(path.parent()?).ok()?;
-    Some(crate::config::layout::lexical(&folder.join(text)))
+    let mut hops = MAX_LINKS_ON_A_PATH;
+    Some(resolved_from(folder, &text, &mut hops))
+}
+
+/// As many links as the system follows on one path (Linux's limit): no more broken links'
+/// texts are taken in, whatever they lead to.
+const MAX_LINKS_ON_A_PATH: usize = 40;
+
+/// `path` taken from the real folder `real` one part at a time, as the system takes it: a part
+/// that exists resolved (links followed, so a `..` after a link leaves the folder the link led
+/// to, not the link's), a broken link by its own text, the same way, while `hops` lasts (each
+/// takes one), and a part not made yet by its name.
+fn resolved_from(mut real: PathBuf, path: &Path, hops: &mut usize) -> PathBuf {
+    for part in path.components() {
+        match part {
+            Component::Normal(name) => {
+                let next = real.join(name);
+                real = match std::fs::canonicalize(&next) {
+                    Ok(resolved) => resolved,
+                    Err(_) => match std::fs::read_link(&next) {
+                        Ok(text) if *hops > 0 => {
+                            *hops -= 1;
+                            resolved_from(real, &text, hops)
+                        }
+                        _ => next,
+                    },
+                };
+            }
+            Component::ParentDir => {
+                real.pop();
+            }
+            Component::RootDir => real = PathBuf::from("/"),
+            Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    real
 }
 
 #[cfg(test)]
@@ -172,42 +263,123 @@ mod tests {
         paths.iter().map(PathBuf::from).collect()
     }
 
+    /// What a change at `paths` reaches in a tree of one root, `/r`.
+    fn reach(links: &Links, paths: &[&str]) -> BTreeSet<PathBuf> {
+        links.reaching(&set(paths), &[PathBuf::from("/r")])
+    }
+
     #[test]
     fn a_change_reaches_the_links_to_it_and_to_the_folders_around_it() {
         let mut links = Links::default();
-        assert!(links.reaching(&set(&["/r/tgt/a.md"])).is_empty());
+        assert!(reach(&links, &["/r/tgt/a.md"]).is_empty());
         links.insert("/r/ali".into(), Some("/r/tgt".into()));
         links.insert("/r/b.md".into(), Some("/r/tgt/a.md".into()));
         links.insert("/r/c.md".into(), Some("/r/b.md".into()));
         links.insert("/r/out".into(), None);
         // Under a linked folder, a linked file, and a link to that link.
         assert_eq!(
-            links.reaching(&set(&["/r/tgt/a.md"])),
+            reach(&links, &["/r/tgt/a.md"]),
             set(&["/r/ali/a.md", "/r/b.md", "/r/c.md"])
         );
         // A folder above a target: the links themselves.
         assert_eq!(
-            links.reaching(&set(&["/r"])),
+            reach(&links, &["/r"]),
             set(&["/r/ali", "/r/b.md", "/r/c.md"])
         );
-        assert!(links.reaching(&set(&["/r/other.md"])).is_empty());
+        assert!(reach(&links, &["/r/other.md"]).is_empty());
         assert!(links.remove_under(Path::new("/r/ali")));
         assert_eq!(
-            links.reaching(&set(&["/r/tgt/a.md"])),
+            reach(&links, &["/r/tgt/a.md"]),
             set(&["/r/b.md", "/r/c.md"])
         );
     }
 
     #[test]
+    fn a_link_back_up_is_followed_through_another_link_only() {
+        let mut links = Links::default();
+        links.insert("/r/a/b/up".into(), Some("/r/a".into()));
+        assert!(reach(&links, &["/r/a/f.md"]).is_empty());
+        links.insert("/r/x".into(), Some("/r/a/b".into()));
+        // `x/up` lists `a`; `a/b/up` and `x/up/b` are loops the walk does not list.
+        assert_eq!(reach(&links, &["/r/a/f.md"]), set(&["/r/x/up/f.md"]));
+        assert_eq!(reach(&links, &["/r/a/b/g.md"]), set(&["/r/x/g.md"]));
+        assert!(links.remove(Path::new("/r/a/b/up")));
+        assert!(reach(&links, &["/r/a/f.md"]).is_empty());
+        // Two links back up in a row: `y/up2/up` lists `a`.
+        let mut links = Links::default();
+        links.insert("/r/a/b/up".into(), Some("/r/a".into()));
+        links.insert("/r/a/b/c/up2".into(), Some("/r/a/b".into()));
+        links.insert("/r/y".into(), Some("/r/a/b/c".into()));
+        assert_eq!(
+            reach(&links, &["/r/a/index.md"]),
+            set(&["/r/y/up2/up/index.md"])
+        );
+    }
+
+    #[test]
+    fn a_loop_is_judged_by_the_walk_of_each_root_that_holds_the_path() {
+        // The local root inside the skills root: walked from `iii`, the skills root is not a
+        // folder passed on the way, so `iii/up` lists it, and `iii/l/s` reaches it.
+        let roots = ["/h/skills", "/h/skills/iii", "/h/.agents/skills"].map(PathBuf::from);
+        let mut links = Links::default();
+        links.insert("/h/skills/iii/up".into(), Some("/h/skills".into()));
+        assert_eq!(
+            links.reaching(&set(&["/h/skills/foo/index.md"]), &roots),
+            set(&["/h/skills/iii/up/foo/index.md"])
+        );
+        let mut links = Links::default();
+        links.insert("/h/skills/iii/l".into(), Some("/h/.agents/skills".into()));
+        links.insert("/h/.agents/skills/s".into(), Some("/h/skills".into()));
+        assert_eq!(
+            links.reaching(&set(&["/h/skills/foo/index.md"]), &roots),
+            set(&[
+                "/h/.agents/skills/s/foo/index.md",
+                "/h/skills/iii/l/s/foo/index.md"
+            ])
+        );
+    }
+
+    #[test]
+    fn many_links_back_up_beside_many_links_in_reach_each_path_once() {
+        // A folder with a thousand links back up to it in its subfolders, and a thousand
+        // links to it: none of the first is a way in, each of the second is one.
+        let mut links = Links::default();
+        for i in 0..1000 {
+            links.insert(format!("/r/a/b{i}/up").into(), Some("/r/a".into()));
+            links.insert(format!("/r/z{i}").into(), Some("/r/a".into()));
+        }
+        let reached = reach(&links, &["/r/a/index.md"]);
+        let aliases: BTreeSet<PathBuf> = (0..1000)
+            .map(|i| PathBuf::from(format!("/r/z{i}/index.md")))
+            .collect();
+        assert_eq!(reached, aliases);
+    }
+
+    #[test]
     fn links_that_multiply_paths_end() {
         let mut links = Links::default();
-        // The tree never notes these (see `Tree::link_target`), but a bound holds anyway.
-        links.insert("/r/up".into(), Some("/r".into()));
-        links.insert("/r/a".into(), Some("/r/b".into()));
-        links.insert("/r/b".into(), Some("/r/a".into()));
-        let reached = links.reaching(&set(&["/r/a/f.md"]));
+        for i in 0..=MAX_REACHED {
+            links.insert(format!("/r/l{i}").into(), Some("/r/t".into()));
+        }
+        let reached = reach(&links, &["/r/t/f.md"]);
         assert_eq!(reached.len(), MAX_REACHED);
-        assert!(reached.contains(Path::new("/r/b/f.md")), "{reached:?}");
+        assert!(reached.contains(Path::new("/r/l7/f.md")), "{reached:?}");
+    }
+
+    #[test]
+    fn paths_the_walk_meets_a_loop_on_are_not_named() {
+        // Two folders each holding a link to the other: `s/up/down/up/…` would not end.
+        let mut links = Links::default();
+        links.insert("/r/s/up".into(), Some("/r/t".into()));
+        links.insert("/r/t/down".into(), Some("/r/s".into()));
+        assert_eq!(reach(&links, &["/r/s/f.md"]), set(&["/r/t/down/f.md"]));
+        // A link back up to the root, and one to its folder: the root is on every path, so
+        // `c/up` is a loop as much as `a/up`.
+        let mut links = Links::default();
+        links.insert("/r/a/up".into(), Some("/r".into()));
+        links.insert("/r/c".into(), Some("/r/a".into()));
+        assert!(reach(&links, &["/r/f.md"]).is_empty());
+        assert_eq!(reach(&links, &["/r/a/g.md"]), set(&["/r/c/g.md"]));
     }
 
     #[test]
@@ -218,6 +390,21 @@ mod tests {
         assert_eq!(
             real_target(&dir.path().join("l.md")),
             Some(real.join("gone/x.md"))
+        );
+        // Its text crosses a link, then goes up: from where the link led, as the system goes.
+        std::fs::create_dir_all(dir.path().join("deep/inner")).unwrap();
+        std::os::unix::fs::symlink("deep/inner", dir.path().join("hop")).unwrap();
+        std::os::unix::fs::symlink("hop/../gone.md", dir.path().join("m.md")).unwrap();
+        assert_eq!(
+            real_target(&dir.path().join("m.md")),
+            Some(real.join("deep/gone.md"))
+        );
+        // A broken link on the way, taken by its own text: `hop2 -> missing/dir`.
+        std::os::unix::fs::symlink("missing/dir", dir.path().join("hop2")).unwrap();
+        std::os::unix::fs::symlink("hop2/../gone.md", dir.path().join("n.md")).unwrap();
+        assert_eq!(
+            real_target(&dir.path().join("n.md")),
+            Some(real.join("missing/gone.md"))
         );
         std::fs::write(dir.path().join("t.md"), "x").unwrap();
         std::os::unix::fs::symlink("t.md", dir.path().join("k.md")).unwrap();

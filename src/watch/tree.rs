@@ -404,7 +404,8 @@ impl Tree {
             changes.paths.extend(moved);
         }
         if !self.links.is_empty() {
-            let reached = self.links.reaching(&changes.paths);
+            let roots: Vec<PathBuf> = self.specs.iter().map(|spec| spec.path.clone()).collect();
+            let reached = self.links.reaching(&changes.paths, &roots);
             changes.paths.extend(reached);
         }
     }
@@ -710,21 +711,20 @@ struct LinkTargets {
 
 impl LinkTargets {
     /// Where the link at `link` leads as a watched path; `None` when that is outside every
-    /// root or a folder above the link (a loop): the walk never follows those.
+    /// root: the walk never follows those.
     fn of(&self, link: &Path) -> Option<PathBuf> {
         if self.roots.is_empty() {
             return None;
         }
         let real = links::real_target(link)?;
-        let (_, target) = self
-            .roots
+        self.roots
             .iter()
             .filter_map(|(real_root, root)| {
                 let rest = real.strip_prefix(real_root).ok()?;
                 Some((real_root.components().count(), links::join(root, rest)))
             })
-            .max_by_key(|(depth, _)| *depth)?;
-        (!link.starts_with(&target)).then_some(target)
+            .max_by_key(|(depth, _)| *depth)
+            .map(|(_, target)| target)
     }
 }
 

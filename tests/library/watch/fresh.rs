@@ -607,6 +607,85 @@ fn a_change_under_a_linked_folder_is_in_the_next_read_through_the_link() {
     assert_as_rescan(&env, "mended folder link");
 }
 
+/// A link back up (`a/b/up -> ..`) is a loop on its own path but not on one through another
+/// link (`x -> a/b`): `x/up` lists `a`, and a change there is in the next read through it.
+#[test]
+fn a_change_reached_through_a_link_back_up_is_in_the_next_read() {
+    let env = Env::start(|tree| {
+        tree.write("skills/a/index.md", "# A1\n\nx\n")
+            .mkdir("skills/a/b");
+        std::os::unix::fs::symlink("..", tree.path("skills/a/b/up")).unwrap();
+        std::os::unix::fs::symlink("a/b", tree.path("skills/x")).unwrap();
+    });
+    assert_eq!(env.title("x/up").as_deref(), Some("A1"));
+    sh(&env, "printf '# A2\\n\\nx\\n' > skills/a/index.md");
+    assert_as_rescan(&env, "a change below a link back up");
+    assert_eq!(env.title("x/up").as_deref(), Some("A2"));
+}
+
+/// Two links back up in a row, entered through another link (`y -> a/b/c`, `a/b/c/up2 -> ..`,
+/// `a/b/up -> ..`): the walk passes `c`, `b`, `a`, no folder twice, and serves `a` as
+/// `y/up2/up`.
+#[test]
+fn a_change_reached_through_two_links_back_up_is_in_the_next_read() {
+    let env = Env::start(|tree| {
+        tree.write("skills/a/index.md", "# A1\n\nx\n")
+            .mkdir("skills/a/b/c");
+        std::os::unix::fs::symlink("..", tree.path("skills/a/b/up")).unwrap();
+        std::os::unix::fs::symlink("..", tree.path("skills/a/b/c/up2")).unwrap();
+        std::os::unix::fs::symlink("a/b/c", tree.path("skills/y")).unwrap();
+    });
+    assert_eq!(env.title("y/up2/up").as_deref(), Some("A1"));
+    sh(&env, "printf '# A2\\n\\nx\\n' > skills/a/index.md");
+    assert_as_rescan(&env, "a change below two links back up");
+}
+
+/// The local root lies inside the skills root (the default layout), and its walk starts at
+/// it: a link from it up to the skills root serves the skills root again under the local root,
+/// and a change there is in the next read through it.
+#[test]
+fn a_change_reached_from_the_local_root_through_a_link_up_is_in_the_next_read() {
+    let env = Env::start(|tree| {
+        tree.write("skills/foo/index.md", "# F1\n\nx\n");
+        std::os::unix::fs::symlink("..", tree.path("skills/iii/up")).unwrap();
+    });
+    sh(&env, "printf '# F2\\n\\nx\\n' > skills/foo/index.md");
+    assert_as_rescan(&env, "a change in the skills root");
+}
+
+/// As above, through a link into another root that links back to the skills root
+/// (`skills/iii/l -> .agents/skills`, `.agents/skills/s -> skills`): the skills root is not a
+/// folder the local root's walk passed, though its path holds it.
+#[test]
+fn a_change_reached_from_the_local_root_through_another_root_is_in_the_next_read() {
+    let env = Env::start(|tree| {
+        tree.write("skills/foo/index.md", "# F1\n\nx\n");
+        std::os::unix::fs::symlink("../../.agents/skills", tree.path("skills/iii/l")).unwrap();
+        std::os::unix::fs::symlink("../../skills", tree.path(".agents/skills/s")).unwrap();
+    });
+    sh(&env, "printf '# F2\\n\\nx\\n' > skills/foo/index.md");
+    assert_as_rescan(&env, "a change in the skills root");
+}
+
+/// A broken link whose text crosses another link before it goes up (`hop/../gone.md` with
+/// `hop -> deep/inner`) leads where the system resolves it, `deep/gone.md`: the file made
+/// there is served through the link at the next read.
+#[test]
+fn a_broken_link_through_another_link_comes_alive_in_the_next_read() {
+    let env = Env::start(|tree| {
+        tree.mkdir("skills/deep/inner");
+        std::os::unix::fs::symlink("deep/inner", tree.path("skills/hop")).unwrap();
+        std::os::unix::fs::symlink("hop/../gone.md", tree.path("skills/mend.md")).unwrap();
+    });
+    // A change heard first: the watcher's first burst resolves every link it listed again.
+    sh(&env, "printf '# Other\\n\\nx\\n' > skills/deep/other.md");
+    assert_eq!(env.title("deep/other").as_deref(), Some("Other"));
+    sh(&env, "printf '# Gone\\n\\nx\\n' > skills/deep/gone.md");
+    // A list first: a `get` of an id the index lacks looks at the disk itself.
+    assert_as_rescan(&env, "a link made whole");
+    assert_eq!(env.title("mend").as_deref(), Some("Gone"));
+}
+
 /// A symbolic link to a file (a skill, a system prompt, an agent profile) follows its target:
 /// an in-place write shows through the link, and a removed target leaves a broken link.
 #[test]
