@@ -8,7 +8,7 @@
 //! or remove one) with where it leads, and turns a changed path into every in-tree path that
 //! reaches it. With no link in the tree, nothing here costs anything: the map is empty.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 /// At most this many paths are added for one batch of changes: a bound on trees built to
@@ -18,6 +18,24 @@ const MAX_REACHED: usize = 4096;
 /// At most this many paths are looked at for one batch of changes, added or not (a path the
 /// walk meets a loop on is looked at, and left out): the bound on the time it takes.
 const MAX_LOOKED_AT: usize = 4 * MAX_REACHED;
+
+/// Where the walks of the roots holding a path stop short of it, for [`Links::reaching`]: only
+/// a link in place of a folder longer than `past` (in parts) can take it where a walk lists it,
+/// and, unless `from_inside`, only one that does not lie inside that folder.
+#[derive(Clone, Copy)]
+struct Stop {
+    past: usize,
+    from_inside: bool,
+}
+
+/// A root as [`Links::reaching`] judges the paths in it.
+pub struct Walked<'a> {
+    pub path: &'a Path,
+    /// How many folder levels below the root its walk looks at (`None`: a tree, walked to any
+    /// depth, where a folder met twice on a path is a loop). A shallow root's walk looks at
+    /// each entry by its path, so no path there loops, and none deeper is listed.
+    pub depth: Option<usize>,
+}
 
 #[derive(Default)]
 pub struct Links {
@@ -111,32 +129,42 @@ impl Links {
     /// is a folder above `t` (renamed or removed with it). Links under a linked folder, and
     /// links to links, are followed too, since a path added is looked up again.
     ///
-    /// A path on which the walk of every root holding it (`roots`) meets a loop is not added:
-    /// the walk lists nothing there. It is a step all the same, when a link to a folder past
-    /// the loop's first folder could take that folder's place: `a/b/up/f.md` (`a/b/up -> ..`)
-    /// loops, `x/up/f.md` (`x -> a/b`) does not.
-    pub fn reaching(&self, paths: &BTreeSet<PathBuf>, roots: &[PathBuf]) -> BTreeSet<PathBuf> {
+    /// A path the walk of no root holding it (`roots`) lists is not added: one it meets a loop
+    /// on, or one deeper than a shallow root looks. It is a step all the same, when a link to a
+    /// folder past the loop's first folder (or past the root) could take that folder's place:
+    /// `a/b/up/f.md` (`a/b/up -> ..`) loops, `x/up/f.md` (`x -> a/b`) does not.
+    ///
+    /// `None` when more paths reach the changes than the bounds take: every root is to be
+    /// walked again.
+    pub fn reaching(
+        &self,
+        paths: &BTreeSet<PathBuf>,
+        roots: &[Walked<'_>],
+    ) -> Option<BTreeSet<PathBuf>> {
         let mut reached = BTreeSet::new();
         if self.by_target.is_empty() {
-            return reached;
+            return Some(reached);
         }
         let mut steps = BTreeSet::new();
         let mut looked_at = 0;
-        // Each path with the length (in parts) a folder above it must pass to be worth a link
-        // in its place: 0 but for a step.
-        let mut work: Vec<(PathBuf, usize)> = paths.iter().map(|p| (p.clone(), 0)).collect();
-        while let Some((path, past)) = work.pop() {
+        // Each path with where its roots' walks stop short of it (`None`: one lists it).
+        let mut work: Vec<(PathBuf, Option<Stop>)> =
+            paths.iter().map(|p| (p.clone(), None)).collect();
+        while let Some((path, stop)) = work.pop() {
             let mut found = Vec::new();
             for above in path.ancestors() {
-                if above.components().count() <= past {
+                if stop.is_some_and(|stop| above.components().count() <= stop.past) {
                     break;
                 }
                 if let Some(links) = self.by_target.get(above) {
                     let rest = path.strip_prefix(above).unwrap_or(Path::new(""));
-                    found.extend(links.iter().map(|link| join(link, rest)));
+                    let ways_in = links.iter().filter(|link| {
+                        stop.is_none_or(|stop| stop.from_inside || !link.starts_with(above))
+                    });
+                    found.extend(ways_in.map(|link| join(link, rest)));
                 }
             }
-            if past == 0 {
+            if stop.is_none() {
                 found.extend(
                     self.by_target
                         .range(path.clone()..)
@@ -149,54 +177,82 @@ impl Links {
                 looked_at += 1;
                 if reached.len() >= MAX_REACHED || looked_at > MAX_LOOKED_AT {
                     tracing::warn!(
-                        "more than {MAX_REACHED} paths reach one change through links; the \
-                         others are picked up by the safety-net reconcile"
+                        "more than {MAX_REACHED} paths reach these changes through links; \
+                         every root is walked again instead"
                     );
-                    return reached;
+                    return None;
                 }
-                match self.loop_past(&next, roots) {
+                match self.stop_short(&next, roots) {
                     None if !paths.contains(&next) && reached.insert(next.clone()) => {
-                        work.push((next, 0));
+                        work.push((next, None));
                     }
-                    Some(past) if steps.insert(next.clone()) => work.push((next, past)),
+                    Some(stop) if steps.insert(next.clone()) => work.push((next, Some(stop))),
                     _ => {}
                 }
             }
         }
-        reached
+        Some(reached)
     }
 
-    /// Where the walk of each root holding `path` meets a loop on it: `None` when one of them
-    /// meets none (that walk lists it), else the length of the longest path to a folder met
-    /// twice.
-    fn loop_past(&self, path: &Path, roots: &[PathBuf]) -> Option<usize> {
-        let mut past = None;
-        for root in roots.iter().filter(|root| path.starts_with(root)) {
-            past = past.max(Some(self.loop_under(root, path)?));
+    /// Where the walks of the roots holding `path` stop short of it: `None` when one of them
+    /// lists it.
+    fn stop_short(&self, path: &Path, roots: &[Walked<'_>]) -> Option<Stop> {
+        let mut stop: Option<Stop> = None;
+        for root in roots.iter().filter(|root| path.starts_with(root.path)) {
+            let here = match root.depth {
+                None => Stop {
+                    past: self.loop_under(root.path, path)?,
+                    from_inside: true,
+                },
+                Some(depth) => {
+                    let length = root.path.components().count();
+                    if path.components().count() <= length + depth + 1 {
+                        return None;
+                    }
+                    // Too deep for it: a link to the root itself may take it to another
+                    // root, but one inside the folder it replaces only takes it deeper.
+                    Stop {
+                        past: length - 1,
+                        from_inside: false,
+                    }
+                }
+            };
+            stop = Some(match stop {
+                None => here,
+                Some(other) => Stop {
+                    past: other.past.max(here.past),
+                    from_inside: other.from_inside || here.from_inside,
+                },
+            });
         }
-        past
+        stop
     }
 
     /// Whether the walk of `root` meets a loop on `path`, below it: one of its folders, links
     /// followed, is one it passed on the way there (the walk lists nothing past it; it knows
-    /// folders by device and inode, this by the paths links lead to). Returns the length of
-    /// the path to the folder's first passing.
+    /// folders by device and inode, this by the paths links lead to). Returns, of the folders
+    /// met twice, the length of the longest path each was first met at: only a link in place
+    /// of a longer one can take every loop away.
     fn loop_under(&self, root: &Path, path: &Path) -> Option<usize> {
         let below = path.strip_prefix(root).ok()?;
-        let length = root.components().count();
         let mut real = root.to_path_buf();
-        let mut passed = vec![real.clone()];
-        for part in below.components() {
+        let root_length = root.components().count();
+        // Each folder passed, with the length of the path it was first passed at.
+        let mut passed = HashMap::from([(real.clone(), root_length)]);
+        let mut past = None;
+        for (i, part) in below.components().enumerate() {
             real.push(part);
             if let Some(Some(target)) = self.by_link.get(&real) {
                 real = target.clone();
             }
-            if let Some(first) = passed.iter().position(|folder| *folder == real) {
-                return Some(length + first);
+            match passed.get(&real) {
+                Some(&first) => past = past.max(Some(first)),
+                None => {
+                    passed.insert(real.clone(), root_length + i + 1);
+                }
             }
-            passed.push(real.clone());
         }
-        None
+        past
     }
 }
 
@@ -265,7 +321,30 @@ mod tests {
 
     /// What a change at `paths` reaches in a tree of one root, `/r`.
     fn reach(links: &Links, paths: &[&str]) -> BTreeSet<PathBuf> {
-        links.reaching(&set(paths), &[PathBuf::from("/r")])
+        let root = Walked {
+            path: Path::new("/r"),
+            depth: None,
+        };
+        links
+            .reaching(&set(paths), &[root])
+            .expect("within the bounds")
+    }
+
+    /// The default layout's roots: the local root inside the skills root, and a shallow
+    /// agents skills root.
+    fn default_roots() -> [Walked<'static>; 3] {
+        let tree = |path| Walked {
+            path: Path::new(path),
+            depth: None,
+        };
+        [
+            tree("/h/skills"),
+            tree("/h/skills/iii"),
+            Walked {
+                path: Path::new("/h/.agents/skills"),
+                depth: Some(1),
+            },
+        ]
     }
 
     #[test]
@@ -320,22 +399,29 @@ mod tests {
     fn a_loop_is_judged_by_the_walk_of_each_root_that_holds_the_path() {
         // The local root inside the skills root: walked from `iii`, the skills root is not a
         // folder passed on the way, so `iii/up` lists it, and `iii/l/s` reaches it.
-        let roots = ["/h/skills", "/h/skills/iii", "/h/.agents/skills"].map(PathBuf::from);
+        let roots = default_roots();
         let mut links = Links::default();
         links.insert("/h/skills/iii/up".into(), Some("/h/skills".into()));
         assert_eq!(
             links.reaching(&set(&["/h/skills/foo/index.md"]), &roots),
-            set(&["/h/skills/iii/up/foo/index.md"])
+            Some(set(&["/h/skills/iii/up/foo/index.md"]))
         );
         let mut links = Links::default();
         links.insert("/h/skills/iii/l".into(), Some("/h/.agents/skills".into()));
         links.insert("/h/.agents/skills/s".into(), Some("/h/skills".into()));
         assert_eq!(
             links.reaching(&set(&["/h/skills/foo/index.md"]), &roots),
-            set(&[
-                "/h/.agents/skills/s/foo/index.md",
-                "/h/skills/iii/l/s/foo/index.md"
-            ])
+            Some(set(&["/h/skills/iii/l/s/foo/index.md"]))
+        );
+        // A link in the shallow root to itself: its walk looks at `x/SKILL.md` by that path.
+        let mut links = Links::default();
+        links.insert(
+            "/h/.agents/skills/x".into(),
+            Some("/h/.agents/skills".into()),
+        );
+        assert_eq!(
+            links.reaching(&set(&["/h/.agents/skills/SKILL.md"]), &roots),
+            Some(set(&["/h/.agents/skills/x/SKILL.md"]))
         );
     }
 
@@ -361,9 +447,11 @@ mod tests {
         for i in 0..=MAX_REACHED {
             links.insert(format!("/r/l{i}").into(), Some("/r/t".into()));
         }
-        let reached = reach(&links, &["/r/t/f.md"]);
-        assert_eq!(reached.len(), MAX_REACHED);
-        assert!(reached.contains(Path::new("/r/l7/f.md")), "{reached:?}");
+        let root = Walked {
+            path: Path::new("/r"),
+            depth: None,
+        };
+        assert_eq!(links.reaching(&set(&["/r/t/f.md"]), &[root]), None);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::inotify::{Event, Inotify, Wd};
-use super::links::{self, Links};
+use super::links::{self, Links, Walked};
 use crate::roots::{Layout, Root, Roots};
 use crate::rules::skip::is_upstream_copy;
 use crate::store::{is_staging_name, temp_pid};
@@ -115,7 +115,8 @@ pub struct Changes {
     /// The sync folder beside the index went, the index perhaps with it: a full reconcile
     /// builds it again (see `Index::replaced`).
     pub sync_gone: bool,
-    /// A cookie asks for every root to be walked again (`sync_cookie::Ask::Rescan`).
+    /// Every root is to be walked again: a cookie asks it (`sync_cookie::Ask::Rescan`), or
+    /// more paths reach the changes through links than `links::Links::reaching` takes.
     pub rescan: bool,
 }
 
@@ -404,9 +405,18 @@ impl Tree {
             changes.paths.extend(moved);
         }
         if !self.links.is_empty() {
-            let roots: Vec<PathBuf> = self.specs.iter().map(|spec| spec.path.clone()).collect();
-            let reached = self.links.reaching(&changes.paths, &roots);
-            changes.paths.extend(reached);
+            let roots: Vec<Walked<'_>> = self
+                .specs
+                .iter()
+                .map(|spec| Walked {
+                    path: &spec.path,
+                    depth: spec.depth,
+                })
+                .collect();
+            match self.links.reaching(&changes.paths, &roots) {
+                Some(reached) => changes.paths.extend(reached),
+                None => changes.rescan = true,
+            }
         }
     }
 
@@ -893,6 +903,27 @@ mod tests {
                 moved.join("deep/b.md.upstream")
             ])
         );
+    }
+
+    #[test]
+    fn more_paths_through_links_than_the_bound_has_every_root_walked_again() {
+        let base = tempfile::tempdir().unwrap();
+        let team = base.path().join("skills/team");
+        std::fs::create_dir_all(&team).unwrap();
+        for alias in ["a1", "a2", "a3"] {
+            std::os::unix::fs::symlink("team", base.path().join("skills").join(alias)).unwrap();
+        }
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        std::fs::write(team.join("one.md"), "x").unwrap();
+        let changes = drain(&inotify, &mut tree);
+        assert_eq!(changes.paths.len(), 4, "{:?}", changes.paths);
+        assert!(!changes.rescan);
+        // 1,400 files in one batch: 4,200 paths through the links.
+        for i in 0..1400 {
+            std::fs::write(team.join(format!("f{i}.md")), "x").unwrap();
+        }
+        assert!(drain(&inotify, &mut tree).rescan);
     }
 
     #[test]

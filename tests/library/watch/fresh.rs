@@ -667,6 +667,22 @@ fn a_change_reached_from_the_local_root_through_another_root_is_in_the_next_read
     assert_as_rescan(&env, "a change in the skills root");
 }
 
+/// A folder of the agents skills root that is a link to the root itself (`x -> .`) serves the
+/// root's own `SKILL.md` as `x`: that walk looks at each folder's `SKILL.md` by its path and
+/// meets no loop, so a write to it is in the next read through the link.
+#[test]
+fn a_change_reached_through_a_link_to_a_shallow_root_itself_is_in_the_next_read() {
+    let env = Env::start(|tree| {
+        std::os::unix::fs::symlink(".", tree.path(".agents/skills/x")).unwrap();
+    });
+    sh(
+        &env,
+        "printf -- '---\\nname: x\\ndescription: Itself.\\n---\\nBody.\\n' \
+         > .agents/skills/SKILL.md",
+    );
+    assert_as_rescan(&env, "a write to the root's own SKILL.md");
+}
+
 /// A broken link whose text crosses another link before it goes up (`hop/../gone.md` with
 /// `hop -> deep/inner`) leads where the system resolves it, `deep/gone.md`: the file made
 /// there is served through the link at the next read.
