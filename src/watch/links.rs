@@ -177,8 +177,9 @@ impl Links {
                 looked_at += 1;
                 if reached.len() >= MAX_REACHED || looked_at > MAX_LOOKED_AT {
                     tracing::warn!(
-                        "more than {MAX_REACHED} paths reach these changes through links; \
-                         every root is walked again instead"
+                        "too many paths reach these changes through links (over \
+                         {MAX_REACHED}, or {MAX_LOOKED_AT} looked at); every root is walked \
+                         again instead"
                     );
                     return None;
                 }

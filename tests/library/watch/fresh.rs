@@ -607,19 +607,34 @@ fn a_change_under_a_linked_folder_is_in_the_next_read_through_the_link() {
     assert_as_rescan(&env, "mended folder link");
 }
 
+/// A watched tree holding `files` (path, text) and the symbolic links `links` (path, text),
+/// where `script` then writes: the next read answers what a rescan does.
+fn written_below_links(files: &[(&str, &str)], links: &[(&str, &str)], script: &str) -> Env {
+    let env = Env::start(|tree| {
+        for (path, text) in files {
+            tree.write(path, text);
+        }
+        for (path, text) in links {
+            std::os::unix::fs::symlink(text, tree.path(path)).unwrap();
+        }
+    });
+    sh(&env, script);
+    assert_as_rescan(&env, script);
+    env
+}
+
 /// A link back up (`a/b/up -> ..`) is a loop on its own path but not on one through another
 /// link (`x -> a/b`): `x/up` lists `a`, and a change there is in the next read through it.
 #[test]
 fn a_change_reached_through_a_link_back_up_is_in_the_next_read() {
-    let env = Env::start(|tree| {
-        tree.write("skills/a/index.md", "# A1\n\nx\n")
-            .mkdir("skills/a/b");
-        std::os::unix::fs::symlink("..", tree.path("skills/a/b/up")).unwrap();
-        std::os::unix::fs::symlink("a/b", tree.path("skills/x")).unwrap();
-    });
-    assert_eq!(env.title("x/up").as_deref(), Some("A1"));
-    sh(&env, "printf '# A2\\n\\nx\\n' > skills/a/index.md");
-    assert_as_rescan(&env, "a change below a link back up");
+    let env = written_below_links(
+        &[
+            ("skills/a/index.md", "# A1\n\nx\n"),
+            ("skills/a/b/.keep", ""),
+        ],
+        &[("skills/a/b/up", ".."), ("skills/x", "a/b")],
+        "printf '# A2\\n\\nx\\n' > skills/a/index.md",
+    );
     assert_eq!(env.title("x/up").as_deref(), Some("A2"));
 }
 
@@ -628,43 +643,41 @@ fn a_change_reached_through_a_link_back_up_is_in_the_next_read() {
 /// `y/up2/up`.
 #[test]
 fn a_change_reached_through_two_links_back_up_is_in_the_next_read() {
-    let env = Env::start(|tree| {
-        tree.write("skills/a/index.md", "# A1\n\nx\n")
-            .mkdir("skills/a/b/c");
-        std::os::unix::fs::symlink("..", tree.path("skills/a/b/up")).unwrap();
-        std::os::unix::fs::symlink("..", tree.path("skills/a/b/c/up2")).unwrap();
-        std::os::unix::fs::symlink("a/b/c", tree.path("skills/y")).unwrap();
-    });
-    assert_eq!(env.title("y/up2/up").as_deref(), Some("A1"));
-    sh(&env, "printf '# A2\\n\\nx\\n' > skills/a/index.md");
-    assert_as_rescan(&env, "a change below two links back up");
+    let env = written_below_links(
+        &[
+            ("skills/a/index.md", "# A1\n\nx\n"),
+            ("skills/a/b/c/.keep", ""),
+        ],
+        &[
+            ("skills/a/b/up", ".."),
+            ("skills/a/b/c/up2", ".."),
+            ("skills/y", "a/b/c"),
+        ],
+        "printf '# A2\\n\\nx\\n' > skills/a/index.md",
+    );
+    assert_eq!(env.title("y/up2/up").as_deref(), Some("A2"));
 }
 
 /// The local root lies inside the skills root (the default layout), and its walk starts at
-/// it: a link from it up to the skills root serves the skills root again under the local root,
-/// and a change there is in the next read through it.
-#[test]
-fn a_change_reached_from_the_local_root_through_a_link_up_is_in_the_next_read() {
-    let env = Env::start(|tree| {
-        tree.write("skills/foo/index.md", "# F1\n\nx\n");
-        std::os::unix::fs::symlink("..", tree.path("skills/iii/up")).unwrap();
-    });
-    sh(&env, "printf '# F2\\n\\nx\\n' > skills/foo/index.md");
-    assert_as_rescan(&env, "a change in the skills root");
-}
-
-/// As above, through a link into another root that links back to the skills root
+/// it: a link from it up to the skills root serves the skills root again under the local
+/// root, and so does a link into another root that links back to the skills root
 /// (`skills/iii/l -> .agents/skills`, `.agents/skills/s -> skills`): the skills root is not a
-/// folder the local root's walk passed, though its path holds it.
+/// folder the local root's walk passed, though its path holds it. A change there is in the
+/// next read through either.
 #[test]
-fn a_change_reached_from_the_local_root_through_another_root_is_in_the_next_read() {
-    let env = Env::start(|tree| {
-        tree.write("skills/foo/index.md", "# F1\n\nx\n");
-        std::os::unix::fs::symlink("../../.agents/skills", tree.path("skills/iii/l")).unwrap();
-        std::os::unix::fs::symlink("../../skills", tree.path(".agents/skills/s")).unwrap();
-    });
-    sh(&env, "printf '# F2\\n\\nx\\n' > skills/foo/index.md");
-    assert_as_rescan(&env, "a change in the skills root");
+fn a_change_reached_from_the_local_root_through_links_is_in_the_next_read() {
+    let write = "printf '# F2\\n\\nx\\n' > skills/foo/index.md";
+    let files = [("skills/foo/index.md", "# F1\n\nx\n")];
+    let env = written_below_links(&files, &[("skills/iii/up", "..")], write);
+    assert_eq!(env.title("up/foo").as_deref(), Some("F2"));
+    written_below_links(
+        &files,
+        &[
+            ("skills/iii/l", "../../.agents/skills"),
+            (".agents/skills/s", "../../skills"),
+        ],
+        write,
+    );
 }
 
 /// A folder of the agents skills root that is a link to the root itself (`x -> .`) serves the
@@ -672,15 +685,12 @@ fn a_change_reached_from_the_local_root_through_another_root_is_in_the_next_read
 /// meets no loop, so a write to it is in the next read through the link.
 #[test]
 fn a_change_reached_through_a_link_to_a_shallow_root_itself_is_in_the_next_read() {
-    let env = Env::start(|tree| {
-        std::os::unix::fs::symlink(".", tree.path(".agents/skills/x")).unwrap();
-    });
-    sh(
-        &env,
+    written_below_links(
+        &[],
+        &[(".agents/skills/x", ".")],
         "printf -- '---\\nname: x\\ndescription: Itself.\\n---\\nBody.\\n' \
          > .agents/skills/SKILL.md",
     );
-    assert_as_rescan(&env, "a write to the root's own SKILL.md");
 }
 
 /// A broken link whose text crosses another link before it goes up (`hop/../gone.md` with
