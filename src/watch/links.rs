@@ -19,15 +19,6 @@ const MAX_REACHED: usize = 4096;
 /// walk meets a loop on is looked at, and left out): the bound on the time it takes.
 const MAX_LOOKED_AT: usize = 4 * MAX_REACHED;
 
-/// Where the walks of the roots holding a path stop short of it, for [`Links::reaching`]: only
-/// a link in place of a folder longer than `past` (in parts) can take it where a walk lists it,
-/// and, unless `from_inside`, only one that does not lie inside that folder.
-#[derive(Clone, Copy)]
-struct Stop {
-    past: usize,
-    from_inside: bool,
-}
-
 /// A root as [`Links::reaching`] judges the paths in it.
 pub struct Walked<'a> {
     pub path: &'a Path,
@@ -147,24 +138,23 @@ impl Links {
         }
         let mut steps = BTreeSet::new();
         let mut looked_at = 0;
-        // Each path with where its roots' walks stop short of it (`None`: one lists it).
-        let mut work: Vec<(PathBuf, Option<Stop>)> =
-            paths.iter().map(|p| (p.clone(), None)).collect();
-        while let Some((path, stop)) = work.pop() {
+        // Each path with the length (in parts) of the longest folder above it a link in place
+        // of which cannot take it where a walk lists it: 0 for a path a walk lists.
+        let mut work: Vec<(PathBuf, usize)> = paths.iter().map(|p| (p.clone(), 0)).collect();
+        while let Some((path, past)) = work.pop() {
             let mut found = Vec::new();
+            let mut length = path.components().count();
             for above in path.ancestors() {
-                if stop.is_some_and(|stop| above.components().count() <= stop.past) {
+                if length <= past {
                     break;
                 }
+                length -= 1;
                 if let Some(links) = self.by_target.get(above) {
                     let rest = path.strip_prefix(above).unwrap_or(Path::new(""));
-                    let ways_in = links.iter().filter(|link| {
-                        stop.is_none_or(|stop| stop.from_inside || !link.starts_with(above))
-                    });
-                    found.extend(ways_in.map(|link| join(link, rest)));
+                    found.extend(links.iter().map(|link| join(link, rest)));
                 }
             }
-            if stop.is_none() {
+            if past == 0 {
                 found.extend(
                     self.by_target
                         .range(path.clone()..)
@@ -185,9 +175,9 @@ impl Links {
                 }
                 match self.stop_short(&next, roots) {
                     None if !paths.contains(&next) && reached.insert(next.clone()) => {
-                        work.push((next, None));
+                        work.push((next, 0));
                     }
-                    Some(stop) if steps.insert(next.clone()) => work.push((next, Some(stop))),
+                    Some(past) if steps.insert(next.clone()) => work.push((next, past)),
                     _ => {}
                 }
             }
@@ -196,37 +186,28 @@ impl Links {
     }
 
     /// Where the walks of the roots holding `path` stop short of it: `None` when one of them
-    /// lists it.
-    fn stop_short(&self, path: &Path, roots: &[Walked<'_>]) -> Option<Stop> {
-        let mut stop: Option<Stop> = None;
+    /// lists it, else the length of the longest folder above it that no link in place of can
+    /// change that.
+    fn stop_short(&self, path: &Path, roots: &[Walked<'_>]) -> Option<usize> {
+        let mut past = None;
         for root in roots.iter().filter(|root| path.starts_with(root.path)) {
+            let loops = self.loop_under(root.path, path);
             let here = match root.depth {
-                None => Stop {
-                    past: self.loop_under(root.path, path)?,
-                    from_inside: true,
-                },
+                None => loops?,
                 Some(depth) => {
                     let length = root.path.components().count();
                     if path.components().count() <= length + depth + 1 {
                         return None;
                     }
-                    // Too deep for it: a link to the root itself may take it to another
-                    // root, but one inside the folder it replaces only takes it deeper.
-                    Stop {
-                        past: length - 1,
-                        from_inside: false,
-                    }
+                    // Too deep for it: a link in place of the root or a folder below it may
+                    // take it where another root lists it, unless it passes a folder twice,
+                    // which any walk that goes that deep takes for a loop.
+                    loops.unwrap_or(0).max(length - 1)
                 }
             };
-            stop = Some(match stop {
-                None => here,
-                Some(other) => Stop {
-                    past: other.past.max(here.past),
-                    from_inside: other.from_inside || here.from_inside,
-                },
-            });
+            past = past.max(Some(here));
         }
-        stop
+        past
     }
 
     /// Whether the walk of `root` meets a loop on `path`, below it: one of its folders, links
@@ -423,6 +404,52 @@ mod tests {
         assert_eq!(
             links.reaching(&set(&["/h/.agents/skills/SKILL.md"]), &roots),
             Some(set(&["/h/.agents/skills/x/SKILL.md"]))
+        );
+    }
+
+    #[test]
+    fn skill_folders_linking_each_other_reach_nothing_their_walk_does_not_list() {
+        // The agents skills root looks at `<dir>/SKILL.md` only: `b/see-a/SKILL.md` is too
+        // deep for it, and `a/see-b/see-a/…` passes `a` twice.
+        let mut links = Links::default();
+        links.insert(
+            "/h/.agents/skills/a/see-b".into(),
+            Some("/h/.agents/skills/b".into()),
+        );
+        links.insert(
+            "/h/.agents/skills/b/see-a".into(),
+            Some("/h/.agents/skills/a".into()),
+        );
+        let roots = default_roots();
+        let change = set(&["/h/.agents/skills/a/SKILL.md"]);
+        assert_eq!(links.reaching(&change, &roots), Some(BTreeSet::new()));
+        // A link in the skills root to the second folder serves the first one's file there.
+        links.insert("/h/skills/b".into(), Some("/h/.agents/skills/b".into()));
+        assert_eq!(
+            links.reaching(&change, &roots),
+            Some(set(&["/h/skills/b/see-a/SKILL.md"]))
+        );
+    }
+
+    #[test]
+    fn a_tree_root_inside_a_shallow_one_walks_through_it() {
+        // `/h/as/sk`'s walk passes only its own folders: through `l0` it lists the shallow
+        // root `/h/as`, and through `s/l2` the skills root.
+        let tree = |path| Walked {
+            path: Path::new(path),
+            depth: None,
+        };
+        let shallow = Walked {
+            path: Path::new("/h/as"),
+            depth: Some(1),
+        };
+        let roots = [tree("/h/skills"), shallow, tree("/h/as/sk")];
+        let mut links = Links::default();
+        links.insert("/h/as/sk/l0".into(), Some("/h/as".into()));
+        links.insert("/h/as/s/l2".into(), Some("/h/skills".into()));
+        assert_eq!(
+            links.reaching(&set(&["/h/skills/a/SKILL.md"]), &roots),
+            Some(set(&["/h/as/sk/l0/s/l2/a/SKILL.md"]))
         );
     }
 
