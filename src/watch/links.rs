@@ -191,9 +191,8 @@ impl Links {
     fn stop_short(&self, path: &Path, roots: &[Walked<'_>]) -> Option<usize> {
         let mut past = None;
         for root in roots.iter().filter(|root| path.starts_with(root.path)) {
-            let loops = self.loop_under(root.path, path);
             let here = match root.depth {
-                None => loops?,
+                None => self.loop_under(root.path, path)?,
                 Some(depth) => {
                     let length = root.path.components().count();
                     if path.components().count() <= length + depth + 1 {
@@ -202,7 +201,8 @@ impl Links {
                     // Too deep for it: a link in place of the root or a folder below it may
                     // take it where another root lists it, unless it passes a folder twice,
                     // which any walk that goes that deep takes for a loop.
-                    loops.unwrap_or(0).max(length - 1)
+                    let loops = self.loop_under(root.path, path).unwrap_or(0);
+                    loops.max(length - 1)
                 }
             };
             past = past.max(Some(here));
