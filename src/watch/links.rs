@@ -301,31 +301,36 @@ mod tests {
         paths.iter().map(PathBuf::from).collect()
     }
 
+    /// A root walked to any depth.
+    fn tree(path: &str) -> Walked<'_> {
+        Walked {
+            path: Path::new(path),
+            depth: None,
+        }
+    }
+
+    /// A root of skill folders (`<dir>/SKILL.md`).
+    fn skill_folders(path: &str) -> Walked<'_> {
+        Walked {
+            path: Path::new(path),
+            depth: Some(1),
+        }
+    }
+
     /// What a change at `paths` reaches in a tree of one root, `/r`.
     fn reach(links: &Links, paths: &[&str]) -> BTreeSet<PathBuf> {
-        let root = Walked {
-            path: Path::new("/r"),
-            depth: None,
-        };
         links
-            .reaching(&set(paths), &[root])
+            .reaching(&set(paths), &[tree("/r")])
             .expect("within the bounds")
     }
 
     /// The default layout's roots: the local root inside the skills root, and a shallow
     /// agents skills root.
     fn default_roots() -> [Walked<'static>; 3] {
-        let tree = |path| Walked {
-            path: Path::new(path),
-            depth: None,
-        };
         [
             tree("/h/skills"),
             tree("/h/skills/iii"),
-            Walked {
-                path: Path::new("/h/.agents/skills"),
-                depth: Some(1),
-            },
+            skill_folders("/h/.agents/skills"),
         ]
     }
 
@@ -435,15 +440,7 @@ mod tests {
     fn a_tree_root_inside_a_shallow_one_walks_through_it() {
         // `/h/as/sk`'s walk passes only its own folders: through `l0` it lists the shallow
         // root `/h/as`, and through `s/l2` the skills root.
-        let tree = |path| Walked {
-            path: Path::new(path),
-            depth: None,
-        };
-        let shallow = Walked {
-            path: Path::new("/h/as"),
-            depth: Some(1),
-        };
-        let roots = [tree("/h/skills"), shallow, tree("/h/as/sk")];
+        let roots = [tree("/h/skills"), skill_folders("/h/as"), tree("/h/as/sk")];
         let mut links = Links::default();
         links.insert("/h/as/sk/l0".into(), Some("/h/as".into()));
         links.insert("/h/as/s/l2".into(), Some("/h/skills".into()));
@@ -475,11 +472,7 @@ mod tests {
         for i in 0..=MAX_REACHED {
             links.insert(format!("/r/l{i}").into(), Some("/r/t".into()));
         }
-        let root = Walked {
-            path: Path::new("/r"),
-            depth: None,
-        };
-        assert_eq!(links.reaching(&set(&["/r/t/f.md"]), &[root]), None);
+        assert_eq!(links.reaching(&set(&["/r/t/f.md"]), &[tree("/r")]), None);
     }
 
     #[test]
