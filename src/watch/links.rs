@@ -65,6 +65,11 @@ impl Links {
         true
     }
 
+    /// Where the link at `path` leads, when it is one leading inside the roots.
+    pub fn target(&self, path: &Path) -> Option<&Path> {
+        self.by_link.get(path)?.as_deref()
+    }
+
     /// Forgets the link at `path`, if there is one. Returns whether there was.
     pub fn remove(&mut self, path: &Path) -> bool {
         let Some(target) = self.by_link.remove(path) else {

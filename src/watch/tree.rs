@@ -161,6 +161,12 @@ pub struct Tree {
     links: Links,
     /// A link was noted or forgotten since the links were last resolved.
     relink: bool,
+    /// Folders a link leads into from a root walked deeper than the folder's own root watches
+    /// it (`skills/foo -> ../.agents/skills/x`: the skills tree's walk lists all of `x`
+    /// through `foo`, the agents skills root's only `x/SKILL.md`), with how many levels below
+    /// each are watched for the link: the folders made there later are watched as deep.
+    /// Kept when the link goes (a few watches too many until the next overflow's rewatch).
+    deep_targets: BTreeMap<PathBuf, usize>,
     /// Where the roots that are dangling links lead: their coming (a folder renamed to where a
     /// link leads) is heard through the nearest folder above them, as an absent root's is.
     link_waits: BTreeSet<PathBuf>,
@@ -228,6 +234,7 @@ impl Tree {
             by_path: BTreeMap::new(),
             links: Links::default(),
             relink: false,
+            deep_targets: BTreeMap::new(),
             link_waits: BTreeSet::new(),
             limit,
         };
@@ -377,7 +384,9 @@ impl Tree {
                 // A link (even to a folder) is not reported as a folder: one `lstat` tells. A
                 // file renamed over a link replaces it.
                 if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
-                    self.note_link(path.clone());
+                    if let Some((target, depth)) = self.note_link(path.clone()) {
+                        self.watch_deeper(inotify, &target, depth);
+                    }
                 } else {
                     self.relink |= self.links.remove(&path);
                 }
@@ -391,17 +400,25 @@ impl Tree {
         if recheck {
             self.recheck_roots(inotify, &mut changes);
         }
-        self.follow_links(&mut changes);
+        self.follow_links(inotify, &mut changes);
         changes
     }
 
     /// Adds to `changes` the paths that reach them through links, and the links that lead
     /// elsewhere since a link was made or removed (`a -> b/x` when `b` is a link that changed).
     /// Nothing to do, and nothing done, in a tree without links.
-    fn follow_links(&mut self, changes: &mut Changes) {
+    fn follow_links(&mut self, inotify: &Inotify, changes: &mut Changes) {
         if std::mem::take(&mut self.relink) {
             let targets = self.link_targets();
             let moved = self.links.resolve_again(&|link| targets.of(link));
+            for link in &moved {
+                let Some(target) = self.links.target(link).map(Path::to_path_buf) else {
+                    continue;
+                };
+                if let Some(depth) = self.deeper(link, &target) {
+                    self.watch_deeper(inotify, &target, depth);
+                }
+            }
             changes.paths.extend(moved);
         }
         if !self.links.is_empty() {
@@ -420,10 +437,36 @@ impl Tree {
         }
     }
 
-    /// Notes the link at `path` with where it leads.
-    fn note_link(&mut self, path: PathBuf) {
+    /// Notes the link at `path` with where it leads. Returns the folder it leads to when that
+    /// is to be watched deeper than it is (see [`Tree::deeper`]), with how deep.
+    fn note_link(&mut self, path: PathBuf) -> Option<(PathBuf, usize)> {
         let target = self.link_targets().of(&path);
+        let deeper = target
+            .as_ref()
+            .and_then(|target| Some((target.clone(), self.deeper(&path, target)?)));
         self.relink |= self.links.insert(path, target);
+        deeper
+    }
+
+    /// How many levels below `target`, where the link at `link` leads, are to be watched for
+    /// it, when that is deeper than they are: the walk lists the target through the link as
+    /// deep as the link's own root goes. Noted, so that folders made there later are watched
+    /// as deep.
+    fn deeper(&mut self, link: &Path, target: &Path) -> Option<usize> {
+        let wanted = self.depth_left(link)?;
+        if self.depth_left(target).is_some_and(|had| had >= wanted) || !target.is_dir() {
+            return None;
+        }
+        self.deep_targets.insert(target.to_path_buf(), wanted);
+        Some(wanted)
+    }
+
+    /// Watches `target` `depth` levels down for a link that leads there (see
+    /// [`Tree::deeper`]).
+    fn watch_deeper(&mut self, inotify: &Inotify, target: &Path, depth: usize) {
+        if let Err(why) = self.watch_tree(inotify, target, depth) {
+            self.partial_at(target, why.to_string());
+        }
     }
 
     /// What resolves links into watched paths, for the roots as they are now.
@@ -448,6 +491,7 @@ impl Tree {
         let mut changes = Changes::default();
         self.recheck_roots(inotify, &mut changes);
         self.links = Links::default();
+        self.deep_targets.clear();
         for i in 0..self.specs.len() {
             if matches!(
                 self.specs[i].state,
@@ -570,17 +614,19 @@ impl Tree {
 
     /// Watches `top` and the folders under it, `depth` levels down, noting the links in them
     /// (the deepest level is listed for its links too: `<dir>/SKILL.md` or `<id>.md` may be
-    /// one). Folder links are not followed (their targets inside the roots are watched where
-    /// they are), nor are staging folders entered. Stops at the first watch the kernel refuses
-    /// for lack of room, with why.
+    /// one). Folder links are not followed: their targets inside the roots are watched where
+    /// they are, and deeper when the link's root walks deeper than theirs (see
+    /// [`Tree::deeper`]). Staging folders are not entered. Stops at the first watch the kernel
+    /// refuses for lack of room, with why.
     fn watch_tree(
         &mut self,
         inotify: &Inotify,
         top: &Path,
         depth: usize,
     ) -> Result<(), WatchLimit> {
-        let mut stack = vec![(top.to_path_buf(), 0usize)];
-        while let Some((folder, level)) = stack.pop() {
+        // Each folder with how many levels below it are still to be watched.
+        let mut stack = vec![(top.to_path_buf(), depth)];
+        while let Some((folder, levels)) = stack.pop() {
             match self.add(inotify, &folder) {
                 Ok(wd) => self.note(wd, folder.clone()),
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
@@ -599,12 +645,10 @@ impl Tree {
                 };
                 let name = entry.file_name();
                 if kind.is_symlink() {
-                    self.note_link(entry.path());
-                } else if kind.is_dir()
-                    && level < depth
-                    && !name.to_str().is_some_and(is_staging_name)
+                    stack.extend(self.note_link(entry.path()));
+                } else if kind.is_dir() && levels > 0 && !name.to_str().is_some_and(is_staging_name)
                 {
-                    stack.push((entry.path(), level + 1));
+                    stack.push((entry.path(), levels - 1));
                 }
             }
         }
@@ -697,19 +741,25 @@ impl Tree {
     }
 
     /// How many levels under `path` are to be watched, when `path` is a folder inside a root
-    /// deep enough to hold documents there.
+    /// deep enough to hold documents there, or below a folder a link leads into from deeper
+    /// (`usize::MAX`: a tree, every level).
     fn depth_left(&self, path: &Path) -> Option<usize> {
-        self.specs
+        let left = |top: &Path, depth: Option<usize>| {
+            let level = path.strip_prefix(top).ok()?.components().count();
+            match depth {
+                None | Some(usize::MAX) => Some(usize::MAX),
+                Some(depth) => depth.checked_sub(level),
+            }
+        };
+        let in_roots = self
+            .specs
             .iter()
             .filter(|s| !matches!(s.state, RootState::Unwatched(_)))
-            .filter_map(|s| {
-                let level = path.strip_prefix(&s.path).ok()?.components().count();
-                match s.depth {
-                    None => Some(usize::MAX),
-                    Some(depth) => depth.checked_sub(level),
-                }
-            })
-            .max()
+            .filter_map(|s| left(&s.path, s.depth));
+        let below_links = path
+            .ancestors()
+            .filter_map(|top| left(top, Some(*self.deep_targets.get(top)?)));
+        in_roots.chain(below_links).max()
     }
 }
 

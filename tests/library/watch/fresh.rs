@@ -693,6 +693,91 @@ fn a_change_reached_through_a_link_to_a_shallow_root_itself_is_in_the_next_read(
     );
 }
 
+/// A link from the skills tree into a folder of a shallow root (`skills/foo ->
+/// ../.agents/skills/x`, `skills/team -> ../agents`) is walked as a tree: the files below it,
+/// deeper than the shallow root's own walk looks, are served through the link, and a change
+/// there (a file written, folders made with a file in them) is in the next read.
+#[test]
+fn a_change_below_a_shallow_root_reached_from_the_tree_through_a_link_is_in_the_next_read() {
+    let env = written_below_links(
+        &[
+            (".agents/skills/x/sub/f.md", "# F1\n\nx\n"),
+            ("agents/sub/p.md", "# P1\n\nx\n"),
+        ],
+        &[
+            ("skills/foo", "../.agents/skills/x"),
+            ("skills/team", "../agents"),
+        ],
+        "printf '# F2\\n\\nx\\n' > .agents/skills/x/sub/f.md",
+    );
+    assert_eq!(env.title("foo/sub/f").as_deref(), Some("F2"));
+    sh(&env, "printf '# P2\\n\\nx\\n' > agents/sub/p.md");
+    assert_eq!(env.title("team/sub/p").as_deref(), Some("P2"));
+    sh(
+        &env,
+        "mkdir -p .agents/skills/x/sub/new/deeper && \
+         printf '# N\\n\\nx\\n' > .agents/skills/x/sub/new/deeper/n.md",
+    );
+    assert_as_rescan(&env, "folders made below the link's target");
+    sh(
+        &env,
+        "printf '# N2\\n\\nx\\n' > .agents/skills/x/sub/new/deeper/n.md",
+    );
+    assert_as_rescan(&env, "a file written in them");
+    assert_eq!(env.title("foo/sub/new/deeper/n").as_deref(), Some("N2"));
+    // A link made later, into a folder the agents skills root watched one level deep.
+    sh(
+        &env,
+        "mkdir -p .agents/skills/z/sub && printf '# G1\\n\\nx\\n' > .agents/skills/z/sub/g.md",
+    );
+    sh(&env, "ln -s ../.agents/skills/z skills/bar");
+    assert_as_rescan(&env, "a link made later");
+    sh(&env, "printf '# G2\\n\\nx\\n' > .agents/skills/z/sub/g.md");
+    assert_as_rescan(&env, "a write below a link made later");
+    assert_eq!(env.title("bar/sub/g").as_deref(), Some("G2"));
+}
+
+/// A link from the skills tree through a link in the agents skills root
+/// (`skills/foo -> ../.agents/skills/hop`, `hop -> x`) leads elsewhere when that link is
+/// re-pointed (`hop -> z`): the folders below its new target are watched as deep, and a write
+/// there is in the next read.
+#[test]
+fn a_link_re_pointed_below_a_shallow_root_is_followed_as_deep() {
+    let env = written_below_links(
+        &[
+            (".agents/skills/x/sub/f.md", "# X\n\nx\n"),
+            (".agents/skills/z/sub/f.md", "# Z1\n\nx\n"),
+        ],
+        &[
+            (".agents/skills/hop", "x"),
+            ("skills/foo", "../.agents/skills/hop"),
+        ],
+        "ln -sfn z .agents/skills/hop",
+    );
+    assert_eq!(env.title("foo/sub/f").as_deref(), Some("Z1"));
+    sh(&env, "printf '# Z2\\n\\nx\\n' > .agents/skills/z/sub/f.md");
+    assert_as_rescan(&env, "a write below the new target");
+    assert_eq!(env.title("foo/sub/f").as_deref(), Some("Z2"));
+}
+
+/// A skill folder of the agents skills root that is a link to a folder deeper in it
+/// (`y -> x/sub`) serves that folder's `SKILL.md` as `y`, one level deeper than the root's own
+/// walk looks: a write to it is in the next read.
+#[test]
+fn a_change_a_shallow_root_reaches_deeper_in_itself_through_a_link_is_in_the_next_read() {
+    let skill = |body: &str| format!("---\nname: y\ndescription: Deep.\n---\n{body}\n");
+    let env = written_below_links(
+        &[(".agents/skills/x/sub/SKILL.md", &skill("One."))],
+        &[(".agents/skills/y", "x/sub")],
+        "printf -- '---\\nname: y\\ndescription: Deep.\\n---\\nTwo.\\n' \
+         > .agents/skills/x/sub/SKILL.md",
+    );
+    let body = env
+        .get("y")
+        .and_then(|v| v["body"].as_str().map(str::to_string));
+    assert_eq!(body.as_deref().map(str::trim), Some("Two."));
+}
+
 /// A broken link whose text crosses another link before it goes up (`hop/../gone.md` with
 /// `hop -> deep/inner`) leads where the system resolves it, `deep/gone.md`: the file made
 /// there is served through the link at the next read.
