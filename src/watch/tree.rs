@@ -372,7 +372,7 @@ impl Tree {
             if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
                 // It may have replaced a link (renamed over it).
                 self.relink |= self.links.remove(&path);
-                if let Some(depth) = self.depth_left(&path) {
+                if let Some(depth) = self.depth_to_watch(&path) {
                     if let Err(why) = self.watch_tree(inotify, &path, depth) {
                         self.partial_at(&path, why.to_string());
                     }
@@ -384,9 +384,8 @@ impl Tree {
                 // A link (even to a folder) is not reported as a folder: one `lstat` tells. A
                 // file renamed over a link replaces it.
                 if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
-                    if let Some((target, depth)) = self.note_link(path.clone()) {
-                        self.watch_deeper(inotify, &target, depth);
-                    }
+                    let deeper = self.note_link(path.clone());
+                    self.watch_deeper(inotify, deeper);
                 } else {
                     self.relink |= self.links.remove(&path);
                 }
@@ -415,9 +414,8 @@ impl Tree {
                 let Some(target) = self.links.target(link).map(Path::to_path_buf) else {
                     continue;
                 };
-                if let Some(depth) = self.deeper(link, &target) {
-                    self.watch_deeper(inotify, &target, depth);
-                }
+                let deeper = self.deeper(link, &target);
+                self.watch_deeper(inotify, deeper);
             }
             changes.paths.extend(moved);
         }
@@ -437,35 +435,59 @@ impl Tree {
         }
     }
 
-    /// Notes the link at `path` with where it leads. Returns the folder it leads to when that
-    /// is to be watched deeper than it is (see [`Tree::deeper`]), with how deep.
-    fn note_link(&mut self, path: PathBuf) -> Option<(PathBuf, usize)> {
+    /// Notes the link at `path` with where it leads. Returns the folders to watch deeper than
+    /// they are for it (see [`Tree::deeper`]), each with how many levels below it.
+    fn note_link(&mut self, path: PathBuf) -> Vec<(PathBuf, usize)> {
         let target = self.link_targets().of(&path);
-        let deeper = target
-            .as_ref()
-            .and_then(|target| Some((target.clone(), self.deeper(&path, target)?)));
+        let deeper = match &target {
+            Some(target) => self.deeper(&path, target),
+            None => Vec::new(),
+        };
         self.relink |= self.links.insert(path, target);
         deeper
     }
 
-    /// How many levels below `target`, where the link at `link` leads, are to be watched for
-    /// it, when that is deeper than they are: the walk lists the target through the link as
-    /// deep as the link's own root goes. Noted, so that folders made there later are watched
-    /// as deep.
-    fn deeper(&mut self, link: &Path, target: &Path) -> Option<usize> {
-        let wanted = self.depth_left(link)?;
-        if self.depth_left(target).is_some_and(|had| had >= wanted) || !target.is_dir() {
-            return None;
+    /// The watches the link at `link`, leading to `target`, needs beyond those its target's
+    /// root has: the walk lists a folder it leads to as deep as the link's own root goes
+    /// (`skills/foo -> ../.agents/skills/x` lists all of `x`, whose root reads only
+    /// `x/SKILL.md`), and reads a file it leads to, which its folder's events report. A target
+    /// not there yet may come as either. Each such folder is noted in `deep_targets`, so that
+    /// it is watched as deep once made; one not there yet is waited for from the nearest
+    /// folder above it. Returns the folders to watch from, each with how many levels below it.
+    fn deeper(&mut self, link: &Path, target: &Path) -> Vec<(PathBuf, usize)> {
+        let Some(folder) = target.parent() else {
+            return Vec::new();
+        };
+        // How deep the link's own root walks it as a folder, and whether it reads it as a file.
+        let as_folder = self.depth_left(link);
+        let as_file = link.parent().and_then(|p| self.depth_left(p)).map(|_| 0);
+        let wanted = match std::fs::metadata(target) {
+            Ok(meta) if meta.is_dir() => [(target, as_folder), (folder, None)],
+            Ok(_) => [(target, None), (folder, as_file)],
+            Err(_) => [(target, as_folder), (folder, as_file)],
+        };
+        let mut watch = Vec::new();
+        for (wanted, levels) in wanted {
+            let Some(levels) = levels else { continue };
+            if self.depth_left(wanted).is_some_and(|had| had >= levels) {
+                continue;
+            }
+            self.deep_targets.insert(wanted.to_path_buf(), levels);
+            let there = wanted.ancestors().find(|a| a.is_dir());
+            if let Some(there) = there.filter(|there| self.in_a_root(there)) {
+                let depth = self.depth_to_watch(there).unwrap_or(levels);
+                watch.push((there.to_path_buf(), depth));
+            }
         }
-        self.deep_targets.insert(target.to_path_buf(), wanted);
-        Some(wanted)
+        watch
     }
 
-    /// Watches `target` `depth` levels down for a link that leads there (see
-    /// [`Tree::deeper`]).
-    fn watch_deeper(&mut self, inotify: &Inotify, target: &Path, depth: usize) {
-        if let Err(why) = self.watch_tree(inotify, target, depth) {
-            self.partial_at(target, why.to_string());
+    /// Watches each of `folders` as many levels down as it comes with (see [`Tree::deeper`]).
+    fn watch_deeper(&mut self, inotify: &Inotify, folders: Vec<(PathBuf, usize)>) {
+        for (folder, depth) in folders {
+            if let Err(why) = self.watch_tree(inotify, &folder, depth) {
+                self.partial_at(&folder, why.to_string());
+            }
         }
     }
 
@@ -760,6 +782,22 @@ impl Tree {
             .ancestors()
             .filter_map(|top| left(top, Some(*self.deep_targets.get(top)?)));
         in_roots.chain(below_links).max()
+    }
+
+    /// How many levels under the folder `path` are to be watched: those [`Tree::depth_left`]
+    /// says, and more on the way to a folder a link leads into that is not there yet (see
+    /// [`Tree::deeper`]), down to it and as deep below it: folders made together (`mkdir -p`)
+    /// come before the watch on the one above them.
+    fn depth_to_watch(&self, path: &Path) -> Option<usize> {
+        let on_the_way = self
+            .deep_targets
+            .range::<Path, _>((Bound::Excluded(path), Bound::Unbounded))
+            .take_while(|(below, _)| below.starts_with(path))
+            .map(|(below, levels)| {
+                let down = below.components().count() - path.components().count();
+                levels.saturating_add(down)
+            });
+        self.depth_left(path).into_iter().chain(on_the_way).max()
     }
 }
 

@@ -737,6 +737,61 @@ fn a_change_below_a_shallow_root_reached_from_the_tree_through_a_link_is_in_the_
     assert_eq!(env.title("bar/sub/g").as_deref(), Some("G2"));
 }
 
+/// A link to a file below a shallow root's depth (`skills/notes.md ->
+/// ../.agents/skills/x/docs/notes.md`, an agents skill folder's `SKILL.md` linked to one deeper
+/// in the root) is read through its target, whose folder the root's own watch does not reach:
+/// a write there is in the next read. So is a target made later, below folders made with it,
+/// for a broken link to a file and for one to a folder.
+#[test]
+fn a_change_to_a_link_target_below_a_shallow_root_is_in_the_next_read() {
+    let skill = "---\nname: y\ndescription: Deep.\n---\nOne.\n";
+    let env = written_below_links(
+        &[
+            (".agents/skills/x/docs/notes.md", "# N1\n\nx\n"),
+            (".agents/skills/x/sub/SKILL.md", skill),
+            (".agents/skills/y/.keep", ""),
+        ],
+        &[
+            ("skills/notes.md", "../.agents/skills/x/docs/notes.md"),
+            (".agents/skills/y/SKILL.md", "../x/sub/SKILL.md"),
+            ("skills/later.md", "../.agents/skills/x/new/deeper/later.md"),
+            ("skills/gone", "../.agents/skills/w/inner"),
+        ],
+        "printf '# N2\\n\\nx\\n' > .agents/skills/x/docs/notes.md",
+    );
+    assert_eq!(env.title("notes").as_deref(), Some("N2"));
+    sh(
+        &env,
+        "printf -- '---\\nname: y\\ndescription: Deep.\\n---\\nTwo.\\n' \
+         > .agents/skills/x/sub/SKILL.md",
+    );
+    assert_as_rescan(&env, "a skill folder's SKILL.md linked deeper");
+    sh(
+        &env,
+        "mkdir -p .agents/skills/x/new/deeper && \
+         printf '# L1\\n\\nx\\n' > .agents/skills/x/new/deeper/later.md",
+    );
+    assert_as_rescan(&env, "a broken link's file made below new folders");
+    sh(
+        &env,
+        "printf '# L2\\n\\nx\\n' > .agents/skills/x/new/deeper/later.md",
+    );
+    assert_as_rescan(&env, "and written again");
+    assert_eq!(env.title("later").as_deref(), Some("L2"));
+    sh(
+        &env,
+        "mkdir -p .agents/skills/w/inner/sub && \
+         printf '# G1\\n\\nx\\n' > .agents/skills/w/inner/sub/g.md",
+    );
+    assert_as_rescan(&env, "a broken link's folder made with a skill below it");
+    sh(
+        &env,
+        "printf '# G2\\n\\nx\\n' > .agents/skills/w/inner/sub/g.md",
+    );
+    assert_as_rescan(&env, "and written again");
+    assert_eq!(env.title("gone/sub/g").as_deref(), Some("G2"));
+}
+
 /// A link from the skills tree through a link in the agents skills root
 /// (`skills/foo -> ../.agents/skills/hop`, `hop -> x`) leads elsewhere when that link is
 /// re-pointed (`hop -> z`): the folders below its new target are watched as deep, and a write
