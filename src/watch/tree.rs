@@ -458,9 +458,19 @@ impl Tree {
         let Some(folder) = target.parent() else {
             return Vec::new();
         };
-        // How deep the link's own root walks it as a folder, and whether it reads it as a file.
-        let as_folder = self.depth_left(link);
-        let as_file = link.parent().and_then(|p| self.depth_left(p)).map(|_| 0);
+        // How deep the link's own root walks it as a folder, and whether it reads it as a file,
+        // where that is more than the target's root watches (never, for a link within a tree).
+        let beyond = |levels: Option<usize>, wanted: &Path| {
+            levels.filter(|levels| self.watched_short_of(wanted, *levels))
+        };
+        let as_folder = beyond(self.depth_left(link), target);
+        let as_file = beyond(
+            link.parent().and_then(|p| self.depth_left(p)).map(|_| 0),
+            folder,
+        );
+        if as_folder.is_none() && as_file.is_none() {
+            return Vec::new();
+        }
         let wanted = match std::fs::metadata(target) {
             Ok(meta) if meta.is_dir() => [(target, as_folder), (folder, None)],
             Ok(_) => [(target, None), (folder, as_file)],
@@ -469,9 +479,6 @@ impl Tree {
         let mut watch = Vec::new();
         for (wanted, levels) in wanted {
             let Some(levels) = levels else { continue };
-            if self.depth_left(wanted).is_some_and(|had| had >= levels) {
-                continue;
-            }
             self.deep_targets.insert(wanted.to_path_buf(), levels);
             let there = wanted.ancestors().find(|a| a.is_dir());
             if let Some(there) = there.filter(|there| self.in_a_root(there)) {
@@ -480,6 +487,11 @@ impl Tree {
             }
         }
         watch
+    }
+
+    /// Whether the folder `wanted` is watched less than `levels` below it (or not at all).
+    fn watched_short_of(&self, wanted: &Path, levels: usize) -> bool {
+        self.depth_left(wanted).is_none_or(|had| had < levels)
     }
 
     /// Watches each of `folders` as many levels down as it comes with (see [`Tree::deeper`]).
