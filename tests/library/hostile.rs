@@ -576,6 +576,17 @@ fn reconcile_in_child() {
             .expect("scoped reconcile");
         assert_matches_fresh(&d);
     }
+    // `HOSTILE_CHILD_SHORT`: a path to reconcile by itself with no descriptor to spare: the
+    // walk runs short, so the reconcile fails and drops nothing.
+    if let Some(rel) = std::env::var_os("HOSTILE_CHILD_SHORT") {
+        let answer = {
+            let _held = OutOfDescriptors::now();
+            d.reconcile_paths(vec![base.join(rel)])
+                .map_err(|e| e.to_string())
+        };
+        println!("SHORT={}", json!(answer.err()));
+        assert_matches_fresh(&d);
+    }
     let skipped = serde_json::to_string(&d.skipped().expect("skipped")).expect("json");
     println!("SKIPPED={skipped}");
     // `HOSTILE_CHILD_CALLS`: functions to call after the reconcile (`[[id, request], …]`),
@@ -592,6 +603,49 @@ fn reconcile_in_child() {
     // `HOSTILE_CHILD_LOCKED`: the test locked some of the healthy entries.
     if std::env::var_os("HOSTILE_CHILD_LOCKED").is_none() {
         assert_healthy(&d);
+    }
+}
+
+/// While held, this process can open no file: its limit on descriptors is lowered to its
+/// highest one, and every lower one free is taken by `/dev/null`. Dropped, both are given back.
+struct OutOfDescriptors {
+    limit: libc::rlimit,
+    _taken: Vec<fs::File>,
+}
+
+impl OutOfDescriptors {
+    fn now() -> OutOfDescriptors {
+        let highest = fs::read_dir("/proc/self/fd")
+            .expect("list descriptors")
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<libc::rlim_t>().ok())
+            .max()
+            .expect("a descriptor");
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: both calls read or write one `rlimit` through a valid pointer.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+            let lowered = libc::rlimit {
+                rlim_cur: highest + 1,
+                ..limit
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lowered), 0);
+        }
+        let taken = std::iter::from_fn(|| fs::File::open("/dev/null").ok()).collect();
+        OutOfDescriptors {
+            limit,
+            _taken: taken,
+        }
+    }
+}
+
+impl Drop for OutOfDescriptors {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &self.limit) };
     }
 }
 
@@ -1330,6 +1384,26 @@ fn below_a_folder_that_cannot_be_listed_a_scoped_reconcile_finds_what_the_whole_
         assert!(reason.contains("ermission denied"), "{reason}");
     }
     assert_eq!(skipped.len(), 2, "{skipped:?}");
+}
+
+/// A scoped reconcile that cannot list a folder on the way for want of descriptors has seen
+/// only part of what it was asked to: it fails, saying why, and leaves the rows below as they
+/// were (a folder it may not list would have them dropped, as the whole walk drops them).
+#[test]
+fn a_scoped_reconcile_out_of_descriptors_fails_and_drops_nothing() {
+    let tree = hostile_tree();
+    tree.write("skills/deep/inner/leaf.md", "# Leaf\n\nx\n");
+    let stdout = reconcile_in_a_child_with(
+        &tree,
+        false,
+        &[("HOSTILE_CHILD_SHORT", "skills/deep/inner/leaf.md")],
+    );
+    let short: Option<String> = serde_json::from_str(child_says(&stdout, "SHORT")).expect("json");
+    let short = short.expect("the scoped reconcile failed");
+    assert!(
+        short.contains("list the folder") && short.contains("os error 24"),
+        "{short}"
+    );
 }
 
 #[test]
