@@ -494,43 +494,43 @@ fn walk_skill_folder_scope(
         found.unreadable.insert((root, name.to_string()), why);
         return;
     }
-    if fs::canonicalize(dir.join(rel)).is_ok_and(|real| !within(&real, inside)) {
-        return;
-    }
     if let Some((key, meta)) = skill_folder_entry(root, dir, name, inside, found) {
         note_shared(&mut found.shared, &key, &meta);
     }
 }
 
 /// A path of a profiles root: a profile, an upstream copy or a temporary file, when it is one
-/// of the root's own entries (the root is flat).
+/// of the root's own entries (the root is flat), judged in the order [`walk_flat`] judges it:
+/// a link only where it could be a profile, nothing nested.
 fn walk_profile_scope(root: Root, dir: &Path, rel: &str, inside: &[PathBuf], found: &mut Found) {
+    if rel.contains('/') {
+        return;
+    }
     let path = dir.join(rel);
-    if let Some(why) = refused_link(&path, rel, inside) {
-        found.unreadable.insert((root, rel.to_string()), why);
-        return;
-    }
-    if rel.contains('/') || fs::canonicalize(&path).is_ok_and(|real| !within(&real, inside)) {
-        return;
-    }
     let key = (root, rel.to_string());
-    if is_upstream_copy(rel) && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+    let is_file = || fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+    if crate::store::is_temp_name(rel) && is_file() {
+        found.temps.push((key.clone(), path.clone()));
+    }
+    if is_upstream_copy(rel) && is_file() {
         found
             .unreadable
             .insert(key.clone(), SkipReason::UpstreamCopy);
     }
-    if is_markdown(rel) {
-        if let Ok(meta) = fs::metadata(&path) {
-            if let Some(why) = special(&meta, rel) {
-                found.unreadable.insert(key.clone(), why);
-            } else if meta.is_file() {
-                note_shared(&mut found.shared, &key, &meta);
-                found.files.insert(key.clone(), stat_of(&meta));
-            }
-        }
+    if !is_markdown(rel) {
+        return;
     }
-    if crate::store::is_temp_name(rel) && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-        found.temps.push((key, path));
+    if let Some(why) = refused_link(&path, rel, inside) {
+        found.unreadable.insert(key, why);
+        return;
+    }
+    if let Ok(meta) = fs::metadata(&path) {
+        if let Some(why) = special(&meta, rel) {
+            found.unreadable.insert(key, why);
+        } else if meta.is_file() {
+            note_shared(&mut found.shared, &key, &meta);
+            found.files.insert(key, stat_of(&meta));
+        }
     }
 }
 

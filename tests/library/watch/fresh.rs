@@ -1011,3 +1011,94 @@ fn raising_the_watch_limit_makes_a_partial_root_fresh_again() {
         );
     }
 }
+
+// Trees the randomized test (`links_fuzz`) found a read differing from a rescan in, each
+// shrunk to the change that shows it. `WARM` is a first change: the watcher's first burst
+// resolves every link it listed again.
+
+const WARM: &str = "printf '# Warm\\n\\nx\\n' > skills/warm.md";
+
+fn warmed(setup: impl FnOnce(&Tree)) -> Env {
+    let env = Env::start(setup);
+    sh(&env, WARM);
+    assert_as_rescan(&env, "the warm-up");
+    env
+}
+
+/// A link out of the roots inside an agents skill folder leaves its skill served (the scoped
+/// walk judged the changed path, not the skill folder), and a `SKILL.md` linked out of the
+/// roots is listed as such.
+#[test]
+fn a_link_out_of_the_roots_in_a_skill_folder_keeps_its_skill() {
+    let env = warmed(|tree| {
+        tree.write(
+            ".agents/skills/polish/SKILL.md",
+            "---\nname: polish\ndescription: Polish.\n---\nBody.\n",
+        );
+        tree.mkdir(".agents/skills/x");
+    });
+    sh(&env, "ln -s ../../.. .agents/skills/polish/up");
+    assert_as_rescan(&env, "a link out of the roots inside a skill folder");
+    sh(&env, "ln -s ../.. .agents/skills/x/SKILL.md");
+    assert_as_rescan(&env, "a SKILL.md linked to a folder out of the roots");
+}
+
+/// The agents folder's scoped walk judges a link only where the whole walk does: a folder link
+/// not named like a profile, or a link nested in a subfolder, is no `check` row.
+#[test]
+fn a_link_in_the_agents_folder_that_is_no_profile_is_no_check_row() {
+    let env = warmed(|tree| {
+        tree.mkdir("agents/sub").mkdir("skills/alpha");
+        std::os::unix::fs::symlink("../../agents/sub", tree.path("skills/alpha/ali")).unwrap();
+    });
+    sh(&env, "ln -s .. agents/up");
+    assert_as_rescan(&env, "a folder link out of the roots in the agents folder");
+    sh(&env, "ln -s gone.md agents/sub/b.md");
+    assert_as_rescan(&env, "a broken link nested in the agents folder");
+}
+
+/// A link back up made below a linked folder (`c/sub/up -> ..`, reached as `iii/hop/sub/up`
+/// with `iii/hop -> ../c`) is listed through the link as a loop, and a link re-pointed into a
+/// loop (`y -> iii`, where `iii/m -> ..` served `m/y/f`) drops what it served through it.
+#[test]
+fn a_link_that_loops_at_the_end_of_a_path_through_links_is_listed_as_a_loop() {
+    let env = warmed(|tree| {
+        tree.mkdir("skills/c/sub");
+        std::os::unix::fs::symlink("../c", tree.path("skills/iii/hop")).unwrap();
+    });
+    sh(&env, "ln -s .. skills/c/sub/up");
+    assert_as_rescan(
+        &env,
+        "a link back up below `c`, reached as `iii/hop/sub/up`",
+    );
+    let env = warmed(|tree| {
+        tree.write("skills/a/f.md", "# F\n\nx\n");
+        std::os::unix::fs::symlink("..", tree.path("skills/iii/m")).unwrap();
+        std::os::unix::fs::symlink("a", tree.path("skills/y")).unwrap();
+    });
+    assert_eq!(env.title("m/y/f").as_deref(), Some("F"));
+    sh(&env, "ln -sfn iii skills/y");
+    assert_as_rescan(
+        &env,
+        "`y` re-pointed to the local root, which `iii/m` leads up from",
+    );
+}
+
+/// A file a link leads to in a subfolder of the agents folder is heard when written, and a
+/// broken link into one comes alive when its target is made there as a link.
+#[test]
+fn a_link_target_in_a_subfolder_of_the_agents_folder_is_followed() {
+    let env = warmed(|tree| {
+        tree.write("agents/sub/p.md", "# P1\n\nx\n");
+        std::os::unix::fs::symlink("../agents/sub/p.md", tree.path("skills/p.md")).unwrap();
+    });
+    sh(&env, "printf '# P2\\n\\nx\\n' > agents/sub/p.md");
+    assert_as_rescan(&env, "the linked file written in place");
+    let env = warmed(|tree| {
+        tree.mkdir("agents/deep");
+        tree.write("skills/sub/f.md", "# F\n\nx\n");
+        std::os::unix::fs::symlink("../agents/deep/sub", tree.path("skills/l")).unwrap();
+    });
+    sh(&env, "ln -s ../../skills/sub agents/deep/sub");
+    assert_as_rescan(&env, "the missing target made, as a link");
+}
