@@ -219,8 +219,8 @@ impl Links {
     /// followed, is one it passed on the way there (the walk lists nothing past it; it knows
     /// folders by device and inode, this by the paths links lead to). Returns, of the folders
     /// met twice, the length of the longest path each was first met at: only a link in place
-    /// of a longer one can take every loop away. A loop only at `path`'s last part is none:
-    /// the walk lists that link itself, as one that loops.
+    /// of a longer one can take every loop away. A loop at `path`'s last part is none: the
+    /// walk lists that link itself, as one that loops.
     fn loop_under(&self, root: &Path, path: &Path) -> Option<usize> {
         let below = path.strip_prefix(root).ok()?;
         let parts = below.components().count();
@@ -235,7 +235,7 @@ impl Links {
                 real = target.clone();
             }
             match passed.get(&real) {
-                Some(_) if i + 1 == parts && past.is_none() => {}
+                Some(_) if i + 1 == parts => {}
                 Some(&first) => past = past.max(Some(first)),
                 None => {
                     passed.insert(real.clone(), root_length + i + 1);

@@ -453,7 +453,8 @@ impl Tree {
     /// `x/SKILL.md`), and reads a file it leads to, which its folder's events report. A target
     /// not there yet may come as either. Each such folder is noted in `deep_targets`, so that
     /// it is watched as deep once made; one not there yet is waited for from the nearest
-    /// folder above it. Returns the folders to watch from, each with how many levels below it.
+    /// folder above it; the folders above it are watched too, up to one its root watches.
+    /// Returns the folders to watch, each with how many levels below it.
     fn deeper(&mut self, link: &Path, target: &Path) -> Vec<(PathBuf, usize)> {
         let Some(folder) = target.parent() else {
             return Vec::new();
@@ -480,10 +481,22 @@ impl Tree {
         for (wanted, levels) in wanted {
             let Some(levels) = levels else { continue };
             self.deep_targets.insert(wanted.to_path_buf(), levels);
-            let there = wanted.ancestors().find(|a| a.is_dir());
-            if let Some(there) = there.filter(|there| self.in_a_root(there)) {
-                let depth = self.depth_to_watch(there).unwrap_or(levels);
-                watch.push((there.to_path_buf(), depth));
+            // Each folder from the nearest one there up to one its root watches: a folder's
+            // rename or removal is reported only in the folder above it. The nearest is watched
+            // as deep as the way down to `wanted` and below it needs.
+            let mut nearest = true;
+            for above in wanted.ancestors() {
+                if !self.in_a_root(above) || (above != wanted && self.depth_left(above).is_some()) {
+                    break;
+                }
+                if above.is_dir() {
+                    let depth = match nearest {
+                        true => self.depth_to_watch(above).unwrap_or(levels),
+                        false => 0,
+                    };
+                    nearest = false;
+                    watch.push((above.to_path_buf(), depth));
+                }
             }
         }
         watch

@@ -1102,3 +1102,39 @@ fn a_link_target_in_a_subfolder_of_the_agents_folder_is_followed() {
     sh(&env, "ln -s ../../skills/sub agents/deep/sub");
     assert_as_rescan(&env, "the missing target made, as a link");
 }
+
+/// A folder a link leads into below the agents folder's depth, renamed away, or a folder on
+/// the way to it renamed: each is reported only in the folder above it, which is watched for
+/// it, so the skills served through the link go at the next read.
+#[test]
+fn a_link_target_below_the_agents_folder_renamed_away_is_in_the_next_read() {
+    let setup = |tree: &Tree| {
+        tree.write("agents/sub/c/deep/t/a.md", "# A\n\nx\n");
+        std::os::unix::fs::symlink("../../agents/sub/c/deep/t", tree.path("skills/alpha/ali"))
+            .unwrap();
+    };
+    let env = warmed(setup);
+    assert_eq!(env.title("alpha/ali/a").as_deref(), Some("A"));
+    sh(&env, "mv -T agents/sub/c/deep/t agents/sub/b");
+    assert_as_rescan(&env, "the link's target renamed away");
+    let env = warmed(setup);
+    sh(&env, "mv -T agents/sub/c agents/sub/d");
+    assert_as_rescan(&env, "a folder on the way to the target renamed");
+}
+
+/// A link looping at the end of a path that also passes a folder twice on the way in one root
+/// (`skills/mailer/k.md -> ..`) but not in another (the local root's `SKILL.md -> ../mailer`)
+/// is listed as a loop through the second: a loop at the end is no reason to look no further.
+#[test]
+fn a_link_that_loops_at_the_end_of_a_path_another_root_lists_is_listed_as_a_loop() {
+    let env = warmed(|tree| {
+        tree.mkdir("skills/alpha/deep").mkdir("skills/mailer");
+        std::os::unix::fs::symlink("../mailer", tree.path("skills/iii/SKILL.md")).unwrap();
+        std::os::unix::fs::symlink("..", tree.path("skills/mailer/k.md")).unwrap();
+    });
+    sh(&env, "ln -s .. skills/alpha/deep/up");
+    assert_as_rescan(
+        &env,
+        "a link back up, reached as `iii/SKILL.md/k.md/alpha/deep/up`",
+    );
+}
