@@ -4,6 +4,7 @@
 
 use test_support::common;
 mod fresh;
+mod links_fuzz;
 
 use std::collections::BTreeMap;
 use std::fs;
