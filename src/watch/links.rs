@@ -36,7 +36,16 @@ pub struct Links {
     by_link: BTreeMap<PathBuf, Option<PathBuf>>,
     /// The same, by where they lead.
     by_target: BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+    /// How the system fails to resolve each link, when it does (its error number), as last
+    /// looked at. A link on the way can change that without changing where the link leads (a
+    /// loop on its way goes, and it is merely broken now), and the link's `check` row says
+    /// which. A link not looked at yet has no entry.
+    failures: HashMap<PathBuf, Option<i32>>,
 }
+
+/// A link resolved: where it leads (see [`Links::insert`]), and how the system fails to
+/// resolve it (`None`: it does not fail).
+pub type Resolved = (Option<PathBuf>, Option<i32>);
 
 impl Links {
     pub fn is_empty(&self) -> bool {
@@ -70,8 +79,15 @@ impl Links {
         self.by_link.get(path)?.as_deref()
     }
 
+    /// Notes the link at `path` (made, or found by the watch), resolved: see [`Links::insert`].
+    pub fn insert_resolved(&mut self, path: PathBuf, (target, failure): Resolved) -> bool {
+        self.failures.insert(path.clone(), failure);
+        self.insert(path, target)
+    }
+
     /// Forgets the link at `path`, if there is one. Returns whether there was.
     pub fn remove(&mut self, path: &Path) -> bool {
+        self.failures.remove(path);
         let Some(target) = self.by_link.remove(path) else {
             return false;
         };
@@ -102,8 +118,9 @@ impl Links {
     }
 
     /// Resolves every link again (a link made or removed can change where others lead, as
-    /// `a -> b/x` when `b` is itself a link) and returns those that now lead elsewhere.
-    pub fn resolve_again(&mut self, resolve: &dyn Fn(&Path) -> Option<PathBuf>) -> Vec<PathBuf> {
+    /// `a -> b/x` when `b` is itself a link, or how they fail) and returns those that now lead
+    /// elsewhere or fail otherwise.
+    pub fn resolve_again(&mut self, resolve: &dyn Fn(&Path) -> Resolved) -> Vec<PathBuf> {
         let links: Vec<(PathBuf, Option<PathBuf>)> = self
             .by_link
             .iter()
@@ -111,8 +128,9 @@ impl Links {
             .collect();
         let mut moved = Vec::new();
         for (path, old) in links {
-            let new = resolve(&path);
-            if new != old {
+            let (new, failure) = resolve(&path);
+            let failed_before = self.failures.insert(path.clone(), failure);
+            if new != old || failed_before.is_some_and(|before| before != failure) {
                 self.insert(path.clone(), new);
                 moved.push(path);
             }
@@ -256,11 +274,17 @@ pub fn join(link: &Path, rest: &Path) -> PathBuf {
 
 /// Where the link at `path` leads, as a real path: resolved whole when it can be; else (it is
 /// broken, or leads to something not made yet) its text taken from its folder's real path as
-/// the system would take it, which is the path whose making would mend it.
-pub fn real_target(path: &Path) -> Option<PathBuf> {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return Some(real);
+/// the system would take it, which is the path whose making would mend it. With how the
+/// system failed to resolve it, when it did.
+pub fn real_target(path: &Path) -> (Option<PathBuf>, Option<i32>) {
+    match std::fs::canonicalize(path) {
+        Ok(real) => (Some(real), None),
+        Err(e) => (text_target(path), Some(e.raw_os_error().unwrap_or(0))),
     }
+}
+
+/// Where the link at `path`, which the system cannot resolve, would lead: see [`real_target`].
+fn text_target(path: &Path) -> Option<PathBuf> {
     let text = std::fs::read_link(path).ok()?;
     let folder = std::fs::canonicalize(path.parent()?).ok()?;
     let mut hops = MAX_LINKS_ON_A_PATH;
@@ -506,7 +530,7 @@ mod tests {
         std::os::unix::fs::symlink("sub/../gone/x.md", dir.path().join("l.md")).unwrap();
         assert_eq!(
             real_target(&dir.path().join("l.md")),
-            Some(real.join("gone/x.md"))
+            (Some(real.join("gone/x.md")), Some(libc::ENOENT))
         );
         // Its text crosses a link, then goes up: from where the link led, as the system goes.
         std::fs::create_dir_all(dir.path().join("deep/inner")).unwrap();
@@ -514,20 +538,37 @@ mod tests {
         std::os::unix::fs::symlink("hop/../gone.md", dir.path().join("m.md")).unwrap();
         assert_eq!(
             real_target(&dir.path().join("m.md")),
-            Some(real.join("deep/gone.md"))
+            (Some(real.join("deep/gone.md")), Some(libc::ENOENT))
         );
         // A broken link on the way, taken by its own text: `hop2 -> missing/dir`.
         std::os::unix::fs::symlink("missing/dir", dir.path().join("hop2")).unwrap();
         std::os::unix::fs::symlink("hop2/../gone.md", dir.path().join("n.md")).unwrap();
         assert_eq!(
             real_target(&dir.path().join("n.md")),
-            Some(real.join("missing/gone.md"))
+            (Some(real.join("missing/gone.md")), Some(libc::ENOENT))
         );
         std::fs::write(dir.path().join("t.md"), "x").unwrap();
         std::os::unix::fs::symlink("t.md", dir.path().join("k.md")).unwrap();
         assert_eq!(
             real_target(&dir.path().join("k.md")),
-            Some(real.join("t.md"))
+            (Some(real.join("t.md")), None)
         );
+    }
+
+    /// A link that leads to the same place but fails otherwise (a loop on its way went, and it
+    /// is merely broken) is resolved again as one that moved: its `check` row says why.
+    #[test]
+    fn a_link_that_fails_otherwise_is_resolved_again_as_moved() {
+        let mut links = Links::default();
+        let target = Some(PathBuf::from("/r/b"));
+        links.insert_resolved("/r/hop".into(), (target.clone(), Some(libc::ELOOP)));
+        let same = |_: &Path| (Some(PathBuf::from("/r/b")), Some(libc::ELOOP));
+        assert!(links.resolve_again(&same).is_empty());
+        let broken = |_: &Path| (Some(PathBuf::from("/r/b")), Some(libc::ENOENT));
+        assert_eq!(links.resolve_again(&broken), vec![PathBuf::from("/r/hop")]);
+        assert!(links.resolve_again(&broken).is_empty());
+        // A link noted without how it fails is not taken as moved the first time.
+        links.insert("/r/new".into(), target);
+        assert!(links.resolve_again(&broken).is_empty());
     }
 }

@@ -409,7 +409,7 @@ impl Tree {
     fn follow_links(&mut self, inotify: &Inotify, changes: &mut Changes) {
         if std::mem::take(&mut self.relink) {
             let targets = self.link_targets();
-            let moved = self.links.resolve_again(&|link| targets.of(link));
+            let moved = self.links.resolve_again(&|link| targets.resolve(link));
             for link in &moved {
                 let Some(target) = self.links.target(link).map(Path::to_path_buf) else {
                     continue;
@@ -438,12 +438,12 @@ impl Tree {
     /// Notes the link at `path` with where it leads. Returns the folders to watch deeper than
     /// they are for it (see [`Tree::deeper`]), each with how many levels below it.
     fn note_link(&mut self, path: PathBuf) -> Vec<(PathBuf, usize)> {
-        let target = self.link_targets().of(&path);
-        let deeper = match &target {
+        let resolved = self.link_targets().resolve(&path);
+        let deeper = match &resolved.0 {
             Some(target) => self.deeper(&path, target),
             None => Vec::new(),
         };
-        self.relink |= self.links.insert(path, target);
+        self.relink |= self.links.insert_resolved(path, resolved);
         deeper
     }
 
@@ -833,13 +833,19 @@ struct LinkTargets {
 }
 
 impl LinkTargets {
-    /// Where the link at `link` leads as a watched path; `None` when that is outside every
-    /// root: the walk never follows those.
-    fn of(&self, link: &Path) -> Option<PathBuf> {
+    /// Where the link at `link` leads as a watched path (`None` when that is outside every
+    /// root: the walk never follows those), with how the system fails to resolve it.
+    fn resolve(&self, link: &Path) -> links::Resolved {
         if self.roots.is_empty() {
-            return None;
+            return (None, None);
         }
-        let real = links::real_target(link)?;
+        let (real, failure) = links::real_target(link);
+        (real.and_then(|real| self.watched(&real)), failure)
+    }
+
+    /// The watched path of the real path `real`, under the root whose real path is the
+    /// longest prefix of it.
+    fn watched(&self, real: &Path) -> Option<PathBuf> {
         self.roots
             .iter()
             .filter_map(|(real_root, root)| {

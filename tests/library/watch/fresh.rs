@@ -1138,3 +1138,28 @@ fn a_link_that_loops_at_the_end_of_a_path_another_root_lists_is_listed_as_a_loop
         "a link back up, reached as `iii/SKILL.md/k.md/alpha/deep/up`",
     );
 }
+
+/// A link whose text passes through another link keeps leading to the same place when that
+/// link goes or comes, but fails otherwise: a loop through the two (`hop -> l/../b`,
+/// `l -> hop/../x`) is a broken link once `l` goes, and a broken link is a loop once the link on
+/// its way is made. Its `check` row says so at the next read.
+#[test]
+fn a_link_that_fails_otherwise_through_a_link_on_its_way_is_in_the_next_check() {
+    let env = warmed(|tree| {
+        tree.mkdir("skills/alpha/deep");
+        std::os::unix::fs::symlink("l/../b", tree.path("skills/alpha/deep/hop")).unwrap();
+        std::os::unix::fs::symlink("hop/../x", tree.path("skills/alpha/deep/l")).unwrap();
+    });
+    sh(&env, "rm skills/alpha/deep/l");
+    assert_as_rescan(&env, "a loop on the way gone");
+    let env = warmed(|tree| {
+        tree.mkdir("agents/b/c");
+        std::os::unix::fs::symlink("../../agents/b/c/hop/../iii", tree.path("skills/alpha/up"))
+            .unwrap();
+    });
+    sh(
+        &env,
+        "ln -sfn '../../../skills/alpha/up/../system-prompts' agents/b/c/hop",
+    );
+    assert_as_rescan(&env, "a link made on the way, closing a loop");
+}

@@ -17,11 +17,11 @@
 //! changes that led there.
 //!
 //! Long runs still find one kind of difference, a limit the project's notes name: the watcher
-//! knows a link by the place it leads to, not by the links its text passes through, so when one
-//! of those changes what it is (a loop becomes a broken link, a file link goes) and the place
-//! stays the same, or when it sits in a folder no watch covers, the `check` row of the link
-//! reached through it keeps its old reason until the safety-net reconcile (seeds 96, 144, 177,
-//! 222, 231 and 238 of 1 to 240; what is served is not affected).
+//! knows a link by the place it leads to and how it fails, not by the links its text passes
+//! through, so when a change that makes or removes no link (a file renamed away from under a
+//! file link on the way) or one in a folder no watch covers (on the way to a place out of the
+//! roots) changes how a link fails, its `check` row keeps its old reason until the safety-net
+//! reconcile (seeds 96, 144 and 177 of 1 to 240; what is served is not affected).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
