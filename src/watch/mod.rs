@@ -8,6 +8,7 @@
 //! family whose answers changed, so our own writes (already reconciled by the write) and
 //! changes to files that are not documents cause no event.
 
+mod deep;
 mod fresh;
 mod inotify;
 mod links;

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::deep::DeepTargets;
 use super::inotify::{Event, Inotify, Wd};
 use super::links::{self, Links, Walked};
 use crate::roots::{Layout, Root, Roots};
@@ -162,11 +163,8 @@ pub struct Tree {
     /// A link was noted or forgotten since the links were last resolved.
     relink: bool,
     /// Folders a link leads into from a root walked deeper than the folder's own root watches
-    /// it (`skills/foo -> ../.agents/skills/x`: the skills tree's walk lists all of `x`
-    /// through `foo`, the agents skills root's only `x/SKILL.md`), with how many levels below
-    /// each are watched for the link: the folders made there later are watched as deep.
-    /// Kept when the link goes (a few watches too many until the next overflow's rewatch).
-    deep_targets: BTreeMap<PathBuf, usize>,
+    /// it, with what each link needs of them (see [`Tree::deeper`]).
+    deep: DeepTargets,
     /// Where the roots that are dangling links lead: their coming (a folder renamed to where a
     /// link leads) is heard through the nearest folder above them, as an absent root's is.
     link_waits: BTreeSet<PathBuf>,
@@ -234,7 +232,7 @@ impl Tree {
             by_path: BTreeMap::new(),
             links: Links::default(),
             relink: false,
-            deep_targets: BTreeMap::new(),
+            deep: DeepTargets::default(),
             link_waits: BTreeSet::new(),
             limit,
         };
@@ -410,6 +408,8 @@ impl Tree {
         if std::mem::take(&mut self.relink) {
             let targets = self.link_targets();
             let moved = self.links.resolve_again(&|link| targets.resolve(link));
+            let links = &self.links;
+            self.deep.keep_only(|link| links.target(link));
             for link in &moved {
                 let Some(target) = self.links.target(link).map(Path::to_path_buf) else {
                     continue;
@@ -451,10 +451,10 @@ impl Tree {
     /// root has: the walk lists a folder it leads to as deep as the link's own root goes
     /// (`skills/foo -> ../.agents/skills/x` lists all of `x`, whose root reads only
     /// `x/SKILL.md`), and reads a file it leads to, which its folder's events report. A target
-    /// not there yet may come as either. Each such folder is noted in `deep_targets`, so that
-    /// it is watched as deep once made; one not there yet is waited for from the nearest
-    /// folder above it; the folders above it are watched too, up to one its root watches.
-    /// Returns the folders to watch, each with how many levels below it.
+    /// not there yet may come as either. Each such folder is noted for the link, so that it is
+    /// watched as deep once made (or made again), and so are the folders on the way to it, up
+    /// to one its root watches: a folder's making, rename or removal is reported only in the
+    /// folder above it. Returns the folders to watch, each with how many levels below it.
     fn deeper(&mut self, link: &Path, target: &Path) -> Vec<(PathBuf, usize)> {
         let Some(folder) = target.parent() else {
             return Vec::new();
@@ -464,11 +464,9 @@ impl Tree {
         let beyond = |levels: Option<usize>, wanted: &Path| {
             levels.filter(|levels| self.watched_short_of(wanted, *levels))
         };
+        let read_as_file = link.parent().and_then(|p| self.depth_left(p)).map(|_| 0);
         let as_folder = beyond(self.depth_left(link), target);
-        let as_file = beyond(
-            link.parent().and_then(|p| self.depth_left(p)).map(|_| 0),
-            folder,
-        );
+        let as_file = beyond(read_as_file, folder);
         if as_folder.is_none() && as_file.is_none() {
             return Vec::new();
         }
@@ -480,23 +478,19 @@ impl Tree {
         let mut watch = Vec::new();
         for (wanted, levels) in wanted {
             let Some(levels) = levels else { continue };
-            self.deep_targets.insert(wanted.to_path_buf(), levels);
-            // Each folder from the nearest one there up to one its root watches: a folder's
-            // rename or removal is reported only in the folder above it. The nearest is watched
-            // as deep as the way down to `wanted` and below it needs.
-            let mut nearest = true;
-            for above in wanted.ancestors() {
-                if !self.in_a_root(above) || (above != wanted && self.depth_left(above).is_some()) {
-                    break;
-                }
-                if above.is_dir() {
-                    let depth = match nearest {
-                        true => self.depth_to_watch(above).unwrap_or(levels),
-                        false => 0,
-                    };
-                    nearest = false;
-                    watch.push((above.to_path_buf(), depth));
-                }
+            self.deep.note(wanted, link, target, levels);
+            // The highest folder there on the way down to `wanted` that its root does not
+            // watch: watched from there, the walk goes down the way (see `watch_tree`).
+            let top = wanted
+                .ancestors()
+                .take_while(|above| {
+                    self.in_a_root(above) && (*above == wanted || self.depth_left(above).is_none())
+                })
+                .filter(|above| above.is_dir())
+                .last();
+            if let Some(top) = top {
+                let depth = self.depth_to_watch(top).unwrap_or(0);
+                watch.push((top.to_path_buf(), depth));
             }
         }
         watch
@@ -538,7 +532,7 @@ impl Tree {
         let mut changes = Changes::default();
         self.recheck_roots(inotify, &mut changes);
         self.links = Links::default();
-        self.deep_targets.clear();
+        self.deep.clear();
         for i in 0..self.specs.len() {
             if matches!(
                 self.specs[i].state,
@@ -693,9 +687,22 @@ impl Tree {
                 let name = entry.file_name();
                 if kind.is_symlink() {
                     stack.extend(self.note_link(entry.path()));
-                } else if kind.is_dir() && levels > 0 && !name.to_str().is_some_and(is_staging_name)
-                {
-                    stack.push((entry.path(), levels - 1));
+                } else if kind.is_dir() && !name.to_str().is_some_and(is_staging_name) {
+                    let path = entry.path();
+                    // Every level of a tree; else a level less, or what links into or below
+                    // it need (nothing to look up without such links).
+                    let below = match levels {
+                        usize::MAX => Some(usize::MAX),
+                        levels => levels.checked_sub(1),
+                    };
+                    let below = match below {
+                        Some(usize::MAX) => below,
+                        _ if self.deep.is_empty() => below,
+                        _ => below.max(self.depth_to_watch(&path)),
+                    };
+                    if let Some(levels) = below {
+                        stack.push((path, levels));
+                    }
                 }
             }
         }
@@ -789,40 +796,28 @@ impl Tree {
 
     /// How many levels under `path` are to be watched, when `path` is a folder inside a root
     /// deep enough to hold documents there, or below a folder a link leads into from deeper
-    /// (`usize::MAX`: a tree, every level).
+    /// (`usize::MAX`: every level).
     fn depth_left(&self, path: &Path) -> Option<usize> {
-        let left = |top: &Path, depth: Option<usize>| {
-            let level = path.strip_prefix(top).ok()?.components().count();
-            match depth {
-                None | Some(usize::MAX) => Some(usize::MAX),
-                Some(depth) => depth.checked_sub(level),
-            }
-        };
         let in_roots = self
             .specs
             .iter()
             .filter(|s| !matches!(s.state, RootState::Unwatched(_)))
-            .filter_map(|s| left(&s.path, s.depth));
-        let below_links = path
-            .ancestors()
-            .filter_map(|top| left(top, Some(*self.deep_targets.get(top)?)));
-        in_roots.chain(below_links).max()
+            .filter_map(|s| {
+                let level = path.strip_prefix(&s.path).ok()?.components().count();
+                match s.depth {
+                    None => Some(usize::MAX),
+                    Some(depth) => depth.checked_sub(level),
+                }
+            });
+        in_roots.chain(self.deep.levels_below(path)).max()
     }
 
     /// How many levels under the folder `path` are to be watched: those [`Tree::depth_left`]
-    /// says, and more on the way to a folder a link leads into that is not there yet (see
-    /// [`Tree::deeper`]), down to it and as deep below it: folders made together (`mkdir -p`)
-    /// come before the watch on the one above them.
+    /// says, or the folder itself when it is on the way to a folder a link leads into (see
+    /// [`Tree::deeper`]; the walk from it goes down the way).
     fn depth_to_watch(&self, path: &Path) -> Option<usize> {
-        let on_the_way = self
-            .deep_targets
-            .range::<Path, _>((Bound::Excluded(path), Bound::Unbounded))
-            .take_while(|(below, _)| below.starts_with(path))
-            .map(|(below, levels)| {
-                let down = below.components().count() - path.components().count();
-                levels.saturating_add(down)
-            });
-        self.depth_left(path).into_iter().chain(on_the_way).max()
+        let on_the_way = self.in_a_root(path) && self.deep.on_the_way(path);
+        self.depth_left(path).max(on_the_way.then_some(0))
     }
 }
 
@@ -1357,5 +1352,118 @@ mod tests {
             name: None,
         };
         assert!(tree.translate(&inotify, &[overflow]).full);
+    }
+
+    fn watched_under(tree: &Tree, top: &Path) -> Vec<PathBuf> {
+        tree.by_path
+            .keys()
+            .filter(|p| p.starts_with(top))
+            .map(|p| p.to_path_buf())
+            .collect()
+    }
+
+    #[test]
+    fn a_root_replaced_keeps_a_linked_folder_watched_deep() {
+        let base = tempfile::tempdir().unwrap();
+        let b = base.path();
+        std::fs::create_dir_all(b.join("skills")).unwrap();
+        std::fs::create_dir_all(b.join("agents")).unwrap();
+        std::fs::create_dir_all(b.join(".agents/skills/x/sub")).unwrap();
+        std::os::unix::fs::symlink("../.agents/skills/x", b.join("skills/foo")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
+        drain(&inotify, &mut tree);
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("cp -R .agents/skills .agents/new && mv .agents/skills .agents/old && mv .agents/new .agents/skills")
+            .current_dir(b)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        drain(&inotify, &mut tree);
+        assert!(
+            tree.by_path
+                .contains_key(b.join(".agents/skills/x/sub").as_path()),
+            "x/sub not watched after the root was replaced"
+        );
+    }
+
+    /// A shallow root moved away and back, with a link into one of its folders: that folder is
+    /// watched as deep as the link needs, every other only as deep as the root reads.
+    #[test]
+    fn a_root_made_again_is_watched_only_as_deep_as_needed() {
+        let base = tempfile::tempdir().unwrap();
+        let b = base.path();
+        std::fs::create_dir_all(b.join("skills")).unwrap();
+        std::fs::create_dir_all(b.join("agents")).unwrap();
+        std::fs::create_dir_all(b.join(".agents/skills/x/sub")).unwrap();
+        std::fs::create_dir_all(b.join(".agents/skills/big/a/b/c/d")).unwrap();
+        std::os::unix::fs::symlink("../.agents/skills/x", b.join("skills/foo")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
+        let sh = |script: &str| {
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(b)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
+        sh("mv .agents/skills .agents/saved");
+        drain(&inotify, &mut tree);
+        sh("mv .agents/saved .agents/skills");
+        drain(&inotify, &mut tree);
+        let big = watched_under(&tree, &b.join(".agents/skills/big"));
+        assert_eq!(
+            big,
+            vec![b.join(".agents/skills/big")],
+            "the skill folder `big` is watched below the root's depth"
+        );
+    }
+
+    /// The folder above a root, holding other things, moved away and back with the root out of
+    /// it: nothing there is watched for the link into the root, which is not there.
+    #[test]
+    fn a_folder_above_a_root_made_again_is_not_watched_whole() {
+        let base = tempfile::tempdir().unwrap();
+        let b = base.path();
+        std::fs::create_dir_all(b.join("skills")).unwrap();
+        std::fs::create_dir_all(b.join("agents")).unwrap();
+        std::fs::create_dir_all(b.join(".agents/skills/x/sub")).unwrap();
+        std::fs::create_dir_all(b.join(".agents/cache/a/b/c")).unwrap();
+        std::os::unix::fs::symlink("../.agents/skills/x", b.join("skills/foo")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
+        std::fs::rename(b.join(".agents/skills"), b.join("saved-skills")).unwrap();
+        drain(&inotify, &mut tree);
+        std::fs::rename(b.join(".agents"), b.join("saved")).unwrap();
+        drain(&inotify, &mut tree);
+        std::fs::rename(b.join("saved"), b.join(".agents")).unwrap();
+        drain(&inotify, &mut tree);
+        let cache = watched_under(&tree, &b.join(".agents/cache"));
+        assert!(cache.is_empty(), "watched outside every root: {cache:?}");
+    }
+
+    /// Links made and removed, each to a place of its own below a shallow root's depth: what
+    /// each needed goes with it.
+    #[test]
+    fn deep_targets_do_not_grow_with_link_churn() {
+        let base = tempfile::tempdir().unwrap();
+        let b = base.path();
+        std::fs::create_dir_all(b.join("skills")).unwrap();
+        std::fs::create_dir_all(b.join("agents")).unwrap();
+        std::fs::create_dir_all(b.join(".agents/skills/x")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
+        for i in 0..1000 {
+            let link = b.join("skills/l");
+            std::os::unix::fs::symlink(format!("../.agents/skills/x/d{i}"), &link).unwrap();
+            drain(&inotify, &mut tree);
+            std::fs::remove_file(&link).unwrap();
+            drain(&inotify, &mut tree);
+        }
+        assert!(tree.links.is_empty());
+        assert!(tree.deep.is_empty(), "deep targets kept for no link");
     }
 }

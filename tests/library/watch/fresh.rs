@@ -1163,3 +1163,159 @@ fn a_link_that_fails_otherwise_through_a_link_on_its_way_is_in_the_next_check() 
     );
     assert_as_rescan(&env, "a link made on the way, closing a loop");
 }
+
+// Replaced roots and waits on the way: found by a review.
+
+/// The agents skills root is a link to a versioned folder (`.agents/skills -> v1`), re-pointed
+/// atomically to a new version (`ln -s v2 tmp && mv -T tmp .agents/skills`), while
+/// `skills/foo -> ../.agents/skills/x` leads into it: the tree walk lists all of `x` through
+/// `foo`, so `x/sub` of the new version must be watched as deep.
+#[test]
+fn a_shallow_root_re_pointed_keeps_a_linked_folder_watched_deep() {
+    let env = warmed(|tree| {
+        fs::rename(tree.path(".agents/skills"), tree.path(".agents/v1")).unwrap();
+        tree.write(".agents/v1/x/sub/f.md", "# F1\n\nx\n");
+        tree.write(".agents/v2/x/sub/f.md", "# V2\n\nx\n");
+        std::os::unix::fs::symlink("v1", tree.path(".agents/skills")).unwrap();
+        std::os::unix::fs::symlink("../.agents/skills/x", tree.path("skills/foo")).unwrap();
+    });
+    assert_eq!(env.title("foo/sub/f").as_deref(), Some("F1"));
+    sh(
+        &env,
+        "ln -s v2 .agents/tmp && mv -T .agents/tmp .agents/skills",
+    );
+    assert_as_rescan(&env, "the agents skills root re-pointed");
+    assert_eq!(env.title("foo/sub/f").as_deref(), Some("V2"));
+    // Out of the racy window of the files the re-point made the index read.
+    std::thread::sleep(Duration::from_millis(2_100));
+    sh(&env, "printf '# F2\\n\\nx\\n' > .agents/skills/x/sub/f.md");
+    assert_as_rescan(&env, "a write below the link's target in the new version");
+}
+
+/// The same with the agents folder: `skills/team -> ../agents/sub`, `agents -> a1` re-pointed
+/// to `a2`.
+#[test]
+fn the_agents_folder_re_pointed_keeps_a_linked_subfolder_watched_deep() {
+    let env = warmed(|tree| {
+        fs::rename(tree.path("agents"), tree.path("a1")).unwrap();
+        tree.write("a1/sub/deep/p.md", "# P1\n\nx\n");
+        tree.write("a2/sub/deep/p.md", "# A2\n\nx\n");
+        std::os::unix::fs::symlink("a1", tree.path("agents")).unwrap();
+        std::os::unix::fs::symlink("../agents/sub", tree.path("skills/team")).unwrap();
+    });
+    assert_eq!(env.title("team/deep/p").as_deref(), Some("P1"));
+    sh(&env, "ln -s a2 tmp-agents && mv -T tmp-agents agents");
+    assert_as_rescan(&env, "the agents folder re-pointed");
+    std::thread::sleep(Duration::from_millis(2_100));
+    sh(&env, "printf '# P2\\n\\nx\\n' > agents/sub/deep/p.md");
+    assert_as_rescan(
+        &env,
+        "a write below the link's target in the new agents folder",
+    );
+}
+
+/// The agents skills root moved away and back (a reinstall restoring it) while
+/// `skills/foo -> ../.agents/skills/x` leads into it: only `x` is watched deep again, not
+/// every folder of every skill (300 asset folders of another would take it past a watch limit
+/// of 150 that the layout is far within, and its reads would no longer be fresh).
+#[test]
+fn a_shallow_root_moved_back_is_not_watched_as_a_tree() {
+    let limit = Arc::new(std::sync::atomic::AtomicUsize::new(150));
+    let options = WatchOptions {
+        watch_limit: Some(limit.clone()),
+        ..WatchOptions::default()
+    };
+    let env = Env::start_with(
+        |tree| {
+            tree.write(".agents/skills/x/sub/f.md", "# F1\n\nx\n");
+            tree.write(
+                ".agents/skills/big/SKILL.md",
+                "---\nname: big\ndescription: Big.\n---\nBody.\n",
+            );
+            for i in 0..300 {
+                tree.mkdir(&format!(".agents/skills/big/assets/a{i}"));
+            }
+            std::os::unix::fs::symlink("../.agents/skills/x", tree.path("skills/foo")).unwrap();
+        },
+        options,
+        None,
+    );
+    sh(&env, WARM);
+    let agents_skills = || {
+        env.watcher
+            .as_ref()
+            .unwrap()
+            .status()
+            .roots
+            .into_iter()
+            .find(|r| r.root == "agents_skills_folder")
+            .unwrap()
+    };
+    assert_eq!(agents_skills().state, iii_directory::RootState::Watched);
+    sh(&env, "mv .agents/skills .agents/saved");
+    assert_as_rescan(&env, "the root moved away");
+    sh(&env, "mv .agents/saved .agents/skills");
+    assert_as_rescan(&env, "the root moved back");
+    std::thread::sleep(Duration::from_millis(2_100));
+    sh(
+        &env,
+        "printf -- '---\\nname: polish\\ndescription: Changed.\\n---\\nNew.\\n' \
+         > .agents/skills/polish/SKILL.md",
+    );
+    assert_as_rescan(&env, "a skill of the root written after it came back");
+    assert_eq!(
+        agents_skills().state,
+        iii_directory::RootState::Watched,
+        "{:?}",
+        env.watcher.as_ref().unwrap().status().problems
+    );
+}
+
+/// A broken link from the tree into a skill folder of the agents skills root
+/// (`skills/later -> ../.agents/skills/big/assets/later`, its target to come) is waited for in
+/// `big/assets` alone, not in every asset folder of it (past a watch limit of 150 that the
+/// layout is far within, the root would go partial and a write in another skill be missed).
+#[test]
+fn a_link_target_to_come_does_not_watch_its_whole_folder() {
+    let limit = Arc::new(std::sync::atomic::AtomicUsize::new(150));
+    let options = WatchOptions {
+        watch_limit: Some(limit.clone()),
+        ..WatchOptions::default()
+    };
+    let env = Env::start_with(
+        |tree| {
+            tree.write(
+                ".agents/skills/big/SKILL.md",
+                "---\nname: big\ndescription: Big.\n---\nBody.\n",
+            );
+            for i in 0..300 {
+                tree.mkdir(&format!(".agents/skills/big/assets/a{i}"));
+            }
+            std::os::unix::fs::symlink(
+                "../.agents/skills/big/assets/later",
+                tree.path("skills/later"),
+            )
+            .unwrap();
+        },
+        options,
+        None,
+    );
+    sh(&env, WARM);
+    let agents_skills = env
+        .watcher
+        .as_ref()
+        .unwrap()
+        .status()
+        .roots
+        .into_iter()
+        .find(|r| r.root == "agents_skills_folder")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2_100));
+    sh(
+        &env,
+        "printf -- '---\\nname: polish\\ndescription: Changed.\\n---\\nNew.\\n' \
+         > .agents/skills/polish/SKILL.md",
+    );
+    assert_as_rescan(&env, "a skill folder's SKILL.md written");
+    assert_eq!(agents_skills.state, iii_directory::RootState::Watched);
+}
