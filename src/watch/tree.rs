@@ -461,8 +461,9 @@ impl Tree {
         };
         // How deep the link's own root walks it as a folder, and whether it reads it as a file,
         // where that is more than the target's root watches (never, for a link within a tree).
+        // Noted even where another link's need covers it: that link may go first.
         let beyond = |levels: Option<usize>, wanted: &Path| {
-            levels.filter(|levels| self.watched_short_of(wanted, *levels))
+            levels.filter(|levels| self.depth_in_roots(wanted).is_none_or(|had| had < *levels))
         };
         let read_as_file = link.parent().and_then(|p| self.depth_left(p)).map(|_| 0);
         let as_folder = beyond(self.depth_left(link), target);
@@ -478,7 +479,11 @@ impl Tree {
         let mut watch = Vec::new();
         for (wanted, levels) in wanted {
             let Some(levels) = levels else { continue };
+            let short = self.watched_short_of(wanted, levels);
             self.deep.note(wanted, link, target, levels);
+            if !short {
+                continue;
+            }
             // The highest folder there on the way down to `wanted` that its root does not
             // watch: watched from there, the walk goes down the way (see `watch_tree`).
             let top = wanted
@@ -798,8 +803,12 @@ impl Tree {
     /// deep enough to hold documents there, or below a folder a link leads into from deeper
     /// (`usize::MAX`: every level).
     fn depth_left(&self, path: &Path) -> Option<usize> {
-        let in_roots = self
-            .specs
+        self.depth_in_roots(path).max(self.deep.levels_below(path))
+    }
+
+    /// How many levels under `path` its roots' own walks read (`usize::MAX`: every level).
+    fn depth_in_roots(&self, path: &Path) -> Option<usize> {
+        self.specs
             .iter()
             .filter(|s| !matches!(s.state, RootState::Unwatched(_)))
             .filter_map(|s| {
@@ -808,8 +817,8 @@ impl Tree {
                     None => Some(usize::MAX),
                     Some(depth) => depth.checked_sub(level),
                 }
-            });
-        in_roots.chain(self.deep.levels_below(path)).max()
+            })
+            .max()
     }
 
     /// How many levels under the folder `path` are to be watched: those [`Tree::depth_left`]
@@ -1362,6 +1371,8 @@ mod tests {
             .collect()
     }
 
+    /// A shallow root replaced by a copy of itself, with a link into one of its folders: the
+    /// new folder is watched as deep as the link needs.
     #[test]
     fn a_root_replaced_keeps_a_linked_folder_watched_deep() {
         let base = tempfile::tempdir().unwrap();

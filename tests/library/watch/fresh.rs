@@ -1319,3 +1319,26 @@ fn a_link_target_to_come_does_not_watch_its_whole_folder() {
     assert_as_rescan(&env, "a skill folder's SKILL.md written");
     assert_eq!(agents_skills.state, iii_directory::RootState::Watched);
 }
+
+/// A link renamed over another (`ln -s … tmp && mv -T tmp y`, as `ln -sfn` does) into the
+/// agents skills root: the folder the first name needed is needed by the second when the
+/// first goes, so a folder made there later is still watched as deep.
+#[test]
+fn a_link_renamed_into_place_keeps_what_it_needs_when_its_first_name_goes() {
+    let env = warmed(|tree| {
+        tree.mkdir(".agents/skills/polish/sub");
+    });
+    sh(
+        &env,
+        "ln -s ../../.agents/skills skills/iii/tmp && mv -T skills/iii/tmp skills/iii/y",
+    );
+    assert_as_rescan(&env, "the link renamed into place");
+    sh(&env, "mkdir -p .agents/skills/polish/sub/x/deep");
+    assert_as_rescan(&env, "folders made below the link's target");
+    std::thread::sleep(Duration::from_millis(2_100));
+    sh(
+        &env,
+        "printf '# G\\n\\nx\\n' > .agents/skills/polish/sub/x/deep/g.md",
+    );
+    assert_as_rescan(&env, "a file written in the folders made later");
+}
