@@ -163,7 +163,7 @@ pub struct Tree {
     /// A link was noted or forgotten since the links were last resolved.
     relink: bool,
     /// Folders a link leads into from a root walked deeper than the folder's own root watches
-    /// it, with what each link needs of them (see [`Tree::deeper`]).
+    /// it, with what each link needs of them (see [`Tree::note_deep_needs`]).
     deep: DeepTargets,
     /// Where the roots that are dangling links lead: their coming (a folder renamed to where a
     /// link leads) is heard through the nearest folder above them, as an absent root's is.
@@ -414,7 +414,7 @@ impl Tree {
                 let Some(target) = self.links.target(link).map(Path::to_path_buf) else {
                     continue;
                 };
-                let deeper = self.deeper(link, &target);
+                let deeper = self.note_deep_needs(link, &target);
                 self.watch_deeper(inotify, deeper);
             }
             changes.paths.extend(moved);
@@ -436,11 +436,11 @@ impl Tree {
     }
 
     /// Notes the link at `path` with where it leads. Returns the folders to watch deeper than
-    /// they are for it (see [`Tree::deeper`]), each with how many levels below it.
+    /// they are for it (see [`Tree::note_deep_needs`]), each with how many levels below it.
     fn note_link(&mut self, path: PathBuf) -> Vec<(PathBuf, usize)> {
         let resolved = self.link_targets().resolve(&path);
         let deeper = match &resolved.0 {
-            Some(target) => self.deeper(&path, target),
+            Some(target) => self.note_deep_needs(&path, target),
             None => Vec::new(),
         };
         self.relink |= self.links.insert_resolved(path, resolved);
@@ -455,7 +455,7 @@ impl Tree {
     /// watched as deep once made (or made again), and so are the folders on the way to it, up
     /// to one its root watches: a folder's making, rename or removal is reported only in the
     /// folder above it. Returns the folders to watch, each with how many levels below it.
-    fn deeper(&mut self, link: &Path, target: &Path) -> Vec<(PathBuf, usize)> {
+    fn note_deep_needs(&mut self, link: &Path, target: &Path) -> Vec<(PathBuf, usize)> {
         let Some(folder) = target.parent() else {
             return Vec::new();
         };
@@ -506,7 +506,7 @@ impl Tree {
         self.depth_left(wanted).is_none_or(|had| had < levels)
     }
 
-    /// Watches each of `folders` as many levels down as it comes with (see [`Tree::deeper`]).
+    /// Watches each of `folders` as many levels down as it comes with (see [`Tree::note_deep_needs`]).
     fn watch_deeper(&mut self, inotify: &Inotify, folders: Vec<(PathBuf, usize)>) {
         for (folder, depth) in folders {
             if let Err(why) = self.watch_tree(inotify, &folder, depth) {
@@ -662,7 +662,7 @@ impl Tree {
     /// (the deepest level is listed for its links too: `<dir>/SKILL.md` or `<id>.md` may be
     /// one). Folder links are not followed: their targets inside the roots are watched where
     /// they are, and deeper when the link's root walks deeper than theirs (see
-    /// [`Tree::deeper`]). Staging folders are not entered. Stops at the first watch the kernel
+    /// [`Tree::note_deep_needs`]). Staging folders are not entered. Stops at the first watch the kernel
     /// refuses for lack of room, with why.
     fn watch_tree(
         &mut self,
@@ -823,7 +823,7 @@ impl Tree {
 
     /// How many levels under the folder `path` are to be watched: those [`Tree::depth_left`]
     /// says, or the folder itself when it is on the way to a folder a link leads into (see
-    /// [`Tree::deeper`]; the walk from it goes down the way).
+    /// [`Tree::note_deep_needs`]; the walk from it goes down the way).
     fn depth_to_watch(&self, path: &Path) -> Option<usize> {
         let on_the_way = self.in_a_root(path) && self.deep.on_the_way(path);
         self.depth_left(path).max(on_the_way.then_some(0))
