@@ -23,6 +23,12 @@ impl DeepTargets {
         self.by_folder.is_empty()
     }
 
+    /// How many folders are noted.
+    #[cfg(test)]
+    pub fn folders(&self) -> usize {
+        self.by_folder.len()
+    }
+
     pub fn clear(&mut self) {
         self.by_folder.clear();
     }

@@ -575,6 +575,8 @@ impl Tree {
                 if was_there {
                     self.unwatch_under(inotify, &path);
                     changes.paths.insert(path.clone());
+                    // The links into it lead out of the roots now.
+                    self.relink = true;
                 }
                 self.specs[i].state = match path.exists() {
                     true => RootState::NotAFolder,
@@ -593,6 +595,8 @@ impl Tree {
                 // It was made while the watch above it was being set up: watch it now.
             }
             if self.specs[i].state.is_missing() {
+                // The links into it lead there again (while it was missing, out of the roots).
+                self.relink = true;
                 let state = self.watch_root(inotify, i);
                 self.specs[i].remote = remote_file_system(&path);
                 self.specs[i].state = state;
@@ -1371,31 +1375,48 @@ mod tests {
             .collect()
     }
 
+    /// A base with the roots, `.agents/skills/x/sub`, the `folders` given and `skills/foo ->
+    /// ../.agents/skills/x` (the skills tree's walk lists all of `x` through it), watched.
+    fn linked_into_a_skill_folder(folders: &[&str]) -> (tempfile::TempDir, Inotify, Tree) {
+        let base = tempfile::tempdir().unwrap();
+        for folder in ["skills", "agents", ".agents/skills/x/sub"]
+            .iter()
+            .chain(folders)
+        {
+            std::fs::create_dir_all(base.path().join(folder)).unwrap();
+        }
+        std::os::unix::fs::symlink("../.agents/skills/x", base.path().join("skills/foo")).unwrap();
+        let inotify = Inotify::new().unwrap();
+        let tree = Tree::new(&inotify, &roots(base.path()), &|_| false, None);
+        (base, inotify, tree)
+    }
+
+    fn sh(base: &Path, script: &str) {
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(base)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{script}");
+    }
+
     /// A shallow root replaced by a copy of itself, with a link into one of its folders: the
     /// new folder is watched as deep as the link needs.
     #[test]
     fn a_root_replaced_keeps_a_linked_folder_watched_deep() {
-        let base = tempfile::tempdir().unwrap();
-        let b = base.path();
-        std::fs::create_dir_all(b.join("skills")).unwrap();
-        std::fs::create_dir_all(b.join("agents")).unwrap();
-        std::fs::create_dir_all(b.join(".agents/skills/x/sub")).unwrap();
-        std::os::unix::fs::symlink("../.agents/skills/x", b.join("skills/foo")).unwrap();
-        let inotify = Inotify::new().unwrap();
-        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
+        let (base, inotify, mut tree) = linked_into_a_skill_folder(&[]);
         drain(&inotify, &mut tree);
-        let status = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("cp -R .agents/skills .agents/new && mv .agents/skills .agents/old && mv .agents/new .agents/skills")
-            .current_dir(b)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        sh(
+            base.path(),
+            "cp -R .agents/skills .agents/new && mv .agents/skills .agents/old \
+             && mv .agents/new .agents/skills",
+        );
         drain(&inotify, &mut tree);
+        let sub = base.path().join(".agents/skills/x/sub");
         assert!(
-            tree.by_path
-                .contains_key(b.join(".agents/skills/x/sub").as_path()),
-            "x/sub not watched after the root was replaced"
+            tree.by_path.contains_key(sub.as_path()),
+            "x/sub not watched"
         );
     }
 
@@ -1403,33 +1424,18 @@ mod tests {
     /// watched as deep as the link needs, every other only as deep as the root reads.
     #[test]
     fn a_root_made_again_is_watched_only_as_deep_as_needed() {
-        let base = tempfile::tempdir().unwrap();
-        let b = base.path();
-        std::fs::create_dir_all(b.join("skills")).unwrap();
-        std::fs::create_dir_all(b.join("agents")).unwrap();
-        std::fs::create_dir_all(b.join(".agents/skills/x/sub")).unwrap();
-        std::fs::create_dir_all(b.join(".agents/skills/big/a/b/c/d")).unwrap();
-        std::os::unix::fs::symlink("../.agents/skills/x", b.join("skills/foo")).unwrap();
-        let inotify = Inotify::new().unwrap();
-        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
-        let sh = |script: &str| {
-            let status = std::process::Command::new("sh")
-                .arg("-c")
-                .arg(script)
-                .current_dir(b)
-                .status()
-                .unwrap();
-            assert!(status.success());
-        };
-        sh("mv .agents/skills .agents/saved");
+        let (base, inotify, mut tree) = linked_into_a_skill_folder(&[".agents/skills/big/a/b/c"]);
+        sh(base.path(), "mv .agents/skills .agents/saved");
         drain(&inotify, &mut tree);
-        sh("mv .agents/saved .agents/skills");
+        sh(base.path(), "mv .agents/saved .agents/skills");
         drain(&inotify, &mut tree);
-        let big = watched_under(&tree, &b.join(".agents/skills/big"));
-        assert_eq!(
-            big,
-            vec![b.join(".agents/skills/big")],
-            "the skill folder `big` is watched below the root's depth"
+
+        let big = base.path().join(".agents/skills/big");
+        assert_eq!(watched_under(&tree, &big), vec![big.clone()]);
+        let sub = base.path().join(".agents/skills/x/sub");
+        assert!(
+            tree.by_path.contains_key(sub.as_path()),
+            "x/sub not watched"
         );
     }
 
@@ -1437,44 +1443,32 @@ mod tests {
     /// it: nothing there is watched for the link into the root, which is not there.
     #[test]
     fn a_folder_above_a_root_made_again_is_not_watched_whole() {
-        let base = tempfile::tempdir().unwrap();
-        let b = base.path();
-        std::fs::create_dir_all(b.join("skills")).unwrap();
-        std::fs::create_dir_all(b.join("agents")).unwrap();
-        std::fs::create_dir_all(b.join(".agents/skills/x/sub")).unwrap();
-        std::fs::create_dir_all(b.join(".agents/cache/a/b/c")).unwrap();
-        std::os::unix::fs::symlink("../.agents/skills/x", b.join("skills/foo")).unwrap();
-        let inotify = Inotify::new().unwrap();
-        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
-        std::fs::rename(b.join(".agents/skills"), b.join("saved-skills")).unwrap();
-        drain(&inotify, &mut tree);
-        std::fs::rename(b.join(".agents"), b.join("saved")).unwrap();
-        drain(&inotify, &mut tree);
-        std::fs::rename(b.join("saved"), b.join(".agents")).unwrap();
-        drain(&inotify, &mut tree);
-        let cache = watched_under(&tree, &b.join(".agents/cache"));
+        let (base, inotify, mut tree) = linked_into_a_skill_folder(&[".agents/cache/a/b"]);
+        for script in [
+            "mv .agents/skills saved-skills",
+            "mv .agents saved",
+            "mv saved .agents",
+        ] {
+            sh(base.path(), script);
+            drain(&inotify, &mut tree);
+        }
+        let cache = watched_under(&tree, &base.path().join(".agents/cache"));
         assert!(cache.is_empty(), "watched outside every root: {cache:?}");
     }
 
     /// Links made and removed, each to a place of its own below a shallow root's depth: what
-    /// each needed goes with it.
+    /// each needed goes with it, what `foo` needs stays.
     #[test]
-    fn deep_targets_do_not_grow_with_link_churn() {
-        let base = tempfile::tempdir().unwrap();
-        let b = base.path();
-        std::fs::create_dir_all(b.join("skills")).unwrap();
-        std::fs::create_dir_all(b.join("agents")).unwrap();
-        std::fs::create_dir_all(b.join(".agents/skills/x")).unwrap();
-        let inotify = Inotify::new().unwrap();
-        let mut tree = Tree::new(&inotify, &roots(b), &|_| false, None);
+    fn what_a_link_needed_goes_with_it() {
+        let (base, inotify, mut tree) = linked_into_a_skill_folder(&[]);
+        let link = base.path().join("skills/l");
         for i in 0..1000 {
-            let link = b.join("skills/l");
             std::os::unix::fs::symlink(format!("../.agents/skills/x/d{i}"), &link).unwrap();
             drain(&inotify, &mut tree);
             std::fs::remove_file(&link).unwrap();
             drain(&inotify, &mut tree);
         }
-        assert!(tree.links.is_empty());
-        assert!(tree.deep.is_empty(), "deep targets kept for no link");
+        assert_eq!(tree.links.len(), 1);
+        assert_eq!(tree.deep.folders(), 1, "what gone links needed is kept");
     }
 }

@@ -1219,7 +1219,7 @@ fn the_agents_folder_re_pointed_keeps_a_linked_subfolder_watched_deep() {
 /// every folder of every skill (300 asset folders of another would take it past a watch limit
 /// of 150 that the layout is far within, and its reads would no longer be fresh).
 #[test]
-fn a_shallow_root_moved_back_is_not_watched_as_a_tree() {
+fn a_shallow_root_moved_away_and_back_is_watched_as_its_links_need() {
     let limit = Arc::new(std::sync::atomic::AtomicUsize::new(150));
     let options = WatchOptions {
         watch_limit: Some(limit.clone()),
@@ -1254,6 +1254,9 @@ fn a_shallow_root_moved_back_is_not_watched_as_a_tree() {
     assert_eq!(agents_skills().state, iii_directory::RootState::Watched);
     sh(&env, "mv .agents/skills .agents/saved");
     assert_as_rescan(&env, "the root moved away");
+    // A link made meanwhile has every link resolved again, `foo` to nowhere.
+    sh(&env, "ln -s alpha skills/other");
+    assert_as_rescan(&env, "a link made while the root is away");
     sh(&env, "mv .agents/saved .agents/skills");
     assert_as_rescan(&env, "the root moved back");
     std::thread::sleep(Duration::from_millis(2_100));
@@ -1263,6 +1266,8 @@ fn a_shallow_root_moved_back_is_not_watched_as_a_tree() {
          > .agents/skills/polish/SKILL.md",
     );
     assert_as_rescan(&env, "a skill of the root written after it came back");
+    sh(&env, "printf '# F2\\n\\nx\\n' > .agents/skills/x/sub/f.md");
+    assert_as_rescan(&env, "a write below the link's target after it came back");
     assert_eq!(
         agents_skills().state,
         iii_directory::RootState::Watched,
