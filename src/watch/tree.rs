@@ -700,14 +700,12 @@ impl Tree {
                     let path = entry.path();
                     // Every level of a tree; else a level less, or what links into or below
                     // it need (nothing to look up without such links).
-                    let below = match levels {
-                        usize::MAX => Some(usize::MAX),
-                        levels => levels.checked_sub(1),
-                    };
-                    let below = match below {
-                        Some(usize::MAX) => below,
-                        _ if self.deep.is_empty() => below,
-                        _ => below.max(self.depth_to_watch(&path)),
+                    let below = if levels == usize::MAX {
+                        Some(levels)
+                    } else if self.deep.is_empty() {
+                        levels.checked_sub(1)
+                    } else {
+                        levels.checked_sub(1).max(self.depth_to_watch(&path))
                     };
                     if let Some(levels) = below {
                         stack.push((path, levels));
@@ -1429,7 +1427,6 @@ mod tests {
         drain(&inotify, &mut tree);
         sh(base.path(), "mv .agents/saved .agents/skills");
         drain(&inotify, &mut tree);
-
         let big = base.path().join(".agents/skills/big");
         assert_eq!(watched_under(&tree, &big), vec![big.clone()]);
         let sub = base.path().join(".agents/skills/x/sub");

@@ -51,22 +51,6 @@ fn wide(tree: &Tree, namespaces: usize) {
     }
 }
 
-/// A small deterministic generator (xorshift), so a failing round can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// 1,000 rounds of random changes made with `std::fs` on a tree of 2,000 skills, each read at
 /// once: every read shows its change (0 stale), for skills, system prompts and agent profiles.
 #[test]
@@ -1166,51 +1150,59 @@ fn a_link_that_fails_otherwise_through_a_link_on_its_way_is_in_the_next_check() 
 
 // Replaced roots and waits on the way: found by a review.
 
-/// The agents skills root is a link to a versioned folder (`.agents/skills -> v1`), re-pointed
-/// atomically to a new version (`ln -s v2 tmp && mv -T tmp .agents/skills`), while
-/// `skills/foo -> ../.agents/skills/x` leads into it: the tree walk lists all of `x` through
-/// `foo`, so `x/sub` of the new version must be watched as deep.
-#[test]
-fn a_shallow_root_re_pointed_keeps_a_linked_folder_watched_deep() {
+/// A root that is a link to a versioned folder beside it (`root -> old`), re-pointed
+/// atomically to a new version (`ln -s new tmp && mv -T tmp root`), while the skills-tree link
+/// `link` (path, text) leads below it: the tree walk lists what is below the link's target
+/// through the link, so the new version's folders there are watched as deep. `file` (relative
+/// to the root) is served through the link as `id`.
+fn a_re_pointed_root_keeps_a_link_target_watched_deep(
+    root: &str,
+    (old, new): (&str, &str),
+    (link, text): (&str, &str),
+    (file, id): (&str, &str),
+) {
+    let beside = |name: &str| match root.rsplit_once('/') {
+        Some((parent, _)) => format!("{parent}/{name}"),
+        None => name.to_string(),
+    };
     let env = warmed(|tree| {
-        fs::rename(tree.path(".agents/skills"), tree.path(".agents/v1")).unwrap();
-        tree.write(".agents/v1/x/sub/f.md", "# F1\n\nx\n");
-        tree.write(".agents/v2/x/sub/f.md", "# V2\n\nx\n");
-        std::os::unix::fs::symlink("v1", tree.path(".agents/skills")).unwrap();
-        std::os::unix::fs::symlink("../.agents/skills/x", tree.path("skills/foo")).unwrap();
+        fs::rename(tree.path(root), tree.path(&beside(old))).unwrap();
+        tree.write(&format!("{}/{file}", beside(old)), "# Old\n\nx\n");
+        tree.write(&format!("{}/{file}", beside(new)), "# New\n\nx\n");
+        std::os::unix::fs::symlink(old, tree.path(root)).unwrap();
+        std::os::unix::fs::symlink(text, tree.path(link)).unwrap();
     });
-    assert_eq!(env.title("foo/sub/f").as_deref(), Some("F1"));
-    sh(
-        &env,
-        "ln -s v2 .agents/tmp && mv -T .agents/tmp .agents/skills",
-    );
-    assert_as_rescan(&env, "the agents skills root re-pointed");
-    assert_eq!(env.title("foo/sub/f").as_deref(), Some("V2"));
+    assert_eq!(env.title(id).as_deref(), Some("Old"));
+    let tmp = beside("tmp");
+    sh(&env, &format!("ln -s {new} {tmp} && mv -T {tmp} {root}"));
+    assert_as_rescan(&env, "the root re-pointed");
+    assert_eq!(env.title(id).as_deref(), Some("New"));
     // Out of the racy window of the files the re-point made the index read.
     std::thread::sleep(Duration::from_millis(2_100));
-    sh(&env, "printf '# F2\\n\\nx\\n' > .agents/skills/x/sub/f.md");
+    sh(
+        &env,
+        &format!("printf '# Written\\n\\nx\\n' > {root}/{file}"),
+    );
     assert_as_rescan(&env, "a write below the link's target in the new version");
 }
 
-/// The same with the agents folder: `skills/team -> ../agents/sub`, `agents -> a1` re-pointed
-/// to `a2`.
+#[test]
+fn a_shallow_root_re_pointed_keeps_a_linked_folder_watched_deep() {
+    a_re_pointed_root_keeps_a_link_target_watched_deep(
+        ".agents/skills",
+        ("v1", "v2"),
+        ("skills/foo", "../.agents/skills/x"),
+        ("x/sub/f.md", "foo/sub/f"),
+    );
+}
+
 #[test]
 fn the_agents_folder_re_pointed_keeps_a_linked_subfolder_watched_deep() {
-    let env = warmed(|tree| {
-        fs::rename(tree.path("agents"), tree.path("a1")).unwrap();
-        tree.write("a1/sub/deep/p.md", "# P1\n\nx\n");
-        tree.write("a2/sub/deep/p.md", "# A2\n\nx\n");
-        std::os::unix::fs::symlink("a1", tree.path("agents")).unwrap();
-        std::os::unix::fs::symlink("../agents/sub", tree.path("skills/team")).unwrap();
-    });
-    assert_eq!(env.title("team/deep/p").as_deref(), Some("P1"));
-    sh(&env, "ln -s a2 tmp-agents && mv -T tmp-agents agents");
-    assert_as_rescan(&env, "the agents folder re-pointed");
-    std::thread::sleep(Duration::from_millis(2_100));
-    sh(&env, "printf '# P2\\n\\nx\\n' > agents/sub/deep/p.md");
-    assert_as_rescan(
-        &env,
-        "a write below the link's target in the new agents folder",
+    a_re_pointed_root_keeps_a_link_target_watched_deep(
+        "agents",
+        ("a1", "a2"),
+        ("skills/team", "../agents/sub"),
+        ("sub/deep/p.md", "team/deep/p"),
     );
 }
 

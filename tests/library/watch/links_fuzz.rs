@@ -30,37 +30,6 @@ use std::path::Path;
 
 use super::*;
 
-/// A small deterministic generator (xorshift, seeded through splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        (!items.is_empty()).then(|| &items[self.below(items.len())])
-    }
-}
-
 fn knob(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -144,28 +113,18 @@ impl Disk {
         disk
     }
 
+    /// The entries whose paths `keep` keeps.
+    fn only(&self, keep: impl Fn(&str) -> bool) -> Disk {
+        let mut kept = self.clone();
+        kept.dirs.retain(|d| keep(d));
+        kept.files.retain(|f, _| keep(f));
+        kept.links.retain(|l, _| keep(l));
+        kept
+    }
+
     /// What lies out of the roots.
     fn outside(&self) -> Disk {
-        Disk {
-            dirs: self
-                .dirs
-                .iter()
-                .filter(|p| !within_the_roots(p))
-                .cloned()
-                .collect(),
-            files: self
-                .files
-                .iter()
-                .filter(|(p, _)| !within_the_roots(p))
-                .map(|(p, t)| (p.clone(), t.clone()))
-                .collect(),
-            links: self
-                .links
-                .iter()
-                .filter(|(p, _)| !within_the_roots(p))
-                .map(|(p, t)| (p.clone(), t.clone()))
-                .collect(),
-        }
+        self.only(|path| !within_the_roots(path))
     }
 
     /// Every path there is, of any kind.
@@ -754,12 +713,7 @@ fn fails(disk: &Disk, script: &str) -> bool {
 
 /// `disk` without `path` and what is under it.
 fn without(disk: &Disk, path: &str) -> Disk {
-    let under = |p: &String| p == path || p.starts_with(&format!("{path}/"));
-    let mut less = disk.clone();
-    less.dirs.retain(|d| !under(d));
-    less.files.retain(|f, _| !under(f));
-    less.links.retain(|l, _| !under(l));
-    less
+    disk.only(|p| p != path && !p.starts_with(&format!("{path}/")))
 }
 
 /// `disk` without a link or file at `path` (a folder is to be made there).

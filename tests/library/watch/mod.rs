@@ -19,6 +19,38 @@ use iii_directory::{Directory, ReadFunction, WriteFunction};
 use iii_directory::{WatchOptions, Watcher};
 use serde_json::{Value, json};
 
+/// A small deterministic generator (xorshift), so a failing round can be replayed: from a raw
+/// state (`Rng(state)`, not 0), or from any seed through splitmix64 ([`Rng::new`]).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        (!items.is_empty()).then(|| &items[self.below(items.len())])
+    }
+}
+
 /// How long the index may take to catch up with an external change.
 const CATCH_UP: Duration = Duration::from_secs(2);
 /// How long to wait after catching up, beyond the watcher's quiet period, for any extra event
