@@ -1,6 +1,6 @@
 //! The library's error type. Contract errors carry their `D…` code and are rendered as the
 //! original worker renders them (`D110 not_found: skill "x" does not exist. Did you mean: …`);
-//! the worker sends [`Error::to_string`] on the wire, the CLI prints it.
+//! the worker sends its text (`to_string`) on the wire, the CLI prints it.
 
 mod index;
 mod io;

@@ -77,14 +77,15 @@ pub use sync_cookie::{
 };
 pub use watch::{RootState, RootWatch, WatchOptions, WatchStatus, Watcher};
 
-/// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which
-/// plug a dense lane of their own into it.
+// Text retrieval (tokenizer, BM25, the dense lane and fusion): public to the tests, which
+// plug a dense lane of their own into it. (A plain comment: an outer doc here would be joined
+// to the module's own, and rustdoc would resolve that one's links from this scope.)
 #[cfg(any(test, feature = "testing"))]
 pub mod retrieval;
 #[cfg(not(any(test, feature = "testing")))]
 mod retrieval;
 
-/// Function search: public to the tests and benchmarks, which rank golden catalogs with it.
+// Function search: public to the tests and benchmarks, which rank golden catalogs with it.
 #[cfg(any(test, feature = "testing"))]
 pub mod search;
 #[cfg(not(any(test, feature = "testing")))]

@@ -4,7 +4,7 @@
 //! A download is two steps. [`fetch`] gets a bundle from its source (a shallow git clone, or
 //! the registry through the shared [`Registry`]) and checks it whole: every path, the limits,
 //! collisions (see [`bundle`]). Nothing is written until the bundle passes. Then
-//! [`land`] checks it against the tree (what a bundle may touch, see
+//! [`land()`] checks it against the tree (what a bundle may touch, see
 //! [`guard`]) and lands it all or nothing through a staging folder under the directory's
 //! write lock, reconciles the written paths, and publishes one
 //! `{op: "download", namespace, source}` event per family that got files (`store::landing` says how
@@ -144,7 +144,7 @@ pub async fn run(
 
 /// Lands a fetched bundle: a namespace the bundles lock already holds through an update plan
 /// applied at once (`plan`: local edits kept or merged three-way, `force` taking upstream; files
-/// upstream dropped stay, as the contract keeps siblings), any other through [`land`]. An empty
+/// upstream dropped stay, as the contract keeps siblings), any other through [`land()`]. An empty
 /// bundle writes nothing, not even a lock entry, locked or not.
 pub async fn settle(
     directory: &Arc<Directory>,

@@ -5,7 +5,7 @@
 //! terms ([`DocTerms`]) can be computed once per distinct content and reused by every later
 //! index: building an index is then two passes over integers (size, then place), with no
 //! string hashing. Postings are one flat byte array, each term's run of (document, count)
-//! pairs gap-coded ([`gaps`](super::gaps)), as are each document's counted terms: at 50,000
+//! pairs gap-coded ([`super::gaps`]), as are each document's counted terms: at 50,000
 //! skills (6 million pairs) both take about 2 bytes a pair where a packed `u32` took 4.
 
 use std::collections::HashMap;

@@ -137,7 +137,7 @@ pub fn lock_path(index_path: &Path) -> PathBuf {
     super::beside(index_path, ".downloads.lock")
 }
 
-/// Finishes or removes what killed downloads left in these folders (see [`landing`]); a
+/// Finishes or removes what killed downloads left in these folders (see the [module](self)); a
 /// failure is logged, never fatal: the staging folders are invisible to the index meanwhile.
 pub fn recover_at_open(paths: &Paths) -> Recovery {
     let lock = lock_path(&paths.index_path);

@@ -54,7 +54,8 @@ impl RootState {
     }
 }
 
-/// The problems of [`Tree::problems`], from roots already looked at (each look lists them).
+/// One line for status per root not wholly watched or not listable, from roots already looked
+/// at (each look lists them).
 pub fn problems_of(roots: &[RootWatch]) -> Vec<String> {
     roots
         .iter()
@@ -186,7 +187,7 @@ impl Tree {
         Tree::with_limit(inotify, roots, refused, sync, None)
     }
 
-    /// [`Tree::new`], with at most `limit` watches when one is given (tests).
+    /// Watches every root that exists, with at most `limit` watches when one is given (tests).
     pub fn with_limit(
         inotify: &Inotify,
         roots: &Roots,

@@ -1,6 +1,6 @@
 //! Reconcile: make the index equal to what a fresh scan of the roots computes, reading only
 //! what changed. It runs in named phases, all in one write transaction of the index, beside the
-//! texts store's writes (see [`texts`](super::texts)), which a thread of its own makes and
+//! texts store's writes (see [`super::texts`]), which a thread of its own makes and
 //! commits as it goes, the last commit before the index's:
 //!
 //! 1. [`Plan::make`]: walk and stat the roots, and compare with the mirror: which files to read,
@@ -13,7 +13,7 @@
 //!    made and those it reads back, see `parts`) and write the rows that differ from the
 //!    stored ones;
 //! 5. [`stamp`]: bump the revision when an answer changed, log which keys it changed (see
-//!    [`changelog`](super::changelog)), and record the reconcile.
+//!    [`super::changelog`]), and record the reconcile.
 //!
 //! Each phase costs what the change costs: nothing in a scoped reconcile looks at every file.
 
