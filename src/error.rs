@@ -37,20 +37,36 @@ pub fn quoted(s: &str) -> Quoted<'_> {
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_char('"')?;
-        for (n, c) in self.0.chars().enumerate() {
-            if n == MAX_ECHO_CHARS {
-                f.write_char('…')?;
-                break;
-            }
-            match c {
-                '"' => f.write_str("\\\"")?,
-                '\\' => f.write_str("\\\\")?,
-                c if c.is_control() => write!(f, "{}", c.escape_debug())?,
-                c => f.write_char(c)?,
-            }
-        }
+        write_cut(f, self.0, true)?;
         f.write_char('"')
     }
+}
+
+/// A path a caller gave, as an error echoes it: unquoted (a path reads as itself in a
+/// sentence), cut and with control characters escaped as [`Quoted`] does.
+#[derive(Clone, Copy)]
+pub struct EchoedPath<'a>(pub &'a std::path::Path);
+
+impl fmt::Display for EchoedPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_cut(f, &self.0.to_string_lossy(), false)
+    }
+}
+
+/// `s` cut after [`MAX_ECHO_CHARS`] characters with "…", control characters escaped (and
+/// the quote and the backslash too, inside quotes).
+fn write_cut(f: &mut fmt::Formatter<'_>, s: &str, in_quotes: bool) -> fmt::Result {
+    for (n, c) in s.chars().enumerate() {
+        if n == MAX_ECHO_CHARS {
+            return f.write_char('…');
+        }
+        match c {
+            '"' | '\\' if in_quotes => write!(f, "\\{c}")?,
+            c if c.is_control() => write!(f, "{}", c.escape_debug())?,
+            c => f.write_char(c)?,
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Debug for Quoted<'_> {

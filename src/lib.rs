@@ -46,6 +46,7 @@ mod time;
 mod watch;
 mod yaml;
 
+pub use agents::AgentProblem;
 pub use answer::Answer;
 pub use code::{Class, Code};
 pub use directory::{

@@ -290,6 +290,73 @@ fn list_rows(catalog: &Catalog) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// A profile served with a problem, as `check` lists it beside the files not served: the
+/// shape of a [`crate::Skipped`] row in JSON.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AgentProblem {
+    /// The configuration key of the root its file sits under.
+    pub root: &'static str,
+    pub path: String,
+    /// Always `agents`.
+    pub family: &'static str,
+    pub id: String,
+    /// The sentence: a chain that does not resolve (the D415 text `get` carries as
+    /// `inheritance_error`), or the skills its filter names that nothing serves.
+    pub reason: String,
+}
+
+/// Every profile file served with a problem: `extends` that does not resolve, or skills its
+/// filter names that no visible skill is (`unknown_skills`). The worker's own profiles are
+/// not the user's to fix, and are left out.
+pub fn problems(
+    reader: &Reader,
+    roots: &Roots,
+    visibility: Visibility<'_>,
+) -> Result<Vec<AgentProblem>> {
+    let catalog = Catalog::load(reader)?;
+    let mut problems = Vec::new();
+    for (id, entry) in &catalog.entries {
+        let Entry::File(row) = entry else { continue };
+        let crate::rules::Source::File { root, rel, .. } = &row.source else {
+            continue;
+        };
+        let resolved = Resolved::new(&catalog, id, entry);
+        let unknown = unknown_skills(reader, visibility, resolved.skills())?;
+        let unknown = (!unknown.is_empty()).then(|| {
+            format!(
+                "its skills filter names skills nothing serves: {}",
+                unknown.join(", ")
+            )
+        });
+        let inheritance = resolved.error.as_ref().map(Error::to_string);
+        for reason in inheritance.into_iter().chain(unknown) {
+            problems.push(AgentProblem {
+                root: root.config_key(),
+                path: roots.file(*root, rel).display().to_string(),
+                family: "agents",
+                id: id.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(problems)
+}
+
+/// The skills of a filter that no visible skill is.
+fn unknown_skills(
+    reader: &Reader,
+    visibility: Visibility<'_>,
+    skills: &[String],
+) -> Result<Vec<String>> {
+    let mut unknown = Vec::new();
+    for skill in skills {
+        if reader.resolve_skill(visibility, skill)?.is_none() {
+            unknown.push(skill.clone());
+        }
+    }
+    Ok(unknown)
+}
+
 /// `directory::agents::get`: the profile with its resolved system prompt and skill filter.
 pub fn get(
     reader: &Reader,
@@ -324,12 +391,7 @@ pub fn get(
         json!(resolved.system_prompt(reader, roots)?),
     );
     let skills = resolved.skills();
-    let mut unknown = Vec::new();
-    for skill in skills {
-        if reader.resolve_skill(visibility, skill)?.is_none() {
-            unknown.push(skill.clone());
-        }
-    }
+    let unknown = unknown_skills(reader, visibility, skills)?;
     out.insert("skills".into(), json!(skills));
     out.insert("unknown_skills".into(), json!(unknown));
     if req.raw {

@@ -172,8 +172,9 @@ pub(crate) enum Command {
         json: bool,
     },
     /// List every file the index does not serve, or serves with a problem (its frontmatter
-    /// ignored, a content `get` refuses), with the reason; with --spec, every served SKILL.md
-    /// that breaks a rule of the Agent Skills specification instead.
+    /// ignored, a content `get` refuses, an agent profile whose `extends` leads nowhere or
+    /// whose `skills` name skills nothing serves), with the reason; with --spec, every served
+    /// SKILL.md that breaks a rule of the Agent Skills specification instead.
     Check {
         /// Print the list (or with --spec the report) as JSON.
         #[arg(long)]
@@ -310,9 +311,23 @@ fn asked_for_json() -> bool {
 /// address checked only by the commands that use one (a wrong `III_URL` in the environment
 /// must not break `list`).
 fn check_usage(cli: &Cli) -> Result<(), clap::Error> {
+    // The usage clap prints after the reason is the command's own (`iii-directory list …`).
     let fail = |message: String| {
-        Err(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message))
+        let mut command = Cli::command();
+        command.build();
+        let named = (cli.command.as_ref())
+            .and_then(|given| command.find_subcommand(given.name()))
+            .cloned();
+        Err(named
+            .unwrap_or(command)
+            .error(clap::error::ErrorKind::ArgumentConflict, message))
     };
+    if cli.manifest && cli.command.is_some() {
+        return Err(Cli::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            "--manifest prints what the worker registers and exits; give it no command",
+        ));
+    }
     if let Some(Command::List {
         kind: kind @ (Kind::SystemPrompts | Kind::Agents),
         prefix,
@@ -373,6 +388,14 @@ impl Command {
     pub(crate) fn role(&self) -> &'static str {
         match self {
             Command::Serve => iii_directory::WORKER_ROLE,
+            command => command.name(),
+        }
+    }
+
+    /// The command's name on the command line.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Command::Serve => "serve",
             Command::Reindex { .. } => "reindex",
             Command::List { .. } => "list",
             Command::Get { .. } => "get",

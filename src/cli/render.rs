@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::args::{Kind, KindOne};
+use super::error::for_the_command_line;
 use super::output::{one_line, table};
 
 pub(crate) fn render_list(kind: Kind, response: &Value) -> String {
@@ -92,7 +93,18 @@ pub(crate) fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
         KindOne::Agent => {
             let mut out = format!("{} ({}): {}\n", s("name"), s("id"), s("description"));
             if let Some(error) = response["inheritance_error"].as_str() {
+                let error = for_the_command_line(error);
                 out.push_str(&format!("inheritance error: {error}\n"));
+            }
+            let unknown = response["unknown_skills"].as_array().cloned();
+            let unknown: Vec<String> = (unknown.unwrap_or_default().iter())
+                .filter_map(|id| id.as_str().map(str::to_string))
+                .collect();
+            if !unknown.is_empty() {
+                out.push_str(&format!(
+                    "skills it names that are not served: {} (`iii-directory list skills` lists those that are)\n",
+                    unknown.join(", ")
+                ));
             }
             out.push('\n');
             out.push_str(&s("system_prompt"));

@@ -883,6 +883,16 @@ impl Directory {
         skills::spec::check(&self.index.read()?, &self.roots)
     }
 
+    /// Every agent profile file served with a problem (see [`agents::problems`]), seen as
+    /// `installed` names the installed workers (`None`: nothing hidden).
+    pub fn profile_problems(
+        &self,
+        installed: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<agents::AgentProblem>> {
+        self.catch_up();
+        agents::problems(&self.index.read()?, &self.roots, self.visibility(installed))
+    }
+
     /// Every file (or folder) the index does not serve, or serves with a problem, with why.
     pub fn skipped(&self) -> Result<Vec<Skipped>> {
         self.catch_up();

@@ -234,7 +234,7 @@ impl fmt::Display for SkipReason {
                 f.write_str("shadowed: agents_folder has a profile with the same id")
             }
             SkipReason::UpstreamCopy => f.write_str(
-                "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file (`iii-directory bundles get <namespace>` says when the conflict is settled already)",
+                "the upstream text of a bundle file changed both here and upstream, kept beside your copy: merge it by hand, then delete this file (`iii-directory bundles verify` names its bundle and says when the conflict is settled already)",
             ),
             SkipReason::FrontmatterConflicted => write!(
                 f,

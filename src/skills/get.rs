@@ -14,10 +14,11 @@ use super::listed::Listed;
 use super::spec;
 use crate::code::Code;
 use crate::config::layout::lexical;
+use crate::doc::classify::{PathClass, classify};
 use crate::doc::distance::{Pattern, SUGGESTIONS, Shape};
 use crate::doc::frontmatter;
 use crate::doc::ids::first_segment;
-use crate::error::{Error, IndexError, Result, quoted};
+use crate::error::{EchoedPath, Error, IndexError, Next, Result, next, quoted};
 use crate::index::Reader;
 use crate::request;
 use crate::roots::{Layout, Root, Roots};
@@ -66,10 +67,16 @@ fn get_file(
     let file = lexical(file);
     let (root, rel) = match skill_root_of(roots, &file) {
         Some((root, rel)) if file.is_file() => (root, rel.to_str().unwrap_or_default()),
+        _ if file.is_file() && in_profiles_root(roots, &file) => {
+            return Err(another_family(&file, Family::Agent));
+        }
         _ => return Err(no_skill_file(&file)),
     };
     if let Some(why) = reader.skip_reason(root, rel)? {
         return Err(file_not_served(&file, &why.to_string()));
+    }
+    if classify(rel) == PathClass::SystemPrompt {
+        return Err(another_family(&file, Family::SystemPrompt));
     }
     let id = parse_id(rel).map_err(|_| no_skill_file(&file))?;
     let Some((found, row)) = reader.resolve_skill(visibility, &id)? else {
@@ -103,6 +110,42 @@ fn skill_root_of<'a>(roots: &Roots, file: &'a Path) -> Option<(Root, &'a Path)> 
         .min_by_key(|(_, rel)| rel.components().count())
 }
 
+/// Whether `file` lies in an agent profiles root (told by the paths alone).
+fn in_profiles_root(roots: &Roots, file: &Path) -> bool {
+    roots
+        .active()
+        .any(|(root, dir)| root.layout() == Layout::Profiles && file.starts_with(lexical(dir)))
+}
+
+/// The families a file in the roots may belong to besides skills.
+#[derive(Clone, Copy)]
+enum Family {
+    SystemPrompt,
+    Agent,
+}
+
+/// `D110` for the file of a system prompt or an agent profile asked for as a skill: what it
+/// is, and the call that serves its family, rather than a claim that no file is there.
+fn another_family(file: &Path, family: Family) -> Error {
+    const PROMPTS: [Next; 1] = [next(
+        "directory::system-prompts::list",
+        "browse system prompt names, then get it by name",
+    )];
+    const AGENTS: [Next; 1] = [next(
+        "directory::agents::list",
+        "browse agent profile ids, then get it by id",
+    )];
+    let (what, steps) = match family {
+        Family::SystemPrompt => ("a system prompt", &PROMPTS),
+        Family::Agent => ("an agent profile", &AGENTS),
+    };
+    Error::coded(
+        Code::SkillNotFound,
+        format!("{} is {what}'s file, not a skill's.", EchoedPath(file)),
+        steps,
+    )
+}
+
 /// `D110` for a path that is no skill's file, rather than the id rule's complaint about a
 /// leading `/`.
 pub fn no_skill_file(file: &Path) -> Error {
@@ -110,7 +153,7 @@ pub fn no_skill_file(file: &Path) -> Error {
         Code::SkillNotFound,
         format!(
             "no skill file at {}: a skill's path is an existing .md file under a skill root (skills_folder, local_skills_folder or an agents skills folder) that the scan serves.",
-            file.display()
+            EchoedPath(file)
         ),
         &NEXT_ON_MISS,
     )
@@ -122,7 +165,7 @@ fn file_not_served(file: &Path, why: &str) -> Error {
         Code::SkillNotFound,
         format!(
             "{} is not served: {why}. `iii-directory check` lists every file the scan skips, and why.",
-            file.display()
+            EchoedPath(file)
         ),
         &[],
     )

@@ -510,6 +510,10 @@ pub enum BusSearchError {
 /// `directory::search_functions` and returns its answer; the error says whether the engine or
 /// the worker is missing.
 pub fn search_over_bus(url: &str, capabilities: &[String]) -> Result<Value, BusSearchError> {
+    // Refused here as the worker would refuse it, before any wait for an engine: a caller told
+    // to start one would meet this error only after doing so.
+    crate::search::query::validate(capabilities)
+        .map_err(|refusal| BusSearchError::Refused(refusal.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

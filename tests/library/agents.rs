@@ -893,3 +893,69 @@ fn unknown_skills_respect_the_visibility_filter() {
     );
     assert_eq!(get(&d, "a")["unknown_skills"], json!([]));
 }
+
+/// `check` lists the profiles served with a problem: a chain that does not resolve (with the
+/// same D415 text `get` carries), and skills the filter names that nothing serves, as seen
+/// with `filter_unregistered`. The worker's own profiles and sound ones are not listed.
+#[test]
+fn profiles_served_with_a_problem_are_listed_with_why() {
+    let tree = Tree::new();
+    tree.write("skills/mailer/index.md", "# Mailer\n\nSends email.\n");
+    tree.write("skills/notes/index.md", "# Notes\n\nKeeps notes.\n");
+    chained(&tree, "orphan", Some("ghost"), "Alone.\n");
+    chained(&tree, "loop-a", Some("loop-b"), "A.\n");
+    chained(&tree, "loop-b", Some("loop-a"), "B.\n");
+    profile(
+        &tree,
+        "picky",
+        "name: Picky\nskills: [mailer, nope]",
+        "P.\n",
+    );
+    profile(
+        &tree,
+        "sound",
+        "name: Sound\nextends: iii\nskills: [notes]",
+        "S.\n",
+    );
+    // Inherits its parent's filter, so its unknown skill too.
+    chained(&tree, "heir", Some("picky"), "H.\n");
+    let d = tree.open();
+    let listed: Vec<(String, String)> = (d.profile_problems(None).expect("problems").into_iter())
+        .map(|p| {
+            assert_eq!(p.root, "agents_folder");
+            assert_eq!(p.family, "agents");
+            assert_eq!(p.path, tree.abs(&format!("agents/{}.md", p.id)));
+            (p.id, p.reason)
+        })
+        .collect();
+    let unknown = "its skills filter names skills nothing serves: nope";
+    let expected: Vec<(String, String)> = [
+        ("heir", unknown.to_string()),
+        (
+            "loop-a",
+            get(&d, "loop-a")["inheritance_error"].as_str().expect("error").to_string(),
+        ),
+        (
+            "loop-b",
+            get(&d, "loop-b")["inheritance_error"].as_str().expect("error").to_string(),
+        ),
+        (
+            "orphan",
+            format!("D415 invalid_input: agent profile \"orphan\" extends unknown agent profile \"ghost\".{D415_NEXT}"),
+        ),
+        ("picky", unknown.to_string()),
+    ]
+    .into_iter()
+    .map(|(id, reason)| (id.to_string(), reason))
+    .collect();
+    assert_eq!(listed, expected);
+
+    // Seen with `filter_unregistered` and `mailer` not installed, `mailer` is unknown too.
+    let installed = std::collections::BTreeSet::new();
+    let filtered = d.profile_problems(Some(&installed)).expect("problems");
+    let picky = filtered.iter().find(|p| p.id == "picky").expect("picky");
+    assert_eq!(
+        picky.reason,
+        "its skills filter names skills nothing serves: mailer, nope"
+    );
+}

@@ -88,6 +88,9 @@ fn fails(tree: &Tree, args: &[&str]) -> String {
 }
 
 const SKIPPED_FILES: usize = 3;
+/// Agent profiles it serves with a problem, which `check` lists after those files: `captain`
+/// names a skill, `nope`, that nothing serves.
+const PROFILE_PROBLEMS: usize = 1;
 
 /// A tree with skills in every root, prompts, agents, and `SKIPPED_FILES` files not served.
 pub(crate) fn sample_tree() -> Tree {
@@ -276,7 +279,10 @@ fn reindex_with_nothing_to_read_still_counts_skipped_files() {
     let quiet = ok_json(&tree, &["reindex", "--json"]);
     assert_eq!(number(&quiet, "read"), 0, "{quiet}");
     let check = ok_json(&tree, &["check", "--json"]);
-    assert_eq!(check.as_array().expect("array").len(), SKIPPED_FILES);
+    assert_eq!(
+        check.as_array().expect("array").len(),
+        SKIPPED_FILES + PROFILE_PROBLEMS
+    );
     assert_eq!(number(&quiet, "skipped"), SKIPPED_FILES as u64, "{quiet}");
 }
 
@@ -455,6 +461,23 @@ fn human_output_names_what_it_lists() {
     let agent = ok(&tree, &["get", "agent", "captain"]);
     assert!(agent.contains("Captain (captain)"), "{agent}");
     assert!(agent.contains("You ship releases."), "{agent}");
+    // What `--json` says in `unknown_skills` is said here too.
+    assert!(
+        agent.contains("skills it names that are not served: nope"),
+        "{agent}"
+    );
+    // An inheritance error names its next step as a command, as every other error does.
+    tree.write(
+        "agents/orphan.md",
+        "---\nname: Orphan\ndescription: Lost.\nextends: ghost\n---\nAlone.\n",
+    );
+    let orphan = ok(&tree, &["get", "agent", "orphan"]);
+    assert!(orphan.contains("inheritance error: D415"), "{orphan}");
+    assert!(
+        orphan.contains("run `iii-directory list agents`"),
+        "{orphan}"
+    );
+    assert!(!orphan.contains("call directory::"), "{orphan}");
     let index = ok(&tree, &["index"]);
     assert!(index.contains("# Skills index"), "{index}");
     assert!(index.contains("## Mailer"), "{index}");
@@ -615,7 +638,7 @@ fn check_lists_skipped_files_with_reasons() {
 
     let json = ok_json(&tree, &["check", "--json"]);
     let rows = json.as_array().expect("an array");
-    assert_eq!(rows.len(), SKIPPED_FILES, "{json}");
+    assert_eq!(rows.len(), SKIPPED_FILES + PROFILE_PROBLEMS, "{json}");
     for row in rows {
         let keys: Vec<&String> = row.as_object().expect("object").keys().collect();
         assert_eq!(keys, ["family", "id", "path", "reason", "root"], "{row}");
@@ -634,9 +657,32 @@ fn check_lists_skipped_files_with_reasons() {
             .expect("reason")
             .contains("invalid id")
     );
+    // A profile served with a problem comes last, in the same shape.
+    let captain = &rows[SKIPPED_FILES];
+    assert_eq!(captain["root"], "agents_folder", "{captain}");
+    assert_eq!(captain["family"], "agents", "{captain}");
+    assert_eq!(captain["id"], "captain", "{captain}");
+    assert_eq!(
+        captain["path"],
+        tree.path("agents/captain.md").display().to_string()
+    );
+    assert_eq!(
+        captain["reason"],
+        "its skills filter names skills nothing serves: nope"
+    );
+    let line = (human.lines())
+        .find(|l| l.contains("captain.md"))
+        .unwrap_or_else(|| panic!("captain in:\n{human}"));
+    assert!(line.contains("nothing serves: nope"), "{line}");
     let directory = tree.open();
-    let skipped = serde_json::to_value(directory.skipped().expect("skipped")).expect("json");
-    assert_eq!(json, skipped);
+    let mut expected = serde_json::to_value(directory.skipped().expect("skipped")).expect("json");
+    let problems = directory.profile_problems(None).expect("problems");
+    (expected.as_array_mut().expect("array")).extend(
+        problems
+            .iter()
+            .map(|p| serde_json::to_value(p).expect("json")),
+    );
+    assert_eq!(json, expected);
 
     // A tree with nothing skipped says so.
     let clean = Tree::new();
@@ -1114,7 +1160,10 @@ fn beside_a_running_writer_reads_follow_and_reindex_refuses() {
         common::call(&writer, ReadFunction::AgentsGet, json!({ "id": "captain" }))
     );
     let check = ok_json(&tree, &["check", "--json"]);
-    assert_eq!(check.as_array().expect("array").len(), SKIPPED_FILES);
+    assert_eq!(
+        check.as_array().expect("array").len(),
+        SKIPPED_FILES + PROFILE_PROBLEMS
+    );
 
     let stderr = fails(&tree, &["reindex", "--from-scratch"]);
     assert!(
@@ -1966,7 +2015,15 @@ fn command_line_and_configuration_mistakes_say_what_to_do() {
             )),
             "{stderr}"
         );
+        // The usage shown after the reason is the command's own.
+        assert!(
+            stderr.contains("Usage: iii-directory list [OPTIONS] <KIND>"),
+            "{stderr}"
+        );
     }
+    // `--manifest` prints the surface and exits: a command beside it would never run.
+    let stderr = usage(&["--manifest", "list", "skills"]);
+    assert!(stderr.contains("give it no command"), "{stderr}");
 
     fs::create_dir_all(tree.path("a-folder")).expect("mkdir");
     tree.write(
@@ -2262,6 +2319,19 @@ fn get_skill_takes_the_path_it_prints() {
             "{stderr}"
         );
         assert!(stderr.contains("iii-directory list skills"), "{stderr}");
+    }
+    // A system prompt's or an agent profile's file is said to be one, with its command.
+    for (file, command) in [
+        ("skills/system-prompts/reviewer.md", "list system-prompts"),
+        ("agents/captain.md", "list agents"),
+    ] {
+        let path = tree.path(file).display().to_string();
+        let stderr = fails(&tree, &["get", "skill", &path]);
+        assert!(stderr.contains("file, not a skill's"), "{stderr}");
+        assert!(
+            stderr.contains(&format!("run `iii-directory {command}`")),
+            "{stderr}"
+        );
     }
     // `..` is folded as written, and a path relative to the current directory works.
     let base = tree.base().display().to_string();

@@ -942,6 +942,26 @@ async fn the_search_command_says_when_no_worker_or_no_engine_answers() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no iii engine answered"), "{stderr}");
+
+    // What the worker would refuse is refused at once, with no engine to ask.
+    for (args, refusal) in [
+        (
+            &["search", "a", "b", "c", "d", "e", "f", "g"][..],
+            "provide at most 6 capabilities",
+        ),
+        (&["search", "   "][..], "capabilities must not be blank"),
+    ] {
+        let started = Instant::now();
+        let out = cli_async(args, format!("ws://127.0.0.1:{closed}")).await;
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(refusal), "{stderr}");
+        assert!(!stderr.contains("no iii engine"), "{stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "waited for an engine"
+        );
+    }
 }
 
 const SKILLS_SEARCH: &str = "directory::skills::search";

@@ -333,13 +333,40 @@ fn get_takes_the_location_the_catalog_gives() {
         refused.starts_with(&format!("D110 not_found: {shadowed} is not served: ")),
         "{refused}"
     );
-    // An agent profile is no skill's file; a function id is refused as one, path or not.
-    tree.write("agents/steady.md", "---\nname: Steady\n---\nx\n");
+    // A function id is refused as one, path or not.
     assert!(get_err(&d, "/a::b.md").starts_with("D112"));
+    // An agent profile's or a system prompt's file is said to be one, with the call that
+    // serves it.
+    tree.write("agents/steady.md", "---\nname: Steady\n---\nx\n");
+    tree.write(
+        "skills/system-prompts/terse.md",
+        "---\ndescription: Terse.\n---\nBe terse.\n",
+    );
+    for (file, what, call) in [
+        (
+            "agents/steady.md",
+            "an agent profile",
+            "directory::agents::list",
+        ),
+        (
+            "skills/system-prompts/terse.md",
+            "a system prompt",
+            "directory::system-prompts::list",
+        ),
+    ] {
+        let path = tree.abs(file);
+        let refused = get_err(&d, &path);
+        assert!(
+            refused.starts_with(&format!(
+                "D110 not_found: {path} is {what}'s file, not a skill's. Next: call {call} "
+            )),
+            "{refused}"
+        );
+    }
     for nowhere in [
         tree.abs("outside.md"),
         tree.abs("skills/missing.md"),
-        tree.abs("agents/steady.md"),
+        tree.abs("agents/missing.md"),
     ] {
         let refused = get_err(&d, &nowhere);
         assert!(
@@ -347,6 +374,15 @@ fn get_takes_the_location_the_catalog_gives() {
             "{refused}"
         );
     }
+    // A long path is echoed cut, as every caller's string is.
+    let long = format!("{}/{}.md", tree.abs("skills"), "a".repeat(5_000));
+    let refused = get_err(&d, &long);
+    assert!(
+        refused.starts_with("D110 not_found: no skill file at /"),
+        "{refused}"
+    );
+    assert!(refused.contains("a…: a skill's path"), "{refused}");
+    assert!(refused.len() < 1_000, "{refused}");
     // A script an Agent Skill names, by its path, is no skill either: coded as a miss, where
     // the id rules would complain of the leading `/`. A path outside the roots keeps the id
     // rules' answer (nothing is looked up there).
