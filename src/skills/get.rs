@@ -72,25 +72,26 @@ fn get_file(
         }
         _ => return Err(no_skill_file(&file)),
     };
-    if let Some(why) = reader.skip_reason(root, rel)? {
-        return Err(file_not_served(&file, &why.to_string()));
+    // The skill served for the path's id, when that is this very file, is answered, even with
+    // a note in `check` (a frontmatter ignored, a content `get` refuses, which `get` by id
+    // says as well); any other file's note is why it is not served.
+    let resolved = match parse_id(rel) {
+        Ok(id) => reader.resolve_skill(visibility, &id)?,
+        Err(_) => None,
+    };
+    let this_file = (resolved.as_ref()).is_some_and(|(_, row)| is_file(roots, &row.source, &file));
+    if !this_file {
+        if let Some(why) = reader.skip_reason(root, rel)? {
+            return Err(file_not_served(&file, &why.to_string()));
+        }
+        if classify(rel) == PathClass::SystemPrompt {
+            return Err(another_family(&file, Family::SystemPrompt));
+        }
     }
-    if classify(rel) == PathClass::SystemPrompt {
-        return Err(another_family(&file, Family::SystemPrompt));
-    }
-    let id = parse_id(rel).map_err(|_| no_skill_file(&file))?;
-    let Some((found, row)) = reader.resolve_skill(visibility, &id)? else {
+    let Some((found, row)) = resolved else {
         return Err(no_skill_file(&file));
     };
-    let same = match &row.source {
-        Source::File { root, rel, .. } => {
-            let answered = roots.file(*root, rel);
-            let real = |path: &Path| fs::canonicalize(path).ok();
-            answered == file || real(&answered).is_some_and(|a| real(&file) == Some(a))
-        }
-        Source::Bundled => false,
-    };
-    if !same {
+    if !this_file {
         let why = format!(
             "the skill it would be is served from {}",
             path_of(roots, &row.source)
@@ -98,6 +99,18 @@ fn get_file(
         return Err(file_not_served(&file, &why));
     }
     serve(reader, roots, &found, row, raw, None)
+}
+
+/// Whether `source` is `file` (by its path, or as the same file through links).
+fn is_file(roots: &Roots, source: &Source, file: &Path) -> bool {
+    match source {
+        Source::File { root, rel, .. } => {
+            let answered = roots.file(*root, rel);
+            let real = |path: &Path| fs::canonicalize(path).ok();
+            answered == file || real(&answered).is_some_and(|a| real(file) == Some(a))
+        }
+        Source::Bundled => false,
+    }
 }
 
 /// The deepest skill root holding `file` (`local_skills_folder` sits inside `skills_folder`),

@@ -393,6 +393,22 @@ fn get_takes_the_location_the_catalog_gives() {
         refused.starts_with(&format!("D110 not_found: no skill file at {script}")),
         "{refused}"
     );
+    // A served file with a note in `check` is answered by its path as by its id: a frontmatter
+    // ignored for a value of the wrong type, a content `get` refuses (the same refusal).
+    tree.write(
+        "skills/odd/index.md",
+        "---\ntitle: [1, 2]\ndescription: Odd.\n---\n# Odd\n\nbody\n",
+    );
+    tree.write(
+        "skills/huge/index.md",
+        &format!("# Huge\n\n{}\n", "x".repeat(300_000)),
+    );
+    d.reconcile().expect("reconcile");
+    assert_eq!(get(&d, &tree.abs("skills/odd/index.md")), get(&d, "odd"));
+    assert_eq!(
+        get_err(&d, &tree.abs("skills/huge/index.md")),
+        get_err(&d, "huge")
+    );
     let outside = tree.abs("elsewhere/run.py");
     assert!(
         get_err(&d, &outside).starts_with("id may not have a leading or trailing '/'"),
