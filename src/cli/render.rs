@@ -96,9 +96,9 @@ pub(crate) fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
                 let error = for_the_command_line(error);
                 out.push_str(&format!("inheritance error: {error}\n"));
             }
-            let unknown = response["unknown_skills"].as_array().cloned();
-            let unknown: Vec<String> = (unknown.unwrap_or_default().iter())
-                .filter_map(|id| id.as_str().map(str::to_string))
+            let unknown: Vec<&str> = (response["unknown_skills"].as_array().into_iter())
+                .flatten()
+                .filter_map(Value::as_str)
                 .collect();
             if !unknown.is_empty() {
                 out.push_str(&format!(

@@ -1,6 +1,6 @@
 //! Splitting a file into its frontmatter block and body (contract §2.4), and reading the block's
-//! YAML into the recognised [`Fields`]. The YAML itself is loaded by [`yaml::load`], which bounds what a
-//! hostile block can cost.
+//! YAML into the recognised [`Fields`]. The YAML itself is loaded by [`yaml::load`], which
+//! bounds what a hostile block can cost.
 
 pub(crate) mod salvage;
 

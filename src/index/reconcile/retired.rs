@@ -1,8 +1,9 @@
 //! Embeddings of contents no file holds any more, kept a while. A team that switches git
 //! branches drops thousands of contents and brings them back a minute later; embedding them
 //! again cost minutes of CPU per switch, and search ranked those skills by words meanwhile. So a
-//! content's vectors, when the content goes, move to [`RETIRED_VECTORS`](crate::index::tables::RETIRED_VECTORS), and move back when a
-//! file holds that content again. The table is bounded: past [`KEPT`] entries the oldest go.
+//! content's vectors, when the content goes, move to
+//! [`RETIRED_VECTORS`](crate::index::tables::RETIRED_VECTORS), and move back when a file holds
+//! that content again. The table is bounded: past [`KEPT`] entries the oldest go.
 //!
 //! A retired vector is only taken back when it was made by the model the index's vectors are
 //! of now (its fingerprint is in the value): a model changed meanwhile makes it worthless.
