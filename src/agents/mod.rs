@@ -330,16 +330,20 @@ pub fn problems(
         });
         let inheritance = resolved.error.as_ref().map(Error::to_string);
         for reason in inheritance.into_iter().chain(unknown) {
-            problems.push(AgentProblem {
+            let problem = AgentProblem {
                 root: root.config_key(),
                 path: roots.file(*root, rel).display().to_string(),
                 family: "agents",
                 id: id.clone(),
                 reason,
-            });
+            };
+            problems.push((*root, problem));
         }
     }
-    Ok(problems)
+    // In the order of the files `check` lists before them: by root, then path (stable, so a
+    // profile's inheritance comes before its skills).
+    problems.sort_by(|(a_root, a), (b_root, b)| (a_root, &a.path).cmp(&(b_root, &b.path)));
+    Ok(problems.into_iter().map(|(_, problem)| problem).collect())
 }
 
 /// The skills of a filter that no visible skill is.

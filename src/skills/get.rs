@@ -24,6 +24,7 @@ use crate::request;
 use crate::roots::{Layout, Root, Roots};
 use crate::rules::Source;
 use crate::rules::skill::{NEXT_ON_MISS, SkillRow, Visibility, parse_id};
+use crate::rules::skip::SkipReason;
 
 /// `directory::skills::get`. `cache` gives the cached rows of `reader`'s revision; it is
 /// called only on a miss, which looks for a worker overview or the closest ids among them.
@@ -54,9 +55,11 @@ pub fn get(
 
 /// The skill whose file is `file` (an absolute path: the catalog's `location`, `get`'s own
 /// `path`), for an agent handed a location and no file access. The file asked for is the file
-/// answered: one the scan skips (shadowed, an invalid name, unreadable, …) is refused with the
-/// reason `check` gives, never answered with another file's skill; a path under no skill root,
-/// or to no file, is no skill's. Nothing is read but the index and the served file.
+/// answered: one the scan skips (shadowed, an invalid name, …) is refused with the reason
+/// `check` gives, never answered with another file's skill, while a served file with a note in
+/// `check` is answered as its id is; a path in a folder of system prompts or agent profiles
+/// says so; a path under no skill root, or to no file, is no skill's. Nothing is read but the
+/// index and the served file.
 fn get_file(
     reader: &Reader,
     roots: &Roots,
@@ -67,31 +70,37 @@ fn get_file(
     let file = lexical(file);
     let (root, rel) = match skill_root_of(roots, &file) {
         Some((root, rel)) if file.is_file() => (root, rel.to_str().unwrap_or_default()),
-        _ if file.is_file() && in_profiles_root(roots, &file) => {
-            return Err(another_family(&file, Family::Agent));
-        }
-        _ => return Err(no_skill_file(&file)),
+        _ => match profiles_root_of(roots, &file) {
+            Some((root, rel)) if file.is_file() => {
+                let note = reader.skip_reason(root, rel.to_str().unwrap_or_default())?;
+                return Err(another_family(&file, Family::Agents, note));
+            }
+            _ => return Err(no_skill_file(&file)),
+        },
     };
-    // The skill served for the path's id, when that is this very file, is answered, even with
-    // a note in `check` (a frontmatter ignored, a content `get` refuses, which `get` by id
-    // says as well); any other file's note is why it is not served.
+    // The skill served for the path's id, when its path is this very path, is answered even
+    // with a note in `check` (a frontmatter ignored, a content `get` refuses, which `get` by id
+    // says as well). Any other path with a note is refused with it: a shadowed copy too, even
+    // when a link makes it the served file.
     let resolved = match parse_id(rel) {
         Ok(id) => reader.resolve_skill(visibility, &id)?,
         Err(_) => None,
     };
-    let this_file = (resolved.as_ref()).is_some_and(|(_, row)| is_file(roots, &row.source, &file));
-    if !this_file {
-        if let Some(why) = reader.skip_reason(root, rel)? {
-            return Err(file_not_served(&file, &why.to_string()));
-        }
+    let served_here = (resolved.as_ref())
+        .is_some_and(|(_, row)| matches!(&row.source, Source::File { root, rel, .. } if roots.file(*root, rel) == file));
+    if !served_here {
+        let note = reader.skip_reason(root, rel)?;
         if classify(rel) == PathClass::SystemPrompt {
-            return Err(another_family(&file, Family::SystemPrompt));
+            return Err(another_family(&file, Family::SystemPrompts, note));
+        }
+        if let Some(why) = note {
+            return Err(file_not_served(&file, &why.to_string()));
         }
     }
     let Some((found, row)) = resolved else {
         return Err(no_skill_file(&file));
     };
-    if !this_file {
+    if !served_here && !same_file(roots, &row.source, &file) {
         let why = format!(
             "the skill it would be is served from {}",
             path_of(roots, &row.source)
@@ -101,16 +110,13 @@ fn get_file(
     serve(reader, roots, &found, row, raw, None)
 }
 
-/// Whether `source` is `file` (by its path, or as the same file through links).
-fn is_file(roots: &Roots, source: &Source, file: &Path) -> bool {
-    match source {
-        Source::File { root, rel, .. } => {
-            let answered = roots.file(*root, rel);
-            let real = |path: &Path| fs::canonicalize(path).ok();
-            answered == file || real(&answered).is_some_and(|a| real(file) == Some(a))
-        }
-        Source::Bundled => false,
-    }
+/// Whether `source` is `file` reached through links.
+fn same_file(roots: &Roots, source: &Source, file: &Path) -> bool {
+    let Source::File { root, rel, .. } = source else {
+        return false;
+    };
+    let real = |path: &Path| fs::canonicalize(path).ok();
+    real(&roots.file(*root, rel)).is_some_and(|answered| real(file) == Some(answered))
 }
 
 /// The deepest skill root holding `file` (`local_skills_folder` sits inside `skills_folder`),
@@ -123,38 +129,46 @@ fn skill_root_of<'a>(roots: &Roots, file: &'a Path) -> Option<(Root, &'a Path)> 
         .min_by_key(|(_, rel)| rel.components().count())
 }
 
-/// Whether `file` lies in an agent profiles root (told by the paths alone).
-fn in_profiles_root(roots: &Roots, file: &Path) -> bool {
+/// The agent profiles root holding `file`, and the path below it (told by the paths alone).
+fn profiles_root_of<'a>(roots: &Roots, file: &'a Path) -> Option<(Root, &'a Path)> {
     roots
         .active()
-        .any(|(root, dir)| root.layout() == Layout::Profiles && file.starts_with(lexical(dir)))
+        .filter(|(root, _)| root.layout() == Layout::Profiles)
+        .find_map(|(root, dir)| Some((root, file.strip_prefix(lexical(dir)).ok()?)))
 }
 
-/// The families a file in the roots may belong to besides skills.
+/// The folders of the other families, which may hold a path asked for as a skill's.
 #[derive(Clone, Copy)]
 enum Family {
-    SystemPrompt,
-    Agent,
+    SystemPrompts,
+    Agents,
 }
 
-/// `D110` for the file of a system prompt or an agent profile asked for as a skill: what it
-/// is, and the call that serves its family, rather than a claim that no file is there.
-fn another_family(file: &Path, family: Family) -> Error {
+/// `D110` for a path in a folder of system prompts or of agent profiles, asked for as a
+/// skill's: where it is, what `check` notes of it (why it is not served, or served with a
+/// problem), and the call that lists that family, rather than a claim that no file is there.
+fn another_family(file: &Path, family: Family, note: Option<SkipReason>) -> Error {
     const PROMPTS: [Next; 1] = [next(
         "directory::system-prompts::list",
-        "browse system prompt names, then get it by name",
+        "browse system prompt names, then get one by name",
     )];
     const AGENTS: [Next; 1] = [next(
         "directory::agents::list",
-        "browse agent profile ids, then get it by id",
+        "browse agent profile ids, then get one by id",
     )];
-    let (what, steps) = match family {
-        Family::SystemPrompt => ("a system prompt", &PROMPTS),
-        Family::Agent => ("an agent profile", &AGENTS),
+    let (folder, steps) = match family {
+        Family::SystemPrompts => ("a system prompts folder", &PROMPTS),
+        Family::Agents => ("an agent profiles folder", &AGENTS),
     };
+    let note = note.map_or(String::new(), |why| {
+        format!(" `iii-directory check` notes of it: {why}.")
+    });
     Error::coded(
         Code::SkillNotFound,
-        format!("{} is {what}'s file, not a skill's.", EchoedPath(file)),
+        format!(
+            "{} is in {folder}, not a skill's file.{note}",
+            EchoedPath(file)
+        ),
         steps,
     )
 }

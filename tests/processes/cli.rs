@@ -2327,7 +2327,7 @@ fn get_skill_takes_the_path_it_prints() {
     ] {
         let path = tree.path(file).display().to_string();
         let stderr = fails(&tree, &["get", "skill", &path]);
-        assert!(stderr.contains("file, not a skill's"), "{stderr}");
+        assert!(stderr.contains("not a skill's file"), "{stderr}");
         assert!(
             stderr.contains(&format!("run `iii-directory {command}`")),
             "{stderr}"

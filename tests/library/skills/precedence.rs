@@ -335,34 +335,75 @@ fn get_takes_the_location_the_catalog_gives() {
     );
     // A function id is refused as one, path or not.
     assert!(get_err(&d, "/a::b.md").starts_with("D112"));
-    // An agent profile's or a system prompt's file is said to be one, with the call that
-    // serves it.
+    // A path in a folder of agent profiles or of system prompts is said to be there, with what
+    // `check` notes of it (why it is not served, or served with a problem) and the call that
+    // lists that family.
     tree.write("agents/steady.md", "---\nname: Steady\n---\nx\n");
+    tree.write("agents/README.md", "# About these profiles\n");
+    tree.write("agents/sub/nested.md", "---\nname: Nested\n---\nx\n");
     tree.write(
         "skills/system-prompts/terse.md",
         "---\ndescription: Terse.\n---\nBe terse.\n",
     );
-    for (file, what, call) in [
+    tree.write(
+        "skills/system-prompts/salvaged.md",
+        "---\ndescription: Salv: x: [\n---\nBody.\n",
+    );
+    d.reconcile().expect("reconcile");
+    let agents = ("an agent profiles folder", "directory::agents::list");
+    let prompts = ("a system prompts folder", "directory::system-prompts::list");
+    for (file, (folder, call), note) in [
+        ("agents/steady.md", agents, None),
         (
-            "agents/steady.md",
-            "an agent profile",
-            "directory::agents::list",
+            "agents/README.md",
+            agents,
+            Some("invalid agent id \"README\""),
         ),
+        ("agents/sub/nested.md", agents, None),
+        ("skills/system-prompts/terse.md", prompts, None),
         (
-            "skills/system-prompts/terse.md",
-            "a system prompt",
-            "directory::system-prompts::list",
+            "skills/system-prompts/salvaged.md",
+            prompts,
+            Some("frontmatter"),
         ),
     ] {
         let path = tree.abs(file);
         let refused = get_err(&d, &path);
         assert!(
             refused.starts_with(&format!(
-                "D110 not_found: {path} is {what}'s file, not a skill's. Next: call {call} "
+                "D110 not_found: {path} is in {folder}, not a skill's file."
             )),
             "{refused}"
         );
+        assert!(
+            refused.contains(&format!(" Next: call {call} ")),
+            "{refused}"
+        );
+        match note {
+            Some(note) => assert!(
+                refused.contains(&format!("`iii-directory check` notes of it: {note}")),
+                "{refused}"
+            ),
+            None => assert!(!refused.contains("notes of it"), "{refused}"),
+        }
     }
+    // The prompt with a note is still served, as a prompt.
+    let prompts = call(&d, ReadFunction::SystemPromptsList, json!({}));
+    assert!(prompts.to_string().contains("salvaged"), "{prompts}");
+    // A shadowed copy is refused with its reason, even when a link makes it the served file.
+    tree.write(
+        "skills/linked/SKILL.md",
+        "---\nname: linked\ndescription: Linked.\n---\n# Linked\n\nx\n",
+    );
+    std::os::unix::fs::symlink("../../skills/linked", tree.path(".agents/skills/linked"))
+        .expect("symlink");
+    d.reconcile().expect("reconcile");
+    let copy = tree.abs(".agents/skills/linked/SKILL.md");
+    let refused = get_err(&d, &copy);
+    assert!(
+        refused.starts_with(&format!("D110 not_found: {copy} is not served: shadowed")),
+        "{refused}"
+    );
     for nowhere in [
         tree.abs("outside.md"),
         tree.abs("skills/missing.md"),
