@@ -86,8 +86,7 @@ fn get_file(
         Ok(id) => reader.resolve_skill(visibility, &id)?,
         Err(_) => None,
     };
-    let served_here = (resolved.as_ref())
-        .is_some_and(|(_, row)| matches!(&row.source, Source::File { root, rel, .. } if roots.file(*root, rel) == file));
+    let served_here = (resolved.as_ref()).is_some_and(|(_, row)| is_at(roots, &row.source, &file));
     if !served_here {
         let note = reader.skip_reason(root, rel)?;
         if classify(rel) == PathClass::SystemPrompt {
@@ -108,6 +107,11 @@ fn get_file(
         return Err(file_not_served(&file, &why));
     }
     serve(reader, roots, &found, row, raw, None)
+}
+
+/// Whether `source` is the file at the path `file`, as written.
+fn is_at(roots: &Roots, source: &Source, file: &Path) -> bool {
+    matches!(source, Source::File { root, rel, .. } if roots.file(*root, rel) == file)
 }
 
 /// Whether `source` is `file` reached through links.
