@@ -507,7 +507,8 @@ impl Tree {
         self.depth_left(wanted).is_none_or(|had| had < levels)
     }
 
-    /// Watches each of `folders` as many levels down as it comes with (see [`Tree::note_deep_needs`]).
+    /// Watches each of `folders` as many levels down as it comes with (see
+    /// [`Tree::note_deep_needs`]).
     fn watch_deeper(&mut self, inotify: &Inotify, folders: Vec<(PathBuf, usize)>) {
         for (folder, depth) in folders {
             if let Err(why) = self.watch_tree(inotify, &folder, depth) {
@@ -667,8 +668,8 @@ impl Tree {
     /// (the deepest level is listed for its links too: `<dir>/SKILL.md` or `<id>.md` may be
     /// one). Folder links are not followed: their targets inside the roots are watched where
     /// they are, and deeper when the link's root walks deeper than theirs (see
-    /// [`Tree::note_deep_needs`]). Staging folders are not entered. Stops at the first watch the kernel
-    /// refuses for lack of room, with why.
+    /// [`Tree::note_deep_needs`]). Staging folders are not entered. Stops at the first watch
+    /// the kernel refuses for lack of room, with why.
     fn watch_tree(
         &mut self,
         inotify: &Inotify,
