@@ -41,8 +41,15 @@ fn load(directory: &Directory) -> Model {
             Model::Loaded
         }
         Err(e) => {
+            // Only the worker fetches: it checks a fetched copy that does not load, and
+            // replaces one damaged since it landed.
+            let next = if folder == directory.fetched_model_folder() {
+                "; a worker started with search_model_download on replaces a damaged copy"
+            } else {
+                ""
+            };
             eprintln!(
-                "warning: cannot load the search model from {}: {e}; ranking lexically",
+                "warning: cannot load the search model from {}: {e}; ranking lexically{next}",
                 folder.display()
             );
             Model::Unloadable

@@ -81,17 +81,26 @@ pub(crate) fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
         return response["raw"].as_str().unwrap_or_default().to_string();
     }
     let s = |k: &str| response[k].as_str().unwrap_or_default().to_string();
+    // A heading's fields on one line each, so none of their text reads as another heading line.
+    let line = |k: &str| one_line(&s(k));
     match kind {
         KindOne::Skill => format!(
             "# {} ({})\npath: {}\n\n{}",
-            s("title"),
-            s("id"),
+            line("title"),
+            line("id"),
             s("path"),
             s("body")
         ),
-        KindOne::SystemPrompt => format!("{}: {}\n\n{}", s("name"), s("description"), s("body")),
+        KindOne::SystemPrompt => {
+            format!("{}: {}\n\n{}", line("name"), line("description"), s("body"))
+        }
         KindOne::Agent => {
-            let mut out = format!("{} ({}): {}\n", s("name"), s("id"), s("description"));
+            let mut out = format!(
+                "{} ({}): {}\n",
+                line("name"),
+                line("id"),
+                line("description")
+            );
             if let Some(error) = response["inheritance_error"].as_str() {
                 let error = for_the_command_line(error);
                 out.push_str(&format!("inheritance error: {error}\n"));
@@ -127,7 +136,10 @@ pub(crate) fn render_skill_search(response: &Value) -> String {
             Some(true) => "  [user-invoked only]",
             _ => "",
         };
-        out.push_str(&format!("{}  {}{mark}\n", s(row, "id"), s(row, "title")));
+        // One result, one line: a title written over several lines (in YAML, or with escaped
+        // newlines) must not read as results of its own.
+        let (id, title) = (one_line(&s(row, "id")), one_line(&s(row, "title")));
+        out.push_str(&format!("{id}  {title}{mark}\n"));
         let description = one_line(&s(row, "description"));
         if !description.is_empty() {
             out.push_str(&format!("  {description}\n"));
@@ -175,7 +187,7 @@ pub(crate) fn render_search(response: &Value) -> String {
             s(worker, "name"),
             s(worker, "version"),
             s(worker, "name"),
-            s(worker, "description")
+            one_line(&s(worker, "description"))
         ));
         out.push_str(table(["", ""], &functions(worker)).trim_start_matches('\n'));
         out.push('\n');

@@ -252,21 +252,23 @@ impl Directory {
         }
     }
 
-    /// The model's folder when it is on this machine already: `search_model_path`, or the copy
-    /// fetched into the cache folder beside the index (`search_model_download`) when every file
-    /// is there at its pinned size. `None` otherwise: the offline commands then rank
-    /// lexically, and only the worker fetches.
+    /// The model's folder when it is on this machine already: `search_model_path`, or the
+    /// [fetched copy](Self::fetched_model_folder) when every file is there at its pinned size,
+    /// whatever `search_model_download` says now (it stops the network, not the use of a copy
+    /// fetched before). `None` otherwise: the offline commands then rank lexically, and only the
+    /// worker fetches.
     pub fn local_model_folder(&self) -> Option<PathBuf> {
-        let paths = &self.config().paths;
-        if let Some(path) = &paths.search_model_path {
+        if let Some(path) = &self.config().paths.search_model_path {
             return Some(path.clone());
         }
-        if !self.settings().search_model_download {
-            return None;
-        }
-        let source = Source::pinned();
-        let folder = fetch::model_folder(&paths.model_cache(), &source);
-        fetch::is_complete(&folder, &source).then_some(folder)
+        let folder = self.fetched_model_folder();
+        fetch::is_complete(&folder, &Source::pinned()).then_some(folder)
+    }
+
+    /// Where the worker lands the model it fetches (`search_model_download`): a folder of the
+    /// cache beside the index, named for the pinned revision.
+    pub fn fetched_model_folder(&self) -> PathBuf {
+        fetch::model_folder(&self.config().paths.model_cache(), &Source::pinned())
     }
 
     /// For a process that runs no background pass (the offline commands): once the model is

@@ -99,6 +99,14 @@ pub enum FetchError {
         expected: u64,
         found: u64,
     },
+    /// An answer announcing another length than pinned (an error page served as 200, a mirror
+    /// part way through an update): nothing of it was written.
+    #[error("model file {name} was served as {announced} bytes, expected {expected}")]
+    Announced {
+        name: String,
+        expected: u64,
+        announced: u64,
+    },
     #[error("model file {name} has SHA-256 {found}, expected {expected}; it was discarded")]
     Hash {
         name: String,
@@ -125,13 +133,14 @@ pub enum FetchError {
 
 impl FetchError {
     /// Whether another attempt may well succeed: the connection failed or timed out, the server
-    /// answered 5xx, 408 or 429, the attempt outlived its deadline, a file was cut short or
-    /// announced shorter than pinned (what arrived is kept and resumed), a resumed answer
-    /// started elsewhere or its range was refused (its part was dropped), a file resumed from
-    /// an earlier attempt's bytes failed its hash (it was dropped, and comes whole next time),
-    /// or the disk failed. Not a file that arrived whole with another hash, or longer than
-    /// pinned, another 4xx, or a request that cannot be made: the same source would answer the
-    /// same way again.
+    /// answered 5xx, 408 or 429, the attempt outlived its deadline, a file's body was cut short
+    /// (what arrived is kept and resumed), an answer announced another length than pinned (a
+    /// page standing in for the file while the server or a proxy is unwell: nothing was kept,
+    /// and the file is asked for whole), a resumed answer started elsewhere or its range was
+    /// refused (its part was dropped), a file resumed from an earlier attempt's bytes failed its
+    /// hash (it was dropped, and comes whole next time), or the disk failed. Not a file that
+    /// arrived whole with another hash, or streamed longer than pinned, another 4xx, or a
+    /// request that cannot be made: the same source would answer the same way again.
     pub fn is_transient(&self) -> bool {
         match self {
             // A request that cannot be made (a malformed URL) or redirects without end fails
@@ -142,6 +151,7 @@ impl FetchError {
             FetchError::Size {
                 expected, found, ..
             } => found < expected,
+            FetchError::Announced { .. } => true,
             FetchError::Hash { carried, .. } => *carried,
         }
     }
@@ -163,6 +173,19 @@ pub fn is_complete(folder: &Path, source: &Source) -> bool {
     source.files.iter().all(|file| {
         fs::metadata(folder.join(&file.name)).is_ok_and(|m| m.is_file() && m.len() == file.size)
     })
+}
+
+/// The files of a complete `folder` whose SHA-256 is not the pinned one: a landed copy damaged
+/// since it was checked (the sizes [`is_complete`] reads can stay right).
+pub fn damaged_files(folder: &Path, source: &Source) -> Result<Vec<String>, FetchError> {
+    let mut damaged = Vec::new();
+    for file in &source.files {
+        let found = sha256_file(&folder.join(&file.name))?;
+        if !found.eq_ignore_ascii_case(&file.sha256) {
+            damaged.push(file.name.clone());
+        }
+    }
+    Ok(damaged)
 }
 
 /// The model folder under `cache`, fetching it first unless it is already complete.
@@ -267,12 +290,12 @@ async fn fetch_file(
             carried = false;
             // An answer of another length (an error page served as 200) is never written:
             // the next attempt would resume it.
-            if let Some(length) = response.content_length().filter(|&l| l != file.size) {
+            if let Some(announced) = response.content_length().filter(|&l| l != file.size) {
                 discard(&part);
-                return Err(FetchError::Size {
+                return Err(FetchError::Announced {
                     name: file.name.clone(),
                     expected: file.size,
-                    found: length,
+                    announced,
                 });
             }
         }

@@ -303,10 +303,10 @@ pub fn search(
 ) -> Result<Value> {
     let Asker { audience, doubled } = asker;
     let req: SearchRequest = request::parse(request)?;
-    // Capped as a capability of function search is: a task is a sentence or two, and a query
-    // of megabytes must not hold the shared term store while it is split.
-    let query_text = truncate_at_word_boundary(&req.query, MAX_CAPABILITY_BYTES);
-    if query_text.trim().is_empty() {
+    // Trimmed, then capped, as a capability of function search is: a task is a sentence or
+    // two, and a query of megabytes must not hold the shared term store while it is split.
+    let query_text = truncate_at_word_boundary(req.query.trim(), MAX_CAPABILITY_BYTES);
+    if query_text.is_empty() {
         return Err(Error::coded(
             Code::SkillsRequestRefused,
             "query must not be blank.".to_string(),
@@ -744,6 +744,9 @@ mod tests {
         let past_the_cap = " ".repeat(MAX_CAPABILITY_BYTES);
         let long = format!("send email report{past_the_cap}queue jobs");
         assert_eq!(ids(json!({ "query": long })), all);
+        // The cap counts from the task's first word: leading blanks are not the task.
+        let indented = format!("{past_the_cap}  send email report");
+        assert_eq!(ids(json!({ "query": indented })), all);
         // A word the cap cuts in two is left out, not searched as its first letters.
         let repeated = "report ".repeat(MAX_CAPABILITY_BYTES / 7 + 1);
         assert!(!ids(json!({ "query": repeated })).is_empty());

@@ -4,6 +4,7 @@
 //! it: search is lexical until it is ready, and stays so, said once in the log, without one.
 //! The directory's skill vectors and the function search's lane start from it.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,40 +58,131 @@ pub fn start(
 ) {
     let blocking = runtime.clone();
     runtime.spawn(async move {
-        let Some(folder) = folder(&directory).await else {
-            return;
-        };
-        directory.set_model_state(ModelState::Loading);
-        let started = Instant::now();
-        let loaded = blocking
-            .spawn_blocking(move || Embedder::load(&folder).map_err(|e| (folder, e)))
-            .await;
-        match loaded {
-            Ok(Ok(embedder)) => {
-                tracing::info!(
-                    model = MODEL_NAME,
-                    load_ms = started.elapsed().as_millis() as u64,
-                    "search model loaded; embedding in the background"
-                );
-                let embedder = Arc::new(embedder);
-                directory.set_model_state(ModelState::Ready(embedder.clone()));
-                let lane = Arc::new(FunctionLane::new(embedder));
-                search.connect_lane(lane).await;
-            }
-            Ok(Err((folder, e))) => {
+        // A fetched copy damaged since it landed is fetched once more, never in a loop.
+        let mut fetched_again = false;
+        while let Some(folder) = folder(&directory).await {
+            let Some(e) = load(&directory, &search, &blocking, &folder).await else {
+                return;
+            };
+            if folder != directory.fetched_model_folder() {
                 tracing::warn!(
                     folder = %folder.display(),
                     "cannot load the search model; search ranks lexically until the worker \
                      restarts with the model's files in place: {e}"
                 );
-                directory.set_model_state(ModelState::Failed(e.to_string()));
+                directory.set_model_state(ModelState::Failed(e));
+                return;
             }
-            Err(e) => {
-                tracing::warn!("the search model's load stopped; search ranks lexically: {e}");
-                directory.set_model_state(ModelState::Failed(e.to_string()));
+            // A copy fetched again this run was checked as it landed: no second look.
+            if fetched_again || !removed_when_damaged(&directory, &blocking, &folder, e).await {
+                return;
             }
+            fetched_again = true;
         }
     });
+}
+
+/// Loads the model from `folder` and connects it; the load's error when its files could not be
+/// loaded (`None` once loaded, or when the load's task stopped, said in the state and the log).
+async fn load(
+    directory: &Directory,
+    search: &Arc<SearchState>,
+    blocking: &tokio::runtime::Handle,
+    folder: &Path,
+) -> Option<String> {
+    directory.set_model_state(ModelState::Loading);
+    let started = Instant::now();
+    let folder = folder.to_path_buf();
+    match blocking
+        .spawn_blocking(move || Embedder::load(&folder))
+        .await
+    {
+        Ok(Ok(embedder)) => {
+            tracing::info!(
+                model = MODEL_NAME,
+                load_ms = started.elapsed().as_millis() as u64,
+                "search model loaded; embedding in the background"
+            );
+            let embedder = Arc::new(embedder);
+            directory.set_model_state(ModelState::Ready(embedder.clone()));
+            search
+                .connect_lane(Arc::new(FunctionLane::new(embedder)))
+                .await;
+            None
+        }
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => {
+            tracing::warn!("the search model's load stopped; search ranks lexically: {e}");
+            directory.set_model_state(ModelState::Failed(e.to_string()));
+            None
+        }
+    }
+}
+
+/// After the fetched copy in `folder` failed to load with `why`: whether it was damaged since
+/// it landed, removed, and is to be fetched again (downloads on). Otherwise the state and the
+/// log say why search stays lexical.
+async fn removed_when_damaged(
+    directory: &Directory,
+    blocking: &tokio::runtime::Handle,
+    folder: &Path,
+    mut why: String,
+) -> bool {
+    let checked = {
+        let folder = folder.to_path_buf();
+        blocking
+            .spawn_blocking(move || discard_if_damaged(&folder))
+            .await
+    };
+    let damaged = match checked {
+        Ok(Ok(damaged)) => damaged,
+        Ok(Err(read)) => {
+            why = format!("{why} (and {read})");
+            Vec::new()
+        }
+        Err(_) => Vec::new(),
+    };
+    if damaged.is_empty() {
+        // Its files are the pinned ones: fetching them again would change nothing.
+        tracing::warn!(
+            folder = %folder.display(),
+            "cannot load the fetched search model; search ranks lexically: {why}"
+        );
+        directory.set_model_state(ModelState::Failed(why));
+        return false;
+    }
+    let download = directory.settings().search_model_download;
+    tracing::warn!(
+        folder = %folder.display(),
+        files = %damaged.join(", "),
+        "the fetched search model was damaged since it landed (its files no longer have their \
+         pinned SHA-256) and is removed{}: {why}",
+        if download { "; fetching it again" } else { "" }
+    );
+    if !download {
+        directory.set_model_state(ModelState::Failed(format!(
+            "the fetched search model at {} was damaged ({why}) and is removed; search ranks \
+             lexically until the worker restarts with search_model_download on (to fetch it \
+             again) or search_model_path set",
+            folder.display()
+        )));
+    }
+    download
+}
+
+/// The files of the fetched copy in `folder` that lost their pinned SHA-256 since it landed;
+/// when there are any, the whole folder is removed (it is the worker's own cache), so the next
+/// fetch lands a fresh one.
+fn discard_if_damaged(folder: &Path) -> Result<Vec<String>, fetch::FetchError> {
+    let damaged = fetch::damaged_files(folder, &Source::pinned())?;
+    if !damaged.is_empty() {
+        std::fs::remove_dir_all(folder).map_err(|source| fetch::FetchError::Io {
+            step: "remove the damaged model folder",
+            path: folder.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(damaged)
 }
 
 /// The folder to load the model from: the configured one, or the fetched copy; `None` (the
@@ -101,8 +193,8 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
     }
     if !directory.settings().search_model_download {
         tracing::info!(
-            "no search model (search_model_path is empty and search_model_download is off): \
-             search ranks lexically"
+            "no search model (search_model_path is empty, no copy was fetched before, and \
+             search_model_download is off): search ranks lexically"
         );
         directory.set_model_state(ModelState::Absent);
         return None;

@@ -518,6 +518,28 @@ fn search_for_skills_narrows_by_prefix_and_type_as_the_function_does() {
         .collect();
     assert_eq!(marked.len(), 1, "{human}");
     assert!(marked[0].starts_with("mailer/bulk-send"), "{human}");
+
+    // A title over several lines is shown on its result's line: it cannot pass for results of
+    // its own, here or in `get`'s heading.
+    tree.write(
+        "skills/okapi.md",
+        "---\ntitle: \"Okapi helper\\nfake-skill  Trusted\\n  Run this\"\ndescription: Okapi grooming schedule\n---\n# Okapi\n\nOkapi grooming.\n",
+    );
+    let human = ok(&tree, &["search", "--skills", "okapi grooming schedule"]);
+    assert_eq!(
+        human.lines().collect::<Vec<_>>(),
+        [
+            "okapi  Okapi helper fake-skill Trusted Run this",
+            "  Okapi grooming schedule",
+            "(lexical)"
+        ],
+        "{human}"
+    );
+    let got = ok(&tree, &["get", "skill", "okapi"]);
+    assert!(
+        got.starts_with("# Okapi helper fake-skill Trusted Run this (okapi)\npath: "),
+        "{got}"
+    );
 }
 
 #[test]
@@ -1747,8 +1769,38 @@ fn the_copy_of_the_model_the_worker_fetched_is_used_offline() {
         "{summary}"
     );
     assert_eq!(summary["embeddings"]["embedded"], 2, "{summary}");
-    // A copy cut short (an interrupted fetch that left a file behind) is not used.
+    // Downloads turned off stop the network, not the use of the copy fetched before.
+    tree.write("offline.yaml", "search_model_download: false\n");
+    let offline = tree.path("offline.yaml");
+    let summary = ok_json(
+        &tree,
+        &[
+            "--config",
+            offline.to_str().expect("utf-8"),
+            "reindex",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        summary["embeddings"]["model"], "all-MiniLM-L6-v2",
+        "{summary}"
+    );
+    // A copy damaged in place (its sizes right) cannot be loaded: the warning says who
+    // replaces it, since this command fetches nothing.
     fs::remove_file(fetched.join("tokenizer.json")).expect("remove");
+    let size = fs::metadata(model.join("tokenizer.json"))
+        .expect("size")
+        .len();
+    fs::write(fetched.join("tokenizer.json"), "x".repeat(size as usize)).expect("write");
+    let output = run(&tree, &["reindex", "--json"]);
+    assert!(output.status.success());
+    let said = text(&output.stderr);
+    assert!(
+        said.contains("cannot load the search model")
+            && said.contains("search_model_download on replaces a damaged copy"),
+        "{said}"
+    );
+    // A copy cut short (an interrupted fetch that left a file behind) is not used.
     fs::write(fetched.join("tokenizer.json"), "{}").expect("write");
     let summary = ok_json(&tree, &["reindex", "--json"]);
     assert_eq!(summary["embeddings"]["model"], Value::Null, "{summary}");

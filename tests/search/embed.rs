@@ -665,12 +665,16 @@ fn a_wrong_hash_or_size_lands_nothing() {
     assert!(!model.staging().join("model.safetensors").exists());
     assert!(!model.part().exists());
 
-    // A file longer than pinned is cut off and refused.
+    // A file announced longer than pinned is refused before a byte is written.
     source.files[2].sha256 = good.clone();
     source.files[2].size -= 10;
     let error = model.fetch(&source).expect_err("too long");
-    assert!(matches!(error, FetchError::Size { .. }), "{error}");
+    assert!(
+        matches!(error, FetchError::Announced { announced, expected, .. } if announced == expected + 10),
+        "{error}"
+    );
     assert!(!folder.exists());
+    assert!(!model.part().exists());
 
     // Right again: only the refused file is asked for; the two checked ones are kept.
     source.files[2].size += 10;
@@ -745,9 +749,11 @@ fn an_answer_of_another_length_is_never_kept_to_resume() {
     );
     let error = model.fetch(&model.source).expect_err("short");
     assert!(
-        matches!(error, FetchError::Size { found: 28, .. }),
+        matches!(error, FetchError::Announced { announced: 28, .. }),
         "{error}"
     );
+    // A page standing in for the file may go away: tried again, asking for the whole file.
+    assert!(error.is_transient(), "{error}");
     assert!(!model.part().exists(), "nothing of it is kept");
     // The next attempt asks for the whole file again, not for a range after the page.
     model
@@ -807,7 +813,13 @@ fn a_range_the_server_refuses_drops_the_part() {
     assert!(!model.part().exists(), "the part is dropped");
     let error = model.fetch(&model.source).expect_err("a shorter file");
     assert!(
-        matches!(error, FetchError::Size { found: 10_000, .. }),
+        matches!(
+            error,
+            FetchError::Announced {
+                announced: 10_000,
+                ..
+            }
+        ),
         "{error}"
     );
     let last = model.server.requests().last().cloned().expect("request");

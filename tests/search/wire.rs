@@ -12,6 +12,7 @@
 use test_support::common::result_ids;
 use test_support::{fake_engine, worker_process};
 
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -162,6 +163,16 @@ impl Harness {
         skills: &[(&str, &str)],
         env: &[(&str, Option<&str>)],
     ) -> Harness {
+        Harness::start_prepared(config, skills, env, |_| {}).await
+    }
+
+    /// [`Harness::start_env`], with `prepare` given the Compose folder before the worker starts.
+    async fn start_prepared(
+        config: Value,
+        skills: &[(&str, &str)],
+        env: &[(&str, Option<&str>)],
+        prepare: impl FnOnce(&Path),
+    ) -> Harness {
         let fake = FakeEngine::start().await;
         let engine = Engine::install(&fake, config);
         // A Compose folder with a skills folder.
@@ -170,6 +181,7 @@ impl Harness {
         for (id, content) in skills {
             write_skill(tree.path(), id, content);
         }
+        prepare(tree.path());
         let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, env);
         let h = Harness {
             fake,
@@ -259,7 +271,7 @@ impl Harness {
     }
 }
 
-fn write_skill(tree: &std::path::Path, id: &str, content: &str) {
+fn write_skill(tree: &Path, id: &str, content: &str) {
     let file = tree.join("skills").join(format!("{id}.md"));
     std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
     std::fs::write(file, content).expect("write skill");
@@ -1338,6 +1350,105 @@ const PARAPHRASED: &[(&str, &str)] = &[
         "---\ndescription: Plan vegetable beds and planting dates.\n---\n# Garden planner\n\nWhich seeds to sow in which month.\n",
     ),
 ];
+
+/// Where the worker lands the model it fetches, in the Compose folder `tree`.
+fn fetched_copy(tree: &Path) -> std::path::PathBuf {
+    tree.join("data/iii-directory/models")
+        .join(iii_directory::embed::fetch::Source::pinned().folder)
+}
+
+/// A fetched copy damaged since it landed: every file at its pinned size (so it counts as
+/// complete), zeros in place of its bytes.
+fn land_a_damaged_copy(tree: &Path) {
+    let folder = fetched_copy(tree);
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    for file in iii_directory::embed::fetch::Source::pinned().files {
+        let zeros = std::fs::File::create(folder.join(&file.name)).expect("create");
+        zeros.set_len(file.size).expect("size");
+    }
+}
+
+/// With downloads off, a fetched copy damaged since it landed is removed, and the status says
+/// what brings the model back, rather than promising a restart that would change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_fetched_copy_is_removed_and_the_status_says_how_to_fetch_it_again() {
+    let mut place = None;
+    let h = Harness::start_prepared(settings(false, 2), SKILLS, &[], |tree| {
+        land_a_damaged_copy(tree);
+        place = Some(fetched_copy(tree));
+    })
+    .await;
+    let folder = place.expect("the copy's folder");
+    h.eventually("failed", || async {
+        search_status(&h).await["state"] == "failed"
+    })
+    .await;
+    let status = search_status(&h).await;
+    assert_eq!(status["mode"], "lexical", "{status}");
+    let error = status["error"].as_str().expect("a reason");
+    assert!(
+        error.contains("was damaged") && error.contains("search_model_download on"),
+        "{error}"
+    );
+    assert!(!folder.exists(), "the damaged copy is removed");
+    assert!(
+        h.worker
+            .stderr()
+            .contains("config.json, tokenizer.json, model.safetensors")
+    );
+    h.stop().await;
+}
+
+/// With downloads on, the damaged copy is fetched again (all of it) and loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_fetched_copy_is_fetched_again_when_downloads_are_on() {
+    let Some(model) = test_support::common::model_dir() else {
+        return;
+    };
+    use test_support::loopback::http;
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let served = asked.clone();
+    let server = http::Server::start(move |mut stream| {
+        let Ok(request) = http::read_request(&mut stream) else {
+            return;
+        };
+        let name = request
+            .path
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        served.lock().expect("asked").push(name.clone());
+        match std::fs::read(model.join(&name)) {
+            Ok(body) => http::write_response(&mut stream, 200, &[], &body),
+            Err(_) => http::write_response(&mut stream, 404, &[], b"no such file"),
+        }
+        .ok();
+    });
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    let url = server.url();
+    let h = Harness::start_prepared(
+        config,
+        SKILLS,
+        &[("III_DIRECTORY_MODEL_URL", Some(url.as_str()))],
+        land_a_damaged_copy,
+    )
+    .await;
+    h.eventually_within(Duration::from_secs(120), "ready", || async {
+        search_status(&h).await["state"] == "ready"
+    })
+    .await;
+    let mut asked = asked.lock().expect("asked").clone();
+    asked.sort();
+    assert_eq!(
+        asked,
+        ["config.json", "model.safetensors", "tokenizer.json"],
+        "the whole copy is fetched again, once"
+    );
+    assert!(h.worker.stderr().contains("fetching it again"));
+    h.stop().await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_model_skill_search_and_search_functions_rank_hybrid() {
