@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iii_directory::embed::Embedder;
+use iii_directory::embed::fetch::{self, Source};
 use iii_directory::{Directory, MODEL_NAME, ModelState};
 
 use super::error::CliError;
@@ -41,19 +42,29 @@ fn load(directory: &Directory) -> Model {
             Model::Loaded
         }
         Err(e) => {
-            // Only the worker fetches: it checks a fetched copy that does not load, and
-            // replaces one damaged since it landed.
-            let next = if folder == directory.fetched_model_folder() {
-                "; a worker started with search_model_download on replaces a damaged copy"
-            } else {
-                ""
-            };
             eprintln!(
-                "warning: cannot load the search model from {}: {e}; ranking lexically{next}",
-                folder.display()
+                "warning: cannot load the search model from {}: {e}; ranking lexically{}",
+                folder.display(),
+                damage_note(directory)
             );
             Model::Unloadable
         }
+    }
+}
+
+/// What a fetched copy that did not load has lost, for the warning: this command never fetches
+/// nor removes it, a worker does (empty for `search_model_path`, or a copy that hashes as pinned).
+fn damage_note(directory: &Directory) -> String {
+    if directory.config().paths.search_model_path.is_some() {
+        return String::new();
+    }
+    match fetch::damaged_files(&directory.fetched_model_folder(), &Source::pinned()) {
+        Ok(damaged) if !damaged.is_empty() => format!(
+            " ({} no longer as fetched: a worker started with search_model_download on \
+             fetches the copy again)",
+            damaged.join(", ")
+        ),
+        _ => String::new(),
     }
 }
 

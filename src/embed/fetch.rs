@@ -175,6 +175,54 @@ pub fn is_complete(folder: &Path, source: &Source) -> bool {
     })
 }
 
+/// What [`discard_if_damaged`] found of the landed copy.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Landed {
+    /// Every file hashes as pinned.
+    Intact,
+    /// No complete copy by the time the fetch's lock was held: another process removed it, or
+    /// is fetching it again.
+    Gone,
+    /// These files had lost their pinned SHA-256: the copy was removed.
+    Removed(Vec<String>),
+}
+
+/// Checks the copy of `source` landed under `cache` against the pinned hashes and removes it
+/// when damaged, holding the fetch's lock throughout (waiting for a fetch under way), so that no
+/// process fetches into, replaces or removes it meanwhile. The copy is renamed aside before it
+/// is removed: a process looking for it finds it whole or not at all. Blocking.
+pub fn discard_if_damaged(cache: &Path, source: &Source) -> Result<Landed, FetchError> {
+    let lock = lock_path(cache, source);
+    let _lock = loop {
+        if let Some(taken) = Lock::try_take(&lock)? {
+            break taken;
+        }
+        std::thread::sleep(WAIT_FOR_OTHER);
+    };
+    let folder = model_folder(cache, source);
+    if !is_complete(&folder, source) {
+        return Ok(Landed::Gone);
+    }
+    let damaged = damaged_files(&folder, source)?;
+    if damaged.is_empty() {
+        return Ok(Landed::Intact);
+    }
+    let aside = cache.join(format!(".{}.damaged", source.folder));
+    // What an earlier removal left, if it stopped part way.
+    let _ = fs::remove_dir_all(&aside);
+    fs::rename(&folder, &aside).map_err(io_error("move aside the damaged model", &folder))?;
+    // Out of the way already: what cannot be removed costs disk space, nothing else.
+    if let Err(e) = fs::remove_dir_all(&aside) {
+        tracing::warn!(folder = %aside.display(), "cannot remove the damaged model's files: {e}");
+    }
+    Ok(Landed::Removed(damaged))
+}
+
+/// The lock file one process at a time fetches `source` under.
+fn lock_path(cache: &Path, source: &Source) -> PathBuf {
+    cache.join(format!(".{}.lock", source.folder))
+}
+
 /// The files of a complete `folder` whose SHA-256 is not the pinned one: a landed copy damaged
 /// since it was checked (the sizes [`is_complete`] reads can stay right).
 pub fn damaged_files(folder: &Path, source: &Source) -> Result<Vec<String>, FetchError> {
@@ -199,7 +247,7 @@ pub async fn fetch(
         return Ok(target);
     }
     fs::create_dir_all(cache).map_err(io_error("create the model cache folder", cache))?;
-    let lock_path = cache.join(format!(".{}.lock", source.folder));
+    let lock_path = lock_path(cache, source);
     let mut said = false;
     // Another process fetching: wait for it (its requests time out, so its lock is let go),
     // then take what it landed, or fetch in its place if it failed.

@@ -132,9 +132,12 @@ impl FunctionSearch {
         let capabilities = query::parse(request)?;
         let catalog = self.catalog.current();
         let dense = locks::read(&self.dense).clone();
-        let selected = match dense {
+        let Selection {
+            ids: selected,
+            by_words_only,
+        } = match dense {
             Some(dense) => select_off_runtime(catalog.clone(), capabilities.clone(), dense).await,
-            None => select_with(&catalog, &capabilities, None),
+            None => select_noting(&catalog, &capabilities, None),
         };
         let split = match session.filter(|s| !s.is_empty()) {
             Some(session) => {
@@ -153,8 +156,14 @@ impl FunctionSearch {
             }
             _ => Vec::new(),
         };
+        let mut guidance =
+            response::guidance_for(&workers, &split.repeated, !installable.is_empty());
+        if by_words_only {
+            guidance.push(' ');
+            guidance.push_str(response::WORDS_ONLY_NOTE);
+        }
         Ok(Response {
-            guidance: response::guidance_for(&workers, &split.repeated, !installable.is_empty()),
+            guidance,
             workers,
             installable,
             latency_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -169,7 +178,7 @@ impl FunctionSearch {
 
 /// The ids a search selects from the catalog: each capability ranked against its own leader
 /// (coverage prune, namespace floor), merged round-robin up to 12, at most 6 workers. The
-/// worker always asks [`select_with`]; this lexical form is for the tests and benchmarks.
+/// worker always asks [`select_noting`]; this lexical form is for the tests and benchmarks.
 #[cfg(any(test, feature = "testing"))]
 pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
     select_with(catalog, capabilities, None)
@@ -181,19 +190,41 @@ pub fn select(catalog: &Catalog, capabilities: &[Capability]) -> Vec<String> {
 /// by reciprocal rank with the functions the lane finds above its floor, then merged
 /// round-robin up to 12, at most 6 workers. `None` (or a lane not ready) ranks each capability
 /// as the contract does, as does a capability the encoder does not read
-/// ([`encoder_reads`]: mostly in a script other than Latin).
+/// ([`encoder_reads`]: mostly in a script other than Latin). The ids of [`select_noting`], for
+/// the tests, the evaluation and the benchmarks.
+#[cfg(any(test, feature = "testing"))]
 pub fn select_with(
     catalog: &Catalog,
     capabilities: &[Capability],
     dense: Option<&dyn DenseRanker>,
 ) -> Vec<String> {
+    select_noting(catalog, capabilities, dense).ids
+}
+
+/// What a search selected, and how.
+pub struct Selection {
+    pub ids: Vec<String>,
+    /// A capability the encoder reads was ranked by its words alone, although a dense lane is
+    /// connected: the lane was busy with a burst of queries, or has not embedded the catalog
+    /// yet. A paraphrase it would have found may come back empty (said in the guidance).
+    pub by_words_only: bool,
+}
+
+/// The selection [`select_with`] describes, saying whether the dense lane left a capability to
+/// the words alone.
+pub fn select_noting(
+    catalog: &Catalog,
+    capabilities: &[Capability],
+    dense: Option<&dyn DenseRanker>,
+) -> Selection {
+    let mut by_words_only = false;
     let rankings: Vec<Vec<String>> = capabilities
         .iter()
         .map(|capability| {
-            match dense
-                .filter(|_| encoder_reads(&capability.text))
-                .and_then(|d| nearest_listed(d, catalog, &capability.text))
-            {
+            let read = dense.filter(|_| encoder_reads(&capability.text));
+            let nearest = read.and_then(|d| nearest_listed(d, catalog, &capability.text));
+            by_words_only |= read.is_some() && nearest.is_none();
+            match nearest {
                 Some(nearest) => {
                     let terms = tokenize::content_terms(&capability.terms);
                     let lexical = lexical_ranking(catalog, &terms, matched_beside_dense(&terms));
@@ -210,12 +241,13 @@ pub fn select_with(
         .iter()
         .map(|r| r.iter().map(String::as_str).collect())
         .collect();
-    limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS, |id| {
+    let ids = limit_workers(round_robin(&rankings, MAX_CANDIDATES), MAX_WORKERS, |id| {
         catalog.worker_of(id)
     })
     .into_iter()
     .map(str::to_string)
-    .collect()
+    .collect();
+    Selection { ids, by_words_only }
 }
 
 /// [`select_with`] with the dense lane, on tokio's blocking threads: embedding each capability
@@ -226,14 +258,17 @@ async fn select_off_runtime(
     catalog: Arc<Catalog>,
     capabilities: Vec<Capability>,
     dense: Arc<dyn DenseRanker>,
-) -> Vec<String> {
+) -> Selection {
     let (for_lane, asked) = (catalog.clone(), capabilities.clone());
     let selected =
-        tokio::task::spawn_blocking(move || select_with(&for_lane, &asked, Some(dense.as_ref())))
+        tokio::task::spawn_blocking(move || select_noting(&for_lane, &asked, Some(dense.as_ref())))
             .await;
     selected.unwrap_or_else(|e| {
         tracing::warn!("the dense lane of function search failed, ranking lexically: {e}");
-        select_with(&catalog, &capabilities, None)
+        Selection {
+            by_words_only: true,
+            ..select_noting(&catalog, &capabilities, None)
+        }
     })
 }
 

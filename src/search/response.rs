@@ -35,6 +35,11 @@ pub fn skills_repeated_note(repeated: &[String]) -> String {
     )
 }
 
+/// Appended when a capability was matched by its words alone although the worker has a search
+/// model (busy with a burst of searches, or still embedding the catalog): an empty answer is
+/// then no proof that nothing installed serves it.
+pub const WORDS_ONLY_NOTE: &str = "Some capabilities were matched by their words only this time (the worker's search model was busy, or is still reading the catalog): one put in other words than a function's description may find it when searched again in a moment.";
+
 /// Appended when a candidate carries an `engine_namespace`.
 pub const NAMESPACE_NOTE: &str = "A candidate with an `engine_namespace` is registered in that engine namespace, not the default one: call it with that namespace (the invocation's `namespace`; `iii trigger --namespace <ns>`), or it fails with function_not_found.";
 

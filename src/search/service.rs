@@ -208,6 +208,8 @@ pub struct CatalogService {
     fetch_all: AtomicBool,
     /// A catalog fetched from the engine is in use (the empty one of a new service is not).
     loaded: AtomicBool,
+    /// Counts the catalogs swapped in, for those who follow them ([`CatalogService::changes`]).
+    swapped: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for CatalogService {
@@ -224,7 +226,15 @@ impl CatalogService {
             queued: AtomicBool::new(false),
             fetch_all: AtomicBool::new(false),
             loaded: AtomicBool::new(false),
+            swapped: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Told of every catalog swapped in, whoever fetched it (a refresh, a push, or the first
+    /// search's [`ensure_loaded`](Self::ensure_loaded)): the function lane follows it, so no
+    /// catalog goes unembedded because of the path it came by.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.swapped.subscribe()
     }
 
     /// Whether a catalog fetched from the engine is in use.
@@ -300,6 +310,7 @@ impl CatalogService {
         }
         let functions = catalog.len();
         *current = Arc::new(catalog);
+        self.swapped.send_modify(|count| *count += 1);
         Refresh::Changed { functions }
     }
 }

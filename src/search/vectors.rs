@@ -138,6 +138,16 @@ impl FunctionLane {
                 .filter(|(hash, _)| !known.contains_key(hash) && seen.insert(*hash))
                 .collect()
         };
+        if !missing.is_empty() {
+            // Until the new texts are embedded, the lane answers with the vectors of the texts
+            // `catalog` still holds: a function whose description changed ranks by its words
+            // alone meanwhile, as a new one does, not by its old description's vector.
+            let previous = locks::read(&self.table).clone();
+            let known = locks::lock(&self.known);
+            let table = table_of(catalog, &texts, &known);
+            let hubness = previous.hubness_of(&table);
+            *locks::write(&self.table) = Arc::new(Scanned { table, hubness });
+        }
         let mut embedded = 0;
         for chunk in missing.chunks(CHUNK) {
             if self.is_stopped() {
@@ -155,12 +165,7 @@ impl FunctionLane {
             }
         }
         let mut known = locks::lock(&self.known);
-        let mut table = VectorTable::with_capacity(texts.len());
-        for (tool, (hash, _)) in catalog.tools().iter().zip(&texts) {
-            if let Some(vector) = known.get(hash) {
-                table.push(tool.name.clone(), vector);
-            }
-        }
+        let table = table_of(catalog, &texts, &known);
         // Texts of functions that left the catalog go once they outnumber the live ones.
         if known.len() > 2 * texts.len().max(256) {
             let live: std::collections::HashSet<&blake3::Hash> =
@@ -171,6 +176,40 @@ impl FunctionLane {
         *locks::write(&self.table) = Arc::new(Scanned { table, hubness });
         *fingerprint = Some(catalog.fingerprint().to_string());
         missing.len()
+    }
+}
+
+/// The vectors `known` holds of `catalog`'s texts (`texts`, in the catalog's order, with their
+/// hashes), by function id.
+fn table_of(
+    catalog: &Catalog,
+    texts: &[(blake3::Hash, String)],
+    known: &HashMap<blake3::Hash, Quantized>,
+) -> VectorTable<String> {
+    let mut table = VectorTable::with_capacity(texts.len());
+    for (tool, (hash, _)) in catalog.tools().iter().zip(texts) {
+        if let Some(vector) = known.get(hash) {
+            table.push(tool.name.clone(), vector);
+        }
+    }
+    table
+}
+
+impl Scanned {
+    /// Each of `table`'s keys' hubness as this table measured it (their neighbours barely move
+    /// between two catalogs), the mean of its own for a key it lacks: for a table that answers
+    /// only until its catalog is embedded, whose own measure would cost as much again.
+    fn hubness_of(&self, table: &VectorTable<String>) -> Vec<f32> {
+        let mean = match self.hubness.len() {
+            0 => 0.0,
+            n => self.hubness.iter().sum::<f32>() / n as f32,
+        };
+        let at: HashMap<&String, usize> = self.table.keys().iter().zip(0..).collect();
+        table
+            .keys()
+            .iter()
+            .map(|key| at.get(key).map_or(mean, |&i| self.hubness[i]))
+            .collect()
     }
 }
 

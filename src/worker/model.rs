@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::Directory;
 use crate::directory::{MODEL_NAME, ModelState};
 use crate::embed::Embedder;
-use crate::embed::fetch::{self, Source};
+use crate::embed::fetch::{self, Landed, Source};
 use crate::search::vectors::FunctionLane;
 
 use super::search::SearchState;
@@ -64,7 +64,8 @@ pub fn start(
             let Some(e) = load(&directory, &search, &blocking, &folder).await else {
                 return;
             };
-            if folder != directory.fetched_model_folder() {
+            if directory.config().paths.search_model_path.is_some() {
+                // The operator's folder: never checked against the pins, never removed.
                 tracing::warn!(
                     folder = %folder.display(),
                     "cannot load the search model; search ranks lexically until the worker \
@@ -73,8 +74,16 @@ pub fn start(
                 directory.set_model_state(ModelState::Failed(e));
                 return;
             }
-            // A copy fetched again this run was checked as it landed: no second look.
-            if fetched_again || !removed_when_damaged(&directory, &blocking, &folder, e).await {
+            if fetched_again {
+                // Checked as it landed: fetching it again would change nothing.
+                tracing::warn!(
+                    folder = %folder.display(),
+                    "cannot load the search model fetched again; search ranks lexically: {e}"
+                );
+                directory.set_model_state(ModelState::Failed(e));
+                return;
+            }
+            if !removed_when_damaged(&directory, &blocking, e).await {
                 return;
             }
             fetched_again = true;
@@ -119,38 +128,36 @@ async fn load(
     }
 }
 
-/// After the fetched copy in `folder` failed to load with `why`: whether it was damaged since
-/// it landed, removed, and is to be fetched again (downloads on). Otherwise the state and the
-/// log say why search stays lexical.
+/// After the fetched copy failed to load with `why`: whether to look for the model again (the
+/// copy was damaged since it landed and is removed, downloads being on; or another process
+/// removed or is replacing it). Otherwise the state and the log say why search stays lexical.
 async fn removed_when_damaged(
     directory: &Directory,
     blocking: &tokio::runtime::Handle,
-    folder: &Path,
-    mut why: String,
+    why: String,
 ) -> bool {
-    let checked = {
-        let folder = folder.to_path_buf();
-        blocking
-            .spawn_blocking(move || discard_if_damaged(&folder))
-            .await
-    };
-    let damaged = match checked {
-        Ok(Ok(damaged)) => damaged,
-        Ok(Err(read)) => {
-            why = format!("{why} (and {read})");
-            Vec::new()
-        }
-        Err(_) => Vec::new(),
-    };
-    if damaged.is_empty() {
-        // Its files are the pinned ones: fetching them again would change nothing.
+    let cache = directory.config().paths.model_cache();
+    let folder = directory.fetched_model_folder();
+    let checked = blocking
+        .spawn_blocking(move || fetch::discard_if_damaged(&cache, &Source::pinned()))
+        .await;
+    let failed = |why: String| {
         tracing::warn!(
             folder = %folder.display(),
             "cannot load the fetched search model; search ranks lexically: {why}"
         );
         directory.set_model_state(ModelState::Failed(why));
-        return false;
-    }
+        false
+    };
+    let damaged = match checked {
+        Ok(Ok(Landed::Removed(damaged))) => damaged,
+        // Whatever comes next (a copy another process landed, a fetch, or none) is looked for.
+        Ok(Ok(Landed::Gone)) => return true,
+        // Its files are the pinned ones: fetching them again would change nothing.
+        Ok(Ok(Landed::Intact)) => return failed(why),
+        Ok(Err(check)) => return failed(format!("{why}; checking the copy: {check}")),
+        Err(check) => return failed(format!("{why}; checking the copy: {check}")),
+    };
     let download = directory.settings().search_model_download;
     tracing::warn!(
         folder = %folder.display(),
@@ -170,21 +177,6 @@ async fn removed_when_damaged(
     download
 }
 
-/// The files of the fetched copy in `folder` that lost their pinned SHA-256 since it landed;
-/// when there are any, the whole folder is removed (it is the worker's own cache), so the next
-/// fetch lands a fresh one.
-fn discard_if_damaged(folder: &Path) -> Result<Vec<String>, fetch::FetchError> {
-    let damaged = fetch::damaged_files(folder, &Source::pinned())?;
-    if !damaged.is_empty() {
-        std::fs::remove_dir_all(folder).map_err(|source| fetch::FetchError::Io {
-            step: "remove the damaged model folder",
-            path: folder.to_path_buf(),
-            source,
-        })?;
-    }
-    Ok(damaged)
-}
-
 /// The folder to load the model from: the configured one, or the fetched copy; `None` (the
 /// state said, and logged once) when there is none.
 async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
@@ -193,7 +185,8 @@ async fn folder(directory: &Directory) -> Option<std::path::PathBuf> {
     }
     if !directory.settings().search_model_download {
         tracing::info!(
-            "no search model (search_model_path is empty, no copy was fetched before, and \
+            cache = %directory.config().paths.model_cache().display(),
+            "no search model (search_model_path is empty, the cache holds no complete copy, and \
              search_model_download is off): search ranks lexically"
         );
         directory.set_model_state(ModelState::Absent);

@@ -98,7 +98,8 @@ impl SearchState {
     }
 
     /// Connects the function lane (the model is loaded): searches fuse it in from now on,
-    /// with the vectors of the catalog embedded in the background.
+    /// with the vectors of the catalog embedded in the background, and of every catalog
+    /// swapped in after it (`CatalogService::changes`), until the worker stops.
     pub async fn connect_lane(self: &Arc<Self>, lane: Arc<FunctionLane>) {
         {
             let mut connected = locks::lock(&self.lane);
@@ -108,7 +109,19 @@ impl SearchState {
             *connected = Some(lane.clone());
         }
         self.search.set_dense(lane);
-        self.embed_catalog().await;
+        let mut changes = self.search.catalog().changes();
+        let state = self.clone();
+        self.runtime.spawn(async move {
+            loop {
+                // Marked seen before the pass: a catalog swapped in during it starts another.
+                changes.borrow_and_update();
+                state.embed_catalog().await;
+                let stopping = || state.stopping.load(std::sync::atomic::Ordering::SeqCst);
+                if stopping() || changes.changed().await.is_err() || stopping() {
+                    return;
+                }
+            }
+        });
     }
 
     /// Embeds the texts of the current catalog's functions that the lane has not seen, off
@@ -326,12 +339,6 @@ pub(super) async fn on_functions_change(call: Call, _: Value) -> Result<Value, W
         ))
         .await
         .map_err(WorkerError::task("catalog_refresh_task_failed"))?;
-    if let Ok(Refresh::Changed { .. }) = outcome {
-        let embed = state.clone();
-        state
-            .runtime
-            .spawn(async move { embed.embed_catalog().await });
-    }
     outcome.map(|_| json!({ "ok": true }))
 }
 
@@ -418,13 +425,7 @@ pub async fn refresh_catalog(
     reuse: Reuse,
 ) -> Result<String, WorkerError> {
     match refresh(iii.clone(), state.search.clone(), reuse).await? {
-        Refresh::Changed { functions } => {
-            let embed = state.clone();
-            state
-                .runtime
-                .spawn(async move { embed.embed_catalog().await });
-            Ok(format!("catalog updated ({functions} functions)"))
-        }
+        Refresh::Changed { functions } => Ok(format!("catalog updated ({functions} functions)")),
         Refresh::Unchanged => Ok("catalog unchanged".to_string()),
         Refresh::Joined => Ok("catalog refresh joined one under way".to_string()),
     }

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use iii_directory::embed::fetch::{
-    FetchError, PinnedFile, REVISION, Source, fetch, is_complete, model_folder, sha256_file,
+    FetchError, Landed, PinnedFile, REVISION, Source, discard_if_damaged, fetch, is_complete,
+    model_folder, sha256_file,
 };
 use iii_directory::embed::{
     DIMENSIONS, EmbedError, Embedder, MAX_TOKENS, PREFILTER_FROM, PassageTable, QUANTIZED_BYTES,
@@ -857,6 +858,53 @@ fn a_fetch_waits_for_another_process_fetching_the_same_model() {
     });
     let folder = fetching.expect("fetched once let go");
     assert!(is_complete(&folder, &model.source));
+}
+
+/// A landed copy is checked under the fetch's lock: intact, damaged (removed whole, nothing
+/// left aside), or gone by the time the lock is held (another process removed it).
+#[test]
+fn a_landed_copy_is_checked_and_removed_only_when_damaged_under_the_lock() {
+    use std::os::fd::AsRawFd;
+    let model = FakeModel::serve();
+    let cache = model.cache.path();
+    let folder = model.fetch(&model.source).expect("fetch");
+    assert_eq!(
+        discard_if_damaged(cache, &model.source).expect("check"),
+        Landed::Intact
+    );
+    assert!(is_complete(&folder, &model.source));
+
+    // The weights damaged in place, their size kept.
+    let weights = folder.join("model.safetensors");
+    let size = std::fs::metadata(&weights).expect("size").len() as usize;
+    std::fs::write(&weights, vec![0u8; size]).expect("damage");
+    assert_eq!(
+        discard_if_damaged(cache, &model.source).expect("check"),
+        Landed::Removed(vec!["model.safetensors".to_string()])
+    );
+    assert!(!folder.exists());
+    let left: Vec<String> = std::fs::read_dir(cache)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".lock"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Landed again while "another process" holds the lock, and removes it before letting go:
+    // the check waits for it, then finds nothing to check.
+    let folder = model.fetch(&model.source).expect("fetch again");
+    let held = std::fs::File::create(cache.join(".model-test.lock")).expect("lock file");
+    // SAFETY: flock(2) on a descriptor this test owns and keeps open.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let checked = std::thread::scope(|scope| {
+        let checking = scope.spawn(|| discard_if_damaged(cache, &model.source));
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        assert!(!checking.is_finished(), "it waits for the lock");
+        std::fs::remove_dir_all(&folder).expect("the other process removes it");
+        drop(held);
+        checking.join().expect("thread")
+    });
+    assert_eq!(checked.expect("check"), Landed::Gone);
 }
 
 #[test]

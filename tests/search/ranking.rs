@@ -933,3 +933,48 @@ async fn a_candidate_of_another_engine_namespace_says_which() {
         "{mail}"
     );
 }
+
+/// A lane that cannot answer now: its query threads busy with a burst, or the catalog not
+/// embedded yet.
+struct CannotAnswerNow;
+
+impl DenseRanker for CannotAnswerNow {
+    fn nearest(&self, _: &str, _: usize) -> Option<Vec<DenseHit>> {
+        None
+    }
+}
+
+/// When a connected lane leaves a capability to its words, the guidance says the answer may
+/// miss what a second search finds (16 of 24 identical searches in a burst answered nothing
+/// and read "No installed function matched"); a worker without a model, or a lane that
+/// answered, says nothing of it.
+#[tokio::test]
+async fn a_capability_left_to_its_words_by_the_lane_is_said_in_the_guidance() {
+    let catalog = catalog();
+    let id = catalog.tools()[0].name.clone();
+    let search = search_with(catalog);
+    let note = iii_directory::search::response::WORDS_ONLY_NOTE;
+    let guidance = |response: &Value| response["guidance"].as_str().expect("guidance").to_string();
+    let nonsense = "zqxj vwpk";
+    let lexical = answer(&search, &[nonsense], None).await;
+    assert!(
+        !guidance(&lexical).contains(note),
+        "no model, nothing to say"
+    );
+
+    search.set_dense(Arc::new(CannotAnswerNow));
+    let busy = answer(&search, &[nonsense], None).await;
+    assert_eq!(answered_ids(&busy), Vec::<String>::new());
+    assert!(guidance(&busy).ends_with(note), "{}", guidance(&busy));
+    let found = answer(&search, &["send an email"], None).await;
+    assert!(!answered_ids(&found).is_empty());
+    assert!(guidance(&found).ends_with(note), "{}", guidance(&found));
+
+    search.set_dense(Arc::new(super::FindsOne(id.clone())));
+    let answered = answer(&search, &[nonsense], None).await;
+    assert_eq!(answered_ids(&answered), vec![id]);
+    assert!(!guidance(&answered).contains(note));
+    // A capability the encoder does not read is ranked by its words by design: nothing to say.
+    let other_script = answer(&search, &["отправить письмо"], None).await;
+    assert!(!guidance(&other_script).contains(note));
+}

@@ -1399,16 +1399,15 @@ async fn a_damaged_fetched_copy_is_removed_and_the_status_says_how_to_fetch_it_a
     h.stop().await;
 }
 
-/// With downloads on, the damaged copy is fetched again (all of it) and loaded.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_fetched_copy_is_fetched_again_when_downloads_are_on() {
-    let Some(model) = test_support::common::model_dir() else {
-        return;
-    };
+/// A loopback server of the model's files from `model`, noting each file asked for in `asked`;
+/// `before_weights` runs before the weights are served (the other files fetched by then).
+fn model_server(
+    model: std::path::PathBuf,
+    asked: Arc<Mutex<Vec<String>>>,
+    before_weights: impl Fn() + Send + Sync + 'static,
+) -> test_support::loopback::http::Server {
     use test_support::loopback::http;
-    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
-    let served = asked.clone();
-    let server = http::Server::start(move |mut stream| {
+    http::Server::start(move |mut stream| {
         let Ok(request) = http::read_request(&mut stream) else {
             return;
         };
@@ -1418,13 +1417,26 @@ async fn a_damaged_fetched_copy_is_fetched_again_when_downloads_are_on() {
             .next()
             .unwrap_or_default()
             .to_string();
-        served.lock().expect("asked").push(name.clone());
+        asked.lock().expect("asked").push(name.clone());
+        if name == "model.safetensors" {
+            before_weights();
+        }
         match std::fs::read(model.join(&name)) {
             Ok(body) => http::write_response(&mut stream, 200, &[], &body),
             Err(_) => http::write_response(&mut stream, 404, &[], b"no such file"),
         }
         .ok();
-    });
+    })
+}
+
+/// With downloads on, the damaged copy is fetched again (all of it) and loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_fetched_copy_is_fetched_again_when_downloads_are_on() {
+    let Some(model) = test_support::common::model_dir() else {
+        return;
+    };
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let server = model_server(model, asked.clone(), || {});
     let mut config = settings(false, 2);
     config["search_model_download"] = json!(true);
     let url = server.url();
@@ -1447,6 +1459,88 @@ async fn a_damaged_fetched_copy_is_fetched_again_when_downloads_are_on() {
         "the whole copy is fetched again, once"
     );
     assert!(h.worker.stderr().contains("fetching it again"));
+    h.stop().await;
+}
+
+/// A copy fetched again that does not load either is not fetched a third time, and the status
+/// says so (it stayed `loading`, with nothing in the log). Here a file checked on arrival is
+/// damaged before the copy lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_fetched_again_that_does_not_load_is_a_failure_not_a_loop() {
+    let Some(model) = test_support::common::model_dir() else {
+        return;
+    };
+    let staged = Arc::new(Mutex::new(None::<std::path::PathBuf>));
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let damage = staged.clone();
+    let server = model_server(model, asked.clone(), move || {
+        if let Some(config) = damage.lock().expect("staged").as_ref() {
+            std::fs::write(config, "x".repeat(612)).expect("damage the staged file");
+        }
+    });
+    let mut config = settings(false, 2);
+    config["search_model_download"] = json!(true);
+    let url = server.url();
+    let h = Harness::start_prepared(
+        config,
+        SKILLS,
+        &[("III_DIRECTORY_MODEL_URL", Some(url.as_str()))],
+        |tree| {
+            land_a_damaged_copy(tree);
+            let folder = iii_directory::embed::fetch::Source::pinned().folder;
+            let staging = tree.join(format!("data/iii-directory/models/.{folder}.partial"));
+            *staged.lock().expect("staged") = Some(staging.join("config.json"));
+        },
+    )
+    .await;
+    h.eventually_within(Duration::from_secs(120), "failed", || async {
+        search_status(&h).await["state"] == "failed"
+    })
+    .await;
+    let status = search_status(&h).await;
+    assert_eq!(status["mode"], "lexical", "{status}");
+    assert!(
+        h.worker
+            .stderr()
+            .contains("cannot load the search model fetched again")
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        asked.lock().expect("asked").len(),
+        3,
+        "fetched once more, not again"
+    );
+    h.stop().await;
+}
+
+/// `search_model_path` naming the folder the worker would fetch into is the operator's folder:
+/// a copy there that does not load is reported, never hashed against the pins nor removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_model_folder_is_never_removed() {
+    let folder = iii_directory::embed::fetch::Source::pinned().folder;
+    let mut config = settings(false, 2);
+    config["search_model_path"] = json!(format!("data/iii-directory/models/{folder}"));
+    let mut place = None;
+    let h = Harness::start_prepared(config, SKILLS, &[], |tree| {
+        land_a_damaged_copy(tree);
+        place = Some(fetched_copy(tree));
+    })
+    .await;
+    h.eventually("failed", || async {
+        search_status(&h).await["state"] == "failed"
+    })
+    .await;
+    assert!(
+        place
+            .expect("the folder")
+            .join("model.safetensors")
+            .exists()
+    );
+    assert!(
+        h.worker
+            .stderr()
+            .contains("until the worker restarts with the model's files in place")
+    );
     h.stop().await;
 }
 
@@ -1493,6 +1587,97 @@ async fn with_the_model_skill_search_and_search_functions_rank_hybrid() {
                 "description": "Chase customers who have not paid their bills.",
             }],
         }])
+    );
+    h.stop().await;
+}
+
+/// The worker's settings with the model loaded from `III_DIRECTORY_SEARCH_MODEL`; `None` (the
+/// test skips) without it.
+fn with_the_model() -> Option<Value> {
+    let model = test_support::common::model_dir()?;
+    let mut config = settings(false, 2);
+    config["search_model_path"] = json!(model.display().to_string());
+    Some(config)
+}
+
+/// A capability only the dense lane serves (no word in common with `mailer::send`).
+const INBOX: &str = "deliver a note to someone's inbox";
+
+/// The catalog can arrive by a search (the boot's fetch failed, the model loaded meanwhile):
+/// the lane embeds it as it embeds a pushed one. It kept the empty catalog it connected with,
+/// and every later refresh found the catalog unchanged, so search stayed lexical for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_a_search_loaded_first_is_embedded_too() {
+    let Some(config) = with_the_model() else {
+        return;
+    };
+    let fake = FakeEngine::start().await;
+    let engine = Engine::install(&fake, config.clone());
+    fake.respond_error("engine::functions::list", "timeout", "the engine is busy");
+    let tree = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
+    let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
+    let h = Harness {
+        fake,
+        engine,
+        worker,
+        _tree: tree,
+    };
+    h.ok("ready", h.fake.wait_ready(WAIT).await);
+    h.ok(SEARCH, h.fake.wait_function(SEARCH, WAIT).await);
+    h.eventually_within(Duration::from_secs(120), "the model ready", || async {
+        search_status(&h).await["state"] == "ready"
+    })
+    .await;
+    // The engine answers again; the first search fetches the catalog itself.
+    Engine::install(&h.fake, config);
+    assert_eq!(ids(&h.search(&["send an email"]).await), ["mailer::send"]);
+    h.eventually_within(Duration::from_secs(60), "a dense hit", || async {
+        ids(&h.search(&[INBOX]).await).contains(&"mailer::send".to_string())
+    })
+    .await;
+    h.stop().await;
+}
+
+/// A function whose description changed is ranked by its words alone until its new text is
+/// embedded, as a new function is, never by its old description's vector; the functions whose
+/// text did not change keep their vectors meanwhile. The old vector answered for it until
+/// every text of the new catalog was embedded (minutes for a large one in a debug build).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_description_is_not_ranked_by_its_old_vector() {
+    let Some(config) = with_the_model() else {
+        return;
+    };
+    let h = Harness::start(config).await;
+    let keep = "keep a document somewhere safe";
+    h.eventually_within(Duration::from_secs(60), "dense hits", || async {
+        ids(&h.search(&[INBOX]).await).contains(&"mailer::send".to_string())
+            && ids(&h.search(&[keep]).await).contains(&"storage::put".to_string())
+    })
+    .await;
+    let mut functions = base_catalog();
+    functions[0] = function(
+        "mailer::send",
+        "Resize an image to a thumbnail.",
+        &["image"],
+    );
+    // Enough new texts that the lane is still embedding them while the test looks.
+    functions.extend((0..400).map(|i| {
+        function(
+            &format!("ledger{}::entry{i}", i % 5),
+            &format!("Record ledger entry number {i} for the accounts of branch {i}."),
+            &["entry"],
+        )
+    }));
+    h.engine.set_catalog(functions);
+    h.call(ON_FUNCTIONS_CHANGE, json!({})).await;
+    h.eventually_within(Duration::from_secs(10), "the old vector left", || async {
+        !ids(&h.search(&[INBOX]).await).contains(&"mailer::send".to_string())
+    })
+    .await;
+    assert!(
+        ids(&h.search(&[keep]).await).contains(&"storage::put".to_string()),
+        "an unchanged function keeps its vector while the new texts are embedded"
     );
     h.stop().await;
 }
