@@ -166,6 +166,23 @@ impl Harness {
         Harness::start_prepared(config, skills, env, |_| {}).await
     }
 
+    /// The worker up while the engine answers `engine::functions::list` with an error (so the
+    /// boot's catalog fetch fails), its search registered.
+    async fn start_while_the_engine_cannot_list(config: Value) -> Harness {
+        let h = Harness::spawn(
+            config,
+            &[],
+            &[],
+            |_| {},
+            |fake| {
+                fake.respond_error("engine::functions::list", "timeout", "the engine is busy");
+            },
+        )
+        .await;
+        h.ok(SEARCH, h.fake.wait_function(SEARCH, WAIT).await);
+        h
+    }
+
     /// [`Harness::start_env`], with `prepare` given the Compose folder before the worker starts.
     async fn start_prepared(
         config: Value,
@@ -173,23 +190,7 @@ impl Harness {
         env: &[(&str, Option<&str>)],
         prepare: impl FnOnce(&Path),
     ) -> Harness {
-        let fake = FakeEngine::start().await;
-        let engine = Engine::install(&fake, config);
-        // A Compose folder with a skills folder.
-        let tree = tempfile::tempdir().expect("temp dir");
-        std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
-        for (id, content) in skills {
-            write_skill(tree.path(), id, content);
-        }
-        prepare(tree.path());
-        let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, env);
-        let h = Harness {
-            fake,
-            engine,
-            worker,
-            _tree: tree,
-        };
-        h.ok("ready", h.fake.wait_ready(WAIT).await);
+        let h = Harness::spawn(config, skills, env, prepare, |_| {}).await;
         for id in [SEARCH, ON_FUNCTIONS_CHANGE, PRE_GENERATE, HINT_PREVIEW] {
             h.ok(id, h.fake.wait_function(id, WAIT).await);
         }
@@ -203,6 +204,36 @@ impl Harness {
             ids(&h.search(&["send an email"]).await) == ["mailer::send"]
         })
         .await;
+        h
+    }
+
+    /// The worker spawned over a Compose folder with a skills folder holding `skills` (which
+    /// `prepare` sees first), beside a fake engine given `config` and then `engine`; returns
+    /// once the worker is ready.
+    async fn spawn(
+        config: Value,
+        skills: &[(&str, &str)],
+        env: &[(&str, Option<&str>)],
+        prepare: impl FnOnce(&Path),
+        engine: impl FnOnce(&FakeEngine),
+    ) -> Harness {
+        let fake = FakeEngine::start().await;
+        let installed = Engine::install(&fake, config);
+        engine(&fake);
+        let tree = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
+        for (id, content) in skills {
+            write_skill(tree.path(), id, content);
+        }
+        prepare(tree.path());
+        let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, env);
+        let h = Harness {
+            fake,
+            engine: installed,
+            worker,
+            _tree: tree,
+        };
+        h.ok("ready", h.fake.wait_ready(WAIT).await);
         h
     }
 
@@ -533,20 +564,7 @@ async fn a_function_without_a_namespace_is_answered_under_its_worker() {
 /// installed: it fetches the catalog first, and says why when the engine cannot list it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_before_the_first_catalog_fetches_it_first() {
-    let fake = FakeEngine::start().await;
-    let engine = Engine::install(&fake, settings(false, 2));
-    fake.respond_error("engine::functions::list", "timeout", "the engine is busy");
-    let tree = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
-    let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
-    let h = Harness {
-        fake,
-        engine,
-        worker,
-        _tree: tree,
-    };
-    h.ok("ready", h.fake.wait_ready(WAIT).await);
-    h.ok(SEARCH, h.fake.wait_function(SEARCH, WAIT).await);
+    let h = Harness::start_while_the_engine_cannot_list(settings(false, 2)).await;
     h.ok(
         "the boot fetch",
         h.fake
@@ -1202,11 +1220,16 @@ async fn search_status(h: &Harness) -> Value {
 
 /// A worker fetching the model from `url` (a loopback server), with `env` beside it.
 async fn downloading_from(url: &str, env: &[(&str, &str)]) -> Harness {
+    downloading_over(url, env, |_| {}).await
+}
+
+/// [`downloading_from`], with `prepare` given the Compose folder before the worker starts.
+async fn downloading_over(url: &str, env: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> Harness {
     let mut config = settings(false, 2);
     config["search_model_download"] = json!(true);
     let mut vars = vec![("III_DIRECTORY_MODEL_URL", Some(url))];
     vars.extend(env.iter().map(|&(name, value)| (name, Some(value))));
-    Harness::start_env(config, SKILLS, &vars).await
+    Harness::start_prepared(config, SKILLS, &vars, prepare).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1437,16 +1460,7 @@ async fn a_damaged_fetched_copy_is_fetched_again_when_downloads_are_on() {
     };
     let asked = Arc::new(Mutex::new(Vec::<String>::new()));
     let server = model_server(model, asked.clone(), || {});
-    let mut config = settings(false, 2);
-    config["search_model_download"] = json!(true);
-    let url = server.url();
-    let h = Harness::start_prepared(
-        config,
-        SKILLS,
-        &[("III_DIRECTORY_MODEL_URL", Some(url.as_str()))],
-        land_a_damaged_copy,
-    )
-    .await;
+    let h = downloading_over(&server.url(), &[], land_a_damaged_copy).await;
     h.eventually_within(Duration::from_secs(120), "ready", || async {
         search_status(&h).await["state"] == "ready"
     })
@@ -1478,20 +1492,12 @@ async fn a_copy_fetched_again_that_does_not_load_is_a_failure_not_a_loop() {
             std::fs::write(config, "x".repeat(612)).expect("damage the staged file");
         }
     });
-    let mut config = settings(false, 2);
-    config["search_model_download"] = json!(true);
-    let url = server.url();
-    let h = Harness::start_prepared(
-        config,
-        SKILLS,
-        &[("III_DIRECTORY_MODEL_URL", Some(url.as_str()))],
-        |tree| {
-            land_a_damaged_copy(tree);
-            let folder = iii_directory::embed::fetch::Source::pinned().folder;
-            let staging = tree.join(format!("data/iii-directory/models/.{folder}.partial"));
-            *staged.lock().expect("staged") = Some(staging.join("config.json"));
-        },
-    )
+    let h = downloading_over(&server.url(), &[], |tree| {
+        land_a_damaged_copy(tree);
+        let folder = iii_directory::embed::fetch::Source::pinned().folder;
+        let staging = tree.join(format!("data/iii-directory/models/.{folder}.partial"));
+        *staged.lock().expect("staged") = Some(staging.join("config.json"));
+    })
     .await;
     h.eventually_within(Duration::from_secs(120), "failed", || async {
         search_status(&h).await["state"] == "failed"
@@ -1611,20 +1617,7 @@ async fn a_catalog_a_search_loaded_first_is_embedded_too() {
     let Some(config) = with_the_model() else {
         return;
     };
-    let fake = FakeEngine::start().await;
-    let engine = Engine::install(&fake, config.clone());
-    fake.respond_error("engine::functions::list", "timeout", "the engine is busy");
-    let tree = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir_all(tree.path().join("skills")).expect("mkdir");
-    let worker = WorkerProcess::spawn(fake.url(), tree.path(), None, &[]);
-    let h = Harness {
-        fake,
-        engine,
-        worker,
-        _tree: tree,
-    };
-    h.ok("ready", h.fake.wait_ready(WAIT).await);
-    h.ok(SEARCH, h.fake.wait_function(SEARCH, WAIT).await);
+    let h = Harness::start_while_the_engine_cannot_list(config.clone()).await;
     h.eventually_within(Duration::from_secs(120), "the model ready", || async {
         search_status(&h).await["state"] == "ready"
     })
