@@ -4,9 +4,10 @@
 //!
 //! A catalog change embeds only the functions whose text is new (the vectors are kept by the
 //! text's hash, across catalogs), off the search's path: until the lane has the new catalog,
-//! searches fuse with the previous one's vectors, filtered to the functions still listed. The
-//! catalog embedded is the one current when the lane is free (`FunctionLane::follow`), so a
-//! burst of changes embeds the newest catalog once, not every superseded one. That work runs
+//! searches fuse with the vectors of the functions whose text did not change, so a changed
+//! description ranks by its words meanwhile. The catalog embedded is the one current when the
+//! lane is free (`FunctionLane::follow`), so a burst of changes embeds the newest catalog
+//! once, not every superseded one. That work runs
 //! on the low-priority background threads (`embed::in_background`). It also measures
 //! each function's hubness in the new catalog (`VectorTable::hubness`), which the confidence
 //! gate discounts (`retrieval::fusion::FUNCTION_FLOORS`).
@@ -63,11 +64,13 @@ pub struct FunctionLane {
 /// Texts embedded between two looks at [`FunctionLane::stop`].
 const CHUNK: usize = 64;
 
-/// One catalog's vectors and each one's hubness, at the same position.
+/// One catalog's vectors, each one's hubness and the hash of the text it was made from, at
+/// the same position.
 #[derive(Default)]
 struct Scanned {
     table: VectorTable<String>,
     hubness: Vec<f32>,
+    texts: Vec<blake3::Hash>,
 }
 
 impl FunctionLane {
@@ -93,10 +96,15 @@ impl FunctionLane {
 
     /// Brings the lane to the catalog `current` gives once this call holds the lane, and
     /// again while a newer one arrived during the embedding. Returns how many texts were
-    /// embedded. Why not the catalog of the change that started the call: each change starts
-    /// one, and those waiting for the lane would embed, one after another, catalogs already
-    /// replaced (a burst of changes kept the lane seconds behind), and could end on an older
-    /// one than the newest.
+    /// embedded. Why the catalog current now rather than the one of the change that asked: a
+    /// burst of changes would embed, one after another, catalogs already replaced, and could
+    /// end on an older one than the newest.
+    ///
+    /// Until a catalog's new texts are embedded, the lane answers with the vectors of its
+    /// functions whose text is unchanged ([`Scanned::unchanged_in`], swapped in here, on the
+    /// caller's thread, not behind the background pool's queue): a function whose description
+    /// changed ranks by its words meanwhile, as a new one does, never by its old description's
+    /// vector.
     pub fn follow(&self, current: impl Fn() -> Arc<Catalog> + Sync) -> usize {
         let mut fingerprint = locks::lock(&self.fingerprint);
         let mut embedded = 0;
@@ -105,49 +113,49 @@ impl FunctionLane {
             if self.is_stopped() || fingerprint.as_deref() == Some(catalog.fingerprint()) {
                 return embedded;
             }
+            let texts = texts_of(&catalog);
+            let missing = self.missing(&texts);
+            if !missing.is_empty() {
+                let unchanged = {
+                    let known = locks::lock(&self.known);
+                    locks::read(&self.table).unchanged_in(&catalog, &texts, &known)
+                };
+                *locks::write(&self.table) = Arc::new(unchanged);
+                // The table is no longer that of the catalog the lane had: should that catalog
+                // come back before this one is embedded, it is swapped in again.
+                *fingerprint = None;
+            }
             let held: &mut Option<String> = &mut fingerprint;
-            embedded += in_background(|| self.update_locked(held, &catalog, &current));
+            embedded +=
+                in_background(|| self.embed_and_swap(held, &catalog, &texts, &missing, &current));
         }
     }
 
-    /// Embeds `catalog`'s texts not seen before (batched over the cores of the pool the caller
-    /// runs on: `follow` runs it on the low-priority background threads, so that searches
-    /// meanwhile keep their pace), then swaps its table in; `fingerprint` is the lane's, held.
-    /// A catalog `current` no longer gives is left after the chunk in progress, its table not
-    /// swapped in (the texts embedded stay known, so the newer catalog does not embed them
-    /// again): thousands of functions that left held both cores for minutes.
-    fn update_locked(
+    /// The texts of `texts` the lane has not embedded, each once.
+    fn missing<'t>(&self, texts: &'t [(blake3::Hash, String)]) -> Vec<&'t (blake3::Hash, String)> {
+        let known = locks::lock(&self.known);
+        let mut seen = std::collections::HashSet::new();
+        texts
+            .iter()
+            .filter(|(hash, _)| !known.contains_key(hash) && seen.insert(*hash))
+            .collect()
+    }
+
+    /// Embeds `missing`, the texts of `catalog` (`texts`) not seen before (batched over the
+    /// cores of the pool the caller runs on: `follow` runs it on the low-priority background
+    /// threads, so that searches meanwhile keep their pace), then swaps its table in;
+    /// `fingerprint` is the lane's, held. A catalog `current` no longer gives is left after
+    /// the chunk in progress, its table not swapped in (the texts embedded stay known, so the
+    /// newer catalog does not embed them again): thousands of functions that left held both
+    /// cores for minutes.
+    fn embed_and_swap(
         &self,
         fingerprint: &mut Option<String>,
         catalog: &Catalog,
+        texts: &[(blake3::Hash, String)],
+        missing: &[&(blake3::Hash, String)],
         current: &(impl Fn() -> Arc<Catalog> + Sync),
     ) -> usize {
-        let texts: Vec<(blake3::Hash, String)> = catalog
-            .tools()
-            .iter()
-            .map(|tool| {
-                let text = function_text(tool);
-                (blake3::hash(text.as_bytes()), text)
-            })
-            .collect();
-        let missing: Vec<&(blake3::Hash, String)> = {
-            let known = locks::lock(&self.known);
-            let mut seen = std::collections::HashSet::new();
-            texts
-                .iter()
-                .filter(|(hash, _)| !known.contains_key(hash) && seen.insert(*hash))
-                .collect()
-        };
-        if !missing.is_empty() {
-            // Until the new texts are embedded, the lane answers with the vectors of the texts
-            // `catalog` still holds: a function whose description changed ranks by its words
-            // alone meanwhile, as a new one does, not by its old description's vector.
-            let previous = locks::read(&self.table).clone();
-            let known = locks::lock(&self.known);
-            let table = table_of(catalog, &texts, &known);
-            let hubness = previous.hubness_of(&table);
-            *locks::write(&self.table) = Arc::new(Scanned { table, hubness });
-        }
         let mut embedded = 0;
         for chunk in missing.chunks(CHUNK) {
             if self.is_stopped() {
@@ -165,51 +173,62 @@ impl FunctionLane {
             }
         }
         let mut known = locks::lock(&self.known);
-        let table = table_of(catalog, &texts, &known);
+        let mut scanned = Scanned::default();
+        for (tool, (hash, _)) in catalog.tools().iter().zip(texts) {
+            if let Some(vector) = known.get(hash) {
+                scanned.push(&tool.name, vector, *hash, 0.0);
+            }
+        }
         // Texts of functions that left the catalog go once they outnumber the live ones.
         if known.len() > 2 * texts.len().max(256) {
             let live: std::collections::HashSet<&blake3::Hash> =
                 texts.iter().map(|(hash, _)| hash).collect();
             known.retain(|hash, _| live.contains(hash));
         }
-        let hubness = table.hubness(HUBNESS_NEIGHBOURS);
-        *locks::write(&self.table) = Arc::new(Scanned { table, hubness });
+        scanned.hubness = scanned.table.hubness(HUBNESS_NEIGHBOURS);
+        *locks::write(&self.table) = Arc::new(scanned);
         *fingerprint = Some(catalog.fingerprint().to_string());
         missing.len()
     }
 }
 
-/// The vectors `known` holds of `catalog`'s texts (`texts`, in the catalog's order, with their
-/// hashes), by function id.
-fn table_of(
-    catalog: &Catalog,
-    texts: &[(blake3::Hash, String)],
-    known: &HashMap<blake3::Hash, Quantized>,
-) -> VectorTable<String> {
-    let mut table = VectorTable::with_capacity(texts.len());
-    for (tool, (hash, _)) in catalog.tools().iter().zip(texts) {
-        if let Some(vector) = known.get(hash) {
-            table.push(tool.name.clone(), vector);
-        }
-    }
-    table
+/// Each function of `catalog` with its embedded text's hash and the text, in catalog order.
+fn texts_of(catalog: &Catalog) -> Vec<(blake3::Hash, String)> {
+    catalog
+        .tools()
+        .iter()
+        .map(|tool| {
+            let text = function_text(tool);
+            (blake3::hash(text.as_bytes()), text)
+        })
+        .collect()
 }
 
 impl Scanned {
-    /// Each of `table`'s keys' hubness as this table measured it (their neighbours barely move
-    /// between two catalogs), the mean of its own for a key it lacks: for a table that answers
-    /// only until its catalog is embedded, whose own measure would cost as much again.
-    fn hubness_of(&self, table: &VectorTable<String>) -> Vec<f32> {
-        let mean = match self.hubness.len() {
-            0 => 0.0,
-            n => self.hubness.iter().sum::<f32>() / n as f32,
-        };
+    fn push(&mut self, key: &str, vector: &Quantized, text: blake3::Hash, hubness: f32) {
+        self.table.push(key.to_string(), vector);
+        self.texts.push(text);
+        self.hubness.push(hubness);
+    }
+
+    /// This table kept to the functions of `catalog` (its `texts`, in order) whose text is the
+    /// one their vector here was made from, each with the hubness measured here (its neighbours
+    /// barely move between two catalogs, and measuring it again costs as much as the table).
+    fn unchanged_in(
+        &self,
+        catalog: &Catalog,
+        texts: &[(blake3::Hash, String)],
+        known: &HashMap<blake3::Hash, Quantized>,
+    ) -> Scanned {
         let at: HashMap<&String, usize> = self.table.keys().iter().zip(0..).collect();
-        table
-            .keys()
-            .iter()
-            .map(|key| at.get(key).map_or(mean, |&i| self.hubness[i]))
-            .collect()
+        let mut kept = Scanned::default();
+        for (tool, (hash, _)) in catalog.tools().iter().zip(texts) {
+            let same = at.get(&tool.name).filter(|&&i| self.texts[i] == *hash);
+            if let (Some(&i), Some(vector)) = (same, known.get(hash)) {
+                kept.push(&tool.name, vector, *hash, self.hubness[i]);
+            }
+        }
+        kept
     }
 }
 

@@ -126,7 +126,7 @@ impl SearchState {
 
     /// Embeds the texts of the current catalog's functions that the lane has not seen, off
     /// the runtime's threads (`FunctionLane::follow`: the catalog current once the lane is
-    /// free, not the one of the change that called this).
+    /// free, and any newer one that arrives meanwhile).
     async fn embed_catalog(&self) {
         let Some(lane) = locks::lock(&self.lane).clone() else {
             return;

@@ -742,7 +742,12 @@ fn a_long_body_is_stored_as_its_lead_and_its_continuation() {
 
 /// A catalog of `n` functions in the namespace `name`, each with a text of its own.
 fn functions(name: &str, n: usize) -> Arc<Catalog> {
-    let tools: Vec<Tool> = (0..n)
+    Arc::new(Catalog::build(&tools(name, n)))
+}
+
+/// The tools of [`functions`].
+fn tools(name: &str, n: usize) -> Vec<Tool> {
+    (0..n)
         .map(|i| Tool {
             name: format!("{name}::f{i}"),
             description: format!("Handle {name} record number {i}."),
@@ -750,8 +755,7 @@ fn functions(name: &str, n: usize) -> Arc<Catalog> {
             worker: None,
             engine_namespace: None,
         })
-        .collect();
-    Arc::new(Catalog::build(&tools))
+        .collect()
 }
 
 #[test]
@@ -799,6 +803,57 @@ fn the_function_lane_embeds_the_catalog_current_when_it_is_free_not_each_superse
     let ids = ids(&lane);
     assert!(ids.iter().all(|id| id.starts_with("burst4::")), "{ids:?}");
     assert_eq!(ids.len(), 4);
+}
+
+/// Until a new catalog's texts are embedded, the lane answers with the vectors of the functions
+/// whose text did not change: a function re-described has none (it ranks by its words, never by
+/// its old description's vector), the others keep theirs. And should the catalog the lane had
+/// come back before its successor is embedded, its whole table is swapped in again (the lane
+/// stayed on the successor's partial table).
+#[test]
+fn until_a_catalog_is_embedded_only_its_unchanged_functions_keep_their_vectors() {
+    let Some(model) = embedder() else { return };
+    let lane = FunctionLane::new(model);
+    let first = functions("alpha", 12);
+    lane.follow(|| first.clone());
+    let keys = |lane: &FunctionLane| -> Option<Vec<String>> {
+        let hits = lane.nearest("handle a record", 200)?;
+        let mut keys: Vec<String> = hits.into_iter().map(|hit| hit.key).collect();
+        keys.sort();
+        Some(keys)
+    };
+    let alpha = keys(&lane).expect("a table");
+    assert_eq!(alpha.len(), 12);
+
+    // The second catalog: alpha::f0 described anew, and 100 new functions (two chunks).
+    let mut changed = tools("alpha", 12);
+    changed[0].description = "Resize an image to a thumbnail.".to_string();
+    changed.extend(tools("beta", 100));
+    let second = Arc::new(Catalog::build(&changed));
+    // Asked after the first chunk: what the lane answers with meanwhile, then the first
+    // catalog back (the second one reverted before it was embedded).
+    let calls = AtomicUsize::new(0);
+    let meanwhile = Mutex::new(None);
+    lane.follow(|| match calls.fetch_add(1, Ordering::SeqCst) {
+        0 => second.clone(),
+        1 => {
+            *meanwhile.lock().expect("lock") = Some(keys(&lane));
+            first.clone()
+        }
+        _ => first.clone(),
+    });
+    let meanwhile = meanwhile.into_inner().expect("lock").expect("asked");
+    let unchanged: Vec<String> = alpha
+        .iter()
+        .filter(|k| *k != "alpha::f0")
+        .cloned()
+        .collect();
+    assert_eq!(meanwhile, Some(unchanged));
+    assert_eq!(
+        keys(&lane),
+        Some(alpha),
+        "the first catalog's table, whole again"
+    );
 }
 
 /// A catalog superseded while its texts are embedded is left after the chunk in progress:

@@ -1654,8 +1654,20 @@ async fn a_changed_description_is_not_ranked_by_its_old_vector() {
         "Resize an image to a thumbnail.",
         &["image"],
     );
-    // Enough new texts that the lane is still embedding them while the test looks.
-    functions.extend((0..400).map(|i| {
+    // Enough new texts that the lane is still embedding them while the test looks (which the
+    // log confirms below: no second pass has ended).
+    let passes = |h: &Harness| {
+        h.worker
+            .stderr()
+            .matches("function search texts embedded")
+            .count()
+    };
+    h.eventually("the first catalog's pass logged", || async {
+        passes(&h) > 0
+    })
+    .await;
+    let before = passes(&h);
+    functions.extend((0..1000).map(|i| {
         function(
             &format!("ledger{}::entry{i}", i % 5),
             &format!("Record ledger entry number {i} for the accounts of branch {i}."),
@@ -1671,6 +1683,11 @@ async fn a_changed_description_is_not_ranked_by_its_old_vector() {
     assert!(
         ids(&h.search(&[keep]).await).contains(&"storage::put".to_string()),
         "an unchanged function keeps its vector while the new texts are embedded"
+    );
+    assert_eq!(
+        passes(&h),
+        before,
+        "the new catalog is still being embedded"
     );
     h.stop().await;
 }
