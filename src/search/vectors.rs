@@ -85,7 +85,8 @@ impl FunctionLane {
     }
 
     /// Ends the embedding in progress at its next chunk, and any later one at once: what it
-    /// embedded so far is kept, and searches keep the catalog the lane had.
+    /// embedded so far is kept, and searches keep the table the lane had (a catalog part way
+    /// through: the functions whose text it did not change).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
     }
@@ -114,17 +115,14 @@ impl FunctionLane {
                 return embedded;
             }
             let texts = texts_of(&catalog);
+            // Even when every text is known (a description changed back): the new table waits
+            // for the background pool, and the old one holds the other text's vector.
+            let unchanged = locks::read(&self.table).unchanged_in(&catalog, &texts);
+            *locks::write(&self.table) = Arc::new(unchanged);
+            // The table is no longer that of the catalog the lane had: should that catalog
+            // come back before this one is embedded, it is swapped in again.
+            *fingerprint = None;
             let missing = self.missing(&texts);
-            if !missing.is_empty() {
-                let unchanged = {
-                    let known = locks::lock(&self.known);
-                    locks::read(&self.table).unchanged_in(&catalog, &texts, &known)
-                };
-                *locks::write(&self.table) = Arc::new(unchanged);
-                // The table is no longer that of the catalog the lane had: should that catalog
-                // come back before this one is embedded, it is swapped in again.
-                *fingerprint = None;
-            }
             let held: &mut Option<String> = &mut fingerprint;
             embedded +=
                 in_background(|| self.embed_and_swap(held, &catalog, &texts, &missing, &current));
@@ -214,18 +212,15 @@ impl Scanned {
     /// This table kept to the functions of `catalog` (its `texts`, in order) whose text is the
     /// one their vector here was made from, each with the hubness measured here (its neighbours
     /// barely move between two catalogs, and measuring it again costs as much as the table).
-    fn unchanged_in(
-        &self,
-        catalog: &Catalog,
-        texts: &[(blake3::Hash, String)],
-        known: &HashMap<blake3::Hash, Quantized>,
-    ) -> Scanned {
+    fn unchanged_in(&self, catalog: &Catalog, texts: &[(blake3::Hash, String)]) -> Scanned {
         let at: HashMap<&String, usize> = self.table.keys().iter().zip(0..).collect();
         let mut kept = Scanned::default();
         for (tool, (hash, _)) in catalog.tools().iter().zip(texts) {
-            let same = at.get(&tool.name).filter(|&&i| self.texts[i] == *hash);
-            if let (Some(&i), Some(vector)) = (same, known.get(hash)) {
-                kept.push(&tool.name, vector, *hash, self.hubness[i]);
+            let Some(&i) = at.get(&tool.name).filter(|&&i| self.texts[i] == *hash) else {
+                continue;
+            };
+            if let Some((_, vector)) = self.table.get(i) {
+                kept.push(&tool.name, &vector, *hash, self.hubness[i]);
             }
         }
         kept

@@ -856,6 +856,62 @@ fn until_a_catalog_is_embedded_only_its_unchanged_functions_keep_their_vectors()
     );
 }
 
+/// A description changed back to one the lane embedded before (every text known, nothing to
+/// embed) is not ranked by the other text's vector while the new table waits for the
+/// background pool (busy with a skill embedding, here held by the test).
+#[test]
+fn a_description_changed_back_is_not_ranked_by_the_other_texts_vector_meanwhile() {
+    let Some(model) = embedder() else { return };
+    let lane = Arc::new(FunctionLane::new(model));
+    let first = functions("alpha", 12);
+    lane.follow(|| first.clone());
+    let mut changed = tools("alpha", 12);
+    changed[0].description = "Resize an image to a thumbnail.".to_string();
+    let second = Arc::new(Catalog::build(&changed));
+    lane.follow(|| second.clone());
+    let thumbnail = |lane: &FunctionLane| -> Vec<String> {
+        let hits = lane
+            .nearest("resize an image to a thumbnail", 3)
+            .unwrap_or_default();
+        hits.into_iter().map(|hit| hit.key).collect()
+    };
+    assert_eq!(
+        thumbnail(&lane).first().map(String::as_str),
+        Some("alpha::f0")
+    );
+
+    // Every thread of the background pool held until `release` is dropped (on a failed
+    // assertion too: the other tests of this binary need the pool).
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = Mutex::new(held);
+    let (started, running) = std::sync::mpsc::channel::<usize>();
+    let blocker = std::thread::spawn(move || {
+        iii_directory::embed::in_background(|| {
+            rayon::broadcast(|context| {
+                started.send(context.num_threads()).expect("started");
+                let _ = held.lock().expect("held").recv();
+            })
+        })
+    });
+    let threads = running.recv().expect("a pool thread");
+    for _ in 1..threads {
+        running.recv().expect("every pool thread");
+    }
+    let following = {
+        let (lane, first) = (lane.clone(), first.clone());
+        std::thread::spawn(move || lane.follow(|| first.clone()))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !thumbnail(&lane).contains(&"alpha::f0".to_string()),
+        "{:?}",
+        thumbnail(&lane)
+    );
+    drop(release);
+    blocker.join().expect("blocker");
+    assert_eq!(following.join().expect("follow"), 0, "nothing to embed");
+}
+
 /// A catalog superseded while its texts are embedded is left after the chunk in progress:
 /// thousands of functions that had left the engine held both cores for minutes.
 #[test]
