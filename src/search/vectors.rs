@@ -174,6 +174,7 @@ impl FunctionLane {
         let mut scanned = Scanned::default();
         for (tool, (hash, _)) in catalog.tools().iter().zip(texts) {
             if let Some(vector) = known.get(hash) {
+                // Its hubness is measured below, over the whole table.
                 scanned.push(&tool.name, vector, *hash, 0.0);
             }
         }
@@ -203,6 +204,7 @@ fn texts_of(catalog: &Catalog) -> Vec<(blake3::Hash, String)> {
 }
 
 impl Scanned {
+    /// Adds `key`'s vector, made from the text hashed `text`, at the next position.
     fn push(&mut self, key: &str, vector: &Quantized, text: blake3::Hash, hubness: f32) {
         self.table.push(key.to_string(), vector);
         self.texts.push(text);
