@@ -1,8 +1,9 @@
 //! The embedding model, made available in the background at start: loaded from
-//! `search_model_path`, or with `search_model_download` fetched once into the cache folder
-//! beside the index (`embed::fetch`, its progress logged) and then loaded. Nothing waits for
-//! it: search is lexical until it is ready, and stays so, said once in the log, without one.
-//! The directory's skill vectors and the function search's lane start from it.
+//! `search_model_path`, or from the copy fetched into the cache folder beside the index, which
+//! `search_model_download` fetches once when it is not there (`embed::fetch`, its progress
+//! logged); a fetched copy damaged since it landed is removed and fetched again once. Nothing
+//! waits for it: search is lexical until it is ready, and stays so, said once in the log,
+//! without one. The directory's skill vectors and the function search's lane start from it.
 
 use std::path::Path;
 use std::sync::Arc;
