@@ -156,14 +156,13 @@ impl FunctionSearch {
             }
             _ => Vec::new(),
         };
-        let mut guidance =
-            response::guidance_for(&workers, &split.repeated, !installable.is_empty());
-        if by_words_only {
-            guidance.push(' ');
-            guidance.push_str(response::WORDS_ONLY_NOTE);
-        }
         Ok(Response {
-            guidance,
+            guidance: response::guidance_for(
+                &workers,
+                &split.repeated,
+                !installable.is_empty(),
+                by_words_only,
+            ),
             workers,
             installable,
             latency_ms: started.elapsed().as_secs_f64() * 1e3,

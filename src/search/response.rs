@@ -73,16 +73,27 @@ pub fn guidance(has_workers: bool, repeated: &[String], has_installable: bool) -
     text
 }
 
-/// [`guidance`] for `workers`, with [`NAMESPACE_NOTE`] when one of them needs it.
-pub fn guidance_for(workers: &[Worker], repeated: &[String], has_installable: bool) -> String {
+/// [`guidance`] for `workers`, with [`NAMESPACE_NOTE`] when one of them needs it, and
+/// [`WORDS_ONLY_NOTE`] when a capability was matched `by_words_only`.
+pub fn guidance_for(
+    workers: &[Worker],
+    repeated: &[String],
+    has_installable: bool,
+    by_words_only: bool,
+) -> String {
     let mut text = guidance(!workers.is_empty(), repeated, has_installable);
     let namespaced = workers
         .iter()
         .flat_map(|w| &w.functions)
         .any(|f| f.engine_namespace.is_some());
-    if namespaced {
-        text.push(' ');
-        text.push_str(NAMESPACE_NOTE);
+    for (wanted, note) in [
+        (namespaced, NAMESPACE_NOTE),
+        (by_words_only, WORDS_ONLY_NOTE),
+    ] {
+        if wanted {
+            text.push(' ');
+            text.push_str(note);
+        }
     }
     text
 }
