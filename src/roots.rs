@@ -55,6 +55,17 @@ impl Root {
         Root::ALL.into_iter().find(|r| *r as u8 == v)
     }
 
+    /// Whether the worker writes and deletes files in the root (on a caller's request over the
+    /// bus). The user-global agents folder is: its profiles are updated and deleted in place.
+    /// The two agents skills roots belong to other tools and are only read. (`config::layout`
+    /// checks the configured folders by the same list, below this module.)
+    pub fn writable(self) -> bool {
+        matches!(
+            self,
+            Root::Skills | Root::LocalSkills | Root::Agents | Root::GlobalAgents
+        )
+    }
+
     /// The configuration key naming this root, for messages.
     pub fn config_key(self) -> &'static str {
         match self {

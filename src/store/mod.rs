@@ -6,8 +6,9 @@
 //! following links ([`beneath`]): a write, a delete or a sweep can never land outside the root
 //! it was planned in, even when a folder on its way is swapped for a link while it runs.
 //!
-//! Temporary files are named `<file>.<pid>-<n>.tmp`: they never end in `.md`, so no scan and
-//! no watcher takes them for documents. A process killed mid-write leaves its temporary file
+//! Temporary files are named `<file>.<pid>-<n>.tmp`, where `<file>` is a markdown file or one of
+//! the worker's dot files: they never end in `.md`, so no scan and no watcher takes them for
+//! documents, and a user's file of that shape but another name is never taken for one. A process killed mid-write leaves its temporary file
 //! behind; the next reconcile that walks it removes those ([`sweep_found_temps`], fed by its
 //! walk), and `check` lists any that remain.
 
@@ -366,17 +367,28 @@ const STALE_AFTER: Duration = Duration::from_secs(3_600);
 /// Slack for file systems whose timestamps lag the clock (coarse mtime granularity).
 const CLOCK_SLACK: Duration = Duration::from_secs(2);
 
-/// The pid in a name of the form `<file>.<pid>-<n>.tmp` (`<file>` non-empty, `<pid>` and `<n>`
-/// decimal digits), or `None` for any other name: never ours to touch.
+/// The pid in a name of the form `<file>.<pid>-<n>.tmp` (`<pid>` and `<n>` decimal digits),
+/// where `<file>` is one this module writes ([`is_written_here`]), or `None` for any other
+/// name: never ours to touch. A user's `sales.2024-06.tmp` has the shape but not the file.
 pub fn temp_pid(name: &str) -> Option<u32> {
     let stem = name.strip_suffix(".tmp")?;
     let (file, tag) = stem.rsplit_once('.')?;
     let (pid, n) = tag.split_once('-')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if file.is_empty() || !digits(pid) || !digits(n) {
+    if !is_written_here(file) || !digits(pid) || !digits(n) {
         return None;
     }
     pid.parse().ok()
+}
+
+/// Whether a file of this name is one [`write_atomic`] writes: a markdown document (a skill, a
+/// prompt, a profile, in whatever case its extension is served) or one of the worker's own
+/// dot files (`.iii-skill-complete`). The only other file written so, a landing's commit
+/// record, lies in a staging folder no walk enters. No other name is swept.
+fn is_written_here(file: &str) -> bool {
+    let bytes = file.as_bytes();
+    let markdown = bytes.len() > 3 && bytes[bytes.len() - 3..].eq_ignore_ascii_case(b".md");
+    markdown || file.starts_with(".iii-")
 }
 
 /// Whether process `pid` exists, when the platform can say (`/proc`); `None` when it cannot.
@@ -648,6 +660,7 @@ mod tests {
     fn temp_names_are_recognised_exactly() {
         assert_eq!(temp_pid("x.md.123-4.tmp"), Some(123));
         assert_eq!(temp_pid(".iii-skill-complete.9-0.tmp"), Some(9));
+        assert_eq!(temp_pid("SKILL.MD.77-1.tmp"), Some(77));
         for not_ours in [
             "x.md.tmp",
             ".123-4.tmp",
@@ -659,6 +672,11 @@ mod tests {
             "x.md.123-4-5.tmp",
             "x.md",
             "notes.tmp",
+            // The shape, but files this module never writes: a user's.
+            "sales.2024-06.tmp",
+            "run.sh.123-4.tmp",
+            "x.mdx.123-4.tmp",
+            "iii-skill-complete.9-0.tmp",
         ] {
             assert_eq!(temp_pid(not_ours), None, "{not_ours}");
         }

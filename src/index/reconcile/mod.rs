@@ -326,7 +326,13 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
         return Vec::new();
     }
     let paths: Vec<std::path::PathBuf> = found.temps.iter().map(|(_, p)| p.clone()).collect();
-    let allowed: Vec<&std::path::Path> = roots.active().map(|(_, path)| path).collect();
+    // Only where the worker writes: a read-only root (reached directly or through a link from a
+    // writable one) holds other tools' files, whatever their names.
+    let allowed: Vec<&std::path::Path> = roots
+        .active()
+        .filter(|(root, _)| root.writable())
+        .map(|(_, path)| path)
+        .collect();
     let sweep = crate::store::sweep_found_temps(&allowed, &paths);
     let kept: HashSet<&std::path::PathBuf> = sweep.kept.iter().collect();
     for (key, path) in std::mem::take(&mut found.temps) {

@@ -291,3 +291,46 @@ fn check_lists_temporary_files_left_and_the_start_sweep_removes_dead_writers_one
     assert_eq!(skip_reason(&directory, &live), None);
     assert_matches_fresh(&tree, &directory);
 }
+
+#[test]
+fn the_sweep_removes_only_the_workers_own_temporaries_and_only_where_it_writes() {
+    let tree = Tree::new();
+    tree.mkdir("skills/iii")
+        .mkdir("agents")
+        .write("skills/ns/index.md", "# Ns\n\nServed.\n")
+        .write(".agents/skills/pdf/SKILL.md", "# Pdf\n\nServed.\n");
+    let mut child = std::process::Command::new("true").spawn().expect("spawn");
+    let dead = child.id();
+    child.wait().expect("wait");
+    // A user's files of the temporaries' shape that the worker never writes (no pid 2024 runs
+    // here, and an hour-old file is stale whoever named it), and a temporary of ours in the
+    // read-only agents skills root, reached directly and through a link from skills_folder.
+    symlink("../../.agents/skills/pdf", tree.path("skills/ns/ro")).expect("link");
+    let users = [
+        tree.path("skills/ns/data/sales.2024-06.tmp"),
+        tree.path("agents/report.2024-06.tmp"),
+        tree.path(&format!("skills/ns/run.sh.{dead}-0.tmp")),
+        tree.path(&format!(".agents/skills/pdf/more.md.{dead}-0.tmp")),
+    ];
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(7_200);
+    for path in &users {
+        fs::create_dir_all(path.parent().unwrap()).expect("mkdir");
+        fs::write(path, "precious").expect("write");
+        let file = fs::File::options().write(true).open(path).expect("open");
+        file.set_modified(an_hour_ago).expect("age");
+    }
+    let ours = tree.path(&format!("skills/ns/a.md.{dead}-0.tmp"));
+    fs::write(&ours, "partial").expect("write");
+    let directory = tree.open();
+    directory.reconcile().expect("reconcile");
+    assert!(!ours.exists(), "a dead writer's temporary is swept");
+    for path in &users {
+        assert_eq!(
+            fs::read_to_string(path).ok().as_deref(),
+            Some("precious"),
+            "{} kept",
+            path.display()
+        );
+    }
+    assert_matches_fresh(&tree, &directory);
+}
