@@ -56,6 +56,7 @@ use super::lock::{self, Entry, LockedSource, Route};
 use super::merge::merge;
 use super::review::{self, Review};
 use super::source::Source;
+use super::status;
 use super::{fetch, fetch_repo, url};
 
 /// How long a plan stays valid.
@@ -153,6 +154,9 @@ struct Planned {
     /// The sha256 of the `<name>.upstream` copy beside the file (an earlier conflict's), when
     /// there is one.
     copy: Option<String>,
+    /// The copy holds other bytes than the conflict wrote there ([`status::copy_edited`]): the user's
+    /// merge in progress, which no landing removes or writes over.
+    copy_edited: bool,
 }
 
 impl Planned {
@@ -182,7 +186,7 @@ impl Planned {
         let Some(copy) = &self.copy else {
             return false;
         };
-        if matches!(action, Action::KeepBeside) {
+        if self.copy_edited || matches!(action, Action::KeepBeside) {
             return false;
         }
         let locked = match self.up {
@@ -659,6 +663,11 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
         let current = disk.is_some() && disk == up_sha && !lacks_execute;
         let copy_rel = format!("{}{UPSTREAM_SUFFIX}", key.1);
         let copy = lock::file_sha256(&key.0.bundle_root(paths).join(&copy_rel)).map(|(_, sha)| sha);
+        let copy_edited = copy.as_ref().is_some_and(|copy| {
+            status::copy_edited(copy, base_sha.as_deref(), || {
+                guard::unedited(paths, &namespace, key.0, &copy_rel)
+            })
+        });
         if copy.is_some() {
             seen.insert((key.0, copy_rel), copy.clone());
         }
@@ -673,6 +682,7 @@ fn classify(paths: &Paths, entry: &Entry, bundle: &Bundle, large: u64) -> Plan {
             merged: None,
             current,
             copy,
+            copy_edited,
         });
     }
     // The review names what the update would add or change, not what stays.
@@ -928,6 +938,7 @@ impl Plan {
                     row["upstream_copy"] = json!({
                         "path": format!("{}{UPSTREAM_SUFFIX}", f.shown),
                         "removed_by": removed_by,
+                        "edited": f.copy_edited,
                     });
                 }
                 row
@@ -1157,6 +1168,9 @@ fn land_now(
                             ..up
                         });
                     }
+                    (Action::KeepBeside, Some(_)) if file.copy_edited => {
+                        return Err(edited_copy_in_the_way(&file.shown));
+                    }
                     (Action::KeepBeside, Some(up)) => {
                         let beside = format!("{}{UPSTREAM_SUFFIX}", up.rel);
                         decided.conflicts.push(json!({
@@ -1302,6 +1316,18 @@ fn land_now(
     }))
 }
 
+/// The refusal of a landing that would write a conflict's upstream text over a `<name>.upstream`
+/// copy the user edited since an earlier conflict wrote it.
+fn edited_copy_in_the_way(shown: &str) -> Error {
+    Error::coded(
+        Code::BundleConflict,
+        format!(
+            "{shown} conflicts with upstream again, and its copy {shown}{UPSTREAM_SUFFIX} holds edits made here since the last conflict wrote it; nothing was written. Finish that merge by hand, then move the copy aside or delete it and update again (or take upstream's file with on_conflict take-upstream, `download --force`)."
+        ),
+        &[],
+    )
+}
+
 /// What an applied plan's answer names as written: the bundle's files but those kept as the
 /// user has them (placed like the bundle's own), plus the merged ones.
 fn written_lists(plan: &Plan, (kept, merged): (&[File], &[String]), namespace: &str) -> Written {
@@ -1396,6 +1422,7 @@ mod tests {
             merged,
             current: false,
             copy: None,
+            copy_edited: false,
         }
     }
 

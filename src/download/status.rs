@@ -7,7 +7,8 @@
 //! `clean`; the three lists are always given, whatever the state. Beside them, `upstream_copies`
 //! names every `<name>.upstream` copy an update's conflict left, and `stale_upstream_copies` the
 //! ones whose conflict is settled (the file is clean again, the lock no longer lists it, or a
-//! later update moved past the copy's text); a stale copy makes an otherwise clean bundle
+//! later update moved past the copy's text), unless the user edited the copy since (their merge
+//! in progress, [`copy_edited`]); a stale copy makes an otherwise clean bundle
 //! `untracked`. Files are named as a
 //! download's response names them: relative to the namespace folder, `agents/<id>.md` for a
 //! profile. Nothing here writes, and nothing reads the index: the disk and the lock are the
@@ -27,7 +28,7 @@ use crate::request;
 use crate::store::is_temp_name;
 use crate::store::landing::Dest;
 
-use super::guard::{has_record, namespace_folder};
+use super::guard::{has_record, namespace_folder, unedited};
 use super::lock::{self, Entry, LockedSource, Route};
 use crate::rules::skip::UPSTREAM_SUFFIX;
 
@@ -184,7 +185,11 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
         let copy_path = root.join(format!("{}{UPSTREAM_SUFFIX}", file.path));
         if let Some((_, copy)) = lock::file_sha256(&copy_path) {
             let copy_name = format!("{name}{UPSTREAM_SUFFIX}");
-            if copy_is_stale(state, &copy, &file.sha256) {
+            let copy_rel = format!("{}{UPSTREAM_SUFFIX}", file.path);
+            let edited = copy_edited(&copy, Some(&file.sha256), || {
+                unedited(paths, &entry.namespace, file.route.dest(), &copy_rel)
+            });
+            if !edited && copy_is_stale(state, &copy, &file.sha256) {
                 stale.push(copy_name.clone());
             }
             copies.push(copy_name);
@@ -251,6 +256,15 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
         recorded: has_record(paths, &entry.namespace),
         detail: detail.then_some(files),
     }
+}
+
+/// Whether a conflict's `<name>.upstream` copy (its sha256 `copy`) was edited since the landing
+/// that wrote it. That landing locked the file at upstream's bytes, the copy's own, and listed
+/// the copy in the bundle's record: a copy holding neither the locked bytes (`locked`) nor what
+/// the record lists for it (`recorded`, asked only then) holds the user's work, which is never
+/// stale, never removed and never written over.
+pub fn copy_edited(copy: &str, locked: Option<&str>, recorded: impl FnOnce() -> bool) -> bool {
+    Some(copy) != locked && !recorded()
 }
 
 /// Whether an update's `<name>.upstream` copy (its sha256 `copy`) beside a locked file (in

@@ -925,8 +925,9 @@ fn plan_response() -> Value {
                         json!({
                             "path": string("the <name>.upstream copy an earlier conflict left beside the file"),
                             "removed_by": { "type": "array", "items": { "enum": ["keep-local", "take-upstream", "merge"] }, "description": "the on_conflict choices under which apply removes the copy, its conflict settled" },
+                            "edited": boolean("the copy was changed here since its conflict wrote it: the user's, never removed, and a new conflict over it is refused"),
                         }),
-                        &["path", "removed_by"],
+                        &["path", "removed_by", "edited"],
                     ),
                 }),
                 &["path", "route", "upstream", "local", "conflict"],

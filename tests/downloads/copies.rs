@@ -569,3 +569,87 @@ async fn an_apply_fires_events_only_for_the_families_it_changed() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_edited_here_is_never_removed_nor_written_over() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [
+        ("skill.md".to_string(), lines("skill", 4)),
+        ("notes.md".to_string(), lines("notes", 4)),
+    ]
+    .into();
+    publish(&s, "1.0.0", &v1);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+    let mine = lines("notes", 4).replace("notes line 1", "notes line 1, mine");
+    s.tree.write(&format!("skills/{NS}/notes.md"), &mine);
+    let mut v2 = v1.clone();
+    v2.insert(
+        "notes.md".into(),
+        lines("notes", 4).replace("notes line 1", "notes line 1, theirs"),
+    );
+    publish(&s, "2.0.0", &v2);
+    let landed = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download 2.0.0");
+    assert_eq!(landed["conflicts"][0]["path"], "notes.md", "{landed}");
+    // The user starts merging in the copy.
+    let merging = format!("{}my merge notes\n", v2["notes.md"]);
+    s.tree
+        .write(&format!("skills/{NS}/notes.md.upstream"), &merging);
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["upstream_copies"], json!(["notes.md.upstream"]));
+    assert_eq!(listed["stale_upstream_copies"], json!([]), "{listed}");
+
+    // 3.0.0 changes another file only: the conflict is still open, the copy stays.
+    let mut v3 = v2.clone();
+    v3.insert("skill.md".into(), lines("skill v3", 4));
+    publish(&s, "3.0.0", &v3);
+    let planned = plan::plan_update(&s.directory, &s.registry, &json!({"namespace": NS}))
+        .await
+        .expect("plan v3");
+    let notes = row(&planned, "notes.md");
+    assert_eq!(notes["upstream_copy"]["edited"], true, "{planned}");
+    assert_eq!(notes["upstream_copy"]["removed_by"], json!([]), "{planned}");
+    let landed = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download 3.0.0");
+    assert_eq!(landed["upstream_copies_removed"], json!([]), "{landed}");
+    assert_eq!(read(&s, "notes.md.upstream"), Some(merging.clone()));
+    assert_eq!(read(&s, "notes.md"), Some(mine.clone()));
+    assert_eq!(read(&s, "skill.md"), Some(v3["skill.md"].clone()));
+
+    // 4.0.0 changes notes.md again: a new conflict would write over the copy; refused whole,
+    // forced or not, until the user moves the copy aside.
+    let mut v4 = v3.clone();
+    v4.insert(
+        "notes.md".into(),
+        lines("notes", 4).replace("notes line 1", "notes line 1, theirs again"),
+    );
+    v4.insert("skill.md".into(), lines("skill v4", 4));
+    publish(&s, "4.0.0", &v4);
+    let refused = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect_err("a conflict over an edited copy");
+    let text = refused.to_string();
+    assert!(text.starts_with("D330"), "{text}");
+    assert!(text.contains("notes.md.upstream"), "{text}");
+    assert_eq!(read(&s, "notes.md.upstream"), Some(merging.clone()));
+    assert_eq!(
+        read(&s, "skill.md"),
+        Some(v3["skill.md"].clone()),
+        "nothing landed"
+    );
+    // Asked for upstream's file, the landing takes it and leaves the copy, the user's.
+    let forced = s
+        .download(FromRegistry, json!({"worker": NS, "force": true}))
+        .await
+        .expect("forced");
+    assert_eq!(forced["upstream_copies_removed"], json!([]), "{forced}");
+    assert_eq!(read(&s, "notes.md"), Some(v4["notes.md"].clone()));
+    assert_eq!(read(&s, "notes.md.upstream"), Some(merging));
+}
