@@ -145,25 +145,25 @@ pub async fn run(
 /// Lands a fetched bundle: a namespace the bundles lock already holds through an update plan
 /// applied at once (`plan`: local edits kept or merged three-way, `force` taking upstream; files
 /// upstream dropped stay, as the contract keeps siblings), any other through [`land()`]. An empty
-/// bundle writes nothing, not even a lock entry, locked or not.
+/// bundle of a namespace nobody downloaded writes nothing, not even a lock entry; one of a
+/// locked namespace (upstream emptied its folder) moves the lock to the new pin, which then
+/// lists no file, and every file stays where it is.
 pub async fn settle(
     directory: &Arc<Directory>,
     registry: &Registry,
     bundle: Bundle,
     on_edited: OnEdited,
 ) -> Result<Landed> {
-    if !bundle.files.is_empty() {
-        plan::remember_base(registry, &bundle);
-        let settings = directory.settings();
-        // Refused before any plan, as a first landing refuses it.
-        review::allow(
-            &review::review(&bundle, settings.download_large_file_bytes),
-            settings.download_allow_executables,
-        )?;
-        let planned = plan::land_locked(directory, registry, bundle.clone(), on_edited.into());
-        if let Some(landed) = planned.await? {
-            return Ok(landed);
-        }
+    plan::remember_base(registry, &bundle);
+    let settings = directory.settings();
+    // Refused before any plan, as a first landing refuses it.
+    review::allow(
+        &review::review(&bundle, settings.download_large_file_bytes),
+        settings.download_allow_executables,
+    )?;
+    let planned = plan::land_locked(directory, registry, bundle.clone(), on_edited.into());
+    if let Some(landed) = planned.await? {
+        return Ok(landed);
     }
     let directory = directory.clone();
     tokio::task::spawn_blocking(move || land(&directory, bundle, on_edited))

@@ -653,3 +653,28 @@ async fn a_copy_edited_here_is_never_removed_nor_written_over() {
     assert_eq!(read(&s, "notes.md"), Some(v4["notes.md"].clone()));
     assert_eq!(read(&s, "notes.md.upstream"), Some(merging));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_emptying_a_locked_bundle_moves_the_lock_and_keeps_every_file() {
+    let s = Setup::new();
+    let v1: BTreeMap<String, String> = [("a.md".to_string(), lines("a", 3))].into();
+    publish(&s, "1.0.0", &v1);
+    s.download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("first download");
+    publish(&s, "2.0.0", &BTreeMap::new());
+    let landed = s
+        .download(FromRegistry, json!({"worker": NS}))
+        .await
+        .expect("download the empty 2.0.0");
+    // The answer of a locked namespace's download, with nothing written and nothing removed.
+    assert_eq!(landed["skills_written"], json!([]), "{landed}");
+    assert_eq!(landed["removed"], json!([]), "{landed}");
+    assert_eq!(landed["conflicts"], json!([]), "{landed}");
+    assert_eq!(read(&s, "a.md"), Some(v1["a.md"].clone()), "siblings stay");
+    // The lock follows upstream: the next look for updates finds none to offer again.
+    let listed = status_of(&s, BundlesFunction::Get);
+    assert_eq!(listed["source"]["version"], "2.0.0", "{listed}");
+    assert_eq!(listed["files"], 0, "{listed}");
+    assert_eq!(listed["untracked"], json!(["a.md"]), "{listed}");
+}
