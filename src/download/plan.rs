@@ -539,7 +539,7 @@ async fn make(
 fn refuse_another_origin(entry: &Entry, source: &Source) -> Result<()> {
     let same = match (&entry.source, source) {
         (LockedSource::Repo { repo: locked, .. }, Source::Repo { repo, .. }) => {
-            *locked == url::without_credentials(repo)
+            url::same_repository(locked, repo)
         }
         (LockedSource::Registry { .. }, Source::Registry { .. }) => true,
         _ => false,

@@ -1102,7 +1102,8 @@ fn a_re_download_across_commits_merges_a_local_edit_three_way() {
 
 /// A locked namespace keeps its origin: a download of the same skill name from another
 /// repository is refused with nothing written (the lock would silently point elsewhere), and
-/// `--force` replaces the bundle. Another branch of the same repository is the same origin.
+/// `--force` replaces the bundle. Another branch of the same repository is the same origin, and
+/// so is the same repository spelled another way (a trailing `/`).
 #[test]
 fn a_download_from_another_origin_into_a_locked_namespace_is_refused_unless_forced() {
     let f = Fixture::new(Behaviour::Serve);
@@ -1112,6 +1113,7 @@ fn a_download_from_another_origin_into_a_locked_namespace_is_refused_unless_forc
         repo.publish("v1");
     }
     let (first, second) = (f.server.url("first"), f.server.url("second"));
+    f.download(&format!("{first}/"), "sw", None);
     f.download(&first, "sw", None);
     let stderr = f.refused(&["download", "--repo", &second, "--skill", "sw"]);
     assert!(
