@@ -31,10 +31,10 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["worker", "version", "tag"], requires = "skill")]
     pub repo: Option<String>,
     /// The folder under the repository's skills/ to copy.
-    #[arg(long, requires = "repo")]
+    #[arg(long, requires = "repo", conflicts_with = "worker")]
     pub skill: Option<String>,
     /// The branch to clone (default main).
-    #[arg(long, requires = "repo")]
+    #[arg(long, requires = "repo", conflicts_with = "worker")]
     pub branch: Option<String>,
     /// A worker published in the registry.
     #[arg(long)]
@@ -157,6 +157,15 @@ fn summary(response: &Value, indexed: &str, took: Duration) -> String {
             .map(|v| v.iter().filter_map(entry).collect())
             .unwrap_or_default()
     };
+    // `kept_local` names the merged files too (the contract's list); here "kept as you have
+    // them" says only what stayed untouched.
+    let merged = list(&response["merged"]);
+    let kept: Vec<Value> = list(&response["kept_local"])
+        .into_iter()
+        .filter(|path| !merged.contains(path))
+        .map(Value::from)
+        .collect();
+    let kept = Value::from(kept);
     let source = &response["source"];
     let from = match source["kind"].as_str() {
         Some("repo") => format!(
@@ -187,7 +196,7 @@ fn summary(response: &Value, indexed: &str, took: Duration) -> String {
         (&response["system_prompts_written"], "system prompts"),
         (&response["agents_written"], "agent profiles"),
         (
-            &response["kept_local"],
+            &kept,
             "kept as you have them (--force replaces those the bundle installed and you edited)",
         ),
         (&response["merged"], "merged with your edits"),

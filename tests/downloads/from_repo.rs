@@ -1091,6 +1091,11 @@ fn a_re_download_across_commits_merges_a_local_edit_three_way() {
         stdout.contains("\n  merged with your edits (1): components.md"),
         "{stdout}"
     );
+    // Kept as the user has it: the conflicting file only; the merged one was rewritten.
+    assert!(
+        stdout.contains("\n  kept as you have them (--force replaces those the bundle installed and you edited) (1): layouts/grid.md\n"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains(
             "\n  conflicts: yours kept, merge upstream's text by hand, then delete its copy (1): layouts/grid.md (upstream's text in layouts/grid.md.upstream)"
@@ -1098,6 +1103,21 @@ fn a_re_download_across_commits_merges_a_local_edit_three_way() {
         "{stdout}"
     );
     f.assert_no_clone_left();
+}
+
+/// A repository's options beside a registry worker are a usage error (status 2, as clap says of
+/// any), never a request the download refuses later.
+#[test]
+fn repository_options_beside_a_worker_are_a_usage_error() {
+    let f = Fixture::new(Behaviour::Serve);
+    for extra in [["--skill", "x"], ["--branch", "b"]] {
+        let mut args = vec!["download", "--worker", "mw"];
+        args.extend(extra);
+        let out = f.cli(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot be used with"), "{args:?}: {stderr}");
+    }
 }
 
 /// A locked namespace keeps its origin: a download of the same skill name from another
