@@ -372,14 +372,12 @@ fn guarded_git() -> Command {
     }
     // No prompt: a question nobody answers holds the download until its timeout. git asks
     // for a name and password on the terminal (`GIT_TERMINAL_PROMPT`) or through a program
-    // (`GIT_ASKPASS`, `core.askPass`, `SSH_ASKPASS`: an empty `GIT_ASKPASS` stops that search,
-    // unless the user set one, to answer for clones as CI does: theirs stands); ssh asks for a passphrase or a host key's approval on the terminal (none, see
+    // (`GIT_ASKPASS`, `core.askPass`, `SSH_ASKPASS`: an empty `GIT_ASKPASS` stops that
+    // search); ssh asks for a passphrase or a host key's approval on the terminal (none, see
     // `setsid` below) or in a dialog, which needs a display before OpenSSH 8.4 and is
     // refused by `SSH_ASKPASS_REQUIRE=never` from 8.4 on (a value the user set stands).
-    if std::env::var_os("GIT_ASKPASS").is_none_or(|program| program.is_empty()) {
-        git.env("GIT_ASKPASS", "");
-    }
     git.env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ASKPASS", "")
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
         .env("GIT_PROTOCOL_FROM_USER", "0")

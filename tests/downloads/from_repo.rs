@@ -452,11 +452,43 @@ fn guards_refuse_before_git_runs() {
 #[test]
 fn an_ssh_download_runs_the_ssh_command_the_user_configured() {
     let f = Fixture::new(Behaviour::Serve);
-    let (mut command, called) = ssh_download(
-        &f,
-        "if (: </dev/tty) 2>/dev/null; then t=tty; else t=no-tty; fi\necho \"$t $*\"",
-    );
+    let called = f.tmp.path().join("ssh-called");
+    let ssh = f.tmp.path().join("my-ssh");
+    std::fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\n\
+             if (: </dev/tty) 2>/dev/null; then t=tty; else t=no-tty; fi\n\
+             echo \"$t $*\" > '{}'\n\
+             exit 255\n",
+            called.display()
+        ),
+    )
+    .expect("ssh script");
+    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let gitconfig = f.tmp.path().join("gitconfig");
+    std::fs::write(
+        &gitconfig,
+        format!("[core]\n\tsshCommand = {}\n", ssh.display()),
+    )
+    .expect("gitconfig");
     let before = tree_state(f.compose.base());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
+    command
+        .args([
+            "download",
+            "--repo",
+            "ssh://git@127.0.0.1:1/skills.git",
+            "--skill",
+            "frontend-design",
+        ])
+        .env("III_COMPOSE_DIR", f.compose.base())
+        .env("TMPDIR", f.tmp.path())
+        .env("GIT_CONFIG_GLOBAL", &gitconfig)
+        .env_remove("GIT_SSH_COMMAND")
+        .env_remove("GIT_SSH")
+        .env_remove("RUST_LOG");
     // Run on a terminal of its own, as a person would, so that only git's session keeps ssh
     // from it.
     let terminal = Terminal::open();
@@ -474,60 +506,6 @@ fn an_ssh_download_runs_the_ssh_command_the_user_configured() {
     assert!(seen.contains("127.0.0.1"), "{seen}");
     // Without a terminal of its own, ssh could not have asked anything of a person.
     assert!(seen.starts_with("no-tty "), "{seen}");
-}
-
-/// An askpass program the user set (to answer for a clone in CI, say) is the one git and ssh
-/// are given; without one, git's search for a dialog is stopped by an empty one.
-#[test]
-fn an_askpass_program_the_user_set_stands() {
-    let f = Fixture::new(Behaviour::Serve);
-    for (set, seen) in [(Some("/opt/ci/askpass"), "/opt/ci/askpass"), (None, "")] {
-        let (mut command, called) = ssh_download(&f, "echo \"askpass=[$GIT_ASKPASS]\"");
-        match set {
-            Some(program) => command.env("GIT_ASKPASS", program),
-            None => command.env_remove("GIT_ASKPASS"),
-        };
-        let out = command.output().expect("run iii-directory");
-        assert!(!out.status.success());
-        let recorded = std::fs::read_to_string(&called).expect("the ssh command ran");
-        assert_eq!(recorded.trim(), format!("askpass=[{seen}]"), "{set:?}");
-    }
-}
-
-/// A `download` of an ssh URL whose ssh command (`core.sshCommand`) runs the shell line `line`
-/// with its output into the file answered beside the command, then fails.
-fn ssh_download(f: &Fixture, line: &str) -> (Command, PathBuf) {
-    let called = f.tmp.path().join("ssh-called");
-    let ssh = f.tmp.path().join("my-ssh");
-    std::fs::write(
-        &ssh,
-        format!("#!/bin/sh\n({line}) > '{}'\nexit 255\n", called.display()),
-    )
-    .expect("ssh script");
-    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let gitconfig = f.tmp.path().join("gitconfig");
-    std::fs::write(
-        &gitconfig,
-        format!("[core]\n\tsshCommand = {}\n", ssh.display()),
-    )
-    .expect("gitconfig");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_iii-directory"));
-    command
-        .args([
-            "download",
-            "--repo",
-            "ssh://git@127.0.0.1:1/skills.git",
-            "--skill",
-            "frontend-design",
-        ])
-        .env("III_COMPOSE_DIR", f.compose.base())
-        .env("TMPDIR", f.tmp.path())
-        .env("GIT_CONFIG_GLOBAL", &gitconfig)
-        .env_remove("GIT_SSH_COMMAND")
-        .env_remove("GIT_SSH")
-        .env_remove("RUST_LOG");
-    (command, called)
 }
 
 /// A pseudo-terminal, made the controlling terminal of a command started with it.
