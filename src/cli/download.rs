@@ -228,6 +228,48 @@ fn summary(response: &Value, indexed: &str, took: Duration) -> String {
             out.push_str(&format!(", … and {more} more"));
         }
     }
+    if let Some(problem) = response["base_problem"].as_str() {
+        out.push_str(&format!(
+            "\n  no three-way merge was tried, so edits that would have merged are conflicts: {problem}"
+        ));
+    }
     out.push_str(&format!("\n{indexed}"));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_why_no_merge_was_tried_and_keeps_merged_files_out_of_kept() {
+        let response = json!({
+            "namespace": "mailer",
+            "source": {"kind": "registry", "worker": "mailer", "tag": "latest"},
+            "skills_written": ["a.md"],
+            "kept_local": ["a.md", "b.md"],
+            "merged": ["a.md"],
+            "conflicts": [{"path": "b.md", "upstream_copy": "b.md.upstream"}],
+            "base_problem": "the registry no longer serves mailer@1.0.0",
+            "review": {},
+        });
+        let text = summary(&response, "index updated", Duration::from_secs(1));
+        assert!(
+            text.contains("\n  merged with your edits (1): a.md"),
+            "{text}"
+        );
+        assert!(text.contains("(1): b.md\n"), "{text}");
+        assert!(
+            text.contains(
+                "no three-way merge was tried, so edits that would have merged are conflicts: the registry no longer serves mailer@1.0.0"
+            ),
+            "{text}"
+        );
+        let without = summary(
+            &json!({"namespace": "mailer", "source": {}, "review": {}}),
+            "index updated",
+            Duration::from_secs(1),
+        );
+        assert!(!without.contains("three-way"), "{without}");
+    }
 }

@@ -1032,12 +1032,14 @@ struct Applied {
     merged: Vec<String>,
     conflicts: Vec<Value>,
     copies_removed: Vec<String>,
+    /// Why no three-way merge was tried (the plan's `base_problem`), when a conflict needed one.
+    base_problem: Option<String>,
 }
 
 impl Applied {
     fn answer(&self) -> Value {
         let r = &self.landed.response;
-        json!({
+        let mut answer = json!({
             "plan_id": self.plan_id,
             "namespace": r["namespace"],
             "written": self.written,
@@ -1047,7 +1049,11 @@ impl Applied {
             "conflicts": self.conflicts,
             "upstream_copies_removed": self.copies_removed,
             "source": self.source,
-        })
+        });
+        if let Some(problem) = &self.base_problem {
+            answer["base_problem"] = json!(problem);
+        }
+        answer
     }
 }
 
@@ -1291,7 +1297,12 @@ fn land_now(
         return Ok(None);
     }
     let kept_local = decided.kept_local.clone();
-    let response = json!({
+    // Said only where it explains something: conflicts a merge could have settled.
+    let base_problem = plan
+        .base_problem
+        .clone()
+        .filter(|_| !decided.conflicts.is_empty());
+    let mut response = json!({
         "namespace": namespace,
         "skills_written": merged_written.skills,
         "system_prompts_written": merged_written.system_prompts,
@@ -1304,6 +1315,9 @@ fn land_now(
         "removed": decided.removed,
         "upstream_copies_removed": decided.copies_removed,
     });
+    if let Some(problem) = &base_problem {
+        response["base_problem"] = json!(problem);
+    }
     Ok(Some(Applied {
         landed: Landed { response, paths },
         plan_id: plan.id.clone(),
@@ -1313,6 +1327,7 @@ fn land_now(
         merged: decided.merged,
         conflicts: decided.conflicts,
         copies_removed: decided.copies_removed,
+        base_problem,
     }))
 }
 

@@ -442,6 +442,7 @@ fn download_response() -> Value {
             )),
             "removed": names("files removed (always empty for a download, which keeps files upstream dropped)"),
             "upstream_copies_removed": names("re-download of a locked bundle: <name>.upstream copies of earlier conflicts that this landing settled, removed"),
+            "base_problem": string("re-download of a locked bundle with conflicts: why no three-way merge was tried (the locked version could not be fetched again), when none was"),
             "review": object(
                 json!({
                     "executables": names("executable files (a mode bit, #!, or a program)"),
@@ -856,6 +857,7 @@ fn bundles_functions() -> Vec<Function> {
                         &["path"],
                     )),
                     "upstream_copies_removed": names("<name>.upstream copies of earlier conflicts that this landing settled, removed"),
+                    "base_problem": string("with conflicts: why no three-way merge was tried (the locked version could not be fetched again), when none was"),
                     "source": { "type": "object", "description": "the locked source now" },
                 }),
                 &[
