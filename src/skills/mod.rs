@@ -9,6 +9,7 @@ mod get;
 mod list;
 mod listed;
 mod overview;
+mod placement;
 pub mod resources;
 mod rows;
 mod search;

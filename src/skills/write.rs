@@ -25,6 +25,8 @@ use crate::rules::Source;
 use crate::rules::skill::{Visibility, identity, parse_id};
 use crate::store::{self, Mode};
 
+use super::placement::{Landing, check_not_hiding_agents_skill, check_not_hiding_bundled};
+
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),
     next("directory::skills::list", "browse skill ids"),
@@ -51,23 +53,10 @@ pub fn create(
     let id = parse_id(&req.id)?;
     check_reserved(&id)?;
     let namespace = first_segment(&id);
-    // A global agents skill is refused like a project one: the created folder would shadow the
-    // user's skill in this project without a word (the global root is the lowest precedence).
-    let agents_root = match id.contains('/') {
-        true => reader.agents_namespace_root(namespace)?,
-        false => None,
-    };
-    if let Some(root) = agents_root {
-        return Err(Error::coded(
-            Code::SkillPlacementRefused,
-            format!(
-                "namespace {namespace} is reserved by a system-installed skill under an agents skills root ({}); edit it with its owning tool, or copy it into skills_folder on disk to fork it.",
-                roots.path(root).display(),
-                namespace = quoted(namespace)
-            ),
-            &[],
-        ));
-    }
+    let path = roots.path(Root::Skills).join(file_for(&req.id, &id));
+    let landing = Landing::of(roots, &path);
+    // Before the existence check: `<ns>/index` of an agents skill is the namespace's own.
+    check_not_hiding_agents_skill(reader, roots, &landing, &id)?;
     if visibility.would_hide(&id) {
         return Err(Error::coded(
             Code::SkillPlacementRefused,
@@ -91,7 +80,6 @@ pub fn create(
             None => Error::coded(Code::SkillExists, exists, &NEXT_ON_CONFLICT),
         });
     }
-    let path = roots.path(Root::Skills).join(file_for(&req.id, &id));
     check_inside(
         roots.path(Root::Skills),
         &path,
@@ -101,7 +89,7 @@ pub fn create(
     if path.exists() {
         return Err(file_exists(Code::SkillExists, &path, &NEXT_ON_CONFLICT));
     }
-    check_not_hiding_bundled(reader, roots, &path, &id)?;
+    check_not_hiding_bundled(reader, &landing, &id)?;
     // After the existence checks: an id the local folder serves, or a file skipped at the
     // target, exists (D114).
     check_not_overridden(
@@ -131,36 +119,6 @@ pub fn create(
         touched: vec![path],
         event: ChangeEvent::skill("create", &id),
     })
-}
-
-/// Refuses a create whose file would start the folder of a namespace the worker's bundled
-/// skills serve (`iii-directory/x`, or `iii/iii-directory/x` in the default local folder): the
-/// bundled skills give way whole to such a folder (a fork on disk), so all of them would be
-/// hidden without a word. (A top-level file `iii/iii-directory.md` hides none of them: it takes
-/// the bare id, and the overview is listed as `iii-directory/index`, as any such pair is.)
-fn check_not_hiding_bundled(reader: &Reader, roots: &Roots, path: &Path, id: &str) -> Result<()> {
-    let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
-    let rel = match path.strip_prefix(local) {
-        Ok(rel) if local != skills => rel,
-        _ => path.strip_prefix(skills).unwrap_or(path),
-    };
-    let mut parts = rel.iter();
-    let (Some(namespace), Some(_)) = (parts.next().and_then(|p| p.to_str()), parts.next()) else {
-        return Ok(());
-    };
-    let bundled = reader.bundled_skills_served(namespace)?;
-    if bundled == 0 {
-        return Ok(());
-    }
-    Err(Error::coded(
-        Code::SkillPlacementRefused,
-        format!(
-            "namespace {ns} holds the worker's {bundled} bundled skills (read-only); creating {id} would start a {namespace}/ folder on disk, which takes the namespace over and would hide them all. Use a namespace of your own, or copy the bundled skills into skills_folder/{namespace}/ on disk (`get --raw` gives each file) to fork them.",
-            ns = quoted(namespace),
-            id = quoted(id),
-        ),
-        &[],
-    ))
 }
 
 /// `prompts`, `system-prompts` and `agents` segments make a path something other than a skill.

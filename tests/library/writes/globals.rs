@@ -199,6 +199,16 @@ fn global_skills_are_read_only_and_their_namespace_is_not_created_into() {
         json!({"id": "pdf/index", "content": BODY}),
     );
     assert_eq!(code, Some(Code::SkillPlacementRefused.text()));
+    // Nor through the default local folder, whose new `pdf/` would shadow it as well.
+    for id in ["iii/pdf/notes", "iii/pdf/SKILL.md"] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some(Code::SkillPlacementRefused.text()), "{message}");
+        assert!(message.contains(&global), "{message}");
+    }
+    assert!(!env.path("skills/iii/pdf").exists());
     // Elsewhere a create lands in skills_folder as always.
     env.ok(
         WriteFunction::SkillsCreate,

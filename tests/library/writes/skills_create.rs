@@ -526,6 +526,41 @@ fn skills_create_refuses_to_start_a_local_namespace_that_hides_a_global_one() {
     );
 }
 
+/// In the default layout `iii/<ns>/…` lands in `local_skills_folder` and starts a folder of
+/// namespace `<ns>` there, which shadows an agents skill `<ns>` as `skills_folder/<ns>/` would:
+/// refused (D115) as `<ns>/…` is, with nothing written and the agents skill still served.
+#[test]
+fn skills_create_refuses_a_local_folder_that_hides_an_agents_skill() {
+    let env = Env::new(standard);
+    let root = env.path(".agents/skills").display().to_string();
+    for (id, shown) in [
+        ("iii/impeccable/x", "iii/impeccable/x"),
+        ("iii/impeccable/SKILL.md", "iii/impeccable/index"),
+    ] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        assert!(
+            message.contains("namespace \"impeccable\" is reserved"),
+            "{message}"
+        );
+        assert!(message.contains(&root), "{message}");
+        assert!(
+            message.contains(&format!("{shown:?} would start a impeccable/ folder")),
+            "{message}"
+        );
+    }
+    assert!(!env.path("skills/iii/impeccable").exists());
+    assert_eq!(
+        env.read(ReadFunction::SkillsGet, json!({"id": "impeccable"}))["path"],
+        env.path(".agents/skills/impeccable/SKILL.md")
+            .display()
+            .to_string()
+    );
+}
+
 /// The worker's bundled skills (`iii-directory/…`) give way whole to a folder of their
 /// namespace on disk: a create that would start that folder (in `skills_folder`, or in the
 /// default local folder as `iii/iii-directory/…`) would hide them all, and is refused with
