@@ -9,10 +9,9 @@ use serde_json::Value;
 
 use crate::code::Code;
 use crate::doc::{MAX_FILE_BYTES, as_read, frontmatter};
-use crate::error::{Error, Next, Result, quoted};
+use crate::error::{Error, Next, Result};
 use crate::events::ChangeEvent;
 use crate::roots::{Root, Roots};
-use crate::rules::spec::SKILL_FILE;
 use crate::store::StoreError;
 use crate::store::way::{Blocked, check_way};
 use crate::time::Stamp;
@@ -94,49 +93,6 @@ pub fn check_not_overridden(roots: &Roots, top: &str, what: &str, code: Code) ->
         format!(
             "{what} would be written in skills_folder/{top}/, which local_skills_folder overrides with its own {top}/ folder ({}): no read would see it. Write it on disk in that folder, or move that folder away.",
             overriding.display()
-        ),
-        &[],
-    ))
-}
-
-/// Refuses a create in `skills_folder` whose file lands inside `local_skills_folder` (which
-/// sits inside it by default, as `skills/iii`) and starts there a namespace `skills_folder`
-/// serves too: the new local folder (or file) would override that namespace whole, hiding
-/// every skill in it (`iii/pptx/note` hides `pptx`). `id` is the id asked for.
-pub fn check_not_shadowing(roots: &Roots, target: &Path, id: &str, code: Code) -> Result<()> {
-    let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
-    let Ok(rel) = target.strip_prefix(local) else {
-        return Ok(());
-    };
-    if local == skills {
-        return Ok(());
-    }
-    let rel = rel.to_string_lossy();
-    let namespace = match rel.split_once('/') {
-        Some((first, _)) => first.to_string(),
-        None => rel.trim_end_matches(".md").to_string(),
-    };
-    let present = |root: &Path| {
-        root.join(&namespace).exists() || root.join(format!("{namespace}.md")).exists()
-    };
-    // Already a local namespace: its skills are the local ones, and nothing new is hidden.
-    // The local folder itself is no namespace of `skills_folder` to protect.
-    let hides = !present(local) && present(skills) && skills.join(&namespace) != local;
-    if !hides {
-        return Ok(());
-    }
-    // A `SKILL.md` is created by naming it (`<folder>/SKILL.md`); another file by its id.
-    let local_id = match Path::new(&*rel).file_name() == Some(SKILL_FILE.as_ref()) {
-        true => &*rel,
-        false => rel.trim_end_matches(".md"),
-    };
-    Err(Error::coded(
-        code,
-        format!(
-            "skill {} would start a {namespace} namespace in local_skills_folder ({}), which overrides skills_folder's {namespace} whole and would hide every skill in it. Create it as {} in skills_folder, or make that override on disk if it is what you want.",
-            quoted(id),
-            local.display(),
-            quoted(local_id)
         ),
         &[],
     ))

@@ -10,6 +10,7 @@ use crate::code::Code;
 use crate::error::{Error, Result, quoted};
 use crate::index::Reader;
 use crate::roots::{Root, Roots};
+use crate::rules::spec::SKILL_FILE;
 
 /// Where a create's file lands: the root whose reading of it wins, and its path there.
 pub(super) struct Landing<'a> {
@@ -111,4 +112,51 @@ pub(super) fn check_not_hiding_bundled(
         ),
         &[],
     ))
+}
+
+/// Refuses a create whose file lands in `local_skills_folder` (inside `skills_folder` by
+/// default, as `skills/iii`) and starts there a namespace `skills_folder` serves too: the new
+/// local folder (or file) would override that namespace whole, hiding every skill in it
+/// (`iii/pptx/note` hides `pptx`). `id` is the id asked for.
+pub(super) fn check_not_shadowing(roots: &Roots, landing: &Landing<'_>, id: &str) -> Result<()> {
+    if !landing.in_local() {
+        return Ok(());
+    }
+    let (skills, local) = (roots.path(Root::Skills), roots.path(Root::LocalSkills));
+    let rel = landing.rel.to_string_lossy();
+    let namespace = match rel.split_once('/') {
+        Some((first, _)) => first.to_string(),
+        None => rel.trim_end_matches(".md").to_string(),
+    };
+    let present = |root: &Path| {
+        root.join(&namespace).exists() || root.join(format!("{namespace}.md")).exists()
+    };
+    // Already a local namespace: its skills are the local ones, and nothing new is hidden.
+    if present(local) || !present(skills) {
+        return Ok(());
+    }
+    // A `SKILL.md` is created by naming it (`<folder>/SKILL.md`); another file by its id.
+    let local_id = match landing.rel.file_name() == Some(SKILL_FILE.as_ref()) {
+        true => &*rel,
+        false => rel.trim_end_matches(".md"),
+    };
+    // The local folder is itself (or lies within) that namespace of `skills_folder`.
+    let message = match local.starts_with(skills.join(&namespace)) {
+        true => format!(
+            "skill {} would start a {namespace}/ folder in local_skills_folder ({}), which lies in skills_folder's own namespace {}: the new folder would take that namespace over, hiding every skill skills_folder serves under {}, and the file would be served as {}, not as the id asked for. Create it as {} instead.",
+            quoted(id),
+            local.display(),
+            quoted(&namespace),
+            quoted(&format!("{namespace}/")),
+            quoted(local_id),
+            quoted(local_id)
+        ),
+        false => format!(
+            "skill {} would start a {namespace} namespace in local_skills_folder ({}), which overrides skills_folder's {namespace} whole and would hide every skill in it. Create it as {} in skills_folder, or make that override on disk if it is what you want.",
+            quoted(id),
+            local.display(),
+            quoted(local_id)
+        ),
+    };
+    Err(Error::coded(Code::SkillPlacementRefused, message, &[]))
 }

@@ -15,8 +15,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
-    Outcome, check_content, check_inside, check_not_overridden, check_not_shadowing, file_exists,
-    modified_at, store_error, touched, writable_roots,
+    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
+    store_error, touched, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -25,7 +25,9 @@ use crate::rules::Source;
 use crate::rules::skill::{Visibility, identity, parse_id};
 use crate::store::{self, Mode};
 
-use super::placement::{Landing, check_not_hiding_agents_skill, check_not_hiding_bundled};
+use super::placement::{
+    Landing, check_not_hiding_agents_skill, check_not_hiding_bundled, check_not_shadowing,
+};
 
 const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::skills::update", "edit the existing skill"),
@@ -98,7 +100,7 @@ pub fn create(
         &format!("skill {}", quoted(&id)),
         Code::SkillPlacementRefused,
     )?;
-    check_not_shadowing(roots, &path, &id, Code::SkillPlacementRefused)?;
+    check_not_shadowing(roots, &landing, &id)?;
     check_content(&req.content)?;
     store::write_atomic(
         &[roots.path(Root::Skills)],

@@ -561,6 +561,45 @@ fn skills_create_refuses_a_local_folder_that_hides_an_agents_skill() {
     );
 }
 
+/// In the default layout the local folder is itself `skills_folder`'s namespace `iii`: an
+/// `iii/iii/…` create would start a local `iii/` folder, which takes that namespace over, so
+/// the new file is served as `iii/…` one level up (never as the id answered) and every other
+/// `iii/…` row of `skills_folder` vanishes. Refused (D115), nothing written, rows kept.
+#[test]
+fn skills_create_refuses_an_iii_folder_inside_the_local_folder() {
+    let env = Env::new(|tree| {
+        standard(tree);
+        tree.write("skills/iii/newns/x.md", BODY)
+            .write("skills/iii/index.md", "# Local index\n\nx\n");
+    });
+    let listed = |env: &Env| {
+        names(
+            &env.read(ReadFunction::SkillsList, json!({"prefix": "iii/"})),
+            "skills",
+            "id",
+        )
+    };
+    let before = listed(&env);
+    assert!(before.contains(&"iii/newns/x".to_string()), "{before:?}");
+    for (id, served) in [("iii/iii/x", "iii/x"), ("iii/iii/SKILL.md", "iii/SKILL.md")] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        assert!(
+            message.contains(&format!("would be served as {served:?}")),
+            "{message}"
+        );
+        assert!(
+            message.contains("hiding every skill skills_folder serves under \"iii/\""),
+            "{message}"
+        );
+        assert!(!env.path("skills/iii/iii").exists(), "{id}");
+    }
+    assert_eq!(listed(&env), before);
+}
+
 /// The worker's bundled skills (`iii-directory/…`) give way whole to a folder of their
 /// namespace on disk: a create that would start that folder (in `skills_folder`, or in the
 /// default local folder as `iii/iii-directory/…`) would hide them all, and is refused with
