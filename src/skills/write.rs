@@ -100,7 +100,7 @@ pub fn create(
         &format!("skill {}", quoted(&id)),
         Code::SkillPlacementRefused,
     )?;
-    check_not_shadowing(roots, &landing, &id)?;
+    check_not_shadowing(reader, roots, &landing, &id)?;
     check_content(&req.content)?;
     store::write_atomic(
         &[roots.path(Root::Skills)],

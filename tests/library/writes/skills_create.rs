@@ -486,7 +486,6 @@ fn skills_create_refuses_to_start_a_local_namespace_that_hides_a_global_one() {
     let env = Env::new(standard);
     for (id, shown, local_id) in [
         ("iii/mailer/note", "iii/mailer/note", "mailer/note"),
-        ("iii/kit", "iii/kit", "kit"),
         // An Agent Skill is created by naming its file: so is the suggestion.
         ("iii/mailer/SKILL.md", "iii/mailer/index", "mailer/SKILL.md"),
     ] {
@@ -598,6 +597,75 @@ fn skills_create_refuses_an_iii_folder_inside_the_local_folder() {
         assert!(!env.path("skills/iii/iii").exists(), "{id}");
     }
     assert_eq!(listed(&env), before);
+}
+
+/// `iii/<x>` lands as the local file `<x>.md`, served as `<x>` from `local_skills_folder`, which
+/// wins: it takes the id `<x>` from the skill `get <x>` answers now (a single file, a folder's
+/// overview, an agents skill). The refusal names that skill, and its next step works.
+#[test]
+fn skills_create_refuses_a_local_file_that_takes_an_id_over() {
+    let env = Env::new(|tree| {
+        standard(tree);
+        tree.write("skills/hello.md", "# Hello\n\nHi.\n");
+    });
+    for (id, taken, file) in [
+        ("iii/hello", "hello", "skills/hello.md"),
+        ("iii/kit", "kit", "skills/kit/SKILL.md"),
+        (
+            "iii/impeccable",
+            "impeccable",
+            ".agents/skills/impeccable/SKILL.md",
+        ),
+    ] {
+        let (code, message) = env.coded(
+            WriteFunction::SkillsCreate,
+            json!({"id": id, "content": BODY}),
+        );
+        assert_eq!(code, Some("D115"), "{id}: {message}");
+        assert!(
+            message.starts_with(&format!(
+                "D115 invalid_input: skill {id:?} would also be served as {taken:?} from local_skills_folder ("
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains(&env.path(file).display().to_string()),
+            "{message}"
+        );
+        assert!(!message.contains("namespace"), "{message}");
+        assert!(!env.path(&format!("skills/{id}.md")).exists(), "{id}");
+    }
+    // The next step it gives for a writable skill is one that works.
+    let (_, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "iii/hello", "content": BODY}),
+    );
+    assert!(
+        message
+            .ends_with("To change that skill, update \"hello\"; for a new one, choose another id."),
+        "{message}"
+    );
+    env.ok(
+        WriteFunction::SkillsUpdate,
+        json!({"id": "hello", "content": BODY}),
+        Family::Skills,
+        skill_event("update", "hello"),
+    );
+    let (_, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "iii/impeccable", "content": BODY}),
+    );
+    assert!(
+        message.ends_with("It is read-only: choose another id."),
+        "{message}"
+    );
+    // The bundled overview's bare id is taken the same way.
+    let (code, message) = env.coded(
+        WriteFunction::SkillsCreate,
+        json!({"id": "iii/iii-directory", "content": BODY}),
+    );
+    assert_eq!(code, Some("D115"), "{message}");
+    assert!(message.contains("(bundled with the worker)"), "{message}");
 }
 
 /// The worker's bundled skills (`iii-directory/…`) give way whole to a folder of their
