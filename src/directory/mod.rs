@@ -877,7 +877,8 @@ impl Directory {
     /// Every served `SKILL.md` checked against the Agent Skills specification (`check --spec`):
     /// the checks stored at reconcile, plus the folder rule.
     /// A `SKILL.md` the index does not serve, or serves with its frontmatter ignored or read
-    /// line by line, is noted with the reason.
+    /// line by line, is noted with the reason; so is one in another case under an agents skills
+    /// root, which the index never records (the folders of those roots are listed for it).
     pub fn spec_check(&self) -> Result<SpecSummary> {
         self.catch_up();
         skills::spec::check(&self.index.read()?, &self.roots)

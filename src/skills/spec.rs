@@ -3,13 +3,13 @@
 //! `rules::spec`) plus the one that depends on where it sits (its name equals its folder's).
 //! The checks inform: a file the spec rejects is served all the same.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::ser::SerializeStruct;
 
 use crate::error::Result;
 use crate::index::{Reader, Specs};
-use crate::roots::Roots;
+use crate::roots::{Root, Roots};
 use crate::rules::Source;
 use crate::rules::skill::SkillRow;
 use crate::rules::skip::SkipReason;
@@ -61,8 +61,9 @@ pub struct SpecSummary {
     /// The ones breaking at least one rule, warnings included, in on-disk id order.
     pub files: Vec<SpecReport>,
     /// What the worker does with a `SKILL.md` beyond the rules: not served (and so not
-    /// checked), served as an ordinary skill (its name's case differs), or served with its
-    /// frontmatter ignored or read line by line.
+    /// checked), its name's case differs (a skills root serves it as an ordinary skill, an
+    /// agents skills root not at all), or served with its frontmatter ignored or read line by
+    /// line.
     pub notes: Vec<SpecNote>,
 }
 
@@ -201,7 +202,68 @@ pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
             });
         }
     }
+    summary.notes.extend(misnamed_agents_skill_files(roots));
     Ok(summary)
+}
+
+/// The `SKILL.md` files of the agents skills roots (the project's and the global one) named in
+/// another case (`<dir>/skill.md`). Those roots are walked shallow, for the exact name alone, so
+/// such a file is neither a row nor a skipped entry of the index, and only a look at the disk
+/// finds it. Only real folders and files are looked at: a link is the walk's to judge (it
+/// may lead outside the roots), and a link the walk follows to such a file is rare enough.
+fn misnamed_agents_skill_files(roots: &Roots) -> Vec<SpecNote> {
+    let mut notes = Vec::new();
+    for (root, dir) in roots.active() {
+        if matches!(root, Root::AgentsSkills | Root::GlobalAgentsSkills) {
+            for path in real_entries(dir, |t| t.is_dir()).flat_map(misnamed_skill_files) {
+                notes.push(SpecNote {
+                    root: root.config_key(),
+                    path: path.display().to_string(),
+                    note: format!(
+                        "not served, so not checked: this root serves a folder by its {} alone, \
+                         the exact name agents look for; rename the file to {}",
+                        spec::SKILL_FILE,
+                        spec::SKILL_FILE
+                    ),
+                });
+            }
+        }
+    }
+    notes
+}
+
+/// The files of `folder` named `SKILL.md` in another case, in name order. On a file system
+/// that ignores case the walk opened such a file as `SKILL.md` and serves it: none then.
+fn misnamed_skill_files(folder: PathBuf) -> Vec<PathBuf> {
+    let files: Vec<PathBuf> = real_entries(&folder, |t| t.is_file()).collect();
+    let name = |path: &PathBuf| path.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+    let exact = files
+        .iter()
+        .any(|p| name(p).as_deref() == Some(spec::SKILL_FILE));
+    if !exact && folder.join(spec::SKILL_FILE).is_file() {
+        return Vec::new();
+    }
+    files
+        .into_iter()
+        .filter(|p| name(p).is_some_and(|n| named_skill_md(&n) && n != spec::SKILL_FILE))
+        .collect()
+}
+
+/// The entries of `dir` whose own type (a link not followed) `kind` accepts, in name order; none
+/// when it cannot be listed (the walk says why, where it matters).
+fn real_entries(
+    dir: &Path,
+    kind: impl Fn(std::fs::FileType) -> bool,
+) -> std::vec::IntoIter<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(&kind))
+        .map(|entry| entry.path())
+        .collect();
+    paths.sort();
+    paths.into_iter()
 }
 
 /// What `check --spec` says of a `SKILL.md` the index skipped, or serves with a problem.

@@ -380,3 +380,46 @@ fn functions_and_skills_index_are_served_and_inherited_through_extends() {
         "{refused}"
     );
 }
+
+/// An agents skills root serves a folder by its exact `SKILL.md` alone, so a `skill.md` in
+/// another case is neither served nor skipped by the index: `check --spec` notes it, in the
+/// project's root and the global one alike (in `skills_folder` it is a row, noted already).
+#[test]
+fn check_spec_notes_a_skill_md_in_another_case_under_the_agents_roots() {
+    let env = Env::with_config(
+        |t| {
+            global_tree(t);
+            t.write(".agents/skills/lowonly/skill.md", &agents_skill("lowonly"))
+                .write(
+                    &format!("{GLOBAL_SKILLS}/glow/Skill.md"),
+                    &agents_skill("glow"),
+                );
+        },
+        globals_on,
+    );
+    for id in ["lowonly", "glow"] {
+        let missing = env.read_err(ReadFunction::SkillsGet, json!({"id": id}));
+        assert!(missing.contains("D110"), "{missing}");
+    }
+    let spec = env.directory.spec_check().expect("spec check");
+    for (file, root) in [
+        (".agents/skills/lowonly/skill.md", "agents_skills_folder"),
+        (
+            "home/.agents/skills/glow/Skill.md",
+            "global_agents_skills_folder",
+        ),
+    ] {
+        let path = env.path(file).display().to_string();
+        let note = spec
+            .notes
+            .iter()
+            .find(|n| n.path == path)
+            .unwrap_or_else(|| panic!("{file} noted: {:?}", spec.notes));
+        assert_eq!(note.root, root);
+        assert!(
+            note.note.starts_with("not served, so not checked: ") && note.note.contains("SKILL.md"),
+            "{}",
+            note.note
+        );
+    }
+}
