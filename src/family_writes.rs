@@ -113,6 +113,7 @@ pub fn store_error(e: StoreError, code: Code, link_code: Code, next: &[Next]) ->
     match e {
         StoreError::Exists(path) => file_exists(code, &path, next),
         StoreError::Link { path, root } => outside(link_code, &path, &root, &[]),
+        e @ StoreError::LinkToNonDocument { .. } => Error::coded(link_code, e.to_string(), &[]),
         other => other.into(),
     }
 }

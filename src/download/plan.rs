@@ -1175,7 +1175,7 @@ fn land_now(
                         });
                     }
                     (Action::KeepBeside, Some(_)) if file.copy_edited => {
-                        return Err(edited_copy_in_the_way(&file.shown));
+                        return Err(edited_copy_in_the_way(file));
                     }
                     (Action::KeepBeside, Some(up)) => {
                         let beside = format!("{}{UPSTREAM_SUFFIX}", up.rel);
@@ -1297,11 +1297,17 @@ fn land_now(
         return Ok(None);
     }
     let kept_local = decided.kept_local.clone();
-    // Said only where it explains something: conflicts a merge could have settled.
-    let base_problem = plan
-        .base_problem
-        .clone()
-        .filter(|_| !decided.conflicts.is_empty());
+    // Said only where it explains something: a conflict on a file edited here, which a merge
+    // could have settled (a file made by hand, or kept by keep-local, never merges).
+    let base_problem = plan.base_problem.clone().filter(|_| {
+        plan.files.iter().any(|f| {
+            f.local == Local::Modified
+                && decided
+                    .conflicts
+                    .iter()
+                    .any(|c| c["path"] == f.shown.as_str())
+        })
+    });
     let mut response = json!({
         "namespace": namespace,
         "skills_written": merged_written.skills,
@@ -1332,12 +1338,22 @@ fn land_now(
 }
 
 /// The refusal of a landing that would write a conflict's upstream text over a `<name>.upstream`
-/// copy the user edited since an earlier conflict wrote it.
-fn edited_copy_in_the_way(shown: &str) -> Error {
+/// copy the user edited since an earlier conflict wrote it (as far as the lock and the bundle's
+/// record tell: bytes neither lists).
+fn edited_copy_in_the_way(file: &Planned) -> Error {
+    let shown = &file.shown;
+    // Taking upstream replaces a file the bundle installed; a file made here by hand gets its
+    // copy beside it whatever is asked, so only moving the copy helps there.
+    let or_take = match file.local {
+        Local::Present => "",
+        _ => {
+            " Or take upstream's file (on_conflict take-upstream, `download --force`), which leaves the copy as it is."
+        }
+    };
     Error::coded(
         Code::BundleConflict,
         format!(
-            "{shown} conflicts with upstream again, and its copy {shown}{UPSTREAM_SUFFIX} holds edits made here since the last conflict wrote it; nothing was written. Finish that merge by hand, then move the copy aside or delete it and update again (or take upstream's file with on_conflict take-upstream, `download --force`)."
+            "{shown} conflicts with upstream again, and its copy {shown}{UPSTREAM_SUFFIX} holds bytes neither the bundles lock nor the bundle's record lists for it (edits made here since the last conflict wrote it, as far as they tell); nothing was written. Finish that merge by hand, move the copy aside or delete it, and update again; or apply an update plan with on_conflict keep-local, which keeps your file and writes no copy.{or_take}"
         ),
         &[],
     )

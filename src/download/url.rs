@@ -23,35 +23,44 @@ pub fn without_credentials(repo: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Whether two URLs name the same repository, however they are spelled: the same host (in any
-/// case, with any user or credentials) and the same path (with or without a trailing `/` or
-/// `.git`), over any transport (`https://host/a/b`, `ssh://git@host/a/b.git` and
-/// `git@host:a/b` are one repository). A bundle locked from one spelling may be updated from
-/// another; a different host or path is another repository.
+/// case) and the same path (with or without a trailing `/` or `.git`), over any transport
+/// (`https://host/a/b`, `https://user:token@host/a/b.git/` and `ssh://git@host/a/b` are one
+/// repository). A path relative to the ssh user's home (`git@host:a/b`, `ssh://git@host/~/a`)
+/// is that user's: another user, or the same path from the root, is another repository. A
+/// bundle locked from one spelling may be updated from another; nothing else is the same.
 pub fn same_repository(a: &str, b: &str) -> bool {
     repository_key(a) == repository_key(b)
 }
 
-/// A URL's host (lower case, with its port when it names one) and path, normalized as
-/// [`same_repository`] compares them.
-fn repository_key(repo: &str) -> (String, String) {
-    let (authority, path) = match repo.split_once("://") {
+/// What [`same_repository`] compares: the host (lower case, with its port when the URL names
+/// one), the user whose home a relative path starts in (`None` for a path from the root), and
+/// the path without slashes or `.git` around it.
+fn repository_key(repo: &str) -> (String, Option<String>, String) {
+    let (authority, path, relative) = match repo.split_once("://") {
         Some((_, rest)) => {
             let rest = rest.split(['?', '#']).next().unwrap_or_default();
             let end = rest.find('/').unwrap_or(rest.len());
-            (&rest[..end], &rest[end..])
+            let path = &rest[end..];
+            (&rest[..end], path, path.starts_with("/~"))
         }
-        // scp-like: `[user@]host:path`.
-        None => repo.split_once(':').unwrap_or((repo, "")),
+        // scp-like, `[user@]host:path`: relative unless the path starts at the root.
+        None => {
+            let (authority, path) = repo.split_once(':').unwrap_or((repo, ""));
+            (authority, path, !path.starts_with('/'))
+        }
     };
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
+    let (user, host) = match authority.rsplit_once('@') {
+        // The user's name, never a password after it.
+        Some((user, host)) => (user.split(':').next().unwrap_or_default(), host),
+        None => ("", authority),
+    };
     let path = path.trim_matches('/');
     let path = path
         .strip_suffix(".git")
         .unwrap_or(path)
         .trim_end_matches('/');
-    (host.to_ascii_lowercase(), path.to_string())
+    let home = relative.then(|| user.to_string());
+    (host.to_ascii_lowercase(), home, path.to_string())
 }
 
 #[cfg(test)]
@@ -60,32 +69,52 @@ mod tests {
 
     #[test]
     fn one_repository_spelled_many_ways_is_one_repository() {
-        let spellings = [
-            "https://github.com/acme/skills",
-            "https://github.com/acme/skills/",
-            "https://github.com/acme/skills.git",
-            "https://GitHub.com/acme/skills.git/",
-            "https://user:token@github.com/acme/skills",
-            "ssh://git@github.com/acme/skills.git",
-            "git@github.com:acme/skills.git",
-            "github.com:acme/skills",
+        let groups: [&[&str]; 2] = [
+            &[
+                "https://github.com/acme/skills",
+                "https://github.com/acme/skills/",
+                "https://github.com/acme/skills.git",
+                "https://GitHub.com/acme/skills.git/",
+                "https://user:token@github.com/acme/skills",
+                "ssh://git@github.com/acme/skills.git",
+            ],
+            &[
+                "git@github.com:acme/skills.git",
+                "git@GitHub.com:acme/skills/",
+            ],
         ];
-        for a in spellings {
-            for b in spellings {
-                assert!(same_repository(a, b), "{a} {b}");
+        for group in groups {
+            for a in group {
+                for b in group {
+                    assert!(same_repository(a, b), "{a} {b}");
+                }
             }
         }
-        for other in [
-            "https://github.com/acme/skills-2",
-            "https://github.com/Acme/skills",
-            "https://gitlab.com/acme/skills",
-            "https://github.com/acme",
-            "ssh://git@github.com:2222/acme/skills.git",
+        for (a, b) in [
+            (
+                "https://github.com/acme/skills",
+                "https://github.com/acme/skills-2",
+            ),
+            (
+                "https://github.com/acme/skills",
+                "https://github.com/Acme/skills",
+            ),
+            (
+                "https://github.com/acme/skills",
+                "https://gitlab.com/acme/skills",
+            ),
+            ("https://github.com/acme/skills", "https://github.com/acme"),
+            (
+                "https://github.com/acme/skills",
+                "ssh://git@github.com:2222/acme/skills",
+            ),
+            // Paths from a user's home: each user's own.
+            ("alice@host:skills.git", "bob@host:skills.git"),
+            ("ssh://alice@host/~/skills", "ssh://bob@host/~/skills"),
+            ("git@host:skills", "git@host:/skills"),
+            ("git@host:skills", "ssh://git@host/skills"),
         ] {
-            assert!(
-                !same_repository("https://github.com/acme/skills", other),
-                "{other}"
-            );
+            assert!(!same_repository(a, b), "{a} {b}");
         }
     }
 

@@ -216,13 +216,20 @@ fn misnamed_agents_skill_files(roots: &Roots) -> Vec<SpecNote> {
     for (root, dir) in roots.active() {
         if matches!(root, Root::AgentsSkills | Root::GlobalAgentsSkills) {
             for path in real_entries(dir, |t| t.is_dir()).flat_map(misnamed_skill_files) {
+                // Renaming over a SKILL.md beside it would replace the one served.
+                let next = match path.with_file_name(spec::SKILL_FILE).is_file() {
+                    true => format!(
+                        "its folder's {} is the one served: merge this file into it, then remove it",
+                        spec::SKILL_FILE
+                    ),
+                    false => format!("rename the file to {}", spec::SKILL_FILE),
+                };
                 notes.push(SpecNote {
                     root: root.config_key(),
                     path: path.display().to_string(),
                     note: format!(
                         "not served, so not checked: this root serves a folder by its {} alone, \
-                         the exact name agents look for; rename the file to {}",
-                        spec::SKILL_FILE,
+                         the exact name agents look for; {next}",
                         spec::SKILL_FILE
                     ),
                 });

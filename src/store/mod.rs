@@ -51,6 +51,15 @@ pub enum StoreError {
     /// leads elsewhere (or was swapped in while the write ran). Nothing was written.
     #[error("{} would lead outside {} through a symbolic link", path.display(), root.display())]
     Link { path: PathBuf, root: PathBuf },
+    /// The target is a symbolic link to a file that is not a markdown document (a script, the
+    /// bundles lock): markdown is never written through it. Nothing was written.
+    #[error(
+        "{} is a symbolic link to {}, which is not a markdown document, and a write goes through \
+         a link only to another document; edit that file itself, or replace the link with a file",
+        path.display(),
+        target.display()
+    )]
+    LinkToNonDocument { path: PathBuf, target: PathBuf },
     /// The root the target is under is a file (or a link to one), not a folder: a setting
     /// pointed at the wrong path. Nothing was written.
     #[error(
@@ -228,7 +237,9 @@ pub fn may_read(path: &Path) -> bool {
 /// scan when it leads inside the roots, and two ids then read one file: replacing the link by
 /// a file would part them (and show in git as a type change), so the write goes where the link
 /// leads and the link stays. A link leading outside `roots` (or into a read-only root) is
-/// [`StoreError::Link`]: nothing is written through it. As with folders ([`locate`]), the
+/// [`StoreError::Link`], one to a file of the roots that is not a markdown document (a script,
+/// the bundles lock) [`StoreError::LinkToNonDocument`]: nothing is written through either. As
+/// with folders ([`locate`]), the
 /// link is resolved once, here; the write itself follows no link.
 fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     if !fs::symlink_metadata(dest).is_ok_and(|meta| meta.is_symlink()) {
@@ -238,21 +249,27 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     let real = dest.canonicalize().map_err(io_error("write", dest))?;
     // Only to another document: a link to the bundles lock or a script is not one to write
     // markdown through.
-    let document = real.extension().is_some_and(|e| e == "md") && real.is_file();
-    let in_a_root = || {
-        roots.iter().find_map(|root| {
-            let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
-            (!rel.as_os_str().is_empty()).then(|| root.join(rel))
-        })
+    let beneath = roots.iter().find_map(|root| {
+        let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
+        (!rel.as_os_str().is_empty()).then(|| root.join(rel))
+    });
+    let Some(beneath) = beneath else {
+        // Outside: where it leads is not said (it may be any file of the machine).
+        return Err(StoreError::Link {
+            path: dest.to_path_buf(),
+            root: roots
+                .iter()
+                .find(|root| dest.starts_with(root))
+                .map_or_else(|| dest.to_path_buf(), |root| root.to_path_buf()),
+        });
     };
-    let beneath = if document { in_a_root() } else { None };
-    beneath.ok_or_else(|| StoreError::Link {
-        path: dest.to_path_buf(),
-        root: roots
-            .iter()
-            .find(|root| dest.starts_with(root))
-            .map_or_else(|| dest.to_path_buf(), |root| root.to_path_buf()),
-    })
+    if !(real.extension().is_some_and(|e| e == "md") && real.is_file()) {
+        return Err(StoreError::LinkToNonDocument {
+            path: dest.to_path_buf(),
+            target: beneath,
+        });
+    }
+    Ok(beneath)
 }
 
 /// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
@@ -382,13 +399,11 @@ pub fn temp_pid(name: &str) -> Option<u32> {
 }
 
 /// Whether a file of this name is one [`write_atomic`] writes: a markdown document (a skill, a
-/// prompt, a profile, in whatever case its extension is served) or one of the worker's own
+/// prompt, a profile: `.md`, the one extension served) or one of the worker's own
 /// dot files (`.iii-skill-complete`). The only other file written so, a landing's commit
 /// record, lies in a staging folder no walk enters. No other name is swept.
 fn is_written_here(file: &str) -> bool {
-    let bytes = file.as_bytes();
-    let markdown = bytes.len() > 3 && bytes[bytes.len() - 3..].eq_ignore_ascii_case(b".md");
-    markdown || file.starts_with(".iii-")
+    (file.len() > 3 && file.ends_with(".md")) || file.starts_with(".iii-")
 }
 
 /// Whether process `pid` exists, when the platform can say (`/proc`); `None` when it cannot.
@@ -630,7 +645,12 @@ mod tests {
         fs::write(root.join("ns/lock.json"), "{}").unwrap();
         std::os::unix::fs::symlink("ns/lock.json", root.join("lock.md")).unwrap();
         let e = write_atomic(&[&root], &root.join("lock.md"), b"x", Mode::Update).unwrap_err();
-        assert!(matches!(e, StoreError::Link { .. }), "{e}");
+        // Said as it is: inside the root, but no document.
+        assert!(
+            matches!(&e, StoreError::LinkToNonDocument { target, .. } if target.ends_with("ns/lock.json")),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("outside"), "{e}");
         assert_eq!(fs::read(root.join("ns/lock.json")).unwrap(), b"{}");
         // The worker's own files are replaced at their name, link or not (a download's marker).
         let written = write_atomic(&[&root], &root.join("lock.md"), b"mine", Mode::Replace);
@@ -660,7 +680,6 @@ mod tests {
     fn temp_names_are_recognised_exactly() {
         assert_eq!(temp_pid("x.md.123-4.tmp"), Some(123));
         assert_eq!(temp_pid(".iii-skill-complete.9-0.tmp"), Some(9));
-        assert_eq!(temp_pid("SKILL.MD.77-1.tmp"), Some(77));
         for not_ours in [
             "x.md.tmp",
             ".123-4.tmp",
@@ -677,6 +696,7 @@ mod tests {
             "run.sh.123-4.tmp",
             "x.mdx.123-4.tmp",
             "iii-skill-complete.9-0.tmp",
+            "Notes.MD.2024-06.tmp",
         ] {
             assert_eq!(temp_pid(not_ours), None, "{not_ours}");
         }

@@ -325,9 +325,23 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
     if found.temps.is_empty() {
         return Vec::new();
     }
-    let paths: Vec<std::path::PathBuf> = found.temps.iter().map(|(_, p)| p.clone()).collect();
-    // Only where the worker writes: a read-only root (reached directly or through a link from a
-    // writable one) holds other tools' files, whatever their names.
+    // Only where the worker writes: a read-only root (reached directly, through a link from a
+    // writable one, or nested inside one) holds other tools' files, whatever their names.
+    let read_only: Vec<std::path::PathBuf> = roots
+        .active()
+        .filter(|(root, _)| !root.writable())
+        .filter_map(|(_, path)| path.canonicalize().ok())
+        .collect();
+    let in_read_only = |path: &std::path::Path| {
+        let folder = path.parent().and_then(|folder| folder.canonicalize().ok());
+        folder.is_some_and(|folder| read_only.iter().any(|root| folder.starts_with(root)))
+    };
+    let paths: Vec<std::path::PathBuf> = found
+        .temps
+        .iter()
+        .map(|(_, p)| p.clone())
+        .filter(|p| !in_read_only(p))
+        .collect();
     let allowed: Vec<&std::path::Path> = roots
         .active()
         .filter(|(root, _)| root.writable())

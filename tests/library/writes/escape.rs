@@ -304,7 +304,7 @@ fn the_sweep_removes_only_the_workers_own_temporaries_and_only_where_it_writes()
     child.wait().expect("wait");
     // A user's files of the temporaries' shape that the worker never writes (no pid 2024 runs
     // here, and an hour-old file is stale whoever named it), and a temporary of ours in the
-    // read-only agents skills root, reached directly and through a link from skills_folder.
+    // read-only agents skills root, which the walk reaches through a link from skills_folder.
     symlink("../../.agents/skills/pdf", tree.path("skills/ns/ro")).expect("link");
     let users = [
         tree.path("skills/ns/data/sales.2024-06.tmp"),

@@ -390,6 +390,8 @@ fn check_spec_notes_a_skill_md_in_another_case_under_the_agents_roots() {
         |t| {
             global_tree(t);
             t.write(".agents/skills/lowonly/skill.md", &agents_skill("lowonly"))
+                .write(".agents/skills/twice/SKILL.md", &agents_skill("twice"))
+                .write(".agents/skills/twice/skill.md", &agents_skill("twice"))
                 .write(
                     &format!("{GLOBAL_SKILLS}/glow/Skill.md"),
                     &agents_skill("glow"),
@@ -417,9 +419,22 @@ fn check_spec_notes_a_skill_md_in_another_case_under_the_agents_roots() {
             .unwrap_or_else(|| panic!("{file} noted: {:?}", spec.notes));
         assert_eq!(note.root, root);
         assert!(
-            note.note.starts_with("not served, so not checked: ") && note.note.contains("SKILL.md"),
+            note.note.starts_with("not served, so not checked: ")
+                && note.note.ends_with("rename the file to SKILL.md"),
             "{}",
             note.note
         );
     }
+    // Beside a served SKILL.md, renaming would replace it: the note says to merge instead.
+    let twice = env
+        .path(".agents/skills/twice/skill.md")
+        .display()
+        .to_string();
+    let note = spec.notes.iter().find(|n| n.path == twice);
+    let note = note.unwrap_or_else(|| panic!("twice noted: {:?}", spec.notes));
+    assert!(
+        note.note.contains("merge this file into it"),
+        "{}",
+        note.note
+    );
 }
