@@ -154,8 +154,8 @@ struct Planned {
     /// The sha256 of the `<name>.upstream` copy beside the file (an earlier conflict's), when
     /// there is one.
     copy: Option<String>,
-    /// The copy holds other bytes than the conflict wrote there ([`status::copy_edited`]): the user's
-    /// merge in progress, which no landing removes or writes over.
+    /// The copy holds other bytes than the conflict wrote there ([`status::copy_edited`]): the
+    /// user's merge in progress, which no landing removes or writes over.
     copy_edited: bool,
 }
 

@@ -8,9 +8,9 @@
 //!
 //! Temporary files are named `<file>.<pid>-<n>.tmp`, where `<file>` is a markdown file or one of
 //! the worker's dot files: they never end in `.md`, so no scan and no watcher takes them for
-//! documents, and a user's file of that shape but another name is never taken for one. A process killed mid-write leaves its temporary file
-//! behind; the next reconcile that walks it removes those ([`sweep_found_temps`], fed by its
-//! walk), and `check` lists any that remain.
+//! documents, and a user's file of that shape but another name is never taken for one. A
+//! process killed mid-write leaves its temporary file behind; the next reconcile that walks it
+//! removes those ([`sweep_found_temps`], fed by its walk), and `check` lists any that remain.
 
 pub mod beneath;
 pub mod landing;
@@ -239,16 +239,14 @@ pub fn may_read(path: &Path) -> bool {
 /// leads and the link stays. A link leading outside `roots` (or into a read-only root) is
 /// [`StoreError::Link`], one to a file of the roots that is not a markdown document (a script,
 /// the bundles lock) [`StoreError::LinkToNonDocument`]: nothing is written through either. As
-/// with folders ([`locate`]), the
-/// link is resolved once, here; the write itself follows no link.
+/// with folders ([`locate`]), the link is resolved once, here; the write itself follows no
+/// link.
 fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     if !fs::symlink_metadata(dest).is_ok_and(|meta| meta.is_symlink()) {
         return Ok(dest.to_path_buf());
     }
     // Broken, or a loop: there is no file to write (the scan lists it in `check`).
     let real = dest.canonicalize().map_err(io_error("write", dest))?;
-    // Only to another document: a link to the bundles lock or a script is not one to write
-    // markdown through.
     let beneath = roots.iter().find_map(|root| {
         let rel = real.strip_prefix(root.canonicalize().ok()?).ok()?;
         (!rel.as_os_str().is_empty()).then(|| root.join(rel))
@@ -263,6 +261,8 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
                 .map_or_else(|| dest.to_path_buf(), |root| root.to_path_buf()),
         });
     };
+    // Only to another document: a link to the bundles lock or a script is not one to write
+    // markdown through.
     if !(real.extension().is_some_and(|e| e == "md") && real.is_file()) {
         return Err(StoreError::LinkToNonDocument {
             path: dest.to_path_buf(),
