@@ -85,10 +85,11 @@ pub(crate) fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
     let line = |k: &str| one_line(&s(k));
     match kind {
         KindOne::Skill => format!(
-            "# {} ({})\npath: {}\n\n{}",
+            "# {} ({})\npath: {}\n{}\n{}",
             line("title"),
             line("id"),
             s("path"),
+            spec_problems(&response["problems"]),
             s("body")
         ),
         KindOne::SystemPrompt => {
@@ -119,6 +120,29 @@ pub(crate) fn render_one(kind: KindOne, response: &Value, raw: bool) -> String {
             out.push_str(&s("system_prompt"));
             out
         }
+    }
+}
+
+/// A served `SKILL.md`'s Agent Skills problems (the answer's `problems`), a line each, as
+/// `check --spec` lists them; nothing when it has none.
+fn spec_problems(problems: &Value) -> String {
+    let lines: Vec<String> = problems
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let s = |k: &str| p[k].as_str().unwrap_or_default();
+            format!(
+                "{} {}: {}\n",
+                s("code"),
+                s("severity"),
+                one_line(s("message"))
+            )
+        })
+        .collect();
+    match lines.is_empty() {
+        true => String::new(),
+        false => format!("Agent Skills problems (check --spec):\n{}", lines.concat()),
     }
 }
 
@@ -254,5 +278,24 @@ mod tests {
             ],
             "{text}"
         );
+    }
+
+    /// A skill's Agent Skills problems are printed under its path, one line each, as `--json`
+    /// answers them; a skill without problems keeps the plain heading.
+    #[test]
+    fn a_skill_is_shown_with_its_agent_skills_problems() {
+        let response = serde_json::json!({
+            "id": "pdf", "title": "Pdf", "path": "/p/pdf/SKILL.md", "body": "# Pdf\n",
+            "problems": [{ "code": "S117", "severity": "error", "message": "the name\ndiffers" }],
+        });
+        let text = super::render_one(super::KindOne::Skill, &response, false);
+        assert_eq!(
+            text,
+            "# Pdf (pdf)\npath: /p/pdf/SKILL.md\nAgent Skills problems (check --spec):\nS117 error: the name differs\n\n# Pdf\n"
+        );
+        let mut clean = response.clone();
+        clean.as_object_mut().unwrap().remove("problems");
+        let text = super::render_one(super::KindOne::Skill, &clean, false);
+        assert_eq!(text, "# Pdf (pdf)\npath: /p/pdf/SKILL.md\n\n# Pdf\n");
     }
 }
