@@ -182,10 +182,9 @@ pub fn status(paths: &Paths, entry: &Entry, detail: bool) -> BundleStatus {
             Some(_) => FileState::Modified,
         };
         let name = shown(file.route, &file.path);
-        let copy_path = root.join(format!("{}{UPSTREAM_SUFFIX}", file.path));
-        if let Some((_, copy)) = lock::file_sha256(&copy_path) {
+        let copy_rel = format!("{}{UPSTREAM_SUFFIX}", file.path);
+        if let Some((_, copy)) = lock::file_sha256(&root.join(&copy_rel)) {
             let copy_name = format!("{name}{UPSTREAM_SUFFIX}");
-            let copy_rel = format!("{}{UPSTREAM_SUFFIX}", file.path);
             let edited = copy_edited(&copy, Some(&file.sha256), || {
                 unedited(paths, &entry.namespace, file.route.dest(), &copy_rel)
             });

@@ -327,9 +327,10 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
     }
     // Only where the worker writes: a read-only root (reached directly, through a link from a
     // writable one, or nested inside one) holds other tools' files, whatever their names.
-    let read_only: Vec<std::path::PathBuf> = roots
-        .active()
-        .filter(|(root, _)| !root.writable())
+    let (writable, read_only): (Vec<_>, Vec<_>) =
+        roots.active().partition(|(root, _)| root.writable());
+    let read_only: Vec<std::path::PathBuf> = read_only
+        .into_iter()
         .filter_map(|(_, path)| path.canonicalize().ok())
         .collect();
     let in_read_only = |path: &std::path::Path| {
@@ -342,11 +343,7 @@ fn sweep_temps(roots: &Roots, found: &mut super::walk::Found) -> Vec<std::path::
         .map(|(_, p)| p.clone())
         .filter(|p| !in_read_only(p))
         .collect();
-    let allowed: Vec<&std::path::Path> = roots
-        .active()
-        .filter(|(root, _)| root.writable())
-        .map(|(_, path)| path)
-        .collect();
+    let allowed: Vec<&std::path::Path> = writable.into_iter().map(|(_, path)| path).collect();
     let sweep = crate::store::sweep_found_temps(&allowed, &paths);
     let kept: HashSet<&std::path::PathBuf> = sweep.kept.iter().collect();
     for (key, path) in std::mem::take(&mut found.temps) {
