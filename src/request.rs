@@ -1,8 +1,8 @@
 //! Request payloads: the JSON a caller sends, read into typed requests. Unknown keys are
 //! ignored (the engine adds `_caller_worker_id`); a missing request is an empty one.
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::error::{Error, Result, bounded};
@@ -39,11 +39,22 @@ pub fn parse<T: DeserializeOwned>(request: &Value) -> Result<T> {
     })
 }
 
+/// A field's `null` read as its default: to a caller, `null` and absent are the same for every
+/// field (the worker's screen lets a `null` through on that rule), and serde's refusal of a
+/// `null` flag ("invalid type: null, expected a boolean") names no field.
+pub fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// `{id, raw?}`: what `skills::get` and `agents::get` take.
 #[derive(Deserialize)]
 pub struct GetById {
     pub id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub raw: bool,
 }
 
@@ -51,7 +62,7 @@ pub struct GetById {
 #[derive(Deserialize)]
 pub struct GetByName {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub raw: bool,
 }
 

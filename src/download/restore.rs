@@ -32,6 +32,7 @@ use super::{fetch, fetch_repo, land};
 #[serde(default)]
 struct RestoreRequest {
     namespace: Option<String>,
+    #[serde(deserialize_with = "request::null_as_default")]
     force: bool,
 }
 

@@ -99,6 +99,7 @@ impl Source {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Force {
+    #[serde(deserialize_with = "request::null_as_default")]
     force: bool,
 }
 

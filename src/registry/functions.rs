@@ -37,10 +37,10 @@ struct InfoRequest {
     #[serde(default)]
     tag: Option<String>,
     /// Add the README to the card.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "request::null_as_default")]
     readme: bool,
     /// Add each function's and trigger's schemas and metadata to the card.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "request::null_as_default")]
     schemas: bool,
 }
 

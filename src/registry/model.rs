@@ -2,10 +2,12 @@
 //! from what the registry sends (contract §6): rows that cannot be read are dropped rather than
 //! failing the whole answer, missing lists are empty, missing pagination has defaults.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::RegistryError;
+// `null` reads as the type's default (registries send `"config": null`).
+use crate::request::null_as_default;
 
 /// A published worker, as `directory::registry::workers::list` and `::info` answer it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -219,15 +221,6 @@ pub struct SkillsBundle {
     #[serde(default)]
     pub version: Option<String>,
     pub skills: Vec<BundleFile>,
-}
-
-/// `null` reads as the type's default (registries send `"config": null`).
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// A list page: rows without a string `name`, or that do not read as a worker, are dropped;

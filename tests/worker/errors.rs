@@ -416,6 +416,57 @@ async fn requests_that_are_not_objects_are_refused() {
     h.stop().await;
 }
 
+/// A flag sent as `null` reads as absent, as every other field's `null` does (the screen's
+/// rule): `raw`, `force`, `readme` and `schemas` once refused it with serde's "invalid type:
+/// null, expected a boolean", which named no field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_null_flag_is_an_absent_one() {
+    let h = Harness::start(Installed::Mailer, None).await;
+    let cases: &[(&str, Value, &str)] = &[
+        (
+            "directory::skills::get",
+            json!({"id": "mailer/guide"}),
+            "raw",
+        ),
+        (
+            "directory::system-prompts::get",
+            json!({"name": "iii-minimal"}),
+            "raw",
+        ),
+        ("directory::agents::get", json!({"id": "iii"}), "raw"),
+        ("directory::skills::bundles::restore", json!({}), "force"),
+        (
+            "directory::skills::download_from_registry",
+            json!({"worker": "mailer"}),
+            "force",
+        ),
+        (
+            "directory::registry::workers::info",
+            json!({"name": "mailer"}),
+            "readme",
+        ),
+        (
+            "directory::registry::workers::info",
+            json!({"name": "mailer"}),
+            "schemas",
+        ),
+    ];
+    for (function, absent, flag) in cases {
+        let mut null = absent.clone();
+        null[*flag] = Value::Null;
+        let (without, with_null) = (
+            h.engine.invoke(function, absent.clone()).await,
+            h.engine.invoke(function, null.clone()).await,
+        );
+        let shown = |answer: Result<Value, ErrorBody>| match answer {
+            Ok(value) => value.to_string(),
+            Err(err) => err.message,
+        };
+        assert_eq!(shown(with_null), shown(without), "{function} {null}");
+    }
+    h.stop().await;
+}
+
 /// A request nested deeper than serde_json's recursion limit (128) never reaches the worker:
 /// iii-sdk 0.23 parses each whole frame with `serde_json::from_str` before it looks at the
 /// invocation, logs "failed to handle frame", and sends nothing, so the caller waits out its
