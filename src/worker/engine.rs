@@ -64,11 +64,18 @@ const WORKER_LIST_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub struct Installed {
     cached: Mutex<Option<Fetched>>,
+    /// Held while `worker::list` is asked: a caller that finds the set out of date meanwhile
+    /// waits for that answer rather than asking again (a hundred calls on an expired set sent a
+    /// hundred `worker::list`, each waiting out its timeout, to a daemon already slow).
+    fetching: tokio::sync::Mutex<()>,
 }
 
 /// The last `worker::list` asked.
 #[derive(Clone)]
 struct Fetched {
+    /// When it was asked (a fresh caller takes only an answer asked after it came).
+    asked: Instant,
+    /// When it answered (or failed): the start of its TTL.
     at: Instant,
     /// The set it answered, or after a failure the one before (`None`: never fetched).
     set: Option<Arc<BTreeSet<String>>>,
@@ -98,17 +105,40 @@ impl Installed {
         (last.at.elapsed() < keep_for).then(|| last.set.clone())
     }
 
+    /// What a fetch answered that another caller made while this one waited for its turn: for
+    /// a `fresh` caller, only one asked after it came (`came`); else one still within `ttl`.
+    fn fetched_meanwhile(
+        &self,
+        came: Instant,
+        ttl: Duration,
+        fresh: bool,
+    ) -> Option<Option<Arc<BTreeSet<String>>>> {
+        if !fresh {
+            return self.held(ttl);
+        }
+        let cached = self.cached.lock().ok()?;
+        let last = cached.as_ref()?;
+        (last.asked >= came).then(|| last.set.clone())
+    }
+
     /// The set, refetched when older than `ttl` (or always with `fresh`). On a failed fetch the
-    /// last set is kept; with none ever fetched the answer is `None` and nothing is hidden.
+    /// last set is kept; with none ever fetched the answer is `None` and nothing is hidden. One
+    /// fetch at a time: the callers that need one while it runs take its answer.
     pub async fn get(
         &self,
         iii: &IIIClient,
         ttl: Duration,
         fresh: bool,
     ) -> Option<Arc<BTreeSet<String>>> {
+        let came = Instant::now();
         if !fresh && let Some(held) = self.held(ttl) {
             return held;
         }
+        let _turn = self.fetching.lock().await;
+        if let Some(fetched) = self.fetched_meanwhile(came, ttl, fresh) {
+            return fetched;
+        }
+        let asked = Instant::now();
         let last_set = self
             .cached
             .lock()
@@ -125,6 +155,7 @@ impl Installed {
                     })
                     .unwrap_or_default();
                 Fetched {
+                    asked,
                     at: Instant::now(),
                     set: Some(Arc::new(names)),
                     failed: false,
@@ -141,6 +172,7 @@ impl Installed {
                     }
                 );
                 Fetched {
+                    asked,
                     at: Instant::now(),
                     set: last_set,
                     failed: true,

@@ -77,3 +77,33 @@ async fn a_missing_worker_list_is_asked_again_when_functions_change() {
     assert_eq!(asked(), first + 1, "asked again once functions changed");
     h.stop().await;
 }
+
+/// A hundred calls that find the installed set out of date while `worker::list` is slow ask it
+/// once between them: the others wait for that answer. Each used to send its own, so a daemon
+/// that was already slow got a hundred more requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_find_the_installed_set_stale_ask_worker_list_once() {
+    let h = Harness::start(
+        Installed::Mailer,
+        Some("auto_download: false\nregistry_cache_ttl_ms: 1000\n"),
+    )
+    .await;
+    h.skill_ids().await;
+    h.engine.never_answer("worker::list");
+    // Past the TTL: the next calls must ask again.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let asked = || {
+        h.engine
+            .calls()
+            .iter()
+            .filter(|c| c.function_id == "worker::list")
+            .count()
+    };
+    let before = asked();
+    let gets = (0..100).map(|_| h.call("directory::skills::get", json!({"id": "mailer/guide"})));
+    for guide in futures_util::future::join_all(gets).await {
+        assert_eq!(guide["id"], "mailer/guide");
+    }
+    assert_eq!(asked() - before, 1, "worker::list asked once for 100 calls");
+    h.stop().await;
+}
