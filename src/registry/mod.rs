@@ -23,6 +23,7 @@
 
 pub mod admission;
 mod cache;
+mod flight;
 pub mod functions;
 mod http;
 pub mod model;
@@ -34,6 +35,7 @@ use std::time::Duration;
 use crate::config::Settings;
 use crate::doc::ids::{WorkerNameError, validate_worker_name};
 use cache::{Cache, Cached, Key};
+use flight::Flights;
 pub use model::{
     ApiReference, Author, BundleFile, Dependency, FunctionContract, Pagination, PromptEntry,
     SkillEntry, SkillsBundle, SkillsTree, TriggerContract, Worker, WorkerInfo, WorkerPage,
@@ -155,6 +157,9 @@ pub struct Registry {
     http: http::Http,
     endpoint: Box<dyn Fn() -> Endpoint + Send + Sync>,
     cache: Cache,
+    /// The `list_workers` and `worker_info` requests under way, shared by identical calls.
+    pages: Flights<Key, Arc<WorkerPage>>,
+    infos: Flights<Key, Arc<WorkerInfo>>,
 }
 
 impl fmt::Debug for Registry {
@@ -173,6 +178,8 @@ impl Registry {
             http: http::Http::new(),
             endpoint: Box::new(endpoint),
             cache: Cache::default(),
+            pages: Flights::default(),
+            infos: Flights::default(),
         }
     }
 
@@ -218,11 +225,14 @@ impl Registry {
         }
         let url = format!("{}/w", endpoint.base_url);
         let cap = endpoint.record_cap();
-        let body = self.http.get_json(&endpoint, &url, &query, cap).await?;
-        let page = Arc::new(model::parse_page(&body)?);
-        self.cache
-            .put(key, Cached::Page(page.clone()), endpoint.cache_ttl);
-        Ok(page)
+        let ask = async {
+            let body = self.http.get_json(&endpoint, &url, &query, cap).await?;
+            let page = Arc::new(model::parse_page(&body)?);
+            self.cache
+                .put(key.clone(), Cached::Page(page.clone()), endpoint.cache_ttl);
+            Ok(page)
+        };
+        self.pages.join(&key, ask).await
     }
 
     /// One worker's registry record at a release: its envelope, readme, functions and triggers
@@ -243,6 +253,19 @@ impl Registry {
         if let Some(Cached::Info(info)) = self.cache.get(&key, endpoint.cache_ttl) {
             return Ok(info);
         }
+        self.infos
+            .join(&key, self.ask_info(&endpoint, &key, name, release))
+            .await
+    }
+
+    /// [`Registry::worker_info`]'s two requests, merged and cached under `key`.
+    async fn ask_info(
+        &self,
+        endpoint: &Endpoint,
+        key: &Key,
+        name: &str,
+        release: &Release,
+    ) -> Result<Arc<WorkerInfo>, RegistryError> {
         let query = [("version", release.value())];
         let detail_url = format!("{}/w/{name}", endpoint.base_url);
         let skills_url = format!("{}/w/{name}/skills", endpoint.base_url);
@@ -251,11 +274,11 @@ impl Registry {
         // is, in its turn, held until the record is built.
         let (detail, skills) = tokio::join!(
             self.http
-                .get_json(&endpoint, &detail_url, &query, record_cap),
+                .get_json(endpoint, &detail_url, &query, record_cap),
             async {
                 let (bytes, turn) = self
                     .http
-                    .get_files(&endpoint, &skills_url, &query, endpoint.max_response_bytes)
+                    .get_files(endpoint, &skills_url, &query, endpoint.max_response_bytes)
                     .await?;
                 Ok((http::decode(bytes).await?, turn))
             },
@@ -270,7 +293,7 @@ impl Registry {
         let (skills, _turn) = skills;
         let info = Arc::new(model::merge_info(name, &detail, &skills));
         self.cache
-            .put(key, Cached::Info(info.clone()), endpoint.cache_ttl);
+            .put(key.clone(), Cached::Info(info.clone()), endpoint.cache_ttl);
         Ok(info)
     }
 

@@ -272,6 +272,56 @@ async fn identical_info_calls_are_one_request_per_leg_until_the_cache_is_cleared
         .expect("recovered");
 }
 
+/// Identical calls made at once, before the cache holds their answer, share one request per
+/// leg, failures included: each used to send its own, and the skills leg of each took one of
+/// the few turns a read carrying files gets (`admission`), so twenty identical `info` calls to
+/// a slow registry queued behind each other, and past the call deadline were refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_calls_at_once_share_one_request() {
+    let s = Setup::new();
+    serve_info(&s, "slow");
+    let slow = |path: &str| {
+        s.server.reply(
+            path,
+            Reply::Slow(
+                Duration::from_millis(300),
+                Box::new(Reply::Json(200, json!({"workers": []}))),
+            ),
+        )
+    };
+    slow("/w");
+    let (info, list) = (json!({"name": "slow"}), json!({"search": "x"}));
+    let infos = (0..20).map(|_| functions::info(&s.registry, &info));
+    let lists = (0..20).map(|_| functions::list(&s.registry, &list));
+    let (infos, lists) = tokio::join!(
+        futures_util::future::join_all(infos),
+        futures_util::future::join_all(lists)
+    );
+    assert!(infos.iter().all(Result::is_ok) && lists.iter().all(Result::is_ok));
+    assert_eq!(s.server.hits("/w/slow").len(), 1);
+    assert_eq!(s.server.hits("/w/slow/skills").len(), 1);
+    assert_eq!(s.server.hits("/w").len(), 1);
+
+    // A failure is shared too, and not kept: the next call asks again.
+    s.server.reply(
+        "/w/down",
+        Reply::Slow(
+            Duration::from_millis(300),
+            Box::new(Reply::Raw(503, Vec::new())),
+        ),
+    );
+    s.server.json("/w/down/skills", json!({"skills": []}));
+    let down = json!({"name": "down"});
+    let downs = (0..20).map(|_| functions::info(&s.registry, &down));
+    for down in futures_util::future::join_all(downs).await {
+        let err = down.expect_err("503").to_string();
+        assert!(err.contains("registry returned HTTP 503"), "{err}");
+    }
+    assert_eq!(s.server.hits("/w/down").len(), 1);
+    let _ = functions::info(&s.registry, &json!({"name": "down"})).await;
+    assert_eq!(s.server.hits("/w/down").len(), 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ttl_and_the_url_are_read_live() {
     let s = Setup::with(|c| c.settings.registry_cache_ttl_ms = 0);
