@@ -3,6 +3,7 @@
 //! proxy.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 use super::Call;
 use super::error::WorkerError;
 use crate::error::Error;
+use crate::locks;
 use crate::search::catalog::other_engine_namespace;
 
 /// Calls a function and waits for its answer, for at most `timeout`.
@@ -64,21 +66,32 @@ const WORKER_LIST_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub struct Installed {
     cached: Mutex<Option<Fetched>>,
-    /// Held while `worker::list` is asked: a caller that finds the set out of date meanwhile
-    /// waits for that answer rather than asking again (a hundred calls on an expired set sent a
-    /// hundred `worker::list`, each waiting out its timeout, to a daemon already slow).
-    fetching: tokio::sync::Mutex<()>,
+    /// The `worker::list` under way, with when it was asked: a caller that finds the set out
+    /// of date meanwhile takes its answer rather than asking again (a hundred calls on an
+    /// expired set sent a hundred `worker::list`, each waiting out its timeout, to a daemon
+    /// already slow). [`Installed::clear`] lets it go, so the calls after a reload or a
+    /// reconnection ask anew rather than wait for an answer the last connection may never bring.
+    under_way: Mutex<Option<(Instant, Flight)>>,
+    /// Bumped by [`Installed::clear`]: a request asked before it keeps nothing it brings (a
+    /// request that stalled past a reload once put the set from before it back, for seconds).
+    generation: AtomicU64,
 }
+
+/// An installed set: `None` when none was ever fetched (nothing is hidden).
+type Set = Option<Arc<BTreeSet<String>>>;
+
+/// One `worker::list` request, whose answer every caller waiting on it gets.
+type Flight = Arc<tokio::sync::OnceCell<Set>>;
 
 /// The last `worker::list` asked.
 #[derive(Clone)]
 struct Fetched {
-    /// When it was asked (a fresh caller takes only an answer asked after it came).
+    /// When it was asked: an answer never replaces one asked after it.
     asked: Instant,
     /// When it answered (or failed): the start of its TTL.
     at: Instant,
     /// The set it answered, or after a failure the one before (`None`: never fetched).
-    set: Option<Arc<BTreeSet<String>>>,
+    set: Set,
     failed: bool,
     /// The engine has no `worker::list` (no worker daemon): asking again before its functions
     /// change only logs one more error in the engine.
@@ -94,7 +107,7 @@ const RETRY_FAILED_AFTER: Duration = Duration::from_secs(5);
 impl Installed {
     /// The set last fetched while it is younger than `ttl` (a failed fetch's, younger than
     /// [`RETRY_FAILED_AFTER`]); `None` when it has to be asked for again.
-    pub fn held(&self, ttl: Duration) -> Option<Option<Arc<BTreeSet<String>>>> {
+    pub fn held(&self, ttl: Duration) -> Option<Set> {
         let cached = self.cached.lock().ok()?;
         let last = cached.as_ref()?;
         let keep_for = if last.failed && !last.missing {
@@ -105,40 +118,42 @@ impl Installed {
         (last.at.elapsed() < keep_for).then(|| last.set.clone())
     }
 
-    /// What a fetch answered that another caller made while this one waited for its turn: for
-    /// a `fresh` caller, only one asked after it came (`came`); else one still within `ttl`.
-    fn fetched_meanwhile(
-        &self,
-        came: Instant,
-        ttl: Duration,
-        fresh: bool,
-    ) -> Option<Option<Arc<BTreeSet<String>>>> {
-        if !fresh {
-            return self.held(ttl);
-        }
-        let cached = self.cached.lock().ok()?;
-        let last = cached.as_ref()?;
-        (last.asked >= came).then(|| last.set.clone())
-    }
-
     /// The set, refetched when older than `ttl` (or always with `fresh`). On a failed fetch the
-    /// last set is kept; with none ever fetched the answer is `None` and nothing is hidden. One
-    /// fetch at a time: the callers that need one while it runs take its answer.
-    pub async fn get(
-        &self,
-        iii: &IIIClient,
-        ttl: Duration,
-        fresh: bool,
-    ) -> Option<Arc<BTreeSet<String>>> {
+    /// last set is kept; with none ever fetched the answer is `None` and nothing is hidden.
+    pub async fn get(&self, iii: &IIIClient, ttl: Duration, fresh: bool) -> Set {
         let came = Instant::now();
         if !fresh && let Some(held) = self.held(ttl) {
             return held;
         }
-        let _turn = self.fetching.lock().await;
-        if let Some(fetched) = self.fetched_meanwhile(came, ttl, fresh) {
-            return fetched;
+        let flight = self.flight(came, fresh);
+        let set = flight.get_or_init(|| self.fetch(iii)).await.clone();
+        let mut under_way = locks::lock(&self.under_way);
+        if under_way
+            .as_ref()
+            .is_some_and(|(_, current)| Arc::ptr_eq(current, &flight))
+        {
+            *under_way = None;
         }
-        let asked = Instant::now();
+        set
+    }
+
+    /// The request to wait for: the one under way, unless this caller is `fresh` and it was
+    /// asked before the caller came; else a new one.
+    fn flight(&self, came: Instant, fresh: bool) -> Flight {
+        let mut under_way = locks::lock(&self.under_way);
+        match under_way.as_ref() {
+            Some((asked, flight)) if !fresh || *asked >= came => flight.clone(),
+            _ => {
+                let flight = Flight::default();
+                *under_way = Some((Instant::now(), flight.clone()));
+                flight
+            }
+        }
+    }
+
+    /// Asks `worker::list`, and keeps what it answered (or, when it fails, the last set).
+    async fn fetch(&self, iii: &IIIClient) -> Set {
+        let (asked, generation) = (Instant::now(), self.generation.load(Ordering::SeqCst));
         let last_set = self
             .cached
             .lock()
@@ -181,16 +196,22 @@ impl Installed {
             }
         };
         let set = fetched.set.clone();
-        if let Ok(mut c) = self.cached.lock() {
+        if let Ok(mut c) = self.cached.lock()
+            && self.generation.load(Ordering::SeqCst) == generation
+            && c.as_ref().is_none_or(|kept| kept.asked <= asked)
+        {
             *c = Some(fetched);
         }
         set
     }
 
+    /// Forgets the set, and lets a request under way go (see [`Installed::under_way`]).
     pub fn clear(&self) {
         if let Ok(mut c) = self.cached.lock() {
+            self.generation.fetch_add(1, Ordering::SeqCst);
             *c = None;
         }
+        *locks::lock(&self.under_way) = None;
     }
 
     /// Forgets that the engine had no `worker::list`: its functions changed, and a worker

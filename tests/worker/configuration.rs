@@ -224,6 +224,52 @@ async fn a_configuration_update_forgets_the_cached_installed_workers() {
     h.stop().await;
 }
 
+/// A reload lets a `worker::list` still under way go: the calls after it ask anew, rather than
+/// wait out that request's timeout for an answer it may never bring and take the set from
+/// before the reload (the same reset runs when the engine connection comes back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_update_does_not_wait_for_a_stalled_worker_list() {
+    let h = Harness::start(
+        Installed::Mailer,
+        Some(&SEED.replace("registry_cache_ttl_ms: 1234", "registry_cache_ttl_ms: 1000")),
+    )
+    .await;
+    h.skill_ids().await;
+    h.engine.never_answer("worker::list");
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    h.engine.clear();
+    let stalled = h.call("directory::skills::list", json!({}));
+    let reload = async {
+        h.ok(
+            "the stalled worker::list",
+            h.engine
+                .wait_call(|c| c.function_id == "worker::list", WAIT)
+                .await,
+        );
+        h.engine.forget_response("worker::list");
+        h.engine.respond(
+            "worker::list",
+            json!({"workers": [{"name": "mailer"}, {"name": "ghost"}]}),
+        );
+        let mut new = stored_value(&h);
+        new["registry_cache_ttl_ms"] = json!(60_000);
+        store_and_announce(&h, &new).await;
+        let started = Instant::now();
+        let ids = own(h.skill_ids().await);
+        (ids, started.elapsed())
+    };
+    let (_, (ids, took)) = tokio::join!(stalled, reload);
+    assert_eq!(ids, ["ghost/guide", "hello", "mailer/guide", "mailer"]);
+    assert!(took < Duration::from_secs(3), "waited {took:?}");
+    // The stalled request has failed since: what it brings (the set from before the reload)
+    // replaces nothing.
+    assert_eq!(
+        own(h.skill_ids().await),
+        ["ghost/guide", "hello", "mailer/guide", "mailer"]
+    );
+    h.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topology_change_is_refused_and_the_whole_configuration_kept() {
     let h = Harness::start(Installed::Mailer, Some(SEED)).await;
