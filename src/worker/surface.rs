@@ -56,6 +56,10 @@ pub enum Exposure {
 pub enum Deadline {
     /// Cut at the deadline: the caller hears why before its own timeout.
     Cut,
+    /// Cut as [`Deadline::Cut`], for a write: once its blocking part started it goes on after
+    /// the answer, so the answer says it may still land (a create retried on "Retry" found its
+    /// own file, `D114 already exists`).
+    CutWrite,
     /// Never cut: a download has its own timeouts, and its callers wait longer than 30 s.
     Uncut,
 }
@@ -200,7 +204,10 @@ pub fn functions() -> Vec<Function> {
             request: described.request,
             response: described.response,
             exposure: Exposure::Public,
-            deadline: Deadline::Cut,
+            deadline: match function {
+                LibraryFunction::Read(_) => Deadline::Cut,
+                LibraryFunction::Write(_) => Deadline::CutWrite,
+            },
             handler: Handler::Library(function),
         }
     });

@@ -24,7 +24,7 @@ use crate::error::Error;
 /// The deadline of a call to a function of class `class`, if it has one.
 fn deadline_of(class: Deadline) -> Option<Duration> {
     match class {
-        Deadline::Cut => crate::time::call_deadline(),
+        Deadline::Cut | Deadline::CutWrite => crate::time::call_deadline(),
         Deadline::Uncut => None,
     }
 }
@@ -36,12 +36,16 @@ pub async fn answered<T>(
     class: Deadline,
     work: impl Future<Output = Result<T, WorkerError>>,
 ) -> Result<T, WorkerError> {
-    answered_within(function, deadline_of(class), work).await
+    let goes_on = class == Deadline::CutWrite;
+    answered_within(function, deadline_of(class), goes_on, work).await
 }
 
+/// [`answered`] with the deadline given; `goes_on` when the work is a write that runs on after
+/// the answer.
 async fn answered_within<T>(
     function: &str,
     deadline: Option<Duration>,
+    goes_on: bool,
     work: impl Future<Output = Result<T, WorkerError>>,
 ) -> Result<T, WorkerError> {
     let work = AssertUnwindSafe(work).catch_unwind();
@@ -54,7 +58,7 @@ async fn answered_within<T>(
                     deadline_ms = limit.as_millis() as u64,
                     "a call ran past its deadline; answered D122"
                 );
-                return Err(timed_out(function, limit).into());
+                return Err(timed_out(function, limit, goes_on).into());
             }
         },
         None => work.await,
@@ -76,13 +80,19 @@ fn after_panic<T>(function: &str) -> Result<T, WorkerError> {
     Err(panicked(function).into())
 }
 
-fn timed_out(function: &str, limit: Duration) -> Error {
+/// `goes_on`: the work is a write, which its blocking thread finishes after the answer; a
+/// retry on the word alone would find it done (a create: `D114 already exists`).
+fn timed_out(function: &str, limit: Duration, goes_on: bool) -> Error {
+    let then = if goes_on {
+        "The write may still land: read it back (get or list) before retrying it."
+    } else {
+        "Retry; if it keeps happening, see the worker's log."
+    };
     Error::coded(
         Code::DeadlinePassed,
         format!(
             "{function} did not finish within {} ms; the worker answers now rather than leave \
-             the caller waiting out its own timeout. Retry; if it keeps happening, see the \
-             worker's log.",
+             the caller waiting out its own timeout. {then}",
             limit.as_millis()
         ),
         &[],
@@ -141,8 +151,13 @@ mod tests {
     #[tokio::test]
     async fn a_call_past_the_deadline_is_answered_d122_and_downloads_are_not_cut() {
         let limit = Some(Duration::from_millis(50));
-        let outcome: Result<(), WorkerError> =
-            answered_within("directory::skills::get", limit, std::future::pending()).await;
+        let outcome: Result<(), WorkerError> = answered_within(
+            "directory::skills::get",
+            limit,
+            false,
+            std::future::pending(),
+        )
+        .await;
         let message = outcome.expect_err("answered").to_string();
         assert!(
             message.starts_with(&format!(
@@ -152,7 +167,10 @@ mod tests {
             "{message}"
         );
         let quick = async { Ok(7) };
-        assert_eq!(answered_within("f", limit, quick).await.ok(), Some(7));
+        assert_eq!(
+            answered_within("f", limit, false, quick).await.ok(),
+            Some(7)
+        );
         let class = |id: &str| {
             let function = surface::functions().into_iter().find(|f| f.id == id);
             deadline_of(function.expect("registered").deadline)

@@ -539,6 +539,40 @@ async fn a_call_that_cannot_finish_is_answered_before_the_callers_timeout() {
     h.stop().await;
 }
 
+/// A write cut at the deadline may go on and land (once its blocking part started, nothing
+/// stops it): its `D122` says so, rather than "Retry" (forty creates cut at a 30 ms deadline
+/// all landed, and a create retried on that word found its own file, `D114 already exists`).
+/// Here the write waits for `worker::list`, which the fake never answers (5 s), past a 1 s
+/// deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_at_the_deadline_says_it_may_still_land() {
+    let h = Harness::start_with_env(
+        Installed::Mailer,
+        Some("registry_cache_ttl_ms: 1000\n"),
+        &[],
+        None,
+        &[("III_DIRECTORY_CALL_DEADLINE_MS", "1000")],
+    )
+    .await;
+    h.skill_ids().await;
+    h.engine.never_answer("worker::list");
+    // Past the TTL: the write asks `worker::list` first.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let err = h
+        .call_err(
+            "directory::skills::create",
+            json!({"id": "late", "content": "# Late\n\nLands anyway.\n"}),
+        )
+        .await;
+    assert_eq!(
+        err.message,
+        "handler error: D122 timeout: directory::skills::create did not finish within 1000 ms; \
+         the worker answers now rather than leave the caller waiting out its own timeout. The \
+         write may still land: read it back (get or list) before retrying it."
+    );
+    h.stop().await;
+}
+
 /// The worker is still on the connections it had (`connections` of them), every one open:
 /// nothing it was sent made the engine drop it.
 fn assert_same_connections(h: &Harness, connections: usize) {
