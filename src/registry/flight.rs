@@ -37,15 +37,82 @@ impl<K: Eq + Hash + Clone, T: Clone> Flights<K, T> {
             .entry(key.clone())
             .or_default()
             .clone();
-        let outcome = flight.get_or_init(|| ask).await.clone();
-        // Done: the next call asks again (a success is in the cache by then, a failure never is).
-        let mut under_way = locks::lock(&self.under_way);
-        if under_way
-            .get(key)
-            .is_some_and(|current| Arc::ptr_eq(current, &flight))
-        {
-            under_way.remove(key);
+        let seat = Seat {
+            flights: self,
+            key,
+            flight,
+        };
+        seat.flight.get_or_init(|| ask).await.clone()
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        locks::lock(&self.under_way).len()
+    }
+}
+
+/// A caller's place on a flight. Leaving it (answered, or cancelled) retires the flight once
+/// it is done, so the next call asks again (a success is in the cache by then, a failure never
+/// is), or once its last caller left without an answer: the search's registry phase gives up
+/// on slow answers all the time, and each question it left would otherwise stay for good.
+struct Seat<'a, K: Eq + Hash, T> {
+    flights: &'a Flights<K, T>,
+    key: &'a K,
+    flight: Arc<OnceCell<Outcome<T>>>,
+}
+
+impl<K: Eq + Hash, T> Drop for Seat<'_, K, T> {
+    fn drop(&mut self) {
+        let mut under_way = locks::lock(&self.flights.under_way);
+        let ours = under_way
+            .get(self.key)
+            .is_some_and(|current| Arc::ptr_eq(current, &self.flight));
+        // Under the lock, so no caller joins in between: the map's and this seat's are the last.
+        let deserted = Arc::strong_count(&self.flight) == 2;
+        if ours && (self.flight.initialized() || deserted) {
+            under_way.remove(self.key);
         }
-        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_flight_every_caller_left_is_retired() {
+        let flights: Flights<u32, u32> = Flights::default();
+        for key in 0..10 {
+            let gave_up = tokio::time::timeout(
+                Duration::from_millis(5),
+                flights.join(&key, std::future::pending()),
+            )
+            .await;
+            assert!(gave_up.is_err());
+        }
+        assert_eq!(flights.len(), 0);
+        assert_eq!(flights.join(&1, async { Ok(7) }).await, Ok(7));
+        assert_eq!(flights.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn callers_at_once_share_one_outcome() {
+        let flights: Flights<u32, u32> = Flights::default();
+        let asked = std::sync::atomic::AtomicU32::new(0);
+        let ask = || async {
+            asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Err(RegistryError::Unreachable)
+        };
+        let outcomes =
+            futures_util::future::join_all((0..5).map(|_| flights.join(&1, ask()))).await;
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| *o == Err(RegistryError::Unreachable))
+        );
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(flights.len(), 0);
     }
 }
