@@ -12,7 +12,8 @@
 //! `list_workers` and `worker_info` answers are cached for `registry_cache_ttl_ms` (0 = no
 //! cache); [`Registry::clear_cache`] forgets them (the worker calls it on every configuration
 //! change). Every request carries `User-Agent: iii-directory/<version>`, is bounded by
-//! `download_timeout_ms`, and reads at most [`Endpoint::max_response_bytes`] of body.
+//! `download_timeout_ms` (a page's or a record's also by the call deadline,
+//! [`Endpoint::for_records`]), and reads at most [`Endpoint::max_response_bytes`] of body.
 //!
 //! Errors are typed ([`RegistryError`]); [`functions`] renders them as the contract's `D310`,
 //! `D311` and `D320` messages, which never carry the registry's URL or its response body.
@@ -63,6 +64,10 @@ pub struct Endpoint {
 /// bundle's escapes (`\n`, `\"`) add far less than its own size.
 const RESPONSE_FRAMING_BYTES: u64 = 1024 * 1024;
 
+/// The share of the call deadline a request for a page of workers or a worker's record may
+/// take (the rest is for the call's other work: the cache, the answer).
+const RECORD_SHARE_OF_DEADLINE: f64 = 0.8;
+
 /// The most body bytes read from a registry answer that carries no file contents (a page of
 /// workers, a worker's record): a published worker's record is kilobytes, and decoded, such an
 /// answer takes tens of times its size in memory (a 15 MB record took 900 MB).
@@ -72,6 +77,18 @@ impl Endpoint {
     /// The most body bytes read from an answer that carries no file contents.
     fn record_cap(&self) -> u64 {
         MAX_RECORD_BYTES.min(self.max_response_bytes)
+    }
+
+    /// This endpoint for a page of workers or a worker's record (`list_workers`,
+    /// `worker_info`): their callers are calls on the bus, cut at the call deadline, so a
+    /// request ends within [`RECORD_SHARE_OF_DEADLINE`] of it whatever `download_timeout_ms`
+    /// says (60 s by default, against a deadline of 25 s): a registry that does not answer is
+    /// then reported as the contract says (`D320`), not cut by the watchdog (`D122`).
+    fn for_records(mut self) -> Endpoint {
+        if let Some(deadline) = crate::time::call_deadline() {
+            self.timeout = self.timeout.min(deadline.mul_f64(RECORD_SHARE_OF_DEADLINE));
+        }
+        self
     }
 
     /// The endpoint the settings describe.
@@ -205,7 +222,7 @@ impl Registry {
         search: Option<&str>,
         cursor: Option<&str>,
     ) -> Result<Arc<WorkerPage>, RegistryError> {
-        let endpoint = self.endpoint();
+        let endpoint = self.endpoint().for_records();
         let search = search.map(str::trim).filter(|s| !s.is_empty());
         let cursor = cursor.map(str::trim).filter(|s| !s.is_empty());
         let key = Key::List {
@@ -244,7 +261,7 @@ impl Registry {
         release: &Release,
     ) -> Result<Arc<WorkerInfo>, RegistryError> {
         validate_worker_name(name).map_err(RegistryError::InvalidName)?;
-        let endpoint = self.endpoint();
+        let endpoint = self.endpoint().for_records();
         let key = Key::Info {
             base: endpoint.base_url.clone(),
             name: name.to_string(),

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::fake_engine::{ErrorBody, FakeEngine, Fire};
 use crate::worker_process::WorkerProcess;
 use test_support::loopback::git::{Behaviour, GitServer, Repo};
-use test_support::loopback::registry::FakeRegistry;
+use test_support::loopback::registry::{FakeRegistry, Reply};
 
 const WAIT: Duration = Duration::from_secs(15);
 /// Longer than a watcher burst plus a fan-out: "nothing more fired" is checked after it.
@@ -53,6 +53,8 @@ struct Start<'a> {
     prepare: &'a dyn Fn(&FakeRegistry),
     /// A CA file git trusts (`GIT_SSL_CAINFO` in the worker's environment).
     git_ca: Option<&'a Path>,
+    /// More environment for the worker.
+    env: &'a [(&'a str, &'a str)],
 }
 
 impl Default for Start<'_> {
@@ -63,6 +65,7 @@ impl Default for Start<'_> {
             files: &[],
             prepare: &|_| {},
             git_ca: None,
+            env: &[],
         }
     }
 }
@@ -93,7 +96,13 @@ impl Harness {
             ),
         )
         .expect("seed");
-        let worker = spawn(engine.url(), tree.path(), &seed, options.git_ca);
+        let worker = spawn(
+            engine.url(),
+            tree.path(),
+            &seed,
+            options.git_ca,
+            options.env,
+        );
         let h = Harness {
             engine,
             registry,
@@ -183,7 +192,13 @@ impl Harness {
     }
 }
 
-fn spawn(url: &str, compose: &Path, seed: &Path, git_ca: Option<&Path>) -> WorkerProcess {
+fn spawn(
+    url: &str,
+    compose: &Path,
+    seed: &Path,
+    git_ca: Option<&Path>,
+    more: &[(&str, &str)],
+) -> WorkerProcess {
     let mut env = vec![
         ("RUST_LOG", Some("info,iii_directory=debug")),
         ("NO_PROXY", Some("127.0.0.1,localhost")),
@@ -194,6 +209,7 @@ fn spawn(url: &str, compose: &Path, seed: &Path, git_ca: Option<&Path>) -> Worke
             Some(ca.to_str().expect("a UTF-8 CA path")),
         ));
     }
+    env.extend(more.iter().map(|&(key, value)| (key, Some(value))));
     WorkerProcess::spawn(url, compose, Some(seed), &env)
 }
 
@@ -483,6 +499,42 @@ async fn the_registry_proxy_answers_and_a_configuration_change_clears_its_cache(
     );
 }
 
+/// A registry that does not answer is reported as the contract says (`D320 registry_error:
+/// could not reach the registry`), within the call deadline: `download_timeout_ms` (60 s by
+/// default, 5 s here) outlasted the deadline (25 s by default, 2 s here), so the worker's
+/// watchdog answered first, `D122 timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_that_does_not_answer_is_d320_within_the_call_deadline() {
+    let h = Harness::start(Start {
+        prepare: &|r| {
+            let silent = Reply::Slow(
+                Duration::from_secs(30),
+                Box::new(Reply::Json(200, json!({"workers": []}))),
+            );
+            r.reply("/w", silent.clone());
+            r.reply("/w/resend", silent.clone());
+            r.reply("/w/resend/skills", silent);
+        },
+        env: &[("III_DIRECTORY_CALL_DEADLINE_MS", "2000")],
+        ..Start::default()
+    })
+    .await;
+    for (function, request) in [
+        ("directory::registry::workers::list", json!({})),
+        (
+            "directory::registry::workers::info",
+            json!({"name": "resend"}),
+        ),
+    ] {
+        let err = h.call_err(function, request).await;
+        assert!(
+            err.message
+                .starts_with("handler error: D320 registry_error: could not reach the registry."),
+            "{function}: {err}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_add_downloads_its_skills_once_and_marks_them() {
     let h = Harness::start(Start {
@@ -574,6 +626,7 @@ async fn the_boot_reconcile_fetches_the_engine_skill_then_unmarked_workers_witho
             r.bundle("finished", &[("index.md", "# must not land\n")]);
         },
         git_ca: None,
+        env: &[],
     })
     .await;
     h.wait_disk("the boot reconcile", |base| {
