@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use unicode_normalization::UnicodeNormalization;
+
 use crate::config::Settings;
 use crate::doc::MAX_FILE_BYTES;
 use crate::doc::paths::is_markdown;
@@ -183,9 +185,10 @@ impl BundleBuilder {
         Ok(())
     }
 
-    /// The bundle, once checked whole: no two paths of a root equal or differing only by case
-    /// (they would collide on a case-insensitive file system, and one would silently replace
-    /// the other), and no path that is a file and a folder of another path at once.
+    /// The bundle, once checked whole: no two paths of a root equal or differing only by case or
+    /// Unicode normalization (they would collide on a file system that ignores them, and one
+    /// would silently replace the other), and no path that is a file and a folder of another
+    /// path at once.
     pub fn finish(self) -> Result<Bundle> {
         for dest in Dest::ALL {
             check_paths(
@@ -205,16 +208,23 @@ impl BundleBuilder {
     }
 }
 
+/// A path as a file system that ignores case and Unicode normalization may take it (macOS
+/// keeps one file for the composed and decomposed `é`, as for `A` and `a`): two paths folded
+/// alike would be one file there.
+fn folded(path: &str) -> String {
+    path.nfc().collect::<String>().to_lowercase()
+}
+
 /// The whole-bundle path rules for the files of one root.
 fn check_paths<'a>(paths: impl Iterator<Item = &'a str>) -> Result<()> {
     let mut by_folded: BTreeMap<String, &str> = BTreeMap::new();
     for path in paths {
-        if let Some(other) = by_folded.insert(path.to_lowercase(), path) {
+        if let Some(other) = by_folded.insert(folded(path), path) {
             return Err(Error::Invalid(if other == path {
                 format!("the bundle lists {path:?} twice; nothing was written")
             } else {
                 format!(
-                    "the bundle has two paths that differ only by case, {other:?} and {path:?}; nothing was written"
+                    "the bundle has two paths that differ only by case or Unicode normalization, {other:?} and {path:?}; nothing was written"
                 )
             }));
         }
@@ -296,6 +306,11 @@ mod tests {
                 "differ only by case",
             ),
             (&["w/a.md", "w/a.md"][..], "twice"),
+            // One name to a file system that normalizes Unicode (macOS): NFC and NFD "é".
+            (
+                &["w/caf\u{e9}.md", "w/cafe\u{301}.md"][..],
+                "differ only by case or Unicode normalization",
+            ),
             (&["w/a.md", "w/a.md/b.md"][..], "both a file and a folder"),
             (&["w/s/x.md", "w/S"][..], "both a file and a folder"),
         ] {
