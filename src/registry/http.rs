@@ -1,5 +1,5 @@
-//! One GET against the registry: the shared client (rustls, our User-Agent, a bounded redirect
-//! policy), the live timeout, the status rules and a body read that stops at the size cap.
+//! One GET against the registry: the shared client (rustls, our User-Agent, a redirect policy
+//! bounded and never leaving TLS), the live timeout, the status rules and a body read that stops at the size cap.
 //! Transport details never reach an error: a failure is only ever one of [`RegistryError`]'s
 //! kinds, so no message can carry the registry's URL or what it answered.
 
@@ -14,6 +14,26 @@ pub const USER_AGENT: &str = concat!("iii-directory/", env!("CARGO_PKG_VERSION")
 /// Redirects followed per request: enough for a moved API, not a loop.
 const MAX_REDIRECTS: usize = 5;
 
+/// Whether a request that went through `previous` (its first URL included) may follow a
+/// redirect to `next`: at most [`MAX_REDIRECTS`] of them, and never from `https` to plain
+/// `http`. Why: a registry reached over TLS that sends its answer over plain HTTP lets anyone
+/// on the way rewrite the bundle a download lands (the lock records what arrived, it cannot
+/// tell it was changed); a registry configured as `http://` was trusted so from the start.
+fn next_hop(previous: &[reqwest::Url], next: &reqwest::Url) -> Result<(), &'static str> {
+    if previous.len() > MAX_REDIRECTS {
+        return Err("the registry redirected too many times");
+    }
+    let was_tls = previous.iter().any(|url| url.scheme() == "https");
+    if was_tls && next.scheme() != "https" {
+        tracing::warn!(
+            "the registry redirected a request made over https to plain {}; refused (set registry_url to the address it serves over https)",
+            next.scheme()
+        );
+        return Err("the registry redirected from https to plain http");
+    }
+    Ok(())
+}
+
 /// The reqwest client, built once; `None` when the TLS backend could not start (every
 /// request then fails as unreachable, and the reason is logged once).
 pub struct Http {
@@ -24,7 +44,13 @@ impl Http {
     pub fn new() -> Http {
         let client = reqwest::Client::builder()
             .user_agent(USER_AGENT)
-            .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| match next_hop(
+                attempt.previous(),
+                attempt.url(),
+            ) {
+                Ok(()) => attempt.follow(),
+                Err(why) => attempt.error(why),
+            }))
             .build();
         match client {
             Ok(client) => Http {
@@ -142,4 +168,35 @@ fn unreachable(e: reqwest::Error) -> RegistryError {
         "registry request failed: {e}"
     );
     RegistryError::Unreachable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn urls(list: &[&str]) -> Vec<reqwest::Url> {
+        list.iter().map(|u| u.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_redirect_never_leaves_tls_nor_goes_on_without_end() {
+        let next = |previous: &[&str], to: &str| next_hop(&urls(previous), &to.parse().unwrap());
+        // Another host over TLS (a moved API, a CDN) is followed.
+        assert!(next(&["https://registry.example/w"], "https://cdn.example/w").is_ok());
+        // A registry configured over plain HTTP may move to TLS or stay plain.
+        assert!(next(&["http://127.0.0.1:1/w"], "https://registry.example/w").is_ok());
+        assert!(next(&["http://127.0.0.1:1/w"], "http://127.0.0.1:2/w").is_ok());
+        // Once over TLS, never back to plain HTTP, however far back TLS was.
+        assert!(next(&["https://registry.example/w"], "http://registry.example/w").is_err());
+        assert!(
+            next(
+                &["http://a.example/w", "https://b.example/w"],
+                "http://c.example/w"
+            )
+            .is_err()
+        );
+        let hops = ["http://a.example/w"; MAX_REDIRECTS + 1];
+        assert!(next(&hops[..MAX_REDIRECTS], "http://a.example/w").is_ok());
+        assert!(next(&hops, "http://a.example/w").is_err());
+    }
 }
