@@ -864,19 +864,70 @@ export function readSkill(text, id) {
   };
 }
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$/;
-const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+// The preview renders a file of up to 256 KiB when it opens and on every keystroke of the split
+// view, so no rule here may cost more than a pass over its line: the line rules below are
+// anchored and never backtrack over a run of blanks (the closing `#`s of a heading, a fence's
+// info string and a table's rule line are read by hand), inline spans are bounded (INLINE),
+// and lists and quotes nest at most MAX_NESTING deep (the rest of a deeper one shows as its
+// text).
+const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})/;
+const HEADING_OPEN = /^ {0,3}(#{1,6})(?=[ \t]|$)/;
 const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const QUOTE = /^ {0,3}>[ \t]?/;
 const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|[ \t]*$)/;
-const TABLE_RULE = /^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$/;
+const TABLE_CELL_RULE = /^[ \t]*:?-+:?[ \t]*$/;
+const MAX_NESTING = 8;
+
+const isBlank = (c) => c === ' ' || c === '\t';
+
+/** `line` without the spaces and tabs at its end. */
+function trimBlanksEnd(line) {
+  let end = line.length;
+  while (end > 0 && isBlank(line[end - 1])) end -= 1;
+  return line.slice(0, end);
+}
+
+/** A fenced code block's opening line: `{marker, lang}`, or null (no backtick after the marker). */
+function fenceOf(line) {
+  const open = FENCE_OPEN.exec(line);
+  if (!open) return null;
+  const rest = line.slice(open[0].length);
+  if (rest.includes('`')) return null;
+  return { marker: open[1], lang: /^[ \t]*([^`\s]*)/.exec(rest)[1] };
+}
+
+/** An ATX heading: `{level, text}` without its closing `#`s, or null. */
+function headingOf(line) {
+  const open = HEADING_OPEN.exec(line);
+  if (!open) return null;
+  const rest = line.slice(open[0].length);
+  if (/[\u2028\u2029]/.test(rest)) return null;
+  let start = 0;
+  while (start < rest.length && isBlank(rest[start])) start += 1;
+  let text = trimBlanksEnd(rest.slice(start));
+  let hashes = text.length;
+  while (hashes > 0 && text[hashes - 1] === '#') hashes -= 1;
+  if (hashes < text.length && hashes > 0 && isBlank(text[hashes - 1])) text = trimBlanksEnd(text.slice(0, hashes));
+  return { level: open[1].length, text };
+}
+
+/** A table's rule line (`| --- | :-: |`): cells of dashes, each with an optional colon either side. */
+function isTableRule(line) {
+  let start = 0;
+  while (start < line.length && isBlank(line[start])) start += 1;
+  let text = trimBlanksEnd(line.slice(start));
+  if (text.startsWith('|')) text = text.slice(1);
+  if (text.endsWith('|')) text = text.slice(0, -1);
+  return text.split('|').every((cell) => TABLE_CELL_RULE.test(cell));
+}
 
 function startsBlock(line) {
-  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || ITEM.test(line);
+  return fenceOf(line) != null || headingOf(line) != null || RULE.test(line) || QUOTE.test(line) || ITEM.test(line);
 }
 
 /** Markdown text to a list of block descriptions (pure; rendered by `renderBlocks`). */
-export function parseBlocks(text) {
+export function parseBlocks(text, depth = 0) {
+  if (depth > MAX_NESTING) return text.trim() ? [{ type: 'paragraph', text: text.trim() }] : [];
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
   const blocks = [];
   let i = 0;
@@ -886,9 +937,9 @@ export function parseBlocks(text) {
       i += 1;
       continue;
     }
-    const fence = FENCE.exec(line);
+    const fence = fenceOf(line);
     if (fence) {
-      const marker = fence[1];
+      const { marker } = fence;
       const body = [];
       i += 1;
       while (i < lines.length && !new RegExp(`^ {0,3}${marker[0]}{${marker.length},}[ \\t]*$`).test(lines[i])) {
@@ -896,12 +947,12 @@ export function parseBlocks(text) {
         i += 1;
       }
       i += 1;
-      blocks.push({ type: 'code', lang: fence[2] || '', text: body.join('\n') });
+      blocks.push({ type: 'code', lang: fence.lang, text: body.join('\n') });
       continue;
     }
-    const heading = HEADING.exec(line);
+    const heading = headingOf(line);
     if (heading) {
-      blocks.push({ type: 'heading', level: heading[1].length, text: heading[2] || '' });
+      blocks.push({ type: 'heading', level: heading.level, text: heading.text });
       i += 1;
       continue;
     }
@@ -916,16 +967,16 @@ export function parseBlocks(text) {
         inner.push(lines[i].replace(QUOTE, ''));
         i += 1;
       }
-      blocks.push({ type: 'quote', blocks: parseBlocks(inner.join('\n')) });
+      blocks.push({ type: 'quote', blocks: parseBlocks(inner.join('\n'), depth + 1) });
       continue;
     }
     if (ITEM.test(line)) {
-      const list = parseList(lines, i);
+      const list = parseList(lines, i, depth);
       blocks.push(list.block);
       i = list.next;
       continue;
     }
-    if (line.includes('|') && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+    if (line.includes('|') && i + 1 < lines.length && isTableRule(lines[i + 1]) && lines[i + 1].includes('-')) {
       const table = parseTable(lines, i);
       blocks.push(table.block);
       i = table.next;
@@ -941,7 +992,7 @@ export function parseBlocks(text) {
   return blocks;
 }
 
-function parseList(lines, start) {
+function parseList(lines, start, depth) {
   const first = ITEM.exec(lines[start]);
   const ordered = /\d/.test(first[2]);
   const startNumber = ordered ? parseInt(first[2], 10) : 1;
@@ -970,7 +1021,7 @@ function parseList(lines, start) {
       body.push(next.slice(Math.min(indent, next.search(/\S/))));
       i += 1;
     }
-    items.push(parseBlocks(body.join('\n')));
+    items.push(parseBlocks(body.join('\n'), depth + 1));
     while (i < lines.length && !lines[i].trim() && i + 1 < lines.length && ITEM.test(lines[i + 1])) i += 1;
   }
   return { block: { type: 'list', ordered, start: startNumber, items }, next: i };
@@ -1012,10 +1063,14 @@ function parseTable(lines, start) {
 /**
  * Inline syntax, one alternative per group set: 1–2 code span, 3–5 link or image (label, URL
  * with one level of balanced parentheses), 6 autolink, 7–8 strong, 9–10 emphasis,
- * 11 strikethrough, 12 backslash escape, 13 hard line break.
+ * 11 strikethrough, 12 backslash escape, 13 hard line break. A span reaches at most 1,000
+ * characters from its opener (and the blanks around a link's URL and title 32), a link's label
+ * holds no unescaped `[`, and a hard break's spaces are tried from the first of them only: an
+ * opener without a closer costs what it may reach, not the rest of the paragraph (a paragraph
+ * of such openers was quadratic).
  */
 const INLINE =
-  /(`+)([\s\S]*?[^`])\1(?!`)|(!?)\[((?:\\.|[^\]\\])*)\]\(\s*<?((?:[^\s()<>]|\([^\s()<>]*\))*)>?(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)|<(https?:\/\/[^\s>]+)>|(\*\*|__)(?=\S)([\s\S]*?\S)\7|(\*|_)(?=[^\s*_])([\s\S]*?[^\s\\])\9|~~(?=\S)([\s\S]*?\S)~~|\\([!-/:-@[-`{-~])|( {2,}|\\)\n/g;
+  /(`+)([\s\S]{0,1000}?[^`])\1(?!`)|(!?)\[((?:\\.|[^[\]\\]){0,1000})\]\(\s{0,32}<?((?:[^\s()<>]|\([^\s()<>]{0,1000}\)){0,1000})>?(?:\s{1,32}(?:"[^"]{0,1000}"|'[^']{0,1000}'))?\s{0,32}\)|<(https?:\/\/[^\s>]{1,1000})>|(\*\*|__)(?=\S)([\s\S]{0,1000}?\S)\7|(\*|_)(?=[^\s*_])([\s\S]{0,1000}?[^\s\\])\9|~~(?=\S)([\s\S]{0,1000}?\S)~~|\\([!-/:-@[-`{-~])|((?<! ) {2,}|\\)\n/g;
 
 /** Inline markdown to React children. */
 export function renderInline(text, keyPrefix = 'i') {

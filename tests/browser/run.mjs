@@ -287,6 +287,26 @@ try {
   assert.equal(await preview.locator('.dir-md td').last().textContent(), '1');
   assert.equal(await preview.locator('.dir-md td').first().evaluate((td) => getComputedStyle(td).overflowWrap), 'normal', 'words stay whole in tables');
 
+  // ---- Hostile markdown: a list nested thousands deep threw (a level of recursion each) and
+  // took the whole page down; a paragraph of openers without closers froze the tab ----------
+  step('hostile markdown');
+  const HOSTILE = 'fixtures/hostile';
+  writeOnDisk(
+    `skills/${HOSTILE}.md`,
+    `# Hostile\n\n${'- '.repeat(3000)}deepest\n\n${'> '.repeat(3000)}quoted\n\n${'*a '.repeat(20000)}\n\n${'[a '.repeat(20000)}\n\n# b${' '.repeat(20000)}c\n`,
+  );
+  const hostileAt = Date.now();
+  await open(HOSTILE);
+  await preview.locator('.dir-md p', { hasText: 'quoted' }).waitFor();
+  const hostileText = await preview.locator('.dir-md').textContent();
+  for (const shown of ['deepest', '*a *a', '[a [a']) assert.ok(hostileText.includes(shown), `the preview shows ${shown}`);
+  assert.match(await preview.locator('.dir-md h1').textContent(), /^b\s+c$/);
+  assert.ok(Date.now() - hostileAt < WAIT_MS / 2, `the hostile file took ${Date.now() - hostileAt} ms to show`);
+  assert.equal(await page.locator('.harness-page-error').count(), 0, 'the page is still there');
+  assert.deepEqual(problems, []);
+  await open(SHOWCASE);
+  unlinkSync(join(TREE_DIR, `skills/${HOSTILE}.md`));
+
   // ---- The splitter: drag it, and the width is remembered ------------------------------------
   step('the splitter');
   const listPane = root.locator('.dir-pane--list');

@@ -102,3 +102,46 @@ test('what apply does with a planned file follows on_conflict', () => {
   assert.equal(page.updateText({ state: 'unknown', reason: 'timed out' })[1], 'Unknown: timed out');
   assert.equal(page.bundleSource({ kind: 'registry', worker: 'm', version: '1.0.0', tag: 'latest' }), 'm@1.0.0 (latest)');
 });
+
+// Not shared vectors: the markdown preview on hostile text. A file holds up to 256 KiB, and the
+// preview renders it when the document opens and on every keystroke of the split view. Each
+// shape below took the renderer seconds to minutes (a regular expression that scanned the rest
+// of the line or paragraph again from every opener, or backtracked over a run of blanks), or
+// threw (a level of recursion per nested list or quote), which took the whole page down.
+test('the markdown preview stays fast and shallow on hostile text', () => {
+  const shapes = {
+    'unclosed strong': '**a '.repeat(40000),
+    'unclosed emphasis': '*a '.repeat(40000),
+    'unclosed brackets': '[a '.repeat(40000),
+    'unclosed strike': '~~a '.repeat(40000),
+    'unclosed link targets': '[a](b'.repeat(30000),
+    'unclosed link titles': '[a](b "c'.repeat(20000),
+    'unclosed autolinks': '<https://a'.repeat(15000),
+    'a heading with a long run of blanks': `# a${' '.repeat(100000)}x`,
+    'a fence with a backtick at its end': `\`\`\`${'a'.repeat(100000)}\``,
+    'a table rule with a long run of blanks': `a|b\n${' '.repeat(100000)}x`,
+    'a list nested 5,000 deep': `${'- '.repeat(5000)}x`,
+    'a quote nested 5,000 deep': `${'> '.repeat(5000)}x`,
+  };
+  const render = (blocks) => {
+    for (const block of blocks) {
+      if (block.text != null && block.type !== 'code') page.renderInline(block.text);
+      if (block.blocks) render(block.blocks);
+      for (const item of block.items || []) render(item);
+      for (const cell of [...(block.head || []), ...(block.rows || []).flat()]) page.renderInline(cell);
+    }
+  };
+  const depth = (blocks) =>
+    Math.max(0, ...blocks.map((b) => 1 + Math.max(b.blocks ? depth(b.blocks) : 0, ...(b.items || []).map(depth))));
+  for (const [name, text] of Object.entries(shapes)) {
+    const started = performance.now();
+    let blocks;
+    assert.doesNotThrow(() => {
+      blocks = page.parseBlocks(text);
+      render(blocks);
+    }, name);
+    const ms = performance.now() - started;
+    assert.ok(ms < 1500, `${name}: ${Math.round(ms)} ms for ${text.length} characters`);
+    assert.ok(depth(blocks) <= 40, `${name}: nested ${depth(blocks)} deep`);
+  }
+});
