@@ -1840,6 +1840,13 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   const previewRef = useRef(null);
   const sequence = useRef(0);
   const reloadedFor = useRef(null);
+  /**
+   * Whether the list has shown this document since it opened. A document just created (or a
+   * system prompt just renamed) is read before the list's refresh lists it: its absence until
+   * then is no deletion.
+   */
+  const listed = useRef(false);
+  if (row) listed.current = true;
 
   const base = doc ? doc.raw || '' : '';
   const text = draft == null ? base : draft;
@@ -1946,7 +1953,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
   useEffect(() => {
     if (!doc || busy || rows == null) return;
     if (!row) {
-      setNotice(dirty ? 'deleted-dirty' : 'deleted');
+      if (listed.current) setNotice(dirty ? 'deleted-dirty' : 'deleted');
       return;
     }
     if (row.stamp === doc.stamp) {

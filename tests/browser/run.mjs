@@ -434,10 +434,34 @@ try {
   await root.locator('.dir-pane--doc .dir-error').filter({ hasText: /^D114 invalid_input: / }).waitFor();
   const created = 'fixtures/made-in-browser';
   await newId.fill(created);
+  // The list's refresh comes after the new document's own read here (held back 1.5 s): until it
+  // lists the document, its absence from the list is no "Deleted on disk" (the page said so).
+  await page.evaluate(() => {
+    window.__seenNotices = [];
+    window.__noticeWatch = new MutationObserver(() => {
+      for (const notice of document.querySelectorAll('[data-iii-ui] .dir-notice')) window.__seenNotices.push(notice.textContent);
+    });
+    window.__noticeWatch.observe(document.getElementById('page-host'), { subtree: true, childList: true, characterData: true });
+    const send = WebSocket.prototype.send;
+    window.__plainSend = send;
+    WebSocket.prototype.send = function slowLists(data) {
+      if (typeof data === 'string' && data.includes('"function_id":"directory::skills::list"')) setTimeout(() => send.call(this, data), 1500);
+      else send.call(this, data);
+    };
+  });
   await button('Create').click();
   await root.locator('.dir-doc-id', { hasText: created }).waitFor();
   await waitDisk(`skills/${created}.md`, (text) => text != null && text.startsWith('# Made in browser'), 'be created');
   await count.filter({ hasText: new RegExp(`of ${(shown + 1).toLocaleString('en')}$`) }).waitFor();
+  assert.deepEqual(
+    await page.evaluate(() => {
+      window.__noticeWatch.disconnect();
+      WebSocket.prototype.send = window.__plainSend;
+      return window.__seenNotices;
+    }),
+    [],
+    'no notice while the list catches up with a document just created',
+  );
   await root.getByRole('button', { name: 'Delete…' }).click();
   await root.locator('.dir-confirm').getByRole('button', { name: 'Delete', exact: true }).click();
   await waitDisk(`skills/${created}.md`, (text) => text == null, 'be deleted');
