@@ -731,7 +731,7 @@ export function plainFrontmatter(front) {
     if (/^ *$/.test(line) || /^ *#/.test(line)) continue;
     const item = /^( *)- (.*)$/.exec(line);
     if (item) {
-      const value = item[2].trim();
+      const value = serverTrim(item[2]);
       const entry = doubleQuoted(value) ?? (plainScalar(value) ? value : null);
       if (listKey == null || entry == null) return null;
       if (!Array.isArray(fields[listKey])) fields[listKey] = [];
@@ -742,7 +742,7 @@ export function plainFrontmatter(front) {
     if (!pair || !PLAIN_KEY.test(pair[1]) || line.includes('\t')) return null;
     const key = pair[1];
     if (Object.prototype.hasOwnProperty.call(fields, key)) return null;
-    const value = (pair[2] || '').trim();
+    const value = serverTrim(pair[2] || '');
     order.push(key);
     if (value === '') {
       fields[key] = null;
@@ -767,10 +767,31 @@ export function plainFrontmatter(front) {
 
 const MIN_FENCE = 3;
 
+/**
+ * White space as the server trims it (Rust's `char::is_whitespace`, Unicode White_Space).
+ * JavaScript's `trim` differs in two characters: U+0085 is white space to the server, U+FEFF is
+ * not (ui/vectors.json holds both).
+ */
+const SERVER_SPACE = /[\t-\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+
+function serverTrimStart(text) {
+  let start = 0;
+  while (start < text.length && SERVER_SPACE.test(text[start])) start += 1;
+  return text.slice(start);
+}
+
+function serverTrimEnd(text) {
+  let end = text.length;
+  while (end > 0 && SERVER_SPACE.test(text[end - 1])) end -= 1;
+  return text.slice(0, end);
+}
+
+const serverTrim = (text) => serverTrimEnd(serverTrimStart(text));
+
 /** One body line for the title and description rules (`doc/markdown.rs`). */
 function classifyLine(raw, state) {
-  const start = raw.trimStart();
-  const trimmed = start.trimEnd();
+  const start = serverTrimStart(raw);
+  const trimmed = serverTrimEnd(start);
   if (state.fence) {
     const chars = [...trimmed];
     if (chars.length >= state.fence.len && chars.every((c) => c === state.fence.marker)) state.fence = null;
@@ -788,7 +809,7 @@ function classifyLine(raw, state) {
   if (!trimmed) return { kind: 'blank' };
   if (start.startsWith('#')) {
     const rest = start.slice(1);
-    const text = rest.startsWith(' ') ? rest.slice(1).trim() : '';
+    const text = rest.startsWith(' ') ? serverTrim(rest.slice(1)) : '';
     return { kind: 'heading', text: text || null };
   }
   if (trimmed.startsWith('>')) return { kind: 'quote' };
@@ -836,7 +857,7 @@ export function titleAndDescription(body) {
   return { title, description: collected.join(' ') };
 }
 
-const trimmedOrNull = (value) => (typeof value === 'string' && value.trim() ? value.trim() : null);
+const trimmedOrNull = (value) => (typeof value === 'string' && serverTrim(value) ? serverTrim(value) : null);
 
 /**
  * What the server's skills list would show for a skill's text, when the page can tell:
@@ -844,8 +865,9 @@ const trimmedOrNull = (value) => (typeof value === 'string' && value.trim() ? va
  * more than plain lines (the server's dry run answers then).
  */
 export function readSkill(text, id) {
-  const { front, body } = splitFrontmatter(text);
-  const emptyBody = body.trim() === '';
+  // A leading byte-order mark is not content (the server drops it when it decodes a file).
+  const { front, body } = splitFrontmatter(text.startsWith('\ufeff') ? text.slice(1) : text);
+  const emptyBody = serverTrim(body) === '';
   let fields = {};
   let frontmatter = 'absent';
   if (front != null) {
