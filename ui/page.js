@@ -3249,6 +3249,22 @@ function listenToConnection(host, onChange) {
 }
 
 /**
+ * While a draft is unsaved, leaving the console (closing its tab, reloading it, following a link
+ * out) asks first: the drafts live in this module's memory only.
+ */
+function guardUnsavedDrafts(store) {
+  if (typeof window === 'undefined' || typeof window.addEventListener !== 'function') return () => {};
+  const onBeforeUnload = (event) => {
+    if (store.drafts.size === 0) return;
+    event.preventDefault();
+    // Older browsers ask only when a return value is set.
+    event.returnValue = '';
+  };
+  window.addEventListener('beforeunload', onBeforeUnload);
+  return () => window.removeEventListener('beforeunload', onBeforeUnload);
+}
+
+/**
  * The module's entry point for the console: registers the page and returns the teardown,
  * which removes the page and unbinds the live triggers.
  */
@@ -3260,12 +3276,14 @@ export default function setup(host) {
   const removePage = host.pages.register({ id: PAGE.id, title: PAGE.title, render });
   const removeListener = listenToConnection(host, (connected) => store.setEngine(connected));
   const removeSettings = registerSettings(host, store, useTheme);
+  const removeLeaveGuard = guardUnsavedDrafts(store);
   let done = false;
   return () => {
     if (done) return;
     done = true;
     removeListener();
     removeSettings();
+    removeLeaveGuard();
     live.dispose();
     store.dispose();
     if (typeof removePage === 'function') {

@@ -548,6 +548,14 @@ try {
   // Another document, the file changed meanwhile, then back: the draft is there, and so is the
   // change (the document is read again, and compared with the text the draft started from).
   await open(unique);
+  // Leaving the console (closing the tab, reloading) with a draft kept asks first.
+  const leaving = () =>
+    page.evaluate(() => {
+      const event = new Event('beforeunload', { cancelable: true });
+      window.dispatchEvent(event);
+      return event.defaultPrevented;
+    });
+  assert.equal(await leaving(), true, 'leaving with an unsaved draft asks first');
   const external2 = `${underDraft}EXTERNAL2\n`;
   writeOnDisk(SHOWCASE_FILE, external2);
   await filter.fill(SHOWCASE);
@@ -561,6 +569,7 @@ try {
     external2,
   );
   await dirtyBadge.waitFor({ state: 'detached' });
+  assert.equal(await leaving(), false, 'leaving without a draft does not ask');
 
   // A save a moment after a write on disk, before its change event can reach the page: the save
   // reads the file first, and asks instead of writing over it.
