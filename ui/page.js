@@ -1630,10 +1630,11 @@ function useDryRun(store, familyKey, id, text) {
 }
 
 /**
- * Why the open document cannot be changed, as the server would say it, or `null`. A skill under
- * an agents skills root is read-only by a rule the server owns (its roots), so the page asks the
- * dry run about the text on disk once per read instead of guessing from the path; a bundled skill
- * (no file) and a bundled prompt or profile are read-only by what the list and `get` say.
+ * Why the open document cannot be deleted (or changed), as the server would say it, or `null`. A
+ * skill under an agents skills root is read-only by a rule the server owns (its roots), so the
+ * page asks the dry run about the text on disk once per read instead of guessing from the path;
+ * a bundled skill (no file) is read-only, and a bundled prompt or profile cannot be deleted, by
+ * what the list and `get` say (an update of one writes the user's own copy).
  */
 function useReadOnly(store, familyKey, id, row, doc) {
   const [refusal, setRefusal] = useState(null);
@@ -1650,11 +1651,14 @@ function useReadOnly(store, familyKey, id, row, doc) {
       live = false;
     };
   }, [store, familyKey, id, onDisk, doc && doc.stamp]); // eslint-disable-line react-hooks/exhaustive-deps
-  if (familyKey !== 'skills' ? row && row.tag === 'bundled' : doc != null && doc.path === '') return BUNDLED_READ_ONLY;
+  if (familyKey !== 'skills' && row && row.tag === 'bundled') return BUNDLED_COPY_ON_SAVE;
+  if (familyKey === 'skills' && doc != null && doc.path === '') return BUNDLED_READ_ONLY;
   return onDisk ? refusal : null;
 }
 
 const BUNDLED_READ_ONLY = 'Bundled with the worker: read-only, it cannot be deleted.';
+/** A bundled system prompt or agent profile: its update writes a file of the user's own. */
+const BUNDLED_COPY_ON_SAVE = 'Bundled with the worker: it cannot be deleted; a save writes your own copy, which takes its place.';
 
 /** What the server will make of the draft, under the editor. */
 function CheckStrip({ familyKey, check, text, error }) {
@@ -2149,7 +2153,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
             h('button', { type: 'button', className: 'dir-button dir-button--danger', onClick: remove, disabled: !!busy }, 'Delete'),
             h('button', { type: 'button', className: 'dir-button', onClick: () => setConfirmDelete(false) }, 'Cancel'),
           )
-        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc || readOnly != null, title: readOnly != null ? 'Read-only' : undefined, onClick: () => setConfirmDelete(true) }, 'Delete…'),
+        : h('button', { type: 'button', className: 'dir-button dir-button--quiet', disabled: !!busy || !doc || readOnly != null, title: readOnly != null ? 'Cannot be deleted' : undefined, onClick: () => setConfirmDelete(true) }, 'Delete…'),
       readOnly != null ? h('span', { className: 'dir-muted dir-read-only' }, readOnly) : null,
     ),
     readError

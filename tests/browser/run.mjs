@@ -661,11 +661,13 @@ try {
   assert.doesNotMatch(await promptError.textContent(), /Next: call/);
   assert.equal(await root.locator('.dir-check-refused').count(), 0, 'the refusal is said once');
   await button('Revert').click();
-  // A bundled prompt cannot be deleted, and the page says so instead of offering it.
+  // A bundled prompt cannot be deleted, and the page says so instead of offering it; it is not
+  // read-only (an update writes the user's own copy), and the page does not say it is.
   await filter.fill('iii-runtime');
   await row('iii-runtime').click();
   await root.locator('.dir-read-only').waitFor();
   assert.equal(await root.getByRole('button', { name: 'Delete…' }).isDisabled(), true);
+  assert.match(await root.locator('.dir-read-only').textContent(), /cannot be deleted; a save writes your own copy/);
   await root.getByRole('tab', { name: /Agent profiles/ }).click();
   await open('chain-c');
   const chain = root.locator('.dir-chain .dir-chip');
