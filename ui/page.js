@@ -1268,7 +1268,9 @@ export function familyProblems(familyKey, rows, skipped) {
     if (!mine) continue;
     const id = entry.id || null;
     const shown = id && familyKey === 'skills' ? FAMILIES.skills.displayKey(id) : id;
-    const key = shown && keys.has(shown) ? shown : id && keys.has(id) ? id : null;
+    // Its own id first: `dup/index` is a row of its own beside `dup`, and is shown as `dup`
+    // only when no `dup` exists.
+    const key = id && keys.has(id) ? id : shown && keys.has(shown) ? shown : null;
     if (key) {
       add(key, entry.reason);
       continue;

@@ -145,3 +145,14 @@ test('the markdown preview stays fast and shallow on hostile text', () => {
     assert.ok(depth(blocks) <= 40, `${name}: nested ${depth(blocks)} deep`);
   }
 });
+
+// Not shared vectors: the problem markers. A skipped or salvaged file is named by its id on disk;
+// its row is that id when the list has one (`dup/index` beside `dup`), else the display id
+// (`solo/index` listed as `solo`). The display id first marked `dup`, a file without a problem.
+test('a problem marks the row of its own id before the row its display id names', () => {
+  const rows = ['dup', 'dup/index', 'solo'].map((key) => ({ key }));
+  const entry = (id) => ({ family: 'skills', id, path: `/t/skills/${id}.md`, reason: `${id} is broken`, root: 'skills_folder' });
+  const { byKey, orphans } = page.familyProblems('skills', rows, [entry('dup/index'), entry('solo/index')]);
+  assert.deepEqual(Object.fromEntries(byKey), { 'dup/index': ['dup/index is broken'], solo: ['solo/index is broken'] });
+  assert.deepEqual(orphans, []);
+});
