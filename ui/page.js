@@ -1292,11 +1292,22 @@ export function familyProblems(familyKey, rows, skipped) {
   return { byKey, orphans };
 }
 
-/** Only the rows in view (plus a margin) are in the document, whatever the list's length. */
-function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken, scrollMemory }) {
+/**
+ * Only the rows in view (plus a margin) are in the document, whatever the list's length. The
+ * arrow keys open the row they move to beside the document (`openOnMove`); in a narrow page,
+ * where an open document takes the list's place, they move a highlight (`active`, starting at
+ * `initialActive`) and Enter opens it. `autoFocus` takes the keyboard on mount (back from a
+ * document in a narrow page).
+ */
+function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSize, resetToken, scrollMemory, openOnMove = true, initialActive = null, autoFocus = false }) {
   const scroller = useRef(null);
   const { height } = useElementSize(scroller);
   const [scrollTop, setScrollTop] = useState(0);
+  const [activeKey, setActiveKey] = useState(initialActive);
+  const cursorKey = openOnMove ? selectedKey : activeKey;
+  useLayoutEffect(() => {
+    if (autoFocus && scroller.current) scroller.current.focus({ preventScroll: true });
+  }, []); // eslint-disable-line react-hooks/exhaustive-deps
 
   // A new filter shows its first rows, or keeps the open document's row in view. A list shown
   // again (back from a document in a narrow page, another tab) is where it was left.
@@ -1322,10 +1333,13 @@ function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSiz
 
   const move = (delta) => {
     if (rows.length === 0) return;
-    const at = rows.findIndex((row) => row.key === selectedKey);
-    const next = Math.max(0, Math.min(rows.length - 1, at < 0 ? 0 : at + delta));
-    onSelect(rows[next].key);
     const element = scroller.current;
+    const at = rows.findIndex((row) => row.key === cursorKey);
+    // With nothing highlighted yet, a narrow page's list starts from the first row in view.
+    const inView = openOnMove || !element ? 0 : Math.ceil(element.scrollTop / ROW_HEIGHT);
+    const next = Math.max(0, Math.min(rows.length - 1, at < 0 ? inView : at + delta));
+    if (openOnMove) onSelect(rows[next].key);
+    else setActiveKey(rows[next].key);
     if (element) {
       const top = next * ROW_HEIGHT;
       if (top < element.scrollTop) element.scrollTop = top;
@@ -1338,19 +1352,25 @@ function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSiz
     if (step) {
       event.preventDefault();
       move(step);
+    } else if (event.key === 'Enter' && !openOnMove && activeKey != null && rows.some((row) => row.key === activeKey)) {
+      event.preventDefault();
+      onSelect(activeKey);
     }
   };
 
+  const cursorIndex = cursorKey == null ? -1 : rows.findIndex((row) => row.key === cursorKey);
   const visible = [];
   for (let index = first; index < last; index += 1) {
     const row = rows[index];
     const selected = row.key === selectedKey;
+    const active = !openOnMove && row.key === activeKey;
     visible.push(
       h(
         'div',
         {
           key: row.key,
-          className: `dir-row${selected ? ' dir-row--selected' : ''}${problems.has(row.key) ? ' dir-row--problem' : ''}`,
+          id: `dir-option-${index}`,
+          className: `dir-row${selected ? ' dir-row--selected' : ''}${active ? ' dir-row--active' : ''}${problems.has(row.key) ? ' dir-row--problem' : ''}`,
           role: 'option',
           'aria-selected': selected,
           'data-key': row.key,
@@ -1380,6 +1400,7 @@ function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSiz
       role: 'listbox',
       tabIndex: 0,
       'aria-label': 'Documents',
+      'aria-activedescendant': cursorIndex >= first && cursorIndex < last ? `dir-option-${cursorIndex}` : undefined,
       onScroll: (event) => {
         setScrollTop(event.currentTarget.scrollTop);
         if (scrollMemory) {
@@ -1393,7 +1414,7 @@ function VirtualList({ rows, selectedKey, dirtyKeys, problems, onSelect, showSiz
   );
 }
 
-function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems, view, onView, scrollMemory }) {
+function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, onNew, onRetry, onProblems, view, onView, scrollMemory, narrow, lastOpened, returning }) {
   const family = FAMILIES[familyKey];
   // The filter lives with the page, not with this pane: a narrow page takes the list away while
   // a document is open, and "← List" must bring back the list as it was left.
@@ -1488,6 +1509,9 @@ function ListPane({ familyKey, list, skipped, selectedKey, dirtyKeys, onSelect, 
         showSize,
         resetToken: `${familyKey}\n${shownQuery}\n${problemsOnly}`,
         scrollMemory,
+        openOnMove: !narrow,
+        initialActive: narrow ? lastOpened : null,
+        autoFocus: returning,
       }),
     ),
   );
@@ -2798,6 +2822,20 @@ function DirectoryPage({ host, store, live, useTheme }) {
   );
 
   const docOpen = creating || selectedKey != null;
+  /**
+   * A narrow page's way back from a document to the list: the keyboard returns to the list, on
+   * the row of the document just closed (per family).
+   */
+  const lastOpened = useRef({});
+  const returning = useRef(false);
+  const back = useCallback(() => {
+    lastOpened.current[familyKey] = selectedKey;
+    returning.current = true;
+    select(null);
+  }, [familyKey, selectedKey, select]);
+  useEffect(() => {
+    returning.current = false;
+  });
   const showList = !narrow || !docOpen;
   // With nothing open the list takes the whole width; beside a document it is as wide as the
   // splitter left it (remembered across visits).
@@ -2906,6 +2944,9 @@ function DirectoryPage({ host, store, live, useTheme }) {
                 view: views[familyKey],
                 onView: (patch) => setViews((all) => ({ ...all, [familyKey]: { ...all[familyKey], ...patch } })),
                 scrollMemory: scrollMemory.current[familyKey],
+                narrow,
+                lastOpened: lastOpened.current[familyKey] || null,
+                returning: returning.current,
               })
             : null,
           split
@@ -2932,7 +2973,7 @@ function DirectoryPage({ host, store, live, useTheme }) {
                   onCancel: () => setCreating(false),
                 })
               : orphan && orphan.key === selectedKey
-                ? h(SkippedPane, { entry: orphan.skipped, onBack: narrow ? () => select(null) : null })
+                ? h(SkippedPane, { entry: orphan.skipped, onBack: narrow ? back : null })
               : selectedKey != null
                 ? h(DocumentPane, {
                     key: `${familyKey}:${selectedKey}`,
@@ -2943,7 +2984,7 @@ function DirectoryPage({ host, store, live, useTheme }) {
                     row,
                     rows: list.rows,
                     onSelect: select,
-                    onBack: narrow ? () => select(null) : null,
+                    onBack: narrow ? back : null,
                     onClose: narrow ? null : () => select(null),
                     onGone,
                     saveRef: saveShortcut,

@@ -881,6 +881,23 @@ try {
   await root.locator('.dir-pane--list').waitFor();
   assert.equal(await filter.inputValue(), '-1', 'the filter is kept');
   assert.equal(await root.locator('.dir-list').evaluate((list) => list.scrollTop), scrolledTo, 'the scroll position is kept');
+  // The keyboard in a narrow page: the arrows move through the list from where it is scrolled
+  // (opening each row took the list away at the first press), Enter opens the row they are on,
+  // and ← List brings the keyboard back to the list, on that row.
+  await root.locator('.dir-list').focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await root.locator('.dir-pane--doc').count(), 0, 'the arrows open nothing in a narrow page');
+  const activeRow = root.locator('.dir-row--active');
+  const activeKey = await activeRow.getAttribute('data-key');
+  assert.ok(Number(/translateY\((\d+)px\)/.exec(await activeRow.getAttribute('style'))[1]) >= scrolledTo, 'from where the list is scrolled');
+  assert.equal(await root.locator('.dir-list').getAttribute('aria-activedescendant'), await activeRow.getAttribute('id'));
+  await page.keyboard.press('Enter');
+  await root.locator('.dir-pane--doc .dir-doc-id', { hasText: activeKey }).waitFor();
+  await button('← List').click();
+  await root.locator('.dir-pane--list').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.classList.contains('dir-list')), true, 'the keyboard is back in the list');
+  assert.equal(await activeRow.getAttribute('data-key'), activeKey);
   await page.setViewportSize({ width: 1360, height: 860 });
   await root.locator('.dir-pane--list').waitFor();
 
