@@ -1598,6 +1598,18 @@ function AgentDetails({ doc, rows }) {
   );
 }
 
+/**
+ * Whether `text` holds an unpaired UTF-16 surrogate (pasted from a broken source): no file can
+ * hold it, and a call carrying it is never answered (its JSON does not decode on the way).
+ */
+export function hasUnpairedSurrogate(text) {
+  if (typeof text.isWellFormed === 'function') return !text.isWellFormed();
+  return /[\ud800-\udbff](?![\udc00-\udfff])|(?:^|[^\ud800-\udbff])[\udc00-\udfff]/.test(text);
+}
+
+const UNPAIRED_SURROGATE =
+  'The text holds a broken character (an unpaired surrogate, probably pasted from a broken source) that no file can hold. Remove it or paste it again, then save.';
+
 /** Asks the worker how it would read `content` as the document `id` of a family. */
 function dryRun(store, familyKey, id, content) {
   return store.call(UI_CHECK, { family: FAMILIES[familyKey].event, id, content });
@@ -1638,6 +1650,10 @@ function useDryRun(store, familyKey, id, text) {
   useEffect(() => {
     if (text == null) {
       setResult(null);
+      return undefined;
+    }
+    if (hasUnpairedSurrogate(text)) {
+      setResult({ text, answer: null, error: UNPAIRED_SURROGATE });
       return undefined;
     }
     let live = true;
@@ -2027,6 +2043,10 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
     setAsk(null);
     // An earlier save's error is not this one's.
     setError(null);
+    if (hasUnpairedSurrogate(content)) {
+      setError(UNPAIRED_SURROGATE);
+      return;
+    }
     if (confirmed !== true && !readsAsShown(content)) {
       // The server's reading first: a text it would read differently asks before it is saved.
       // (A text of plain frontmatter lines reads the same on both sides, ui/vectors.json.)

@@ -383,6 +383,21 @@ try {
   const error = root.locator('.dir-pane--doc .dir-error');
   await error.filter({ hasText: /^D113 invalid_input: / }).waitFor();
   assert.equal(disk(SHOWCASE_FILE), edited, 'a refused save writes nothing');
+  // A text holding an unpaired UTF-16 surrogate (pasted from a broken source) is no text a
+  // file can hold, and a call carrying it was never answered: the save said, 20 s later, that
+  // the worker was busy. The page says what is wrong at once and sends nothing.
+  const updatesBefore = (await calls()).filter((c) => c.function_id === 'directory::skills::update').length;
+  await editor.evaluate((box, text) => {
+    Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value').set.call(box, text.replace('Some', 'S\ud800ome'));
+    box.dispatchEvent(new Event('input', { bubbles: true }));
+  }, edited);
+  await dirtyBadge.waitFor();
+  const brokenAt = Date.now();
+  await button('Save').click();
+  await error.filter({ hasText: /unpaired surrogate/ }).waitFor({ timeout: 5000 });
+  assert.ok(Date.now() - brokenAt < 5000, 'said at once');
+  assert.equal((await calls()).filter((c) => c.function_id === 'directory::skills::update').length, updatesBefore, 'nothing sent');
+  assert.equal(disk(SHOWCASE_FILE), edited);
   // The next save that asks first does not leave the last one's error beside its question.
   await editor.fill(edited.replace(/^title: .*$/m, 'title: [unclosed'));
   await button('Save').click();

@@ -156,3 +156,8 @@ test('a problem marks the row of its own id before the row its display id names'
   assert.deepEqual(Object.fromEntries(byKey), { 'dup/index': ['dup/index is broken'], solo: ['solo/index is broken'] });
   assert.deepEqual(orphans, []);
 });
+
+test('an unpaired surrogate is found, a pair is not', () => {
+  for (const text of ['a\ud800', '\ud800b', 'a\udc00', '\udc00', 'x\udbff\udbffy']) assert.equal(page.hasUnpairedSurrogate(text), true, JSON.stringify(text));
+  for (const text of ['', 'plain', '🙂', 'a\ud83d\ude42b']) assert.equal(page.hasUnpairedSurrogate(text), false, JSON.stringify(text));
+});
