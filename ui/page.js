@@ -152,6 +152,11 @@ const FAMILIES = {
     }),
     stampOfRow: (row) => row.modified,
     stampOfDoc: (doc) => doc.modified_at || '',
+    /**
+     * Its answer resolves its `extends` chain (the system prompt, the inherited fields): the
+     * list's delta carries its row when a profile up the chain changed, its own file unchanged.
+     */
+    resolves: true,
     validate: validateName,
     displayKey: (id) => id,
     renames: false,
@@ -2018,23 +2023,28 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
 
   // The disk changed under the open document (another writer, an editor, git): reload a clean
   // document; keep a draft and say so.
+  const seenRow = useRef(null);
   useEffect(() => {
     if (!doc || busy || rows == null) return;
     if (!row) {
       if (listed.current) setNotice(dirty ? 'deleted-dirty' : 'deleted');
       return;
     }
-    if (row.stamp === doc.stamp) {
+    // A document that resolves others (`family.resolves`) is read again when the list brings a
+    // new row for it, even with its own file unchanged: a profile up its chain changed.
+    const carried = family.resolves && seenRow.current != null && seenRow.current !== row;
+    seenRow.current = row;
+    if (row.stamp === doc.stamp && !carried) {
       if (notice === 'deleted' || notice === 'deleted-dirty') setNotice(null);
       return;
     }
-    if (reloadedFor.current !== row.stamp) {
+    if (reloadedFor.current !== row.stamp || carried) {
       // Once per new row stamp: if the two stamps disagree for some other reason, no loop. A
       // draft stays, and the read compares the file with the text the draft started from.
       reloadedFor.current = row.stamp;
       load(dirty);
     }
-  }, [row && row.stamp, doc && doc.stamp, busy, dirty, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [row, doc && doc.stamp, busy, dirty, rows == null]); // eslint-disable-line react-hooks/exhaustive-deps
 
   const save = useCallback(async (confirmed) => {
     // A save may start while the last one's read-back is on its way (`loading`).

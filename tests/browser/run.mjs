@@ -688,6 +688,13 @@ try {
   const chain = root.locator('.dir-chain .dir-chip');
   await chain.nth(3).waitFor();
   assert.deepEqual(await chain.allTextContents(), ['chain-c', 'chain-b', 'chain-a', 'iii']);
+  // A profile up the chain changes on disk: the open profile's own file did not, but what it
+  // resolves to did (the list's delta carries its row), and the page shows it (it kept the old).
+  const resolved = root.locator('.dir-resolved');
+  await resolved.locator('summary').click();
+  await resolved.locator('.dir-md', { hasText: 'First link.' }).waitFor();
+  writeOnDisk('agents/chain-a.md', '---\nname: Chain A\nextends: iii\n---\nFirst link, changed up the chain.\n');
+  await resolved.locator('.dir-md', { hasText: 'First link, changed up the chain.' }).waitFor();
   await open('broken-x');
   await root.locator('.dir-chain .dir-chip--warn', { hasText: 'unknown' }).waitFor();
   await root.locator('.dir-warning', { hasText: /^D415 invalid_input: / }).waitFor();
