@@ -287,7 +287,10 @@ pub fn walk_scoped(roots: &Roots, paths: &[PathBuf], bounded: &BTreeSet<Root>) -
     let mut hidden = HiddenWays::default();
     for (root, rel) in &found.scopes {
         let goes_whole = whole.contains(root) || bounded.contains(root);
-        let way = if goes_whole {
+        // A root given whole is walked as the whole walk walks it, which notes the root
+        // itself when it cannot be listed (`check` lists it), where a way found hidden
+        // would note nothing.
+        let way = if goes_whole || rel.is_empty() {
             Way::Listed
         } else {
             hidden.way_to(roots.path(*root), *root, rel)

@@ -350,7 +350,12 @@ impl Tree {
                 recheck |= self.holds_a_root(&folder);
                 continue;
             }
-            let Some(name) = event.name() else { continue };
+            let Some(name) = event.name() else {
+                if event.is(libc::IN_ATTRIB) {
+                    changes.paths.extend(self.roots_in(&folder));
+                }
+                continue;
+            };
             let path = folder.join(name);
             let is_dir = event.is(libc::IN_ISDIR);
             if self.sync.as_deref() == Some(&*folder) {
@@ -789,6 +794,19 @@ impl Tree {
         self.specs
             .iter()
             .any(|s| s.path.starts_with(path) && !matches!(s.state, RootState::Unwatched(_)))
+    }
+
+    /// The watched roots at or under `folder`, for a change of `folder`'s own mode (`chmod`)
+    /// or owner: it decides whether this process may list them, so what they serve, and the
+    /// kernel reports it only to the folder's own watch, nameless (a root's parent is
+    /// watched only while something waits there). A folder inside a root has none: its
+    /// parent's watch reports it by name.
+    fn roots_in(&self, folder: &Path) -> Vec<PathBuf> {
+        self.specs
+            .iter()
+            .filter(|s| s.path.starts_with(folder) && !matches!(s.state, RootState::Unwatched(_)))
+            .map(|s| s.path.clone())
+            .collect()
     }
 
     /// Whether `path` is a root's own path (a link there is the root, looked at again by

@@ -255,6 +255,84 @@ fn a_root_made_after_start_is_served_then_gone_then_served_again() {
     assert_eq!(env.title("back/more").as_deref(), Some("More"));
 }
 
+/// Whether this process may read a file of mode 000 (root may): a mode change cannot hide
+/// anything from it then.
+fn permissions_ignored() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let probe = dir.path().join("probe");
+    fs::write(&probe, "x").expect("write");
+    fs::set_permissions(&probe, fs::Permissions::from_mode(0o000)).expect("chmod");
+    fs::read(&probe).is_ok()
+}
+
+/// A root's own mode changed by another process (`chmod 000 agents`, and back) is in the very
+/// next read: what it served goes, `check` lists the folder it cannot list, and what was
+/// written into it meanwhile is served once it may be listed again, as a rescan finds. The
+/// kernel reports a folder's mode change to its parent's watch, which a root's parent is
+/// not, and to the folder's own, without a name. Run as `nobody` (through `setpriv`) when
+/// run as root, which reads whatever the modes say.
+#[test]
+fn a_roots_mode_changed_is_in_the_next_read() {
+    if !permissions_ignored() {
+        a_roots_mode_changed_is_in_the_next_read_here();
+        return;
+    }
+    let has_setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_setpriv {
+        println!("note: running as root without setpriv: a mode change hides nothing, skipped");
+        return;
+    }
+    let test = common::child::test_path(module_path!(), "a_roots_mode_changed_in_a_child");
+    let exe = std::env::current_exe().expect("test binary");
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(exe)
+        .args([
+            "--exact",
+            &test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// [`a_roots_mode_changed_is_in_the_next_read`], as `nobody`.
+#[test]
+#[ignore = "run by a_roots_mode_changed_is_in_the_next_read, as nobody"]
+fn a_roots_mode_changed_in_a_child() {
+    a_roots_mode_changed_is_in_the_next_read_here();
+}
+
+fn a_roots_mode_changed_is_in_the_next_read_here() {
+    let env = Env::start(|_| {});
+    for (what, script) in [
+        ("the agents folder made unlistable", "chmod 000 agents"),
+        (
+            "a profile written into it meanwhile",
+            "chmod 700 agents && printf -- '---\\nname: Q\\n---\\nQ.\\n' > agents/q.md \
+             && chmod 000 agents",
+        ),
+        ("the agents folder listable again", "chmod 755 agents"),
+        ("the skills folder made unlistable", "chmod 000 skills"),
+        ("the skills folder listable again", "chmod 755 skills"),
+    ] {
+        sh(&env, script);
+        assert_as_rescan(&env, what);
+    }
+}
+
 /// `check` lists two kinds of files that are not documents, an update's `.upstream` conflict
 /// copy and a writer's temporary file. Made and removed on disk by another process while the
 /// watcher runs, each is in the very next `check`, as a rescan lists it, and in no answer.
