@@ -242,9 +242,10 @@ impl Reader {
             Source::File { root, rel, content } => {
                 let path = roots.file(*root, rel);
                 match content {
-                    Err(crate::doc::ServeIssue::Read(crate::doc::ReadIssue::Io(_)))
-                        if std::fs::symlink_metadata(&path)
-                            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+                    Err(crate::doc::ServeIssue::Read(crate::doc::ReadIssue::Io(why)))
+                        if gone_when_read(why)
+                            || std::fs::symlink_metadata(&path)
+                                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
                     {
                         Err(missing())
                     }
@@ -299,6 +300,15 @@ impl Reader {
     }
 }
 
+/// Whether a read error recorded for a file says it was not there when read: removed between
+/// the walk's `stat` and the read. The reconcile that met it ran after the read asking began
+/// (its catch-up), so not-found is that read's answer even when the file is back by now (a
+/// checkout removing and writing it again): the event of its coming is queued, and the next
+/// read serves it. Its read error (`No such file…`) describes no state of the disk.
+fn gone_when_read(why: &str) -> bool {
+    why == std::io::Error::from_raw_os_error(libc::ENOENT).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +349,35 @@ mod tests {
             .text(&roots, &source("here.md"), "", missing)
             .expect_err("unreadable");
         assert!(matches!(here, Error::Unservable(_)), "{here}");
+    }
+
+    /// A file removed between the walk and the read, and written again since (a checkout
+    /// that removes and writes it, under a reader): the read that met its absence answers
+    /// not-found, never `No such file or directory` for a file that is there.
+    #[test]
+    fn a_file_removed_before_its_read_and_back_since_is_answered_as_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = |name: &str| dir.path().join(name);
+        let roots = Roots::new(
+            root("skills"),
+            root("local"),
+            root("agents-skills"),
+            root("agents"),
+        );
+        std::fs::create_dir_all(root("skills")).expect("mkdir");
+        std::fs::write(root("skills/back.md"), "# Back\n\nx\n").expect("write");
+        let index = crate::index::Index::open_writer(&root("index.redb")).expect("open");
+        let reader = index.read().expect("read");
+        let gone = std::io::Error::from_raw_os_error(libc::ENOENT).to_string();
+        let source = Source::File {
+            root: Root::Skills,
+            rel: "back.md".into(),
+            content: Err(ServeIssue::Read(ReadIssue::Io(gone))),
+        };
+        let missing = || Error::not_found(Code::SkillNotFound, "skill", "back", &[], &[]);
+        let answer = reader
+            .text(&roots, &source, "", missing)
+            .expect_err("not served");
+        assert_eq!(answer.code(), Some(Code::SkillNotFound), "{answer}");
     }
 }
