@@ -111,14 +111,20 @@ pub fn conformance(reader: &Reader, row: &SkillRow) -> Result<Option<Conformance
     Ok(reader.content(hash)?.map(|text| spec::check(&text)))
 }
 
-/// [`conformance`] from an open spec table.
-fn stored_in(specs: &Specs, row: &SkillRow) -> Result<Option<Conformance>> {
-    match &row.source {
-        Source::File {
-            content: Ok(hash), ..
-        } => specs.get(hash),
-        _ => Ok(None),
+/// [`conformance`] from an open spec table. A content is checked at reconcile only when the
+/// first file read with it is a `SKILL.md`: one first read under another name (a `notes.md`
+/// renamed to `SKILL.md`, a copy) has no stored check, and is checked here, as `get` does.
+fn stored_in(reader: &Reader, specs: &Specs, row: &SkillRow) -> Result<Option<Conformance>> {
+    let Source::File {
+        content: Ok(hash), ..
+    } = &row.source
+    else {
+        return Ok(None);
+    };
+    if let Some(stored) = specs.get(hash)? {
+        return Ok(Some(stored));
     }
+    Ok(reader.content(hash)?.map(|text| spec::check(&text)))
 }
 
 /// The rules a served row's file breaks, the folder rule included, from its stored
@@ -172,7 +178,7 @@ pub fn check(reader: &Reader, roots: &Roots) -> Result<SpecSummary> {
             });
             continue;
         }
-        let stored = stored_in(&specs, &row)?;
+        let stored = stored_in(reader, &specs, &row)?;
         let Some(problems) = problems(roots, &row, stored.as_ref()) else {
             continue;
         };

@@ -129,3 +129,26 @@ fn a_content_first_indexed_under_another_name_gets_its_problems_too() {
         .collect();
     assert_eq!(codes, ["S113", "S114", "S117", "S120"]);
 }
+
+/// `check --spec` too: a `SKILL.md` whose content the index first read under another name (a
+/// file renamed or copied to `SKILL.md`) is checked, and reported as a fresh index reports it,
+/// never left out of the count.
+#[test]
+fn check_spec_covers_a_content_first_indexed_under_another_name() {
+    let tree = no_bundled();
+    let text = "---\nname: Old_Name\n---\n# Old\n\nBody.\n";
+    tree.write("skills/notes/first.md", text);
+    let d = tree.open();
+    tree.write("skills/renamed/SKILL.md", text);
+    d.reconcile().expect("reconcile");
+    let spec = d.spec_check().expect("spec check");
+    let fresh = common::fresh_index(&tree.config());
+    assert_eq!(spec, fresh.spec_check().expect("spec check"));
+    assert_eq!(spec.checked, 1, "{spec:?}");
+    let codes: Vec<String> = spec.files[0]
+        .problems
+        .iter()
+        .map(|p| p.to_json()["code"].as_str().expect("code").to_owned())
+        .collect();
+    assert_eq!(codes, ["S113", "S114", "S117", "S120"]);
+}
