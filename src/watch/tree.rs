@@ -368,10 +368,15 @@ impl Tree {
                 }
                 continue;
             }
+            // A link made or gone is looked at whatever its name: one to a folder is walked
+            // as a folder (its files' rows, served or listed by `check`, come and go with it),
+            // and the kernel reports it as a file.
+            let mut is_link = false;
             if is_dir && event.is(libc::IN_MOVED_FROM | libc::IN_DELETE) {
                 self.unwatch_under(inotify, &path);
             } else if event.is(libc::IN_MOVED_FROM | libc::IN_DELETE) {
-                self.relink |= self.links.remove(&path);
+                is_link = self.links.remove(&path);
+                self.relink |= is_link;
             }
             if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
                 // It may have replaced a link (renamed over it).
@@ -387,7 +392,8 @@ impl Tree {
             {
                 // A link (even to a folder) is not reported as a folder: one `lstat` tells. A
                 // file renamed over a link replaces it.
-                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+                is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
+                if is_link {
                     let deeper = self.note_link(path.clone());
                     self.watch_deeper(inotify, deeper);
                 } else {
@@ -396,7 +402,7 @@ impl Tree {
             }
             recheck |=
                 self.holds_a_root(&path) || self.link_waits.iter().any(|w| w.starts_with(&path));
-            if self.in_a_root(&path) && relevant(&path, is_dir) {
+            if self.in_a_root(&path) && relevant(&path, is_dir || is_link) {
                 changes.paths.insert(path);
             }
         }

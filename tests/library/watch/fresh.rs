@@ -255,6 +255,27 @@ fn a_root_made_after_start_is_served_then_gone_then_served_again() {
     assert_eq!(env.title("back/more").as_deref(), Some("More"));
 }
 
+/// A link to a folder named like a file (`alpha.v2 -> alpha`) is walked as the folder it
+/// leads to, so its files' rows (here `check`'s, the name being no valid id segment) come with
+/// it and go with it; the kernel reports a link as a file, whose name alone does not say it
+/// matters.
+#[test]
+fn a_link_to_a_folder_named_like_a_file_is_in_the_next_check() {
+    let env = Env::start(|_| {});
+    for (what, script) in [
+        ("the link made", "ln -s alpha skills/alpha.v2"),
+        ("the link removed", "rm skills/alpha.v2"),
+        (
+            "the link renamed in",
+            "ln -s mailer skills/m.lnk && mv skills/m.lnk skills/m.old",
+        ),
+        ("the link renamed away", "mv skills/m.old m.old"),
+    ] {
+        sh(&env, script);
+        assert_as_rescan(&env, what);
+    }
+}
+
 /// Whether this process may read a file of mode 000 (root may): a mode change cannot hide
 /// anything from it then.
 fn permissions_ignored() -> bool {
