@@ -163,6 +163,10 @@ pub struct Tree {
     links: Links,
     /// A link was noted or forgotten since the links were last resolved.
     relink: bool,
+    /// A root's folder (or one above a root) was watched again under another path: it was
+    /// moved into a watched folder (`mv agents skills/team`), so its watch now stands for the
+    /// new path and its own move event names that one. The roots are looked at again.
+    root_moved: bool,
     /// Folders a link leads into from a root walked deeper than the folder's own root watches
     /// it, with what each link needs of them (see [`Tree::note_deep_needs`]).
     deep: DeepTargets,
@@ -233,6 +237,7 @@ impl Tree {
             by_path: BTreeMap::new(),
             links: Links::default(),
             relink: false,
+            root_moved: false,
             deep: DeepTargets::default(),
             link_waits: BTreeSet::new(),
             limit,
@@ -406,7 +411,7 @@ impl Tree {
                 changes.paths.insert(path);
             }
         }
-        if recheck {
+        if recheck || std::mem::take(&mut self.root_moved) {
             self.recheck_roots(inotify, &mut changes);
         }
         self.follow_links(inotify, &mut changes);
@@ -781,6 +786,7 @@ impl Tree {
         };
         if let Some(old) = self.by_wd.insert(wd, path.clone()) {
             if old != path {
+                self.root_moved |= self.holds_a_root(&old);
                 self.by_path.remove(&old);
             }
         }

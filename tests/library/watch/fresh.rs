@@ -255,6 +255,33 @@ fn a_root_made_after_start_is_served_then_gone_then_served_again() {
     assert_eq!(env.title("back/more").as_deref(), Some("More"));
 }
 
+/// A root moved into another root (`mv agents skills/team`) is gone from its place in the next
+/// read, served as what it is in its new place, and served again when moved back, with what
+/// was written meanwhile. The kernel keeps the moved folder's watch, which the folder's new
+/// path then takes over: its own move event names the new path, not the root's.
+#[test]
+fn a_root_moved_into_another_root_and_back_is_in_the_next_read() {
+    let env = Env::start(|_| {});
+    for (what, script) in [
+        (
+            "the agents folder moved into the skills folder",
+            "mv agents skills/team",
+        ),
+        (
+            "a file written there",
+            "printf -- '---\\nname: Z\\n---\\nZ.\\n' > skills/team/z.md",
+        ),
+        ("moved back", "mv skills/team agents"),
+        (
+            "a profile written in its place",
+            "printf -- '---\\nname: Y\\n---\\nY.\\n' > agents/y.md",
+        ),
+    ] {
+        sh(&env, script);
+        assert_as_rescan(&env, what);
+    }
+}
+
 /// A link to a folder named like a file (`alpha.v2 -> alpha`) is walked as the folder it
 /// leads to, so its files' rows (here `check`'s, the name being no valid id segment) come with
 /// it and go with it; the kernel reports a link as a file, whose name alone does not say it
