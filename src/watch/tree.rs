@@ -358,11 +358,15 @@ impl Tree {
             let Some(name) = event.name() else {
                 if event.is(libc::IN_ATTRIB) {
                     changes.paths.extend(self.roots_in(&folder));
+                    self.relink = true;
                 }
                 continue;
             };
             let path = folder.join(name);
             let is_dir = event.is(libc::IN_ISDIR);
+            // A folder's mode decides whether the links through it resolve (one resolved
+            // while it could not be entered leads nowhere known): they are resolved again.
+            self.relink |= is_dir && event.is(libc::IN_ATTRIB);
             if self.sync.as_deref() == Some(&*folder) {
                 if event.is(libc::IN_CREATE | libc::IN_MOVED_TO)
                     && !is_dir
