@@ -387,7 +387,9 @@ impl Tree {
                 is_link = self.links.remove(&path);
                 self.relink |= is_link;
             }
-            if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO) {
+            // A folder whose mode changed is watched again as a new one is: one that could
+            // not be listed (or watched) when it came has its folders and links taken in now.
+            if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ATTRIB) {
                 // It may have replaced a link (renamed over it).
                 self.relink |= self.links.remove(&path);
                 if let Some(depth) = self.depth_to_watch(&path) {

@@ -293,6 +293,48 @@ fn a_link_in_a_folder_whose_mode_came_back_here() {
     }
 }
 
+/// A folder this process could not list (or watch) when it came, made with mode 000 or renamed
+/// while closed, is watched once its mode lets it: what is written in it afterwards, and what
+/// its links lead to, is in the next read, as a rescan finds it.
+#[test]
+fn a_folder_that_came_closed_is_watched_once_opened() {
+    where_modes_hold("a_folder_that_came_closed_in_a_child", || {
+        a_folder_that_came_closed_here()
+    });
+}
+
+/// [`a_folder_that_came_closed_is_watched_once_opened`], as `nobody`.
+#[test]
+#[ignore = "run by a_folder_that_came_closed_is_watched_once_opened, as nobody"]
+fn a_folder_that_came_closed_in_a_child() {
+    a_folder_that_came_closed_here();
+}
+
+fn a_folder_that_came_closed_here() {
+    let env = Env::start(|_| {});
+    for (what, script) in [
+        ("a folder made closed", "mkdir -m 000 skills/came"),
+        ("opened", "chmod 755 skills/came"),
+        (
+            "written in",
+            "mkdir skills/came/inner && printf '# Y\\n\\nY.\\n' > skills/came/inner/y.md \
+             && printf '# Z\\n\\nZ.\\n' > skills/came/z.md",
+        ),
+        (
+            "a folder holding a link renamed while closed, then opened",
+            "ln -s ../../alpha/deep skills/came/inner/more && chmod 000 skills/came/inner \
+             && mv skills/came/inner skills/came/went && chmod 755 skills/came/went",
+        ),
+        (
+            "a file written where the link leads",
+            "printf '# Three\\n\\nT.\\n' > skills/alpha/deep/three.md",
+        ),
+    ] {
+        sh(&env, script);
+        assert_as_rescan(&env, what);
+    }
+}
+
 /// A root moved into another root (`mv agents skills/team`) is gone from its place in the next
 /// read, served as what it is in its new place, and served again when moved back, with what
 /// was written meanwhile. The kernel keeps the moved folder's watch, which the folder's new
