@@ -387,9 +387,12 @@ impl Tree {
                 is_link = self.links.remove(&path);
                 self.relink |= is_link;
             }
-            // A folder whose mode changed is watched again as a new one is: one that could
-            // not be listed (or watched) when it came has its folders and links taken in now.
-            if is_dir && event.is(libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ATTRIB) {
+            // A folder not watched whose mode changed is watched as a new one is: one that
+            // could not be watched (nor listed) when it came has its folders and links taken in
+            // now. One already watched is not walked again: `touch` and `rsync -a` change the
+            // attributes of every folder they reach.
+            let opened = event.is(libc::IN_ATTRIB) && !self.by_path.contains_key(path.as_path());
+            if is_dir && (event.is(libc::IN_CREATE | libc::IN_MOVED_TO) || opened) {
                 // It may have replaced a link (renamed over it).
                 self.relink |= self.links.remove(&path);
                 if let Some(depth) = self.depth_to_watch(&path) {
