@@ -314,9 +314,30 @@ function rowOrder(a, b) {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
 
+/**
+ * The characters that reorder how the text around them shows: the bidirectional embeddings,
+ * overrides and isolates (U+202A-U+202E, U+2066-U+2069). `evil\u202Egpj.md` shows as
+ * `evildm.jpg`, so a person reviewing a file here would read another text than the agent it is
+ * served to. The marks U+200E and U+200F stay: they only place neutral characters, and
+ * right-to-left writing needs them.
+ */
+const REORDERING = /[\u202A-\u202E\u2066-\u2069]/g;
+
+/** `text` as the page shows text a file supplies: each reordering character as U+FFFD. */
+export function shownText(text) {
+  return typeof text === 'string' ? text.replace(REORDERING, '\uFFFD') : text;
+}
+
+/** How many reordering characters `text` holds (the editor, which cannot mark them, says so). */
+export function reorderingCount(text) {
+  return typeof text === 'string' ? (text.match(REORDERING) || []).length : 0;
+}
+
 function normalize(family) {
   return (raw) => {
     const row = family.row(raw);
+    row.title = shownText(row.title);
+    row.description = shownText(row.description);
     row.stamp = family.stampOfRow(row);
     row.search = `${row.key}\n${row.title}\n${row.description}`.toLowerCase();
     return row;
@@ -1207,7 +1228,7 @@ export function withoutRepeatedTitle(blocks, title) {
 }
 
 function Markdown({ text, title = null }) {
-  const blocks = useMemo(() => withoutRepeatedTitle(parseBlocks(text), title), [text, title]);
+  const blocks = useMemo(() => withoutRepeatedTitle(parseBlocks(shownText(text)), title), [text, title]);
   return h('div', { className: 'dir-md' }, renderBlocks(blocks));
 }
 
@@ -1550,12 +1571,12 @@ function Frontmatter({ front }) {
     { className: 'dir-front', 'aria-label': 'Frontmatter' },
     h('div', { className: 'dir-front-label' }, 'Frontmatter'),
     pairs.length === 0
-      ? h('pre', { className: 'dir-front-raw' }, front || '(empty)')
+      ? h('pre', { className: 'dir-front-raw' }, shownText(front) || '(empty)')
       : h(
           'dl',
           null,
           pairs.map(([key, value], n) =>
-            h(Fragment, { key: n }, h('dt', null, key), h('dd', null, value)),
+            h(Fragment, { key: n }, h('dt', null, shownText(key)), h('dd', null, shownText(value))),
           ),
         ),
   );
@@ -1585,13 +1606,13 @@ function AgentDetails({ doc, rows }) {
       'dl',
       { className: 'dir-facts' },
       h('dt', null, 'model'),
-      h('dd', null, doc.model || 'decided by the send'),
+      h('dd', null, shownText(doc.model) || 'decided by the send'),
       h('dt', null, 'reasoning effort'),
       h('dd', null, doc.reasoning_effort || '—'),
       h('dt', null, 'skills'),
-      h('dd', null, doc.skills && doc.skills.length ? doc.skills.join(', ') : 'every skill'),
+      h('dd', null, doc.skills && doc.skills.length ? shownText(doc.skills.join(', ')) : 'every skill'),
       doc.unknown_skills && doc.unknown_skills.length
-        ? h(Fragment, null, h('dt', null, 'unknown skills'), h('dd', { className: 'dir-warn-text' }, doc.unknown_skills.join(', ')))
+        ? h(Fragment, null, h('dt', null, 'unknown skills'), h('dd', { className: 'dir-warn-text' }, shownText(doc.unknown_skills.join(', '))))
         : null,
     ),
     h(
@@ -1708,6 +1729,12 @@ const BUNDLED_READ_ONLY = 'Bundled with the worker: read-only, it cannot be dele
 const BUNDLED_COPY_ON_SAVE = 'Bundled with the worker: it cannot be deleted; a save writes your own copy, which takes its place.';
 
 /** What the server will make of the draft, under the editor. */
+/** What the document pane says of a text holding `count` reordering characters. */
+export function reorderingNotice(count) {
+  const them = count === 1 ? 'a character that reverses' : `${count} characters that reverse`;
+  return `This text holds ${them} the order in which the text around it shows (U+202A-U+202E, U+2066-U+2069): the editor hides ${count === 1 ? 'it' : 'them'}, and the list and preview show each as \uFFFD. An agent reads the text in its stored order.`;
+}
+
 function CheckStrip({ familyKey, check, text, error }) {
   if (!check || check.text !== text) return null;
   if (check.error) return null;
@@ -1716,7 +1743,7 @@ function CheckStrip({ familyKey, check, text, error }) {
   const refused = answer.refused && withoutBusSteps(answer.refused) !== error ? withoutBusSteps(answer.refused) : null;
   const finding = frontmatterFinding(answer);
   const shows = answer.title != null
-    ? h(Fragment, null, 'The list will show ', h('strong', null, answer.title), answer.description ? ` — ${answer.description}` : '')
+    ? h(Fragment, null, 'The list will show ', h('strong', null, shownText(answer.title)), answer.description ? ` — ${shownText(answer.description)}` : '')
     : null;
   return h(
     'div',
@@ -2227,7 +2254,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
           { className: 'dir-notice dir-ask', role: 'alertdialog', 'aria-label': 'Save anyway?' },
           h('strong', null, 'The server will read this differently. '),
           frontmatterFinding(ask),
-          ask.title != null ? h('span', null, ` The list will show "${ask.title}"${ask.description ? ` — ${ask.description.replace(/\.$/, '')}` : ''}.`) : null,
+          ask.title != null ? h('span', null, ` The list will show "${shownText(ask.title)}"${ask.description ? ` — ${shownText(ask.description).replace(/\.$/, '')}` : ''}.`) : null,
           h('div', { className: 'dir-actions' },
             h('button', { type: 'button', className: 'dir-button dir-button--danger', onClick: () => save(true) }, 'Save anyway'),
             h('button', { type: 'button', className: 'dir-button', onClick: () => setAsk(null) }, 'Keep editing'),
@@ -2235,6 +2262,7 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
         )
       : null,
     dirty && !ask ? h(CheckStrip, { familyKey, check, text, error }) : null,
+    reorderingCount(text) ? h('div', { className: 'dir-notice dir-reordering', role: 'note' }, reorderingNotice(reorderingCount(text))) : null,
     notice === 'changed'
       ? h(
           'div',

@@ -307,6 +307,23 @@ try {
   await open(SHOWCASE);
   unlinkSync(join(TREE_DIR, `skills/${HOSTILE}.md`));
 
+  // ---- Text that reorders itself: shown marked, and said so -------------------------------
+  step('reordering characters');
+  const REORDERED = 'fixtures/reordered';
+  // U+202E shows what follows it reversed: without the page's care the title reads "Report
+  // gpj.exe" where the file says "Report exe.jpg".
+  writeOnDisk(`skills/${REORDERED}.md`, '---\ndescription: Opens \u202Eexe.jpg\n---\n# Report \u2066gpj\u2069.exe\n\nRun \u202Etpircs\n');
+  await open(REORDERED);
+  const reorderedRow = await row(REORDERED).textContent();
+  assert.ok(!/[\u202A-\u202E\u2066-\u2069]/.test(reorderedRow), `the row holds no reordering character: ${JSON.stringify(reorderedRow)}`);
+  assert.ok(reorderedRow.includes('Report \uFFFDgpj\uFFFD.exe') && reorderedRow.includes('Opens \uFFFDexe.jpg'), reorderedRow);
+  const reorderedPreview = await preview.locator('.dir-md').textContent();
+  assert.ok(reorderedPreview.includes('Run \uFFFDtpircs') && !reorderedPreview.includes('\u202E'), reorderedPreview);
+  assert.match(await root.locator('.dir-reordering').textContent(), /holds 4 characters that reverse/);
+  await open(SHOWCASE);
+  assert.equal(await root.locator('.dir-reordering').count(), 0, 'a plain text says nothing of it');
+  unlinkSync(join(TREE_DIR, `skills/${REORDERED}.md`));
+
   // ---- The splitter: drag it, and the width is remembered ------------------------------------
   step('the splitter');
   const listPane = root.locator('.dir-pane--list');

@@ -161,3 +161,16 @@ test('an unpaired surrogate is found, a pair is not', () => {
   for (const text of ['a\ud800', '\ud800b', 'a\udc00', '\udc00', 'x\udbff\udbffy']) assert.equal(page.hasUnpairedSurrogate(text), true, JSON.stringify(text));
   for (const text of ['', 'plain', '🙂', 'a\ud83d\ude42b']) assert.equal(page.hasUnpairedSurrogate(text), false, JSON.stringify(text));
 });
+
+test('text that reorders how it shows is shown marked, and counted', () => {
+  // U+202E reverses what follows it: "Report \u202Eexe.jpg" shows as "Report gpj.exe".
+  assert.equal(page.shownText('Report \u202Eexe.jpg'), 'Report \uFFFDexe.jpg');
+  assert.equal(page.shownText('a\u202Ab\u202Bc\u202Cd\u202De\u2066f\u2067g\u2068h\u2069'), 'a\uFFFDb\uFFFDc\uFFFDd\uFFFDe\uFFFDf\uFFFDg\uFFFDh\uFFFD');
+  // The marks that only place neutral characters stay: right-to-left writing needs them.
+  assert.equal(page.shownText('\u05E9\u05DC\u05D5\u05DD\u200F!\u200E'), '\u05E9\u05DC\u05D5\u05DD\u200F!\u200E');
+  assert.equal(page.shownText(null), null);
+  assert.equal(page.reorderingCount('x\u202Ey\u2066z\u2069'), 3);
+  assert.equal(page.reorderingCount('plain'), 0);
+  assert.match(page.reorderingNotice(1), /holds a character that reverses/);
+  assert.match(page.reorderingNotice(2), /holds 2 characters that reverse/);
+});
