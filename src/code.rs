@@ -57,6 +57,9 @@ pub enum Code {
     SkillReadOnly,
     /// `D117`: a request to a skills function that the screen refuses (worker's own).
     SkillsRequestRefused,
+    /// `D118`: a skill update with a `base` whose file another writer changed since the
+    /// caller read it: the file holds neither `base` nor the new content (worker's own).
+    SkillChangedOnDisk,
     /// `D120`: an answer longer than the engine carries in one message (worker's own).
     AnswerTooLarge,
     /// `D121`: a request to one of the worker's other functions that the screen refuses.
@@ -75,6 +78,9 @@ pub enum Code {
     /// `D214`: a system prompt that already exists, a file already at the target, or a target
     /// a link would put outside the root.
     PromptExists,
+    /// `D215`: a system prompt update with a `base` whose file (or bundled text) changed since
+    /// the caller read it (worker's own).
+    PromptChangedOnDisk,
     /// `D310`: the registry has no such worker, or no bundle for it.
     RegistryWorkerNotFound,
     /// `D311`: a registry worker name the validator refuses.
@@ -111,11 +117,14 @@ pub enum Code {
     AgentExists,
     /// `D415`: an `extends` chain that does not resolve (carried as `inheritance_error`).
     AgentInheritance,
+    /// `D416`: an agent profile update with a `base` whose file (or bundled text) changed since
+    /// the caller read it (worker's own).
+    AgentChangedOnDisk,
 }
 
 impl Code {
     /// Every code, in the table's order.
-    pub const ALL: [Code; 31] = [
+    pub const ALL: [Code; 34] = [
         Code::SkillNotFound,
         Code::FunctionIdForSkill,
         Code::ContentRefused,
@@ -123,6 +132,7 @@ impl Code {
         Code::SkillPlacementRefused,
         Code::SkillReadOnly,
         Code::SkillsRequestRefused,
+        Code::SkillChangedOnDisk,
         Code::AnswerTooLarge,
         Code::WorkerRequestRefused,
         Code::DeadlinePassed,
@@ -131,6 +141,7 @@ impl Code {
         Code::PromptsRequestRefused,
         Code::PromptFrontmatterRefused,
         Code::PromptExists,
+        Code::PromptChangedOnDisk,
         Code::RegistryWorkerNotFound,
         Code::RegistryWorkerNameInvalid,
         Code::DownloadRequestRefused,
@@ -147,6 +158,7 @@ impl Code {
         Code::AgentsRequestRefused,
         Code::AgentExists,
         Code::AgentInheritance,
+        Code::AgentChangedOnDisk,
     ];
 
     /// The table: each code's text and class.
@@ -160,6 +172,7 @@ impl Code {
             Code::SkillPlacementRefused => ("D115", InvalidInput),
             Code::SkillReadOnly => ("D116", InvalidInput),
             Code::SkillsRequestRefused => ("D117", InvalidInput),
+            Code::SkillChangedOnDisk => ("D118", Conflict),
             Code::AnswerTooLarge => ("D120", TooLarge),
             Code::WorkerRequestRefused => ("D121", InvalidInput),
             Code::DeadlinePassed => ("D122", Timeout),
@@ -168,6 +181,7 @@ impl Code {
             Code::PromptsRequestRefused => ("D212", InvalidInput),
             Code::PromptFrontmatterRefused => ("D213", InvalidInput),
             Code::PromptExists => ("D214", InvalidInput),
+            Code::PromptChangedOnDisk => ("D215", Conflict),
             Code::RegistryWorkerNotFound => ("D310", NotFound),
             Code::RegistryWorkerNameInvalid => ("D311", InvalidInput),
             Code::DownloadRequestRefused => ("D312", InvalidInput),
@@ -184,6 +198,7 @@ impl Code {
             Code::AgentsRequestRefused => ("D412", InvalidInput),
             Code::AgentExists => ("D414", InvalidInput),
             Code::AgentInheritance => ("D415", InvalidInput),
+            Code::AgentChangedOnDisk => ("D416", Conflict),
         }
     }
 

@@ -1,19 +1,20 @@
 //! What the three families' write functions (`skills/write.rs`, `system_prompts/write.rs`,
 //! `agents/write.rs`) share: the outcome a family's write hands back to the directory
 //! (which reconciles the touched paths and publishes the event under its write lock), the
-//! content checks, and the rendering of store errors.
+//! content checks, a conditional update's check of its `base`, and the rendering of store
+//! errors.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::code::Code;
-use crate::doc::{MAX_FILE_BYTES, as_read, frontmatter};
+use crate::doc::{MAX_FILE_BYTES, as_read, decode, frontmatter};
 use crate::error::{Error, Next, Result};
 use crate::events::ChangeEvent;
 use crate::roots::{Root, Roots};
-use crate::store::StoreError;
 use crate::store::way::{Blocked, check_way};
+use crate::store::{self, StoreError};
 use crate::time::Stamp;
 
 /// A write done on disk: its response, the paths to reconcile, and the event to publish.
@@ -58,6 +59,64 @@ pub fn check_content(content: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// What a conditional update finds where it would write, before it writes.
+pub enum Found {
+    /// The bytes of the file it would replace (at most [`MAX_FILE_BYTES`] and one).
+    File(Vec<u8>),
+    /// No file: removed since the index served it. The family answers its not-found.
+    Gone,
+}
+
+/// The file an update of `path` would replace, read under the write lock as the write itself
+/// reaches it (`store::read_target`), for [`check_base`]. A link on the way that leads out is
+/// the family's refusal, as the write's would be (`link_code`).
+pub fn read_before_update(
+    may_write: &[&Path],
+    path: &Path,
+    code: Code,
+    link_code: Code,
+) -> Result<Found> {
+    let read = store::read_target(may_write, path, MAX_FILE_BYTES + 1)
+        .map_err(|e| store_error(e, code, link_code, &[]))?;
+    Ok(read.map_or(Found::Gone, Found::File))
+}
+
+/// A conditional update's rule: `now`, what the update would write over (a file's bytes, or a
+/// bundled text the write would shadow), must read as `base`, the text the caller's edit
+/// started from (nobody wrote it since the caller read it), or as `content` (the update is
+/// there already: a repeated call whose answer was lost). Both are compared as `get` answers
+/// `raw`, a leading byte-order mark dropped ([`decode`]), so a caller's `base` is what `get`
+/// gave it. Anything else is another writer's change, which the update would silently write
+/// over: `changed` is the refusal, and nothing is written.
+pub fn check_base(
+    now: &[u8],
+    base: &str,
+    content: &str,
+    changed: impl FnOnce() -> Error,
+) -> Result<()> {
+    match decode(now) {
+        Ok(now) if now == as_read(base) || now == as_read(content) => Ok(()),
+        _ => Err(changed()),
+    }
+}
+
+/// The refusal of a conditional update whose document another writer changed since the caller
+/// read it: `what` names it (`skill "a/b"`), `file` is where it changed (none for a bundled
+/// text that came back), `next` the family's `get`.
+pub fn changed_on_disk(code: Code, what: &str, file: Option<&Path>, next: &[Next]) -> Error {
+    let place = match file {
+        Some(path) => format!("its file {}", path.display()),
+        None => "what it holds".to_string(),
+    };
+    Error::coded(
+        code,
+        format!(
+            "{what} changed on disk since your edit began: {place} no longer holds the text the edit started from (base), and the update would write over that change, so nothing was written. Read it again (raw), merge your edit into what it holds now, and save that, with the text you read as base."
+        ),
+        next,
+    )
 }
 
 /// Refuses, with the family's coded message, a target that a symbolic link on its way would

@@ -80,6 +80,25 @@ pub struct NameContent {
     pub content: String,
 }
 
+/// `{id, content, base?}`: a skill or agent profile updated whole; `base` is the whole file as
+/// the caller's edit started from it (`raw` from `get`), which makes the update conditional.
+#[derive(Deserialize)]
+pub struct IdUpdate {
+    pub id: String,
+    pub content: String,
+    #[serde(default)]
+    pub base: Option<String>,
+}
+
+/// `{name, content, base?}`: a system prompt updated whole, conditionally with `base`.
+#[derive(Deserialize)]
+pub struct NameUpdate {
+    pub name: String,
+    pub content: String,
+    #[serde(default)]
+    pub base: Option<String>,
+}
+
 /// `{id}`: a skill or agent profile to delete.
 #[derive(Deserialize)]
 pub struct ById {

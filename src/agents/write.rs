@@ -16,7 +16,8 @@ use crate::doc::{MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Outcome, file_exists, modified_at, store_error, touched, writable_roots,
+    Found, Outcome, changed_on_disk, check_base, file_exists, modified_at, read_before_update,
+    store_error, touched, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -33,6 +34,10 @@ const NEXT_ON_CONFLICT: [Next; 2] = [
     next("directory::agents::list", "browse agent profile ids"),
 ];
 const NEXT_ON_MISS: [Next; 1] = [next("directory::agents::list", "browse agent profile ids")];
+const NEXT_ON_CHANGED: [Next; 1] = [next(
+    "directory::agents::get",
+    "read the profile as it is now (raw: true), merge your edit into it, and update with it as base",
+)];
 
 fn target(roots: &Roots, id: &str) -> PathBuf {
     roots.path(Root::Agents).join(format!("{id}.md"))
@@ -126,9 +131,11 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     })
 }
 
-/// `directory::agents::update`: overwrite the file, or copy-on-write a bundled profile.
+/// `directory::agents::update`: overwrite the file, or copy-on-write a bundled profile. With
+/// `base`, only a file (or bundled text) that still holds it, or holds `content` already, is
+/// written over (`D416`).
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: request::IdContent = request::parse(request)?;
+    let req: request::IdUpdate = request::parse(request)?;
     validate_name(&req.id).map_err(Error::invalid)?;
     let (root, path, mode) = if let Some((root, path)) = served_file(reader, roots, &req.id)? {
         (root, path, Mode::Update)
@@ -147,6 +154,26 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     let mut may_write = writable_roots(roots);
     if !may_write.contains(&roots.path(root)) {
         may_write.push(roots.path(root));
+    }
+    if let Some(base) = &req.base {
+        let changed = |file: Option<&Path>| {
+            changed_on_disk(
+                Code::AgentChangedOnDisk,
+                &format!("agent profile {}", quoted(&req.id)),
+                file,
+                &NEXT_ON_CHANGED,
+            )
+        };
+        if mode == Mode::CreateNew {
+            // A bundled profile with no file yet: what `get` answers is the bundled text.
+            let bundled = bundled::agent(&req.id).map_or("", |agent| agent.raw);
+            check_base(bundled.as_bytes(), base, &req.content, || changed(None))?;
+        } else {
+            match read_before_update(&may_write, &path, Code::AgentExists, Code::AgentExists)? {
+                Found::File(now) => check_base(&now, base, &req.content, || changed(Some(&path)))?,
+                Found::Gone => return Err(miss(reader, roots, &req.id)?),
+            }
+        }
     }
     let target = store::write_atomic(&may_write, &path, req.content.as_bytes(), mode)
         .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;

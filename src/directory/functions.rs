@@ -386,7 +386,7 @@ library_functions! {
     write SkillsUpdate {
         id: "directory::skills::update",
         description: "Overwrite an existing skill file with full-file content (the edited raw from get). Never creates; read-only agents skills are refused (D116). Fires on-change { op: update }.",
-        request: content_request("id", "existing skill id"),
+        request: update_request("id", "existing skill id", Code::SkillChangedOnDisk),
         response: skill_written(),
         apply: |reader, roots, visibility, request| {
             skills::write::update(reader, roots, visibility, request)
@@ -438,7 +438,7 @@ library_functions! {
     write SystemPromptsUpdate {
         id: "directory::system-prompts::update",
         description: "Overwrite an existing system prompt file (or shadow a bundled one) with full-file content. Answers its effective name and fires on-change { op: update }.",
-        request: content_request("name", "existing system prompt name"),
+        request: update_request("name", "existing system prompt name", Code::PromptChangedOnDisk),
         response: prompt_written(),
         apply: |reader, roots, _, request| system_prompts::write::update(reader, roots, request),
     },
@@ -494,7 +494,7 @@ library_functions! {
     write AgentsUpdate {
         id: "directory::agents::update",
         description: "Overwrite an existing agent profile with full-file content, in the folder it is in (agents_folder or global_agents_folder); updating a bundled profile writes the local file that shadows it. Fires on-change { op: update }.",
-        request: content_request("id", "existing agent id"),
+        request: update_request("id", "existing agent id", Code::AgentChangedOnDisk),
         response: agent_written(),
         apply: |reader, roots, _, request| agents::write::update(reader, roots, request),
     },
@@ -532,6 +532,17 @@ fn content_request(key: &str, what: &str) -> Value {
         json!({ key: string(what), "content": string("the whole file, frontmatter included (at most 262144 bytes)") }),
         &[key, "content"],
     )
+}
+
+/// An update's request: a create's, and the optional `base` that makes it conditional (`code`
+/// its refusal).
+fn update_request(key: &str, what: &str, code: Code) -> Value {
+    let mut request = content_request(key, what);
+    request["properties"]["base"] = string(&format!(
+        "optional: the whole file as your edit started from it (raw from get). When given, the update writes only if the file still holds it (or already holds content); if another writer changed it since, nothing is written and the answer is {code} {class}: read it again, merge, and update with the new text as base",
+        class = code.class()
+    ));
+    request
 }
 
 fn prompt_written() -> Value {

@@ -15,8 +15,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
-    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
-    store_error, touched, writable_roots,
+    Found, Outcome, changed_on_disk, check_base, check_content, check_inside, check_not_overridden,
+    file_exists, modified_at, read_before_update, store_error, touched, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -35,6 +35,10 @@ const NEXT_ON_CONFLICT: [Next; 2] = [
 ];
 /// A create of an id a read-only skill serves: its update would be refused too.
 const NEXT_ON_READ_ONLY_CONFLICT: [Next; 1] = [next("directory::skills::list", "browse skill ids")];
+const NEXT_ON_CHANGED: [Next; 1] = [next(
+    "directory::skills::get",
+    "read the file as it is now (raw: true), merge your edit into it, and update with it as base",
+)];
 const NEXT_ON_MISS: [Next; 3] = [
     next("directory::skills::list", "browse skill ids"),
     next(
@@ -181,22 +185,8 @@ fn writable(
     visibility: Visibility<'_>,
     id: &str,
 ) -> Result<(String, Root, std::path::PathBuf)> {
-    let miss = || -> Result<Error> {
-        let rows = reader.visible_skills(visibility)?;
-        let closest: Vec<String> = closest_by(id, &rows, |(id, _)| id, SUGGESTIONS)
-            .into_iter()
-            .map(|(_, (_, row))| row.display_id.clone())
-            .collect();
-        Ok(Error::not_found(
-            Code::SkillNotFound,
-            "skill",
-            id,
-            &closest,
-            &NEXT_ON_MISS,
-        ))
-    };
     let Some((found, row)) = reader.resolve_skill(visibility, id)? else {
-        return Err(miss()?);
+        return Err(miss(reader, visibility, id)?);
     };
     if let Some(why) = read_only(roots, id, &row.source, Asked::Update) {
         return Err(Error::coded(Code::SkillReadOnly, why, &[]));
@@ -206,8 +196,24 @@ fn writable(
         Source::File { root, rel, .. } if roots.file(root, &rel).is_file() => {
             Ok((found, root, roots.file(root, &rel)))
         }
-        Source::File { .. } | Source::Bundled => Err(miss()?),
+        Source::File { .. } | Source::Bundled => Err(miss(reader, visibility, id)?),
     }
+}
+
+/// `D110` for `id`, with the visible ids closest to it.
+fn miss(reader: &Reader, visibility: Visibility<'_>, id: &str) -> Result<Error> {
+    let rows = reader.visible_skills(visibility)?;
+    let closest: Vec<String> = closest_by(id, &rows, |(id, _)| id, SUGGESTIONS)
+        .into_iter()
+        .map(|(_, (_, row))| row.display_id.clone())
+        .collect();
+    Ok(Error::not_found(
+        Code::SkillNotFound,
+        "skill",
+        id,
+        &closest,
+        &NEXT_ON_MISS,
+    ))
 }
 
 /// The write that found a skill read-only: what to do instead depends on it.
@@ -259,14 +265,15 @@ pub(crate) fn check_not_read_only(
     }
 }
 
-/// `directory::skills::update`: overwrite an existing skill file; never creates.
+/// `directory::skills::update`: overwrite an existing skill file; never creates. With `base`,
+/// only a file that still holds it (or holds `content` already) is written (`D118`).
 pub fn update(
     reader: &Reader,
     roots: &Roots,
     visibility: Visibility<'_>,
     request: &Value,
 ) -> Result<Outcome> {
-    let req: request::IdContent = request::parse(request)?;
+    let req: request::IdUpdate = request::parse(request)?;
     let id = parse_id(&req.id)?;
     check_content(&req.content)?;
     let (_, _, path) = writable(reader, roots, visibility, &id)?;
@@ -282,6 +289,25 @@ pub fn update(
             ),
             &[],
         ));
+    }
+    if let Some(base) = &req.base {
+        let found = read_before_update(
+            &writable_roots(roots),
+            &path,
+            Code::SkillExists,
+            Code::SkillPlacementRefused,
+        )?;
+        let Found::File(now) = found else {
+            return Err(miss(reader, visibility, &id)?);
+        };
+        check_base(&now, base, &req.content, || {
+            changed_on_disk(
+                Code::SkillChangedOnDisk,
+                &format!("skill {}", quoted(&id)),
+                Some(&path),
+                &NEXT_ON_CHANGED,
+            )
+        })?;
     }
     let target = store::write_atomic(
         &writable_roots(roots),

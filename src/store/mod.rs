@@ -272,6 +272,48 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     Ok(beneath)
 }
 
+/// The bytes of the file an update of `dest` would replace ([`write_atomic`] in
+/// [`Mode::Update`]): the same file, a symbolic link at `dest` resolved to where it leads and
+/// the folders on the way opened beneath their root without following links, so what is read
+/// is what the write would write over, and never a file outside `roots`. At most `limit`
+/// bytes are read, and a FIFO put in its place never blocks the read (anything but a regular
+/// file is an error). `None` when no file is there (removed, or a link that leads nowhere).
+pub fn read_target(
+    roots: &[&Path],
+    dest: &Path,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    use std::io::Read;
+    let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+    // Following a link: a dangling one has no file to replace either.
+    if fs::metadata(dest).is_err_and(|e| gone(&e)) {
+        return Ok(None);
+    }
+    let target = through_link(roots, dest)?;
+    let (root, rel) = locate(roots, &target)?;
+    let (folder, name) = beneath::split(&rel).map_err(|e| refusal(e, &target, &root, "read"))?;
+    let root_dir = match Dir::root(&root, false) {
+        Ok(dir) => dir,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(io_error("open", &root)(e).into()),
+    };
+    let dir = match root_dir.open_dir(folder, false) {
+        Ok(dir) => dir,
+        Err(Refusal::Io(e)) if gone(&e) => return Ok(None),
+        Err(e) => return Err(refusal(e, &target, &root, "read")),
+    };
+    let file = match dir.open_file(name) {
+        Ok(file) => file,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(io_error("read", &target)(e).into()),
+    };
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(io_error("read", &target))?;
+    Ok(Some(bytes))
+}
+
 /// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
 /// lies under one of them as written; see [`locate`]), and answers the path written, links
 /// resolved: where a folder link on the way leads, and for a replace of a file that is a
@@ -581,6 +623,43 @@ mod tests {
             vec![OsString::from("x.md")],
             "no temporary file left behind"
         );
+    }
+
+    /// What a conditional update compares is what its write would replace: the file a link
+    /// leads to inside the roots; nothing outside them, no FIFO waited on, no file is `None`.
+    #[test]
+    fn read_target_reads_what_an_update_would_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("root"), dir.path().join("outside"));
+        fs::create_dir_all(root.join("ns")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        let roots = [root.as_path()];
+        let read = |rel: &str| read_target(&roots, &root.join(rel), 5);
+        fs::write(root.join("ns/a.md"), b"0123456789").unwrap();
+        assert_eq!(read("ns/a.md").unwrap(), Some(b"01234".to_vec()), "capped");
+        std::os::unix::fs::symlink(root.join("ns/a.md"), root.join("ns/link.md")).unwrap();
+        assert_eq!(read("ns/link.md").unwrap(), Some(b"01234".to_vec()));
+        assert_eq!(read("ns/none.md").unwrap(), None);
+        assert_eq!(read("gone/none.md").unwrap(), None);
+        std::os::unix::fs::symlink(root.join("ns/none.md"), root.join("ns/dangling.md")).unwrap();
+        assert_eq!(read("ns/dangling.md").unwrap(), None);
+        fs::write(outside.join("secret.md"), b"secret").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.md"), root.join("ns/out.md")).unwrap();
+        assert!(matches!(read("ns/out.md"), Err(StoreError::Link { .. })));
+        std::os::unix::fs::symlink(&outside, root.join("away")).unwrap();
+        assert!(matches!(
+            read("away/secret.md"),
+            Err(StoreError::Link { .. })
+        ));
+        let fifo = std::ffi::CString::new(
+            root.join("ns/fifo.md")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path and touches nothing else.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        assert!(matches!(read("ns/fifo.md"), Err(StoreError::Io(_))));
     }
 
     #[test]

@@ -14,8 +14,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
-    store_error, touched, writable_roots,
+    Found, Outcome, changed_on_disk, check_base, check_content, check_inside, check_not_overridden,
+    file_exists, modified_at, read_before_update, store_error, touched, writable_roots,
 };
 use crate::index::Reader;
 use crate::request;
@@ -37,6 +37,10 @@ const NEXT_ON_CONFLICT: [Next; 2] = [
         "browse system prompt names",
     ),
 ];
+const NEXT_ON_CHANGED: [Next; 1] = [next(
+    "directory::system-prompts::get",
+    "read the prompt as it is now (raw: true), merge your edit into it, and update with it as base",
+)];
 const NEXT_ON_MISS: [Next; 1] = [next(
     "directory::system-prompts::list",
     "browse system prompt names",
@@ -126,9 +130,10 @@ pub fn create(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
 }
 
 /// `directory::system-prompts::update`: overwrite the file (a declared `name` may rename the
-/// prompt), or shadow a bundled prompt with a new file.
+/// prompt), or shadow a bundled prompt with a new file. With `base`, only a file (or bundled
+/// text) that still holds it, or holds `content` already, is written over (`D215`).
 pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome> {
-    let req: request::NameContent = request::parse(request)?;
+    let req: request::NameUpdate = request::parse(request)?;
     validate_name(&req.name).map_err(Error::invalid)?;
     let (path, mode, stem) = match existing_file(reader, roots, &req.name)? {
         Some(path) => {
@@ -160,6 +165,9 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if name != req.name {
         check_rename(reader, &req.name, &name)?;
     }
+    if let Some(base) = &req.base {
+        check_prompt_base(reader, roots, &req, base, &path, mode)?;
+    }
     let target = store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
         .map_err(|e| {
         store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT)
@@ -169,6 +177,40 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
         touched: touched(path, target),
         event: ChangeEvent::named(Family::SystemPrompts, "update", &name),
     })
+}
+
+/// A conditional update's check (`base`): what the update would write over is the file at
+/// `path` (checked under the prompt's requested name, before any rename its content makes),
+/// or, for a bundled prompt with no file yet, the bundled text `get` answers.
+fn check_prompt_base(
+    reader: &Reader,
+    roots: &Roots,
+    req: &request::NameUpdate,
+    base: &str,
+    path: &Path,
+    mode: Mode,
+) -> Result<()> {
+    let changed = |file: Option<&Path>| {
+        changed_on_disk(
+            Code::PromptChangedOnDisk,
+            &format!("system prompt {:?}", req.name),
+            file,
+            &NEXT_ON_CHANGED,
+        )
+    };
+    if mode == Mode::CreateNew {
+        let bundled = bundled::prompt(&req.name).map_or("", |prompt| prompt.raw);
+        return check_base(bundled.as_bytes(), base, &req.content, || changed(None));
+    }
+    match read_before_update(
+        &writable_roots(roots),
+        path,
+        Code::PromptExists,
+        Code::PromptExists,
+    )? {
+        Found::File(now) => check_base(&now, base, &req.content, || changed(Some(path))),
+        Found::Gone => Err(miss(reader, roots, &req.name)?),
+    }
 }
 
 /// An update whose frontmatter `name` renames prompt `from` may not take the name of another

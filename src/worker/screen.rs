@@ -27,7 +27,8 @@ pub const MAX_NAME_BYTES: usize = 1024;
 pub const MAX_VERSION_BYTES: usize = 256;
 
 /// The bound of a string field, by its name; `None` for fields the screen leaves to their own
-/// checks (`content` has the contract's 262144-byte cap, `system_prompt`, descriptions, the
+/// checks (`content` has the contract's 262144-byte cap, an update's `base` is only compared
+/// with the file, `system_prompt`, descriptions, the
 /// search capabilities and a skill search's `query` are read, never echoed: the searches read
 /// the first `MAX_CAPABILITY_BYTES` of a task, however it is phrased).
 fn bound(key: &str) -> Option<usize> {
@@ -335,7 +336,8 @@ mod tests {
             for (key, property) in properties {
                 let strings = allowed_types(property).contains(&"string");
                 // Read to their own caps, never echoed.
-                let unbounded = ["content", "capabilities", "query"].contains(&key.as_str());
+                let unbounded =
+                    ["content", "base", "capabilities", "query"].contains(&key.as_str());
                 if strings && !unbounded {
                     assert!(
                         bound(key).is_some(),
@@ -459,6 +461,11 @@ mod tests {
                 "directory::skills::create",
                 json!({"id": "a", "content": ["x"]}),
                 "invalid type: an array, expected a string for `content`",
+            ),
+            (
+                "directory::agents::update",
+                json!({"id": "a", "content": "x", "base": 7}),
+                "invalid type: integer `7`, expected a string for `base`",
             ),
             (
                 "directory::skills::get",

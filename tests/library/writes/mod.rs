@@ -250,6 +250,7 @@ const PIRATE: &str = "---\ndescription: Talk like a pirate\n---\nArr.\n";
 
 mod across_families;
 mod agents;
+mod conditional;
 mod escape;
 mod globals;
 mod links;
