@@ -627,3 +627,54 @@ async fn a_binding_made_by_one_connection_reaches_the_provider_on_another() {
         .await
         .unwrap();
 }
+
+/// A call held back (`hold_calls`) waits unanswered, never reaching the connection that
+/// registered the function, until `release_calls` routes it; the next call goes straight
+/// through. What the browser test uses to land another writer's write before an update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_is_routed_only_when_released() {
+    let engine = FakeEngine::start().await;
+    let provider = connect_as(&engine, "selftest-provider");
+    let (tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
+    provider.register_function(
+        "prov::echo",
+        RegisterFunction::new_async(move |payload: Value| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(payload.clone());
+                Ok::<_, Error>(payload)
+            }
+        }),
+    );
+    engine
+        .wait_function("prov::echo", WAIT)
+        .await
+        .expect("registered");
+    let caller = Arc::new(connect_as(&engine, "selftest-caller"));
+    engine.hold_calls("prov::echo");
+    let call = {
+        let caller = caller.clone();
+        tokio::spawn(async move {
+            caller
+                .trigger(request("prov::echo", json!({"n": 1}), Some(10_000)))
+                .await
+        })
+    };
+    eventually("the call to be held", || {
+        engine.held_calls("prov::echo") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(ran.try_recv().is_err(), "a held call reaches nobody");
+    assert!(!call.is_finished(), "a held call is not answered");
+    assert_eq!(engine.release_calls("prov::echo"), 1);
+    let answer = call.await.expect("join").expect("answered once released");
+    assert_eq!(answer, json!({"n": 1}));
+    assert_eq!(ran.recv().await, Some(json!({"n": 1})));
+    assert_eq!(engine.held_calls("prov::echo"), 0);
+    let again = caller
+        .trigger(request("prov::echo", json!({"n": 2}), Some(10_000)))
+        .await
+        .expect("no longer held");
+    assert_eq!(again, json!({"n": 2}));
+}

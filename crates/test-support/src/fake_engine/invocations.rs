@@ -260,6 +260,17 @@ fn call_out(st: &mut State, call: Call) -> Option<Deferred> {
             mark_ready(st, conn, data);
             reply(st, Ok(json!({"success": true})));
         }
+        None if st.holding.contains(&function_id) => {
+            st.held.push(Call {
+                connection: conn,
+                invocation_id,
+                function_id,
+                data,
+                metadata,
+                namespace: None,
+                action: None,
+            });
+        }
         None if st.configuration.is_some() && configuration::provides(&function_id) => {
             if let Some(outcome) =
                 configuration::call(st, conn, &invocation_id, &function_id, &data)
@@ -270,6 +281,28 @@ fn call_out(st: &mut State, call: Call) -> Option<Deferred> {
         None => relay(st, conn, &invocation_id, &function_id, data, metadata),
     }
     None
+}
+
+/// Sends on the held calls to `function_id` ([`FakeEngine::release_calls`]), in their order,
+/// as if they came now; answers how many there were.
+pub(super) fn release(st: &mut State, function_id: &str) -> usize {
+    st.holding.remove(function_id);
+    let (released, kept): (Vec<Call>, Vec<Call>) = std::mem::take(&mut st.held)
+        .into_iter()
+        .partition(|call| call.function_id == function_id);
+    st.held = kept;
+    let count = released.len();
+    for call in released {
+        relay(
+            st,
+            call.connection,
+            &call.invocation_id,
+            &call.function_id,
+            call.data,
+            call.metadata,
+        );
+    }
+    count
 }
 
 /// Routes a worker's call to the open connection that registered the function (its result

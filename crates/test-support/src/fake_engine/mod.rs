@@ -25,7 +25,8 @@
 //! - `invokefunction` with an id is a call out of the worker ([`Call`]). It is answered from a
 //!   canned response ([`FakeEngine::respond`] and friends) if one is set; otherwise it is
 //!   routed to the open connection that registered that function; otherwise it gets
-//!   `function_not_found`.
+//!   `function_not_found`. [`FakeEngine::hold_calls`] holds back the calls to a function that
+//!   would be routed, until [`FakeEngine::release_calls`] routes them.
 //! - [`FakeEngine::subscribe`] acts as the engine forwarding a subscriber's binding to the
 //!   provider. A binding to a type no open connection provides is parked and delivered when a
 //!   connection registers the type (also after a reconnect), like the engine's pending

@@ -104,9 +104,11 @@ impl FakeEngine {
 
 impl State {
     /// What an engine restart forgets: the reattach tokens of the connections so far, the
-    /// bindings tests made (and their waits), the configuration schemas and held reads.
+    /// bindings tests made (and their waits), the configuration schemas and held reads, and
+    /// the calls held back (their callers' sockets are gone).
     fn forget_session(&mut self) {
         self.restarts += 1;
+        self.held.clear();
         self.session_floor = self.next_conn;
         let bound_by_tests: Vec<String> = self
             .subscriptions

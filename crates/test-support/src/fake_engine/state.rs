@@ -2,7 +2,7 @@
 //! the engine→worker invocations waiting for a result, and the history tests read; behind one
 //! mutex, with a watch channel bumped on every change so that waits never spin.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -122,6 +122,10 @@ pub(super) struct State {
     pub(super) calls: Vec<Call>,
     pub(super) results: Vec<InvocationResult>,
     pub(super) responders: HashMap<String, Responder>,
+    /// The functions whose calls are held back ([`super::FakeEngine::hold_calls`]).
+    pub(super) holding: BTreeSet<String>,
+    /// The calls held back, in the order they came, until released.
+    pub(super) held: Vec<Call>,
     pub(super) pending: HashMap<String, Pending>,
     pub(super) subscriptions: BTreeMap<String, Subscription>,
     pub(super) subscription_waiters: HashMap<String, oneshot::Sender<Option<ErrorBody>>>,
