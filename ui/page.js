@@ -75,6 +75,8 @@ const FAMILIES = {
     get: 'directory::skills::get',
     create: 'directory::skills::create',
     update: 'directory::skills::update',
+    /** The update's refusal when the file changed since the text its `base` names was read. */
+    changedOnDisk: 'D118',
     remove: 'directory::skills::delete',
     trigger: 'directory::skills::on-change',
     event: 'skills',
@@ -105,6 +107,8 @@ const FAMILIES = {
     get: 'directory::system-prompts::get',
     create: 'directory::system-prompts::create',
     update: 'directory::system-prompts::update',
+    /** The update's refusal when the file changed since the text its `base` names was read. */
+    changedOnDisk: 'D215',
     remove: 'directory::system-prompts::delete',
     trigger: 'directory::system-prompts::on-change',
     event: 'system-prompts',
@@ -135,6 +139,8 @@ const FAMILIES = {
     get: 'directory::agents::get',
     create: 'directory::agents::create',
     update: 'directory::agents::update',
+    /** The update's refusal when the file changed since the text its `base` names was read. */
+    changedOnDisk: 'D416',
     remove: 'directory::agents::delete',
     trigger: 'directory::agents::on-change',
     event: 'agents',
@@ -2100,26 +2106,47 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
       }
     }
     setBusy('saving');
+    /** The disk's text, shown with the "changed on disk" notice; the draft stays. */
+    const showChanged = (current) => {
+      if (current) {
+        const loaded = { ...current, raw: current.raw || '' };
+        loaded.stamp = family.stampOfDoc(loaded);
+        // A read already on its way must not put an older text back.
+        sequence.current += 1;
+        setDoc(loaded);
+      }
+      setNotice('changed');
+    };
     try {
+      // The text the draft started from: the update is sent with it as `base`, and the worker
+      // writes only a file that still holds it (or holds the draft already), under the lock
+      // its write takes. That is the guarantee; the read below is the fast path, which asks
+      // before sending anything when the change has already landed.
+      const basis = store.draftBases.has(draftKey) ? store.draftBases.get(draftKey) : base;
       // The file as it is now: another writer's change of a moment ago may not have reached
-      // this page yet (its change event comes after the write), and the update would write
-      // over it. `get` reads the disk, so a difference from the draft's starting text asks
-      // first. A failed read leaves the answer to the update.
+      // this page yet (its change event comes after the write). `get` reads the disk, so a
+      // difference from the draft's starting text asks first. A failed read leaves the answer
+      // to the update.
       const current = await store.call(family.get, { [family.key]: selectedKey, raw: true }).catch(() => null);
       if (current) {
         const raw = current.raw || '';
-        const basis = store.draftBases.has(draftKey) ? store.draftBases.get(draftKey) : base;
         if (raw !== basis && raw !== content) {
-          const loaded = { ...current, raw };
-          loaded.stamp = family.stampOfDoc(loaded);
-          // A read already on its way must not put an older text back.
-          sequence.current += 1;
-          setDoc(loaded);
-          setNotice('changed');
+          showChanged(current);
           return;
         }
       }
-      const answer = await store.call(family.update, { [family.key]: selectedKey, content });
+      const request = { [family.key]: selectedKey, content };
+      if (typeof basis === 'string') request.base = basis;
+      let answer;
+      try {
+        answer = await store.call(family.update, request);
+      } catch (failure) {
+        // A write that landed between that read and the update: the worker wrote nothing, and
+        // the page says so as it does when the read finds it.
+        if (!errorText(failure).startsWith(`${family.changedOnDisk} `)) throw failure;
+        showChanged(await store.call(family.get, { [family.key]: selectedKey, raw: true }).catch(() => null));
+        return;
+      }
       const savedKey = family.renames && answer ? answer[family.key] : null;
       setDoc((current) => ({ ...current, raw: content, stamp: null }));
       // What was typed while the save was on its way stays a draft, now based on the saved text.

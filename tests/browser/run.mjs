@@ -5,8 +5,10 @@
 // one line `FIGURES {json}` on stdout.
 //
 // Environment: HARNESS_URL (the harness page with ?engine=ws://…), CONTROL_URL (the test's
-// loopback server, whose POST /control/worker/{stop,start} stops and starts the worker and
-// POST /control/registry/publish/<version> publishes a version of the bundle), TREE_DIR (the worker's
+// loopback server, whose POST /control/worker/{stop,start} stops and starts the worker,
+// POST /control/registry/publish/<version> publishes a version of the bundle and
+// POST /control/{hold,held,release}/<function> holds back the page's calls to a function in the
+// engine, counts them and routes them), TREE_DIR (the worker's
 // Compose folder), OUT_DIR (screenshots), CHROMIUM (default /usr/bin/chromium),
 // SKILLS (the generated skill count).
 
@@ -67,6 +69,16 @@ const within = (promise, ms, what) =>
 async function control(what) {
   const answer = await fetch(`${CONTROL_URL}/control/worker/${what}`, { method: 'POST' });
   assert.equal(answer.status, 200, `control ${what}`);
+}
+
+/**
+ * Holds back the page's calls to `functionId` in the engine (`hold`), counts the held ones
+ * (`held`) or routes them on (`release`); answers the count.
+ */
+async function engineCalls(what, functionId) {
+  const answer = await fetch(`${CONTROL_URL}/control/${what}/${functionId}`, { method: 'POST' });
+  assert.equal(answer.status, 200, `control ${what} ${functionId}`);
+  return Number((await answer.text()).trim());
 }
 
 /** An edit made behind the worker's back, whole at once (staged outside the watched roots). */
@@ -630,6 +642,41 @@ try {
   await filter.focus();
   await page.keyboard.press('Control+s');
   await waitDisk(SHOWCASE_FILE, (text) => text === draft4, 'hold the draft saved from the filter');
+  await dirtyBadge.waitFor({ state: 'detached' });
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
+
+  // A write that lands after the save's read and before its update (the update held in the
+  // engine meanwhile): the read saw nothing to ask about, and the worker, handed the text the
+  // draft started from as `base`, writes nothing over the other writer's bytes. The page shows
+  // the change as the read would have, and keeps the draft.
+  step("a write between the save's read and its update");
+  const UPDATE = 'directory::skills::update';
+  const draft5 = `${draft4}DRAFT5\n`;
+  await editor.fill(draft5);
+  await dirtyBadge.waitFor();
+  await engineCalls('hold', UPDATE);
+  const savedFrom = (await calls()).length;
+  await editor.press('Control+s');
+  const heldBy = Date.now() + WAIT_MS;
+  while ((await engineCalls('held', UPDATE)) !== 1) {
+    assert.ok(Date.now() < heldBy, 'the update reaches the engine');
+    await page.waitForTimeout(20);
+  }
+  const external5 = `${draft4}EXTERNAL5\n`;
+  writeOnDisk(SHOWCASE_FILE, external5);
+  assert.equal(await engineCalls('release', UPDATE), 1, 'one update released');
+  await root.locator('.dir-notice', { hasText: 'Changed on disk' }).waitFor();
+  await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
+  const update = (await calls()).slice(savedFrom).find((c) => c.function_id === UPDATE);
+  assert.equal(update.payload.base, draft4, 'the update carries the text the draft started from');
+  assert.match(update.error || '', /D118 conflict: /, 'the worker refuses the update');
+  assert.equal(disk(SHOWCASE_FILE), external5, "the other writer's bytes stay");
+  assert.equal(await editor.inputValue(), draft5, 'the draft stays');
+  assert.equal(await root.locator('.dir-error').count(), 0, 'said as the change it is, not as an error');
+  // The disk's text is the document's now: keeping the draft saves it over that, knowingly.
+  await button('Keep my draft').click();
+  await editor.press('Control+s');
+  await waitDisk(SHOWCASE_FILE, (text) => text === draft5, 'hold the draft kept over the change');
   await dirtyBadge.waitFor({ state: 'detached' });
   await root.locator('.dir-badge', { hasText: 'saving' }).waitFor({ state: 'detached' });
   await button('Preview').click();

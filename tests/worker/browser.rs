@@ -208,9 +208,12 @@ fn bundle_files(version: &str) -> Option<Vec<(String, String)>> {
 }
 
 /// What the run can ask of the test through `/control/…`: stop the worker and start it again
-/// under the open page (the worker gone and back, as a person sees it), and publish a version
-/// of [`BUNDLE_WORKER`]'s bundle on the loopback registry stand-in.
+/// under the open page (the worker gone and back, as a person sees it), publish a version of
+/// [`BUNDLE_WORKER`]'s bundle on the loopback registry stand-in, and hold back the page's calls
+/// to a function in the engine (`hold/<function>`, `held/<function>` answers how many wait,
+/// `release/<function>` routes them), so that a write on disk can land between two calls.
 struct Control {
+    engine: Arc<FakeEngine>,
     engine_url: String,
     tree: PathBuf,
     seed: PathBuf,
@@ -238,6 +241,20 @@ impl Control {
                     *worker = Some(self.spawn());
                 }
                 ("200 OK", "started\n".into())
+            }
+            _ if path.starts_with("/control/hold/") => {
+                self.engine.hold_calls(&path["/control/hold/".len()..]);
+                ("200 OK", "holding\n".into())
+            }
+            _ if path.starts_with("/control/held/") => {
+                let held = self.engine.held_calls(&path["/control/held/".len()..]);
+                ("200 OK", format!("{held}\n"))
+            }
+            _ if path.starts_with("/control/release/") => {
+                let released = self
+                    .engine
+                    .release_calls(&path["/control/release/".len()..]);
+                ("200 OK", format!("{released}\n"))
             }
             _ if path.starts_with("/control/registry/publish/") => {
                 let version = &path["/control/registry/publish/".len()..];
@@ -439,12 +456,13 @@ async fn the_console_page_in_chromium() {
     let vendor = work.path().join("vendor");
     build_vendor(&vendor);
 
-    let engine = FakeEngine::start().await;
+    let engine = Arc::new(FakeEngine::start().await);
     // The engine's configuration worker, for the settings form.
     engine.model_configuration_worker();
     // The run moves many full lists (megabytes each): route them, do not keep copies.
     engine.keep_history(false);
     let control = Arc::new(Control {
+        engine: engine.clone(),
         engine_url: engine.url().to_string(),
         tree: tree.clone(),
         seed: seed.clone(),
