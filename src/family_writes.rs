@@ -61,26 +61,49 @@ pub fn check_content(content: &str) -> Result<()> {
     Ok(())
 }
 
-/// What a conditional update finds where it would write, before it writes.
-pub enum Found {
-    /// The bytes of the file it would replace (at most [`MAX_FILE_BYTES`] and one).
-    File(Vec<u8>),
-    /// No file: removed since the index served it. The family answers its not-found.
+/// Why an update wrote nothing.
+pub enum Unwritten {
+    /// With `base`, the file it would replace is gone: the family answers its not-found.
     Gone,
+    /// With `base`, what it would replace no longer holds it: the family answers
+    /// [`changed_on_disk`], naming `file` (none for a bundled text).
+    Changed { file: Option<PathBuf> },
+    /// The write failed or was refused (the family renders it, `store_error`).
+    Store(StoreError),
 }
 
-/// The file an update of `path` would replace, read under the write lock as the write itself
-/// reaches it (`store::read_target`), for [`check_base`]. A link on the way that leads out is
-/// the family's refusal, as the write's would be (`link_code`).
-pub fn read_before_update(
+/// An update's write of `content` over `path` (`mode` [`store::Mode::Update`], or
+/// [`store::Mode::CreateNew`] for the first copy of a bundled document, whose text is
+/// `bundled`). With `base` it is conditional: a file is compared by
+/// [`store::write_atomic_expecting`] just before its rename, a bundled text here, both by
+/// [`holds_base`].
+pub fn write_update(
     may_write: &[&Path],
     path: &Path,
-    code: Code,
-    link_code: Code,
-) -> Result<Found> {
-    let read = store::read_target(may_write, path, MAX_FILE_BYTES + 1)
-        .map_err(|e| store_error(e, code, link_code, &[]))?;
-    Ok(read.map_or(Found::Gone, Found::File))
+    content: &str,
+    mode: store::Mode,
+    base: Option<&str>,
+    bundled: &str,
+) -> std::result::Result<PathBuf, Unwritten> {
+    let replaces_a_file = mode != store::Mode::CreateNew;
+    if let Some(base) = base
+        && !replaces_a_file
+        && !holds_base(bundled.as_bytes(), base, content)
+    {
+        return Err(Unwritten::Changed { file: None });
+    }
+    let holds = |now: &[u8]| base.is_some_and(|base| holds_base(now, base, content));
+    let expected = base.filter(|_| replaces_a_file).map(|_| store::Expected {
+        limit: MAX_FILE_BYTES + 1,
+        holds: &holds,
+    });
+    store::write_atomic_expecting(may_write, path, content.as_bytes(), mode, expected).map_err(
+        |e| match e {
+            StoreError::Unexpected { gone: true, .. } => Unwritten::Gone,
+            StoreError::Unexpected { path, .. } => Unwritten::Changed { file: Some(path) },
+            e => Unwritten::Store(e),
+        },
+    )
 }
 
 /// A conditional update's rule: `now`, what the update would write over (a file's bytes, or a
@@ -88,18 +111,9 @@ pub fn read_before_update(
 /// started from (nobody wrote it since the caller read it), or as `content` (the update is
 /// there already: a repeated call whose answer was lost). Both are compared as `get` answers
 /// `raw`, a leading byte-order mark dropped ([`decode`]), so a caller's `base` is what `get`
-/// gave it. Anything else is another writer's change, which the update would silently write
-/// over: `changed` is the refusal, and nothing is written.
-pub fn check_base(
-    now: &[u8],
-    base: &str,
-    content: &str,
-    changed: impl FnOnce() -> Error,
-) -> Result<()> {
-    match decode(now) {
-        Ok(now) if now == as_read(base) || now == as_read(content) => Ok(()),
-        _ => Err(changed()),
-    }
+/// gave it; a file over the size cap or not UTF-8 holds neither.
+pub fn holds_base(now: &[u8], base: &str, content: &str) -> bool {
+    decode(now).is_ok_and(|now| now == as_read(base) || now == as_read(content))
 }
 
 /// The refusal of a conditional update whose document another writer changed since the caller
@@ -108,7 +122,9 @@ pub fn check_base(
 pub fn changed_on_disk(code: Code, what: &str, file: Option<&Path>, next: &[Next]) -> Error {
     let place = match file {
         Some(path) => format!("its file {}", path.display()),
-        None => "what it holds".to_string(),
+        // A bundled document without a file of its own (removed since, say): `get` answers the
+        // bundled text.
+        None => "it has no file of its own now, so it reads as the bundled text, which".to_string(),
     };
     Error::coded(
         code,

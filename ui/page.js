@@ -2144,7 +2144,11 @@ function DocumentPane({ host, store, familyKey, selectedKey, row, rows, onSelect
         // A write that landed between that read and the update: the worker wrote nothing, and
         // the page says so as it does when the read finds it.
         if (!errorText(failure).startsWith(`${family.changedOnDisk} `)) throw failure;
-        showChanged(await store.call(family.get, { [family.key]: selectedKey, raw: true }).catch(() => null));
+        const now = await store.call(family.get, { [family.key]: selectedKey, raw: true }).catch(() => null);
+        // Without the disk's text the notice's "keep my draft" would keep the old base, and
+        // every later save be refused the same way: the refusal itself is said instead.
+        if (now) showChanged(now);
+        else setError(errorText(failure));
         return;
       }
       const savedKey = family.renames && answer ? answer[family.key] : null;

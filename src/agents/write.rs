@@ -16,8 +16,8 @@ use crate::doc::{MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Found, Outcome, changed_on_disk, check_base, file_exists, modified_at, read_before_update,
-    store_error, touched, writable_roots,
+    Outcome, Unwritten, changed_on_disk, file_exists, modified_at, store_error, touched,
+    writable_roots, write_update,
 };
 use crate::index::Reader;
 use crate::request;
@@ -155,28 +155,36 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if !may_write.contains(&roots.path(root)) {
         may_write.push(roots.path(root));
     }
-    if let Some(base) = &req.base {
-        let changed = |file: Option<&Path>| {
-            changed_on_disk(
+    // A bundled profile with no file yet: what `get` answered the caller is the bundled text.
+    let bundled = bundled::agent(&req.id).map_or("", |agent| agent.raw);
+    let landed = write_update(
+        &may_write,
+        &path,
+        &req.content,
+        mode,
+        req.base.as_deref(),
+        bundled,
+    );
+    let target = match landed {
+        Ok(target) => target,
+        Err(Unwritten::Gone) => return Err(miss(reader, roots, &req.id)?),
+        Err(Unwritten::Changed { file }) => {
+            return Err(changed_on_disk(
                 Code::AgentChangedOnDisk,
                 &format!("agent profile {}", quoted(&req.id)),
-                file,
+                file.as_deref(),
                 &NEXT_ON_CHANGED,
-            )
-        };
-        if mode == Mode::CreateNew {
-            // A bundled profile with no file yet: what `get` answers is the bundled text.
-            let bundled = bundled::agent(&req.id).map_or("", |agent| agent.raw);
-            check_base(bundled.as_bytes(), base, &req.content, || changed(None))?;
-        } else {
-            match read_before_update(&may_write, &path, Code::AgentExists, Code::AgentExists)? {
-                Found::File(now) => check_base(&now, base, &req.content, || changed(Some(&path)))?,
-                Found::Gone => return Err(miss(reader, roots, &req.id)?),
-            }
+            ));
         }
-    }
-    let target = store::write_atomic(&may_write, &path, req.content.as_bytes(), mode)
-        .map_err(|e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT))?;
+        Err(Unwritten::Store(e)) => {
+            return Err(store_error(
+                e,
+                Code::AgentExists,
+                Code::AgentExists,
+                &NEXT_ON_CONFLICT,
+            ));
+        }
+    };
     Ok(Outcome {
         response: response(&req.id, &profile, &req.content, &path),
         touched: touched(path, target),

@@ -15,8 +15,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
-    Found, Outcome, changed_on_disk, check_base, check_content, check_inside, check_not_overridden,
-    file_exists, modified_at, read_before_update, store_error, touched, writable_roots,
+    Outcome, Unwritten, changed_on_disk, check_content, check_inside, check_not_overridden,
+    file_exists, modified_at, store_error, touched, writable_roots, write_update,
 };
 use crate::index::Reader;
 use crate::request;
@@ -290,32 +290,34 @@ pub fn update(
             &[],
         ));
     }
-    if let Some(base) = &req.base {
-        let found = read_before_update(
-            &writable_roots(roots),
-            &path,
-            Code::SkillExists,
-            Code::SkillPlacementRefused,
-        )?;
-        let Found::File(now) = found else {
-            return Err(miss(reader, visibility, &id)?);
-        };
-        check_base(&now, base, &req.content, || {
-            changed_on_disk(
-                Code::SkillChangedOnDisk,
-                &format!("skill {}", quoted(&id)),
-                Some(&path),
-                &NEXT_ON_CHANGED,
-            )
-        })?;
-    }
-    let target = store::write_atomic(
+    let landed = write_update(
         &writable_roots(roots),
         &path,
-        req.content.as_bytes(),
+        &req.content,
         Mode::Update,
-    )
-    .map_err(|e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]))?;
+        req.base.as_deref(),
+        "",
+    );
+    let target = match landed {
+        Ok(target) => target,
+        Err(Unwritten::Gone) => return Err(miss(reader, visibility, &id)?),
+        Err(Unwritten::Changed { file }) => {
+            return Err(changed_on_disk(
+                Code::SkillChangedOnDisk,
+                &format!("skill {}", quoted(&id)),
+                file.as_deref(),
+                &NEXT_ON_CHANGED,
+            ));
+        }
+        Err(Unwritten::Store(e)) => {
+            return Err(store_error(
+                e,
+                Code::SkillExists,
+                Code::SkillPlacementRefused,
+                &[],
+            ));
+        }
+    };
     Ok(Outcome {
         response: written(&id, &req.content, &path),
         touched: touched(path, target),

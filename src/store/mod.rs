@@ -68,8 +68,20 @@ pub enum StoreError {
         root.display()
     )]
     RootNotAFolder { root: PathBuf },
+    /// A conditional write found the file it would replace other than the caller expected
+    /// ([`Expected`]): `gone` when no file was there. Nothing was written.
+    #[error("{} is not as expected", path.display())]
+    Unexpected { path: PathBuf, gone: bool },
     #[error(transparent)]
     Io(#[from] IoError),
+}
+
+/// What a conditional [`write_atomic_expecting`] asks of the file it replaces, read just
+/// before the rename through the folder the rename goes through: at most `limit` bytes of it,
+/// which `holds` must accept.
+pub struct Expected<'a> {
+    pub limit: u64,
+    pub holds: &'a dyn Fn(&[u8]) -> bool,
 }
 
 /// A store error where no family gives it a coded message (see `write::store_error`): the
@@ -272,48 +284,6 @@ fn through_link(roots: &[&Path], dest: &Path) -> Result<PathBuf, StoreError> {
     Ok(beneath)
 }
 
-/// The bytes of the file an update of `dest` would replace ([`write_atomic`] in
-/// [`Mode::Update`]): the same file, a symbolic link at `dest` resolved to where it leads and
-/// the folders on the way opened beneath their root without following links, so what is read
-/// is what the write would write over, and never a file outside `roots`. At most `limit`
-/// bytes are read, and a FIFO put in its place never blocks the read (anything but a regular
-/// file is an error). `None` when no file is there (removed, or a link that leads nowhere).
-pub fn read_target(
-    roots: &[&Path],
-    dest: &Path,
-    limit: u64,
-) -> Result<Option<Vec<u8>>, StoreError> {
-    use std::io::Read;
-    let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
-    // Following a link: a dangling one has no file to replace either.
-    if fs::metadata(dest).is_err_and(|e| gone(&e)) {
-        return Ok(None);
-    }
-    let target = through_link(roots, dest)?;
-    let (root, rel) = locate(roots, &target)?;
-    let (folder, name) = beneath::split(&rel).map_err(|e| refusal(e, &target, &root, "read"))?;
-    let root_dir = match Dir::root(&root, false) {
-        Ok(dir) => dir,
-        Err(e) if gone(&e) => return Ok(None),
-        Err(e) => return Err(io_error("open", &root)(e).into()),
-    };
-    let dir = match root_dir.open_dir(folder, false) {
-        Ok(dir) => dir,
-        Err(Refusal::Io(e)) if gone(&e) => return Ok(None),
-        Err(e) => return Err(refusal(e, &target, &root, "read")),
-    };
-    let file = match dir.open_file(name) {
-        Ok(file) => file,
-        Err(e) if gone(&e) => return Ok(None),
-        Err(e) => return Err(io_error("read", &target)(e).into()),
-    };
-    let mut bytes = Vec::new();
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .map_err(io_error("read", &target))?;
-    Ok(Some(bytes))
-}
-
 /// Writes `bytes` to `dest` atomically, creating its folders, beneath one of `roots` (`dest`
 /// lies under one of them as written; see [`locate`]), and answers the path written, links
 /// resolved: where a folder link on the way leads, and for a replace of a file that is a
@@ -326,6 +296,24 @@ pub fn write_atomic(
     dest: &Path,
     bytes: &[u8],
     mode: Mode,
+) -> Result<PathBuf, StoreError> {
+    write_atomic_expecting(roots, dest, bytes, mode, None)
+}
+
+/// [`write_atomic`], and with `expected` a conditional one: once the new text is on disk
+/// beside it, the file it would replace is read through the same folder descriptor and name
+/// the rename replaces, and unless it is there and `expected` accepts it, the temporary file
+/// is removed and nothing is written ([`StoreError::Unexpected`]). Why there: another
+/// process's write (an editor, `git pull`) does not take this worker's lock, so a check made
+/// before the write's own link resolution and fsync could pass on a file replaced a moment
+/// later, or on another file than the one a link then leads to. Linux has no rename that
+/// compares, so the window left is the instant between this read and the rename.
+pub fn write_atomic_expecting(
+    roots: &[&Path],
+    dest: &Path,
+    bytes: &[u8],
+    mode: Mode,
+    expected: Option<Expected<'_>>,
 ) -> Result<PathBuf, StoreError> {
     let target = match mode {
         Mode::Update => through_link(roots, dest)?,
@@ -343,6 +331,10 @@ pub fn write_atomic(
         Mode::CreateNew => None,
     };
     let result = write_temp(&dir, &temp, &temp_path, bytes, kept_mode)
+        .and_then(|()| match &expected {
+            Some(expected) => check_expected(&dir, &name, dest, expected),
+            None => Ok(()),
+        })
         .and_then(|()| publish(&dir, &temp, &name, dest, mode));
     if result.is_err() {
         // Through the very folder it was made in, whatever became of the path meanwhile.
@@ -351,6 +343,35 @@ pub fn write_atomic(
     result?;
     dir.sync().map_err(io_error("fsync", dest))?;
     Ok(written)
+}
+
+/// The file `name` of `dir` as [`Expected`] asks: there, a regular file (a link or a FIFO put
+/// in its place is not the file expected) and accepted by `holds`.
+fn check_expected(
+    dir: &Dir,
+    name: &OsStr,
+    dest: &Path,
+    expected: &Expected<'_>,
+) -> Result<(), StoreError> {
+    use std::io::Read;
+    let unexpected = |gone| StoreError::Unexpected {
+        path: dest.to_path_buf(),
+        gone,
+    };
+    let file = match dir.open_file(name) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(unexpected(true)),
+        Err(_) => return Err(unexpected(false)),
+    };
+    let mut now = Vec::new();
+    file.take(expected.limit)
+        .read_to_end(&mut now)
+        .map_err(io_error("read", dest))?;
+    if (expected.holds)(&now) {
+        Ok(())
+    } else {
+        Err(unexpected(false))
+    }
 }
 
 /// The path `rel` beneath the real path of a root names under the one of `roots` that leads
@@ -625,32 +646,48 @@ mod tests {
         );
     }
 
-    /// What a conditional update compares is what its write would replace: the file a link
-    /// leads to inside the roots; nothing outside them, no FIFO waited on, no file is `None`.
+    /// A conditional write compares what its rename replaces, read just before it: the file a
+    /// link leads to inside the roots, at most `limit` bytes; a file gone, or a FIFO or a link
+    /// put in its place, is not the file expected; nothing is written then and no temporary
+    /// file stays.
     #[test]
-    fn read_target_reads_what_an_update_would_replace() {
+    fn a_conditional_write_lands_only_over_the_file_expected() {
         let dir = tempfile::tempdir().unwrap();
-        let (root, outside) = (dir.path().join("root"), dir.path().join("outside"));
+        let root = dir.path().join("root");
         fs::create_dir_all(root.join("ns")).unwrap();
-        fs::create_dir_all(&outside).unwrap();
         let roots = [root.as_path()];
-        let read = |rel: &str| read_target(&roots, &root.join(rel), 5);
-        fs::write(root.join("ns/a.md"), b"0123456789").unwrap();
-        assert_eq!(read("ns/a.md").unwrap(), Some(b"01234".to_vec()), "capped");
-        std::os::unix::fs::symlink(root.join("ns/a.md"), root.join("ns/link.md")).unwrap();
-        assert_eq!(read("ns/link.md").unwrap(), Some(b"01234".to_vec()));
-        assert_eq!(read("ns/none.md").unwrap(), None);
-        assert_eq!(read("gone/none.md").unwrap(), None);
-        std::os::unix::fs::symlink(root.join("ns/none.md"), root.join("ns/dangling.md")).unwrap();
-        assert_eq!(read("ns/dangling.md").unwrap(), None);
-        fs::write(outside.join("secret.md"), b"secret").unwrap();
-        std::os::unix::fs::symlink(outside.join("secret.md"), root.join("ns/out.md")).unwrap();
-        assert!(matches!(read("ns/out.md"), Err(StoreError::Link { .. })));
-        std::os::unix::fs::symlink(&outside, root.join("away")).unwrap();
-        assert!(matches!(
-            read("away/secret.md"),
-            Err(StoreError::Link { .. })
-        ));
+        let holds_old = |now: &[u8]| now == b"old";
+        let write = |rel: &str| {
+            let expected = Expected {
+                limit: 3,
+                holds: &holds_old,
+            };
+            write_atomic_expecting(
+                &roots,
+                &root.join(rel),
+                b"new",
+                Mode::Update,
+                Some(expected),
+            )
+        };
+        let unexpected = |r: Result<PathBuf, StoreError>| match r {
+            Err(StoreError::Unexpected { gone, .. }) => Some(gone),
+            _ => None,
+        };
+        fs::write(root.join("ns/a.md"), b"old").unwrap();
+        write("ns/a.md").unwrap();
+        assert_eq!(fs::read(root.join("ns/a.md")).unwrap(), b"new");
+        // Another writer's text stays.
+        fs::write(root.join("ns/b.md"), b"theirs").unwrap();
+        assert_eq!(unexpected(write("ns/b.md")), Some(false));
+        assert_eq!(fs::read(root.join("ns/b.md")).unwrap(), b"theirs");
+        // Through a link: the file it leads to is the one compared and written.
+        fs::write(root.join("ns/c.md"), b"old").unwrap();
+        std::os::unix::fs::symlink(root.join("ns/c.md"), root.join("ns/link.md")).unwrap();
+        write("ns/link.md").unwrap();
+        assert_eq!(fs::read(root.join("ns/c.md")).unwrap(), b"new");
+        assert_eq!(unexpected(write("ns/none.md")), Some(true));
+        assert!(!root.join("ns/none.md").exists());
         let fifo = std::ffi::CString::new(
             root.join("ns/fifo.md")
                 .into_os_string()
@@ -659,7 +696,13 @@ mod tests {
         .unwrap();
         // SAFETY: mkfifo reads a NUL-terminated path and touches nothing else.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-        assert!(matches!(read("ns/fifo.md"), Err(StoreError::Io(_))));
+        assert!(write("ns/fifo.md").is_err());
+        let names: Vec<OsString> = fs::read_dir(root.join("ns"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(names.is_empty(), "no temporary file left behind: {names:?}");
     }
 
     #[test]

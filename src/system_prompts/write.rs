@@ -14,8 +14,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Found, Outcome, changed_on_disk, check_base, check_content, check_inside, check_not_overridden,
-    file_exists, modified_at, read_before_update, store_error, touched, writable_roots,
+    Outcome, Unwritten, changed_on_disk, check_content, check_inside, check_not_overridden,
+    file_exists, modified_at, store_error, touched, writable_roots, write_update,
 };
 use crate::index::Reader;
 use crate::request;
@@ -165,52 +165,43 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     if name != req.name {
         check_rename(reader, &req.name, &name)?;
     }
-    if let Some(base) = &req.base {
-        check_prompt_base(reader, roots, &req, base, &path, mode)?;
-    }
-    let target = store::write_atomic(&writable_roots(roots), &path, req.content.as_bytes(), mode)
-        .map_err(|e| {
-        store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT)
-    })?;
+    // A bundled prompt with no file yet: what `get` answered the caller is the bundled text.
+    // A content that renames the prompt is compared under the name it is updated by: that
+    // file is the one the write replaces.
+    let bundled = bundled::prompt(&req.name).map_or("", |prompt| prompt.raw);
+    let landed = write_update(
+        &writable_roots(roots),
+        &path,
+        &req.content,
+        mode,
+        req.base.as_deref(),
+        bundled,
+    );
+    let target = match landed {
+        Ok(target) => target,
+        Err(Unwritten::Gone) => return Err(miss(reader, roots, &req.name)?),
+        Err(Unwritten::Changed { file }) => {
+            return Err(changed_on_disk(
+                Code::PromptChangedOnDisk,
+                &format!("system prompt {:?}", req.name),
+                file.as_deref(),
+                &NEXT_ON_CHANGED,
+            ));
+        }
+        Err(Unwritten::Store(e)) => {
+            return Err(store_error(
+                e,
+                Code::PromptExists,
+                Code::PromptExists,
+                &NEXT_ON_CONFLICT,
+            ));
+        }
+    };
     Ok(Outcome {
         response: response(&name, &description, &req.content, &path),
         touched: touched(path, target),
         event: ChangeEvent::named(Family::SystemPrompts, "update", &name),
     })
-}
-
-/// A conditional update's check (`base`): what the update would write over is the file at
-/// `path` (checked under the prompt's requested name, before any rename its content makes),
-/// or, for a bundled prompt with no file yet, the bundled text `get` answers.
-fn check_prompt_base(
-    reader: &Reader,
-    roots: &Roots,
-    req: &request::NameUpdate,
-    base: &str,
-    path: &Path,
-    mode: Mode,
-) -> Result<()> {
-    let changed = |file: Option<&Path>| {
-        changed_on_disk(
-            Code::PromptChangedOnDisk,
-            &format!("system prompt {:?}", req.name),
-            file,
-            &NEXT_ON_CHANGED,
-        )
-    };
-    if mode == Mode::CreateNew {
-        let bundled = bundled::prompt(&req.name).map_or("", |prompt| prompt.raw);
-        return check_base(bundled.as_bytes(), base, &req.content, || changed(None));
-    }
-    match read_before_update(
-        &writable_roots(roots),
-        path,
-        Code::PromptExists,
-        Code::PromptExists,
-    )? {
-        Found::File(now) => check_base(&now, base, &req.content, || changed(Some(path))),
-        Found::Gone => Err(miss(reader, roots, &req.name)?),
-    }
 }
 
 /// An update whose frontmatter `name` renames prompt `from` may not take the name of another
