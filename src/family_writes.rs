@@ -72,6 +72,26 @@ pub enum Unwritten {
     Store(StoreError),
 }
 
+impl Unwritten {
+    /// A family's answer to an update that wrote nothing: `miss` (its not-found) for a file
+    /// gone, [`changed_on_disk`] with `code`, `what` and `next` for one changed, and `store`
+    /// (its rendering of store errors) for the rest.
+    pub fn answer(
+        self,
+        code: Code,
+        what: &str,
+        next: &[Next],
+        miss: impl FnOnce() -> Result<Error>,
+        store: impl FnOnce(StoreError) -> Error,
+    ) -> Result<Error> {
+        Ok(match self {
+            Unwritten::Gone => miss()?,
+            Unwritten::Changed { file } => changed_on_disk(code, what, file.as_deref(), next),
+            Unwritten::Store(e) => store(e),
+        })
+    }
+}
+
 /// An update's write of `content` over `path` (`mode` [`store::Mode::Update`], or
 /// [`store::Mode::CreateNew`] for the first copy of a bundled document, whose text is
 /// `bundled`). With `base` it is conditional: a file is compared by
@@ -119,7 +139,7 @@ pub fn holds_base(now: &[u8], base: &str, content: &str) -> bool {
 /// The refusal of a conditional update whose document another writer changed since the caller
 /// read it: `what` names it (`skill "a/b"`), `file` is where it changed (none for a bundled
 /// text that came back), `next` the family's `get`.
-pub fn changed_on_disk(code: Code, what: &str, file: Option<&Path>, next: &[Next]) -> Error {
+fn changed_on_disk(code: Code, what: &str, file: Option<&Path>, next: &[Next]) -> Error {
     let place = match file {
         Some(path) => format!("its file {}", path.display()),
         // A bundled document without a file of its own (removed since, say): `get` answers the

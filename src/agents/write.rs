@@ -16,8 +16,7 @@ use crate::doc::{MAX_FILE_BYTES, ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Outcome, Unwritten, changed_on_disk, file_exists, modified_at, store_error, touched,
-    writable_roots, write_update,
+    Outcome, file_exists, modified_at, store_error, touched, writable_roots, write_update,
 };
 use crate::index::Reader;
 use crate::request;
@@ -167,22 +166,14 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     );
     let target = match landed {
         Ok(target) => target,
-        Err(Unwritten::Gone) => return Err(miss(reader, roots, &req.id)?),
-        Err(Unwritten::Changed { file }) => {
-            return Err(changed_on_disk(
+        Err(unwritten) => {
+            return Err(unwritten.answer(
                 Code::AgentChangedOnDisk,
                 &format!("agent profile {}", quoted(&req.id)),
-                file.as_deref(),
                 &NEXT_ON_CHANGED,
-            ));
-        }
-        Err(Unwritten::Store(e)) => {
-            return Err(store_error(
-                e,
-                Code::AgentExists,
-                Code::AgentExists,
-                &NEXT_ON_CONFLICT,
-            ));
+                || miss(reader, roots, &req.id),
+                |e| store_error(e, Code::AgentExists, Code::AgentExists, &NEXT_ON_CONFLICT),
+            )?);
         }
     };
     Ok(Outcome {

@@ -15,8 +15,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next, quoted};
 use crate::events::ChangeEvent;
 use crate::family_writes::{
-    Outcome, Unwritten, changed_on_disk, check_content, check_inside, check_not_overridden,
-    file_exists, modified_at, store_error, touched, writable_roots, write_update,
+    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
+    store_error, touched, writable_roots, write_update,
 };
 use crate::index::Reader;
 use crate::request;
@@ -300,22 +300,14 @@ pub fn update(
     );
     let target = match landed {
         Ok(target) => target,
-        Err(Unwritten::Gone) => return Err(miss(reader, visibility, &id)?),
-        Err(Unwritten::Changed { file }) => {
-            return Err(changed_on_disk(
+        Err(unwritten) => {
+            return Err(unwritten.answer(
                 Code::SkillChangedOnDisk,
                 &format!("skill {}", quoted(&id)),
-                file.as_deref(),
                 &NEXT_ON_CHANGED,
-            ));
-        }
-        Err(Unwritten::Store(e)) => {
-            return Err(store_error(
-                e,
-                Code::SkillExists,
-                Code::SkillPlacementRefused,
-                &[],
-            ));
+                || miss(reader, visibility, &id),
+                |e| store_error(e, Code::SkillExists, Code::SkillPlacementRefused, &[]),
+            )?);
         }
     };
     Ok(Outcome {

@@ -14,8 +14,8 @@ use crate::doc::{ParsedDoc, as_read};
 use crate::error::{Error, Next, Result, next};
 use crate::events::{ChangeEvent, Family};
 use crate::family_writes::{
-    Outcome, Unwritten, changed_on_disk, check_content, check_inside, check_not_overridden,
-    file_exists, modified_at, store_error, touched, writable_roots, write_update,
+    Outcome, check_content, check_inside, check_not_overridden, file_exists, modified_at,
+    store_error, touched, writable_roots, write_update,
 };
 use crate::index::Reader;
 use crate::request;
@@ -179,22 +179,14 @@ pub fn update(reader: &Reader, roots: &Roots, request: &Value) -> Result<Outcome
     );
     let target = match landed {
         Ok(target) => target,
-        Err(Unwritten::Gone) => return Err(miss(reader, roots, &req.name)?),
-        Err(Unwritten::Changed { file }) => {
-            return Err(changed_on_disk(
+        Err(unwritten) => {
+            return Err(unwritten.answer(
                 Code::PromptChangedOnDisk,
                 &format!("system prompt {:?}", req.name),
-                file.as_deref(),
                 &NEXT_ON_CHANGED,
-            ));
-        }
-        Err(Unwritten::Store(e)) => {
-            return Err(store_error(
-                e,
-                Code::PromptExists,
-                Code::PromptExists,
-                &NEXT_ON_CONFLICT,
-            ));
+                || miss(reader, roots, &req.name),
+                |e| store_error(e, Code::PromptExists, Code::PromptExists, &NEXT_ON_CONFLICT),
+            )?);
         }
     };
     Ok(Outcome {
