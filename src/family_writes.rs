@@ -132,7 +132,7 @@ pub fn write_update(
 /// there already: a repeated call whose answer was lost). Both are compared as `get` answers
 /// `raw`, a leading byte-order mark dropped ([`decode`]), so a caller's `base` is what `get`
 /// gave it; a file over the size cap or not UTF-8 holds neither.
-pub fn holds_base(now: &[u8], base: &str, content: &str) -> bool {
+fn holds_base(now: &[u8], base: &str, content: &str) -> bool {
     decode(now).is_ok_and(|now| now == as_read(base) || now == as_read(content))
 }
 
