@@ -316,13 +316,9 @@ mod tests {
     use crate::doc::{ReadIssue, ServeIssue};
     use crate::roots::Root;
 
-    /// A row whose file could not be read is answered with the family's not-found error when
-    /// the file is gone (it was removed while the reconcile read it), and with the read's own
-    /// error while it is there.
-    #[test]
-    fn a_file_removed_before_its_read_is_answered_as_missing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = |name: &str| dir.path().join(name);
+    /// Roots under `dir` (the skills root made) and a fresh index there.
+    fn tree(dir: &std::path::Path) -> (Roots, crate::index::Index) {
+        let root = |name: &str| dir.join(name);
         let roots = Roots::new(
             root("skills"),
             root("local"),
@@ -331,22 +327,36 @@ mod tests {
         );
         std::fs::create_dir_all(root("skills")).expect("mkdir");
         let index = crate::index::Index::open_writer(&root("index.redb")).expect("open");
-        let reader = index.read().expect("read");
-        let source = |rel: &str| Source::File {
+        (roots, index)
+    }
+
+    /// A skills file whose read failed with the system's error `errno`, as a reconcile
+    /// records it.
+    fn unread(rel: &str, errno: i32) -> Source {
+        let why = std::io::Error::from_raw_os_error(errno).to_string();
+        Source::File {
             root: Root::Skills,
             rel: rel.into(),
-            content: Err(ServeIssue::Read(ReadIssue::Io(
-                "No such file or directory".into(),
-            ))),
-        };
+            content: Err(ServeIssue::Read(ReadIssue::Io(why))),
+        }
+    }
+
+    /// A row whose file could not be read is answered with the family's not-found error when
+    /// the file is gone (it was removed while the reconcile read it), and with the read's own
+    /// error while it is there.
+    #[test]
+    fn a_file_removed_before_its_read_is_answered_as_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (roots, index) = tree(dir.path());
+        let reader = index.read().expect("read");
         let missing = || Error::not_found(Code::SkillNotFound, "skill", "ns/gone", &[], &[]);
         let gone = reader
-            .text(&roots, &source("ns/gone.md"), "", missing)
+            .text(&roots, &unread("ns/gone.md", libc::ENOENT), "", missing)
             .expect_err("gone");
         assert_eq!(gone.code(), Some(Code::SkillNotFound), "{gone}");
-        std::fs::write(root("skills/here.md"), "x").expect("write");
+        std::fs::write(dir.path().join("skills/here.md"), "x").expect("write");
         let here = reader
-            .text(&roots, &source("here.md"), "", missing)
+            .text(&roots, &unread("here.md", libc::EACCES), "", missing)
             .expect_err("unreadable");
         assert!(matches!(here, Error::Unservable(_)), "{here}");
     }
@@ -357,26 +367,12 @@ mod tests {
     #[test]
     fn a_file_removed_before_its_read_and_back_since_is_answered_as_missing() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let root = |name: &str| dir.path().join(name);
-        let roots = Roots::new(
-            root("skills"),
-            root("local"),
-            root("agents-skills"),
-            root("agents"),
-        );
-        std::fs::create_dir_all(root("skills")).expect("mkdir");
-        std::fs::write(root("skills/back.md"), "# Back\n\nx\n").expect("write");
-        let index = crate::index::Index::open_writer(&root("index.redb")).expect("open");
+        let (roots, index) = tree(dir.path());
+        std::fs::write(dir.path().join("skills/back.md"), "# Back\n\nx\n").expect("write");
         let reader = index.read().expect("read");
-        let gone = std::io::Error::from_raw_os_error(libc::ENOENT).to_string();
-        let source = Source::File {
-            root: Root::Skills,
-            rel: "back.md".into(),
-            content: Err(ServeIssue::Read(ReadIssue::Io(gone))),
-        };
         let missing = || Error::not_found(Code::SkillNotFound, "skill", "back", &[], &[]);
         let answer = reader
-            .text(&roots, &source, "", missing)
+            .text(&roots, &unread("back.md", libc::ENOENT), "", missing)
             .expect_err("not served");
         assert_eq!(answer.code(), Some(Code::SkillNotFound), "{answer}");
     }

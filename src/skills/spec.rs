@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::ser::SerializeStruct;
 
+use crate::doc::Hash;
 use crate::error::Result;
 use crate::index::{Reader, Specs};
 use crate::roots::{Root, Roots};
@@ -99,29 +100,30 @@ fn spec_file(row: &SkillRow) -> Option<(&Source, &str)> {
 /// as a `SKILL.md`, else checked now (the same text first indexed under another name). `None`
 /// for bundled content and for a file whose content could not be read.
 pub fn conformance(reader: &Reader, row: &SkillRow) -> Result<Option<Conformance>> {
-    let Source::File {
-        content: Ok(hash), ..
-    } = &row.source
-    else {
-        return Ok(None);
-    };
-    if let Some(stored) = reader.spec(hash)? {
-        return Ok(Some(stored));
-    }
-    Ok(reader.content(hash)?.map(|text| spec::check(&text)))
+    conformance_from(reader, row, |hash| reader.spec(hash))
 }
 
 /// [`conformance`] from an open spec table. A content is checked at reconcile only when the
 /// first file read with it is a `SKILL.md`: one first read under another name (a `notes.md`
 /// renamed to `SKILL.md`, a copy) has no stored check, and is checked here, as `get` does.
 fn stored_in(reader: &Reader, specs: &Specs, row: &SkillRow) -> Result<Option<Conformance>> {
+    conformance_from(reader, row, |hash| specs.get(hash))
+}
+
+/// [`conformance`] with the stored check looked up by `stored` (one read, or a table open
+/// for a pass over every row).
+fn conformance_from(
+    reader: &Reader,
+    row: &SkillRow,
+    stored: impl FnOnce(&Hash) -> Result<Option<Conformance>>,
+) -> Result<Option<Conformance>> {
     let Source::File {
         content: Ok(hash), ..
     } = &row.source
     else {
         return Ok(None);
     };
-    if let Some(stored) = specs.get(hash)? {
+    if let Some(stored) = stored(hash)? {
         return Ok(Some(stored));
     }
     Ok(reader.content(hash)?.map(|text| spec::check(&text)))
